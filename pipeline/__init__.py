@@ -1,0 +1,3 @@
+"""Fine-tune BERT text classifiers: data -> tokenization -> training -> evaluation."""
+
+__version__ = "0.1.0"
