@@ -1,0 +1,412 @@
+"""Reports over fake run directories written to the run-directory contract (docs/run-directory.md).
+
+The fake runs are built from their own predictions, so metrics.json, test_predictions.csv and the report can be
+checked against each other exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from pipeline.report import (
+    ReportError,
+    ReportWarning,
+    compare_predictions,
+    default_output_dir,
+    load_run,
+    load_runs,
+    most_confident_mistakes,
+    plot_confusion_matrix,
+    write_report,
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+LABELS = ["World", "Sports", "Business", "Sci/Tech"]
+NUM_TEST_ROWS = 50
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+SECTION_HEADINGS = ["Summary", "Confusion matrices", "Validation accuracy", "Per-class F1",
+                    "Where the runs disagree", "Most confident mistakes"]
+TOPICS = ["markets rally as", "striker scores twice in", "chipmaker unveils", "talks resume over",
+          "league confirms", "central bank weighs", "satellite launch for", "ceasefire holds near"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Fake run directories
+
+
+def fake_texts(num_rows: int = NUM_TEST_ROWS) -> list[str]:
+    texts = [f"Story {i}: {TOPICS[i % len(TOPICS)]} quarter {i % 7} " + "and more words " * (i % 5)
+             for i in range(num_rows)]
+    # Characters that must survive CSV, Markdown tables and HTML escaping.
+    texts[3] = 'Quote "here", a | pipe & <script>alert(1)</script>'
+    texts[4] = "Line one\nline two"
+    texts[5] = "NA"
+    return texts
+
+
+def gold_labels(num_rows: int = NUM_TEST_ROWS) -> np.ndarray:
+    # One fixed draw so that every fake run shares the same test set.
+    return np.random.default_rng(0).integers(0, len(LABELS), num_rows)
+
+
+def classification_metrics(gold: np.ndarray, predicted: np.ndarray) -> dict:
+    num_classes = len(LABELS)
+    matrix = np.zeros((num_classes, num_classes), dtype=int)
+    np.add.at(matrix, (gold, predicted), 1)
+    per_class = {}
+    for index, label in enumerate(LABELS):
+        true_positive = matrix[index, index]
+        precision = true_positive / max(matrix[:, index].sum(), 1)
+        recall = true_positive / max(matrix[index, :].sum(), 1)
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        per_class[label] = {"precision": float(precision), "recall": float(recall), "f1": float(f1),
+                            "support": int(matrix[index, :].sum())}
+    return {
+        "accuracy": float((gold == predicted).mean()),
+        "macro_f1": float(np.mean([values["f1"] for values in per_class.values()])),
+        "loss": 0.4321,
+        "num_samples": int(len(gold)),
+        "per_class": per_class,
+        "confusion_matrix": matrix.tolist(),
+    }
+
+
+def make_fake_run(root: Path, name: str, *, seed: int, correct_share: float, model_kind: str = "bert",
+                  texts: list[str] | None = None, with_predictions: bool = True,
+                  with_eval_lines: bool = True) -> Path:
+    """A finished run directory: config.yaml, metrics.json, history.jsonl, test_predictions.csv."""
+    rng = np.random.default_rng(seed)
+    texts = texts if texts is not None else fake_texts()
+    gold = gold_labels(len(texts))
+    is_correct = rng.random(len(texts)) < correct_share
+    wrong = (gold + rng.integers(1, len(LABELS), len(texts))) % len(LABELS)
+    predicted = np.where(is_correct, gold, wrong)
+    scores = np.round(rng.uniform(0.3, 0.99, len(texts)), 4)
+
+    run_dir = root / name
+    run_dir.mkdir(parents=True)
+    model_name = "bert-base-uncased"
+    config = {"run": {"name": name, "output_dir": str(root), "seed": 42},
+              "model": {"kind": model_kind, "name_or_path": model_name},
+              "tokenizer": {"name_or_path": "bert-base-uncased", "max_length": "auto"},
+              "train": {"per_device_batch_size": 16, "gradient_accumulation_steps": 2, "mixed_precision": "auto"}}
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+
+    test_metrics = classification_metrics(gold, predicted)
+    metrics = {
+        "run": {"name": name, "model_kind": model_kind, "model_name_or_path": model_name,
+                "num_parameters": 109_485_316 if model_kind == "bert" else 4_385_796,
+                "started_at": "2025-05-01T10:00:00+00:00", "finished_at": "2025-05-01T10:21:13+00:00"},
+        "labels": LABELS,
+        "test": test_metrics,
+        "validation": test_metrics,
+        "best": {"step": 150, "validation_accuracy": 0.8123},
+        "tokenization": {"max_length": 64, "max_length_setting": "auto",
+                         "truncated_fraction": {"train": 0.0098, "validation": 0.011, "test": 0.0123}},
+        "timings": {"data_seconds": 1.2, "tokenize_seconds": 3.4, "train_seconds": 1234.5, "eval_seconds": 12.3,
+                    "total_seconds": 1271.0},
+        "throughput": {"train_samples_per_second": 1532.25, "eval_samples_per_second": 8120.0},
+        "training": {"global_steps": 200, "epochs_completed": 2.0, "effective_batch_size": 32,
+                     "mixed_precision": "bf16", "num_processes": 1, "stopped_early": False},
+        "device": {"type": "cuda", "name": "NVIDIA H200", "num_processes": 1},
+        "versions": {"python": "3.11.7", "torch": "2.5.0", "transformers": "4.46.0", "datasets": "3.0.0",
+                     "accelerate": "1.0.0", "pipeline": "0.1.0"},
+    }
+    (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2))
+
+    history = []
+    seconds_per_step = 6.1 / seed  # runs of different speed, so the wall-clock chart differs from the step chart
+    for step in range(10, 201, 10):
+        elapsed = step * seconds_per_step
+        history.append({"step": step, "epoch": step / 100, "elapsed_seconds": elapsed, "loss": 1.4 - step / 250,
+                        "learning_rate": 5e-5 * (1 - step / 200), "samples_per_second": 1500.0})
+        if with_eval_lines and step % 50 == 0:
+            eval_accuracy = 0.5 + 0.35 * (1 - np.exp(-step * seed / 120))
+            history.append({"step": step, "epoch": step / 100, "elapsed_seconds": elapsed + 1.5,
+                            "eval_loss": 1.0 - step / 400, "eval_accuracy": eval_accuracy,
+                            "eval_macro_f1": eval_accuracy - 0.01})
+    (run_dir / "history.jsonl").write_text("".join(json.dumps(line) + "\n" for line in history))
+
+    if with_predictions:
+        probabilities = {}
+        for index, label in enumerate(LABELS):
+            others = (1 - scores) / (len(LABELS) - 1)
+            probabilities[f"prob_{label}"] = np.where(predicted == index, scores, others)
+        pd.DataFrame({"text": texts, "label": [LABELS[i] for i in gold],
+                      "predicted": [LABELS[i] for i in predicted], "score": scores,
+                      **probabilities}).to_csv(run_dir / "test_predictions.csv", index=False)
+    return run_dir
+
+
+# Module scope: rendering the figures is the slow part, and no test changes these runs.
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("runs")
+    bert = make_fake_run(root, "ag_news_bert", seed=1, correct_share=0.85)
+    encoder = make_fake_run(root, "ag_news_encoder", seed=2, correct_share=0.6, model_kind="encoder")
+    return bert, encoder
+
+
+@pytest.fixture(scope="module")
+def two_run_report(two_runs, tmp_path_factory) -> tuple[str, str]:
+    markdown_path, html_path = write_report(list(two_runs), tmp_path_factory.mktemp("report"))
+    return markdown_path.read_text(encoding="utf-8"), html_path.read_text(encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reading the Markdown back
+
+
+def markdown_section(markdown: str, heading: str) -> str:
+    match = re.search(rf"^## {re.escape(heading)}\n(.*?)(?=^## |\Z)", markdown, flags=re.M | re.S)
+    assert match, f"section '{heading}' not found"
+    return match.group(1)
+
+
+def markdown_table_rows(section: str) -> list[list[str]]:
+    """Cells of every table row in a section (header included, separator excluded), emphasis removed."""
+    rows = []
+    for line in section.splitlines():
+        if not line.startswith("|") or re.fullmatch(r"\|[-:|]+\|", line):
+            continue
+        cells = re.split(r"(?<!\\)\|", line.strip())[1:-1]
+        rows.append([cell.strip().strip("*") for cell in cells])
+    return rows
+
+
+def summary_rows(markdown: str) -> dict[str, list[str]]:
+    return {row[0]: row[1:] for row in markdown_table_rows(markdown_section(markdown, "Summary"))}
+
+
+def percent(text: str) -> float:
+    return float(text.rstrip("%")) / 100
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Two-run report
+
+
+def test_report_has_every_section_in_markdown_and_html(two_run_report):
+    markdown, html_text = two_run_report
+    for heading in SECTION_HEADINGS:
+        assert f"\n## {heading}\n" in markdown
+        assert f"<h2>{heading}</h2>" in html_text
+    assert markdown.startswith("# Evaluation report: ag_news_bert vs ag_news_encoder")
+    assert "Best by test accuracy: ag_news_bert" in markdown
+
+
+def test_html_is_self_contained_and_escaped(two_run_report):
+    _, html_text = two_run_report
+    # Two confusion matrices, the validation curves and the per-class F1 bars.
+    assert html_text.count('src="data:image/png;base64,') == 4
+    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", html_text)
+    assert not re.search(r"url\(|@import|https?://", html_text)
+    assert "<script" not in html_text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html_text
+
+
+def test_summary_numbers_match_metrics_json(two_runs, two_run_report):
+    markdown, _ = two_run_report
+    rows = summary_rows(markdown)
+    for column, run_dir in enumerate(two_runs):
+        metrics = json.loads((run_dir / "metrics.json").read_text())
+        test = metrics["test"]
+        assert percent(rows["Test accuracy"][column]) == pytest.approx(test["accuracy"], abs=5.1e-5)
+        assert float(rows["Macro-F1"][column]) == pytest.approx(test["macro_f1"], abs=5.1e-5)
+        for label in LABELS:
+            assert float(rows[f"F1: {label}"][column]) == pytest.approx(test["per_class"][label]["f1"], abs=5.1e-5)
+        assert rows["Parameters"][column] == f"{metrics['run']['num_parameters']:,}"
+        assert rows["Fixed length (tokens)"][column] == "64 (auto)"
+        assert rows["Truncated texts (test)"][column] == "1.23%"
+        assert rows["Truncated texts (train)"][column] == "0.98%"
+        assert rows["Training time"][column] == "20m 34s"
+        assert rows["Effective batch size"][column] == "32"
+        assert rows["Device"][column] == "cuda (NVIDIA H200), 1 process"
+
+
+def test_disagreement_count_matches_predictions(two_runs, two_run_report):
+    markdown, _ = two_run_report
+    first, second = (pd.read_csv(run_dir / "test_predictions.csv", keep_default_na=False) for run_dir in two_runs)
+    differ = first["predicted"] != second["predicted"]
+    expected_count = int(differ.sum())
+    assert 0 < expected_count < NUM_TEST_ROWS, "the fixture should make the runs disagree on some rows"
+
+    section = markdown_section(markdown, "Where the runs disagree")
+    assert re.search(rf"disagree on {expected_count} of {NUM_TEST_ROWS} test texts", section)
+    first_right = int((differ & (first["predicted"] == first["label"])).sum())
+    second_right = int((differ & (second["predicted"] == second["label"])).sum())
+    assert f"ag_news_bert right on {first_right}" in section
+    assert f"ag_news_encoder right on {second_right}" in section
+
+    table_rows = markdown_table_rows(section)[1:]
+    assert len(table_rows) == min(expected_count, 20)
+    assert {int(row[0]) for row in table_rows} <= set(np.flatnonzero(differ.to_numpy()))
+
+    comparison = compare_predictions(load_runs(list(two_runs)))
+    assert list(comparison.disagreements.index) == list(np.flatnonzero(differ.to_numpy()))
+
+
+def test_runs_tested_on_different_data_are_not_compared(tmp_path: Path):
+    other_texts = fake_texts()
+    other_texts[10] = "A different story altogether"
+    first = make_fake_run(tmp_path, "first", seed=1, correct_share=0.8)
+    second = make_fake_run(tmp_path, "second", seed=2, correct_share=0.8, texts=other_texts)
+    markdown_path, _ = write_report([first, second], tmp_path / "report")
+    markdown = markdown_path.read_text()
+    assert "Caution: the runs were tested on different data." in markdown.split("## Summary")[0]
+    section = markdown_section(markdown, "Where the runs disagree")
+    assert "tested on different data" in section and "row 10" in section
+    assert not markdown_table_rows(section)
+
+
+def test_three_runs_leave_out_the_one_without_predictions(two_runs, tmp_path: Path):
+    third = make_fake_run(tmp_path, "no_predictions", seed=5, correct_share=0.7, with_predictions=False)
+    with pytest.warns(ReportWarning):
+        markdown_path, _ = write_report([*two_runs, third], tmp_path / "report")
+    markdown = markdown_path.read_text()
+    section = markdown_section(markdown, "Where the runs disagree")
+    assert "Left out for lack of test_predictions.csv: no_predictions" in section
+    header = markdown.split("## Summary")[0]
+    # The verdict ranks three runs; a test on the two with predictions would not be about that ranking.
+    assert "runner-up" in header and "McNemar" not in header
+    assert len(summary_rows(markdown)["Test accuracy"]) == 3
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Single-run report (what the pipeline writes after each run)
+
+
+def test_single_run_report_in_the_run_directory(tmp_path: Path):
+    run_dir = make_fake_run(tmp_path, "solo", seed=3, correct_share=0.7)
+    markdown_path, html_path = write_report([run_dir], run_dir)
+    assert (markdown_path, html_path) == (run_dir / "report.md", run_dir / "report.html")
+    markdown, html_text = markdown_path.read_text(), html_path.read_text()
+    assert "Where the runs disagree" not in markdown and "Where the runs disagree" not in html_text
+    assert markdown.startswith("# Evaluation report: solo\n")
+    assert "solo: test accuracy" in markdown
+    assert html_text.count("data:image/png;base64,") == 3
+
+    predictions = pd.read_csv(run_dir / "test_predictions.csv", keep_default_na=False)
+    num_wrong = int((predictions["predicted"] != predictions["label"]).sum())
+    rows = markdown_table_rows(markdown_section(markdown, "Most confident mistakes"))[1:]
+    assert len(rows) == min(10, num_wrong)
+    scores = [float(row[4]) for row in rows]
+    assert scores == sorted(scores, reverse=True)
+    for row in rows:
+        source = predictions.iloc[int(row[0])]
+        assert (row[2], row[3]) == (source["label"], source["predicted"])
+        assert source["label"] != source["predicted"]
+    assert not list(run_dir.glob("*.tmp"))
+
+
+def test_most_confident_mistakes_are_sorted_wrong_predictions():
+    predictions = pd.DataFrame({"text": list("abcdef"), "label": ["A", "A", "B", "B", "C", "C"],
+                                "predicted": ["A", "B", "B", "C", "A", "C"],
+                                "score": [0.99, 0.60, 0.95, 0.90, 0.70, 0.50]})
+    mistakes = most_confident_mistakes(predictions, limit=2)
+    assert list(mistakes["text"]) == ["d", "e"]
+    assert (mistakes["label"] != mistakes["predicted"]).all()
+
+
+def test_missing_optional_pieces_are_reported_not_fatal(tmp_path: Path):
+    run_dir = make_fake_run(tmp_path, "bare", seed=4, correct_share=0.7, with_predictions=False,
+                            with_eval_lines=False)
+    with pytest.warns(ReportWarning, match="test_predictions.csv"):
+        markdown_path, _ = write_report([run_dir], tmp_path / "out")
+    markdown = markdown_path.read_text()
+    assert "history.jsonl has no evaluation lines" in markdown_section(markdown, "Validation accuracy")
+    assert "No test_predictions.csv" in markdown_section(markdown, "Most confident mistakes")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Broken and unfinished run directories
+
+
+def test_missing_run_directory(tmp_path: Path):
+    with pytest.raises(ReportError, match=r"nowhere: run directory does not exist"):
+        load_run(tmp_path / "nowhere")
+
+
+def test_missing_metrics_json_says_the_run_is_unfinished(tmp_path: Path):
+    run_dir = make_fake_run(tmp_path, "training", seed=1, correct_share=0.8)
+    (run_dir / "metrics.json").unlink()
+    with pytest.raises(ReportError, match=r"training: metrics\.json is missing .*still training"):
+        load_run(run_dir)
+
+
+def test_a_folder_of_runs_is_not_a_run(two_runs):
+    with pytest.raises(ReportError, match=r"not a run directory.*ag_news_bert, ag_news_encoder"):
+        load_run(two_runs[0].parent)
+
+
+def test_broken_metrics_json_names_file_and_line(tmp_path: Path):
+    run_dir = make_fake_run(tmp_path, "broken", seed=1, correct_share=0.8)
+    (run_dir / "metrics.json").write_text('{\n  "labels": ["a"],\n  "test": {"accuracy": 0.5,,}\n}\n')
+    with pytest.raises(ReportError, match=r"broken/metrics\.json: invalid JSON at line 3"):
+        load_run(run_dir)
+
+
+def test_broken_history_line_in_the_middle_is_an_error(tmp_path: Path):
+    run_dir = make_fake_run(tmp_path, "midbroken", seed=1, correct_share=0.8)
+    lines = (run_dir / "history.jsonl").read_text().splitlines()
+    lines[2] = lines[2][:15]
+    (run_dir / "history.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(ReportError, match=r"history\.jsonl: line 3 is not valid JSON"):
+        load_run(run_dir)
+
+
+def test_truncated_last_history_line_is_skipped_with_a_warning(tmp_path: Path):
+    run_dir = make_fake_run(tmp_path, "killed", seed=1, correct_share=0.8)
+    text = (run_dir / "history.jsonl").read_text()
+    (run_dir / "history.jsonl").write_text(text + '{"step": 210, "epo')
+    with pytest.warns(ReportWarning, match="truncated"):
+        run = load_run(run_dir)
+    assert len(run.history) == len(text.splitlines())
+    assert any("truncated" in note for note in run.notes)
+
+
+def test_cli_error_is_one_line_and_nonzero(tmp_path: Path):
+    result = subprocess.run([sys.executable, "-m", "pipeline.report", str(tmp_path / "missing_run")],
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert "missing_run: run directory does not exist" in result.stderr
+
+
+def test_cli_writes_both_files_and_prints_their_paths(two_runs, tmp_path: Path):
+    output_dir = tmp_path / "cli_report"
+    result = subprocess.run([sys.executable, "-m", "pipeline.report", *map(str, two_runs), "--output",
+                             str(output_dir)], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [str(output_dir / "report.md"), str(output_dir / "report.html")]
+
+
+def test_default_output_directory_joins_run_names():
+    assert default_output_dir(["runs/bert", "runs/encoder"]) == Path("reports/bert_vs_encoder")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Confusion matrix image
+
+
+def test_confusion_matrix_png_is_written_atomically(tmp_path: Path):
+    matrix = [[40, 3, 2, 1], [2, 45, 1, 0], [5, 1, 30, 6], [0, 0, 4, 38]]
+    path = plot_confusion_matrix(matrix, LABELS, tmp_path / "confusion_matrix.png", title="test")
+    assert path == tmp_path / "confusion_matrix.png"
+    assert path.read_bytes()[:8] == PNG_SIGNATURE
+    assert [p.name for p in tmp_path.iterdir()] == ["confusion_matrix.png"]
+
+
+def test_confusion_matrix_shape_must_match_labels(tmp_path: Path):
+    with pytest.raises(ValueError, match="does not match 4 labels"):
+        plot_confusion_matrix([[1, 2], [3, 4]], LABELS, tmp_path / "cm.png")
+    assert not list(tmp_path.iterdir())
