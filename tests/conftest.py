@@ -40,6 +40,74 @@ def ag_news_test_csv() -> Path:
 
 @pytest.fixture(scope="session")
 def bert_tokenizer(vocab_file):
+    """The real uncased WordPiece vocabulary (30,522 tokens).
+
+    Loaded from the folder: transformers 5 silently ignores BertTokenizerFast(vocab_file=...) and builds a
+    five-token vocabulary that maps every word to [UNK].
+    """
     from transformers import BertTokenizerFast
 
-    return BertTokenizerFast(vocab_file=str(vocab_file), do_lower_case=True)
+    tokenizer = BertTokenizerFast.from_pretrained(str(vocab_file.parent))
+    assert tokenizer.vocab_size == 30522, tokenizer.vocab_size
+    return tokenizer
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory, bert_tokenizer) -> Path:
+    """A 2-layer, 64-wide random BERT with the real uncased vocabulary, saved like a Hub checkpoint.
+
+    Dropout is off so that runs which should be equal (gradient accumulation, resume) are equal bit for bit
+    up to float rounding, not up to random masks.
+    """
+    from transformers import BertConfig, BertForSequenceClassification
+
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=bert_tokenizer.vocab_size,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=128,
+        max_position_embeddings=128,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
+    path = tmp_path_factory.mktemp("tiny_bert")
+    BertForSequenceClassification(config).save_pretrained(path)
+    bert_tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture()
+def fresh_accelerate_state():
+    """accelerate keeps process-wide singletons; each in-process run in a test starts from a clean slate."""
+    from accelerate.state import AcceleratorState, GradientState
+
+    AcceleratorState._reset_state(True)
+    GradientState._reset_state()
+    yield
+    AcceleratorState._reset_state(True)
+    GradientState._reset_state()
+
+
+@pytest.fixture()
+def tiny_run_config(tmp_path, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv, fresh_accelerate_state):
+    """Build a PipelineConfig from configs/ag_news_minilm.yaml with the tiny BERT and a few hundred rows."""
+    from pipeline.config import load_config
+
+    def make(*overrides: str):
+        base = [
+            f"run.output_dir={tmp_path / 'runs'}",
+            f"data.train_file={ag_news_train_csv}",
+            f"data.test_file={ag_news_test_csv}",
+            f"data.cache_dir={tmp_path / 'cache'}",
+            f"tokenizer.name_or_path={tiny_bert_dir}",
+            f"model.name_or_path={tiny_bert_dir}",
+            "data.max_train_samples=400",
+            "data.max_eval_samples=200",
+            "train.log_every_steps=5",
+        ]
+        return load_config(Path(__file__).resolve().parents[1] / "configs" / "ag_news_minilm.yaml", base + list(overrides))
+
+    return make

@@ -1,0 +1,123 @@
+"""Batches for training and evaluation, built from the fixed-length tensors of stage 2.
+
+Rows stay padded to one fixed length on disk; per batch, trailing columns that are padding in every row are
+dropped. That is exact (padded keys are masked out of attention and positions are absolute) and saves most of
+the compute on short texts, especially when batches group rows of similar length.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import numpy as np
+import torch
+from datasets import Dataset
+from torch.utils.data import DataLoader, Sampler
+
+from pipeline.tokenization import LENGTH_MULTIPLE
+
+# Pools of this many batches are sorted by length before being cut into batches (as in HF's LengthGroupedSampler):
+# big enough that batches are homogeneous in length, small enough that the order stays random.
+LENGTH_POOL_BATCHES = 50
+
+
+class TokenizedRows(torch.utils.data.Dataset):
+    """A tokenized split held as tensors; a whole batch is fetched with one indexing operation."""
+
+    def __init__(self, split: Dataset):
+        columns = split.with_format("numpy", columns=["input_ids", "attention_mask", "label", "length"])[:]
+        self.input_ids = torch.from_numpy(np.asarray(columns["input_ids"], dtype=np.int32))  # (N, T)
+        self.attention_mask = torch.from_numpy(np.asarray(columns["attention_mask"], dtype=np.int8))  # (N, T)
+        self.labels = torch.from_numpy(np.asarray(columns["label"], dtype=np.int64))  # (N,)
+        self.lengths = np.asarray(columns["length"], dtype=np.int64)  # (N,)
+        self.row_index = torch.arange(len(self.labels))  # (N,) lets distributed evaluation restore row order
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitems__(self, indices: list[int]) -> dict[str, torch.Tensor]:
+        index = torch.as_tensor(indices, dtype=torch.long)
+        return {
+            "input_ids": self.input_ids[index],
+            "attention_mask": self.attention_mask[index],
+            "labels": self.labels[index],
+            "row_index": self.row_index[index],
+        }
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        return {key: value[0] for key, value in self.__getitems__([index]).items()}
+
+
+def collate_trimmed(batch: dict[str, torch.Tensor] | list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """Drop the trailing columns that are padding in every row (rounded up to a multiple of 8)."""
+    if isinstance(batch, list):  # single-item fetches, e.g. from a sampler that bypasses __getitems__
+        batch = {key: torch.stack([row[key] for row in batch]) for key in batch[0]}
+    fixed_length = batch["input_ids"].shape[1]
+    longest = int(batch["attention_mask"].sum(dim=1).max())
+    keep = min(fixed_length, LENGTH_MULTIPLE * math.ceil(max(longest, 1) / LENGTH_MULTIPLE))
+    return {
+        "input_ids": batch["input_ids"][:, :keep].long(),  # (B, T')
+        "attention_mask": batch["attention_mask"][:, :keep].long(),  # (B, T')
+        "labels": batch["labels"],  # (B,)
+        "row_index": batch["row_index"],  # (B,)
+    }
+
+
+def collate_fixed(batch: dict[str, torch.Tensor] | list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    if isinstance(batch, list):
+        batch = {key: torch.stack([row[key] for row in batch]) for key in batch[0]}
+    return {**batch, "input_ids": batch["input_ids"].long(), "attention_mask": batch["attention_mask"].long()}
+
+
+class ShuffledBatchSampler(Sampler[list[int]]):
+    """Seeded random batches, a new order each epoch; optionally grouped by length.
+
+    The order depends only on (seed, epoch), never on global RNG state, so a resumed run draws the same
+    batches as an uninterrupted one.
+    """
+
+    def __init__(self, lengths: np.ndarray, batch_size: int, seed: int, group_by_length: bool):
+        self.lengths = lengths
+        self.batch_size = batch_size
+        self.seed = seed
+        self.group_by_length = group_by_length
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return math.ceil(len(self.lengths) / self.batch_size)
+
+    def batches(self) -> list[list[int]]:
+        generator = np.random.default_rng([self.seed, self.epoch])
+        order = generator.permutation(len(self.lengths))
+        if not self.group_by_length:
+            return [order[i : i + self.batch_size].tolist() for i in range(0, len(order), self.batch_size)]
+        pool_size = self.batch_size * LENGTH_POOL_BATCHES
+        batches = []
+        for start in range(0, len(order), pool_size):
+            pool = order[start : start + pool_size]
+            pool = pool[np.argsort(-self.lengths[pool], kind="stable")]
+            batches.extend(pool[i : i + self.batch_size].tolist() for i in range(0, len(pool), self.batch_size))
+        # A partial batch can only be the very last one, so that every optimizer window but the last is full.
+        full = [batch for batch in batches if len(batch) == self.batch_size]
+        partial = [batch for batch in batches if len(batch) < self.batch_size]
+        shuffled = [full[i] for i in generator.permutation(len(full))]
+        return shuffled + partial
+
+    def __iter__(self) -> Iterator[list[int]]:
+        yield from self.batches()
+
+
+def training_loader(rows: TokenizedRows, batch_size: int, seed: int, group_by_length: bool, trim: bool) -> DataLoader:
+    sampler = ShuffledBatchSampler(rows.lengths, batch_size, seed, group_by_length)
+    return DataLoader(rows, batch_sampler=sampler, collate_fn=collate_trimmed if trim else collate_fixed)
+
+
+def evaluation_loader(rows: TokenizedRows, batch_size: int, trim: bool = True) -> DataLoader:
+    """Longest rows first, so each batch is padded only to its own length and memory peaks at the start."""
+    order = np.argsort(-rows.lengths, kind="stable") if trim else np.arange(len(rows))
+    batches = [order[i : i + batch_size].tolist() for i in range(0, len(order), batch_size)]
+    return DataLoader(rows, batch_sampler=batches, collate_fn=collate_trimmed if trim else collate_fixed)

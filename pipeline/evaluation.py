@@ -1,0 +1,106 @@
+"""Stage 4: predictions -> metrics -> files a person reads.
+
+    result = evaluate_split(model, rows, accelerator, batch_size, label_names)
+    write_predictions_csv(run_dir / "test_predictions.csv", texts, result, label_names)
+
+scikit-learn computes the metrics. Under several processes every row is predicted exactly once: rows carry
+their index through the batches, so duplicates that padding adds to the last batch are dropped after gathering.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from accelerate import Accelerator
+from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, precision_recall_fscore_support
+
+from pipeline.batching import TokenizedRows, evaluation_loader
+from pipeline.io import atomic_path
+
+
+@dataclass
+class EvalResult:
+    probabilities: np.ndarray  # (N, C) float32, rows in split order
+    labels: np.ndarray  # (N,) gold class ids
+    loss: float
+    metrics: dict
+
+    @property
+    def predictions(self) -> np.ndarray:
+        return self.probabilities.argmax(axis=1)
+
+
+def compute_metrics(labels: np.ndarray, predictions: np.ndarray, label_names: list[str]) -> dict:
+    """Accuracy, macro-F1, per-class precision/recall/F1/support and the confusion matrix [true][predicted]."""
+    class_ids = list(range(len(label_names)))
+    precision, recall, f1, support = precision_recall_fscore_support(
+        labels, predictions, labels=class_ids, zero_division=0
+    )
+    return {
+        "accuracy": float(accuracy_score(labels, predictions)),
+        "macro_f1": float(f1_score(labels, predictions, labels=class_ids, average="macro", zero_division=0)),
+        "num_samples": int(len(labels)),
+        "per_class": {
+            name: {
+                "precision": float(precision[i]),
+                "recall": float(recall[i]),
+                "f1": float(f1[i]),
+                "support": int(support[i]),
+            }
+            for i, name in enumerate(label_names)
+        },
+        "confusion_matrix": confusion_matrix(labels, predictions, labels=class_ids).tolist(),
+    }
+
+
+@torch.inference_mode()
+def predict_split(
+    model: torch.nn.Module, rows: TokenizedRows, accelerator: Accelerator, batch_size: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Class probabilities (N, C) and per-row cross-entropy (N,), in row order, each row exactly once."""
+    loader = accelerator.prepare(evaluation_loader(rows, batch_size))
+    was_training = model.training
+    model.eval()
+    gathered_index, gathered_logits = [], []
+    for batch in loader:
+        with accelerator.autocast():
+            logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits  # (B, C)
+        gathered_index.append(accelerator.gather(batch["row_index"]).cpu())
+        gathered_logits.append(accelerator.gather(logits.float()).cpu())
+    model.train(was_training)
+    row_index = torch.cat(gathered_index).numpy()
+    logits = torch.cat(gathered_logits)
+    # Keep the first occurrence of each row: the padded last batches repeat rows from the start.
+    unique_rows, first = np.unique(row_index, return_index=True)
+    if len(unique_rows) != len(rows):
+        raise RuntimeError(f"evaluation saw {len(unique_rows)} distinct rows out of {len(rows)}")
+    logits = logits[torch.from_numpy(first)]  # (N, C), ordered by row index
+    losses = F.cross_entropy(logits, rows.labels, reduction="none")
+    return torch.softmax(logits, dim=-1).numpy(), losses.numpy()
+
+
+def evaluate_split(
+    model: torch.nn.Module, rows: TokenizedRows, accelerator: Accelerator, batch_size: int, label_names: list[str]
+) -> EvalResult:
+    probabilities, losses = predict_split(model, rows, accelerator, batch_size)
+    labels = rows.labels.numpy()
+    metrics = compute_metrics(labels, probabilities.argmax(axis=1), label_names)
+    metrics["loss"] = float(losses.mean())
+    return EvalResult(probabilities=probabilities, labels=labels, loss=metrics["loss"], metrics=metrics)
+
+
+def write_predictions_csv(path, texts: list[str], result: EvalResult, label_names: list[str]) -> None:
+    """One row per example: text, gold and predicted class names, the predicted class's probability, all probabilities."""
+    predictions = result.predictions
+    with atomic_path(path) as temp_path, open(temp_path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["text", "label", "predicted", "score"] + [f"prob_{name}" for name in label_names])
+        for text, gold, predicted, probabilities in zip(texts, result.labels, predictions, result.probabilities):
+            writer.writerow(
+                [text, label_names[gold], label_names[predicted], f"{probabilities[predicted]:.6f}"]
+                + [f"{p:.6f}" for p in probabilities]
+            )

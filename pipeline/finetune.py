@@ -1,0 +1,258 @@
+"""Fine-tune a text classifier: data -> tokenization -> training -> evaluation, into one run directory.
+
+    python -m pipeline.finetune --config configs/ag_news_bert.yaml [section.key=value ...]
+    accelerate launch -m pipeline.finetune --config ...        # several GPUs or nodes, same code
+
+With no --config, runs configs/ag_news_bert.yaml (bert-base-uncased on AG News from the Hub).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import logging
+import platform
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import accelerate
+import datasets
+import torch
+import transformers
+from accelerate import Accelerator
+from accelerate.utils import set_seed
+from transformers import AutoModelForSequenceClassification, PreTrainedModel, PreTrainedTokenizerBase
+
+import pipeline
+from pipeline import models
+from pipeline.batching import TokenizedRows
+from pipeline.config import ConfigError, PipelineConfig, load_config, save_config
+from pipeline.data import DataError, load_splits
+from pipeline.evaluation import EvalResult, evaluate_split, write_predictions_csv
+from pipeline.io import atomic_write_json, replace_directory
+from pipeline.report import ReportError, plot_confusion_matrix, write_report
+from pipeline.tokenization import TokenizationInfo, load_tokenizer, tokenize_splits
+from pipeline.training import Trainer, TrainResult, create_accelerator
+
+logger = logging.getLogger("pipeline")
+
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+DEFAULT_CONFIG = CONFIG_DIR / "ag_news_bert.yaml"
+QUICK_CONFIG = "configs/ag_news_quick.yaml"
+
+
+class RunError(RuntimeError):
+    """The run cannot start as configured (e.g. it would overwrite an earlier run)."""
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m pipeline.finetune",
+        description="Fine-tune BERT (or the from-scratch encoder) and evaluate it; writes runs/<run.name>/.",
+    )
+    parser.add_argument("--config", type=Path, default=None, help=f"YAML config (default: {DEFAULT_CONFIG.name})")
+    parser.add_argument(
+        "overrides", nargs="*", metavar="section.key=value", help="override any setting, e.g. train.learning_rate=3e-5"
+    )
+    return parser.parse_args(argv)
+
+
+def resolve_config(args: argparse.Namespace) -> PipelineConfig:
+    path = args.config
+    if path is None and DEFAULT_CONFIG.exists():
+        path = DEFAULT_CONFIG
+    return load_config(path, args.overrides)
+
+
+def prepare_run_dir(config: PipelineConfig, is_main_process: bool) -> Path:
+    run_dir = config.run_dir
+    holds_run = (run_dir / "config.yaml").exists() or (run_dir / "history.jsonl").exists()
+    if holds_run and not config.train.resume:
+        if not config.run.overwrite:
+            raise RunError(
+                f"{run_dir} already holds a run; choose another run.name, or set run.overwrite=true "
+                "(or train.resume=true to continue from its last checkpoint)"
+            )
+        if is_main_process:  # stale checkpoints would otherwise be picked up by a later resume
+            shutil.rmtree(run_dir)
+    return run_dir
+
+
+def save_model_dir(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, path: Path) -> None:
+    """model/ is replaced in one rename, so a crash mid-save leaves the previous best model intact."""
+
+    def fill(staging: Path) -> None:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+
+    replace_directory(path, fill)
+
+
+def environment_info(accelerator: Accelerator) -> tuple[dict, dict]:
+    device = accelerator.device
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else (platform.processor() or platform.machine())
+    device_info = {"type": device.type, "name": name, "num_processes": accelerator.num_processes}
+    versions = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "datasets": datasets.__version__,
+        "accelerate": accelerate.__version__,
+        "pipeline": pipeline.__version__,
+    }
+    return device_info, versions
+
+
+def build_metrics(
+    config: PipelineConfig,
+    labels: list[str],
+    results: dict[str, EvalResult],
+    tokenization: TokenizationInfo,
+    training: TrainResult,
+    timings: dict[str, float],
+    eval_samples_per_second: float,
+    num_parameters: int,
+    started_at: str,
+    accelerator: Accelerator,
+) -> dict:
+    device_info, versions = environment_info(accelerator)
+    return {
+        "run": {
+            "name": config.run.name,
+            "model_kind": config.model.kind,
+            "model_name_or_path": config.model.name_or_path if config.model.kind == "bert" else "from scratch",
+            "num_parameters": num_parameters,
+            "started_at": started_at,
+            "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        },
+        "labels": labels,
+        **{split: result.metrics for split, result in results.items()},
+        "best": {"step": training.state.best_step, "validation_accuracy": training.state.best_accuracy},
+        "tokenization": tokenization.to_dict(),
+        "timings": timings,
+        "throughput": {
+            "train_samples_per_second": training.samples_per_second,
+            "eval_samples_per_second": eval_samples_per_second,
+        },
+        "training": {
+            "global_steps": training.state.global_step,
+            "epochs_completed": training.state.epoch + training.state.batches_seen_in_epoch / max(
+                training.plan.steps_per_epoch * config.train.gradient_accumulation_steps, 1
+            ),
+            "effective_batch_size": training.effective_batch_size,
+            "mixed_precision": training.mixed_precision,
+            "num_processes": accelerator.num_processes,
+            "stopped_early": training.stopped_early,
+        },
+        "device": device_info,
+        "versions": versions,
+    }
+
+
+def run(config: PipelineConfig) -> dict:
+    """Stages 1-4 for one config; returns metrics.json's content."""
+    started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    start = time.perf_counter()
+    accelerator = create_accelerator(config.train, config.run_dir)
+    run_dir = prepare_run_dir(config, accelerator.is_main_process)
+    accelerator.wait_for_everyone()
+    set_seed(config.run.seed)
+    cache_root = Path(config.data.cache_dir) if config.data.cache_dir else Path.home() / ".cache" / "pipeline"
+
+    # Stage 1. The main process goes first so that downloads and caches are made once and reused by the others.
+    with accelerator.main_process_first():
+        splits = load_splits(config.data, config.run.seed)
+    labels = splits["train"].features["label"].names
+    data_seconds = time.perf_counter() - start
+
+    with accelerator.main_process_first():
+        tokenizer = load_tokenizer(config.tokenizer)
+        model = models.build_model(config.model, labels, tokenizer)
+        # Stage 2.
+        tick = time.perf_counter()
+        tokenized, tokenization = tokenize_splits(
+            splits, tokenizer, config.tokenizer, cache_root, models.max_positions(model)
+        )
+        tokenize_seconds = time.perf_counter() - tick
+    rows = {name: TokenizedRows(split) for name, split in tokenized.items()}
+    if accelerator.is_main_process:
+        save_config(config, run_dir / "config.yaml")
+
+    # Stage 3.
+    trainer = Trainer(
+        model,
+        rows["train"],
+        rows["validation"],
+        config.train,
+        accelerator,
+        run_dir,
+        seed=config.run.seed,
+        label_names=labels,
+        eval_batch_size=config.eval.batch_size,
+        save_best=lambda best: save_model_dir(best, tokenizer, run_dir / "model"),
+        quick_config_hint=QUICK_CONFIG,
+    )
+    training = trainer.run()
+    num_parameters = accelerator.unwrap_model(trainer.model).num_parameters()
+    del trainer
+
+    # Stage 4, on the best model as saved: what is evaluated is exactly what users will load.
+    accelerator.wait_for_everyone()
+    best_model = accelerator.prepare_model(
+        AutoModelForSequenceClassification.from_pretrained(run_dir / "model"), evaluation_mode=True
+    )
+    tick = time.perf_counter()
+    results = {
+        name: evaluate_split(best_model, rows[name], accelerator, config.eval.batch_size, labels)
+        for name in ("validation", "test")
+    }
+    eval_seconds = time.perf_counter() - tick
+    eval_samples = len(rows["validation"]) + len(rows["test"])
+    timings = {
+        "data_seconds": data_seconds,
+        "tokenize_seconds": tokenize_seconds,
+        "train_seconds": training.state.train_seconds,
+        "eval_seconds": eval_seconds,
+        "total_seconds": time.perf_counter() - start,
+    }
+    metrics = build_metrics(
+        config, labels, results, tokenization, training, timings, eval_samples / eval_seconds,
+        num_parameters, started_at, accelerator,
+    )
+    if accelerator.is_main_process:
+        write_outputs(run_dir, metrics, results["test"], splits["test"]["text"], labels, config)
+    return metrics
+
+
+def write_outputs(run_dir: Path, metrics: dict, test: EvalResult, texts: list[str], labels: list[str], config) -> None:
+    atomic_write_json(run_dir / "metrics.json", metrics)
+    if config.eval.save_predictions:
+        write_predictions_csv(run_dir / "test_predictions.csv", texts, test, labels)
+    plot_confusion_matrix(
+        test.metrics["confusion_matrix"], labels, run_dir / "confusion_matrix.png", title=f"{config.run.name} (test)"
+    )
+    write_report([run_dir], run_dir)
+    summary = metrics["test"]
+    print(
+        f"Test accuracy {summary['accuracy']:.4f}, macro-F1 {summary['macro_f1']:.4f} on {summary['num_samples']} rows; "
+        f"trained at {metrics['throughput']['train_samples_per_second']:.1f} samples/s; "
+        f"total {metrics['timings']['total_seconds']:.0f} s. Run directory: {run_dir}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    args = parse_args(argv)
+    try:
+        config = resolve_config(args)
+        run(config)
+    except (ConfigError, DataError, RunError, ReportError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

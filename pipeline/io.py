@@ -1,0 +1,64 @@
+"""Atomic file output: everything is written to a temporary file beside the target, then renamed into place.
+
+A crash or Ctrl-C midway therefore never leaves a truncated file under the final name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path in the target's folder; rename it onto `path` only if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(handle)
+    temp_path = Path(temp_name)
+    try:
+        yield temp_path
+        # mkstemp creates the file owner-only; give it the permissions a plain open() would have.
+        os.chmod(temp_path, 0o666 & ~_current_umask())
+        os.replace(temp_path, path)
+    finally:
+        temp_path.unlink(missing_ok=True)
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    with atomic_path(path) as temp_path:
+        temp_path.write_text(text, encoding="utf-8")
+
+
+def atomic_write_json(path: str | Path, payload: Any) -> None:
+    atomic_write_text(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+
+
+def replace_directory(path: str | Path, fill) -> None:
+    """Build a directory with `fill(staging_path)` beside `path`, then swap it into place in one rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
+    retired = path.with_name(f".{path.name}.old")
+    try:
+        fill(staging)
+        shutil.rmtree(retired, ignore_errors=True)
+        if path.exists():
+            os.replace(path, retired)
+        os.replace(staging, path)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(retired, ignore_errors=True)

@@ -1,0 +1,173 @@
+"""Stage 2: BERT WordPiece tokenization, every row padded to one fixed length.
+
+    tokenizer = load_tokenizer(config.tokenizer)
+    tokenized, info = tokenize_splits(splits, tokenizer, config.tokenizer, cache_root)
+
+Each split gains `input_ids` and `attention_mask` (all rows `max_length` long) and `length`, the number of real
+tokens, which lets the training loop group rows of similar length and drop all-padding columns per batch.
+`max_length: auto` picks the shortest multiple of 8 that truncates at most `max_truncated_fraction` of train.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from datasets import Dataset, DatasetDict, load_from_disk
+from transformers import BertTokenizerFast, PreTrainedTokenizerBase
+
+from pipeline.config import TokenizerConfig
+
+logger = logging.getLogger(__name__)
+
+# The hardware-friendly granularity for sequence lengths (tensor-core tiles, vector widths).
+LENGTH_MULTIPLE = 8
+# BERT's learned position table has 512 rows; most checkpoints report this as model_max_length.
+BERT_POSITION_LIMIT = 512
+TOKENIZE_BATCH_SIZE = 1000
+
+
+@dataclass
+class TokenizationInfo:
+    max_length: int
+    max_length_setting: int | str
+    truncated_fraction: dict[str, float]
+    from_cache: bool
+
+    def to_dict(self) -> dict:
+        return {
+            "max_length": self.max_length,
+            "max_length_setting": self.max_length_setting,
+            "truncated_fraction": self.truncated_fraction,
+            "from_cache": self.from_cache,
+        }
+
+
+def load_tokenizer(config: TokenizerConfig) -> PreTrainedTokenizerBase:
+    return BertTokenizerFast.from_pretrained(config.name_or_path)
+
+
+def length_limit(tokenizer: PreTrainedTokenizerBase, model_max_positions: int | None = None) -> int:
+    """The longest sequence the tokenizer and the model can take (tokenizers report 1e30 when unset)."""
+    limits = [BERT_POSITION_LIMIT, int(min(tokenizer.model_max_length, 10**9))]
+    if model_max_positions:
+        limits.append(model_max_positions)
+    return min(limits)
+
+
+def token_lengths(texts: list[str], tokenizer: PreTrainedTokenizerBase) -> np.ndarray:
+    """Length in WordPiece tokens of each text, [CLS] and [SEP] included, without truncation."""
+    lengths = []
+    for start in range(0, len(texts), TOKENIZE_BATCH_SIZE):
+        encoded = tokenizer(texts[start : start + TOKENIZE_BATCH_SIZE], add_special_tokens=True, truncation=False)
+        lengths.extend(len(ids) for ids in encoded["input_ids"])
+    return np.asarray(lengths, dtype=np.int64)
+
+
+def choose_max_length(lengths: np.ndarray, max_truncated_fraction: float, limit: int) -> int:
+    """The shortest multiple of 8 leaving at most `max_truncated_fraction` of texts longer than it, capped at `limit`."""
+    if len(lengths) == 0:
+        raise ValueError("cannot choose a length from an empty split")
+    # The (1 - budget) quantile with the "higher" rule is the smallest observed length that keeps the
+    # share of longer texts within the budget; rounding it up to the multiple can only truncate fewer.
+    needed = int(np.quantile(lengths, 1.0 - max_truncated_fraction, method="higher"))
+    rounded = LENGTH_MULTIPLE * math.ceil(needed / LENGTH_MULTIPLE)
+    return max(LENGTH_MULTIPLE, min(rounded, limit - limit % LENGTH_MULTIPLE))
+
+
+def _cache_key(splits: DatasetDict, tokenizer: PreTrainedTokenizerBase, max_length: int | str) -> str:
+    """A content hash of the texts, the vocabulary and the length: any change gives a new cache entry."""
+    digest = hashlib.sha256()
+    digest.update(f"{type(tokenizer).__name__}|{tokenizer.name_or_path}|{max_length}|".encode())
+    digest.update(hashlib.sha256(repr(sorted(tokenizer.get_vocab().items())).encode()).digest())
+    digest.update(repr(getattr(tokenizer, "do_lower_case", None)).encode())
+    for name in sorted(splits):
+        digest.update(f"|{name}|{len(splits[name])}|".encode())
+        for text in splits[name]["text"]:
+            digest.update(text.encode("utf-8"))
+            digest.update(b"\x00")
+        digest.update(np.asarray(splits[name]["label"], dtype=np.int64).tobytes())
+    return digest.hexdigest()[:24]
+
+
+def _encode_split(split: Dataset, tokenizer: PreTrainedTokenizerBase, max_length: int) -> Dataset:
+    def encode(batch: dict) -> dict:
+        encoded = tokenizer(
+            batch["text"],
+            padding="max_length",
+            truncation=True,
+            max_length=max_length,
+            return_token_type_ids=False,
+        )
+        encoded["length"] = [int(sum(mask)) for mask in encoded["attention_mask"]]
+        return encoded
+
+    return split.map(encode, batched=True, batch_size=TOKENIZE_BATCH_SIZE, desc="Tokenizing")
+
+
+def tokenize_splits(
+    splits: DatasetDict,
+    tokenizer: PreTrainedTokenizerBase,
+    config: TokenizerConfig,
+    cache_root: Path | None,
+    model_max_positions: int | None = None,
+) -> tuple[DatasetDict, TokenizationInfo]:
+    """Add fixed-length `input_ids`, `attention_mask` and `length` to every split; reuse the on-disk cache if any."""
+    cache_dir = None
+    if config.cache and cache_root is not None:
+        cache_dir = Path(cache_root) / "tokenized" / _cache_key(splits, tokenizer, config.max_length)
+        if (cache_dir / "dataset_dict.json").exists() and (cache_dir / "info.json").exists():
+            tokenized = load_from_disk(str(cache_dir))
+            info = _read_info(cache_dir / "info.json")
+            logger.info("Tokenized splits loaded from cache %s (max_length %d)", cache_dir, info.max_length)
+            return tokenized, info
+
+    limit = length_limit(tokenizer, model_max_positions)
+    raw_lengths = {name: token_lengths(splits[name]["text"], tokenizer) for name in splits}
+    if config.max_length == "auto":
+        max_length = choose_max_length(raw_lengths["train"], config.max_truncated_fraction, limit)
+    else:
+        if config.max_length > limit:
+            raise ValueError(f"tokenizer.max_length: {config.max_length} exceeds the model's limit of {limit} tokens")
+        max_length = config.max_length
+    truncated = {name: float(np.mean(lengths > max_length)) if len(lengths) else 0.0 for name, lengths in raw_lengths.items()}
+    logger.info(
+        "Fixed length %d (%s); truncated share: %s",
+        max_length,
+        "auto" if config.max_length == "auto" else "configured",
+        ", ".join(f"{name} {share:.2%}" for name, share in truncated.items()),
+    )
+
+    tokenized = DatasetDict({name: _encode_split(split, tokenizer, max_length) for name, split in splits.items()})
+    info = TokenizationInfo(max_length, config.max_length, truncated, from_cache=False)
+    if cache_dir is not None:
+        _write_cache(tokenized, info, cache_dir)
+    return tokenized, info
+
+
+def _write_cache(tokenized: DatasetDict, info: TokenizationInfo, cache_dir: Path) -> None:
+    """Save to a temporary folder, then rename: a half-written cache is never read back."""
+    cache_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{cache_dir.name}.", dir=cache_dir.parent))
+    try:
+        tokenized.save_to_disk(str(staging))
+        (staging / "info.json").write_text(json.dumps(info.to_dict()))
+        staging.rename(cache_dir)
+    except OSError:
+        # Another process (or a parallel run) may have filled the same entry first: theirs is as good as ours.
+        if not (cache_dir / "info.json").exists():
+            raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _read_info(path: Path) -> TokenizationInfo:
+    data = json.loads(path.read_text())
+    return TokenizationInfo(data["max_length"], data["max_length_setting"], data["truncated_fraction"], from_cache=True)

@@ -1,0 +1,465 @@
+"""Stage 3: the one training loop, on accelerate, for BERT and the from-scratch encoder alike.
+
+    accelerator = create_accelerator(config.train, run_dir)
+    result = train(model, train_rows, validation_rows, config.train, accelerator, run_dir, ...)
+
+AMP (bf16 autocast where the hardware has it, fp16 with loss scaling on older GPUs), gradient accumulation
+through `accelerator.accumulate`, AdamW without decay on biases and LayerNorm, linear warmup then decay,
+gradient clipping, evaluation every N steps, the best model by validation accuracy kept, early stopping and
+checkpoints that resume exactly (model, optimizer, scheduler, scaler, RNG, position in the data).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from accelerate import Accelerator
+from accelerate.utils import ProjectConfiguration
+from tqdm.auto import tqdm
+from transformers import PreTrainedModel, get_linear_schedule_with_warmup
+
+from pipeline.batching import TokenizedRows, training_loader
+from pipeline.config import TrainConfig
+from pipeline.evaluation import EvalResult, evaluate_split
+
+logger = logging.getLogger(__name__)
+
+CHECKPOINT_PREFIX = "step_"
+# Checkpoints kept on disk; older ones are deleted once a newer one is complete.
+CHECKPOINTS_KEPT = 2
+# Optimizer steps timed before the run's duration is estimated.
+ESTIMATE_AFTER_STEPS = 5
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Set-up
+
+
+def cpu_supports_bf16() -> bool:
+    """bf16 autocast on CPU pays off only with native bf16 instructions (AVX512-BF16 or AMX)."""
+    checks = [getattr(torch.cpu, "_is_avx512_bf16_supported", None), getattr(torch.cpu, "_is_amx_tile_supported", None)]
+    return any(check() for check in checks if check is not None)
+
+
+def resolve_mixed_precision(setting: str, use_cuda: bool) -> str:
+    """`auto`: bf16 where the GPU or CPU supports it, fp16 (with loss scaling) on older GPUs, else full precision."""
+    if setting != "auto":
+        return setting
+    if use_cuda:
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    return "bf16" if cpu_supports_bf16() else "no"
+
+
+def tensorboard_available() -> bool:
+    try:
+        import tensorboard  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def create_accelerator(config: TrainConfig, run_dir: Path) -> Accelerator:
+    use_cuda = torch.cuda.is_available()
+    return Accelerator(
+        mixed_precision=resolve_mixed_precision(config.mixed_precision, use_cuda),
+        gradient_accumulation_steps=config.gradient_accumulation_steps,
+        # Without an accelerator, ask for the CPU backend explicitly: that is what lets several CPU processes
+        # (torchrun / accelerate launch --cpu) form one gloo group instead of each running alone.
+        cpu=not use_cuda,
+        log_with="tensorboard" if tensorboard_available() else None,
+        project_config=ProjectConfiguration(project_dir=str(run_dir), logging_dir=str(run_dir / "tensorboard")),
+    )
+
+
+def build_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.AdamW:
+    """AdamW with weight decay on matrices only: biases and LayerNorm weights (all 1-D) are not decayed."""
+    parameters = [p for p in model.parameters() if p.requires_grad]
+    groups = [
+        {"params": [p for p in parameters if p.ndim >= 2], "weight_decay": config.weight_decay},
+        {"params": [p for p in parameters if p.ndim < 2], "weight_decay": 0.0},
+    ]
+    try:
+        # The fused kernel does the whole update in one pass over memory (CUDA, and CPU since torch 2.4).
+        return torch.optim.AdamW(groups, lr=config.learning_rate, fused=True)
+    except (RuntimeError, TypeError):
+        return torch.optim.AdamW(groups, lr=config.learning_rate)
+
+
+@dataclass
+class StepPlan:
+    steps_per_epoch: int
+    total_steps: int
+    warmup_steps: int
+
+
+def plan_steps(batches_per_epoch: int, config: TrainConfig) -> StepPlan:
+    """Optimizer steps: the last window of an epoch may hold fewer than gradient_accumulation_steps batches."""
+    steps_per_epoch = math.ceil(batches_per_epoch / config.gradient_accumulation_steps)
+    total_steps = config.max_steps or math.ceil(config.epochs * steps_per_epoch)
+    return StepPlan(steps_per_epoch, total_steps, math.ceil(config.warmup_ratio * total_steps))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Progress that must survive a restart
+
+
+@dataclass
+class TrainingState:
+    """Registered with accelerate, so it is saved in and restored from every checkpoint."""
+
+    global_step: int = 0
+    epoch: int = 0
+    batches_seen_in_epoch: int = 0
+    samples_seen: int = 0
+    train_seconds: float = 0.0
+    best_accuracy: float = -1.0
+    best_step: int = 0
+    evals_without_improvement: int = 0
+
+    def state_dict(self) -> dict:
+        return asdict(self)
+
+    def load_state_dict(self, state: dict) -> None:
+        for key, value in state.items():
+            setattr(self, key, value)
+
+
+@dataclass
+class TrainResult:
+    state: TrainingState
+    plan: StepPlan
+    effective_batch_size: int
+    mixed_precision: str
+    stopped_early: bool
+    history: list[dict] = field(default_factory=list)
+
+    @property
+    def samples_per_second(self) -> float:
+        return self.state.samples_seen / max(self.state.train_seconds, 1e-9)
+
+
+class History:
+    """history.jsonl: one JSON object per logged step, written by the main process only."""
+
+    def __init__(self, path: Path, enabled: bool):
+        self.path = path
+        self.enabled = enabled
+        self.records: list[dict] = []
+
+    def resume_at(self, global_step: int) -> None:
+        """Drop records past the checkpoint we resume from: those steps are about to be redone."""
+        if self.path.exists():
+            lines = [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
+            self.records = [record for record in lines if record["step"] <= global_step]
+        if self.enabled:
+            self.path.write_text("".join(json.dumps(record) + "\n" for record in self.records))
+
+    def start_fresh(self) -> None:
+        if self.enabled:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.write_text("")
+
+    def append(self, record: dict) -> None:
+        self.records.append(record)
+        if self.enabled:
+            with self.path.open("a") as handle:
+                handle.write(json.dumps(record) + "\n")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Checkpoints
+
+
+def checkpoint_dirs(run_dir: Path) -> list[Path]:
+    folder = run_dir / "checkpoints"
+    if not folder.exists():
+        return []
+    found = [path for path in folder.iterdir() if path.is_dir() and path.name.startswith(CHECKPOINT_PREFIX)]
+    return sorted(found, key=lambda path: int(path.name[len(CHECKPOINT_PREFIX) :]))
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    found = checkpoint_dirs(run_dir)
+    return found[-1] if found else None
+
+
+def save_checkpoint(accelerator: Accelerator, run_dir: Path, global_step: int) -> Path:
+    """Save into a staging folder and rename it when complete, so a crash never leaves a half checkpoint."""
+    final = run_dir / "checkpoints" / f"{CHECKPOINT_PREFIX}{global_step}"
+    staging = final.with_name(f".{final.name}.partial")
+    if accelerator.is_main_process:
+        shutil.rmtree(staging, ignore_errors=True)
+    accelerator.wait_for_everyone()
+    accelerator.save_state(str(staging))
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        shutil.rmtree(final, ignore_errors=True)
+        staging.rename(final)
+        for old in checkpoint_dirs(run_dir)[:-CHECKPOINTS_KEPT]:
+            shutil.rmtree(old, ignore_errors=True)
+    accelerator.wait_for_everyone()
+    return final
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The loop
+
+
+def _format_duration(seconds: float) -> str:
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {secs:02d}s"
+
+
+class Trainer:
+    """Holds what one training run shares between its steps; `run()` is the loop."""
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        train_rows: TokenizedRows,
+        validation_rows: TokenizedRows,
+        config: TrainConfig,
+        accelerator: Accelerator,
+        run_dir: Path,
+        seed: int,
+        label_names: list[str],
+        eval_batch_size: int,
+        save_best: Callable[[PreTrainedModel], None],
+        quick_config_hint: str = "",
+    ):
+        self.config = config
+        self.accelerator = accelerator
+        self.run_dir = run_dir
+        self.validation_rows = validation_rows
+        self.label_names = label_names
+        self.eval_batch_size = eval_batch_size
+        self.save_best = save_best
+        self.quick_config_hint = quick_config_hint
+        self.history = History(run_dir / "history.jsonl", enabled=accelerator.is_main_process)
+
+        loader = training_loader(
+            train_rows, config.per_device_batch_size, seed, config.group_by_length, config.trim_padding
+        )
+        self.batch_sampler = loader.batch_sampler
+        optimizer = build_optimizer(model, config)
+        self.model, self.optimizer, self.loader = accelerator.prepare(model, optimizer, loader)
+        # The loader is sharded across processes: each process sees len(self.loader) batches per epoch.
+        self.plan = plan_steps(len(self.loader), config)
+        # Stepped once per optimizer step by this loop (not prepared: accelerate would step it once per process).
+        self.scheduler = get_linear_schedule_with_warmup(self.optimizer, self.plan.warmup_steps, self.plan.total_steps)
+        self.state = TrainingState()
+        accelerator.register_for_checkpointing(self.scheduler, self.state)
+        self.effective_batch_size = (
+            config.per_device_batch_size * config.gradient_accumulation_steps * accelerator.num_processes
+        )
+
+    # -- helpers -------------------------------------------------------------------------------------------------
+
+    def _restore(self) -> None:
+        checkpoint = latest_checkpoint(self.run_dir)
+        if checkpoint is None:
+            raise FileNotFoundError(
+                f"train.resume=true but {self.run_dir / 'checkpoints'} holds no checkpoint "
+                "(set train.save_every_steps to write some, or drop train.resume)"
+            )
+        self.accelerator.load_state(str(checkpoint))
+        self.history.resume_at(self.state.global_step)
+        logger.info("Resumed from %s at step %d (epoch %d)", checkpoint, self.state.global_step, self.state.epoch)
+
+    def _rescale_short_window(self, window_samples: int) -> None:
+        """Make the update the mean over the samples actually in this window.
+
+        Each micro-batch's summed loss is divided by the full window size (per_device_batch_size x accumulation
+        steps), so a full window gives the exact mean; a shorter last window (end of epoch) is rescaled here.
+        """
+        nominal = self.config.per_device_batch_size * self.config.gradient_accumulation_steps
+        if window_samples == nominal:
+            return
+        factor = nominal / window_samples
+        for parameter in self.model.parameters():
+            if parameter.grad is not None:
+                parameter.grad.mul_(factor)
+
+    def _evaluate(self) -> EvalResult:
+        return evaluate_split(
+            self.model, self.validation_rows, self.accelerator, self.eval_batch_size, self.label_names
+        )
+
+    def _record_evaluation(self, result: EvalResult, epoch_float: float) -> bool:
+        """Log the evaluation, keep the model if it is the best so far; True when early stopping triggers."""
+        state = self.state
+        accuracy = result.metrics["accuracy"]
+        self.history.append(
+            {
+                "step": state.global_step,
+                "epoch": round(epoch_float, 4),
+                "elapsed_seconds": round(state.train_seconds, 3),
+                "eval_loss": result.loss,
+                "eval_accuracy": accuracy,
+                "eval_macro_f1": result.metrics["macro_f1"],
+            }
+        )
+        self.accelerator.log({"eval/accuracy": accuracy, "eval/loss": result.loss}, step=state.global_step)
+        if accuracy > state.best_accuracy:
+            state.best_accuracy, state.best_step, state.evals_without_improvement = accuracy, state.global_step, 0
+            if self.accelerator.is_main_process:
+                self.save_best(self.accelerator.unwrap_model(self.model))
+            self.accelerator.wait_for_everyone()
+        else:
+            state.evals_without_improvement += 1
+        patience = self.config.early_stopping_patience
+        return patience is not None and state.evals_without_improvement >= patience
+
+    def _announce_estimate(self, seconds_per_step: float) -> None:
+        remaining = seconds_per_step * (self.plan.total_steps - self.state.global_step)
+        message = (
+            f"Training will take about {_format_duration(remaining)} more at the measured "
+            f"{self.effective_batch_size / seconds_per_step:.1f} samples/s ({self.plan.total_steps} steps)"
+        )
+        if remaining > 60 * self.config.warn_if_longer_than_minutes and self.quick_config_hint:
+            message += f"; for a quick run use {self.quick_config_hint}"
+        self.accelerator.print(message)
+
+    # -- the loop ------------------------------------------------------------------------------------------------
+
+    def run(self) -> TrainResult:
+        config, accelerator, state, plan = self.config, self.accelerator, self.state, self.plan
+        if config.resume:
+            self._restore()
+        else:
+            self.history.start_fresh()
+        accelerator.init_trackers("tensorboard")
+        accelerator.print(
+            f"Training {plan.total_steps} optimizer steps ({plan.steps_per_epoch} per epoch); effective batch "
+            f"{self.effective_batch_size} = {config.per_device_batch_size} per device x "
+            f"{config.gradient_accumulation_steps} accumulation steps x {accelerator.num_processes} processes; "
+            f"mixed precision: {accelerator.mixed_precision}"
+        )
+        progress = tqdm(
+            total=plan.total_steps,
+            initial=state.global_step,
+            desc="Training",
+            unit="step",
+            disable=not accelerator.is_local_main_process,
+            dynamic_ncols=True,
+        )
+        batches_per_epoch = len(self.loader)
+        # Running sums stay on the device; they are read (a host sync) only on logging steps.
+        running_loss = torch.zeros((), device=accelerator.device)
+        running_correct = torch.zeros((), device=accelerator.device, dtype=torch.long)
+        running_samples = 0
+        window_samples = 0
+        last_log = (state.global_step, state.train_seconds)
+        evaluated_at_step = -1
+        stopped_early = False
+        self.model.train()
+
+        while state.global_step < plan.total_steps and not stopped_early:
+            self.batch_sampler.set_epoch(state.epoch)
+            loader = self.loader
+            if state.batches_seen_in_epoch:
+                loader = accelerator.skip_first_batches(self.loader, state.batches_seen_in_epoch)
+            tick = time.perf_counter()
+            for batch in loader:
+                batch_size = batch["labels"].shape[0]
+                with accelerator.accumulate(self.model):
+                    logits = self.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+                    loss_sum = F.cross_entropy(logits.float(), batch["labels"], reduction="sum")
+                    # accelerate divides by the accumulation steps; dividing by the per-device batch makes the
+                    # window's gradient the mean over its samples (see _rescale_short_window).
+                    accelerator.backward(loss_sum / config.per_device_batch_size)
+                    window_samples += batch_size
+                    if accelerator.sync_gradients:
+                        self._rescale_short_window(window_samples)
+                        window_samples = 0
+                        if config.max_grad_norm > 0:
+                            accelerator.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
+                        self.optimizer.step()
+                        if not accelerator.optimizer_step_was_skipped:
+                            self.scheduler.step()
+                        self.optimizer.zero_grad(set_to_none=True)
+                running_loss += loss_sum.detach()
+                running_correct += (logits.detach().argmax(dim=-1) == batch["labels"]).sum()
+                running_samples += batch_size
+                state.batches_seen_in_epoch += 1
+                state.samples_seen += batch_size * accelerator.num_processes
+                if not accelerator.sync_gradients:
+                    continue
+
+                # ---- one optimizer step done ----
+                state.global_step += 1
+                now = time.perf_counter()
+                state.train_seconds += now - tick
+                tick = now
+                progress.update(1)
+                epoch_float = state.epoch + state.batches_seen_in_epoch / batches_per_epoch
+                if state.global_step == min(ESTIMATE_AFTER_STEPS, plan.total_steps) and not config.resume:
+                    self._announce_estimate(state.train_seconds / state.global_step)
+
+                if state.global_step % config.log_every_steps == 0 or state.global_step == plan.total_steps:
+                    steps, seconds = state.global_step - last_log[0], state.train_seconds - last_log[1]
+                    record = {
+                        "step": state.global_step,
+                        "epoch": round(epoch_float, 4),
+                        "elapsed_seconds": round(state.train_seconds, 3),
+                        "loss": running_loss.item() / max(running_samples, 1),
+                        "train_accuracy": running_correct.item() / max(running_samples, 1),
+                        "learning_rate": self.scheduler.get_last_lr()[0],
+                        "samples_per_second": steps * self.effective_batch_size / max(seconds, 1e-9),
+                    }
+                    self.history.append(record)
+                    accelerator.log({f"train/{k}": v for k, v in record.items() if k != "step"}, step=state.global_step)
+                    progress.set_postfix(
+                        loss=f"{record['loss']:.4f}",
+                        acc=f"{record['train_accuracy']:.3f}",
+                        samples_s=f"{record['samples_per_second']:.1f}",
+                    )
+                    running_loss.zero_()
+                    running_correct.zero_()
+                    running_samples = 0
+                    last_log = (state.global_step, state.train_seconds)
+
+                end_of_epoch = state.batches_seen_in_epoch == batches_per_epoch
+                due = (
+                    state.global_step % config.eval_every_steps == 0 if config.eval_every_steps else end_of_epoch
+                ) or state.global_step == plan.total_steps
+                if due:
+                    stopped_early = self._record_evaluation(self._evaluate(), epoch_float)
+                    evaluated_at_step = state.global_step
+                    progress.set_postfix(val_acc=f"{state.best_accuracy:.4f}", refresh=False)
+                if end_of_epoch:
+                    state.epoch += 1
+                    state.batches_seen_in_epoch = 0
+                if config.save_every_steps and state.global_step % config.save_every_steps == 0:
+                    save_checkpoint(accelerator, self.run_dir, state.global_step)
+                tick = time.perf_counter()  # evaluation and checkpoints do not count as training time
+                if stopped_early or state.global_step >= plan.total_steps:
+                    break
+
+        progress.close()
+        if evaluated_at_step != state.global_step and state.global_step > 0 and not stopped_early:
+            self._record_evaluation(self._evaluate(), state.epoch)
+        accelerator.end_training()
+        if stopped_early:
+            accelerator.print(
+                f"Early stopping at step {state.global_step}: no better validation accuracy in "
+                f"{config.early_stopping_patience} evaluations (best {state.best_accuracy:.4f} at step {state.best_step})"
+            )
+        return TrainResult(
+            state=state,
+            plan=plan,
+            effective_batch_size=self.effective_batch_size,
+            mixed_precision=accelerator.mixed_precision,
+            stopped_early=stopped_early,
+            history=self.history.records,
+        )
