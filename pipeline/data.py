@@ -1,0 +1,600 @@
+"""Stage 1: load a labelled text-classification dataset -> DatasetDict(train, validation, test).
+
+    splits = load_splits(config.data, seed=config.run.seed)
+
+Every split has exactly two columns: `text` (str) and `label` (a `datasets.ClassLabel` carrying the class names).
+Sources are the Hugging Face Hub (`data.source: hub`) or local files (`data.source: files`: CSV, TSV, JSON Lines,
+Parquet, optionally gzip-compressed). Bad input fails here, before any tokenizing or training, with a `DataError`
+whose message names the file (or Hub split), the row and the column, so a user can fix the file and rerun.
+
+Rows are named as people look for them: "line N" is the 1-based physical line in a CSV/TSV/JSON Lines file,
+counting the header line; "record N" is the 1-based position in a Parquet file, a JSON array or a Hub split.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import gzip
+import io
+import json
+import logging
+import math
+import numbers
+import os
+import re
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import datasets
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:  # only for annotations: keeps stage 1 importable on its own
+    from pipeline.config import DataConfig
+
+logger = logging.getLogger("pipeline.data")
+
+SPLITS = ("train", "validation", "test")
+FILE_KEYS = {"train": "data.train_file", "validation": "data.validation_file", "test": "data.test_file"}
+OFFLINE_HINT = (
+    "To run without the Hub, set data.source=files and data.train_file=... / data.test_file=... "
+    "(optionally data.validation_file=...), see README 'Running offline'"
+)
+_EXTENSIONS = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".jsonl": "jsonl",
+    ".json": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+_GZIP_MAGIC = b"\x1f\x8b"
+_TRUE_VALUES = {"1", "ON", "YES", "TRUE"}
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+class DataError(ValueError):
+    """A problem with the data or the data settings that the user must fix; the message says where."""
+
+
+@dataclass(frozen=True)
+class Table:
+    """The raw rows of one split, with what is needed to point a user at one of them."""
+
+    frame: pd.DataFrame
+    source: str  # the file path as configured, or "Hub dataset 'name' split 'train'"
+    origin: str  # the config key the rows came from, e.g. "data.train_file" or "data.hub_name"
+    line_numbers: list[int] | None = None  # 1-based file line of each row; None: rows are numbered as records
+
+    def where(self, row: int) -> str:
+        if self.line_numbers is not None:
+            return f"{self.source}, line {self.line_numbers[row]}"
+        return f"{self.source}, record {row + 1}"
+
+
+@dataclass(frozen=True)
+class LabelScheme:
+    """Class names in id order, and the number an integer label of the first class has in the data."""
+
+    names: list[str]
+    index_base: int
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The stage
+
+
+def load_splits(config: DataConfig, seed: int) -> datasets.DatasetDict:
+    """Load train, validation and test as `text` + `label` (ClassLabel) datasets.
+
+    Validation is carved from train (stratified by label, seeded) when the source has none; it is carved from the
+    whole of train before `max_train_samples` applies, so runs with different caps are scored on the same rows.
+    Caps draw a seeded sample stratified by label (each class keeps its share) and keep the rows in file order;
+    `max_train_samples` touches train only, `max_eval_samples` validation and test.
+    """
+    if config.source == "hub":
+        tables, hub_names = read_hub_tables(config)
+    else:
+        tables, hub_names = read_file_tables(config), None
+    for split, table in tables.items():
+        _require_rows(table, split)
+    scheme = label_scheme(config, tables["train"], hub_names)
+    splits = {split: to_dataset(table, config, scheme) for split, table in tables.items()}
+    if "validation" not in splits:
+        splits["train"], splits["validation"] = carve_validation(splits["train"], config.validation_fraction, seed)
+    splits["train"] = cap_rows(splits["train"], config.max_train_samples, seed, "train")
+    for split in ("validation", "test"):
+        splits[split] = cap_rows(splits[split], config.max_eval_samples, seed, split)
+    result = datasets.DatasetDict({split: splits[split] for split in SPLITS})
+    _log_summary(result)
+    return result
+
+
+def _require_rows(table: Table, split: str) -> None:
+    if len(table.frame) == 0:
+        raise DataError(f"The {split} split is empty: {table.source} ({table.origin}) has no data rows")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Local files
+
+
+def read_file_tables(config: DataConfig) -> dict[str, Table]:
+    """Read the configured train/validation/test files; test is required because the pipeline reports on it."""
+    if not config.train_file:
+        raise DataError("data.train_file is required when data.source is 'files'")
+    if not config.test_file:
+        raise DataError(
+            "data.test_file is required when data.source is 'files': the final metrics are computed on it "
+            "(validation is carved from train when data.validation_file is unset, test never is)"
+        )
+    paths = {"train": config.train_file, "validation": config.validation_file, "test": config.test_file}
+    return {
+        split: read_table(path, FILE_KEYS[split], config.file_format, config.column_names)
+        for split, path in paths.items()
+        if path
+    }
+
+
+def read_table(path: str, origin: str, file_format: str, column_names: list[str] | None) -> Table:
+    """Read one file into a Table of raw values (strings for CSV/TSV; nothing is parsed as NA or numbers)."""
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise DataError(f"{origin}: file not found: {path} (looked for {file.resolve()})")
+    kind = file_format if file_format != "auto" else format_from_name(file)
+    try:
+        if kind in ("csv", "tsv"):
+            return _read_delimited(file, path, origin, kind, column_names)
+        if kind == "jsonl":
+            return _read_json_records(file, path, origin)
+        return _read_parquet(file, path, origin)
+    except UnicodeDecodeError as error:
+        raise DataError(f"{path} ({origin}): not UTF-8 text ({error})") from None
+
+
+def format_from_name(file: Path) -> str:
+    """csv, tsv, jsonl or parquet from the file name; a trailing .gz is looked through."""
+    name = file.name.lower().removesuffix(".gz")
+    kind = _EXTENSIONS.get(Path(name).suffix)
+    if kind is None:
+        known = ", ".join(sorted(_EXTENSIONS))
+        raise DataError(
+            f"{file}: cannot tell the file format from its name (known endings: {known}, optionally + .gz); "
+            "set data.file_format to csv, tsv, jsonl or parquet"
+        )
+    return kind
+
+
+def _open_text(file: Path) -> io.TextIOBase:
+    """Open as UTF-8 text, gunzipping when the bytes say gzip (the name may not); a BOM from Excel is dropped."""
+    with open(file, "rb") as handle:
+        compressed = handle.read(2) == _GZIP_MAGIC
+    opener = gzip.open if compressed else open
+    return opener(file, "rt", encoding="utf-8-sig", newline="")
+
+
+def _read_delimited(file: Path, path: str, origin: str, kind: str, column_names: list[str] | None) -> Table:
+    """Read CSV/TSV with the csv module rather than pandas: it tells the physical line where each row starts
+    (quoted fields may span lines), and short rows are caught instead of being padded with NaN."""
+    names: list[str] | None = None
+    names_from = "data.column_names"
+    rows: list[list[str]] = []
+    line_numbers: list[int] = []
+    with _open_text(file) as handle:
+        reader = csv.reader(handle, delimiter="," if kind == "csv" else "\t")
+        next_line = 1  # where the record being read starts
+        try:
+            for record in reader:
+                line, next_line = next_line, reader.line_num + 1
+                if not record or (len(record) == 1 and not record[0].strip()):
+                    continue  # a blank line
+                if names is None:
+                    names, is_header = _header(record, column_names, path, line)
+                    if is_header:
+                        names_from = f"the header on line {line}"
+                        continue
+                if len(record) != len(names):
+                    raise DataError(
+                        f"{path}, line {line}: {len(record)} fields, expected {len(names)} as in {names_from} "
+                        f"({', '.join(names)}); check the quoting on this line"
+                    )
+                rows.append(record)
+                line_numbers.append(line)
+        except csv.Error as error:  # e.g. a quote left open runs into the field size limit
+            raise DataError(f"{path}, line {next_line}: malformed {kind.upper()} row ({error})") from None
+    frame = pd.DataFrame(rows, columns=names or list(column_names or []), dtype=object)
+    return Table(frame, path, origin, line_numbers)
+
+
+def _header(first_row: list[str], column_names: list[str] | None, path: str, line: int) -> tuple[list[str], bool]:
+    """Column names for a CSV/TSV file, and whether its first row is a header.
+
+    Without `column_names` the first row is the header. With them, the first row is a header only if it repeats
+    them (case and surrounding spaces ignored), so one config reads both a file with a header and one without.
+    """
+    if column_names is None:
+        names = [name.strip() for name in first_row]
+        if "" in names or len(set(names)) != len(names):
+            raise DataError(
+                f"{path}, line {line}: the header has empty or repeated column names ({', '.join(names)}); "
+                "if the file has no header, set data.column_names"
+            )
+        return names, True
+    normalised = [name.strip().lower() for name in first_row]
+    return list(column_names), normalised == [name.strip().lower() for name in column_names]
+
+
+def _read_json_records(file: Path, path: str, origin: str) -> Table:
+    """JSON Lines (one object per line); a file that is one JSON array of objects is accepted too."""
+    with _open_text(file) as handle:
+        content = handle.read()
+    if content.lstrip().startswith("["):
+        try:
+            records = json.loads(content)
+        except json.JSONDecodeError as error:
+            raise DataError(f"{path}, line {error.lineno}: not valid JSON ({error.msg})") from None
+        for index, record in enumerate(records):
+            _require_object(record, f"{path}, record {index + 1}")
+        return Table(pd.DataFrame(records, dtype=object), path, origin)
+    records, line_numbers = [], []
+    for line, text in enumerate(content.split("\n"), start=1):  # not splitlines(): JSON strings may hold U+2028
+        if not text.strip():
+            continue
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise DataError(f"{path}, line {line}: not valid JSON ({error.msg}, column {error.colno})") from None
+        _require_object(record, f"{path}, line {line}")
+        records.append(record)
+        line_numbers.append(line)
+    return Table(pd.DataFrame(records, dtype=object), path, origin, line_numbers)
+
+
+def _require_object(record: Any, where: str) -> None:
+    if not isinstance(record, dict):
+        raise DataError(f"{where}: expected a JSON object with named fields, got {type(record).__name__}")
+
+
+def _read_parquet(file: Path, path: str, origin: str) -> Table:
+    try:
+        frame = pd.read_parquet(file)
+    except Exception as error:  # pyarrow raises several unrelated types for a damaged or non-Parquet file
+        raise DataError(f"{path} ({origin}): not a readable Parquet file ({type(error).__name__}: {error})") from None
+    return Table(frame, path, origin)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The Hugging Face Hub
+
+
+def read_hub_tables(config: DataConfig) -> tuple[dict[str, Table], list[str] | None]:
+    """The Hub dataset's train/test (and validation, if it has one) as Tables, and its ClassLabel names if any."""
+    loaded = load_hub_dataset(config)
+    if not isinstance(loaded, datasets.DatasetDict) or not {"train", "test"} <= set(loaded):
+        found = ", ".join(loaded) if isinstance(loaded, datasets.DatasetDict) else "a single unnamed split"
+        raise DataError(
+            f"Hub dataset '{config.hub_name}' has {found}; the pipeline needs the splits 'train' and 'test' "
+            "(and uses 'validation' when present)"
+        )
+    feature = loaded["train"].features.get(config.label_column)
+    hub_names = list(feature.names) if isinstance(feature, datasets.ClassLabel) else None
+    needed = list(dict.fromkeys([*config.text_columns, config.label_column]))
+    tables = {}
+    for split in SPLITS:
+        if split not in loaded:
+            continue
+        source = f"Hub dataset '{config.hub_name}' split '{split}'"
+        _require_columns(loaded[split].column_names, needed, source, config)
+        frame = loaded[split].select_columns(needed).to_pandas()
+        tables[split] = Table(frame, source, "data.hub_name")
+    return tables, hub_names
+
+
+def load_hub_dataset(config: DataConfig) -> Any:
+    """`datasets.load_dataset`, but an unreachable Hub fails within `hub_timeout_seconds` instead of minutes.
+
+    In offline mode (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE) only the cache is read. Otherwise a cheap probe with a
+    hard deadline asks the Hub first: when it answers, `load_dataset` runs as usual (downloading, or revalidating
+    a cached copy); when it does not, the cache is read as in offline mode, and without a cached copy the error
+    names the local-files option.
+    """
+    endpoint = datasets.config.HF_ENDPOINT
+    if offline_mode():
+        reason = "offline mode is on (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE)"
+    else:
+        problem = probe_hub(endpoint, config.hub_name, config.hub_timeout_seconds)
+        if problem is None:
+            return _load_online(config, endpoint)
+        reason = f"the Hugging Face Hub could not be reached at {endpoint} ({problem})"
+        logger.warning("%s; looking for a cached copy of %s", reason, config.hub_name)
+    detail = ""
+    with forced_offline():
+        try:
+            return datasets.load_dataset(config.hub_name, config.hub_config, cache_dir=config.cache_dir)
+        except OSError as error:  # ConnectionError or FileNotFoundError: nothing cached
+            logger.debug("Loading %s from the cache failed: %r", config.hub_name, error)
+        except ValueError as error:  # cached, but not this data.hub_config
+            detail = f" ({str(error).splitlines()[0]})"
+    cache = config.cache_dir or datasets.config.HF_DATASETS_CACHE
+    raise DataError(
+        f"Cannot load Hub dataset '{config.hub_name}': {reason}, and no usable cached copy was found in "
+        f"{cache}{detail}. {OFFLINE_HINT}."
+    )
+
+
+def _load_online(config: DataConfig, endpoint: str) -> Any:
+    """`load_dataset` once the Hub has answered; its errors become DataErrors that say which setting to check."""
+    try:
+        return datasets.load_dataset(config.hub_name, config.hub_config, cache_dir=config.cache_dir)
+    except FileNotFoundError as error:  # includes datasets' DatasetNotFoundError
+        raise DataError(
+            f"data.hub_name: Hub dataset '{config.hub_name}' was not found at {endpoint} ({error}); check the name, "
+            f"or log in (HF_TOKEN) for a private or gated dataset. {OFFLINE_HINT}."
+        ) from None
+    except OSError as error:  # the connection dropped, or an HTTP error, after the probe
+        raise DataError(
+            f"Hub dataset '{config.hub_name}': loading from {endpoint} failed ({type(error).__name__}: {error}). "
+            f"{OFFLINE_HINT}."
+        ) from None
+    except ValueError as error:  # e.g. an unknown data.hub_config
+        raise DataError(f"Hub dataset '{config.hub_name}' (data.hub_config={config.hub_config!r}): {error}") from None
+
+
+def offline_mode() -> bool:
+    """The libraries read these variables once, at import; the environment is checked too in case it changed since."""
+    import huggingface_hub.constants as hub_constants
+
+    from_env = any(
+        os.environ.get(name, "").upper() in _TRUE_VALUES for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+    )
+    return from_env or bool(hub_constants.HF_HUB_OFFLINE) or bool(datasets.config.HF_HUB_OFFLINE)
+
+
+def probe_hub(endpoint: str, name: str, timeout_seconds: float) -> str | None:
+    """None if the Hub answers within the timeout, else what went wrong.
+
+    The request runs in a daemon thread joined with a deadline: the HTTP timeout bounds connecting and reading,
+    but not a hanging DNS lookup. Any HTTP answer below 500 counts as reachable (a missing or gated dataset is
+    then reported by `load_dataset` itself); a 5xx does not, because `load_dataset` would retry it for minutes.
+    """
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import HfHubHTTPError
+
+    outcome: list[str | None] = []
+
+    def ask() -> None:
+        try:
+            HfApi(endpoint=endpoint).dataset_info(name, timeout=timeout_seconds)
+            outcome.append(None)
+        except HfHubHTTPError as error:
+            status = error.response.status_code if error.response is not None else None
+            outcome.append(None if status is not None and status < 500 else f"HTTP {status or 'error'}: {error}")
+        except Exception as error:  # connection refused, DNS failure, timeout, proxy errors: all mean unreachable
+            outcome.append(f"{type(error).__name__}: {error}")
+
+    thread = threading.Thread(target=ask, name="pipeline-hub-probe", daemon=True)
+    thread.start()
+    thread.join(timeout_seconds)
+    if not outcome:
+        return f"no answer within {timeout_seconds:g} s"
+    return outcome[0]
+
+
+@contextlib.contextmanager
+def forced_offline() -> Iterator[None]:
+    """Make `datasets` and `huggingface_hub` behave as under HF_HUB_OFFLINE=1 for the duration (cache only, no
+    retries). They read the environment variable once at import, so the module flags they consult are set."""
+    import huggingface_hub.constants as hub_constants
+
+    saved = (hub_constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE, datasets.config.HF_DATASETS_OFFLINE)
+    hub_constants.HF_HUB_OFFLINE = datasets.config.HF_HUB_OFFLINE = datasets.config.HF_DATASETS_OFFLINE = True
+    try:
+        yield
+    finally:
+        hub_constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE, datasets.config.HF_DATASETS_OFFLINE = saved
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Text and labels
+
+
+def _require_columns(available: list[str], needed: list[str], source: str, config: DataConfig) -> None:
+    for column in needed:
+        if column not in available:
+            key = "data.label_column" if column == config.label_column else "data.text_columns"
+            raise DataError(
+                f"{source}: no column '{column}' ({key}); the columns are: {', '.join(map(str, available))}"
+            )
+
+
+def to_dataset(table: Table, config: DataConfig, scheme: LabelScheme) -> datasets.Dataset:
+    """The `text` + `label` dataset of one Table."""
+    needed = list(dict.fromkeys([*config.text_columns, config.label_column]))
+    _require_columns(list(table.frame.columns), needed, table.source, config)
+    texts = build_texts(table, config.text_columns, config.text_separator, config.unescape_newlines)
+    labels = label_ids(table, config.label_column, scheme)
+    features = datasets.Features({"text": datasets.Value("string"), "label": datasets.ClassLabel(names=scheme.names)})
+    return datasets.Dataset.from_dict({"text": texts, "label": labels}, features=features)
+
+
+def build_texts(table: Table, columns: list[str], separator: str, unescape_newlines: bool) -> list[str]:
+    """Join the text columns of each row; parts are stripped and empty parts skipped (no doubled separators)."""
+    values = [table.frame[column].tolist() for column in columns]
+    texts = []
+    for row, parts in enumerate(zip(*values)):
+        cleaned = (_text_part(part, unescape_newlines) for part in parts)
+        text = separator.join(part for part in cleaned if part)
+        if not text:
+            raise DataError(f"{table.where(row)}: empty text in column(s) {', '.join(columns)}")
+        texts.append(text)
+    return texts
+
+
+def _text_part(value: Any, unescape_newlines: bool) -> str:
+    if _is_missing(value):
+        return ""
+    text = value if isinstance(value, str) else str(value)
+    if unescape_newlines:
+        text = text.replace("\\n", "\n")
+    return text.strip()
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
+def _as_int(value: Any) -> int | None:
+    """An integer label (int, integral float from a Parquet/JSON column, or a string of digits), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    text = str(value).strip()
+    return int(text) if _INTEGER.fullmatch(text) else None
+
+
+def label_scheme(config: DataConfig, train: Table, hub_names: list[str] | None) -> LabelScheme:
+    """Class names in id order.
+
+    `data.label_names` wins when set. Otherwise a Hub ClassLabel gives them; otherwise train's labels do: all-integer
+    labels give the names of the ids as written in the file (base 0: "0".."K-1"; base 1: "1".."K", K the largest
+    id), anything else gives the sorted distinct labels. Hub ClassLabel ids always count from 0.
+    """
+    names = list(config.label_names) if config.label_names else None
+    if names is not None:
+        _check_names(names)
+    if hub_names is not None:
+        if names is not None and len(names) != len(hub_names):
+            raise DataError(
+                f"data.label_names has {len(names)} names but the Hub dataset's '{config.label_column}' column has "
+                f"{len(hub_names)} classes ({', '.join(hub_names)})"
+            )
+        return LabelScheme(names or hub_names, 0)
+    if names is not None:
+        return LabelScheme(names, config.label_index_base)
+    if config.label_column not in train.frame.columns:
+        return LabelScheme([], config.label_index_base)  # to_dataset reports the missing column with context
+    values = [value for value in train.frame[config.label_column].tolist() if not _is_missing(value)]
+    ids = [_as_int(value) for value in values]
+    base = config.label_index_base
+    if values and all(value is not None for value in ids):
+        return LabelScheme([str(base + index) for index in range(max(ids) - base + 1)], base)
+    return LabelScheme(sorted({str(value).strip() for value in values} - {""}), base)
+
+
+def _check_names(names: list[str]) -> None:
+    repeated = sorted(name for name, count in Counter(names).items() if count > 1)
+    if repeated or "" in names:
+        raise DataError(f"data.label_names: names must be distinct and non-empty, got {names}")
+
+
+def label_ids(table: Table, column: str, scheme: LabelScheme) -> list[int]:
+    """Class ids of one column: a label equal to a class name is that class, an integer one is an id counting
+    from the scheme's base; anything else is an error naming the row and the allowed values."""
+    by_name = {name: index for index, name in enumerate(scheme.names)}
+    ids = []
+    for row, value in enumerate(table.frame[column].tolist()):
+        if _is_missing(value) or not str(value).strip():
+            raise DataError(f"{table.where(row)}, column '{column}': the label is empty")
+        index = by_name.get(str(value).strip())
+        if index is None:
+            number = _as_int(value)
+            index = number - scheme.index_base if number is not None else None
+        if index is None or not 0 <= index < len(scheme.names):
+            raise DataError(
+                f"{table.where(row)}, column '{column}': label {value!r} is not a known class; {_allowed(scheme)}"
+            )
+        ids.append(index)
+    return ids
+
+
+def _allowed(scheme: LabelScheme) -> str:
+    count, base = len(scheme.names), scheme.index_base
+    ids = f"ids {base}..{base + count - 1} (data.label_index_base={base})"
+    if scheme.names == [str(base + index) for index in range(count)]:
+        return f"allowed: {ids}"
+    shown = ", ".join(scheme.names[:20]) + (", ..." if count > 20 else "")
+    return f"allowed: {ids} or the names {shown}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Validation split and caps
+
+
+def carve_validation(train: datasets.Dataset, fraction: float, seed: int) -> tuple[datasets.Dataset, datasets.Dataset]:
+    """Split `fraction` of train off as validation, stratified by label and seeded; both keep file order."""
+    size = math.ceil(fraction * len(train))
+    if size >= len(train):
+        raise DataError(
+            f"The train split has {len(train)} rows: too few to carve a validation split of "
+            f"{fraction:g} (data.validation_fraction); add rows or set data.validation_file"
+        )
+    chosen, rest = sample_indices(_labels(train), size, seed, "validation")
+    return train.select(rest), train.select(chosen)
+
+
+def cap_rows(split: datasets.Dataset, limit: int | None, seed: int, name: str) -> datasets.Dataset:
+    """At most `limit` rows: a seeded sample, stratified by label, in file order."""
+    if limit is None or len(split) <= limit:
+        return split
+    chosen, _ = sample_indices(_labels(split), limit, seed, name)
+    return split.select(chosen)
+
+
+def _labels(dataset: datasets.Dataset) -> np.ndarray:
+    # Read the Arrow column at once: `dataset["label"]` is a lazy column that datasets 5 converts row by row.
+    return dataset.with_format("arrow")["label"].to_numpy()
+
+
+def sample_indices(labels: np.ndarray, size: int, seed: int, purpose: str) -> tuple[list[int], list[int]]:
+    """Pick `size` row indices stratified by label (and return the rest); both lists sorted.
+
+    Each class gets its share of `size` rounded down, and the rows left over go to the classes with the largest
+    remainders (the larger class first on ties), so a balanced set stays exactly balanced. The rows of a class
+    are drawn by a generator seeded with `seed`. This is done here rather than with `Dataset.train_test_split`,
+    which reads the labels row by row (seconds for 20,000 rows) and refuses classes with a single row.
+    """
+    labels = np.asarray(labels)
+    classes, counts = np.unique(labels, return_counts=True)
+    if counts.min() < 2:
+        logger.warning(
+            "%s: the classes %s have fewer than 2 rows, so they cannot appear on both sides of the split",
+            purpose, ", ".join(str(c) for c in classes[counts < 2]),
+        )
+    quotas = _proportional_quotas(counts, size)
+    rng = np.random.default_rng(seed)
+    chosen = np.zeros(len(labels), dtype=bool)
+    for label, quota in zip(classes, quotas):
+        rows = np.flatnonzero(labels == label)
+        chosen[rng.permutation(rows)[:quota]] = True
+    return np.flatnonzero(chosen).tolist(), np.flatnonzero(~chosen).tolist()
+
+
+def _proportional_quotas(counts: np.ndarray, size: int) -> np.ndarray:
+    """Split `size` over classes in proportion to `counts` by largest remainder; each quota <= its count."""
+    exact = counts * size / counts.sum()
+    quotas = np.floor(exact).astype(int)
+    order = sorted(range(len(counts)), key=lambda i: (-(exact[i] - quotas[i]), -counts[i], i))
+    for i in order[: size - quotas.sum()]:
+        quotas[i] += 1
+    return quotas
+
+
+def _log_summary(splits: datasets.DatasetDict) -> None:
+    names = splits["train"].features["label"].names
+    counts = {split: np.bincount(_labels(dataset), minlength=len(names)) for split, dataset in splits.items()}
+    for split, dataset in splits.items():
+        per_class = ", ".join(f"{name} {count}" for name, count in zip(names, counts[split]))
+        logger.info("%s: %d rows (%s)", split, len(dataset), per_class)
+    untrained = [name for name, count in zip(names, counts["train"]) if not count]
+    if untrained:
+        logger.warning("No training rows for the classes %s: the model cannot learn them", ", ".join(untrained))

@@ -1,0 +1,518 @@
+"""Tests for stage 1, data loading (pipeline/data.py).
+
+Everything runs offline on small files written to tmp_path, plus the shared AG News CSVs (skipped when absent).
+The Hub is exercised only through a fake local cache, and through subprocesses whose Hub endpoint is a local
+port that refuses connections, never answers, or answers with HTTP errors.
+"""
+
+import dataclasses
+import gzip
+import http.server
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import datasets
+import pandas as pd
+import pytest
+
+from pipeline.config import DataConfig
+from pipeline.data import DataError, load_splits
+
+AG_NAMES = ["World", "Sports", "Business", "Sci/Tech"]
+AG_COLUMNS = ["class_index", "title", "description"]
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def ag_news_config(train: Path, test: Path, **overrides) -> DataConfig:
+    """The settings that read the original ag_news_csv layout (and train_20k.csv, which adds a header)."""
+    settings = dict(
+        source="files",
+        train_file=str(train),
+        test_file=str(test),
+        column_names=AG_COLUMNS,
+        text_columns=["title", "description"],
+        label_column="class_index",
+        label_names=AG_NAMES,
+        label_index_base=1,
+        unescape_newlines=True,
+    )
+    return DataConfig(**{**settings, **overrides})
+
+
+def write_ag_news_csv(path: Path, rows_per_class: int = 3, header: bool = False, tag: str = "") -> Path:
+    """Rows like ag_news_csv: every field quoted, class index 1-4, a literal backslash-n inside descriptions."""
+    lines = ['"class_index","title","description"'] if header else []
+    for index in range(rows_per_class * 4):
+        label = index % 4 + 1
+        lines.append(f'"{label}","Title {tag}{index}","First line {index}\\nsecond line"')
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def write_text(path: Path, content: str) -> Path:
+    path.write_text(textwrap.dedent(content).lstrip("\n"))
+    return path
+
+
+def files_config(train: Path, test: Path, **overrides) -> DataConfig:
+    return DataConfig(**{"source": "files", "train_file": str(train), "test_file": str(test), **overrides})
+
+
+def label_counts(split: datasets.Dataset) -> dict[str, int]:
+    names = split.features["label"].names
+    counts = pd.Series(split["label"]).value_counts()
+    return {names[index]: int(count) for index, count in counts.items()}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Layouts and formats
+
+
+def test_ag_news_csv_layout_loads_by_config_alone(tmp_path):
+    train = write_ag_news_csv(tmp_path / "train.csv")
+    test = write_ag_news_csv(tmp_path / "test.csv", rows_per_class=1)
+
+    splits = load_splits(ag_news_config(train, test, validation_fraction=0.3), seed=0)
+
+    assert list(splits) == ["train", "validation", "test"]
+    for split in splits.values():
+        assert split.column_names == ["text", "label"]
+        assert split.features["label"] == datasets.ClassLabel(names=AG_NAMES)
+    assert splits["test"][0] == {"text": "Title 0 First line 0\nsecond line", "label": 0}
+    assert splits["test"]["label"] == [0, 1, 2, 3]
+    assert len(splits["train"]) + len(splits["validation"]) == 12
+    assert label_counts(splits["validation"]) == {name: 1 for name in AG_NAMES}
+
+
+def test_header_and_headerless_files_load_under_one_config(tmp_path):
+    train = write_ag_news_csv(tmp_path / "train.csv", header=True)
+    test = write_ag_news_csv(tmp_path / "test.csv", header=False, rows_per_class=2)
+
+    splits = load_splits(ag_news_config(train, test, validation_fraction=0.25), seed=0)
+
+    assert len(splits["train"]) + len(splits["validation"]) == 12  # the header is not a row
+    assert len(splits["test"]) == 8
+    assert "class_index" not in " ".join(splits["train"]["text"])
+
+
+def test_real_ag_news_files(ag_news_train_csv, ag_news_test_csv):
+    config = ag_news_config(ag_news_train_csv, ag_news_test_csv, max_train_samples=5000)
+
+    splits = load_splits(config, seed=42)
+
+    # Validation is carved from all 20,000 rows before the cap; the cap never touches test.
+    assert label_counts(splits["validation"]) == {name: 500 for name in AG_NAMES}
+    assert label_counts(splits["train"]) == {name: 1250 for name in AG_NAMES}
+    assert len(splits["test"]) == 7600
+    assert label_counts(splits["test"]) == {name: 1900 for name in AG_NAMES}
+    assert not set(splits["train"]["text"]) & set(splits["validation"]["text"])
+    # test.csv's first row, "3","Fears for T N pension after talks",...: class 3 is Business.
+    assert splits["test"][0]["text"].startswith("Fears for T N pension after talks Unions representing")
+    assert splits["test"].features["label"].int2str(splits["test"][0]["label"]) == "Business"
+
+
+@pytest.mark.parametrize("suffix", ["tsv", "jsonl", "json", "parquet", "csv.gz", "tsv.gz", "jsonl.gz"])
+def test_formats_load_with_string_labels(tmp_path, suffix):
+    frame = pd.DataFrame(
+        {
+            "text": [f"text {i}" for i in range(8)],
+            "topic": ["sports", "world"] * 4,
+            "extra": ["NA"] * 8,  # "NA" must stay text, not become a missing value
+        }
+    )
+    paths = {split: tmp_path / f"{split}.{suffix}" for split in ("train", "test")}
+    for path in paths.values():
+        write_frame(frame, path)
+    config = files_config(paths["train"], paths["test"], text_columns=["text", "extra"], label_column="topic")
+
+    splits = load_splits(config, seed=0)
+
+    assert splits["test"].features["label"].names == ["sports", "world"]  # sorted distinct labels of train
+    assert splits["test"]["text"][:2] == ["text 0 NA", "text 1 NA"]
+    assert splits["test"]["label"][:2] == [0, 1]
+
+
+def write_frame(frame: pd.DataFrame, path: Path) -> None:
+    name = path.name.removesuffix(".gz")
+    if name.endswith(".parquet"):
+        frame.to_parquet(path)
+        return
+    if name.endswith(".json") and not path.name.endswith(".gz"):  # a JSON array, the other shape .json files take
+        content = frame.to_json(orient="records")
+    elif name.endswith(".jsonl"):
+        content = frame.to_json(orient="records", lines=True)
+    else:
+        content = frame.to_csv(index=False, sep="\t" if name.endswith(".tsv") else ",")
+    if path.name.endswith(".gz"):
+        path.write_bytes(gzip.compress(content.encode()))
+    else:
+        path.write_text(content)
+
+
+@pytest.mark.parametrize("suffix", ["parquet", "jsonl"])
+def test_typed_formats_with_one_based_integer_labels(tmp_path, suffix):
+    frame = pd.DataFrame({"text": [f"text {i}" for i in range(6)], "label": [1, 2, 1, 2, 1, 2]})
+    path = tmp_path / f"data.{suffix}"
+    write_frame(frame, path)
+    config = files_config(path, path, label_names=["first", "second"], label_index_base=1, validation_fraction=0.34)
+
+    splits = load_splits(config, seed=0)
+
+    assert splits["test"]["label"] == [0, 1, 0, 1, 0, 1]
+
+
+def test_zero_based_integer_labels_without_names(tmp_path):
+    train = write_text(tmp_path / "train.csv", "label,text\n" + "".join(f"{i % 3},row {i}\n" for i in range(9)))
+    test = write_text(tmp_path / "test.csv", "label,text\n2,last\n0,first\n")
+
+    splits = load_splits(files_config(train, test, validation_fraction=0.34), seed=0)
+
+    assert splits["test"].features["label"].names == ["0", "1", "2"]
+    assert splits["test"]["label"] == [2, 0]
+
+
+def test_string_labels_follow_label_names_order(tmp_path):
+    rows = "".join(f"{name},{name} story {i}\n" for i in range(3) for name in ("neg", "pos"))
+    train = write_text(tmp_path / "train.csv", "label,text\n" + rows)
+    test = write_text(tmp_path / "test.csv", "label,text\npos,good\nneg,bad\n")
+
+    splits = load_splits(files_config(train, test, label_names=["pos", "neg"]), seed=0)
+
+    assert splits["test"]["label"] == [0, 1]
+
+
+def test_text_parts_are_stripped_and_empty_parts_skipped(tmp_path):
+    train = write_text(
+        tmp_path / "train.csv",
+        """
+        label,title,body
+        0,  Title  ,  body
+        1,,only body
+        0,only title,
+        1,a,b
+        """,
+    )
+    config = files_config(
+        train, train, text_columns=["title", "body"], text_separator=" | ", validation_file=str(train)
+    )
+
+    splits = load_splits(config, seed=0)
+
+    assert splits["test"]["text"] == ["Title | body", "only body", "only title", "a | b"]
+
+
+def test_validation_file_is_used_instead_of_carving(tmp_path):
+    train = write_ag_news_csv(tmp_path / "train.csv", rows_per_class=2)
+    validation = write_ag_news_csv(tmp_path / "validation.csv", rows_per_class=1, tag="v")
+    config = ag_news_config(train, train, validation_file=str(validation))
+
+    splits = load_splits(config, seed=0)
+
+    assert len(splits["train"]) == 8
+    assert splits["validation"]["text"][0].startswith("Title v0")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Validation split and caps
+
+
+def unbalanced_files(tmp_path: Path) -> tuple[Path, Path]:
+    """100 training rows, 60/30/10 over three classes, and a 30-row test file."""
+    labels = ["a"] * 60 + ["b"] * 30 + ["c"] * 10
+    train_rows = "".join(f"{label},row {i}\n" for i, label in enumerate(labels))
+    train = write_text(tmp_path / "train.csv", "label,text\n" + train_rows)
+    test_labels = labels[::10] * 3
+    test_rows = "".join(f"{label},test {i}\n" for i, label in enumerate(test_labels))
+    test = write_text(tmp_path / "test.csv", "label,text\n" + test_rows)
+    return train, test
+
+
+def test_validation_split_is_stratified_and_seeded(tmp_path):
+    train, test = unbalanced_files(tmp_path)
+    config = files_config(train, test, validation_fraction=0.2)
+
+    first, again, other = (load_splits(config, seed=seed) for seed in (7, 7, 8))
+
+    assert label_counts(first["validation"]) == {"a": 12, "b": 6, "c": 2}
+    assert label_counts(first["train"]) == {"a": 48, "b": 24, "c": 8}
+    assert first["validation"]["text"] == again["validation"]["text"]
+    assert first["validation"]["text"] != other["validation"]["text"]
+    assert sorted([*first["train"]["text"], *first["validation"]["text"]]) == sorted(f"row {i}" for i in range(100))
+    assert first["test"]["text"] == [f"test {i}" for i in range(30)]  # test is never shuffled
+
+
+def test_a_class_with_one_row_is_warned_about(tmp_path, caplog):
+    train = write_text(tmp_path / "train.csv", "label,text\n" + "a,x\n" * 9 + "b,lonely\n")
+    splits = load_splits(files_config(train, train, validation_fraction=0.2), seed=0)
+    assert len(splits["validation"]) == 2
+    assert "fewer than 2 rows" in caplog.text
+
+
+def test_max_train_samples_caps_train_only(tmp_path):
+    train, test = unbalanced_files(tmp_path)
+    config = files_config(train, test, validation_fraction=0.2, max_train_samples=40)
+
+    capped, full = load_splits(config, seed=3), load_splits(files_config(train, test, validation_fraction=0.2), seed=3)
+
+    assert label_counts(capped["train"]) == {"a": 24, "b": 12, "c": 4}
+    assert set(capped["train"]["text"]) <= set(full["train"]["text"])
+    assert capped["validation"]["text"] == full["validation"]["text"]
+    assert len(capped["test"]) == 30
+
+
+def test_max_eval_samples_caps_validation_and_test(tmp_path):
+    train, test = unbalanced_files(tmp_path)
+    config = files_config(train, test, validation_fraction=0.2, max_eval_samples=10)
+
+    splits = load_splits(config, seed=3)
+
+    assert len(splits["train"]) == 80
+    assert len(splits["validation"]) == 10
+    assert len(splits["test"]) == 10
+    numbers = [int(text.split()[1]) for text in splits["test"]["text"]]
+    assert numbers == sorted(numbers)  # a capped split keeps file order
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Errors name the file, the row and the column
+
+
+def error_message(config: DataConfig) -> str:
+    with pytest.raises(DataError) as caught:
+        load_splits(config, seed=0)
+    return str(caught.value)
+
+
+def test_missing_file_names_key_and_path(tmp_path):
+    test = write_ag_news_csv(tmp_path / "test.csv")
+    message = error_message(ag_news_config(tmp_path / "nope.csv", test))
+    assert "data.train_file" in message and "nope.csv" in message
+
+
+def test_missing_test_file_is_required(tmp_path):
+    train = write_ag_news_csv(tmp_path / "train.csv")
+    message = error_message(DataConfig(source="files", train_file=str(train)))
+    assert "data.test_file" in message and "required" in message
+
+
+def test_missing_column_lists_existing_columns(tmp_path):
+    train = write_text(tmp_path / "train.csv", "label,body\n0,x\n1,y\n")
+    message = error_message(files_config(train, train, text_columns=["title"]))
+    assert "'title'" in message and "data.text_columns" in message and "label, body" in message
+    assert "train.csv" in message
+
+
+def test_empty_text_names_file_line_and_columns(tmp_path):
+    train = write_ag_news_csv(tmp_path / "train.csv", header=True)
+    test = write_text(tmp_path / "test.csv", '"1","a","b"\n"2","c","d"\n"3","  ","\\n"\n')
+    message = error_message(ag_news_config(train, test))
+    assert "test.csv, line 3" in message and "empty text" in message and "title, description" in message
+
+
+def test_label_outside_classes_names_file_line_column_and_value(tmp_path):
+    train = write_ag_news_csv(tmp_path / "train.csv", header=True)
+    content = train.read_text().splitlines()
+    content[4] = '"5","Title","Body"'  # line 5 of the file: the header is line 1
+    train.write_text("\n".join(content) + "\n")
+    message = error_message(ag_news_config(train, train))
+    assert "train.csv, line 5" in message and "'class_index'" in message and "'5'" in message
+    assert "1..4" in message and "World" in message
+
+
+def test_unknown_string_label_lists_the_classes(tmp_path):
+    train = write_text(tmp_path / "train.csv", "label,text\npos,a\nneg,b\nmaybe,c\n")
+    message = error_message(files_config(train, train, label_names=["neg", "pos"]))
+    assert "line 4" in message and "'maybe'" in message and "neg, pos" in message
+
+
+def test_empty_split_names_split_and_file(tmp_path):
+    train = write_ag_news_csv(tmp_path / "train.csv")
+    test = write_text(tmp_path / "test.csv", "class_index,title,description\n")
+    message = error_message(ag_news_config(train, test))
+    assert "test split is empty" in message and "test.csv" in message
+
+
+def test_malformed_csv_row_names_its_line(tmp_path):
+    # The quoted field spans lines 2-3, so the bad row is on physical line 5, not "row 4".
+    train = write_text(tmp_path / "train.csv", 'label,text\n0,"two\nlines"\n1,fine\n0,too,many\n1,ok\n')
+    message = error_message(files_config(train, train))
+    assert "train.csv, line 5" in message and "3 fields, expected 2" in message
+
+
+def test_short_row_is_an_error_not_padding(tmp_path):
+    train = write_ag_news_csv(tmp_path / "train.csv")
+    with train.open("a") as handle:
+        handle.write('"1","title only"\n')
+    message = error_message(ag_news_config(train, train))
+    assert "line 13" in message and "2 fields, expected 3" in message
+
+
+def test_bad_json_line_names_its_line(tmp_path):
+    train = write_text(tmp_path / "train.jsonl", '{"text": "a", "label": 0}\n\n{"text": "b", "label": 1\n')
+    message = error_message(files_config(train, train))
+    assert "train.jsonl, line 3" in message and "not valid JSON" in message
+
+
+def test_parquet_rows_are_named_as_records(tmp_path):
+    train = tmp_path / "train.parquet"
+    pd.DataFrame({"text": ["a", "b", " "], "label": [0, 1, 0]}).to_parquet(train)
+    message = error_message(files_config(train, train))
+    assert "train.parquet, record 3" in message and "empty text" in message
+
+
+def test_unknown_extension_asks_for_file_format(tmp_path):
+    train = write_text(tmp_path / "train.txt", "label,text\n0,a\n")
+    assert "data.file_format" in error_message(files_config(train, train))
+    assert len(load_splits(files_config(train, train, file_format="csv", validation_file=str(train)), 0)["test"]) == 1
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The Hub, without the network
+
+
+def write_fake_hub_cache(cache_dir: Path, repo_id: str = "fancyzhx/ag_news") -> None:
+    """Lay out a small dataset the way `datasets` caches a Hub dataset, so offline loading can find it."""
+    namespace, name = repo_id.split("/")
+    folder = cache_dir / f"{namespace}___{name}" / "default" / "0.0.0" / "0123abcd"
+    folder.mkdir(parents=True)
+    features = datasets.Features({"text": datasets.Value("string"), "label": datasets.ClassLabel(names=AG_NAMES)})
+    split_infos = datasets.SplitDict()
+    for split, rows in (("train", 40), ("test", 8)):
+        columns = {"text": [f"{split} story {i}" for i in range(rows)], "label": [i % 4 for i in range(rows)]}
+        dataset = datasets.Dataset.from_dict(columns, features=features)
+        with datasets.arrow_writer.ArrowWriter(path=str(folder / f"{name}-{split}.arrow"), features=features) as writer:
+            writer.write_table(dataset.data.table)
+        split_infos.add(datasets.SplitInfo(name=split, num_examples=rows, dataset_name=name))
+    info = datasets.DatasetInfo(
+        features=features, builder_name="parquet", dataset_name=name, config_name="default", splits=split_infos
+    )
+    info.write_to_directory(str(folder))
+
+
+def test_hub_dataset_loads_from_the_cache_offline(tmp_path):
+    write_fake_hub_cache(tmp_path / "cache")
+    config = DataConfig(source="hub", cache_dir=str(tmp_path / "cache"), validation_fraction=0.25)
+
+    splits = load_splits(config, seed=0)
+
+    assert splits["train"].features["label"].names == AG_NAMES
+    assert (len(splits["train"]), len(splits["validation"]), len(splits["test"])) == (30, 10, 8)
+    assert splits["test"][1] == {"text": "test story 1", "label": 1}
+
+
+def test_hub_offline_without_cache_names_the_local_files_option(tmp_path):
+    started = time.monotonic()
+    message = error_message(DataConfig(source="hub", cache_dir=str(tmp_path / "empty")))
+    assert time.monotonic() - started < 10
+    assert "offline mode" in message and "data.source=files" in message and "data.train_file" in message
+
+
+# The subprocess gets the resolved DataConfig as JSON, so it imports only pipeline.data: it times the stage, not
+# the import of torch that pipeline.config pulls in through the model settings.
+HUB_SCRIPT = """
+import json, sys, time, types
+from pipeline.data import DataError, load_splits
+
+results = {}
+for case, settings in json.loads(sys.argv[1]).items():
+    started = time.monotonic()
+    try:
+        splits = load_splits(types.SimpleNamespace(**settings), seed=0)
+        outcome = {"rows": {split: len(data) for split, data in splits.items()}}
+    except DataError as error:
+        outcome = {"error": str(error)}
+    results[case] = {**outcome, "seconds": time.monotonic() - started}
+print(json.dumps(results))
+"""
+
+
+def run_without_hub(endpoint: str, cases: dict[str, DataConfig], home: Path) -> subprocess.Popen:
+    """Start HUB_SCRIPT with the Hub at `endpoint`, offline mode off (as for a real user) and an empty HF_HOME."""
+    offline_switches = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
+    env = {key: value for key, value in os.environ.items() if key not in offline_switches}
+    env.update(HF_ENDPOINT=endpoint, HF_HOME=str(home), PYTHONPATH=str(REPO_ROOT))
+    settings = json.dumps({case: dataclasses.asdict(config) for case, config in cases.items()})
+    return subprocess.Popen(
+        [sys.executable, "-c", HUB_SCRIPT, settings], env=env, cwd=REPO_ROOT, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+
+
+def test_unreachable_hub_fails_fast_and_names_the_local_files_option(tmp_path):
+    cache = tmp_path / "cache"
+    write_fake_hub_cache(cache)
+    # A port that refuses connections, a listening socket that accepts but never answers (like a firewall that
+    # drops packets) and a server that answers every request with an HTTP error; one process each, run at once.
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), ErrorStatusHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    processes = [
+        run_without_hub(
+            f"http://127.0.0.1:{free_port()}",
+            {"no_cache": DataConfig(cache_dir=str(tmp_path / "empty")), "cached": DataConfig(cache_dir=str(cache))},
+            tmp_path / "home1",
+        ),
+        run_without_hub(
+            f"http://127.0.0.1:{silent.getsockname()[1]}",
+            {"no_cache": DataConfig(hub_timeout_seconds=2.0)},
+            tmp_path / "home2",
+        ),
+        run_without_hub(
+            f"http://127.0.0.1:{server.server_address[1]}",
+            {"not_found": DataConfig(hub_name="someone/missing"), "down": DataConfig(hub_name="someone/unavailable")},
+            tmp_path / "home3",
+        ),
+    ]
+    try:
+        outputs = [process.communicate(timeout=60) for process in processes]
+    finally:
+        silent.close()
+        server.shutdown()
+        for process in processes:
+            process.kill()
+    assert all(process.returncode == 0 for process in processes), outputs
+    refused, hanging, answering = (json.loads(stdout.splitlines()[-1]) for stdout, _ in outputs)
+
+    for case in (refused["no_cache"], hanging["no_cache"], answering["down"]):
+        assert "could not be reached" in case["error"]
+        assert "data.source=files" in case["error"] and "data.train_file" in case["error"]
+        assert "Running offline" in case["error"]
+    assert refused["no_cache"]["seconds"] < 5  # well under 30 s: datasets alone retries for ~25 s here
+    assert hanging["no_cache"]["seconds"] < 2.0 + 3  # the probe's deadline, not datasets' retries
+    assert "no answer within 2 s" in hanging["no_cache"]["error"]
+    assert "HTTP 503" in answering["down"]["error"]
+    # No Hub, but a cached copy: it is used (train 40 rows -> 36 + 4 validation).
+    assert refused["cached"]["rows"] == {"train": 36, "validation": 4, "test": 8}
+    # The Hub answered, but has no such dataset: the message names the setting.
+    assert "data.hub_name" in answering["not_found"]["error"] and "someone/missing" in answering["not_found"]["error"]
+    assert answering["not_found"]["seconds"] < 10
+
+
+class ErrorStatusHandler(http.server.BaseHTTPRequestHandler):
+    """A stand-in Hub: 503 for any URL naming 'unavailable' (a Hub that is down), 404 for everything else."""
+
+    def answer(self) -> None:
+        self.send_response(503 if "unavailable" in self.path else 404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_HEAD = answer
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def free_port() -> int:
+    """A local port with nothing listening on it (connections are refused)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
