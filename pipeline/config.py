@@ -14,11 +14,9 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Literal, Union, get_type_hints
 
 import yaml
-
-from pipeline.models.encoder import EncoderSettings
 
 
 class ConfigError(ValueError):
@@ -73,6 +71,65 @@ class TokenizerConfig:
     max_truncated_fraction: float = 0.01
     # Tokenized splits are cached on disk (keyed by data, tokenizer and length) so an identical run skips this stage.
     cache: bool = True
+
+
+# The encoder's string-valued settings and what each may be.
+_CHOICES = {
+    "position_embedding": ("learned", "sinusoidal"),
+    "norm": ("pre", "post"),
+    "pooling": ("cls", "mean"),
+    "attention_backend": ("sdpa", "math"),
+}
+
+
+@dataclass
+class EncoderSettings:
+    """Architecture of the from-scratch encoder. This is the one place the defaults live.
+
+    The pipeline's YAML config nests it as `model.encoder`, so every field is a plain int/float/str.
+    """
+
+    hidden_size: int = 256
+    num_layers: int = 4
+    num_heads: int = 4
+    intermediate_size: int = 1024
+    dropout: float = 0.1  # on the embeddings and on both residual branches
+    attention_dropout: float = 0.1  # on the attention probabilities
+    max_position_embeddings: int = 512
+    position_embedding: str = "learned"  # "learned" | "sinusoidal"
+    norm: str = "pre"  # "pre": x + f(ln(x)) | "post": ln(x + f(x)) (original Transformer / BERT)
+    pooling: str = "cls"  # "cls": first token | "mean": mean over non-pad tokens
+    attention_backend: str = "sdpa"  # "sdpa": torch fused kernel | "math": the explicit softmax(QK^T/sqrt(d))V
+    layer_norm_eps: float = 1e-12
+    initializer_range: float = 0.02
+
+    def __post_init__(self):
+        # Check types first: YAML hands us whatever the user typed ("256", 1e-3 as a string, true...).
+        for name, expected in get_type_hints(type(self)).items():
+            value = getattr(self, name)
+            if expected is float and isinstance(value, int) and not isinstance(value, bool):
+                value = float(value)  # `dropout: 0` in YAML is an int; accept it as the float it means
+                setattr(self, name, value)
+            if isinstance(value, bool) or not isinstance(value, expected):
+                raise ValueError(f"EncoderSettings.{name} must be a {expected.__name__}, got {value!r}")
+        for name, allowed in _CHOICES.items():
+            value = getattr(self, name)
+            if value not in allowed:
+                raise ValueError(f"EncoderSettings.{name} must be one of {list(allowed)}, got {value!r}")
+        for name in ("hidden_size", "num_layers", "num_heads", "intermediate_size", "max_position_embeddings"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"EncoderSettings.{name} must be a positive integer, got {getattr(self, name)!r}")
+        for name in ("dropout", "attention_dropout"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise ValueError(f"EncoderSettings.{name} must be in [0, 1), got {getattr(self, name)!r}")
+        for name in ("layer_norm_eps", "initializer_range"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"EncoderSettings.{name} must be > 0, got {getattr(self, name)!r}")
+        if self.hidden_size % self.num_heads != 0:
+            raise ValueError(
+                f"EncoderSettings.hidden_size ({self.hidden_size}) must be divisible by "
+                f"EncoderSettings.num_heads ({self.num_heads})"
+            )
 
 
 @dataclass

@@ -6,14 +6,10 @@ loads with `AutoModelForSequenceClassification.from_pretrained` or `transformers
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from transformers import AutoModelForSequenceClassification, PreTrainedModel, PreTrainedTokenizerBase
 
+from pipeline.config import ModelConfig
 from pipeline.models.encoder import EncoderClassifierConfig, EncoderForSequenceClassification
-
-if TYPE_CHECKING:  # pipeline.config imports the encoder's settings from this package
-    from pipeline.config import ModelConfig
 
 
 def build_model(config: ModelConfig, labels: list[str], tokenizer: PreTrainedTokenizerBase) -> PreTrainedModel:
