@@ -111,13 +111,41 @@ class ShuffledBatchSampler(Sampler[list[int]]):
         yield from self.batches()
 
 
+def _private_generator(seed: int) -> torch.Generator:
+    """A DataLoader draws a seed from its generator each time it is iterated; with none it would draw from the
+    global RNG and shift every later dropout mask, so a resumed run would no longer match an uninterrupted one."""
+    return torch.Generator().manual_seed(seed)
+
+
 def training_loader(rows: TokenizedRows, batch_size: int, seed: int, group_by_length: bool, trim: bool) -> DataLoader:
     sampler = ShuffledBatchSampler(rows.lengths, batch_size, seed, group_by_length)
-    return DataLoader(rows, batch_sampler=sampler, collate_fn=collate_trimmed if trim else collate_fixed)
+    return DataLoader(
+        rows,
+        batch_sampler=sampler,
+        collate_fn=collate_trimmed if trim else collate_fixed,
+        generator=_private_generator(seed),
+    )
 
 
 def evaluation_loader(rows: TokenizedRows, batch_size: int, trim: bool = True) -> DataLoader:
     """Longest rows first, so each batch is padded only to its own length and memory peaks at the start."""
     order = np.argsort(-rows.lengths, kind="stable") if trim else np.arange(len(rows))
-    batches = [order[i : i + batch_size].tolist() for i in range(0, len(order), batch_size)]
-    return DataLoader(rows, batch_sampler=batches, collate_fn=collate_trimmed if trim else collate_fixed)
+    batches = FixedBatches([order[i : i + batch_size].tolist() for i in range(0, len(order), batch_size)], batch_size)
+    return DataLoader(
+        rows, batch_sampler=batches, collate_fn=collate_trimmed if trim else collate_fixed, generator=_private_generator(0)
+    )
+
+
+class FixedBatches(Sampler[list[int]]):
+    """A precomputed list of batches; `batch_size` tells accelerate how to shard it across processes."""
+
+    def __init__(self, batches: list[list[int]], batch_size: int):
+        self.batches = batches
+        self.batch_size = batch_size
+        self.drop_last = False
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        yield from self.batches

@@ -220,7 +220,11 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
                 continue
         raise ConfigError(f"{key}: expected {_describe(tp)}, got {value!r}")
     if origin is Literal:
-        if value in typing.get_args(tp):
+        options = typing.get_args(tp)
+        if isinstance(value, bool):  # YAML 1.1 reads a bare no/off/yes/on as a boolean
+            spellings = {"yes", "on", "true"} if value else {"no", "off", "false"}
+            value = next((option for option in options if str(option).lower() in spellings), value)
+        if value in options and not isinstance(value, bool):
             return value
         raise ConfigError(f"{key}: expected {_describe(tp)}, got {value!r}")
     if origin is list:

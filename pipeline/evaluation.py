@@ -16,6 +16,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from accelerate import Accelerator
+from accelerate.data_loader import prepare_data_loader
 from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, precision_recall_fscore_support
 
 from pipeline.batching import TokenizedRows, evaluation_loader
@@ -62,7 +63,14 @@ def predict_split(
     model: torch.nn.Module, rows: TokenizedRows, accelerator: Accelerator, batch_size: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Class probabilities (N, C) and per-row cross-entropy (N,), in row order, each row exactly once."""
-    loader = accelerator.prepare(evaluation_loader(rows, batch_size))
+    # Not accelerator.prepare: that would register the loader for checkpointing on every call.
+    loader = prepare_data_loader(
+        evaluation_loader(rows, batch_size),
+        device=accelerator.device,
+        num_processes=accelerator.num_processes,
+        process_index=accelerator.process_index,
+        put_on_device=True,
+    )
     was_training = model.training
     model.eval()
     gathered_index, gathered_logits = [], []

@@ -32,6 +32,8 @@ LENGTH_MULTIPLE = 8
 # BERT's learned position table has 512 rows; most checkpoints report this as model_max_length.
 BERT_POSITION_LIMIT = 512
 TOKENIZE_BATCH_SIZE = 1000
+# Bump when what is cached, or how the length is chosen, changes: old entries are then ignored.
+CACHE_FORMAT = 2
 
 
 @dataclass
@@ -75,17 +77,18 @@ def choose_max_length(lengths: np.ndarray, max_truncated_fraction: float, limit:
     """The shortest multiple of 8 leaving at most `max_truncated_fraction` of texts longer than it, capped at `limit`."""
     if len(lengths) == 0:
         raise ValueError("cannot choose a length from an empty split")
-    # The (1 - budget) quantile with the "higher" rule is the smallest observed length that keeps the
-    # share of longer texts within the budget; rounding it up to the multiple can only truncate fewer.
-    needed = int(np.quantile(lengths, 1.0 - max_truncated_fraction, method="higher"))
+    # At most `allowed` texts may be longer than the length, so it must reach the (allowed+1)-th longest text.
+    allowed = math.floor(max_truncated_fraction * len(lengths) + 1e-9)
+    needed = int(np.sort(lengths)[len(lengths) - 1 - min(allowed, len(lengths) - 1)])
     rounded = LENGTH_MULTIPLE * math.ceil(needed / LENGTH_MULTIPLE)
     return max(LENGTH_MULTIPLE, min(rounded, limit - limit % LENGTH_MULTIPLE))
 
 
-def _cache_key(splits: DatasetDict, tokenizer: PreTrainedTokenizerBase, max_length: int | str) -> str:
-    """A content hash of the texts, the vocabulary and the length: any change gives a new cache entry."""
+def _cache_key(splits: DatasetDict, tokenizer: PreTrainedTokenizerBase, config: TokenizerConfig, limit: int) -> str:
+    """A content hash of the texts, the vocabulary and the length settings: any change gives a new cache entry."""
     digest = hashlib.sha256()
-    digest.update(f"{type(tokenizer).__name__}|{tokenizer.name_or_path}|{max_length}|".encode())
+    settings = f"v{CACHE_FORMAT}|{type(tokenizer).__name__}|{config.max_length}|{config.max_truncated_fraction}|{limit}|"
+    digest.update(settings.encode())
     digest.update(hashlib.sha256(repr(sorted(tokenizer.get_vocab().items())).encode()).digest())
     digest.update(repr(getattr(tokenizer, "do_lower_case", None)).encode())
     for name in sorted(splits):
@@ -120,16 +123,16 @@ def tokenize_splits(
     model_max_positions: int | None = None,
 ) -> tuple[DatasetDict, TokenizationInfo]:
     """Add fixed-length `input_ids`, `attention_mask` and `length` to every split; reuse the on-disk cache if any."""
+    limit = length_limit(tokenizer, model_max_positions)
     cache_dir = None
     if config.cache and cache_root is not None:
-        cache_dir = Path(cache_root) / "tokenized" / _cache_key(splits, tokenizer, config.max_length)
+        cache_dir = Path(cache_root) / "tokenized" / _cache_key(splits, tokenizer, config, limit)
         if (cache_dir / "dataset_dict.json").exists() and (cache_dir / "info.json").exists():
             tokenized = load_from_disk(str(cache_dir))
             info = _read_info(cache_dir / "info.json")
             logger.info("Tokenized splits loaded from cache %s (max_length %d)", cache_dir, info.max_length)
             return tokenized, info
 
-    limit = length_limit(tokenizer, model_max_positions)
     raw_lengths = {name: token_lengths(splits[name]["text"], tokenizer) for name in splits}
     if config.max_length == "auto":
         max_length = choose_max_length(raw_lengths["train"], config.max_truncated_fraction, limit)

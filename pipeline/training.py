@@ -365,6 +365,9 @@ class Trainer:
         self.model.train()
 
         while state.global_step < plan.total_steps and not stopped_early:
+            # accelerate's loader re-sets its sampler's epoch from its own iteration count on every pass, which
+            # starts at 0 in a resumed run: tell both which epoch this is.
+            self.loader.set_epoch(state.epoch)
             self.batch_sampler.set_epoch(state.epoch)
             loader = self.loader
             if state.batches_seen_in_epoch:

@@ -1,0 +1,96 @@
+"""Config: defaults in one place, YAML says what differs, dotted overrides, errors that name the key."""
+
+from pathlib import Path
+
+import pytest
+
+from pipeline.config import ConfigError, PipelineConfig, load_config, save_config
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
+
+def test_no_file_gives_the_dataclass_defaults():
+    assert load_config(None) == PipelineConfig()
+
+
+@pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.yaml")), ids=lambda p: p.name)
+def test_every_shipped_config_loads_and_opens_with_its_command(path):
+    config = load_config(path)
+    assert isinstance(config, PipelineConfig)
+    first_lines = path.read_text().splitlines()[:4]
+    assert all(line.startswith("#") for line in first_lines[:1])
+    assert any("python -m pipeline.finetune --config configs/" + path.name in line for line in first_lines)
+
+
+def test_main_config_is_bert_base_fixed_128_effective_batch_32_by_accumulation():
+    config = load_config(CONFIGS / "ag_news_bert.yaml")
+    assert config.model.name_or_path == config.tokenizer.name_or_path == "bert-base-uncased"
+    assert config.data.source == "hub" and config.data.hub_name == "fancyzhx/ag_news"
+    assert config.tokenizer.max_length == 128
+    assert config.train.gradient_accumulation_steps > 1
+    assert config.train.per_device_batch_size * config.train.gradient_accumulation_steps == 32
+    assert config.train.mixed_precision == "auto"
+
+
+def test_dotted_overrides_are_typed():
+    config = load_config(
+        CONFIGS / "ag_news_bert.yaml",
+        ["train.learning_rate=3e-5", "data.max_train_samples=500", "data.text_columns=title,description",
+         "tokenizer.max_length=auto", "train.eval_every_steps=null", "model.encoder.num_layers=2",
+         "train.mixed_precision=no"],
+    )
+    assert config.train.learning_rate == pytest.approx(3e-5)  # YAML alone would read "3e-5" as a string
+    assert config.data.max_train_samples == 500
+    assert config.data.text_columns == ["title", "description"]
+    assert config.tokenizer.max_length == "auto"
+    assert config.train.eval_every_steps is None
+    assert config.model.encoder.num_layers == 2
+    assert config.train.mixed_precision == "no"  # YAML alone would read a bare no as false
+
+
+def test_extends_merges_sections(tmp_path):
+    (tmp_path / "base.yaml").write_text("train:\n  epochs: 5\n  learning_rate: 1.0e-4\n")
+    (tmp_path / "child.yaml").write_text("extends: base.yaml\ntrain:\n  epochs: 2\n")
+    config = load_config(tmp_path / "child.yaml")
+    assert (config.train.epochs, config.train.learning_rate) == (2.0, 1e-4)
+
+
+@pytest.mark.parametrize(
+    "override, named",
+    [
+        ("train.learnin_rate=1e-3", "train.learnin_rate"),
+        ("trian.epochs=1", "trian"),
+        ("train.epochs=three", "train.epochs"),
+        ("train.per_device_batch_size=8.5", "train.per_device_batch_size"),
+        ("train.per_device_batch_size=0", "train.per_device_batch_size"),
+        ("train.resume=maybe", "train.resume"),
+        ("train.mixed_precision=fp8", "train.mixed_precision"),
+        ("train.mixed_precision=yes", "train.mixed_precision"),
+        ("model.kind=gpt", "model.kind"),
+        ("model.encoder.norm=middle", "norm"),
+        ("model.encoder.hidden_size=30", "hidden_size"),
+        ("tokenizer.max_length=long", "tokenizer.max_length"),
+        ("data.validation_fraction=1.5", "data.validation_fraction"),
+        ("data.source=files", "data.train_file"),
+        ("no_equals_sign", "no_equals_sign"),
+    ],
+)
+def test_bad_keys_and_values_raise_naming_the_key(override, named):
+    with pytest.raises(ConfigError, match=named.replace(".", r"\.")):
+        load_config(CONFIGS / "ag_news_bert.yaml", [override])
+
+
+def test_bad_yaml_file_is_named(tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("train: [unclosed\n")
+    with pytest.raises(ConfigError, match="broken.yaml"):
+        load_config(path)
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "missing.yaml")
+
+
+def test_resolved_config_round_trips(tmp_path):
+    config = load_config(CONFIGS / "ag_news_quick.yaml", ["train.learning_rate=3e-5"])
+    save_config(config, tmp_path / "config.yaml")
+    assert load_config(tmp_path / "config.yaml") == config
+    assert not list(tmp_path.glob("*.tmp"))

@@ -1,0 +1,534 @@
+"""Tests for batch prediction (pipeline/predict.py): the CLI contract, bad input, streaming, the Python API.
+
+Everything runs offline on a tiny random BERT (2 layers, hidden 32) saved into a run directory; most CLI tests
+call `main(argv)` in-process, a few go through a subprocess to check what a shell user sees.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from transformers import BertConfig, BertForSequenceClassification
+
+from pipeline.predict import Predictor, PredictError, main, predict_dataframe, predict_texts
+
+LABELS = ["World", "Sports", "Business", "Sci/Tech"]
+REPO_ROOT = Path(__file__).resolve().parents[1]
+HEADER = ["id", "title", "description", "note"]
+ADDED = ["label", "label_id", "score", "error"]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def single_thread():
+    """Tiny matrices gain nothing from intra-op threads; on a busy 2-core machine the hand-offs dominate."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+def save_tiny_bert(model_dir: Path, tokenizer) -> BertForSequenceClassification:
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=4,
+        id2label=dict(enumerate(LABELS)),
+        label2id={name: index for index, name in enumerate(LABELS)},
+    )
+    torch.manual_seed(0)
+    model = BertForSequenceClassification(config).eval()
+    spread_head(model, tokenizer)
+    model.save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    return model
+
+
+def spread_head(model: BertForSequenceClassification, tokenizer) -> None:
+    """A random BERT pools nearly the same vector for every text, so a random head gives one class to all rows.
+
+    Centre the head on the pooled vectors of sample texts and widen it: the tiny model then predicts all four
+    classes with clear margins, which makes label comparisons meaningful. The widening (~1000x) magnifies float
+    rounding too, so probabilities are compared to 1e-3 where other batch shapes are involved.
+    """
+    encoded = tokenizer([ag_text(row) for row in news_rows(60)], padding=True, return_tensors="pt")
+    with torch.no_grad():
+        pooled = model.bert(**encoded).pooler_output  # (N, 32)
+        centred = pooled - pooled.mean(dim=0)
+        weight = torch.randn(4, pooled.shape[1]) * (3.0 / centred.std(dim=0).mean() / pooled.shape[1] ** 0.5)
+        model.classifier.weight.copy_(weight)
+        model.classifier.bias.copy_(-(pooled.mean(dim=0) @ weight.T))
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory, bert_tokenizer) -> Path:
+    run = tmp_path_factory.mktemp("runs") / "tiny"
+    save_tiny_bert(run / "model", bert_tokenizer)
+    (run / "config.yaml").write_text(
+        "data:\n  text_columns: [title, description]\n  text_separator: ' '\n  unescape_newlines: true\n"
+    )
+    (run / "metrics.json").write_text(json.dumps({"labels": LABELS, "tokenization": {"max_length": 64}}))
+    return run
+
+
+@pytest.fixture(scope="module")
+def predictor(run_dir) -> Predictor:
+    return Predictor.from_path(run_dir, device="cpu", precision="fp32")
+
+
+TRICKY_ROWS = [
+    ["001", "NA", "Stocks fell sharply on Wall Street", "NA"],
+    ["002", "Cup final", "A late goal, then \"extra time\", then penalties", ""],
+    ["003", "Multi\nline title", "first line\nsecond line, with a comma", "001"],
+    ["004", "Escaped", "A second\\nline as ag_news writes it", "N/A"],
+    ["005", "Ünïcødé — “quotes”", "Café prices rise in Zürich 😀", "null"],
+    ["006", "", "Only a description here", " leading space"],
+    ["007", "Only a title", "", "trailing space "],
+    ["008", "Chip maker", "New processors launched " * 30, "long text is truncated"],
+]
+
+
+def news_rows(count: int) -> list[list[str]]:
+    """`count` varied rows: the tricky ones first, then generated headlines."""
+    topics = ["election results", "football match", "oil prices", "new smartphone", "space launch", "bank merger"]
+    rows = [list(row) for row in TRICKY_ROWS[:count]]
+    for index in range(len(rows), count):
+        topic = topics[index % len(topics)]
+        rows.append([f"{index:03d}", f"Report {index} on {topic}", f"Details about the {topic}, day {index}.", str(index)])
+    return rows
+
+
+def write_table(path: Path, rows: list[list[str]], header: list[str] | None = HEADER, delimiter: str = ",") -> Path:
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle, delimiter=delimiter)
+        if header:
+            writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+def read_table(path: Path, delimiter: str = ",") -> list[list[str]]:
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", newline="", encoding="utf-8") as handle:
+        return list(csv.reader(handle, delimiter=delimiter))
+
+
+def run_main(argv: list[str]) -> int:
+    """Exit code of main(argv) in-process: 0 when it returns, else the SystemExit code."""
+    try:
+        main([str(arg) for arg in argv])
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else 1
+    return 0
+
+
+def predict_cli(run_dir: Path, input_path: Path, output_path: Path, *extra: str) -> int:
+    return run_main(
+        ["--model", run_dir, "--input", input_path, "--output", output_path, "--precision", "fp32", "--no-progress", *extra]
+    )
+
+
+def assert_one_line_error(stderr: str, *fragments: str) -> None:
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("error: "), stderr
+    assert "Traceback" not in stderr
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+
+
+def reference_predictions(run_dir: Path, texts: list[str], tokenizer) -> tuple[np.ndarray, np.ndarray]:
+    """The straightforward way: every row padded to the fixed length, one forward pass, full precision."""
+    model = BertForSequenceClassification.from_pretrained(run_dir / "model").eval()
+    encoded = tokenizer(texts, padding="max_length", truncation=True, max_length=64, return_tensors="pt")
+    with torch.no_grad():
+        logits = model(input_ids=encoded["input_ids"], attention_mask=encoded["attention_mask"]).logits
+    probabilities = logits.softmax(dim=-1).numpy()
+    return probabilities.argmax(axis=1), probabilities
+
+
+def ag_text(row: list[str]) -> str:
+    return (row[1] + " " + row[2]).replace("\\n", "\n")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Round trip
+
+
+def test_round_trip_keeps_rows_and_matches_full_padding_forward_pass(run_dir, tmp_path, bert_tokenizer, capsys):
+    rows = news_rows(40)
+    source = write_table(tmp_path / "in.csv", rows)
+    assert predict_cli(run_dir, source, tmp_path / "out.csv", "--batch-size", "7") == 0
+
+    output = read_table(tmp_path / "out.csv")
+    assert output[0] == HEADER + ADDED
+    body = output[1:]
+    assert len(body) == len(rows)
+    assert [row[:4] for row in body] == rows  # order and every input field exactly, "NA", "001", "" included
+    labelled = [row for row in body if row[7] == ""]
+    assert len(labelled) == len(rows)
+
+    expected_ids, expected_probabilities = reference_predictions(run_dir, [ag_text(row) for row in rows], bert_tokenizer)
+    assert [int(row[5]) for row in body] == expected_ids.tolist()
+    assert [row[4] for row in body] == [LABELS[i] for i in expected_ids]
+    scores = np.array([float(row[6]) for row in body])
+    np.testing.assert_allclose(scores, expected_probabilities.max(axis=1), atol=1e-3)
+    assert len(set(expected_ids.tolist())) > 1, "the tiny model should not predict one class for everything"
+    assert f"labelled {len(rows)} rows" in capsys.readouterr().err
+
+
+def test_bf16_precision_gives_valid_probabilities(run_dir):
+    """Agreement of bf16 with fp32 (>= 99.5% of labels) is measured on a trained-size model by
+    benchmarks/predict_speed.py: this random model's head is tuned to amplify tiny differences between
+    nearly identical pooled vectors, which amplifies bf16 rounding just as much."""
+    predictor = Predictor.from_path(run_dir, device="cpu", precision="bf16", batch_size=8)
+    assert predictor.precision == "bf16"
+    ids, probabilities = predictor.infer([ag_text(row) for row in news_rows(20)])
+    assert probabilities.dtype == np.float32 and np.isfinite(probabilities).all()
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, atol=1e-5)
+    assert ids.tolist() == probabilities.argmax(axis=1).tolist()
+    assert Predictor.from_path(run_dir, device="cpu", precision="fp32").precision == "fp32"
+
+
+def test_chunk_boundaries_do_not_change_the_output(run_dir, tmp_path):
+    source = write_table(tmp_path / "in.csv", news_rows(23))
+    assert predict_cli(run_dir, source, tmp_path / "small.csv", "--chunk-size", "5", "--batch-size", "3") == 0
+    assert predict_cli(run_dir, source, tmp_path / "large.csv", "--chunk-size", "1000") == 0
+    small, large = read_table(tmp_path / "small.csv"), read_table(tmp_path / "large.csv")
+    assert len(small) == len(large) == 24
+    # Everything but the score is identical; the score may differ in its last digit, as batches are composed
+    # differently (matrix kernels round differently for other shapes).
+    assert [row[:6] + row[7:] for row in small] == [row[:6] + row[7:] for row in large]
+    np.testing.assert_allclose([float(r[6]) for r in small[1:]], [float(r[6]) for r in large[1:]], atol=1e-3)
+
+
+def test_probabilities_columns_sum_to_one(run_dir, tmp_path):
+    source = write_table(tmp_path / "in.csv", news_rows(12))
+    assert predict_cli(run_dir, source, tmp_path / "out.csv", "--probabilities") == 0
+    output = read_table(tmp_path / "out.csv")
+    probability_columns = [f"prob_{name}" for name in LABELS]
+    assert output[0] == HEADER + ["label", "label_id", "score", *probability_columns, "error"]
+    for row in output[1:]:
+        probabilities = np.array([float(value) for value in row[7:11]])
+        assert probabilities.sum() == pytest.approx(1.0, abs=1e-5)
+        assert float(row[6]) == probabilities.max()
+        assert LABELS[int(np.argmax(probabilities))] == row[4]
+
+
+def test_tsv_in_and_out(run_dir, tmp_path):
+    rows = news_rows(10)
+    write_table(tmp_path / "in.csv", rows)
+    write_table(tmp_path / "in.tsv", rows, delimiter="\t")
+    assert predict_cli(run_dir, tmp_path / "in.csv", tmp_path / "out.csv") == 0
+    assert predict_cli(run_dir, tmp_path / "in.tsv", tmp_path / "out.tsv") == 0
+    assert read_table(tmp_path / "out.tsv", delimiter="\t") == read_table(tmp_path / "out.csv")
+    assert "\t" in (tmp_path / "out.tsv").read_text().splitlines()[0]
+
+
+def test_gzip_input_and_output(run_dir, tmp_path):
+    rows = news_rows(10)
+    plain = write_table(tmp_path / "in.csv", rows)
+    with gzip.open(tmp_path / "in.csv.gz", "wb") as handle:
+        handle.write(plain.read_bytes())
+    assert predict_cli(run_dir, plain, tmp_path / "out.csv") == 0
+    assert predict_cli(run_dir, tmp_path / "in.csv.gz", tmp_path / "out_gz.csv") == 0
+    assert predict_cli(run_dir, tmp_path / "in.csv.gz", tmp_path / "out.csv.gz") == 0
+    assert (tmp_path / "out_gz.csv").read_bytes() == (tmp_path / "out.csv").read_bytes()
+    assert read_table(tmp_path / "out.csv.gz") == read_table(tmp_path / "out.csv")
+
+
+def test_headerless_input_with_column_names(run_dir, tmp_path, ag_news_test_csv):
+    lines = ag_news_test_csv.read_text(encoding="utf-8").splitlines(keepends=True)[:15]
+    source = tmp_path / "test15.csv"
+    source.write_text("".join(lines), encoding="utf-8")
+    code = predict_cli(run_dir, source, tmp_path / "out.csv", "--column-names", "class_index,title,description")
+    assert code == 0
+    output = read_table(tmp_path / "out.csv")
+    assert output[0] == ["class_index", "title", "description", *ADDED]
+    assert [row[:3] for row in output[1:]] == list(csv.reader(io.StringIO("".join(lines))))
+
+
+def test_bare_model_directory_reads_text_column(run_dir, tmp_path):
+    rows = [["a", "Stocks fell"], ["b", "A late goal won the cup"]]
+    source = write_table(tmp_path / "in.csv", rows, header=["id", "text"])
+    assert predict_cli(run_dir / "model", source, tmp_path / "out.csv") == 1  # model/ of a run: run's columns apply
+    assert predict_cli(run_dir / "model", source, tmp_path / "out.csv", "--text-columns", "text") == 0
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    for item in (run_dir / "model").iterdir():
+        (bare / item.name).write_bytes(item.read_bytes())
+    predictor = Predictor.from_path(bare, device="cpu")
+    assert predictor.text_spec.columns == ("text",)
+    assert predictor.max_length == 512  # the tokenizer sets no limit, so BERT's 512 positions cap it
+    assert predict_cli(bare, source, tmp_path / "bare.csv") == 0
+    assert len(read_table(tmp_path / "bare.csv")) == 3
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Rows without text
+
+
+def test_empty_text_rows_are_kept_with_an_error(run_dir, tmp_path, capsys):
+    rows = news_rows(6)
+    rows.insert(2, ["100", "", "", "no text at all"])
+    rows.insert(5, ["101", "  ", " \t ", "whitespace only"])
+    source = write_table(tmp_path / "in.csv", rows)
+    assert predict_cli(run_dir, source, tmp_path / "out.csv", "--probabilities") == 0
+    output = read_table(tmp_path / "out.csv")[1:]
+    assert [row[:4] for row in output] == rows
+    for index in (2, 5):
+        assert output[index][4:11] == ["", "", "", "", "", "", ""]
+        assert output[index][11] == "empty text in title, description"
+    assert all(row[4] and row[11] == "" for i, row in enumerate(output) if i not in (2, 5))
+    assert "2 rows had no text" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Bad input: non-zero exit, one line on stderr naming the file, line or columns
+
+
+def test_missing_input_file(run_dir, tmp_path, capsys):
+    assert predict_cli(run_dir, tmp_path / "nope.csv", tmp_path / "out.csv") != 0
+    assert_one_line_error(capsys.readouterr().err, "not found", "nope.csv")
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_unreadable_input(run_dir, tmp_path, capsys):
+    assert predict_cli(run_dir, tmp_path, tmp_path / "out.csv") != 0  # a directory
+    assert_one_line_error(capsys.readouterr().err, "is a directory", str(tmp_path))
+    if os.geteuid() != 0:  # root reads files whatever their mode
+        locked = write_table(tmp_path / "locked.csv", news_rows(2))
+        locked.chmod(0)
+        assert predict_cli(run_dir, locked, tmp_path / "out.csv") != 0
+        assert_one_line_error(capsys.readouterr().err, "cannot read", "locked.csv")
+
+
+def test_empty_input_file(run_dir, tmp_path, capsys):
+    (tmp_path / "empty.csv").write_text("")
+    assert predict_cli(run_dir, tmp_path / "empty.csv", tmp_path / "out.csv") != 0
+    assert_one_line_error(capsys.readouterr().err, "empty.csv is empty")
+    (tmp_path / "blank.csv").write_text("\n\n")
+    assert predict_cli(run_dir, tmp_path / "blank.csv", tmp_path / "out.csv") != 0
+    assert_one_line_error(capsys.readouterr().err, "blank.csv is empty")
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_missing_text_column_lists_the_columns(run_dir, tmp_path, capsys):
+    source = write_table(tmp_path / "in.csv", [["1", "x"]], header=["id", "headline"])
+    assert predict_cli(run_dir, source, tmp_path / "out.csv") != 0
+    assert_one_line_error(capsys.readouterr().err, "in.csv", "'title', 'description'", "'id', 'headline'", "--text-columns")
+    assert predict_cli(run_dir, source, tmp_path / "out.csv", "--text-columns", "title") != 0
+    assert_one_line_error(capsys.readouterr().err, "'title'", "'id', 'headline'")
+
+
+def test_malformed_csv_reports_the_line(run_dir, tmp_path, capsys):
+    text = 'id,title,description,note\n1,a,"b\nc",d\n2,a,b,c,EXTRA\n'
+    (tmp_path / "bad.csv").write_text(text)
+    assert predict_cli(run_dir, tmp_path / "bad.csv", tmp_path / "out.csv") != 0
+    assert_one_line_error(capsys.readouterr().err, "bad.csv", "line 4", "expected 4 fields, found 5")
+
+    (tmp_path / "quote.csv").write_text('id,title,description,note\n1,a,b,c\n2,"a"x,b,c\n')
+    assert predict_cli(run_dir, tmp_path / "quote.csv", tmp_path / "out.csv") != 0
+    assert_one_line_error(capsys.readouterr().err, "quote.csv", "line 3", "malformed CSV")
+
+    (tmp_path / "unclosed.csv").write_text('id,title,description,note\n1,a,b,c\n2,"never closed,b,c\n3,a,b,c\n')
+    assert predict_cli(run_dir, tmp_path / "unclosed.csv", tmp_path / "out.csv") != 0
+    assert_one_line_error(capsys.readouterr().err, "unclosed.csv", "line 3", "unclosed quote")
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_bytes_that_are_not_utf8_report_the_line_and_the_option(run_dir, tmp_path, capsys):
+    content = "id,title,description,note\n1,a,b,c\n2,Caf\xe9,cr\xe8me,x\n".encode("latin-1")
+    (tmp_path / "latin.csv").write_bytes(content)
+    assert predict_cli(run_dir, tmp_path / "latin.csv", tmp_path / "out.csv") != 0
+    assert_one_line_error(capsys.readouterr().err, "latin.csv", "line 3", "utf-8", "--encoding")
+    assert predict_cli(run_dir, tmp_path / "latin.csv", tmp_path / "out.csv", "--encoding", "latin-1") == 0
+    assert read_table(tmp_path / "out.csv")[2][:4] == ["2", "Café", "crème", "x"]
+
+
+def test_unknown_encoding_and_label_column_clash(run_dir, tmp_path, capsys):
+    source = write_table(tmp_path / "in.csv", news_rows(2))
+    assert predict_cli(run_dir, source, tmp_path / "out.csv", "--encoding", "klingon") != 0
+    assert_one_line_error(capsys.readouterr().err, "unknown encoding 'klingon'")
+    clash = write_table(tmp_path / "gold.csv", [["a", "b", "Sports"]], header=["title", "description", "label"])
+    assert predict_cli(run_dir, clash, tmp_path / "out.csv") != 0
+    assert_one_line_error(capsys.readouterr().err, "gold.csv", "'label'")
+
+
+def test_bad_model_path(tmp_path, capsys):
+    source = write_table(tmp_path / "in.csv", news_rows(2))
+    assert run_main(["--model", tmp_path / "no-run", "--input", source, "--output", tmp_path / "out.csv"]) != 0
+    assert_one_line_error(capsys.readouterr().err, "model not found", "no-run")
+    assert run_main(["--model", tmp_path, "--input", source, "--output", tmp_path / "out.csv"]) != 0
+    assert_one_line_error(capsys.readouterr().err, "neither a run directory")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Never a partial or clobbered output
+
+
+def test_failure_after_the_first_chunk_leaves_no_output(run_dir, tmp_path, capsys):
+    rows = news_rows(23)
+    source = write_table(tmp_path / "in.csv", rows)
+    bad_line = source.read_text(encoding="utf-8").count("\n") + 1  # quoted newlines make rows span lines
+    with open(source, "a", encoding="utf-8") as handle:
+        handle.write("024,too,many,fields,here\n")
+    output = tmp_path / "out" / "labelled.csv"
+    assert predict_cli(run_dir, source, output, "--chunk-size", "5") != 0
+    assert_one_line_error(capsys.readouterr().err, f"line {bad_line}:", "expected 4 fields, found 5")
+    assert not output.exists()
+    assert list(output.parent.iterdir()) == []  # no temporary file left behind either
+
+    output.write_text("precious\n")
+    assert predict_cli(run_dir, source, output, "--chunk-size", "5", "--overwrite") != 0
+    assert output.read_text() == "precious\n"  # a failed run does not replace it, even with --overwrite
+    assert sorted(p.name for p in output.parent.iterdir()) == ["labelled.csv"]
+
+
+def test_existing_output_needs_overwrite(run_dir, tmp_path, capsys):
+    source = write_table(tmp_path / "in.csv", news_rows(3))
+    output = tmp_path / "out.csv"
+    output.write_text("precious\n")
+    assert predict_cli(run_dir, source, output) != 0
+    assert_one_line_error(capsys.readouterr().err, "out.csv already exists", "--overwrite")
+    assert output.read_text() == "precious\n"
+    assert predict_cli(run_dir, source, output, "--overwrite") == 0
+    assert len(read_table(output)) == 4
+    assert oct(output.stat().st_mode & 0o777) != oct(0o600)  # not the private mode of the temporary file
+
+
+def test_existing_output_is_checked_before_loading_anything(tmp_path, capsys):
+    output = tmp_path / "out.csv"
+    output.write_text("precious\n")
+    code = run_main(["--model", tmp_path / "no-model", "--input", tmp_path / "no-input", "--output", output])
+    assert code != 0
+    assert_one_line_error(capsys.readouterr().err, "already exists")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Through a real process: stdin/stdout, and what a shell user sees on error
+
+
+def run_process(args: list[str], stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline.predict", *map(str, args)],
+        input=stdin,
+        capture_output=True,
+        cwd=REPO_ROOT,
+        env=env,
+        timeout=120,
+    )
+
+
+def test_stdin_to_stdout_in_a_subprocess(run_dir, tmp_path):
+    rows = news_rows(9)
+    source = write_table(tmp_path / "in.tsv", rows, delimiter="\t")
+    assert predict_cli(run_dir, source, tmp_path / "file.tsv") == 0
+    result = run_process(
+        ["--model", run_dir, "--input", "-", "--output", "-", "--format", "tsv", "--precision", "fp32"],
+        stdin=source.read_bytes(),
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout == (tmp_path / "file.tsv").read_bytes()
+    assert "labelled 9 rows -> stdout" in result.stderr.decode()
+
+
+def test_error_in_a_subprocess_is_one_line_without_traceback(run_dir, tmp_path):
+    source = write_table(tmp_path / "in.csv", [["1", "x"]], header=["id", "headline"])
+    result = run_process(["--model", run_dir, "--input", source, "--output", tmp_path / "out.csv"])
+    assert result.returncode == 1
+    assert_one_line_error(result.stderr.decode(), "'id', 'headline'")
+    assert not (tmp_path / "out.csv").exists()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Python API
+
+
+def test_predict_texts_matches_the_command(run_dir, predictor, tmp_path, bert_tokenizer):
+    rows = news_rows(15)
+    texts = [ag_text(row) for row in rows]
+    results = predict_texts(predictor, texts + [""], batch_size=4)
+    assert len(results) == 16
+    expected_ids, expected_probabilities = reference_predictions(run_dir, texts, bert_tokenizer)
+    assert [label for label, _ in results[:15]] == [LABELS[i] for i in expected_ids]
+    np.testing.assert_allclose([score for _, score in results[:15]], expected_probabilities.max(axis=1), atol=1e-3)
+    assert results[15][0] == "" and math.isnan(results[15][1])
+    by_path = predict_texts(run_dir, texts[:3], device="cpu", precision="fp32")
+    assert [label for label, _ in by_path] == [label for label, _ in results[:3]]
+
+
+def test_predict_dataframe_returns_a_labelled_copy(run_dir, predictor, tmp_path):
+    rows = news_rows(12)
+    frame = pd.DataFrame(rows, columns=HEADER)
+    frame.loc[3, ["title", "description"]] = [None, np.nan]
+    original = frame.copy()
+    labelled = predict_dataframe(predictor, frame, probabilities=True)
+    pd.testing.assert_frame_equal(frame, original)  # the input is not modified
+    assert list(labelled.columns) == HEADER + ["label", "label_id", "score", *[f"prob_{n}" for n in LABELS], "error"]
+    assert labelled.loc[3, "label"] == "" and pd.isna(labelled.loc[3, "label_id"]) and np.isnan(labelled.loc[3, "score"])
+    assert "missing text" in labelled.loc[3, "error"]
+
+    write_table(tmp_path / "in.csv", [row for i, row in enumerate(rows) if i != 3])
+    assert predict_cli(run_dir, tmp_path / "in.csv", tmp_path / "out.csv") == 0
+    cli = read_table(tmp_path / "out.csv")[1:]
+    others = labelled.drop(index=3)
+    assert others["label"].tolist() == [row[4] for row in cli]
+    assert others["label_id"].tolist() == [int(row[5]) for row in cli]
+    np.testing.assert_allclose(others["score"].to_numpy(), [float(row[6]) for row in cli], rtol=1e-6)
+    probabilities = others[[f"prob_{n}" for n in LABELS]].to_numpy()
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, atol=1e-5)
+
+    by_column = predict_dataframe(predictor, frame.rename(columns={"description": "body"}), text_columns=["body"])
+    assert by_column.loc[0, "error"] == ""
+    with pytest.raises(PredictError, match="'description'"):
+        predict_dataframe(predictor, frame.rename(columns={"description": "body"}))
+
+
+def test_infer_is_a_pure_function_of_the_texts(predictor):
+    texts = [ag_text(row) for row in news_rows(20)]
+    ids, probabilities = predictor.infer(texts)
+    assert ids.shape == (20,) and probabilities.shape == (20, 4)
+    split_ids = np.concatenate([predictor.infer(texts[:7])[0], predictor.infer(texts[7:])[0]])
+    assert split_ids.tolist() == ids.tolist()
+    empty_ids, empty_probabilities = predictor.infer([])
+    assert empty_ids.shape == (0,) and empty_probabilities.shape == (0, 4)
+
+
+def test_the_from_scratch_encoder_loads_and_trims_padding_exactly(tmp_path, bert_tokenizer):
+    encoder = pytest.importorskip("pipeline.models.encoder")
+    settings = encoder.EncoderSettings(
+        hidden_size=32, num_layers=2, num_heads=4, intermediate_size=64, max_position_embeddings=128
+    )
+    config = encoder.EncoderClassifierConfig.from_settings(
+        settings, vocab_size=bert_tokenizer.vocab_size, pad_token_id=0, id2label=LABELS
+    )
+    torch.manual_seed(0)
+    model = encoder.EncoderForSequenceClassification(config).eval()
+    model.save_pretrained(tmp_path / "encoder")
+    bert_tokenizer.save_pretrained(tmp_path / "encoder")
+
+    predictor = Predictor.from_path(tmp_path / "encoder", device="cpu", precision="fp32", batch_size=4)
+    assert predictor.max_length == 128  # the encoder's position table caps the length
+    texts = [ag_text(row) for row in news_rows(10)]
+    ids, probabilities = predictor.infer(texts)
+    encoded = bert_tokenizer(texts, padding="max_length", truncation=True, max_length=128, return_tensors="pt")
+    with torch.no_grad():
+        expected = model(input_ids=encoded["input_ids"], attention_mask=encoded["attention_mask"]).logits.softmax(-1)
+    np.testing.assert_allclose(probabilities, expected.numpy(), atol=1e-5)
+    assert ids.tolist() == expected.argmax(-1).tolist()

@@ -1,0 +1,77 @@
+"""Stage 2: fixed-length WordPiece tokenization, the `auto` length and the on-disk cache."""
+
+import numpy as np
+import pytest
+from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
+
+from pipeline.batching import TokenizedRows, collate_trimmed
+from pipeline.config import TokenizerConfig
+from pipeline.tokenization import choose_max_length, tokenize_splits
+
+
+def test_auto_length_is_the_shortest_multiple_of_8_within_the_budget():
+    lengths = np.array([10] * 95 + [30] * 4 + [100])  # 1% of texts are longer than 30
+    assert choose_max_length(lengths, 0.01, limit=512) == 32
+    assert choose_max_length(lengths, 0.0, limit=512) == 104
+    assert choose_max_length(lengths, 0.05, limit=512) == 16  # 5% may be truncated: 10 -> 16
+    assert choose_max_length(lengths, 0.0, limit=64) == 64  # capped by the model's positions
+
+
+def test_auto_length_truncates_at_most_the_budget_on_random_lengths():
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        lengths = rng.integers(3, 300, size=rng.integers(1, 500))
+        chosen = choose_max_length(lengths, 0.01, limit=512)
+        assert chosen % 8 == 0
+        assert np.mean(lengths > chosen) <= 0.01
+        assert chosen == 8 or np.mean(lengths > chosen - 8) > 0.01  # and it is the shortest such multiple
+
+
+def _splits(texts_by_split):
+    features = Features({"text": Value("string"), "label": ClassLabel(names=["a", "b"])})
+    return DatasetDict(
+        {name: Dataset.from_dict({"text": texts, "label": [i % 2 for i in range(len(texts))]}, features=features)
+         for name, texts in texts_by_split.items()}
+    )
+
+
+def test_tokenize_pads_to_one_length_and_records_truncation(bert_tokenizer, tmp_path):
+    long_text = " ".join(["word"] * 40)
+    splits = _splits({"train": ["short text"] * 99 + [long_text], "validation": ["hi", long_text],
+                      "test": ["a b c"]})
+    tokenized, info = tokenize_splits(splits, bert_tokenizer, TokenizerConfig(max_length="auto"), tmp_path)
+    assert info.max_length == 8  # [CLS] short text [SEP] = 4 tokens; the 1% long text may be truncated
+    assert info.truncated_fraction == {"train": 0.01, "validation": 0.5, "test": 0.0}
+    for split in tokenized.values():
+        assert {len(ids) for ids in split["input_ids"]} == {8}
+    assert tokenized["validation"]["length"] == [3, 8]
+
+
+def test_fixed_length_and_cache_hit(bert_tokenizer, tmp_path):
+    splits = _splits({"train": ["one two three"] * 10, "validation": ["four"], "test": ["five six"]})
+    config = TokenizerConfig(max_length=16)
+    first, info = tokenize_splits(splits, bert_tokenizer, config, tmp_path)
+    assert info.max_length == 16 and not info.from_cache
+    second, cached = tokenize_splits(splits, bert_tokenizer, config, tmp_path)
+    assert cached.from_cache and cached.max_length == 16
+    assert second["train"]["input_ids"] == first["train"]["input_ids"]
+    changed = _splits({"train": ["one two four"] * 10, "validation": ["four"], "test": ["five six"]})
+    _, fresh = tokenize_splits(changed, bert_tokenizer, config, tmp_path)
+    assert not fresh.from_cache  # different texts, different cache entry
+
+
+def test_fixed_length_beyond_the_model_limit_is_refused(bert_tokenizer, tmp_path):
+    splits = _splits({"train": ["x"], "validation": ["x"], "test": ["x"]})
+    with pytest.raises(ValueError, match="tokenizer.max_length"):
+        tokenize_splits(splits, bert_tokenizer, TokenizerConfig(max_length=1024, cache=False), None)
+
+
+def test_batches_drop_only_columns_that_are_padding_everywhere(bert_tokenizer):
+    splits = _splits({"train": ["a", "a b c d e f g h i j k"], "validation": ["a"], "test": ["a"]})
+    tokenized, _ = tokenize_splits(splits, bert_tokenizer, TokenizerConfig(max_length=64, cache=False), None)
+    rows = TokenizedRows(tokenized["train"])
+    batch = collate_trimmed(rows.__getitems__([0, 1]))
+    assert batch["input_ids"].shape == (2, 16)  # longest row is 13 tokens -> 16
+    assert batch["attention_mask"][1].sum() == 13
+    single = collate_trimmed(rows.__getitems__([0]))
+    assert single["input_ids"].shape == (1, 8)
