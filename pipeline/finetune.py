@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import logging
+import os
 import platform
 import shutil
 import sys
@@ -22,7 +23,7 @@ import datasets
 import torch
 import transformers
 from accelerate import Accelerator
-from accelerate.utils import set_seed
+from accelerate.utils import gather_object, set_seed
 from transformers import AutoModelForSequenceClassification, PreTrainedModel, PreTrainedTokenizerBase
 
 import pipeline
@@ -90,9 +91,20 @@ def save_model_dir(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, p
     replace_directory(path, fill)
 
 
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return f"{line.split(':', 1)[1].strip()} ({os.cpu_count()} cores)"
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def environment_info(accelerator: Accelerator) -> tuple[dict, dict]:
     device = accelerator.device
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else (platform.processor() or platform.machine())
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_name()
     device_info = {"type": device.type, "name": name, "num_processes": accelerator.num_processes}
     versions = {
         "python": platform.python_version(),
@@ -176,6 +188,8 @@ def run(config: PipelineConfig) -> dict:
             splits, tokenizer, config.tokenizer, cache_root, models.max_positions(model)
         )
         tokenize_seconds = time.perf_counter() - tick
+    # Every process but the first should have found the main process's cache: recorded, so that it can be checked.
+    tokenization.from_cache_by_process = gather_object([tokenization.from_cache])
     rows = {name: TokenizedRows(split) for name, split in tokenized.items()}
     if accelerator.is_main_process:
         save_config(config, run_dir / "config.yaml")
@@ -223,6 +237,9 @@ def run(config: PipelineConfig) -> dict:
     )
     if accelerator.is_main_process:
         write_outputs(run_dir, metrics, results["test"], splits["test"]["text"], labels, config)
+    accelerator.wait_for_everyone()
+    # Closes the trackers and, under several processes, the process group: nothing collective may follow.
+    accelerator.end_training()
     return metrics
 
 
@@ -242,8 +259,21 @@ def write_outputs(run_dir: Path, metrics: dict, test: EvalResult, texts: list[st
     )
 
 
+def setup_logging() -> None:
+    """Progress and info from the first process only; the others report warnings and errors."""
+    is_first_process = os.environ.get("RANK", "0") == "0"
+    logging.basicConfig(
+        level=logging.INFO if is_first_process else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
+    )
+    if not is_first_process:
+        datasets.disable_progress_bars()
+        transformers.logging.set_verbosity_error()
+
+
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    setup_logging()
     args = parse_args(argv)
     try:
         config = resolve_config(args)

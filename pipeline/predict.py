@@ -885,7 +885,6 @@ def run(args: argparse.Namespace) -> RunSummary:
 
 def _quiet_libraries() -> None:
     """Library warnings and progress bars would break the one-line error contract and clutter stderr."""
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()

@@ -42,6 +42,8 @@ class TokenizationInfo:
     max_length_setting: int | str
     truncated_fraction: dict[str, float]
     from_cache: bool
+    # Under several processes: whether each one found the cache (all but the first should have).
+    from_cache_by_process: list[bool] | None = None
 
     def to_dict(self) -> dict:
         return {
@@ -49,6 +51,7 @@ class TokenizationInfo:
             "max_length_setting": self.max_length_setting,
             "truncated_fraction": self.truncated_fraction,
             "from_cache": self.from_cache,
+            "from_cache_by_process": self.from_cache_by_process,
         }
 
 

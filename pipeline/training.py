@@ -452,7 +452,6 @@ class Trainer:
         progress.close()
         if evaluated_at_step != state.global_step and state.global_step > 0 and not stopped_early:
             self._record_evaluation(self._evaluate(), state.epoch)
-        accelerator.end_training()
         if stopped_early:
             accelerator.print(
                 f"Early stopping at step {state.global_step}: no better validation accuracy in "

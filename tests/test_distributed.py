@@ -1,0 +1,151 @@
+"""Two processes on CPU (gloo), launched the way users launch several GPUs: same results as one process.
+
+`accelerate launch --cpu --num_processes 2` starts a single process (accelerate routes --cpu to its simple
+launcher), so the tests use the README's multi-process command, `accelerate launch --multi_gpu --num_processes 2`,
+and `torchrun`; with no GPU present the pipeline asks accelerate for the CPU backend itself.
+"""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from safetensors.torch import load_file
+
+from pipeline import finetune
+from pipeline.batching import TokenizedRows
+from pipeline.config import load_config
+from pipeline.data import load_splits
+from pipeline.evaluation import evaluate_split
+from pipeline.tokenization import load_tokenizer, tokenize_splits
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# 96 training rows: 12 batches of 8 split over two processes, or 6 batches of 16 in one; no uneven tail.
+# 101 evaluation rows in batches of 16: the last batch is short and one process gets a padded duplicate batch.
+COMMON = [
+    "data.max_train_samples=96",
+    "data.max_eval_samples=101",
+    "eval.batch_size=16",
+    "train.epochs=1",
+    "train.mixed_precision=no",
+    "train.group_by_length=false",
+    "train.learning_rate=1e-3",
+    "train.warmup_ratio=0",
+    "train.log_every_steps=1",
+    "train.save_every_steps=3",
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _launch(launcher: list[str], overrides: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+           "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    command = [*launcher, "-m", "pipeline.finetune", "--config", str(ROOT / "configs" / "ag_news_minilm.yaml"),
+               *overrides]
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+    return result
+
+
+def accelerate_launch(num_processes: int) -> list[str]:
+    return [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", str(num_processes),
+            "--num_machines", "1", "--main_process_port", str(_free_port()), "--dynamo_backend", "no"]
+
+
+def torchrun(num_processes: int) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(num_processes),
+            "--master_port", str(_free_port())]
+
+
+@pytest.fixture(scope="module")
+def paths(tmp_path_factory, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv):
+    root = tmp_path_factory.mktemp("distributed")
+    return {
+        "root": root,
+        "base": [f"run.output_dir={root / 'runs'}", f"data.train_file={ag_news_train_csv}",
+                 f"data.test_file={ag_news_test_csv}", f"data.cache_dir={root / 'cache'}",
+                 f"tokenizer.name_or_path={tiny_bert_dir}", f"model.name_or_path={tiny_bert_dir}", *COMMON],
+    }
+
+
+@pytest.fixture(scope="module")
+def two_process_run(paths):
+    result = _launch(accelerate_launch(2), [*paths["base"], "run.name=two", "train.per_device_batch_size=8"],
+                     paths["root"])
+    run_dir = paths["root"] / "runs" / "two"
+    return run_dir, json.loads((run_dir / "metrics.json").read_text()), result
+
+
+def _single_process_config(paths, *overrides):
+    from accelerate.state import AcceleratorState, GradientState
+
+    AcceleratorState._reset_state(True)
+    GradientState._reset_state()
+    return load_config(ROOT / "configs" / "ag_news_minilm.yaml", [*paths["base"], *overrides])
+
+
+def test_two_processes_really_ran_and_tokenized_once(two_process_run):
+    _, metrics, result = two_process_run
+    assert metrics["training"]["num_processes"] == 2
+    assert metrics["device"]["num_processes"] == 2
+    assert metrics["training"]["effective_batch_size"] == 16
+    assert metrics["tokenization"]["from_cache_by_process"] == [False, True]
+    assert "x 2 processes" in result.stdout  # the effective batch is stated at start
+
+
+def test_two_processes_with_batch_b_train_like_one_process_with_batch_2b(paths, two_process_run, tiny_bert_dir):
+    run_dir, metrics, _ = two_process_run
+    single = finetune.run(_single_process_config(paths, "run.name=one", "train.per_device_batch_size=16"))
+    assert single["training"]["global_steps"] == metrics["training"]["global_steps"] == 6
+    two = load_file(str(run_dir / "model" / "model.safetensors"))
+    one = load_file(str(paths["root"] / "runs" / "one" / "model" / "model.safetensors"))
+    difference = max((two[k] - one[k]).abs().max().item() for k in two)
+    assert difference < 1e-5
+    initial = load_file(str(tiny_bert_dir / "model.safetensors"))
+    moved = max((two[k] - initial[k]).abs().max().item() for k in two if k in initial and two[k].shape == initial[k].shape)
+    assert moved > 1000 * difference  # training really changed the weights
+
+
+def test_distributed_evaluation_counts_every_row_once_and_matches_one_process(paths, two_process_run):
+    run_dir, metrics, _ = two_process_run
+    assert metrics["test"]["num_samples"] == 101
+    assert sum(map(sum, metrics["test"]["confusion_matrix"])) == 101
+
+    from accelerate import Accelerator
+    from transformers import AutoModelForSequenceClassification
+
+    config = _single_process_config(paths, "run.name=two")
+    splits = load_splits(config.data, config.run.seed)
+    tokenizer = load_tokenizer(config.tokenizer)
+    tokenized, _ = tokenize_splits(splits, tokenizer, config.tokenizer, Path(config.data.cache_dir))
+    accelerator = Accelerator(cpu=True, mixed_precision="no")
+    model = AutoModelForSequenceClassification.from_pretrained(run_dir / "model")
+    single = evaluate_split(model, TokenizedRows(tokenized["test"]), accelerator, 16, metrics["labels"])
+    assert single.metrics["accuracy"] == metrics["test"]["accuracy"]
+    assert single.metrics["confusion_matrix"] == metrics["test"]["confusion_matrix"]
+    assert single.metrics["loss"] == pytest.approx(metrics["test"]["loss"], abs=1e-6)
+
+
+def test_checkpoints_resume_under_the_same_number_of_processes(paths, two_process_run):
+    run_dir, metrics, _ = two_process_run
+    straight_final = load_file(str(run_dir / "checkpoints" / "step_6" / "model.safetensors"))
+    resumed_dir = run_dir.parent / "two_resumed"
+    shutil.copytree(run_dir, resumed_dir)
+    shutil.rmtree(resumed_dir / "checkpoints" / "step_6")
+    (resumed_dir / "metrics.json").unlink()
+    _launch(torchrun(2), [*paths["base"], "run.name=two_resumed", "train.per_device_batch_size=8", "train.resume=true"],
+            paths["root"])
+    resumed_final = load_file(str(resumed_dir / "checkpoints" / "step_6" / "model.safetensors"))
+    assert max((straight_final[k] - resumed_final[k]).abs().max().item() for k in straight_final) < 1e-6
+    resumed = json.loads((resumed_dir / "metrics.json").read_text())
+    assert resumed["test"]["accuracy"] == metrics["test"]["accuracy"]
