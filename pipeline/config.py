@@ -4,7 +4,8 @@
 
 Every default lives in the dataclasses below and nowhere else. A YAML file (or an override) may only name
 keys that exist here; a wrong key or a value of the wrong type raises `ConfigError` naming the dotted key.
-A YAML file may start from another one with `extends: other.yaml` (a path relative to the file).
+A YAML file may start from others with `extends: other.yaml` or `extends: [a.yaml, b.yaml]` (paths relative to
+the file; later files win, the file itself wins over all).
 """
 
 from __future__ import annotations
@@ -298,11 +299,13 @@ def _read_yaml(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid YAML: {error}") from None
     if not isinstance(content, dict):
         raise ConfigError(f"{path}: expected a mapping of sections at the top level")
-    parent = content.pop("extends", None)
-    if parent is None:
-        return content
-    base = _read_yaml(path.parent / parent, seen + (path.resolve(),))
-    return _merge(base, content)
+    parents = content.pop("extends", None) or []
+    if isinstance(parents, str):
+        parents = [parents]
+    merged: dict[str, Any] = {}
+    for parent in parents:  # later files win, and this file wins over all of them
+        merged = _merge(merged, _read_yaml(path.parent / parent, seen + (path.resolve(),)))
+    return _merge(merged, content)
 
 
 def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:

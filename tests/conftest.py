@@ -79,35 +79,43 @@ def tiny_bert_dir(tmp_path_factory, bert_tokenizer) -> Path:
     return path
 
 
-@pytest.fixture()
-def fresh_accelerate_state():
+def reset_accelerate() -> None:
     """accelerate keeps process-wide singletons; each in-process run in a test starts from a clean slate."""
     from accelerate.state import AcceleratorState, GradientState
 
     AcceleratorState._reset_state(True)
     GradientState._reset_state()
+
+
+@pytest.fixture()
+def fresh_accelerate_state():
+    reset_accelerate()
     yield
-    AcceleratorState._reset_state(True)
-    GradientState._reset_state()
+    reset_accelerate()
+
+
+MINILM_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "ag_news_minilm.yaml"
+
+
+def tiny_run_overrides(root: Path, model_dir: Path, train_csv: Path, test_csv: Path) -> list[str]:
+    """configs/ag_news_minilm.yaml, pointed at the tiny BERT, a few hundred rows and a private output folder."""
+    return [
+        f"run.output_dir={root / 'runs'}",
+        f"data.train_file={train_csv}",
+        f"data.test_file={test_csv}",
+        f"data.cache_dir={root / 'cache'}",
+        f"tokenizer.name_or_path={model_dir}",
+        f"model.name_or_path={model_dir}",
+        "data.max_train_samples=400",
+        "data.max_eval_samples=200",
+        "train.log_every_steps=5",
+    ]
 
 
 @pytest.fixture()
 def tiny_run_config(tmp_path, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv, fresh_accelerate_state):
-    """Build a PipelineConfig from configs/ag_news_minilm.yaml with the tiny BERT and a few hundred rows."""
+    """Build a PipelineConfig for a tiny run; extra overrides win over the defaults above."""
     from pipeline.config import load_config
 
-    def make(*overrides: str):
-        base = [
-            f"run.output_dir={tmp_path / 'runs'}",
-            f"data.train_file={ag_news_train_csv}",
-            f"data.test_file={ag_news_test_csv}",
-            f"data.cache_dir={tmp_path / 'cache'}",
-            f"tokenizer.name_or_path={tiny_bert_dir}",
-            f"model.name_or_path={tiny_bert_dir}",
-            "data.max_train_samples=400",
-            "data.max_eval_samples=200",
-            "train.log_every_steps=5",
-        ]
-        return load_config(Path(__file__).resolve().parents[1] / "configs" / "ag_news_minilm.yaml", base + list(overrides))
-
-    return make
+    base = tiny_run_overrides(tmp_path, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv)
+    return lambda *overrides: load_config(MINILM_CONFIG, base + list(overrides))

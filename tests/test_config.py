@@ -94,3 +94,11 @@ def test_resolved_config_round_trips(tmp_path):
     save_config(config, tmp_path / "config.yaml")
     assert load_config(tmp_path / "config.yaml") == config
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_extends_a_list_later_files_win(tmp_path):
+    (tmp_path / "a.yaml").write_text("train:\n  epochs: 5\n  learning_rate: 1.0e-4\n")
+    (tmp_path / "b.yaml").write_text("train:\n  epochs: 7\nrun:\n  name: b\n")
+    (tmp_path / "c.yaml").write_text("extends: [a.yaml, b.yaml]\nrun:\n  name: c\n")
+    config = load_config(tmp_path / "c.yaml")
+    assert (config.train.epochs, config.train.learning_rate, config.run.name) == (7.0, 1e-4, "c")

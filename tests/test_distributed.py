@@ -22,6 +22,7 @@ from pipeline.config import load_config
 from pipeline.data import load_splits
 from pipeline.evaluation import evaluate_split
 from pipeline.tokenization import load_tokenizer, tokenize_splits
+from tests.conftest import MINILM_CONFIG, reset_accelerate, tiny_run_overrides
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,8 +51,7 @@ def _free_port() -> int:
 def _launch(launcher: list[str], overrides: list[str], cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
            "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    command = [*launcher, "-m", "pipeline.finetune", "--config", str(ROOT / "configs" / "ag_news_minilm.yaml"),
-               *overrides]
+    command = [*launcher, "-m", "pipeline.finetune", "--config", str(MINILM_CONFIG), *overrides]
     result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
     return result
@@ -70,12 +70,7 @@ def torchrun(num_processes: int) -> list[str]:
 @pytest.fixture(scope="module")
 def paths(tmp_path_factory, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv):
     root = tmp_path_factory.mktemp("distributed")
-    return {
-        "root": root,
-        "base": [f"run.output_dir={root / 'runs'}", f"data.train_file={ag_news_train_csv}",
-                 f"data.test_file={ag_news_test_csv}", f"data.cache_dir={root / 'cache'}",
-                 f"tokenizer.name_or_path={tiny_bert_dir}", f"model.name_or_path={tiny_bert_dir}", *COMMON],
-    }
+    return {"root": root, "base": [*tiny_run_overrides(root, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv), *COMMON]}
 
 
 @pytest.fixture(scope="module")
@@ -87,11 +82,8 @@ def two_process_run(paths):
 
 
 def _single_process_config(paths, *overrides):
-    from accelerate.state import AcceleratorState, GradientState
-
-    AcceleratorState._reset_state(True)
-    GradientState._reset_state()
-    return load_config(ROOT / "configs" / "ag_news_minilm.yaml", [*paths["base"], *overrides])
+    reset_accelerate()
+    return load_config(MINILM_CONFIG, [*paths["base"], *overrides])
 
 
 def test_two_processes_really_ran_and_tokenized_once(two_process_run):

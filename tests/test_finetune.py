@@ -10,6 +10,7 @@ import yaml
 
 from pipeline import finetune
 from pipeline.config import load_config
+from tests.conftest import MINILM_CONFIG, reset_accelerate, tiny_run_overrides
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
 
@@ -33,28 +34,10 @@ def finished_run(tmp_path_factory, request):
 @pytest.fixture(scope="module")
 def tiny_run_config(tmp_path_factory, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv):
     """Module-scoped twin of the conftest fixture, so one run serves every test in this file."""
-    from accelerate.state import AcceleratorState, GradientState
-
-    AcceleratorState._reset_state(True)
-    GradientState._reset_state()
-    tmp_path = tmp_path_factory.mktemp("e2e")
-
-    def make(*overrides):
-        base = [
-            f"run.output_dir={tmp_path / 'runs'}",
-            f"data.train_file={ag_news_train_csv}",
-            f"data.test_file={ag_news_test_csv}",
-            f"data.cache_dir={tmp_path / 'cache'}",
-            f"tokenizer.name_or_path={tiny_bert_dir}",
-            f"model.name_or_path={tiny_bert_dir}",
-            "data.max_eval_samples=200",
-            "train.log_every_steps=5",
-        ]
-        return load_config(finetune.CONFIG_DIR / "ag_news_minilm.yaml", base + list(overrides))
-
-    yield make
-    AcceleratorState._reset_state(True)
-    GradientState._reset_state()
+    reset_accelerate()
+    base = tiny_run_overrides(tmp_path_factory.mktemp("e2e"), tiny_bert_dir, ag_news_train_csv, ag_news_test_csv)
+    yield lambda *overrides: load_config(MINILM_CONFIG, base + list(overrides))
+    reset_accelerate()
 
 
 def test_run_learns_well_above_chance(finished_run):
@@ -116,10 +99,7 @@ def test_saved_model_loads_in_transformers_pipeline_with_class_names(finished_ru
 
 
 def test_second_identical_run_reuses_tokenized_cache(finished_run, tiny_run_config):
-    from accelerate.state import AcceleratorState, GradientState
-
-    AcceleratorState._reset_state(True)
-    GradientState._reset_state()
+    reset_accelerate()
     config = tiny_run_config("run.name=again", "data.max_train_samples=600", "train.max_steps=2")
     metrics = finetune.run(config)
     assert metrics["tokenization"]["from_cache"] is True
@@ -129,7 +109,7 @@ def test_second_identical_run_reuses_tokenized_cache(finished_run, tiny_run_conf
 def test_existing_run_directory_is_not_overwritten_silently(finished_run, capsys):
     config, _ = finished_run
     code = finetune.main(
-        ["--config", str(finetune.CONFIG_DIR / "ag_news_minilm.yaml"), f"run.output_dir={config.run.output_dir}",
+        ["--config", str(MINILM_CONFIG), f"run.output_dir={config.run.output_dir}",
          "run.name=e2e"]
     )
     assert code == 2

@@ -1,5 +1,6 @@
 """The training loop's contracts: gradient accumulation is exact, resume is exact, the schedule is planned right."""
 
+import json
 import shutil
 
 import pytest
@@ -9,6 +10,7 @@ from safetensors.torch import load_file
 from pipeline import finetune
 from pipeline.config import TrainConfig
 from pipeline.training import plan_steps, resolve_mixed_precision
+from tests.conftest import reset_accelerate
 
 ENCODER = [
     "model.kind=encoder",
@@ -28,23 +30,16 @@ def _max_difference(a: dict, b: dict) -> float:
     return max((a[k].float() - b[k].float()).abs().max().item() for k in a)
 
 
-def _reset_accelerate():
-    from accelerate.state import AcceleratorState, GradientState
-
-    AcceleratorState._reset_state(True)
-    GradientState._reset_state()
-
-
 def test_gradient_accumulation_matches_one_big_batch_including_a_short_last_window(tiny_run_config):
     # 60 rows: batches of 8 end with a batch of 4; batches of 2 in windows of 4 end with a window of 2 batches.
     common = ["data.max_train_samples=60", "train.epochs=1", "train.mixed_precision=no",
               "train.group_by_length=false", "train.learning_rate=1e-3", "train.warmup_ratio=0"]
     big = finetune.run(tiny_run_config("run.name=big", "train.per_device_batch_size=8",
                                        "train.gradient_accumulation_steps=1", *common))
-    _reset_accelerate()
+    reset_accelerate()
     accumulated = finetune.run(tiny_run_config("run.name=accumulated", "train.per_device_batch_size=2",
                                                "train.gradient_accumulation_steps=4", *common))
-    _reset_accelerate()
+    reset_accelerate()
     finetune.run(tiny_run_config("run.name=small", "train.per_device_batch_size=2",
                                          "train.gradient_accumulation_steps=1", *common))
 
@@ -73,7 +68,7 @@ def test_resume_continues_exactly_where_the_checkpoint_left_off(tiny_run_config)
     shutil.copytree(straight_dir, resumed_dir)
     shutil.rmtree(resumed_dir / "checkpoints" / "step_8")
     (resumed_dir / "metrics.json").unlink()
-    _reset_accelerate()
+    reset_accelerate()
     resumed = finetune.run(tiny_run_config("run.name=resumed", "train.resume=true", *common))
 
     resumed_final = _weights(resumed_dir / "checkpoints" / "step_8" / "model.safetensors")
@@ -83,8 +78,6 @@ def test_resume_continues_exactly_where_the_checkpoint_left_off(tiny_run_config)
     straight_history = (straight_dir / "history.jsonl").read_text().splitlines()
     resumed_history = (resumed_dir / "history.jsonl").read_text().splitlines()
     assert len(resumed_history) == len(straight_history)
-    import json
-
     for a, b in zip(straight_history, resumed_history):
         a, b = json.loads(a), json.loads(b)
         assert a["step"] == b["step"]
