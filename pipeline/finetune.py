@@ -81,6 +81,18 @@ def prepare_run_dir(config: PipelineConfig, is_main_process: bool) -> Path:
     return run_dir
 
 
+def load_pretrained(key: str, name: str, load):
+    """Run `load`; a checkpoint that cannot be found or fetched becomes an error naming the config key."""
+    try:
+        return load()
+    except OSError as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise RunError(
+            f"{key}: cannot load '{name}' ({first_line}). Give a local folder written by save_pretrained, "
+            "or a Hub name with the Hub reachable (see README 'Running offline')"
+        ) from None
+
+
 def save_model_dir(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, path: Path) -> None:
     """model/ is replaced in one rename, so a crash mid-save leaves the previous best model intact."""
 
@@ -180,8 +192,10 @@ def run(config: PipelineConfig) -> dict:
     data_seconds = time.perf_counter() - start
 
     with accelerator.main_process_first():
-        tokenizer = load_tokenizer(config.tokenizer)
-        model = models.build_model(config.model, labels, tokenizer)
+        tokenizer = load_pretrained("tokenizer.name_or_path", config.tokenizer.name_or_path, lambda: load_tokenizer(config.tokenizer))
+        model = load_pretrained(
+            "model.name_or_path", config.model.name_or_path, lambda: models.build_model(config.model, labels, tokenizer)
+        )
         # Stage 2.
         tick = time.perf_counter()
         tokenized, tokenization = tokenize_splits(

@@ -121,3 +121,16 @@ def test_unknown_key_and_wrong_type_exit_nonzero_naming_the_key(capsys):
     assert "train.learnin_rate" in capsys.readouterr().err
     assert finetune.main(["train.epochs=many"]) == 2
     assert "train.epochs" in capsys.readouterr().err
+
+
+def test_missing_model_or_data_exit_nonzero_naming_the_key(tmp_path, ag_news_train_csv, ag_news_test_csv, capsys):
+    common = ["--config", str(MINILM_CONFIG), f"run.output_dir={tmp_path}", f"data.cache_dir={tmp_path / 'cache'}",
+              f"data.test_file={ag_news_test_csv}", "data.max_train_samples=50", "data.max_eval_samples=50"]
+    reset_accelerate()
+    assert finetune.main([*common, f"data.train_file={tmp_path / 'nope.csv'}"]) == 2
+    assert "data.train_file" in capsys.readouterr().err
+    reset_accelerate()
+    assert finetune.main([*common, f"data.train_file={ag_news_train_csv}", f"model.name_or_path={tmp_path / 'no_model'}",
+                          f"tokenizer.name_or_path={tmp_path / 'no_model'}"]) == 2
+    assert "tokenizer.name_or_path" in capsys.readouterr().err
+    reset_accelerate()
