@@ -162,9 +162,7 @@ def build_metrics(
         },
         "training": {
             "global_steps": training.state.global_step,
-            "epochs_completed": training.state.epoch + training.state.batches_seen_in_epoch / max(
-                training.plan.steps_per_epoch * config.train.gradient_accumulation_steps, 1
-            ),
+            "epochs_completed": training.epochs_completed,
             "effective_batch_size": training.effective_batch_size,
             "mixed_precision": training.mixed_precision,
             "num_processes": accelerator.num_processes,

@@ -96,6 +96,7 @@ def build_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.
 
 @dataclass
 class StepPlan:
+    batches_per_epoch: int
     steps_per_epoch: int
     total_steps: int
     warmup_steps: int
@@ -105,7 +106,7 @@ def plan_steps(batches_per_epoch: int, config: TrainConfig) -> StepPlan:
     """Optimizer steps: the last window of an epoch may hold fewer than gradient_accumulation_steps batches."""
     steps_per_epoch = math.ceil(batches_per_epoch / config.gradient_accumulation_steps)
     total_steps = config.max_steps or math.ceil(config.epochs * steps_per_epoch)
-    return StepPlan(steps_per_epoch, total_steps, math.ceil(config.warmup_ratio * total_steps))
+    return StepPlan(batches_per_epoch, steps_per_epoch, total_steps, math.ceil(config.warmup_ratio * total_steps))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -145,6 +146,10 @@ class TrainResult:
     @property
     def samples_per_second(self) -> float:
         return self.state.samples_seen / max(self.state.train_seconds, 1e-9)
+
+    @property
+    def epochs_completed(self) -> float:
+        return self.state.epoch + self.state.batches_seen_in_epoch / self.plan.batches_per_epoch
 
 
 class History:
@@ -262,6 +267,7 @@ class Trainer:
         self.effective_batch_size = (
             config.per_device_batch_size * config.gradient_accumulation_steps * accelerator.num_processes
         )
+        self.window_samples = 0  # samples in the current accumulation window, this process
 
     # -- helpers -------------------------------------------------------------------------------------------------
 
@@ -345,7 +351,7 @@ class Trainer:
             f"{config.gradient_accumulation_steps} accumulation steps x {accelerator.num_processes} processes; "
             f"mixed precision: {accelerator.mixed_precision}"
         )
-        progress = tqdm(
+        self.progress = tqdm(
             total=plan.total_steps,
             initial=state.global_step,
             desc="Training",
@@ -353,105 +359,16 @@ class Trainer:
             disable=not accelerator.is_local_main_process,
             dynamic_ncols=True,
         )
-        batches_per_epoch = len(self.loader)
-        # Running sums stay on the device; they are read (a host sync) only on logging steps.
-        running_loss = torch.zeros((), device=accelerator.device)
-        running_correct = torch.zeros((), device=accelerator.device, dtype=torch.long)
-        running_samples = 0
-        window_samples = 0
-        last_log = (state.global_step, state.train_seconds)
-        evaluated_at_step = -1
+        self.meter = RunningMeter(accelerator.device, state.global_step, state.train_seconds)
+        self.evaluated_at_step = -1
         stopped_early = False
         self.model.train()
-
         while state.global_step < plan.total_steps and not stopped_early:
-            # accelerate's loader re-sets its sampler's epoch from its own iteration count on every pass, which
-            # starts at 0 in a resumed run: tell both which epoch this is.
-            self.loader.set_epoch(state.epoch)
-            self.batch_sampler.set_epoch(state.epoch)
-            loader = self.loader
-            if state.batches_seen_in_epoch:
-                loader = accelerator.skip_first_batches(self.loader, state.batches_seen_in_epoch)
-            tick = time.perf_counter()
-            for batch in loader:
-                batch_size = batch["labels"].shape[0]
-                with accelerator.accumulate(self.model):
-                    logits = self.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-                    loss_sum = F.cross_entropy(logits.float(), batch["labels"], reduction="sum")
-                    # accelerate divides by the accumulation steps; dividing by the per-device batch makes the
-                    # window's gradient the mean over its samples (see _rescale_short_window).
-                    accelerator.backward(loss_sum / config.per_device_batch_size)
-                    window_samples += batch_size
-                    if accelerator.sync_gradients:
-                        self._rescale_short_window(window_samples)
-                        window_samples = 0
-                        if config.max_grad_norm > 0:
-                            accelerator.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
-                        self.optimizer.step()
-                        if not accelerator.optimizer_step_was_skipped:
-                            self.scheduler.step()
-                        self.optimizer.zero_grad(set_to_none=True)
-                running_loss += loss_sum.detach()
-                running_correct += (logits.detach().argmax(dim=-1) == batch["labels"]).sum()
-                running_samples += batch_size
-                state.batches_seen_in_epoch += 1
-                state.samples_seen += batch_size * accelerator.num_processes
-                if not accelerator.sync_gradients:
-                    continue
+            stopped_early = self._run_epoch()
+        self.progress.close()
 
-                # ---- one optimizer step done ----
-                state.global_step += 1
-                now = time.perf_counter()
-                state.train_seconds += now - tick
-                tick = now
-                progress.update(1)
-                epoch_float = state.epoch + state.batches_seen_in_epoch / batches_per_epoch
-                if state.global_step == min(ESTIMATE_AFTER_STEPS, plan.total_steps) and not config.resume:
-                    self._announce_estimate(state.train_seconds / state.global_step)
-
-                if state.global_step % config.log_every_steps == 0 or state.global_step == plan.total_steps:
-                    steps, seconds = state.global_step - last_log[0], state.train_seconds - last_log[1]
-                    record = {
-                        "step": state.global_step,
-                        "epoch": round(epoch_float, 4),
-                        "elapsed_seconds": round(state.train_seconds, 3),
-                        "loss": running_loss.item() / max(running_samples, 1),
-                        "train_accuracy": running_correct.item() / max(running_samples, 1),
-                        "learning_rate": self.scheduler.get_last_lr()[0],
-                        "samples_per_second": steps * self.effective_batch_size / max(seconds, 1e-9),
-                    }
-                    self.history.append(record)
-                    accelerator.log({f"train/{k}": v for k, v in record.items() if k != "step"}, step=state.global_step)
-                    progress.set_postfix(
-                        loss=f"{record['loss']:.4f}",
-                        acc=f"{record['train_accuracy']:.3f}",
-                        samples_s=f"{record['samples_per_second']:.1f}",
-                    )
-                    running_loss.zero_()
-                    running_correct.zero_()
-                    running_samples = 0
-                    last_log = (state.global_step, state.train_seconds)
-
-                end_of_epoch = state.batches_seen_in_epoch == batches_per_epoch
-                due = (
-                    state.global_step % config.eval_every_steps == 0 if config.eval_every_steps else end_of_epoch
-                ) or state.global_step == plan.total_steps
-                if due:
-                    stopped_early = self._record_evaluation(self._evaluate(), epoch_float)
-                    evaluated_at_step = state.global_step
-                    progress.set_postfix(val_acc=f"{state.best_accuracy:.4f}", refresh=False)
-                if end_of_epoch:
-                    state.epoch += 1
-                    state.batches_seen_in_epoch = 0
-                if config.save_every_steps and state.global_step % config.save_every_steps == 0:
-                    save_checkpoint(accelerator, self.run_dir, state.global_step)
-                tick = time.perf_counter()  # evaluation and checkpoints do not count as training time
-                if stopped_early or state.global_step >= plan.total_steps:
-                    break
-
-        progress.close()
-        if evaluated_at_step != state.global_step and state.global_step > 0 and not stopped_early:
-            self._record_evaluation(self._evaluate(), state.epoch)
+        if self.evaluated_at_step != state.global_step and state.global_step > 0 and not stopped_early:
+            self._record_evaluation(self._evaluate(), self.training_epochs())
         if stopped_early:
             accelerator.print(
                 f"Early stopping at step {state.global_step}: no better validation accuracy in "
@@ -465,3 +382,126 @@ class Trainer:
             stopped_early=stopped_early,
             history=self.history.records,
         )
+
+    def training_epochs(self) -> float:
+        return self.state.epoch + self.state.batches_seen_in_epoch / self.plan.batches_per_epoch
+
+    def _run_epoch(self) -> bool:
+        """Train from the current position to the end of the epoch (or of training); True on early stopping."""
+        state = self.state
+        # accelerate's loader re-sets its sampler's epoch from its own iteration count on every pass, which
+        # starts at 0 in a resumed run: tell both which epoch this is.
+        self.loader.set_epoch(state.epoch)
+        self.batch_sampler.set_epoch(state.epoch)
+        loader = self.loader
+        if state.batches_seen_in_epoch:
+            loader = self.accelerator.skip_first_batches(self.loader, state.batches_seen_in_epoch)
+        tick = time.perf_counter()
+        for batch in loader:
+            stepped = self._train_on_batch(batch)
+            if not stepped:
+                continue
+            now = time.perf_counter()
+            state.train_seconds += now - tick
+            stopped_early = self._after_optimizer_step()
+            tick = time.perf_counter()  # evaluation and checkpoints do not count as training time
+            if stopped_early:
+                return True
+            if state.global_step >= self.plan.total_steps:
+                return False
+        return False
+
+    def _train_on_batch(self, batch: dict[str, torch.Tensor]) -> bool:
+        """Forward and backward one micro-batch; step the optimizer when its window is complete (returns True)."""
+        config, accelerator = self.config, self.accelerator
+        batch_size = batch["labels"].shape[0]
+        with accelerator.accumulate(self.model):
+            logits = self.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits  # (B, C)
+            loss_sum = F.cross_entropy(logits.float(), batch["labels"], reduction="sum")
+            # accelerate divides by the accumulation steps; dividing by the per-device batch makes the window's
+            # gradient the mean over its samples (see _rescale_short_window).
+            accelerator.backward(loss_sum / config.per_device_batch_size)
+            self.window_samples += batch_size
+            if accelerator.sync_gradients:
+                self._rescale_short_window(self.window_samples)
+                self.window_samples = 0
+                if config.max_grad_norm > 0:
+                    accelerator.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
+                self.optimizer.step()
+                if not accelerator.optimizer_step_was_skipped:
+                    self.scheduler.step()
+                self.optimizer.zero_grad(set_to_none=True)
+        self.meter.add(loss_sum.detach(), logits.detach(), batch["labels"])
+        self.state.batches_seen_in_epoch += 1
+        self.state.samples_seen += batch_size * accelerator.num_processes
+        return accelerator.sync_gradients
+
+    def _after_optimizer_step(self) -> bool:
+        """Bookkeeping after each optimizer step: log, evaluate, checkpoint. True when early stopping triggers."""
+        config, state = self.config, self.state
+        state.global_step += 1
+        self.progress.update(1)
+        epochs = self.training_epochs()
+        if state.global_step == min(ESTIMATE_AFTER_STEPS, self.plan.total_steps) and not config.resume:
+            self._announce_estimate(state.train_seconds / state.global_step)
+        if state.global_step % config.log_every_steps == 0 or state.global_step == self.plan.total_steps:
+            self._log_training(epochs)
+
+        end_of_epoch = state.batches_seen_in_epoch == self.plan.batches_per_epoch
+        evaluation_due = (
+            state.global_step % config.eval_every_steps == 0 if config.eval_every_steps else end_of_epoch
+        ) or state.global_step == self.plan.total_steps
+        stopped_early = False
+        if evaluation_due:
+            stopped_early = self._record_evaluation(self._evaluate(), epochs)
+            self.evaluated_at_step = state.global_step
+            self.progress.set_postfix(val_acc=f"{state.best_accuracy:.4f}", refresh=False)
+        if end_of_epoch:
+            state.epoch += 1
+            state.batches_seen_in_epoch = 0
+        if config.save_every_steps and state.global_step % config.save_every_steps == 0:
+            save_checkpoint(self.accelerator, self.run_dir, state.global_step)
+        return stopped_early
+
+    def _log_training(self, epochs: float) -> None:
+        record = {
+            "step": self.state.global_step,
+            "epoch": round(epochs, 4),
+            "elapsed_seconds": round(self.state.train_seconds, 3),
+            **self.meter.read_and_reset(self.state.global_step, self.state.train_seconds, self.effective_batch_size),
+            "learning_rate": self.scheduler.get_last_lr()[0],
+        }
+        self.history.append(record)
+        self.accelerator.log({f"train/{k}": v for k, v in record.items() if k != "step"}, step=record["step"])
+        self.progress.set_postfix(
+            loss=f"{record['loss']:.4f}", acc=f"{record['train_accuracy']:.3f}",
+            samples_s=f"{record['samples_per_second']:.1f}",
+        )
+
+
+class RunningMeter:
+    """Loss and accuracy summed on the device between logging steps: read (a host sync) only when logged."""
+
+    def __init__(self, device: torch.device, global_step: int, train_seconds: float):
+        self.loss_sum = torch.zeros((), device=device)
+        self.correct = torch.zeros((), device=device, dtype=torch.long)
+        self.samples = 0
+        self.since = (global_step, train_seconds)
+
+    def add(self, loss_sum: torch.Tensor, logits: torch.Tensor, labels: torch.Tensor) -> None:
+        self.loss_sum += loss_sum
+        self.correct += (logits.argmax(dim=-1) == labels).sum()
+        self.samples += labels.shape[0]
+
+    def read_and_reset(self, global_step: int, train_seconds: float, effective_batch_size: int) -> dict[str, float]:
+        steps, seconds = global_step - self.since[0], train_seconds - self.since[1]
+        reading = {
+            "loss": self.loss_sum.item() / max(self.samples, 1),
+            "train_accuracy": self.correct.item() / max(self.samples, 1),
+            "samples_per_second": steps * effective_batch_size / max(seconds, 1e-9),
+        }
+        self.loss_sum.zero_()
+        self.correct.zero_()
+        self.samples = 0
+        self.since = (global_step, train_seconds)
+        return reading
