@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import shutil
 import time
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from accelerate import Accelerator
+from accelerate.state import AcceleratorState, GradientState
 from accelerate.utils import ProjectConfiguration
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, get_linear_schedule_with_warmup
@@ -69,6 +71,12 @@ def tensorboard_available() -> bool:
 
 def create_accelerator(config: TrainConfig, run_dir: Path) -> Accelerator:
     use_cuda = torch.cuda.is_available()
+    if int(os.environ.get("WORLD_SIZE", "1")) == 1:
+        # accelerate keeps its state in process-wide singletons and refuses a second Accelerator with other
+        # settings (e.g. a notebook that runs one config in bf16, then one in full precision). A single-process
+        # run owns the whole process, so it starts from a clean state; launched runs are left alone.
+        AcceleratorState._reset_state(True)
+        GradientState._reset_state()
     return Accelerator(
         mixed_precision=resolve_mixed_precision(config.mixed_precision, use_cuda),
         gradient_accumulation_steps=config.gradient_accumulation_steps,
@@ -442,7 +450,7 @@ class Trainer:
         state.global_step += 1
         self.progress.update(1)
         epochs = self.training_epochs()
-        if state.global_step == min(ESTIMATE_AFTER_STEPS, self.plan.total_steps) and not config.resume:
+        if state.global_step == ESTIMATE_AFTER_STEPS < self.plan.total_steps and not config.resume:
             self._announce_estimate(state.train_seconds / state.global_step)
         if state.global_step % config.log_every_steps == 0 or state.global_step == self.plan.total_steps:
             self._log_training(epochs)

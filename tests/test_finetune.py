@@ -134,3 +134,10 @@ def test_missing_model_or_data_exit_nonzero_naming_the_key(tmp_path, ag_news_tra
                           f"tokenizer.name_or_path={tmp_path / 'no_model'}"]) == 2
     assert "tokenizer.name_or_path" in capsys.readouterr().err
     reset_accelerate()
+
+
+def test_two_runs_with_different_precision_in_one_process(tiny_run_config):
+    """As a notebook does: accelerate's process-wide state must not leak from one run into the next."""
+    first = finetune.run(tiny_run_config("run.name=bf16", "train.max_steps=1", "train.mixed_precision=bf16"))
+    second = finetune.run(tiny_run_config("run.name=fp32", "train.max_steps=1", "train.mixed_precision=no"))
+    assert (first["training"]["mixed_precision"], second["training"]["mixed_precision"]) == ("bf16", "no")
