@@ -14,6 +14,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,7 @@ import pytest
 import torch
 from transformers import BertConfig, BertForSequenceClassification
 
-from pipeline.predict import Predictor, PredictError, main, predict_dataframe, predict_texts
+from pipeline.predict import PredictError, Predictor, main, predict_dataframe, predict_texts
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -92,7 +93,7 @@ def predictor(run_dir) -> Predictor:
 
 TRICKY_ROWS = [
     ["001", "NA", "Stocks fell sharply on Wall Street", "NA"],
-    ["002", "Cup final", "A late goal, then \"extra time\", then penalties", ""],
+    ["002", "Cup final", 'A late goal, then "extra time", then penalties', ""],
     ["003", "Multi\nline title", "first line\nsecond line, with a comma", "001"],
     ["004", "Escaped", "A second\\nline as ag_news writes it", "N/A"],
     ["005", "Ünïcødé — “quotes”", "Café prices rise in Zürich 😀", "null"],
@@ -108,7 +109,9 @@ def news_rows(count: int) -> list[list[str]]:
     rows = [list(row) for row in TRICKY_ROWS[:count]]
     for index in range(len(rows), count):
         topic = topics[index % len(topics)]
-        rows.append([f"{index:03d}", f"Report {index} on {topic}", f"Details about the {topic}, day {index}.", str(index)])
+        rows.append(
+            [f"{index:03d}", f"Report {index} on {topic}", f"Details about the {topic}, day {index}.", str(index)]
+        )
     return rows
 
 
@@ -138,7 +141,18 @@ def run_main(argv: list[str]) -> int:
 
 def predict_cli(run_dir: Path, input_path: Path, output_path: Path, *extra: str) -> int:
     return run_main(
-        ["--model", run_dir, "--input", input_path, "--output", output_path, "--precision", "fp32", "--no-progress", *extra]
+        [
+            "--model",
+            run_dir,
+            "--input",
+            input_path,
+            "--output",
+            output_path,
+            "--precision",
+            "fp32",
+            "--no-progress",
+            *extra,
+        ]
     )
 
 
@@ -162,7 +176,20 @@ def reference_predictions(run_dir: Path, texts: list[str], tokenizer) -> tuple[n
 
 
 def ag_text(row: list[str]) -> str:
-    return (row[1] + " " + row[2]).replace("\\n", "\n")
+    return " ".join(part.replace("\\n", "\n").strip() for part in row[1:3] if part.strip())
+
+
+def test_texts_are_built_exactly_as_for_training():
+    data = pytest.importorskip("pipeline.data")
+    from pipeline.predict import TextSpec
+
+    rows = news_rows(8) + [["x", "  padded title ", "\\nescaped start", ""], ["y", "title only", "   ", ""]]
+    frame = pd.DataFrame(rows, columns=HEADER)
+    table = data.Table(frame=frame, source="rows.csv", origin="data.test_file")
+    for separator, unescape in [(" ", True), (" | ", False)]:
+        spec = TextSpec(("title", "description"), separator, unescape)
+        expected = data.build_texts(table, ["title", "description"], separator, unescape)
+        assert [spec.join(row[1:3]) for row in rows] == expected
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -182,7 +209,9 @@ def test_round_trip_keeps_rows_and_matches_full_padding_forward_pass(run_dir, tm
     labelled = [row for row in body if row[7] == ""]
     assert len(labelled) == len(rows)
 
-    expected_ids, expected_probabilities = reference_predictions(run_dir, [ag_text(row) for row in rows], bert_tokenizer)
+    expected_ids, expected_probabilities = reference_predictions(
+        run_dir, [ag_text(row) for row in rows], bert_tokenizer
+    )
     assert [int(row[5]) for row in body] == expected_ids.tolist()
     assert [row[4] for row in body] == [LABELS[i] for i in expected_ids]
     scores = np.array([float(row[6]) for row in body])
@@ -202,6 +231,17 @@ def test_bf16_precision_gives_valid_probabilities(run_dir):
     np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, atol=1e-5)
     assert ids.tolist() == probabilities.argmax(axis=1).tolist()
     assert Predictor.from_path(run_dir, device="cpu", precision="fp32").precision == "fp32"
+
+
+def test_bf16_near_ties_are_rechecked_in_fp32(run_dir, predictor):
+    texts = [ag_text(row) for row in news_rows(30)]
+    full_ids, full_probabilities = predictor.infer(texts)
+    rechecked = Predictor.from_path(run_dir, device="cpu", precision="bf16", recheck_margin=1.0)  # every row
+    ids, probabilities = rechecked.infer(texts)
+    assert ids.tolist() == full_ids.tolist()
+    np.testing.assert_allclose(probabilities, full_probabilities, atol=1e-3)
+    unchecked = Predictor.from_path(run_dir, device="cpu", precision="bf16", recheck_margin=0.0)
+    assert np.abs(unchecked.infer(texts)[1] - full_probabilities).max() > 1e-3  # bf16 really was used
 
 
 def test_chunk_boundaries_do_not_change_the_output(run_dir, tmp_path):
@@ -330,7 +370,9 @@ def test_empty_input_file(run_dir, tmp_path, capsys):
 def test_missing_text_column_lists_the_columns(run_dir, tmp_path, capsys):
     source = write_table(tmp_path / "in.csv", [["1", "x"]], header=["id", "headline"])
     assert predict_cli(run_dir, source, tmp_path / "out.csv") != 0
-    assert_one_line_error(capsys.readouterr().err, "in.csv", "'title', 'description'", "'id', 'headline'", "--text-columns")
+    assert_one_line_error(
+        capsys.readouterr().err, "in.csv", "'title', 'description'", "'id', 'headline'", "--text-columns"
+    )
     assert predict_cli(run_dir, source, tmp_path / "out.csv", "--text-columns", "title") != 0
     assert_one_line_error(capsys.readouterr().err, "'title'", "'id', 'headline'")
 
@@ -366,7 +408,11 @@ def test_unknown_encoding_and_label_column_clash(run_dir, tmp_path, capsys):
     assert_one_line_error(capsys.readouterr().err, "unknown encoding 'klingon'")
     clash = write_table(tmp_path / "gold.csv", [["a", "b", "Sports"]], header=["title", "description", "label"])
     assert predict_cli(run_dir, clash, tmp_path / "out.csv") != 0
-    assert_one_line_error(capsys.readouterr().err, "gold.csv", "'label'")
+    assert_one_line_error(capsys.readouterr().err, "gold.csv", "'label'", "--prefix")
+    assert predict_cli(run_dir, clash, tmp_path / "out.csv", "--prefix", "pred_") == 0
+    output = read_table(tmp_path / "out.csv")
+    assert output[0] == ["title", "description", "label", "pred_label", "pred_label_id", "pred_score", "pred_error"]
+    assert output[1][2] == "Sports"
 
 
 def test_bad_model_path(tmp_path, capsys):
@@ -427,6 +473,7 @@ def run_process(args: list[str], stdin: bytes | None = None) -> subprocess.Compl
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     return subprocess.run(
         [sys.executable, "-m", "pipeline.predict", *map(str, args)],
+        check=False,
         input=stdin,
         capture_output=True,
         cwd=REPO_ROOT,
@@ -456,6 +503,25 @@ def test_error_in_a_subprocess_is_one_line_without_traceback(run_dir, tmp_path):
     assert not (tmp_path / "out.csv").exists()
 
 
+def test_sigterm_midway_removes_the_temporary_file(run_dir, tmp_path):
+    source = write_table(tmp_path / "in.csv", news_rows(6000))
+    output = tmp_path / "out" / "labelled.csv"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, "-m", "pipeline.predict", "--model", run_dir, "--input", source, "--output", output]
+    process = subprocess.Popen(
+        [*map(str, command), "--chunk-size", "50", "--batch-size", "8"], cwd=REPO_ROOT, env=env, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 120
+    while not (output.parent.exists() and any(output.parent.iterdir())):  # the temporary file is being written
+        assert process.poll() is None and time.monotonic() < deadline, "the run ended before it could be stopped"
+        time.sleep(0.02)
+    process.terminate()
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 128 + 15
+    assert_one_line_error(stderr.decode(), "interrupted")
+    assert list(output.parent.iterdir()) == []
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Python API
 
@@ -481,7 +547,9 @@ def test_predict_dataframe_returns_a_labelled_copy(run_dir, predictor, tmp_path)
     labelled = predict_dataframe(predictor, frame, probabilities=True)
     pd.testing.assert_frame_equal(frame, original)  # the input is not modified
     assert list(labelled.columns) == HEADER + ["label", "label_id", "score", *[f"prob_{n}" for n in LABELS], "error"]
-    assert labelled.loc[3, "label"] == "" and pd.isna(labelled.loc[3, "label_id"]) and np.isnan(labelled.loc[3, "score"])
+    assert (
+        labelled.loc[3, "label"] == "" and pd.isna(labelled.loc[3, "label_id"]) and np.isnan(labelled.loc[3, "score"])
+    )
     assert "missing text" in labelled.loc[3, "error"]
 
     write_table(tmp_path / "in.csv", [row for i, row in enumerate(rows) if i != 3])

@@ -410,3 +410,97 @@ def test_confusion_matrix_shape_must_match_labels(tmp_path: Path):
     with pytest.raises(ValueError, match="does not match 4 labels"):
         plot_confusion_matrix([[1, 2], [3, 4]], LABELS, tmp_path / "cm.png")
     assert not list(tmp_path.iterdir())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Two real runs: the pipeline's own run directories, not fakes
+
+
+@pytest.fixture(scope="module")
+def two_real_runs(tmp_path_factory, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv) -> tuple[Path, Path]:
+    """A tiny BERT run and a tiny encoder run, trained in-process on the same few hundred AG News rows.
+
+    80 steps are what it takes both models to leave the one-class stage (at 20 they each predict a single class,
+    often the same one), so that the runs have real, different predictions to compare.
+    """
+    import torch
+
+    from pipeline import finetune
+    from pipeline.config import load_config
+    from tests.conftest import MINILM_CONFIG, reset_accelerate, tiny_run_overrides
+
+    root = tmp_path_factory.mktemp("real_runs")
+    common = tiny_run_overrides(root, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv) + [
+        "train.max_steps=80", "train.per_device_batch_size=16", "train.warmup_ratio=0",
+    ]
+    bert = ["run.name=tiny_bert", "train.learning_rate=2e-3"]
+    encoder = ["run.name=tiny_encoder", "train.learning_rate=3e-3", "model.kind=encoder",
+               "model.encoder.hidden_size=32", "model.encoder.num_layers=2", "model.encoder.num_heads=2",
+               "model.encoder.intermediate_size=64", "model.encoder.pooling=mean"]
+    # Matrices this small gain nothing from a second thread, and on a busy CPU the threads wait for each other.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    run_dirs = []
+    try:
+        for overrides in (bert, encoder):
+            reset_accelerate()  # accelerate's process-wide singletons must not carry over from one run to the next
+            config = load_config(MINILM_CONFIG, common + overrides)
+            finetune.run(config)
+            run_dirs.append(config.run_dir)
+    finally:
+        reset_accelerate()
+        torch.set_num_threads(threads)
+    return run_dirs[0], run_dirs[1]
+
+
+@pytest.fixture(scope="module")
+def real_run_report(two_real_runs, tmp_path_factory) -> tuple[str, str]:
+    markdown_path, html_path = write_report(list(two_real_runs), tmp_path_factory.mktemp("real_report"))
+    return markdown_path.read_text(encoding="utf-8"), html_path.read_text(encoding="utf-8")
+
+
+def test_report_over_two_real_runs_matches_their_files(two_real_runs, real_run_report):
+    markdown, html_text = real_run_report
+    for heading in SECTION_HEADINGS:
+        assert f"\n## {heading}\n" in markdown
+        assert f"<h2>{heading}</h2>" in html_text
+    assert markdown.startswith("# Evaluation report: tiny_bert vs tiny_encoder")
+
+    rows = summary_rows(markdown)
+    per_class_rows = markdown_table_rows(markdown_section(markdown, "Per-class F1"))
+    assert per_class_rows[0] == ["Class", "Support", "Run", "Precision", "Recall", "F1"]
+    per_class, label = {}, None  # (class, run) -> (precision, recall, F1) as printed
+    for row in per_class_rows[1:]:
+        label = row[0] or label  # a class's name is printed on the first row of its group only
+        per_class[label, row[2]] = tuple(float(cell) for cell in row[3:])
+
+    predictions = {}
+    for column, run_dir in enumerate(two_real_runs):
+        metrics = json.loads((run_dir / "metrics.json").read_text())
+        test = metrics["test"]
+        assert metrics["run"]["model_kind"] == ("bert", "encoder")[column]
+        assert percent(rows["Test accuracy"][column]) == pytest.approx(test["accuracy"], abs=5.1e-5)
+        assert float(rows["Macro-F1"][column]) == pytest.approx(test["macro_f1"], abs=5.1e-5)
+        for label in LABELS:
+            expected = test["per_class"][label]
+            assert float(rows[f"F1: {label}"][column]) == pytest.approx(expected["f1"], abs=5.1e-5)
+            printed = per_class[label, run_dir.name]
+            assert printed == pytest.approx((expected["precision"], expected["recall"], expected["f1"]), abs=5.1e-5)
+        assert rows["Parameters"][column] == f"{metrics['run']['num_parameters']:,}"
+
+        frame = pd.read_csv(run_dir / "test_predictions.csv", keep_default_na=False)
+        assert len(frame) == test["num_samples"]
+        # metrics.json and test_predictions.csv describe the same predictions.
+        assert (frame["predicted"] == frame["label"]).mean() == pytest.approx(test["accuracy"], abs=1e-12)
+        predictions[run_dir.name] = frame
+
+    first, second = predictions["tiny_bert"], predictions["tiny_encoder"]
+    assert list(first["text"]) == list(second["text"]) and list(first["label"]) == list(second["label"])
+    differ = first["predicted"] != second["predicted"]
+    expected_count = int(differ.sum())
+    assert 0 < expected_count < len(first), "the runs should agree on some texts and disagree on others"
+    section = markdown_section(markdown, "Where the runs disagree")
+    assert re.search(rf"disagree on {expected_count:,} of {len(first):,} test texts", section)
+    table_rows = markdown_table_rows(section)[1:]
+    assert len(table_rows) == min(expected_count, 20)
+    assert {int(row[0]) for row in table_rows} <= set(np.flatnonzero(differ.to_numpy()))
