@@ -244,6 +244,9 @@ class Predictor:
     autocast_dtype: torch.dtype | None = None
     recheck_margin: float = DEFAULT_RECHECK_MARGIN
     source: ModelSource | None = field(default=None, repr=False)
+    # (process index, number of processes): under several processes each one runs every n-th batch and the
+    # results are gathered, so every process ends with the same probabilities as a single process would.
+    shard: tuple[int, int] = (0, 1)
 
     @classmethod
     def from_path(
@@ -374,8 +377,11 @@ class Predictor:
             if autocast_dtype is not None
             else contextlib.nullcontext()
         )
+        process_index, num_processes = self.shard
         with torch.inference_mode(), autocast:
-            for start in range(0, len(rows), self.batch_size):
+            for batch_number, start in enumerate(range(0, len(rows), self.batch_size)):
+                if batch_number % num_processes != process_index:
+                    continue
                 batch = order[start : start + self.batch_size]
                 batch_rows = rows[batch]
                 input_ids, attention_mask = pad_batch(
@@ -387,6 +393,26 @@ class Predictor:
                 probabilities[batch] = logits.float().softmax(dim=-1).cpu().numpy()
                 if on_batch is not None:
                     on_batch(len(batch))
+        if num_processes > 1:
+            probabilities = self._gather_batches(probabilities, order)
+        return probabilities
+
+    def _gather_batches(self, probabilities: np.ndarray, order: np.ndarray) -> np.ndarray:
+        """Give every process the rows the others computed. Whole batches are shared out, never split, so each
+        row is computed with the same batch-mates and padding as in a single process: the same numbers."""
+        from accelerate.utils import gather_object
+
+        process_index, num_processes = self.shard
+        mine = np.concatenate(
+            [
+                order[start : start + self.batch_size]
+                for number, start in enumerate(range(0, len(order), self.batch_size))
+                if number % num_processes == process_index
+            ]
+            or [np.empty(0, dtype=np.int64)]
+        )
+        for positions, values in gather_object([(mine, probabilities[mine])]):
+            probabilities[positions] = values
         return probabilities
 
     def label_texts(
@@ -943,7 +969,11 @@ def run(args: argparse.Namespace) -> RunSummary:
     """Validate everything cheap first (output, input, columns), then load the model and stream."""
     from tqdm import tqdm
 
-    check_output(args.output, args.overwrite)
+    process_index, num_processes = distributed_shard()
+    if num_processes > 1 and args.input == "-":
+        raise PredictError("under several processes every process reads the input: give a file, not '-'")
+    if process_index == 0:
+        check_output(args.output, args.overwrite)
     encoding = check_encoding(args.encoding)
     delimiter = FORMATS[table_format(args.input, args.format)]
     out_delimiter = FORMATS[table_format(args.output, args.format)]
@@ -957,28 +987,54 @@ def run(args: argparse.Namespace) -> RunSummary:
         source = ModelSource(source.model_dir, spec, source.max_length, source.run_dir)
         predictor = Predictor.from_source(
             source,
-            device=args.device,
+            device=distributed_device(args.device, num_processes),
             precision=args.precision,
             batch_size=args.batch_size,
             max_length=args.max_length,
             recheck_margin=args.recheck_margin,
         )
+        predictor.shard = (process_index, num_processes)
         added_columns = output_columns(predictor.labels, args.probabilities, args.prefix)
         check_no_clash(table.header, added_columns, lines.name)
         progress = tqdm(
             total=None,
             unit=" rows",
             file=sys.stderr,
-            disable=True if args.no_progress else None,  # None: off when stderr is not a terminal
+            # None: off when stderr is not a terminal; only the main process shows one
+            disable=True if args.no_progress or process_index > 0 else None,
             dynamic_ncols=True,
             desc="Predicting",
         )
-        with progress, open_output(args.output, args.overwrite) as handle:
-            summary = predict_file(
-                predictor, table, lines, TableWriter(handle, out_delimiter), added_columns, args.probabilities, progress
-            )
+        # Only the main process writes; the others compute their share of each chunk and hand it over.
+        output = open_output(args.output, args.overwrite) if process_index == 0 else contextlib.nullcontext(None)
+        with progress, output as handle:
+            writer = TableWriter(handle, out_delimiter) if handle is not None else NullWriter()
+            summary = predict_file(predictor, table, lines, writer, added_columns, args.probabilities, progress)
             progress.total = progress.n
     return summary
+
+
+class NullWriter:
+    def write(self, row: Sequence[str]) -> None:
+        pass
+
+
+def distributed_shard() -> tuple[int, int]:
+    """(process index, number of processes) under `accelerate launch` / `torchrun`; (0, 1) otherwise."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return 0, 1
+    from accelerate import PartialState
+
+    # Without a GPU, ask for the CPU (gloo) backend explicitly, or each process would run alone.
+    state = PartialState(cpu=not torch.cuda.is_available())
+    return state.process_index, state.num_processes
+
+
+def distributed_device(device: str, num_processes: int) -> str:
+    """With several processes on GPUs, `auto` means this process's own GPU, not the first one."""
+    if num_processes > 1 and device == "auto" and torch.cuda.is_available():
+        return f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+    return device
 
 
 def _quiet_libraries() -> None:
@@ -1024,6 +1080,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     finally:
         if in_main_thread:
             signal.signal(signal.SIGTERM, previous_handler)
+    if os.environ.get("RANK", "0") != "0":  # under several processes the main one reports
+        return
     rate = summary.rows / summary.seconds if summary.seconds > 0 else 0.0
     destination = "stdout" if args.output == "-" else args.output
     note = ""

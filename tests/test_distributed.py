@@ -141,3 +141,21 @@ def test_checkpoints_resume_under_the_same_number_of_processes(paths, two_proces
     assert max((straight_final[k] - resumed_final[k]).abs().max().item() for k in straight_final) < 1e-6
     resumed = json.loads((resumed_dir / "metrics.json").read_text())
     assert resumed["test"]["accuracy"] == metrics["test"]["accuracy"]
+
+
+def test_distributed_prediction_is_byte_identical_to_one_process(paths, two_process_run, ag_news_test_csv):
+    run_dir, _, _ = two_process_run
+    rows = ag_news_test_csv.read_text(encoding="utf-8").splitlines(keepends=True)[:301]
+    source = paths["root"] / "to_label.csv"
+    source.write_text("".join(rows), encoding="utf-8")
+    options = ["--model", str(run_dir), "--input", str(source), "--column-names", "class_index,title,description",
+               "--chunk-size", "100", "--batch-size", "16", "--probabilities"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    single, double = paths["root"] / "single.csv", paths["root"] / "double.csv"
+    for launcher, output in (([sys.executable], single), (accelerate_launch(2), double)):
+        command = [*launcher, "-m", "pipeline.predict", *options, "--output", str(output)]
+        result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=paths["root"])
+        assert result.returncode == 0, result.stderr[-3000:]
+    assert double.read_bytes() == single.read_bytes()
+    assert len(single.read_text(encoding="utf-8").splitlines()) == 302  # header + every row
+    assert not list(paths["root"].glob(".double.csv*"))
