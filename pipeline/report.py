@@ -768,8 +768,10 @@ def _disagreement_blocks(comparison: Comparison) -> list[Block]:
     right = "; ".join(f"{name} right on {comparison.right_counts[name]:,}" for name in comparison.run_names)
     summary = f"Of those: {right}; all wrong on {comparison.all_wrong_count:,}."
     if comparison.mcnemar_p_value is not None:
-        summary += (f" McNemar's exact test on these texts: p = {comparison.mcnemar_p_value:.2g} (below 0.05: the "
-                    "accuracy gap is unlikely to be chance).")
+        p_value = comparison.mcnemar_p_value
+        reading = ("below 0.05: the accuracy gap is unlikely to be chance" if p_value < 0.05
+                   else "not below 0.05: the accuracy gap may be chance")
+        summary += f" McNemar's exact test on these texts: p = {p_value:.2g} ({reading})."
     blocks.append(Paragraph(summary))
     shown = _order_disagreements(disagreements, comparison.run_names).head(MAX_DISAGREEMENT_ROWS)
     blocks.append(Paragraph(

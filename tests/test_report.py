@@ -268,6 +268,17 @@ def test_runs_tested_on_different_data_are_not_compared(tmp_path: Path):
     assert not markdown_table_rows(section)
 
 
+def test_mcnemar_reading_follows_the_p_value(tmp_path: Path):
+    first = make_fake_run(tmp_path, "first", seed=1, correct_share=0.8)
+    second = make_fake_run(tmp_path, "second", seed=2, correct_share=0.8)
+    p_value = compare_predictions(load_runs([first, second])).mcnemar_p_value
+    assert p_value is not None and p_value >= 0.05, "the fixture should give runs whose gap may be chance"
+    markdown_path, _ = write_report([first, second], tmp_path / "report")
+    section = markdown_section(markdown_path.read_text(), "Where the runs disagree")
+    assert f"p = {p_value:.2g} (not below 0.05: the accuracy gap may be chance)" in section
+    assert "unlikely to be chance" not in section
+
+
 def test_three_runs_leave_out_the_one_without_predictions(two_runs, tmp_path: Path):
     third = make_fake_run(tmp_path, "no_predictions", seed=5, correct_share=0.7, with_predictions=False)
     with pytest.warns(ReportWarning):
