@@ -461,7 +461,9 @@ class Trainer:
         ) or state.global_step == self.plan.total_steps
         stopped_early = False
         if evaluation_due:
-            stopped_early = self._record_evaluation(self._evaluate(), epochs)
+            patience_exhausted = self._record_evaluation(self._evaluate(), epochs)
+            # Running out of patience on the last planned step is not stopping early: every step was done.
+            stopped_early = patience_exhausted and state.global_step < self.plan.total_steps
             self.evaluated_at_step = state.global_step
             self.progress.set_postfix(val_acc=f"{state.best_accuracy:.4f}", refresh=False)
         if end_of_epoch:
