@@ -15,7 +15,7 @@ import torch
 from datasets import Dataset
 from torch.utils.data import DataLoader, Sampler
 
-from pipeline.tokenization import LENGTH_MULTIPLE
+from pipeline.tokenization import padded_width
 
 # Pools of this many batches are sorted by length before being cut into batches (as in HF's LengthGroupedSampler):
 # big enough that batches are homogeneous in length, small enough that the order stays random.
@@ -55,7 +55,7 @@ def collate_trimmed(batch: dict[str, torch.Tensor] | list[dict[str, torch.Tensor
         batch = {key: torch.stack([row[key] for row in batch]) for key in batch[0]}
     fixed_length = batch["input_ids"].shape[1]
     longest = int(batch["attention_mask"].sum(dim=1).max())
-    keep = min(fixed_length, LENGTH_MULTIPLE * math.ceil(max(longest, 1) / LENGTH_MULTIPLE))
+    keep = padded_width(longest, fixed_length)
     return {
         "input_ids": batch["input_ids"][:, :keep].long(),  # (B, T')
         "attention_mask": batch["attention_mask"][:, :keep].long(),  # (B, T')

@@ -15,7 +15,7 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Union, get_type_hints
+from typing import Any, Literal, Union
 
 import yaml
 
@@ -45,6 +45,8 @@ class DataConfig:
     test_file: str | None = None
     # csv, tsv, jsonl, parquet; "auto" reads it off the file name (.csv, .tsv, .jsonl/.json, .parquet, also .gz).
     file_format: Literal["auto", "csv", "tsv", "jsonl", "parquet"] = "auto"
+    # Of CSV/TSV/JSON Lines files (utf-8 also accepts a byte-order mark); e.g. latin-1, cp1252, utf-16.
+    encoding: str = "utf-8"
     # Names for the columns of header-less CSV/TSV files (the original ag_news_csv layout has no header).
     # With column_names set, a file whose first row repeats these names is read as having a header.
     column_names: list[str] | None = None
@@ -61,7 +63,8 @@ class DataConfig:
     max_eval_samples: int | None = None
     # Share of train carved out (stratified, seeded) as validation when no validation split exists.
     validation_fraction: float = 0.1
-    cache_dir: str | None = None
+    # Tokenized splits (keyed by content) live here; Hub downloads stay in the shared Hugging Face datasets cache.
+    cache_dir: str = "~/.cache/pipeline"
 
 
 @dataclass
@@ -72,15 +75,6 @@ class TokenizerConfig:
     max_truncated_fraction: float = 0.01
     # Tokenized splits are cached on disk (keyed by data, tokenizer and length) so an identical run skips this stage.
     cache: bool = True
-
-
-# The encoder's string-valued settings and what each may be.
-_CHOICES = {
-    "position_embedding": ("learned", "sinusoidal"),
-    "norm": ("pre", "post"),
-    "pooling": ("cls", "mean"),
-    "attention_backend": ("sdpa", "math"),
-}
 
 
 @dataclass
@@ -97,39 +91,31 @@ class EncoderSettings:
     dropout: float = 0.1  # on the embeddings and on both residual branches
     attention_dropout: float = 0.1  # on the attention probabilities
     max_position_embeddings: int = 512
-    position_embedding: str = "learned"  # "learned" | "sinusoidal"
-    norm: str = "pre"  # "pre": x + f(ln(x)) | "post": ln(x + f(x)) (original Transformer / BERT)
-    pooling: str = "cls"  # "cls": first token | "mean": mean over non-pad tokens
-    attention_backend: str = "sdpa"  # "sdpa": torch fused kernel | "math": the explicit softmax(QK^T/sqrt(d))V
+    position_embedding: Literal["learned", "sinusoidal"] = "learned"
+    # "pre": x + f(ln(x)) | "post": ln(x + f(x)) (original Transformer / BERT)
+    norm: Literal["pre", "post"] = "pre"
+    pooling: Literal["cls", "mean"] = "cls"  # "cls": first token | "mean": mean over non-pad tokens
+    # "sdpa": torch's fused kernel | "math": the explicit softmax(QK^T/sqrt(d))V
+    attention_backend: Literal["sdpa", "math"] = "sdpa"
     layer_norm_eps: float = 1e-12
     initializer_range: float = 0.02
 
     def __post_init__(self):
-        # Check types first: YAML hands us whatever the user typed ("256", 1e-3 as a string, true...).
-        for name, expected in get_type_hints(type(self)).items():
-            value = getattr(self, name)
-            if expected is float and isinstance(value, int) and not isinstance(value, bool):
-                value = float(value)  # `dropout: 0` in YAML is an int; accept it as the float it means
-                setattr(self, name, value)
-            if isinstance(value, bool) or not isinstance(value, expected):
-                raise ValueError(f"EncoderSettings.{name} must be a {expected.__name__}, got {value!r}")
-        for name, allowed in _CHOICES.items():
-            value = getattr(self, name)
-            if value not in allowed:
-                raise ValueError(f"EncoderSettings.{name} must be one of {list(allowed)}, got {value!r}")
+        # The encoder builds these from a saved config.json too, not only from YAML: check them the same way.
+        check_types(self, "model.encoder")
         for name in ("hidden_size", "num_layers", "num_heads", "intermediate_size", "max_position_embeddings"):
             if getattr(self, name) < 1:
-                raise ValueError(f"EncoderSettings.{name} must be a positive integer, got {getattr(self, name)!r}")
+                raise ConfigError(f"model.encoder.{name}: must be a positive integer, got {getattr(self, name)!r}")
         for name in ("dropout", "attention_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
-                raise ValueError(f"EncoderSettings.{name} must be in [0, 1), got {getattr(self, name)!r}")
+                raise ConfigError(f"model.encoder.{name}: must be in [0, 1), got {getattr(self, name)!r}")
         for name in ("layer_norm_eps", "initializer_range"):
             if getattr(self, name) <= 0:
-                raise ValueError(f"EncoderSettings.{name} must be > 0, got {getattr(self, name)!r}")
+                raise ConfigError(f"model.encoder.{name}: must be > 0, got {getattr(self, name)!r}")
         if self.hidden_size % self.num_heads != 0:
-            raise ValueError(
-                f"EncoderSettings.hidden_size ({self.hidden_size}) must be divisible by "
-                f"EncoderSettings.num_heads ({self.num_heads})"
+            raise ConfigError(
+                f"model.encoder.hidden_size ({self.hidden_size}) must be divisible by "
+                f"model.encoder.num_heads ({self.num_heads})"
             )
 
 
@@ -267,6 +253,13 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
     raise ConfigError(f"{key}: unsupported type {tp!r}")
 
 
+def check_types(instance: Any, prefix: str) -> None:
+    """Coerce every field of a dataclass instance to its annotated type in place (as YAML values are)."""
+    hints = typing.get_type_hints(type(instance))
+    for item in dataclasses.fields(instance):
+        setattr(instance, item.name, _coerce(getattr(instance, item.name), hints[item.name], f"{prefix}.{item.name}"))
+
+
 def _build(cls: type, values: dict[str, Any], prefix: str = "") -> Any:
     """Instantiate dataclass `cls` from a (possibly partial) nested dict, defaults filling the rest."""
     hints = typing.get_type_hints(cls)
@@ -278,10 +271,7 @@ def _build(cls: type, values: dict[str, Any], prefix: str = "") -> Any:
             known = ", ".join(sorted(names))
             raise ConfigError(f"unknown config key '{dotted}' (known keys here: {known})")
         kwargs[key] = _coerce(value, hints[key], dotted)
-    try:
-        return cls(**kwargs)
-    except ValueError as error:  # a section's own validation (e.g. EncoderSettings.__post_init__)
-        raise ConfigError(f"{prefix or 'config'}: {error}") from None
+    return cls(**kwargs)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -14,10 +14,6 @@ counting the header line; "record N" is the 1-based position in a Parquet file, 
 from __future__ import annotations
 
 import contextlib
-import csv
-import gzip
-import io
-import json
 import logging
 import math
 import numbers
@@ -33,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 import datasets
 import numpy as np
 import pandas as pd
+
+from pipeline.tables import DataError, TextSpec, is_missing, open_table, resolve_columns
 
 if TYPE_CHECKING:  # only for annotations: keeps stage 1 importable on its own
     from pipeline.config import DataConfig
@@ -60,10 +58,6 @@ _TRUE_VALUES = {"1", "ON", "YES", "TRUE"}
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
-class DataError(ValueError):
-    """A problem with the data or the data settings that the user must fix; the message says where."""
-
-
 @dataclass(frozen=True)
 class Table:
     """The raw rows of one split, with what is needed to point a user at one of them."""
@@ -77,6 +71,11 @@ class Table:
         if self.line_numbers is not None:
             return f"{self.source}, line {self.line_numbers[row]}"
         return f"{self.source}, record {row + 1}"
+
+    def column(self, name: str, key: str) -> list[Any]:
+        """The values of a configured column (found as tables.resolve_columns finds it), naming `key` if absent."""
+        (position,) = resolve_columns([str(c) for c in self.frame.columns], [name], self.source, key)
+        return self.frame.iloc[:, position].tolist()
 
 
 @dataclass(frozen=True)
@@ -137,137 +136,22 @@ def read_file_tables(config: DataConfig) -> dict[str, Table]:
         )
     paths = {"train": config.train_file, "validation": config.validation_file, "test": config.test_file}
     return {
-        split: read_table(path, FILE_KEYS[split], config.file_format, config.column_names)
+        split: read_table(path, FILE_KEYS[split], config.file_format, config.column_names, config.encoding)
         for split, path in paths.items()
         if path
     }
 
 
-def read_table(path: str, origin: str, file_format: str, column_names: list[str] | None) -> Table:
-    """Read one file into a Table of raw values (strings for CSV/TSV; nothing is parsed as NA or numbers)."""
-    file = Path(path).expanduser()
-    if not file.is_file():
-        raise DataError(f"{origin}: file not found: {path} (looked for {file.resolve()})")
-    kind = file_format if file_format != "auto" else format_from_name(file)
-    try:
-        if kind in ("csv", "tsv"):
-            return _read_delimited(file, path, origin, kind, column_names)
-        if kind == "jsonl":
-            return _read_json_records(file, path, origin)
-        return _read_parquet(file, path, origin)
-    except UnicodeDecodeError as error:
-        raise DataError(f"{path} ({origin}): not UTF-8 text ({error})") from None
-
-
-def format_from_name(file: Path) -> str:
-    """csv, tsv, jsonl or parquet from the file name; a trailing .gz is looked through."""
-    name = file.name.lower().removesuffix(".gz")
-    kind = _EXTENSIONS.get(Path(name).suffix)
-    if kind is None:
-        known = ", ".join(sorted(_EXTENSIONS))
-        raise DataError(
-            f"{file}: cannot tell the file format from its name (known endings: {known}, optionally + .gz); "
-            "set data.file_format to csv, tsv, jsonl or parquet"
-        )
-    return kind
-
-
-def _open_text(file: Path) -> io.TextIOBase:
-    """Open as UTF-8 text, gunzipping when the bytes say gzip (the name may not); a BOM from Excel is dropped."""
-    with open(file, "rb") as handle:
-        compressed = handle.read(2) == _GZIP_MAGIC
-    opener = gzip.open if compressed else open
-    return opener(file, "rt", encoding="utf-8-sig", newline="")
-
-
-def _read_delimited(file: Path, path: str, origin: str, kind: str, column_names: list[str] | None) -> Table:
-    """Read CSV/TSV with the csv module rather than pandas: it tells the physical line where each row starts
-    (quoted fields may span lines), and short rows are caught instead of being padded with NaN."""
-    names: list[str] | None = None
-    names_from = "data.column_names"
-    rows: list[list[str]] = []
-    line_numbers: list[int] = []
-    with _open_text(file) as handle:
-        reader = csv.reader(handle, delimiter="," if kind == "csv" else "\t")
-        next_line = 1  # where the record being read starts
-        try:
-            for record in reader:
-                line, next_line = next_line, reader.line_num + 1
-                if not record or (len(record) == 1 and not record[0].strip()):
-                    continue  # a blank line
-                if names is None:
-                    names, is_header = _header(record, column_names, path, line)
-                    if is_header:
-                        names_from = f"the header on line {line}"
-                        continue
-                if len(record) != len(names):
-                    raise DataError(
-                        f"{path}, line {line}: {len(record)} fields, expected {len(names)} as in {names_from} "
-                        f"({', '.join(names)}); check the quoting on this line"
-                    )
-                rows.append(record)
-                line_numbers.append(line)
-        except csv.Error as error:  # e.g. a quote left open runs into the field size limit
-            raise DataError(f"{path}, line {next_line}: malformed {kind.upper()} row ({error})") from None
-    frame = pd.DataFrame(rows, columns=names or list(column_names or []), dtype=object)
-    return Table(frame, path, origin, line_numbers)
-
-
-def _header(first_row: list[str], column_names: list[str] | None, path: str, line: int) -> tuple[list[str], bool]:
-    """Column names for a CSV/TSV file, and whether its first row is a header.
-
-    Without `column_names` the first row is the header. With them, the first row is a header only if it repeats
-    them (case and surrounding spaces ignored), so one config reads both a file with a header and one without.
-    """
-    if column_names is None:
-        names = [name.strip() for name in first_row]
-        if "" in names or len(set(names)) != len(names):
-            raise DataError(
-                f"{path}, line {line}: the header has empty or repeated column names ({', '.join(names)}); "
-                "if the file has no header, set data.column_names"
-            )
-        return names, True
-    normalised = [name.strip().lower() for name in first_row]
-    return list(column_names), normalised == [name.strip().lower() for name in column_names]
-
-
-def _read_json_records(file: Path, path: str, origin: str) -> Table:
-    """JSON Lines (one object per line); a file that is one JSON array of objects is accepted too."""
-    with _open_text(file) as handle:
-        content = handle.read()
-    if content.lstrip().startswith("["):
-        try:
-            records = json.loads(content)
-        except json.JSONDecodeError as error:
-            raise DataError(f"{path}, line {error.lineno}: not valid JSON ({error.msg})") from None
-        for index, record in enumerate(records):
-            _require_object(record, f"{path}, record {index + 1}")
-        return Table(pd.DataFrame(records, dtype=object), path, origin)
-    records, line_numbers = [], []
-    for line, text in enumerate(content.split("\n"), start=1):  # not splitlines(): JSON strings may hold U+2028
-        if not text.strip():
-            continue
-        try:
-            record = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise DataError(f"{path}, line {line}: not valid JSON ({error.msg}, column {error.colno})") from None
-        _require_object(record, f"{path}, line {line}")
-        records.append(record)
-        line_numbers.append(line)
-    return Table(pd.DataFrame(records, dtype=object), path, origin, line_numbers)
-
-
-def _require_object(record: Any, where: str) -> None:
-    if not isinstance(record, dict):
-        raise DataError(f"{where}: expected a JSON object with named fields, got {type(record).__name__}")
-
-
-def _read_parquet(file: Path, path: str, origin: str) -> Table:
-    try:
-        frame = pd.read_parquet(file)
-    except Exception as error:  # pyarrow raises several unrelated types for a damaged or non-Parquet file
-        raise DataError(f"{path} ({origin}): not a readable Parquet file ({type(error).__name__}: {error})") from None
-    return Table(frame, path, origin)
+def read_table(path: str, origin: str, file_format: str, column_names: list[str] | None, encoding: str) -> Table:
+    """Read one whole file into a Table of raw values (strings for CSV/TSV; nothing is parsed as NA or numbers)."""
+    if not Path(path).expanduser().is_file() and path != "-":
+        raise DataError(f"{origin}: file not found: {path} (looked for {Path(path).expanduser().resolve()})")
+    with open_table(path, file_format, column_names, encoding, format_option="data.file_format") as table:
+        chunks = list(table.chunks)
+    records = [record for chunk in chunks for record in chunk.records]
+    numbers = [number for chunk in chunks for number in chunk.numbers]
+    frame = pd.DataFrame(records, columns=table.header, dtype=object)
+    return Table(frame, path, origin, numbers if table.unit == "line" else None)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -317,22 +201,26 @@ def load_hub_dataset(config: DataConfig) -> Any:
     detail = ""
     with forced_offline():
         try:
-            return datasets.load_dataset(config.hub_name, config.hub_config, cache_dir=config.cache_dir)
+            return datasets.load_dataset(config.hub_name, config.hub_config, cache_dir=hub_cache_dir(config))
         except OSError as error:  # ConnectionError or FileNotFoundError: nothing cached
             logger.debug("Loading %s from the cache failed: %r", config.hub_name, error)
         except ValueError as error:  # cached, but not this data.hub_config
             detail = f" ({str(error).splitlines()[0]})"
-    cache = config.cache_dir or datasets.config.HF_DATASETS_CACHE
+    cache = hub_cache_dir(config)
     raise DataError(
         f"Cannot load Hub dataset '{config.hub_name}': {reason}, and no usable cached copy was found in "
         f"{cache}{detail}. {OFFLINE_HINT}."
     )
 
 
+def hub_cache_dir(config: DataConfig) -> str:
+    return str(Path(config.cache_dir).expanduser())
+
+
 def _load_online(config: DataConfig, endpoint: str) -> Any:
     """`load_dataset` once the Hub has answered; its errors become DataErrors that say which setting to check."""
     try:
-        return datasets.load_dataset(config.hub_name, config.hub_config, cache_dir=config.cache_dir)
+        return datasets.load_dataset(config.hub_name, config.hub_config, cache_dir=hub_cache_dir(config))
     except FileNotFoundError as error:  # includes datasets' DatasetNotFoundError
         raise DataError(
             f"data.hub_name: Hub dataset '{config.hub_name}' was not found at {endpoint} ({error}); check the name, "
@@ -407,47 +295,28 @@ def forced_offline() -> Iterator[None]:
 
 def _require_columns(available: list[str], needed: list[str], source: str, config: DataConfig) -> None:
     for column in needed:
-        if column not in available:
-            key = "data.label_column" if column == config.label_column else "data.text_columns"
-            raise DataError(
-                f"{source}: no column '{column}' ({key}); the columns are: {', '.join(map(str, available))}"
-            )
+        key = "data.label_column" if column == config.label_column else "data.text_columns"
+        resolve_columns(available, [column], source, key)
 
 
 def to_dataset(table: Table, config: DataConfig, scheme: LabelScheme) -> datasets.Dataset:
     """The `text` + `label` dataset of one Table."""
-    needed = list(dict.fromkeys([*config.text_columns, config.label_column]))
-    _require_columns(list(table.frame.columns), needed, table.source, config)
-    texts = build_texts(table, config.text_columns, config.text_separator, config.unescape_newlines)
+    texts = build_texts(table, TextSpec.from_data_config(config))
     labels = label_ids(table, config.label_column, scheme)
     features = datasets.Features({"text": datasets.Value("string"), "label": datasets.ClassLabel(names=scheme.names)})
     return datasets.Dataset.from_dict({"text": texts, "label": labels}, features=features)
 
 
-def build_texts(table: Table, columns: list[str], separator: str, unescape_newlines: bool) -> list[str]:
-    """Join the text columns of each row; parts are stripped and empty parts skipped (no doubled separators)."""
-    values = [table.frame[column].tolist() for column in columns]
+def build_texts(table: Table, spec: TextSpec) -> list[str]:
+    """Each row's text by the one rule of tables.TextSpec; an empty text is an error naming the row."""
+    values = [table.column(column, "data.text_columns") for column in spec.columns]
     texts = []
     for row, parts in enumerate(zip(*values)):
-        cleaned = (_text_part(part, unescape_newlines) for part in parts)
-        text = separator.join(part for part in cleaned if part)
+        text = spec.text_of(parts)
         if not text:
-            raise DataError(f"{table.where(row)}: empty text in column(s) {', '.join(columns)}")
+            raise DataError(f"{table.where(row)}: {spec.describe_empty()}")
         texts.append(text)
     return texts
-
-
-def _text_part(value: Any, unescape_newlines: bool) -> str:
-    if _is_missing(value):
-        return ""
-    text = value if isinstance(value, str) else str(value)
-    if unescape_newlines:
-        text = text.replace("\\n", "\n")
-    return text.strip()
-
-
-def _is_missing(value: Any) -> bool:
-    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
 
 
 def _as_int(value: Any) -> int | None:
@@ -481,9 +350,7 @@ def label_scheme(config: DataConfig, train: Table, hub_names: list[str] | None) 
         return LabelScheme(names or hub_names, 0)
     if names is not None:
         return LabelScheme(names, config.label_index_base)
-    if config.label_column not in train.frame.columns:
-        return LabelScheme([], config.label_index_base)  # to_dataset reports the missing column with context
-    values = [value for value in train.frame[config.label_column].tolist() if not _is_missing(value)]
+    values = [value for value in train.column(config.label_column, "data.label_column") if not is_missing(value)]
     ids = [_as_int(value) for value in values]
     base = config.label_index_base
     if values and all(value is not None for value in ids):
@@ -502,8 +369,8 @@ def label_ids(table: Table, column: str, scheme: LabelScheme) -> list[int]:
     from the scheme's base; anything else is an error naming the row and the allowed values."""
     by_name = {name: index for index, name in enumerate(scheme.names)}
     ids = []
-    for row, value in enumerate(table.frame[column].tolist()):
-        if _is_missing(value) or not str(value).strip():
+    for row, value in enumerate(table.column(column, "data.label_column")):
+        if is_missing(value) or not str(value).strip():
             raise DataError(f"{table.where(row)}, column '{column}': the label is empty")
         index = by_name.get(str(value).strip())
         if index is None:

@@ -1,7 +1,7 @@
 """Stage 4: predictions -> metrics -> files a person reads.
 
     result = evaluate_split(model, rows, accelerator, batch_size, label_names)
-    write_predictions_csv(run_dir / "test_predictions.csv", texts, result, label_names)
+    metrics = result.metrics                      # what metrics.json records for the split
 
 scikit-learn computes the metrics. Under several processes every row is predicted exactly once: rows carry
 their index through the batches, so duplicates that padding adds to the last batch are dropped after gathering.
@@ -9,7 +9,6 @@ their index through the batches, so duplicates that padding adds to the last bat
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,7 +19,6 @@ from accelerate.data_loader import prepare_data_loader
 from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, precision_recall_fscore_support
 
 from pipeline.batching import TokenizedRows, evaluation_loader
-from pipeline.io import atomic_path
 
 
 @dataclass
@@ -99,16 +97,3 @@ def evaluate_split(
     metrics = compute_metrics(labels, probabilities.argmax(axis=1), label_names)
     metrics["loss"] = float(losses.mean())
     return EvalResult(probabilities=probabilities, labels=labels, loss=metrics["loss"], metrics=metrics)
-
-
-def write_predictions_csv(path, texts: list[str], result: EvalResult, label_names: list[str]) -> None:
-    """One row per example: text, gold and predicted class names, the predicted class's probability, all probabilities."""
-    predictions = result.predictions
-    with atomic_path(path) as temp_path, open(temp_path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["text", "label", "predicted", "score"] + [f"prob_{name}" for name in label_names])
-        for text, gold, predicted, probabilities in zip(texts, result.labels, predictions, result.probabilities):
-            writer.writerow(
-                [text, label_names[gold], label_names[predicted], f"{probabilities[predicted]:.6f}"]
-                + [f"{p:.6f}" for p in probabilities]
-            )

@@ -12,28 +12,25 @@ import argparse
 import datetime as dt
 import logging
 import os
-import platform
 import shutil
 import sys
 import time
 from pathlib import Path
 
-import accelerate
 import datasets
-import torch
 import transformers
 from accelerate import Accelerator
 from accelerate.utils import gather_object, set_seed
 from transformers import AutoModelForSequenceClassification, PreTrainedModel, PreTrainedTokenizerBase
 
-import pipeline
-from pipeline import models
+from pipeline import hardware, models, rundir
 from pipeline.batching import TokenizedRows
 from pipeline.config import ConfigError, PipelineConfig, load_config, save_config
 from pipeline.data import DataError, load_splits
-from pipeline.evaluation import EvalResult, evaluate_split, write_predictions_csv
-from pipeline.io import atomic_write_json, replace_directory
+from pipeline.evaluation import EvalResult, evaluate_split
+from pipeline.io import replace_directory
 from pipeline.report import ReportError, plot_confusion_matrix, write_report
+from pipeline.rundir import RunDir, write_test_predictions
 from pipeline.tokenization import TokenizationInfo, load_tokenizer, tokenize_splits
 from pipeline.training import Trainer, TrainResult, create_accelerator
 
@@ -69,8 +66,7 @@ def resolve_config(args: argparse.Namespace) -> PipelineConfig:
 
 def prepare_run_dir(config: PipelineConfig, is_main_process: bool) -> Path:
     run_dir = config.run_dir
-    holds_run = (run_dir / "config.yaml").exists() or (run_dir / "history.jsonl").exists()
-    if holds_run and not config.train.resume:
+    if rundir.holds_run(run_dir) and not config.train.resume:
         if not config.run.overwrite:
             raise RunError(
                 f"{run_dir} already holds a run; choose another run.name, or set run.overwrite=true "
@@ -103,32 +99,6 @@ def save_model_dir(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, p
     replace_directory(path, fill)
 
 
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    return f"{line.split(':', 1)[1].strip()} ({os.cpu_count()} cores)"
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def environment_info(accelerator: Accelerator) -> tuple[dict, dict]:
-    device = accelerator.device
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_name()
-    device_info = {"type": device.type, "name": name, "num_processes": accelerator.num_processes}
-    versions = {
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "datasets": datasets.__version__,
-        "accelerate": accelerate.__version__,
-        "pipeline": pipeline.__version__,
-    }
-    return device_info, versions
-
-
 def build_metrics(
     config: PipelineConfig,
     labels: list[str],
@@ -141,7 +111,6 @@ def build_metrics(
     started_at: str,
     accelerator: Accelerator,
 ) -> dict:
-    device_info, versions = environment_info(accelerator)
     return {
         "run": {
             "name": config.run.name,
@@ -168,8 +137,8 @@ def build_metrics(
             "num_processes": accelerator.num_processes,
             "stopped_early": training.stopped_early,
         },
-        "device": device_info,
-        "versions": versions,
+        "device": hardware.device_info(accelerator.device, accelerator.num_processes),
+        "versions": hardware.library_versions(),
     }
 
 
@@ -181,7 +150,7 @@ def run(config: PipelineConfig) -> dict:
     run_dir = prepare_run_dir(config, accelerator.is_main_process)
     accelerator.wait_for_everyone()
     set_seed(config.run.seed)
-    cache_root = Path(config.data.cache_dir) if config.data.cache_dir else Path.home() / ".cache" / "pipeline"
+    cache_root = Path(config.data.cache_dir).expanduser()
 
     # Stage 1. The main process goes first so that downloads and caches are made once and reused by the others.
     with accelerator.main_process_first():
@@ -204,7 +173,7 @@ def run(config: PipelineConfig) -> dict:
     tokenization.from_cache_by_process = gather_object([tokenization.from_cache])
     rows = {name: TokenizedRows(split) for name, split in tokenized.items()}
     if accelerator.is_main_process:
-        save_config(config, run_dir / "config.yaml")
+        save_config(config, RunDir(run_dir).config_path)
 
     # Stage 3.
     trainer = Trainer(
@@ -217,7 +186,7 @@ def run(config: PipelineConfig) -> dict:
         seed=config.run.seed,
         label_names=labels,
         eval_batch_size=config.eval.batch_size,
-        save_best=lambda best: save_model_dir(best, tokenizer, run_dir / "model"),
+        save_best=lambda best: save_model_dir(best, tokenizer, RunDir(run_dir).model_dir),
         quick_config_hint=QUICK_CONFIG,
     )
     training = trainer.run()
@@ -227,7 +196,7 @@ def run(config: PipelineConfig) -> dict:
     # Stage 4, on the best model as saved: what is evaluated is exactly what users will load.
     accelerator.wait_for_everyone()
     best_model = accelerator.prepare_model(
-        AutoModelForSequenceClassification.from_pretrained(run_dir / "model"), evaluation_mode=True
+        AutoModelForSequenceClassification.from_pretrained(RunDir(run_dir).model_dir), evaluation_mode=True
     )
     tick = time.perf_counter()
     results = {
@@ -256,11 +225,12 @@ def run(config: PipelineConfig) -> dict:
 
 
 def write_outputs(run_dir: Path, metrics: dict, test: EvalResult, texts: list[str], labels: list[str], config) -> None:
-    atomic_write_json(run_dir / "metrics.json", metrics)
+    run = RunDir(run_dir)
+    run.write_metrics(metrics)
     if config.eval.save_predictions:
-        write_predictions_csv(run_dir / "test_predictions.csv", texts, test, labels)
+        write_test_predictions(run.predictions_path, texts, test.labels, test.probabilities, labels)
     plot_confusion_matrix(
-        test.metrics["confusion_matrix"], labels, run_dir / "confusion_matrix.png", title=f"{config.run.name} (test)"
+        test.metrics["confusion_matrix"], labels, run.confusion_matrix_path, title=f"{config.run.name} (test)"
     )
     write_report([run_dir], run_dir)
     summary = metrics["test"]

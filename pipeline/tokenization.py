@@ -19,11 +19,15 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-from datasets import Dataset, DatasetDict, load_from_disk
-from transformers import BertTokenizerFast, PreTrainedTokenizerBase
+from typing import TYPE_CHECKING
 
-from pipeline.config import TokenizerConfig
+import numpy as np
+
+if TYPE_CHECKING:  # prediction imports the length rules below without paying for `datasets` at start-up
+    from datasets import Dataset, DatasetDict
+    from transformers import PreTrainedTokenizerBase
+
+    from pipeline.config import TokenizerConfig
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +60,8 @@ class TokenizationInfo:
 
 
 def load_tokenizer(config: TokenizerConfig) -> PreTrainedTokenizerBase:
+    from transformers import BertTokenizerFast
+
     return BertTokenizerFast.from_pretrained(config.name_or_path)
 
 
@@ -74,6 +80,11 @@ def token_lengths(texts: list[str], tokenizer: PreTrainedTokenizerBase) -> np.nd
         encoded = tokenizer(texts[start : start + TOKENIZE_BATCH_SIZE], add_special_tokens=True, truncation=False)
         lengths.extend(len(ids) for ids in encoded["input_ids"])
     return np.asarray(lengths, dtype=np.int64)
+
+
+def padded_width(longest: int, max_length: int) -> int:
+    """A batch's width: its longest row rounded up to a multiple of 8, never beyond the fixed length."""
+    return min(LENGTH_MULTIPLE * math.ceil(max(longest, 1) / LENGTH_MULTIPLE), max(max_length, longest))
 
 
 def choose_max_length(lengths: np.ndarray, max_truncated_fraction: float, limit: int) -> int:
@@ -131,6 +142,8 @@ def tokenize_splits(
     if config.cache and cache_root is not None:
         cache_dir = Path(cache_root) / "tokenized" / _cache_key(splits, tokenizer, config, limit)
         if (cache_dir / "dataset_dict.json").exists() and (cache_dir / "info.json").exists():
+            from datasets import load_from_disk
+
             tokenized = load_from_disk(str(cache_dir))
             info = _read_info(cache_dir / "info.json")
             logger.info("Tokenized splits loaded from cache %s (max_length %d)", cache_dir, info.max_length)
@@ -150,6 +163,8 @@ def tokenize_splits(
         "auto" if config.max_length == "auto" else "configured",
         ", ".join(f"{name} {share:.2%}" for name, share in truncated.items()),
     )
+
+    from datasets import DatasetDict
 
     tokenized = DatasetDict({name: _encode_split(split, tokenizer, max_length) for name, split in splits.items()})
     info = TokenizationInfo(max_length, config.max_length, truncated, from_cache=False)

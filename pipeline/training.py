@@ -1,7 +1,7 @@
 """Stage 3: the one training loop, on accelerate, for BERT and the from-scratch encoder alike.
 
     accelerator = create_accelerator(config.train, run_dir)
-    result = train(model, train_rows, validation_rows, config.train, accelerator, run_dir, ...)
+    result = Trainer(model, train_rows, validation_rows, config.train, accelerator, run_dir, ...).run()
 
 AMP (bf16 autocast where the hardware has it, fp16 with loss scaling on older GPUs), gradient accumulation
 through `accelerator.accumulate`, AdamW without decay on biases and LayerNorm, linear warmup then decay,
@@ -18,7 +18,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -32,10 +32,11 @@ from transformers import PreTrainedModel, get_linear_schedule_with_warmup
 from pipeline.batching import TokenizedRows, training_loader
 from pipeline.config import TrainConfig
 from pipeline.evaluation import EvalResult, evaluate_split
+from pipeline.hardware import resolve_mixed_precision
+from pipeline.rundir import RunDir
 
 logger = logging.getLogger(__name__)
 
-CHECKPOINT_PREFIX = "step_"
 # Checkpoints kept on disk; older ones are deleted once a newer one is complete.
 CHECKPOINTS_KEPT = 2
 # Optimizer steps timed before the run's duration is estimated.
@@ -44,21 +45,6 @@ ESTIMATE_AFTER_STEPS = 5
 
 # ---------------------------------------------------------------------------------------------------------------
 # Set-up
-
-
-def cpu_supports_bf16() -> bool:
-    """bf16 autocast on CPU pays off only with native bf16 instructions (AVX512-BF16 or AMX)."""
-    checks = [getattr(torch.cpu, "_is_avx512_bf16_supported", None), getattr(torch.cpu, "_is_amx_tile_supported", None)]
-    return any(check() for check in checks if check is not None)
-
-
-def resolve_mixed_precision(setting: str, use_cuda: bool) -> str:
-    """`auto`: bf16 where the GPU or CPU supports it, fp16 (with loss scaling) on older GPUs, else full precision."""
-    if setting != "auto":
-        return setting
-    if use_cuda:
-        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-    return "bf16" if cpu_supports_bf16() else "no"
 
 
 def tensorboard_available() -> bool:
@@ -84,7 +70,7 @@ def create_accelerator(config: TrainConfig, run_dir: Path) -> Accelerator:
         # (torchrun / accelerate launch --cpu) form one gloo group instead of each running alone.
         cpu=not use_cuda,
         log_with="tensorboard" if tensorboard_available() else None,
-        project_config=ProjectConfiguration(project_dir=str(run_dir), logging_dir=str(run_dir / "tensorboard")),
+        project_config=ProjectConfiguration(project_dir=str(run_dir), logging_dir=str(RunDir(run_dir).tensorboard_dir)),
     )
 
 
@@ -149,7 +135,6 @@ class TrainResult:
     effective_batch_size: int
     mixed_precision: str
     stopped_early: bool
-    history: list[dict] = field(default_factory=list)
 
     @property
     def samples_per_second(self) -> float:
@@ -192,22 +177,9 @@ class History:
 # Checkpoints
 
 
-def checkpoint_dirs(run_dir: Path) -> list[Path]:
-    folder = run_dir / "checkpoints"
-    if not folder.exists():
-        return []
-    found = [path for path in folder.iterdir() if path.is_dir() and path.name.startswith(CHECKPOINT_PREFIX)]
-    return sorted(found, key=lambda path: int(path.name[len(CHECKPOINT_PREFIX) :]))
-
-
-def latest_checkpoint(run_dir: Path) -> Path | None:
-    found = checkpoint_dirs(run_dir)
-    return found[-1] if found else None
-
-
-def save_checkpoint(accelerator: Accelerator, run_dir: Path, global_step: int) -> Path:
+def save_checkpoint(accelerator: Accelerator, run_dir: RunDir, global_step: int) -> Path:
     """Save into a staging folder and rename it when complete, so a crash never leaves a half checkpoint."""
-    final = run_dir / "checkpoints" / f"{CHECKPOINT_PREFIX}{global_step}"
+    final = run_dir.checkpoint_path(global_step)
     staging = final.with_name(f".{final.name}.partial")
     if accelerator.is_main_process:
         shutil.rmtree(staging, ignore_errors=True)
@@ -217,7 +189,7 @@ def save_checkpoint(accelerator: Accelerator, run_dir: Path, global_step: int) -
     if accelerator.is_main_process:
         shutil.rmtree(final, ignore_errors=True)
         staging.rename(final)
-        for old in checkpoint_dirs(run_dir)[:-CHECKPOINTS_KEPT]:
+        for old in run_dir.checkpoints()[:-CHECKPOINTS_KEPT]:
             shutil.rmtree(old, ignore_errors=True)
     accelerator.wait_for_everyone()
     return final
@@ -252,13 +224,13 @@ class Trainer:
     ):
         self.config = config
         self.accelerator = accelerator
-        self.run_dir = run_dir
+        self.run_dir = RunDir(run_dir)
         self.validation_rows = validation_rows
         self.label_names = label_names
         self.eval_batch_size = eval_batch_size
         self.save_best = save_best
         self.quick_config_hint = quick_config_hint
-        self.history = History(run_dir / "history.jsonl", enabled=accelerator.is_main_process)
+        self.history = History(self.run_dir.history_path, enabled=accelerator.is_main_process)
 
         loader = training_loader(
             train_rows, config.per_device_batch_size, seed, config.group_by_length, config.trim_padding
@@ -280,10 +252,10 @@ class Trainer:
     # -- helpers -------------------------------------------------------------------------------------------------
 
     def _restore(self) -> None:
-        checkpoint = latest_checkpoint(self.run_dir)
+        checkpoint = self.run_dir.latest_checkpoint()
         if checkpoint is None:
             raise FileNotFoundError(
-                f"train.resume=true but {self.run_dir / 'checkpoints'} holds no checkpoint "
+                f"train.resume=true but {self.run_dir.checkpoints_dir} holds no checkpoint "
                 "(set train.save_every_steps to write some, or drop train.resume)"
             )
         self.accelerator.load_state(str(checkpoint))
@@ -388,7 +360,6 @@ class Trainer:
             effective_batch_size=self.effective_batch_size,
             mixed_precision=accelerator.mixed_precision,
             stopped_early=stopped_early,
-            history=self.history.records,
         )
 
     def training_epochs(self) -> float:

@@ -305,7 +305,7 @@ def test_missing_test_file_is_required(tmp_path):
 def test_missing_column_lists_existing_columns(tmp_path):
     train = write_text(tmp_path / "train.csv", "label,body\n0,x\n1,y\n")
     message = error_message(files_config(train, train, text_columns=["title"]))
-    assert "'title'" in message and "data.text_columns" in message and "label, body" in message
+    assert "'title'" in message and "data.text_columns" in message and "'label', 'body'" in message
     assert "train.csv" in message
 
 

@@ -16,7 +16,6 @@ from pipeline.models.encoder import (
     EncoderForSequenceClassification,
     EncoderSettings,
     MultiHeadSelfAttention,
-    count_parameters_by_formula,
     register_auto_classes,
     scaled_dot_product_attention_math,
 )
@@ -33,6 +32,27 @@ def single_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
+
+
+def count_parameters_by_formula(config: EncoderClassifierConfig) -> int:
+    """The exact number of parameters of `EncoderForSequenceClassification(config)`, from the config alone."""
+    C, I, L = config.hidden_size, config.intermediate_size, config.num_layers
+    layer_norm = 2 * C  # weight + bias
+
+    embeddings = config.vocab_size * C
+    if config.position_embedding == "learned":
+        embeddings += config.max_position_embeddings * C  # the sinusoidal table is a buffer, not a parameter
+    if config.norm == "post":
+        embeddings += layer_norm
+
+    attention = (C * 3 * C + 3 * C) + (C * C + C)  # fused qkv + output projection, with biases
+    feed_forward = (C * I + I) + (I * C + C)
+    block = attention + feed_forward + 2 * layer_norm
+
+    final_norm = layer_norm if config.norm == "pre" else 0
+    head = C * config.num_labels + config.num_labels
+    return embeddings + L * block + final_norm + head
+
 
 
 def tiny_config(vocab_size=VOCAB, num_labels=4, **overrides) -> EncoderClassifierConfig:

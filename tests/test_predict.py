@@ -179,17 +179,34 @@ def ag_text(row: list[str]) -> str:
     return " ".join(part.replace("\\n", "\n").strip() for part in row[1:3] if part.strip())
 
 
-def test_texts_are_built_exactly_as_for_training():
-    data = pytest.importorskip("pipeline.data")
-    from pipeline.predict import TextSpec
+MESSY_FILE = (
+    "ID , TITLE, Description \n"  # header in another case, with stray spaces
+    "1,  Padded title  ,\\nescaped start\n"
+    "2,Title only,   \n"
+    "3,,Description only\n"
+    '4,"Multi\nline",a\\nb  \n'
+    "5,  ,  both parts  \n"
+)
 
-    rows = news_rows(8) + [["x", "  padded title ", "\\nescaped start", ""], ["y", "title only", "   ", ""]]
-    frame = pd.DataFrame(rows, columns=HEADER)
-    table = data.Table(frame=frame, source="rows.csv", origin="data.test_file")
-    for separator, unescape in [(" ", True), (" | ", False)]:
-        spec = TextSpec(("title", "description"), separator, unescape)
-        expected = data.build_texts(table, ["title", "description"], separator, unescape)
-        assert [spec.join(row[1:3]) for row in rows] == expected
+
+def test_stage_1_and_prediction_read_messy_rows_into_identical_texts(run_dir, tmp_path, monkeypatch):
+    """One file through stage 1 (as a training file) and through `pipeline.predict` (with the run's text rule):
+    both go through pipeline.tables, so the texts are the same by construction; this checks they stay so."""
+    from pipeline.config import DataConfig
+    from pipeline.data import load_splits
+
+    messy = tmp_path / "messy.csv"
+    messy.write_text(MESSY_FILE)
+    config = DataConfig(source="files", train_file=str(messy), test_file=str(messy), label_column="id",
+                        text_columns=["title", "description"], unescape_newlines=True, validation_fraction=0.2)
+    stage_1 = sorted(load_splits(config, seed=0)["test"]["text"])
+
+    seen: list[str] = []
+    label_texts = Predictor.label_texts
+    monkeypatch.setattr(Predictor, "label_texts", lambda self, texts, **kw: seen.extend(texts) or label_texts(self, texts, **kw))
+    assert predict_cli(run_dir, messy, tmp_path / "out.csv") == 0
+    assert sorted(seen) == stage_1
+    assert {"Padded title escaped start", "Title only", "Multi\nline a\nb", "both parts"} <= set(seen)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -381,7 +398,7 @@ def test_malformed_csv_reports_the_line(run_dir, tmp_path, capsys):
     text = 'id,title,description,note\n1,a,"b\nc",d\n2,a,b,c,EXTRA\n'
     (tmp_path / "bad.csv").write_text(text)
     assert predict_cli(run_dir, tmp_path / "bad.csv", tmp_path / "out.csv") != 0
-    assert_one_line_error(capsys.readouterr().err, "bad.csv", "line 4", "expected 4 fields, found 5")
+    assert_one_line_error(capsys.readouterr().err, "bad.csv", "line 4", "5 fields, expected 4")
 
     (tmp_path / "quote.csv").write_text('id,title,description,note\n1,a,b,c\n2,"a"x,b,c\n')
     assert predict_cli(run_dir, tmp_path / "quote.csv", tmp_path / "out.csv") != 0
@@ -435,7 +452,7 @@ def test_failure_after_the_first_chunk_leaves_no_output(run_dir, tmp_path, capsy
         handle.write("024,too,many,fields,here\n")
     output = tmp_path / "out" / "labelled.csv"
     assert predict_cli(run_dir, source, output, "--chunk-size", "5") != 0
-    assert_one_line_error(capsys.readouterr().err, f"line {bad_line}:", "expected 4 fields, found 5")
+    assert_one_line_error(capsys.readouterr().err, f"line {bad_line}:", "5 fields, expected 4")
     assert not output.exists()
     assert list(output.parent.iterdir()) == []  # no temporary file left behind either
 

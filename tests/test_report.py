@@ -24,6 +24,7 @@ from pipeline.report import (
     default_output_dir,
     load_run,
     load_runs,
+    mcnemar_exact_p,
     most_confident_mistakes,
     plot_confusion_matrix,
     write_report,
@@ -277,6 +278,19 @@ def test_mcnemar_reading_follows_the_p_value(tmp_path: Path):
     section = markdown_section(markdown_path.read_text(), "Where the runs disagree")
     assert f"p = {p_value:.2g} (not below 0.05: the accuracy gap may be chance)" in section
     assert "unlikely to be chance" not in section
+
+
+def test_mcnemar_exact_p_matches_known_values():
+    assert mcnemar_exact_p(0, 0) is None, "no discordant pairs, no test"
+    # By hand: all 6 discordant texts favour one run, so p = 2 * 0.5**6.
+    assert mcnemar_exact_p(0, 6) == pytest.approx(0.03125, rel=1e-12)
+    assert mcnemar_exact_p(1, 0) == 1.0
+    stats = pytest.importorskip("scipy.stats")
+    # The last pairs: thousands of discordant texts, where 0.5 ** n would underflow in floating point.
+    for b, c in [(1, 0), (5, 5), (3, 12), (10, 25), (40, 60), (0, 6), (700, 820), (2400, 2600)]:
+        expected = stats.binomtest(k=min(b, c), n=b + c, p=0.5).pvalue
+        assert mcnemar_exact_p(b, c) == pytest.approx(expected, rel=1e-9, abs=1e-300), (b, c)
+        assert mcnemar_exact_p(c, b) == mcnemar_exact_p(b, c), "two-sided: the order of the runs does not matter"
 
 
 def test_three_runs_leave_out_the_one_without_predictions(two_runs, tmp_path: Path):

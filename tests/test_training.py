@@ -9,7 +9,7 @@ from safetensors.torch import load_file
 
 from pipeline import finetune
 from pipeline.config import TrainConfig
-from pipeline.training import plan_steps, resolve_mixed_precision
+from pipeline.training import plan_steps
 from tests.conftest import reset_accelerate
 
 ENCODER = [
@@ -97,13 +97,3 @@ def test_plan_counts_a_shorter_last_window():
     assert (plan.steps_per_epoch, plan.total_steps) == (3, 6)  # windows of 4, 4, 2 batches
     assert plan_steps(10, TrainConfig(max_steps=7, warmup_ratio=0.5)).total_steps == 7
     assert plan_steps(10, TrainConfig(max_steps=7, warmup_ratio=0.5)).warmup_steps == 4
-
-
-def test_mixed_precision_auto_resolution(monkeypatch):
-    assert resolve_mixed_precision("no", use_cuda=True) == "no"
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: False)
-    assert resolve_mixed_precision("auto", use_cuda=True) == "fp16"
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
-    assert resolve_mixed_precision("auto", use_cuda=True) == "bf16"
-    monkeypatch.setattr("pipeline.training.cpu_supports_bf16", lambda: False)
-    assert resolve_mixed_precision("auto", use_cuda=False) == "no"

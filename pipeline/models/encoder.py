@@ -40,7 +40,6 @@ __all__ = [
     "EncoderBlock",
     "Encoder",
     "EncoderForSequenceClassification",
-    "count_parameters_by_formula",
     "sinusoidal_table",
     "register_auto_classes",
 ]
@@ -378,26 +377,6 @@ class EncoderForSequenceClassification(PreTrainedModel):
         if return_dict is False:
             return tuple(t for t in (loss, logits, attentions) if t is not None)
         return SequenceClassifierOutput(loss=loss, logits=logits, attentions=attentions)
-
-
-def count_parameters_by_formula(config: EncoderClassifierConfig) -> int:
-    """The exact number of parameters of `EncoderForSequenceClassification(config)`, from the config alone."""
-    C, I, L = config.hidden_size, config.intermediate_size, config.num_layers
-    layer_norm = 2 * C  # weight + bias
-
-    embeddings = config.vocab_size * C
-    if config.position_embedding == "learned":
-        embeddings += config.max_position_embeddings * C  # the sinusoidal table is a buffer, not a parameter
-    if config.norm == "post":
-        embeddings += layer_norm
-
-    attention = (C * 3 * C + 3 * C) + (C * C + C)  # fused qkv + output projection, with biases
-    feed_forward = (C * I + I) + (I * C + C)
-    block = attention + feed_forward + 2 * layer_norm
-
-    final_norm = layer_norm if config.norm == "pre" else 0
-    head = C * config.num_labels + config.num_labels
-    return embeddings + L * block + final_norm + head
 
 
 # ----------------------------------------------------------------------------------------------------------------------

@@ -1,0 +1,3 @@
+from pipeline.predict.cli import main
+
+main()

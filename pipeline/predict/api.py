@@ -1,0 +1,78 @@
+"""Prediction from Python (notebooks): a list of texts, or a DataFrame, with a model loaded once.
+
+    predictor = Predictor.from_path("runs/ag_news_bert")
+    predict_texts(predictor, ["Stocks fell sharply", "A late goal won the cup"])   # [("Business", 0.93), ...]
+    labelled = predict_dataframe(predictor, frame, probabilities=True)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pipeline.predict.output import check_no_clash, output_columns
+from pipeline.predict.predictor import DEFAULT_BATCH_SIZE, Predictor, as_predictor
+from pipeline.predict.source import PredictError
+from pipeline.tables import DataError, resolve_columns
+
+
+def predict_texts(
+    model_dir: str | Path | Predictor,
+    texts: Sequence[str] | str,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    device: str = "auto",
+    precision: str = "auto",
+) -> list[tuple[str, float]]:
+    """(label, score) for each text, in order; an empty text gives ("", nan). A single string is one text.
+    Pass a Predictor to load the model once."""
+    texts = [texts] if isinstance(texts, str) else list(texts)
+    predictor = as_predictor(model_dir, batch_size=batch_size, device=device, precision=precision)
+    result = predictor.label_texts(texts)
+    return [
+        (predictor.labels[label_id], score) if label_id >= 0 else ("", math.nan)
+        for label_id, score in zip(result.label_ids.tolist(), result.scores().tolist())
+    ]
+
+
+def predict_dataframe(
+    model_dir: str | Path | Predictor,
+    df: Any,
+    text_columns: Sequence[str] | None = None,
+    probabilities: bool = False,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    device: str = "auto",
+    precision: str = "auto",
+    prefix: str = "",
+) -> Any:
+    """A copy of `df` with label, label_id (nullable Int64), score, [prob_<class>...], error columns added.
+
+    Text columns default to those the model was trained with, found as stage 1 finds them. Rows whose text is
+    empty or missing (NaN, None) are kept, unlabelled, with the reason in `error`. `prefix` goes before every
+    added column's name.
+    """
+    import pandas as pd
+
+    predictor = as_predictor(model_dir, batch_size=batch_size, device=device, precision=precision)
+    spec = predictor.text_spec.with_columns(text_columns)
+    header = [str(column) for column in df.columns]
+    try:
+        positions = resolve_columns(header, spec.columns, "the DataFrame", "text_columns=")
+    except DataError as error:
+        raise PredictError(str(error)) from None
+    added = output_columns(predictor.labels, probabilities, prefix)
+    check_no_clash(header, added, "the DataFrame", "prefix=")
+    parts = zip(*(df.iloc[:, position].tolist() for position in positions))
+    texts = [spec.text_of(values) for values in parts]
+    result = predictor.label_texts(texts, empty_error=f"empty or missing text in {', '.join(spec.columns)}")
+    label_column, label_id_column, score_column, *probability_columns, error_column = added
+    labelled = df.copy()
+    ids = result.label_ids.tolist()
+    labelled[label_column] = [predictor.labels[i] if i >= 0 else "" for i in ids]
+    labelled[label_id_column] = pd.array([i if i >= 0 else None for i in ids], dtype="Int64")
+    labelled[score_column] = result.scores()
+    for index, column in enumerate(probability_columns):
+        labelled[column] = result.probabilities[:, index]
+    labelled[error_column] = result.errors
+    return labelled

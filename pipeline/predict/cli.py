@@ -1,0 +1,254 @@
+"""`python -m pipeline.predict`: stream a table through a model and write every row back, labelled.
+
+Validates everything cheap first (output, input, columns), then loads the model and streams chunk by chunk, so
+memory stays one chunk deep whatever the file's size. Errors print one line on stderr and exit non-zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from pipeline.predict.output import (
+    OUTPUT_FORMATS,
+    added_values,
+    check_no_clash,
+    check_output,
+    make_writer,
+    open_output,
+    output_columns,
+    output_format,
+)
+from pipeline.predict.predictor import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_RECHECK_MARGIN,
+    Predictor,
+)
+from pipeline.predict.source import PredictError, resolve_model_source
+from pipeline.tables import (
+    FORMATS,
+    DataError,
+    Table,
+    one_line,
+    open_table,
+    resolve_columns,
+)
+
+DEFAULT_CHUNK_SIZE = 10_000
+
+
+@dataclass
+class RunSummary:
+    rows: int = 0
+    rows_without_text: int = 0
+    seconds: float = 0.0
+
+
+def predict_table(predictor: Predictor, table: Table, writer: Any, added: list[str], probabilities: bool,
+                  progress: Any) -> RunSummary:
+    """Stream chunks through the model: read, label, write; memory stays one chunk deep."""
+    summary = RunSummary()
+    started = time.perf_counter()
+    spec = predictor.text_spec
+    columns = resolve_columns(table.header, spec.columns, table.name, "--text-columns")
+    header = table.header + added
+    if writer is not None:
+        writer.write_header(header)
+    for chunk in table.chunks:
+        summary.rows += len(chunk.records)
+        _update_total_estimate(progress, table, summary.rows)
+        texts = [spec.text_of([record[column] for column in columns]) for record in chunk.records]
+        result = predictor.label_texts(texts, on_batch=progress.update, empty_error=spec.describe_empty())
+        without_text = sum(1 for error in result.errors if error)
+        summary.rows_without_text += without_text
+        progress.update(without_text)
+        if writer is not None:
+            writer.write_rows(header, chunk.records, added_values(result, predictor.labels, probabilities))
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _update_total_estimate(progress: Any, table: Table, rows_read: int) -> None:
+    """Rows expected in all, from the share of the file's bytes read so far: gives tqdm its ETA."""
+    lines = table.lines
+    position = lines.position() if lines is not None else 0
+    if lines is not None and lines.size and position > 0:
+        progress.total = max(rows_read, round(rows_read * lines.size / position))
+        progress.refresh()
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m pipeline.predict",
+        description="Label the rows of a CSV, TSV, JSON Lines or Parquet file with a trained text classifier. "
+        "Output: every input row, in order and unchanged, then label, label_id, score, [prob_<class>...], error.",
+    )
+    add = parser.add_argument
+    add("--model", required=True, help="run directory (runs/<name>) or saved Hugging Face model directory")
+    add("--input", required=True, help="CSV/TSV/JSON Lines (optionally .gz) or Parquet file; '-' for stdin")
+    add("--output", required=True, help="CSV/TSV/JSON Lines file to write (.gz compresses); '-' for stdout")
+    add("--text-columns", type=_column_list,
+        help="comma-separated columns joined into the text (default: those the model was trained with; "
+        "'text' for a bare model directory)")
+    add("--column-names", type=_column_list,
+        help="names for the columns of a file without a header row (e.g. class_index,title,description); "
+        "a first row repeating the names is still read as a header")
+    add("--format", choices=FORMATS, help="input format (default: by extension; csv for '-')")
+    add("--output-format", choices=OUTPUT_FORMATS,
+        help="output format (default: by the output's extension; for '-' the input's format)")
+    add("--encoding", default="utf-8", help="encoding of a text input (default utf-8); output is always utf-8")
+    add("--batch-size", type=_positive_int, default=DEFAULT_BATCH_SIZE, help="rows per forward pass")
+    add("--chunk-size", type=_positive_int, default=DEFAULT_CHUNK_SIZE, help="rows read, labelled and written at a time")
+    add("--max-length", type=_positive_int, help="tokens per text (default: the run's training length)")
+    add("--device", default="auto", help="cpu, cuda, cuda:<index> or auto (default)")
+    add("--precision", choices=["auto", "fp32", "bf16"], default="auto",
+        help="auto (default): bf16 autocast where the hardware has native bf16, else fp32")
+    add("--recheck-margin", type=float, default=DEFAULT_RECHECK_MARGIN,
+        help=f"in bf16, rows whose two best classes are closer than this in probability are recomputed in fp32 "
+        f"(default {DEFAULT_RECHECK_MARGIN}; 0 turns it off)")
+    add("--probabilities", action="store_true", help="add a prob_<class> column per class")
+    add("--prefix", default="",
+        help="put this before the added columns' names, e.g. pred_ when the input already has a label column")
+    add("--overwrite", action="store_true", help="replace the output file if it exists (never a symlink)")
+    add("--no-progress", action="store_true", help="no progress bar (it is off anyway when stderr is not a terminal)")
+    return parser.parse_args(argv)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _column_list(text: str) -> list[str]:
+    columns = [part.strip() for part in text.split(",") if part.strip()]
+    if not columns:
+        raise argparse.ArgumentTypeError("name at least one column")
+    return columns
+
+
+def run(args: argparse.Namespace) -> RunSummary:
+    from tqdm import tqdm
+
+    process_index, num_processes = distributed_shard()
+    if num_processes > 1 and args.input == "-":
+        raise PredictError("under several processes every process reads the input: give a file, not '-'")
+    if process_index == 0:
+        check_output(args.output, args.overwrite)
+    source = resolve_model_source(args.model).with_text_columns(args.text_columns)
+    chunk_size = args.chunk_size
+    with open_table(args.input, args.format, args.column_names, args.encoding, chunk_size, "--format", "--encoding") as table:
+        resolve_columns(table.header, source.text_spec.columns, table.name, "--text-columns")
+        out_format = output_format(args.output, args.output_format, table.format)
+        predictor = Predictor.from_source(
+            source,
+            device=distributed_device(args.device, num_processes),
+            precision=args.precision,
+            batch_size=args.batch_size,
+            max_length=args.max_length,
+            recheck_margin=args.recheck_margin,
+        )
+        predictor.shard = (process_index, num_processes)
+        added = output_columns(predictor.labels, args.probabilities, args.prefix)
+        check_no_clash(table.header, added, table.name)
+        # None: off when stderr is not a terminal; only the main process shows one
+        progress = tqdm(total=None, unit=" rows", file=sys.stderr, dynamic_ncols=True, desc="Predicting",
+                        disable=True if args.no_progress or process_index > 0 else None)
+        # Only the main process writes; the others compute their share of each chunk and hand it over.
+        output = open_output(args.output, args.overwrite) if process_index == 0 else contextlib.nullcontext(None)
+        with progress, output as handle:
+            writer = make_writer(handle, out_format) if handle is not None else None
+            summary = predict_table(predictor, table, writer, added, args.probabilities, progress)
+            progress.total = progress.n
+    return summary
+
+
+def distributed_shard() -> tuple[int, int]:
+    """(process index, number of processes) under `accelerate launch` / `torchrun`; (0, 1) otherwise."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return 0, 1
+    from accelerate import PartialState
+
+    # Without a GPU, ask for the CPU (gloo) backend explicitly, or each process would run alone.
+    state = PartialState(cpu=not torch.cuda.is_available())
+    return state.process_index, state.num_processes
+
+
+def distributed_device(device: str, num_processes: int) -> str:
+    """With several processes on GPUs, `auto` means this process's own GPU, not the first one."""
+    if num_processes > 1 and device == "auto" and torch.cuda.is_available():
+        return f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+    return device
+
+
+def _quiet_libraries() -> None:
+    """Library warnings and progress bars would break the one-line error contract and clutter stderr."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    logging.getLogger("torch").setLevel(logging.ERROR)
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, unwound like Ctrl-C so that the temporary output file is removed."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise _Terminated
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """The command. Errors print one line on stderr and raise SystemExit with a non-zero code."""
+    args = parse_args(argv)
+    _quiet_libraries()
+    # Only the main thread may set handlers (main() can be called from a worker thread, e.g. in a notebook).
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous_handler = signal.signal(signal.SIGTERM, _raise_terminated) if in_main_thread else None
+    try:
+        summary = run(args)
+    except (PredictError, DataError) as error:
+        _fail(one_line(error), 1)
+    except KeyboardInterrupt as interrupt:
+        code = 128 + (signal.SIGTERM if isinstance(interrupt, _Terminated) else signal.SIGINT)
+        _fail("interrupted; no output was written", code)
+    except BrokenPipeError:  # the reader of stdout went away (e.g. `| head`): nothing more to say
+        with contextlib.suppress(OSError):
+            sys.stderr.close()
+        raise SystemExit(1) from None
+    except OSError as error:  # disk full, permission denied while writing
+        _fail(one_line(error), 1)
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous_handler)
+    if os.environ.get("RANK", "0") == "0":  # under several processes the main one reports
+        _report(summary, args.output)
+
+
+def _fail(message: str, code: int) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(code) from None
+
+
+def _report(summary: RunSummary, output: str) -> None:
+    rate = summary.rows / summary.seconds if summary.seconds > 0 else 0.0
+    destination = "stdout" if output == "-" else output
+    note = ""
+    if summary.rows_without_text:
+        note = f"; {summary.rows_without_text} rows had no text and were left unlabelled (see the error column)"
+    print(f"labelled {summary.rows} rows -> {destination} ({rate:.0f} rows/s){note}", file=sys.stderr)

@@ -1,0 +1,182 @@
+"""What prediction adds to each row, and writing rows out: CSV/TSV (every input field unchanged) or JSON Lines,
+to a temporary file renamed into place when complete, to stdout, or written through to a device or pipe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import gzip
+import io
+import json
+import math
+import os
+import stat
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from pipeline.io import atomic_path
+from pipeline.predict.predictor import LabelledTexts
+from pipeline.predict.source import PredictError
+from pipeline.tables import DELIMITERS, resolve_format
+
+# The columns prediction adds after the input's own, in this order; prob_<class> columns go before `error`.
+LABEL_COLUMN, LABEL_ID_COLUMN, SCORE_COLUMN, ERROR_COLUMN = "label", "label_id", "score", "error"
+PROBABILITY_PREFIX = "prob_"
+PROBABILITY_FORMAT = "%.6g"
+OUTPUT_FORMATS = ("csv", "tsv", "jsonl")
+
+
+def output_columns(labels: Sequence[str], probabilities: bool, prefix: str = "") -> list[str]:
+    """label, label_id, score, [prob_<class>...], error -- each behind `prefix` (e.g. "pred_")."""
+    probability_columns = [f"{PROBABILITY_PREFIX}{name}" for name in labels] if probabilities else []
+    names = [LABEL_COLUMN, LABEL_ID_COLUMN, SCORE_COLUMN, *probability_columns, ERROR_COLUMN]
+    return [prefix + name for name in names]
+
+
+def check_no_clash(available: Sequence[str], added: Sequence[str], where: str, option: str = "--prefix") -> None:
+    """Our columns must not shadow input columns (a gold `label` column is common): a reader would see two."""
+    clashes = [column for column in added if column in available]
+    if clashes:
+        raise PredictError(
+            f"{where} already has column {', '.join(repr(c) for c in clashes)}, which prediction adds; "
+            f"name the added columns differently with {option} (e.g. pred_)"
+        )
+
+
+def added_values(result: LabelledTexts, labels: Sequence[str], probabilities: bool) -> list[list[Any]]:
+    """Per row: label, label_id, score, [probabilities...], error; None where a row has no label."""
+    scores = result.scores().tolist()
+    rows = []
+    for index, label_id in enumerate(result.label_ids.tolist()):
+        found = label_id >= 0
+        values = [labels[label_id] if found else None, label_id if found else None, scores[index] if found else None]
+        if probabilities:
+            values += result.probabilities[index].tolist() if found else [None] * len(labels)
+        rows.append(values + [result.errors[index]])
+    return rows
+
+
+def output_format(path: str, explicit: str | None, input_format: str) -> str:
+    """--format wins; otherwise the output's name, and for stdout the input's format when it can be written."""
+    if explicit:
+        return explicit
+    if path == "-":
+        return input_format if input_format in OUTPUT_FORMATS else "csv"
+    kind = resolve_format(path, None, "--format")
+    if kind not in OUTPUT_FORMATS:
+        raise PredictError(f"{path}: prediction writes {', '.join(OUTPUT_FORMATS)} (optionally .gz), not {kind}")
+    return kind
+
+
+class DelimitedWriter:
+    """CSV/TSV rows with minimal quoting and '\\n' line ends; input fields are written back unchanged.
+
+    csv.writer quotes a field that holds the delimiter, a quote or a character of the line terminator, but not a
+    lone '\\r' when the terminator is '\\n'; such a field would come back split, so rows holding one are quoted.
+    """
+
+    def __init__(self, handle: IO[str], kind: str):
+        self._minimal = csv.writer(handle, delimiter=DELIMITERS[kind], lineterminator="\n")
+        self._quoted = csv.writer(handle, delimiter=DELIMITERS[kind], lineterminator="\n", quoting=csv.QUOTE_ALL)
+
+    def write_header(self, header: Sequence[str]) -> None:
+        self._write([str(name) for name in header])
+
+    def write_rows(self, header: Sequence[str], records: list[list[Any]], added: list[list[Any]]) -> None:
+        for record, extra in zip(records, added):
+            self._write([_field(value) for value in record] + [_added_field(value) for value in extra])
+
+    def _write(self, row: list[str]) -> None:
+        writer = self._quoted if any("\r" in value for value in row) else self._minimal
+        writer.writerow(row)
+
+
+def _field(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return value if isinstance(value, str) else json.dumps(value) if isinstance(value, (list, dict)) else str(value)
+
+
+def _added_field(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return PROBABILITY_FORMAT % value  # six significant digits: stable against float noise between batchings
+    return str(value)
+
+
+class JsonLinesWriter:
+    """One JSON object per row: the input record's fields, then the added ones (numbers as numbers)."""
+
+    def __init__(self, handle: IO[str]):
+        self._handle = handle
+        self._added: list[str] = []
+
+    def write_header(self, header: Sequence[str]) -> None:
+        pass  # every record names its fields
+
+    def write_rows(self, header: Sequence[str], records: list[list[Any]], added: list[list[Any]]) -> None:
+        names = list(header)
+        for record, extra in zip(records, added):
+            row = dict(zip(names[: len(record)], record))
+            row.update(zip(names[len(record) :], (_json_number(value) for value in extra)))
+            self._handle.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+
+
+def _json_number(value: Any) -> Any:
+    return float(PROBABILITY_FORMAT % value) if isinstance(value, float) else value
+
+
+def make_writer(handle: IO[str], kind: str) -> DelimitedWriter | JsonLinesWriter:
+    return JsonLinesWriter(handle) if kind == "jsonl" else DelimitedWriter(handle, kind)
+
+
+def writes_through(path: str) -> bool:
+    """Stdout, a device (/dev/null), a FIFO or a socket: written as it is, never replaced by a regular file."""
+    if path == "-":
+        return True
+    try:
+        mode = os.stat(path).st_mode  # follows a symlink: a link to /dev/null writes through too
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
+def check_output(path: str, overwrite: bool) -> None:
+    """Before any work: never replace an existing file silently; a symlink is refused (it would be replaced)."""
+    if writes_through(path):
+        return
+    target = Path(path)
+    if target.is_symlink():
+        raise PredictError(f"output {path} is a symbolic link; give the path it points to ({os.path.realpath(path)})")
+    if target.is_dir():
+        raise PredictError(f"output is a directory, not a file: {path}")
+    if target.exists() and not overwrite:
+        raise PredictError(f"output file {path} already exists; pass --overwrite to replace it")
+
+
+@contextlib.contextmanager
+def open_output(path: str, overwrite: bool) -> Iterator[IO[str]]:
+    """Stdout or a non-regular file: written through. Otherwise a temporary file beside `path`, renamed onto it
+    only if the block succeeds."""
+    if path == "-":
+        handle = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", newline="")
+        try:
+            yield handle
+            handle.flush()
+        finally:
+            handle.detach()  # leave sys.stdout open for the caller
+        return
+    if writes_through(path):
+        with open(path, "w", encoding="utf-8", newline="") as handle:
+            yield handle
+        return
+    with atomic_path(path) as temp_path:
+        opener = gzip.open if path.lower().endswith(".gz") else open
+        with opener(temp_path, "wt", encoding="utf-8", newline="") as handle:
+            yield handle
+        if Path(path).exists() and not overwrite:  # it appeared while we worked: still never clobber it
+            raise PredictError(f"output file {path} appeared while predicting; pass --overwrite to replace it")

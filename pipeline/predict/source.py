@@ -1,0 +1,94 @@
+"""Where a model comes from: a run directory (its model/ plus how the run built texts and its fixed length) or any
+saved sequence-classification folder; and loading its weights and tokenizer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pipeline.config import DataConfig
+from pipeline.rundir import RunDir, RunDirError, is_model_dir, is_run_dir, nested_get
+from pipeline.tables import TextSpec, one_line
+
+
+class PredictError(ValueError):
+    """Bad input or settings: the command prints the message on one line and exits non-zero."""
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where the weights are and what the run says about the text: cheap to resolve, nothing loaded yet."""
+
+    model_dir: Path
+    text_spec: TextSpec
+    # The run's fixed training length; None for a bare model directory (then the tokenizer's limit applies).
+    max_length: int | None
+    run_dir: Path | None = None
+
+    def with_text_columns(self, columns: list[str] | tuple[str, ...] | None) -> ModelSource:
+        return ModelSource(self.model_dir, self.text_spec.with_columns(columns), self.max_length, self.run_dir)
+
+
+def default_text_spec() -> TextSpec:
+    """A bare model directory is read as a run with the default data settings."""
+    return TextSpec.from_data_config(DataConfig())
+
+
+def run_text_spec(config: dict[str, Any]) -> TextSpec:
+    """The text the run's model was trained on, from its config.yaml (defaults for keys a hand-written one omits)."""
+    defaults = DataConfig()
+    data = config.get("data") or {}
+    columns = data.get("text_columns", defaults.text_columns)
+    return TextSpec(
+        tuple(str(column) for column in ([columns] if isinstance(columns, str) else columns)),
+        str(data.get("text_separator", defaults.text_separator)),
+        bool(data.get("unescape_newlines", defaults.unescape_newlines)),
+    )
+
+
+def run_max_length(run: RunDir, config: dict[str, Any]) -> int | None:
+    """The fixed length the run tokenized to (metrics.json), else an integer tokenizer.max_length in config.yaml."""
+    if run.metrics_path.is_file():
+        length = nested_get(run.read_metrics(require_test=False), "tokenization", "max_length")
+        if isinstance(length, int) and length > 0:
+            return length
+    length = nested_get(config, "tokenizer", "max_length")
+    return length if isinstance(length, int) and length > 0 else None
+
+
+def resolve_model_source(path: str | Path) -> ModelSource:
+    """A run directory, a run's `model/` folder (the run's settings still apply) or a bare saved model."""
+    path = Path(path)
+    if not path.exists():
+        raise PredictError(f"model not found: {path}")
+    run_path = path if is_run_dir(path) else path.parent if is_model_dir(path) and is_run_dir(path.parent) else None
+    if run_path is not None:
+        run = RunDir(run_path)
+        try:
+            config = run.read_config()
+            return ModelSource(run.model_dir, run_text_spec(config), run_max_length(run, config), run_path)
+        except RunDirError as error:
+            raise PredictError(str(error)) from None
+    if is_model_dir(path):
+        return ModelSource(path, default_text_spec(), None)
+    raise PredictError(f"{path} is neither a run directory (model/ and config.yaml) nor a saved model (config.json)")
+
+
+def load_model_and_tokenizer(model_dir: Path) -> tuple[Any, Any]:
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    import pipeline.models.encoder  # noqa: F401 -- registers the from-scratch encoder with the Auto classes
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+        model = AutoModelForSequenceClassification.from_pretrained(str(model_dir))
+    except Exception as error:  # noqa: BLE001 -- a user's files: any failure to load them is bad input
+        raise PredictError(
+            f"cannot load a sequence-classification model from {model_dir}: {type(error).__name__}: {one_line(error)}"
+        ) from None
+    if not getattr(tokenizer, "is_fast", False):
+        # The per-chunk batch call relies on the Rust tokenizer; a slow one would dominate the run time.
+        raise PredictError(f"{model_dir} has no fast tokenizer (tokenizer.json or a convertible vocabulary)")
+    return model.eval(), tokenizer

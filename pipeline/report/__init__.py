@@ -1,0 +1,101 @@
+"""Evaluation reports for one or more run directories: a Markdown report and a self-contained HTML one.
+
+    python -m pipeline.report runs/ag_news_bert runs/ag_news_encoder --output reports/bert_vs_encoder
+
+    from pipeline.report import write_report
+    markdown_path, html_path = write_report(["runs/ag_news_bert", "runs/ag_news_encoder"], "reports/bert_vs_encoder")
+
+Reports read only what a run directory holds (through `pipeline.rundir`, the one module that knows its files; see
+docs/run-directory.md), so runs trained on another machine can be compared anywhere. The same content is rendered
+twice: Markdown (tables only, small and diffable) and HTML (tables plus embedded PNG charts, inline CSS, no
+external fetches, so the one file can be mailed or archived).
+
+The package, by role: `runs` loads run directories, `analysis` compares predictions, `sections` builds the
+report's blocks (`blocks`), `formatting` formats numbers, `render` turns blocks into Markdown and HTML, `write`
+writes the files, `cli` is the command line. This module re-exports the public names.
+"""
+
+from __future__ import annotations
+
+from pipeline.report.analysis import (
+    MAX_MISTAKE_ROWS,
+    Comparison,
+    compare_predictions,
+    mcnemar_exact_p,
+    most_confident_mistakes,
+)
+from pipeline.report.blocks import Block, Cell, Chart, Heading, Images, Paragraph, Table
+from pipeline.report.cli import main
+from pipeline.report.formatting import (
+    MAX_TEXT_CHARS,
+    MISSING,
+    format_count,
+    format_duration,
+    format_percent,
+    format_rate,
+    format_score,
+)
+from pipeline.report.render import render_html, render_markdown
+from pipeline.report.runs import Run, load_run, load_runs
+from pipeline.report.sections import (
+    MAX_DISAGREEMENT_ROWS,
+    SECTION_CONFUSION,
+    SECTION_CURVES,
+    SECTION_DISAGREEMENTS,
+    SECTION_MISTAKES,
+    SECTION_PER_CLASS,
+    SECTION_SUMMARY,
+    build_report,
+    eval_curve,
+)
+from pipeline.report.write import (
+    default_output_dir,
+    plot_confusion_matrix,
+    write_report,
+)
+
+# The run directory's own error and warning types under the report's names, so that catching either one works.
+from pipeline.rundir import RunDirError as ReportError
+from pipeline.rundir import RunDirWarning as ReportWarning
+
+__all__ = [
+    "MAX_DISAGREEMENT_ROWS",
+    "MAX_MISTAKE_ROWS",
+    "MAX_TEXT_CHARS",
+    "MISSING",
+    "SECTION_CONFUSION",
+    "SECTION_CURVES",
+    "SECTION_DISAGREEMENTS",
+    "SECTION_MISTAKES",
+    "SECTION_PER_CLASS",
+    "SECTION_SUMMARY",
+    "Block",
+    "Cell",
+    "Chart",
+    "Comparison",
+    "Heading",
+    "Images",
+    "Paragraph",
+    "ReportError",
+    "ReportWarning",
+    "Run",
+    "Table",
+    "build_report",
+    "compare_predictions",
+    "default_output_dir",
+    "eval_curve",
+    "format_count",
+    "format_duration",
+    "format_percent",
+    "format_rate",
+    "format_score",
+    "load_run",
+    "load_runs",
+    "main",
+    "mcnemar_exact_p",
+    "most_confident_mistakes",
+    "plot_confusion_matrix",
+    "render_html",
+    "render_markdown",
+    "write_report",
+]

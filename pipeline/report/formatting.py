@@ -1,0 +1,47 @@
+"""Number and text formatting for reports: one convention for every table and sentence of a report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.rundir import is_number
+
+MAX_TEXT_CHARS = 140
+# Shown wherever a value is absent or not a finite number.
+MISSING = "—"
+
+
+def format_percent(value: Any, decimals: int = 2) -> str:
+    return f"{100 * value:.{decimals}f}%" if is_number(value) else MISSING
+
+
+def format_score(value: Any) -> str:
+    return f"{value:.4f}" if is_number(value) else MISSING
+
+
+def format_count(value: Any) -> str:
+    return f"{int(value):,}" if is_number(value) else MISSING
+
+
+def format_rate(value: Any) -> str:
+    return f"{value:,.1f}" if is_number(value) else MISSING
+
+
+def format_duration(seconds: Any) -> str:
+    """4.2s, 42s, 1m 23s, 2h 05m 09s."""
+    if not is_number(seconds):
+        return MISSING
+    if seconds < 10:
+        return f"{seconds:.1f}s"
+    whole = int(round(seconds))
+    hours, remainder = divmod(whole, 3600)
+    minutes, secs = divmod(remainder, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m {secs:02d}s"
+    return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
+
+
+def truncate(text: str, limit: int = MAX_TEXT_CHARS) -> str:
+    """One line of at most `limit` characters, whitespace collapsed, an ellipsis where text was cut."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

@@ -1,0 +1,79 @@
+"""Loading run directories for a report: one `Run` per directory, read through `pipeline.rundir.RunDir`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pipeline.rundir import RunDir, RunDirError, nested_get
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass
+class Run:
+    """Everything a report needs from one run directory."""
+
+    name: str
+    path: Path
+    config: dict[str, Any]
+    metrics: dict[str, Any]
+    history: list[dict[str, Any]]
+    predictions: pd.DataFrame | None
+    # What was skipped while loading (e.g. a truncated history line); shown at the top of the report.
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def labels(self) -> list[str]:
+        return [str(label) for label in self.metrics["labels"]]
+
+    def metric(self, *keys: str) -> Any:
+        """The run's metrics at a nested key path, or None where any level is absent."""
+        return nested_get(self.metrics, *keys)
+
+
+def load_run(run_dir: str | Path) -> Run:
+    """Read one run directory; raise ReportError naming the directory and what is missing or broken."""
+    path = Path(run_dir)
+    directory = RunDir(path)
+    directory.check_finished()
+    run = Run(
+        name=directory_name(path),
+        path=path,
+        config=directory.read_config(),
+        metrics=directory.read_metrics(),
+        history=[],
+        predictions=None,
+    )
+    run.history = directory.read_history(run.notes)
+    run.predictions = directory.read_predictions(run.notes)
+    return run
+
+
+def load_runs(run_dirs: Sequence[str | Path]) -> list[Run]:
+    """load_run for each directory, renamed where two directories share a name so columns stay distinguishable."""
+    if not run_dirs:
+        raise RunDirError("no run directories given")
+    runs = [load_run(run_dir) for run_dir in run_dirs]
+    for run, name in zip(runs, unique_names([run.path for run in runs])):
+        run.name = name
+    return runs
+
+
+def directory_name(path: Path) -> str:
+    return path.name or path.resolve().name
+
+
+def unique_names(paths: Sequence[Path]) -> list[str]:
+    """The runs' folder names, qualified where two of them would otherwise read the same."""
+    names = [directory_name(path) for path in paths]
+    if len(set(names)) == len(names):
+        return names
+    # runs/a/bert vs elsewhere/bert: the parent folder tells them apart.
+    qualified = [f"{path.resolve().parent.name}/{name}" for path, name in zip(paths, names)]
+    if len(set(qualified)) == len(qualified):
+        return qualified
+    return [f"{name} ({index + 1})" for index, name in enumerate(names)]

@@ -1,0 +1,440 @@
+"""The report's content as blocks: title, verdict and the sections from summary to most confident mistakes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from pipeline import plots
+from pipeline.report.analysis import (
+    Comparison,
+    compare_predictions,
+    most_confident_mistakes,
+    predicted_column,
+    score_column,
+)
+from pipeline.report.blocks import Block, Cell, Chart, Heading, Images, Paragraph, Table
+from pipeline.report.formatting import (
+    MISSING,
+    format_count,
+    format_duration,
+    format_percent,
+    format_rate,
+    format_score,
+    truncate,
+)
+from pipeline.report.runs import Run
+from pipeline.rundir import (
+    HISTORY_FILE,
+    METRICS_FILE,
+    PREDICTION_GOLD,
+    PREDICTION_PREDICTED,
+    PREDICTION_SCORE,
+    PREDICTION_TEXT,
+    PREDICTIONS_FILE,
+    REPORT_HTML,
+    is_number,
+    nested_get,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+MAX_DISAGREEMENT_ROWS = 20
+
+SECTION_SUMMARY = "Summary"
+SECTION_CONFUSION = "Confusion matrices"
+SECTION_CURVES = "Validation accuracy"
+SECTION_PER_CLASS = "Per-class F1"
+SECTION_DISAGREEMENTS = "Where the runs disagree"
+SECTION_MISTAKES = "Most confident mistakes"
+
+
+def build_report(runs: Sequence[Run], generated_at: datetime | None = None) -> tuple[str, list[Block]]:
+    """The report's title and blocks, shared by both renderings."""
+    comparison = compare_predictions(runs) if len(runs) >= 2 else None
+    title = "Evaluation report: " + " vs ".join(run.name for run in runs)
+    blocks: list[Block] = [Heading(title, level=1)]
+    blocks += _header_blocks(runs, comparison, generated_at or datetime.now().astimezone())
+    blocks += _summary_blocks(runs)
+    blocks += _confusion_blocks(runs)
+    blocks += _curve_blocks(runs)
+    blocks += _per_class_blocks(runs)
+    if comparison is not None:
+        blocks += _disagreement_blocks(comparison)
+    blocks += _mistake_blocks(runs)
+    return title, blocks
+
+
+# --- 1. Header: when, which runs, the verdict, what was skipped
+
+
+def _header_blocks(runs: Sequence[Run], comparison: Comparison | None, generated_at: datetime) -> list[Block]:
+    locations = ", ".join(f"{run.name} ({run.path})" for run in runs)
+    blocks: list[Block] = [
+        Paragraph(f"Generated {generated_at:%Y-%m-%d %H:%M %Z}. Runs: {locations}.", style="meta"),
+        Paragraph(_verdict(runs, comparison), style="verdict"),
+    ]
+    blocks += [Paragraph(f"{run.name}: {note}", style="note") for run in runs for note in run.notes]
+    return blocks
+
+
+def _verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
+    if len(runs) == 1:
+        run = runs[0]
+        return (f"{run.name}: test accuracy {format_percent(run.metric('test', 'accuracy'))}, macro-F1 "
+                f"{format_score(run.metric('test', 'macro_f1'))} on {format_count(_num_test_samples(run))} "
+                "test texts.")
+    ranked = sorted(runs, key=lambda run: run.metric("test", "accuracy"), reverse=True)
+    best, runner_up = ranked[0], ranked[1]
+    best_accuracy, runner_up_accuracy = best.metric("test", "accuracy"), runner_up.metric("test", "accuracy")
+    caveat = ""
+    test_sizes = {_num_test_samples(run) for run in runs} - {None}
+    if (comparison is not None and comparison.different_test_data) or len(test_sizes) > 1:
+        caveat = " Caution: the runs were tested on different data."
+    elif comparison is not None and comparison.mcnemar_p_value is not None and len(runs) == 2:
+        # Only with exactly two runs does the test compare the same pair as the accuracy gap above.
+        caveat = " " + _significance_sentence(comparison.mcnemar_p_value)
+    if best_accuracy == runner_up_accuracy:
+        tied = [run.name for run in ranked if run.metric("test", "accuracy") == best_accuracy]
+        return f"{' and '.join(tied)} tie on test accuracy at {format_percent(best_accuracy)}.{caveat}"
+    gap_points = 100 * (best_accuracy - runner_up_accuracy)
+    rival = "runner-up " if len(runs) > 2 else ""
+    return (f"Best by test accuracy: {best.name} with {format_percent(best_accuracy)}, {gap_points:.2f} points "
+            f"ahead of {rival}{runner_up.name} ({format_percent(runner_up_accuracy)}).{caveat}")
+
+
+def _significance_sentence(p_value: float) -> str:
+    if p_value < 0.05:
+        return f"The gap is statistically significant (McNemar p = {p_value:.2g})."
+    return f"The gap may be chance (McNemar p = {p_value:.2g})."
+
+
+def _num_test_samples(run: Run) -> Any:
+    if is_number(run.metric("test", "num_samples")):
+        return run.metric("test", "num_samples")
+    return len(run.predictions) if run.predictions is not None else None
+
+
+# --- 2. Summary table
+
+
+def _summary_blocks(runs: Sequence[Run]) -> list[Block]:
+    rows: list[list[Cell]] = [
+        _metric_row("Test accuracy", runs, lambda r: r.metric("test", "accuracy"), format_percent, higher=True),
+        _metric_row("Macro-F1", runs, lambda r: r.metric("test", "macro_f1"), format_score, higher=True),
+    ]
+    for label in _all_labels(runs):
+        rows.append(_metric_row(f"F1: {label}", runs, lambda r, c=label: r.metric("test", "per_class", c, "f1"),
+                                format_score, higher=True))
+    rows += [
+        _metric_row("Test loss", runs, lambda r: r.metric("test", "loss"), format_score, higher=False),
+        _text_row("Test samples", runs, lambda r: format_count(_num_test_samples(r))),
+        _text_row("Best step", runs, _best_step_text),
+        _text_row("Steps trained", runs, _steps_text),
+        _text_row("Parameters", runs, lambda r: format_count(_num_parameters(r))),
+        _text_row("Fixed length (tokens)", runs, _max_length_text),
+        _text_row("Truncated texts (test)", runs,
+                  lambda r: format_percent(r.metric("tokenization", "truncated_fraction", "test"))),
+        _text_row("Truncated texts (train)", runs,
+                  lambda r: format_percent(r.metric("tokenization", "truncated_fraction", "train"))),
+        _text_row("Training time", runs, lambda r: format_duration(r.metric("timings", "train_seconds"))),
+        _text_row("Total time", runs, lambda r: format_duration(r.metric("timings", "total_seconds"))),
+        _text_row("Training samples/s", runs,
+                  lambda r: format_rate(r.metric("throughput", "train_samples_per_second"))),
+        _text_row("Evaluation samples/s", runs,
+                  lambda r: format_rate(r.metric("throughput", "eval_samples_per_second"))),
+        _text_row("Device", runs, _device_text),
+        _text_row("Mixed precision", runs, lambda r: _plain(r.metric("training", "mixed_precision"))),
+        _text_row("Effective batch size", runs, lambda r: format_count(r.metric("training", "effective_batch_size"))),
+        _text_row("Model", runs, _model_text),
+        _text_row("Finished", runs, lambda r: _timestamp_text(r.metric("run", "finished_at"))),
+    ]
+    return [Heading(SECTION_SUMMARY), Table(["", *[run.name for run in runs]], rows)]
+
+
+def _metric_row(label: str, runs: Sequence[Run], value_of: Callable[[Run], Any],
+                formatter: Callable[[Any], str], higher: bool) -> list[Cell]:
+    """A numeric row; with several runs the best value is emphasised."""
+    values = [value_of(run) for run in runs]
+    numbers = [value for value in values if is_number(value)]
+    best = (max(numbers) if higher else min(numbers)) if len(runs) > 1 and len(set(numbers)) > 1 else None
+    cells = [Cell(formatter(value), "best" if best is not None and value == best else "num") for value in values]
+    return [Cell(label), *cells]
+
+
+def _text_row(label: str, runs: Sequence[Run], text_of: Callable[[Run], str]) -> list[Cell]:
+    return [Cell(label), *[Cell(text_of(run), "num") for run in runs]]
+
+
+def _all_labels(runs: Sequence[Run]) -> list[str]:
+    """Class names in the first run's order; classes only later runs know are appended."""
+    labels: list[str] = []
+    for run in runs:
+        labels += [label for label in run.labels if label not in labels]
+    return labels
+
+
+def _plain(value: Any) -> str:
+    return MISSING if value is None or value == "" else str(value)
+
+
+def _best_step_text(run: Run) -> str:
+    step = run.metric("best", "step")
+    if not is_number(step):
+        return MISSING
+    accuracy = run.metric("best", "validation_accuracy")
+    return f"{format_count(step)} (val. {format_percent(accuracy)})" if is_number(accuracy) else format_count(step)
+
+
+def _steps_text(run: Run) -> str:
+    steps, epochs = run.metric("training", "global_steps"), run.metric("training", "epochs_completed")
+    if not is_number(steps):
+        return MISSING
+    text = format_count(steps) + (f" ({epochs:.2f} epochs)" if is_number(epochs) else "")
+    return text + (", stopped early" if run.metric("training", "stopped_early") is True else "")
+
+
+def _num_parameters(run: Run) -> Any:
+    return run.metric("run", "num_parameters")
+
+
+def _max_length_text(run: Run) -> str:
+    length = run.metric("tokenization", "max_length")
+    setting = run.metric("tokenization", "max_length_setting")
+    if not is_number(length):
+        return MISSING
+    return f"{format_count(length)} (auto)" if setting == "auto" else format_count(length)
+
+
+def _device_text(run: Run) -> str:
+    kind, name = run.metric("device", "type"), run.metric("device", "name")
+    processes = run.metric("device", "num_processes") or run.metric("training", "num_processes")
+    if kind is None and name is None:
+        return MISSING
+    device = f"{kind} ({name})" if kind and name and name != kind else str(kind or name)
+    if is_number(processes):
+        device += f", {int(processes)} process" + ("es" if processes != 1 else "")
+    return device
+
+
+def _model_text(run: Run) -> str:
+    kind = run.metric("run", "model_kind") or nested_get(run.config, "model", "kind")
+    name = run.metric("run", "model_name_or_path") or nested_get(run.config, "model", "name_or_path")
+    if kind == "encoder":
+        # The from-scratch encoder borrows only a tokenizer; its name_or_path names no pretrained weights.
+        return "encoder (from scratch)"
+    return " · ".join(str(part) for part in (kind, name) if part) or MISSING
+
+
+def _timestamp_text(value: Any) -> str:
+    if not isinstance(value, str):
+        return MISSING
+    try:
+        return f"{datetime.fromisoformat(value):%Y-%m-%d %H:%M}"
+    except ValueError:
+        return value
+
+
+# --- 3. Confusion matrices
+
+
+def _confusion_blocks(runs: Sequence[Run]) -> list[Block]:
+    blocks: list[Block] = [Heading(SECTION_CONFUSION),
+                           Paragraph("Rows: true class; columns: predicted class. Colour: share of the true class.",
+                                     style="meta")]
+    images = []
+    for run in runs:
+        matrix = run.metric("test", "confusion_matrix")
+        if not _valid_matrix(matrix, len(run.labels)):
+            blocks.append(Paragraph(f"{run.name}: {METRICS_FILE} has no usable test confusion matrix.", style="note"))
+            continue
+        title = f"{run.name} (test accuracy {format_percent(run.metric('test', 'accuracy'))})"
+        figure = plots.confusion_matrix_figure(matrix, run.labels, title=truncate(title, 60))
+        # No caption: the chart's own title names the run.
+        images.append(Chart(plots.figure_to_png(figure), alt_text=f"confusion matrix of {run.name}"))
+        blocks += [Heading(run.name, level=3, only="md"), _confusion_table(matrix, run.labels)]
+    if images:
+        blocks.append(Images(images, only="html"))
+    return blocks
+
+
+def _valid_matrix(matrix: Any, size: int) -> bool:
+    return (isinstance(matrix, list) and len(matrix) == size
+            and all(isinstance(row, list) and len(row) == size and all(map(is_number, row)) for row in matrix))
+
+
+def _confusion_table(matrix: list[list[float]], labels: list[str]) -> Table:
+    rows = [[Cell(label), *[Cell(format_count(count), "num") for count in row]] for label, row in zip(labels, matrix)]
+    return Table(["true ↓ predicted →", *labels], rows, only="md")
+
+
+# --- 4. Validation curves
+
+
+def eval_curve(run: Run) -> plots.EvalCurve:
+    """The validation accuracy points of a run's training history (the lines that carry eval_accuracy)."""
+    points = [line for line in run.history if is_number(line.get("eval_accuracy")) and is_number(line.get("step"))]
+    best_step = run.metric("best", "step")
+    return plots.EvalCurve(
+        run_name=run.name,
+        steps=[point["step"] for point in points],
+        elapsed_seconds=[point["elapsed_seconds"] if is_number(point.get("elapsed_seconds")) else None
+                         for point in points],
+        accuracies=[point["eval_accuracy"] for point in points],
+        best_step=best_step if is_number(best_step) else None,
+    )
+
+
+def _curve_blocks(runs: Sequence[Run]) -> list[Block]:
+    blocks: list[Block] = [Heading(SECTION_CURVES)]
+    curves = [eval_curve(run) for run in runs]
+    with_points = [curve for curve in curves if curve.steps]
+    for curve in curves:
+        if not curve.steps:
+            blocks.append(Paragraph(f"{curve.run_name}: {HISTORY_FILE} has no evaluation lines, so no curve.",
+                                    style="note"))
+    if not with_points:
+        return blocks
+    figure = plots.validation_curves_figure(with_points)
+    caption = "Validation accuracy by optimizer step and by training time; ★ marks the selected (best) model."
+    blocks.append(Images([Chart(plots.figure_to_png(figure), "validation accuracy curves", caption)], only="html"))
+    blocks.append(Paragraph(f"The curves are drawn in {REPORT_HTML}.", style="meta", only="md"))
+    rows = [[Cell(curve.run_name), Cell(format_count(len(curve.steps)), "num"), Cell(_curve_point(curve, 0), "num"),
+             Cell(_curve_point(curve, int(np.argmax(curve.accuracies))), "num"), Cell(_curve_point(curve, -1), "num")]
+            for curve in with_points]
+    blocks.append(Table(["Run", "Evaluations", "First", "Highest", "Last"], rows))
+    return blocks
+
+
+def _curve_point(curve: plots.EvalCurve, index: int) -> str:
+    elapsed = curve.elapsed_seconds[index]
+    when = f", {format_duration(elapsed)}" if elapsed is not None else ""
+    return f"{format_percent(curve.accuracies[index])} (step {format_count(curve.steps[index])}{when})"
+
+
+# --- 5. Per-class F1
+
+
+def _per_class_blocks(runs: Sequence[Run]) -> list[Block]:
+    labels = _all_labels(runs)
+    f1_by_run = {run.name: [_per_class_value(run, label, "f1") for label in labels] for run in runs}
+    blocks: list[Block] = [Heading(SECTION_PER_CLASS)]
+    if any(value is not None for values in f1_by_run.values() for value in values):
+        figure = plots.per_class_f1_figure(labels, f1_by_run)
+        chart = Chart(plots.figure_to_png(figure), "per-class F1 bars", "F1 per class on the test split")
+        blocks.append(Images([chart], only="html"))
+    blocks.append(_per_class_table(runs, labels))
+    return blocks
+
+
+def _per_class_table(runs: Sequence[Run], labels: list[str]) -> Table:
+    """One row per class and run (a column per run would need unreadably long headers), best F1 in bold."""
+    several = len(runs) > 1
+    rows, row_styles = [], []
+    for label in labels:
+        f1_values = [_per_class_value(run, label, "f1") for run in runs]
+        best_f1 = max((value for value in f1_values if value is not None), default=None)
+        support = next((value for value in (_per_class_value(run, label, "support") for run in runs)
+                        if value is not None), None)
+        for index, (run, f1) in enumerate(zip(runs, f1_values)):
+            first_of_class = index == 0
+            row = [Cell(label if first_of_class else ""),
+                   Cell(format_count(support) if first_of_class else "", "num")]
+            row += [Cell(run.name)] if several else []
+            row += [Cell(format_score(_per_class_value(run, label, "precision")), "num"),
+                    Cell(format_score(_per_class_value(run, label, "recall")), "num"),
+                    Cell(format_score(f1), "best" if several and f1 is not None and f1 == best_f1 else "num")]
+            rows.append(row)
+            row_styles.append("group-start" if first_of_class and several else "")
+    header = ["Class", "Support", *(["Run"] if several else []), "Precision", "Recall", "F1"]
+    return Table(header, rows, row_styles=row_styles)
+
+
+def _per_class_value(run: Run, label: str, key: str) -> float | None:
+    value = run.metric("test", "per_class", label, key)
+    return value if is_number(value) else None
+
+
+# --- 6. Disagreements
+
+
+def _disagreement_blocks(comparison: Comparison) -> list[Block]:
+    blocks: list[Block] = [Heading(SECTION_DISAGREEMENTS)]
+    if comparison.unavailable_reason:
+        return blocks + [Paragraph(f"No comparison: {comparison.unavailable_reason}.", style="note")]
+    if comparison.left_out:
+        blocks.append(Paragraph(f"Left out for lack of {PREDICTIONS_FILE}: {', '.join(comparison.left_out)}.",
+                                style="note"))
+    disagreements = comparison.disagreements
+    count, total = len(disagreements), comparison.num_rows
+    share = f" ({100 * count / total:.1f}%)" if total else ""
+    blocks.append(Paragraph(f"The runs disagree on {count:,} of {total:,} test texts{share}."))
+    if count == 0:
+        return blocks
+    right = "; ".join(f"{name} right on {comparison.right_counts[name]:,}" for name in comparison.run_names)
+    summary = f"Of those: {right}; all wrong on {comparison.all_wrong_count:,}."
+    if comparison.mcnemar_p_value is not None:
+        p_value = comparison.mcnemar_p_value
+        reading = ("below 0.05: the accuracy gap is unlikely to be chance" if p_value < 0.05
+                   else "not below 0.05: the accuracy gap may be chance")
+        summary += f" McNemar's exact test on these texts: p = {p_value:.2g} ({reading})."
+    blocks.append(Paragraph(summary))
+    shown = _order_disagreements(disagreements, comparison.run_names).head(MAX_DISAGREEMENT_ROWS)
+    blocks.append(Paragraph(
+        f"{'All' if len(shown) == count else f'The first {len(shown)}'} of them, those where every run was surest "
+        f"of its answer first (row: position in {PREDICTIONS_FILE}, from 0; ✓ right, ✗ wrong; score: "
+        "probability of the predicted class).", style="meta"))
+    rows = []
+    for row_index, row in shown.iterrows():
+        cells = _row_text_gold_cells(row_index, row)
+        for name in comparison.run_names:
+            cells.append(_prediction_cell(row[predicted_column(name)], row[score_column(name)], row[PREDICTION_GOLD]))
+        rows.append(cells)
+    blocks.append(Table(["Row", "Text", "Gold", *comparison.run_names], rows))
+    return blocks
+
+
+def _order_disagreements(disagreements: pd.DataFrame, run_names: list[str]) -> pd.DataFrame:
+    """Most striking first: texts where even the least sure run was sure, i.e. confident conflicting answers."""
+    least_sure = disagreements[[score_column(name) for name in run_names]].min(axis=1)
+    return disagreements.assign(_least_sure=least_sure).sort_values("_least_sure", ascending=False, kind="stable")
+
+
+def _row_text_gold_cells(row_index: Any, row: pd.Series) -> list[Cell]:
+    """The first cells of a row about one test text: its position in the predictions file, the text, gold class."""
+    return [Cell(str(row_index), "num"), Cell(truncate(row[PREDICTION_TEXT]), "text"), Cell(str(row[PREDICTION_GOLD]))]
+
+
+def _prediction_cell(predicted: str, score: float, gold: str) -> Cell:
+    is_right = predicted == gold
+    return Cell(f"{'✓' if is_right else '✗'} {predicted} ({score:.3f})", "right" if is_right else "wrong")
+
+
+# --- 7. Most confident mistakes
+
+
+def _mistake_blocks(runs: Sequence[Run]) -> list[Block]:
+    blocks: list[Block] = [Heading(SECTION_MISTAKES)]
+    for run in runs:
+        blocks.append(Heading(run.name, level=3))
+        if run.predictions is None:
+            blocks.append(Paragraph(f"No {PREDICTIONS_FILE} in this run, so no mistakes to show.", style="note"))
+            continue
+        mistakes = most_confident_mistakes(run.predictions)
+        if mistakes.empty:
+            blocks.append(Paragraph("No mistakes: every test text was classified correctly."))
+            continue
+        num_wrong = int((run.predictions[PREDICTION_PREDICTED] != run.predictions[PREDICTION_GOLD]).sum())
+        blocks.append(Paragraph(f"{len(mistakes)} of {num_wrong:,} wrong predictions, highest score first.",
+                                style="meta"))
+        rows = [[*_row_text_gold_cells(row_index, row), Cell(str(row[PREDICTION_PREDICTED])),
+                 Cell(f"{row[PREDICTION_SCORE]:.3f}", "num")]
+                for row_index, row in mistakes.iterrows()]
+        blocks.append(Table(["Row", "Text", "Gold", "Predicted", "Score"], rows))
+    return blocks
+
+

@@ -1,0 +1,284 @@
+"""The run directory: the contract between training, prediction and reports, and the only module that knows it.
+
+    run = RunDir(Path("runs/ag_news_bert"))
+    run.metrics_path, run.model_dir, run.read_metrics(), write_test_predictions(run.predictions_path, ...)
+
+Every file name below lives here and nowhere else (docs/run-directory.md describes the contents). Readers raise
+`RunDirError` naming the file and what is wrong with it, so every command reports a damaged run the same way.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pipeline.io import atomic_path, atomic_write_json
+
+CONFIG_FILE = "config.yaml"
+METRICS_FILE = "metrics.json"
+HISTORY_FILE = "history.jsonl"
+PREDICTIONS_FILE = "test_predictions.csv"
+MODEL_DIR = "model"
+CHECKPOINTS_DIR = "checkpoints"
+CHECKPOINT_PREFIX = "step_"
+TENSORBOARD_DIR = "tensorboard"
+REPORT_MARKDOWN = "report.md"
+REPORT_HTML = "report.html"
+CONFUSION_MATRIX_PNG = "confusion_matrix.png"
+# What save_pretrained writes first: a folder holding it is a saved model.
+MODEL_CONFIG_FILE = "config.json"
+
+# test_predictions.csv: these columns, then the id column when the data has one, then prob_<class> per class.
+PREDICTION_TEXT, PREDICTION_GOLD, PREDICTION_PREDICTED, PREDICTION_SCORE = "text", "label", "predicted", "score"
+PREDICTION_COLUMNS = (PREDICTION_TEXT, PREDICTION_GOLD, PREDICTION_PREDICTED, PREDICTION_SCORE)
+PROBABILITY_PREFIX = "prob_"
+
+
+class RunDirError(ValueError):
+    """A run directory is missing, unfinished or holds a file that cannot be read; the message names the file."""
+
+
+class RunDirWarning(UserWarning):
+    """Something optional in a run directory was missing or damaged and was skipped."""
+
+
+def is_model_dir(path: Path) -> bool:
+    return (Path(path) / MODEL_CONFIG_FILE).is_file()
+
+
+def is_run_dir(path: Path) -> bool:
+    """A run that got as far as saving a model (what prediction needs)."""
+    path = Path(path)
+    return is_model_dir(path / MODEL_DIR) and (path / CONFIG_FILE).is_file()
+
+
+def holds_run(path: Path) -> bool:
+    """Whether a folder holds (the start of) a run: training writes its config and history first."""
+    path = Path(path)
+    return (path / CONFIG_FILE).exists() or (path / HISTORY_FILE).exists()
+
+
+@dataclass(frozen=True)
+class RunDir:
+    path: Path
+
+    @property
+    def config_path(self) -> Path:
+        return self.path / CONFIG_FILE
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.path / METRICS_FILE
+
+    @property
+    def history_path(self) -> Path:
+        return self.path / HISTORY_FILE
+
+    @property
+    def predictions_path(self) -> Path:
+        return self.path / PREDICTIONS_FILE
+
+    @property
+    def model_dir(self) -> Path:
+        return self.path / MODEL_DIR
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.path / CHECKPOINTS_DIR
+
+    @property
+    def tensorboard_dir(self) -> Path:
+        return self.path / TENSORBOARD_DIR
+
+    @property
+    def confusion_matrix_path(self) -> Path:
+        return self.path / CONFUSION_MATRIX_PNG
+
+    def checkpoint_path(self, global_step: int) -> Path:
+        return self.checkpoints_dir / f"{CHECKPOINT_PREFIX}{global_step}"
+
+    def checkpoints(self) -> list[Path]:
+        """Completed checkpoints, oldest first (staging folders and foreign names are not checkpoints)."""
+        if not self.checkpoints_dir.is_dir():
+            return []
+        steps = {}
+        for child in self.checkpoints_dir.iterdir():
+            number = child.name.removeprefix(CHECKPOINT_PREFIX)
+            if child.is_dir() and child.name.startswith(CHECKPOINT_PREFIX) and number.isdigit():
+                steps[int(number)] = child
+        return [steps[step] for step in sorted(steps)]
+
+    def latest_checkpoint(self) -> Path | None:
+        found = self.checkpoints()
+        return found[-1] if found else None
+
+    # -- readers ------------------------------------------------------------------------------------------------
+
+    def check_finished(self) -> None:
+        """Raise RunDirError unless this is a finished run (config and metrics), saying what it is instead."""
+        path = self.path
+        if not path.exists():
+            raise RunDirError(f"{path}: run directory does not exist")
+        if not path.is_dir():
+            raise RunDirError(f"{path}: not a directory (expected a run directory such as runs/<name>)")
+        if holds_run(path) or self.metrics_path.exists():
+            if not self.metrics_path.is_file():
+                raise RunDirError(
+                    f"{path}: {METRICS_FILE} is missing — the run did not finish evaluation (is it still training?)"
+                )
+            if not self.config_path.is_file():
+                raise RunDirError(f"{path}: {CONFIG_FILE} is missing — every finished run directory holds its config")
+            return
+        runs_inside = sorted(child.name for child in path.iterdir() if (child / METRICS_FILE).is_file())
+        hint = f"; run directories inside it: {', '.join(runs_inside[:5])}" if runs_inside else ""
+        raise RunDirError(f"{path}: not a run directory (no {CONFIG_FILE}, {METRICS_FILE} or {HISTORY_FILE}){hint}")
+
+    def read_config(self) -> dict[str, Any]:
+        """config.yaml as plain nested dicts (the resolved PipelineConfig)."""
+        import yaml
+
+        try:
+            config = yaml.safe_load(_read_text(self.config_path))
+        except yaml.YAMLError as error:
+            mark = getattr(error, "problem_mark", None)
+            where = f" at line {mark.line + 1}" if mark is not None else ""
+            raise RunDirError(f"{self.config_path}: invalid YAML{where}") from None
+        if not isinstance(config, dict):
+            raise RunDirError(f"{self.config_path}: expected a mapping of config sections")
+        return config
+
+    def read_metrics(self, require_test: bool = True) -> dict[str, Any]:
+        text = _read_text(self.metrics_path)
+        if not text.strip():
+            raise RunDirError(f"{self.metrics_path}: the file is empty — the run did not finish writing it")
+        try:
+            metrics = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise RunDirError(
+                f"{self.metrics_path}: invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
+            ) from None
+        if not isinstance(metrics, dict):
+            raise RunDirError(f"{self.metrics_path}: expected a JSON object at the top level")
+        labels = metrics.get("labels")
+        if not isinstance(labels, list) or not labels:
+            raise RunDirError(f"{self.metrics_path}: 'labels' (the class names) is missing or empty")
+        if require_test and not is_number(nested_get(metrics, "test", "accuracy")):
+            raise RunDirError(f"{self.metrics_path}: 'test.accuracy' is missing — the test split was not evaluated")
+        return metrics
+
+    def read_history(self, notes: list[str] | None = None) -> list[dict[str, Any]]:
+        """history.jsonl; a truncated last line (the run was killed mid-write) is skipped, with a note."""
+        notes = [] if notes is None else notes
+        if not self.history_path.is_file():
+            note(notes, f"{self.history_path}: missing, so there are no validation curves")
+            return []
+        numbered = [(n, line) for n, line in enumerate(_read_text(self.history_path).splitlines(), 1) if line.strip()]
+        records = []
+        for position, (line_number, line) in enumerate(numbered):
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                if position == len(numbered) - 1:
+                    note(notes, f"{self.history_path}: line {line_number} is truncated and was skipped")
+                    break
+                raise RunDirError(f"{self.history_path}: line {line_number} is not valid JSON: {error.msg}") from None
+            if not isinstance(record, dict):
+                raise RunDirError(f"{self.history_path}: line {line_number} is not a JSON object")
+            records.append(record)
+        return records
+
+    def read_predictions(self, notes: list[str] | None = None) -> Any:
+        """test_predictions.csv as a DataFrame (every text kept as text), or None when the run wrote none."""
+        import pandas as pd
+
+        notes = [] if notes is None else notes
+        path = self.predictions_path
+        if not path.is_file():
+            note(notes, f"{path}: missing, so no per-text comparison or mistakes")
+            return None
+        try:
+            # keep_default_na=False: a text that reads "NA" or "null" must stay text.
+            text_columns = {PREDICTION_TEXT: str, PREDICTION_GOLD: str, PREDICTION_PREDICTED: str}
+            predictions = pd.read_csv(path, dtype=text_columns, keep_default_na=False)
+        except pd.errors.EmptyDataError:
+            raise RunDirError(f"{path}: the file is empty") from None
+        except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as error:
+            raise RunDirError(f"{path}: cannot be parsed as CSV: {first_line(error)}") from None
+        missing = [column for column in PREDICTION_COLUMNS if column not in predictions.columns]
+        if missing:
+            raise RunDirError(f"{path}: missing column(s) {', '.join(missing)}")
+        scores = pd.to_numeric(predictions[PREDICTION_SCORE], errors="coerce")
+        if scores.isna().any():
+            bad_row = int(np.flatnonzero(scores.isna().to_numpy())[0])
+            raise RunDirError(f"{path}: column '{PREDICTION_SCORE}' is not a number in data row {bad_row + 1}")
+        predictions[PREDICTION_SCORE] = scores.astype(float)
+        return predictions
+
+    # -- writers ------------------------------------------------------------------------------------------------
+
+    def write_metrics(self, metrics: dict[str, Any]) -> None:
+        atomic_write_json(self.metrics_path, metrics)
+
+
+def write_test_predictions(
+    path: Path,
+    texts: Sequence[str],
+    gold: np.ndarray,
+    probabilities: np.ndarray,
+    label_names: Sequence[str],
+) -> None:
+    """One row per example: text, gold and predicted class names, the predicted class's probability, all of them."""
+    predicted = probabilities.argmax(axis=1)
+    header = [*PREDICTION_COLUMNS, *(f"{PROBABILITY_PREFIX}{name}" for name in label_names)]
+    with atomic_path(path) as temp_path, open(temp_path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        for text, gold_id, predicted_id, row in zip(texts, gold, predicted, probabilities):
+            writer.writerow(
+                [text, label_names[gold_id], label_names[predicted_id], f"{row[predicted_id]:.6f}"]
+                + [f"{p:.6f}" for p in row]
+            )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Small helpers shared by the readers and their users
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise RunDirError(f"{path}: not UTF-8 text (byte {error.start})") from None
+    except OSError as error:
+        raise RunDirError(f"{path}: cannot be read: {error.strerror}") from None
+
+
+def note(notes: list[str], message: str) -> None:
+    """Record a skipped part of a run directory and warn about it."""
+    notes.append(message)
+    warnings.warn(message, RunDirWarning, stacklevel=3)
+
+
+def first_line(error: BaseException) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+def nested_get(mapping: Any, *keys: str) -> Any:
+    """mapping[k1][k2]..., or None where any level is absent."""
+    for key in keys:
+        if not isinstance(mapping, dict) or key not in mapping:
+            return None
+        mapping = mapping[key]
+    return mapping
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

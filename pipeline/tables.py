@@ -1,0 +1,518 @@
+"""Tables in, text out: the one reader of CSV, TSV, JSON Lines and Parquet files (optionally gzip-compressed), and
+the one rule that turns a row's columns into the text a model reads.
+
+    with open_table("emails.csv.gz", column_names=None, chunk_size=10_000) as table:
+        columns = resolve_columns(table.header, ["subject", "body"], table.name, "data.text_columns")
+        for chunk in table.chunks:
+            texts = [spec.text_of([record[i] for i in columns]) for record in chunk.records]
+
+Stage 1 reads a whole file through it (data.py) and prediction streams it chunk by chunk (predict/), so a row
+becomes exactly the same text in training and in prediction, by construction. Every error is a `DataError` naming
+the file and the line (CSV, TSV, JSON Lines: the 1-based physical line, header included) or record (Parquet, a
+JSON array: the 1-based position) and, where it applies, the column.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import csv
+import gzip
+import io
+import json
+import math
+import sys
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+FORMATS = ("csv", "tsv", "jsonl", "parquet")
+DELIMITERS = {"csv": ",", "tsv": "\t"}
+EXTENSIONS = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".jsonl": "jsonl",
+    ".json": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+GZIP_MAGIC = b"\x1f\x8b"
+PARQUET_MAGIC = b"PAR1"
+ZIP_MAGIC = b"PK\x03\x04"  # .xlsx, .docx, .zip
+# Python's csv module refuses fields over 128 KiB by default, but a long e-mail body is a valid CSV field.
+CSV_FIELD_SIZE_LIMIT = min(sys.maxsize, 2**31 - 1)
+
+
+class DataError(ValueError):
+    """A problem with the data or the data settings that the user must fix; the message says where."""
+
+
+def one_line(error: BaseException | str) -> str:
+    return " ".join(str(error).split())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The text rule
+
+
+def is_missing(value: Any) -> bool:
+    """None, NaN and pandas' NA: an absent value (JSON null, an empty Parquet cell), read as an empty text part."""
+    return value is None or (isinstance(value, float) and math.isnan(value)) or type(value).__name__ == "NAType"
+
+
+def join_text(parts: Sequence[str], separator: str, unescape_newlines: bool) -> str:
+    """Each part unescaped (backslash-n -> newline, if asked) and stripped; empty parts skipped, so that a missing
+    title or description never leaves a doubled or dangling separator."""
+    cleaned = (part.replace("\\n", "\n") if unescape_newlines else part for part in parts)
+    return separator.join(part for part in (part.strip() for part in cleaned) if part)
+
+
+@dataclass(frozen=True)
+class TextSpec:
+    """Which columns make a row's text, and how they are joined (data.text_columns, text_separator, unescape)."""
+
+    columns: tuple[str, ...]
+    separator: str
+    unescape_newlines: bool
+
+    @classmethod
+    def from_data_config(cls, data: Any) -> TextSpec:
+        """From a DataConfig (or anything with its three attributes)."""
+        return cls(tuple(data.text_columns), data.text_separator, data.unescape_newlines)
+
+    def with_columns(self, columns: Sequence[str] | None) -> TextSpec:
+        return self if not columns else TextSpec(tuple(columns), self.separator, self.unescape_newlines)
+
+    def text_of(self, values: Sequence[Any]) -> str:
+        """The text of one row from its text-column values (in `columns` order); "" when every part is empty."""
+        return join_text(["" if is_missing(value) else str(value) for value in values], self.separator,
+                         self.unescape_newlines)
+
+    def describe_empty(self) -> str:
+        return f"empty text in {', '.join(self.columns)}"
+
+
+def normalise_name(name: str) -> str:
+    """Header names match ignoring case and surrounding spaces ("Title " is "title")."""
+    return str(name).strip().casefold()
+
+
+def resolve_columns(header: Sequence[str], wanted: Sequence[str], where: str, option: str) -> list[int]:
+    """Positions of the wanted columns in the header: an exact name first, else the one name equal to it ignoring
+    case and surrounding spaces. A missing column is an error naming the setting and listing the columns."""
+    positions, missing = [], []
+    normalised = [normalise_name(name) for name in header]
+    for column in wanted:
+        if column in header:
+            positions.append(list(header).index(column))
+        elif normalised.count(normalise_name(column)) == 1:
+            positions.append(normalised.index(normalise_name(column)))
+        else:
+            missing.append(column)
+    if missing:
+        raise DataError(
+            f"{where} has no column {', '.join(repr(c) for c in missing)} ({option}); "
+            f"its columns: {', '.join(repr(str(c)) for c in header)}"
+        )
+    return positions
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Formats
+
+
+def resolve_format(path: str, explicit: str | None, option: str) -> str:
+    """An explicit format wins; otherwise the file name tells (a trailing .gz is looked through); stdin is CSV."""
+    if explicit and explicit != "auto":
+        return explicit
+    if path == "-":
+        return "csv"
+    name = Path(path).name.lower().removesuffix(".gz")
+    kind = EXTENSIONS.get(Path(name).suffix)
+    if kind is None:
+        raise DataError(
+            f"{path}: cannot tell the file format from its name (known endings: {', '.join(sorted(EXTENSIONS))}, "
+            f"optionally + .gz); set {option} to {', '.join(FORMATS)}"
+        )
+    return kind
+
+
+def _check_content_matches(head: bytes, kind: str, name: str, option: str) -> None:
+    """A Parquet or Excel file under a CSV name would otherwise fail as a confusing parse error."""
+    if head.startswith(PARQUET_MAGIC) and kind != "parquet":
+        raise DataError(f"{name} is a Parquet file, not {kind.upper()}; set {option} to parquet (or rename it)")
+    if head.startswith(ZIP_MAGIC):
+        raise DataError(f"{name} is a zip archive (an Excel workbook?), which is not supported: save it as CSV")
+    if kind == "parquet" and not head.startswith(PARQUET_MAGIC):
+        raise DataError(f"{name} is not a Parquet file (it does not start with PAR1); check {option}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Decoded lines with line numbers and bytes read
+
+
+def check_encoding(encoding: str) -> str:
+    """The codec to decode with: utf-8 also drops a byte-order mark (Excel writes one) from the header."""
+    try:
+        name = codecs.lookup(encoding).name
+    except LookupError:
+        raise DataError(f"unknown encoding '{encoding}' (e.g. utf-8, latin-1, cp1252, utf-16)") from None
+    return "utf-8-sig" if name == "utf-8" else name
+
+
+def _splits_on_newline_bytes(encoding: str) -> bool:
+    """Whether b"\\n" ends a line in this encoding (ASCII-compatible ones); UTF-16/32 must be decoded first."""
+    return "\n".encode(encoding.removesuffix("-sig")) == b"\n"
+
+
+class LineSource:
+    """Decoded physical lines of a (possibly gzip-compressed) byte stream, counting lines and bytes read.
+
+    ASCII-compatible encodings are split on newline bytes and decoded line by line, so a bad byte is reported with
+    its line; UTF-16 and UTF-32 are decoded as a stream first (their newline is not the byte 0x0A).
+    """
+
+    def __init__(self, raw: IO[bytes], name: str, encoding: str, size: int | None, option: str = "data.encoding"):
+        self.raw = raw
+        self.option = option  # the setting that gives the encoding, named in errors
+        self.name = name
+        self.encoding = encoding
+        self.size = size  # bytes on disk (compressed size for gzip); None for a pipe
+        self.line_number = 0
+        self._bytes_read = 0
+        buffered = raw if hasattr(raw, "peek") else io.BufferedReader(raw)
+        self.compressed = buffered.peek(2)[:2] == GZIP_MAGIC
+        self._stream: IO[bytes] = gzip.GzipFile(fileobj=buffered, mode="rb") if self.compressed else buffered
+
+    def head(self, count: int) -> bytes:
+        """The first bytes of the (decompressed) content, without consuming them."""
+        peek = getattr(self._stream, "peek", None)
+        try:
+            return peek(count)[:count] if peek else b""
+        except (OSError, EOFError, zlib.error) as error:
+            raise DataError(f"{self.name}: cannot read (corrupt gzip data?): {one_line(error)}") from None
+
+    def position(self) -> int:
+        """Bytes of the file consumed so far (compressed bytes for gzip), for a progress estimate."""
+        if self.compressed:
+            try:
+                return self.raw.tell()
+            except OSError:
+                return 0
+        return self._bytes_read
+
+    def __iter__(self) -> Iterator[str]:
+        if not _splits_on_newline_bytes(self.encoding):
+            yield from self._decoded_stream_lines()
+            return
+        decoder = codecs.getincrementaldecoder(self.encoding)(errors="strict")
+        for raw_line in self._raw_lines(self._stream):
+            self.line_number += 1
+            self._bytes_read += len(raw_line)
+            try:
+                yield decoder.decode(raw_line)
+            except UnicodeDecodeError as error:
+                bad = raw_line[error.start : error.end]
+                raise DataError(
+                    f"{self.name}, line {self.line_number}: bytes that are not valid "
+                    f"{self.encoding.removesuffix('-sig')} ({bad!r} at byte {error.start + 1} of the line); "
+                    f"give the file's encoding with {self.option} (e.g. latin-1)"
+                ) from None
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            raise DataError(
+                f"{self.name}, line {self.line_number}: the file ends inside a {self.encoding} character; "
+                f"give the file's encoding with {self.option}"
+            ) from None
+
+    def _raw_lines(self, stream: IO[bytes]) -> Iterator[bytes]:
+        lines = iter(stream)
+        while True:
+            try:
+                yield next(lines)
+            except StopIteration:
+                return
+            except (OSError, EOFError, zlib.error) as error:
+                raise DataError(f"{self.name}: cannot read (truncated or corrupt gzip data?): {one_line(error)}") from None
+
+    def _decoded_stream_lines(self) -> Iterator[str]:
+        text = io.TextIOWrapper(self._stream, encoding=self.encoding, errors="strict", newline="")
+        try:
+            for line in text:
+                self.line_number += 1
+                self._bytes_read += len(line.encode(self.encoding, errors="replace"))
+                yield line
+        except UnicodeDecodeError as error:
+            raise DataError(
+                f"{self.name}, line {self.line_number + 1}: not valid {self.encoding} ({error.reason}); "
+                f"give the file's encoding with {self.option}"
+            ) from None
+        except (OSError, EOFError, zlib.error) as error:
+            raise DataError(f"{self.name}: cannot read (truncated or corrupt gzip data?): {one_line(error)}") from None
+        finally:
+            text.detach()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tables
+
+
+@dataclass
+class Chunk:
+    """Consecutive rows: their values in header order, and the line (or record) number where each starts."""
+
+    records: list[list[Any]]
+    numbers: list[int]
+
+
+@dataclass
+class Table:
+    """A table being read: its header, how rows are numbered, and a generator of chunks (which raises DataError
+    on a malformed row when it reaches it)."""
+
+    name: str
+    format: str
+    header: list[str]
+    unit: str  # "line" or "record"
+    chunks: Iterator[Chunk]
+    lines: LineSource | None = None  # for progress: bytes read so far of a text file
+
+    def where(self, number: int) -> str:
+        return f"{self.name}, {self.unit} {number}"
+
+
+@contextlib.contextmanager
+def open_table(
+    path: str,
+    file_format: str | None = None,
+    column_names: Sequence[str] | None = None,
+    encoding: str = "utf-8",
+    chunk_size: int | None = None,
+    format_option: str = "data.file_format",
+    encoding_option: str = "data.encoding",
+) -> Iterator[Table]:
+    """Open a file ('-': stdin) and read its header; iterate `table.chunks` for the rows (all in one chunk when
+    `chunk_size` is None). `column_names` names the columns of a header-less CSV/TSV file. The options name the
+    settings that an error message tells the user to change."""
+    codec = check_encoding(encoding)
+    with _open_bytes(path) as (raw, size):
+        kind = resolve_format(path, file_format, format_option)
+        lines = LineSource(raw, "<stdin>" if path == "-" else path, codec, size, encoding_option)
+        _check_content_matches(lines.head(4), kind, lines.name, format_option)
+        if kind == "parquet":
+            yield _parquet_table(lines, path, chunk_size)
+        elif kind == "jsonl":
+            yield _json_table(lines, chunk_size)
+        else:
+            yield _delimited_table(lines, kind, column_names, chunk_size)
+
+
+@contextlib.contextmanager
+def _open_bytes(path: str) -> Iterator[tuple[IO[bytes], int | None]]:
+    if path == "-":
+        yield sys.stdin.buffer, None
+        return
+    file = Path(path).expanduser()
+    if not file.exists():
+        raise DataError(f"file not found: {path} (looked for {file.resolve()})")
+    if file.is_dir():
+        raise DataError(f"{path} is a directory, not a file")
+    try:
+        handle = open(file, "rb")  # noqa: SIM115 -- closed below; only open() maps to this error
+    except OSError as error:
+        raise DataError(f"cannot read {path}: {error.strerror or error}") from None
+    with handle:
+        size = file.stat().st_size
+        if size == 0:
+            raise DataError(f"{path} is empty")
+        yield handle, size
+
+
+def _batched(rows: Iterator[tuple[int, list[Any]]], chunk_size: int | None) -> Iterator[Chunk]:
+    chunk = Chunk([], [])
+    for number, record in rows:
+        chunk.records.append(record)
+        chunk.numbers.append(number)
+        if chunk_size is not None and len(chunk.records) == chunk_size:
+            yield chunk
+            chunk = Chunk([], [])
+    if chunk.records:
+        yield chunk
+
+
+# -- CSV / TSV --------------------------------------------------------------------------------------------------
+
+
+def header_of(first_record: list[str], column_names: Sequence[str] | None, where: str) -> tuple[list[str], bool]:
+    """The column names of a CSV/TSV file, and whether its first record is a header.
+
+    Without `column_names` the first record is the header. With them, the first record is a header only if it
+    repeats them (case and surrounding spaces ignored), so one config reads both a file with a header and one
+    without.
+    """
+    if column_names is None:
+        names = [name.strip() for name in first_record]
+        repeated = {normalise_name(name) for name in names if [normalise_name(n) for n in names].count(normalise_name(name)) > 1}
+        if "" in names or repeated:
+            raise DataError(
+                f"{where}: the header has empty or repeated column names ({', '.join(names)}); "
+                "if the file has no header, give the column names"
+            )
+        return names, True
+    return list(column_names), [normalise_name(n) for n in first_record] == [normalise_name(n) for n in column_names]
+
+
+def _delimited_table(lines: LineSource, kind: str, column_names: Sequence[str] | None, chunk_size: int | None) -> Table:
+    csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_SIZE_LIMIT))  # process-wide, and only ever raised
+    reader = csv.reader(iter(lines), delimiter=DELIMITERS[kind], strict=True)
+    records = _csv_records(reader, lines, kind)
+    first = next(records, None)
+    if first is None:
+        raise DataError(f"{lines.name} is empty")
+    line, first_record = first
+    header, is_header = header_of(first_record, column_names, f"{lines.name}, line {line}")
+    names_from = f"the header on line {line}" if is_header else "the given column names"
+    pending = [] if is_header else [first]
+    rows = _checked_width(_chain(pending, records), header, names_from, lines.name)
+    return Table(lines.name, kind, header, "line", _batched(rows, chunk_size), lines)
+
+
+def _csv_records(reader: Any, lines: LineSource, kind: str) -> Iterator[tuple[int, list[str]]]:
+    """(first line of the record, fields), every field the exact string in the file; blank lines are skipped."""
+    previous_end = 0
+    while True:
+        try:
+            record = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            raise DataError(
+                f"{lines.name}, line {previous_end + 1}: malformed {kind.upper()} record "
+                f"({one_line(error)}; an unclosed quote?)"
+            ) from None
+        start, previous_end = previous_end + 1, reader.line_num
+        if record and not (len(record) == 1 and not record[0].strip()):
+            yield start, record
+
+
+def _checked_width(
+    records: Iterator[tuple[int, list[str]]], header: list[str], names_from: str, name: str
+) -> Iterator[tuple[int, list[str]]]:
+    for line, record in records:
+        if len(record) != len(header):
+            raise DataError(
+                f"{name}, line {line}: {len(record)} fields, expected {len(header)} as in {names_from} "
+                f"({', '.join(header)}); a stray delimiter or quote? (tab-separated files are TSV)"
+            )
+        yield line, record
+
+
+def _chain(first: list, rest: Iterator) -> Iterator:
+    yield from first
+    yield from rest
+
+
+# -- JSON Lines -------------------------------------------------------------------------------------------------
+
+
+def _json_table(lines: LineSource, chunk_size: int | None) -> Table:
+    """JSON Lines (one object per line); a file that is one JSON array of objects is accepted too.
+
+    The header is every key of the first chunk, in order of appearance; a key first seen in a later chunk is an
+    error (the output's columns are fixed by then), which a whole-file read (chunk_size None) never meets.
+    """
+    objects = _json_objects(lines)
+    first_batch = list(_take(objects, chunk_size))
+    if not first_batch:
+        raise DataError(f"{lines.name} is empty")
+    unit = "record" if first_batch[0][0] < 0 else "line"  # a JSON array's objects are numbered as records
+    header = list(dict.fromkeys(key for _, record in first_batch for key in record))
+    rows = _json_rows(_chain(first_batch, objects), header, lines.name, unit)
+    return Table(lines.name, "jsonl", header, unit, _batched(rows, chunk_size), lines)
+
+
+def _take(iterator: Iterator, count: int | None) -> Iterator:
+    for index, item in enumerate(iterator):
+        yield item
+        if count is not None and index + 1 == count:
+            return
+
+
+def _json_objects(lines: LineSource) -> Iterator[tuple[int, dict]]:
+    """(line number, object); for a JSON array, (-record number, object)."""
+    source = iter(lines)
+    for text in source:
+        if not text.strip():
+            continue
+        if text.lstrip().startswith("["):
+            yield from _json_array(text + "".join(source), lines.name)
+            return
+        yield lines.line_number, _parse_json_line(text, lines.line_number, lines.name)
+    # (lines split on "\n" only: JSON strings may hold U+2028, which str.splitlines would split on)
+
+
+def _parse_json_line(text: str, line: int, name: str) -> dict:
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise DataError(f"{name}, line {line}: not valid JSON ({error.msg}, column {error.colno})") from None
+    if not isinstance(record, dict):
+        raise DataError(f"{name}, line {line}: expected a JSON object with named fields, got {type(record).__name__}")
+    return record
+
+
+def _json_array(content: str, name: str) -> Iterator[tuple[int, dict]]:
+    try:
+        records = json.loads(content)
+    except json.JSONDecodeError as error:
+        raise DataError(f"{name}, line {error.lineno}: not valid JSON ({error.msg})") from None
+    for index, record in enumerate(records):
+        if not isinstance(record, dict):
+            raise DataError(f"{name}, record {index + 1}: expected a JSON object with named fields")
+        yield -(index + 1), record
+
+
+def _json_rows(objects: Iterator[tuple[int, dict]], header: list[str], name: str, unit: str) -> Iterator[tuple[int, list]]:
+    known = set(header)
+    for number, record in objects:
+        number = -number if number < 0 else number
+        extra = [key for key in record if key not in known]
+        if extra:
+            raise DataError(
+                f"{name}, {unit} {number}: key {extra[0]!r} does not appear in the first rows read; "
+                "give every record the same keys (or read more rows per chunk)"
+            )
+        yield number, [record.get(key) for key in header]
+
+
+# -- Parquet ----------------------------------------------------------------------------------------------------
+
+
+def _parquet_table(lines: LineSource, path: str, chunk_size: int | None) -> Table:
+    import pyarrow.parquet as pq
+
+    if path == "-" or lines.compressed:
+        raise DataError(f"{lines.name}: Parquet is read from an uncompressed file, not a stream or .gz")
+    try:
+        parquet = pq.ParquetFile(path)
+    except Exception as error:  # pyarrow raises several unrelated types for a damaged file
+        raise DataError(f"{path}: not a readable Parquet file ({type(error).__name__}: {one_line(error)})") from None
+    header = [str(name) for name in parquet.schema_arrow.names]
+    return Table(lines.name, "parquet", header, "record", _parquet_chunks(parquet, header, path, chunk_size))
+
+
+def _parquet_chunks(parquet: Any, header: list[str], path: str, chunk_size: int | None) -> Iterator[Chunk]:
+    number = 0
+    try:
+        for batch in parquet.iter_batches(batch_size=chunk_size or 65_536):
+            columns = [batch.column(index).to_pylist() for index in range(len(header))]
+            records = [list(values) for values in zip(*columns)]
+            yield Chunk(records, list(range(number + 1, number + len(records) + 1)))
+            number += len(records)
+    except OSError as error:
+        raise DataError(f"{path}: not a readable Parquet file ({one_line(error)})") from None
