@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from pipeline.rundir import RunDir
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PEER_SCRIPT = Path(__file__).resolve().with_name("trainer_peer.py")
 RUN_NAME = "bench"
@@ -161,10 +163,10 @@ def run_ours(args: argparse.Namespace) -> dict:
     # A fresh output dir per run: a leftover metrics.json from an earlier run must never be read as this one's.
     with tempfile.TemporaryDirectory(prefix="compare_training_") as output_dir:
         _, wall_seconds = run_streaming(ours_command(args, output_dir))
-        metrics_path = Path(output_dir) / RUN_NAME / "metrics.json"
-        if not metrics_path.is_file():
-            sys.exit(f"compare_training: our run finished but wrote no {metrics_path}")
-        metrics = json.loads(metrics_path.read_text())
+        run = RunDir(Path(output_dir) / RUN_NAME)
+        if not run.metrics_path.is_file():
+            sys.exit(f"compare_training: our run finished but wrote no {run.metrics_path}")
+        metrics = run.read_metrics()
     return {
         "recipe": "ours",
         "train_samples_per_second": metrics["throughput"]["train_samples_per_second"],

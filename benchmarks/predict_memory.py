@@ -22,6 +22,8 @@ import sys
 import time
 from pathlib import Path
 
+from pipeline.rundir import RunDir
+
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
@@ -63,12 +65,13 @@ def make_tiny_run(run_dir: Path, vocab: str) -> Path:
         label2id={name: index for index, name in enumerate(LABELS)},
     )
     torch.manual_seed(0)
-    BertForSequenceClassification(config).save_pretrained(run_dir / "model")
-    tokenizer.save_pretrained(run_dir / "model")
-    (run_dir / "config.yaml").write_text(
+    run = RunDir(run_dir)
+    BertForSequenceClassification(config).save_pretrained(run.model_dir)
+    tokenizer.save_pretrained(run.model_dir)
+    run.config_path.write_text(
         "data:\n  text_columns: [title, description]\n  text_separator: ' '\n  unescape_newlines: true\n"
     )
-    (run_dir / "metrics.json").write_text(json.dumps({"labels": LABELS, "tokenization": {"max_length": 128}}))
+    run.write_metrics({"labels": LABELS, "tokenization": {"max_length": 128}})
     return run_dir
 
 

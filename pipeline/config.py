@@ -61,8 +61,14 @@ class DataConfig:
     label_index_base: int = 0
     max_train_samples: int | None = None
     max_eval_samples: int | None = None
-    # Share of train carved out (stratified, seeded) as validation when no validation split exists.
+    # Shares of train carved out (stratified, seeded) as test / validation when the data has no such split.
+    test_fraction: float = 0.1
     validation_fraction: float = 0.1
+    # A column of unique row ids, carried into test_predictions.csv and reports; unset: the row's line number.
+    id_column: str | None = None
+    # Exact duplicate texts (after whitespace normalisation) are always counted. "within": repeats inside a split
+    # are dropped; "across" (default): also validation/test texts found in train, which would be leakage.
+    deduplicate: Literal["none", "within", "across"] = "across"
     # Tokenized splits (keyed by content) live here; Hub downloads stay in the shared Hugging Face datasets cache.
     cache_dir: str = "~/.cache/pipeline"
 
@@ -363,8 +369,9 @@ def validate(config: PipelineConfig) -> None:
             raise ConfigError(f"{key}: must be a positive integer, got {value}")
     if config.train.epochs <= 0 and config.train.max_steps is None:
         raise ConfigError(f"train.epochs: must be positive (or set train.max_steps), got {config.train.epochs}")
-    if not 0.0 < config.data.validation_fraction < 1.0:
-        raise ConfigError(f"data.validation_fraction: must be between 0 and 1, got {config.data.validation_fraction}")
+    for key in ("validation_fraction", "test_fraction"):
+        if not 0.0 < getattr(config.data, key) < 1.0:
+            raise ConfigError(f"data.{key}: must be between 0 and 1, got {getattr(config.data, key)}")
     if not 0.0 <= config.train.warmup_ratio < 1.0:
         raise ConfigError(f"train.warmup_ratio: must be in [0, 1), got {config.train.warmup_ratio}")
     if isinstance(config.tokenizer.max_length, int) and config.tokenizer.max_length < 8:

@@ -15,12 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
-import numbers
 import os
 import re
 import threading
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +27,8 @@ import datasets
 import numpy as np
 import pandas as pd
 
+from pipeline.labels import LabelScheme, label_ids, label_scheme
+from pipeline.splits import RemovedRow, cap_rows, carve, deduplicate, labels_of
 from pipeline.tables import DataError, TextSpec, is_missing, open_table, resolve_columns
 
 if TYPE_CHECKING:  # only for annotations: keeps stage 1 importable on its own
@@ -78,42 +77,67 @@ class Table:
         return self.frame.iloc[:, position].tolist()
 
 
-@dataclass(frozen=True)
-class LabelScheme:
-    """Class names in id order, and the number an integer label of the first class has in the data."""
-
-    names: list[str]
-    index_base: int
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # The stage
 
 
-def load_splits(config: DataConfig, seed: int) -> datasets.DatasetDict:
-    """Load train, validation and test as `text` + `label` (ClassLabel) datasets.
+@dataclass
+class LoadedData:
+    """The three splits and what stage 1 did to get them (recorded in metrics.json and the run directory)."""
 
-    Validation is carved from train (stratified by label, seeded) when the source has none; it is carved from the
-    whole of train before `max_train_samples` applies, so runs with different caps are scored on the same rows.
-    Caps draw a seeded sample stratified by label (each class keeps its share) and keep the rows in file order;
-    `max_train_samples` touches train only, `max_eval_samples` validation and test.
+    splits: datasets.DatasetDict
+    removed: list[RemovedRow]
+    summary: dict[str, Any]
+
+    def row_ids(self) -> dict[str, list[str]]:
+        return {name: list(split["row_id"]) for name, split in self.splits.items()}
+
+
+def load_splits(config: DataConfig, seed: int) -> datasets.DatasetDict:
+    """Train, validation and test as `text` + `label` (ClassLabel) + `row_id` datasets; see `load_data`."""
+    return load_data(config, seed).splits
+
+
+def load_data(config: DataConfig, seed: int) -> LoadedData:
+    """Load train, validation and test, carve the missing ones out of train, handle duplicates, apply caps.
+
+    Test (`data.test_fraction`) and validation (`data.validation_fraction`) are carved from train, stratified by
+    label and seeded, when the source has none; before `max_train_samples` applies, so runs with different caps
+    are scored on the same rows. Duplicates are then counted and removed as `data.deduplicate` says. Caps draw
+    a seeded sample stratified by label and keep the rows in file order; `max_train_samples` touches train only,
+    `max_eval_samples` validation and test.
     """
-    if config.source == "hub":
-        tables, hub_names = read_hub_tables(config)
-    else:
-        tables, hub_names = read_file_tables(config), None
+    tables, hub_names = read_hub_tables(config) if config.source == "hub" else (read_file_tables(config), None)
     for split, table in tables.items():
         _require_rows(table, split)
     scheme = label_scheme(config, tables["train"], hub_names)
+    if len(scheme.names) < 2:
+        raise DataError(
+            f"{tables['train'].source}, column '{config.label_column}': only one class "
+            f"({', '.join(scheme.names) or 'none'}); a classifier needs at least two"
+        )
     splits = {split: to_dataset(table, config, scheme) for split, table in tables.items()}
-    if "validation" not in splits:
-        splits["train"], splits["validation"] = carve_validation(splits["train"], config.validation_fraction, seed)
-    splits["train"] = cap_rows(splits["train"], config.max_train_samples, seed, "train")
+    carved, whole = [], len(splits["train"])
+    for split, fraction, key in (("test", config.test_fraction, "data.test_fraction"),
+                                 ("validation", config.validation_fraction, "data.validation_fraction")):
+        if split not in splits:  # both fractions are shares of the whole train file
+            share = min(fraction * whole / len(splits["train"]), 1.0)
+            splits["train"], splits[split] = carve(splits["train"], share, seed, split, key)
+            carved.append(split)
+    splits, removed, duplicates = deduplicate(splits, config.deduplicate, SPLITS)
+    splits["train"] = cap_rows(splits["train"], config.max_train_samples, seed)
     for split in ("validation", "test"):
-        splits[split] = cap_rows(splits[split], config.max_eval_samples, seed, split)
+        splits[split] = cap_rows(splits[split], config.max_eval_samples, seed)
     result = datasets.DatasetDict({split: splits[split] for split in SPLITS})
     _log_summary(result)
-    return result
+    summary = {
+        "sizes": {split: len(result[split]) for split in SPLITS},
+        "seed": seed,
+        "carved_from_train": {split: getattr(config, f"{split}_fraction") for split in carved},
+        "id_column": config.id_column,
+        "duplicates": duplicates.to_dict(),
+    }
+    return LoadedData(result, removed, summary)
 
 
 def _require_rows(table: Table, split: str) -> None:
@@ -126,14 +150,9 @@ def _require_rows(table: Table, split: str) -> None:
 
 
 def read_file_tables(config: DataConfig) -> dict[str, Table]:
-    """Read the configured train/validation/test files; test is required because the pipeline reports on it."""
+    """Read the configured train/validation/test files; a missing test or validation file is carved from train."""
     if not config.train_file:
         raise DataError("data.train_file is required when data.source is 'files'")
-    if not config.test_file:
-        raise DataError(
-            "data.test_file is required when data.source is 'files': the final metrics are computed on it "
-            "(validation is carved from train when data.validation_file is unset, test never is)"
-        )
     paths = {"train": config.train_file, "validation": config.validation_file, "test": config.test_file}
     return {
         split: read_table(path, FILE_KEYS[split], config.file_format, config.column_names, config.encoding)
@@ -161,11 +180,11 @@ def read_table(path: str, origin: str, file_format: str, column_names: list[str]
 def read_hub_tables(config: DataConfig) -> tuple[dict[str, Table], list[str] | None]:
     """The Hub dataset's train/test (and validation, if it has one) as Tables, and its ClassLabel names if any."""
     loaded = load_hub_dataset(config)
-    if not isinstance(loaded, datasets.DatasetDict) or not {"train", "test"} <= set(loaded):
+    if not isinstance(loaded, datasets.DatasetDict) or "train" not in loaded:
         found = ", ".join(loaded) if isinstance(loaded, datasets.DatasetDict) else "a single unnamed split"
         raise DataError(
-            f"Hub dataset '{config.hub_name}' has {found}; the pipeline needs the splits 'train' and 'test' "
-            "(and uses 'validation' when present)"
+            f"Hub dataset '{config.hub_name}' has {found}; the pipeline needs a 'train' split "
+            "(and uses 'validation' and 'test' when present; otherwise they are carved from train)"
         )
     feature = loaded["train"].features.get(config.label_column)
     hub_names = list(feature.names) if isinstance(feature, datasets.ClassLabel) else None
@@ -300,11 +319,37 @@ def _require_columns(available: list[str], needed: list[str], source: str, confi
 
 
 def to_dataset(table: Table, config: DataConfig, scheme: LabelScheme) -> datasets.Dataset:
-    """The `text` + `label` dataset of one Table."""
+    """The `text` + `label` + `row_id` dataset of one Table."""
     texts = build_texts(table, TextSpec.from_data_config(config))
     labels = label_ids(table, config.label_column, scheme)
-    features = datasets.Features({"text": datasets.Value("string"), "label": datasets.ClassLabel(names=scheme.names)})
-    return datasets.Dataset.from_dict({"text": texts, "label": labels}, features=features)
+    features = datasets.Features({
+        "text": datasets.Value("string"),
+        "label": datasets.ClassLabel(names=scheme.names),
+        "row_id": datasets.Value("string"),
+    })
+    return datasets.Dataset.from_dict(
+        {"text": texts, "label": labels, "row_id": row_ids(table, config.id_column)}, features=features
+    )
+
+
+def row_ids(table: Table, id_column: str | None) -> list[str]:
+    """The data's own ids (non-empty and unique in the file), else the row's line or record number."""
+    if id_column is None:
+        numbers = table.line_numbers or range(1, len(table.frame) + 1)
+        return [str(number) for number in numbers]
+    ids, first_row = [], {}
+    for row, value in enumerate(table.column(id_column, "data.id_column")):
+        text = "" if is_missing(value) else str(value).strip()
+        if not text:
+            raise DataError(f"{table.where(row)}, column '{id_column}' (data.id_column): the id is empty")
+        if text in first_row:
+            raise DataError(
+                f"{table.where(row)}, column '{id_column}' (data.id_column): id {text!r} repeats "
+                f"{table.where(first_row[text])}; ids must be unique"
+            )
+        first_row[text] = row
+        ids.append(text)
+    return ids
 
 
 def build_texts(table: Table, spec: TextSpec) -> list[str]:
@@ -319,146 +364,9 @@ def build_texts(table: Table, spec: TextSpec) -> list[str]:
     return texts
 
 
-def _as_int(value: Any) -> int | None:
-    """An integer label (int, integral float from a Parquet/JSON column, or a string of digits), else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    if isinstance(value, float):
-        return int(value) if value.is_integer() else None
-    text = str(value).strip()
-    return int(text) if _INTEGER.fullmatch(text) else None
-
-
-def label_scheme(config: DataConfig, train: Table, hub_names: list[str] | None) -> LabelScheme:
-    """Class names in id order.
-
-    `data.label_names` wins when set. Otherwise a Hub ClassLabel gives them; otherwise train's labels do: all-integer
-    labels give the names of the ids as written in the file (base 0: "0".."K-1"; base 1: "1".."K", K the largest
-    id), anything else gives the sorted distinct labels. Hub ClassLabel ids always count from 0.
-    """
-    names = list(config.label_names) if config.label_names else None
-    if names is not None:
-        _check_names(names)
-    if hub_names is not None:
-        if names is not None and len(names) != len(hub_names):
-            raise DataError(
-                f"data.label_names has {len(names)} names but the Hub dataset's '{config.label_column}' column has "
-                f"{len(hub_names)} classes ({', '.join(hub_names)})"
-            )
-        return LabelScheme(names or hub_names, 0)
-    if names is not None:
-        return LabelScheme(names, config.label_index_base)
-    values = [value for value in train.column(config.label_column, "data.label_column") if not is_missing(value)]
-    ids = [_as_int(value) for value in values]
-    base = config.label_index_base
-    if values and all(value is not None for value in ids):
-        return LabelScheme([str(base + index) for index in range(max(ids) - base + 1)], base)
-    return LabelScheme(sorted({str(value).strip() for value in values} - {""}), base)
-
-
-def _check_names(names: list[str]) -> None:
-    repeated = sorted(name for name, count in Counter(names).items() if count > 1)
-    if repeated or "" in names:
-        raise DataError(f"data.label_names: names must be distinct and non-empty, got {names}")
-
-
-def label_ids(table: Table, column: str, scheme: LabelScheme) -> list[int]:
-    """Class ids of one column: a label equal to a class name is that class, an integer one is an id counting
-    from the scheme's base; anything else is an error naming the row and the allowed values."""
-    by_name = {name: index for index, name in enumerate(scheme.names)}
-    ids = []
-    for row, value in enumerate(table.column(column, "data.label_column")):
-        if is_missing(value) or not str(value).strip():
-            raise DataError(f"{table.where(row)}, column '{column}': the label is empty")
-        index = by_name.get(str(value).strip())
-        if index is None:
-            number = _as_int(value)
-            index = number - scheme.index_base if number is not None else None
-        if index is None or not 0 <= index < len(scheme.names):
-            raise DataError(
-                f"{table.where(row)}, column '{column}': label {value!r} is not a known class; {_allowed(scheme)}"
-            )
-        ids.append(index)
-    return ids
-
-
-def _allowed(scheme: LabelScheme) -> str:
-    count, base = len(scheme.names), scheme.index_base
-    ids = f"ids {base}..{base + count - 1} (data.label_index_base={base})"
-    if scheme.names == [str(base + index) for index in range(count)]:
-        return f"allowed: {ids}"
-    shown = ", ".join(scheme.names[:20]) + (", ..." if count > 20 else "")
-    return f"allowed: {ids} or the names {shown}"
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Validation split and caps
-
-
-def carve_validation(train: datasets.Dataset, fraction: float, seed: int) -> tuple[datasets.Dataset, datasets.Dataset]:
-    """Split `fraction` of train off as validation, stratified by label and seeded; both keep file order."""
-    size = math.ceil(fraction * len(train))
-    if size >= len(train):
-        raise DataError(
-            f"The train split has {len(train)} rows: too few to carve a validation split of "
-            f"{fraction:g} (data.validation_fraction); add rows or set data.validation_file"
-        )
-    chosen, rest = sample_indices(_labels(train), size, seed, "validation")
-    return train.select(rest), train.select(chosen)
-
-
-def cap_rows(split: datasets.Dataset, limit: int | None, seed: int, name: str) -> datasets.Dataset:
-    """At most `limit` rows: a seeded sample, stratified by label, in file order."""
-    if limit is None or len(split) <= limit:
-        return split
-    chosen, _ = sample_indices(_labels(split), limit, seed, name)
-    return split.select(chosen)
-
-
-def _labels(dataset: datasets.Dataset) -> np.ndarray:
-    # Read the Arrow column at once: `dataset["label"]` is a lazy column that datasets 5 converts row by row.
-    return dataset.with_format("arrow")["label"].to_numpy()
-
-
-def sample_indices(labels: np.ndarray, size: int, seed: int, purpose: str) -> tuple[list[int], list[int]]:
-    """Pick `size` row indices stratified by label (and return the rest); both lists sorted.
-
-    Each class gets its share of `size` rounded down, and the rows left over go to the classes with the largest
-    remainders (the larger class first on ties), so a balanced set stays exactly balanced. The rows of a class
-    are drawn by a generator seeded with `seed`. This is done here rather than with `Dataset.train_test_split`,
-    which reads the labels row by row (seconds for 20,000 rows) and refuses classes with a single row.
-    """
-    labels = np.asarray(labels)
-    classes, counts = np.unique(labels, return_counts=True)
-    if counts.min() < 2:
-        logger.warning(
-            "%s: the classes %s have fewer than 2 rows, so they cannot appear on both sides of the split",
-            purpose, ", ".join(str(c) for c in classes[counts < 2]),
-        )
-    quotas = _proportional_quotas(counts, size)
-    rng = np.random.default_rng(seed)
-    chosen = np.zeros(len(labels), dtype=bool)
-    for label, quota in zip(classes, quotas):
-        rows = np.flatnonzero(labels == label)
-        chosen[rng.permutation(rows)[:quota]] = True
-    return np.flatnonzero(chosen).tolist(), np.flatnonzero(~chosen).tolist()
-
-
-def _proportional_quotas(counts: np.ndarray, size: int) -> np.ndarray:
-    """Split `size` over classes in proportion to `counts` by largest remainder; each quota <= its count."""
-    exact = counts * size / counts.sum()
-    quotas = np.floor(exact).astype(int)
-    order = sorted(range(len(counts)), key=lambda i: (-(exact[i] - quotas[i]), -counts[i], i))
-    for i in order[: size - quotas.sum()]:
-        quotas[i] += 1
-    return quotas
-
-
 def _log_summary(splits: datasets.DatasetDict) -> None:
     names = splits["train"].features["label"].names
-    counts = {split: np.bincount(_labels(dataset), minlength=len(names)) for split, dataset in splits.items()}
+    counts = {split: np.bincount(labels_of(dataset), minlength=len(names)) for split, dataset in splits.items()}
     for split, dataset in splits.items():
         per_class = ", ".join(f"{name} {count}" for name, count in zip(names, counts[split]))
         logger.info("%s: %d rows (%s)", split, len(dataset), per_class)

@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 
 from pipeline.config import DataConfig
-from pipeline.data import DataError, load_splits
+from pipeline.data import load_data, DataError, load_splits
 
 AG_NAMES = ["World", "Sports", "Business", "Sci/Tech"]
 AG_COLUMNS = ["class_index", "title", "description"]
@@ -36,6 +36,7 @@ def ag_news_config(train: Path, test: Path, **overrides) -> DataConfig:
         source="files",
         train_file=str(train),
         test_file=str(test),
+        deduplicate="none",  # these synthetic files share texts between train and test; duplicates have own tests
         column_names=AG_COLUMNS,
         text_columns=["title", "description"],
         label_column="class_index",
@@ -62,7 +63,8 @@ def write_text(path: Path, content: str) -> Path:
 
 
 def files_config(train: Path, test: Path, **overrides) -> DataConfig:
-    return DataConfig(**{"source": "files", "train_file": str(train), "test_file": str(test), **overrides})
+    settings = {"source": "files", "train_file": str(train), "test_file": str(test), "deduplicate": "none"}
+    return DataConfig(**{**settings, **overrides})
 
 
 def label_counts(split: datasets.Dataset) -> dict[str, int]:
@@ -83,9 +85,9 @@ def test_ag_news_csv_layout_loads_by_config_alone(tmp_path):
 
     assert list(splits) == ["train", "validation", "test"]
     for split in splits.values():
-        assert split.column_names == ["text", "label"]
+        assert split.column_names == ["text", "label", "row_id"]
         assert split.features["label"] == datasets.ClassLabel(names=AG_NAMES)
-    assert splits["test"][0] == {"text": "Title 0 First line 0\nsecond line", "label": 0}
+    assert splits["test"][0] == {"text": "Title 0 First line 0\nsecond line", "label": 0, "row_id": "1"}
     assert splits["test"]["label"] == [0, 1, 2, 3]
     assert len(splits["train"]) + len(splits["validation"]) == 12
     assert label_counts(splits["validation"]) == {name: 1 for name in AG_NAMES}
@@ -248,11 +250,10 @@ def test_validation_split_is_stratified_and_seeded(tmp_path):
     assert first["test"]["text"] == [f"test {i}" for i in range(30)]  # test is never shuffled
 
 
-def test_a_class_with_one_row_is_warned_about(tmp_path, caplog):
-    train = write_text(tmp_path / "train.csv", "label,text\n" + "a,x\n" * 9 + "b,lonely\n")
-    splits = load_splits(files_config(train, train, validation_fraction=0.2), seed=0)
-    assert len(splits["validation"]) == 2
-    assert "fewer than 2 rows" in caplog.text
+def test_a_class_with_one_row_cannot_be_stratified(tmp_path):
+    train = write_text(tmp_path / "train.csv", "label,text\n" + "".join(f"a,x{i}\n" for i in range(9)) + "b,lonely\n")
+    message = error_message(files_config(train, train, validation_fraction=0.2))
+    assert "'b' (1 row)" in message and "data.validation_fraction" in message
 
 
 def test_max_train_samples_caps_train_only(tmp_path):
@@ -296,10 +297,19 @@ def test_missing_file_names_key_and_path(tmp_path):
     assert "data.train_file" in message and "nope.csv" in message
 
 
-def test_missing_test_file_is_required(tmp_path):
-    train = write_ag_news_csv(tmp_path / "train.csv")
-    message = error_message(DataConfig(source="files", train_file=str(train)))
-    assert "data.test_file" in message and "required" in message
+def test_without_a_test_file_test_is_carved_from_train(tmp_path):
+    train = write_ag_news_csv(tmp_path / "train.csv", rows_per_class=10)
+    config = ag_news_config(train, train, test_fraction=0.2, validation_fraction=0.25)
+    data = load_data(dataclasses.replace(config, test_file=None), seed=3)
+    sizes = {name: len(split) for name, split in data.splits.items()}
+    assert sizes == {"train": 22, "validation": 10, "test": 8}  # both fractions are of all 40 rows
+    assert label_counts(data.splits["test"]) == {name: 2 for name in AG_NAMES}
+    ids = data.row_ids()
+    assert sorted(int(i) for ids_ in ids.values() for i in ids_) == list(range(1, 41))  # every row once
+    assert data.summary["carved_from_train"] == {"test": 0.2, "validation": 0.25}
+    again = load_data(dataclasses.replace(config, test_file=None), seed=3)
+    assert again.row_ids() == ids
+    assert load_data(dataclasses.replace(config, test_file=None), seed=4).row_ids() != ids
 
 
 def test_missing_column_lists_existing_columns(tmp_path):
@@ -368,9 +378,9 @@ def test_parquet_rows_are_named_as_records(tmp_path):
 
 
 def test_unknown_extension_asks_for_file_format(tmp_path):
-    train = write_text(tmp_path / "train.txt", "label,text\n0,a\n")
+    train = write_text(tmp_path / "train.txt", "label,text\n0,a\n1,b\n")
     assert "data.file_format" in error_message(files_config(train, train))
-    assert len(load_splits(files_config(train, train, file_format="csv", validation_file=str(train)), 0)["test"]) == 1
+    assert len(load_splits(files_config(train, train, file_format="csv", validation_file=str(train)), 0)["test"]) == 2
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -404,7 +414,7 @@ def test_hub_dataset_loads_from_the_cache_offline(tmp_path):
 
     assert splits["train"].features["label"].names == AG_NAMES
     assert (len(splits["train"]), len(splits["validation"]), len(splits["test"])) == (30, 10, 8)
-    assert splits["test"][1] == {"text": "test story 1", "label": 1}
+    assert splits["test"][1] == {"text": "test story 1", "label": 1, "row_id": "2"}
 
 
 def test_hub_offline_without_cache_names_the_local_files_option(tmp_path):
@@ -516,3 +526,98 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A user's own file: one file, string labels, ids, duplicates, long fields
+
+
+def write_emails(path: Path, rows: list[tuple[str, str, str]]) -> Path:
+    frame = pd.DataFrame(rows, columns=["message_id", "category", "body"])
+    frame.to_csv(path, index=False)
+    return path
+
+
+def email_rows(count: int, start: int = 0) -> list[tuple[str, str, str]]:
+    categories = ["billing", "spam", "support"]
+    return [(f"m{i}", categories[i % 3], f"message number {i} about {categories[i % 3]}") for i in range(start, start + count)]
+
+
+def own_config(path: Path, **overrides) -> DataConfig:
+    settings = dict(source="files", train_file=str(path), text_columns=["body"], label_column="category",
+                    id_column="message_id", test_fraction=0.2, validation_fraction=0.2)
+    return DataConfig(**{**settings, **overrides})
+
+
+def test_one_file_with_string_labels_and_ids(tmp_path):
+    data = load_data(own_config(write_emails(tmp_path / "mail.csv", email_rows(60))), seed=0)
+    assert data.splits["train"].features["label"].names == ["billing", "spam", "support"]
+    ids = data.row_ids()
+    assert all(i.startswith("m") for split_ids in ids.values() for i in split_ids)
+    assert sorted(i for split_ids in ids.values() for i in split_ids) == sorted(f"m{i}" for i in range(60))
+    assert data.summary["sizes"] == {"train": 36, "validation": 12, "test": 12}
+
+
+def test_duplicates_are_counted_removed_across_and_listed(tmp_path):
+    rows = email_rows(30)
+    rows += [(f"dup{i}", rows[i][1], "  " + rows[i][2].replace(" ", "\n ") + " ") for i in range(6)]  # same text
+    rows += [("conflict", "spam", rows[0][2])]  # same text as m0, another label
+    path = write_emails(tmp_path / "mail.csv", rows)
+    data = load_data(own_config(path), seed=0)
+    duplicates = data.summary["duplicates"]
+    assert duplicates["mode"] == "across" and duplicates["conflicts"] == 1
+    assert duplicates["conflict_examples"][0]["labels"] == ["billing", "spam"]
+    removed_ids = {row.row_id for row in data.removed}
+    assert len(data.removed) == sum(duplicates["removed"].values()) == 7
+    kept_texts = [" ".join(text.split()) for split in data.splits.values() for text in split["text"]]
+    assert len(kept_texts) == len(set(kept_texts)) == 30  # no text twice, anywhere
+    assert removed_ids.isdisjoint(i for split_ids in data.row_ids().values() for i in split_ids)
+
+    counted_only = load_data(own_config(path, deduplicate="none"), seed=0)
+    assert counted_only.removed == [] and sum(counted_only.summary["sizes"].values()) == 37
+    assert sum(counted_only.summary["duplicates"]["within"].values()) + sum(
+        counted_only.summary["duplicates"]["across"].values()) == 7
+
+
+def test_a_200000_character_field_loads(tmp_path):
+    rows = email_rows(30)
+    rows[4] = (rows[4][0], rows[4][1], "long " * 40_000)
+    data = load_data(own_config(write_emails(tmp_path / "mail.csv", rows)), seed=0)
+    assert max(len(text) for split in data.splits.values() for text in split["text"]) == len(("long " * 40_000).strip())
+
+
+def test_id_column_must_exist_and_be_unique(tmp_path):
+    path = write_emails(tmp_path / "mail.csv", email_rows(20) + [("m3", "spam", "another message")])
+    message = error_message(own_config(path))
+    assert "mail.csv, line 22" in message and "'m3' repeats" in message and "data.id_column" in message
+    message = error_message(own_config(path, id_column="msg"))
+    assert "no column 'msg' (data.id_column)" in message
+
+
+def test_bad_labels_name_file_row_and_class(tmp_path):
+    missing = write_text(tmp_path / "missing.csv", "category,body\nspam,a\n,b\nham,c\n")
+    assert "missing.csv, line 3" in error_message(own_config(missing, id_column=None))
+    single = write_text(tmp_path / "single.csv", "category,body\n" + "".join(f"spam,t{i}\n" for i in range(10)))
+    message = error_message(own_config(single, id_column=None))
+    assert "single.csv" in message and "one class" in message
+
+
+def test_ids_never_index_inferred_names(tmp_path):
+    """A test file of ids against a train file of names would silently permute the gold labels."""
+    train = write_text(tmp_path / "train.csv", "label,text\n" + "".join(f"{n},t{i}{n}\n" for i in range(5) for n in ("sport", "news")))
+    test = write_text(tmp_path / "test.csv", "label,text\n0,a\n1,b\n")
+    message = error_message(files_config(train, test))
+    assert "test.csv, line 2" in message and "'0'" in message and "data.label_names" in message
+
+
+def test_a_column_mixing_names_and_ids_is_an_error(tmp_path):
+    train = write_text(tmp_path / "train.csv", "label,text\n" + "".join(f"{c},t{i}\n" for i, c in enumerate(["World", "Sports"] * 5)))
+    test = write_text(tmp_path / "test.csv", "label,text\nWorld,a\n2,b\n")
+    message = error_message(files_config(train, test, label_names=["World", "Sports"], label_index_base=1))
+    assert "test.csv, line 3" in message and "'2'" in message and "same way" in message
+
+
+def test_a_stray_id_does_not_make_thousands_of_classes(tmp_path):
+    train = write_text(tmp_path / "train.csv", "label,text\n" + "".join(f"{i % 3},t{i}\n" for i in range(30)) + "2004,odd\n")
+    message = error_message(files_config(train, train))
+    assert "2004" in message and "data.label_names" in message

@@ -198,7 +198,8 @@ def test_stage_1_and_prediction_read_messy_rows_into_identical_texts(run_dir, tm
     messy = tmp_path / "messy.csv"
     messy.write_text(MESSY_FILE)
     config = DataConfig(source="files", train_file=str(messy), test_file=str(messy), label_column="id",
-                        text_columns=["title", "description"], unescape_newlines=True, validation_fraction=0.2)
+                        text_columns=["title", "description"], unescape_newlines=True, validation_fraction=0.2,
+                        deduplicate="none")
     stage_1 = sorted(load_splits(config, seed=0)["test"]["text"])
 
     seen: list[str] = []

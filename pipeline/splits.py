@@ -1,0 +1,188 @@
+"""Splits of one labelled set: carving validation and test out of train, caps, and duplicate texts.
+
+    splits, removed, duplicates = deduplicate(splits, mode="across")
+    train, test = carve(train, fraction=0.1, seed=42, split="test", key="data.test_fraction")
+
+Every split is a `datasets.Dataset` with `text`, `label` (ClassLabel) and `row_id` (the data's id column, or the
+row's line or record number in its file). Carving and caps are stratified by label and seeded, and keep rows in
+file order. Nothing is dropped silently: every removed row is returned with the reason, for the run directory.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+
+import datasets
+import numpy as np
+
+from pipeline.tables import DataError
+
+logger = logging.getLogger(__name__)
+
+# How many conflicting texts (one text, several labels) are kept as examples in metrics.json.
+CONFLICT_EXAMPLES = 5
+
+
+def labels_of(dataset: datasets.Dataset) -> np.ndarray:
+    # Read the Arrow column at once: `dataset["label"]` is a lazy column that datasets 5 converts row by row.
+    return dataset.with_format("arrow")["label"].to_numpy()
+
+
+def carve(train: datasets.Dataset, fraction: float, seed: int, split: str, key: str) -> tuple[datasets.Dataset, datasets.Dataset]:
+    """Split `fraction` of train off as `split`, stratified by label and seeded; both keep file order.
+
+    Every class must keep rows on both sides: a class with fewer than 2 rows is an error naming it and its count.
+    """
+    size = math.ceil(fraction * len(train))
+    if size >= len(train):
+        raise DataError(
+            f"The train split has {len(train)} rows: too few to carve a {split} split of {fraction:g} ({key}); "
+            f"add rows or give a {split} file"
+        )
+    labels = labels_of(train)
+    classes, counts = np.unique(labels, return_counts=True)
+    if counts.min() < 2:
+        names = train.features["label"].names
+        small = ", ".join(f"'{names[c]}' ({n} row)" for c, n in zip(classes, counts) if n < 2)
+        raise DataError(
+            f"cannot carve a stratified {split} split ({key}) out of train: the classes {small} have fewer than "
+            f"2 rows, so they cannot appear on both sides; add rows, drop the class, or give a {split} file"
+        )
+    chosen, rest = sample_indices(labels, size, seed, minimum=1)
+    return train.select(rest), train.select(chosen)
+
+
+def cap_rows(split: datasets.Dataset, limit: int | None, seed: int) -> datasets.Dataset:
+    """At most `limit` rows: a seeded sample, stratified by label, in file order."""
+    if limit is None or len(split) <= limit:
+        return split
+    chosen, _ = sample_indices(labels_of(split), limit, seed)
+    return split.select(chosen)
+
+
+def sample_indices(labels: np.ndarray, size: int, seed: int, minimum: int = 0) -> tuple[list[int], list[int]]:
+    """Pick about `size` row indices stratified by label (and return the rest); both lists sorted.
+
+    Each class gets its share of `size` rounded down, and the rows left over go to the classes with the largest
+    remainders (the larger class first on ties), so a balanced set stays exactly balanced; with `minimum`, every
+    class gets at least that many (while leaving one behind), so a small class is never missing from a carved
+    split. The rows of a class are drawn by a generator seeded with `seed`. This is done here rather than with
+    `Dataset.train_test_split`, which reads the labels row by row (seconds for 20,000 rows).
+    """
+    labels = np.asarray(labels)
+    classes, counts = np.unique(labels, return_counts=True)
+    quotas = np.maximum(_proportional_quotas(counts, size), np.minimum(minimum, counts - 1))
+    rng = np.random.default_rng(seed)
+    chosen = np.zeros(len(labels), dtype=bool)
+    for label, quota in zip(classes, quotas):
+        rows = np.flatnonzero(labels == label)
+        chosen[rng.permutation(rows)[:quota]] = True
+    return np.flatnonzero(chosen).tolist(), np.flatnonzero(~chosen).tolist()
+
+
+def _proportional_quotas(counts: np.ndarray, size: int) -> np.ndarray:
+    """Split `size` over classes in proportion to `counts` by largest remainder; each quota <= its count."""
+    exact = counts * size / counts.sum()
+    quotas = np.floor(exact).astype(int)
+    order = sorted(range(len(counts)), key=lambda i: (-(exact[i] - quotas[i]), -counts[i], i))
+    for i in order[: size - quotas.sum()]:
+        quotas[i] += 1
+    return quotas
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Duplicate texts
+
+
+def duplicate_key(text: str) -> str:
+    """Texts are the same when they match after whitespace is normalised (runs of spaces, tabs, newlines)."""
+    return " ".join(text.split())
+
+
+@dataclass
+class RemovedRow:
+    split: str
+    row_id: str
+    reason: str
+    text: str
+
+
+@dataclass
+class DuplicateReport:
+    """What metrics.json records under data.duplicates."""
+
+    mode: str
+    within: dict[str, int] = field(default_factory=dict)  # repeated texts inside each split (beyond the first)
+    across: dict[str, int] = field(default_factory=dict)  # e.g. "test_in_train": test rows whose text is in train
+    conflicts: int = 0  # distinct texts that carry more than one label (within or across splits)
+    conflict_examples: list[dict] = field(default_factory=list)
+    removed: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return dict(vars(self))
+
+
+def deduplicate(
+    splits: dict[str, datasets.Dataset], mode: str, order: tuple[str, ...]
+) -> tuple[dict[str, datasets.Dataset], list[RemovedRow], DuplicateReport]:
+    """Count exact duplicate texts within each split and between splits (earlier splits in `order` first), and
+    remove them as `mode` says: none (count only), within (repeats inside a split), across (also texts of a later
+    split found in an earlier one: a test text seen in train is leakage)."""
+    report = DuplicateReport(mode)
+    keys = {name: [duplicate_key(text) for text in splits[name]["text"]] for name in order if name in splits}
+    _count_conflicts(splits, keys, report)
+    seen: set[str] = set()
+    kept, removed = {}, []
+    for position, name in enumerate(n for n in order if n in splits):
+        drop_within, drop_across = _duplicate_rows(keys[name], seen, name, report)
+        drop = (drop_within if mode in ("within", "across") else set()) | (drop_across if mode == "across" else set())
+        seen |= set(keys[name])
+        kept[name] = _without(splits[name], drop, name, removed, drop_within)
+        report.removed[name] = len(drop)
+    return kept, removed, report
+
+
+def _duplicate_rows(keys: list[str], seen: set[str], name: str, report: DuplicateReport) -> tuple[set[int], set[int]]:
+    first: dict[str, int] = {}
+    within, across = set(), set()
+    for row, key in enumerate(keys):
+        if key in first:
+            within.add(row)
+        else:
+            first[key] = row
+            if key in seen:
+                across.add(row)
+    report.within[name] = len(within)
+    if seen:
+        report.across[f"{name}_in_earlier_splits"] = len(across)
+        if across:
+            logger.warning("%d %s texts also occur in an earlier split (leakage)", len(across), name)
+    return within, across
+
+
+def _without(split: datasets.Dataset, drop: set[int], name: str, removed: list[RemovedRow], within: set[int]) -> datasets.Dataset:
+    if not drop:
+        return split
+    ids, texts = split["row_id"], split["text"]
+    for row in sorted(drop):
+        reason = "duplicate within split" if row in within else "text found in an earlier split"
+        removed.append(RemovedRow(name, ids[row], reason, texts[row]))
+    return split.select([row for row in range(len(split)) if row not in drop])
+
+
+def _count_conflicts(splits: dict[str, datasets.Dataset], keys: dict[str, list[str]], report: DuplicateReport) -> None:
+    labels_by_text: dict[str, set[int]] = {}
+    for name, split_keys in keys.items():
+        for key, label in zip(split_keys, labels_of(splits[name]).tolist()):
+            labels_by_text.setdefault(key, set()).add(label)
+    conflicting = [key for key, labels in labels_by_text.items() if len(labels) > 1]
+    names = next(iter(splits.values())).features["label"].names
+    report.conflicts = len(conflicting)
+    report.conflict_examples = [
+        {"text": key[:200], "labels": sorted(names[label] for label in labels_by_text[key])}
+        for key in conflicting[:CONFLICT_EXAMPLES]
+    ]
+    if conflicting:
+        logger.warning("%d texts carry more than one label (e.g. %r)", len(conflicting), conflicting[0][:80])
