@@ -31,6 +31,8 @@ class RunConfig:
     seed: int = 42
     # A run directory that already holds a run is refused unless this is set (then it is emptied first).
     overwrite: bool = False
+    # The model's licence as a Hub licence id (e.g. apache-2.0, mit), written into model/README.md's metadata.
+    license: str | None = None
 
 
 @dataclass
@@ -127,9 +129,11 @@ class EncoderSettings:
 
 @dataclass
 class ModelConfig:
-    kind: Literal["bert", "encoder"] = "bert"
+    # "pretrained": any sequence-classification checkpoint (BERT by default; RoBERTa, DistilBERT, ... too), with its
+    # own tokenizer loaded by AutoTokenizer; "bert" is its older name, still accepted. "encoder": from scratch.
+    kind: Literal["pretrained", "bert", "encoder"] = "pretrained"
     name_or_path: str = "bert-base-uncased"
-    # Architecture of the from-scratch encoder (model.kind: encoder); BERT reads its own from name_or_path.
+    # Architecture of the from-scratch encoder (model.kind: encoder); a checkpoint reads its own from name_or_path.
     encoder: EncoderSettings = field(default_factory=EncoderSettings)
 
 
@@ -164,6 +168,26 @@ class EvalConfig:
     batch_size: int = 128
     # Write the per-row test predictions (text, gold, predicted, probabilities) for reports.
     save_predictions: bool = True
+    # After the run, export the model to ONNX ("onnx"; "int8" adds a quantized model) into runs/<name>/onnx/ and
+    # verify it against PyTorch on validation rows (pipeline.export); needs the optional extra `onnx`.
+    export: Literal["none", "onnx", "int8"] = "none"
+    # A TF-IDF + logistic regression baseline fitted on the same train split and scored on the same test split
+    # (seconds; recorded in metrics.json under "baseline" and shown in reports); "none" skips it.
+    baseline: Literal["tfidf", "none"] = "tfidf"
+
+    def __post_init__(self):
+        # Checked before training, not after it: a missing optional dependency must not cost a whole run.
+        missing = [name for name in ("onnx", "onnxruntime") if self.export != "none" and not _installed(name)]
+        if missing:
+            raise ConfigError(
+                f"eval.export: {self.export!r} needs {' and '.join(missing)}, not installed: pip install -e \".[onnx]\""
+            )
+
+
+def _installed(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
 
 
 @dataclass
@@ -369,6 +393,7 @@ def validate(config: PipelineConfig) -> None:
             raise ConfigError(f"{key}: must be a positive integer, got {value}")
     if config.train.epochs <= 0 and config.train.max_steps is None:
         raise ConfigError(f"train.epochs: must be positive (or set train.max_steps), got {config.train.epochs}")
+    _validate_run_name(config.run.name)
     for key in ("validation_fraction", "test_fraction"):
         if not 0.0 < getattr(config.data, key) < 1.0:
             raise ConfigError(f"data.{key}: must be between 0 and 1, got {getattr(config.data, key)}")
@@ -380,6 +405,14 @@ def validate(config: PipelineConfig) -> None:
         raise ConfigError("data.train_file: required when data.source is 'files'")
     if not config.data.text_columns:
         raise ConfigError("data.text_columns: name at least one column")
+
+
+def _validate_run_name(name: str) -> None:
+    """run.name is one folder inside run.output_dir: never the output folder itself, a parent, or elsewhere."""
+    if not name.strip() or name in (".", "..") or "/" in name or "\\" in name or Path(name).is_absolute():
+        raise ConfigError(
+            f"run.name: must be a plain folder name (no path separators, not empty, '.' or '..'), got {name!r}"
+        )
 
 
 def to_dict(config: Any) -> dict[str, Any]:

@@ -4,18 +4,24 @@
     accelerate launch -m pipeline.finetune --config ...        # several GPUs or nodes, same code
 
 With no --config, runs configs/ag_news_bert.yaml (bert-base-uncased on AG News from the Hub).
+
+The run directory is claimed (a lock with this process's id) before any work, and an earlier run under the same
+name is replaced only once this one has loaded its data, tokenizer and model: a typo in a path never costs the
+earlier run.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import logging
 import os
-import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import datasets
 import transformers
@@ -24,21 +30,24 @@ from accelerate.utils import gather_object, set_seed
 from transformers import AutoModelForSequenceClassification, PreTrainedModel, PreTrainedTokenizerBase
 
 from pipeline import hardware, models, rundir
+from pipeline.baseline import run_baseline
 from pipeline.batching import TokenizedRows
-from pipeline.config import ConfigError, PipelineConfig, load_config, save_config
-from pipeline.data import DataError, load_splits
+from pipeline.config import ConfigError, PipelineConfig, load_config, save_config, to_dict
+from pipeline.data import DataError, LoadedData, load_data
 from pipeline.evaluation import EvalResult, evaluate_split
-from pipeline.io import replace_directory
+from pipeline.io import atomic_write_csv, replace_directory
 from pipeline.report import ReportError, plot_confusion_matrix, write_report
-from pipeline.rundir import RunDir, write_test_predictions
+from pipeline.rundir import RunDir, RunDirError, write_test_predictions
 from pipeline.tokenization import TokenizationInfo, load_tokenizer, tokenize_splits
-from pipeline.training import Trainer, TrainResult, create_accelerator
+from pipeline.training import Trainer, TrainingDiverged, TrainResult, create_accelerator
 
 logger = logging.getLogger("pipeline")
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 DEFAULT_CONFIG = CONFIG_DIR / "ag_news_bert.yaml"
-QUICK_CONFIG = "configs/ag_news_quick.yaml"
+# Settings a resumed run may change: they alter neither the weights nor the data (resume is exact otherwise).
+RESUME_MAY_CHANGE = ("eval.", "train.resume", "run.overwrite", "train.log_every_steps",
+                     "train.warn_if_longer_than_minutes", "data.cache_dir", "tokenizer.cache")
 
 
 class RunError(RuntimeError):
@@ -64,17 +73,66 @@ def resolve_config(args: argparse.Namespace) -> PipelineConfig:
     return load_config(path, args.overrides)
 
 
-def prepare_run_dir(config: PipelineConfig, is_main_process: bool) -> Path:
-    run_dir = config.run_dir
-    if rundir.holds_run(run_dir) and not config.train.resume:
-        if not config.run.overwrite:
+# ---------------------------------------------------------------------------------------------------------------
+# The run directory's life: checked before any work, replaced only once the new run has started cleanly
+
+
+def check_run_dir(config: PipelineConfig) -> None:
+    """Refuse, before any work, a run that would clobber an earlier one or resume what cannot be resumed."""
+    run = RunDir(config.run_dir)
+    if config.train.resume:
+        if not run.checkpoints():
+            holds = ", ".join(sorted(child.name for child in run.path.iterdir())) if run.path.is_dir() else "nothing"
             raise RunError(
-                f"{run_dir} already holds a run; choose another run.name, or set run.overwrite=true "
-                "(or train.resume=true to continue from its last checkpoint)"
+                f"train.resume=true but {run.path} holds no checkpoint (it holds: {holds}); start again with "
+                "run.overwrite=true (set train.save_every_steps to make a run resumable)"
             )
-        if is_main_process:  # stale checkpoints would otherwise be picked up by a later resume
-            shutil.rmtree(run_dir)
-    return run_dir
+        check_resume_config(run, config)
+    elif rundir.holds_run(run.path) and not config.run.overwrite:
+        hint = " (or train.resume=true to continue from its last checkpoint)" if run.checkpoints() else ""
+        raise RunError(f"{run.path} already holds a run; choose another run.name, or set run.overwrite=true{hint}")
+
+
+def check_resume_config(run: RunDir, config: PipelineConfig) -> None:
+    """A resumed run is exact only under the same settings: name every other key that changed."""
+    saved, current = _flatten(run.read_config()), _flatten(to_dict(config))
+    changed = sorted(key for key in saved.keys() | current.keys()
+                     if saved.get(key) != current.get(key) and not key.startswith(RESUME_MAY_CHANGE))
+    if changed:
+        details = "; ".join(f"{key}: {saved.get(key)!r} -> {current.get(key)!r}" for key in changed[:6])
+        raise RunError(
+            f"train.resume=true under a changed config would not continue the same run ({details}); "
+            f"resume with the settings in {run.config_path}, or start a new run"
+        )
+
+
+def _flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat = {}
+    for key, value in values.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def start_run_dir(config: PipelineConfig, data: LoadedData) -> None:
+    """Main process, once data, tokenizer and model have loaded: replace an earlier run, record config and split."""
+    run = RunDir(config.run_dir)
+    if not config.train.resume:
+        if config.run.overwrite and rundir.holds_run(run.path):
+            rundir.clear_for_overwrite(run.path)
+        save_config(config, run.config_path)
+    for leftover in rundir.clean_staging_leftovers(run.path):
+        logger.info("Removed %s, left by an interrupted run", leftover)
+    split_rows = [[split, row_id] for split, ids in data.row_ids().items() for row_id in ids]
+    atomic_write_csv(run.path / rundir.SPLITS_FILE, ["split", "row_id"], split_rows)
+    removed = [[row.split, row.row_id, row.reason, row.text] for row in data.removed]
+    atomic_write_csv(run.path / rundir.REMOVED_ROWS_FILE, ["split", "row_id", "reason", "text"], removed)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Stages
 
 
 def load_pretrained(key: str, name: str, load):
@@ -99,35 +157,107 @@ def save_model_dir(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, p
     replace_directory(path, fill)
 
 
-def build_metrics(
-    config: PipelineConfig,
-    labels: list[str],
-    results: dict[str, EvalResult],
-    tokenization: TokenizationInfo,
-    training: TrainResult,
-    timings: dict[str, float],
-    eval_samples_per_second: float,
-    num_parameters: int,
-    started_at: str,
-    accelerator: Accelerator,
-) -> dict:
+@dataclass
+class Prepared:
+    """Stages 1 and 2, ready to train on."""
+
+    data: LoadedData
+    labels: list[str]
+    tokenizer: PreTrainedTokenizerBase
+    model: PreTrainedModel
+    rows: dict[str, TokenizedRows]
+    tokenization: TokenizationInfo
+
+
+def prepare(config: PipelineConfig, accelerator: Accelerator, timings: dict[str, float]) -> Prepared:
+    """Stage 1 (data) and 2 (tokenizer, model, fixed-length tokens). The main process goes first, so that
+    downloads and caches are made once and reused by the others."""
+    tick = time.perf_counter()
+    with accelerator.main_process_first():
+        data = load_data(config.data, config.run.seed)
+    labels = data.splits["train"].features["label"].names
+    timings["data_seconds"] = time.perf_counter() - tick
+    with accelerator.main_process_first():
+        tokenizer = load_pretrained(
+            "tokenizer.name_or_path", config.tokenizer.name_or_path, lambda: load_tokenizer(config.tokenizer)
+        )
+        model = load_pretrained(
+            "model.name_or_path", config.model.name_or_path, lambda: models.build_model(config.model, labels, tokenizer)
+        )
+        tick = time.perf_counter()
+        tokenized, tokenization = tokenize_splits(
+            data.splits, tokenizer, config.tokenizer, Path(config.data.cache_dir).expanduser(),
+            models.max_positions(model),
+        )
+        timings["tokenize_seconds"] = time.perf_counter() - tick
+    # Every process but the first should have found the main process's cache: recorded, so that it can be checked.
+    tokenization.from_cache_by_process = gather_object([tokenization.from_cache])
+    rows = {name: TokenizedRows(split) for name, split in tokenized.items()}
+    return Prepared(data, labels, tokenizer, model, rows, tokenization)
+
+
+def train(config: PipelineConfig, prepared: Prepared, accelerator: Accelerator) -> tuple[TrainResult, int]:
+    """Stage 3: the best model by validation accuracy is saved into model/ on every improvement."""
+    run = RunDir(config.run_dir)
+    trainer = Trainer(
+        prepared.model,
+        prepared.rows["train"],
+        prepared.rows["validation"],
+        config.train,
+        accelerator,
+        run.path,
+        seed=config.run.seed,
+        label_names=prepared.labels,
+        eval_batch_size=config.eval.batch_size,
+        save_best=lambda best: save_model_dir(best, prepared.tokenizer, run.model_dir),
+        quick_config_hint=quick_settings_hint(config),
+    )
+    result = trainer.run()
+    return result, accelerator.unwrap_model(trainer.model).num_parameters()
+
+
+def quick_settings_hint(config: PipelineConfig) -> str:
+    """Settings of the user's own config that shorten a long run."""
+    length = config.tokenizer.max_length
+    shorter = f", tokenizer.max_length={max(64, length // 2)}" if isinstance(length, int) and length > 64 else ""
+    return f"fewer steps with train.max_steps=..., or data.max_train_samples=...{shorter}"
+
+
+def evaluate(config: PipelineConfig, prepared: Prepared, accelerator: Accelerator) -> tuple[dict[str, EvalResult], float]:
+    """Stage 4, on the best model as saved: what is evaluated is exactly what users will load."""
+    accelerator.wait_for_everyone()
+    best_model = accelerator.prepare_model(
+        AutoModelForSequenceClassification.from_pretrained(RunDir(config.run_dir).model_dir), evaluation_mode=True
+    )
+    tick = time.perf_counter()
+    results = {
+        name: evaluate_split(best_model, prepared.rows[name], accelerator, config.eval.batch_size, prepared.labels)
+        for name in ("validation", "test")
+    }
+    return results, time.perf_counter() - tick
+
+
+def build_metrics(config: PipelineConfig, prepared: Prepared, results: dict[str, EvalResult], training: TrainResult,
+                  timings: dict[str, float], num_parameters: int, started_at: str, accelerator: Accelerator) -> dict:
+    eval_samples = sum(len(prepared.rows[name]) for name in ("validation", "test"))
     return {
         "run": {
             "name": config.run.name,
             "model_kind": config.model.kind,
-            "model_name_or_path": config.model.name_or_path if config.model.kind == "bert" else "from scratch",
+            "model_name_or_path": config.model.name_or_path if config.model.kind != "encoder" else "from scratch",
             "num_parameters": num_parameters,
             "started_at": started_at,
             "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         },
-        "labels": labels,
+        "labels": prepared.labels,
         **{split: result.metrics for split, result in results.items()},
         "best": {"step": training.state.best_step, "validation_accuracy": training.state.best_accuracy},
-        "tokenization": tokenization.to_dict(),
+        "data": prepared.data.summary,
+        "tokenization": prepared.tokenization.to_dict(),
         "timings": timings,
         "throughput": {
             "train_samples_per_second": training.samples_per_second,
-            "eval_samples_per_second": eval_samples_per_second,
+            "eval_samples_per_second": eval_samples / timings["eval_seconds"],
         },
         "training": {
             "global_steps": training.state.global_step,
@@ -147,97 +277,54 @@ def run(config: PipelineConfig) -> dict:
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     start = time.perf_counter()
     accelerator = create_accelerator(config.train, config.run_dir)
-    run_dir = prepare_run_dir(config, accelerator.is_main_process)
-    accelerator.wait_for_everyone()
-    set_seed(config.run.seed)
-    cache_root = Path(config.data.cache_dir).expanduser()
-
-    # Stage 1. The main process goes first so that downloads and caches are made once and reused by the others.
-    with accelerator.main_process_first():
-        splits = load_splits(config.data, config.run.seed)
-    labels = splits["train"].features["label"].names
-    data_seconds = time.perf_counter() - start
-
-    with accelerator.main_process_first():
-        tokenizer = load_pretrained("tokenizer.name_or_path", config.tokenizer.name_or_path, lambda: load_tokenizer(config.tokenizer))
-        model = load_pretrained(
-            "model.name_or_path", config.model.name_or_path, lambda: models.build_model(config.model, labels, tokenizer)
-        )
-        # Stage 2.
-        tick = time.perf_counter()
-        tokenized, tokenization = tokenize_splits(
-            splits, tokenizer, config.tokenizer, cache_root, models.max_positions(model)
-        )
-        tokenize_seconds = time.perf_counter() - tick
-    # Every process but the first should have found the main process's cache: recorded, so that it can be checked.
-    tokenization.from_cache_by_process = gather_object([tokenization.from_cache])
-    rows = {name: TokenizedRows(split) for name, split in tokenized.items()}
-    if accelerator.is_main_process:
-        save_config(config, RunDir(run_dir).config_path)
-
-    # Stage 3.
-    trainer = Trainer(
-        model,
-        rows["train"],
-        rows["validation"],
-        config.train,
-        accelerator,
-        run_dir,
-        seed=config.run.seed,
-        label_names=labels,
-        eval_batch_size=config.eval.batch_size,
-        save_best=lambda best: save_model_dir(best, tokenizer, RunDir(run_dir).model_dir),
-        quick_config_hint=QUICK_CONFIG,
-    )
-    training = trainer.run()
-    num_parameters = accelerator.unwrap_model(trainer.model).num_parameters()
-    del trainer
-
-    # Stage 4, on the best model as saved: what is evaluated is exactly what users will load.
-    accelerator.wait_for_everyone()
-    best_model = accelerator.prepare_model(
-        AutoModelForSequenceClassification.from_pretrained(RunDir(run_dir).model_dir), evaluation_mode=True
-    )
-    tick = time.perf_counter()
-    results = {
-        name: evaluate_split(best_model, rows[name], accelerator, config.eval.batch_size, labels)
-        for name in ("validation", "test")
-    }
-    eval_seconds = time.perf_counter() - tick
-    eval_samples = len(rows["validation"]) + len(rows["test"])
-    timings = {
-        "data_seconds": data_seconds,
-        "tokenize_seconds": tokenize_seconds,
-        "train_seconds": training.state.train_seconds,
-        "eval_seconds": eval_seconds,
-        "total_seconds": time.perf_counter() - start,
-    }
-    metrics = build_metrics(
-        config, labels, results, tokenization, training, timings, eval_samples / eval_seconds,
-        num_parameters, started_at, accelerator,
-    )
-    if accelerator.is_main_process:
-        write_outputs(run_dir, metrics, results["test"], splits["test"]["text"], labels, config)
-    accelerator.wait_for_everyone()
+    check_run_dir(config)
+    claim = rundir.claimed(config.run_dir) if accelerator.is_main_process else contextlib.nullcontext()
+    with claim:
+        accelerator.wait_for_everyone()
+        set_seed(config.run.seed)
+        timings: dict[str, float] = {}
+        prepared = prepare(config, accelerator, timings)
+        if accelerator.is_main_process:
+            start_run_dir(config, prepared.data)
+        accelerator.wait_for_everyone()
+        training, num_parameters = train(config, prepared, accelerator)
+        timings["train_seconds"] = training.state.train_seconds
+        results, timings["eval_seconds"] = evaluate(config, prepared, accelerator)
+        timings["total_seconds"] = time.perf_counter() - start
+        metrics = build_metrics(config, prepared, results, training, timings, num_parameters, started_at, accelerator)
+        # Seconds on one CPU thread, main process only (nothing collective runs meanwhile); not in the timings above.
+        baseline = run_baseline(config.eval.baseline, prepared.data.splits, prepared.labels) \
+            if accelerator.is_main_process else None
+        if baseline is not None:
+            metrics["baseline"] = baseline
+        if accelerator.is_main_process:
+            write_outputs(config, metrics, results["test"], prepared.data.splits["test"])
+        accelerator.wait_for_everyone()
     # Closes the trackers and, under several processes, the process group: nothing collective may follow.
     accelerator.end_training()
+    if config.eval.export != "none" and accelerator.is_main_process:  # ONNX export, verified (pipeline.export)
+        from pipeline.export.convert import export_after_training
+
+        export_after_training(config, prepared.data.splits["validation"])
     return metrics
 
 
-def write_outputs(run_dir: Path, metrics: dict, test: EvalResult, texts: list[str], labels: list[str], config) -> None:
-    run = RunDir(run_dir)
+def write_outputs(config: PipelineConfig, metrics: dict, test: EvalResult, test_split: datasets.Dataset) -> None:
+    run = RunDir(config.run_dir)
+    labels = metrics["labels"]
     run.write_metrics(metrics)
     if config.eval.save_predictions:
-        write_test_predictions(run.predictions_path, texts, test.labels, test.probabilities, labels)
+        write_test_predictions(run.predictions_path, test_split["text"], test.labels, test.probabilities, labels,
+                               row_ids=test_split["row_id"])
     plot_confusion_matrix(
         test.metrics["confusion_matrix"], labels, run.confusion_matrix_path, title=f"{config.run.name} (test)"
     )
-    write_report([run_dir], run_dir)
+    write_report([run.path], run.path)
     summary = metrics["test"]
     print(
         f"Test accuracy {summary['accuracy']:.4f}, macro-F1 {summary['macro_f1']:.4f} on {summary['num_samples']} rows; "
         f"trained at {metrics['throughput']['train_samples_per_second']:.1f} samples/s; "
-        f"total {metrics['timings']['total_seconds']:.0f} s. Run directory: {run_dir}"
+        f"total {metrics['timings']['total_seconds']:.0f} s. Run directory: {run.path}"
     )
 
 
@@ -260,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = resolve_config(args)
         run(config)
-    except (ConfigError, DataError, RunError, ReportError, FileNotFoundError) as error:
+    except (ConfigError, DataError, RunError, RunDirError, ReportError, TrainingDiverged, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0

@@ -6,11 +6,13 @@ A crash or Ctrl-C midway therefore never leaves a truncated file under the final
 from __future__ import annotations
 
 import contextlib
+import csv
 import json
+import math
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +46,26 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 
 
 def atomic_write_json(path: str | Path, payload: Any) -> None:
-    atomic_write_text(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+    """Strict JSON: a NaN or infinity (a diverged loss, an undefined metric) is written as null, never as the bare
+    NaN that Python's json module would write and other JSON readers reject."""
+    atomic_write_text(path, json.dumps(_finite(payload), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
+
+
+def atomic_write_csv(path: str | Path, header: list[str], rows: Iterable[Sequence[Any]]) -> None:
+    with atomic_path(path) as temp_path, open(temp_path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)
 
 
 def replace_directory(path: str | Path, fill) -> None:
@@ -52,6 +73,8 @@ def replace_directory(path: str | Path, fill) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
+    # mkdtemp creates the folder owner-only (0700); give it the permissions a plain mkdir would have.
+    os.chmod(staging, 0o777 & ~_current_umask())
     retired = path.with_name(f".{path.name}.old")
     try:
         fill(staging)

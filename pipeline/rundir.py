@@ -9,11 +9,14 @@ Every file name below lives here and nowhere else (docs/run-directory.md describ
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import math
+import os
+import shutil
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,11 +38,41 @@ REPORT_HTML = "report.html"
 CONFUSION_MATRIX_PNG = "confusion_matrix.png"
 # What save_pretrained writes first: a folder holding it is a saved model.
 MODEL_CONFIG_FILE = "config.json"
+# The Hugging Face model card inside model/ (YAML metadata, then Markdown): pipeline/modelcard.py writes it.
+MODEL_CARD_FILE = "README.md"
+MODEL_WEIGHTS_FILE = "model.safetensors"
+# python -m pipeline.export: ONNX models and their verification record, in one folder of the run.
+EXPORT_DIR = "onnx"
+EXPORT_RECORD_FILE = "export.json"
+ONNX_MODEL_FILES = {"fp32": "model.onnx", "int8": "model.int8.onnx"}
+# Exports that failed verification are moved here: kept for inspection, never used.
+EXPORT_REFUSED_DIR = "refused"
+
+# Stage 1's record of the split: which rows (by id) are in which split, and the rows removed (duplicates).
+SPLITS_FILE = "splits.csv"
+REMOVED_ROWS_FILE = "removed_rows.csv"
+# Held while a finetune process owns the run directory: its process id, for the next one to check.
+LOCK_FILE = ".lock"
 
 # test_predictions.csv: these columns, then the id column when the data has one, then prob_<class> per class.
 PREDICTION_TEXT, PREDICTION_GOLD, PREDICTION_PREDICTED, PREDICTION_SCORE = "text", "label", "predicted", "score"
 PREDICTION_COLUMNS = (PREDICTION_TEXT, PREDICTION_GOLD, PREDICTION_PREDICTED, PREDICTION_SCORE)
+PREDICTION_ROW_ID = "row_id"
 PROBABILITY_PREFIX = "prob_"
+
+
+def owned_names() -> set[str]:
+    """Every top-level name the pipeline writes into a run directory: only these are deleted on overwrite."""
+    return {
+        CONFIG_FILE, METRICS_FILE, HISTORY_FILE, PREDICTIONS_FILE, MODEL_DIR, CHECKPOINTS_DIR, TENSORBOARD_DIR,
+        REPORT_MARKDOWN, REPORT_HTML, CONFUSION_MATRIX_PNG, SPLITS_FILE, REMOVED_ROWS_FILE, LOCK_FILE,
+        EXPORT_DIR,
+    }
+
+
+def is_staging_leftover(name: str) -> bool:
+    """Temporary names of atomic writes (io.atomic_path, io.replace_directory, checkpoints) left by a crash."""
+    return name.startswith(".") and name.endswith((".tmp", ".partial", ".old"))
 
 
 class RunDirError(ValueError):
@@ -91,6 +124,10 @@ class RunDir:
         return self.path / MODEL_DIR
 
     @property
+    def model_card_path(self) -> Path:
+        return self.path / MODEL_DIR / MODEL_CARD_FILE
+
+    @property
     def checkpoints_dir(self) -> Path:
         return self.path / CHECKPOINTS_DIR
 
@@ -101,6 +138,14 @@ class RunDir:
     @property
     def confusion_matrix_path(self) -> Path:
         return self.path / CONFUSION_MATRIX_PNG
+
+    @property
+    def export_dir(self) -> Path:
+        return self.path / EXPORT_DIR
+
+    @property
+    def export_record_path(self) -> Path:
+        return self.export_dir / EXPORT_RECORD_FILE
 
     def checkpoint_path(self, global_step: int) -> Path:
         return self.checkpoints_dir / f"{CHECKPOINT_PREFIX}{global_step}"
@@ -206,7 +251,7 @@ class RunDir:
             return None
         try:
             # keep_default_na=False: a text that reads "NA" or "null" must stay text.
-            text_columns = {PREDICTION_TEXT: str, PREDICTION_GOLD: str, PREDICTION_PREDICTED: str}
+            text_columns = {PREDICTION_TEXT: str, PREDICTION_GOLD: str, PREDICTION_PREDICTED: str, PREDICTION_ROW_ID: str}
             predictions = pd.read_csv(path, dtype=text_columns, keep_default_na=False)
         except pd.errors.EmptyDataError:
             raise RunDirError(f"{path}: the file is empty") from None
@@ -234,16 +279,19 @@ def write_test_predictions(
     gold: np.ndarray,
     probabilities: np.ndarray,
     label_names: Sequence[str],
+    row_ids: Sequence[str] | None = None,
 ) -> None:
-    """One row per example: text, gold and predicted class names, the predicted class's probability, all of them."""
+    """One row per example: text, gold and predicted class names, the predicted class's probability, the row's id
+    (the data's id column, or its line number), then every class's probability."""
     predicted = probabilities.argmax(axis=1)
-    header = [*PREDICTION_COLUMNS, *(f"{PROBABILITY_PREFIX}{name}" for name in label_names)]
+    row_ids = row_ids if row_ids is not None else [str(index + 1) for index in range(len(texts))]
+    header = [*PREDICTION_COLUMNS, PREDICTION_ROW_ID, *(f"{PROBABILITY_PREFIX}{name}" for name in label_names)]
     with atomic_path(path) as temp_path, open(temp_path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(header)
-        for text, gold_id, predicted_id, row in zip(texts, gold, predicted, probabilities):
+        for text, gold_id, predicted_id, row, row_id in zip(texts, gold, predicted, probabilities, row_ids):
             writer.writerow(
-                [text, label_names[gold_id], label_names[predicted_id], f"{row[predicted_id]:.6f}"]
+                [text, label_names[gold_id], label_names[predicted_id], f"{row[predicted_id]:.6f}", row_id]
                 + [f"{p:.6f}" for p in row]
             )
 
@@ -282,3 +330,74 @@ def nested_get(mapping: Any, *keys: str) -> Any:
 
 def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Owning a run directory: one process at a time, and an overwrite that deletes only what the pipeline wrote
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, under another user
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def claimed(path: Path) -> Iterator[None]:
+    """Hold the run directory for this process (an exclusively created lock file with its pid); a second run of
+    the same name gets a RunDirError at once. A lock left by a process that no longer runs is taken over."""
+    path.mkdir(parents=True, exist_ok=True)
+    lock = path / LOCK_FILE
+    for _ in range(2):
+        try:
+            descriptor = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            owner = lock.read_text().strip() if lock.exists() else ""
+            if owner.isdigit() and _process_alive(int(owner)) and int(owner) != os.getpid():
+                raise RunDirError(
+                    f"{path} is in use by another run (process {owner}); wait for it, or choose another run.name"
+                ) from None
+            lock.unlink(missing_ok=True)  # stale: its process is gone
+            continue
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(str(os.getpid()))
+        break
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+
+
+def clean_staging_leftovers(path: Path) -> list[str]:
+    """Remove temporary files and folders that a crashed run left behind (never complete outputs)."""
+    removed = []
+    for folder in (path, path / CHECKPOINTS_DIR):
+        if not folder.is_dir():
+            continue
+        for child in folder.iterdir():
+            if is_staging_leftover(child.name):
+                shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+                removed.append(str(child))
+    return removed
+
+
+def clear_for_overwrite(path: Path) -> None:
+    """Delete an earlier run's files before a new run writes its own; refuse a folder holding anything else."""
+    foreign = sorted(child.name for child in path.iterdir()
+                     if child.name not in owned_names() and not is_staging_leftover(child.name))
+    if foreign:
+        raise RunDirError(
+            f"{path} holds files the pipeline did not write ({', '.join(foreign[:5])}); run.overwrite deletes only "
+            "run directories: move them, or choose another run.name"
+        )
+    for child in path.iterdir():
+        if child.name == LOCK_FILE:
+            continue
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()

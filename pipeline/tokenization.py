@@ -1,4 +1,4 @@
-"""Stage 2: BERT WordPiece tokenization, every row padded to one fixed length.
+"""Stage 2: the checkpoint's own tokenizer (BERT WordPiece by default), every row padded to one fixed length.
 
     tokenizer = load_tokenizer(config.tokenizer)
     tokenized, info = tokenize_splits(splits, tokenizer, config.tokenizer, cache_root)
@@ -37,7 +37,7 @@ LENGTH_MULTIPLE = 8
 BERT_POSITION_LIMIT = 512
 TOKENIZE_BATCH_SIZE = 1000
 # Bump when what is cached, or how the length is chosen, changes: old entries are then ignored.
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 
 
 @dataclass
@@ -59,10 +59,31 @@ class TokenizationInfo:
         }
 
 
-def load_tokenizer(config: TokenizerConfig) -> PreTrainedTokenizerBase:
-    from transformers import BertTokenizerFast
+class TokenizerNotFound(OSError):
+    """tokenizer.name_or_path holds no usable (fast) tokenizer; an OSError, as for any checkpoint not found."""
 
-    return BertTokenizerFast.from_pretrained(config.name_or_path)
+
+def load_tokenizer(config: TokenizerConfig) -> PreTrainedTokenizerBase:
+    """The checkpoint's own fast tokenizer, whatever its kind (BERT WordPiece, RoBERTa byte-level BPE, ...)."""
+    from transformers import AutoTokenizer
+
+    name = config.name_or_path
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name, use_fast=True)
+    except (ValueError, KeyError, TypeError) as error:  # e.g. a folder with no tokenizer files and no config
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise TokenizerNotFound(f"no tokenizer found in '{name}' ({first})") from None
+    if not getattr(tokenizer, "is_fast", False):
+        # Stage 2 and prediction tokenize in large batches through the Rust tokenizer.
+        raise TokenizerNotFound(f"'{name}' has no fast tokenizer (tokenizer.json or a convertible vocabulary)")
+    # transformers 5 builds an empty tokenizer (its special tokens only) for a model folder without tokenizer files,
+    # which would map every word to the unknown token: refuse it instead of training on nothing.
+    if len(tokenizer.get_vocab()) <= len(set(tokenizer.all_special_ids)):
+        raise TokenizerNotFound(
+            f"'{name}' has no tokenizer files (tokenizer.json, vocab.txt, vocab.json + merges.txt, ...), only a "
+            "model config; point tokenizer.name_or_path at the folder or Hub name that holds the tokenizer"
+        )
+    return tokenizer
 
 
 def length_limit(tokenizer: PreTrainedTokenizerBase, model_max_positions: int | None = None) -> int:
@@ -74,7 +95,7 @@ def length_limit(tokenizer: PreTrainedTokenizerBase, model_max_positions: int | 
 
 
 def token_lengths(texts: list[str], tokenizer: PreTrainedTokenizerBase) -> np.ndarray:
-    """Length in WordPiece tokens of each text, [CLS] and [SEP] included, without truncation."""
+    """Length in tokens of each text, special tokens ([CLS]/[SEP], <s>/</s>) included, without truncation."""
     lengths = []
     for start in range(0, len(texts), TOKENIZE_BATCH_SIZE):
         encoded = tokenizer(texts[start : start + TOKENIZE_BATCH_SIZE], add_special_tokens=True, truncation=False)
@@ -98,13 +119,30 @@ def choose_max_length(lengths: np.ndarray, max_truncated_fraction: float, limit:
     return max(LENGTH_MULTIPLE, min(rounded, limit - limit % LENGTH_MULTIPLE))
 
 
+def tokenizer_fingerprint(tokenizer: PreTrainedTokenizerBase) -> str:
+    """A hash of everything that decides the tokens: the fast tokenizer's full serialised state (vocabulary,
+    normaliser with lower-casing and accent stripping, pre-tokenizer, post-processor) and its init settings."""
+    digest = hashlib.sha256(type(tokenizer).__name__.encode())
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        state = json.loads(backend.to_str())
+        for transient in ("truncation", "padding"):  # set by each call, not part of what the tokenizer is
+            state.pop(transient, None)
+        digest.update(json.dumps(state, sort_keys=True).encode())
+    else:
+        digest.update(repr(sorted(tokenizer.get_vocab().items())).encode())
+    # Settings a slow tokenizer applies in Python (not paths: the same tokenizer saved elsewhere is the same).
+    settings = {key: tokenizer.init_kwargs.get(key) for key in ("do_lower_case", "strip_accents", "tokenize_chinese_chars")}
+    digest.update(json.dumps(settings, sort_keys=True, default=str).encode())
+    return digest.hexdigest()
+
+
 def _cache_key(splits: DatasetDict, tokenizer: PreTrainedTokenizerBase, config: TokenizerConfig, limit: int) -> str:
-    """A content hash of the texts, the vocabulary and the length settings: any change gives a new cache entry."""
+    """A content hash of the texts, the tokenizer and the length settings: any change gives a new cache entry."""
     digest = hashlib.sha256()
-    settings = f"v{CACHE_FORMAT}|{type(tokenizer).__name__}|{config.max_length}|{config.max_truncated_fraction}|{limit}|"
+    settings = f"v{CACHE_FORMAT}|{config.max_length}|{config.max_truncated_fraction}|{limit}|"
     digest.update(settings.encode())
-    digest.update(hashlib.sha256(repr(sorted(tokenizer.get_vocab().items())).encode()).digest())
-    digest.update(repr(getattr(tokenizer, "do_lower_case", None)).encode())
+    digest.update(tokenizer_fingerprint(tokenizer).encode())
     for name in sorted(splits):
         digest.update(f"|{name}|{len(splits[name])}|".encode())
         for text in splits[name]["text"]:

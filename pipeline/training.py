@@ -313,7 +313,7 @@ class Trainer:
             f"{self.effective_batch_size / seconds_per_step:.1f} samples/s ({self.plan.total_steps} steps)"
         )
         if remaining > 60 * self.config.warn_if_longer_than_minutes and self.quick_config_hint:
-            message += f"; for a quick run use {self.quick_config_hint}"
+            message += f"; to shorten it: {self.quick_config_hint}"
         self.accelerator.print(message)
 
     # -- the loop ------------------------------------------------------------------------------------------------
@@ -452,12 +452,25 @@ class Trainer:
             **self.meter.read_and_reset(self.state.global_step, self.state.train_seconds, self.effective_batch_size),
             "learning_rate": self.scheduler.get_last_lr()[0],
         }
+        if not math.isfinite(record["loss"]):
+            self.progress.close()
+            best = f"the best model so far (step {self.state.best_step}) is in {self.run_dir.model_dir}" if (
+                self.state.best_step) else "no model was saved"
+            raise TrainingDiverged(
+                f"training diverged by step {self.state.global_step}: the loss is {record['loss']} "
+                f"(learning rate {record['learning_rate']:.3g}); lower train.learning_rate (now "
+                f"{self.config.learning_rate:g}) or keep train.max_grad_norm on; {best}"
+            )
         self.history.append(record)
         self.accelerator.log({f"train/{k}": v for k, v in record.items() if k != "step"}, step=record["step"])
         self.progress.set_postfix(
             loss=f"{record['loss']:.4f}", acc=f"{record['train_accuracy']:.3f}",
             samples_s=f"{record['samples_per_second']:.1f}",
         )
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss became NaN or infinite: the run stops, keeping the best model saved so far."""
 
 
 class RunningMeter:

@@ -1,0 +1,126 @@
+"""The run directory's life under pipeline.finetune: nothing lost, nothing clobbered, resume only when exact.
+
+Each test reproduces a way an earlier version lost or misread data (see the issue "Nothing lost, nothing misread").
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+from transformers import BertTokenizerFast
+
+from pipeline import finetune, rundir
+from pipeline.config import ConfigError, load_config, save_config
+from pipeline.io import atomic_write_json
+from pipeline.rundir import RunDir, RunDirError
+from pipeline.tokenization import tokenizer_fingerprint
+
+
+@pytest.mark.parametrize("name", ["", " ", ".", "..", "a/b", "../elsewhere", "/tmp/abs", "a\\b"])
+def test_run_name_must_be_one_plain_folder(name):
+    with pytest.raises(ConfigError, match="run.name"):
+        load_config(None, [f"run.name={name!r}" if name.strip() else "run.name=''"])
+
+
+def test_overwrite_refuses_a_folder_holding_files_the_pipeline_did_not_write(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "config.yaml").write_text("run: {}\n")
+    (project / "train.py").write_text("print('my code')\n")
+    with pytest.raises(RunDirError, match="train.py"):
+        rundir.clear_for_overwrite(project)
+    assert (project / "train.py").read_text() == "print('my code')\n" and (project / "config.yaml").exists()
+
+    run = tmp_path / "run"
+    (run / "model").mkdir(parents=True)
+    for name in ("config.yaml", "metrics.json", "history.jsonl", ".metrics.json.abc.tmp"):
+        (run / name).write_text("x")
+    rundir.clear_for_overwrite(run)
+    assert list(run.iterdir()) == []
+
+
+def test_a_failing_overwrite_keeps_the_earlier_run(tiny_run_config, tmp_path, capsys):
+    """A typo in the data path must not cost the earlier run: it is replaced only once the new one has loaded."""
+    config = tiny_run_config("run.name=kept", "train.max_steps=2")
+    run = RunDir(config.run_dir)
+    run.path.mkdir(parents=True)
+    save_config(config, run.config_path)
+    atomic_write_json(run.metrics_path, {"labels": ["a"], "test": {"accuracy": 0.9}})
+    argv = ["--config", str(tmp_path / "c.yaml"), "run.overwrite=true", f"data.train_file={tmp_path / 'typo.csv'}"]
+    save_config(config, tmp_path / "c.yaml")
+    assert finetune.main(argv) == 2
+    assert "typo.csv" in capsys.readouterr().err
+    assert json.loads(run.metrics_path.read_text())["test"]["accuracy"] == 0.9
+    assert not (run.path / rundir.LOCK_FILE).exists()
+
+
+def test_a_second_run_of_the_same_name_is_refused_while_the_first_holds_it(tmp_path):
+    with rundir.claimed(tmp_path / "run"):
+        holder = subprocess.run(
+            [sys.executable, "-c", "import os,sys; print(os.getpid())"], capture_output=True, text=True, check=True
+        )
+        del holder  # a process that has exited: its pid in a lock file is stale
+        lock = tmp_path / "run" / rundir.LOCK_FILE
+        assert lock.read_text() == str(os.getpid())
+        other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+        try:
+            lock.write_text(str(other.pid))  # as if another live process held it
+            with pytest.raises(RunDirError, match=f"in use by another run \\(process {other.pid}\\)"):
+                with rundir.claimed(tmp_path / "run"):
+                    pass
+        finally:
+            other.kill()
+            other.wait()
+        lock.write_text("999999999")  # a process that does not exist: taken over
+        with rundir.claimed(tmp_path / "run"):
+            assert lock.read_text() == str(os.getpid())
+    assert not lock.exists()
+
+
+def test_resume_refuses_a_changed_config_naming_the_keys(tiny_run_config):
+    config = tiny_run_config("run.name=resumable", "train.per_device_batch_size=8")
+    run = RunDir(config.run_dir)
+    run.checkpoint_path(4).mkdir(parents=True)
+    save_config(config, run.config_path)
+    changed = tiny_run_config("run.name=resumable", "train.per_device_batch_size=16", "train.resume=true",
+                              "eval.batch_size=7")
+    with pytest.raises(finetune.RunError, match=r"train.per_device_batch_size: 8 -> 16") as caught:
+        finetune.check_run_dir(changed)
+    assert "eval.batch_size" not in str(caught.value)  # evaluation settings may change
+    finetune.check_run_dir(tiny_run_config("run.name=resumable", "train.per_device_batch_size=8",
+                                           "train.resume=true", "eval.batch_size=7"))
+
+
+def test_resume_without_a_checkpoint_says_what_the_folder_holds(tiny_run_config):
+    config = tiny_run_config("run.name=killed")
+    RunDir(config.run_dir).path.mkdir(parents=True)
+    save_config(config, RunDir(config.run_dir).config_path)
+    with pytest.raises(finetune.RunError, match="holds no checkpoint .*config.yaml"):
+        finetune.check_run_dir(tiny_run_config("run.name=killed", "train.resume=true"))
+    with pytest.raises(finetune.RunError) as caught:
+        finetune.check_run_dir(config)
+    assert "train.resume" not in str(caught.value)  # nothing to resume: not offered
+
+
+def test_divergence_stops_with_a_message_and_metrics_stay_json(tiny_run_config, capsys, tmp_path):
+    config = tiny_run_config("run.name=diverged", "train.max_steps=30", "train.log_every_steps=3",
+                             "train.learning_rate=1e6", "train.max_grad_norm=0", "train.mixed_precision=no",
+                             "train.warmup_ratio=0")
+    save_config(config, tmp_path / "c.yaml")
+    assert finetune.main(["--config", str(tmp_path / "c.yaml")]) == 2
+    message = capsys.readouterr().err
+    assert "diverged by step" in message and "train.learning_rate" in message
+    atomic_write_json(tmp_path / "m.json", {"loss": math.nan, "nested": [math.inf]})
+    assert json.loads((tmp_path / "m.json").read_text()) == {"loss": None, "nested": [None]}
+
+
+def test_tokenizers_that_normalise_differently_do_not_share_a_cache_entry(vocab_file, tmp_path):
+    plain = BertTokenizerFast.from_pretrained(str(vocab_file.parent))
+    plain.save_pretrained(tmp_path / "plain")
+    accents = BertTokenizerFast.from_pretrained(str(tmp_path / "plain"), strip_accents=False)
+    assert plain("café")["input_ids"] != accents("café")["input_ids"]
+    assert tokenizer_fingerprint(plain) != tokenizer_fingerprint(accents)
+    assert tokenizer_fingerprint(plain) == tokenizer_fingerprint(BertTokenizerFast.from_pretrained(str(tmp_path / "plain")))
