@@ -11,6 +11,7 @@ the file; later files win, the file itself wins over all).
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from dataclasses import dataclass, field
@@ -87,9 +88,11 @@ class TokenizerConfig:
 
 @dataclass
 class EncoderSettings:
-    """Architecture of the from-scratch encoder. This is the one place the defaults live.
+    """Architecture of the from-scratch encoder. This is the one place the pipeline's defaults live.
 
-    The pipeline's YAML config nests it as `model.encoder`, so every field is a plain int/float/str.
+    The pipeline's YAML config nests it as `model.encoder`, so every field is a plain int/float/str. The model's
+    config (pipeline/models/modeling_encoder.py, self-contained so that it can travel with the weights) has the same
+    fields; `EncoderClassifierConfig.from_settings` passes every one of them from here.
     """
 
     hidden_size: int = 256
@@ -109,7 +112,7 @@ class EncoderSettings:
     initializer_range: float = 0.02
 
     def __post_init__(self):
-        # The encoder builds these from a saved config.json too, not only from YAML: check them the same way.
+        # Also built from a saved model's config (pipeline.models.encoder.settings_of): checked as YAML values are.
         check_types(self, "model.encoder")
         for name in ("hidden_size", "num_layers", "num_heads", "intermediate_size", "max_position_embeddings"):
             if getattr(self, name) < 1:
@@ -314,14 +317,18 @@ def _read_yaml(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     if path.resolve() in seen:
         raise ConfigError(f"{path}: 'extends' forms a cycle")
     try:
-        content = yaml.safe_load(path.read_text()) or {}
+        content = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {error.start}); save the config as UTF-8") from None
     except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: not valid YAML: {error}") from None
+        raise ConfigError(f"{path}: not valid YAML: {' '.join(str(error).split())}") from None
     if not isinstance(content, dict):
         raise ConfigError(f"{path}: expected a mapping of sections at the top level")
     parents = content.pop("extends", None) or []
     if isinstance(parents, str):
         parents = [parents]
+    if not isinstance(parents, list) or not all(isinstance(parent, str) for parent in parents):
+        raise ConfigError(f"{path}: 'extends' must be a file name or a list of file names, got {parents!r}")
     merged: dict[str, Any] = {}
     for parent in parents:  # later files win, and this file wins over all of them
         merged = _merge(merged, _read_yaml(path.parent / parent, seen + (path.resolve(),)))
@@ -391,6 +398,7 @@ def validate(config: PipelineConfig) -> None:
     for key, value in {**positive, **{k: v for k, v in optional_positive.items() if v is not None}}.items():
         if value <= 0:
             raise ConfigError(f"{key}: must be a positive integer, got {value}")
+    _validate_numbers(config)
     if config.train.epochs <= 0 and config.train.max_steps is None:
         raise ConfigError(f"train.epochs: must be positive (or set train.max_steps), got {config.train.epochs}")
     _validate_run_name(config.run.name)
@@ -405,6 +413,26 @@ def validate(config: PipelineConfig) -> None:
         raise ConfigError("data.train_file: required when data.source is 'files'")
     if not config.data.text_columns:
         raise ConfigError("data.text_columns: name at least one column")
+
+
+def _validate_numbers(config: PipelineConfig) -> None:
+    """Values that pass the type check but would crash or mislead later: NaN, infinities, negative rates."""
+    for section in ("run", "data", "tokenizer", "train", "eval"):
+        for key, value in vars(getattr(config, section)).items():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ConfigError(f"{section}.{key}: must be a finite number, got {value}")
+    checks = {
+        "train.learning_rate": config.train.learning_rate > 0,
+        "train.weight_decay": config.train.weight_decay >= 0,
+        "train.max_grad_norm": config.train.max_grad_norm >= 0,
+        "run.seed": config.run.seed >= 0,
+        "tokenizer.max_truncated_fraction": 0 <= config.tokenizer.max_truncated_fraction < 1,
+        "data.hub_timeout_seconds": config.data.hub_timeout_seconds > 0,
+    }
+    for key, ok in checks.items():
+        if not ok:
+            section, name = key.split(".")
+            raise ConfigError(f"{key}: out of range, got {getattr(getattr(config, section), name)}")
 
 
 def _validate_run_name(name: str) -> None:

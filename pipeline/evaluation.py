@@ -3,20 +3,22 @@
     result = evaluate_split(model, rows, accelerator, batch_size, label_names)
     metrics = result.metrics                      # what metrics.json records for the split
 
-scikit-learn computes the metrics. Under several processes every row is predicted exactly once: rows carry
-their index through the batches, so duplicates that padding adds to the last batch are dropped after gathering.
+The metrics come from the project's `evaluate` module, pipeline/metrics/classification (scikit-learn underneath).
+Under several processes every row is predicted exactly once: rows carry their index through the batches, so
+duplicates that padding adds to the last batch are dropped after gathering.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from accelerate import Accelerator
 from accelerate.data_loader import prepare_data_loader
-from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, precision_recall_fscore_support
 
 from pipeline.batching import TokenizedRows, evaluation_loader
 
@@ -33,27 +35,24 @@ class EvalResult:
         return self.probabilities.argmax(axis=1)
 
 
+METRIC_DIR = Path(__file__).resolve().parent / "metrics" / "classification"
+
+
+@functools.cache
+def classification_metric():
+    """The project's `evaluate` metric module (pipeline/metrics/classification), loaded by path once per process.
+
+    Offline: a local path never touches the Hub. keep_in_memory: nothing is written to evaluate's cache folder, so
+    several processes (distributed runs) do not contend for its files.
+    """
+    import evaluate
+
+    return evaluate.load(str(METRIC_DIR), keep_in_memory=True)
+
+
 def compute_metrics(labels: np.ndarray, predictions: np.ndarray, label_names: list[str]) -> dict:
     """Accuracy, macro-F1, per-class precision/recall/F1/support and the confusion matrix [true][predicted]."""
-    class_ids = list(range(len(label_names)))
-    precision, recall, f1, support = precision_recall_fscore_support(
-        labels, predictions, labels=class_ids, zero_division=0
-    )
-    return {
-        "accuracy": float(accuracy_score(labels, predictions)),
-        "macro_f1": float(f1_score(labels, predictions, labels=class_ids, average="macro", zero_division=0)),
-        "num_samples": int(len(labels)),
-        "per_class": {
-            name: {
-                "precision": float(precision[i]),
-                "recall": float(recall[i]),
-                "f1": float(f1[i]),
-                "support": int(support[i]),
-            }
-            for i, name in enumerate(label_names)
-        },
-        "confusion_matrix": confusion_matrix(labels, predictions, labels=class_ids).tolist(),
-    }
+    return classification_metric().compute(predictions=predictions, references=labels, label_names=list(label_names))
 
 
 @torch.inference_mode()

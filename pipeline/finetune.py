@@ -36,6 +36,7 @@ from pipeline.config import ConfigError, PipelineConfig, load_config, save_confi
 from pipeline.data import DataError, LoadedData, load_data
 from pipeline.evaluation import EvalResult, evaluate_split
 from pipeline.io import atomic_write_csv, replace_directory
+from pipeline.modelcard import write_model_card
 from pipeline.report import ReportError, plot_confusion_matrix, write_report
 from pipeline.rundir import RunDir, RunDirError, write_test_predictions
 from pipeline.tokenization import TokenizationInfo, load_tokenizer, tokenize_splits
@@ -45,8 +46,9 @@ logger = logging.getLogger("pipeline")
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 DEFAULT_CONFIG = CONFIG_DIR / "ag_news_bert.yaml"
-# Settings a resumed run may change: they alter neither the weights nor the data (resume is exact otherwise).
-RESUME_MAY_CHANGE = ("eval.", "train.resume", "run.overwrite", "train.log_every_steps",
+# Settings a resumed run may change: they alter neither the weights nor the data (resume is exact otherwise);
+# the run directory itself may have been moved or renamed.
+RESUME_MAY_CHANGE = ("eval.", "train.resume", "run.overwrite", "run.name", "run.output_dir", "train.log_every_steps",
                      "train.warn_if_longer_than_minutes", "data.cache_dir", "tokenizer.cache")
 
 
@@ -81,8 +83,10 @@ def check_run_dir(config: PipelineConfig) -> None:
     """Refuse, before any work, a run that would clobber an earlier one or resume what cannot be resumed."""
     run = RunDir(config.run_dir)
     if config.train.resume:
+        if not run.path.is_dir():
+            raise RunError(f"train.resume=true but there is no run to resume at {run.path}; drop train.resume")
         if not run.checkpoints():
-            holds = ", ".join(sorted(child.name for child in run.path.iterdir())) if run.path.is_dir() else "nothing"
+            holds = ", ".join(sorted(child.name for child in run.path.iterdir())) or "nothing"
             raise RunError(
                 f"train.resume=true but {run.path} holds no checkpoint (it holds: {holds}); start again with "
                 "run.overwrite=true (set train.save_every_steps to make a run resumable)"
@@ -139,7 +143,7 @@ def load_pretrained(key: str, name: str, load):
     """Run `load`; a checkpoint that cannot be found or fetched becomes an error naming the config key."""
     try:
         return load()
-    except OSError as error:
+    except (OSError, ValueError, KeyError) as error:  # missing files or weights, an unknown architecture
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise RunError(
             f"{key}: cannot load '{name}' ({first_line}). Give a local folder written by save_pretrained, "
@@ -320,6 +324,7 @@ def write_outputs(config: PipelineConfig, metrics: dict, test: EvalResult, test_
         test.metrics["confusion_matrix"], labels, run.confusion_matrix_path, title=f"{config.run.name} (test)"
     )
     write_report([run.path], run.path)
+    write_model_card(run.path)
     summary = metrics["test"]
     print(
         f"Test accuracy {summary['accuracy']:.4f}, macro-F1 {summary['macro_f1']:.4f} on {summary['num_samples']} rows; "

@@ -33,6 +33,8 @@ MODEL_DIR = "model"
 CHECKPOINTS_DIR = "checkpoints"
 CHECKPOINT_PREFIX = "step_"
 TENSORBOARD_DIR = "tensorboard"
+# In every checkpoint folder: the loop's position and the learning-rate schedule, as JSON (nothing pickled).
+TRAINER_STATE_FILE = "trainer_state.json"
 REPORT_MARKDOWN = "report.md"
 REPORT_HTML = "report.html"
 CONFUSION_MATRIX_PNG = "confusion_matrix.png"

@@ -192,7 +192,9 @@ def tokenize_splits(
         max_length = choose_max_length(raw_lengths["train"], config.max_truncated_fraction, limit)
     else:
         if config.max_length > limit:
-            raise ValueError(f"tokenizer.max_length: {config.max_length} exceeds the model's limit of {limit} tokens")
+            from pipeline.config import ConfigError
+
+            raise ConfigError(f"tokenizer.max_length: {config.max_length} exceeds the model's limit of {limit} tokens")
         max_length = config.max_length
     truncated = {name: float(np.mean(lengths > max_length)) if len(lengths) else 0.0 for name, lengths in raw_lengths.items()}
     logger.info(

@@ -33,6 +33,7 @@ from pipeline.batching import TokenizedRows, training_loader
 from pipeline.config import TrainConfig
 from pipeline.evaluation import EvalResult, evaluate_split
 from pipeline.hardware import resolve_mixed_precision
+from pipeline import rundir
 from pipeline.rundir import RunDir
 
 logger = logging.getLogger(__name__)
@@ -148,16 +149,17 @@ class TrainResult:
 class History:
     """history.jsonl: one JSON object per logged step, written by the main process only."""
 
-    def __init__(self, path: Path, enabled: bool):
-        self.path = path
+    def __init__(self, run_dir: RunDir, enabled: bool):
+        self.run_dir = run_dir
+        self.path = run_dir.history_path
         self.enabled = enabled
         self.records: list[dict] = []
 
     def resume_at(self, global_step: int) -> None:
         """Drop records past the checkpoint we resume from: those steps are about to be redone."""
-        if self.path.exists():
-            lines = [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
-            self.records = [record for record in lines if record["step"] <= global_step]
+        if self.path.exists():  # a truncated last line (killed while writing it) is dropped
+            records = self.run_dir.read_history()
+            self.records = [record for record in records if record.get("step", 0) <= global_step]
         if self.enabled:
             self.path.write_text("".join(json.dumps(record) + "\n" for record in self.records))
 
@@ -177,8 +179,13 @@ class History:
 # Checkpoints
 
 
-def save_checkpoint(accelerator: Accelerator, run_dir: RunDir, global_step: int) -> Path:
-    """Save into a staging folder and rename it when complete, so a crash never leaves a half checkpoint."""
+def save_checkpoint(accelerator: Accelerator, run_dir: RunDir, global_step: int, trainer_state: dict) -> Path:
+    """Save into a staging folder and rename it when complete, so a crash never leaves a half checkpoint.
+
+    accelerate writes the model (safetensors), optimizer, scaler, RNG and sampler states, all read back with
+    torch.load(weights_only=True); the loop's own state and the scheduler go into a JSON file,
+    not into accelerate's pickled custom states, so a received run directory cannot run code on resume.
+    """
     final = run_dir.checkpoint_path(global_step)
     staging = final.with_name(f".{final.name}.partial")
     if accelerator.is_main_process:
@@ -187,6 +194,7 @@ def save_checkpoint(accelerator: Accelerator, run_dir: RunDir, global_step: int)
     accelerator.save_state(str(staging))
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
+        (staging / rundir.TRAINER_STATE_FILE).write_text(json.dumps(trainer_state))
         shutil.rmtree(final, ignore_errors=True)
         staging.rename(final)
         for old in run_dir.checkpoints()[:-CHECKPOINTS_KEPT]:
@@ -230,7 +238,7 @@ class Trainer:
         self.eval_batch_size = eval_batch_size
         self.save_best = save_best
         self.quick_config_hint = quick_config_hint
-        self.history = History(self.run_dir.history_path, enabled=accelerator.is_main_process)
+        self.history = History(self.run_dir, enabled=accelerator.is_main_process)
 
         loader = training_loader(
             train_rows, config.per_device_batch_size, seed, config.group_by_length, config.trim_padding
@@ -243,7 +251,6 @@ class Trainer:
         # Stepped once per optimizer step by this loop (not prepared: accelerate would step it once per process).
         self.scheduler = get_linear_schedule_with_warmup(self.optimizer, self.plan.warmup_steps, self.plan.total_steps)
         self.state = TrainingState()
-        accelerator.register_for_checkpointing(self.scheduler, self.state)
         self.effective_batch_size = (
             config.per_device_batch_size * config.gradient_accumulation_steps * accelerator.num_processes
         )
@@ -251,16 +258,32 @@ class Trainer:
 
     # -- helpers -------------------------------------------------------------------------------------------------
 
+    def _trainer_state(self) -> dict:
+        return {"state": self.state.state_dict(), "scheduler": self.scheduler.state_dict()}
+
     def _restore(self) -> None:
-        checkpoint = self.run_dir.latest_checkpoint()
-        if checkpoint is None:
+        """Load the newest intact checkpoint; a damaged one (a crash while writing it) falls back to the one
+        before, saying so."""
+        checkpoints = self.run_dir.checkpoints()
+        if not checkpoints:
             raise FileNotFoundError(
                 f"train.resume=true but {self.run_dir.checkpoints_dir} holds no checkpoint "
                 "(set train.save_every_steps to write some, or drop train.resume)"
             )
-        self.accelerator.load_state(str(checkpoint))
-        self.history.resume_at(self.state.global_step)
-        logger.info("Resumed from %s at step %d (epoch %d)", checkpoint, self.state.global_step, self.state.epoch)
+        for checkpoint in reversed(checkpoints):
+            try:
+                saved = json.loads((checkpoint / rundir.TRAINER_STATE_FILE).read_text())
+                self.accelerator.load_state(str(checkpoint))
+            except Exception as error:  # noqa: BLE001 -- any damage: try the previous checkpoint
+                logger.warning("Checkpoint %s cannot be loaded (%s: %s); trying the one before",
+                               checkpoint, type(error).__name__, " ".join(str(error).split())[:200])
+                continue
+            self.state.load_state_dict(saved["state"])
+            self.scheduler.load_state_dict(saved["scheduler"])
+            self.history.resume_at(self.state.global_step)
+            logger.info("Resumed from %s at step %d (epoch %d)", checkpoint, self.state.global_step, self.state.epoch)
+            return
+        raise FileNotFoundError(f"train.resume=true but no checkpoint in {self.run_dir.checkpoints_dir} is intact")
 
     def _rescale_short_window(self, window_samples: int) -> None:
         """Make the update the mean over the samples actually in this window.
@@ -441,7 +464,7 @@ class Trainer:
             state.epoch += 1
             state.batches_seen_in_epoch = 0
         if config.save_every_steps and state.global_step % config.save_every_steps == 0:
-            save_checkpoint(self.accelerator, self.run_dir, state.global_step)
+            save_checkpoint(self.accelerator, self.run_dir, state.global_step, self._trainer_state())
         return stopped_early
 
     def _log_training(self, epochs: float) -> None:

@@ -455,6 +455,7 @@ def run_without_hub(endpoint: str, cases: dict[str, DataConfig], home: Path) -> 
     )
 
 
+@pytest.mark.slow  # three subprocesses probing fake Hubs, one of which never answers
 def test_unreachable_hub_fails_fast_and_names_the_local_files_option(tmp_path):
     cache = tmp_path / "cache"
     write_fake_hub_cache(cache)

@@ -22,9 +22,12 @@ from pipeline.config import load_config
 from pipeline.data import load_splits
 from pipeline.evaluation import evaluate_split
 from pipeline.tokenization import load_tokenizer, tokenize_splits
-from tests.conftest import MINILM_CONFIG, reset_accelerate, tiny_run_overrides
+from tests.helpers import MINILM_CONFIG, REPO_ROOT, reset_accelerate, tiny_run_overrides
 
-ROOT = Path(__file__).resolve().parents[1]
+# Each test starts processes that train or predict: seconds to minutes on a 2-core CPU.
+pytestmark = pytest.mark.slow
+
+ROOT = REPO_ROOT
 
 # 96 training rows: 12 batches of 8 split over two processes, or 6 batches of 16 in one; no uneven tail.
 # 101 evaluation rows in batches of 16: the last batch is short and one process gets a padded duplicate batch.

@@ -12,12 +12,14 @@ from torch import nn
 from transformers import AutoConfig, AutoModelForSequenceClassification
 
 from pipeline.models.encoder import (
+    ARCHITECTURE_FIELDS,
     EncoderClassifierConfig,
     EncoderForSequenceClassification,
     EncoderSettings,
     MultiHeadSelfAttention,
     register_auto_classes,
     scaled_dot_product_attention_math,
+    settings_of,
 )
 
 VOCAB = 100
@@ -310,21 +312,25 @@ def test_registration_is_idempotent():
 # ----------------------------------------------------------------------------------------------------------------------
 
 
-def test_config_defaults_come_from_encoder_settings():
-    config = EncoderClassifierConfig()
-    assert {f.name: getattr(config, f.name) for f in dataclasses.fields(EncoderSettings)} == dataclasses.asdict(
-        EncoderSettings()
-    )
-    assert config.settings == EncoderSettings()
+def test_config_fields_are_the_pipeline_settings_and_from_settings_maps_them():
+    # The modelling file carries its own fields (it may not import the pipeline); they must be exactly
+    # EncoderSettings' fields, or a setting would be silently dropped on the way to the model.
+    assert ARCHITECTURE_FIELDS == tuple(f.name for f in dataclasses.fields(EncoderSettings))
+    config = EncoderClassifierConfig.from_settings(EncoderSettings(), 50, 0, ["neg", "pos"])
+    assert settings_of(config) == EncoderSettings()
     settings = EncoderSettings(**TINY, pooling="mean")
     from_settings = EncoderClassifierConfig.from_settings(settings, 50, 0, {0: "neg", 1: "pos"})
-    assert from_settings.settings == settings
+    assert settings_of(from_settings) == settings
+    assert from_settings.architecture == dataclasses.asdict(settings)
     assert from_settings.num_labels == 2 and from_settings.label2id == {"neg": 0, "pos": 1}
+    with pytest.raises(ValueError, match="unknown \\['depth'\\]"):
+        EncoderClassifierConfig.from_settings({**dataclasses.asdict(settings), "depth": 3}, 50, 0, ["a", "b"])
     # Equality must see the architecture (transformers 5's generated __eq__ would only compare its own fields).
     assert EncoderClassifierConfig(hidden_size=32, num_heads=4) != EncoderClassifierConfig()
     assert EncoderClassifierConfig(norm="post") == EncoderClassifierConfig(norm="post")
-    # YAML gives `dropout: 0` as an int; it is accepted as the float it means.
+    # YAML gives `dropout: 0` as an int; it is accepted as the float it means, by the settings and by the config.
     assert EncoderSettings(dropout=0).dropout == 0.0 and isinstance(EncoderSettings(dropout=0).dropout, float)
+    assert isinstance(EncoderClassifierConfig(dropout=0).dropout, float)
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,8 @@
-"""End to end: stages 1-4 on a few hundred real AG News rows with a tiny random BERT, into a run directory."""
+"""End to end: stages 1-4 on a few hundred real AG News rows with a tiny random BERT, into a run directory.
+
+Two runs serve the tests: a short one (a few optimizer steps) in the default tier, which checks that every stage runs
+and that the run directory is complete and consistent, and a full one (slow tier) that must also learn.
+"""
 
 import csv
 import json
@@ -10,25 +14,59 @@ import yaml
 
 from pipeline import finetune
 from pipeline.config import load_config
-from tests.conftest import MINILM_CONFIG, reset_accelerate, tiny_run_overrides
+from tests.helpers import MINILM_CONFIG, reset_accelerate, tiny_run_overrides
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
 
 
-@pytest.fixture(scope="module")
-def finished_run(tmp_path_factory, request):
-    """One real run shared by the assertions below (training is the expensive part)."""
-    make = request.getfixturevalue("tiny_run_config")
-    config = make(
+RUNS = {
+    # Long enough to learn: the slow tier.
+    "full": [
         "run.name=e2e",
         "data.max_train_samples=600",
         "train.epochs=6",
         "train.per_device_batch_size=16",
         "train.learning_rate=1e-3",
         "train.eval_every_steps=50",
-    )
-    metrics = finetune.run(config)
-    return config, metrics
+    ],
+    # Every stage and every file, in a few optimizer steps: the default tier.
+    "quick": [
+        "run.name=quick",
+        "data.max_train_samples=200",
+        "train.max_steps=6",
+        "train.per_device_batch_size=16",
+        "train.learning_rate=1e-3",
+        "train.eval_every_steps=3",
+        "train.log_every_steps=3",
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def trained_runs(tiny_run_config):
+    """Runs by kind, each trained once per module, when a test first asks for it (training is the expensive part)."""
+    done = {}
+
+    def get(kind: str):
+        if kind not in done:
+            reset_accelerate()
+            config = tiny_run_config(*RUNS[kind])
+            done[kind] = config, finetune.run(config)
+        return done[kind]
+
+    return get
+
+
+@pytest.fixture(scope="module", params=["quick", pytest.param("full", marks=pytest.mark.slow)])
+def finished_run(request, trained_runs):
+    """A finished run, short (default tier) or full (slow tier): the checks below hold for both."""
+    return trained_runs(request.param)
+
+
+@pytest.fixture(scope="module")
+def full_run(trained_runs):
+    """The run that trained long enough to learn (only slow tests use it)."""
+    return trained_runs("full")
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +78,9 @@ def tiny_run_config(tmp_path_factory, tiny_bert_dir, ag_news_train_csv, ag_news_
     reset_accelerate()
 
 
-def test_run_learns_well_above_chance(finished_run):
-    _, metrics = finished_run
+@pytest.mark.slow
+def test_run_learns_well_above_chance(full_run):
+    _, metrics = full_run
     assert metrics["validation"]["accuracy"] > 0.5  # chance is 0.25 on four balanced classes
     assert metrics["test"]["accuracy"] > 0.5
     assert metrics["test"]["num_samples"] == 200
@@ -86,8 +125,9 @@ def test_reloaded_model_predicts_exactly_as_before_saving(finished_run):
     assert best["eval_loss"] == pytest.approx(metrics["validation"]["loss"], abs=1e-6)
 
 
-def test_saved_model_loads_in_transformers_pipeline_with_class_names(finished_run):
-    config, _ = finished_run
+@pytest.mark.slow
+def test_saved_model_loads_in_transformers_pipeline_with_class_names(full_run):
+    config, _ = full_run
     with open(config.run_dir / "test_predictions.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))[:32]
     classify = transformers.pipeline("text-classification", model=str(config.run_dir / "model"), device="cpu")
@@ -98,19 +138,20 @@ def test_saved_model_loads_in_transformers_pipeline_with_class_names(finished_ru
     assert agreement >= 0.9
 
 
-def test_second_identical_run_reuses_tokenized_cache(finished_run, tiny_run_config):
+@pytest.mark.slow  # a second fine-tuning run
+def test_second_identical_run_reuses_tokenized_cache(full_run, tiny_run_config):
     reset_accelerate()
     config = tiny_run_config("run.name=again", "data.max_train_samples=600", "train.max_steps=2")
     metrics = finetune.run(config)
     assert metrics["tokenization"]["from_cache"] is True
-    assert metrics["tokenization"]["max_length"] == finished_run[1]["tokenization"]["max_length"]
+    assert metrics["tokenization"]["max_length"] == full_run[1]["tokenization"]["max_length"]
 
 
 def test_existing_run_directory_is_not_overwritten_silently(finished_run, capsys):
     config, _ = finished_run
     code = finetune.main(
         ["--config", str(MINILM_CONFIG), f"run.output_dir={config.run.output_dir}",
-         "run.name=e2e"]
+         f"run.name={config.run.name}"]
     )
     assert code == 2
     assert "already holds a run" in capsys.readouterr().err
@@ -136,6 +177,7 @@ def test_missing_model_or_data_exit_nonzero_naming_the_key(tmp_path, ag_news_tra
     reset_accelerate()
 
 
+@pytest.mark.slow  # two fine-tuning runs
 def test_two_runs_with_different_precision_in_one_process(tiny_run_config):
     """As a notebook does: accelerate's process-wide state must not leak from one run into the next."""
     first = finetune.run(tiny_run_config("run.name=bf16", "train.max_steps=1", "train.mixed_precision=bf16"))

@@ -73,6 +73,7 @@ def test_committed_notebook_holds_one_clean_top_to_bottom_run():
     assert len(images) >= 5, "the committed run should show its figures"
 
 
+@pytest.mark.slow  # a kernel, two fine-tuning runs and a prediction subprocess
 def test_notebook_runs_top_to_bottom_offline_on_cpu(
     tmp_path, monkeypatch, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv
 ):

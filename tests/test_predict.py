@@ -23,6 +23,7 @@ import pytest
 import torch
 from transformers import BertConfig, BertForSequenceClassification
 
+from pipeline.models import encoder
 from pipeline.predict import PredictError, Predictor, main, predict_dataframe, predict_texts
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
@@ -500,6 +501,7 @@ def run_process(args: list[str], stdin: bytes | None = None) -> subprocess.Compl
     )
 
 
+@pytest.mark.slow  # a Python process that imports torch and transformers
 def test_stdin_to_stdout_in_a_subprocess(run_dir, tmp_path):
     rows = news_rows(9)
     source = write_table(tmp_path / "in.tsv", rows, delimiter="\t")
@@ -513,6 +515,7 @@ def test_stdin_to_stdout_in_a_subprocess(run_dir, tmp_path):
     assert "labelled 9 rows -> stdout" in result.stderr.decode()
 
 
+@pytest.mark.slow  # a Python process that imports torch and transformers
 def test_error_in_a_subprocess_is_one_line_without_traceback(run_dir, tmp_path):
     source = write_table(tmp_path / "in.csv", [["1", "x"]], header=["id", "headline"])
     result = run_process(["--model", run_dir, "--input", source, "--output", tmp_path / "out.csv"])
@@ -521,6 +524,7 @@ def test_error_in_a_subprocess_is_one_line_without_traceback(run_dir, tmp_path):
     assert not (tmp_path / "out.csv").exists()
 
 
+@pytest.mark.slow  # a prediction process, stopped by a signal midway
 def test_sigterm_midway_removes_the_temporary_file(run_dir, tmp_path):
     source = write_table(tmp_path / "in.csv", news_rows(6000))
     output = tmp_path / "out" / "labelled.csv"
@@ -597,7 +601,6 @@ def test_infer_is_a_pure_function_of_the_texts(predictor):
 
 
 def test_the_from_scratch_encoder_loads_and_trims_padding_exactly(tmp_path, bert_tokenizer):
-    encoder = pytest.importorskip("pipeline.models.encoder")
     settings = encoder.EncoderSettings(
         hidden_size=32, num_layers=2, num_heads=4, intermediate_size=64, max_position_embeddings=128
     )

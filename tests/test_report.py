@@ -407,6 +407,7 @@ def test_cli_error_is_one_line_and_nonzero(tmp_path: Path):
     assert "missing_run: run directory does not exist" in result.stderr
 
 
+@pytest.mark.slow  # a Python process that imports the report stack
 def test_cli_writes_both_files_and_prints_their_paths(two_runs, tmp_path: Path):
     output_dir = tmp_path / "cli_report"
     result = subprocess.run([sys.executable, "-m", "pipeline.report", *map(str, two_runs), "--output",
@@ -452,7 +453,7 @@ def two_real_runs(tmp_path_factory, tiny_bert_dir, ag_news_train_csv, ag_news_te
 
     from pipeline import finetune
     from pipeline.config import load_config
-    from tests.conftest import MINILM_CONFIG, reset_accelerate, tiny_run_overrides
+    from tests.helpers import MINILM_CONFIG, reset_accelerate, tiny_run_overrides
 
     root = tmp_path_factory.mktemp("real_runs")
     common = tiny_run_overrides(root, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv) + [
@@ -484,6 +485,7 @@ def real_run_report(two_real_runs, tmp_path_factory) -> tuple[str, str]:
     return markdown_path.read_text(encoding="utf-8"), html_path.read_text(encoding="utf-8")
 
 
+@pytest.mark.slow  # two fine-tuning runs (the fixture)
 def test_report_over_two_real_runs_matches_their_files(two_real_runs, real_run_report):
     markdown, html_text = real_run_report
     for heading in SECTION_HEADINGS:
@@ -529,3 +531,136 @@ def test_report_over_two_real_runs_matches_their_files(two_real_runs, real_run_r
     table_rows = markdown_table_rows(section)[1:]
     assert len(table_rows) == min(expected_count, 20)
     assert {int(row[0]) for row in table_rows} <= set(np.flatnonzero(differ.to_numpy()))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The classical baseline, unequal training budgets, truncation over budget
+
+
+def update_metrics(run_dir: Path, **sections) -> Path:
+    """Merge sections into a fake run's metrics.json (one level deep), e.g. training={"global_steps": 10}."""
+    path = run_dir / "metrics.json"
+    metrics = json.loads(path.read_text())
+    for key, value in sections.items():
+        metrics[key] = {**metrics[key], **value} if isinstance(value, dict) and isinstance(metrics.get(key), dict) \
+            else value
+    path.write_text(json.dumps(metrics, indent=2))
+    return run_dir
+
+
+def baseline_record(accuracy: float, train_seconds: float = 3.2) -> dict:
+    gold = gold_labels()
+    predicted = np.where(np.arange(len(gold)) < round(accuracy * len(gold)), gold, (gold + 1) % len(LABELS))
+    return {"name": "tfidf", "description": "TF-IDF + logistic regression",
+            **classification_metrics(gold, predicted), "train_seconds": train_seconds, "seconds": train_seconds + 0.4}
+
+
+def header_of(markdown: str) -> str:
+    return markdown.split("## Summary")[0]
+
+
+def test_old_runs_show_no_baseline_and_equal_budgets_no_caveat(two_run_report):
+    markdown, _ = two_run_report
+    assert not any(row.startswith("Baseline") for row in summary_rows(markdown))
+    assert "baseline" not in header_of(markdown).lower()
+    assert "recipes, not architectures" not in markdown
+    assert "over the" not in markdown
+
+
+def test_single_run_report_says_when_the_baseline_beats_the_model(tmp_path: Path):
+    run_dir = make_fake_run(tmp_path, "solo", seed=3, correct_share=0.7)
+    accuracy = json.loads((run_dir / "metrics.json").read_text())["test"]["accuracy"]
+    update_metrics(run_dir, baseline=baseline_record(0.96))
+    markdown_path, html_path = write_report([run_dir], run_dir)
+    markdown, html_text = markdown_path.read_text(), html_path.read_text()
+    assert (f"The TF-IDF + logistic regression baseline beats solo on test accuracy (96.00% vs "
+            f"{100 * accuracy:.2f}%): a model fitted in 3.2s does better than one trained for 20m 34s.") \
+        in header_of(markdown)
+    rows = summary_rows(markdown)
+    assert rows["Baseline test accuracy"] == ["96.00%"]
+    assert rows["Baseline macro-F1"] == [f"{baseline_record(0.96)['macro_f1']:.4f}"]
+    assert rows["Baseline training time"] == ["3.2s"]
+    assert "Baseline test accuracy" in html_text and "baseline beats solo" in html_text
+
+
+def test_side_by_side_report_shows_each_runs_baseline(tmp_path: Path):
+    ahead = update_metrics(make_fake_run(tmp_path, "ahead", seed=1, correct_share=0.9),
+                           baseline=baseline_record(0.80))
+    behind = update_metrics(make_fake_run(tmp_path, "behind", seed=2, correct_share=0.6),
+                            baseline=baseline_record(0.80))
+    old = make_fake_run(tmp_path, "old", seed=5, correct_share=0.7)
+    markdown_path, _ = write_report([ahead, behind, old], tmp_path / "report")
+    markdown = markdown_path.read_text()
+    accuracies = {name: json.loads((tmp_path / name / "metrics.json").read_text())["test"]["accuracy"]
+                  for name in ("ahead", "behind")}
+    header = header_of(markdown)
+    assert (f"The TF-IDF + logistic regression baseline beats behind on test accuracy "
+            f"(80.00% vs {100 * accuracies['behind']:.2f}%)") in header
+    assert (f"Ahead of the TF-IDF + logistic regression baseline: ahead by "
+            f"{100 * (accuracies['ahead'] - 0.8):.2f} points (baseline 80.00%).") in header
+    assert "baseline beats ahead" not in header
+    assert "baseline beats old" not in header and "old by" not in header, "a run without a baseline is not judged"
+    rows = summary_rows(markdown)
+    assert rows["Baseline test accuracy"] == ["80.00%", "80.00%", "—"]
+    assert rows["Baseline training time"] == ["3.2s", "3.2s", "—"]
+
+
+def test_side_by_side_verdict_names_budget_differences(tmp_path: Path):
+    big = update_metrics(make_fake_run(tmp_path, "big", seed=1, correct_share=0.85),
+                         training={"global_steps": 3125, "effective_batch_size": 32, "epochs_completed": 5.0},
+                         tokenization={"max_length": 128})
+    small = update_metrics(make_fake_run(tmp_path, "small", seed=2, correct_share=0.8),
+                           training={"global_steps": 625, "effective_batch_size": 32, "epochs_completed": 1.0})
+    # The run that saw more samples is named first, whichever order the runs are given in.
+    markdown_path, _ = write_report([small, big], tmp_path / "report")
+    header = header_of(markdown_path.read_text())
+    assert ("big saw 5.0x the training samples of small (100,000 vs 20,000), completed 5.00 vs 1.00 epochs and "
+            "used fixed length 128 vs 64; the comparison is of recipes, not architectures.") in header
+
+
+def test_budget_differences_without_a_samples_gap_and_among_three_runs(tmp_path: Path):
+    first = make_fake_run(tmp_path, "first", seed=1, correct_share=0.85)
+    second = update_metrics(make_fake_run(tmp_path, "second", seed=2, correct_share=0.8),
+                            tokenization={"max_length": 256, "truncated_fraction": {"train": 0.0, "test": 0.0}})
+    third = update_metrics(make_fake_run(tmp_path, "third", seed=5, correct_share=0.7),
+                           training={"global_steps": 400})
+    markdown_path, _ = write_report([first, second], tmp_path / "pair")
+    header = header_of(markdown_path.read_text())
+    assert ("Compared with second, first used fixed length 64 vs 256 and truncated 0.98% vs 0.00% of the training "
+            "texts; the comparison is of recipes, not architectures.") in header
+    markdown_path, _ = write_report([first, second, third], tmp_path / "three")
+    header = header_of(markdown_path.read_text())
+    assert ("Training budgets differ: samples seen 6,400 (first), 6,400 (second), 12,800 (third); "
+            "fixed length 64 (first), 256 (second), 64 (third); "
+            "truncated training texts 0.98% (first), 0.00% (second), 0.98% (third); "
+            "the comparison is of recipes, not architectures.") in header
+
+
+def test_training_truncation_over_budget_is_flagged(tmp_path: Path):
+    over = update_metrics(make_fake_run(tmp_path, "over", seed=1, correct_share=0.8),
+                          tokenization={"truncated_fraction": {"train": 0.05, "validation": 0.05, "test": 0.06}})
+    lenient = update_metrics(make_fake_run(tmp_path, "lenient", seed=2, correct_share=0.8),
+                             tokenization={"truncated_fraction": {"train": 0.05, "validation": 0.05, "test": 0.06}})
+    config = yaml.safe_load((lenient / "config.yaml").read_text())
+    config["tokenizer"]["max_truncated_fraction"] = 0.1
+    (lenient / "config.yaml").write_text(yaml.safe_dump(config))
+    markdown_path, _ = write_report([over, lenient], tmp_path / "report")
+    markdown = markdown_path.read_text()
+    assert ("over: 5.00% of its training texts were truncated at fixed length 64, over the budget of 1.00% "
+            "(tokenizer.max_truncated_fraction)") in header_of(markdown)
+    assert "lenient: 5.00% of its training texts" not in markdown
+    assert summary_rows(markdown)["Truncated texts (train)"] == ["5.00% (over the 1.00% budget)", "5.00%"]
+
+
+def test_real_runs_record_their_baseline_and_the_report_shows_it(two_real_runs, real_run_report):
+    markdown, _ = real_run_report
+    rows = summary_rows(markdown)
+    for column, run_dir in enumerate(two_real_runs):
+        metrics = json.loads((run_dir / "metrics.json").read_text())
+        baseline = metrics["baseline"]
+        assert set(metrics["test"]) - {"loss"} <= set(baseline)
+        assert baseline["name"] == "tfidf" and baseline["num_samples"] == metrics["test"]["num_samples"]
+        assert percent(rows["Baseline test accuracy"][column]) == pytest.approx(baseline["accuracy"], abs=5.1e-5)
+    # Both runs trained on the same rows: one baseline, twice.
+    first, second = (json.loads((run_dir / "metrics.json").read_text())["baseline"] for run_dir in two_real_runs)
+    assert first["confusion_matrix"] == second["confusion_matrix"]

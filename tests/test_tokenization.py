@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
 
-from pipeline.batching import TokenizedRows, collate_trimmed
 from pipeline.config import TokenizerConfig
 from pipeline.tokenization import choose_max_length, tokenize_splits
 
@@ -64,14 +63,3 @@ def test_fixed_length_beyond_the_model_limit_is_refused(bert_tokenizer, tmp_path
     splits = _splits({"train": ["x"], "validation": ["x"], "test": ["x"]})
     with pytest.raises(ValueError, match="tokenizer.max_length"):
         tokenize_splits(splits, bert_tokenizer, TokenizerConfig(max_length=1024, cache=False), None)
-
-
-def test_batches_drop_only_columns_that_are_padding_everywhere(bert_tokenizer):
-    splits = _splits({"train": ["a", "a b c d e f g h i j k"], "validation": ["a"], "test": ["a"]})
-    tokenized, _ = tokenize_splits(splits, bert_tokenizer, TokenizerConfig(max_length=64, cache=False), None)
-    rows = TokenizedRows(tokenized["train"])
-    batch = collate_trimmed(rows.__getitems__([0, 1]))
-    assert batch["input_ids"].shape == (2, 16)  # longest row is 13 tokens -> 16
-    assert batch["attention_mask"][1].sum() == 13
-    single = collate_trimmed(rows.__getitems__([0]))
-    assert single["input_ids"].shape == (1, 8)

@@ -10,7 +10,7 @@ from safetensors.torch import load_file
 from pipeline import finetune
 from pipeline.config import TrainConfig
 from pipeline.training import plan_steps
-from tests.conftest import reset_accelerate
+from tests.helpers import reset_accelerate
 
 ENCODER = [
     "model.kind=encoder",
@@ -30,6 +30,7 @@ def _max_difference(a: dict, b: dict) -> float:
     return max((a[k].float() - b[k].float()).abs().max().item() for k in a)
 
 
+@pytest.mark.slow  # three fine-tuning runs
 def test_gradient_accumulation_matches_one_big_batch_including_a_short_last_window(tiny_run_config):
     # 60 rows: batches of 8 end with a batch of 4; batches of 2 in windows of 4 end with a window of 2 batches.
     common = ["data.max_train_samples=60", "train.epochs=1", "train.mixed_precision=no",
@@ -53,6 +54,7 @@ def test_gradient_accumulation_matches_one_big_batch_including_a_short_last_wind
     assert different > 100 * equivalent  # the comparison can tell training runs apart
 
 
+@pytest.mark.slow  # two fine-tuning runs
 def test_resume_continues_exactly_where_the_checkpoint_left_off(tiny_run_config):
     # 40 rows in batches of 4 with 2 accumulation steps: 5 optimizer steps an epoch. The checkpoint at step 4 is
     # mid-epoch; the resumed run must skip the batches already seen, cross into epoch 1, and restore dropout RNG.
@@ -88,7 +90,7 @@ def test_resume_continues_exactly_where_the_checkpoint_left_off(tiny_run_config)
 
 def test_resume_without_checkpoint_is_a_clear_error(tiny_run_config, capsys):
     config = tiny_run_config("run.name=nothing_saved", "train.resume=true", "train.max_steps=1")
-    with pytest.raises(FileNotFoundError, match="holds no checkpoint"):
+    with pytest.raises(finetune.RunError, match="no run to resume"):
         finetune.run(config)
 
 

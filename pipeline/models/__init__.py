@@ -1,11 +1,15 @@
-"""build_model(config, labels, tokenizer) -> a transformers PreTrainedModel: pretrained BERT or the from-scratch encoder.
+"""build_model(config, labels, tokenizer) -> a transformers PreTrainedModel: a pretrained checkpoint or the encoder.
 
-Importing this package registers the encoder with transformers' Auto classes, so a saved run's `model/`
-loads with `AutoModelForSequenceClassification.from_pretrained` or `transformers.pipeline` either way.
+`model.kind: pretrained` (alias `bert`) loads any sequence-classification checkpoint (BERT first of all, also
+RoBERTa, DistilBERT, DeBERTa, ...) with a new classification head; `model.kind: encoder` builds the from-scratch
+encoder (modeling_encoder.py). Importing this package registers the encoder with transformers' Auto classes, so a
+saved run's `model/` loads with `AutoModelForSequenceClassification.from_pretrained` or `transformers.pipeline`
+here; elsewhere it loads with `trust_remote_code=True` (the modelling file is saved next to the weights).
 """
 
 from __future__ import annotations
 
+from torch import nn
 from transformers import AutoModelForSequenceClassification, PreTrainedModel, PreTrainedTokenizerBase
 
 from pipeline.config import ModelConfig
@@ -15,7 +19,7 @@ from pipeline.models.encoder import EncoderClassifierConfig, EncoderForSequenceC
 def build_model(config: ModelConfig, labels: list[str], tokenizer: PreTrainedTokenizerBase) -> PreTrainedModel:
     id2label = dict(enumerate(labels))
     label2id = {name: index for index, name in id2label.items()}
-    if config.kind == "bert":
+    if config.kind != "encoder":  # "pretrained", or its older name "bert"
         # The classification head is new (randomly initialised); transformers says so in a warning.
         return AutoModelForSequenceClassification.from_pretrained(
             config.name_or_path,
@@ -31,6 +35,34 @@ def build_model(config: ModelConfig, labels: list[str], tokenizer: PreTrainedTok
     return EncoderForSequenceClassification(encoder_config)
 
 
+# transformers architectures whose position ids start after the padding index (create_position_ids_from_input_ids),
+# for callers that have only a config (ONNX prediction); with the model at hand its modules are read instead.
+PADDING_OFFSET_MODEL_TYPES = frozenset({
+    "roberta", "roberta-prelayernorm", "xlm-roberta", "xlm-roberta-xl", "camembert", "longformer", "data2vec-text",
+    "ibert", "luke", "markuplm", "mpnet", "xmod", "esm",
+})
+
+
 def max_positions(model: PreTrainedModel) -> int | None:
-    """How many positions the model's position table holds (None when the model does not say)."""
-    return getattr(model.config, "max_position_embeddings", None)
+    """How many tokens the model's position table can take (None when the model does not say).
+
+    RoBERTa-style models (RoBERTa, XLM-R, CamemBERT, Longformer, ...) number real tokens from padding_idx + 1 and
+    give padding the position padding_idx, so their table of max_position_embeddings rows (514) holds
+    max_position_embeddings - padding_idx - 1 tokens (512). With a model, they are recognised by a position
+    embedding that has a padding index (BERT's has none); with only a config (`SimpleNamespace(config=...)`), by
+    their model_type.
+    """
+    config = model.config
+    table_size = getattr(config, "max_position_embeddings", None)
+    if table_size is None:
+        return None
+    if hasattr(model, "named_modules"):
+        for name, module in model.named_modules():
+            if name.endswith("position_embeddings") and isinstance(module, nn.Embedding):
+                if module.padding_idx is not None:
+                    return int(module.num_embeddings) - int(module.padding_idx) - 1
+                return table_size
+    pad_token_id = getattr(config, "pad_token_id", None)
+    if getattr(config, "model_type", None) in PADDING_OFFSET_MODEL_TYPES and isinstance(pad_token_id, int):
+        return table_size - pad_token_id - 1
+    return table_size

@@ -24,11 +24,13 @@ def predict_texts(
     batch_size: int = DEFAULT_BATCH_SIZE,
     device: str = "auto",
     precision: str = "auto",
+    backend: str = "auto",
 ) -> list[tuple[str, float]]:
     """(label, score) for each text, in order; an empty text gives ("", nan). A single string is one text.
-    Pass a Predictor to load the model once."""
+    Pass a Predictor to load the model once. `backend`: "auto" (the run's verified ONNX export when it is faster
+    than PyTorch, else PyTorch), "torch" or "onnx" (an error when the run has no verified export)."""
     texts = [texts] if isinstance(texts, str) else list(texts)
-    predictor = as_predictor(model_dir, batch_size=batch_size, device=device, precision=precision)
+    predictor = as_predictor(model_dir, batch_size=batch_size, device=device, precision=precision, backend=backend)
     result = predictor.label_texts(texts)
     return [
         (predictor.labels[label_id], score) if label_id >= 0 else ("", math.nan)
@@ -45,16 +47,17 @@ def predict_dataframe(
     device: str = "auto",
     precision: str = "auto",
     prefix: str = "",
+    backend: str = "auto",
 ) -> Any:
     """A copy of `df` with label, label_id (nullable Int64), score, [prob_<class>...], error columns added.
 
     Text columns default to those the model was trained with, found as stage 1 finds them. Rows whose text is
     empty or missing (NaN, None) are kept, unlabelled, with the reason in `error`. `prefix` goes before every
-    added column's name.
+    added column's name. `backend` as for predict_texts.
     """
     import pandas as pd
 
-    predictor = as_predictor(model_dir, batch_size=batch_size, device=device, precision=precision)
+    predictor = as_predictor(model_dir, batch_size=batch_size, device=device, precision=precision, backend=backend)
     spec = predictor.text_spec.with_columns(text_columns)
     header = [str(column) for column in df.columns]
     try:

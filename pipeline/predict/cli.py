@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from pipeline.export.record import BACKENDS
 from pipeline.predict.output import (
     OUTPUT_FORMATS,
     added_values,
@@ -53,6 +54,7 @@ class RunSummary:
     rows: int = 0
     rows_without_text: int = 0
     seconds: float = 0.0
+    backend: str = ""  # which backend ran and why (printed on stderr after a successful run, not before an error)
 
 
 def predict_table(predictor: Predictor, table: Table, writer: Any, added: list[str], probabilities: bool,
@@ -113,7 +115,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add("--max-length", type=_positive_int, help="tokens per text (default: the run's training length)")
     add("--device", default="auto", help="cpu, cuda, cuda:<index> or auto (default)")
     add("--precision", choices=["auto", "fp32", "bf16"], default="auto",
-        help="auto (default): bf16 autocast where the hardware has native bf16, else fp32")
+        help="PyTorch's: auto (default): bf16 autocast where the hardware has native bf16, else fp32")
+    add("--backend", choices=BACKENDS, default="auto",
+        help="auto (default): the run's ONNX export (python -m pipeline.export) when verification found it faster "
+        "than PyTorch on the CPU, else PyTorch; torch; onnx: the verified export, an error if there is none")
     add("--recheck-margin", type=float, default=DEFAULT_RECHECK_MARGIN,
         help=f"in bf16, rows whose two best classes are closer than this in probability are recomputed in fp32 "
         f"(default {DEFAULT_RECHECK_MARGIN}; 0 turns it off)")
@@ -162,6 +167,7 @@ def run(args: argparse.Namespace) -> RunSummary:
             batch_size=args.batch_size,
             max_length=args.max_length,
             recheck_margin=args.recheck_margin,
+            backend=args.backend,
         )
         predictor.shard = (process_index, num_processes)
         added = output_columns(predictor.labels, args.probabilities, args.prefix)
@@ -174,6 +180,7 @@ def run(args: argparse.Namespace) -> RunSummary:
         with progress, output as handle:
             writer = make_writer(handle, out_format) if handle is not None else None
             summary = predict_table(predictor, table, writer, added, args.probabilities, progress)
+            summary.backend = predictor.describe_backend()
             progress.total = progress.n
     return summary
 
@@ -247,6 +254,8 @@ def _fail(message: str, code: int) -> None:
 
 def _report(summary: RunSummary, output: str) -> None:
     rate = summary.rows / summary.seconds if summary.seconds > 0 else 0.0
+    if summary.backend:
+        print(summary.backend, file=sys.stderr)
     destination = "stdout" if output == "-" else output
     note = ""
     if summary.rows_without_text:

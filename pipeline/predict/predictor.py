@@ -1,23 +1,27 @@
 """The predictor: a model, its tokenizer, labels, fixed length, device and text rule, loaded once; texts in,
-label ids and probabilities out.
+label ids and probabilities out. The forward pass goes through a backend (pipeline.predict.backend): PyTorch, or
+the run's verified ONNX export (pipeline.export), chosen by `backend=` ("auto", "torch", "onnx").
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import torch
 
+from pipeline.export.record import ExportChoice, ExportError, choose_export
 from pipeline.hardware import HardwareError, resolve_device, resolve_inference_dtype
 from pipeline.models import max_positions
+from pipeline.predict.backend import Backend, OnnxBackend, TorchBackend
 from pipeline.predict.source import (
     ModelSource,
     PredictError,
+    load_config_and_tokenizer,
     load_model_and_tokenizer,
     resolve_model_source,
 )
@@ -47,7 +51,8 @@ class LabelledTexts:
 
 @dataclass
 class Predictor:
-    model: torch.nn.Module = field(repr=False)
+    # The PyTorch model; None when an ONNX export runs the forward pass (then it is never loaded).
+    model: torch.nn.Module | None = field(repr=False)
     tokenizer: Any = field(repr=False)
     labels: list[str]
     max_length: int
@@ -59,11 +64,18 @@ class Predictor:
     # (process index, number of processes): under several processes each one runs every n-th batch and the
     # results are gathered, so every process ends with the same probabilities as a single process would.
     shard: tuple[int, int] = (0, 1)
+    # What runs the forward pass (default: PyTorch on `model`), and why it was chosen.
+    backend: Backend | None = field(default=None, repr=False)
+    choice: ExportChoice = field(default_factory=lambda: ExportChoice(None, None, "asked for"))
+
+    def __post_init__(self):
+        if self.backend is None:
+            self.backend = TorchBackend(self.model, self.device)
 
     @classmethod
     def from_path(cls, path: str | Path, *, text_columns: Sequence[str] | None = None, **options: Any) -> Predictor:
         """Load a run directory or saved model; `text_columns` overrides the columns the run recorded.
-        Options: device, precision, batch_size, max_length, recheck_margin (as `from_source`)."""
+        Options: device, precision, batch_size, max_length, recheck_margin, backend (as `from_source`)."""
         return cls.from_source(resolve_model_source(path).with_text_columns(text_columns), **options)
 
     @classmethod
@@ -76,7 +88,11 @@ class Predictor:
         batch_size: int = DEFAULT_BATCH_SIZE,
         max_length: int | None = None,
         recheck_margin: float = DEFAULT_RECHECK_MARGIN,
+        backend: str = "auto",
     ) -> Predictor:
+        """`backend`: "torch"; "onnx" (the run's verified export, an error when there is none: never a silent
+        fallback); "auto" (that export when verification found it faster than PyTorch, else PyTorch). `precision`
+        is PyTorch's: setting it to fp32 or bf16 makes "auto" take PyTorch."""
         if batch_size < 1:
             raise PredictError(f"batch size must be positive, got {batch_size}")
         if max_length is None and source.max_length is None and source.run_dir is not None:
@@ -90,21 +106,43 @@ class Predictor:
             autocast_dtype = resolve_inference_dtype(precision, torch_device)
         except HardwareError as error:
             raise PredictError(str(error)) from None
-        model, tokenizer = load_model_and_tokenizer(source.model_dir)
-        model.to(torch_device)
-        limit = length_limit(tokenizer, max_positions(model))
+        choice = _choose_backend(source, backend, precision, torch_device)
+        if choice.variant is None:
+            model, tokenizer = load_model_and_tokenizer(source.model_dir)
+            model.to(torch_device)
+            config, engine = model.config, TorchBackend(model, torch_device)
+        else:
+            from pipeline.export.runtime import open_session
+
+            model, autocast_dtype = None, None
+            config, tokenizer = load_config_and_tokenizer(source.model_dir)
+            try:
+                engine = OnnxBackend(open_session(choice.path), choice.variant, choice.path)
+            except ExportError as error:
+                raise PredictError(str(error)) from None
+        limit = length_limit(tokenizer, max_positions(SimpleNamespace(config=config)))
         length = max_length or source.max_length or limit
         if length > limit:
             raise PredictError(f"max length {length} exceeds the model's limit of {limit} tokens")
         if length < 2:
             raise PredictError(f"max length must be at least 2 ([CLS] and [SEP]), got {length}")
-        labels = [str(model.config.id2label[index]) for index in range(model.config.num_labels)]
+        labels = [str(config.id2label[index]) for index in range(config.num_labels)]
         return cls(model, tokenizer, labels, length, torch_device, source.text_spec, batch_size, autocast_dtype,
-                   recheck_margin)
+                   recheck_margin, backend=engine, choice=choice)
 
     @property
     def precision(self) -> str:
+        """PyTorch's precision ("bf16" autocast or "fp32"); an ONNX backend's own is in `backend_name`."""
         return "bf16" if self.autocast_dtype == torch.bfloat16 else "fp32"
+
+    @property
+    def backend_name(self) -> str:
+        return self.backend.name
+
+    def describe_backend(self) -> str:
+        """One line for stderr: which backend runs, and why."""
+        detail = self.precision if self.backend.name == "torch" else str(self.choice.path)
+        return f"backend {self.backend.name} ({detail}): {self.choice.reason}"
 
     def infer(
         self, texts: Sequence[str], on_batch: Callable[[int], None] | None = None
@@ -160,22 +198,14 @@ class Predictor:
         probabilities = np.empty((len(rows), len(self.labels)), dtype=np.float32)
         order = np.argsort(-lengths[rows], kind="stable")  # positions within `rows`
         pad_id = self.tokenizer.pad_token_id or 0
-        autocast = (
-            torch.autocast(self.device.type, dtype=autocast_dtype)
-            if autocast_dtype is not None
-            else contextlib.nullcontext()
-        )
         mine = self._my_batches(order)
-        with torch.inference_mode(), autocast:
+        with self.backend.running(autocast_dtype):
             for batch in mine:
                 batch_rows = rows[batch]
-                input_ids, attention_mask = pad_batch(
+                input_ids, attention_mask = pad_arrays(
                     [token_ids[row] for row in batch_rows], lengths[batch_rows], pad_id, self.max_length
                 )
-                logits = self.model(
-                    input_ids=input_ids.to(self.device), attention_mask=attention_mask.to(self.device)
-                ).logits  # (B, K)
-                probabilities[batch] = logits.float().softmax(dim=-1).cpu().numpy()
+                probabilities[batch] = self.backend.probabilities(input_ids, attention_mask)  # (B, K)
                 if on_batch is not None:
                     on_batch(len(batch))
         if self.shard[1] > 1:
@@ -210,16 +240,37 @@ class Predictor:
         return LabelledTexts(label_ids, probabilities, errors)
 
 
-def pad_batch(
+def pad_arrays(
     token_ids: Sequence[Sequence[int]], lengths: np.ndarray, pad_id: int, max_length: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Pad a batch to its longest row rounded up to a multiple of 8 (never beyond max_length)."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pad a batch to its longest row rounded up to a multiple of 8 (never beyond max_length): (B, T) int64 ids and
+    mask, what every backend takes."""
     width = padded_width(int(lengths.max()), max_length)
     input_ids = np.full((len(token_ids), width), pad_id, dtype=np.int64)  # (B, T)
     for row, ids in enumerate(token_ids):
         input_ids[row, : len(ids)] = ids
     attention_mask = (np.arange(width)[None, :] < lengths[:, None]).astype(np.int64)  # (B, T)
+    return input_ids, attention_mask
+
+
+def pad_batch(
+    token_ids: Sequence[Sequence[int]], lengths: np.ndarray, pad_id: int, max_length: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """pad_arrays as torch tensors (shared memory, no copy)."""
+    input_ids, attention_mask = pad_arrays(token_ids, lengths, pad_id, max_length)
     return torch.from_numpy(input_ids), torch.from_numpy(attention_mask)
+
+
+def _choose_backend(source: ModelSource, backend: str, precision: str, device: torch.device) -> ExportChoice:
+    """--backend -> what runs (see Predictor.from_source); errors become PredictError."""
+    if backend == "onnx" and precision != "auto":
+        raise PredictError(f"--precision {precision} applies to the torch backend; leave it at auto with --backend onnx")
+    try:
+        if backend == "auto" and precision != "auto":
+            return ExportChoice(None, None, f"--precision {precision} asked for (a PyTorch setting)")
+        return choose_export(source.run_dir, source.model_dir, backend, device.type)
+    except ExportError as error:
+        raise PredictError(str(error)) from None
 
 
 def as_predictor(model: str | Path | Predictor, **options: Any) -> Predictor:

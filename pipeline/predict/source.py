@@ -77,13 +77,37 @@ def resolve_model_source(path: str | Path) -> ModelSource:
 
 
 def load_model_and_tokenizer(model_dir: Path) -> tuple[Any, Any]:
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers import AutoModelForSequenceClassification
+
+    tokenizer = _load_tokenizer(model_dir)
+    try:
+        model = AutoModelForSequenceClassification.from_pretrained(str(model_dir))
+    except Exception as error:  # noqa: BLE001 -- a user's files: any failure to load them is bad input
+        raise PredictError(
+            f"cannot load a sequence-classification model from {model_dir}: {type(error).__name__}: {one_line(error)}"
+        ) from None
+    return model.eval(), tokenizer
+
+
+def load_config_and_tokenizer(model_dir: Path) -> tuple[Any, Any]:
+    """The model's config (labels, positions) and tokenizer without its weights: what an ONNX backend needs."""
+    from transformers import AutoConfig
+
+    tokenizer = _load_tokenizer(model_dir)
+    try:
+        config = AutoConfig.from_pretrained(str(model_dir))
+    except Exception as error:  # noqa: BLE001 -- a user's files: any failure to load them is bad input
+        raise PredictError(f"cannot load the model config from {model_dir}: {type(error).__name__}: {one_line(error)}") from None
+    return config, tokenizer
+
+
+def _load_tokenizer(model_dir: Path) -> Any:
+    from transformers import AutoTokenizer
 
     import pipeline.models.encoder  # noqa: F401 -- registers the from-scratch encoder with the Auto classes
 
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
-        model = AutoModelForSequenceClassification.from_pretrained(str(model_dir))
     except Exception as error:  # noqa: BLE001 -- a user's files: any failure to load them is bad input
         raise PredictError(
             f"cannot load a sequence-classification model from {model_dir}: {type(error).__name__}: {one_line(error)}"
@@ -91,4 +115,4 @@ def load_model_and_tokenizer(model_dir: Path) -> tuple[Any, Any]:
     if not getattr(tokenizer, "is_fast", False):
         # The per-chunk batch call relies on the Rust tokenizer; a slow one would dominate the run time.
         raise PredictError(f"{model_dir} has no fast tokenizer (tokenizer.json or a convertible vocabulary)")
-    return model.eval(), tokenizer
+    return tokenizer

@@ -10,9 +10,10 @@ docs/run-directory.md), so runs trained on another machine can be compared anywh
 twice: Markdown (tables only, small and diffable) and HTML (tables plus embedded PNG charts, inline CSS, no
 external fetches, so the one file can be mailed or archived).
 
-The package, by role: `runs` loads run directories, `analysis` compares predictions, `sections` builds the
-report's blocks (`blocks`), `formatting` formats numbers, `render` turns blocks into Markdown and HTML, `write`
-writes the files, `cli` is the command line. This module re-exports the public names.
+The package, by role: `runs` loads run directories, `analysis` compares predictions, `caveats` says what qualifies
+a ranking (the classical baseline, unequal training budgets, over-truncation), `sections` builds the report's blocks
+(`blocks`), `formatting` formats numbers, `render` turns blocks into Markdown and HTML, `write` writes the files,
+`cli` is the command line. This module re-exports the public names.
 """
 
 from __future__ import annotations

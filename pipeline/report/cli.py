@@ -1,4 +1,8 @@
-"""The command line, `python -m pipeline.report RUN [RUN ...] [--output DIR]`: arguments, messages, exit code."""
+"""The command line, `python -m pipeline.report RUN [RUN ...] [--output DIR]`: arguments, messages, exit code.
+
+`--model-card` (re)writes each run's model/README.md instead; `--upgrade-model` re-saves an encoder folder saved
+before its code travelled with it, so that it loads with trust_remote_code=True.
+"""
 
 from __future__ import annotations
 
@@ -21,11 +25,45 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("runs", nargs="+", metavar="RUN", help="run directory, e.g. runs/ag_news_bert")
     parser.add_argument("--output", "-o", type=Path, default=None,
                         help="output folder (default: reports/<run names joined by _vs_>)")
+    parser.add_argument("--model-card", action="store_true",
+                        help="instead of a report, (re)write each RUN's model/README.md, its Hugging Face model card")
+    parser.add_argument("--upgrade-model", action="store_true",
+                        help="instead of a report, re-save each from-scratch encoder (RUN, or a model folder) with "
+                             "its modelling code and auto_map, so it loads with trust_remote_code=True anywhere")
     return parser.parse_args(argv)
+
+
+def _model_tools(args: argparse.Namespace) -> int:
+    """--model-card / --upgrade-model: one line per path on stdout, one-line errors and warnings on stderr."""
+    from pipeline.modelcard import warn_if_not_portable, write_model_card
+
+    errors: tuple[type[Exception], ...] = (RunDirError, OSError)
+    if args.upgrade_model:  # torch and transformers: imported only when needed
+        from pipeline.models.upgrade import UpgradeError, upgrade_model_dir
+
+        errors += (UpgradeError,)
+    status = 0
+    for path in args.runs:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RunDirWarning)
+            try:
+                if args.upgrade_model:
+                    print(upgrade_model_dir(path))
+                if args.model_card:
+                    print(write_model_card(path))
+                    warn_if_not_portable(path)
+            except errors as error:
+                print(f"error: {error}", file=sys.stderr)
+                status = 1
+        for warning in caught:
+            print(f"warning: {warning.message}", file=sys.stderr)
+    return status
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse_args(argv)
+    if args.model_card or args.upgrade_model:
+        return _model_tools(args)
     output_dir = args.output if args.output is not None else default_output_dir(args.runs)
     # Warnings become one-line messages: Python's default format adds a source line meant for developers.
     with warnings.catch_warnings(record=True) as caught:

@@ -17,6 +17,15 @@ from pipeline.report.analysis import (
     score_column,
 )
 from pipeline.report.blocks import Block, Cell, Chart, Heading, Images, Paragraph, Table
+from pipeline.report.caveats import (
+    baseline_description,
+    baseline_error,
+    baseline_of,
+    baseline_sentences,
+    budget_sentence,
+    truncation_note,
+    truncation_over_budget,
+)
 from pipeline.report.formatting import (
     MISSING,
     format_count,
@@ -51,6 +60,7 @@ SECTION_CURVES = "Validation accuracy"
 SECTION_PER_CLASS = "Per-class F1"
 SECTION_DISAGREEMENTS = "Where the runs disagree"
 SECTION_MISTAKES = "Most confident mistakes"
+SECTION_EXPORT = "ONNX export: parity and speed"
 
 
 def build_report(runs: Sequence[Run], generated_at: datetime | None = None) -> tuple[str, list[Block]]:
@@ -63,6 +73,8 @@ def build_report(runs: Sequence[Run], generated_at: datetime | None = None) -> t
     blocks += _confusion_blocks(runs)
     blocks += _curve_blocks(runs)
     blocks += _per_class_blocks(runs)
+    if len(runs) == 1:
+        blocks += _export_blocks(runs[0])
     if comparison is not None:
         blocks += _disagreement_blocks(comparison)
     blocks += _mistake_blocks(runs)
@@ -76,9 +88,11 @@ def _header_blocks(runs: Sequence[Run], comparison: Comparison | None, generated
     locations = ", ".join(f"{run.name} ({run.path})" for run in runs)
     blocks: list[Block] = [
         Paragraph(f"Generated {generated_at:%Y-%m-%d %H:%M %Z}. Runs: {locations}.", style="meta"),
-        Paragraph(_verdict(runs, comparison), style="verdict"),
+        Paragraph(" ".join([_verdict(runs, comparison), *_caveat_sentences(runs)]), style="verdict"),
     ]
     blocks += [Paragraph(f"{run.name}: {note}", style="note") for run in runs for note in run.notes]
+    blocks += [Paragraph(f"{run.name}: {note}", style="note") for run in runs
+               for note in [truncation_note(run)] if note]
     return blocks
 
 
@@ -107,6 +121,12 @@ def _verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
             f"ahead of {rival}{runner_up.name} ({format_percent(runner_up_accuracy)}).{caveat}")
 
 
+def _caveat_sentences(runs: Sequence[Run]) -> list[str]:
+    """After the ranking: how the runs' training budgets differ, and where the classical baseline stands."""
+    budget = budget_sentence(runs)
+    return ([budget] if budget else []) + baseline_sentences(runs)
+
+
 def _significance_sentence(p_value: float) -> str:
     if p_value < 0.05:
         return f"The gap is statistically significant (McNemar p = {p_value:.2g})."
@@ -126,6 +146,7 @@ def _summary_blocks(runs: Sequence[Run]) -> list[Block]:
     rows: list[list[Cell]] = [
         _metric_row("Test accuracy", runs, lambda r: r.metric("test", "accuracy"), format_percent, higher=True),
         _metric_row("Macro-F1", runs, lambda r: r.metric("test", "macro_f1"), format_score, higher=True),
+        *_baseline_rows(runs),
     ]
     for label in _all_labels(runs):
         rows.append(_metric_row(f"F1: {label}", runs, lambda r, c=label: r.metric("test", "per_class", c, "f1"),
@@ -139,8 +160,7 @@ def _summary_blocks(runs: Sequence[Run]) -> list[Block]:
         _text_row("Fixed length (tokens)", runs, _max_length_text),
         _text_row("Truncated texts (test)", runs,
                   lambda r: format_percent(r.metric("tokenization", "truncated_fraction", "test"))),
-        _text_row("Truncated texts (train)", runs,
-                  lambda r: format_percent(r.metric("tokenization", "truncated_fraction", "train"))),
+        _text_row("Truncated texts (train)", runs, _truncated_train_text),
         _text_row("Training time", runs, lambda r: format_duration(r.metric("timings", "train_seconds"))),
         _text_row("Total time", runs, lambda r: format_duration(r.metric("timings", "total_seconds"))),
         _text_row("Training samples/s", runs,
@@ -153,7 +173,37 @@ def _summary_blocks(runs: Sequence[Run]) -> list[Block]:
         _text_row("Model", runs, _model_text),
         _text_row("Finished", runs, lambda r: _timestamp_text(r.metric("run", "finished_at"))),
     ]
-    return [Heading(SECTION_SUMMARY), Table(["", *[run.name for run in runs]], rows)]
+    return [Heading(SECTION_SUMMARY), Table(["", *[run.name for run in runs]], rows), *_baseline_notes(runs)]
+
+
+def _baseline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
+    """The classical baseline's test accuracy, macro-F1 and training time per run; none when no run has one."""
+    if not any(baseline_of(run) or baseline_error(run) for run in runs):
+        return []
+    return [
+        _text_row("Baseline test accuracy", runs, lambda r: format_percent(nested_get(baseline_of(r), "accuracy"))),
+        _text_row("Baseline macro-F1", runs, lambda r: format_score(nested_get(baseline_of(r), "macro_f1"))),
+        _text_row("Baseline training time", runs,
+                  lambda r: format_duration(nested_get(baseline_of(r), "train_seconds"))),
+    ]
+
+
+def _baseline_notes(runs: Sequence[Run]) -> list[Block]:
+    descriptions = sorted({baseline_description(record) for record in map(baseline_of, runs) if record})
+    blocks: list[Block] = []
+    if descriptions:
+        blocks.append(Paragraph(
+            f"Baseline: {', '.join(descriptions)}, fitted on each run's own train split and scored on its test split "
+            "(eval.baseline).", style="meta"))
+    blocks += [Paragraph(f"{run.name}: the baseline could not be fitted: {error}", style="note")
+               for run in runs for error in [baseline_error(run)] if error]
+    return blocks
+
+
+def _truncated_train_text(run: Run) -> str:
+    text = format_percent(run.metric("tokenization", "truncated_fraction", "train"))
+    over = truncation_over_budget(run)
+    return f"{text} (over the {format_percent(over[1])} budget)" if over else text
 
 
 def _metric_row(label: str, runs: Sequence[Run], value_of: Callable[[Run], Any],
@@ -412,6 +462,35 @@ def _row_text_gold_cells(row_index: Any, row: pd.Series) -> list[Cell]:
 def _prediction_cell(predicted: str, score: float, gold: str) -> Cell:
     is_right = predicted == gold
     return Cell(f"{'✓' if is_right else '✗'} {predicted} ({score:.3f})", "right" if is_right else "wrong")
+
+
+# --- ONNX export (single-run reports): parity with PyTorch and speed, from onnx/export.json
+
+
+def _export_blocks(run: Run) -> list[Block]:
+    from pipeline.export.record import ExportError, auto_backend, parity_rows, read_export_record
+
+    try:
+        record = read_export_record(run.path)
+    except ExportError as error:
+        return [Heading(SECTION_EXPORT), Paragraph(str(error), style="note")]
+    if record is None:
+        return []
+    verification = record.get("verification") or {}
+    meta = (f"Scored on {format_count(verification.get('rows'))} rows ({verification.get('source', MISSING)}) on "
+            f"{verification.get('machine', MISSING)}; agreement and probability difference against PyTorch fp32. "
+            f"An export that disagrees on more than {format_percent(verification.get('max_disagreement'))} of the "
+            f"rows or loses more than {verification.get('max_accuracy_loss_points', MISSING)} accuracy points is "
+            "refused.")
+    rows = [[Cell(row.backend), Cell(format_percent(row.label_agreement), "num"),
+             Cell(MISSING if row.max_probability_difference is None else f"{row.max_probability_difference:.4f}", "num"),
+             Cell(format_percent(row.accuracy), "num"), Cell(format_rate(row.rows_per_second), "num"),
+             Cell(MISSING if row.speedup is None else f"{row.speedup:.2f}x", "num"), Cell(row.status)]
+            for row in parity_rows(record)]
+    return [Heading(SECTION_EXPORT), Paragraph(meta, style="meta"),
+            Table(["Backend", "Label agreement", "Max prob. difference", "Accuracy", "Rows/s", "Speed vs PyTorch",
+                   "Status"], rows),
+            Paragraph(f"--backend auto runs {auto_backend(record)}: {record.get('auto_reason', MISSING)}.")]
 
 
 # --- 7. Most confident mistakes

@@ -1,0 +1,5 @@
+import sys
+
+from pipeline.export.cli import main
+
+sys.exit(main())

@@ -1,0 +1,94 @@
+"""`python -m pipeline.export --model runs/<name> [--format onnx] [--quantize int8]`: export, verify, record.
+
+Prints a table (PyTorch and each export: label agreement with PyTorch fp32, largest probability difference,
+accuracy, rows/s, status) and what `--backend auto` will take. Bad input is one line on stderr, exit 1; an export
+refused by verification is kept aside (onnx/refused/) and reported, exit 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from pipeline.export.convert import DEFAULT_MAX_ROWS, QUANTIZE_CHOICES, export_run
+from pipeline.export.record import STATUS_REFUSED, ExportError, auto_backend, parity_rows
+from pipeline.rundir import RunDir
+from pipeline.tables import one_line
+
+EXIT_REFUSED = 3
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m pipeline.export",
+        description="Export a run's model to ONNX (optionally int8), verify it against PyTorch on the run's "
+        "validation rows, and record it in runs/<name>/onnx/ for `pipeline.predict --backend auto|onnx`.",
+    )
+    add = parser.add_argument
+    add("--model", required=True, help="run directory (runs/<name>) or its model/ folder")
+    add("--format", choices=["onnx"], default="onnx", help="export format (onnx, the default and only one)")
+    add("--quantize", choices=QUANTIZE_CHOICES, help="also write a dynamically quantized int8 model")
+    add("--max-rows", type=_positive_int, default=DEFAULT_MAX_ROWS,
+        help=f"verify on at most this many validation rows, a seeded sample (default {DEFAULT_MAX_ROWS})")
+    add("--batch-size", type=_positive_int, default=128, help="rows per forward pass while verifying (default 128)")
+    add("--rounds", type=_positive_int, default=2, help="timed passes per backend; the best counts (default 2)")
+    add("--no-optimize", action="store_true", help="skip ONNX Runtime's transformer graph optimizer")
+    return parser.parse_args(argv)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def format_record(record: dict[str, Any]) -> str:
+    """The parity and speed table of an export.json, as plain text."""
+    verification = record.get("verification", {})
+    lines = [f"Verified on {verification.get('rows')} rows: {verification.get('source')}",
+             f"{'backend':<14}{'agreement':>10}{'max |dp|':>10}{'accuracy':>10}{'rows/s':>9}{'vs torch':>9}  status"]
+    for row in parity_rows(record):
+        difference = "-" if row.max_probability_difference is None else f"{row.max_probability_difference:.4f}"
+        speed = "-" if row.speedup is None else f"{row.speedup:.2f}x"
+        lines.append(f"{row.backend:<14}{_pct(row.label_agreement):>10}{difference:>10}{_pct(row.accuracy):>10}"
+                     f"{_num(row.rows_per_second):>9}{speed:>9}  {row.status}")
+    lines.append(f"--backend auto: {auto_backend(record)} ({record.get('auto_reason')})")
+    return "\n".join(lines)
+
+
+def _pct(value: Any) -> str:
+    return f"{100 * value:.2f}%" if isinstance(value, (int, float)) else "-"
+
+
+def _num(value: Any) -> str:
+    return f"{value:.0f}" if isinstance(value, (int, float)) else "-"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        record = export_run(args.model, args.quantize, max_rows=args.max_rows, batch_size=args.batch_size,
+                            optimize=not args.no_optimize, rounds=args.rounds)
+    except ExportError as error:
+        print(f"error: {one_line(error)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("error: interrupted; the previous export (if any) is unchanged", file=sys.stderr)
+        return 130
+    print(format_record(record))
+    refused = {name: entry for name, entry in record["variants"].items() if entry["status"] == STATUS_REFUSED}
+    for name, entry in refused.items():
+        print(f"refused {name}: {entry['reason']} (kept aside in {entry['file']}, never used)", file=sys.stderr)
+    return EXIT_REFUSED if refused else 0

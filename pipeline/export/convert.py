@@ -1,0 +1,301 @@
+"""Export a run's model to ONNX (and dynamically quantized int8), verify it against PyTorch, record it.
+
+    record = export_run("runs/ag_news_minilm", quantize="int8")
+
+The fp32 model comes from torch.onnx.export's TorchScript path (dynamo=False: it needs no onnxscript and traces
+transformers' BERT and the from-scratch encoder alike), with batch and sequence axes dynamic, then ONNX Runtime's
+transformer optimizer fuses attention, LayerNorm and GELU where it recognises them (kept only when the result still
+loads; verification then checks the numbers). The int8 model is `quantize_dynamic` of the optimised fp32 model
+(int8 weights, activations quantized per batch at run time). Everything is built in a staging folder and swapped
+in as the run's onnx/ folder in one rename, so a failed export leaves the previous one intact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import io
+import logging
+import platform
+import shutil
+import warnings
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from pipeline.export.record import (
+    STATUS_REFUSED,
+    ExportError,
+    file_sha256,
+    require,
+    weights_sha256,
+)
+from pipeline.io import atomic_write_json, replace_directory
+from pipeline.rundir import EXPORT_RECORD_FILE, EXPORT_REFUSED_DIR, MODEL_CONFIG_FILE, ONNX_MODEL_FILES, RunDir
+from pipeline.tables import one_line
+
+logger = logging.getLogger("pipeline.export")
+
+OPSET = 17
+DEFAULT_MAX_ROWS = 2000
+QUANTIZE_CHOICES = ("int8",)
+
+
+class _LogitsOnly(torch.nn.Module):
+    """(input_ids, attention_mask) -> logits: the exported graph's whole interface."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        return self.model(input_ids=input_ids, attention_mask=attention_mask).logits  # (B, K)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """The exporter, optimizer and quantizer warn and log freely (tracer warnings, pre-processing advice); a
+    command whose output is a table and whose errors are one line keeps them out."""
+    loggers = [logging.getLogger(name) for name in ("onnxruntime", "root", "torch.onnx", "onnxruntime.transformers")]
+    levels = [item.level for item in loggers]
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        for item in loggers:
+            item.setLevel(logging.ERROR)
+        try:
+            yield
+        finally:
+            for item, level in zip(loggers, levels):
+                item.setLevel(level)
+
+
+def check_sequence_classifier(model_dir: Path) -> None:
+    """A folder whose config.json names no *ForSequenceClassification architecture would load with a random head."""
+    import json
+
+    path = model_dir / MODEL_CONFIG_FILE
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ExportError(f"{path}: cannot be read as a model config ({type(error).__name__})") from None
+    architectures = config.get("architectures") if isinstance(config, dict) else None
+    if not architectures or not any(str(name).endswith("ForSequenceClassification") for name in architectures):
+        named = ", ".join(map(str, architectures)) if architectures else "none recorded"
+        raise ExportError(f"{model_dir} is not a sequence-classification model (architectures: {named})")
+
+
+def export_fp32(model: torch.nn.Module, tokenizer: Any, path: Path, max_length: int) -> None:
+    """torch.onnx.export of (input_ids, attention_mask) -> logits, batch and sequence dynamic."""
+    # Two rows, one padded: the traced graph then keeps the attention mask for every batch, padded or not.
+    encoded = tokenizer(
+        ["export", "an export sample text, long enough that the first row is padded"],
+        padding=True, truncation=True, max_length=max_length, return_tensors="pt", return_token_type_ids=False,
+    )
+    wrapper = _LogitsOnly(model).eval()
+    axes = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "sequence"},
+            "logits": {0: "batch"}}
+    try:
+        with _quiet(), torch.inference_mode(False), torch.no_grad():
+            torch.onnx.export(
+                wrapper,
+                (encoded["input_ids"], encoded["attention_mask"]),
+                str(path),
+                input_names=["input_ids", "attention_mask"],
+                output_names=["logits"],
+                dynamic_axes=axes,
+                opset_version=OPSET,
+                do_constant_folding=True,
+                dynamo=False,
+            )
+    except Exception as error:  # noqa: BLE001 -- the exporter raises many types; the message is what matters
+        raise ExportError(f"torch.onnx.export failed for {type(model).__name__}: {one_line(error)}") from None
+    finally:
+        model.eval()  # the exporter restores training flags through the wrapper; keep the model in eval mode
+
+
+def optimize_graph(source: Path, target: Path, model_config: Any) -> str:
+    """ONNX Runtime's transformer optimizer (attention, LayerNorm, GELU fusions); returns what was done.
+    The unoptimised graph is kept when the optimizer fails: verification measures whichever is used."""
+    heads = getattr(model_config, "num_attention_heads", None) or getattr(model_config, "num_heads", 0)
+    hidden = getattr(model_config, "hidden_size", 0)
+    try:
+        from onnxruntime.transformers.optimizer import optimize_model
+
+        with _quiet():
+            optimized = optimize_model(str(source), model_type="bert", num_heads=int(heads), hidden_size=int(hidden),
+                                       opt_level=1, use_gpu=False)
+            optimized.save_model_to_file(str(target))
+            fused = {name: count for name, count in optimized.get_fused_operator_statistics().items() if count}
+    except Exception as error:  # noqa: BLE001 -- optional speed-up: fall back to the plain graph
+        shutil.copyfile(source, target)
+        return f"none (ONNX Runtime's transformer optimizer failed: {one_line(error)[:200]})"
+    fused_text = ", ".join(f"{name} x{count}" for name, count in sorted(fused.items())) or "nothing fused"
+    return f"onnxruntime.transformers optimizer (bert): {fused_text}"
+
+
+def quantize_int8(source: Path, target: Path) -> None:
+    """Dynamic quantization: int8 weights (per channel), activations quantized per batch at run time."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    # Fused contrib operators (BiasGelu, SkipLayerNormalization...) defeat ONNX shape inference: their outputs are
+    # float tensors, which is what the quantizer then assumes.
+    options = {"DefaultTensorType": onnx.TensorProto.FLOAT}
+    try:
+        with _quiet():
+            quantize_dynamic(str(source), str(target), per_channel=True, weight_type=QuantType.QInt8,
+                             extra_options=options)
+    except Exception as error:  # noqa: BLE001
+        raise ExportError(f"int8 quantization of {source.name} failed: {one_line(error)}") from None
+
+
+def export_run(
+    path: str | Path,
+    quantize: str | None = None,
+    *,
+    max_rows: int | None = DEFAULT_MAX_ROWS,
+    batch_size: int = 128,
+    optimize: bool = True,
+    texts: Sequence[str] | None = None,
+    gold: Sequence[str] | None = None,
+    source_note: str | None = None,
+    rounds: int = 2,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Write the run's onnx/ folder (fp32, and int8 with quantize="int8"), each verified against PyTorch fp32 on
+    the run's validation rows (or `texts` with gold class names `gold`); returns export.json's content."""
+    from pipeline.export import verify
+    from pipeline.predict.source import PredictError, load_model_and_tokenizer, resolve_model_source
+
+    if quantize not in (None, *QUANTIZE_CHOICES):
+        raise ExportError(f"unknown quantization '{quantize}' (use {', '.join(QUANTIZE_CHOICES)})")
+    require("onnx")
+    require("onnxruntime")
+    try:
+        source = resolve_model_source(path)
+    except PredictError as error:
+        raise ExportError(str(error)) from None
+    if source.run_dir is None:
+        raise ExportError(
+            f"{path} is a saved model but not in a run directory: an export is written into a run (runs/<name>/onnx) "
+            "and verified on the run's validation split"
+        )
+    run = RunDir(source.run_dir)
+    check_sequence_classifier(source.model_dir)
+    try:
+        model, tokenizer = load_model_and_tokenizer(source.model_dir)
+    except PredictError as error:
+        raise ExportError(str(error)) from None
+    model_sha256 = weights_sha256(source.model_dir)
+    if texts is not None:
+        rows = verify.VerificationRows(list(texts), list(gold) if gold is not None else None,
+                                       source_note or "texts given by the caller")
+    else:
+        rows = verify.verification_rows(run)
+    rows = rows.sample(max_rows, seed)
+    if not rows.texts:
+        raise ExportError(f"{run.path}: no rows to verify the export on ({rows.source})")
+    reference = verify.reference_predictor(model, tokenizer, source, batch_size)
+    variants = ["fp32"] + ([quantize] if quantize else [])
+    record: dict[str, Any] = {}
+
+    def fill(staging: Path) -> None:
+        fp32_path = staging / ONNX_MODEL_FILES["fp32"]
+        traced = staging / ".traced.onnx"
+        export_fp32(model, tokenizer, traced, reference.max_length)
+        if optimize:
+            graph = optimize_graph(traced, fp32_path, model.config)
+            traced.unlink()
+        else:
+            graph = "none (optimize=False)"
+            traced.rename(fp32_path)
+        if quantize == "int8":
+            quantize_int8(fp32_path, staging / ONNX_MODEL_FILES["int8"])
+        files = {variant: staging / ONNX_MODEL_FILES[variant] for variant in variants}
+        results = verify.verify_exports(reference, files, rows, rounds)
+        record.update(_build_record(model_sha256, graph, rows, results, files, reference))
+        for variant, entry in record["variants"].items():
+            if entry["status"] == STATUS_REFUSED:
+                refused = staging / EXPORT_REFUSED_DIR / files[variant].name
+                refused.parent.mkdir(exist_ok=True)
+                files[variant].rename(refused)
+                entry["file"] = f"{EXPORT_REFUSED_DIR}/{refused.name}"
+        atomic_write_json(staging / EXPORT_RECORD_FILE, record)
+
+    replace_directory(run.export_dir, fill)
+    return record
+
+
+def _build_record(model_sha256: str, graph: str, rows: Any, results: Any, files: dict[str, Path],
+                  reference: Any) -> dict[str, Any]:
+    import onnx
+    import onnxruntime
+    import transformers
+
+    from pipeline.export.runtime import onnx_threads
+    from pipeline.hardware import cpu_name
+
+    variants = {}
+    for variant, result in results.variants.items():
+        variants[variant] = {
+            "file": files[variant].name,
+            "sha256": file_sha256(files[variant]),
+            "size_bytes": files[variant].stat().st_size,
+            **result,
+        }
+    return {
+        "format": "onnx",
+        "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "model_sha256": model_sha256,
+        "opset": OPSET,
+        "exporter": "torch.onnx.export (TorchScript, dynamo=False)",
+        "graph_optimization": graph,
+        "inputs": ["input_ids", "attention_mask"],
+        "outputs": ["logits"],
+        "verification": {
+            "rows": len(rows.texts),
+            "source": rows.source,
+            "max_length": reference.max_length,
+            "batch_size": reference.batch_size,
+            "threads": {"torch": torch.get_num_threads(), "onnxruntime": onnx_threads()},
+            "machine": cpu_name(),
+            "max_disagreement": results.max_disagreement,
+            "max_accuracy_loss_points": results.max_accuracy_loss_points,
+        },
+        "torch": results.torch,
+        "variants": variants,
+        "auto": results.auto,
+        "auto_reason": results.auto_reason,
+        "versions": {
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "onnx": onnx.__version__,
+            "onnxruntime": onnxruntime.__version__,
+            "numpy": np.__version__,
+        },
+    }
+
+
+def export_after_training(config: Any, validation: Any) -> dict[str, Any]:
+    """`eval.export: onnx|int8` at the end of a run (main process): export and verify on the validation split
+    already in memory, print the table, and rewrite the run's report so that it shows it."""
+    from pipeline.export.cli import format_record
+    from pipeline.report import write_report
+
+    names = validation.features["label"].names
+    record = export_run(
+        config.run_dir,
+        "int8" if config.eval.export == "int8" else None,
+        texts=list(validation["text"]),
+        gold=[names[label] for label in validation["label"]],
+        source_note="validation split",
+        batch_size=config.eval.batch_size,
+        seed=config.run.seed,
+    )
+    print(format_record(record))
+    write_report([config.run_dir], config.run_dir)
+    return record

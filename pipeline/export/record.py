@@ -1,0 +1,205 @@
+"""export.json, the weights hash, and which backend prediction uses. Imports neither onnx nor onnxruntime, so that
+prediction and reports can read an export on a core install.
+
+export.json (in the run's onnx/ folder; docs/run-directory.md describes every key) says, per exported model
+("fp32", "int8"), its file and sha256, whether it passed verification against PyTorch ("verified" or
+"refused", with the reason), and what verification measured; at the top level the sha256 of the weights it was
+exported from and the variant `--backend auto` takes (`auto`, null for PyTorch) with the reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pipeline.rundir import MODEL_WEIGHTS_FILE, RunDir, is_number
+
+ONNX_EXTRA_INSTALL = 'pip install -e ".[onnx]"'
+VARIANTS = ("fp32", "int8")
+STATUS_VERIFIED, STATUS_REFUSED = "verified", "refused"
+BACKENDS = ("auto", "torch", "onnx")
+
+
+class ExportError(ValueError):
+    """An export cannot be made, read or used; the message is one line naming the file or the fix."""
+
+
+def require(module: str) -> Any:
+    """Import an optional dependency, or say in one line which extra installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ExportError(
+            f"{module} is not installed: the ONNX backend needs the optional extra 'onnx' ({ONNX_EXTRA_INSTALL})"
+        ) from None
+
+
+def onnxruntime_available() -> bool:
+    return importlib.util.find_spec("onnxruntime") is not None
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def weights_sha256(model_dir: Path) -> str:
+    """sha256 of model.safetensors (of every *.safetensors file in name order for a sharded save)."""
+    model_dir = Path(model_dir)
+    single = model_dir / MODEL_WEIGHTS_FILE
+    files = [single] if single.is_file() else sorted(model_dir.glob("*.safetensors"))
+    if not files:
+        raise ExportError(f"{model_dir}: no {MODEL_WEIGHTS_FILE}, so the weights an export came from cannot be checked")
+    if len(files) == 1:
+        return file_sha256(files[0])
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(file_sha256(path).encode())
+    return digest.hexdigest()
+
+
+def read_export_record(run_dir: Path) -> dict[str, Any] | None:
+    """The run's export.json, or None when the run has none; ExportError when it is damaged."""
+    path = RunDir(Path(run_dir)).export_record_path
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ExportError(f"{path}: cannot be read ({type(error).__name__}); re-export the run") from None
+    variants = record.get("variants") if isinstance(record, dict) else None
+    if not isinstance(variants, dict) or not isinstance(record.get("model_sha256"), str):
+        raise ExportError(f"{path}: 'variants' or 'model_sha256' is missing; re-export the run")
+    for name, variant in variants.items():
+        if name not in VARIANTS or not isinstance(variant, dict) or not isinstance(variant.get("file"), str):
+            raise ExportError(f"{path}: variant '{name}' is not one of {', '.join(VARIANTS)} with a 'file'")
+    return record
+
+
+@dataclass(frozen=True)
+class ExportChoice:
+    """What prediction runs: an ONNX file (variant "fp32"/"int8") or PyTorch (variant None), and why."""
+
+    variant: str | None
+    path: Path | None
+    reason: str
+
+    @property
+    def backend(self) -> str:
+        return "torch" if self.variant is None else f"onnx-{self.variant}"
+
+
+def _export_command(run_dir: Path) -> str:
+    return f"python -m pipeline.export --model {run_dir} --quantize int8"
+
+
+def choose_export(run_dir: Path | None, model_dir: Path, backend: str, device_type: str = "cpu") -> ExportChoice:
+    """`--backend` -> what to run. `torch`: PyTorch. `onnx`: the run's verified export (the one `auto` would take,
+    else the fastest verified one), an error when there is none. `auto`: the export chosen at verification (verified
+    and faster than PyTorch on the machine that verified it), else PyTorch; on a GPU, PyTorch.
+
+    An export made from other weights than the model's (sha256) is refused; a file that changed since it was
+    verified is an error. Errors are ExportError with one line.
+    """
+    if backend not in BACKENDS:
+        raise ExportError(f"unknown backend '{backend}' (use {', '.join(BACKENDS)})")
+    if backend == "torch":
+        return ExportChoice(None, None, "asked for")
+    explicit = backend == "onnx"
+
+    def torch_because(reason: str) -> ExportChoice:
+        if explicit:
+            raise ExportError(f"--backend onnx: {reason}")
+        return ExportChoice(None, None, reason)
+
+    if device_type != "cpu":
+        return torch_because(f"ONNX Runtime runs on the CPU here, the model on {device_type} (use --device cpu)")
+    if run_dir is None:
+        return torch_because(f"{model_dir} is not in a run directory, so it has no export ({_export_command('runs/<name>')})")
+    run = RunDir(Path(run_dir))
+    record = read_export_record(run.path)
+    if record is None:
+        return torch_because(f"no verified ONNX export ({run.export_record_path} not found; {_export_command(run.path)})")
+    recorded, actual = record["model_sha256"], weights_sha256(model_dir)
+    if recorded != actual:
+        return torch_because(
+            f"{run.export_dir} was exported from other weights (sha256 {recorded[:12]}, the model's is {actual[:12]}): "
+            f"refused; re-export with {_export_command(run.path)}"
+        )
+    variants = record["variants"]
+    verified = {name: v for name, v in variants.items() if v.get("status") == STATUS_VERIFIED}
+    if not verified:
+        reasons = "; ".join(f"{name} {v.get('status', '?')}: {v.get('reason', '')}" for name, v in variants.items())
+        return torch_because(f"no verified export in {run.export_dir} ({reasons or 'none recorded'})")
+    picked = record.get("auto")
+    if picked not in verified:
+        if not explicit:
+            return ExportChoice(None, None, str(record.get("auto_reason") or "no export was faster than PyTorch"))
+        picked = max(verified, key=lambda name: _rate(verified[name]))
+    if not onnxruntime_available():
+        return torch_because(f"onnxruntime is not installed (the optional extra 'onnx': {ONNX_EXTRA_INSTALL})")
+    variant = verified[picked]
+    path = run.export_dir / variant["file"]
+    if not path.is_file():
+        raise ExportError(f"{path}: missing, though {run.export_record_path} lists it; re-export with {_export_command(run.path)}")
+    if variant.get("sha256") and file_sha256(path) != variant["sha256"]:
+        raise ExportError(
+            f"{path}: changed or corrupted since it was verified (sha256 differs from export.json); "
+            f"re-export with {_export_command(run.path)}"
+        )
+    reason = "asked for" if explicit else str(record.get("auto_reason") or "verified and faster than PyTorch")
+    return ExportChoice(picked, path, reason)
+
+
+def _rate(variant: dict[str, Any]) -> float:
+    rate = variant.get("rows_per_second")
+    return float(rate) if is_number(rate) else 0.0
+
+
+@dataclass(frozen=True)
+class ParityRow:
+    """One line of the parity and speed table (the export command and the run report show it)."""
+
+    backend: str
+    label_agreement: float | None
+    max_probability_difference: float | None
+    accuracy: float | None
+    rows_per_second: float | None
+    speedup: float | None
+    status: str
+
+
+def parity_rows(record: dict[str, Any]) -> list[ParityRow]:
+    """PyTorch fp32 (the reference), PyTorch as --backend torch runs it (when not fp32), then each export."""
+
+    def number(value: Any) -> float | None:
+        return float(value) if is_number(value) else None
+
+    torch_results = record.get("torch") if isinstance(record.get("torch"), dict) else {}
+    fp32, default = torch_results.get("fp32") or {}, torch_results.get("default") or {}
+    default_is_fp32 = default.get("precision", "fp32") == "fp32"
+    rows = [ParityRow("torch fp32", 1.0, 0.0, number(fp32.get("accuracy")), number(fp32.get("rows_per_second")),
+                      1.0 if default_is_fp32 else None, "reference" + (", baseline for auto" if default_is_fp32 else ""))]
+    if not default_is_fp32:
+        rows.append(ParityRow(f"torch {default.get('precision')}", number(default.get("label_agreement")), None,
+                              number(default.get("accuracy")), number(default.get("rows_per_second")), 1.0,
+                              "baseline for auto"))
+    for name, entry in record.get("variants", {}).items():
+        chosen = ", chosen by auto" if record.get("auto") == name else ""
+        rows.append(ParityRow(f"onnx {name}", number(entry.get("label_agreement")),
+                              number(entry.get("max_probability_difference")), number(entry.get("accuracy")),
+                              number(entry.get("rows_per_second")), number(entry.get("speedup_vs_torch")),
+                              f"{entry.get('status', '?')}{chosen}"))
+    return rows
+
+
+def auto_backend(record: dict[str, Any]) -> str:
+    return f"onnx-{record['auto']}" if record.get("auto") in record.get("variants", {}) else "torch"

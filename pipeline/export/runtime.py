@@ -1,0 +1,62 @@
+"""ONNX Runtime sessions for prediction: threads per process, and one-line errors for files it cannot load."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pipeline.export.record import ExportError, require
+from pipeline.tables import one_line
+
+INPUT_NAMES = ("input_ids", "attention_mask")
+OUTPUT_NAME = "logits"
+
+
+def local_process_count() -> int:
+    """Processes sharing this machine's cores: torchrun and `accelerate launch` set LOCAL_WORLD_SIZE."""
+    try:
+        return max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    except ValueError:
+        return 1
+
+
+def available_cores() -> int:
+    """The cores this process may run on (a container's or taskset's limit, not the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
+
+
+def onnx_threads() -> int:
+    """Intra-op threads of an ONNX Runtime session: OMP_NUM_THREADS when set (the knob PyTorch obeys too), else
+    the cores available to this process divided by the processes on this machine, so that N processes do not
+    each start one thread per core."""
+    configured = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if configured.isdigit() and int(configured) > 0:
+        return int(configured)
+    return max(1, available_cores() // local_process_count())
+
+
+def open_session(path: Path, threads: int | None = None) -> Any:
+    """An ONNX Runtime CPU session on `path`, checked to take input_ids + attention_mask and give logits."""
+    ort = require("onnxruntime")
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads or onnx_threads()
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3  # errors only: its warnings would break the one-line contract on stderr
+    try:
+        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as error:  # noqa: BLE001 -- ORT raises its own exception types for damaged files
+        raise ExportError(f"{path}: ONNX Runtime cannot load it (corrupted or not an ONNX model): {one_line(error)}") from None
+    inputs = sorted(node.name for node in session.get_inputs())
+    outputs = [node.name for node in session.get_outputs()]
+    if inputs != sorted(INPUT_NAMES) or OUTPUT_NAME not in outputs:
+        raise ExportError(
+            f"{path}: expected inputs {', '.join(INPUT_NAMES)} and output {OUTPUT_NAME}, "
+            f"found inputs {', '.join(inputs)} and outputs {', '.join(outputs)}"
+        )
+    return session

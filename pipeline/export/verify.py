@@ -1,0 +1,211 @@
+"""Verification of an export: the same rows through PyTorch fp32 (the reference), PyTorch as `--backend torch`
+runs it here (bf16 autocast where the CPU has it) and each ONNX model, all through the predictor's own batching.
+
+Refused: more than 0.5% of the rows labelled differently from PyTorch fp32, or more than 0.5 accuracy points
+lost. Kept but not chosen by `--backend auto`: verified, yet not faster than PyTorch on this machine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from pipeline.export.record import STATUS_REFUSED, STATUS_VERIFIED, ExportChoice, ExportError
+from pipeline.hardware import resolve_inference_dtype
+from pipeline.models import max_positions
+from pipeline.predict.backend import OnnxBackend
+from pipeline.predict.predictor import Predictor
+from pipeline.predict.source import ModelSource
+from pipeline.rundir import PREDICTION_GOLD, PREDICTION_TEXT, RunDir, RunDirError
+from pipeline.tables import one_line
+from pipeline.tokenization import length_limit
+
+MAX_DISAGREEMENT = 0.005  # share of rows whose label may differ from PyTorch fp32
+MAX_ACCURACY_LOSS_POINTS = 0.5
+WARMUP_ROWS = 32
+
+
+@dataclass
+class VerificationRows:
+    texts: list[str]
+    gold: list[str] | None  # gold class names, when known
+    source: str
+
+    def __post_init__(self):
+        keep = [index for index, text in enumerate(self.texts) if text and text.strip()]
+        if len(keep) < len(self.texts):
+            self.texts = [self.texts[index] for index in keep]
+            self.gold = [self.gold[index] for index in keep] if self.gold is not None else None
+
+    def sample(self, max_rows: int | None, seed: int) -> VerificationRows:
+        """At most `max_rows` rows, a seeded sample kept in order (a class-sorted file must not give one class)."""
+        if max_rows is None or len(self.texts) <= max_rows:
+            return self
+        chosen = np.sort(np.random.default_rng(seed).choice(len(self.texts), size=max_rows, replace=False))
+        gold = [self.gold[index] for index in chosen] if self.gold is not None else None
+        return VerificationRows([self.texts[index] for index in chosen], gold,
+                                f"{self.source}, {max_rows} of {len(self.texts)} rows (seeded sample)")
+
+
+def verification_rows(run: RunDir) -> VerificationRows:
+    """The run's validation split, re-created from its config.yaml; else its test_predictions.csv."""
+    from pipeline.config import load_config
+    from pipeline.data import load_splits
+
+    data_logger = logging.getLogger("pipeline.data")
+    level = data_logger.level
+    data_logger.setLevel(logging.ERROR)  # the split summary and Hub fallbacks: the record notes the outcome
+    try:
+        config = load_config(run.config_path)
+        validation = load_splits(config.data, config.run.seed)["validation"]
+        names = validation.features["label"].names
+        return VerificationRows(list(validation["text"]), [names[label] for label in validation["label"]],
+                                "validation split (re-created from config.yaml)")
+    except Exception as error:  # noqa: BLE001 -- data moved, Hub offline, config from another version: fall back
+        reason = one_line(error)[:200]
+    finally:
+        data_logger.setLevel(level)
+    try:
+        predictions = run.read_predictions([])
+    except RunDirError as error:
+        raise ExportError(f"the validation split cannot be re-created ({reason}) and {error}") from None
+    if predictions is None:
+        raise ExportError(
+            f"{run.path}: the validation split cannot be re-created ({reason}) and there is no test predictions "
+            "file to verify the export on"
+        )
+    return VerificationRows(predictions[PREDICTION_TEXT].tolist(), predictions[PREDICTION_GOLD].tolist(),
+                            f"test predictions file (the validation split could not be re-created: {reason})")
+
+
+def reference_predictor(model: torch.nn.Module, tokenizer: Any, source: ModelSource, batch_size: int) -> Predictor:
+    """PyTorch fp32 on the CPU at the run's fixed length: the numbers every export is held to."""
+    labels = [str(model.config.id2label[index]) for index in range(model.config.num_labels)]
+    limit = length_limit(tokenizer, max_positions(model))
+    length = min(source.max_length or limit, limit)
+    cpu = torch.device("cpu")
+    return Predictor(model.to(cpu), tokenizer, labels, length, cpu, source.text_spec, batch_size)
+
+
+@dataclass
+class Results:
+    torch: dict[str, Any]
+    variants: dict[str, dict[str, Any]]
+    auto: str | None
+    auto_reason: str
+    max_disagreement: float = MAX_DISAGREEMENT
+    max_accuracy_loss_points: float = MAX_ACCURACY_LOSS_POINTS
+
+
+def verify_exports(reference: Predictor, files: dict[str, Path], rows: VerificationRows, rounds: int = 2) -> Results:
+    """Score `rows` with every backend (`rounds` timed passes, alternating the order; the best rate counts)."""
+    from pipeline.export.runtime import open_session
+
+    cpu = torch.device("cpu")
+    predictors = {"torch-fp32": reference}
+    default_dtype = resolve_inference_dtype("auto", cpu)
+    if default_dtype is not None:
+        predictors["torch-bf16"] = dataclasses.replace(reference, autocast_dtype=default_dtype)
+    for variant, path in files.items():
+        backend = OnnxBackend(open_session(path), variant, path)
+        predictors[f"onnx-{variant}"] = dataclasses.replace(
+            reference, model=None, autocast_dtype=None, backend=backend, choice=ExportChoice(variant, path, "verification")
+        )
+    probabilities, rates = _measure(predictors, rows.texts, rounds)
+
+    labels = reference.labels
+    gold = (np.array([labels.index(name) if name in labels else -1 for name in map(str, rows.gold)])
+            if rows.gold is not None else None)
+    reference_ids = probabilities["torch-fp32"].argmax(axis=1)
+    reference_accuracy = _accuracy(reference_ids, gold)
+    baseline = "torch-bf16" if "torch-bf16" in predictors else "torch-fp32"
+    baseline_precision = baseline.removeprefix("torch-")
+    torch_results = {
+        "fp32": {"accuracy": reference_accuracy, "rows_per_second": rates["torch-fp32"]},
+        "default": {
+            "precision": baseline_precision,
+            "accuracy": _accuracy(probabilities[baseline].argmax(axis=1), gold),
+            "rows_per_second": rates[baseline],
+            "label_agreement": float((probabilities[baseline].argmax(axis=1) == reference_ids).mean()),
+        },
+    }
+    count = len(rows.texts)
+    variants: dict[str, dict[str, Any]] = {}
+    for variant in files:
+        name = f"onnx-{variant}"
+        ids = probabilities[name].argmax(axis=1)
+        disagreeing = int((ids != reference_ids).sum())
+        accuracy = _accuracy(ids, gold)
+        change = 100 * (accuracy - reference_accuracy) if accuracy is not None and reference_accuracy is not None else None
+        speedup = rates[name] / rates[baseline]
+        problems = []
+        if disagreeing > MAX_DISAGREEMENT * count:
+            problems.append(f"labels differ from PyTorch fp32 on {disagreeing} of {count} rows "
+                            f"({disagreeing / count:.2%}; the limit is {MAX_DISAGREEMENT:.1%})")
+        if change is not None and -change > MAX_ACCURACY_LOSS_POINTS:
+            problems.append(f"accuracy {accuracy:.2%} vs PyTorch fp32's {reference_accuracy:.2%}: {-change:.2f} points "
+                            f"lost (the limit is {MAX_ACCURACY_LOSS_POINTS})")
+        if problems:
+            status, reason = STATUS_REFUSED, "; ".join(problems)
+        elif speedup > 1.0:
+            status, reason = STATUS_VERIFIED, f"verified; {speedup:.2f}x the rows/s of PyTorch ({baseline_precision}) here"
+        else:
+            status, reason = STATUS_VERIFIED, (f"verified, kept, but not chosen by --backend auto: slower than PyTorch "
+                                               f"({baseline_precision}) here ({speedup:.2f}x its rows/s)")
+        variants[variant] = {
+            "status": status,
+            "reason": reason,
+            "label_agreement": 1.0 - disagreeing / count,
+            "disagreeing_rows": disagreeing,
+            "max_probability_difference": float(np.abs(probabilities[name] - probabilities["torch-fp32"]).max()),
+            "accuracy": accuracy,
+            "accuracy_change_points": change,
+            "rows_per_second": rates[name],
+            "speedup_vs_torch": speedup,
+        }
+    auto, auto_reason = _auto_choice(variants, baseline_precision, count)
+    return Results(torch_results, variants, auto, auto_reason)
+
+
+def _measure(predictors: dict[str, Predictor], texts: list[str], rounds: int) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    for predictor in predictors.values():  # kernel selection and first allocations are not timed
+        predictor.infer(texts[:WARMUP_ROWS])
+    probabilities: dict[str, np.ndarray] = {}
+    rates: dict[str, list[float]] = defaultdict(list)
+    names = list(predictors)
+    for round_index in range(max(1, rounds)):
+        for name in names if round_index % 2 == 0 else reversed(names):
+            start = time.perf_counter()
+            _, result = predictors[name].infer(texts)
+            rates[name].append(len(texts) / max(time.perf_counter() - start, 1e-9))
+            probabilities.setdefault(name, result)
+    return probabilities, {name: max(values) for name, values in rates.items()}
+
+
+def _accuracy(ids: np.ndarray, gold: np.ndarray | None) -> float | None:
+    if gold is None or not (gold >= 0).any():
+        return None
+    known = gold >= 0
+    return float((ids[known] == gold[known]).mean())
+
+
+def _auto_choice(variants: dict[str, dict[str, Any]], precision: str, count: int) -> tuple[str | None, str]:
+    verified = {name: v for name, v in variants.items() if v["status"] == STATUS_VERIFIED}
+    if not verified:
+        return None, "no export passed verification"
+    faster = {name: v for name, v in verified.items() if v["speedup_vs_torch"] > 1.0}
+    if not faster:
+        speeds = ", ".join(f"{name} {v['speedup_vs_torch']:.2f}x" for name, v in verified.items())
+        return None, f"no verified export was faster than PyTorch ({precision}) here: {speeds}"
+    best = max(faster, key=lambda name: faster[name]["rows_per_second"])
+    chosen = faster[best]
+    return best, (f"{best} verified on {count} rows ({chosen['label_agreement']:.2%} label agreement with PyTorch "
+                  f"fp32), {chosen['speedup_vs_torch']:.2f}x PyTorch ({precision})'s rows/s on the verifying machine")

@@ -1,0 +1,67 @@
+"""What runs the forward pass: PyTorch (any device, optional bf16 autocast) or an ONNX Runtime session on the CPU.
+
+Both take the same padded numpy batch (input_ids, attention_mask: (B, T) int64) and give class probabilities
+(B, K) float32, so the predictor's batching, ordering, sharding and output do not depend on the backend.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+
+class Backend(Protocol):
+    name: str  # "torch", "onnx-fp32", "onnx-int8"
+
+    def running(self, autocast_dtype: torch.dtype | None) -> contextlib.AbstractContextManager:
+        """Entered once around a run of batches."""
+
+    def probabilities(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        """(B, T) int64 ids and mask -> (B, K) float32 probabilities."""
+
+
+class TorchBackend:
+    name = "torch"
+
+    def __init__(self, model: torch.nn.Module, device: torch.device):
+        self.model = model
+        self.device = device
+
+    @contextlib.contextmanager
+    def running(self, autocast_dtype: torch.dtype | None) -> Iterator[None]:
+        autocast = (
+            torch.autocast(self.device.type, dtype=autocast_dtype)
+            if autocast_dtype is not None
+            else contextlib.nullcontext()
+        )
+        with torch.inference_mode(), autocast:
+            yield
+
+    def probabilities(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        logits = self.model(
+            input_ids=torch.from_numpy(input_ids).to(self.device),
+            attention_mask=torch.from_numpy(attention_mask).to(self.device),
+        ).logits  # (B, K)
+        return logits.float().softmax(dim=-1).cpu().numpy()
+
+
+class OnnxBackend:
+    """An ONNX Runtime session made by pipeline.export; its softmax is PyTorch's, as in TorchBackend."""
+
+    def __init__(self, session: Any, variant: str, path: Path):
+        self.session = session
+        self.variant = variant
+        self.path = path
+        self.name = f"onnx-{variant}"
+
+    def running(self, autocast_dtype: torch.dtype | None) -> contextlib.AbstractContextManager:
+        return contextlib.nullcontext()
+
+    def probabilities(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        (logits,) = self.session.run(["logits"], {"input_ids": input_ids, "attention_mask": attention_mask})  # (B, K)
+        return torch.from_numpy(np.asarray(logits, dtype=np.float32)).softmax(dim=-1).numpy()

@@ -1,0 +1,227 @@
+"""What a reader must know before trusting a ranking: the classical baseline, unequal budgets, over-truncation.
+
+    baseline_of(run)                 # the run's TF-IDF + logistic regression record, or None (old runs)
+    baseline_sentences(runs)         # "The TF-IDF + logistic regression baseline beats <run> on test accuracy ..."
+    budget_sentence(runs)            # "<a> saw 5.0x the training samples of <b> ...; the comparison is of recipes ..."
+    truncation_over_budget(run)      # (train truncated share, budget) when the share exceeds the budget
+
+All of it reads metrics.json (`baseline`, `training`, `tokenization`) and config.yaml
+(`tokenizer.max_truncated_fraction`); a run that lacks a record simply contributes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.report.formatting import format_count, format_duration, format_percent
+from pipeline.report.runs import Run
+from pipeline.rundir import is_number, nested_get
+
+# tokenizer.max_truncated_fraction's default (pipeline.config.TokenizerConfig), for configs that do not say.
+DEFAULT_MAX_TRUNCATED_FRACTION = 0.01
+# Differences below these are rounding, not a different budget.
+SAMPLES_RELATIVE_TOLERANCE = 0.01
+EPOCHS_TOLERANCE = 0.01
+TRUNCATED_SHARE_TOLERANCE = 0.005
+RECIPES_NOT_ARCHITECTURES = "the comparison is of recipes, not architectures"
+
+
+# --- The baseline
+
+
+def baseline_of(run: Run) -> dict[str, Any] | None:
+    """metrics.json's `baseline` record when it holds a usable test accuracy (else None: absent, failed, old)."""
+    record = run.metric("baseline")
+    if isinstance(record, dict) and is_number(record.get("accuracy")):
+        return record
+    return None
+
+
+def baseline_error(run: Run) -> str | None:
+    """Why the run's baseline could not be fitted, when metrics.json records a failed one."""
+    record = run.metric("baseline")
+    if isinstance(record, dict) and not is_number(record.get("accuracy")) and record.get("error"):
+        return str(record["error"])
+    return None
+
+
+def baseline_description(record: dict[str, Any]) -> str:
+    description = record.get("description") or record.get("name")
+    return str(description) if description else "classical"
+
+
+def baseline_sentences(runs: Sequence[Run]) -> list[str]:
+    """One sentence per run that the baseline beats or matches; one sentence for the runs ahead of it."""
+    sentences, ahead = [], []
+    for run in runs:
+        record, accuracy = baseline_of(run), run.metric("test", "accuracy")
+        if record is None or not is_number(accuracy):
+            continue
+        if record["accuracy"] >= accuracy:
+            sentences.append(_beaten_sentence(run, record, accuracy))
+        else:
+            ahead.append((run, record, accuracy))
+    if ahead:
+        sentences.append(_ahead_sentence(ahead, single=len(runs) == 1))
+    return sentences
+
+
+def _beaten_sentence(run: Run, record: dict[str, Any], accuracy: float) -> str:
+    verb = "beats" if record["accuracy"] > accuracy else "matches"
+    sentence = (f"The {baseline_description(record)} baseline {verb} {run.name} on test accuracy "
+                f"({format_percent(record['accuracy'])} vs {format_percent(accuracy)})")
+    baseline_seconds, model_seconds = record.get("train_seconds"), run.metric("timings", "train_seconds")
+    if is_number(baseline_seconds) and is_number(model_seconds):
+        return (f"{sentence}: a model fitted in {format_duration(baseline_seconds)} does "
+                f"{'better than' if verb == 'beats' else 'as well as'} one trained for "
+                f"{format_duration(model_seconds)}.")
+    return f"{sentence}: fine-tuning did not pay for itself on this data."
+
+
+def _ahead_sentence(ahead: list[tuple[Run, dict[str, Any], float]], single: bool) -> str:
+    def gap(record: dict[str, Any], accuracy: float) -> str:
+        return f"{100 * (accuracy - record['accuracy']):.2f} points"
+
+    if single:
+        run, record, accuracy = ahead[0]
+        fitted = (f", fitted in {format_duration(record['train_seconds'])}"
+                  if is_number(record.get("train_seconds")) else "")
+        return (f"{run.name} beats the {baseline_description(record)} baseline "
+                f"({format_percent(record['accuracy'])}{fitted}) by {gap(record, accuracy)}.")
+    descriptions = {baseline_description(record) for _, record, _ in ahead}
+    what = descriptions.pop() if len(descriptions) == 1 else "classical"
+    parts = [f"{run.name} by {gap(record, accuracy)} (baseline {format_percent(record['accuracy'])})"
+             for run, record, accuracy in ahead]
+    return f"Ahead of the {what} baseline: {_join(parts)}."
+
+
+# --- Training budgets
+
+
+@dataclass
+class Budget:
+    samples_seen: float | None
+    epochs: float | None
+    max_length: float | None
+    truncated_train: float | None
+
+
+def budget_of(run: Run) -> Budget:
+    steps, batch = run.metric("training", "global_steps"), run.metric("training", "effective_batch_size")
+    epochs = run.metric("training", "epochs_completed")
+    length = run.metric("tokenization", "max_length")
+    truncated = run.metric("tokenization", "truncated_fraction", "train")
+    return Budget(
+        samples_seen=steps * batch if is_number(steps) and is_number(batch) else None,
+        epochs=epochs if is_number(epochs) else None,
+        max_length=length if is_number(length) else None,
+        truncated_train=truncated if is_number(truncated) else None,
+    )
+
+
+def _samples_differ(a: float | None, b: float | None) -> bool:
+    return a is not None and b is not None and abs(a - b) > SAMPLES_RELATIVE_TOLERANCE * max(a, b)
+
+
+def _epochs_differ(a: float | None, b: float | None) -> bool:
+    return a is not None and b is not None and abs(a - b) > EPOCHS_TOLERANCE
+
+
+def _lengths_differ(a: float | None, b: float | None) -> bool:
+    return a is not None and b is not None and a != b
+
+
+def _truncation_differs(a: float | None, b: float | None) -> bool:
+    return a is not None and b is not None and abs(a - b) >= TRUNCATED_SHARE_TOLERANCE
+
+
+def budget_sentence(runs: Sequence[Run]) -> str | None:
+    """Name the ways the runs' training budgets differ; None when they match (or too little is recorded)."""
+    if len(runs) < 2:
+        return None
+    if len(runs) == 2:
+        return _pair_budget_sentence(runs[0], runs[1])
+    return _many_budget_sentence(runs)
+
+
+def _pair_budget_sentence(first: Run, second: Run) -> str | None:
+    budgets = {first.name: budget_of(first), second.name: budget_of(second)}
+    # The run that saw more samples speaks first, so that the ratio reads as "N times as many".
+    subject, other = first, second
+    a, b = budgets[first.name], budgets[second.name]
+    if a.samples_seen is not None and b.samples_seen is not None and b.samples_seen > a.samples_seen:
+        subject, other, a, b = second, first, b, a
+    clauses = []
+    if _epochs_differ(a.epochs, b.epochs):
+        clauses.append(f"completed {a.epochs:.2f} vs {b.epochs:.2f} epochs")
+    if _lengths_differ(a.max_length, b.max_length):
+        clauses.append(f"used fixed length {format_count(a.max_length)} vs {format_count(b.max_length)}")
+    if _truncation_differs(a.truncated_train, b.truncated_train):
+        clauses.append(f"truncated {format_percent(a.truncated_train)} vs {format_percent(b.truncated_train)} "
+                       "of the training texts")
+    if _samples_differ(a.samples_seen, b.samples_seen):
+        ratio = a.samples_seen / b.samples_seen if b.samples_seen else None
+        times = f"{ratio:.1f}x the training samples of" if ratio is not None else "more training samples than"
+        head = (f"{subject.name} saw {times} {other.name} "
+                f"({format_count(a.samples_seen)} vs {format_count(b.samples_seen)})")
+        body = _join([head, *clauses])
+    elif clauses:
+        body = f"Compared with {other.name}, {subject.name} {_join(clauses)}"
+    else:
+        return None
+    return f"{body}; {RECIPES_NOT_ARCHITECTURES}."
+
+
+def _many_budget_sentence(runs: Sequence[Run]) -> str | None:
+    budgets = [budget_of(run) for run in runs]
+    facts = [
+        ("samples seen", "samples_seen", _samples_differ, format_count),
+        ("epochs completed", "epochs", _epochs_differ, lambda value: f"{value:.2f}"),
+        ("fixed length", "max_length", _lengths_differ, format_count),
+        ("truncated training texts", "truncated_train", _truncation_differs, format_percent),
+    ]
+    parts = []
+    for label, field, differ, formatter in facts:
+        values = [getattr(budget, field) for budget in budgets]
+        known = [value for value in values if value is not None]
+        if not any(differ(x, y) for x in known for y in known):
+            continue
+        listed = ", ".join(f"{formatter(value)} ({run.name})" for run, value in zip(runs, values) if value is not None)
+        parts.append(f"{label} {listed}")
+    if not parts:
+        return None
+    return f"Training budgets differ: {'; '.join(parts)}; {RECIPES_NOT_ARCHITECTURES}."
+
+
+# --- Truncation over budget
+
+
+def truncation_budget(run: Run) -> float:
+    budget = nested_get(run.config, "tokenizer", "max_truncated_fraction")
+    return budget if is_number(budget) else DEFAULT_MAX_TRUNCATED_FRACTION
+
+
+def truncation_over_budget(run: Run) -> tuple[float, float] | None:
+    """(share of train truncated, budget) when the share exceeds tokenizer.max_truncated_fraction, else None."""
+    share = run.metric("tokenization", "truncated_fraction", "train")
+    budget = truncation_budget(run)
+    if is_number(share) and share > budget:
+        return share, budget
+    return None
+
+
+def truncation_note(run: Run) -> str | None:
+    over = truncation_over_budget(run)
+    if over is None:
+        return None
+    share, budget = over
+    length = run.metric("tokenization", "max_length")
+    at = f" at fixed length {format_count(length)}" if is_number(length) else ""
+    return (f"{format_percent(share)} of its training texts were truncated{at}, over the budget of "
+            f"{format_percent(budget)} (tokenizer.max_truncated_fraction): the model never saw their ends.")
+
+
+def _join(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]

@@ -1,0 +1,136 @@
+"""Stage 4 (pipeline/evaluation.py): metrics against hand-computed values, predictions in row order."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from datasets import Dataset
+from transformers import BertConfig, BertForSequenceClassification
+
+from pipeline.batching import TokenizedRows
+from pipeline.evaluation import EvalResult, compute_metrics, evaluate_split, predict_split
+
+NAMES = ["World", "Sports", "Business", "Sci/Tech"]
+
+# Worked by hand below: class 3 (Sci/Tech) has one row and is never predicted; class 1 is over-predicted.
+LABELS = np.array([0, 0, 0, 1, 1, 2, 2, 2, 2, 3])
+PREDICTIONS = np.array([0, 0, 1, 1, 1, 2, 2, 0, 1, 1])
+# [true][predicted]
+CONFUSION = [
+    [2, 1, 0, 0],
+    [0, 2, 0, 0],
+    [1, 1, 2, 0],
+    [0, 1, 0, 0],
+]
+# class: (precision, recall, f1, support)
+#   World:    TP 2 of 3 predicted, 2 of 3 true       -> 2/3, 2/3, 2/3
+#   Sports:   TP 2 of 5 predicted, 2 of 2 true       -> 2/5, 1,   2*(2/5)/(7/5) = 4/7
+#   Business: TP 2 of 2 predicted, 2 of 4 true       -> 1,   1/2, 2*(1/2)/(3/2) = 2/3
+#   Sci/Tech: never predicted, 0 of 1 true           -> 0,   0,   0
+PER_CLASS = {
+    "World": (2 / 3, 2 / 3, 2 / 3, 3),
+    "Sports": (2 / 5, 1.0, 4 / 7, 2),
+    "Business": (1.0, 1 / 2, 2 / 3, 4),
+    "Sci/Tech": (0.0, 0.0, 0.0, 1),
+}
+
+
+def test_metrics_match_hand_computed_values():
+    metrics = compute_metrics(LABELS, PREDICTIONS, NAMES)
+    assert metrics["accuracy"] == pytest.approx(6 / 10)
+    assert metrics["num_samples"] == 10
+    # The never-predicted class counts as F1 0 in the macro average: (2/3 + 4/7 + 2/3 + 0) / 4 = 10/21.
+    assert metrics["macro_f1"] == pytest.approx(10 / 21)
+    assert list(metrics["per_class"]) == NAMES
+    for name, (precision, recall, f1, support) in PER_CLASS.items():
+        values = metrics["per_class"][name]
+        assert values["precision"] == pytest.approx(precision), name
+        assert values["recall"] == pytest.approx(recall), name
+        assert values["f1"] == pytest.approx(f1), name
+        assert values["support"] == support, name
+    assert metrics["confusion_matrix"] == CONFUSION
+
+
+def test_confusion_matrix_rows_are_true_classes_and_columns_predicted():
+    metrics = compute_metrics(np.array([3, 3, 3, 0]), np.array([1, 1, 2, 0]), NAMES)
+    matrix = np.array(metrics["confusion_matrix"])
+    assert matrix[3].tolist() == [0, 2, 1, 0]  # the three Sci/Tech rows, by what they were called
+    assert matrix[:, 3].tolist() == [0, 0, 0, 0]  # nothing was called Sci/Tech
+    assert matrix.sum(axis=1).tolist() == [metrics["per_class"][name]["support"] for name in NAMES]
+
+
+def test_metrics_are_plain_json_types_and_cover_every_named_class():
+    # Classes 1 and 2 never occur at all: they still get a row, a column and a per-class entry.
+    metrics = compute_metrics(np.array([0, 3, 3]), np.array([0, 3, 0]), NAMES)
+    assert np.array(metrics["confusion_matrix"]).shape == (4, 4)
+    assert metrics["per_class"]["Sports"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0}
+    assert type(metrics["accuracy"]) is float and type(metrics["macro_f1"]) is float
+    assert type(metrics["num_samples"]) is int
+    assert all(type(value) is int for row in metrics["confusion_matrix"] for value in row)
+    assert all(type(entry["support"]) is int for entry in metrics["per_class"].values())
+
+
+def test_perfect_predictions():
+    labels = np.array([0, 1, 2, 3, 2, 1])
+    metrics = compute_metrics(labels, labels.copy(), NAMES)
+    assert metrics["accuracy"] == 1.0 and metrics["macro_f1"] == 1.0
+    assert np.array_equal(np.diag(metrics["confusion_matrix"]), [1, 2, 2, 1])
+
+
+def test_eval_result_predictions_are_the_argmax():
+    probabilities = np.array([[0.1, 0.7, 0.1, 0.1], [0.4, 0.3, 0.2, 0.1], [0.0, 0.1, 0.2, 0.7]], dtype=np.float32)
+    result = EvalResult(probabilities=probabilities, labels=np.array([1, 1, 3]), loss=0.5, metrics={})
+    assert result.predictions.tolist() == [1, 0, 3]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Predictions over a split: rows come back in split order whatever order the batches ran in
+
+
+def tiny_rows(lengths: list[int], fixed_length: int = 48) -> TokenizedRows:
+    generator = np.random.default_rng(0)
+    input_ids, attention_mask = [], []
+    for length in lengths:
+        input_ids.append(generator.integers(1, 100, length).tolist() + [0] * (fixed_length - length))
+        attention_mask.append([1] * length + [0] * (fixed_length - length))
+    split = Dataset.from_dict({"input_ids": input_ids, "attention_mask": attention_mask,
+                               "label": [i % 4 for i in range(len(lengths))], "length": lengths})
+    return TokenizedRows(split)
+
+
+def tiny_model() -> BertForSequenceClassification:
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=64, num_labels=4)
+    model = BertForSequenceClassification(config)
+    with torch.no_grad():  # a random BERT pools nearly one vector for all rows; a wide head tells them apart
+        model.classifier.weight.mul_(50)
+    return model
+
+
+def test_predict_split_returns_each_row_once_in_row_order(fresh_accelerate_state):
+    from accelerate import Accelerator
+
+    lengths = [3, 40, 7, 22, 1, 48, 15, 9, 30, 2, 11]  # the loader runs them longest first
+    rows = tiny_rows(lengths)
+    model = tiny_model()
+    model.train()
+    accelerator = Accelerator(cpu=True, mixed_precision="no")
+    probabilities, losses = predict_split(model, rows, accelerator, batch_size=4)
+    assert model.training  # the mode is restored
+
+    model.eval()
+    with torch.no_grad():
+        logits = model(input_ids=rows.input_ids.long(), attention_mask=rows.attention_mask.long()).logits
+    np.testing.assert_allclose(probabilities, logits.softmax(-1).numpy(), atol=1e-5)
+    np.testing.assert_allclose(losses, F.cross_entropy(logits, rows.labels, reduction="none").numpy(), atol=1e-4)
+    assert len(set(probabilities.argmax(axis=1).tolist())) > 1  # the rows really are told apart
+
+    result = evaluate_split(model, rows, accelerator, 4, NAMES)
+    assert result.metrics["num_samples"] == len(lengths)
+    assert result.loss == pytest.approx(float(losses.mean()), abs=1e-6) == result.metrics["loss"]
+    assert result.labels.tolist() == rows.labels.tolist()
+    assert result.metrics == {**compute_metrics(rows.labels.numpy(), result.predictions, NAMES),
+                              "loss": result.metrics["loss"]}

@@ -1,0 +1,431 @@
+"""Tests for the ONNX export (pipeline/export/) and the prediction backends it feeds (--backend auto|torch|onnx).
+
+Offline, CPU, on a tiny random BERT (2 layers, hidden 32, the head spread so that all four classes are predicted
+with clear margins, as in tests/test_predict.py) and a tiny from-scratch encoder, each saved into a run directory
+whose config.yaml points at a small CSV, so that verification re-creates the validation split as it does for a
+real run. Skipped without the optional extra `onnx`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+pytest.importorskip("onnxruntime", reason="the optional extra 'onnx' is not installed (pip install -e '.[onnx]')")
+onnx = pytest.importorskip("onnx", reason="the optional extra 'onnx' is not installed (pip install -e '.[onnx]')")
+
+from transformers import BertConfig, BertForSequenceClassification, BertModel  # noqa: E402
+
+from pipeline.export import ExportError, choose_export, export_run, read_export_record, weights_sha256  # noqa: E402
+from pipeline.export import cli as export_cli  # noqa: E402
+from pipeline.export import convert  # noqa: E402
+from pipeline.export.runtime import onnx_threads, open_session  # noqa: E402
+from pipeline.predict import PredictError, Predictor, main, predict_dataframe, predict_texts  # noqa: E402
+from pipeline.rundir import RunDir  # noqa: E402
+
+LABELS = ["World", "Sports", "Business", "Sci/Tech"]
+TOPICS = ["election results", "football match", "oil prices", "new smartphone", "space launch", "bank merger",
+          "film festival", "chip shortage", "tennis final", "climate summit"]
+ROWS = 400  # train.csv: half of it becomes the validation split (200 rows) that verifies an export
+ADDED = ["label", "label_id", "score", *[f"prob_{name}" for name in LABELS], "error"]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def single_thread():
+    """Tiny matrices gain nothing from intra-op threads; on a busy 2-core machine the hand-offs dominate."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+@pytest.fixture(autouse=True)
+def one_onnx_thread(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+
+
+def texts_and_rows(count: int, offset: int = 0) -> list[list[str]]:
+    return [[f"Report {i} on {TOPICS[i % len(TOPICS)]}", f"Details about the {TOPICS[(i * 7) % len(TOPICS)]}, day {i}."]
+            for i in range(offset, offset + count)]
+
+
+def spread_head(model: BertForSequenceClassification, tokenizer) -> None:
+    """A random BERT pools nearly the same vector for every text: centre the head on sample texts and widen it."""
+    encoded = tokenizer([" ".join(row) for row in texts_and_rows(60)], padding=True, return_tensors="pt")
+    with torch.no_grad():
+        pooled = model.bert(**encoded).pooler_output  # (N, 32)
+        centred = pooled - pooled.mean(dim=0)
+        weight = torch.randn(4, pooled.shape[1]) * (3.0 / centred.std(dim=0).mean() / pooled.shape[1] ** 0.5)
+        model.classifier.weight.copy_(weight)
+        model.classifier.bias.copy_(-(pooled.mean(dim=0) @ weight.T))
+
+
+def tiny_bert(tokenizer) -> BertForSequenceClassification:
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=128, num_labels=4,
+                        id2label=dict(enumerate(LABELS)), label2id={name: i for i, name in enumerate(LABELS)})
+    torch.manual_seed(0)
+    model = BertForSequenceClassification(config).eval()
+    spread_head(model, tokenizer)
+    return model
+
+
+def tiny_encoder(tokenizer):
+    from pipeline.models.encoder import EncoderClassifierConfig, EncoderForSequenceClassification, EncoderSettings
+
+    settings = EncoderSettings(hidden_size=32, num_layers=2, num_heads=4, intermediate_size=64,
+                               max_position_embeddings=128)
+    config = EncoderClassifierConfig.from_settings(settings, vocab_size=tokenizer.vocab_size, pad_token_id=0,
+                                                   id2label=LABELS)
+    torch.manual_seed(0)
+    model = EncoderForSequenceClassification(config).eval()
+    with torch.no_grad():  # widen the head so that the four classes all occur
+        model.classifier.weight.mul_(40.0)
+    return model
+
+
+def write_run(run: Path, model, tokenizer) -> Path:
+    """A run directory: model/, config.yaml pointing at train.csv/test.csv, metrics.json. The gold labels are
+    the model's own fp32 predictions for most rows, so that accuracy is high and losing it is visible."""
+    model.save_pretrained(run / "model")
+    tokenizer.save_pretrained(run / "model")
+    rows = texts_and_rows(ROWS + 20)
+    encoded = tokenizer([" ".join(row) for row in rows], padding=True, truncation=True, max_length=64,
+                        return_tensors="pt")
+    with torch.no_grad():
+        predicted = model(input_ids=encoded["input_ids"], attention_mask=encoded["attention_mask"]).logits.argmax(-1)
+    gold = [LABELS[(p + 1) % 4] if i % 10 == 0 else LABELS[p] for i, p in enumerate(predicted.tolist())]
+    for name, part in (("train.csv", slice(0, ROWS)), ("test.csv", slice(ROWS, None))):
+        with open(run / name, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["title", "description", "label"])
+            writer.writerows([*row, label] for row, label in zip(rows[part], gold[part]))
+    (run / "config.yaml").write_text(
+        "run:\n  seed: 0\n"
+        f"data:\n  source: files\n  train_file: {run / 'train.csv'}\n  test_file: {run / 'test.csv'}\n"
+        f"  text_columns: [title, description]\n  label_column: label\n  label_names: {json.dumps(LABELS)}\n"
+        f"  validation_fraction: 0.5\n  cache_dir: {run / 'cache'}\n"
+    )
+    metrics = {"labels": LABELS, "tokenization": {"max_length": 64},
+               "test": {"accuracy": 0.9, "macro_f1": 0.9, "num_samples": 20}}
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    return run
+
+
+@pytest.fixture(scope="module")
+def bare_run(tmp_path_factory, bert_tokenizer) -> Path:
+    """The tiny BERT run, never exported."""
+    return write_run(tmp_path_factory.mktemp("runs") / "tiny", tiny_bert(bert_tokenizer), bert_tokenizer)
+
+
+@pytest.fixture(scope="module")
+def exported_run(tmp_path_factory, bare_run) -> tuple[Path, dict]:
+    """A copy of the tiny BERT run with its fp32 and int8 exports, verified."""
+    run = tmp_path_factory.mktemp("exported") / "tiny"
+    shutil.copytree(bare_run, run)
+    return run, export_run(run, "int8", rounds=1)
+
+
+def copy_run(source: Path, target: Path) -> Path:
+    shutil.copytree(source, target)
+    return target
+
+
+def run_main(argv: list) -> int:
+    try:
+        main([str(arg) for arg in argv])
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else 1
+    return 0
+
+
+def assert_one_line_error(stderr: str, *fragments: str) -> None:
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("error: ") and "Traceback" not in stderr, stderr
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+
+
+def input_csv(path: Path, count: int = 40) -> Path:
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "title", "description"])
+        writer.writerows([f"{i:03d}", *row] for i, row in enumerate(texts_and_rows(count, offset=1000)))
+    return path
+
+
+def predict(run: Path, source: Path, output: Path, *extra: str) -> int:
+    return run_main(["--model", run, "--input", source, "--output", output, "--no-progress", "--probabilities",
+                     *extra])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Export and verification
+
+
+def test_export_writes_verified_models_and_a_record(exported_run, capsys):
+    run, record = exported_run
+    folder = RunDir(run).export_dir
+    assert read_export_record(run) == record
+    assert record["model_sha256"] == weights_sha256(run / "model")
+    assert record["inputs"] == ["input_ids", "attention_mask"] and record["outputs"] == ["logits"]
+    verification = record["verification"]
+    assert verification["source"].startswith("validation split") and verification["rows"] == ROWS // 2
+    fp32 = record["variants"]["fp32"]
+    assert fp32["status"] == "verified" and fp32["file"] == "model.onnx" and (folder / "model.onnx").is_file()
+    assert fp32["label_agreement"] == 1.0 and fp32["max_probability_difference"] < 1e-3
+    assert fp32["accuracy"] == pytest.approx(record["torch"]["fp32"]["accuracy"])
+    assert 0.8 < fp32["accuracy"] <= 0.95  # gold is the model's own label on 9 rows in 10
+    for variant in record["variants"].values():
+        assert variant["rows_per_second"] > 0 and variant["speedup_vs_torch"] > 0
+    # int8 on this random model, whose head amplifies every rounding, disagrees a lot: refused and kept aside.
+    int8 = record["variants"]["int8"]
+    assert 0.0 <= int8["label_agreement"] <= 1.0
+    too_different = int8["disagreeing_rows"] > 0.005 * verification["rows"] or int8["accuracy_change_points"] < -0.5
+    assert (int8["status"] == "refused") == too_different
+    if int8["status"] == "refused":
+        assert int8["file"] == "refused/model.int8.onnx" and (folder / int8["file"]).is_file()
+        assert not (folder / "model.int8.onnx").exists()
+    assert record["auto"] in (None, "fp32", "int8")
+    assert record["auto"] is None or record["variants"][record["auto"]]["status"] == "verified"
+    # The shapes are dynamic: a batch and a length never seen at export run.
+    session = open_session(folder / "model.onnx")
+    (logits,) = session.run(["logits"], {"input_ids": np.full((5, 37), 1000, dtype=np.int64),
+                                         "attention_mask": np.ones((5, 37), dtype=np.int64)})
+    assert logits.shape == (5, 4)
+    text = export_cli.format_record(record)
+    assert "torch fp32" in text and "onnx fp32" in text and "--backend auto:" in text
+
+
+def test_a_broken_export_is_refused_and_never_used(bare_run, tmp_path, monkeypatch, capsys):
+    """Perturb the exported classifier so labels change: verification refuses it, and prediction will not use it."""
+    run = copy_run(bare_run, tmp_path / "broken")
+    original = convert.export_fp32
+
+    def export_then_break(model, tokenizer, path, max_length):
+        original(model, tokenizer, path, max_length)
+        graph = onnx.load(str(path))
+        for tensor in graph.graph.initializer:
+            if "classifier.weight" in tensor.name:
+                weight = onnx.numpy_helper.to_array(tensor)
+                tensor.CopyFrom(onnx.numpy_helper.from_array(weight[::-1].copy(), tensor.name))  # swap the classes
+        onnx.save(graph, str(path))
+
+    monkeypatch.setattr(convert, "export_fp32", export_then_break)
+    record = export_run(run, rounds=1)
+    capsys.readouterr()
+    fp32 = record["variants"]["fp32"]
+    assert fp32["status"] == "refused" and "labels differ from PyTorch fp32" in fp32["reason"]
+    assert fp32["label_agreement"] < 0.9 and fp32["accuracy_change_points"] < -0.5
+    assert record["auto"] is None and record["auto_reason"] == "no export passed verification"
+    assert (run / "onnx" / "refused" / "model.onnx").is_file() and not (run / "onnx" / "model.onnx").exists()
+
+    source = input_csv(tmp_path / "in.csv", 5)
+    assert predict(run, source, tmp_path / "out.csv", "--backend", "onnx") == 1
+    assert_one_line_error(capsys.readouterr().err, "--backend onnx", "no verified export", "refused")
+    assert Predictor.from_path(run, device="cpu").backend_name == "torch"
+
+    # The command says so, keeps the refused model aside and exits 3.
+    assert export_cli.main(["--model", str(run), "--rounds", "1"]) == 3
+    assert "refused fp32: labels differ" in capsys.readouterr().err
+
+
+def test_the_from_scratch_encoder_exports_and_predicts_alike(tmp_path, bert_tokenizer):
+    run = write_run(tmp_path / "encoder", tiny_encoder(bert_tokenizer), bert_tokenizer)
+    record = export_run(run, rounds=1)
+    fp32 = record["variants"]["fp32"]
+    assert fp32["status"] == "verified" and fp32["label_agreement"] == 1.0, fp32
+    assert fp32["max_probability_difference"] < 1e-4
+    texts = [" ".join(row) for row in texts_and_rows(30, offset=500)]
+    by_torch = Predictor.from_path(run, device="cpu", precision="fp32", backend="torch", batch_size=7).infer(texts)
+    by_onnx = Predictor.from_path(run, backend="onnx", batch_size=7).infer(texts)
+    assert by_onnx[0].tolist() == by_torch[0].tolist()
+    assert len(set(by_torch[0].tolist())) > 1
+    np.testing.assert_allclose(by_onnx[1], by_torch[1], atol=1e-4)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Prediction through the export
+
+
+def test_both_backends_write_the_same_file(exported_run, tmp_path, capsys):
+    run, record = exported_run
+    source = input_csv(tmp_path / "in.csv", 40)
+    assert predict(run, source, tmp_path / "torch.csv", "--backend", "torch", "--precision", "fp32",
+                   "--batch-size", "8", "--chunk-size", "15") == 0
+    assert "backend torch (fp32): asked for" in capsys.readouterr().err
+    assert predict(run, source, tmp_path / "onnx.csv", "--backend", "onnx", "--batch-size", "8",
+                   "--chunk-size", "15") == 0
+    err = capsys.readouterr().err
+    assert "backend onnx-fp32" in err and "model.onnx" in err
+    by_torch, by_onnx = pd.read_csv(tmp_path / "torch.csv", dtype=str), pd.read_csv(tmp_path / "onnx.csv", dtype=str)
+    assert list(by_onnx.columns) == ["id", "title", "description", *ADDED] == list(by_torch.columns)
+    assert by_onnx[["id", "title", "description", "label", "label_id", "error"]].equals(
+        by_torch[["id", "title", "description", "label", "label_id", "error"]])
+    assert by_torch["label"].nunique() > 1
+    numbers = ["score", *[f"prob_{name}" for name in LABELS]]
+    np.testing.assert_allclose(by_onnx[numbers].astype(float), by_torch[numbers].astype(float), atol=1e-3)
+
+    # auto takes what verification chose, and says so
+    assert predict(run, source, tmp_path / "auto.csv") == 0
+    expected = f"backend onnx-{record['auto']}" if record["auto"] else "backend torch"
+    assert expected in capsys.readouterr().err
+
+
+def test_python_api_takes_a_backend(exported_run):
+    run, _ = exported_run
+    texts = [" ".join(row) for row in texts_and_rows(12, offset=2000)] + [""]
+    torch_results = predict_texts(run, texts, device="cpu", precision="fp32", backend="torch")
+    onnx_results = predict_texts(run, texts, backend="onnx")
+    assert [label for label, _ in onnx_results] == [label for label, _ in torch_results]
+    np.testing.assert_allclose([s for _, s in onnx_results[:-1]], [s for _, s in torch_results[:-1]], atol=1e-3)
+    frame = pd.DataFrame(texts_and_rows(6, offset=3000), columns=["title", "description"])
+    by_onnx = predict_dataframe(run, frame, backend="onnx", probabilities=True)
+    by_torch = predict_dataframe(run, frame, backend="torch", precision="fp32", probabilities=True)
+    assert by_onnx["label"].tolist() == by_torch["label"].tolist()
+    predictor = Predictor.from_path(run, backend="onnx")
+    assert predictor.model is None and predictor.backend_name == "onnx-fp32"
+
+
+def test_auto_without_an_export_is_torch_and_onnx_is_an_error(bare_run, tmp_path, capsys):
+    predictor = Predictor.from_path(bare_run, device="cpu")
+    assert predictor.backend_name == "torch" and "no verified ONNX export" in predictor.choice.reason
+    source = input_csv(tmp_path / "in.csv", 5)
+    assert predict(bare_run, source, tmp_path / "out.csv", "--backend", "onnx") == 1
+    assert_one_line_error(capsys.readouterr().err, "--backend onnx", "no verified ONNX export", "pipeline.export")
+    assert not (tmp_path / "out.csv").exists()
+    assert predict(bare_run / "model", source, tmp_path / "out.csv", "--backend", "auto") == 0
+    assert "backend torch" in capsys.readouterr().err
+    with pytest.raises(PredictError, match="--precision bf16 applies to the torch backend"):
+        Predictor.from_path(bare_run, backend="onnx", precision="bf16")
+
+
+def test_an_export_of_other_weights_is_refused(exported_run, tmp_path, capsys):
+    run = copy_run(exported_run[0], tmp_path / "retrained")
+    model = BertForSequenceClassification.from_pretrained(run / "model")
+    with torch.no_grad():
+        model.classifier.bias.add_(0.01)
+    model.save_pretrained(run / "model")  # as if training went on after the export
+    source = input_csv(tmp_path / "in.csv", 5)
+    assert predict(run, source, tmp_path / "out.csv", "--backend", "onnx") == 1
+    assert_one_line_error(capsys.readouterr().err, "exported from other weights", "refused", "re-export")
+    predictor = Predictor.from_path(run, device="cpu")
+    assert predictor.backend_name == "torch" and "other weights" in predictor.choice.reason
+
+
+def test_a_corrupted_onnx_file_is_a_one_line_error(exported_run, tmp_path, capsys):
+    run = copy_run(exported_run[0], tmp_path / "corrupted")
+    model_file = run / "onnx" / "model.onnx"
+    model_file.write_bytes(model_file.read_bytes()[: model_file.stat().st_size // 2])
+    source = input_csv(tmp_path / "in.csv", 5)
+    assert predict(run, source, tmp_path / "out.csv", "--backend", "onnx") == 1
+    assert_one_line_error(capsys.readouterr().err, "model.onnx", "changed or corrupted")
+    with pytest.raises(ExportError, match="ONNX Runtime cannot load it"):
+        open_session(model_file)
+    (run / "onnx" / "export.json").write_text("{not json")
+    assert predict(run, source, tmp_path / "out.csv", "--backend", "onnx") == 1
+    assert_one_line_error(capsys.readouterr().err, "export.json", "cannot be read")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Bad input to the export command
+
+
+def test_export_of_something_that_is_not_a_classifier(tmp_path, bert_tokenizer, capsys):
+    assert export_cli.main(["--model", str(tmp_path / "nothing")]) == 1
+    assert_one_line_error(capsys.readouterr().err, "model not found")
+    assert export_cli.main(["--model", str(tmp_path)]) == 1
+    assert_one_line_error(capsys.readouterr().err, "neither a run directory")
+
+    run = tmp_path / "headless"
+    config = BertConfig(vocab_size=bert_tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1,
+                        num_attention_heads=2, intermediate_size=64)
+    BertModel(config).save_pretrained(run / "model")
+    bert_tokenizer.save_pretrained(run / "model")
+    (run / "config.yaml").write_text("data:\n  text_columns: [text]\n")
+    assert export_cli.main(["--model", str(run)]) == 1
+    assert_one_line_error(capsys.readouterr().err, "not a sequence-classification model", "BertModel")
+
+    shutil.copytree(run / "model", tmp_path / "bare")
+    assert export_cli.main(["--model", str(tmp_path / "bare")]) == 1
+    assert_one_line_error(capsys.readouterr().err, "not in a run directory")
+
+
+def test_a_missing_optional_dependency_names_the_extra(bare_run, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import onnxruntime now raises ImportError
+    assert export_cli.main(["--model", str(bare_run)]) == 1
+    assert_one_line_error(capsys.readouterr().err, "onnxruntime is not installed", "'onnx'", '.[onnx]')
+    with pytest.raises(ExportError, match=r"pip install -e \"\.\[onnx\]\""):
+        open_session(Path("model.onnx"))
+
+    import importlib.util
+
+    from pipeline.config import ConfigError, EvalConfig
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real_find_spec(name, *a))
+    with pytest.raises(ConfigError, match=r"eval.export: 'int8' needs onnxruntime.*\.\[onnx\]"):
+        EvalConfig(export="int8")
+    assert EvalConfig().export == "none"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Threads, finetune's eval.export and the report
+
+
+def test_onnx_threads_follow_affinity_and_processes(monkeypatch):
+    import os
+
+    cores = len(os.sched_getaffinity(0))
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    assert onnx_threads() == cores
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    assert onnx_threads() == max(1, cores // 2)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert onnx_threads() == 3
+
+
+def test_eval_export_at_the_end_of_a_run_and_in_its_report(exported_run, tmp_path, capsys):
+    """What finetune calls when eval.export is set: export on the in-memory validation split, rewrite the report."""
+    import datasets
+
+    run = copy_run(exported_run[0], tmp_path / "finished")
+    shutil.rmtree(run / "onnx")
+    rows = texts_and_rows(50, offset=4000)
+    validation = datasets.Dataset.from_dict(
+        {"text": [" ".join(row) for row in rows], "label": [i % 4 for i in range(len(rows))]},
+        features=datasets.Features({"text": datasets.Value("string"), "label": datasets.ClassLabel(names=LABELS)}),
+    )
+    config = SimpleNamespace(run_dir=run, eval=SimpleNamespace(export="onnx", batch_size=16),
+                             run=SimpleNamespace(seed=0))
+    record = convert.export_after_training(config, validation)
+    assert record["verification"]["source"] == "validation split" and record["verification"]["rows"] == 50
+    assert set(record["variants"]) == {"fp32"}
+    assert "onnx fp32" in capsys.readouterr().out
+    report = (run / "report.md").read_text(encoding="utf-8")
+    assert "ONNX export: parity and speed" in report and "onnx fp32" in report and "--backend auto runs" in report
+
+
+def test_choose_export_rules(exported_run, bare_run):
+    run, record = exported_run
+    assert choose_export(run, run / "model", "torch").backend == "torch"
+    assert choose_export(run, run / "model", "auto", "cuda").backend == "torch"
+    with pytest.raises(ExportError, match="runs on the CPU"):
+        choose_export(run, run / "model", "onnx", "cuda")
+    with pytest.raises(ExportError, match="unknown backend"):
+        choose_export(run, run / "model", "tensorrt")
+    verified = {name for name, variant in record["variants"].items() if variant["status"] == "verified"}
+    assert choose_export(run, run / "model", "onnx").variant == (record["auto"] or max(
+        verified, key=lambda name: record["variants"][name]["rows_per_second"]))
+    assert choose_export(bare_run, bare_run / "model", "auto").variant is None

@@ -1,0 +1,155 @@
+"""Atomic file output (pipeline/io.py): a file or folder appears complete under its name, or not at all."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from pipeline.io import atomic_path, atomic_write_json, atomic_write_text, replace_directory
+
+
+class Boom(RuntimeError):
+    pass
+
+
+@pytest.fixture()
+def umask():
+    """Set the process umask for one test and restore it afterwards."""
+    previous = os.umask(0o022)
+    os.umask(previous)
+
+    def set_mask(mask: int) -> None:
+        os.umask(mask)
+
+    yield set_mask
+    os.umask(previous)
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_atomic_write_text_leaves_only_the_file(tmp_path):
+    target = tmp_path / "out" / "nested" / "notes.txt"  # missing folders are created
+    atomic_write_text(target, "héllo\nwörld\n")
+    assert target.read_bytes() == "héllo\nwörld\n".encode("utf-8")
+    assert [p.name for p in target.parent.iterdir()] == ["notes.txt"]
+
+
+def test_atomic_path_replaces_an_existing_file_only_on_success(tmp_path):
+    target = tmp_path / "metrics.json"
+    target.write_text("old\n")
+    with atomic_path(target) as temp:
+        assert temp.parent == tmp_path and temp != target
+        temp.write_text("new\n")
+        assert target.read_text() == "old\n"  # nothing under the final name until the block ends
+    assert target.read_text() == "new\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["metrics.json"]
+
+
+def test_a_failing_block_keeps_the_old_file_and_leaves_no_temporary_file(tmp_path):
+    target = tmp_path / "metrics.json"
+    target.write_text("precious\n")
+    with pytest.raises(Boom):
+        with atomic_path(target) as temp:
+            temp.write_text("half writ")
+            raise Boom
+    assert target.read_text() == "precious\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["metrics.json"]
+
+
+def test_a_failing_block_creates_no_file_where_there_was_none(tmp_path):
+    with pytest.raises(Boom):
+        with atomic_path(tmp_path / "new.csv") as temp:
+            temp.write_text("a,b\n")
+            raise Boom
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_block_that_writes_nothing_leaves_an_empty_file(tmp_path):
+    with atomic_path(tmp_path / "empty.txt"):
+        pass
+    assert (tmp_path / "empty.txt").read_bytes() == b""
+    assert len(list(tmp_path.iterdir())) == 1
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o027, 0o002])
+def test_new_files_get_the_umask_permissions_not_the_temporary_files(tmp_path, umask, mask):
+    umask(mask)
+    atomic_write_text(tmp_path / "atomic.txt", "x")
+    (tmp_path / "plain.txt").write_text("x")  # what a plain open() gives, for comparison
+    assert mode(tmp_path / "atomic.txt") == 0o666 & ~mask == mode(tmp_path / "plain.txt")
+    assert mode(tmp_path / "atomic.txt") != 0o600
+
+
+def test_atomic_write_json_is_readable_indented_utf8(tmp_path):
+    payload = {"labels": ["Sci/Tech", "Café"], "test": {"accuracy": 0.5}}
+    atomic_write_json(tmp_path / "metrics.json", payload)
+    text = (tmp_path / "metrics.json").read_text(encoding="utf-8")
+    assert json.loads(text) == payload
+    assert "Café" in text  # not \u00e9
+    assert text.endswith("}\n") and "\n  " in text
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# replace_directory
+
+
+def fill_with(files: dict[str, str]):
+    def fill(staging: Path) -> None:
+        for name, content in files.items():
+            (staging / name).parent.mkdir(parents=True, exist_ok=True)
+            (staging / name).write_text(content)
+
+    return fill
+
+
+def tree(path: Path) -> dict[str, str]:
+    return {str(p.relative_to(path)): p.read_text() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def test_replace_directory_creates_a_new_folder(tmp_path):
+    replace_directory(tmp_path / "model", fill_with({"config.json": "{}", "sub/weights.bin": "w"}))
+    assert tree(tmp_path / "model") == {"config.json": "{}", "sub/weights.bin": "w"}
+    assert [p.name for p in tmp_path.iterdir()] == ["model"]
+
+
+def test_replace_directory_swaps_the_whole_folder_in_one_go(tmp_path):
+    target = tmp_path / "model"
+    target.mkdir()
+    fill_with({"config.json": "old", "stale.bin": "old weights"})(target)
+    seen_during_fill = {}
+
+    def fill(staging: Path) -> None:
+        assert staging.parent == tmp_path and staging != target
+        fill_with({"config.json": "new", "weights.bin": "new weights"})(staging)
+        seen_during_fill.update(tree(target))  # the old folder is untouched while the new one is built
+
+    replace_directory(target, fill)
+    assert seen_during_fill == {"config.json": "old", "stale.bin": "old weights"}
+    assert tree(target) == {"config.json": "new", "weights.bin": "new weights"}  # no file of the old one left
+    assert [p.name for p in tmp_path.iterdir()] == ["model"]  # no staging or retired folder left behind
+
+
+def test_replace_directory_keeps_the_old_folder_when_fill_raises(tmp_path):
+    target = tmp_path / "model"
+    target.mkdir()
+    fill_with({"config.json": "old"})(target)
+
+    def fill(staging: Path) -> None:
+        (staging / "config.json").write_text("half")
+        raise Boom
+
+    with pytest.raises(Boom):
+        replace_directory(target, fill)
+    assert tree(target) == {"config.json": "old"}
+    assert [p.name for p in tmp_path.iterdir()] == ["model"]
+
+    with pytest.raises(Boom):
+        replace_directory(tmp_path / "fresh", fill)
+    assert not (tmp_path / "fresh").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["model"]

@@ -1,0 +1,189 @@
+"""The model card (pipeline/modelcard.py): model/README.md in the Hub's format, written from a run directory alone.
+
+Run directories here are written by hand (config.yaml from the real config classes, a metrics.json of the shape
+finetune writes), so the file runs in a few seconds; tests/test_roberta.py checks the card a real run writes.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from huggingface_hub import EvalResult, ModelCard, ModelCardData
+from huggingface_hub.repocard_data import model_index_to_eval_results
+
+from pipeline.config import load_config, save_config, to_dict
+from pipeline.modelcard import hub_id, write_model_card
+from pipeline.report.cli import main as report_main
+from pipeline.rundir import RunDir, RunDirError
+
+LABELS = ["World", "Sports", "Business", "Sci/Tech"]
+
+
+def per_class(values):
+    return {label: {"precision": p, "recall": r, "f1": f, "support": s} for label, (p, r, f, s) in zip(LABELS, values)}
+
+
+def fake_run(root: Path, *overrides: str, extra_metrics: dict | None = None, model_type: str = "bert") -> Path:
+    config = load_config(None, [f"run.output_dir={root}", "run.name=card_run", *overrides])
+    run = RunDir(config.run_dir)
+    run.model_dir.mkdir(parents=True)
+    save_config(config, run.config_path)
+    saved_model_config = {"model_type": model_type, "id2label": dict(enumerate(LABELS))}
+    (run.model_dir / "config.json").write_text(json.dumps(saved_model_config))
+    test = {
+        "accuracy": 0.8712345678901234, "macro_f1": 0.8654321, "loss": 0.41, "num_samples": 400,
+        "per_class": per_class([(0.9, 0.85, 0.874, 100), (0.95, 0.97, 0.96, 100), (0.8, 0.82, 0.81, 100),
+                                (0.84, 0.84, 0.84, 100)]),
+        "confusion_matrix": [[85, 5, 5, 5], [1, 97, 1, 1], [6, 2, 82, 10], [5, 2, 9, 84]],
+    }
+    metrics = {
+        "run": {"name": "card_run", "model_kind": config.model.kind, "model_name_or_path": config.model.name_or_path,
+                "num_parameters": 4_385_796, "started_at": "2025-05-01T10:00:00+00:00",
+                "finished_at": "2025-05-01T10:21:13+00:00"},
+        "labels": LABELS,
+        "validation": {**test, "accuracy": 0.88},
+        "test": test,
+        "best": {"step": 150, "validation_accuracy": 0.88},
+        "tokenization": {"max_length": 64, "max_length_setting": "auto",
+                         "truncated_fraction": {"train": 0.0098, "validation": 0.011, "test": 0.0123}},
+        "timings": {"train_seconds": 1234.5, "total_seconds": 1271.0},
+        "training": {"global_steps": 200, "epochs_completed": 2.0, "effective_batch_size": 32,
+                     "mixed_precision": "bf16", "num_processes": 1, "stopped_early": False},
+        "device": {"type": "cuda", "name": "NVIDIA H200", "num_processes": 1},
+        "versions": {"python": "3.11.7", "torch": "2.13.0", "transformers": "5.23.0"},
+        "data": {"sizes": {"train": 3600, "validation": 400, "test": 400}, "seed": 42,
+                 "carved_from_train": {"validation": 0.1}},
+        **(extra_metrics or {}),
+    }
+    run.write_metrics(metrics)
+    (run.path / "test_predictions.csv").write_text(
+        'text,label,predicted,score,prob_World,prob_Sports,prob_Business,prob_Sci/Tech\n'
+        '"Federer wins ""again"" in Basel",Sports,Sports,0.9,0.03,0.9,0.03,0.04\n'
+    )
+    return run.path
+
+
+def section(markdown: str, heading: str) -> str:
+    start = markdown.index(f"\n## {heading}\n")
+    end = markdown.find("\n## ", start + 1)
+    return markdown[start: end if end != -1 else None]
+
+
+def test_card_parses_validates_and_carries_the_test_metrics(tmp_path):
+    run_dir = fake_run(tmp_path, "run.license=apache-2.0")
+    path = write_model_card(run_dir)
+    assert path == run_dir / "model" / "README.md"
+
+    card = ModelCard.load(path)
+    data = card.data.to_dict()
+    # The metadata the Hub reads, rebuilt strictly (ignore_metadata_errors=False raises on a malformed model-index).
+    strict = ModelCardData(**data, ignore_metadata_errors=False)
+    assert strict.pipeline_tag == "text-classification" and strict.library_name == "transformers"
+    assert strict.base_model == "bert-base-uncased"  # the default checkpoint is a Hub model
+    assert strict.datasets == ["fancyzhx/ag_news"]  # the default data come from the Hub
+    assert strict.license == "apache-2.0"
+    assert set(strict.metrics) == {"accuracy", "f1"}
+
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    name, results = model_index_to_eval_results(data["model-index"])
+    assert name == "card_run"
+    by_type = {result.metric_type: result for result in results}
+    assert isinstance(by_type["accuracy"], EvalResult)
+    assert by_type["accuracy"].metric_value == metrics["test"]["accuracy"]  # exactly, not a rounded copy
+    assert by_type["f1"].metric_value == metrics["test"]["macro_f1"]
+    assert by_type["f1"].metric_args == {"average": "macro"}
+    assert {result.dataset_split for result in results} == {"test"}
+    assert {result.task_type for result in results} == {"text-classification"}
+
+    text = card.text
+    assert text.lstrip().startswith("# card_run")
+    assert "**87.12% accuracy**" in text
+    per_class_rows = [line for line in section(text, "Evaluation").splitlines() if line.startswith("| Sports |")]
+    assert per_class_rows[0] == "| Sports | 0.9500 | 0.9700 | 0.9600 | 100 |"
+    data = section(text, "Training data")
+    assert "| train | 3,600 |" in data and "10% of the source's train split" in data and "Duplicate" not in data
+    limitations = section(text, "Limitations")
+    assert "cut to 64 tokens" in limitations and "train 0.98%" in limitations and "test 1.23%" in limitations
+    usage = section(text, "How to use")
+    assert 'pipeline("text-classification", model="' in usage and "trust_remote_code" not in usage
+    # The first test text, quoted for Python, cut where training cut texts.
+    assert 'classifier("Federer wins \\"again\\" in Basel", truncation=True, max_length=64)' in usage
+    assert f"python -m pipeline.predict --model {run_dir.as_posix()}" in usage
+    assert "| transformers | 5.23.0 |" in section(text, "Environment")
+    assert "## Baseline" not in text and "## Calibration" not in text and "baseline is more accurate" not in text
+
+
+def test_optional_records_appear_when_metrics_json_has_them(tmp_path):
+    duplicates = {"mode": "across", "within": {"train": 12, "validation": 0, "test": 1},
+                  "across": {"test_in_train": 3}, "conflicts": 2, "conflict_examples": [],
+                  "removed": {"train": 12, "validation": 0, "test": 4}}
+    extra = {
+        # As pipeline/baseline.py records it: the metrics of compute_metrics, plus what it is.
+        "baseline": {"name": "tfidf", "description": "TF-IDF + logistic regression", "accuracy": 0.8012,
+                     "macro_f1": 0.799, "num_samples": 400, "train_seconds": 1.5},
+        "calibration": {"ece": 0.0312, "temperature": 1.42},
+        "data": {"sizes": {"train": 3600, "validation": 400, "test": 396}, "seed": 7, "duplicates": duplicates},
+    }
+    text = ModelCard.load(write_model_card(fake_run(tmp_path, extra_metrics=extra))).text
+    baseline = section(text, "Baseline")
+    assert "| TF-IDF + logistic regression | 80.12% | 0.7990 | +7.00 points |" in baseline
+    calibration = section(text, "Calibration")
+    assert "| ece | 0.0312 |" in calibration and "| temperature | 1.4200 |" in calibration
+    data = section(text, "Training data")
+    assert "| test | 396 |" in data and "Seed: 7" in data
+    assert "repeated within a split: train 12, validation 0, test 1" in data
+    assert "across splits: test in train 3" in data and "more than one label: 2" in data
+    assert "Removed before training and evaluation: train 12, validation 0, test 4." in data
+
+    assert "baseline is more accurate" not in section(text, "Limitations")  # 87% against 80%
+    beaten = {"baseline": {"description": "TF-IDF + logistic regression", "accuracy": 0.9, "macro_f1": 0.9}}
+    text = ModelCard.load(write_model_card(fake_run(tmp_path / "beaten", extra_metrics=beaten))).text
+    assert "baseline is more accurate on the same test split (90.00% against 87.12%)" in section(text, "Limitations")
+
+    failed = {"baseline": {"name": "tfidf", "description": "TF-IDF + logistic regression", "error": "empty vocabulary"}}
+    text = ModelCard.load(write_model_card(fake_run(tmp_path / "failed", extra_metrics=failed))).text
+    assert "could not be fitted: empty vocabulary" in section(text, "Baseline")
+
+
+def test_local_checkpoint_and_files_give_no_hub_ids_and_encoder_card_says_trust_remote_code(tmp_path):
+    local_model = tmp_path / "my_bert"
+    local_model.mkdir()
+    run_dir = fake_run(tmp_path / "a", f"model.name_or_path={local_model}", "data.source=files",
+                       "data.train_file=data/ag/train.csv", "data.test_file=data/ag/test.csv")
+    card = ModelCard.load(write_model_card(run_dir))
+    assert card.data.base_model is None and card.data.datasets is None and card.data.license is None
+    (result, *_) = card.data.eval_results
+    assert result.dataset_type == "csv" and result.dataset_name == "ag (local files)"
+    assert f"`{local_model}` (a local folder)" in card.text
+
+    encoder_dir = fake_run(tmp_path / "b", "model.kind=encoder", model_type="pipeline_encoder")
+    card = ModelCard.load(write_model_card(encoder_dir))
+    assert card.data.base_model is None and "custom_code" in card.data.tags
+    usage = section(card.text, "How to use")
+    assert "trust_remote_code=True" in usage
+    # This hand-made model/ has no auto_map, like a folder saved before the code was stored with the weights.
+    assert f"--upgrade-model {encoder_dir.as_posix()}" in usage
+    assert hub_id("bert-base-uncased") == "bert-base-uncased" and hub_id("../shared/models/x") is None
+
+
+def test_missing_metrics_is_a_one_line_error_naming_the_file(tmp_path, capsys):
+    run_dir = fake_run(tmp_path)
+    (run_dir / "metrics.json").unlink()
+    with pytest.raises(RunDirError, match="metrics.json is missing"):
+        write_model_card(run_dir)
+    assert report_main(["--model-card", str(run_dir)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and "metrics.json is missing" in err
+    assert not (run_dir / "model" / "README.md").exists()
+
+
+def test_report_cli_regenerates_the_card_of_an_old_run(tmp_path, capsys):
+    run_dir = fake_run(tmp_path)
+    assert not (run_dir / "model" / "README.md").exists()  # runs made before cards existed have none
+    assert report_main(["--model-card", str(run_dir)]) == 0
+    assert capsys.readouterr().out.strip() == str(run_dir / "model" / "README.md")
+    assert ModelCard.load(run_dir / "model" / "README.md").data.model_name == "card_run"
+    saved = yaml.safe_load((run_dir / "config.yaml").read_text())
+    assert saved["run"]["license"] is None
+    assert to_dict(load_config(run_dir / "config.yaml"))["model"]["kind"] == "pretrained"  # the new default name
