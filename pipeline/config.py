@@ -95,17 +95,20 @@ class EncoderSettings:
     fields; `EncoderClassifierConfig.from_settings` passes every one of them from here.
     """
 
-    hidden_size: int = 256
-    num_layers: int = 4
+    # The defaults are the settings that measured best on AG News (18,000 rows, 2-core CPU): one block of width
+    # 128 with mean pooling matched two blocks at half the cost; 4.2M parameters, 3.9M of them the token embedding.
+    hidden_size: int = 128
+    num_layers: int = 1
     num_heads: int = 4
-    intermediate_size: int = 1024
+    intermediate_size: int = 512
     dropout: float = 0.1  # on the embeddings and on both residual branches
     attention_dropout: float = 0.1  # on the attention probabilities
     max_position_embeddings: int = 512
     position_embedding: Literal["learned", "sinusoidal"] = "learned"
     # "pre": x + f(ln(x)) | "post": ln(x + f(x)) (original Transformer / BERT)
     norm: Literal["pre", "post"] = "pre"
-    pooling: Literal["cls", "mean"] = "cls"  # "cls": first token | "mean": mean over non-pad tokens
+    # "mean": mean over the real tokens (a bag of contextual words, no [CLS] to train) | "cls": the first token
+    pooling: Literal["cls", "mean"] = "mean"
     # "sdpa": torch's fused kernel | "math": the explicit softmax(QK^T/sqrt(d))V
     attention_backend: Literal["sdpa", "math"] = "sdpa"
     layer_norm_eps: float = 1e-12
@@ -147,7 +150,9 @@ class TrainConfig:
     max_steps: int | None = None
     per_device_batch_size: int = 32
     gradient_accumulation_steps: int = 1
-    learning_rate: float = 5e-5
+    # Unset: by model.kind (LEARNING_RATES): fine-tuning a pretrained model wants a rate ~40x below training the
+    # encoder from scratch. The resolved number is what config.yaml records.
+    learning_rate: float | None = None
     weight_decay: float = 0.01
     warmup_ratio: float = 0.1
     max_grad_norm: float = 1.0
@@ -164,6 +169,9 @@ class TrainConfig:
     trim_padding: bool = True
     # Before a run longer than this, print the estimated duration and a quicker config.
     warn_if_longer_than_minutes: float = 15.0
+
+
+LEARNING_RATES = {"pretrained": 5e-5, "bert": 5e-5, "encoder": 2e-3}
 
 
 @dataclass
@@ -201,6 +209,10 @@ class PipelineConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+
+    def __post_init__(self):
+        if self.train.learning_rate is None:
+            self.train.learning_rate = LEARNING_RATES[self.model.kind]
 
     @property
     def run_dir(self) -> Path:

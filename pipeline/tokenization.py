@@ -203,6 +203,13 @@ def tokenize_splits(
         "auto" if config.max_length == "auto" else "configured",
         ", ".join(f"{name} {share:.2%}" for name, share in truncated.items()),
     )
+    if truncated.get("train", 0.0) > config.max_truncated_fraction:
+        logger.warning(
+            "Fixed length %d truncates %.1f%% of train, above the %.1f%% budget (tokenizer.max_truncated_fraction): "
+            "the model reads only the start of those texts. Options: a larger tokenizer.max_length (the model takes "
+            "up to %d), or a larger budget if the starts of texts carry the label",
+            max_length, 100 * truncated["train"], 100 * config.max_truncated_fraction, limit,
+        )
 
     from datasets import DatasetDict
 

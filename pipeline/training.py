@@ -22,7 +22,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from accelerate import Accelerator
 from accelerate.state import AcceleratorState, GradientState
 from accelerate.utils import ProjectConfiguration
@@ -33,6 +32,7 @@ from pipeline.batching import TokenizedRows, training_loader
 from pipeline.config import TrainConfig
 from pipeline.evaluation import EvalResult, evaluate_split
 from pipeline.hardware import resolve_mixed_precision
+from pipeline.losses import build_loss
 from pipeline import rundir
 from pipeline.rundir import RunDir
 
@@ -251,6 +251,7 @@ class Trainer:
         # Stepped once per optimizer step by this loop (not prepared: accelerate would step it once per process).
         self.scheduler = get_linear_schedule_with_warmup(self.optimizer, self.plan.warmup_steps, self.plan.total_steps)
         self.state = TrainingState()
+        self.loss = build_loss(config)
         self.effective_batch_size = (
             config.per_device_batch_size * config.gradient_accumulation_steps * accelerator.num_processes
         )
@@ -419,7 +420,7 @@ class Trainer:
         batch_size = batch["labels"].shape[0]
         with accelerator.accumulate(self.model):
             logits = self.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits  # (B, C)
-            loss_sum = F.cross_entropy(logits.float(), batch["labels"], reduction="sum")
+            loss_sum = self.loss(logits, batch)  # summed over the micro-batch's rows
             # accelerate divides by the accumulation steps; dividing by the per-device batch makes the window's
             # gradient the mean over its samples (see _rescale_short_window).
             accelerator.backward(loss_sum / config.per_device_batch_size)
