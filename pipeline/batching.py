@@ -25,25 +25,45 @@ LENGTH_POOL_BATCHES = 50
 class TokenizedRows(torch.utils.data.Dataset):
     """A tokenized split held as tensors; a whole batch is fetched with one indexing operation."""
 
-    def __init__(self, split: Dataset):
+    def __init__(self, split: Dataset, teacher_logits: np.ndarray | None = None):
         columns = split.with_format("numpy", columns=["input_ids", "attention_mask", "label", "length"])[:]
         self.input_ids = torch.from_numpy(np.asarray(columns["input_ids"], dtype=np.int32))  # (N, T)
         self.attention_mask = torch.from_numpy(np.asarray(columns["attention_mask"], dtype=np.int8))  # (N, T)
         self.labels = torch.from_numpy(np.asarray(columns["label"], dtype=np.int64))  # (N,)
         self.lengths = np.asarray(columns["length"], dtype=np.int64)  # (N,)
         self.row_index = torch.arange(len(self.labels))  # (N,) lets distributed evaluation restore row order
+        # Distillation: the teacher's logits for each row (N, C) float32, carried into batches; None otherwise.
+        self.teacher_logits = None if teacher_logits is None else torch.as_tensor(teacher_logits, dtype=torch.float32)
+        if self.teacher_logits is not None and self.teacher_logits.shape[0] != len(self.labels):
+            raise ValueError(f"{self.teacher_logits.shape[0]} teacher logit rows for {len(self.labels)} rows")
+        # Chunked long texts: the document each row (window) belongs to; None when a row is a whole text.
+        self.documents = np.asarray(split["document"], dtype=np.int64) if "document" in split.column_names else None
+
+    @property
+    def num_documents(self) -> int:
+        return len(self.labels) if self.documents is None else int(self.documents.max()) + 1
+
+    def document_labels(self) -> np.ndarray:
+        """(D,) each document's label: that of its first window (all its windows carry it)."""
+        if self.documents is None:
+            return self.labels.numpy()
+        first = np.unique(self.documents, return_index=True)[1]
+        return self.labels.numpy()[first]
 
     def __len__(self) -> int:
         return len(self.labels)
 
     def __getitems__(self, indices: list[int]) -> dict[str, torch.Tensor]:
         index = torch.as_tensor(indices, dtype=torch.long)
-        return {
+        batch = {
             "input_ids": self.input_ids[index],
             "attention_mask": self.attention_mask[index],
             "labels": self.labels[index],
             "row_index": self.row_index[index],
         }
+        if self.teacher_logits is not None:
+            batch["teacher_logits"] = self.teacher_logits[index]  # (B, C)
+        return batch
 
     def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
         return {key: value[0] for key, value in self.__getitems__([index]).items()}
@@ -56,12 +76,15 @@ def collate_trimmed(batch: dict[str, torch.Tensor] | list[dict[str, torch.Tensor
     fixed_length = batch["input_ids"].shape[1]
     longest = int(batch["attention_mask"].sum(dim=1).max())
     keep = padded_width(longest, fixed_length)
-    return {
+    trimmed = {
         "input_ids": batch["input_ids"][:, :keep].long(),  # (B, T')
         "attention_mask": batch["attention_mask"][:, :keep].long(),  # (B, T')
         "labels": batch["labels"],  # (B,)
         "row_index": batch["row_index"],  # (B,)
     }
+    if "teacher_logits" in batch:
+        trimmed["teacher_logits"] = batch["teacher_logits"]  # (B, C)
+    return trimmed
 
 
 def collate_fixed(batch: dict[str, torch.Tensor] | list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:

@@ -62,6 +62,11 @@ class DataConfig:
     label_names: list[str] | None = None
     # Integer labels count from this number (ag_news_csv's class index runs 1-4).
     label_index_base: int = 0
+    # "multi_label": a row carries a set of classes (possibly empty: all negative), a list in JSON Lines/Parquet or a
+    # string joined by label_separator in CSV/TSV; the model scores each class with its own sigmoid.
+    task: Literal["single_label", "multi_label"] = "single_label"
+    # Joins a multi-label row's classes in CSV/TSV labels and in predictions, so no class name may contain it.
+    label_separator: str = "|"
     max_train_samples: int | None = None
     max_eval_samples: int | None = None
     # Shares of train carved out (stratified, seeded) as test / validation when the data has no such split.
@@ -74,6 +79,9 @@ class DataConfig:
     deduplicate: Literal["none", "within", "across"] = "across"
     # Tokenized splits (keyed by content) live here; Hub downloads stay in the shared Hugging Face datasets cache.
     cache_dir: str = "~/.cache/pipeline"
+    # Texts without labels (same text columns as train) for distillation: the teacher labels them
+    # (train.distill.teacher) and the student learns them from the soft loss only.
+    unlabeled_file: str | None = None
 
 
 @dataclass
@@ -82,6 +90,15 @@ class TokenizerConfig:
     # An integer, or "auto": the shortest multiple of 8 leaving at most max_truncated_fraction of train truncated.
     max_length: int | Literal["auto"] = "auto"
     max_truncated_fraction: float = 0.01
+    # What a text longer than max_length keeps: its first tokens (head), last (tail), or both (head_tail: Sun et
+    # al. 2019 found it best on long reviews and news), the head getting head_fraction of them.
+    truncation: Literal["head", "tail", "head_tail"] = "head"
+    head_fraction: float = 0.25
+    # "chunk": a long text becomes overlapping windows of max_length tokens, each a training row carrying the
+    # document's label; evaluation and prediction pool the windows' probabilities per document (eval.chunk_pooling).
+    long_text: Literal["truncate", "chunk"] = "truncate"
+    chunk_stride: int = 32  # tokens shared by consecutive windows
+    max_chunks: int = 16  # windows per document at most: the first max_chunks - 1 and the last
     # Tokenized splits are cached on disk (keyed by data, tokenizer and length) so an identical run skips this stage.
     cache: bool = True
 
@@ -144,6 +161,30 @@ class ModelConfig:
 
 
 @dataclass
+class DistillConfig:
+    """Knowledge distillation (pipeline/distill.py): a trained teacher's logits become soft targets for the model."""
+
+    # A run directory (runs/<name>) or saved model folder of this project, BERT or encoder; unset: no distillation.
+    teacher: str | None = None
+    # Weight of the soft loss KL(teacher_T || student_T) * T^2; 1 - alpha weighs cross-entropy on gold labels.
+    # Rows without a gold label (data.unlabeled_file, augmented copies) train on the soft loss alone.
+    alpha: float = 0.5
+    temperature: float = 2.0
+    # Enlarge the transfer set with copies of the train texts (Tang et al. 2019), labelled by the teacher:
+    # "mask" replaces words by the mask token, "ngram" keeps a random n-gram of the text, "dropout" deletes words,
+    # "mask_ngram" masks words and then takes an n-gram (Tang's combination). Seeded by run.seed; cached.
+    augment: Literal["none", "mask", "ngram", "dropout", "mask_ngram"] = "none"
+    augment_copies: int = 1
+    # Per word: the chance to be masked ("mask") or deleted ("dropout").
+    augment_word_probability: float = 0.1
+    # Per copy: the chance to keep only an n-gram of 1 to augment_ngram_max words ("ngram", "mask_ngram").
+    augment_ngram_probability: float = 0.25
+    augment_ngram_max: int = 5
+    # Teacher labelling: rows per forward pass of the prediction path (pipeline.predict.Predictor).
+    teacher_batch_size: int = 128
+
+
+@dataclass
 class TrainConfig:
     epochs: float = 3.0
     # When set, training stops after this many optimizer steps whatever `epochs` says.
@@ -169,6 +210,17 @@ class TrainConfig:
     trim_padding: bool = True
     # Before a run longer than this, print the estimated duration and a quicker config.
     warn_if_longer_than_minutes: float = 15.0
+    # Rare classes otherwise count for little in the loss: "balanced" weighs each class by n_rows / (n_classes x its
+    # train rows) (multi-label: pos_weight = negatives / positives per class); a mapping {class: weight} sets them
+    # (unnamed classes 1). The weights used are recorded in metrics.json under training.class_weights.
+    class_weights: Literal["none", "balanced"] | dict[str, float] = "none"
+    # "focal" (Lin et al. 2017) scales each row's cross-entropy by (1 - p_true)^focal_gamma: easy rows count less.
+    loss: Literal["cross_entropy", "focal"] = "cross_entropy"
+    focal_gamma: float = 2.0
+    # After training, fit one temperature on validation (minimum NLL) and fold 1/T into the saved classifier layer,
+    # so every way of loading model/ gives calibrated probabilities (the argmax is unchanged).
+    calibrate: bool = True
+    distill: DistillConfig = field(default_factory=DistillConfig)
 
 
 LEARNING_RATES = {"pretrained": 5e-5, "bert": 5e-5, "encoder": 2e-3}
@@ -179,12 +231,23 @@ class EvalConfig:
     batch_size: int = 128
     # Write the per-row test predictions (text, gold, predicted, probabilities) for reports.
     save_predictions: bool = True
+    # tokenizer.long_text: chunk: a document's probabilities are the mean, or the per-class max, over its windows.
+    chunk_pooling: Literal["mean", "max"] = "mean"
+    # Decision thresholds, chosen on validation and stored with the model (model/decision.json): a probability,
+    # best_f1, {precision: p} (the lowest threshold reaching p) or {recall: r} (the highest keeping r), for every
+    # class, or a mapping class -> one of those. Binary and multi-label tasks act on it; a multi-class task flags
+    # rows whose top probability is below it (low_confidence) instead of relabelling them. Unset: 0.5 for
+    # multi-label, argmax otherwise.
+    threshold: float | Literal["best_f1"] | dict[str, float | Literal["best_f1"] | dict[str, float]] | None = None
     # After the run, export the model to ONNX ("onnx"; "int8" adds a quantized model) into runs/<name>/onnx/ and
     # verify it against PyTorch on validation rows (pipeline.export); needs the optional extra `onnx`.
     export: Literal["none", "onnx", "int8"] = "none"
     # A TF-IDF + logistic regression baseline fitted on the same train split and scored on the same test split
     # (seconds; recorded in metrics.json under "baseline" and shown in reports); "none" skips it.
     baseline: Literal["tfidf", "none"] = "tfidf"
+    # At the end of the run, time the prediction path (pipeline.predict) on at most this many test texts and
+    # record rows/s in metrics.json (throughput.predict_rows_per_second); 0 skips it.
+    predict_speed_rows: int = 2000
 
     def __post_init__(self):
         # Checked before training, not after it: a missing optional dependency must not cost a whole run.
@@ -231,6 +294,8 @@ def _describe(tp: Any) -> str:
         return " or ".join(_describe(a) for a in typing.get_args(tp))
     if origin is list:
         return f"a list of {_describe(typing.get_args(tp)[0])}"
+    if origin is dict:
+        return f"a mapping of {_describe(typing.get_args(tp)[1])}"
     if tp is type(None):
         return "null"
     return getattr(tp, "__name__", str(tp))
@@ -259,6 +324,11 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
         if value in options and not isinstance(value, bool):
             return value
         raise ConfigError(f"{key}: expected {_describe(tp)}, got {value!r}")
+    if origin is dict:
+        key_type, value_type = typing.get_args(tp)
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key}: expected {_describe(tp)}, got {value!r}")
+        return {_coerce(name, key_type, key): _coerce(item, value_type, f"{key}.{name}") for name, item in value.items()}
     if origin is list:
         (item_type,) = typing.get_args(tp)
         if isinstance(value, str):  # "title,description" on the command line
@@ -419,12 +489,97 @@ def validate(config: PipelineConfig) -> None:
             raise ConfigError(f"data.{key}: must be between 0 and 1, got {getattr(config.data, key)}")
     if not 0.0 <= config.train.warmup_ratio < 1.0:
         raise ConfigError(f"train.warmup_ratio: must be in [0, 1), got {config.train.warmup_ratio}")
-    if isinstance(config.tokenizer.max_length, int) and config.tokenizer.max_length < 8:
-        raise ConfigError(f"tokenizer.max_length: must be at least 8, got {config.tokenizer.max_length}")
+    _validate_long_text(config.tokenizer)
     if config.data.source == "files" and not config.data.train_file:
         raise ConfigError("data.train_file: required when data.source is 'files'")
     if not config.data.text_columns:
         raise ConfigError("data.text_columns: name at least one column")
+    _validate_distill(config)
+    _validate_decisions(config)
+
+
+THRESHOLD_TARGETS = ("precision", "recall")
+
+
+def _validate_decisions(config: PipelineConfig) -> None:
+    """Class weights, focal loss, the label separator and eval.threshold: ranges (class names are checked against
+    the data once it is loaded, pipeline.thresholds / pipeline.losses)."""
+    train = config.train
+    if not 0.0 <= train.focal_gamma < math.inf:
+        raise ConfigError(f"train.focal_gamma: must be a finite number >= 0, got {train.focal_gamma}")
+    if isinstance(train.class_weights, dict):
+        for name, weight in train.class_weights.items():
+            if not 0.0 < weight < math.inf:
+                raise ConfigError(f"train.class_weights.{name}: must be a finite number > 0, got {weight}")
+    if not config.data.label_separator:
+        raise ConfigError("data.label_separator: must not be empty")
+    threshold = config.eval.threshold
+    if isinstance(threshold, dict) and not is_threshold_target(threshold):
+        for name, setting in threshold.items():
+            _validate_threshold(setting, f"eval.threshold.{name}")
+    elif threshold is not None:
+        _validate_threshold(threshold, "eval.threshold")
+
+
+def is_threshold_target(setting: object) -> bool:
+    """{precision: p} or {recall: r}: a target, as opposed to a mapping class -> setting."""
+    return isinstance(setting, dict) and len(setting) == 1 and next(iter(setting)) in THRESHOLD_TARGETS
+
+
+def _validate_threshold(setting: object, key: str) -> None:
+    if isinstance(setting, float) and not 0.0 < setting < 1.0:
+        raise ConfigError(f"{key}: a probability threshold must be between 0 and 1, got {setting}")
+    if isinstance(setting, dict):
+        if not is_threshold_target(setting):
+            raise ConfigError(f"{key}: expected a number, best_f1, {{precision: p}} or {{recall: r}}, got {setting}")
+        (target, value), = setting.items()
+        if not 0.0 < value <= 1.0:
+            raise ConfigError(f"{key}.{target}: must be in (0, 1], got {value}")
+
+
+def _validate_distill(config: PipelineConfig) -> None:
+    """train.distill.* ranges, and the settings that only make sense with a teacher."""
+    distill = config.train.distill
+    checks = {
+        "train.distill.alpha": (0.0 <= distill.alpha <= 1.0, "must be in [0, 1]"),
+        "train.distill.temperature": (0 < distill.temperature < math.inf, "must be a finite number > 0"),
+        "train.distill.augment_copies": (distill.augment_copies >= 1, "must be a positive integer"),
+        "train.distill.augment_word_probability": (0.0 <= distill.augment_word_probability < 1.0, "must be in [0, 1)"),
+        "train.distill.augment_ngram_probability": (0.0 <= distill.augment_ngram_probability <= 1.0,
+                                                    "must be in [0, 1]"),
+        "train.distill.augment_ngram_max": (distill.augment_ngram_max >= 1, "must be a positive integer"),
+        "train.distill.teacher_batch_size": (distill.teacher_batch_size >= 1, "must be a positive integer"),
+    }
+    if config.eval.predict_speed_rows < 0:
+        raise ConfigError(f"eval.predict_speed_rows: must be 0 (off) or positive, got {config.eval.predict_speed_rows}")
+    for key, (ok, rule) in checks.items():
+        if not ok:
+            raise ConfigError(f"{key}: {rule}, got {getattr(distill, key.rsplit('.', 1)[1])}")
+    if distill.teacher is not None and not distill.teacher.strip():
+        raise ConfigError("train.distill.teacher: empty; give a run directory or model folder, or leave it unset")
+    if distill.teacher is None:
+        for key, value in (("data.unlabeled_file", config.data.unlabeled_file),
+                           ("train.distill.augment", None if distill.augment == "none" else distill.augment)):
+            if value is not None:
+                raise ConfigError(f"{key}: needs a teacher to label those rows; set train.distill.teacher")
+    elif getattr(config.tokenizer, "long_text", "truncate") != "truncate":
+        raise ConfigError("train.distill.teacher: distillation takes one row per text; use tokenizer.long_text=truncate")
+
+
+def _validate_long_text(tokenizer: TokenizerConfig) -> None:
+    if isinstance(tokenizer.max_length, int) and tokenizer.max_length < 8:
+        raise ConfigError(f"tokenizer.max_length: must be at least 8, got {tokenizer.max_length}")
+    if not 0.0 < tokenizer.head_fraction < 1.0:
+        raise ConfigError(f"tokenizer.head_fraction: must be between 0 and 1, got {tokenizer.head_fraction}")
+    if tokenizer.max_chunks < 1:
+        raise ConfigError(f"tokenizer.max_chunks: must be at least 1, got {tokenizer.max_chunks}")
+    # A window holds max_length minus [CLS] and [SEP]; a stride as large would never move forward.
+    if tokenizer.chunk_stride < 0 or (isinstance(tokenizer.max_length, int)
+                                      and tokenizer.chunk_stride >= tokenizer.max_length - 2):
+        raise ConfigError(
+            f"tokenizer.chunk_stride: must be at least 0 and smaller than a window (tokenizer.max_length - 2), "
+            f"got {tokenizer.chunk_stride}"
+        )
 
 
 def _validate_numbers(config: PipelineConfig) -> None:

@@ -21,6 +21,7 @@ from accelerate import Accelerator
 from accelerate.data_loader import prepare_data_loader
 
 from pipeline.batching import TokenizedRows, evaluation_loader
+from pipeline.windows import pool_documents
 
 
 @dataclass
@@ -89,10 +90,17 @@ def predict_split(
 
 
 def evaluate_split(
-    model: torch.nn.Module, rows: TokenizedRows, accelerator: Accelerator, batch_size: int, label_names: list[str]
+    model: torch.nn.Module, rows: TokenizedRows, accelerator: Accelerator, batch_size: int, label_names: list[str],
+    pooling: str = "mean",
 ) -> EvalResult:
+    """Metrics over documents: when long texts were chunked, the windows' probabilities are pooled per document
+    (after gathering every process's rows, so each document counts once)."""
     probabilities, losses = predict_split(model, rows, accelerator, batch_size)
     labels = rows.labels.numpy()
+    if rows.documents is not None:
+        probabilities = pool_documents(probabilities, rows.documents, rows.num_documents, pooling)
+        labels = rows.document_labels()
+        losses = -np.log(np.clip(probabilities[np.arange(len(labels)), labels], 1e-12, None))
     metrics = compute_metrics(labels, probabilities.argmax(axis=1), label_names)
     metrics["loss"] = float(losses.mean())
     return EvalResult(probabilities=probabilities, labels=labels, loss=metrics["loss"], metrics=metrics)

@@ -29,7 +29,7 @@ from accelerate import Accelerator
 from accelerate.utils import gather_object, set_seed
 from transformers import AutoModelForSequenceClassification, PreTrainedModel, PreTrainedTokenizerBase
 
-from pipeline import hardware, models, rundir
+from pipeline import distill, hardware, models, rundir
 from pipeline.baseline import run_baseline
 from pipeline.batching import TokenizedRows
 from pipeline.config import ConfigError, PipelineConfig, load_config, save_config, to_dict
@@ -40,7 +40,7 @@ from pipeline.modelcard import write_model_card
 from pipeline.report import ReportError, plot_confusion_matrix, write_report
 from pipeline.rundir import RunDir, RunDirError, write_test_predictions
 from pipeline.tokenization import TokenizationInfo, load_tokenizer, tokenize_splits
-from pipeline.training import Trainer, TrainingDiverged, TrainResult, create_accelerator
+from pipeline.training import Trainer, TrainingDiverged, TrainResult, create_accelerator, seconds_per_row
 
 logger = logging.getLogger("pipeline")
 
@@ -171,15 +171,21 @@ class Prepared:
     model: PreTrainedModel
     rows: dict[str, TokenizedRows]
     tokenization: TokenizationInfo
+    # Distillation's record for metrics.json (teacher, alpha, T, transfer set); None without a teacher.
+    distill: dict[str, Any] | None = None
 
 
-def prepare(config: PipelineConfig, accelerator: Accelerator, timings: dict[str, float]) -> Prepared:
+def prepare(config: PipelineConfig, accelerator: Accelerator, timings: dict[str, float],
+            teacher: Any = None) -> Prepared:
     """Stage 1 (data) and 2 (tokenizer, model, fixed-length tokens). The main process goes first, so that
-    downloads and caches are made once and reused by the others."""
+    downloads and caches are made once and reused by the others. With a `teacher` (distill.resolve_teacher), train
+    also gets the transfer rows and every row the teacher's logits (pipeline/distill.py)."""
     tick = time.perf_counter()
     with accelerator.main_process_first():
         data = load_data(config.data, config.run.seed)
     labels = data.splits["train"].features["label"].names
+    if teacher is not None:
+        distill.check_teacher_labels(teacher, labels)
     timings["data_seconds"] = time.perf_counter() - tick
     with accelerator.main_process_first():
         tokenizer = load_pretrained(
@@ -189,15 +195,23 @@ def prepare(config: PipelineConfig, accelerator: Accelerator, timings: dict[str,
             "model.name_or_path", config.model.name_or_path, lambda: models.build_model(config.model, labels, tokenizer)
         )
         tick = time.perf_counter()
+        splits, transfer_counts = distill.with_transfer_split(config, data, tokenizer.mask_token)
         tokenized, tokenization = tokenize_splits(
-            data.splits, tokenizer, config.tokenizer, Path(config.data.cache_dir).expanduser(),
-            models.max_positions(model),
+            splits, tokenizer, config.tokenizer, Path(config.data.cache_dir).expanduser(),
+            models.max_positions(model), lambda length: seconds_per_row(model, accelerator, length),
         )
         timings["tokenize_seconds"] = time.perf_counter() - tick
+        if teacher is not None:  # the main process labels (or finds the cache); the others read its cache
+            tick = time.perf_counter()
+            student_train, distill_record = distill.student_rows(config, tokenized, labels, teacher, transfer_counts)
+            timings["teacher_seconds"] = time.perf_counter() - tick
     # Every process but the first should have found the main process's cache: recorded, so that it can be checked.
     tokenization.from_cache_by_process = gather_object([tokenization.from_cache])
-    rows = {name: TokenizedRows(split) for name, split in tokenized.items()}
-    return Prepared(data, labels, tokenizer, model, rows, tokenization)
+    rows = {name: TokenizedRows(split) for name, split in tokenized.items() if name in data.splits}
+    if teacher is None:
+        return Prepared(data, labels, tokenizer, model, rows, tokenization)
+    rows["train"] = student_train
+    return Prepared(data, labels, tokenizer, model, rows, tokenization, distill_record)
 
 
 def train(config: PipelineConfig, prepared: Prepared, accelerator: Accelerator) -> tuple[TrainResult, int]:
@@ -215,6 +229,7 @@ def train(config: PipelineConfig, prepared: Prepared, accelerator: Accelerator) 
         eval_batch_size=config.eval.batch_size,
         save_best=lambda best: save_model_dir(best, prepared.tokenizer, run.model_dir),
         quick_config_hint=quick_settings_hint(config),
+        eval_pooling=config.eval.chunk_pooling,
     )
     result = trainer.run()
     return result, accelerator.unwrap_model(trainer.model).num_parameters()
@@ -235,7 +250,8 @@ def evaluate(config: PipelineConfig, prepared: Prepared, accelerator: Accelerato
     )
     tick = time.perf_counter()
     results = {
-        name: evaluate_split(best_model, prepared.rows[name], accelerator, config.eval.batch_size, prepared.labels)
+        name: evaluate_split(best_model, prepared.rows[name], accelerator, config.eval.batch_size, prepared.labels,
+                             config.eval.chunk_pooling)
         for name in ("validation", "test")
     }
     return results, time.perf_counter() - tick
@@ -273,7 +289,24 @@ def build_metrics(config: PipelineConfig, prepared: Prepared, results: dict[str,
         },
         "device": hardware.device_info(accelerator.device, accelerator.num_processes),
         "versions": hardware.library_versions(),
+        **({"distill": prepared.distill} if prepared.distill is not None else {}),
     }
+
+
+def prediction_speed(config: PipelineConfig, prepared: Prepared) -> dict[str, Any]:
+    """Rows/s of the prediction path (pipeline.predict) on at most eval.predict_speed_rows test texts, with the
+    saved model as users will load it; main process only."""
+    from pipeline.predict import PredictError, Predictor
+    from pipeline.predict.speed import prediction_speed as measure
+
+    test = prepared.data.splits["test"]
+    texts = test.select(range(min(len(test), config.eval.predict_speed_rows)))["text"]
+    try:
+        predictor = Predictor.from_path(config.run_dir, max_length=prepared.tokenization.max_length, backend="torch")
+    except PredictError as error:
+        logger.warning("Prediction speed not measured: %s", error)
+        return {}
+    return measure(predictor, texts)
 
 
 def run(config: PipelineConfig) -> dict:
@@ -282,12 +315,13 @@ def run(config: PipelineConfig) -> dict:
     start = time.perf_counter()
     accelerator = create_accelerator(config.train, config.run_dir)
     check_run_dir(config)
+    teacher = distill.resolve_teacher(config.train.distill) if config.train.distill.teacher else None
     claim = rundir.claimed(config.run_dir) if accelerator.is_main_process else contextlib.nullcontext()
     with claim:
         accelerator.wait_for_everyone()
         set_seed(config.run.seed)
         timings: dict[str, float] = {}
-        prepared = prepare(config, accelerator, timings)
+        prepared = prepare(config, accelerator, timings, teacher)
         if accelerator.is_main_process:
             start_run_dir(config, prepared.data)
         accelerator.wait_for_everyone()
@@ -301,6 +335,8 @@ def run(config: PipelineConfig) -> dict:
             if accelerator.is_main_process else None
         if baseline is not None:
             metrics["baseline"] = baseline
+        if accelerator.is_main_process and config.eval.predict_speed_rows:
+            metrics["throughput"].update(prediction_speed(config, prepared))
         if accelerator.is_main_process:
             write_outputs(config, metrics, results["test"], prepared.data.splits["test"])
         accelerator.wait_for_everyone()

@@ -19,9 +19,12 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from pipeline.windows import LongTextRule, encode_documents, window_starts, windows_summary
 
 if TYPE_CHECKING:  # prediction imports the length rules below without paying for `datasets` at start-up
     from datasets import Dataset, DatasetDict
@@ -36,8 +39,10 @@ LENGTH_MULTIPLE = 8
 # BERT's learned position table has 512 rows; most checkpoints report this as model_max_length.
 BERT_POSITION_LIMIT = 512
 TOKENIZE_BATCH_SIZE = 1000
+# Lengths `auto` weighs against each other when long texts are chunked.
+CHUNK_LENGTHS = (64, 128, 256, 512)
 # Bump when what is cached, or how the length is chosen, changes: old entries are then ignored.
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 
 
 @dataclass
@@ -48,9 +53,12 @@ class TokenizationInfo:
     from_cache: bool
     # Under several processes: whether each one found the cache (all but the first should have).
     from_cache_by_process: list[bool] | None = None
+    # tokenizer.long_text: chunk: windows per document (mean, p95, max) of each split.
+    windows_per_document: dict[str, dict] | None = None
 
     def to_dict(self) -> dict:
         return {
+            "windows_per_document": self.windows_per_document,
             "max_length": self.max_length,
             "max_length_setting": self.max_length_setting,
             "truncated_fraction": self.truncated_fraction,
@@ -140,7 +148,8 @@ def tokenizer_fingerprint(tokenizer: PreTrainedTokenizerBase) -> str:
 def _cache_key(splits: DatasetDict, tokenizer: PreTrainedTokenizerBase, config: TokenizerConfig, limit: int) -> str:
     """A content hash of the texts, the tokenizer and the length settings: any change gives a new cache entry."""
     digest = hashlib.sha256()
-    settings = f"v{CACHE_FORMAT}|{config.max_length}|{config.max_truncated_fraction}|{limit}|"
+    settings = (f"v{CACHE_FORMAT}|{config.max_length}|{config.max_truncated_fraction}|{limit}|"
+                f"{LongTextRule.from_settings(config).cache_key()}|")
     digest.update(settings.encode())
     digest.update(tokenizer_fingerprint(tokenizer).encode())
     for name in sorted(splits):
@@ -152,19 +161,32 @@ def _cache_key(splits: DatasetDict, tokenizer: PreTrainedTokenizerBase, config: 
     return digest.hexdigest()[:24]
 
 
-def _encode_split(split: Dataset, tokenizer: PreTrainedTokenizerBase, max_length: int) -> Dataset:
-    def encode(batch: dict) -> dict:
-        encoded = tokenizer(
-            batch["text"],
-            padding="max_length",
-            truncation=True,
-            max_length=max_length,
-            return_token_type_ids=False,
-        )
-        encoded["length"] = [int(sum(mask)) for mask in encoded["attention_mask"]]
-        return encoded
+def _encode_split(split: Dataset, tokenizer: PreTrainedTokenizerBase, max_length: int,
+                  rule: LongTextRule) -> tuple[Dataset, dict | None]:
+    """The split's rows padded to `max_length`; with chunking, one row per window and a `document` column."""
+    if rule.is_plain_head:
+        def encode(batch: dict) -> dict:
+            encoded = tokenizer(batch["text"], padding="max_length", truncation=True, max_length=max_length,
+                                return_token_type_ids=False)
+            encoded["length"] = [int(sum(mask)) for mask in encoded["attention_mask"]]
+            return encoded
 
-    return split.map(encode, batched=True, batch_size=TOKENIZE_BATCH_SIZE, desc="Tokenizing")
+        return split.map(encode, batched=True, batch_size=TOKENIZE_BATCH_SIZE, desc="Tokenizing"), None
+    from datasets import Dataset
+
+    rows, documents, _ = encode_documents(tokenizer, split["text"], max_length, rule)
+    pad = tokenizer.pad_token_id or 0
+    labels = split["label"]
+    columns = {
+        "input_ids": [ids + [pad] * (max_length - len(ids)) for ids in rows],
+        "attention_mask": [[1] * len(ids) + [0] * (max_length - len(ids)) for ids in rows],
+        "length": [len(ids) for ids in rows],
+        "label": [labels[document] for document in documents.tolist()],
+    }
+    if rule.long_text != "chunk":
+        return Dataset.from_dict(columns), None
+    columns["document"] = documents.tolist()
+    return Dataset.from_dict(columns), windows_summary(documents, len(split))
 
 
 def tokenize_splits(
@@ -173,9 +195,13 @@ def tokenize_splits(
     config: TokenizerConfig,
     cache_root: Path | None,
     model_max_positions: int | None = None,
+    seconds_per_window: Callable[[int], float] | None = None,
 ) -> tuple[DatasetDict, TokenizationInfo]:
-    """Add fixed-length `input_ids`, `attention_mask` and `length` to every split; reuse the on-disk cache if any."""
+    """Add fixed-length `input_ids`, `attention_mask` and `length` to every split (and `document` when long texts
+    are chunked into windows); reuse the on-disk cache if any. `seconds_per_window(length)` (the model's training
+    cost of one row of that length, measured on this device) lets `auto` choose a chunk length by cost."""
     limit = length_limit(tokenizer, model_max_positions)
+    rule = LongTextRule.from_settings(config)
     cache_dir = None
     if config.cache and cache_root is not None:
         cache_dir = Path(cache_root) / "tokenized" / _cache_key(splits, tokenizer, config, limit)
@@ -188,36 +214,74 @@ def tokenize_splits(
             return tokenized, info
 
     raw_lengths = {name: token_lengths(splits[name]["text"], tokenizer) for name in splits}
-    if config.max_length == "auto":
-        max_length = choose_max_length(raw_lengths["train"], config.max_truncated_fraction, limit)
-    else:
-        if config.max_length > limit:
-            from pipeline.config import ConfigError
-
-            raise ConfigError(f"tokenizer.max_length: {config.max_length} exceeds the model's limit of {limit} tokens")
-        max_length = config.max_length
+    max_length = _fixed_length(config, rule, raw_lengths["train"], limit, tokenizer, seconds_per_window)
     truncated = {name: float(np.mean(lengths > max_length)) if len(lengths) else 0.0 for name, lengths in raw_lengths.items()}
+    _log_length(config, rule, max_length, truncated, limit)
+
+    from datasets import DatasetDict
+
+    encoded = {name: _encode_split(split, tokenizer, max_length, rule) for name, split in splits.items()}
+    tokenized = DatasetDict({name: dataset for name, (dataset, _) in encoded.items()})
+    windows = {name: summary for name, (_, summary) in encoded.items() if summary is not None}
+    info = TokenizationInfo(max_length, config.max_length, truncated, from_cache=False,
+                            windows_per_document=windows or None)
+    if cache_dir is not None:
+        _write_cache(tokenized, info, cache_dir)
+    return tokenized, info
+
+
+def _fixed_length(config: TokenizerConfig, rule: LongTextRule, train_lengths: np.ndarray, limit: int,
+                  tokenizer: PreTrainedTokenizerBase, seconds_per_window: Callable[[int], float] | None) -> int:
+    from pipeline.config import ConfigError
+
+    if config.max_length == "auto":
+        if rule.long_text == "chunk" and seconds_per_window is not None:
+            special = tokenizer.num_special_tokens_to_add(pair=False)
+            length = choose_chunk_length(train_lengths - special, rule, limit, special, seconds_per_window)
+        else:
+            length = choose_max_length(train_lengths, config.max_truncated_fraction, limit)
+    elif config.max_length > limit:
+        raise ConfigError(f"tokenizer.max_length: {config.max_length} exceeds the model's limit of {limit} tokens")
+    else:
+        length = config.max_length
+    if rule.long_text == "chunk" and rule.chunk_stride >= length - tokenizer.num_special_tokens_to_add(pair=False):
+        raise ConfigError(f"tokenizer.chunk_stride: {rule.chunk_stride} must be smaller than a window's "
+                          f"{length - tokenizer.num_special_tokens_to_add(pair=False)} content tokens")
+    return length
+
+
+def choose_chunk_length(content_lengths: np.ndarray, rule: LongTextRule, limit: int, special: int,
+                        seconds_per_window: Callable[[int], float]) -> int:
+    """With chunking, the length whose training pass over train costs least on this device: for each candidate
+    (64, 128, 256, 512, up to the model's limit) the windows it makes times the measured seconds per window."""
+    candidates = [length for length in CHUNK_LENGTHS if length <= limit and length - special > rule.chunk_stride]
+    costs = {}
+    for length in candidates:
+        width = length - special
+        windows = sum(len(window_starts(int(n), width, rule.chunk_stride, rule.max_chunks)) for n in content_lengths)
+        costs[length] = windows * seconds_per_window(length)
+    chosen = min(costs, key=costs.get)
+    logger.info("Chunk length by training cost on this device: %s -> %d",
+                ", ".join(f"{length}: {cost:.0f} s" for length, cost in costs.items()), chosen)
+    return chosen
+
+
+def _log_length(config: TokenizerConfig, rule: LongTextRule, max_length: int, truncated: dict[str, float],
+                limit: int) -> None:
     logger.info(
-        "Fixed length %d (%s); truncated share: %s",
+        "Fixed length %d (%s); longer than it: %s",
         max_length,
         "auto" if config.max_length == "auto" else "configured",
         ", ".join(f"{name} {share:.2%}" for name, share in truncated.items()),
     )
-    if truncated.get("train", 0.0) > config.max_truncated_fraction:
+    if truncated.get("train", 0.0) > config.max_truncated_fraction and rule.long_text == "truncate":
         logger.warning(
             "Fixed length %d truncates %.1f%% of train, above the %.1f%% budget (tokenizer.max_truncated_fraction): "
-            "the model reads only the start of those texts. Options: a larger tokenizer.max_length (the model takes "
-            "up to %d), or a larger budget if the starts of texts carry the label",
-            max_length, 100 * truncated["train"], 100 * config.max_truncated_fraction, limit,
+            "the model reads only %s of those texts. Options: a larger tokenizer.max_length (the model takes up to "
+            "%d), tokenizer.truncation=head_tail, or tokenizer.long_text=chunk (README 'Long texts')",
+            max_length, 100 * truncated["train"], 100 * config.max_truncated_fraction,
+            "part" if rule.truncation != "head" else "the start", limit,
         )
-
-    from datasets import DatasetDict
-
-    tokenized = DatasetDict({name: _encode_split(split, tokenizer, max_length) for name, split in splits.items()})
-    info = TokenizationInfo(max_length, config.max_length, truncated, from_cache=False)
-    if cache_dir is not None:
-        _write_cache(tokenized, info, cache_dir)
-    return tokenized, info
 
 
 def _write_cache(tokenized: DatasetDict, info: TokenizationInfo, cache_dir: Path) -> None:
@@ -238,4 +302,5 @@ def _write_cache(tokenized: DatasetDict, info: TokenizationInfo, cache_dir: Path
 
 def _read_info(path: Path) -> TokenizationInfo:
     data = json.loads(path.read_text())
-    return TokenizationInfo(data["max_length"], data["max_length_setting"], data["truncated_fraction"], from_cache=True)
+    return TokenizationInfo(data["max_length"], data["max_length_setting"], data["truncated_fraction"], from_cache=True,
+                            windows_per_document=data.get("windows_per_document"))

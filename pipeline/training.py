@@ -229,6 +229,7 @@ class Trainer:
         eval_batch_size: int,
         save_best: Callable[[PreTrainedModel], None],
         quick_config_hint: str = "",
+        eval_pooling: str = "mean",
     ):
         self.config = config
         self.accelerator = accelerator
@@ -238,6 +239,7 @@ class Trainer:
         self.eval_batch_size = eval_batch_size
         self.save_best = save_best
         self.quick_config_hint = quick_config_hint
+        self.eval_pooling = eval_pooling
         self.history = History(self.run_dir, enabled=accelerator.is_main_process)
 
         loader = training_loader(
@@ -302,7 +304,8 @@ class Trainer:
 
     def _evaluate(self) -> EvalResult:
         return evaluate_split(
-            self.model, self.validation_rows, self.accelerator, self.eval_batch_size, self.label_names
+            self.model, self.validation_rows, self.accelerator, self.eval_batch_size, self.label_names,
+            self.eval_pooling,
         )
 
     def _record_evaluation(self, result: EvalResult, epoch_float: float) -> bool:
@@ -493,6 +496,24 @@ class Trainer:
         )
 
 
+def seconds_per_row(model: torch.nn.Module, accelerator: Accelerator, length: int, batch_size: int = 8) -> float:
+    """The measured cost of training one row of `length` tokens on this device (forward and backward, under the
+    run's precision): what `auto` weighs when it chooses a chunk length. The gradients are discarded."""
+    input_ids = torch.full((batch_size, length), 100, dtype=torch.long, device=accelerator.device)
+    mask = torch.ones_like(input_ids)
+    model.to(accelerator.device).train()
+    timings = []
+    with torch.random.fork_rng(devices=[]):  # dropout draws here must not shift the run's random stream
+        for _ in range(3):  # the first call pays one-off costs; the best of the other two is the cost
+            tick = time.perf_counter()
+            with accelerator.autocast():
+                logits = model(input_ids=input_ids, attention_mask=mask).logits
+            logits.float().sum().backward()
+            timings.append(time.perf_counter() - tick)
+    model.zero_grad(set_to_none=True)
+    return min(timings[1:]) / batch_size
+
+
 class TrainingDiverged(RuntimeError):
     """The loss became NaN or infinite: the run stops, keeping the best model saved so far."""
 
@@ -503,23 +524,26 @@ class RunningMeter:
     def __init__(self, device: torch.device, global_step: int, train_seconds: float):
         self.loss_sum = torch.zeros((), device=device)
         self.correct = torch.zeros((), device=device, dtype=torch.long)
+        self.labelled = torch.zeros((), device=device, dtype=torch.long)  # rows with a gold label (distillation: not all)
         self.samples = 0
         self.since = (global_step, train_seconds)
 
     def add(self, loss_sum: torch.Tensor, logits: torch.Tensor, labels: torch.Tensor) -> None:
         self.loss_sum += loss_sum
         self.correct += (logits.argmax(dim=-1) == labels).sum()
+        self.labelled += (labels >= 0).sum()
         self.samples += labels.shape[0]
 
     def read_and_reset(self, global_step: int, train_seconds: float, effective_batch_size: int) -> dict[str, float]:
         steps, seconds = global_step - self.since[0], train_seconds - self.since[1]
         reading = {
             "loss": self.loss_sum.item() / max(self.samples, 1),
-            "train_accuracy": self.correct.item() / max(self.samples, 1),
+            "train_accuracy": self.correct.item() / max(self.labelled.item(), 1),
             "samples_per_second": steps * effective_batch_size / max(seconds, 1e-9),
         }
         self.loss_sum.zero_()
         self.correct.zero_()
+        self.labelled.zero_()
         self.samples = 0
         self.since = (global_step, train_seconds)
         return reading

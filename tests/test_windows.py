@@ -1,0 +1,107 @@
+"""Long texts (pipeline/windows.py and its use in stage 2 and 4): truncation strategies, windows, pooling."""
+
+import numpy as np
+import pytest
+import torch
+from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
+from transformers import BertConfig, BertForSequenceClassification
+
+from pipeline.batching import TokenizedRows
+from pipeline.config import ConfigError, TokenizerConfig, load_config
+from pipeline.evaluation import predict_split
+from pipeline.tokenization import tokenize_splits
+from pipeline.windows import LongTextRule, encode_documents, pool_documents, truncate, window_starts
+
+CHUNK = LongTextRule(long_text="chunk", chunk_stride=2, max_chunks=4)
+
+
+def test_windows_overlap_by_the_stride_and_the_last_ends_with_the_text():
+    assert window_starts(5, 8, 2, 10) == [0]
+    assert window_starts(20, 8, 2, 10) == [0, 6, 12]  # windows [0,8) [6,14) [12,20): 2 shared tokens each time
+    assert window_starts(21, 8, 2, 10) == [0, 6, 12, 13]  # the last one aligned to the end
+    capped = window_starts(100, 8, 2, 4)
+    assert capped[:3] == [0, 6, 12] and capped[-1] == 92 and len(capped) == 4  # first ones and the last
+
+
+def test_truncation_keeps_head_tail_or_both():
+    ids = list(range(20))
+    assert truncate(ids, 8, LongTextRule("head")) == list(range(8))
+    assert truncate(ids, 8, LongTextRule("tail")) == list(range(12, 20))
+    assert truncate(ids, 8, LongTextRule("head_tail", head_fraction=0.25)) == [0, 1, 14, 15, 16, 17, 18, 19]
+    assert truncate(ids[:5], 8, LongTextRule("head_tail")) == ids[:5]
+
+
+def test_documents_become_windows_with_cls_and_sep(bert_tokenizer):
+    texts = ["short one", " ".join(f"word{i}" for i in range(40))]
+    rows, documents, lengths = encode_documents(bert_tokenizer, texts, 16, CHUNK)
+    cls, sep = bert_tokenizer.cls_token_id, bert_tokenizer.sep_token_id
+    assert all(row[0] == cls and row[-1] == sep and len(row) <= 16 for row in rows)
+    assert documents[0] == 0 and set(documents[1:]) == {1} and len(rows) == 1 + 4
+    content = bert_tokenizer(texts[1], add_special_tokens=False)["input_ids"]
+    assert lengths[1] == len(content)
+    assert rows[-1][1:-1] == content[-14:]  # the last window ends with the text
+    assert rows[1][1:-1] == content[:14]
+    assert rows[2][1:3] == content[12:14]  # consecutive windows share chunk_stride tokens
+
+
+def test_plain_head_is_the_tokenizers_own_truncation(bert_tokenizer):
+    texts = ["a b c d e f g h i j k l m n o p q r s t"]
+    rows, documents, _ = encode_documents(bert_tokenizer, texts, 8, LongTextRule())
+    assert rows == bert_tokenizer(texts, truncation=True, max_length=8)["input_ids"]
+    assert documents.tolist() == [0]
+
+
+def test_pooling_equals_a_hand_computation():
+    scores = np.array([[0.8, 0.2], [0.4, 0.6], [0.1, 0.9], [0.3, 0.7]], dtype=np.float32)
+    documents = np.array([0, 0, 1, 1])
+    np.testing.assert_allclose(pool_documents(scores, documents, 2, "mean"), [[0.6, 0.4], [0.2, 0.8]])
+    np.testing.assert_allclose(pool_documents(scores, documents, 2, "max"), [[0.8 / 1.4, 0.6 / 1.4], [0.3 / 1.2, 0.9 / 1.2]])
+
+
+def long_splits() -> DatasetDict:
+    features = Features({"text": Value("string"), "label": ClassLabel(names=["a", "b"])})
+    texts = [" ".join(f"token{i % 50}" for i in range(n)) for n in (5, 30, 90, 12)]
+    split = Dataset.from_dict({"text": texts, "label": [0, 1, 0, 1]}, features=features)
+    return DatasetDict(train=split, validation=split, test=split)
+
+
+def test_chunked_tokenization_adds_documents_and_is_cached_by_rule(bert_tokenizer, tmp_path):
+    config = TokenizerConfig(max_length=32, long_text="chunk", chunk_stride=4, max_chunks=8)
+    tokenized, info = tokenize_splits(long_splits(), bert_tokenizer, config, tmp_path)
+    train = tokenized["train"]
+    assert set(train["document"]) == {0, 1, 2, 3} and len(train) > 4
+    assert all(label == [0, 1, 0, 1][doc] for label, doc in zip(train["label"], train["document"]))
+    assert info.windows_per_document["train"]["max"] > 1
+    head_tail, _ = tokenize_splits(long_splits(), bert_tokenizer, TokenizerConfig(max_length=32, truncation="head_tail"),
+                                   tmp_path)
+    assert len(head_tail["train"]) == 4 and "document" not in head_tail["train"].column_names
+    assert len(list((tmp_path / "tokenized").iterdir())) == 2  # one cache entry per rule
+
+
+def test_evaluation_counts_documents_not_windows(bert_tokenizer, tmp_path):
+    from accelerate import Accelerator
+
+    config = TokenizerConfig(max_length=16, long_text="chunk", chunk_stride=2)
+    tokenized, _ = tokenize_splits(long_splits(), bert_tokenizer, config, None)
+    rows = TokenizedRows(tokenized["test"])
+    torch.manual_seed(0)
+    model = BertForSequenceClassification(BertConfig(vocab_size=bert_tokenizer.vocab_size, hidden_size=32,
+                                                     num_hidden_layers=1, num_attention_heads=2,
+                                                     intermediate_size=64, num_labels=2)).eval()
+    window_probabilities, _ = predict_split(model, rows, Accelerator(cpu=True), batch_size=3)
+    from pipeline.evaluation import evaluate_split
+
+    result = evaluate_split(model, rows, Accelerator(cpu=True), 3, ["a", "b"], "mean")
+    assert result.metrics["num_samples"] == 4 and len(result.labels) == 4
+    by_hand = np.stack([window_probabilities[rows.documents == doc].mean(axis=0) for doc in range(4)])
+    np.testing.assert_allclose(result.probabilities, by_hand, rtol=1e-5)
+
+
+@pytest.mark.parametrize(("override", "key"), [
+    ("tokenizer.head_fraction=1.0", "tokenizer.head_fraction"),
+    ("tokenizer.max_chunks=0", "tokenizer.max_chunks"),
+    ("tokenizer.chunk_stride=126", "tokenizer.chunk_stride"),
+])
+def test_long_text_settings_are_checked(override, key):
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        load_config(None, ["tokenizer.max_length=128", "tokenizer.long_text=chunk", override])
