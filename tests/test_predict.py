@@ -25,9 +25,9 @@ from transformers import BertConfig, BertForSequenceClassification
 
 from pipeline.models import encoder
 from pipeline.predict import PredictError, Predictor, main, predict_dataframe, predict_texts
+from tests.helpers import REPO_ROOT
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
-REPO_ROOT = Path(__file__).resolve().parents[1]
 HEADER = ["id", "title", "description", "note"]
 ADDED = ["label", "label_id", "score", "error"]
 
@@ -198,7 +198,8 @@ def test_stage_1_and_prediction_read_messy_rows_into_identical_texts(run_dir, tm
 
     messy = tmp_path / "messy.csv"
     messy.write_text(MESSY_FILE)
-    config = DataConfig(source="files", train_file=str(messy), test_file=str(messy), label_column="id",
+    config = DataConfig(source="files", train_file=str(messy), test_file=str(messy), validation_file=str(messy),
+                        label_column="id", label_names=[str(i) for i in range(1, 6)], label_index_base=0,
                         text_columns=["title", "description"], unescape_newlines=True, validation_fraction=0.2,
                         deduplicate="none")
     stage_1 = sorted(load_splits(config, seed=0)["test"]["text"])

@@ -105,3 +105,23 @@ def test_evaluation_counts_documents_not_windows(bert_tokenizer, tmp_path):
 def test_long_text_settings_are_checked(override, key):
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         load_config(None, ["tokenizer.max_length=128", "tokenizer.long_text=chunk", override])
+
+
+def test_prediction_pools_windows_like_evaluation(tiny_bert_dir, bert_tokenizer):
+    from pipeline.predict.predictor import Predictor
+    from pipeline.predict.source import ModelSource, default_text_spec
+
+    rule = LongTextRule(long_text="chunk", chunk_stride=4, max_chunks=6)
+    source = ModelSource(tiny_bert_dir, default_text_spec(), 24, None, rule, "mean")
+    predictor = Predictor.from_source(source, device="cpu", precision="fp32", batch_size=4)
+    texts = ["tiny text", " ".join(f"news{i}" for i in range(200)), "another short one"]
+    label_ids, probabilities = predictor.infer(texts)
+    assert probabilities.shape == (3, 2) and np.allclose(probabilities.sum(axis=1), 1, atol=1e-5)
+    rows, documents, _ = encode_documents(bert_tokenizer, texts, 24, rule)
+    assert np.bincount(documents).tolist()[1] == 6  # the long text: capped at max_chunks windows
+    window_probabilities = np.stack([predictor.infer([bert_tokenizer.decode(row[1:-1])])[1][0] for row in rows])
+    by_hand = np.stack([window_probabilities[documents == doc].mean(axis=0) for doc in range(3)])
+    np.testing.assert_allclose(probabilities, by_hand, atol=2e-3)  # decode/re-encode may differ by a token
+
+    huge = "word " * 400_000  # 2 MB of text in one row: windows are capped, so the model work is bounded
+    assert predictor.infer([huge])[1].shape == (1, 2)

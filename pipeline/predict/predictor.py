@@ -26,6 +26,7 @@ from pipeline.predict.source import (
     resolve_model_source,
 )
 from pipeline.tables import TextSpec
+from pipeline.windows import LongTextRule, encode_documents, pool_documents
 from pipeline.tokenization import length_limit, padded_width
 
 # Batches are length-sorted, so a big batch wastes little on padding; on CPU 128 beat 64 by ~25%.
@@ -64,6 +65,9 @@ class Predictor:
     # (process index, number of processes): under several processes each one runs every n-th batch and the
     # results are gathered, so every process ends with the same probabilities as a single process would.
     shard: tuple[int, int] = (0, 1)
+    # Texts longer than max_length: the run's truncation or windows, and how windows pool per document.
+    long_text: LongTextRule = field(default_factory=LongTextRule)
+    pooling: str = "mean"
     # What runs the forward pass (default: PyTorch on `model`), and why it was chosen.
     backend: Backend | None = field(default=None, repr=False)
     choice: ExportChoice = field(default_factory=lambda: ExportChoice(None, None, "asked for"))
@@ -128,7 +132,7 @@ class Predictor:
             raise PredictError(f"max length must be at least 2 ([CLS] and [SEP]), got {length}")
         labels = [str(config.id2label[index]) for index in range(config.num_labels)]
         return cls(model, tokenizer, labels, length, torch_device, source.text_spec, batch_size, autocast_dtype,
-                   recheck_margin, backend=engine, choice=choice)
+                   recheck_margin, long_text=source.long_text, pooling=source.pooling, backend=engine, choice=choice)
 
     @property
     def precision(self) -> str:
@@ -157,22 +161,30 @@ class Predictor:
         count = len(texts)
         if count == 0:
             return np.empty(0, dtype=np.int64), np.empty((0, len(self.labels)), dtype=np.float32)
-        token_ids = self.tokenizer(
-            list(texts),
-            truncation=True,
-            max_length=self.max_length,
-            padding=False,
-            return_attention_mask=False,
-            return_token_type_ids=False,
-        )["input_ids"]
-        lengths = np.fromiter(map(len, token_ids), dtype=np.int64, count=count)
-        probabilities = self._forward(token_ids, lengths, np.arange(count), self.autocast_dtype, on_batch)
+        token_ids, lengths, documents = self._tokenize(texts)
+        probabilities = self._forward(token_ids, lengths, np.arange(len(token_ids)), self.autocast_dtype, on_batch)
         if self.autocast_dtype is not None and self.recheck_margin > 0 and len(self.labels) > 1:
-            top_two = np.sort(probabilities, axis=1)[:, -2:]  # (N, 2)
+            top_two = np.sort(probabilities, axis=1)[:, -2:]  # (R, 2)
             close = np.flatnonzero(top_two[:, 1] - top_two[:, 0] < self.recheck_margin)
             if len(close):
                 probabilities[close] = self._forward(token_ids, lengths, close, None, None)
+        probabilities = pool_documents(probabilities, documents, count, self.pooling)  # windows -> (N, K)
         return probabilities.argmax(axis=1).astype(np.int64), probabilities
+
+    def logits(self, texts: Sequence[str], on_batch: Callable[[int], None] | None = None) -> np.ndarray:
+        """(texts) -> (N, K) float32 logits, in text order: the same batching as `infer` (no fp32 recheck: soft
+        targets for distillation, where no label is decided)."""
+        if len(texts) == 0:
+            return np.empty((0, len(self.labels)), dtype=np.float32)
+        token_ids, lengths, documents = self._tokenize(texts)
+        logits = self._forward(token_ids, lengths, np.arange(len(token_ids)), self.autocast_dtype, on_batch, "logits")
+        return pool_documents(logits, documents, len(texts), "mean", softmax=False)  # a long text's windows: mean
+
+    def _tokenize(self, texts: Sequence[str]) -> tuple[list[list[int]], np.ndarray, np.ndarray]:
+        """Unpadded token ids of every row, their lengths (R,) and the text each row reads (R,): one row per
+        text, or one per window of a long text, exactly as in training (pipeline.windows)."""
+        token_ids, documents, _ = encode_documents(self.tokenizer, texts, self.max_length, self.long_text)
+        return token_ids, np.fromiter(map(len, token_ids), dtype=np.int64, count=len(token_ids)), documents
 
     def _my_batches(self, order: np.ndarray) -> list[np.ndarray]:
         """This process's share of the length-sorted batches: every n-th whole batch."""
@@ -188,8 +200,9 @@ class Predictor:
         rows: np.ndarray,
         autocast_dtype: torch.dtype | None,
         on_batch: Callable[[int], None] | None,
+        output: str = "probabilities",
     ) -> np.ndarray:
-        """Probabilities (len(rows), K) of the given rows, in the order of `rows`.
+        """Probabilities (or, with output="logits", logits) (len(rows), K) of the given rows, in the order of `rows`.
 
         Rows go through the model longest first, each batch padded only to its own longest row (rounded up to
         a multiple of 8): exact, since padded keys are masked out of attention and positions are absolute.
@@ -205,7 +218,7 @@ class Predictor:
                 input_ids, attention_mask = pad_arrays(
                     [token_ids[row] for row in batch_rows], lengths[batch_rows], pad_id, self.max_length
                 )
-                probabilities[batch] = self.backend.probabilities(input_ids, attention_mask)  # (B, K)
+                probabilities[batch] = getattr(self.backend, output)(input_ids, attention_mask)  # (B, K)
                 if on_batch is not None:
                     on_batch(len(batch))
         if self.shard[1] > 1:

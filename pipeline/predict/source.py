@@ -4,6 +4,7 @@ saved sequence-classification folder; and loading its weights and tokenizer.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from pipeline.config import DataConfig
 from pipeline.rundir import RunDir, RunDirError, is_model_dir, is_run_dir, nested_get
 from pipeline.tables import TextSpec, one_line
+from pipeline.windows import LongTextRule
 
 
 class PredictError(ValueError):
@@ -26,9 +28,12 @@ class ModelSource:
     # The run's fixed training length; None for a bare model directory (then the tokenizer's limit applies).
     max_length: int | None
     run_dir: Path | None = None
+    # How the run read texts longer than max_length (truncation or windows), and how windows pool per document.
+    long_text: LongTextRule = LongTextRule()
+    pooling: str = "mean"
 
     def with_text_columns(self, columns: list[str] | tuple[str, ...] | None) -> ModelSource:
-        return ModelSource(self.model_dir, self.text_spec.with_columns(columns), self.max_length, self.run_dir)
+        return dataclasses.replace(self, text_spec=self.text_spec.with_columns(columns))
 
 
 def default_text_spec() -> TextSpec:
@@ -68,7 +73,9 @@ def resolve_model_source(path: str | Path) -> ModelSource:
         run = RunDir(run_path)
         try:
             config = run.read_config()
-            return ModelSource(run.model_dir, run_text_spec(config), run_max_length(run, config), run_path)
+            return ModelSource(run.model_dir, run_text_spec(config), run_max_length(run, config), run_path,
+                               LongTextRule.from_settings(config.get("tokenizer") or {}),
+                               str((config.get("eval") or {}).get("chunk_pooling", "mean")))
         except RunDirError as error:
             raise PredictError(str(error)) from None
     if is_model_dir(path):
