@@ -23,6 +23,16 @@ PNG_DPI = 144
 _RUN_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 
 
+# Above this many classes the confusion matrix shows the most frequent ones only (and no counts in the cells):
+# a 2,000-class matrix would take minutes and gigabytes to draw and say nothing readable.
+MAX_PLOTTED_CLASSES = 30
+
+
+def literal(text: object) -> str:
+    """Text from the data or the config shown as written: a "$" would otherwise start matplotlib's mathtext."""
+    return str(text).replace("$", r"\$")
+
+
 def run_color(index: int) -> str:
     """The colour of the index-th run, the same in every chart of a report."""
     return _RUN_COLORS[index % len(_RUN_COLORS)]
@@ -60,6 +70,11 @@ def confusion_matrix_figure(matrix: Sequence[Sequence[float]] | np.ndarray, labe
     counts = np.asarray(matrix, dtype=float)
     if counts.ndim != 2 or counts.shape != (len(labels), len(labels)):
         raise ValueError(f"confusion matrix of shape {counts.shape} does not match {len(labels)} labels")
+    labels = [literal(label) for label in labels]
+    if len(labels) > MAX_PLOTTED_CLASSES:
+        keep = np.sort(np.argsort(-counts.sum(axis=1), kind="stable")[:MAX_PLOTTED_CLASSES])
+        counts, labels = counts[np.ix_(keep, keep)], [labels[index] for index in keep]
+        title = f"{title or ''} ({MAX_PLOTTED_CLASSES} most frequent classes)".strip()
     row_totals = counts.sum(axis=1, keepdims=True)
     shares = np.divide(counts, row_totals, out=np.zeros_like(counts), where=row_totals > 0)
 
@@ -91,7 +106,7 @@ def confusion_matrix_figure(matrix: Sequence[Sequence[float]] | np.ndarray, labe
     axes.set_xlabel("predicted class")
     axes.set_ylabel("true class")
     if title:
-        axes.set_title(title)
+        axes.set_title(literal(title))
     return figure
 
 
@@ -107,10 +122,10 @@ def validation_curves_figure(curves: Sequence[EvalCurve]) -> Figure:
         color = run_color(index)
         marker = "o" if len(curve.steps) <= 40 else None
         by_step.plot(curve.steps, curve.accuracies, color=color, marker=marker, markersize=3.5,
-                     label=curve.run_name)
+                     label=literal(curve.run_name))
         timed = [(s / time_divisor, a) for s, a in zip(curve.elapsed_seconds, curve.accuracies) if s is not None]
         if timed:
-            by_time.plot(*zip(*timed), color=color, marker=marker, markersize=3.5, label=curve.run_name)
+            by_time.plot(*zip(*timed), color=color, marker=marker, markersize=3.5, label=literal(curve.run_name))
         _mark_best(by_step, by_time, curve, color, time_divisor)
 
     by_step.set_xlabel("optimizer step")
@@ -166,11 +181,11 @@ def per_class_f1_figure(labels: Sequence[str], f1_by_run: Mapping[str, Sequence[
     for index, (run_name, f1_values) in enumerate(f1_by_run.items()):
         offsets = group_positions + (index - (num_runs - 1) / 2) * bar_width
         heights = [np.nan if value is None else value for value in f1_values]
-        bars = axes.bar(offsets, heights, width=bar_width, color=run_color(index), label=run_name)
+        bars = axes.bar(offsets, heights, width=bar_width, color=run_color(index), label=literal(run_name))
         if show_values:
             axes.bar_label(bars, labels=["" if np.isnan(h) else f"{h:.2f}" for h in heights], fontsize=8,
                            padding=2)
-    axes.set_xticks(group_positions, labels=list(labels))
+    axes.set_xticks(group_positions, labels=[literal(label) for label in labels])
     if max((len(label) for label in labels), default=0) * num_classes > 60:
         axes.tick_params(axis="x", labelrotation=30)
     axes.set_ylim(0.0, 1.08)

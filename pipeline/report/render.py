@@ -42,8 +42,12 @@ def _table_markdown(table: Table) -> str:
 
 
 def _md_escape(text: str) -> str:
-    # Pipes would split table cells; "<" would let a text from the data inject HTML into rendered Markdown.
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
+    # Pipes would split table cells; "<" would let a text from the data inject HTML (or an autolink) into rendered
+    # Markdown, and brackets would let it add links and images ([text](url), ![](url)).
+    text = str(text).replace("\\", "\\\\").replace("<", "&lt;").replace("\n", " ")
+    for character in "|[]":
+        text = text.replace(character, "\\" + character)
+    return text
 
 
 _CSS = """
