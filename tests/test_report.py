@@ -664,3 +664,18 @@ def test_real_runs_record_their_baseline_and_the_report_shows_it(two_real_runs, 
     # Both runs trained on the same rows: one baseline, twice.
     first, second = (json.loads((run_dir / "metrics.json").read_text())["baseline"] for run_dir in two_real_runs)
     assert first["confusion_matrix"] == second["confusion_matrix"]
+
+
+def test_row_tables_show_the_datas_own_ids(tmp_path: Path):
+    """Results join back to the source: with a row_id column the mistakes and disagreements show it."""
+    runs = [make_fake_run(tmp_path, name, seed=seed, correct_share=0.6) for name, seed in (("a", 3), ("b", 4))]
+    for run in runs:
+        predictions = pd.read_csv(run / "test_predictions.csv", keep_default_na=False)
+        predictions.insert(4, "row_id", [f"msg-{index:04d}" for index in range(len(predictions))])
+        predictions.to_csv(run / "test_predictions.csv", index=False)
+    markdown_path, _ = write_report(runs, tmp_path / "report")
+    markdown = markdown_path.read_text()
+    for heading in ("Where the runs disagree", "Most confident mistakes"):
+        rows = markdown_table_rows(markdown_section(markdown, heading))
+        assert rows[0][0] == "Row" and len(rows) > 1, heading
+        assert all(row[0].startswith("msg-") for row in rows[1:]), heading

@@ -13,6 +13,7 @@ from pipeline.report.runs import Run
 from pipeline.rundir import (
     PREDICTION_GOLD,
     PREDICTION_PREDICTED,
+    PREDICTION_ROW_ID,
     PREDICTION_SCORE,
     PREDICTION_TEXT,
     PREDICTIONS_FILE,
@@ -72,6 +73,8 @@ def compare_predictions(runs: Sequence[Run]) -> Comparison:
     first = with_predictions[0].predictions
     joined = pd.DataFrame({PREDICTION_TEXT: first[PREDICTION_TEXT].to_numpy(),
                            PREDICTION_GOLD: first[PREDICTION_GOLD].to_numpy()})
+    if PREDICTION_ROW_ID in first.columns:  # ids join results back to the source
+        joined[PREDICTION_ROW_ID] = first[PREDICTION_ROW_ID].to_numpy()
     for run in with_predictions:
         joined[predicted_column(run.name)] = run.predictions[PREDICTION_PREDICTED].to_numpy()
         joined[score_column(run.name)] = run.predictions[PREDICTION_SCORE].to_numpy()

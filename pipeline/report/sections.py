@@ -41,6 +41,7 @@ from pipeline.rundir import (
     METRICS_FILE,
     PREDICTION_GOLD,
     PREDICTION_PREDICTED,
+    PREDICTION_ROW_ID,
     PREDICTION_SCORE,
     PREDICTION_TEXT,
     PREDICTIONS_FILE,
@@ -146,6 +147,10 @@ def _summary_blocks(runs: Sequence[Run]) -> list[Block]:
     rows: list[list[Cell]] = [
         _metric_row("Test accuracy", runs, lambda r: r.metric("test", "accuracy"), format_percent, higher=True),
         _metric_row("Macro-F1", runs, lambda r: r.metric("test", "macro_f1"), format_score, higher=True),
+        # The speed side of the trade, next to accuracy: the prediction path's rows/s (pipeline.predict).
+        _metric_row("Prediction rows/s", runs, lambda r: r.metric("throughput", "predict_rows_per_second"),
+                    format_rate, higher=True),
+        *_distill_rows(runs),
         *_baseline_rows(runs),
     ]
     for label in _all_labels(runs):
@@ -214,6 +219,31 @@ def _metric_row(label: str, runs: Sequence[Run], value_of: Callable[[Run], Any],
     best = (max(numbers) if higher else min(numbers)) if len(runs) > 1 and len(set(numbers)) > 1 else None
     cells = [Cell(formatter(value), "best" if best is not None and value == best else "num") for value in values]
     return [Cell(label), *cells]
+
+
+def _distill_rows(runs: Sequence[Run]) -> list[list[Cell]]:
+    """Which teacher a distilled run learnt from, and how (metrics.json `distill`); none when no run was distilled."""
+    if not any(run.metric("distill") for run in runs):
+        return []
+
+    def teacher_text(run: Run) -> str:
+        record = run.metric("distill")
+        if not record:
+            return MISSING
+        accuracy = record.get("teacher_test_accuracy")
+        tested = f" (test {format_percent(accuracy)})" if is_number(accuracy) else ""
+        return f"{record.get('teacher')}{tested}"
+
+    def settings_text(run: Run) -> str:
+        record = run.metric("distill")
+        if not record:
+            return MISSING
+        augment = record.get("augment") or "none"
+        copies = f" x{record.get('augment_copies')}" if augment != "none" else ""
+        return (f"alpha {record.get('alpha')}, T {record.get('temperature')}, augment {augment}{copies}, "
+                f"{format_count(nested_get(record, 'transfer_set', 'total'))} transfer rows")
+
+    return [_text_row("Distilled from", runs, teacher_text), _text_row("Distillation", runs, settings_text)]
 
 
 def _text_row(label: str, runs: Sequence[Run], text_of: Callable[[Run], str]) -> list[Cell]:
@@ -436,7 +466,8 @@ def _disagreement_blocks(comparison: Comparison) -> list[Block]:
     shown = _order_disagreements(disagreements, comparison.run_names).head(MAX_DISAGREEMENT_ROWS)
     blocks.append(Paragraph(
         f"{'All' if len(shown) == count else f'The first {len(shown)}'} of them, those where every run was surest "
-        f"of its answer first (row: position in {PREDICTIONS_FILE}, from 0; ✓ right, ✗ wrong; score: "
+        f"of its answer first (row: the text's id in the data, or for older runs its position in {PREDICTIONS_FILE}; "
+        "✓ right, ✗ wrong; score: "
         "probability of the predicted class).", style="meta"))
     rows = []
     for row_index, row in shown.iterrows():
@@ -455,8 +486,10 @@ def _order_disagreements(disagreements: pd.DataFrame, run_names: list[str]) -> p
 
 
 def _row_text_gold_cells(row_index: Any, row: pd.Series) -> list[Cell]:
-    """The first cells of a row about one test text: its position in the predictions file, the text, gold class."""
-    return [Cell(str(row_index), "num"), Cell(truncate(row[PREDICTION_TEXT]), "text"), Cell(str(row[PREDICTION_GOLD]))]
+    """The first cells of a row about one test text: its id (the data's id column or its line number, so results
+    join back to the source; older runs: its position in the predictions file), the text, the gold class."""
+    row_id = row.get(PREDICTION_ROW_ID, row_index)
+    return [Cell(str(row_id), "num"), Cell(truncate(row[PREDICTION_TEXT]), "text"), Cell(str(row[PREDICTION_GOLD]))]
 
 
 def _prediction_cell(predicted: str, score: float, gold: str) -> Cell:
@@ -468,7 +501,12 @@ def _prediction_cell(predicted: str, score: float, gold: str) -> Cell:
 
 
 def _export_blocks(run: Run) -> list[Block]:
-    from pipeline.export.record import ExportError, auto_backend, parity_rows, read_export_record
+    from pipeline.export.record import (
+        ExportError,
+        auto_backend,
+        parity_rows,
+        read_export_record,
+    )
 
     try:
         record = read_export_record(run.path)
