@@ -622,3 +622,68 @@ def test_the_from_scratch_encoder_loads_and_trims_padding_exactly(tmp_path, bert
         expected = model(input_ids=encoded["input_ids"], attention_mask=encoded["attention_mask"]).logits.softmax(-1)
     np.testing.assert_allclose(probabilities, expected.numpy(), atol=1e-5)
     assert ids.tolist() == expected.argmax(-1).tolist()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Outputs that are not regular files, and inputs that used to give tracebacks
+
+
+def test_overwrite_writes_through_devices_and_fifos_and_refuses_symlinks(run_dir, tmp_path, capsys):
+    source = write_table(tmp_path / "in.csv", news_rows(4))
+    assert predict_cli(run_dir, source, "/dev/null", "--overwrite") == 0
+    assert Path("/dev/null").is_char_device()  # still a device, not a regular file
+
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    received: list[str] = []
+    reader = __import__("threading").Thread(target=lambda: received.append(fifo.read_text()))
+    reader.start()
+    assert predict_cli(run_dir, source, fifo, "--overwrite") == 0
+    reader.join(timeout=30)
+    assert fifo.is_fifo() and received and received[0].splitlines()[0].startswith("id,title")
+
+    target = write_table(tmp_path / "target.csv", [["keep"]], header=["x"])
+    link = tmp_path / "link.csv"
+    link.symlink_to(target)
+    capsys.readouterr()
+    assert predict_cli(run_dir, source, link, "--overwrite") != 0
+    assert_one_line_error(capsys.readouterr().err, "symbolic link", "target.csv")
+    assert link.is_symlink() and target.read_text() == "x\nkeep\n"
+
+
+def test_other_formats_and_encodings_read_as_training_does(run_dir, tmp_path):
+    rows = news_rows(6)
+    frame = pd.DataFrame(rows, columns=HEADER)
+    frame.to_json(tmp_path / "in.jsonl", orient="records", lines=True)
+    frame.to_parquet(tmp_path / "in.parquet")
+    (tmp_path / "in16.csv").write_bytes(frame.to_csv(index=False).encode("utf-16"))
+    assert predict_cli(run_dir, write_table(tmp_path / "in.csv", rows), tmp_path / "csv_out.csv") == 0
+    expected = read_table(tmp_path / "csv_out.csv")
+    assert predict_cli(run_dir, tmp_path / "in.parquet", tmp_path / "parquet_out.csv") == 0
+    assert predict_cli(run_dir, tmp_path / "in16.csv", tmp_path / "utf16_out.csv", "--encoding", "utf-16") == 0
+    for name in ("parquet_out.csv", "utf16_out.csv"):
+        assert [row[4:] for row in read_table(tmp_path / name)] == [row[4:] for row in expected], name
+    assert predict_cli(run_dir, tmp_path / "in.jsonl", tmp_path / "out.jsonl") == 0
+    records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [record["label"] for record in records] == [row[4] for row in expected[1:]]
+    assert records[0]["title"] == rows[0][1] and isinstance(records[0]["label_id"], int)
+
+
+def test_inputs_that_used_to_give_tracebacks_give_one_line(run_dir, tmp_path, capsys):
+    good = write_table(tmp_path / "in.csv", news_rows(40))
+    (tmp_path / "cut.csv.gz").write_bytes(gzip.compress(good.read_bytes())[:-40])
+    assert predict_cli(run_dir, tmp_path / "cut.csv.gz", tmp_path / "out.csv") != 0
+    assert_one_line_error(capsys.readouterr().err, "cut.csv.gz")
+    (tmp_path / "twice.csv").write_text("text,text\na,b\n")
+    assert predict_cli(run_dir, tmp_path / "twice.csv", tmp_path / "out.csv", "--text-columns", "text") != 0
+    assert_one_line_error(capsys.readouterr().err, "twice.csv", "repeated")
+    frame = pd.DataFrame(news_rows(3), columns=HEADER)
+    frame.to_parquet(tmp_path / "really_parquet.csv")
+    assert predict_cli(run_dir, tmp_path / "really_parquet.csv", tmp_path / "out.csv") != 0
+    assert_one_line_error(capsys.readouterr().err, "is a Parquet file")
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_a_single_string_is_one_text(predictor):
+    (label, score), = predict_texts(predictor, "Stocks fell sharply on Wall Street")
+    assert label in LABELS and 0 < score <= 1

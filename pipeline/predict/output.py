@@ -21,19 +21,37 @@ from pipeline.io import atomic_path
 from pipeline.predict.predictor import LabelledTexts
 from pipeline.predict.source import PredictError
 from pipeline.tables import DELIMITERS, resolve_format
+from pipeline.thresholds import KIND_FLAG
 
 # The columns prediction adds after the input's own, in this order; prob_<class> columns go before `error`.
 LABEL_COLUMN, LABEL_ID_COLUMN, SCORE_COLUMN, ERROR_COLUMN = "label", "label_id", "score", "error"
+# Multi-label models: the predicted classes joined by the label separator, instead of label, label_id and score.
+LABELS_COLUMN = "labels"
+# Multi-class models with thresholds: true where the top probability is below its class's threshold (the label is
+# kept, not forced; pipeline.thresholds).
+LOW_CONFIDENCE_COLUMN = "low_confidence"
 PROBABILITY_PREFIX = "prob_"
 PROBABILITY_FORMAT = "%.6g"
 OUTPUT_FORMATS = ("csv", "tsv", "jsonl")
 
 
-def output_columns(labels: Sequence[str], probabilities: bool, prefix: str = "") -> list[str]:
-    """label, label_id, score, [prob_<class>...], error -- each behind `prefix` (e.g. "pred_")."""
+def output_columns(labels: Sequence[str], probabilities: bool, prefix: str = "", multi_label: bool = False,
+                   flags: bool = False) -> list[str]:
+    """label, label_id, score, [prob_<class>...], [low_confidence], error -- each behind `prefix` (e.g. "pred_");
+    multi-label: labels, [prob_<class>...], error."""
     probability_columns = [f"{PROBABILITY_PREFIX}{name}" for name in labels] if probabilities else []
-    names = [LABEL_COLUMN, LABEL_ID_COLUMN, SCORE_COLUMN, *probability_columns, ERROR_COLUMN]
+    if multi_label:
+        names = [LABELS_COLUMN, *probability_columns, ERROR_COLUMN]
+    else:
+        flag_columns = [LOW_CONFIDENCE_COLUMN] if flags else []
+        names = [LABEL_COLUMN, LABEL_ID_COLUMN, SCORE_COLUMN, *probability_columns, *flag_columns, ERROR_COLUMN]
     return [prefix + name for name in names]
+
+
+def predictor_columns(predictor: Any, probabilities: bool, prefix: str = "") -> list[str]:
+    """The columns `predictor` adds: its labels, and whether it is multi-label or flags low confidence."""
+    return output_columns(predictor.labels, probabilities, prefix, predictor.multi_label,
+                          predictor.decision.kind == KIND_FLAG)
 
 
 def check_no_clash(available: Sequence[str], added: Sequence[str], where: str, option: str = "--prefix") -> None:
@@ -46,15 +64,24 @@ def check_no_clash(available: Sequence[str], added: Sequence[str], where: str, o
         )
 
 
-def added_values(result: LabelledTexts, labels: Sequence[str], probabilities: bool) -> list[list[Any]]:
-    """Per row: label, label_id, score, [probabilities...], error; None where a row has no label."""
+def added_values(result: LabelledTexts, labels: Sequence[str], probabilities: bool,
+                 separator: str) -> list[list[Any]]:
+    """Per row: label, label_id, score, [probabilities...], [low_confidence], error (multi-label: the joined classes,
+    [probabilities...], error); None where a row has no label."""
     scores = result.scores().tolist()
     rows = []
     for index, label_id in enumerate(result.label_ids.tolist()):
         found = label_id >= 0
-        values = [labels[label_id] if found else None, label_id if found else None, scores[index] if found else None]
+        if result.label_sets is not None:
+            chosen = (name for name, on in zip(labels, result.label_sets[index]) if on)
+            values = [separator.join(chosen) if found else None]
+        else:
+            values = [labels[label_id] if found else None, label_id if found else None,
+                      scores[index] if found else None]
         if probabilities:
             values += result.probabilities[index].tolist() if found else [None] * len(labels)
+        if result.low_confidence is not None:
+            values.append(bool(result.low_confidence[index]) if found else None)
         rows.append(values + [result.errors[index]])
     return rows
 
@@ -63,9 +90,9 @@ def output_format(path: str, explicit: str | None, input_format: str) -> str:
     """--format wins; otherwise the output's name, and for stdout the input's format when it can be written."""
     if explicit:
         return explicit
-    if path == "-":
+    if writes_through(path):  # stdout, a device or a pipe: no name to read a format from
         return input_format if input_format in OUTPUT_FORMATS else "csv"
-    kind = resolve_format(path, None, "--format")
+    kind = resolve_format(path, None, "--output-format")
     if kind not in OUTPUT_FORMATS:
         raise PredictError(f"{path}: prediction writes {', '.join(OUTPUT_FORMATS)} (optionally .gz), not {kind}")
     return kind
