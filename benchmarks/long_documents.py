@@ -92,7 +92,12 @@ def main() -> None:
     parser.add_argument("--test-docs", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--override", action="append", default=[], help="extra section.key=value for every recipe")
+    parser.add_argument("--write-only", type=Path, help="only write long_train.csv and long_test.csv into this folder")
     args = parser.parse_args()
+    if args.write_only:
+        args.write_only.mkdir(parents=True, exist_ok=True)
+        print(*write_corpus(args.write_only, args.train_docs, args.test_docs, args.seed), sep="\n")
+        return
     with tempfile.TemporaryDirectory(prefix="long_documents_") as folder:
         train, test = write_corpus(Path(folder), args.train_docs, args.test_docs, args.seed)
         results = [run_recipe(name, train, test, Path(folder) / "runs", args.override) for name in args.recipes]

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pipeline.splits import MULTI_LABEL_COLUMN, labels_of
 from pipeline.windows import LongTextRule, encode_documents, window_starts, windows_summary
 
 if TYPE_CHECKING:  # prediction imports the length rules below without paying for `datasets` at start-up
@@ -106,7 +107,8 @@ def token_lengths(texts: list[str], tokenizer: PreTrainedTokenizerBase) -> np.nd
     """Length in tokens of each text, special tokens ([CLS]/[SEP], <s>/</s>) included, without truncation."""
     lengths = []
     for start in range(0, len(texts), TOKENIZE_BATCH_SIZE):
-        encoded = tokenizer(texts[start : start + TOKENIZE_BATCH_SIZE], add_special_tokens=True, truncation=False)
+        encoded = tokenizer(texts[start : start + TOKENIZE_BATCH_SIZE], add_special_tokens=True, truncation=False,
+                            verbose=False)  # lengths beyond the model's limit are what is measured here
         lengths.extend(len(ids) for ids in encoded["input_ids"])
     return np.asarray(lengths, dtype=np.int64)
 
@@ -157,7 +159,8 @@ def _cache_key(splits: DatasetDict, tokenizer: PreTrainedTokenizerBase, config: 
         for text in splits[name]["text"]:
             digest.update(text.encode("utf-8"))
             digest.update(b"\x00")
-        digest.update(np.asarray(splits[name]["label"], dtype=np.int64).tobytes())
+        labels = labels_of(splits[name])  # class ids, or multi-hot rows
+        digest.update(labels.astype(np.int64 if labels.ndim == 1 else np.float32).tobytes())
     return digest.hexdigest()[:24]
 
 
@@ -176,12 +179,13 @@ def _encode_split(split: Dataset, tokenizer: PreTrainedTokenizerBase, max_length
 
     rows, documents, _ = encode_documents(tokenizer, split["text"], max_length, rule)
     pad = tokenizer.pad_token_id or 0
-    labels = split["label"]
+    label_column = MULTI_LABEL_COLUMN if MULTI_LABEL_COLUMN in split.column_names else "label"
+    labels = split[label_column]
     columns = {
         "input_ids": [ids + [pad] * (max_length - len(ids)) for ids in rows],
         "attention_mask": [[1] * len(ids) + [0] * (max_length - len(ids)) for ids in rows],
         "length": [len(ids) for ids in rows],
-        "label": [labels[document] for document in documents.tolist()],
+        label_column: [labels[document] for document in documents.tolist()],
     }
     if rule.long_text != "chunk":
         return Dataset.from_dict(columns), None
