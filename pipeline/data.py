@@ -2,7 +2,9 @@
 
     splits = load_splits(config.data, seed=config.run.seed)
 
-Every split has exactly two columns: `text` (str) and `label` (a `datasets.ClassLabel` carrying the class names).
+Every split has `text` (str), `label` (a `datasets.ClassLabel` carrying the class names) and `row_id`; a multi-label
+task (`data.task: multi_label`) has `labels` instead of `label`: a multi-hot float32 list, one entry per class, with
+the class names beside it (`LoadedData.labels`).
 Sources are the Hugging Face Hub (`data.source: hub`) or local files (`data.source: files`: CSV, TSV, JSON Lines,
 Parquet, optionally gzip-compressed). Bad input fails here, before any tokenizing or training, with a `DataError`
 whose message names the file (or Hub split), the row and the column, so a user can fix the file and rerun.
@@ -16,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,11 +25,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import datasets
-import numpy as np
 import pandas as pd
 
-from pipeline.labels import LabelScheme, label_ids, label_scheme
-from pipeline.splits import RemovedRow, cap_rows, carve, deduplicate, labels_of
+from pipeline.labels import ClassCounts, LabelScheme, class_counts, label_ids, label_scheme, label_set_scheme, label_sets
+from pipeline.splits import MULTI_LABEL_COLUMN, RemovedRow, cap_rows, carve, deduplicate, labels_of
 from pipeline.tables import DataError, TextSpec, is_missing, open_table, resolve_columns
 
 if TYPE_CHECKING:  # only for annotations: keeps stage 1 importable on its own
@@ -42,19 +42,7 @@ OFFLINE_HINT = (
     "To run without the Hub, set data.source=files and data.train_file=... / data.test_file=... "
     "(optionally data.validation_file=...), see README 'Running offline'"
 )
-_EXTENSIONS = {
-    ".csv": "csv",
-    ".tsv": "tsv",
-    ".tab": "tsv",
-    ".jsonl": "jsonl",
-    ".json": "jsonl",
-    ".ndjson": "jsonl",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-}
-_GZIP_MAGIC = b"\x1f\x8b"
 _TRUE_VALUES = {"1", "ON", "YES", "TRUE"}
-_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -88,6 +76,13 @@ class LoadedData:
     splits: datasets.DatasetDict
     removed: list[RemovedRow]
     summary: dict[str, Any]
+    labels: list[str]  # class names in id order
+    multi_label: bool = False
+
+    @property
+    def class_counts(self) -> ClassCounts:
+        """Train rows per class: what class weights and the reports' imbalance rule read."""
+        return class_counts(labels_of(self.splits["train"]), self.labels)
 
     def row_ids(self) -> dict[str, list[str]]:
         return {name: list(split["row_id"]) for name, split in self.splits.items()}
@@ -110,7 +105,8 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
     tables, hub_names = read_hub_tables(config) if config.source == "hub" else (read_file_tables(config), None)
     for split, table in tables.items():
         _require_rows(table, split)
-    scheme = label_scheme(config, tables["train"], hub_names)
+    multi_label = config.task == "multi_label"
+    scheme = label_set_scheme(config, tables["train"]) if multi_label else label_scheme(config, tables["train"], hub_names)
     if len(scheme.names) < 2:
         raise DataError(
             f"{tables['train'].source}, column '{config.label_column}': only one class "
@@ -124,20 +120,22 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
             share = min(fraction * whole / len(splits["train"]), 1.0)
             splits["train"], splits[split] = carve(splits["train"], share, seed, split, key)
             carved.append(split)
-    splits, removed, duplicates = deduplicate(splits, config.deduplicate, SPLITS)
+    splits, removed, duplicates = deduplicate(splits, config.deduplicate, SPLITS, scheme.names)
     splits["train"] = cap_rows(splits["train"], config.max_train_samples, seed)
     for split in ("validation", "test"):
         splits[split] = cap_rows(splits[split], config.max_eval_samples, seed)
     result = datasets.DatasetDict({split: splits[split] for split in SPLITS})
-    _log_summary(result)
+    _log_summary(result, scheme.names)
     summary = {
+        "task": config.task,
+        "class_counts": {"train": class_counts(labels_of(result["train"]), scheme.names).to_dict()},
         "sizes": {split: len(result[split]) for split in SPLITS},
         "seed": seed,
         "carved_from_train": {split: getattr(config, f"{split}_fraction") for split in carved},
         "id_column": config.id_column,
         "duplicates": duplicates.to_dict(),
     }
-    return LoadedData(result, removed, summary)
+    return LoadedData(result, removed, summary, scheme.names, multi_label)
 
 
 def _require_rows(table: Table, split: str) -> None:
@@ -321,6 +319,15 @@ def _require_columns(available: list[str], needed: list[str], source: str, confi
 def to_dataset(table: Table, config: DataConfig, scheme: LabelScheme) -> datasets.Dataset:
     """The `text` + `label` + `row_id` dataset of one Table."""
     texts = build_texts(table, TextSpec.from_data_config(config))
+    if config.task == "multi_label":
+        multi_hot = label_sets(table, config.label_column, scheme, config.label_separator)
+        features = datasets.Features({
+            "text": datasets.Value("string"),
+            MULTI_LABEL_COLUMN: datasets.List(datasets.Value("float32"), length=len(scheme.names)),
+            "row_id": datasets.Value("string"),
+        })
+        columns = {"text": texts, MULTI_LABEL_COLUMN: multi_hot.tolist(), "row_id": row_ids(table, config.id_column)}
+        return datasets.Dataset.from_dict(columns, features=features)
     labels = label_ids(table, config.label_column, scheme)
     features = datasets.Features({
         "text": datasets.Value("string"),
@@ -364,9 +371,8 @@ def build_texts(table: Table, spec: TextSpec) -> list[str]:
     return texts
 
 
-def _log_summary(splits: datasets.DatasetDict) -> None:
-    names = splits["train"].features["label"].names
-    counts = {split: np.bincount(labels_of(dataset), minlength=len(names)) for split, dataset in splits.items()}
+def _log_summary(splits: datasets.DatasetDict, names: list[str]) -> None:
+    counts = {split: class_counts(labels_of(dataset), names).counts for split, dataset in splits.items()}
     for split, dataset in splits.items():
         per_class = ", ".join(f"{name} {count}" for name, count in zip(names, counts[split]))
         logger.info("%s: %d rows (%s)", split, len(dataset), per_class)
