@@ -7,7 +7,6 @@ the compute on short texts, especially when batches group rows of similar length
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 
 import numpy as np
@@ -15,6 +14,7 @@ import torch
 from datasets import Dataset
 from torch.utils.data import DataLoader, Sampler
 
+from pipeline.splits import MULTI_LABEL_COLUMN
 from pipeline.tokenization import padded_width
 
 # Pools of this many batches are sorted by length before being cut into batches (as in HF's LengthGroupedSampler):
@@ -26,10 +26,14 @@ class TokenizedRows(torch.utils.data.Dataset):
     """A tokenized split held as tensors; a whole batch is fetched with one indexing operation."""
 
     def __init__(self, split: Dataset, teacher_logits: np.ndarray | None = None):
-        columns = split.with_format("numpy", columns=["input_ids", "attention_mask", "label", "length"])[:]
+        # Multi-label splits: (N, C) float32 multi-hot rows instead of (N,) class ids.
+        self.multi_label = MULTI_LABEL_COLUMN in split.column_names
+        label_column = MULTI_LABEL_COLUMN if self.multi_label else "label"
+        columns = split.with_format("numpy", columns=["input_ids", "attention_mask", label_column, "length"])[:]
         self.input_ids = torch.from_numpy(np.asarray(columns["input_ids"], dtype=np.int32))  # (N, T)
         self.attention_mask = torch.from_numpy(np.asarray(columns["attention_mask"], dtype=np.int8))  # (N, T)
-        self.labels = torch.from_numpy(np.asarray(columns["label"], dtype=np.int64))  # (N,)
+        label_type = np.float32 if self.multi_label else np.int64
+        self.labels = torch.from_numpy(np.asarray(columns[label_column], dtype=label_type))  # (N,) or (N, C)
         self.lengths = np.asarray(columns["length"], dtype=np.int64)  # (N,)
         self.row_index = torch.arange(len(self.labels))  # (N,) lets distributed evaluation restore row order
         # Distillation: the teacher's logits for each row (N, C) float32, carried into batches; None otherwise.
@@ -44,7 +48,7 @@ class TokenizedRows(torch.utils.data.Dataset):
         return len(self.labels) if self.documents is None else int(self.documents.max()) + 1
 
     def document_labels(self) -> np.ndarray:
-        """(D,) each document's label: that of its first window (all its windows carry it)."""
+        """(D,) each document's label (multi-label: (D, C)): that of its first window (all its windows carry it)."""
         if self.documents is None:
             return self.labels.numpy()
         first = np.unique(self.documents, return_index=True)[1]
@@ -79,7 +83,7 @@ def collate_trimmed(batch: dict[str, torch.Tensor] | list[dict[str, torch.Tensor
     trimmed = {
         "input_ids": batch["input_ids"][:, :keep].long(),  # (B, T')
         "attention_mask": batch["attention_mask"][:, :keep].long(),  # (B, T')
-        "labels": batch["labels"],  # (B,)
+        "labels": batch["labels"],  # (B,), or (B, C) multi-hot
         "row_index": batch["row_index"],  # (B,)
     }
     if "teacher_logits" in batch:
@@ -97,36 +101,54 @@ class ShuffledBatchSampler(Sampler[list[int]]):
     """Seeded random batches, a new order each epoch; optionally grouped by length.
 
     The order depends only on (seed, epoch), never on global RNG state, so a resumed run draws the same
-    batches as an uninterrupted one.
+    batches as an uninterrupted one. With gradient accumulation over A micro-batches and N processes
+    (`slices` = A x N), the sampler forms the *optimizer step's* batch of A x N x batch_size rows, exactly as one
+    process with that batch size would, and yields it as A x N consecutive slices; accelerate hands every N-th slice
+    to each process. So any split of one step's batch over micro-batches and processes trains on the same rows,
+    length grouping included, and (with the loop's normalisation) to the same weights.
     """
 
-    def __init__(self, lengths: np.ndarray, batch_size: int, seed: int, group_by_length: bool):
+    def __init__(self, lengths: np.ndarray, batch_size: int, seed: int, group_by_length: bool, slices: int = 1):
         self.lengths = lengths
-        self.batch_size = batch_size
+        self.rows_per_slice = batch_size
+        # What accelerate reads to shard the batches over processes: None says "slices of varying size", so the
+        # uneven slices of a short last step are handed out as they are, not topped up with repeated rows.
+        self.batch_size = batch_size if slices == 1 else None
         self.seed = seed
         self.group_by_length = group_by_length
+        self.slices = slices
         self.epoch = 0
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
 
     def __len__(self) -> int:
-        return math.ceil(len(self.lengths) / self.batch_size)
+        step_rows = self.rows_per_slice * self.slices
+        full, rest = divmod(len(self.lengths), step_rows)
+        return full * self.slices + min(rest, self.slices)
 
     def batches(self) -> list[list[int]]:
+        step_batches = self._step_batches(self.rows_per_slice * self.slices)
+        if self.slices == 1:
+            return step_batches
+        # A short last step batch is cut into as many non-empty slices as it can fill.
+        return [part.tolist() for batch in step_batches for part in np.array_split(np.asarray(batch), self.slices)
+                if len(part)]
+
+    def _step_batches(self, batch_size: int) -> list[list[int]]:
         generator = np.random.default_rng([self.seed, self.epoch])
         order = generator.permutation(len(self.lengths))
         if not self.group_by_length:
-            return [order[i : i + self.batch_size].tolist() for i in range(0, len(order), self.batch_size)]
-        pool_size = self.batch_size * LENGTH_POOL_BATCHES
+            return [order[i : i + batch_size].tolist() for i in range(0, len(order), batch_size)]
+        pool_size = batch_size * LENGTH_POOL_BATCHES
         batches = []
         for start in range(0, len(order), pool_size):
             pool = order[start : start + pool_size]
             pool = pool[np.argsort(-self.lengths[pool], kind="stable")]
-            batches.extend(pool[i : i + self.batch_size].tolist() for i in range(0, len(pool), self.batch_size))
+            batches.extend(pool[i : i + batch_size].tolist() for i in range(0, len(pool), batch_size))
         # A partial batch can only be the very last one, so that every optimizer window but the last is full.
-        full = [batch for batch in batches if len(batch) == self.batch_size]
-        partial = [batch for batch in batches if len(batch) < self.batch_size]
+        full = [batch for batch in batches if len(batch) == batch_size]
+        partial = [batch for batch in batches if len(batch) < batch_size]
         shuffled = [full[i] for i in generator.permutation(len(full))]
         return shuffled + partial
 
@@ -140,8 +162,10 @@ def _private_generator(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
-def training_loader(rows: TokenizedRows, batch_size: int, seed: int, group_by_length: bool, trim: bool) -> DataLoader:
-    sampler = ShuffledBatchSampler(rows.lengths, batch_size, seed, group_by_length)
+def training_loader(rows: TokenizedRows, batch_size: int, seed: int, group_by_length: bool, trim: bool,
+                    slices: int = 1) -> DataLoader:
+    """`slices`: micro-batches per optimizer step over all processes (accumulation steps x processes)."""
+    sampler = ShuffledBatchSampler(rows.lengths, batch_size, seed, group_by_length, slices)
     return DataLoader(
         rows,
         batch_sampler=sampler,

@@ -5,7 +5,8 @@
 
 AMP (bf16 autocast where the hardware has it, fp16 with loss scaling on older GPUs), gradient accumulation
 through `accelerator.accumulate`, AdamW without decay on biases and LayerNorm, linear warmup then decay,
-gradient clipping, evaluation every N steps, the best model by validation accuracy kept, early stopping and
+gradient clipping, evaluation every N steps, the best model by the validation's primary metric kept (accuracy;
+micro-F1 for multi-label tasks), early stopping and
 checkpoints that resume exactly (model, optimizer, scheduler, scaler, RNG, position in the data).
 """
 
@@ -30,7 +31,8 @@ from transformers import PreTrainedModel, get_linear_schedule_with_warmup
 
 from pipeline.batching import TokenizedRows, training_loader
 from pipeline.config import TrainConfig
-from pipeline.evaluation import EvalResult, evaluate_split
+from pipeline.evaluation import EvalResult, evaluate_split, primary_metric
+from pipeline.labels import ClassCounts
 from pipeline.hardware import resolve_mixed_precision
 from pipeline.losses import build_loss
 from pipeline import rundir
@@ -117,7 +119,7 @@ class TrainingState:
     batches_seen_in_epoch: int = 0
     samples_seen: int = 0
     train_seconds: float = 0.0
-    best_accuracy: float = -1.0
+    best_score: float = -1.0  # of the primary validation metric (evaluation.primary_metric)
     best_step: int = 0
     evals_without_improvement: int = 0
 
@@ -126,7 +128,7 @@ class TrainingState:
 
     def load_state_dict(self, state: dict) -> None:
         for key, value in state.items():
-            setattr(self, key, value)
+            setattr(self, "best_score" if key == "best_accuracy" else key, value)  # checkpoints before best_score
 
 
 @dataclass
@@ -230,6 +232,7 @@ class Trainer:
         save_best: Callable[[PreTrainedModel], None],
         quick_config_hint: str = "",
         eval_pooling: str = "mean",
+        class_counts: ClassCounts | None = None,
     ):
         self.config = config
         self.accelerator = accelerator
@@ -240,10 +243,13 @@ class Trainer:
         self.save_best = save_best
         self.quick_config_hint = quick_config_hint
         self.eval_pooling = eval_pooling
+        # The validation metric that picks the best model and drives early stopping.
+        self.selection_metric = primary_metric(validation_rows.multi_label)
         self.history = History(self.run_dir, enabled=accelerator.is_main_process)
 
         loader = training_loader(
-            train_rows, config.per_device_batch_size, seed, config.group_by_length, config.trim_padding
+            train_rows, config.per_device_batch_size, seed, config.group_by_length, config.trim_padding,
+            config.gradient_accumulation_steps * accelerator.num_processes,
         )
         self.batch_sampler = loader.batch_sampler
         optimizer = build_optimizer(model, config)
@@ -253,7 +259,7 @@ class Trainer:
         # Stepped once per optimizer step by this loop (not prepared: accelerate would step it once per process).
         self.scheduler = get_linear_schedule_with_warmup(self.optimizer, self.plan.warmup_steps, self.plan.total_steps)
         self.state = TrainingState()
-        self.loss = build_loss(config)
+        self.loss = build_loss(config, class_counts)
         self.effective_batch_size = (
             config.per_device_batch_size * config.gradient_accumulation_steps * accelerator.num_processes
         )
@@ -288,16 +294,29 @@ class Trainer:
             return
         raise FileNotFoundError(f"train.resume=true but no checkpoint in {self.run_dir.checkpoints_dir} is intact")
 
-    def _rescale_short_window(self, window_samples: int) -> None:
-        """Make the update the mean over the samples actually in this window.
+    def _window_total(self, local_samples: int) -> int:
+        """Rows in this optimizer window over all processes. Every window but an epoch's last is full on every
+        process; only there, where the last global batch may split unevenly, do the processes add theirs up (the
+        one collective it costs, once an epoch)."""
+        processes = self.accelerator.num_processes
+        last_of_epoch = self.state.batches_seen_in_epoch + 1 == self.plan.batches_per_epoch
+        if processes == 1 or not last_of_epoch:
+            return local_samples * processes
+        count = torch.tensor(local_samples, device=self.accelerator.device)
+        return int(self.accelerator.reduce(count, reduction="sum").item())
 
-        Each micro-batch's summed loss is divided by the full window size (per_device_batch_size x accumulation
-        steps), so a full window gives the exact mean; a shorter last window (end of epoch) is rescaled here.
+    def _rescale_short_window(self, window_total: int) -> None:
+        """Make the update the mean over the samples actually in this window, over all processes.
+
+        Each micro-batch's summed loss is divided by per_device_batch_size, accelerate divides by the accumulation
+        steps and DDP averages over the processes, so a full window gives the exact mean; a shorter last window (end
+        of epoch) is rescaled here by its true row count.
         """
-        nominal = self.config.per_device_batch_size * self.config.gradient_accumulation_steps
-        if window_samples == nominal:
+        nominal = (self.config.per_device_batch_size * self.config.gradient_accumulation_steps
+                   * self.accelerator.num_processes)
+        if window_total == nominal:
             return
-        factor = nominal / window_samples
+        factor = nominal / window_total
         for parameter in self.model.parameters():
             if parameter.grad is not None:
                 parameter.grad.mul_(factor)
@@ -312,6 +331,7 @@ class Trainer:
         """Log the evaluation, keep the model if it is the best so far; True when early stopping triggers."""
         state = self.state
         accuracy = result.metrics["accuracy"]
+        score = result.metrics[self.selection_metric]
         self.history.append(
             {
                 "step": state.global_step,
@@ -320,11 +340,12 @@ class Trainer:
                 "eval_loss": result.loss,
                 "eval_accuracy": accuracy,
                 "eval_macro_f1": result.metrics["macro_f1"],
+                f"eval_{self.selection_metric}": score,
             }
         )
         self.accelerator.log({"eval/accuracy": accuracy, "eval/loss": result.loss}, step=state.global_step)
-        if accuracy > state.best_accuracy:
-            state.best_accuracy, state.best_step, state.evals_without_improvement = accuracy, state.global_step, 0
+        if score > state.best_score:
+            state.best_score, state.best_step, state.evals_without_improvement = score, state.global_step, 0
             if self.accelerator.is_main_process:
                 self.save_best(self.accelerator.unwrap_model(self.model))
             self.accelerator.wait_for_everyone()
@@ -378,8 +399,8 @@ class Trainer:
             self._record_evaluation(self._evaluate(), self.training_epochs())
         if stopped_early:
             accelerator.print(
-                f"Early stopping at step {state.global_step}: no better validation accuracy in "
-                f"{config.early_stopping_patience} evaluations (best {state.best_accuracy:.4f} at step {state.best_step})"
+                f"Early stopping at step {state.global_step}: no better validation {self.selection_metric} in "
+                f"{config.early_stopping_patience} evaluations (best {state.best_score:.4f} at step {state.best_step})"
             )
         return TrainResult(
             state=state,
@@ -429,7 +450,7 @@ class Trainer:
             accelerator.backward(loss_sum / config.per_device_batch_size)
             self.window_samples += batch_size
             if accelerator.sync_gradients:
-                self._rescale_short_window(self.window_samples)
+                self._rescale_short_window(self._window_total(self.window_samples))
                 self.window_samples = 0
                 if config.max_grad_norm > 0:
                     accelerator.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
@@ -463,7 +484,7 @@ class Trainer:
             # Running out of patience on the last planned step is not stopping early: every step was done.
             stopped_early = patience_exhausted and state.global_step < self.plan.total_steps
             self.evaluated_at_step = state.global_step
-            self.progress.set_postfix(val_acc=f"{state.best_accuracy:.4f}", refresh=False)
+            self.progress.set_postfix({f"val_{self.selection_metric}": f"{state.best_score:.4f}"}, refresh=False)
         if end_of_epoch:
             state.epoch += 1
             state.batches_seen_in_epoch = 0
@@ -530,6 +551,11 @@ class RunningMeter:
 
     def add(self, loss_sum: torch.Tensor, logits: torch.Tensor, labels: torch.Tensor) -> None:
         self.loss_sum += loss_sum
+        if labels.ndim == 2:  # multi-label: a row is right when every class is (subset accuracy)
+            self.correct += ((logits > 0) == (labels > 0.5)).all(dim=-1).sum()
+            self.labelled += labels.shape[0]
+            self.samples += labels.shape[0]
+            return
         self.correct += (logits.argmax(dim=-1) == labels).sum()
         self.labelled += (labels >= 0).sum()
         self.samples += labels.shape[0]

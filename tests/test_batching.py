@@ -302,3 +302,24 @@ def test_untrimmed_evaluation_loader_keeps_row_order_and_the_fixed_length():
     batches = list(evaluation_loader(rows, batch_size=4, trim=False))
     assert np.concatenate([b["row_index"].numpy() for b in batches]).tolist() == list(range(19))
     assert {b["input_ids"].shape[1] for b in batches} == {32}
+
+
+@pytest.mark.parametrize("group_by_length", [True, False])
+def test_slices_of_a_step_are_the_rows_one_big_batch_would_take(group_by_length):
+    """Accumulation x processes: each optimizer step trains on the rows one process with the big batch would."""
+    lengths = np.random.default_rng(3).integers(5, 120, size=203)
+    big = ShuffledBatchSampler(lengths, 16, seed=7, group_by_length=group_by_length)
+    sliced = ShuffledBatchSampler(lengths, 4, seed=7, group_by_length=group_by_length, slices=4)
+    for epoch in (0, 1):
+        big.set_epoch(epoch)
+        sliced.set_epoch(epoch)
+        slices = sliced.batches()
+        assert len(slices) == len(sliced)
+        steps, position = [], 0
+        for batch in big.batches():
+            count = min(len(batch), 4)
+            steps.append(sorted(row for part in slices[position : position + count] for row in part))
+            position += count
+        assert position == len(slices)
+        assert steps == [sorted(batch) for batch in big.batches()]
+    assert sliced.batch_size is None  # accelerate hands out uneven slices as they are

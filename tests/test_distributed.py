@@ -29,7 +29,8 @@ pytestmark = pytest.mark.slow
 
 ROOT = REPO_ROOT
 
-# 96 training rows: 12 batches of 8 split over two processes, or 6 batches of 16 in one; no uneven tail.
+# 96 training rows: 6 global batches of 16 (length-grouped, the default), each split into two slices of 8 for two
+# processes, or taken whole by one process with batch 16; no uneven tail.
 # 101 evaluation rows in batches of 16: the last batch is short and one process gets a padded duplicate batch.
 COMMON = [
     "data.max_train_samples=96",
@@ -37,7 +38,6 @@ COMMON = [
     "eval.batch_size=16",
     "train.epochs=1",
     "train.mixed_precision=no",
-    "train.group_by_length=false",
     "train.learning_rate=1e-3",
     "train.warmup_ratio=0",
     "train.log_every_steps=1",
@@ -162,3 +162,22 @@ def test_distributed_prediction_is_byte_identical_to_one_process(paths, two_proc
     assert double.read_bytes() == single.read_bytes()
     assert len(single.read_text(encoding="utf-8").splitlines()) == 302  # header + every row
     assert not list(paths["root"].glob(".double.csv*"))
+
+
+# Class weights multiply each row's loss and the loop divides by rows, never by the weights of a process's rows:
+# two processes with batch B then train exactly like one with batch 2B, as the unweighted loss does.
+WEIGHTED = ["train.class_weights={World: 3.0, Sports: 0.5}", "train.loss=focal"]
+
+
+def test_weighted_loss_over_two_processes_matches_one_process(paths):
+    _launch(accelerate_launch(2), [*paths["base"], *WEIGHTED, "run.name=two_weighted", "train.per_device_batch_size=8"],
+            paths["root"])
+    single = finetune.run(_single_process_config(paths, *WEIGHTED, "run.name=one_weighted",
+                                                 "train.per_device_batch_size=16"))
+    two_metrics = json.loads((paths["root"] / "runs" / "two_weighted" / "metrics.json").read_text())
+    assert two_metrics["training"]["class_weights"] == single["training"]["class_weights"]
+    assert single["training"]["class_weights"]["World"] == 3.0
+    final = "checkpoints/step_6/model.safetensors"  # before calibration touches model/
+    two = load_file(str(paths["root"] / "runs" / "two_weighted" / final))
+    one = load_file(str(paths["root"] / "runs" / "one_weighted" / final))
+    assert max((two[k] - one[k]).abs().max().item() for k in two) < 1e-5

@@ -32,9 +32,10 @@ def _max_difference(a: dict, b: dict) -> float:
 
 @pytest.mark.slow  # three fine-tuning runs
 def test_gradient_accumulation_matches_one_big_batch_including_a_short_last_window(tiny_run_config):
-    # 60 rows: batches of 8 end with a batch of 4; batches of 2 in windows of 4 end with a window of 2 batches.
+    # 60 rows, length-grouped (the default): steps of 8 rows end with a step of 4; with batches of 2 in windows of 4,
+    # each step's 8 rows are the same rows cut into 4 slices, and the last step's 4 rows into 4 slices of 1.
     common = ["data.max_train_samples=60", "train.epochs=1", "train.mixed_precision=no",
-              "train.group_by_length=false", "train.learning_rate=1e-3", "train.warmup_ratio=0"]
+              "train.learning_rate=1e-3", "train.warmup_ratio=0"]
     big = finetune.run(tiny_run_config("run.name=big", "train.per_device_batch_size=8",
                                        "train.gradient_accumulation_steps=1", *common))
     reset_accelerate()
@@ -99,3 +100,123 @@ def test_plan_counts_a_shorter_last_window():
     assert (plan.steps_per_epoch, plan.total_steps) == (3, 6)  # windows of 4, 4, 2 batches
     assert plan_steps(10, TrainConfig(max_steps=7, warmup_ratio=0.5)).total_steps == 7
     assert plan_steps(10, TrainConfig(max_steps=7, warmup_ratio=0.5)).warmup_steps == 4
+
+
+# --- Class-weighted and focal losses stay exact under accumulation (the loss is a sum; the loop divides by rows)
+
+
+def _tiny_rows(count: int = 8):
+    """`count` rows of a few real token ids, labels mostly class 0 (imbalanced), as stage 2 would hand them over."""
+    from datasets import Dataset
+
+    from pipeline.batching import TokenizedRows
+
+    generator = torch.Generator().manual_seed(1)
+    lengths = [4, 9, 6, 12, 5, 8, 11, 7][:count]
+    ids = [[101] + torch.randint(1000, 5000, (n - 2,), generator=generator).tolist() + [102] + [0] * (16 - n)
+           for n in lengths]
+    masks = [[1] * n + [0] * (16 - n) for n in lengths]
+    labels = [0, 0, 1, 0, 0, 0, 1, 0][:count]
+    return TokenizedRows(Dataset.from_dict({"input_ids": ids, "attention_mask": masks, "label": labels,
+                                            "length": lengths}))
+
+
+def _gradients_of_one_step(tiny_bert_dir, run_dir, batch: int, accumulation: int, **settings) -> dict:
+    """Train one optimizer step through the real loop and return the gradients the optimizer stepped with."""
+    from transformers import BertForSequenceClassification
+
+    from pipeline.labels import ClassCounts
+    from pipeline.training import Trainer, create_accelerator
+
+    reset_accelerate()
+    rows = _tiny_rows()
+    model = BertForSequenceClassification.from_pretrained(tiny_bert_dir)
+    config = TrainConfig(per_device_batch_size=batch, gradient_accumulation_steps=accumulation, max_steps=1,
+                         learning_rate=1e-3, warmup_ratio=0.0, max_grad_norm=0.0, mixed_precision="no",
+                         group_by_length=False, log_every_steps=1, **settings)
+    accelerator = create_accelerator(config, run_dir)
+    trainer = Trainer(model, rows, rows, config, accelerator, run_dir, seed=0, label_names=["a", "b"],
+                      eval_batch_size=8, save_best=lambda best: None,
+                      class_counts=ClassCounts(["a", "b"], [6, 2], 8))
+    seen = {}
+    step = trainer.optimizer.step
+
+    def recording_step(*args, **kwargs):
+        seen.update({name: p.grad.detach().clone() for name, p in trainer.model.named_parameters() if p.grad is not None})
+        return step(*args, **kwargs)
+
+    trainer.optimizer.step = recording_step
+    trainer.run()
+    reset_accelerate()
+    return seen
+
+
+@pytest.mark.parametrize("settings", [
+    {"class_weights": "balanced"},
+    {"class_weights": {"a": 0.5, "b": 4.0}},
+    {"class_weights": "balanced", "loss": "focal", "focal_gamma": 2.0},
+])
+def test_weighted_loss_over_one_batch_of_8_equals_4_micro_batches_of_2(tiny_bert_dir, tmp_path, settings):
+    one_batch = _gradients_of_one_step(tiny_bert_dir, tmp_path / "big", 8, 1, **settings)
+    accumulated = _gradients_of_one_step(tiny_bert_dir, tmp_path / "accumulated", 2, 4, **settings)
+    assert one_batch.keys() == accumulated.keys() and one_batch
+    for name in one_batch:
+        torch.testing.assert_close(accumulated[name], one_batch[name], rtol=1e-4, atol=1e-7)
+
+    # The sum over weighted rows divided by the rows: checked against the loss written out by hand.
+    from transformers import BertForSequenceClassification
+
+    from pipeline.labels import ClassCounts
+    from pipeline.losses import resolve_class_weights
+
+    rows = _tiny_rows()
+    model = BertForSequenceClassification.from_pretrained(tiny_bert_dir)
+    logits = model(input_ids=rows.input_ids.long(), attention_mask=rows.attention_mask.long()).logits
+    weights = torch.tensor(list(resolve_class_weights(TrainConfig(**settings), ClassCounts(["a", "b"], [6, 2], 8)).values()))
+    log_true = logits.log_softmax(-1).gather(1, rows.labels[:, None]).squeeze(1)
+    focal = (1 - log_true.exp()) ** settings.get("focal_gamma", 0.0) if settings.get("loss") == "focal" else 1.0
+    (-(weights[rows.labels] * focal * log_true).sum() / 8).backward()
+    by_hand = dict(model.named_parameters())["classifier.weight"].grad
+    torch.testing.assert_close(one_batch["classifier.weight"], by_hand, rtol=1e-4, atol=1e-7)
+
+
+def test_balanced_weights_are_inverse_frequency_and_bad_names_are_refused():
+    from pipeline.config import ConfigError
+    from pipeline.labels import ClassCounts
+    from pipeline.losses import resolve_class_weights
+
+    counts = ClassCounts(["big", "small", "absent"], [90, 10, 0], 100)
+    weights = resolve_class_weights(TrainConfig(class_weights="balanced"), counts)
+    assert weights == {"big": 100 / (3 * 90), "small": 100 / (3 * 10), "absent": 1.0}
+    assert resolve_class_weights(TrainConfig(), counts) is None
+    assert resolve_class_weights(TrainConfig(class_weights={"small": 5.0}), counts) == {
+        "big": 1.0, "small": 5.0, "absent": 1.0}
+    with pytest.raises(ConfigError, match=r"train\.class_weights\.Nope: no such class"):
+        resolve_class_weights(TrainConfig(class_weights={"Nope": 2.0}), counts)
+    multi = ClassCounts(["x", "y"], [20, 5], 100, multi_label=True)
+    assert resolve_class_weights(TrainConfig(class_weights="balanced"), multi) == {"x": 80 / 20, "y": 95 / 5}
+
+
+def test_weights_must_be_positive(tmp_path):
+    from pipeline.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError, match=r"train\.class_weights\.World: must be a finite number > 0"):
+        load_config(None, ["train.class_weights={World: 0}"])
+    with pytest.raises(ConfigError, match=r"train\.class_weights\.World: must be a finite number > 0"):
+        load_config(None, ["train.class_weights={World: -1.5}"])
+
+
+@pytest.mark.slow  # two fine-tuning runs
+def test_weighted_accumulation_matches_one_big_batch_through_whole_runs(tiny_run_config):
+    common = ["data.max_train_samples=48", "train.epochs=1", "train.mixed_precision=no",
+              "train.learning_rate=1e-3", "train.warmup_ratio=0", "train.class_weights={World: 3.0, Sports: 0.5}",
+              "train.calibrate=false", "eval.baseline=none", "eval.predict_speed_rows=0"]
+    big = finetune.run(tiny_run_config("run.name=weighted_big", "train.per_device_batch_size=8", *common))
+    reset_accelerate()
+    finetune.run(tiny_run_config("run.name=weighted_accumulated", "train.per_device_batch_size=2",
+                                 "train.gradient_accumulation_steps=4", *common))
+    assert big["training"]["class_weights"] == {"World": 3.0, "Sports": 0.5, "Business": 1.0, "Sci/Tech": 1.0}
+    runs = tiny_run_config().run_dir.parent
+    weights = {name: _weights(runs / name / "model" / "model.safetensors")
+               for name in ("weighted_big", "weighted_accumulated")}
+    assert _max_difference(weights["weighted_big"], weights["weighted_accumulated"]) < 1e-5
