@@ -125,3 +125,26 @@ def test_prediction_pools_windows_like_evaluation(tiny_bert_dir, bert_tokenizer)
 
     huge = "word " * 400_000  # 2 MB of text in one row: windows are capped, so the model work is bounded
     assert predictor.infer([huge])[1].shape == (1, 2)
+
+
+def test_a_chunked_run_counts_documents_everywhere(tiny_run_config):
+    """Through finetune, the run directory and pipeline.predict: windows train, documents are scored."""
+    import csv
+
+    from pipeline import finetune
+    from pipeline.predict import predict_texts
+    from pipeline.rundir import RunDir
+
+    config = tiny_run_config("run.name=chunked", "tokenizer.max_length=24", "tokenizer.long_text=chunk",
+                             "tokenizer.chunk_stride=4", "train.max_steps=5", "data.max_eval_samples=40",
+                             "eval.baseline=none")
+    metrics = finetune.run(config)
+    assert metrics["test"]["num_samples"] == 40  # documents, not windows
+    windows = metrics["tokenization"]["windows_per_document"]
+    assert windows["train"]["mean"] > 1.5 and windows["test"]["max"] <= config.tokenizer.max_chunks
+    run = RunDir(config.run_dir)
+    with open(run.predictions_path, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 40
+    predicted = predict_texts(run.path, [row["text"] for row in rows[:8]], device="cpu", precision="fp32")
+    assert [label for label, _ in predicted] == [row["predicted"] for row in rows[:8]]
