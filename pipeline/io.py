@@ -79,9 +79,15 @@ def replace_directory(path: str | Path, fill) -> None:
     try:
         fill(staging)
         shutil.rmtree(retired, ignore_errors=True)
-        if path.exists():
+        had_old = path.exists()
+        if had_old:
             os.replace(path, retired)
-        os.replace(staging, path)
+        try:
+            os.replace(staging, path)
+        except OSError:
+            if had_old:  # put the previous folder back: a failed swap must not lose it
+                os.replace(retired, path)
+            raise
+        shutil.rmtree(retired, ignore_errors=True)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-        shutil.rmtree(retired, ignore_errors=True)

@@ -507,12 +507,19 @@ def _parquet_table(lines: LineSource, path: str, chunk_size: int | None) -> Tabl
 
 
 def _parquet_chunks(parquet: Any, header: list[str], path: str, chunk_size: int | None) -> Iterator[Chunk]:
-    number = 0
+    number, pending = 0, Chunk([], [])
     try:
         for batch in parquet.iter_batches(batch_size=chunk_size or 65_536):
             columns = [batch.column(index).to_pylist() for index in range(len(header))]
             records = [list(values) for values in zip(*columns)]
-            yield Chunk(records, list(range(number + 1, number + len(records) + 1)))
+            chunk = Chunk(records, list(range(number + 1, number + len(records) + 1)))
             number += len(records)
+            if chunk_size is not None:
+                yield chunk
+            else:  # a whole-file read is one chunk, as for the other formats
+                pending.records.extend(chunk.records)
+                pending.numbers.extend(chunk.numbers)
     except OSError as error:
         raise DataError(f"{path}: not a readable Parquet file ({one_line(error)})") from None
+    if pending.records:
+        yield pending

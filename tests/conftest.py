@@ -10,12 +10,12 @@ from tests.helpers import OFFLINE_ENVIRONMENT  # pathlib and pytest only: nothin
 os.environ.update(OFFLINE_ENVIRONMENT)  # HF_HUB_OFFLINE, HF_DATASETS_OFFLINE, TRANSFORMERS_OFFLINE
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from pathlib import Path  # noqa: E402
+from pathlib import Path
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
+import pytest
+import torch
 
-from tests.helpers import (  # noqa: E402
+from tests.helpers import (
     AG_NEWS_TEST_CSV,
     AG_NEWS_TRAIN_CSV,
     MINILM_CONFIG,

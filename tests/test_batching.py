@@ -110,6 +110,36 @@ def test_order_depends_only_on_seed_and_epoch(group_by_length):
     assert list(sampler) == first  # iterating does not advance anything
 
 
+@pytest.mark.parametrize("group_by_length", [True, False])
+@pytest.mark.parametrize(
+    ("count", "batch_size", "slices"),
+    [(100, 4, 3), (96, 4, 3), (1000, 8, 2), (7, 2, 4), (3 * 50 * 6 + 5, 2, 3)],
+)
+def test_slices_cut_each_optimizer_steps_batch_as_one_process_would_draw_it(count, batch_size, slices,
+                                                                              group_by_length):
+    """With accumulation x processes = `slices`, consecutive slices make up exactly the step's big batch."""
+    lengths = random_lengths(count, seed=5)
+    sliced = ShuffledBatchSampler(lengths, batch_size, seed=1, group_by_length=group_by_length, slices=slices)
+    whole = ShuffledBatchSampler(lengths, batch_size * slices, seed=1, group_by_length=group_by_length)
+    parts, steps = list(sliced), list(whole)
+    assert len(parts) == len(sliced)
+    assert sliced.batch_size is None  # accelerate must hand out uneven slices as they are
+    position = 0
+    for step in steps:
+        taken = []
+        while sum(map(len, taken)) < len(step):
+            taken.append(parts[position])
+            position += 1
+        assert [index for part in taken for index in part] == step  # the same rows in the same order
+        assert len(taken) == min(slices, len(step))
+        sizes = [len(part) for part in taken]
+        if len(step) == batch_size * slices:
+            assert sizes == [batch_size] * slices
+        else:  # the short last step, cut as evenly as it goes
+            assert step is steps[-1] and max(sizes) - min(sizes) <= 1
+    assert position == len(parts)
+
+
 def test_batches_are_not_in_length_order():
     """Grouping must not mean longest-first: the batches themselves are shuffled."""
     lengths = random_lengths(32 * LENGTH_POOL_BATCHES * 2)

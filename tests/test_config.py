@@ -1,12 +1,11 @@
 """Config: defaults in one place, YAML says what differs, dotted overrides, errors that name the key."""
 
-from pathlib import Path
-
 import pytest
 
 from pipeline.config import ConfigError, PipelineConfig, load_config, save_config
+from tests.helpers import REPO_ROOT
 
-CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+CONFIGS = REPO_ROOT / "configs"
 
 
 def test_no_file_gives_the_dataclass_defaults():

@@ -23,11 +23,11 @@ import pandas as pd
 import pytest
 
 from pipeline.config import DataConfig
-from pipeline.data import load_data, DataError, load_splits
+from pipeline.data import DataError, load_data, load_splits
+from tests.helpers import REPO_ROOT
 
 AG_NAMES = ["World", "Sports", "Business", "Sci/Tech"]
 AG_COLUMNS = ["class_index", "title", "description"]
-REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def ag_news_config(train: Path, test: Path, **overrides) -> DataConfig:

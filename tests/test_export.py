@@ -240,6 +240,20 @@ def test_a_broken_export_is_refused_and_never_used(bare_run, tmp_path, monkeypat
     assert "refused fp32: labels differ" in capsys.readouterr().err
 
 
+def test_without_the_training_data_the_test_predictions_verify(bare_run, tmp_path):
+    run = copy_run(bare_run, tmp_path / "moved")
+    (run / "train.csv").unlink()  # the data moved away since training
+    rows = texts_and_rows(60, offset=5000)
+    with open(run / "test_predictions.csv", "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["text", "label", "predicted", "score"])
+        writer.writerows([" ".join(row), LABELS[i % 4], LABELS[i % 4], "0.5"] for i, row in enumerate(rows))
+    record = export_run(run, max_rows=40, rounds=1)
+    assert record["verification"]["source"].startswith("test predictions file (the validation split could not be")
+    assert "train.csv" in record["verification"]["source"] and record["verification"]["rows"] == 40
+    assert record["variants"]["fp32"]["status"] == "verified"
+
+
 def test_the_from_scratch_encoder_exports_and_predicts_alike(tmp_path, bert_tokenizer):
     run = write_run(tmp_path / "encoder", tiny_encoder(bert_tokenizer), bert_tokenizer)
     record = export_run(run, rounds=1)
@@ -361,6 +375,18 @@ def test_export_of_something_that_is_not_a_classifier(tmp_path, bert_tokenizer, 
     assert_one_line_error(capsys.readouterr().err, "not in a run directory")
 
 
+def test_a_run_still_training_is_not_exported(bare_run, tmp_path, capsys):
+    import os
+
+    from pipeline.rundir import LOCK_FILE
+
+    run = copy_run(bare_run, tmp_path / "training")
+    (run / LOCK_FILE).write_text(str(os.getppid()))  # a live process holds it, as a training run does
+    assert export_cli.main(["--model", str(run)]) == 1
+    assert_one_line_error(capsys.readouterr().err, "in use by another run")
+    assert not (run / "onnx").exists()
+
+
 def test_a_missing_optional_dependency_names_the_extra(bare_run, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import onnxruntime now raises ImportError
     assert export_cli.main(["--model", str(bare_run)]) == 1
@@ -396,6 +422,7 @@ def test_onnx_threads_follow_affinity_and_processes(monkeypatch):
     assert onnx_threads() == 3
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")  # the copied run has no history or test predictions
 def test_eval_export_at_the_end_of_a_run_and_in_its_report(exported_run, tmp_path, capsys):
     """What finetune calls when eval.export is set: export on the in-memory validation split, rewrite the report."""
     import datasets

@@ -36,7 +36,7 @@ def mode(path: Path) -> int:
 def test_atomic_write_text_leaves_only_the_file(tmp_path):
     target = tmp_path / "out" / "nested" / "notes.txt"  # missing folders are created
     atomic_write_text(target, "héllo\nwörld\n")
-    assert target.read_bytes() == "héllo\nwörld\n".encode("utf-8")
+    assert target.read_bytes() == "héllo\nwörld\n".encode()
     assert [p.name for p in target.parent.iterdir()] == ["notes.txt"]
 
 
@@ -54,19 +54,17 @@ def test_atomic_path_replaces_an_existing_file_only_on_success(tmp_path):
 def test_a_failing_block_keeps_the_old_file_and_leaves_no_temporary_file(tmp_path):
     target = tmp_path / "metrics.json"
     target.write_text("precious\n")
-    with pytest.raises(Boom):
-        with atomic_path(target) as temp:
-            temp.write_text("half writ")
-            raise Boom
+    with pytest.raises(Boom), atomic_path(target) as temp:
+        temp.write_text("half writ")
+        raise Boom
     assert target.read_text() == "precious\n"
     assert [p.name for p in tmp_path.iterdir()] == ["metrics.json"]
 
 
 def test_a_failing_block_creates_no_file_where_there_was_none(tmp_path):
-    with pytest.raises(Boom):
-        with atomic_path(tmp_path / "new.csv") as temp:
-            temp.write_text("a,b\n")
-            raise Boom
+    with pytest.raises(Boom), atomic_path(tmp_path / "new.csv") as temp:
+        temp.write_text("a,b\n")
+        raise Boom
     assert list(tmp_path.iterdir()) == []
 
 
@@ -153,3 +151,21 @@ def test_replace_directory_keeps_the_old_folder_when_fill_raises(tmp_path):
         replace_directory(tmp_path / "fresh", fill)
     assert not (tmp_path / "fresh").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["model"]
+
+
+def test_replace_directory_keeps_the_old_folder_when_the_final_rename_fails(tmp_path, monkeypatch):
+    target = tmp_path / "model"
+    target.mkdir()
+    fill_with({"config.json": "old"})(target)
+    real_replace = os.replace
+
+    def failing_replace(source, destination):
+        if Path(source).name.endswith(".partial"):  # the staged folder moving into place: e.g. the disk is full
+            raise OSError(28, "No space left on device")
+        return real_replace(source, destination)
+
+    monkeypatch.setattr(os, "replace", failing_replace)
+    with pytest.raises(OSError):
+        replace_directory(target, fill_with({"config.json": "new"}))
+    monkeypatch.undo()
+    assert tree(target) == {"config.json": "old"}

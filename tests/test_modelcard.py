@@ -110,6 +110,7 @@ def test_card_parses_validates_and_carries_the_test_metrics(tmp_path):
     # The first test text, quoted for Python, cut where training cut texts.
     assert 'classifier("Federer wins \\"again\\" in Basel", truncation=True, max_length=64)' in usage
     assert f"python -m pipeline.predict --model {run_dir.as_posix()}" in usage
+    assert "| model kept | step 150, the best validation accuracy (88.00%) |" in section(text, "Training")
     assert "| transformers | 5.23.0 |" in section(text, "Environment")
     assert "## Baseline" not in text and "## Calibration" not in text and "baseline is more accurate" not in text
 
@@ -187,3 +188,22 @@ def test_report_cli_regenerates_the_card_of_an_old_run(tmp_path, capsys):
     saved = yaml.safe_load((run_dir / "config.yaml").read_text())
     assert saved["run"]["license"] is None
     assert to_dict(load_config(run_dir / "config.yaml"))["model"]["kind"] == "pretrained"  # the new default name
+
+
+def test_multi_label_run_names_subset_accuracy_and_micro_f1(tmp_path):
+    extra = {"best": {"step": 40, "metric": "micro_f1", "validation_micro_f1": 0.61},
+             "data": {"task": "multi_label", "sizes": {"train": 900, "validation": 100, "test": 100}}}
+    run_dir = fake_run(tmp_path, "data.task=multi_label", extra_metrics=extra)
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    for split in ("test", "validation"):  # multi-label metrics have micro-F1 and no confusion matrix
+        metrics[split]["micro_f1"] = 0.6234
+        del metrics[split]["confusion_matrix"]
+    (run_dir / "metrics.json").write_text(json.dumps(metrics))
+    card = ModelCard.load(write_model_card(run_dir))
+    results = {(r.metric_type, (r.metric_args or {}).get("average")): r for r in card.data.eval_results}
+    assert results["accuracy", None].metric_name == "Subset accuracy"
+    assert results["f1", "micro"].metric_value == 0.6234 and results["f1", "macro"].metric_value == 0.8654321
+    assert "says which of its 4 labels (World, Sports, Business, Sci/Tech) apply" in card.text
+    assert "| micro-F1 | 0.6234 | 0.6234 |" in section(card.text, "Evaluation")
+    assert "Confusion matrix" not in card.text
+    assert "| model kept | step 40, the best validation micro-f1 (0.6100) |" in section(card.text, "Training")

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import REPO_ROOT
+
 NOTEBOOK = REPO_ROOT / "notebooks" / "ag_news_walkthrough.ipynb"
 # What reads well on a code host: figures at modest dpi, no huge tables.
 MAX_NOTEBOOK_BYTES = 2 * 1024 * 1024

@@ -652,6 +652,7 @@ def test_training_truncation_over_budget_is_flagged(tmp_path: Path):
     assert summary_rows(markdown)["Truncated texts (train)"] == ["5.00% (over the 1.00% budget)", "5.00%"]
 
 
+@pytest.mark.slow  # two fine-tuning runs (the fixture)
 def test_real_runs_record_their_baseline_and_the_report_shows_it(two_real_runs, real_run_report):
     markdown, _ = real_run_report
     rows = summary_rows(markdown)

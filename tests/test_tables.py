@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -150,8 +151,6 @@ def test_a_csv_file_named_parquet_and_compressed_parquet_are_refused(tmp_path):
     assert "uncompressed file" in message_of(compressed)
 
 
-@pytest.mark.xfail(strict=True, reason="open_table documents 'all in one chunk when chunk_size is None', but Parquet "
-                                       "is cut into chunks of 65,536 rows (pyarrow's batch size) regardless")
 def test_a_whole_read_is_one_chunk_for_parquet_too(tmp_path):
     path = tmp_path / "big.parquet"
     pd.DataFrame({"text": [f"row {i}" for i in range(70_000)]}).to_parquet(path, index=False)
@@ -168,7 +167,7 @@ def test_a_whole_read_is_one_chunk_for_parquet_too(tmp_path):
 def test_line_numbers_count_physical_lines_of_multi_line_fields(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text('id,text\n1,"a\nb"\n2,c\n\n3,"x\ny\nz"\n4,d\n')
-    header, records, numbers, unit = read_all(path)
+    _, records, numbers, unit = read_all(path)
     assert records == [["1", "a\nb"], ["2", "c"], ["3", "x\ny\nz"], ["4", "d"]]
     assert numbers == [2, 4, 6, 9] and unit == "line"  # the blank line 5 is skipped, but counted
     path.write_text('id,text\n1,"a\nb"\n2,c\n\n3,"x\ny\nz"\n4,d,EXTRA\n')
@@ -327,12 +326,8 @@ def test_is_missing():
 
 
 def test_text_spec_from_config_and_with_columns():
-    class Data:
-        text_columns = ["title", "description"]
-        text_separator = "|"
-        unescape_newlines = True
-
-    spec = TextSpec.from_data_config(Data())
+    data = SimpleNamespace(text_columns=["title", "description"], text_separator="|", unescape_newlines=True)
+    spec = TextSpec.from_data_config(data)
     assert spec == TextSpec(("title", "description"), "|", True)
     assert spec.with_columns(None) is spec and spec.with_columns([]) is spec
     assert spec.with_columns(["body"]) == TextSpec(("body",), "|", True)

@@ -1,0 +1,164 @@
+"""Multi-label tasks (data.task: multi_label): label sets from list columns or delimited strings, iterative
+stratification, sigmoid per class, multi-label metrics, and a run whose saved model transformers reads as
+multi-label."""
+
+import csv
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from pipeline.config import load_config
+from pipeline.data import load_data
+from pipeline.evaluation import compute_multilabel_metrics
+from pipeline.splits import iterative_sample, labels_of
+from pipeline.tables import DataError
+
+CLASSES = ["health", "politics", "sports", "tech"]
+WORDS = {"health": "doctor", "politics": "senate", "sports": "goal", "tech": "chip"}
+
+
+def label_sets(count: int, seed: int = 0) -> list[list[str]]:
+    rng = np.random.default_rng(seed)
+    return [sorted(rng.choice(CLASSES, size=rng.choice([0, 1, 1, 2]), replace=False).tolist()) for _ in range(count)]
+
+
+def write_jsonl(path, sets):
+    with open(path, "w", encoding="utf-8") as handle:
+        for index, labels in enumerate(sets):
+            words = " ".join(WORDS.get(name, name) for name in labels)
+            handle.write(json.dumps({"text": f"story {index} {words} news", "label": labels}) + "\n")
+    return path
+
+
+def files_config(path, *overrides):
+    return load_config(None, ["data.source=files", f"data.train_file={path}", "data.task=multi_label", *overrides])
+
+
+def test_list_column_and_delimited_string_give_the_same_multi_hot_rows(tmp_path):
+    sets = label_sets(200)
+    jsonl = write_jsonl(tmp_path / "train.jsonl", sets)
+    with open(tmp_path / "train.csv", "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["text", "label"])
+        for index, labels in enumerate(sets):
+            writer.writerow([f"story {index} {' '.join(WORDS[name] for name in labels)} news", "|".join(labels)])
+    from_json = load_data(files_config(jsonl).data, seed=3)
+    from_csv = load_data(files_config(tmp_path / "train.csv").data, seed=3)
+    assert from_json.labels == from_csv.labels == CLASSES  # the sorted union
+    assert from_json.multi_label and "labels" in from_json.splits["train"].column_names
+    for split in ("train", "validation", "test"):
+        np.testing.assert_array_equal(labels_of(from_json.splits[split]), labels_of(from_csv.splits[split]))
+    train = labels_of(from_json.splits["train"])
+    assert train.shape[1] == 4 and (train.sum(axis=1) == 0).any()  # empty sets stay, as all-negative rows
+    assert from_json.summary["class_counts"]["train"]["per_class"] == dict(zip(CLASSES, train.sum(0).astype(int).tolist()))
+
+
+def test_parquet_list_column_reads_as_label_sets(tmp_path):
+    sets = label_sets(60, seed=1)
+    path = tmp_path / "train.parquet"
+    pd.DataFrame({"text": [f"row {i}" for i in range(60)], "label": sets}).to_parquet(path)
+    data = load_data(files_config(path, "data.label_names=[health,politics,sports,tech]").data, seed=0)
+    rows = np.concatenate([labels_of(data.splits[name]) for name in ("train", "validation", "test")])
+    assert rows.sum() == sum(len(labels) for labels in sets)
+
+
+def test_unknown_label_and_separator_inside_a_name_are_errors_naming_the_row(tmp_path):
+    jsonl = write_jsonl(tmp_path / "train.jsonl", [["health"], ["sports", "weather"], ["tech"]] * 5)
+    with pytest.raises(DataError, match=r"train\.jsonl, line 2, column 'label': label 'weather' is not a known class"):
+        load_data(files_config(jsonl, "data.label_names=[health,sports,tech]").data, seed=0)
+    joined = tmp_path / "joined.jsonl"
+    joined.write_text('{"text": "a", "label": ["x"]}\n{"text": "b", "label": ["x|y"]}\n', encoding="utf-8")
+    with pytest.raises(DataError, match=r"joined\.jsonl, line 2, column 'label': label 'x\|y' contains "
+                                        r"data\.label_separator"):
+        load_data(files_config(joined).data, seed=0)
+    with pytest.raises(DataError, match=r"data\.label_names: class 'a/b' contains data\.label_separator '/'"):
+        load_data(files_config(jsonl, "data.label_names=[a/b,c]", "data.label_separator=/").data, seed=0)
+
+
+def test_iterative_stratification_keeps_every_class_share_and_the_exact_size():
+    rng = np.random.default_rng(5)
+    multi_hot = (rng.random((2000, 5)) < [0.4, 0.2, 0.1, 0.05, 0.01]).astype(np.float32)
+    chosen, rest = iterative_sample(multi_hot, 200, seed=0)
+    assert len(chosen) == 200 and len(rest) == 1800 and not set(chosen) & set(rest)
+    overall, picked = multi_hot.mean(axis=0), multi_hot[chosen].mean(axis=0)
+    np.testing.assert_allclose(picked, overall, atol=0.012)
+    assert iterative_sample(multi_hot, 200, seed=0) == (chosen, rest)  # seeded
+
+
+def test_multilabel_metrics_by_hand():
+    gold = np.array([[1, 0, 1], [0, 1, 0], [0, 0, 0], [1, 1, 0]], dtype=np.float32)
+    predicted = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 0], [1, 0, 1]], dtype=bool)
+    metrics = compute_multilabel_metrics(gold, predicted, ["a", "b", "c"])
+    assert metrics["subset_accuracy"] == metrics["accuracy"] == 0.5
+    assert metrics["micro_f1"] == pytest.approx(2 * 3 / (2 * 3 + 1 + 2))  # tp 3, fp 1, fn 2
+    assert metrics["hamming_loss"] == pytest.approx(3 / 12)
+    # per row: 2/3, 1, 1 (nothing to find, nothing claimed), 1/2
+    assert metrics["samples_f1"] == pytest.approx((2 / 3 + 1 + 1 + 0.5) / 4)
+    assert metrics["per_class"]["a"] == {"precision": 1.0, "recall": 1.0, "f1": 1.0, "support": 2}
+    assert metrics["per_class"]["c"]["support"] == 1 and metrics["per_class"]["c"]["f1"] == 0.0
+
+
+def test_encoder_computes_binary_cross_entropy_for_multi_label():
+    from pipeline.config import EncoderSettings
+    from pipeline.models.encoder import EncoderClassifierConfig, EncoderForSequenceClassification
+
+    settings = EncoderSettings(hidden_size=16, num_heads=2, intermediate_size=32, max_position_embeddings=32)
+    config = EncoderClassifierConfig.from_settings(settings, vocab_size=50, pad_token_id=0, id2label=["a", "b", "c"],
+                                                   problem_type="multi_label_classification")
+    model = EncoderForSequenceClassification(config).eval()
+    labels = torch.tensor([[1.0, 0.0, 1.0], [0.0, 0.0, 0.0]])
+    output = model(input_ids=torch.randint(1, 50, (2, 7)), labels=labels)
+    expected = torch.nn.functional.binary_cross_entropy_with_logits(output.logits, labels)
+    torch.testing.assert_close(output.loss, expected)
+
+
+def test_a_multi_label_run_saves_a_model_every_loader_reads_as_multi_label(tmp_path, tiny_bert_dir,
+                                                                          fresh_accelerate_state):
+    from transformers import pipeline as hf_pipeline
+
+    from pipeline import finetune
+    from pipeline.predict import predict_texts
+    from pipeline.predict.cli import main as predict_main
+
+    train = write_jsonl(tmp_path / "train.jsonl", label_sets(160, seed=2))
+    config = load_config(None, [
+        f"run.output_dir={tmp_path / 'runs'}", "run.name=multi", "data.source=files", f"data.train_file={train}",
+        "data.task=multi_label", f"data.cache_dir={tmp_path / 'cache'}", f"tokenizer.name_or_path={tiny_bert_dir}",
+        f"model.name_or_path={tiny_bert_dir}", "train.max_steps=6", "train.per_device_batch_size=16",
+        "train.learning_rate=3e-3", "train.mixed_precision=no", "train.class_weights=balanced",
+        "eval.threshold=best_f1", "eval.baseline=none", "eval.predict_speed_rows=0", "train.log_every_steps=2",
+    ])
+    metrics = finetune.run(config)
+    assert metrics["best"]["metric"] == "micro_f1" and "validation_micro_f1" in metrics["best"]
+    for key in ("micro_f1", "macro_f1", "samples_f1", "subset_accuracy", "hamming_loss", "per_class", "areas"):
+        assert key in metrics["test"], key
+    assert set(metrics["thresholds"]["thresholds"]) == set(CLASSES)
+    assert metrics["training"]["class_weights"]["tech"] > 1  # pos_weight: negatives / positives
+    run_dir = config.run_dir
+    saved = json.loads((run_dir / "model" / "config.json").read_text())
+    assert saved["problem_type"] == "multi_label_classification"
+    assert json.loads((run_dir / "model" / "decision.json").read_text())["kind"] == "multi_label"
+
+    # transformers reads the saved model as multi-label: a sigmoid per class, not a softmax over them.
+    scores = hf_pipeline("text-classification", model=str(run_dir / "model"), top_k=None)(["story doctor goal"])[0]
+    assert len(scores) == 4 and sum(item["score"] for item in scores) != pytest.approx(1.0, abs=1e-3)
+    (labels, label_scores), = predict_texts(run_dir, ["story doctor goal"])
+    by_name = {item["label"]: item["score"] for item in scores}
+    for name, score in zip(labels, label_scores):  # the pipeline's and predict's probabilities agree
+        assert score == pytest.approx(by_name[name], abs=1e-4)
+        assert score >= metrics["thresholds"]["thresholds"][name]
+
+    source = tmp_path / "in.csv"
+    source.write_text("text\nstory doctor goal\nstory chip\n", encoding="utf-8")
+    predict_main(["--model", str(run_dir), "--input", str(source), "--output", str(tmp_path / "out.csv"),
+                  "--probabilities", "--no-progress"])
+    out = pd.read_csv(tmp_path / "out.csv", keep_default_na=False)
+    assert list(out.columns) == ["text", "labels", *[f"prob_{name}" for name in CLASSES], "error"]
+    for _, row in out.iterrows():
+        expected = [name for name in CLASSES if row[f"prob_{name}"] >= metrics["thresholds"]["thresholds"][name]]
+        assert row["labels"] == "|".join(expected)
+    predictions = pd.read_csv(run_dir / "test_predictions.csv", keep_default_na=False)
+    assert set(predictions.columns) >= {"text", "label", "predicted", "score"}

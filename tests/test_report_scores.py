@@ -1,0 +1,79 @@
+"""Reports read imbalance right (macro-F1 and balanced accuracy lead above a 3:1 class ratio, classes by support,
+row-normalised confusion matrix) and show calibration and operating points."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from pipeline.calibration import reliability_bins
+from pipeline.report.blocks import Images, Paragraph, Table
+from pipeline.report.runs import Run
+from pipeline.report.sections import build_report
+
+
+def run_of(name: str, ratio: float, binary: bool = False) -> Run:
+    labels = ["neg", "pos"] if binary else ["big", "mid", "rare"]
+    per_class = {label: {"precision": 0.8, "recall": 0.7, "f1": 0.75, "support": support}
+                 for label, support in zip(labels, [10, 300, 40])}
+    rng = np.random.default_rng(0)
+    gold = rng.integers(0, 2, 200)
+    scores = np.clip(gold * 0.5 + rng.random(200) * 0.5, 0, 1)
+    probabilities = np.stack([1 - scores, scores], axis=1)
+    bins = reliability_bins(probabilities, gold)
+    metrics = {
+        "labels": labels,
+        "test": {"accuracy": 0.9, "macro_f1": 0.6, "balanced_accuracy": 0.55, "num_samples": 350,
+                 "per_class": per_class, "confusion_matrix": [[8, 2, 0], [30, 270, 0], [0, 20, 20]][: len(labels)]},
+        "data": {"class_counts": {"train": {"imbalance_ratio": ratio}}},
+        "calibration": {"enabled": True, "temperature": 1.7, "bins": 15,
+                        "ece": {"validation": {"before": 0.08, "after": 0.02}, "test": {"before": 0.09, "after": 0.03}},
+                        "reliability": {"test": {"before": bins, "after": bins}}},
+    }
+    predictions = None
+    if binary:
+        metrics["test"]["confusion_matrix"] = [[90, 10], [20, 80]]
+        metrics["test"]["areas"] = {"per_class": {"pos": {"roc_auc": 0.9, "average_precision": 0.85}}}
+        metrics["thresholds"] = {"kind": "binary", "thresholds": {"pos": 0.4},
+                                 "chosen": {"pos": {"setting": {"precision": 0.99}, "threshold": 0.4,
+                                                    "fallback": "no threshold reaches precision 0.99"}}}
+        predictions = pd.DataFrame({"text": ["t"] * 200, "label": np.where(gold == 1, "pos", "neg"),
+                                    "predicted": "pos", "score": 0.5, "prob_neg": 1 - scores, "prob_pos": scores})
+    return Run(name, Path(name), {}, metrics, [], predictions)
+
+
+def texts(blocks) -> str:
+    return "\n".join(block.text for block in blocks if isinstance(block, Paragraph))
+
+
+def test_imbalanced_runs_lead_with_macro_f1_and_balanced_accuracy_and_say_why():
+    _, blocks = build_report([run_of("skewed", ratio=20.0)])
+    summary = next(block for block in blocks if isinstance(block, Table))
+    assert [row[0].text for row in summary.rows[:3]] == ["Macro-F1", "Balanced accuracy", "Test accuracy"]
+    assert "imbalanced" in texts(blocks) and "20.0" in texts(blocks)
+    assert texts(blocks).index("macro-F1 0.6000") < texts(blocks).index("accuracy 90.00%")
+
+    _, balanced = build_report([run_of("even", ratio=1.5)])
+    summary = next(block for block in balanced if isinstance(block, Table))
+    assert summary.rows[0][0].text == "Test accuracy" and "imbalanced" not in texts(balanced)
+
+
+def test_classes_by_support_and_a_row_normalised_confusion_matrix():
+    _, blocks = build_report([run_of("skewed", ratio=20.0)])
+    tables = [block for block in blocks if isinstance(block, Table)]
+    per_class = next(table for table in tables if table.header[:2] == ["Class", "Support"])
+    assert [row[0].text for row in per_class.rows] == ["mid", "rare", "big"]  # 300, 40, 10 test rows
+    confusion = next(table for table in tables if table.header[0].startswith("true"))
+    assert confusion.rows[0][1].text == "80.0% (8)" and confusion.rows[1][2].text == "90.0% (270)"
+
+
+def test_calibration_and_operating_points_are_shown():
+    _, blocks = build_report([run_of("binary", ratio=1.2, binary=True)])
+    tables = [block for block in blocks if isinstance(block, Table)]
+    calibration = next(table for table in tables if table.header[:2] == ["Run", "Temperature"])
+    assert calibration.rows[0][1].text == "1.700" and calibration.rows[0][2].text == "0.0800 → 0.0200"
+    operating = next(table for table in tables if "ROC AUC" in table.header)
+    assert operating.rows[0][0].text == "pos" and operating.rows[0][1].text == "0.4000"
+    assert "no threshold reaches precision 0.99" in texts(blocks)
+    charts = [chart.alt_text for block in blocks if isinstance(block, Images) for chart in block.charts]
+    assert any("reliability" in alt for alt in charts) and any("precision-recall" in alt for alt in charts)

@@ -1,0 +1,170 @@
+"""Decision thresholds (pipeline.thresholds): chosen on validation, stored with the model, applied the same way."""
+
+import logging
+
+import numpy as np
+import pytest
+
+from pipeline.config import ConfigError
+from pipeline.thresholds import (
+    KIND_BINARY,
+    KIND_FLAG,
+    KIND_MULTI_LABEL,
+    Decision,
+    check_setting,
+    choose_decision,
+    choose_threshold,
+    default_decision,
+)
+
+
+def binary_validation(seed: int = 0, rows: int = 400):
+    """Scores of a decent binary classifier: positives score higher on average."""
+    rng = np.random.default_rng(seed)
+    gold = rng.random(rows) < 0.3
+    positive = np.clip(rng.normal(np.where(gold, 0.7, 0.35), 0.15), 0.001, 0.999)
+    return np.stack([1 - positive, positive], axis=1), gold.astype(np.int64)
+
+
+def precision_recall(predicted: np.ndarray, gold: np.ndarray) -> tuple[float, float]:
+    true_positive = (predicted & gold).sum()
+    return true_positive / max(predicted.sum(), 1), true_positive / gold.sum()
+
+
+def test_precision_target_gives_the_lowest_threshold_reaching_it():
+    probabilities, gold = binary_validation()
+    decision = choose_decision({"precision": 0.9}, probabilities, gold, ["neg", "pos"], multi_label=False)
+    assert decision.kind == KIND_BINARY and list(decision.thresholds) == ["pos"]
+    threshold = decision.thresholds["pos"]
+    scores, positive = probabilities[:, 1], gold == 1
+    precision, _ = precision_recall(scores >= threshold, positive)
+    assert precision >= 0.9
+    lower = np.unique(scores[scores < threshold])
+    assert all(precision_recall(scores >= t, positive)[0] < 0.9 for t in lower[-5:])  # nothing lower reaches it
+    assert decision.chosen["pos"]["validation_precision"] == pytest.approx(precision)
+    assert decision.predict(probabilities).tolist() == (scores >= threshold).astype(int).tolist()
+
+
+def test_recall_target_keeps_the_recall_at_the_highest_threshold():
+    probabilities, gold = binary_validation(1)
+    decision = choose_decision({"recall": 0.95}, probabilities, gold, ["neg", "pos"], multi_label=False)
+    threshold, scores = decision.thresholds["pos"], probabilities[:, 1]
+    assert precision_recall(scores >= threshold, gold == 1)[1] >= 0.95
+    higher = np.unique(scores[scores > threshold])[:3]
+    assert all(precision_recall(scores >= t, gold == 1)[1] < 0.95 for t in higher)
+
+
+def test_best_f1_beats_every_other_threshold():
+    probabilities, gold = binary_validation(2)
+    threshold, record = choose_threshold("best_f1", probabilities[:, 1], gold == 1)
+
+    def f1(t):
+        precision, recall = precision_recall(probabilities[:, 1] >= t, gold == 1)
+        return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+
+    assert f1(threshold) >= max(f1(t) for t in np.linspace(0.05, 0.95, 91)) - 1e-12
+    assert record["setting"] == "best_f1" and "fallback" not in record
+
+
+def test_unreachable_precision_warns_and_falls_back_to_best_f1(caplog):
+    probabilities, gold = binary_validation(3)
+    probabilities[:, 1] = np.where(gold == 1, 0.6, 0.6)  # one score for all: precision = base rate at best
+    with caplog.at_level(logging.WARNING, logger="pipeline.thresholds"):
+        decision = choose_decision({"precision": 0.99}, probabilities, gold, ["neg", "pos"], multi_label=False)
+    assert "no threshold reaches precision 0.99" in decision.chosen["pos"]["fallback"]
+    assert "best_f1" in decision.chosen["pos"]["fallback"]
+    assert "precision 0.99" in caplog.text
+
+
+def test_multi_label_thresholds_per_class_and_the_default_half():
+    rng = np.random.default_rng(4)
+    gold = (rng.random((300, 3)) < [0.5, 0.2, 0.05]).astype(np.float32)
+    probabilities = np.clip(gold * 0.4 + rng.random((300, 3)) * 0.6, 0, 1)
+    default = default_decision(["a", "b", "c"], multi_label=True)
+    assert default.kind == KIND_MULTI_LABEL and default.vector().tolist() == [0.5, 0.5, 0.5]
+    assert (default.predict(probabilities) == (probabilities >= 0.5)).all()
+    decision = choose_decision({"a": 0.3, "c": "best_f1"}, probabilities, gold, ["a", "b", "c"], multi_label=True)
+    assert decision.thresholds["a"] == 0.3 and "b" not in decision.thresholds
+    assert decision.vector()[1] == 0.5  # an unnamed class keeps the default
+    predicted = decision.predict(probabilities)
+    assert predicted.shape == (300, 3) and predicted.dtype == bool
+
+
+def test_multi_class_threshold_flags_rows_instead_of_relabelling():
+    probabilities = np.array([[0.5, 0.3, 0.2], [0.9, 0.05, 0.05], [0.2, 0.35, 0.45]])
+    gold = np.array([0, 0, 2])
+    decision = choose_decision(0.6, probabilities, gold, ["x", "y", "z"], multi_label=False)
+    assert decision.kind == KIND_FLAG
+    assert decision.predict(probabilities).tolist() == [0, 0, 2]  # argmax, never forced
+    assert decision.low_confidence(probabilities).tolist() == [True, False, True]
+
+
+def test_decision_round_trips_through_its_record():
+    probabilities, gold = binary_validation(5)
+    decision = choose_decision("best_f1", probabilities, gold, ["neg", "pos"], multi_label=False)
+    again = Decision.from_dict(decision.to_dict(), ["neg", "pos"])
+    assert again.predict(probabilities).tolist() == decision.predict(probabilities).tolist()
+    with pytest.raises(ValueError, match="'other'"):
+        Decision.from_dict({"kind": "binary", "thresholds": {"other": 0.4}}, ["neg", "pos"])
+
+
+def test_settings_naming_classes_are_checked_before_training():
+    with pytest.raises(ConfigError, match=r"eval\.threshold\.Nope: no such class"):
+        check_setting({"Nope": 0.5}, ["World", "Sports"], multi_label=True)
+    with pytest.raises(ConfigError, match=r"eval\.threshold\.neg: a binary task thresholds its positive"):
+        check_setting({"neg": 0.5}, ["neg", "pos"], multi_label=False)
+    check_setting({"precision": 0.9}, ["neg", "pos"], multi_label=False)  # a target, not a class
+
+
+# --- Through a run: chosen on validation, stored in model/decision.json, used by prediction
+
+
+def test_a_binary_run_stores_its_threshold_and_prediction_uses_it(tmp_path, tiny_bert_dir, fresh_accelerate_state):
+    import json
+
+    import pandas as pd
+
+    from pipeline import finetune
+    from pipeline.config import load_config
+    from pipeline.predict import predict_dataframe
+
+    rng = np.random.default_rng(0)
+    rows = [("pos" if positive else "neg", f"item {i} {'great fine' if positive else 'awful poor'} {rng.integers(99)}")
+            for i, positive in enumerate(rng.random(160) < 0.3)]
+    pd.DataFrame(rows, columns=["label", "text"]).to_csv(tmp_path / "train.csv", index=False)
+    config = load_config(None, [
+        f"run.output_dir={tmp_path / 'runs'}", "run.name=binary", "data.source=files",
+        f"data.train_file={tmp_path / 'train.csv'}", f"data.cache_dir={tmp_path / 'cache'}",
+        f"tokenizer.name_or_path={tiny_bert_dir}", f"model.name_or_path={tiny_bert_dir}", "train.max_steps=4",
+        "train.per_device_batch_size=16", "train.learning_rate=3e-3", "train.mixed_precision=no",
+        "eval.threshold={recall: 0.9}", "eval.baseline=none", "eval.predict_speed_rows=0",
+    ])
+    metrics = finetune.run(config)
+    decision = json.loads((config.run_dir / "model" / "decision.json").read_text())
+    assert decision["kind"] == "binary" and list(decision["thresholds"]) == ["pos"]
+    assert decision["temperature_folded"] and decision["temperature"] == metrics["calibration"]["temperature"]
+    assert metrics["test"]["areas"]["per_class"]["pos"]["roc_auc"] is not None
+    threshold = decision["thresholds"]["pos"]
+    labelled = predict_dataframe(config.run_dir, pd.DataFrame({"text": [text for _, text in rows[:40]]}),
+                                 probabilities=True)
+    expected = np.where(labelled["prob_pos"] >= threshold, "pos", "neg")
+    assert labelled["label"].tolist() == expected.tolist()
+
+
+def test_a_multi_class_threshold_flags_low_confidence_rows_in_prediction(tiny_run_config, tmp_path):
+    import pandas as pd
+
+    from pipeline import finetune
+    from pipeline.predict import predict_dataframe
+
+    config = tiny_run_config("run.name=flags", "train.max_steps=2", "eval.threshold=0.3", "eval.baseline=none",
+                             "eval.predict_speed_rows=0", "data.max_train_samples=64", "data.max_eval_samples=64")
+    metrics = finetune.run(config)
+    assert metrics["thresholds"]["kind"] == "flag" and "low_confidence" in metrics["test"]
+    frame = pd.DataFrame({"title": ["Stocks rally", "Cup final tonight"], "description": ["Oil falls", "Fans gather"]})
+    labelled = predict_dataframe(config.run_dir, frame, probabilities=True)
+    assert list(labelled.columns)[-2:] == ["low_confidence", "error"]
+    top = labelled[[f"prob_{name}" for name in metrics["labels"]]].max(axis=1)
+    assert labelled["low_confidence"].tolist() == (top < 0.3).tolist()
+    assert labelled["label"].tolist() == [metrics["labels"][i] for i in
+                                          labelled[[f"prob_{n}" for n in metrics["labels"]]].to_numpy().argmax(1)]
