@@ -227,8 +227,8 @@ def test_summary_numbers_match_metrics_json(two_runs, two_run_report):
             assert float(rows[f"F1: {label}"][column]) == pytest.approx(test["per_class"][label]["f1"], abs=5.1e-5)
         assert rows["Parameters"][column] == f"{metrics['run']['num_parameters']:,}"
         assert rows["Fixed length (tokens)"][column] == "64 (auto)"
-        assert rows["Truncated texts (test)"][column] == "1.23%"
-        assert rows["Truncated texts (train)"][column] == "0.98%"
+        assert rows["Longer than the fixed length (test)"][column] == "1.23% truncated"
+        assert rows["Longer than the fixed length (train)"][column] == "0.98% truncated"
         assert rows["Training time"][column] == "20m 34s"
         assert rows["Effective batch size"][column] == "32"
         assert rows["Device"][column] == "cuda (NVIDIA H200), 1 process"
@@ -649,7 +649,8 @@ def test_training_truncation_over_budget_is_flagged(tmp_path: Path):
     assert ("over: 5.00% of its training texts were truncated at fixed length 64, over the budget of 1.00% "
             "(tokenizer.max_truncated_fraction)") in header_of(markdown)
     assert "lenient: 5.00% of its training texts" not in markdown
-    assert summary_rows(markdown)["Truncated texts (train)"] == ["5.00% (over the 1.00% budget)", "5.00%"]
+    assert summary_rows(markdown)["Longer than the fixed length (train)"] == [
+        "5.00% truncated (over the 1.00% budget)", "5.00% truncated"]
 
 
 @pytest.mark.slow  # two fine-tuning runs (the fixture)
@@ -680,3 +681,18 @@ def test_row_tables_show_the_datas_own_ids(tmp_path: Path):
         rows = markdown_table_rows(markdown_section(markdown, heading))
         body = [row for row in rows if row[0] != "Row"]  # one table per run under its own heading
         assert body and all(row[0].startswith("msg-") for row in body), heading
+
+
+def test_a_chunked_run_is_not_flagged_as_truncated(tmp_path: Path):
+    run = make_fake_run(tmp_path, "chunked", seed=3, correct_share=0.8)
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    config["tokenizer"].update(long_text="chunk", max_truncated_fraction=0.01)
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    metrics = json.loads((run / "metrics.json").read_text())
+    metrics["tokenization"]["truncated_fraction"]["train"] = 0.9
+    metrics["tokenization"]["windows_per_document"] = {"train": {"mean": 2.5, "p95": 4, "max": 6}}
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    markdown = write_report([run], tmp_path / "report")[0].read_text()
+    assert "over the" not in markdown and "never saw their ends" not in markdown
+    assert summary_rows(markdown)["Longer than the fixed length (train)"] == [
+        "90.00%, read in windows (2.50 per text, max 6)"]

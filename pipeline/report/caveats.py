@@ -204,7 +204,10 @@ def truncation_budget(run: Run) -> float:
 
 
 def truncation_over_budget(run: Run) -> tuple[float, float] | None:
-    """(share of train truncated, budget) when the share exceeds tokenizer.max_truncated_fraction, else None."""
+    """(share of train truncated, budget) when the share exceeds tokenizer.max_truncated_fraction, else None.
+    A run that read long texts in windows (tokenizer.long_text: chunk) truncated nothing."""
+    if nested_get(run.config, "tokenizer", "long_text") == "chunk":
+        return None
     share = run.metric("tokenization", "truncated_fraction", "train")
     budget = truncation_budget(run)
     if is_number(share) and share > budget:

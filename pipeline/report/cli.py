@@ -1,7 +1,8 @@
 """The command line, `python -m pipeline.report RUN [RUN ...] [--output DIR]`: arguments, messages, exit code.
 
 `--model-card` (re)writes each run's model/README.md instead; `--upgrade-model` re-saves an encoder folder saved
-before its code travelled with it, so that it loads with trust_remote_code=True.
+before its code travelled with it, so that it loads with trust_remote_code=True; `--measure-speed` times the
+prediction path of a run made before runs recorded it (metrics.json throughput.predict_rows_per_second).
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--upgrade-model", action="store_true",
                         help="instead of a report, re-save each from-scratch encoder (RUN, or a model folder) with "
                              "its modelling code and auto_map, so it loads with trust_remote_code=True anywhere")
+    parser.add_argument("--measure-speed", action="store_true",
+                        help="instead of a report, time each RUN's prediction path on its test texts and record "
+                             "rows/s in its metrics.json (throughput.predict_rows_per_second), for older runs")
     return parser.parse_args(argv)
 
 
@@ -38,6 +42,11 @@ def _model_tools(args: argparse.Namespace) -> int:
     from pipeline.modelcard import warn_if_not_portable, write_model_card
 
     errors: tuple[type[Exception], ...] = (RunDirError, OSError)
+    if args.measure_speed:
+        from pipeline.predict import PredictError
+        from pipeline.predict.speed import record_run_speed
+
+        errors += (PredictError,)
     if args.upgrade_model:  # torch and transformers: imported only when needed
         from pipeline.models.upgrade import UpgradeError, upgrade_model_dir
 
@@ -52,6 +61,8 @@ def _model_tools(args: argparse.Namespace) -> int:
                 if args.model_card:
                     print(write_model_card(path))
                     warn_if_not_portable(path)
+                if args.measure_speed:
+                    print(f"{path}: {record_run_speed(path):.1f} prediction rows/s")
             except errors as error:
                 print(f"error: {error}", file=sys.stderr)
                 status = 1
@@ -62,7 +73,7 @@ def _model_tools(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse_args(argv)
-    if args.model_card or args.upgrade_model:
+    if args.model_card or args.upgrade_model or args.measure_speed:
         return _model_tools(args)
     output_dir = args.output if args.output is not None else default_output_dir(args.runs)
     # Warnings become one-line messages: Python's default format adds a source line meant for developers.

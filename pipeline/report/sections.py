@@ -36,6 +36,7 @@ from pipeline.report.formatting import (
     truncate,
 )
 from pipeline.report.runs import Run
+from pipeline.report.scores import calibration_blocks, imbalance_sentence, is_imbalanced, operating_blocks
 from pipeline.rundir import (
     HISTORY_FILE,
     METRICS_FILE,
@@ -74,6 +75,8 @@ def build_report(runs: Sequence[Run], generated_at: datetime | None = None) -> t
     blocks += _confusion_blocks(runs)
     blocks += _curve_blocks(runs)
     blocks += _per_class_blocks(runs)
+    blocks += calibration_blocks(runs)
+    blocks += operating_blocks(runs)
     if len(runs) == 1:
         blocks += _export_blocks(runs[0])
     if comparison is not None:
@@ -98,11 +101,18 @@ def _header_blocks(runs: Sequence[Run], comparison: Comparison | None, generated
 
 
 def _verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
+    imbalanced = any(map(is_imbalanced, runs))
     if len(runs) == 1:
         run = runs[0]
+        samples = f"on {format_count(_num_test_samples(run))} test texts."
+        if imbalanced:  # accuracy would mostly measure the majority classes
+            return (f"{run.name}: test macro-F1 {format_score(run.metric('test', 'macro_f1'))}, balanced accuracy "
+                    f"{format_percent(run.metric('test', 'balanced_accuracy'))} (accuracy "
+                    f"{format_percent(run.metric('test', 'accuracy'))}) {samples} {imbalance_sentence(runs)}")
         return (f"{run.name}: test accuracy {format_percent(run.metric('test', 'accuracy'))}, macro-F1 "
-                f"{format_score(run.metric('test', 'macro_f1'))} on {format_count(_num_test_samples(run))} "
-                "test texts.")
+                f"{format_score(run.metric('test', 'macro_f1'))} {samples}")
+    if imbalanced:
+        return _macro_f1_verdict(runs, comparison)
     ranked = sorted(runs, key=lambda run: run.metric("test", "accuracy"), reverse=True)
     best, runner_up = ranked[0], ranked[1]
     best_accuracy, runner_up_accuracy = best.metric("test", "accuracy"), runner_up.metric("test", "accuracy")
@@ -120,6 +130,24 @@ def _verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
     rival = "runner-up " if len(runs) > 2 else ""
     return (f"Best by test accuracy: {best.name} with {format_percent(best_accuracy)}, {gap_points:.2f} points "
             f"ahead of {rival}{runner_up.name} ({format_percent(runner_up_accuracy)}).{caveat}")
+
+
+def _macro_f1_verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
+    """Imbalanced classes: runs ranked by test macro-F1, saying why."""
+    def macro_f1(run: Run) -> float:
+        value = run.metric("test", "macro_f1")
+        return value if is_number(value) else -1.0
+
+    ranked = sorted(runs, key=macro_f1, reverse=True)
+    best, runner_up = ranked[0], ranked[1]
+    caveat = " Caution: the runs were tested on different data." if (
+        comparison is not None and comparison.different_test_data) else ""
+    reason = imbalance_sentence(runs)
+    if macro_f1(best) == macro_f1(runner_up):
+        return f"{best.name} and {runner_up.name} tie on test macro-F1 at {format_score(macro_f1(best))}. {reason}{caveat}"
+    return (f"Best by test macro-F1: {best.name} with {format_score(macro_f1(best))} (balanced accuracy "
+            f"{format_percent(best.metric('test', 'balanced_accuracy'))}), ahead of {runner_up.name} "
+            f"({format_score(macro_f1(runner_up))}). {reason}{caveat}")
 
 
 def _caveat_sentences(runs: Sequence[Run]) -> list[str]:
@@ -145,8 +173,7 @@ def _num_test_samples(run: Run) -> Any:
 
 def _summary_blocks(runs: Sequence[Run]) -> list[Block]:
     rows: list[list[Cell]] = [
-        _metric_row("Test accuracy", runs, lambda r: r.metric("test", "accuracy"), format_percent, higher=True),
-        _metric_row("Macro-F1", runs, lambda r: r.metric("test", "macro_f1"), format_score, higher=True),
+        *_headline_rows(runs),
         # The speed side of the trade, next to accuracy: the prediction path's rows/s (pipeline.predict).
         _metric_row("Prediction rows/s", runs, lambda r: r.metric("throughput", "predict_rows_per_second"),
                     format_rate, higher=True),
@@ -163,9 +190,8 @@ def _summary_blocks(runs: Sequence[Run]) -> list[Block]:
         _text_row("Steps trained", runs, _steps_text),
         _text_row("Parameters", runs, lambda r: format_count(_num_parameters(r))),
         _text_row("Fixed length (tokens)", runs, _max_length_text),
-        _text_row("Truncated texts (test)", runs,
-                  lambda r: format_percent(r.metric("tokenization", "truncated_fraction", "test"))),
-        _text_row("Truncated texts (train)", runs, _truncated_train_text),
+        _text_row("Longer than the fixed length (test)", runs, lambda r: _long_text_share(r, "test")),
+        _text_row("Longer than the fixed length (train)", runs, _truncated_train_text),
         _text_row("Training time", runs, lambda r: format_duration(r.metric("timings", "train_seconds"))),
         _text_row("Total time", runs, lambda r: format_duration(r.metric("timings", "total_seconds"))),
         _text_row("Training samples/s", runs,
@@ -178,7 +204,26 @@ def _summary_blocks(runs: Sequence[Run]) -> list[Block]:
         _text_row("Model", runs, _model_text),
         _text_row("Finished", runs, lambda r: _timestamp_text(r.metric("run", "finished_at"))),
     ]
-    return [Heading(SECTION_SUMMARY), Table(["", *[run.name for run in runs]], rows), *_baseline_notes(runs)]
+    reason = imbalance_sentence(runs)
+    leading = [Paragraph(reason, style="note")] if reason else []
+    return [Heading(SECTION_SUMMARY), *leading, Table(["", *[run.name for run in runs]], rows), *_baseline_notes(runs)]
+
+
+def _headline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
+    """Accuracy first, or macro-F1 and balanced accuracy first when train's classes are imbalanced (a note above
+    the table says so); multi-label runs add micro- and samples-F1 and the Hamming loss."""
+    def row(label: str, key: str, formatter: Callable[[Any], str], higher: bool = True) -> list[Cell]:
+        return _metric_row(label, runs, lambda r: r.metric("test", key), formatter, higher=higher)
+
+    accuracy = row("Test accuracy", "accuracy", format_percent)
+    macro_f1 = row("Macro-F1", "macro_f1", format_score)
+    balanced = [row("Balanced accuracy", "balanced_accuracy", format_percent)] if any(
+        is_number(run.metric("test", "balanced_accuracy")) for run in runs) else []
+    rows = [macro_f1, *balanced, accuracy] if any(map(is_imbalanced, runs)) else [accuracy, macro_f1, *balanced]
+    if any(is_number(run.metric("test", "micro_f1")) for run in runs):
+        rows += [row("Micro-F1", "micro_f1", format_score), row("Samples-F1", "samples_f1", format_score),
+                 row("Hamming loss", "hamming_loss", format_score, higher=False)]
+    return rows
 
 
 def _baseline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
@@ -205,8 +250,17 @@ def _baseline_notes(runs: Sequence[Run]) -> list[Block]:
     return blocks
 
 
+def _long_text_share(run: Run, split: str) -> str:
+    """The share of texts longer than the fixed length, and what became of them: truncated, or read in windows."""
+    text = format_percent(run.metric("tokenization", "truncated_fraction", split))
+    windows = run.metric("tokenization", "windows_per_document", split)
+    if isinstance(windows, dict) and is_number(windows.get("mean")):
+        return f"{text}, read in windows ({windows['mean']:.2f} per text, max {windows.get('max')})"
+    return f"{text} truncated" if text != MISSING else text
+
+
 def _truncated_train_text(run: Run) -> str:
-    text = format_percent(run.metric("tokenization", "truncated_fraction", "train"))
+    text = _long_text_share(run, "train")
     over = truncation_over_budget(run)
     return f"{text} (over the {format_percent(over[1])} budget)" if over else text
 
@@ -329,6 +383,10 @@ def _confusion_blocks(runs: Sequence[Run]) -> list[Block]:
     images = []
     for run in runs:
         matrix = run.metric("test", "confusion_matrix")
+        if run.metric("data", "task") == "multi_label":
+            blocks.append(Paragraph(f"{run.name}: a multi-label task has no confusion matrix; see the per-class "
+                                    "precision and recall.", style="note"))
+            continue
         if not _valid_matrix(matrix, len(run.labels)):
             blocks.append(Paragraph(f"{run.name}: {METRICS_FILE} has no usable test confusion matrix.", style="note"))
             continue
@@ -348,8 +406,15 @@ def _valid_matrix(matrix: Any, size: int) -> bool:
 
 
 def _confusion_table(matrix: list[list[float]], labels: list[str]) -> Table:
-    rows = [[Cell(label), *[Cell(format_count(count), "num") for count in row]] for label, row in zip(labels, matrix)]
-    return Table(["true ↓ predicted →", *labels], rows, only="md")
+    """Row-normalised: each cell is the share of its true class (so rare classes read as clearly as common ones),
+    with the count beside it."""
+    rows = []
+    for label, row in zip(labels, matrix):
+        total = sum(row)
+        cells = [Cell(f"{format_percent(count / total, 1) if total else MISSING} ({format_count(count)})", "num")
+                 for count in row]
+        rows.append([Cell(label), *cells])
+    return Table(["true ↓ predicted → (share of the true class)", *labels], rows, only="md")
 
 
 # --- 4. Validation curves
@@ -400,7 +465,7 @@ def _curve_point(curve: plots.EvalCurve, index: int) -> str:
 
 
 def _per_class_blocks(runs: Sequence[Run]) -> list[Block]:
-    labels = _all_labels(runs)
+    labels = _by_support(runs, _all_labels(runs))
     f1_by_run = {run.name: [_per_class_value(run, label, "f1") for label in labels] for run in runs}
     blocks: list[Block] = [Heading(SECTION_PER_CLASS)]
     if any(value is not None for values in f1_by_run.values() for value in values):
@@ -411,8 +476,19 @@ def _per_class_blocks(runs: Sequence[Run]) -> list[Block]:
     return blocks
 
 
+def _by_support(runs: Sequence[Run], labels: list[str]) -> list[str]:
+    """Classes with the most test rows first (the first run that knows a class gives its support)."""
+    def support(label: str) -> float:
+        found = next((value for value in (_per_class_value(run, label, "support") for run in runs)
+                      if value is not None), None)
+        return -(found or 0)
+
+    return sorted(labels, key=support)
+
+
 def _per_class_table(runs: Sequence[Run], labels: list[str]) -> Table:
-    """One row per class and run (a column per run would need unreadably long headers), best F1 in bold."""
+    """One row per class and run (a column per run would need unreadably long headers), best F1 in bold; classes
+    with the most test rows first."""
     several = len(runs) > 1
     rows, row_styles = [], []
     for label in labels:

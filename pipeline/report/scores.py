@@ -1,0 +1,206 @@
+"""The report's account of scores you can act on: class imbalance (which metrics lead), calibration (expected
+calibration error and reliability diagrams before and after temperature scaling) and operating points (ROC and
+precision-recall curves with their areas and the decision threshold's point, for binary and multi-label runs).
+
+Everything is read from the run directory: metrics.json (`data.class_counts`, `calibration`, `thresholds`,
+`test.areas`) and test_predictions.csv (the per-class probabilities the curves are drawn from).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from pipeline import plots
+from pipeline.config import DataConfig
+from pipeline.report.blocks import Block, Cell, Chart, Heading, Images, Paragraph, Table
+from pipeline.report.formatting import MISSING, format_score
+from pipeline.report.runs import Run
+from pipeline.rundir import PREDICTION_GOLD, PROBABILITY_PREFIX, REPORT_HTML, is_number, nested_get
+
+SECTION_CALIBRATION = "Calibration"
+SECTION_OPERATING = "Operating points"
+# Above this ratio of the largest to the smallest class in train, accuracy mostly measures the majority classes:
+# the report then leads with macro-F1 and balanced accuracy.
+IMBALANCE_RATIO = 3.0
+# Curves drawn per run at most (the classes with the most test rows); the table lists every class.
+MAX_CURVES = 8
+
+
+# --- Imbalance
+
+
+def imbalance_ratio(run: Run) -> float | None:
+    ratio = run.metric("data", "class_counts", "train", "imbalance_ratio")
+    return float(ratio) if is_number(ratio) else None
+
+
+def is_imbalanced(run: Run) -> bool:
+    ratio = imbalance_ratio(run)
+    return ratio is not None and ratio > IMBALANCE_RATIO
+
+
+def imbalance_sentence(runs: Sequence[Run]) -> str | None:
+    """Why the summary leads with macro-F1 and balanced accuracy, when it does."""
+    skewed = [(run.name, imbalance_ratio(run)) for run in runs if is_imbalanced(run)]
+    if not skewed:
+        return None
+    ratios = ", ".join(f"{ratio:.1f} in {name}" for name, ratio in skewed) if len(runs) > 1 else f"{skewed[0][1]:.1f}"
+    return (f"The train classes are imbalanced (largest / smallest class: {ratios}; above {IMBALANCE_RATIO:g}), so "
+            "macro-F1 and balanced accuracy lead: accuracy mostly measures the majority classes.")
+
+
+# --- Calibration
+
+
+def calibration_blocks(runs: Sequence[Run]) -> list[Block]:
+    with_record = [run for run in runs if isinstance(run.metric("calibration", "ece"), dict)]
+    if not with_record:
+        return []
+    bins = with_record[0].metric("calibration", "bins") or MISSING
+    blocks: list[Block] = [
+        Heading(SECTION_CALIBRATION),
+        Paragraph(f"Expected calibration error ({bins} equal-width confidence bins: the gap between confidence and "
+                  "accuracy, weighted by rows) before and after temperature scaling. The temperature is fitted on "
+                  "validation and folded into the saved model, so every way of loading it gives the calibrated "
+                  "probabilities; the labels (argmax) do not change. Multi-label runs are measured over every "
+                  "(text, class) probability.", style="meta"),
+    ]
+    rows = [[Cell(run.name), Cell(_temperature_text(run), "num"),
+             *[Cell(_ece_text(run, split), "num") for split in ("validation", "test")]]
+            for run in with_record]
+    blocks.append(Table(["Run", "Temperature", "ECE validation (before → after)", "ECE test (before → after)"], rows))
+    charts = [_reliability_chart(run) for run in with_record]
+    blocks.append(Images([chart for chart in charts if chart is not None], only="html"))
+    blocks.append(Paragraph(f"Reliability diagrams (test split) are drawn in {REPORT_HTML}.", style="meta", only="md"))
+    return blocks
+
+
+def _temperature_text(run: Run) -> str:
+    if run.metric("calibration", "enabled") is False:
+        return "off"
+    temperature = run.metric("calibration", "temperature")
+    return f"{temperature:.3f}" if is_number(temperature) else MISSING
+
+
+def _ece_text(run: Run, split: str) -> str:
+    before, after = run.metric("calibration", "ece", split, "before"), run.metric("calibration", "ece", split, "after")
+    if run.metric("calibration", "enabled") is False:
+        return format_score(before)
+    return f"{format_score(before)} → {format_score(after)}"
+
+
+def _reliability_chart(run: Run) -> Chart | None:
+    bins = run.metric("calibration", "reliability", "test")
+    if not isinstance(bins, dict) or not isinstance(bins.get("before"), list):
+        return None
+    figure = plots.reliability_figure(bins["before"], bins.get("after") or [],
+                                      run.metric("calibration", "ece", "test", "before"),
+                                      run.metric("calibration", "ece", "test", "after"), title=f"{run.name} (test)")
+    return Chart(plots.figure_to_png(figure), f"reliability diagram of {run.name}")
+
+
+# --- Operating points: thresholds, ROC and precision-recall curves
+
+
+def operating_blocks(runs: Sequence[Run]) -> list[Block]:
+    """Binary and multi-label runs: per class the threshold and how it was chosen, the areas, and the curves."""
+    eligible = [run for run in runs if isinstance(run.metric("test", "areas", "per_class"), dict)]
+    if not eligible:
+        return []
+    blocks: list[Block] = [
+        Heading(SECTION_OPERATING),
+        Paragraph("Per class: the decision threshold (chosen on validation as eval.threshold says; stored in "
+                  "model/decision.json and used by pipeline.predict), its precision and recall on validation and on "
+                  "test, and the areas under the test ROC and precision-recall curves (average precision). The dot "
+                  "on each curve is the chosen operating point.", style="meta"),
+    ]
+    for run in eligible:
+        if len(runs) > 1:
+            blocks.append(Heading(run.name, level=3))
+        curves = operating_curves(run)
+        blocks.append(_operating_table(run, {curve.name: curve for curve in curves}))
+        blocks += [Paragraph(f"{name}: {record['fallback']}.", style="note")
+                   for name, record in (run.metric("thresholds", "chosen") or {}).items()
+                   if isinstance(record, dict) and record.get("fallback")]
+        if curves:
+            figure = plots.operating_curves_figure(curves[:MAX_CURVES], title=f"{run.name} (test)")
+            chart = Chart(plots.figure_to_png(figure), f"ROC and precision-recall curves of {run.name}")
+            blocks.append(Images([chart], only="html"))
+    return blocks
+
+
+def _operating_table(run: Run, curves: dict[str, plots.OperatingCurve]) -> Table:
+    rows = []
+    for name, areas in run.metric("test", "areas", "per_class").items():
+        chosen = run.metric("thresholds", "chosen", name) or {}
+        curve = curves.get(name)
+        point = curve.point if curve is not None else None
+        rows.append([
+            Cell(name), Cell(format_score(_threshold(run, name)), "num"), Cell(_setting_text(chosen.get("setting"))),
+            Cell(format_score(chosen.get("validation_precision")), "num"),
+            Cell(format_score(chosen.get("validation_recall")), "num"),
+            Cell(format_score(point[2] if point else None), "num"), Cell(format_score(point[1] if point else None), "num"),
+            Cell(format_score(areas.get("roc_auc")), "num"), Cell(format_score(areas.get("average_precision")), "num"),
+        ])
+    return Table(["Class", "Threshold", "Setting", "Precision (val.)", "Recall (val.)", "Precision (test)",
+                  "Recall (test)", "ROC AUC", "Average precision"], rows)
+
+
+def _setting_text(setting: Any) -> str:
+    if setting is None:
+        return "default"
+    if isinstance(setting, dict):
+        return ", ".join(f"{key} ≥ {value:g}" for key, value in setting.items())
+    return str(setting)
+
+
+def _threshold(run: Run, name: str) -> float:
+    """The class's decision threshold; 0.5 where none was chosen (argmax of a binary task, multi-label default)."""
+    value = nested_get(run.metrics, "thresholds", "thresholds", name)
+    return float(value) if is_number(value) else 0.5
+
+
+def operating_curves(run: Run) -> list[plots.OperatingCurve]:
+    """Each scored class's test curves from test_predictions.csv, the classes with the most positives first."""
+    from sklearn.metrics import average_precision_score, precision_recall_curve, roc_auc_score, roc_curve
+
+    predictions = run.predictions
+    if predictions is None:
+        return []
+    curves = []
+    for name in run.metric("test", "areas", "per_class"):
+        column = f"{PROBABILITY_PREFIX}{name}"
+        if column not in predictions.columns:
+            continue
+        scores = predictions[column].astype(float).to_numpy()
+        positive = _positives(run, predictions, name)
+        if not 0 < positive.sum() < len(positive):
+            continue
+        fpr, tpr, _ = roc_curve(positive, scores)
+        precision, recall, _ = precision_recall_curve(positive, scores)
+        curves.append(plots.OperatingCurve(name, fpr, tpr, recall, precision, float(roc_auc_score(positive, scores)),
+                                           float(average_precision_score(positive, scores)),
+                                           _point(scores, positive, _threshold(run, name))))
+    return sorted(curves, key=lambda curve: -int(_positives(run, predictions, curve.name).sum()))
+
+
+def _positives(run: Run, predictions: Any, name: str) -> np.ndarray:
+    gold = predictions[PREDICTION_GOLD].astype(str)
+    if nested_get(run.metrics, "data", "task") == "multi_label":
+        separator = nested_get(run.config, "data", "label_separator") or DataConfig().label_separator
+        return gold.map(lambda value: name in value.split(separator)).to_numpy()
+    return (gold == name).to_numpy()
+
+
+def _point(scores: np.ndarray, positive: np.ndarray, threshold: float) -> tuple[float, float, float]:
+    """(false positive rate, recall, precision) when predicting the class at score >= threshold."""
+    predicted = scores >= threshold
+    true_positive = float((predicted & positive).sum())
+    negatives = float((~positive).sum())
+    false_positive_rate = float((predicted & ~positive).sum()) / negatives if negatives else 0.0
+    recall = true_positive / float(positive.sum())
+    precision = true_positive / float(predicted.sum()) if predicted.any() else 1.0
+    return false_positive_rate, recall, precision
