@@ -34,8 +34,8 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import numpy as np
+import torch
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))  # run as a script from anywhere
@@ -109,7 +109,7 @@ def onnx_predictor(reference: Predictor, run_dir: Path, variant: str) -> tuple[P
         return None, "not exported"
     entry = record["variants"][variant]
     path = RunDir(run_dir).export_dir / entry["file"]
-    backend = OnnxBackend(open_session(path), variant, path)
+    backend = OnnxBackend(open_session(path), variant, path, getattr(reference, "multi_label", False))
     predictor = dataclasses.replace(reference, model=None, autocast_dtype=None, backend=backend,
                                     choice=ExportChoice(variant, path, "benchmark"))
     return predictor, entry.get("status", "?")

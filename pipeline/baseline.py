@@ -106,6 +106,9 @@ def run_baseline(kind: str, splits: Any, label_names: Sequence[str]) -> dict[str
     if kind != TFIDF:
         raise ValueError(f"eval.baseline: unknown baseline {kind!r} (expected '{TFIDF}' or '{NONE}')")
     train, test = splits["train"], splits["test"]
+    columns = train.column_names if hasattr(train, "column_names") else list(train)
+    if "label" not in columns:  # multi-label rows (`labels`): the baseline is a single-label classifier
+        return {"name": kind, "description": DESCRIPTIONS[kind], "error": "not available for multi-label tasks"}
     try:
         result = tfidf_baseline(train["text"], train["label"], test["text"], test["label"], label_names)
     except ValueError as error:

@@ -564,6 +564,12 @@ def _validate_distill(config: PipelineConfig) -> None:
                 raise ConfigError(f"{key}: needs a teacher to label those rows; set train.distill.teacher")
     elif getattr(config.tokenizer, "long_text", "truncate") != "truncate":
         raise ConfigError("train.distill.teacher: distillation takes one row per text; use tokenizer.long_text=truncate")
+    elif getattr(config.data, "task", "single_label") != "single_label":
+        raise ConfigError("train.distill.teacher: distillation (softmax soft targets) needs data.task=single_label")
+    elif getattr(config.train, "loss", "cross_entropy") != "cross_entropy" or \
+            getattr(config.train, "class_weights", "none") != "none":
+        raise ConfigError("train.loss / train.class_weights: not used with train.distill.teacher (the distillation "
+                          "loss replaces them); leave them at cross_entropy / none")
 
 
 def _validate_long_text(tokenizer: TokenizerConfig) -> None:

@@ -27,7 +27,15 @@ from typing import TYPE_CHECKING, Any
 import datasets
 import pandas as pd
 
-from pipeline.labels import ClassCounts, LabelScheme, class_counts, label_ids, label_scheme, label_set_scheme, label_sets
+from pipeline.labels import (
+    ClassCounts,
+    LabelScheme,
+    class_counts,
+    label_ids,
+    label_scheme,
+    label_set_scheme,
+    label_sets,
+)
 from pipeline.splits import MULTI_LABEL_COLUMN, RemovedRow, cap_rows, carve, deduplicate, labels_of
 from pipeline.tables import DataError, TextSpec, is_missing, open_table, resolve_columns
 

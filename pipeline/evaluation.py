@@ -6,6 +6,11 @@
 The metrics come from the project's `evaluate` module, pipeline/metrics/classification (scikit-learn underneath).
 Under several processes every row is predicted exactly once: rows carry their index through the batches, so
 duplicates that padding adds to the last batch are dropped after gathering.
+
+Multi-label splits (multi-hot labels) get a sigmoid per class and their own metrics (scikit-learn): micro-, macro-
+and samples-F1, subset accuracy (also under `accuracy`), Hamming loss and per-class precision/recall/F1/support.
+A `Decision` (pipeline.thresholds) turns probabilities into labels: argmax by default, thresholds when chosen.
+Binary and multi-label results also carry the areas under the ROC and precision-recall curves.
 """
 
 from __future__ import annotations
@@ -21,19 +26,27 @@ from accelerate import Accelerator
 from accelerate.data_loader import prepare_data_loader
 
 from pipeline.batching import TokenizedRows, evaluation_loader
+from pipeline.thresholds import KIND_BINARY, KIND_FLAG, Decision, default_decision
 from pipeline.windows import pool_documents
 
 
 @dataclass
 class EvalResult:
-    probabilities: np.ndarray  # (N, C) float32, rows in split order
-    labels: np.ndarray  # (N,) gold class ids
+    probabilities: np.ndarray  # (N, C) float32, rows in split order (multi-label: one sigmoid per class)
+    labels: np.ndarray  # (N,) gold class ids, or (N, C) multi-hot
     loss: float
     metrics: dict
+    # The decision's labels: class ids (N,), or (N, C) booleans for multi-label; None: the argmax.
+    predicted: np.ndarray | None = None
 
     @property
     def predictions(self) -> np.ndarray:
-        return self.probabilities.argmax(axis=1)
+        return self.predicted if self.predicted is not None else self.probabilities.argmax(axis=1)
+
+
+def primary_metric(multi_label: bool) -> str:
+    """The validation metric that selects the best model: accuracy, or micro-F1 for multi-label tasks."""
+    return "micro_f1" if multi_label else "accuracy"
 
 
 METRIC_DIR = Path(__file__).resolve().parent / "metrics" / "classification"
@@ -56,11 +69,81 @@ def compute_metrics(labels: np.ndarray, predictions: np.ndarray, label_names: li
     return classification_metric().compute(predictions=predictions, references=labels, label_names=list(label_names))
 
 
-@torch.inference_mode()
+def compute_multilabel_metrics(labels: np.ndarray, predicted: np.ndarray, label_names: list[str]) -> dict:
+    """Multi-label metrics of (N, C) gold and predicted indicator rows. `accuracy` is subset accuracy (every class
+    of the row right). Samples-F1 counts a row with no gold and no predicted class as 1 (nothing to find, nothing
+    claimed); undefined per-class precision or recall counts as 0, as for single-label tasks."""
+    from sklearn.metrics import accuracy_score, f1_score, hamming_loss, precision_recall_fscore_support
+
+    gold, guess = np.asarray(labels) > 0.5, np.asarray(predicted).astype(bool)
+    precision, recall, f1, support = precision_recall_fscore_support(gold, guess, average=None, zero_division=0)
+    subset = float(accuracy_score(gold, guess)) if len(gold) else 0.0
+    return {
+        "accuracy": subset,
+        "subset_accuracy": subset,
+        "micro_f1": float(f1_score(gold, guess, average="micro", zero_division=0)),
+        "macro_f1": float(f1_score(gold, guess, average="macro", zero_division=0)),
+        "samples_f1": float(f1_score(gold, guess, average="samples", zero_division=1.0)) if len(gold) else 0.0,
+        "hamming_loss": float(hamming_loss(gold, guess)) if len(gold) else 0.0,
+        "num_samples": int(len(gold)),
+        "per_class": {
+            str(name): {"precision": float(precision[i]), "recall": float(recall[i]), "f1": float(f1[i]),
+                        "support": int(support[i])}
+            for i, name in enumerate(label_names)
+        },
+    }
+
+
+def ranking_areas(probabilities: np.ndarray, labels: np.ndarray, label_names: list[str], multi_label: bool) -> dict:
+    """Areas under the ROC and precision-recall (average precision) curves per class (binary: the positive, second
+    class only) and their macro mean; a class with no positive or no negative row has none (null)."""
+    from sklearn.metrics import average_precision_score, roc_auc_score
+
+    probabilities, labels = np.asarray(probabilities), np.asarray(labels)
+    indices = range(len(label_names)) if multi_label else [1]
+    per_class = {}
+    for index in indices:
+        positive = labels[:, index] > 0.5 if multi_label else labels == index
+        both = 0 < positive.sum() < len(positive)
+        scores = probabilities[:, index]
+        per_class[str(label_names[index])] = {
+            "roc_auc": float(roc_auc_score(positive, scores)) if both else None,
+            "average_precision": float(average_precision_score(positive, scores)) if both else None,
+        }
+    return {"per_class": per_class,
+            **{f"macro_{key}": _mean_defined(value[key] for value in per_class.values())
+               for key in ("roc_auc", "average_precision")}}
+
+
+def _mean_defined(values) -> float | None:
+    defined = [value for value in values if value is not None]
+    return float(np.mean(defined)) if defined else None
+
+
 def predict_split(
     model: torch.nn.Module, rows: TokenizedRows, accelerator: Accelerator, batch_size: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Class probabilities (N, C) and per-row cross-entropy (N,), in row order, each row exactly once."""
+    """Class probabilities (N, C) and per-row loss (N,), in row order, each row exactly once."""
+    logits = predict_logits(model, rows, accelerator, batch_size)
+    return probabilities_of(logits, rows.multi_label), row_losses(logits, rows.labels).numpy()
+
+
+def probabilities_of(logits: torch.Tensor, multi_label: bool) -> np.ndarray:
+    """(N, C) logits -> probabilities: a softmax over classes, or a sigmoid per class for multi-label."""
+    logits = logits.float()
+    return (torch.sigmoid(logits) if multi_label else torch.softmax(logits, dim=-1)).numpy()
+
+
+def row_losses(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """(N,) cross-entropy per row, or binary cross-entropy summed over classes for (N, C) multi-hot labels."""
+    if labels.ndim == 2:
+        return F.binary_cross_entropy_with_logits(logits.float(), labels.float(), reduction="none").sum(dim=1)
+    return F.cross_entropy(logits.float(), labels, reduction="none")
+
+
+@torch.inference_mode()
+def predict_logits(model: torch.nn.Module, rows: TokenizedRows, accelerator: Accelerator, batch_size: int) -> torch.Tensor:
+    """Logits (N, C) on the CPU, in row order, each row exactly once (every process gets them all)."""
     # Not accelerator.prepare: that would register the loader for checkpointing on every call.
     loader = prepare_data_loader(
         evaluation_loader(rows, batch_size),
@@ -84,9 +167,7 @@ def predict_split(
     unique_rows, first = np.unique(row_index, return_index=True)
     if len(unique_rows) != len(rows):
         raise RuntimeError(f"evaluation saw {len(unique_rows)} distinct rows out of {len(rows)}")
-    logits = logits[torch.from_numpy(first)]  # (N, C), ordered by row index
-    losses = F.cross_entropy(logits, rows.labels, reduction="none")
-    return torch.softmax(logits, dim=-1).numpy(), losses.numpy()
+    return logits[torch.from_numpy(first)]  # (N, C), ordered by row index
 
 
 def evaluate_split(
@@ -95,12 +176,51 @@ def evaluate_split(
 ) -> EvalResult:
     """Metrics over documents: when long texts were chunked, the windows' probabilities are pooled per document
     (after gathering every process's rows, so each document counts once)."""
-    probabilities, losses = predict_split(model, rows, accelerator, batch_size)
+    logits = predict_logits(model, rows, accelerator, batch_size)
+    return result_from_logits(logits, rows, label_names, pooling)
+
+
+def result_from_logits(logits: torch.Tensor, rows: TokenizedRows, label_names: list[str], pooling: str = "mean",
+                       decision: Decision | None = None) -> EvalResult:
+    """Probabilities, loss and metrics of a split's logits (N, C), labelled by `decision` (default: argmax, or 0.5
+    per class for multi-label)."""
+    multi_label = rows.multi_label
+    probabilities = probabilities_of(logits, multi_label)
     labels = rows.labels.numpy()
+    losses = row_losses(logits, rows.labels).numpy()
     if rows.documents is not None:
-        probabilities = pool_documents(probabilities, rows.documents, rows.num_documents, pooling)
+        probabilities = pool_documents(probabilities, rows.documents, rows.num_documents, pooling,
+                                       softmax=not multi_label)
         labels = rows.document_labels()
-        losses = -np.log(np.clip(probabilities[np.arange(len(labels)), labels], 1e-12, None))
-    metrics = compute_metrics(labels, probabilities.argmax(axis=1), label_names)
-    metrics["loss"] = float(losses.mean())
-    return EvalResult(probabilities=probabilities, labels=labels, loss=metrics["loss"], metrics=metrics)
+        losses = _pooled_losses(probabilities, labels)
+    decision = decision or default_decision(list(label_names), multi_label)
+    predicted = decision.predict(probabilities)
+    if multi_label:
+        metrics = compute_multilabel_metrics(labels, predicted, label_names)
+    else:
+        metrics = compute_metrics(labels, predicted, label_names)
+    metrics["loss"] = float(losses.mean()) if len(losses) else 0.0
+    if multi_label or decision.kind == KIND_BINARY or len(label_names) == 2:
+        metrics["areas"] = ranking_areas(probabilities, labels, label_names, multi_label)
+    if decision.kind == KIND_FLAG:
+        metrics["low_confidence"] = _low_confidence_summary(decision, probabilities, labels)
+    return EvalResult(probabilities=probabilities, labels=labels, loss=metrics["loss"], metrics=metrics,
+                      predicted=predicted)
+
+
+def _pooled_losses(probabilities: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Per document: -log p(gold) of the pooled probabilities (multi-label: binary cross-entropy over classes)."""
+    clipped = np.clip(probabilities, 1e-12, 1 - 1e-7)
+    if labels.ndim == 2:
+        return -(labels * np.log(clipped) + (1 - labels) * np.log(1 - clipped)).sum(axis=1)
+    return -np.log(np.clip(probabilities[np.arange(len(labels)), labels], 1e-12, None))
+
+
+def _low_confidence_summary(decision: Decision, probabilities: np.ndarray, labels: np.ndarray) -> dict:
+    """Multi-class thresholds flag rows: how many, and how accurate the rest are."""
+    flagged = decision.low_confidence(probabilities)
+    kept = ~flagged
+    correct = probabilities.argmax(axis=1) == labels
+    return {"flagged": int(flagged.sum()), "share": float(flagged.mean()) if len(flagged) else 0.0,
+            "accuracy_of_kept": float(correct[kept].mean()) if kept.any() else None,
+            "accuracy_of_flagged": float(correct[flagged].mean()) if flagged.any() else None}

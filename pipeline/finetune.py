@@ -34,11 +34,14 @@ from pipeline.baseline import run_baseline
 from pipeline.batching import TokenizedRows
 from pipeline.config import ConfigError, PipelineConfig, load_config, save_config, to_dict
 from pipeline.data import DataError, LoadedData, load_data
-from pipeline.evaluation import EvalResult, evaluate_split
+from pipeline.evaluation import EvalResult, predict_logits, primary_metric
 from pipeline.io import atomic_write_csv, replace_directory
+from pipeline.losses import resolve_class_weights
 from pipeline.modelcard import write_model_card
 from pipeline.report import ReportError, plot_confusion_matrix, write_report
 from pipeline.rundir import RunDir, RunDirError, write_test_predictions
+from pipeline.scoring import Scoring, calibrate_and_decide
+from pipeline.thresholds import check_setting
 from pipeline.tokenization import TokenizationInfo, load_tokenizer, tokenize_splits
 from pipeline.training import Trainer, TrainingDiverged, TrainResult, create_accelerator, seconds_per_row
 
@@ -49,7 +52,8 @@ DEFAULT_CONFIG = CONFIG_DIR / "ag_news_bert.yaml"
 # Settings a resumed run may change: they alter neither the weights nor the data (resume is exact otherwise);
 # the run directory itself may have been moved or renamed.
 RESUME_MAY_CHANGE = ("eval.", "train.resume", "run.overwrite", "run.name", "run.output_dir", "train.log_every_steps",
-                     "train.warn_if_longer_than_minutes", "data.cache_dir", "tokenizer.cache")
+                     "train.warn_if_longer_than_minutes", "data.cache_dir", "tokenizer.cache",
+                     "train.calibrate")  # calibration happens after training
 
 
 class RunError(RuntimeError):
@@ -183,7 +187,10 @@ def prepare(config: PipelineConfig, accelerator: Accelerator, timings: dict[str,
     tick = time.perf_counter()
     with accelerator.main_process_first():
         data = load_data(config.data, config.run.seed)
-    labels = data.splits["train"].features["label"].names
+    labels = data.labels
+    # Settings that name classes are checked now, not after training.
+    check_setting(config.eval.threshold, labels, data.multi_label)
+    resolve_class_weights(config.train, data.class_counts)
     if teacher is not None:
         distill.check_teacher_labels(teacher, labels)
     timings["data_seconds"] = time.perf_counter() - tick
@@ -192,7 +199,7 @@ def prepare(config: PipelineConfig, accelerator: Accelerator, timings: dict[str,
             "tokenizer.name_or_path", config.tokenizer.name_or_path, lambda: load_tokenizer(config.tokenizer)
         )
         model = load_pretrained(
-            "model.name_or_path", config.model.name_or_path, lambda: models.build_model(config.model, labels, tokenizer)
+            "model.name_or_path", config.model.name_or_path, lambda: models.build_model(config.model, labels, tokenizer, data.multi_label)
         )
         tick = time.perf_counter()
         splits, transfer_counts = distill.with_transfer_split(config, data, tokenizer.mask_token)
@@ -230,6 +237,7 @@ def train(config: PipelineConfig, prepared: Prepared, accelerator: Accelerator) 
         save_best=lambda best: save_model_dir(best, prepared.tokenizer, run.model_dir),
         quick_config_hint=quick_settings_hint(config),
         eval_pooling=config.eval.chunk_pooling,
+        class_counts=prepared.data.class_counts,
     )
     result = trainer.run()
     return result, accelerator.unwrap_model(trainer.model).num_parameters()
@@ -242,19 +250,24 @@ def quick_settings_hint(config: PipelineConfig) -> str:
     return f"fewer steps with train.max_steps=..., or data.max_train_samples=...{shorter}"
 
 
-def evaluate(config: PipelineConfig, prepared: Prepared, accelerator: Accelerator) -> tuple[dict[str, EvalResult], float]:
-    """Stage 4, on the best model as saved: what is evaluated is exactly what users will load."""
+def evaluate(config: PipelineConfig, prepared: Prepared, accelerator: Accelerator) -> tuple[Scoring, float]:
+    """Stage 4, on the best model as saved: calibrated (the temperature folded into model/), thresholds chosen on
+    validation (model/decision.json), then scored; what is evaluated is exactly what users will load."""
     accelerator.wait_for_everyone()
+    run = RunDir(config.run_dir)
     best_model = accelerator.prepare_model(
-        AutoModelForSequenceClassification.from_pretrained(RunDir(config.run_dir).model_dir), evaluation_mode=True
+        AutoModelForSequenceClassification.from_pretrained(run.model_dir), evaluation_mode=True
     )
     tick = time.perf_counter()
-    results = {
-        name: evaluate_split(best_model, prepared.rows[name], accelerator, config.eval.batch_size, prepared.labels,
-                             config.eval.chunk_pooling)
-        for name in ("validation", "test")
-    }
-    return results, time.perf_counter() - tick
+    logits = {name: predict_logits(best_model, prepared.rows[name], accelerator, config.eval.batch_size)
+              for name in ("validation", "test")}
+    scoring = calibrate_and_decide(
+        # Without accelerate's autocast wrapper: the fold is checked, and the model saved, in full precision.
+        config, logits, prepared.rows, prepared.labels, accelerator.unwrap_model(best_model, keep_fp32_wrapper=False),
+        lambda model: save_model_dir(model, prepared.tokenizer, run.model_dir), accelerator.is_main_process,
+    )
+    accelerator.wait_for_everyone()
+    return scoring, time.perf_counter() - tick
 
 
 def build_metrics(config: PipelineConfig, prepared: Prepared, results: dict[str, EvalResult], training: TrainResult,
@@ -271,7 +284,8 @@ def build_metrics(config: PipelineConfig, prepared: Prepared, results: dict[str,
         },
         "labels": prepared.labels,
         **{split: result.metrics for split, result in results.items()},
-        "best": {"step": training.state.best_step, "validation_accuracy": training.state.best_accuracy},
+        "best": {"step": training.state.best_step, "metric": primary_metric(prepared.data.multi_label),
+                 f"validation_{primary_metric(prepared.data.multi_label)}": training.state.best_score},
         "data": prepared.data.summary,
         "tokenization": prepared.tokenization.to_dict(),
         "timings": timings,
@@ -286,6 +300,10 @@ def build_metrics(config: PipelineConfig, prepared: Prepared, results: dict[str,
             "mixed_precision": training.mixed_precision,
             "num_processes": accelerator.num_processes,
             "stopped_early": training.stopped_early,
+            "loss": config.train.loss,
+            **({"focal_gamma": config.train.focal_gamma} if config.train.loss == "focal" else {}),
+            # Per class (multi-label: BCE pos_weight); null: unweighted.
+            "class_weights": resolve_class_weights(config.train, prepared.data.class_counts),
         },
         "device": hardware.device_info(accelerator.device, accelerator.num_processes),
         "versions": hardware.library_versions(),
@@ -327,9 +345,11 @@ def run(config: PipelineConfig) -> dict:
         accelerator.wait_for_everyone()
         training, num_parameters = train(config, prepared, accelerator)
         timings["train_seconds"] = training.state.train_seconds
-        results, timings["eval_seconds"] = evaluate(config, prepared, accelerator)
+        scoring, timings["eval_seconds"] = evaluate(config, prepared, accelerator)
+        results = scoring.results
         timings["total_seconds"] = time.perf_counter() - start
         metrics = build_metrics(config, prepared, results, training, timings, num_parameters, started_at, accelerator)
+        metrics["calibration"], metrics["thresholds"] = scoring.calibration, scoring.thresholds
         # Seconds on one CPU thread, main process only (nothing collective runs meanwhile); not in the timings above.
         baseline = run_baseline(config.eval.baseline, prepared.data.splits, prepared.labels) \
             if accelerator.is_main_process else None
@@ -355,10 +375,12 @@ def write_outputs(config: PipelineConfig, metrics: dict, test: EvalResult, test_
     run.write_metrics(metrics)
     if config.eval.save_predictions:
         write_test_predictions(run.predictions_path, test_split["text"], test.labels, test.probabilities, labels,
-                               row_ids=test_split["row_id"])
-    plot_confusion_matrix(
-        test.metrics["confusion_matrix"], labels, run.confusion_matrix_path, title=f"{config.run.name} (test)"
-    )
+                               row_ids=test_split["row_id"], predicted=test.predictions,
+                               separator=config.data.label_separator)
+    if "confusion_matrix" in test.metrics:  # multi-label tasks have per-class counts instead
+        plot_confusion_matrix(
+            test.metrics["confusion_matrix"], labels, run.confusion_matrix_path, title=f"{config.run.name} (test)"
+        )
     write_report([run.path], run.path)
     write_model_card(run.path)
     summary = metrics["test"]

@@ -7,6 +7,14 @@ A label is read one way only, and the same way in every split: as a class *name*
 from `data.label_index_base`. When `data.label_names` is unset the train split decides which: all-integer labels
 are ids (their names are the numbers as written), anything else is names (sorted). Inferred names are never
 indexed by ids, so a test file with ids against a train file with names is an error, not a silent permutation.
+
+Multi-label (`data.task: multi_label`): a row's label is a *set* of class names, a list (JSON Lines, Parquet) or a
+string joined by `data.label_separator` (CSV/TSV); the classes are `data.label_names` or the sorted union of train's
+sets. An empty set (empty cell, empty list, missing value) is allowed: the row is negative for every class.
+
+    scheme = label_set_scheme(config.data, train_table)
+    multi_hot = label_sets(test_table, config.data.label_column, scheme, config.data.label_separator)  # (N, C)
+    counts = class_counts(labels_of(train_split), scheme.names)   # what class weights and reports need
 """
 
 from __future__ import annotations
@@ -16,6 +24,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from pipeline.tables import DataError, is_missing
 
@@ -138,3 +148,102 @@ def _allowed(scheme: LabelScheme) -> str:
     if not scheme.accepts_ids:
         return f"allowed: the names {shown} (the classes found in train; set data.label_names to use ids)"
     return f"allowed: {ids} or the names {shown}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Multi-label: a set of classes per row
+
+
+def label_set_scheme(config: DataConfig, train: Table) -> LabelScheme:
+    """Class names of a multi-label task: `data.label_names`, else the sorted union of train's label sets."""
+    separator = config.label_separator
+    if config.label_names:
+        names = list(config.label_names)
+        _check_names(names)
+        joined = [name for name in names if separator in name]
+        if joined:
+            raise DataError(
+                f"data.label_names: class {joined[0]!r} contains data.label_separator {separator!r}; "
+                "choose another separator"
+            )
+        return LabelScheme(names, 0, accepts_ids=False)
+    found = {name for row in _raw_sets(train, config.label_column, separator) for name in row}
+    if len(found) > MAX_INFERRED_CLASSES:
+        raise DataError(
+            f"{train.source}, column '{config.label_column}': {len(found)} distinct labels, more than "
+            f"{MAX_INFERRED_CLASSES}: list the classes in data.label_names"
+        )
+    return LabelScheme(sorted(found), 0, accepts_ids=False)
+
+
+def label_sets(table: Table, column: str, scheme: LabelScheme, separator: str) -> np.ndarray:
+    """(N, C) float32 multi-hot rows; a class outside the scheme is an error naming the row and the classes."""
+    index = {name: position for position, name in enumerate(scheme.names)}
+    multi_hot = np.zeros((len(table.frame), len(scheme.names)), dtype=np.float32)
+    for row, names in enumerate(_raw_sets(table, column, separator)):
+        for name in names:
+            if name not in index:
+                raise DataError(
+                    f"{table.where(row)}, column '{column}': label {name!r} is not a known class; "
+                    f"{_allowed(scheme)}"
+                )
+            multi_hot[row, index[name]] = 1.0
+    return multi_hot
+
+
+def _raw_sets(table: Table, column: str, separator: str) -> list[list[str]]:
+    return [_read_set(value, separator, table, row, column)
+            for row, value in enumerate(table.column(column, "data.label_column"))]
+
+
+def _read_set(value: Any, separator: str, table: Table, row: int, column: str) -> list[str]:
+    """A list value (JSON, Parquet) item by item; a string split at the separator; missing or empty: no class."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        items = [str(item).strip() for item in value]
+        joined = [item for item in items if separator in item]
+        if joined:
+            raise DataError(
+                f"{table.where(row)}, column '{column}': label {joined[0]!r} contains data.label_separator "
+                f"{separator!r}, which joins labels in predictions; rename the class or choose another separator"
+            )
+    elif is_missing(value) or not str(value).strip():
+        return []
+    else:
+        items = [item.strip() for item in str(value).split(separator)]
+    if "" in items:
+        raise DataError(f"{table.where(row)}, column '{column}': an empty label in {value!r}")
+    return items
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# How many rows each class has: class weights, imbalance in reports
+
+
+@dataclass(frozen=True)
+class ClassCounts:
+    """Rows of each class in a split (multi-label: rows where the class is present), in class order."""
+
+    names: list[str]
+    counts: list[int]
+    rows: int
+    multi_label: bool = False
+
+    @property
+    def imbalance_ratio(self) -> float | None:
+        """Largest class count over the smallest non-empty one; None without two non-empty classes."""
+        present = [count for count in self.counts if count > 0]
+        return max(present) / min(present) if len(present) >= 2 else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rows": self.rows, "per_class": dict(zip(self.names, self.counts)),
+                "imbalance_ratio": self.imbalance_ratio}
+
+
+def class_counts(labels: np.ndarray, names: list[str]) -> ClassCounts:
+    """From class ids (N,) or multi-hot rows (N, C)."""
+    labels = np.asarray(labels)
+    if labels.ndim == 2:
+        counts = (labels > 0.5).sum(axis=0)
+        return ClassCounts(list(names), [int(count) for count in counts], len(labels), multi_label=True)
+    counts = np.bincount(labels.astype(np.int64), minlength=len(names))
+    return ClassCounts(list(names), [int(count) for count in counts], len(labels))

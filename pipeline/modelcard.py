@@ -148,6 +148,9 @@ class _Facts:
         self.base = None if self.is_encoder else nested_get(config, "model", "name_or_path")
         self.data = config.get("data") if isinstance(config.get("data"), dict) else {}
         self.from_hub = self.data.get("source", "hub") == "hub"
+        # Multi-label runs (data.task: multi_label): any number of labels per text; `accuracy` is subset accuracy.
+        self.multi_label = "multi_label" in (self.get("data", "task"), self.data.get("task"))
+        self.accuracy_name = "subset accuracy" if self.multi_label else "accuracy"
 
     def get(self, *keys: str) -> Any:
         return nested_get(self.metrics, *keys)
@@ -175,11 +178,13 @@ class _Facts:
             task_type=TASK_TYPE, task_name=TASK_NAME, dataset_type=dataset_type, dataset_name=dataset_name,
             dataset_config=dataset_config, dataset_split="test",
         )
-        results = [EvalResult(**common, metric_type="accuracy", metric_name="Accuracy",
+        results = [EvalResult(**common, metric_type="accuracy", metric_name=self.accuracy_name.capitalize(),
                               metric_value=self.get("test", "accuracy"))]
-        if is_number(self.get("test", "macro_f1")):
-            results.append(EvalResult(**common, metric_type="f1", metric_name="Macro-F1",
-                                      metric_args={"average": "macro"}, metric_value=self.get("test", "macro_f1")))
+        for average in ("macro", "micro"):
+            if is_number(self.get("test", f"{average}_f1")):
+                results.append(EvalResult(**common, metric_type="f1", metric_name=f"{average.capitalize()}-F1",
+                                          metric_args={"average": average},
+                                          metric_value=self.get("test", f"{average}_f1")))
         license_id = self.setting("run", "license")
         tags = [TASK_TYPE] + (["custom_code"] if self.is_encoder else [])
         return ModelCardData(
@@ -232,13 +237,18 @@ class _Facts:
         return [
             f"# {self.name}",
             "",
-            f"A text classifier: given a text, it returns one of {len(self.labels)} labels "
-            f"({', '.join(self.labels)}) and its probability. It is {self.model_phrase()}{size}, "
+            f"A text classifier: given a text, it {self.task_phrase()}. It is {self.model_phrase()}{size}, "
             f"trained with the `pipeline` package on {self.dataset_phrase()}. On the held-out test split it reaches "
-            f"**{_pct(self.get('test', 'accuracy'))} accuracy** and **{_num(self.get('test', 'macro_f1'))} macro-F1** "
+            f"**{_pct(self.get('test', 'accuracy'))} {self.accuracy_name}** and **{_num(self.get('test', 'macro_f1'))} macro-F1** "
             f"({_count(self.get('test', 'num_samples'))} texts).",
             *([] if not self.setting("run", "license") else ["", f"Licence: `{self.setting('run', 'license')}`."]),
         ]
+
+    def task_phrase(self) -> str:
+        labels = f"{len(self.labels)} labels ({', '.join(self.labels)})"
+        if self.multi_label:
+            return f"says which of its {labels} apply, any number of them, each with its probability"
+        return f"returns one of {labels} and its probability"
 
     def dataset_phrase(self) -> str:
         if self.from_hub:
@@ -352,8 +362,13 @@ class _Facts:
         ]
         best_step = self.get("best", "step")
         if is_number(best_step):
-            rows.append(("model kept", f"step {int(best_step)}, the best validation accuracy "
-                                       f"({_pct(self.get('best', 'validation_accuracy'))})"))
+            # Older runs record best.validation_accuracy; runs that select on another metric name it.
+            metric = str(self.get("best", "metric") or "accuracy")
+            score = self.get("best", f"validation_{metric}")
+            score = score if is_number(score) else self.get("best", "score")
+            shown = _pct(score) if metric == "accuracy" else _num(score)
+            rows.append(("model kept", f"step {int(best_step)}, the best validation {metric.replace('_', '-')} "
+                                       f"({shown})"))
         if self.get("training", "stopped_early"):
             rows.append(("early stopping", f"stopped after {train.get('early_stopping_patience')} evaluations "
                                            "without improvement"))
@@ -369,9 +384,11 @@ class _Facts:
             "selection):",
             "",
             *_table(["metric", "test", "validation"], [
-                ("accuracy", _pct(test.get("accuracy")), _pct(self.get("validation", "accuracy"))),
+                (self.accuracy_name, _pct(test.get("accuracy")), _pct(self.get("validation", "accuracy"))),
                 ("macro-F1", _num(test.get("macro_f1")), _num(self.get("validation", "macro_f1"))),
-                ("loss (cross-entropy)", _num(test.get("loss")), _num(self.get("validation", "loss"))),
+                *([("micro-F1", _num(test.get("micro_f1")), _num(self.get("validation", "micro_f1")))]
+                  if is_number(test.get("micro_f1")) else []),
+                ("loss", _num(test.get("loss")), _num(self.get("validation", "loss"))),
             ], "lrr"),
         ]
         per_class = test.get("per_class")
@@ -437,8 +454,12 @@ class _Facts:
             shares = ", ".join(f"{split} {_pct(share)}" for split, share in truncated.items() if is_number(share))
             lines.append(f"- Texts are cut to {int(length)} tokens: everything after is ignored. Share of texts "
                          f"longer than that: {shares}. Long documents are judged on their beginning only.")
-        lines.append(f"- It always answers with one of its {len(self.labels)} labels, also for text unlike its "
-                     "training data; a high score is no guarantee that the text belongs to any of them.")
+        if self.multi_label:
+            lines.append(f"- It judges each of its {len(self.labels)} labels on its own, also for text unlike its "
+                         "training data; labels it never saw together may still be predicted together.")
+        else:
+            lines.append(f"- It always answers with one of its {len(self.labels)} labels, also for text unlike its "
+                         "training data; a high score is no guarantee that the text belongs to any of them.")
         sizes = self.split_sizes()
         trained_on = "its training data"
         if is_number(sizes.get("train")):

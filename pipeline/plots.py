@@ -195,3 +195,73 @@ def per_class_f1_figure(labels: Sequence[str], f1_by_run: Mapping[str, Sequence[
     # Legend above the axes: inside, it would cover the bars of high-F1 classes.
     axes.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=min(num_runs, 4), frameon=False, fontsize=9)
     return figure
+
+
+@dataclass
+class OperatingCurve:
+    """One class's ROC and precision-recall curves on the test split, with the chosen threshold's point."""
+
+    name: str
+    false_positive_rate: np.ndarray
+    true_positive_rate: np.ndarray
+    recall: np.ndarray
+    precision: np.ndarray
+    roc_auc: float
+    average_precision: float
+    # (false positive rate, recall, precision) at the model's decision threshold; None: no threshold to mark.
+    point: tuple[float, float, float] | None = None
+
+
+def operating_curves_figure(curves: Sequence[OperatingCurve], title: str | None = None) -> Figure:
+    """ROC (left) and precision-recall (right) curves, one line per class, areas in the legend; a dot marks the
+    operating point the decision threshold chose."""
+    figure = Figure(figsize=(11.0, 4.4), layout="constrained")
+    roc, pr = figure.subplots(1, 2)
+    for index, curve in enumerate(curves):
+        color = run_color(index)
+        name = literal(curve.name)
+        roc.plot(curve.false_positive_rate, curve.true_positive_rate, color=color,
+                 label=f"{name} (AUC {curve.roc_auc:.3f})")
+        pr.plot(curve.recall, curve.precision, color=color, label=f"{name} (AP {curve.average_precision:.3f})")
+        if curve.point is not None:
+            fpr, recall, precision = curve.point
+            dot = dict(marker="o", markersize=8, color=color, markeredgecolor="black", markeredgewidth=0.8, zorder=5)
+            roc.plot([fpr], [recall], **dot)
+            pr.plot([recall], [precision], **dot)
+    roc.plot([0, 1], [0, 1], color="#999999", linestyle=":", linewidth=1)
+    roc.set_xlabel("false positive rate")
+    roc.set_ylabel("true positive rate (recall)")
+    pr.set_xlabel("recall")
+    pr.set_ylabel("precision")
+    for axes in (roc, pr):
+        axes.set_xlim(0, 1)
+        axes.set_ylim(0, 1.02)
+        axes.grid(alpha=0.3)
+        axes.legend(loc="lower right" if axes is roc else "lower left", fontsize=8)
+    if title:
+        figure.suptitle(literal(title))
+    return figure
+
+
+def reliability_figure(before: Sequence[Mapping], after: Sequence[Mapping], ece_before: float | None,
+                       ece_after: float | None, title: str | None = None) -> Figure:
+    """Reliability diagram: accuracy against mean confidence per bin, before and after calibration; the diagonal
+    is perfect calibration. Bins are the {low, high, count, confidence, accuracy} records of metrics.json."""
+    figure = Figure(figsize=(5.6, 4.8), layout="constrained")
+    axes = figure.add_subplot()
+    axes.plot([0, 1], [0, 1], color="#999999", linestyle=":", linewidth=1, label="perfectly calibrated")
+    for bins, ece, color, name in ((before, ece_before, run_color(1), "before"), (after, ece_after, run_color(0), "after")):
+        points = [(b["confidence"], b["accuracy"]) for b in bins if b.get("count")]
+        if not points:
+            continue
+        label = f"{name} (ECE {ece:.4f})" if ece is not None else name
+        axes.plot(*zip(*points), color=color, marker="o", markersize=4, label=label)
+    axes.set_xlim(0, 1)
+    axes.set_ylim(0, 1.02)
+    axes.set_xlabel("mean confidence in bin")
+    axes.set_ylabel("accuracy in bin")
+    axes.grid(alpha=0.3)
+    axes.legend(loc="upper left", fontsize=8)
+    if title:
+        axes.set_title(literal(title))
+    return figure

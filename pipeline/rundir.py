@@ -55,6 +55,14 @@ SPLITS_FILE = "splits.csv"
 REMOVED_ROWS_FILE = "removed_rows.csv"
 # Held while a finetune process owns the run directory: its process id, for the next one to check.
 LOCK_FILE = ".lock"
+# Inside model/, beside the weights: how probabilities become labels (pipeline.thresholds): the decision thresholds
+# chosen on validation, the task and its label separator, and the calibration temperature (already folded into the
+# weights: a record, never to be applied again). Absent: argmax, or 0.5 per class for a multi-label model.
+DECISION_FILE = "decision.json"
+
+# Under data.cache_dir, not in a run directory: distillation's content-keyed caches (pipeline/distill.py).
+TEACHER_LOGITS_CACHE_DIR = "teacher_logits"  # <key>.npy: (N, K) float32 teacher logits of one list of texts
+TRANSFER_CACHE_DIR = "transfer_texts"  # <key>.json: the augmented texts of one train split and setting
 
 # test_predictions.csv: these columns, then the id column when the data has one, then prob_<class> per class.
 PREDICTION_TEXT, PREDICTION_GOLD, PREDICTION_PREDICTED, PREDICTION_SCORE = "text", "label", "predicted", "score"
@@ -148,6 +156,10 @@ class RunDir:
     @property
     def export_record_path(self) -> Path:
         return self.export_dir / EXPORT_RECORD_FILE
+
+    @property
+    def decision_path(self) -> Path:
+        return self.path / MODEL_DIR / DECISION_FILE
 
     def checkpoint_path(self, global_step: int) -> Path:
         return self.checkpoints_dir / f"{CHECKPOINT_PREFIX}{global_step}"
@@ -282,10 +294,19 @@ def write_test_predictions(
     probabilities: np.ndarray,
     label_names: Sequence[str],
     row_ids: Sequence[str] | None = None,
+    predicted: np.ndarray | None = None,
+    separator: str | None = None,
 ) -> None:
     """One row per example: text, gold and predicted class names, the predicted class's probability, the row's id
-    (the data's id column, or its line number), then every class's probability."""
-    predicted = probabilities.argmax(axis=1)
+    (the data's id column, or its line number), then every class's probability. `predicted`: the decision's class
+    ids (default: the argmax). Multi-label (gold and predicted (N, C) indicator rows): gold and predicted are the
+    class sets joined by `separator`, and score is the highest class probability."""
+    if np.ndim(gold) == 2:
+        if separator is None:
+            raise ValueError("multi-label predictions need the label separator (data.label_separator)")
+        _write_multilabel_predictions(path, texts, gold, probabilities, label_names, row_ids, predicted, separator)
+        return
+    predicted = probabilities.argmax(axis=1) if predicted is None else predicted
     row_ids = row_ids if row_ids is not None else [str(index + 1) for index in range(len(texts))]
     header = [*PREDICTION_COLUMNS, PREDICTION_ROW_ID, *(f"{PROBABILITY_PREFIX}{name}" for name in label_names)]
     with atomic_path(path) as temp_path, open(temp_path, "w", newline="", encoding="utf-8") as handle:
@@ -296,6 +317,42 @@ def write_test_predictions(
                 [text, label_names[gold_id], label_names[predicted_id], f"{row[predicted_id]:.6f}", row_id]
                 + [f"{p:.6f}" for p in row]
             )
+
+
+def _write_multilabel_predictions(path: Path, texts: Sequence[str], gold: np.ndarray, probabilities: np.ndarray,
+                                  label_names: Sequence[str], row_ids: Sequence[str] | None, predicted: np.ndarray | None,
+                                  separator: str) -> None:
+    predicted = probabilities >= 0.5 if predicted is None else predicted
+    row_ids = row_ids if row_ids is not None else [str(index + 1) for index in range(len(texts))]
+    header = [*PREDICTION_COLUMNS, PREDICTION_ROW_ID, *(f"{PROBABILITY_PREFIX}{name}" for name in label_names)]
+
+    def joined(indicators: np.ndarray) -> str:
+        return separator.join(name for name, on in zip(label_names, indicators) if on > 0.5)
+
+    with atomic_path(path) as temp_path, open(temp_path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        for text, gold_row, predicted_row, row, row_id in zip(texts, gold, predicted, probabilities, row_ids):
+            writer.writerow([text, joined(gold_row), joined(predicted_row), f"{row.max():.6f}", row_id]
+                            + [f"{p:.6f}" for p in row])
+
+
+def write_decision(model_dir: Path, record: dict[str, Any]) -> None:
+    atomic_write_json(Path(model_dir) / DECISION_FILE, record)
+
+
+def read_decision(model_dir: Path) -> dict[str, Any] | None:
+    """model/decision.json, or None when the model has none (runs before it existed, bare models)."""
+    path = Path(model_dir) / DECISION_FILE
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(_read_text(path))
+    except json.JSONDecodeError as error:
+        raise RunDirError(f"{path}: invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}") from None
+    if not isinstance(record, dict):
+        raise RunDirError(f"{path}: expected a JSON object")
+    return record
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -6,6 +6,11 @@
 Every split is a `datasets.Dataset` with `text`, `label` (ClassLabel) and `row_id` (the data's id column, or the
 row's line or record number in its file). Carving and caps are stratified by label and seeded, and keep rows in
 file order. Nothing is dropped silently: every removed row is returned with the reason, for the run directory.
+
+Multi-label splits hold `labels` (a multi-hot float list) instead of `label`; they are stratified by iterative
+stratification (Sechidis et al. 2011): the rarest class's rows are placed first, each into the side that still
+lacks most of that class, so every class (and the all-negative rows) keeps about its share on both sides. A class
+with very few rows may land wholly on the larger side of a small carve: such a class can be absent from validation.
 """
 
 from __future__ import annotations
@@ -26,8 +31,16 @@ CONFLICT_EXAMPLES = 5
 
 
 def labels_of(dataset: datasets.Dataset) -> np.ndarray:
+    """Class ids (N,), or (N, C) float32 multi-hot rows for a multi-label split."""
     # Read the Arrow column at once: `dataset["label"]` is a lazy column that datasets 5 converts row by row.
+    if MULTI_LABEL_COLUMN in dataset.column_names:
+        column = dataset.with_format("arrow")[MULTI_LABEL_COLUMN].combine_chunks()
+        return np.asarray(column.flatten(), dtype=np.float32).reshape(len(dataset), -1)
     return dataset.with_format("arrow")["label"].to_numpy()
+
+
+# A multi-label split's column of multi-hot rows (single-label splits have `label`, a ClassLabel).
+MULTI_LABEL_COLUMN = "labels"
 
 
 def carve(train: datasets.Dataset, fraction: float, seed: int, split: str, key: str) -> tuple[datasets.Dataset, datasets.Dataset]:
@@ -42,6 +55,9 @@ def carve(train: datasets.Dataset, fraction: float, seed: int, split: str, key: 
             f"add rows or give a {split} file"
         )
     labels = labels_of(train)
+    if labels.ndim == 2:  # multi-label: iterative stratification, no per-class minimum (see the module's note)
+        chosen, rest = sample_indices(labels, size, seed)
+        return train.select(rest), train.select(chosen)
     classes, counts = np.unique(labels, return_counts=True)
     if counts.min() < 2:
         names = train.features["label"].names
@@ -72,6 +88,8 @@ def sample_indices(labels: np.ndarray, size: int, seed: int, minimum: int = 0) -
     `Dataset.train_test_split`, which reads the labels row by row (seconds for 20,000 rows).
     """
     labels = np.asarray(labels)
+    if labels.ndim == 2:
+        return iterative_sample(labels, size, seed)
     classes, counts = np.unique(labels, return_counts=True)
     quotas = np.maximum(_proportional_quotas(counts, size), np.minimum(minimum, counts - 1))
     rng = np.random.default_rng(seed)
@@ -90,6 +108,46 @@ def _proportional_quotas(counts: np.ndarray, size: int) -> np.ndarray:
     for i in order[: size - quotas.sum()]:
         quotas[i] += 1
     return quotas
+
+
+def iterative_sample(multi_hot: np.ndarray, size: int, seed: int) -> tuple[list[int], list[int]]:
+    """Two-way iterative stratification (Sechidis et al. 2011) of (N, C) multi-hot rows: `size` rows chosen (and the
+    rest), both sorted. Rows without any class are shared out last, to fill each side's remaining quota."""
+    positive = np.asarray(multi_hot) > 0.5  # (N, C)
+    rows = len(positive)
+    rng = np.random.default_rng(seed)
+    share = np.array([size / rows, 1.0 - size / rows])  # chosen, rest
+    wanted_rows = share * rows  # (2,)
+    wanted = share[:, None] * positive.sum(axis=0)[None, :]  # (2, C)
+    side = np.full(rows, -1)
+    left = positive.sum(axis=0).astype(np.int64)  # (C,) unplaced rows per class
+    tie_order = rng.permutation(positive.shape[1])
+    while left.any():
+        rarest = min(np.flatnonzero(left), key=lambda c: (left[c], tie_order[c]))
+        for row in rng.permutation(np.flatnonzero(positive[:, rarest] & (side < 0))):
+            classes = positive[row]
+            need = wanted[:, rarest]
+            pick = 0 if (need[0], wanted_rows[0]) > (need[1], wanted_rows[1]) else 1
+            side[row] = pick
+            wanted[pick, classes] -= 1
+            wanted_rows[pick] -= 1
+            left[classes] -= 1
+    empty = rng.permutation(np.flatnonzero(side < 0))
+    to_chosen = int(np.clip(round(wanted_rows[0]), 0, len(empty)))
+    side[empty[:to_chosen]] = 0
+    side[empty[to_chosen:]] = 1
+    _fix_size(side, size, rng)
+    return np.flatnonzero(side == 0).tolist(), np.flatnonzero(side == 1).tolist()
+
+
+def _fix_size(side: np.ndarray, size: int, rng: np.random.Generator) -> None:
+    """Move random rows so that exactly `size` are chosen (side 0): the greedy pass can miss by a few."""
+    chosen = np.flatnonzero(side == 0)
+    if len(chosen) > size:
+        side[rng.choice(chosen, len(chosen) - size, replace=False)] = 1
+    elif len(chosen) < size:
+        rest = np.flatnonzero(side == 1)
+        side[rng.choice(rest, size - len(chosen), replace=False)] = 0
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -125,14 +183,14 @@ class DuplicateReport:
 
 
 def deduplicate(
-    splits: dict[str, datasets.Dataset], mode: str, order: tuple[str, ...]
+    splits: dict[str, datasets.Dataset], mode: str, order: tuple[str, ...], label_names: list[str] | None = None
 ) -> tuple[dict[str, datasets.Dataset], list[RemovedRow], DuplicateReport]:
     """Count exact duplicate texts within each split and between splits (earlier splits in `order` first), and
     remove them as `mode` says: none (count only), within (repeats inside a split), across (also texts of a later
     split found in an earlier one: a test text seen in train is leakage)."""
     report = DuplicateReport(mode)
     keys = {name: [duplicate_key(text) for text in splits[name]["text"]] for name in order if name in splits}
-    _count_conflicts(splits, keys, report)
+    _count_conflicts(splits, keys, report, label_names)
     seen: set[str] = set()
     kept, removed = {}, []
     for position, name in enumerate(n for n in order if n in splits):
@@ -172,16 +230,32 @@ def _without(split: datasets.Dataset, drop: set[int], name: str, removed: list[R
     return split.select([row for row in range(len(split)) if row not in drop])
 
 
-def _count_conflicts(splits: dict[str, datasets.Dataset], keys: dict[str, list[str]], report: DuplicateReport) -> None:
-    labels_by_text: dict[str, set[int]] = {}
+def label_names_of(split: datasets.Dataset, label_names: list[str] | None = None) -> list[str]:
+    """Class names: a single-label split's ClassLabel, else `label_names` (multi-label names travel beside)."""
+    if "label" in split.features and hasattr(split.features["label"], "names"):
+        return list(split.features["label"].names)
+    if label_names is None:
+        raise ValueError("a multi-label split carries no class names: pass them")
+    return list(label_names)
+
+
+def _describe_label(label: int | tuple[int, ...], names: list[str]) -> str:
+    return "|".join(names[index] for index in label) if isinstance(label, tuple) else names[label]
+
+
+def _count_conflicts(splits: dict[str, datasets.Dataset], keys: dict[str, list[str]], report: DuplicateReport,
+                     label_names: list[str] | None = None) -> None:
+    labels_by_text: dict[str, set] = {}
     for name, split_keys in keys.items():
         for key, label in zip(split_keys, labels_of(splits[name]).tolist()):
+            # a multi-label row's label is its set of classes
+            label = tuple(np.flatnonzero(label).tolist()) if isinstance(label, list) else label
             labels_by_text.setdefault(key, set()).add(label)
     conflicting = [key for key, labels in labels_by_text.items() if len(labels) > 1]
-    names = next(iter(splits.values())).features["label"].names
+    names = label_names_of(next(iter(splits.values())), label_names)
     report.conflicts = len(conflicting)
     report.conflict_examples = [
-        {"text": key[:200], "labels": sorted(names[label] for label in labels_by_text[key])}
+        {"text": key[:200], "labels": sorted(_describe_label(label, names) for label in labels_by_text[key])}
         for key in conflicting[:CONFLICT_EXAMPLES]
     ]
     if conflicting:

@@ -29,13 +29,13 @@ from accelerate.utils import ProjectConfiguration
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, get_linear_schedule_with_warmup
 
+from pipeline import rundir
 from pipeline.batching import TokenizedRows, training_loader
 from pipeline.config import TrainConfig
 from pipeline.evaluation import EvalResult, evaluate_split, primary_metric
-from pipeline.labels import ClassCounts
 from pipeline.hardware import resolve_mixed_precision
+from pipeline.labels import ClassCounts
 from pipeline.losses import build_loss
-from pipeline import rundir
 from pipeline.rundir import RunDir
 
 logger = logging.getLogger(__name__)

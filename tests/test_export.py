@@ -25,9 +25,15 @@ onnx = pytest.importorskip("onnx", reason="the optional extra 'onnx' is not inst
 
 from transformers import BertConfig, BertForSequenceClassification, BertModel  # noqa: E402
 
-from pipeline.export import ExportError, choose_export, export_run, read_export_record, weights_sha256  # noqa: E402
+from pipeline.export import (  # noqa: E402
+    ExportError,
+    choose_export,
+    convert,
+    export_run,
+    read_export_record,
+    weights_sha256,
+)
 from pipeline.export import cli as export_cli  # noqa: E402
-from pipeline.export import convert  # noqa: E402
 from pipeline.export.runtime import onnx_threads, open_session  # noqa: E402
 from pipeline.predict import PredictError, Predictor, main, predict_dataframe, predict_texts  # noqa: E402
 from pipeline.rundir import RunDir  # noqa: E402
@@ -242,6 +248,8 @@ def test_a_broken_export_is_refused_and_never_used(bare_run, tmp_path, monkeypat
 
 def test_without_the_training_data_the_test_predictions_verify(bare_run, tmp_path):
     run = copy_run(bare_run, tmp_path / "moved")
+    config = (run / "config.yaml").read_text()
+    (run / "config.yaml").write_text(config.replace(str(bare_run / "train.csv"), str(run / "train.csv")))
     (run / "train.csv").unlink()  # the data moved away since training
     rows = texts_and_rows(60, offset=5000)
     with open(run / "test_predictions.csv", "w", newline="", encoding="utf-8") as handle:

@@ -15,7 +15,6 @@ from typing import Any
 
 from pipeline.export.convert import DEFAULT_MAX_ROWS, QUANTIZE_CHOICES, export_run
 from pipeline.export.record import STATUS_REFUSED, ExportError, auto_backend, parity_rows
-from pipeline.rundir import RunDir
 from pipeline.tables import one_line
 
 EXIT_REFUSED = 3

@@ -69,8 +69,9 @@ def verification_rows(run: RunDir) -> VerificationRows:
         names = validation.features["label"].names
         return VerificationRows(list(validation["text"]), [names[label] for label in validation["label"]],
                                 "validation split (re-created from config.yaml)")
-    except Exception as error:  # noqa: BLE001 -- data moved, Hub offline, config from another version: fall back
-        reason = one_line(error)[:200]
+    except Exception as error:  # data moved, Hub offline, config from another version: fall back
+        reason = one_line(error)
+        reason = reason if len(reason) <= 160 else reason[:160].rsplit(" ", 1)[0] + " ..."
     finally:
         data_logger.setLevel(level)
     try:
@@ -115,7 +116,7 @@ def verify_exports(reference: Predictor, files: dict[str, Path], rows: Verificat
     if default_dtype is not None:
         predictors["torch-bf16"] = dataclasses.replace(reference, autocast_dtype=default_dtype)
     for variant, path in files.items():
-        backend = OnnxBackend(open_session(path), variant, path)
+        backend = OnnxBackend(open_session(path), variant, path, getattr(reference, "multi_label", False))
         predictors[f"onnx-{variant}"] = dataclasses.replace(
             reference, model=None, autocast_dtype=None, backend=backend, choice=ExportChoice(variant, path, "verification")
         )

@@ -16,9 +16,17 @@ from pipeline.config import ModelConfig
 from pipeline.models.encoder import EncoderClassifierConfig, EncoderForSequenceClassification
 
 
-def build_model(config: ModelConfig, labels: list[str], tokenizer: PreTrainedTokenizerBase) -> PreTrainedModel:
+# transformers' name for a sigmoid per class (config.json "problem_type").
+MULTI_LABEL_PROBLEM_TYPE = "multi_label_classification"
+
+
+def build_model(config: ModelConfig, labels: list[str], tokenizer: PreTrainedTokenizerBase,
+                multi_label: bool = False) -> PreTrainedModel:
+    """`multi_label`: config.json says problem_type "multi_label_classification", so that transformers (pipeline,
+    the models' own loss) uses a sigmoid per class."""
     id2label = dict(enumerate(labels))
     label2id = {name: index for index, name in id2label.items()}
+    problem_type = MULTI_LABEL_PROBLEM_TYPE if multi_label else None  # None: transformers' default, a softmax
     if config.kind != "encoder":  # "pretrained", or its older name "bert"
         # The classification head is new (randomly initialised); transformers says so in a warning.
         return AutoModelForSequenceClassification.from_pretrained(
@@ -26,11 +34,13 @@ def build_model(config: ModelConfig, labels: list[str], tokenizer: PreTrainedTok
             num_labels=len(labels),
             id2label=id2label,
             label2id=label2id,
+            **({"problem_type": problem_type} if problem_type else {}),
             # A checkpoint that already has a head for another number of classes gets a new one.
             ignore_mismatched_sizes=True,
         )
     encoder_config = EncoderClassifierConfig.from_settings(
-        config.encoder, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, id2label=id2label
+        config.encoder, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, id2label=id2label,
+        problem_type=problem_type,
     )
     return EncoderForSequenceClassification(encoder_config)
 

@@ -176,6 +176,7 @@ class EncoderClassifierConfig(PretrainedConfig):
         vocab_size: int,
         pad_token_id: int | None,
         id2label: Mapping[int, str] | Sequence[str],
+        problem_type: str | None = None,
     ) -> "EncoderClassifierConfig":
         """Build a config from architecture settings (a dataclass or a mapping holding exactly the fields of
         ARCHITECTURE_FIELDS, e.g. the pipeline's `EncoderSettings`), the vocabulary size and the label names."""
@@ -190,7 +191,8 @@ class EncoderClassifierConfig(PretrainedConfig):
             id2label = dict(enumerate(id2label))  # a list of names, index = class id
         id2label = {int(i): str(name) for i, name in id2label.items()}
         label2id = {name: i for i, name in id2label.items()}
-        return cls(vocab_size=vocab_size, pad_token_id=pad_token_id, id2label=id2label, label2id=label2id, **values)
+        return cls(vocab_size=vocab_size, pad_token_id=pad_token_id, id2label=id2label, label2id=label2id,
+                   problem_type=problem_type, **values)
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -458,7 +460,10 @@ class EncoderForSequenceClassification(PreTrainedModel):
         logits = self.classifier(self.dropout(pooled))  # (B, K)
 
         loss = None
-        if labels is not None:
+        if labels is not None and self.config.problem_type == "multi_label_classification":
+            # One sigmoid per class: labels are (B, K) multi-hot floats; the mean BCE as transformers' models have.
+            loss = F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))  # scalar
+        elif labels is not None:
             loss = F.cross_entropy(logits.view(-1, self.num_labels), labels.view(-1))  # scalar
 
         if return_dict is False:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pipeline.predict.output import check_no_clash, output_columns
+from pipeline.predict.output import check_no_clash, predictor_columns
 from pipeline.predict.predictor import DEFAULT_BATCH_SIZE, Predictor, as_predictor
 from pipeline.predict.source import PredictError
 from pipeline.tables import DataError, resolve_columns
@@ -25,13 +25,18 @@ def predict_texts(
     device: str = "auto",
     precision: str = "auto",
     backend: str = "auto",
-) -> list[tuple[str, float]]:
+) -> list[tuple[str, float]] | list[tuple[list[str], list[float]]]:
     """(label, score) for each text, in order; an empty text gives ("", nan). A single string is one text.
+    A multi-label model gives (labels, scores): the predicted classes and their probabilities ([] for none).
+    Probabilities are calibrated and labels follow the model's thresholds (model/decision.json) when it has them.
     Pass a Predictor to load the model once. `backend`: "auto" (the run's verified ONNX export when it is faster
     than PyTorch, else PyTorch), "torch" or "onnx" (an error when the run has no verified export)."""
     texts = [texts] if isinstance(texts, str) else list(texts)
     predictor = as_predictor(model_dir, batch_size=batch_size, device=device, precision=precision, backend=backend)
     result = predictor.label_texts(texts)
+    if result.label_sets is not None:
+        return [([predictor.labels[i] for i in row.nonzero()[0]], [float(p) for p in probabilities[row]])
+                for row, probabilities in zip(result.label_sets, result.probabilities)]
     return [
         (predictor.labels[label_id], score) if label_id >= 0 else ("", math.nan)
         for label_id, score in zip(result.label_ids.tolist(), result.scores().tolist())
@@ -64,18 +69,28 @@ def predict_dataframe(
         positions = resolve_columns(header, spec.columns, "the DataFrame", "text_columns=")
     except DataError as error:
         raise PredictError(str(error)) from None
-    added = output_columns(predictor.labels, probabilities, prefix)
+    added = predictor_columns(predictor, probabilities, prefix)
     check_no_clash(header, added, "the DataFrame", "prefix=")
     parts = zip(*(df.iloc[:, position].tolist() for position in positions))
     texts = [spec.text_of(values) for values in parts]
     result = predictor.label_texts(texts, empty_error=f"empty or missing text in {', '.join(spec.columns)}")
-    label_column, label_id_column, score_column, *probability_columns, error_column = added
     labelled = df.copy()
+    if result.label_sets is not None:  # multi-label: labels, [prob_<class>...], error
+        labels_column, *probability_columns, error_column = added
+        labelled[labels_column] = predictor.joined_labels(result.label_sets)
+        for index, column in enumerate(probability_columns):
+            labelled[column] = result.probabilities[:, index]
+        labelled[error_column] = result.errors
+        return labelled
+    flag_column = added.pop(-2) if result.low_confidence is not None else None  # before error
+    label_column, label_id_column, score_column, *probability_columns, error_column = added
     ids = result.label_ids.tolist()
     labelled[label_column] = [predictor.labels[i] if i >= 0 else "" for i in ids]
     labelled[label_id_column] = pd.array([i if i >= 0 else None for i in ids], dtype="Int64")
     labelled[score_column] = result.scores()
     for index, column in enumerate(probability_columns):
         labelled[column] = result.probabilities[:, index]
+    if flag_column is not None:  # multi-class thresholds: the label is kept, the row flagged
+        labelled[flag_column] = result.low_confidence
     labelled[error_column] = result.errors
     return labelled

@@ -24,13 +24,22 @@ class Backend(Protocol):
     def probabilities(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         """(B, T) int64 ids and mask -> (B, K) float32 probabilities."""
 
+    def logits(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        """(B, T) int64 ids and mask -> (B, K) float32 logits (distillation's soft targets)."""
+
+
+def to_probabilities(logits: torch.Tensor, multi_label: bool) -> torch.Tensor:
+    """A softmax over classes, or a sigmoid per class for a multi-label model (config.json problem_type)."""
+    return torch.sigmoid(logits) if multi_label else logits.softmax(dim=-1)
+
 
 class TorchBackend:
     name = "torch"
 
-    def __init__(self, model: torch.nn.Module, device: torch.device):
+    def __init__(self, model: torch.nn.Module, device: torch.device, multi_label: bool = False):
         self.model = model
         self.device = device
+        self.multi_label = multi_label
 
     @contextlib.contextmanager
     def running(self, autocast_dtype: torch.dtype | None) -> Iterator[None]:
@@ -43,25 +52,35 @@ class TorchBackend:
             yield
 
     def probabilities(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        return to_probabilities(self._logits(input_ids, attention_mask), self.multi_label).cpu().numpy()
+
+    def logits(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        return self._logits(input_ids, attention_mask).cpu().numpy()
+
+    def _logits(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> torch.Tensor:
         logits = self.model(
             input_ids=torch.from_numpy(input_ids).to(self.device),
             attention_mask=torch.from_numpy(attention_mask).to(self.device),
         ).logits  # (B, K)
-        return logits.float().softmax(dim=-1).cpu().numpy()
+        return logits.float()
 
 
 class OnnxBackend:
     """An ONNX Runtime session made by pipeline.export; its softmax is PyTorch's, as in TorchBackend."""
 
-    def __init__(self, session: Any, variant: str, path: Path):
+    def __init__(self, session: Any, variant: str, path: Path, multi_label: bool = False):
         self.session = session
         self.variant = variant
         self.path = path
+        self.multi_label = multi_label
         self.name = f"onnx-{variant}"
 
     def running(self, autocast_dtype: torch.dtype | None) -> contextlib.AbstractContextManager:
         return contextlib.nullcontext()
 
     def probabilities(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        return to_probabilities(torch.from_numpy(self.logits(input_ids, attention_mask)), self.multi_label).numpy()
+
+    def logits(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         (logits,) = self.session.run(["logits"], {"input_ids": input_ids, "attention_mask": attention_mask})  # (B, K)
-        return torch.from_numpy(np.asarray(logits, dtype=np.float32)).softmax(dim=-1).numpy()
+        return np.asarray(logits, dtype=np.float32)

@@ -28,8 +28,8 @@ from pipeline.predict.output import (
     check_output,
     make_writer,
     open_output,
-    output_columns,
     output_format,
+    predictor_columns,
 )
 from pipeline.predict.predictor import (
     DEFAULT_BATCH_SIZE,
@@ -76,7 +76,8 @@ def predict_table(predictor: Predictor, table: Table, writer: Any, added: list[s
         summary.rows_without_text += without_text
         progress.update(without_text)
         if writer is not None:
-            writer.write_rows(header, chunk.records, added_values(result, predictor.labels, probabilities))
+            writer.write_rows(header, chunk.records,
+                              added_values(result, predictor.labels, probabilities, predictor.label_separator))
     summary.seconds = time.perf_counter() - started
     return summary
 
@@ -170,7 +171,7 @@ def run(args: argparse.Namespace) -> RunSummary:
             backend=args.backend,
         )
         predictor.shard = (process_index, num_processes)
-        added = output_columns(predictor.labels, args.probabilities, args.prefix)
+        added = predictor_columns(predictor, args.probabilities, args.prefix)
         check_no_clash(table.header, added, table.name)
         # None: off when stderr is not a terminal; only the main process shows one
         progress = tqdm(total=None, unit=" rows", file=sys.stderr, dynamic_ncols=True, desc="Predicting",

@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from pipeline.config import DataConfig
 from pipeline.export.record import ExportChoice, ExportError, choose_export
 from pipeline.hardware import HardwareError, resolve_device, resolve_inference_dtype
-from pipeline.models import max_positions
+from pipeline.models import MULTI_LABEL_PROBLEM_TYPE, max_positions
 from pipeline.predict.backend import Backend, OnnxBackend, TorchBackend
 from pipeline.predict.source import (
     ModelSource,
@@ -25,9 +26,11 @@ from pipeline.predict.source import (
     load_model_and_tokenizer,
     resolve_model_source,
 )
+from pipeline.rundir import DECISION_FILE, RunDirError, read_decision
 from pipeline.tables import TextSpec
-from pipeline.windows import LongTextRule, encode_documents, pool_documents
+from pipeline.thresholds import KIND_BINARY, KIND_FLAG, KIND_MULTI_LABEL, Decision, default_decision
 from pipeline.tokenization import length_limit, padded_width
+from pipeline.windows import LongTextRule, encode_documents, pool_documents
 
 # Batches are length-sorted, so a big batch wastes little on padding; on CPU 128 beat 64 by ~25%.
 DEFAULT_BATCH_SIZE = 128
@@ -40,9 +43,11 @@ DEFAULT_RECHECK_MARGIN = 0.02
 class LabelledTexts:
     """Predictions for a list of texts: rows without text get label_id -1, NaN probabilities and an error."""
 
-    label_ids: np.ndarray  # (N,) int64
-    probabilities: np.ndarray  # (N, K) float32
+    label_ids: np.ndarray  # (N,) int64 (multi-label: the most probable class)
+    probabilities: np.ndarray  # (N, K) float32 (multi-label: one sigmoid per class)
     errors: list[str]
+    label_sets: np.ndarray | None = None  # (N, K) bool, multi-label models only: the classes predicted
+    low_confidence: np.ndarray | None = None  # (N,) bool, multi-class thresholds only: top probability too low
 
     def scores(self) -> np.ndarray:
         """(N,) the probability of each row's label; NaN for rows without one."""
@@ -71,10 +76,19 @@ class Predictor:
     # What runs the forward pass (default: PyTorch on `model`), and why it was chosen.
     backend: Backend | None = field(default=None, repr=False)
     choice: ExportChoice = field(default_factory=lambda: ExportChoice(None, None, "asked for"))
+    # A sigmoid per class (config.json problem_type multi_label_classification) instead of a softmax.
+    multi_label: bool = False
+    # How probabilities become labels: model/decision.json (thresholds chosen on validation); default argmax, or
+    # 0.5 per class for multi-label.
+    decision: Decision | None = None
+    # Joins a multi-label row's classes in the output (the run's data.label_separator).
+    label_separator: str = field(default_factory=lambda: DataConfig().label_separator)
 
     def __post_init__(self):
         if self.backend is None:
-            self.backend = TorchBackend(self.model, self.device)
+            self.backend = TorchBackend(self.model, self.device, self.multi_label)
+        if self.decision is None:
+            self.decision = default_decision(self.labels, self.multi_label)
 
     @classmethod
     def from_path(cls, path: str | Path, *, text_columns: Sequence[str] | None = None, **options: Any) -> Predictor:
@@ -114,14 +128,14 @@ class Predictor:
         if choice.variant is None:
             model, tokenizer = load_model_and_tokenizer(source.model_dir)
             model.to(torch_device)
-            config, engine = model.config, TorchBackend(model, torch_device)
+            config, engine = model.config, TorchBackend(model, torch_device, is_multi_label(model.config))
         else:
             from pipeline.export.runtime import open_session
 
             model, autocast_dtype = None, None
             config, tokenizer = load_config_and_tokenizer(source.model_dir)
             try:
-                engine = OnnxBackend(open_session(choice.path), choice.variant, choice.path)
+                engine = OnnxBackend(open_session(choice.path), choice.variant, choice.path, is_multi_label(config))
             except ExportError as error:
                 raise PredictError(str(error)) from None
         limit = length_limit(tokenizer, max_positions(SimpleNamespace(config=config)))
@@ -131,8 +145,10 @@ class Predictor:
         if length < 2:
             raise PredictError(f"max length must be at least 2 ([CLS] and [SEP]), got {length}")
         labels = [str(config.id2label[index]) for index in range(config.num_labels)]
+        decision, separator = load_decision(source.model_dir, labels, is_multi_label(config))
         return cls(model, tokenizer, labels, length, torch_device, source.text_spec, batch_size, autocast_dtype,
-                   recheck_margin, long_text=source.long_text, pooling=source.pooling, backend=engine, choice=choice)
+                   recheck_margin, long_text=source.long_text, pooling=source.pooling, backend=engine, choice=choice,
+                   multi_label=is_multi_label(config), decision=decision, label_separator=separator)
 
     @property
     def precision(self) -> str:
@@ -163,13 +179,15 @@ class Predictor:
             return np.empty(0, dtype=np.int64), np.empty((0, len(self.labels)), dtype=np.float32)
         token_ids, lengths, documents = self._tokenize(texts)
         probabilities = self._forward(token_ids, lengths, np.arange(len(token_ids)), self.autocast_dtype, on_batch)
-        if self.autocast_dtype is not None and self.recheck_margin > 0 and len(self.labels) > 1:
-            top_two = np.sort(probabilities, axis=1)[:, -2:]  # (R, 2)
-            close = np.flatnonzero(top_two[:, 1] - top_two[:, 0] < self.recheck_margin)
+        if self.autocast_dtype is not None and self.recheck_margin > 0 and (len(self.labels) > 1 or self.multi_label):
+            close = near_decision(probabilities, self.decision, self.recheck_margin)
             if len(close):
                 probabilities[close] = self._forward(token_ids, lengths, close, None, None)
-        probabilities = pool_documents(probabilities, documents, count, self.pooling)  # windows -> (N, K)
-        return probabilities.argmax(axis=1).astype(np.int64), probabilities
+        # windows -> (N, K)
+        probabilities = pool_documents(probabilities, documents, count, self.pooling, softmax=not self.multi_label)
+        if self.multi_label:
+            return probabilities.argmax(axis=1).astype(np.int64), probabilities
+        return self.decision.predict(probabilities), probabilities
 
     def logits(self, texts: Sequence[str], on_batch: Callable[[int], None] | None = None) -> np.ndarray:
         """(texts) -> (N, K) float32 logits, in text order: the same batching as `infer` (no fp32 recheck: soft
@@ -250,7 +268,53 @@ class Predictor:
         label_ids[kept] = kept_ids
         probabilities[kept] = kept_probabilities
         errors = ["" if ok else empty_error for ok in has_text]
-        return LabelledTexts(label_ids, probabilities, errors)
+        result = LabelledTexts(label_ids, probabilities, errors)
+        if self.multi_label:
+            result.label_sets = np.zeros((len(texts), len(self.labels)), dtype=bool)
+            result.label_sets[kept] = self.decision.predict(kept_probabilities)
+        if self.decision.kind == KIND_FLAG:
+            result.low_confidence = np.zeros(len(texts), dtype=bool)
+            result.low_confidence[kept] = self.decision.low_confidence(kept_probabilities)
+        return result
+
+    def joined_labels(self, label_sets: np.ndarray) -> list[str]:
+        """Each row's predicted classes joined by the label separator ("" for none)."""
+        return [self.label_separator.join(name for name, on in zip(self.labels, row) if on) for row in label_sets]
+
+
+def is_multi_label(config: Any) -> bool:
+    return getattr(config, "problem_type", None) == MULTI_LABEL_PROBLEM_TYPE
+
+
+def load_decision(model_dir: Path, labels: list[str], multi_label: bool) -> tuple[Decision, str]:
+    """model/decision.json as a Decision and the label separator; the defaults when the model has none."""
+    try:
+        record = read_decision(model_dir)
+    except RunDirError as error:
+        raise PredictError(str(error)) from None
+    separator = DataConfig().label_separator
+    if record is None:
+        return default_decision(labels, multi_label), separator
+    try:
+        decision = Decision.from_dict(record, labels)
+    except ValueError as error:
+        raise PredictError(f"{Path(model_dir) / DECISION_FILE}: {error}") from None
+    return decision, str(record.get("label_separator") or separator)
+
+
+def near_decision(probabilities: np.ndarray, decision: Decision, margin: float) -> np.ndarray:
+    """Rows whose label could flip within `margin` of probability: the two best classes that close (argmax), or a
+    probability that close to its threshold (binary, multi-label, flagged multi-class)."""
+    if decision.kind in (KIND_BINARY, KIND_MULTI_LABEL):
+        columns = slice(1, 2) if decision.kind == KIND_BINARY else slice(None)
+        distance = np.abs(probabilities[:, columns] - decision.vector()[None, columns])
+        return np.flatnonzero((distance < margin).any(axis=1))
+    top_two = np.sort(probabilities, axis=1)[:, -2:]  # (R, 2)
+    close = top_two[:, 1] - top_two[:, 0] < margin
+    if decision.kind == KIND_FLAG:
+        top = probabilities.argmax(axis=1)
+        close |= np.abs(top_two[:, 1] - decision.vector()[top]) < margin
+    return np.flatnonzero(close)
 
 
 def pad_arrays(

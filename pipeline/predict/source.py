@@ -89,7 +89,7 @@ def load_model_and_tokenizer(model_dir: Path) -> tuple[Any, Any]:
     tokenizer = _load_tokenizer(model_dir)
     try:
         model = AutoModelForSequenceClassification.from_pretrained(str(model_dir))
-    except Exception as error:  # noqa: BLE001 -- a user's files: any failure to load them is bad input
+    except Exception as error:  # a user's files: any failure to load them is bad input
         raise PredictError(
             f"cannot load a sequence-classification model from {model_dir}: {type(error).__name__}: {one_line(error)}"
         ) from None
@@ -103,7 +103,7 @@ def load_config_and_tokenizer(model_dir: Path) -> tuple[Any, Any]:
     tokenizer = _load_tokenizer(model_dir)
     try:
         config = AutoConfig.from_pretrained(str(model_dir))
-    except Exception as error:  # noqa: BLE001 -- a user's files: any failure to load them is bad input
+    except Exception as error:  # a user's files: any failure to load them is bad input
         raise PredictError(f"cannot load the model config from {model_dir}: {type(error).__name__}: {one_line(error)}") from None
     return config, tokenizer
 
@@ -115,7 +115,7 @@ def _load_tokenizer(model_dir: Path) -> Any:
 
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
-    except Exception as error:  # noqa: BLE001 -- a user's files: any failure to load them is bad input
+    except Exception as error:  # a user's files: any failure to load them is bad input
         raise PredictError(
             f"cannot load a sequence-classification model from {model_dir}: {type(error).__name__}: {one_line(error)}"
         ) from None

@@ -180,7 +180,7 @@ def _summary_blocks(runs: Sequence[Run]) -> list[Block]:
         *_distill_rows(runs),
         *_baseline_rows(runs),
     ]
-    for label in _all_labels(runs):
+    for label in _by_support(runs, _all_labels(runs)):
         rows.append(_metric_row(f"F1: {label}", runs, lambda r, c=label: r.metric("test", "per_class", c, "f1"),
                                 format_score, higher=True))
     rows += [

@@ -6,6 +6,7 @@ block with it, and anyone can load it by path, offline:
     metric = evaluate.load("path/to/pipeline/metrics/classification")
     metric.compute(predictions=[0, 1, 1], references=[0, 1, 0], label_names=["neg", "pos"])
     # {"accuracy": 0.667, "macro_f1": 0.667, "num_samples": 3,
+    #  "balanced_accuracy": 0.75,
     #  "per_class": {"neg": {"precision": 1.0, "recall": 0.5, "f1": 0.667, "support": 2}, "pos": {...}},
     #  "confusion_matrix": [[1, 1], [0, 1]]}
 
@@ -28,7 +29,8 @@ Args:
     label_names (list of str, optional): class names in id order; they key `per_class`. Default: the ids from 0
         to the largest id seen, as strings.
 Returns:
-    accuracy (float), macro_f1 (float), num_samples (int),
+    accuracy (float), macro_f1 (float), balanced_accuracy (float: mean recall over the classes that occur),
+    num_samples (int),
     per_class (dict: name -> {precision, recall, f1, support}), confusion_matrix (list of lists, [true][predicted]).
     Undefined precision or recall (no prediction of, or no example of, a class) counts as 0.
 Examples:
@@ -50,9 +52,12 @@ def classification_metrics(references, predictions, label_names) -> dict:
     precision, recall, f1, support = precision_recall_fscore_support(
         references, predictions, labels=class_ids, zero_division=0
     )
+    present = support > 0
     return {
         "accuracy": float(accuracy_score(references, predictions)),
         "macro_f1": float(f1_score(references, predictions, labels=class_ids, average="macro", zero_division=0)),
+        # The mean recall over the classes that occur: what accuracy would be if every class were equally common.
+        "balanced_accuracy": float(recall[present].mean()) if present.any() else 0.0,
         "num_samples": int(len(references)),
         "per_class": {
             str(name): {

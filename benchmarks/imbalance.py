@@ -1,0 +1,156 @@
+"""Class weights on an imbalanced AG News: macro-F1 gained against majority-class accuracy lost; and calibration.
+
+    python benchmarks/imbalance.py                       # both imbalance runs (about 15 minutes on 2 cores)
+    python benchmarks/imbalance.py --calibration-rows 5000 --skip-imbalance   # the calibration check alone
+
+Imbalance: from the train file keep every World and Sports row and a seeded 5% of Business and Sci/Tech (so the
+largest / smallest class ratio is about 20), written to <out>/train_imbalanced.csv with the file's header. Then
+`python -m pipeline.finetune --config configs/ag_news_minilm.yaml` trains MiniLM on it for one epoch twice (data.
+max_train_samples unset; validation carved from the subset; tested on every row of the test file): once as is and
+once with `train.class_weights=balanced`. Printed for both: test macro-F1, balanced accuracy, accuracy, and the
+accuracy on the majority classes' test rows (World and Sports); then the gain in macro-F1 and the loss in majority
+accuracy, in points, against the acceptance bar (gain >= 3 points, loss <= 1 point).
+
+Calibration (--calibration-rows N): one more run on N rows of the unmodified train file (1 epoch); printed: the
+fitted temperature, expected calibration error (15 bins) before and after on validation and test, and the test
+accuracy of the calibrated model against the argmax of the uncalibrated one (they must be equal).
+
+Each run is a fresh subprocess writing <out>/<name>/ (kept, with its report); the last stdout line is one JSON
+object with every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED = REPO_ROOT.parent / "shared"
+MAJORITY = ("World", "Sports")  # kept whole
+MINORITY_IDS = ("3", "4")  # Business, Sci/Tech: class_index values subsampled
+GAIN_POINTS, LOSS_POINTS = 3.0, 1.0  # the acceptance bar
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", default="configs/ag_news_minilm.yaml", help="relative to the repo root")
+    parser.add_argument("--train-file", default=str(SHARED / "data" / "ag_news" / "train_20k.csv"))
+    parser.add_argument("--share", type=float, default=0.05, help="share of Business and Sci/Tech rows kept")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--out", default=None, help="folder for the subset and the runs (default: a new temp dir)")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra config override for every run; repeatable")
+    parser.add_argument("--skip-imbalance", action="store_true", help="do not run the two imbalance runs")
+    parser.add_argument("--calibration-rows", type=int, default=0,
+                        help="also run the calibration check on this many train rows (0: skip)")
+    return parser.parse_args(argv)
+
+
+def imbalanced_subset(train_file: Path, out: Path, share: float, seed: int) -> tuple[Path, dict[str, int]]:
+    """Every row of the majority classes, a seeded `share` of each minority class, in file order."""
+    with open(train_file, newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    header, body = rows[0], rows[1:]
+    rng = np.random.default_rng(seed)
+    keep = np.ones(len(body), dtype=bool)
+    for class_id in MINORITY_IDS:
+        members = np.flatnonzero([row[0] == class_id for row in body])
+        kept = rng.choice(members, size=round(share * len(members)), replace=False)
+        keep[members] = False
+        keep[kept] = True
+    subset = out / "train_imbalanced.csv"
+    with open(subset, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(row for row, kept in zip(body, keep) if kept)
+    counts: dict[str, int] = {}
+    for row, kept in zip(body, keep):
+        if kept:
+            counts[row[0]] = counts.get(row[0], 0) + 1
+    return subset, counts
+
+
+def finetune(config: str, out: Path, name: str, overrides: list[str]) -> dict:
+    """One run as a fresh subprocess; its metrics.json."""
+    command = [sys.executable, "-m", "pipeline.finetune", "--config", config, f"run.output_dir={out}",
+               f"run.name={name}", "run.overwrite=true", "train.epochs=1", "eval.predict_speed_rows=0", *overrides]
+    print("+", " ".join(command), file=sys.stderr, flush=True)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    subprocess.run(command, cwd=REPO_ROOT, env=env, check=True, stdout=sys.stderr)
+    return json.loads((out / name / "metrics.json").read_text())
+
+
+def majority_accuracy(run_dir: Path) -> float:
+    """Accuracy on the test rows whose gold class is a majority class."""
+    with open(run_dir / "test_predictions.csv", newline="", encoding="utf-8") as handle:
+        rows = [row for row in csv.DictReader(handle) if row["label"] in MAJORITY]
+    return sum(row["predicted"] == row["label"] for row in rows) / len(rows)
+
+
+def imbalance_figures(args: argparse.Namespace, out: Path) -> dict:
+    subset, counts = imbalanced_subset(Path(args.train_file), out, args.share, args.seed)
+    print(f"subset {subset}: rows per class_index {counts}", file=sys.stderr)
+    figures = {"subset_rows": counts}
+    for name, extra in (("plain", []), ("balanced", ["train.class_weights=balanced"])):
+        metrics = finetune(args.config, out, f"imbalance_{name}",
+                           [f"data.train_file={subset}", "data.max_train_samples=null", *extra, *args.override])
+        test = metrics["test"]
+        figures[name] = {
+            "macro_f1": test["macro_f1"], "balanced_accuracy": test["balanced_accuracy"],
+            "accuracy": test["accuracy"], "majority_accuracy": majority_accuracy(out / f"imbalance_{name}"),
+            "test_rows": test["num_samples"], "class_weights": metrics["training"]["class_weights"],
+            "train_seconds": metrics["timings"]["train_seconds"],
+        }
+    plain, balanced = figures["plain"], figures["balanced"]
+    gain = 100 * (balanced["macro_f1"] - plain["macro_f1"])
+    loss = 100 * (plain["majority_accuracy"] - balanced["majority_accuracy"])
+    figures.update(macro_f1_gain_points=gain, majority_accuracy_loss_points=loss,
+                   passes=gain >= GAIN_POINTS and loss <= LOSS_POINTS)
+    print(f"\n{'run':<10} {'macro-F1':>9} {'bal. acc':>9} {'accuracy':>9} {'majority acc':>13}")
+    for name in ("plain", "balanced"):
+        row = figures[name]
+        print(f"{name:<10} {row['macro_f1']:>9.4f} {row['balanced_accuracy']:>9.4f} {row['accuracy']:>9.4f} "
+              f"{row['majority_accuracy']:>13.4f}")
+    print(f"macro-F1 gain {gain:+.2f} points (bar >= {GAIN_POINTS:g}); majority accuracy lost {loss:+.2f} points "
+          f"(bar <= {LOSS_POINTS:g}): {'PASS' if figures['passes'] else 'FAIL'}")
+    return figures
+
+
+def calibration_figures(args: argparse.Namespace, out: Path) -> dict:
+    metrics = finetune(args.config, out, "calibration",
+                       [f"data.train_file={args.train_file}", f"data.max_train_samples={args.calibration_rows}",
+                        *args.override])
+    calibration = metrics["calibration"]
+    figures = {"temperature": calibration["temperature"], "ece": calibration["ece"],
+               "test_accuracy": metrics["test"]["accuracy"], "rows": args.calibration_rows}
+    for split in ("validation", "test"):
+        before, after = calibration["ece"][split]["before"], calibration["ece"][split]["after"]
+        print(f"calibration {split}: ECE {before:.4f} -> {after:.4f} ({after / before:.2f}x)")
+    print(f"temperature {calibration['temperature']:.3f}; test accuracy {metrics['test']['accuracy']:.4f} "
+          "(temperature scaling keeps every argmax)")
+    figures["passes"] = calibration["ece"]["test"]["after"] <= calibration["ece"]["test"]["before"] / 2
+    return figures
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="imbalance_"))
+    out.mkdir(parents=True, exist_ok=True)
+    figures = {}
+    if not args.skip_imbalance:
+        figures["imbalance"] = imbalance_figures(args, out)
+    if args.calibration_rows:
+        figures["calibration"] = calibration_figures(args, out)
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()

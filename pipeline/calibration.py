@@ -1,0 +1,144 @@
+"""Calibrated probabilities: one temperature fitted on validation, folded into the saved model, and how far
+probabilities are from frequencies (expected calibration error, reliability bins).
+
+    temperature = fit_temperature(validation_logits, validation_labels)      # minimum NLL of softmax(logits / T)
+    fold_temperature(model, temperature)                                     # classifier weight and bias / T
+    ece = expected_calibration_error(probabilities, labels)                  # 15 equal-width bins
+
+Temperature scaling (Guo et al. 2017) divides every logit by one number T > 0. It keeps the argmax (accuracy is
+unchanged) and only makes the probabilities more (T < 1) or less (T > 1) confident; fine-tuned transformers are
+usually over-confident, so T > 1. T is fitted by a golden-section search on log T: the negative log-likelihood of
+logits / T is convex in 1/T, so it has one minimum, and a 1-D search needs neither gradients nor a learning rate.
+
+It is stored *in* the model: the last linear layer of the classification head computes the logits, so dividing its
+weight and bias by T makes the saved model output logits / T. `transformers.pipeline`, `pipeline.predict` and ONNX
+exports then all give calibrated probabilities with no side file to forget.
+
+Multi-label models get the same treatment on their sigmoid logits (binary cross-entropy as the likelihood); their
+calibration error is measured over every (row, class) probability against whether the class is present.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+# Equal-width confidence bins of the expected calibration error and the reliability diagram (Guo et al. use 15).
+ECE_BINS = 15
+# The temperature is searched in [1/20, 20]: beyond that a model is broken, not miscalibrated.
+LOG_TEMPERATURE_RANGE = (-math.log(20.0), math.log(20.0))
+SEARCH_ITERATIONS = 60  # golden-section steps: the bracket shrinks by 0.618 each, far below float precision
+
+
+def negative_log_likelihood(logits: torch.Tensor, labels: torch.Tensor, temperature: float) -> float:
+    """Mean NLL of logits / T: cross-entropy on class ids (N,), or binary cross-entropy per row on (N, C) labels."""
+    scaled = logits.float() / temperature
+    if labels.ndim == 2:
+        return float(F.binary_cross_entropy_with_logits(scaled, labels.float(), reduction="sum") / len(labels))
+    return float(F.cross_entropy(scaled, labels.long()))
+
+
+def fit_temperature(logits: torch.Tensor | np.ndarray, labels: torch.Tensor | np.ndarray) -> float:
+    """The T > 0 that minimises the validation NLL of logits / T (golden-section search on log T)."""
+    logits, labels = torch.as_tensor(logits).float(), torch.as_tensor(labels)
+    if len(logits) == 0:
+        return 1.0
+
+    def loss(log_t: float) -> float:
+        return negative_log_likelihood(logits, labels, math.exp(log_t))
+
+    low, high = LOG_TEMPERATURE_RANGE
+    ratio = (math.sqrt(5.0) - 1.0) / 2.0
+    a, b = high - ratio * (high - low), low + ratio * (high - low)
+    loss_a, loss_b = loss(a), loss(b)
+    for _ in range(SEARCH_ITERATIONS):
+        if loss_a <= loss_b:
+            high, b, loss_b = b, a, loss_a
+            a = high - ratio * (high - low)
+            loss_a = loss(a)
+        else:
+            low, a, loss_a = a, b, loss_b
+            b = low + ratio * (high - low)
+            loss_b = loss(b)
+    return math.exp((low + high) / 2.0)
+
+
+def reliability_bins(probabilities: np.ndarray, labels: np.ndarray, bins: int = ECE_BINS) -> list[dict]:
+    """Per equal-width confidence bin: rows, mean confidence and accuracy (multi-label: mean probability and the
+    share of positives over every (row, class) entry). Empty bins are kept (count 0) so that runs line up."""
+    confidence, correct = _confidence_and_outcome(probabilities, labels)
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    # Bin b holds (edges[b], edges[b+1]]; a confidence of exactly 0 goes into the first bin.
+    index = np.clip(np.searchsorted(edges, confidence, side="left") - 1, 0, bins - 1)
+    table = []
+    for b in range(bins):
+        members = index == b
+        count = int(members.sum())
+        table.append({
+            "low": float(edges[b]), "high": float(edges[b + 1]), "count": count,
+            "confidence": float(confidence[members].mean()) if count else None,
+            "accuracy": float(correct[members].mean()) if count else None,
+        })
+    return table
+
+
+def expected_calibration_error(probabilities: np.ndarray, labels: np.ndarray, bins: int = ECE_BINS) -> float:
+    """Sum over bins of (share of entries in the bin) x |accuracy - mean confidence|; 0 is perfectly calibrated."""
+    table = reliability_bins(probabilities, labels, bins)
+    total = sum(row["count"] for row in table)
+    if total == 0:
+        return 0.0
+    return float(sum(row["count"] / total * abs(row["accuracy"] - row["confidence"]) for row in table if row["count"]))
+
+
+def _confidence_and_outcome(probabilities: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    probabilities, labels = np.asarray(probabilities, dtype=np.float64), np.asarray(labels)
+    if labels.ndim == 2:  # multi-label: every (row, class) probability against the class's presence
+        return probabilities.ravel(), (labels > 0.5).ravel().astype(np.float64)
+    predicted = probabilities.argmax(axis=1)
+    return probabilities.max(axis=1), (predicted == labels).astype(np.float64)
+
+
+def output_layer(model: nn.Module) -> nn.Linear:
+    """The classification head's last linear layer: the last nn.Linear whose outputs are the model's logits."""
+    num_labels = model.config.num_labels
+    layers = [module for module in model.modules() if isinstance(module, nn.Linear) and module.out_features == num_labels]
+    if not layers:
+        raise RuntimeError(f"{type(model).__name__} has no linear layer with {num_labels} outputs to fold a temperature into")
+    return layers[-1]
+
+
+@torch.no_grad()
+def fold_temperature(model: nn.Module, temperature: float, check_inputs: dict[str, torch.Tensor] | None = None) -> None:
+    """Divide the output layer's weight and bias by T, so that the model computes logits / T (argmax unchanged).
+
+    With `check_inputs` (a few rows), the model is run before and after and must give logits / T: a head whose last
+    linear layer is not the logits (something after it) is refused rather than silently mis-calibrated.
+    """
+    layer = output_layer(model)
+    before = _logits(model, check_inputs) if check_inputs is not None else None
+    layer.weight.div_(temperature)
+    if layer.bias is not None:
+        layer.bias.div_(temperature)
+    if before is not None:
+        after = _logits(model, check_inputs)
+        if not torch.allclose(after, before / temperature, rtol=1e-3, atol=1e-4):
+            layer.weight.mul_(temperature)
+            if layer.bias is not None:
+                layer.bias.mul_(temperature)
+            raise RuntimeError(
+                f"{type(model).__name__}: scaling its last linear layer does not scale its logits; "
+                "the temperature cannot be folded into it (set train.calibrate=false)"
+            )
+
+
+def _logits(model: nn.Module, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+    was_training = model.training
+    model.eval()
+    logits = model(**inputs).logits.float()
+    model.train(was_training)
+    return logits

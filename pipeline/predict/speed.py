@@ -1,0 +1,62 @@
+"""How fast the prediction path labels texts: rows per second through `Predictor.infer`, tokenization included.
+
+    record = prediction_speed(predictor, texts)      # {"predict_rows_per_second": ..., "predict_rows_timed": ...}
+
+A training run records it in metrics.json (throughput.predict_rows_per_second, at most eval.predict_speed_rows test
+texts) and benchmarks/distill.py compares teacher and student with it. One warm-up batch first: the first forward
+pass pays one-off costs (kernel selection, allocations) that a long prediction job does not.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.predict.predictor import Predictor
+
+
+def prediction_speed(predictor: Predictor, texts: Sequence[str]) -> dict[str, float | int | str]:
+    """Rows/s of `predictor.infer` over `texts` (after one warm-up batch), and what ran."""
+    texts = list(texts)
+    if not texts:
+        return {}
+    predictor.infer(texts[: predictor.batch_size])
+    tick = time.perf_counter()
+    predictor.infer(texts)
+    seconds = time.perf_counter() - tick
+    return {
+        "predict_rows_per_second": len(texts) / max(seconds, 1e-9),
+        "predict_rows_timed": len(texts),
+        "predict_backend": predictor.backend_name if predictor.backend_name != "torch" else f"torch-{predictor.precision}",
+    }
+
+
+def record_run_speed(run_path: str | Path) -> float:
+    """Measure a finished run's prediction speed on its own test texts (test_predictions.csv, at most
+    eval.predict_speed_rows of them) and record it in its metrics.json, as runs now do at their end: for runs made
+    before they did. Returns the rows/s."""
+    from pipeline.config import EvalConfig
+    from pipeline.rundir import PREDICTION_TEXT, RunDir, RunDirError
+
+    run = RunDir(Path(run_path))
+    run.check_finished()
+    predictions = run.read_predictions()
+    if predictions is None:
+        raise RunDirError(f"{run.predictions_path}: missing, so there are no test texts to time")
+    texts = predictions[PREDICTION_TEXT].head(EvalConfig().predict_speed_rows).tolist()
+    metrics = run.read_metrics()
+    metrics.setdefault("throughput", {}).update(prediction_speed(Predictor.from_path(run.path, backend="torch"), texts))
+    run.write_metrics(metrics)
+    return metrics["throughput"]["predict_rows_per_second"]
+
+
+def timed_labels(predictor: Predictor, texts: Sequence[str]) -> tuple[np.ndarray, float]:
+    """(label ids (N,), rows/s) over all `texts`, after one warm-up batch: accuracy and speed from one pass."""
+    texts = list(texts)
+    predictor.infer(texts[: predictor.batch_size])
+    tick = time.perf_counter()
+    label_ids, _ = predictor.infer(texts)
+    return label_ids, len(texts) / max(time.perf_counter() - tick, 1e-9)

@@ -1,0 +1,124 @@
+"""Stage 4's scores you can act on: calibrate the best model, choose its decision thresholds, store both with it.
+
+    scoring = calibrate_and_decide(config, logits, rows, labels, model, save_model, is_main_process)
+    results = scoring.results                 # validation and test EvalResults, calibrated and thresholded
+    metrics["calibration"], metrics["thresholds"] = scoring.calibration, scoring.thresholds
+
+The order matters: the temperature is fitted on validation logits first (pipeline.calibration), folded into the
+model's output layer and the model saved again (so model/ *is* the calibrated model), then thresholds are chosen
+on the calibrated validation probabilities (pipeline.thresholds) and written to model/decision.json with the
+temperature, the task and the label separator. Test is never looked at for either choice.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from pipeline.batching import TokenizedRows
+from pipeline.calibration import (
+    ECE_BINS,
+    expected_calibration_error,
+    fit_temperature,
+    fold_temperature,
+    reliability_bins,
+)
+from pipeline.config import PipelineConfig
+from pipeline.evaluation import EvalResult, result_from_logits
+from pipeline.rundir import RunDir, write_decision
+from pipeline.thresholds import Decision, choose_decision
+
+logger = logging.getLogger(__name__)
+
+SPLITS = ("validation", "test")
+# Rows run through the model before and after folding, to check that the folded model computes logits / T.
+FOLD_CHECK_ROWS = 8
+
+
+@dataclass
+class Scoring:
+    temperature: float
+    decision: Decision
+    results: dict[str, EvalResult]  # calibrated, labelled by the decision
+    calibration: dict[str, Any]  # metrics.json "calibration"
+
+    @property
+    def thresholds(self) -> dict[str, Any]:
+        """metrics.json "thresholds": the decision and how each threshold was chosen."""
+        return self.decision.to_dict()
+
+
+def calibrate_and_decide(config: PipelineConfig, logits: dict[str, torch.Tensor], rows: dict[str, TokenizedRows],
+                         labels: list[str], model: torch.nn.Module, save_model: Callable[[torch.nn.Module], None],
+                         is_main_process: bool) -> Scoring:
+    """`logits`: the best (uncalibrated) model's validation and test logits; `model` is that model, changed in place
+    when calibrated; `save_model` replaces model/ with it (called on the main process only)."""
+    pooling, multi_label = config.eval.chunk_pooling, rows["validation"].multi_label
+    temperature = 1.0
+    if config.train.calibrate:
+        temperature = fit_temperature(logits["validation"], rows["validation"].labels)
+        fold_temperature(model, temperature, _check_inputs(rows["validation"], model))
+    before = {name: result_from_logits(logits[name], rows[name], labels, pooling) for name in SPLITS}
+    calibrated = {name: result_from_logits(logits[name] / temperature, rows[name], labels, pooling) for name in SPLITS}
+    validation = calibrated["validation"]
+    decision = choose_decision(config.eval.threshold, validation.probabilities, validation.labels, labels, multi_label)
+    results = {name: result_from_logits(logits[name] / temperature, rows[name], labels, pooling, decision)
+               for name in SPLITS}
+    calibration = calibration_record(config.train.calibrate, temperature, before, calibrated)
+    if is_main_process:
+        if config.train.calibrate:
+            save_model(model)  # replaces model/ whole: decision.json goes in after
+        write_decision(RunDir(config.run_dir).model_dir, decision_record(config, temperature, decision))
+    logger.info("Calibration: temperature %.3f; validation ECE %.4f -> %.4f", temperature,
+                calibration["ece"]["validation"]["before"], calibration["ece"]["validation"]["after"])
+    return Scoring(temperature, decision, results, calibration)
+
+
+def decision_record(config: PipelineConfig, temperature: float, decision: Decision) -> dict[str, Any]:
+    """model/decision.json: what prediction needs to turn the saved model's probabilities into labels."""
+    return {
+        "task": config.data.task,
+        "label_separator": config.data.label_separator,
+        # Already folded into the output layer's weights when temperature_folded: a record, not to apply again.
+        "temperature": temperature,
+        "temperature_folded": bool(config.train.calibrate),
+        **decision.to_dict(),
+    }
+
+
+def calibration_record(enabled: bool, temperature: float, before: dict[str, EvalResult],
+                       after: dict[str, EvalResult]) -> dict[str, Any]:
+    """ECE (15 equal-width bins) and reliability bins before and after calibration, on validation and test."""
+    def measure(result: EvalResult) -> tuple[float, list[dict]]:
+        return (expected_calibration_error(result.probabilities, result.labels),
+                reliability_bins(result.probabilities, result.labels))
+
+    ece, reliability, loss = {}, {}, {}
+    for name in SPLITS:
+        (ece_before, bins_before), (ece_after, bins_after) = measure(before[name]), measure(after[name])
+        ece[name] = {"before": ece_before, "after": ece_after}
+        reliability[name] = {"before": bins_before, "after": bins_after}
+        loss[name] = {"before": before[name].loss, "after": after[name].loss}
+    return {
+        "enabled": enabled,
+        "method": "temperature scaling (minimum validation NLL), folded into the output layer" if enabled else None,
+        "temperature": temperature,
+        "bins": ECE_BINS,
+        "ece": ece,
+        "loss": loss,
+        "reliability": reliability,
+    }
+
+
+def _check_inputs(rows: TokenizedRows, model: torch.nn.Module) -> dict[str, torch.Tensor] | None:
+    count = min(FOLD_CHECK_ROWS, len(rows))
+    if count == 0:
+        return None
+    device = next(model.parameters()).device
+    return {"input_ids": rows.input_ids[:count].long().to(device),
+            "attention_mask": rows.attention_mask[:count].long().to(device)}
+

@@ -1,0 +1,219 @@
+"""Decision thresholds: chosen on validation (`eval.threshold`), stored with the model (model/decision.json), and
+applied the same way by evaluation and prediction.
+
+    decision = choose_decision(config.eval.threshold, val_probabilities, val_labels, label_names, multi_label)
+    predicted = decision.predict(probabilities)          # class ids (N,), or (N, C) booleans for multi-label
+    flagged = decision.low_confidence(probabilities)     # multi-class: rows whose top probability is too low
+
+Three kinds of task, three uses of a threshold t_c (per class c):
+
+* multi-label: class c is predicted when p_c >= t_c (default 0.5 for every class);
+* binary (single-label, two classes): the second class (id 1, the "positive" one) is predicted when p_1 >= t,
+  else the first; unset: argmax (t = 0.5);
+* multi-class (three or more classes): the label stays the argmax; a row whose top probability p_c is below t_c
+  is flagged low-confidence (prediction marks it) instead of being relabelled. Unset: nothing is flagged.
+
+Settings, for every class or per class (a mapping class -> setting):
+  a number (that threshold), `best_f1` (the threshold with the best validation F1 of the class),
+  `{precision: p}` (the lowest threshold whose validation precision reaches p: the most recall at that
+  precision), `{recall: r}` (the highest threshold whose validation recall is still r: the most precision).
+For a multi-class task a class's precision and recall count only rows whose argmax is that class (the others can
+never be labelled it). A precision that no threshold reaches on validation falls back to best_f1, with a warning
+and a note in the record; a class without validation rows keeps 0.5.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pipeline.config import ConfigError, is_threshold_target
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_THRESHOLD = 0.5
+KIND_ARGMAX, KIND_BINARY, KIND_FLAG, KIND_MULTI_LABEL = "argmax", "binary", "flag", "multi_label"
+
+
+@dataclass
+class Decision:
+    """How probabilities become labels. `thresholds` maps class name -> threshold (binary: the positive class only)."""
+
+    kind: str  # argmax | binary | flag | multi_label
+    labels: list[str]
+    thresholds: dict[str, float] = field(default_factory=dict)
+    # Per class: the setting asked for, the validation precision/recall at the chosen threshold, any fallback.
+    chosen: dict[str, dict[str, Any]] = field(default_factory=dict)
+    setting: Any = None
+
+    @property
+    def multi_label(self) -> bool:
+        return self.kind == KIND_MULTI_LABEL
+
+    def vector(self) -> np.ndarray:
+        """(C,) one threshold per class (0.5 where none was set)."""
+        return np.array([self.thresholds.get(name, DEFAULT_THRESHOLD) for name in self.labels], dtype=np.float64)
+
+    def predict(self, probabilities: np.ndarray) -> np.ndarray:
+        """(N, C) probabilities -> class ids (N,) int64, or (N, C) bool for multi-label."""
+        probabilities = np.asarray(probabilities)
+        if self.kind == KIND_MULTI_LABEL:
+            return probabilities >= self.vector()[None, :]
+        if self.kind == KIND_BINARY:
+            return (probabilities[:, 1] >= self.vector()[1]).astype(np.int64)
+        return probabilities.argmax(axis=1).astype(np.int64)
+
+    def low_confidence(self, probabilities: np.ndarray) -> np.ndarray:
+        """(N,) bool: multi-class rows whose top probability is below its class's threshold (else all False)."""
+        probabilities = np.asarray(probabilities)
+        if self.kind != KIND_FLAG:
+            return np.zeros(len(probabilities), dtype=bool)
+        top = probabilities.argmax(axis=1)
+        return probabilities[np.arange(len(top)), top] < self.vector()[top]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "labels": self.labels, "thresholds": self.thresholds, "chosen": self.chosen,
+                "setting": self.setting}
+
+    @classmethod
+    def from_dict(cls, record: dict[str, Any], labels: list[str]) -> Decision:
+        kind = record.get("kind", KIND_ARGMAX)
+        if kind not in (KIND_ARGMAX, KIND_BINARY, KIND_FLAG, KIND_MULTI_LABEL):
+            raise ValueError(f"unknown decision kind {kind!r}")
+        thresholds = {str(name): float(value) for name, value in (record.get("thresholds") or {}).items()}
+        unknown = [name for name in thresholds if name not in labels]
+        if unknown:
+            raise ValueError(f"threshold for {unknown[0]!r}, which is not a class of the model")
+        return cls(kind, list(labels), thresholds, record.get("chosen") or {}, record.get("setting"))
+
+
+def default_decision(labels: list[str], multi_label: bool) -> Decision:
+    """No eval.threshold: 0.5 per class for multi-label, argmax otherwise."""
+    if multi_label:
+        return Decision(KIND_MULTI_LABEL, list(labels), {name: DEFAULT_THRESHOLD for name in labels})
+    return Decision(KIND_ARGMAX, list(labels))
+
+
+def decision_kind(num_labels: int, multi_label: bool) -> str:
+    if multi_label:
+        return KIND_MULTI_LABEL
+    return KIND_BINARY if num_labels == 2 else KIND_FLAG
+
+
+def check_setting(setting: Any, labels: list[str], multi_label: bool) -> None:
+    """Before training: a per-class mapping names real classes; a binary task takes a threshold for its positive
+    class only. Errors name the key."""
+    if setting is None or not isinstance(setting, dict) or is_threshold_target(setting):
+        return
+    unknown = [name for name in setting if name not in labels]
+    if unknown:
+        raise ConfigError(f"eval.threshold.{unknown[0]}: no such class (classes: {', '.join(labels[:20])})")
+    if not multi_label and len(labels) == 2 and labels[0] in setting:
+        raise ConfigError(
+            f"eval.threshold.{labels[0]}: a binary task thresholds its positive (second) class {labels[1]!r} only"
+        )
+
+
+def choose_decision(setting: Any, probabilities: np.ndarray, labels: np.ndarray, names: list[str],
+                    multi_label: bool) -> Decision:
+    """Thresholds for `setting` (eval.threshold) from validation probabilities (N, C) and gold labels (class ids
+    (N,), or (N, C) multi-hot)."""
+    if setting is None:
+        return default_decision(names, multi_label)
+    kind = decision_kind(len(names), multi_label)
+    per_class = _settings_per_class(setting, names, kind)
+    decision = Decision(kind, list(names), setting=setting)
+    probabilities, labels = np.asarray(probabilities, dtype=np.float64), np.asarray(labels)
+    for index, name in enumerate(names):
+        if name not in per_class:
+            continue
+        scores, positives = _scores_and_positives(probabilities, labels, index, kind)
+        threshold, record = choose_threshold(per_class[name], scores, positives)
+        if "fallback" in record:
+            logger.warning("eval.threshold for class %r: %s", name, record["fallback"])
+        decision.thresholds[name] = threshold
+        decision.chosen[name] = record
+    return decision
+
+
+def _settings_per_class(setting: Any, names: list[str], kind: str) -> dict[str, Any]:
+    """class -> its setting; a binary task thresholds its positive class only."""
+    if isinstance(setting, dict) and not is_threshold_target(setting):
+        return dict(setting)
+    if kind == KIND_BINARY:
+        return {names[1]: setting}
+    return {name: setting for name in names}
+
+
+def _scores_and_positives(probabilities: np.ndarray, labels: np.ndarray, index: int,
+                          kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """The scores a class's threshold acts on and whether each row truly is that class."""
+    if kind == KIND_MULTI_LABEL:
+        return probabilities[:, index], labels[:, index] > 0.5
+    scores = probabilities[:, index]
+    if kind == KIND_FLAG:  # only rows whose argmax is the class can be labelled it
+        scores = np.where(probabilities.argmax(axis=1) == index, scores, -np.inf)
+    return scores, labels == index
+
+
+def choose_threshold(setting: Any, scores: np.ndarray, positives: np.ndarray) -> tuple[float, dict[str, Any]]:
+    """(threshold, record) for one class: record holds the setting and the validation precision / recall there."""
+    if isinstance(setting, float):
+        return setting, _record(setting, setting, scores, positives)
+    if not positives.any():
+        record = _record(setting, DEFAULT_THRESHOLD, scores, positives)
+        record["fallback"] = f"no positive validation rows: kept {DEFAULT_THRESHOLD}"
+        return DEFAULT_THRESHOLD, record
+    candidates, precision, recall = _curve(scores, positives)
+    if setting == "best_f1":
+        return _best_f1(setting, candidates, precision, recall, scores, positives)
+    (target, value), = setting.items()
+    if target == "precision":
+        reaching = np.flatnonzero(precision >= value - 1e-12)
+        if not len(reaching):
+            threshold, record = _best_f1(setting, candidates, precision, recall, scores, positives)
+            record["fallback"] = (f"no threshold reaches precision {value:g} on validation (best "
+                                  f"{precision.max():.4f}): best_f1 used instead")
+            return threshold, record
+        best = reaching[np.argmax(recall[reaching])]  # the most recall among those reaching the precision
+    else:
+        keeping = np.flatnonzero(recall >= value - 1e-12)
+        best = keeping[np.argmax(candidates[keeping])]  # the highest threshold still keeping the recall
+    threshold = float(candidates[best])
+    return threshold, _record(setting, threshold, scores, positives)
+
+
+def _curve(scores: np.ndarray, positives: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every distinct finite score as a candidate threshold (predict when score >= t), with precision and recall."""
+    finite = np.isfinite(scores)
+    candidates = np.unique(scores[finite])[::-1]  # high to low
+    order = np.argsort(-scores[finite], kind="stable")
+    sorted_scores, sorted_positive = scores[finite][order], positives[finite][order]
+    true_positive = np.cumsum(sorted_positive)
+    # At threshold t every row with score >= t is predicted: the last position of each distinct score.
+    last = np.searchsorted(-sorted_scores, -candidates, side="right") - 1
+    predicted = last + 1
+    precision = true_positive[last] / predicted
+    recall = true_positive[last] / max(int(positives.sum()), 1)
+    return candidates, precision, recall
+
+
+def _best_f1(setting: Any, candidates: np.ndarray, precision: np.ndarray, recall: np.ndarray, scores: np.ndarray,
+             positives: np.ndarray) -> tuple[float, dict[str, Any]]:
+    f1 = np.where(precision + recall > 0, 2 * precision * recall / np.maximum(precision + recall, 1e-12), 0.0)
+    threshold = float(candidates[int(np.argmax(f1))])
+    return threshold, _record(setting, threshold, scores, positives)
+
+
+def _record(setting: Any, threshold: float, scores: np.ndarray, positives: np.ndarray) -> dict[str, Any]:
+    predicted = scores >= threshold
+    true_positive = int((predicted & positives).sum())
+    return {
+        "setting": setting,
+        "threshold": float(threshold),
+        "validation_precision": true_positive / int(predicted.sum()) if predicted.any() else None,
+        "validation_recall": true_positive / int(positives.sum()) if positives.any() else None,
+    }
