@@ -45,15 +45,9 @@ import transformers  # noqa: E402
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))  # run as a script from anywhere
 
-from pipeline.predict import (  # noqa: E402
-    DEFAULT_BATCH_SIZE,
-    FORMATS,
-    Predictor,
-    check_encoding,
-    open_input,
-    read_table,
-    table_format,
-)
+from pipeline.predict import Predictor  # noqa: E402
+from pipeline.predict.predictor import DEFAULT_BATCH_SIZE  # noqa: E402
+from pipeline.tables import open_table, resolve_columns  # noqa: E402
 
 WARMUP_ROWS = 64
 
@@ -77,10 +71,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def read_texts(path: str, column_names: list[str] | None, predictor: Predictor, max_rows: int | None) -> list[str]:
     """The rows' texts exactly as the command builds them."""
     spec = predictor.text_spec
-    with open_input(path, check_encoding("utf-8")) as lines:
-        table = read_table(lines, FORMATS[table_format(path, None)], 10_000, column_names)
-        columns = [table.header.index(column) for column in spec.columns]
-        texts = [spec.join([row[i] for i in columns]) for chunk in table.chunks for row in chunk]
+    with open_table(path, column_names=column_names, chunk_size=10_000) as table:
+        columns = resolve_columns(table.header, spec.columns, table.name, "--text-columns")
+        texts = [spec.text_of([row[i] for i in columns]) for chunk in table.chunks for row in chunk.records]
     return texts[:max_rows] if max_rows else texts
 
 

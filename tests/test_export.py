@@ -464,3 +464,18 @@ def test_choose_export_rules(exported_run, bare_run):
     assert choose_export(run, run / "model", "onnx").variant == (record["auto"] or max(
         verified, key=lambda name: record["variants"][name]["rows_per_second"]))
     assert choose_export(bare_run, bare_run / "model", "auto").variant is None
+
+
+@pytest.mark.slow
+def test_finetune_with_eval_export_exports_verifies_and_reports(tiny_run_config):
+    """eval.export=int8 end to end: a few training steps, then the export, verified on the run's validation split."""
+    from pipeline import finetune
+
+    config = tiny_run_config("run.name=exported", "data.max_train_samples=200", "train.max_steps=2",
+                             "train.per_device_batch_size=16", "eval.export=int8")
+    finetune.run(config)
+    record = read_export_record(config.run_dir)
+    assert record["verification"]["source"] == "validation split" and record["verification"]["rows"] > 0
+    assert set(record["variants"]) == {"fp32", "int8"} and record["variants"]["fp32"]["status"] == "verified"
+    assert record["model_sha256"] == weights_sha256(config.run_dir / "model")
+    assert "ONNX export: parity and speed" in (config.run_dir / "report.md").read_text(encoding="utf-8")
