@@ -45,7 +45,7 @@ import transformers  # noqa: E402
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))  # run as a script from anywhere
 
-from pipeline.predict import Predictor  # noqa: E402
+from pipeline.predict import Predictor, resolve_model_source  # noqa: E402
 from pipeline.predict.predictor import DEFAULT_BATCH_SIZE  # noqa: E402
 from pipeline.tables import open_table, resolve_columns  # noqa: E402
 
@@ -105,14 +105,15 @@ def main(argv: list[str] | None = None) -> dict:
     )
     column_names = args.column_names.split(",") if args.column_names else None
     texts = read_texts(args.input, column_names, predictor, args.max_rows)
+    model_dir = resolve_model_source(args.model).model_dir
     classifier = load_stock_pipeline(
-        predictor.source.model_dir,
+        model_dir,
         args.stock_batch_size,
         args.device,
         None if args.stock_full_length else predictor.max_length,
     )
     print(
-        f"{len(texts)} rows in {args.segments} alternating segments; model {predictor.source.model_dir}; "
+        f"{len(texts)} rows in {args.segments} alternating segments; model {model_dir}; "
         f"max_length {predictor.max_length}; ours in {predictor.precision}, batch {predictor.batch_size}; "
         f"torch threads {torch.get_num_threads()}",
         file=sys.stderr,
