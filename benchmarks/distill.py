@@ -42,8 +42,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("runs", nargs="+", type=Path, help="run directories; the first is the reference (teacher)")
     parser.add_argument("--rows", type=int, default=None, help="label only the first N test rows (default: all)")
     parser.add_argument("--segments", type=int, default=8, help="turns the models take over the rows")
-    parser.add_argument("--backend", default="torch", choices=["auto", "torch", "onnx"],
-                        help="prediction backend for every run (default torch: the same engine on both sides)")
+    parser.add_argument(
+        "--backend",
+        default="torch",
+        choices=["auto", "torch", "onnx"],
+        help="prediction backend for every run (default torch: the same engine on both sides)",
+    )
     parser.add_argument("--batch-size", type=int, default=128)
     return parser.parse_args(argv)
 
@@ -87,20 +91,24 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for run, predictor, ids, spent in zip(args.runs, predictors, labels, seconds):
         metrics = RunDir(run).read_metrics()
-        results.append({
-            "run": str(run),
-            "rows_per_second": len(texts) / spent,
-            "accuracy": float(np.mean(ids == gold_ids)),
-            "parameters": (metrics.get("run") or {}).get("num_parameters"),
-            "backend": predictor.describe_backend().split(":")[0],
-        })
+        results.append(
+            {
+                "run": str(run),
+                "rows_per_second": len(texts) / spent,
+                "accuracy": float(np.mean(ids == gold_ids)),
+                "parameters": (metrics.get("run") or {}).get("num_parameters"),
+                "backend": predictor.describe_backend().split(":")[0],
+            }
+        )
     reference = results[0]["rows_per_second"]
     print(f"{len(texts)} test rows, {args.segments} alternating segments, backend {args.backend}")
     print(f"{'run':<48} {'rows/s':>9} {'x first':>8} {'accuracy':>9} {'params':>12}  backend")
     for result in results:
         result["speedup_vs_first"] = result["rows_per_second"] / reference
-        print(f"{result['run'][-48:]:<48} {result['rows_per_second']:>9.1f} {result['speedup_vs_first']:>7.1f}x "
-              f"{result['accuracy']:>9.4f} {result['parameters'] or 0:>12,}  {result['backend']}")
+        print(
+            f"{result['run'][-48:]:<48} {result['rows_per_second']:>9.1f} {result['speedup_vs_first']:>7.1f}x "
+            f"{result['accuracy']:>9.4f} {result['parameters'] or 0:>12,}  {result['backend']}"
+        )
     print(json.dumps({"rows": len(texts), "results": results}))
     return 0
 

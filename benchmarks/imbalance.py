@@ -46,11 +46,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--share", type=float, default=0.05, help="share of Business and Sci/Tech rows kept")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--out", default=None, help="folder for the subset and the runs (default: a new temp dir)")
-    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
-                        help="extra config override for every run; repeatable")
+    parser.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra config override for every run; repeatable",
+    )
     parser.add_argument("--skip-imbalance", action="store_true", help="do not run the two imbalance runs")
-    parser.add_argument("--calibration-rows", type=int, default=0,
-                        help="also run the calibration check on this many train rows (0: skip)")
+    parser.add_argument(
+        "--calibration-rows",
+        type=int,
+        default=0,
+        help="also run the calibration check on this many train rows (0: skip)",
+    )
     return parser.parse_args(argv)
 
 
@@ -80,8 +89,19 @@ def imbalanced_subset(train_file: Path, out: Path, share: float, seed: int) -> t
 
 def finetune(config: str, out: Path, name: str, overrides: list[str]) -> dict:
     """One run as a fresh subprocess; its metrics.json."""
-    command = [sys.executable, "-m", "pipeline.finetune", "--config", config, f"run.output_dir={out}",
-               f"run.name={name}", "run.overwrite=true", "train.epochs=1", "eval.predict_speed_rows=0", *overrides]
+    command = [
+        sys.executable,
+        "-m",
+        "pipeline.finetune",
+        "--config",
+        config,
+        f"run.output_dir={out}",
+        f"run.name={name}",
+        "run.overwrite=true",
+        "train.epochs=1",
+        "eval.predict_speed_rows=0",
+        *overrides,
+    ]
     print("+", " ".join(command), file=sys.stderr, flush=True)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     subprocess.run(command, cwd=REPO_ROOT, env=env, check=True, stdout=sys.stderr)
@@ -100,42 +120,65 @@ def imbalance_figures(args: argparse.Namespace, out: Path) -> dict:
     print(f"subset {subset}: rows per class_index {counts}", file=sys.stderr)
     figures = {"subset_rows": counts}
     for name, extra in (("plain", []), ("balanced", ["train.class_weights=balanced"])):
-        metrics = finetune(args.config, out, f"imbalance_{name}",
-                           [f"data.train_file={subset}", "data.max_train_samples=null", *extra, *args.override])
+        metrics = finetune(
+            args.config,
+            out,
+            f"imbalance_{name}",
+            [f"data.train_file={subset}", "data.max_train_samples=null", *extra, *args.override],
+        )
         test = metrics["test"]
         figures[name] = {
-            "macro_f1": test["macro_f1"], "balanced_accuracy": test["balanced_accuracy"],
-            "accuracy": test["accuracy"], "majority_accuracy": majority_accuracy(out / f"imbalance_{name}"),
-            "test_rows": test["num_samples"], "class_weights": metrics["training"]["class_weights"],
+            "macro_f1": test["macro_f1"],
+            "balanced_accuracy": test["balanced_accuracy"],
+            "accuracy": test["accuracy"],
+            "majority_accuracy": majority_accuracy(out / f"imbalance_{name}"),
+            "test_rows": test["num_samples"],
+            "class_weights": metrics["training"]["class_weights"],
             "train_seconds": metrics["timings"]["train_seconds"],
         }
     plain, balanced = figures["plain"], figures["balanced"]
     gain = 100 * (balanced["macro_f1"] - plain["macro_f1"])
     loss = 100 * (plain["majority_accuracy"] - balanced["majority_accuracy"])
-    figures.update(macro_f1_gain_points=gain, majority_accuracy_loss_points=loss,
-                   passes=gain >= GAIN_POINTS and loss <= LOSS_POINTS)
+    figures.update(
+        macro_f1_gain_points=gain,
+        majority_accuracy_loss_points=loss,
+        passes=gain >= GAIN_POINTS and loss <= LOSS_POINTS,
+    )
     print(f"\n{'run':<10} {'macro-F1':>9} {'bal. acc':>9} {'accuracy':>9} {'majority acc':>13}")
     for name in ("plain", "balanced"):
         row = figures[name]
-        print(f"{name:<10} {row['macro_f1']:>9.4f} {row['balanced_accuracy']:>9.4f} {row['accuracy']:>9.4f} "
-              f"{row['majority_accuracy']:>13.4f}")
-    print(f"macro-F1 gain {gain:+.2f} points (bar >= {GAIN_POINTS:g}); majority accuracy lost {loss:+.2f} points "
-          f"(bar <= {LOSS_POINTS:g}): {'PASS' if figures['passes'] else 'FAIL'}")
+        print(
+            f"{name:<10} {row['macro_f1']:>9.4f} {row['balanced_accuracy']:>9.4f} {row['accuracy']:>9.4f} "
+            f"{row['majority_accuracy']:>13.4f}"
+        )
+    print(
+        f"macro-F1 gain {gain:+.2f} points (bar >= {GAIN_POINTS:g}); majority accuracy lost {loss:+.2f} points "
+        f"(bar <= {LOSS_POINTS:g}): {'PASS' if figures['passes'] else 'FAIL'}"
+    )
     return figures
 
 
 def calibration_figures(args: argparse.Namespace, out: Path) -> dict:
-    metrics = finetune(args.config, out, "calibration",
-                       [f"data.train_file={args.train_file}", f"data.max_train_samples={args.calibration_rows}",
-                        *args.override])
+    metrics = finetune(
+        args.config,
+        out,
+        "calibration",
+        [f"data.train_file={args.train_file}", f"data.max_train_samples={args.calibration_rows}", *args.override],
+    )
     calibration = metrics["calibration"]
-    figures = {"temperature": calibration["temperature"], "ece": calibration["ece"],
-               "test_accuracy": metrics["test"]["accuracy"], "rows": args.calibration_rows}
+    figures = {
+        "temperature": calibration["temperature"],
+        "ece": calibration["ece"],
+        "test_accuracy": metrics["test"]["accuracy"],
+        "rows": args.calibration_rows,
+    }
     for split in ("validation", "test"):
         before, after = calibration["ece"][split]["before"], calibration["ece"][split]["after"]
         print(f"calibration {split}: ECE {before:.4f} -> {after:.4f} ({after / before:.2f}x)")
-    print(f"temperature {calibration['temperature']:.3f}; test accuracy {metrics['test']['accuracy']:.4f} "
-          "(temperature scaling keeps every argmax)")
+    print(
+        f"temperature {calibration['temperature']:.3f}; test accuracy {metrics['test']['accuracy']:.4f} "
+        "(temperature scaling keeps every argmax)"
+    )
     figures["passes"] = calibration["ece"]["test"]["after"] <= calibration["ece"]["test"]["before"] / 2
     return figures
 

@@ -64,25 +64,46 @@ def write_corpus(folder: Path, train_docs: int, test_docs: int, seed: int) -> tu
         with open(path, "w", newline="", encoding="utf-8") as handle:
             writer = csv.writer(handle)
             writer.writerow(["doc_id", "topic", "body"])
-            writer.writerows([f"{name}{i}", label, text] for i, (label, text) in enumerate(build_documents(rows, count, rng)))
+            writer.writerows(
+                [f"{name}{i}", label, text] for i, (label, text) in enumerate(build_documents(rows, count, rng))
+            )
         paths.append(path)
     return paths[0], paths[1]
 
 
 def run_recipe(name: str, train: Path, test: Path, output_dir: Path, extra: list[str]) -> dict:
     command = [
-        sys.executable, "-m", "pipeline.finetune", "--config", "configs/ag_news_minilm.yaml",
-        f"run.output_dir={output_dir}", f"run.name={name}", f"data.train_file={train}", f"data.test_file={test}",
-        "data.column_names=null", "data.text_columns=[body]", "data.label_column=topic", "data.id_column=doc_id",
-        "data.label_names=null", "tokenizer.max_length=128", "train.eval_every_steps=100", *RECIPES[name], *extra,
+        sys.executable,
+        "-m",
+        "pipeline.finetune",
+        "--config",
+        "configs/ag_news_minilm.yaml",
+        f"run.output_dir={output_dir}",
+        f"run.name={name}",
+        f"data.train_file={train}",
+        f"data.test_file={test}",
+        "data.column_names=null",
+        "data.text_columns=[body]",
+        "data.label_column=topic",
+        "data.id_column=doc_id",
+        "data.label_names=null",
+        "tokenizer.max_length=128",
+        "train.eval_every_steps=100",
+        *RECIPES[name],
+        *extra,
     ]
     tick = time.perf_counter()
     subprocess.run(command, cwd=REPO_ROOT, check=True)
     metrics = RunDir(output_dir / name).read_metrics()
     windows = (metrics["tokenization"].get("windows_per_document") or {}).get("train") or {"mean": 1.0}
-    return {"recipe": name, "accuracy": metrics["test"]["accuracy"], "macro_f1": metrics["test"]["macro_f1"],
-            "windows": windows["mean"], "seconds": time.perf_counter() - tick,
-            "truncated": metrics["tokenization"]["truncated_fraction"]["train"]}
+    return {
+        "recipe": name,
+        "accuracy": metrics["test"]["accuracy"],
+        "macro_f1": metrics["test"]["macro_f1"],
+        "windows": windows["mean"],
+        "seconds": time.perf_counter() - tick,
+        "truncated": metrics["tokenization"]["truncated_fraction"]["train"],
+    }
 
 
 def main() -> None:
@@ -103,8 +124,10 @@ def main() -> None:
         results = [run_recipe(name, train, test, Path(folder) / "runs", args.override) for name in args.recipes]
     print(f"{'recipe':<10} {'test acc':>8} {'macro-F1':>8} {'windows/doc':>11} {'>128 tok':>8} {'run s':>7}")
     for row in results:
-        print(f"{row['recipe']:<10} {row['accuracy']:>8.4f} {row['macro_f1']:>8.4f} {row['windows']:>11.2f} "
-              f"{row['truncated']:>8.1%} {row['seconds']:>7.0f}")
+        print(
+            f"{row['recipe']:<10} {row['accuracy']:>8.4f} {row['macro_f1']:>8.4f} {row['windows']:>11.2f} "
+            f"{row['truncated']:>8.1%} {row['seconds']:>7.0f}"
+        )
 
 
 if __name__ == "__main__":

@@ -57,8 +57,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--input", default=str(REPO_ROOT.parent / "shared/data/ag_news/test.csv"), help="CSV/TSV/...")
     parser.add_argument("--column-names", help="names for a header-less input, e.g. class_index,title,description")
     parser.add_argument("--text-columns", help="override the run's text columns, e.g. title,description")
-    parser.add_argument("--gold-column", help="column with the gold label (class name, or integer id counted from "
-                        "the run's data.label_index_base), for accuracy")
+    parser.add_argument(
+        "--gold-column",
+        help="column with the gold label (class name, or integer id counted from "
+        "the run's data.label_index_base), for accuracy",
+    )
     parser.add_argument("--max-rows", type=int, default=None, help="only the first N rows (smoke runs)")
     parser.add_argument("--batch-size", type=int, default=128, help="ours (default 128, the command's)")
     parser.add_argument("--stock-batch-size", type=int, default=64, help="transformers.pipeline's (default 64)")
@@ -74,8 +77,11 @@ def read_rows(args: argparse.Namespace, predictor: Predictor) -> tuple[list[str]
     texts, gold = [], []
     with open_table(args.input, None, column_names, "utf-8", None, "--format", "--encoding") as table:
         positions = resolve_columns(table.header, spec.columns, table.name, "--text-columns")
-        gold_position = (resolve_columns(table.header, [args.gold_column], table.name, "--gold-column")[0]
-                         if args.gold_column else None)
+        gold_position = (
+            resolve_columns(table.header, [args.gold_column], table.name, "--gold-column")[0]
+            if args.gold_column
+            else None
+        )
         for chunk in table.chunks:
             for record in chunk.records:
                 texts.append(spec.text_of([record[p] for p in positions]))
@@ -110,8 +116,9 @@ def onnx_predictor(reference: Predictor, run_dir: Path, variant: str) -> tuple[P
     entry = record["variants"][variant]
     path = RunDir(run_dir).export_dir / entry["file"]
     backend = OnnxBackend(open_session(path), variant, path, getattr(reference, "multi_label", False))
-    predictor = dataclasses.replace(reference, model=None, autocast_dtype=None, backend=backend,
-                                    choice=ExportChoice(variant, path, "benchmark"))
+    predictor = dataclasses.replace(
+        reference, model=None, autocast_dtype=None, backend=backend, choice=ExportChoice(variant, path, "benchmark")
+    )
     return predictor, entry.get("status", "?")
 
 
@@ -137,7 +144,9 @@ def main(argv: list[str] | None = None) -> int:
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
-    source = resolve_model_source(args.model).with_text_columns(args.text_columns.split(",") if args.text_columns else None)
+    source = resolve_model_source(args.model).with_text_columns(
+        args.text_columns.split(",") if args.text_columns else None
+    )
     if source.run_dir is None:
         raise SystemExit("error: --model must be a run directory (its onnx/ folder holds the exports)")
     fp32 = Predictor.from_source(source, device="cpu", precision="fp32", backend="torch", batch_size=args.batch_size)
@@ -148,8 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     runners: dict[str, Any] = {}
     notes: dict[str, str] = {}
     if "pipeline" not in skip:
-        runners["transformers.pipeline"] = StockPipeline(source.model_dir, fp32.labels, fp32.max_length,
-                                                         args.stock_batch_size)
+        runners["transformers.pipeline"] = StockPipeline(
+            source.model_dir, fp32.labels, fp32.max_length, args.stock_batch_size
+        )
         notes["transformers.pipeline"] = "fp32, stock"
     runners["torch fp32"] = fp32
     runners["torch bf16 autocast"] = dataclasses.replace(fp32, autocast_dtype=torch.bfloat16)
@@ -163,9 +173,11 @@ def main(argv: list[str] | None = None) -> int:
     runners["--backend auto"] = auto
     notes["--backend auto"] = f"{auto.backend_name}" + (f" ({auto.precision})" if auto.backend_name == "torch" else "")
 
-    print(f"{len(texts)} rows from {args.input}; max length {fp32.max_length}; batch {args.batch_size}; "
-          f"torch threads {torch.get_num_threads()}, onnxruntime threads {onnx_threads()}; {cpu_name()}",
-          file=sys.stderr)
+    print(
+        f"{len(texts)} rows from {args.input}; max length {fp32.max_length}; batch {args.batch_size}; "
+        f"torch threads {torch.get_num_threads()}, onnxruntime threads {onnx_threads()}; {cpu_name()}",
+        file=sys.stderr,
+    )
     for runner in runners.values():
         runner.infer(texts[:WARMUP_ROWS])
     rates: dict[str, float] = {}
@@ -186,8 +198,12 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         agreement = float((labels[name] == reference).mean())
         accuracy = float((labels[name] == gold)[gold >= 0].mean()) if gold is not None else None
-        results[name] = {"rows_per_second": rates[name], "agreement_with_torch_fp32": agreement,
-                         "accuracy": accuracy, "note": notes.get(name, "")}
+        results[name] = {
+            "rows_per_second": rates[name],
+            "agreement_with_torch_fp32": agreement,
+            "accuracy": accuracy,
+            "note": notes.get(name, ""),
+        }
         accuracy_text = f"{100 * accuracy:.2f}%" if accuracy is not None else "-"
         print(f"{name:<24}{rates[name]:>9.1f}{100 * agreement:>10.2f}%{accuracy_text:>10}  {notes.get(name, '')}")
     ratios = {"auto / torch bf16 autocast": rates["--backend auto"] / rates["torch bf16 autocast"]}
@@ -198,9 +214,18 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for name, value in ratios.items():
         print(f"{name}: {value:.2f}x")
-    print(json.dumps({"rows": len(texts), "machine": cpu_name(), "threads": {"torch": torch.get_num_threads(),
-                      "onnxruntime": onnx_threads()}, "backends": results, "ratios": ratios,
-                      "load_average": os.getloadavg()}))
+    print(
+        json.dumps(
+            {
+                "rows": len(texts),
+                "machine": cpu_name(),
+                "threads": {"torch": torch.get_num_threads(), "onnxruntime": onnx_threads()},
+                "backends": results,
+                "ratios": ratios,
+                "load_average": os.getloadavg(),
+            }
+        )
+    )
     return 0
 
 

@@ -23,12 +23,12 @@ from pathlib import Path
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import torch  # noqa: E402
-import transformers  # noqa: E402
-from datasets import Dataset  # noqa: E402
-from transformers import (  # noqa: E402
+import numpy as np
+import pandas as pd
+import torch
+import transformers
+from datasets import Dataset
+from transformers import (
     BertForSequenceClassification,
     BertTokenizerFast,
     Trainer,

@@ -117,7 +117,10 @@ def run_baseline(kind: str, splits: Any, label_names: Sequence[str]) -> dict[str
         return {"name": kind, "description": DESCRIPTIONS[kind], "error": message}
     logger.info(
         "Baseline (%s): test accuracy %.4f, macro-F1 %.4f; trained in %.1f s on %d texts",
-        result["description"], result["accuracy"], result["macro_f1"], result["train_seconds"],
+        result["description"],
+        result["accuracy"],
+        result["macro_f1"],
+        result["train_seconds"],
         result["num_train_samples"],
     )
     return result

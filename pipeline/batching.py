@@ -132,8 +132,12 @@ class ShuffledBatchSampler(Sampler[list[int]]):
         if self.slices == 1:
             return step_batches
         # A short last step batch is cut into as many non-empty slices as it can fill.
-        return [part.tolist() for batch in step_batches for part in np.array_split(np.asarray(batch), self.slices)
-                if len(part)]
+        return [
+            part.tolist()
+            for batch in step_batches
+            for part in np.array_split(np.asarray(batch), self.slices)
+            if len(part)
+        ]
 
     def _step_batches(self, batch_size: int) -> list[list[int]]:
         generator = np.random.default_rng([self.seed, self.epoch])
@@ -162,8 +166,9 @@ def _private_generator(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
-def training_loader(rows: TokenizedRows, batch_size: int, seed: int, group_by_length: bool, trim: bool,
-                    slices: int = 1) -> DataLoader:
+def training_loader(
+    rows: TokenizedRows, batch_size: int, seed: int, group_by_length: bool, trim: bool, slices: int = 1
+) -> DataLoader:
     """`slices`: micro-batches per optimizer step over all processes (accumulation steps x processes)."""
     sampler = ShuffledBatchSampler(rows.lengths, batch_size, seed, group_by_length, slices)
     return DataLoader(
@@ -179,7 +184,10 @@ def evaluation_loader(rows: TokenizedRows, batch_size: int, trim: bool = True) -
     order = np.argsort(-rows.lengths, kind="stable") if trim else np.arange(len(rows))
     batches = FixedBatches([order[i : i + batch_size].tolist() for i in range(0, len(order), batch_size)], batch_size)
     return DataLoader(
-        rows, batch_sampler=batches, collate_fn=collate_trimmed if trim else collate_fixed, generator=_private_generator(0)
+        rows,
+        batch_sampler=batches,
+        collate_fn=collate_trimmed if trim else collate_fixed,
+        generator=_private_generator(0),
     )
 
 

@@ -78,11 +78,15 @@ def reliability_bins(probabilities: np.ndarray, labels: np.ndarray, bins: int = 
     for b in range(bins):
         members = index == b
         count = int(members.sum())
-        table.append({
-            "low": float(edges[b]), "high": float(edges[b + 1]), "count": count,
-            "confidence": float(confidence[members].mean()) if count else None,
-            "accuracy": float(correct[members].mean()) if count else None,
-        })
+        table.append(
+            {
+                "low": float(edges[b]),
+                "high": float(edges[b + 1]),
+                "count": count,
+                "confidence": float(confidence[members].mean()) if count else None,
+                "accuracy": float(correct[members].mean()) if count else None,
+            }
+        )
     return table
 
 
@@ -106,9 +110,13 @@ def _confidence_and_outcome(probabilities: np.ndarray, labels: np.ndarray) -> tu
 def output_layer(model: nn.Module) -> nn.Linear:
     """The classification head's last linear layer: the last nn.Linear whose outputs are the model's logits."""
     num_labels = model.config.num_labels
-    layers = [module for module in model.modules() if isinstance(module, nn.Linear) and module.out_features == num_labels]
+    layers = [
+        module for module in model.modules() if isinstance(module, nn.Linear) and module.out_features == num_labels
+    ]
     if not layers:
-        raise RuntimeError(f"{type(model).__name__} has no linear layer with {num_labels} outputs to fold a temperature into")
+        raise RuntimeError(
+            f"{type(model).__name__} has no linear layer with {num_labels} outputs to fold a temperature into"
+        )
     return layers[-1]
 
 

@@ -254,7 +254,7 @@ class EvalConfig:
         missing = [name for name in ("onnx", "onnxruntime") if self.export != "none" and not _installed(name)]
         if missing:
             raise ConfigError(
-                f"eval.export: {self.export!r} needs {' and '.join(missing)}, not installed: pip install -e \".[onnx]\""
+                f'eval.export: {self.export!r} needs {" and ".join(missing)}, not installed: pip install -e ".[onnx]"'
             )
 
 
@@ -328,7 +328,9 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
         key_type, value_type = typing.get_args(tp)
         if not isinstance(value, dict):
             raise ConfigError(f"{key}: expected {_describe(tp)}, got {value!r}")
-        return {_coerce(name, key_type, key): _coerce(item, value_type, f"{key}.{name}") for name, item in value.items()}
+        return {
+            _coerce(name, key_type, key): _coerce(item, value_type, f"{key}.{name}") for name, item in value.items()
+        }
     if origin is list:
         (item_type,) = typing.get_args(tp)
         if isinstance(value, str):  # "title,description" on the command line
@@ -532,7 +534,7 @@ def _validate_threshold(setting: object, key: str) -> None:
     if isinstance(setting, dict):
         if not is_threshold_target(setting):
             raise ConfigError(f"{key}: expected a number, best_f1, {{precision: p}} or {{recall: r}}, got {setting}")
-        (target, value), = setting.items()
+        ((target, value),) = setting.items()
         if not 0.0 < value <= 1.0:
             raise ConfigError(f"{key}.{target}: must be in (0, 1], got {value}")
 
@@ -545,8 +547,10 @@ def _validate_distill(config: PipelineConfig) -> None:
         "train.distill.temperature": (0 < distill.temperature < math.inf, "must be a finite number > 0"),
         "train.distill.augment_copies": (distill.augment_copies >= 1, "must be a positive integer"),
         "train.distill.augment_word_probability": (0.0 <= distill.augment_word_probability < 1.0, "must be in [0, 1)"),
-        "train.distill.augment_ngram_probability": (0.0 <= distill.augment_ngram_probability <= 1.0,
-                                                    "must be in [0, 1]"),
+        "train.distill.augment_ngram_probability": (
+            0.0 <= distill.augment_ngram_probability <= 1.0,
+            "must be in [0, 1]",
+        ),
         "train.distill.augment_ngram_max": (distill.augment_ngram_max >= 1, "must be a positive integer"),
         "train.distill.teacher_batch_size": (distill.teacher_batch_size >= 1, "must be a positive integer"),
     }
@@ -558,18 +562,26 @@ def _validate_distill(config: PipelineConfig) -> None:
     if distill.teacher is not None and not distill.teacher.strip():
         raise ConfigError("train.distill.teacher: empty; give a run directory or model folder, or leave it unset")
     if distill.teacher is None:
-        for key, value in (("data.unlabeled_file", config.data.unlabeled_file),
-                           ("train.distill.augment", None if distill.augment == "none" else distill.augment)):
+        for key, value in (
+            ("data.unlabeled_file", config.data.unlabeled_file),
+            ("train.distill.augment", None if distill.augment == "none" else distill.augment),
+        ):
             if value is not None:
                 raise ConfigError(f"{key}: needs a teacher to label those rows; set train.distill.teacher")
     elif getattr(config.tokenizer, "long_text", "truncate") != "truncate":
-        raise ConfigError("train.distill.teacher: distillation takes one row per text; use tokenizer.long_text=truncate")
+        raise ConfigError(
+            "train.distill.teacher: distillation takes one row per text; use tokenizer.long_text=truncate"
+        )
     elif getattr(config.data, "task", "single_label") != "single_label":
         raise ConfigError("train.distill.teacher: distillation (softmax soft targets) needs data.task=single_label")
-    elif getattr(config.train, "loss", "cross_entropy") != "cross_entropy" or \
-            getattr(config.train, "class_weights", "none") != "none":
-        raise ConfigError("train.loss / train.class_weights: not used with train.distill.teacher (the distillation "
-                          "loss replaces them); leave them at cross_entropy / none")
+    elif (
+        getattr(config.train, "loss", "cross_entropy") != "cross_entropy"
+        or getattr(config.train, "class_weights", "none") != "none"
+    ):
+        raise ConfigError(
+            "train.loss / train.class_weights: not used with train.distill.teacher (the distillation "
+            "loss replaces them); leave them at cross_entropy / none"
+        )
 
 
 def _validate_long_text(tokenizer: TokenizerConfig) -> None:
@@ -580,8 +592,9 @@ def _validate_long_text(tokenizer: TokenizerConfig) -> None:
     if tokenizer.max_chunks < 1:
         raise ConfigError(f"tokenizer.max_chunks: must be at least 1, got {tokenizer.max_chunks}")
     # A window holds max_length minus [CLS] and [SEP]; a stride as large would never move forward.
-    if tokenizer.chunk_stride < 0 or (isinstance(tokenizer.max_length, int)
-                                      and tokenizer.chunk_stride >= tokenizer.max_length - 2):
+    if tokenizer.chunk_stride < 0 or (
+        isinstance(tokenizer.max_length, int) and tokenizer.chunk_stride >= tokenizer.max_length - 2
+    ):
         raise ConfigError(
             f"tokenizer.chunk_stride: must be at least 0 and smaller than a window (tokenizer.max_length - 2), "
             f"got {tokenizer.chunk_stride}"

@@ -114,7 +114,9 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
     for split, table in tables.items():
         _require_rows(table, split)
     multi_label = config.task == "multi_label"
-    scheme = label_set_scheme(config, tables["train"]) if multi_label else label_scheme(config, tables["train"], hub_names)
+    scheme = (
+        label_set_scheme(config, tables["train"]) if multi_label else label_scheme(config, tables["train"], hub_names)
+    )
     if len(scheme.names) < 2:
         raise DataError(
             f"{tables['train'].source}, column '{config.label_column}': only one class "
@@ -122,8 +124,10 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
         )
     splits = {split: to_dataset(table, config, scheme) for split, table in tables.items()}
     carved, whole = [], len(splits["train"])
-    for split, fraction, key in (("test", config.test_fraction, "data.test_fraction"),
-                                 ("validation", config.validation_fraction, "data.validation_fraction")):
+    for split, fraction, key in (
+        ("test", config.test_fraction, "data.test_fraction"),
+        ("validation", config.validation_fraction, "data.validation_fraction"),
+    ):
         if split not in splits:  # both fractions are shares of the whole train file
             share = min(fraction * whole / len(splits["train"]), 1.0)
             splits["train"], splits[split] = carve(splits["train"], share, seed, split, key)
@@ -329,19 +333,23 @@ def to_dataset(table: Table, config: DataConfig, scheme: LabelScheme) -> dataset
     texts = build_texts(table, TextSpec.from_data_config(config))
     if config.task == "multi_label":
         multi_hot = label_sets(table, config.label_column, scheme, config.label_separator)
-        features = datasets.Features({
-            "text": datasets.Value("string"),
-            MULTI_LABEL_COLUMN: datasets.List(datasets.Value("float32"), length=len(scheme.names)),
-            "row_id": datasets.Value("string"),
-        })
+        features = datasets.Features(
+            {
+                "text": datasets.Value("string"),
+                MULTI_LABEL_COLUMN: datasets.List(datasets.Value("float32"), length=len(scheme.names)),
+                "row_id": datasets.Value("string"),
+            }
+        )
         columns = {"text": texts, MULTI_LABEL_COLUMN: multi_hot.tolist(), "row_id": row_ids(table, config.id_column)}
         return datasets.Dataset.from_dict(columns, features=features)
     labels = label_ids(table, config.label_column, scheme)
-    features = datasets.Features({
-        "text": datasets.Value("string"),
-        "label": datasets.ClassLabel(names=scheme.names),
-        "row_id": datasets.Value("string"),
-    })
+    features = datasets.Features(
+        {
+            "text": datasets.Value("string"),
+            "label": datasets.ClassLabel(names=scheme.names),
+            "row_id": datasets.Value("string"),
+        }
+    )
     return datasets.Dataset.from_dict(
         {"text": texts, "label": labels, "row_id": row_ids(table, config.id_column)}, features=features
     )

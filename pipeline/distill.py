@@ -88,9 +88,14 @@ def check_labels(teacher: list[str], student: list[str], where: Path) -> None:
         return
     missing, extra = [n for n in student if n not in teacher], [n for n in teacher if n not in student]
     if missing or extra:
-        detail = "; ".join(part for part in (
-            f"the data's {', '.join(missing)} not among the teacher's classes" if missing else "",
-            f"the teacher's {', '.join(extra)} not in the data" if extra else "") if part)
+        detail = "; ".join(
+            part
+            for part in (
+                f"the data's {', '.join(missing)} not among the teacher's classes" if missing else "",
+                f"the teacher's {', '.join(extra)} not in the data" if extra else "",
+            )
+            if part
+        )
     else:
         detail = "the same classes in another order"
     raise ConfigError(
@@ -116,8 +121,12 @@ def teacher_fingerprint(source: ModelSource) -> str:
     from pipeline.hardware import resolve_device, resolve_inference_dtype
 
     digest = hashlib.sha256(f"v{CACHE_FORMAT}|{source.max_length}|".encode())
-    for path in [*weight_files(source.model_dir), source.model_dir / rundir.MODEL_CONFIG_FILE,
-                 *sorted(source.model_dir.glob("tokenizer*.json")), *sorted(source.model_dir.glob("vocab*"))]:
+    for path in [
+        *weight_files(source.model_dir),
+        source.model_dir / rundir.MODEL_CONFIG_FILE,
+        *sorted(source.model_dir.glob("tokenizer*.json")),
+        *sorted(source.model_dir.glob("vocab*")),
+    ]:
         digest.update(f"|{path.name}|".encode())
         with path.open("rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
@@ -166,8 +175,13 @@ class TeacherLabeller:
         logits = self._predictor().logits(list(texts))
         self.compute_seconds += time.perf_counter() - tick
         self.computed_rows += len(texts)
-        logger.info("Teacher labelled %d texts in %.1f s (%.0f rows/s); cached in %s", len(texts),
-                    time.perf_counter() - tick, len(texts) / max(time.perf_counter() - tick, 1e-9), path)
+        logger.info(
+            "Teacher labelled %d texts in %.1f s (%.0f rows/s); cached in %s",
+            len(texts),
+            time.perf_counter() - tick,
+            len(texts) / max(time.perf_counter() - tick, 1e-9),
+            path,
+        )
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(path) as temp, temp.open("wb") as handle:
             np.save(handle, logits.astype(np.float32))
@@ -257,11 +271,20 @@ def augment_text(text: str, distill: DistillConfig, rng: np.random.Generator, ma
     return " ".join(words)
 
 
-def augmented_texts(train_texts: Sequence[str], distill: DistillConfig, seed: int, mask_token: str,
-                    cache_root: Path) -> list[tuple[int, str]]:
+def augmented_texts(
+    train_texts: Sequence[str], distill: DistillConfig, seed: int, mask_token: str, cache_root: Path
+) -> list[tuple[int, str]]:
     """`augment`, cached under data.cache_dir by a hash of the texts, the settings and the seed."""
-    settings = {field: getattr(distill, field) for field in (
-        "augment", "augment_copies", "augment_word_probability", "augment_ngram_probability", "augment_ngram_max")}
+    settings = {
+        field: getattr(distill, field)
+        for field in (
+            "augment",
+            "augment_copies",
+            "augment_word_probability",
+            "augment_ngram_probability",
+            "augment_ngram_max",
+        )
+    }
     key = hashlib.sha256(json.dumps([CACHE_FORMAT, settings, seed, mask_token], sort_keys=True).encode())
     key.update(texts_fingerprint(train_texts).encode())
     path = Path(cache_root) / rundir.TRANSFER_CACHE_DIR / f"{key.hexdigest()[:24]}.json"
@@ -294,8 +317,9 @@ def transfer_dataset(config: PipelineConfig, data: LoadedData, mask_token: str) 
         counts["unlabeled"] = len(texts)
     if config.train.distill.augment != "none":
         train = data.splits["train"]
-        copies = augmented_texts(train["text"], config.train.distill, config.run.seed, mask_token,
-                                 Path(config.data.cache_dir).expanduser())
+        copies = augmented_texts(
+            train["text"], config.train.distill, config.run.seed, mask_token, Path(config.data.cache_dir).expanduser()
+        )
         train_ids = train["row_id"]
         texts += [text for _, text in copies]
         row_ids += [f"{config.train.distill.augment}:{train_ids[row]}" for row, _ in copies]
@@ -321,8 +345,9 @@ def with_transfer_split(config: PipelineConfig, data: LoadedData, mask_token: st
 # The student's training rows
 
 
-def student_rows(config: PipelineConfig, tokenized: Any, labels: list[str], source: ModelSource,
-                 counts: dict) -> tuple[TokenizedRows, dict[str, Any]]:
+def student_rows(
+    config: PipelineConfig, tokenized: Any, labels: list[str], source: ModelSource, counts: dict
+) -> tuple[TokenizedRows, dict[str, Any]]:
     """Train (+ transfer) rows with the teacher's logits, and the record metrics.json keeps under `distill`."""
     import datasets
 
@@ -347,7 +372,9 @@ def student_rows(config: PipelineConfig, tokenized: Any, labels: list[str], sour
         "transfer_set": {"labelled": len(gold), **counts, "total": len(rows)},
         "teacher_logits_from_cache": labeller.misses == 0,
         "teacher_labelling_seconds": labeller.compute_seconds,
-        "teacher_rows_per_second": labeller.computed_rows / labeller.compute_seconds if labeller.computed_rows else None,
+        "teacher_rows_per_second": labeller.computed_rows / labeller.compute_seconds
+        if labeller.computed_rows
+        else None,
     }
     return TokenizedRows(rows, teacher_logits=logits), record
 

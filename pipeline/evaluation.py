@@ -87,8 +87,12 @@ def compute_multilabel_metrics(labels: np.ndarray, predicted: np.ndarray, label_
         "hamming_loss": float(hamming_loss(gold, guess)) if len(gold) else 0.0,
         "num_samples": int(len(gold)),
         "per_class": {
-            str(name): {"precision": float(precision[i]), "recall": float(recall[i]), "f1": float(f1[i]),
-                        "support": int(support[i])}
+            str(name): {
+                "precision": float(precision[i]),
+                "recall": float(recall[i]),
+                "f1": float(f1[i]),
+                "support": int(support[i]),
+            }
             for i, name in enumerate(label_names)
         },
     }
@@ -110,9 +114,13 @@ def ranking_areas(probabilities: np.ndarray, labels: np.ndarray, label_names: li
             "roc_auc": float(roc_auc_score(positive, scores)) if both else None,
             "average_precision": float(average_precision_score(positive, scores)) if both else None,
         }
-    return {"per_class": per_class,
-            **{f"macro_{key}": _mean_defined(value[key] for value in per_class.values())
-               for key in ("roc_auc", "average_precision")}}
+    return {
+        "per_class": per_class,
+        **{
+            f"macro_{key}": _mean_defined(value[key] for value in per_class.values())
+            for key in ("roc_auc", "average_precision")
+        },
+    }
 
 
 def _mean_defined(values) -> float | None:
@@ -142,7 +150,9 @@ def row_losses(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 
 
 @torch.inference_mode()
-def predict_logits(model: torch.nn.Module, rows: TokenizedRows, accelerator: Accelerator, batch_size: int) -> torch.Tensor:
+def predict_logits(
+    model: torch.nn.Module, rows: TokenizedRows, accelerator: Accelerator, batch_size: int
+) -> torch.Tensor:
     """Logits (N, C) on the CPU, in row order, each row exactly once (every process gets them all)."""
     # Not accelerator.prepare: that would register the loader for checkpointing on every call.
     loader = prepare_data_loader(
@@ -171,7 +181,11 @@ def predict_logits(model: torch.nn.Module, rows: TokenizedRows, accelerator: Acc
 
 
 def evaluate_split(
-    model: torch.nn.Module, rows: TokenizedRows, accelerator: Accelerator, batch_size: int, label_names: list[str],
+    model: torch.nn.Module,
+    rows: TokenizedRows,
+    accelerator: Accelerator,
+    batch_size: int,
+    label_names: list[str],
     pooling: str = "mean",
 ) -> EvalResult:
     """Metrics over documents: when long texts were chunked, the windows' probabilities are pooled per document
@@ -180,8 +194,13 @@ def evaluate_split(
     return result_from_logits(logits, rows, label_names, pooling)
 
 
-def result_from_logits(logits: torch.Tensor, rows: TokenizedRows, label_names: list[str], pooling: str = "mean",
-                       decision: Decision | None = None) -> EvalResult:
+def result_from_logits(
+    logits: torch.Tensor,
+    rows: TokenizedRows,
+    label_names: list[str],
+    pooling: str = "mean",
+    decision: Decision | None = None,
+) -> EvalResult:
     """Probabilities, loss and metrics of a split's logits (N, C), labelled by `decision` (default: argmax, or 0.5
     per class for multi-label)."""
     multi_label = rows.multi_label
@@ -189,8 +208,9 @@ def result_from_logits(logits: torch.Tensor, rows: TokenizedRows, label_names: l
     labels = rows.labels.numpy()
     losses = row_losses(logits, rows.labels).numpy()
     if rows.documents is not None:
-        probabilities = pool_documents(probabilities, rows.documents, rows.num_documents, pooling,
-                                       softmax=not multi_label)
+        probabilities = pool_documents(
+            probabilities, rows.documents, rows.num_documents, pooling, softmax=not multi_label
+        )
         labels = rows.document_labels()
         losses = _pooled_losses(probabilities, labels)
     decision = decision or default_decision(list(label_names), multi_label)
@@ -204,8 +224,9 @@ def result_from_logits(logits: torch.Tensor, rows: TokenizedRows, label_names: l
         metrics["areas"] = ranking_areas(probabilities, labels, label_names, multi_label)
     if decision.kind == KIND_FLAG:
         metrics["low_confidence"] = _low_confidence_summary(decision, probabilities, labels)
-    return EvalResult(probabilities=probabilities, labels=labels, loss=metrics["loss"], metrics=metrics,
-                      predicted=predicted)
+    return EvalResult(
+        probabilities=probabilities, labels=labels, loss=metrics["loss"], metrics=metrics, predicted=predicted
+    )
 
 
 def _pooled_losses(probabilities: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -221,6 +242,9 @@ def _low_confidence_summary(decision: Decision, probabilities: np.ndarray, label
     flagged = decision.low_confidence(probabilities)
     kept = ~flagged
     correct = probabilities.argmax(axis=1) == labels
-    return {"flagged": int(flagged.sum()), "share": float(flagged.mean()) if len(flagged) else 0.0,
-            "accuracy_of_kept": float(correct[kept].mean()) if kept.any() else None,
-            "accuracy_of_flagged": float(correct[flagged].mean()) if flagged.any() else None}
+    return {
+        "flagged": int(flagged.sum()),
+        "share": float(flagged.mean()) if len(flagged) else 0.0,
+        "accuracy_of_kept": float(correct[kept].mean()) if kept.any() else None,
+        "accuracy_of_flagged": float(correct[flagged].mean()) if flagged.any() else None,
+    }

@@ -51,9 +51,18 @@ CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 DEFAULT_CONFIG = CONFIG_DIR / "ag_news_bert.yaml"
 # Settings a resumed run may change: they alter neither the weights nor the data (resume is exact otherwise);
 # the run directory itself may have been moved or renamed.
-RESUME_MAY_CHANGE = ("eval.", "train.resume", "run.overwrite", "run.name", "run.output_dir", "train.log_every_steps",
-                     "train.warn_if_longer_than_minutes", "data.cache_dir", "tokenizer.cache",
-                     "train.calibrate")  # calibration happens after training
+RESUME_MAY_CHANGE = (
+    "eval.",
+    "train.resume",
+    "run.overwrite",
+    "run.name",
+    "run.output_dir",
+    "train.log_every_steps",
+    "train.warn_if_longer_than_minutes",
+    "data.cache_dir",
+    "tokenizer.cache",
+    "train.calibrate",
+)  # calibration happens after training
 
 
 class RunError(RuntimeError):
@@ -104,8 +113,11 @@ def check_run_dir(config: PipelineConfig) -> None:
 def check_resume_config(run: RunDir, config: PipelineConfig) -> None:
     """A resumed run is exact only under the same settings: name every other key that changed."""
     saved, current = _flatten(run.read_config()), _flatten(to_dict(config))
-    changed = sorted(key for key in saved.keys() | current.keys()
-                     if saved.get(key) != current.get(key) and not key.startswith(RESUME_MAY_CHANGE))
+    changed = sorted(
+        key
+        for key in saved.keys() | current.keys()
+        if saved.get(key) != current.get(key) and not key.startswith(RESUME_MAY_CHANGE)
+    )
     if changed:
         details = "; ".join(f"{key}: {saved.get(key)!r} -> {current.get(key)!r}" for key in changed[:6])
         raise RunError(
@@ -179,8 +191,9 @@ class Prepared:
     distill: dict[str, Any] | None = None
 
 
-def prepare(config: PipelineConfig, accelerator: Accelerator, timings: dict[str, float],
-            teacher: Any = None) -> Prepared:
+def prepare(
+    config: PipelineConfig, accelerator: Accelerator, timings: dict[str, float], teacher: Any = None
+) -> Prepared:
     """Stage 1 (data) and 2 (tokenizer, model, fixed-length tokens). The main process goes first, so that
     downloads and caches are made once and reused by the others. With a `teacher` (distill.resolve_teacher), train
     also gets the transfer rows and every row the teacher's logits (pipeline/distill.py)."""
@@ -199,13 +212,19 @@ def prepare(config: PipelineConfig, accelerator: Accelerator, timings: dict[str,
             "tokenizer.name_or_path", config.tokenizer.name_or_path, lambda: load_tokenizer(config.tokenizer)
         )
         model = load_pretrained(
-            "model.name_or_path", config.model.name_or_path, lambda: models.build_model(config.model, labels, tokenizer, data.multi_label)
+            "model.name_or_path",
+            config.model.name_or_path,
+            lambda: models.build_model(config.model, labels, tokenizer, data.multi_label),
         )
         tick = time.perf_counter()
         splits, transfer_counts = distill.with_transfer_split(config, data, tokenizer.mask_token)
         tokenized, tokenization = tokenize_splits(
-            splits, tokenizer, config.tokenizer, Path(config.data.cache_dir).expanduser(),
-            models.max_positions(model), lambda length: seconds_per_row(model, accelerator, length),
+            splits,
+            tokenizer,
+            config.tokenizer,
+            Path(config.data.cache_dir).expanduser(),
+            models.max_positions(model),
+            lambda length: seconds_per_row(model, accelerator, length),
         )
         timings["tokenize_seconds"] = time.perf_counter() - tick
         if teacher is not None:  # the main process labels (or finds the cache); the others read its cache
@@ -259,19 +278,34 @@ def evaluate(config: PipelineConfig, prepared: Prepared, accelerator: Accelerato
         AutoModelForSequenceClassification.from_pretrained(run.model_dir), evaluation_mode=True
     )
     tick = time.perf_counter()
-    logits = {name: predict_logits(best_model, prepared.rows[name], accelerator, config.eval.batch_size)
-              for name in ("validation", "test")}
+    logits = {
+        name: predict_logits(best_model, prepared.rows[name], accelerator, config.eval.batch_size)
+        for name in ("validation", "test")
+    }
     scoring = calibrate_and_decide(
         # Without accelerate's autocast wrapper: the fold is checked, and the model saved, in full precision.
-        config, logits, prepared.rows, prepared.labels, accelerator.unwrap_model(best_model, keep_fp32_wrapper=False),
-        lambda model: save_model_dir(model, prepared.tokenizer, run.model_dir), accelerator.is_main_process,
+        config,
+        logits,
+        prepared.rows,
+        prepared.labels,
+        accelerator.unwrap_model(best_model, keep_fp32_wrapper=False),
+        lambda model: save_model_dir(model, prepared.tokenizer, run.model_dir),
+        accelerator.is_main_process,
     )
     accelerator.wait_for_everyone()
     return scoring, time.perf_counter() - tick
 
 
-def build_metrics(config: PipelineConfig, prepared: Prepared, results: dict[str, EvalResult], training: TrainResult,
-                  timings: dict[str, float], num_parameters: int, started_at: str, accelerator: Accelerator) -> dict:
+def build_metrics(
+    config: PipelineConfig,
+    prepared: Prepared,
+    results: dict[str, EvalResult],
+    training: TrainResult,
+    timings: dict[str, float],
+    num_parameters: int,
+    started_at: str,
+    accelerator: Accelerator,
+) -> dict:
     eval_samples = sum(len(prepared.rows[name]) for name in ("validation", "test"))
     return {
         "run": {
@@ -284,8 +318,11 @@ def build_metrics(config: PipelineConfig, prepared: Prepared, results: dict[str,
         },
         "labels": prepared.labels,
         **{split: result.metrics for split, result in results.items()},
-        "best": {"step": training.state.best_step, "metric": primary_metric(prepared.data.multi_label),
-                 f"validation_{primary_metric(prepared.data.multi_label)}": training.state.best_score},
+        "best": {
+            "step": training.state.best_step,
+            "metric": primary_metric(prepared.data.multi_label),
+            f"validation_{primary_metric(prepared.data.multi_label)}": training.state.best_score,
+        },
         "data": prepared.data.summary,
         "tokenization": prepared.tokenization.to_dict(),
         "timings": timings,
@@ -351,8 +388,11 @@ def run(config: PipelineConfig) -> dict:
         metrics = build_metrics(config, prepared, results, training, timings, num_parameters, started_at, accelerator)
         metrics["calibration"], metrics["thresholds"] = scoring.calibration, scoring.thresholds
         # Seconds on one CPU thread, main process only (nothing collective runs meanwhile); not in the timings above.
-        baseline = run_baseline(config.eval.baseline, prepared.data.splits, prepared.labels) \
-            if accelerator.is_main_process else None
+        baseline = (
+            run_baseline(config.eval.baseline, prepared.data.splits, prepared.labels)
+            if accelerator.is_main_process
+            else None
+        )
         if baseline is not None:
             metrics["baseline"] = baseline
         if accelerator.is_main_process and config.eval.predict_speed_rows:
@@ -374,9 +414,16 @@ def write_outputs(config: PipelineConfig, metrics: dict, test: EvalResult, test_
     labels = metrics["labels"]
     run.write_metrics(metrics)
     if config.eval.save_predictions:
-        write_test_predictions(run.predictions_path, test_split["text"], test.labels, test.probabilities, labels,
-                               row_ids=test_split["row_id"], predicted=test.predictions,
-                               separator=config.data.label_separator)
+        write_test_predictions(
+            run.predictions_path,
+            test_split["text"],
+            test.labels,
+            test.probabilities,
+            labels,
+            row_ids=test_split["row_id"],
+            predicted=test.predictions,
+            separator=config.data.label_separator,
+        )
     if "confusion_matrix" in test.metrics:  # multi-label tasks have per-class counts instead
         plot_confusion_matrix(
             test.metrics["confusion_matrix"], labels, run.confusion_matrix_path, title=f"{config.run.name} (test)"

@@ -184,16 +184,17 @@ def label_sets(table: Table, column: str, scheme: LabelScheme, separator: str) -
         for name in names:
             if name not in index:
                 raise DataError(
-                    f"{table.where(row)}, column '{column}': label {name!r} is not a known class; "
-                    f"{_allowed(scheme)}"
+                    f"{table.where(row)}, column '{column}': label {name!r} is not a known class; {_allowed(scheme)}"
                 )
             multi_hot[row, index[name]] = 1.0
     return multi_hot
 
 
 def _raw_sets(table: Table, column: str, separator: str) -> list[list[str]]:
-    return [_read_set(value, separator, table, row, column)
-            for row, value in enumerate(table.column(column, "data.label_column"))]
+    return [
+        _read_set(value, separator, table, row, column)
+        for row, value in enumerate(table.column(column, "data.label_column"))
+    ]
 
 
 def _read_set(value: Any, separator: str, table: Table, row: int, column: str) -> list[str]:
@@ -235,8 +236,11 @@ class ClassCounts:
         return max(present) / min(present) if len(present) >= 2 else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rows": self.rows, "per_class": dict(zip(self.names, self.counts)),
-                "imbalance_ratio": self.imbalance_ratio}
+        return {
+            "rows": self.rows,
+            "per_class": dict(zip(self.names, self.counts)),
+            "imbalance_ratio": self.imbalance_ratio,
+        }
 
 
 def class_counts(labels: np.ndarray, names: list[str]) -> ClassCounts:

@@ -95,7 +95,9 @@ def resolve_class_weights(config: object, counts: ClassCounts | None) -> dict[st
             )
         return {name: float(setting.get(name, 1.0)) for name in counts.names}
     if counts.multi_label:
-        return {name: (counts.rows - count) / count if count else 1.0 for name, count in zip(counts.names, counts.counts)}
+        return {
+            name: (counts.rows - count) / count if count else 1.0 for name, count in zip(counts.names, counts.counts)
+        }
     classes = len(counts.names)
     return {name: counts.rows / (classes * count) if count else 1.0 for name, count in zip(counts.names, counts.counts)}
 

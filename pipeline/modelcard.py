@@ -37,8 +37,16 @@ TASK_NAME = "Text Classification"
 # What the Hub accepts as a model or dataset id: "name" or "owner/name".
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
 # Local data files are named in the model-index by the `datasets` builder that reads them.
-_FILE_BUILDERS = {".csv": "csv", ".tsv": "csv", ".tab": "csv", ".jsonl": "json", ".json": "json",
-                  ".ndjson": "json", ".parquet": "parquet", ".pq": "parquet"}
+_FILE_BUILDERS = {
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".tab": "csv",
+    ".jsonl": "json",
+    ".json": "json",
+    ".ndjson": "json",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
 # Beyond this many classes the confusion matrix is left to report.md: a card table that wide is unreadable.
 MAX_CONFUSION_CLASSES = 12
 MAX_EXAMPLE_CHARS = 160
@@ -94,7 +102,7 @@ def _cell(value: Any) -> str:
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], align: str = "") -> list[str]:
-    aligns = [":--" if (align[i:i + 1] or "l") == "l" else "--:" for i in range(len(header))]
+    aligns = [":--" if (align[i : i + 1] or "l") == "l" else "--:" for i in range(len(header))]
     lines = ["| " + " | ".join(_cell(h) for h in header) + " |", "| " + " | ".join(aligns) + " |"]
     lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
     return lines
@@ -175,16 +183,32 @@ class _Facts:
 
         dataset_type, dataset_name, dataset_config = self.dataset_reference()
         common = dict(
-            task_type=TASK_TYPE, task_name=TASK_NAME, dataset_type=dataset_type, dataset_name=dataset_name,
-            dataset_config=dataset_config, dataset_split="test",
+            task_type=TASK_TYPE,
+            task_name=TASK_NAME,
+            dataset_type=dataset_type,
+            dataset_name=dataset_name,
+            dataset_config=dataset_config,
+            dataset_split="test",
         )
-        results = [EvalResult(**common, metric_type="accuracy", metric_name=self.accuracy_name.capitalize(),
-                              metric_value=self.get("test", "accuracy"))]
+        results = [
+            EvalResult(
+                **common,
+                metric_type="accuracy",
+                metric_name=self.accuracy_name.capitalize(),
+                metric_value=self.get("test", "accuracy"),
+            )
+        ]
         for average in ("macro", "micro"):
             if is_number(self.get("test", f"{average}_f1")):
-                results.append(EvalResult(**common, metric_type="f1", metric_name=f"{average.capitalize()}-F1",
-                                          metric_args={"average": average},
-                                          metric_value=self.get("test", f"{average}_f1")))
+                results.append(
+                    EvalResult(
+                        **common,
+                        metric_type="f1",
+                        metric_name=f"{average.capitalize()}-F1",
+                        metric_args={"average": average},
+                        metric_value=self.get("test", f"{average}_f1"),
+                    )
+                )
         license_id = self.setting("run", "license")
         tags = [TASK_TYPE] + (["custom_code"] if self.is_encoder else [])
         return ModelCardData(
@@ -203,9 +227,16 @@ class _Facts:
 
     def body(self) -> str:
         sections = [
-            self.intro(), self.labels_section(), self.data_section(), self.training_section(),
-            self.evaluation_section(), self.baseline_section(), self.calibration_section(),
-            self.limitations_section(), self.usage_section(), self.environment_section(),
+            self.intro(),
+            self.labels_section(),
+            self.data_section(),
+            self.training_section(),
+            self.evaluation_section(),
+            self.baseline_section(),
+            self.calibration_section(),
+            self.limitations_section(),
+            self.usage_section(),
+            self.environment_section(),
         ]
         return "\n\n".join("\n".join(lines) for lines in sections if lines) + "\n"
 
@@ -283,6 +314,7 @@ class _Facts:
             if not isinstance(value, dict):
                 return ""
             return ", ".join(f"{key.replace('_', ' ')} {_count(n)}" for key, n in value.items() if is_number(n))
+
         parts = []
         if counts(record.get("within")):
             parts.append(f"repeated within a split: {counts(record['within'])}")
@@ -304,25 +336,38 @@ class _Facts:
         if self.from_hub:
             lines.append(f"Source: {self.dataset_phrase()}.")
         else:
-            files = [f"{split} `{self.data[f'{split}_file']}`" for split in ("train", "validation", "test")
-                     if self.data.get(f"{split}_file")]
+            files = [
+                f"{split} `{self.data[f'{split}_file']}`"
+                for split in ("train", "validation", "test")
+                if self.data.get(f"{split}_file")
+            ]
             lines.append(f"Source: local files: {', '.join(files)}.")
         label_column = self.data.get("label_column", "label")
         lines.append(f"Each text is {self.text_rule()}; the label is the `{label_column}` column.")
         carved = self.get("data", "carved_from_train")
         if isinstance(carved, dict):
             for split, fraction in carved.items():
-                lines.append(f"The {split} split is {_pct(fraction, 0)} of the source's train split, held out "
-                             f"stratified by label with seed {seed}.")
+                lines.append(
+                    f"The {split} split is {_pct(fraction, 0)} of the source's train split, held out "
+                    f"stratified by label with seed {seed}."
+                )
         caps = [(key, self.data.get(key)) for key in ("max_train_samples", "max_eval_samples") if self.data.get(key)]
         if caps:
-            lines.append("Seeded, stratified subsets were used: "
-                         + ", ".join(f"`data.{key}={value}`" for key, value in caps) + ".")
+            lines.append(
+                "Seeded, stratified subsets were used: "
+                + ", ".join(f"`data.{key}={value}`" for key, value in caps)
+                + "."
+            )
         sizes = self.split_sizes()
         if sizes:
-            lines += ["", *_table(["split", "rows"], [(split, _count(sizes.get(split)))
-                                                     for split in ("train", "validation", "test") if split in sizes],
-                                  "lr")]
+            lines += [
+                "",
+                *_table(
+                    ["split", "rows"],
+                    [(split, _count(sizes.get(split))) for split in ("train", "validation", "test") if split in sizes],
+                    "lr",
+                ),
+            ]
         if "train" not in sizes:
             lines += ["", "The run did not record the number of training rows."]
         duplicates = self.duplicates_lines()
@@ -353,8 +398,7 @@ class _Facts:
         rows += [
             ("steps run", _count(self.get("training", "global_steps"))),
             ("effective batch", _count(self.get("training", "effective_batch_size"))),
-            ("learning rate", str(train.get("learning_rate", "n/a"))
-             + " (AdamW, linear warm-up then decay)"),
+            ("learning rate", str(train.get("learning_rate", "n/a")) + " (AdamW, linear warm-up then decay)"),
             ("weight decay", str(train.get("weight_decay", "n/a"))),
             ("warm-up ratio", str(train.get("warmup_ratio", "n/a"))),
             ("gradient clipping", str(train.get("max_grad_norm", "n/a"))),
@@ -367,11 +411,16 @@ class _Facts:
             score = self.get("best", f"validation_{metric}")
             score = score if is_number(score) else self.get("best", "score")
             shown = _pct(score) if metric == "accuracy" else _num(score)
-            rows.append(("model kept", f"step {int(best_step)}, the best validation {metric.replace('_', '-')} "
-                                       f"({shown})"))
+            rows.append(
+                ("model kept", f"step {int(best_step)}, the best validation {metric.replace('_', '-')} ({shown})")
+            )
         if self.get("training", "stopped_early"):
-            rows.append(("early stopping", f"stopped after {train.get('early_stopping_patience')} evaluations "
-                                           "without improvement"))
+            rows.append(
+                (
+                    "early stopping",
+                    f"stopped after {train.get('early_stopping_patience')} evaluations without improvement",
+                )
+            )
         rows.append(("training time", _duration(self.get("timings", "train_seconds"))))
         return ["## Training", "", *_table(["setting", "value"], rows)]
 
@@ -380,31 +429,52 @@ class _Facts:
         lines = [
             "## Evaluation",
             "",
-            f"On the test split ({_count(test.get('num_samples'))} texts, never used for training or model "
-            "selection):",
+            f"On the test split ({_count(test.get('num_samples'))} texts, never used for training or model selection):",
             "",
-            *_table(["metric", "test", "validation"], [
-                (self.accuracy_name, _pct(test.get("accuracy")), _pct(self.get("validation", "accuracy"))),
-                ("macro-F1", _num(test.get("macro_f1")), _num(self.get("validation", "macro_f1"))),
-                *([("micro-F1", _num(test.get("micro_f1")), _num(self.get("validation", "micro_f1")))]
-                  if is_number(test.get("micro_f1")) else []),
-                ("loss", _num(test.get("loss")), _num(self.get("validation", "loss"))),
-            ], "lrr"),
+            *_table(
+                ["metric", "test", "validation"],
+                [
+                    (self.accuracy_name, _pct(test.get("accuracy")), _pct(self.get("validation", "accuracy"))),
+                    ("macro-F1", _num(test.get("macro_f1")), _num(self.get("validation", "macro_f1"))),
+                    *(
+                        [("micro-F1", _num(test.get("micro_f1")), _num(self.get("validation", "micro_f1")))]
+                        if is_number(test.get("micro_f1"))
+                        else []
+                    ),
+                    ("loss", _num(test.get("loss")), _num(self.get("validation", "loss"))),
+                ],
+                "lrr",
+            ),
         ]
         per_class = test.get("per_class")
         if isinstance(per_class, dict) and per_class:
             rows = []
             for label in self.labels:
                 scores = per_class.get(label) if isinstance(per_class.get(label), dict) else {}
-                rows.append((label, _num(scores.get("precision")), _num(scores.get("recall")),
-                             _num(scores.get("f1")), _count(scores.get("support"))))
-            lines += ["", "Per class (test):", "", *_table(["label", "precision", "recall", "F1", "support"],
-                                                          rows, "lrrrr")]
+                rows.append(
+                    (
+                        label,
+                        _num(scores.get("precision")),
+                        _num(scores.get("recall")),
+                        _num(scores.get("f1")),
+                        _count(scores.get("support")),
+                    )
+                )
+            lines += [
+                "",
+                "Per class (test):",
+                "",
+                *_table(["label", "precision", "recall", "F1", "support"], rows, "lrrrr"),
+            ]
         matrix = test.get("confusion_matrix")
         if isinstance(matrix, list) and len(matrix) == len(self.labels) <= MAX_CONFUSION_CLASSES:
             rows = [(self.labels[i], *[_count(v) for v in row]) for i, row in enumerate(matrix)]
-            lines += ["", "Confusion matrix (test; rows: true label, columns: predicted):", "",
-                      *_table(["true \\ predicted", *self.labels], rows, "l" + "r" * len(self.labels))]
+            lines += [
+                "",
+                "Confusion matrix (test; rows: true label, columns: predicted):",
+                "",
+                *_table(["true \\ predicted", *self.labels], rows, "l" + "r" * len(self.labels)),
+            ]
         return lines
 
     def baseline_section(self) -> list[str]:
@@ -419,18 +489,23 @@ class _Facts:
         elif isinstance(baseline, dict) and baseline.get("error"):
             return lines + [f"The baseline ({_baseline_name(baseline)}) could not be fitted: {baseline['error']}"]
         elif isinstance(baseline, dict):
-            entries += [(_baseline_name(value, key), *_scores(value)) for key, value in baseline.items()
-                        if _scores(value)]
+            entries += [
+                (_baseline_name(value, key), *_scores(value)) for key, value in baseline.items() if _scores(value)
+            ]
         if not entries:
-            return lines + [f"metrics.json records a baseline in a form this card does not read: "
-                            f"`{json.dumps(baseline)[:200]}`"]
+            return lines + [
+                f"metrics.json records a baseline in a form this card does not read: `{json.dumps(baseline)[:200]}`"
+            ]
         accuracy = self.get("test", "accuracy")
         rows = [(f"this model ({self.name})", _pct(accuracy), _num(self.get("test", "macro_f1")), "")]
         for label, base_accuracy, base_f1 in entries:
             difference = f"{100 * (accuracy - base_accuracy):+.2f} points" if is_number(base_accuracy) else "n/a"
             rows.append((label, _pct(base_accuracy), _num(base_f1), difference))
-        return lines + ["A classical model fitted on the same train split and scored on the same test split:", "",
-                        *_table(["model", "test accuracy", "macro-F1", "this model's accuracy lead"], rows, "lrrr")]
+        return lines + [
+            "A classical model fitted on the same train split and scored on the same test split:",
+            "",
+            *_table(["model", "test accuracy", "macro-F1", "this model's accuracy lead"], rows, "lrrr"),
+        ]
 
     def calibration_section(self) -> list[str]:
         calibration = self.get("calibration")
@@ -441,10 +516,17 @@ class _Facts:
         pairs = [(key, value) for key, value in _flatten(calibration) if is_number(value) or isinstance(value, str)]
         if not pairs:
             return []
-        return ["## Calibration", "",
-                "How well the predicted probabilities match observed accuracy (from metrics.json):", "",
-                *_table(["measure", "value"], [(key or "value", _num(value) if is_number(value) else value)
-                                               for key, value in pairs], "lr")]
+        return [
+            "## Calibration",
+            "",
+            "How well the predicted probabilities match observed accuracy (from metrics.json):",
+            "",
+            *_table(
+                ["measure", "value"],
+                [(key or "value", _num(value) if is_number(value) else value) for key, value in pairs],
+                "lr",
+            ),
+        ]
 
     def limitations_section(self) -> list[str]:
         lines = ["## Limitations", ""]
@@ -452,54 +534,85 @@ class _Facts:
         truncated = self.get("tokenization", "truncated_fraction")
         if isinstance(truncated, dict) and is_number(length):
             shares = ", ".join(f"{split} {_pct(share)}" for split, share in truncated.items() if is_number(share))
-            lines.append(f"- Texts are cut to {int(length)} tokens: everything after is ignored. Share of texts "
-                         f"longer than that: {shares}. Long documents are judged on their beginning only.")
+            lines.append(
+                f"- Texts are cut to {int(length)} tokens: everything after is ignored. Share of texts "
+                f"longer than that: {shares}. Long documents are judged on their beginning only."
+            )
         if self.multi_label:
-            lines.append(f"- It judges each of its {len(self.labels)} labels on its own, also for text unlike its "
-                         "training data; labels it never saw together may still be predicted together.")
+            lines.append(
+                f"- It judges each of its {len(self.labels)} labels on its own, also for text unlike its "
+                "training data; labels it never saw together may still be predicted together."
+            )
         else:
-            lines.append(f"- It always answers with one of its {len(self.labels)} labels, also for text unlike its "
-                         "training data; a high score is no guarantee that the text belongs to any of them.")
+            lines.append(
+                f"- It always answers with one of its {len(self.labels)} labels, also for text unlike its "
+                "training data; a high score is no guarantee that the text belongs to any of them."
+            )
         sizes = self.split_sizes()
         trained_on = "its training data"
         if is_number(sizes.get("train")):
             trained_on = f"{_count(sizes['train'])} training texts"
-        lines.append(f"- It learned from {trained_on} of {self.dataset_phrase()}; the test metrics above hold for "
-                     "text like that. Other sources, periods, languages or styles will score lower, by an unknown "
-                     "amount: measure on your own labelled sample first.")
+        lines.append(
+            f"- It learned from {trained_on} of {self.dataset_phrase()}; the test metrics above hold for "
+            "text like that. Other sources, periods, languages or styles will score lower, by an unknown "
+            "amount: measure on your own labelled sample first."
+        )
         if self.is_encoder:
-            lines.append("- Trained from scratch, it knows only the words and patterns of its training set; a "
-                         "pretrained model fine-tuned on the same data is usually more accurate and robust.")
+            lines.append(
+                "- Trained from scratch, it knows only the words and patterns of its training set; a "
+                "pretrained model fine-tuned on the same data is usually more accurate and robust."
+            )
         baseline = self.get("baseline")
         scores = _scores(baseline)
         accuracy = self.get("test", "accuracy")
         if scores is not None and is_number(scores[0]) and scores[0] > accuracy:
-            lines.append(f"- The {_baseline_name(baseline)} baseline is more accurate on the same test split "
-                         f"({_pct(scores[0])} against {_pct(accuracy)}): as trained, this model does not earn its "
-                         "cost over it.")
+            lines.append(
+                f"- The {_baseline_name(baseline)} baseline is more accurate on the same test split "
+                f"({_pct(scores[0])} against {_pct(accuracy)}): as trained, this model does not earn its "
+                "cost over it."
+            )
         lines.append("- Biases in the training texts and their labels carry over into its predictions.")
         return lines
 
     def usage_section(self) -> list[str]:
         model_path = (self.run.path / "model").as_posix()
         remote = ", trust_remote_code=True" if self.is_encoder else ""
-        lines = ["## How to use", "", "With transformers (this folder, or its Hub id once uploaded):", "", "```python",
-                 "from transformers import pipeline", "",
-                 f'classifier = pipeline("text-classification", model="{model_path}"{remote})',
-                 f"classifier({json.dumps(self.example_text(), ensure_ascii=False)}{self.truncation()})"
-                 "  # [{'label': ..., 'score': ...}]", "```", ""]
+        lines = [
+            "## How to use",
+            "",
+            "With transformers (this folder, or its Hub id once uploaded):",
+            "",
+            "```python",
+            "from transformers import pipeline",
+            "",
+            f'classifier = pipeline("text-classification", model="{model_path}"{remote})',
+            f"classifier({json.dumps(self.example_text(), ensure_ascii=False)}{self.truncation()})"
+            "  # [{'label': ..., 'score': ...}]",
+            "```",
+            "",
+        ]
         if self.is_encoder:
-            lines += ["The from-scratch architecture is not part of transformers: its code, `modeling_encoder.py`, is "
-                      "saved next to the weights, and `trust_remote_code=True` lets transformers run it (only "
-                      "torch and transformers are needed). Read it before trusting it.", ""]
+            lines += [
+                "The from-scratch architecture is not part of transformers: its code, `modeling_encoder.py`, is "
+                "saved next to the weights, and `trust_remote_code=True` lets transformers run it (only "
+                "torch and transformers are needed). Read it before trusting it.",
+                "",
+            ]
             if not self.has_auto_map():
-                lines += [f"This folder was saved before the code was stored with the model, so that option does "
-                          f"not work yet: `python -m pipeline.report --upgrade-model {self.run.path.as_posix()}` "
-                          "adds it.", ""]
-        lines += [f"Give it texts built as in training: {self.text_rule()}. With the `pipeline` package, which does "
-                  "that from the run's settings and cuts texts at the training length:", "", "```bash",
-                  f"python -m pipeline.predict --model {self.run.path.as_posix()} --input texts.csv "
-                  "--output labelled.csv", "```"]
+                lines += [
+                    f"This folder was saved before the code was stored with the model, so that option does "
+                    f"not work yet: `python -m pipeline.report --upgrade-model {self.run.path.as_posix()}` "
+                    "adds it.",
+                    "",
+                ]
+        lines += [
+            f"Give it texts built as in training: {self.text_rule()}. With the `pipeline` package, which does "
+            "that from the run's settings and cuts texts at the training length:",
+            "",
+            "```bash",
+            f"python -m pipeline.predict --model {self.run.path.as_posix()} --input texts.csv --output labelled.csv",
+            "```",
+        ]
         return lines
 
     def truncation(self) -> str:
@@ -526,7 +639,7 @@ class _Facts:
                 text = str(predictions.iloc[0]["text"])
         text = " ".join(text.split()) or "Replace this with the text to classify."
         if len(text) > MAX_EXAMPLE_CHARS:
-            text = text[: MAX_EXAMPLE_CHARS].rsplit(" ", 1)[0] + " ..."
+            text = text[:MAX_EXAMPLE_CHARS].rsplit(" ", 1)[0] + " ..."
         return text
 
     def environment_section(self) -> list[str]:
@@ -535,8 +648,13 @@ class _Facts:
         device = self.get("device")
         if isinstance(device, dict):
             processes = device.get("num_processes")
-            rows.append(("device", f"{device.get('type', '?')} ({device.get('name', '?')})"
-                                   + (f", {processes} process(es)" if is_number(processes) else "")))
+            rows.append(
+                (
+                    "device",
+                    f"{device.get('type', '?')} ({device.get('name', '?')})"
+                    + (f", {processes} process(es)" if is_number(processes) else ""),
+                )
+            )
         if isinstance(versions, dict):
             rows += [(name, str(version)) for name, version in versions.items()]
         finished = self.get("run", "finished_at")
@@ -556,6 +674,8 @@ def warn_if_not_portable(run_dir: str | Path, notes: list[str] | None = None) ->
     from pipeline.models.modeling_encoder import MODEL_TYPE
 
     if isinstance(saved, dict) and saved.get("model_type") == MODEL_TYPE and not saved.get("auto_map"):
-        note([] if notes is None else notes,
-             f"{run.model_dir}: saved before the encoder's code was stored with it, so it loads only where the "
-             f"pipeline is installed; run: python -m pipeline.report --upgrade-model {run.path}")
+        note(
+            [] if notes is None else notes,
+            f"{run.model_dir}: saved before the encoder's code was stored with it, so it loads only where the "
+            f"pipeline is installed; run: python -m pipeline.report --upgrade-model {run.path}",
+        )

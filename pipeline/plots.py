@@ -64,8 +64,9 @@ def save_png(figure: Figure, path: str | Path) -> Path:
     return path
 
 
-def confusion_matrix_figure(matrix: Sequence[Sequence[float]] | np.ndarray, labels: Sequence[str],
-                            title: str | None = None) -> Figure:
+def confusion_matrix_figure(
+    matrix: Sequence[Sequence[float]] | np.ndarray, labels: Sequence[str], title: str | None = None
+) -> Figure:
     """Counts in the cells, colour by share of the true class (row-normalised) so rare classes stay readable."""
     counts = np.asarray(matrix, dtype=float)
     if counts.ndim != 2 or counts.shape != (len(labels), len(labels)):
@@ -92,8 +93,15 @@ def confusion_matrix_figure(matrix: Sequence[Sequence[float]] | np.ndarray, labe
         for column in range(num_classes):
             # White text on dark cells, dark text on light ones.
             text_color = "white" if shares[row, column] > 0.55 else "#1a1a1a"
-            axes.text(column, row, f"{int(round(counts[row, column])):,}", ha="center", va="center",
-                      color=text_color, fontsize=cell_font_size)
+            axes.text(
+                column,
+                row,
+                f"{int(round(counts[row, column])):,}",
+                ha="center",
+                va="center",
+                color=text_color,
+                fontsize=cell_font_size,
+            )
 
     axes.set_xticks(range(num_classes), labels=list(labels))
     axes.set_yticks(range(num_classes), labels=list(labels))
@@ -121,8 +129,9 @@ def validation_curves_figure(curves: Sequence[EvalCurve]) -> Figure:
     for index, curve in enumerate(curves):
         color = run_color(index)
         marker = "o" if len(curve.steps) <= 40 else None
-        by_step.plot(curve.steps, curve.accuracies, color=color, marker=marker, markersize=3.5,
-                     label=literal(curve.run_name))
+        by_step.plot(
+            curve.steps, curve.accuracies, color=color, marker=marker, markersize=3.5, label=literal(curve.run_name)
+        )
         timed = [(s / time_divisor, a) for s, a in zip(curve.elapsed_seconds, curve.accuracies) if s is not None]
         if timed:
             by_time.plot(*zip(*timed), color=color, marker=marker, markersize=3.5, label=literal(curve.run_name))
@@ -183,8 +192,7 @@ def per_class_f1_figure(labels: Sequence[str], f1_by_run: Mapping[str, Sequence[
         heights = [np.nan if value is None else value for value in f1_values]
         bars = axes.bar(offsets, heights, width=bar_width, color=run_color(index), label=literal(run_name))
         if show_values:
-            axes.bar_label(bars, labels=["" if np.isnan(h) else f"{h:.2f}" for h in heights], fontsize=8,
-                           padding=2)
+            axes.bar_label(bars, labels=["" if np.isnan(h) else f"{h:.2f}" for h in heights], fontsize=8, padding=2)
     axes.set_xticks(group_positions, labels=[literal(label) for label in labels])
     if max((len(label) for label in labels), default=0) * num_classes > 60:
         axes.tick_params(axis="x", labelrotation=30)
@@ -220,8 +228,9 @@ def operating_curves_figure(curves: Sequence[OperatingCurve], title: str | None 
     for index, curve in enumerate(curves):
         color = run_color(index)
         name = literal(curve.name)
-        roc.plot(curve.false_positive_rate, curve.true_positive_rate, color=color,
-                 label=f"{name} (AUC {curve.roc_auc:.3f})")
+        roc.plot(
+            curve.false_positive_rate, curve.true_positive_rate, color=color, label=f"{name} (AUC {curve.roc_auc:.3f})"
+        )
         pr.plot(curve.recall, curve.precision, color=color, label=f"{name} (AP {curve.average_precision:.3f})")
         if curve.point is not None:
             fpr, recall, precision = curve.point
@@ -243,14 +252,22 @@ def operating_curves_figure(curves: Sequence[OperatingCurve], title: str | None 
     return figure
 
 
-def reliability_figure(before: Sequence[Mapping], after: Sequence[Mapping], ece_before: float | None,
-                       ece_after: float | None, title: str | None = None) -> Figure:
+def reliability_figure(
+    before: Sequence[Mapping],
+    after: Sequence[Mapping],
+    ece_before: float | None,
+    ece_after: float | None,
+    title: str | None = None,
+) -> Figure:
     """Reliability diagram: accuracy against mean confidence per bin, before and after calibration; the diagonal
     is perfect calibration. Bins are the {low, high, count, confidence, accuracy} records of metrics.json."""
     figure = Figure(figsize=(5.6, 4.8), layout="constrained")
     axes = figure.add_subplot()
     axes.plot([0, 1], [0, 1], color="#999999", linestyle=":", linewidth=1, label="perfectly calibrated")
-    for bins, ece, color, name in ((before, ece_before, run_color(1), "before"), (after, ece_after, run_color(0), "after")):
+    for bins, ece, color, name in (
+        (before, ece_before, run_color(1), "before"),
+        (after, ece_after, run_color(0), "after"),
+    ):
         points = [(b["confidence"], b["accuracy"]) for b in bins if b.get("count")]
         if not points:
             continue

@@ -74,8 +74,19 @@ PROBABILITY_PREFIX = "prob_"
 def owned_names() -> set[str]:
     """Every top-level name the pipeline writes into a run directory: only these are deleted on overwrite."""
     return {
-        CONFIG_FILE, METRICS_FILE, HISTORY_FILE, PREDICTIONS_FILE, MODEL_DIR, CHECKPOINTS_DIR, TENSORBOARD_DIR,
-        REPORT_MARKDOWN, REPORT_HTML, CONFUSION_MATRIX_PNG, SPLITS_FILE, REMOVED_ROWS_FILE, LOCK_FILE,
+        CONFIG_FILE,
+        METRICS_FILE,
+        HISTORY_FILE,
+        PREDICTIONS_FILE,
+        MODEL_DIR,
+        CHECKPOINTS_DIR,
+        TENSORBOARD_DIR,
+        REPORT_MARKDOWN,
+        REPORT_HTML,
+        CONFUSION_MATRIX_PNG,
+        SPLITS_FILE,
+        REMOVED_ROWS_FILE,
+        LOCK_FILE,
         EXPORT_DIR,
     }
 
@@ -265,7 +276,12 @@ class RunDir:
             return None
         try:
             # keep_default_na=False: a text that reads "NA" or "null" must stay text.
-            text_columns = {PREDICTION_TEXT: str, PREDICTION_GOLD: str, PREDICTION_PREDICTED: str, PREDICTION_ROW_ID: str}
+            text_columns = {
+                PREDICTION_TEXT: str,
+                PREDICTION_GOLD: str,
+                PREDICTION_PREDICTED: str,
+                PREDICTION_ROW_ID: str,
+            }
             predictions = pd.read_csv(path, dtype=text_columns, keep_default_na=False)
         except pd.errors.EmptyDataError:
             raise RunDirError(f"{path}: the file is empty") from None
@@ -319,9 +335,16 @@ def write_test_predictions(
             )
 
 
-def _write_multilabel_predictions(path: Path, texts: Sequence[str], gold: np.ndarray, probabilities: np.ndarray,
-                                  label_names: Sequence[str], row_ids: Sequence[str] | None, predicted: np.ndarray | None,
-                                  separator: str) -> None:
+def _write_multilabel_predictions(
+    path: Path,
+    texts: Sequence[str],
+    gold: np.ndarray,
+    probabilities: np.ndarray,
+    label_names: Sequence[str],
+    row_ids: Sequence[str] | None,
+    predicted: np.ndarray | None,
+    separator: str,
+) -> None:
     predicted = probabilities >= 0.5 if predicted is None else predicted
     row_ids = row_ids if row_ids is not None else [str(index + 1) for index in range(len(texts))]
     header = [*PREDICTION_COLUMNS, PREDICTION_ROW_ID, *(f"{PROBABILITY_PREFIX}{name}" for name in label_names)]
@@ -333,8 +356,9 @@ def _write_multilabel_predictions(path: Path, texts: Sequence[str], gold: np.nda
         writer = csv.writer(handle)
         writer.writerow(header)
         for text, gold_row, predicted_row, row, row_id in zip(texts, gold, predicted, probabilities, row_ids):
-            writer.writerow([text, joined(gold_row), joined(predicted_row), f"{row.max():.6f}", row_id]
-                            + [f"{p:.6f}" for p in row])
+            writer.writerow(
+                [text, joined(gold_row), joined(predicted_row), f"{row.max():.6f}", row_id] + [f"{p:.6f}" for p in row]
+            )
 
 
 def write_decision(model_dir: Path, record: dict[str, Any]) -> None:
@@ -446,8 +470,11 @@ def clean_staging_leftovers(path: Path) -> list[str]:
 
 def clear_for_overwrite(path: Path) -> None:
     """Delete an earlier run's files before a new run writes its own; refuse a folder holding anything else."""
-    foreign = sorted(child.name for child in path.iterdir()
-                     if child.name not in owned_names() and not is_staging_leftover(child.name))
+    foreign = sorted(
+        child.name
+        for child in path.iterdir()
+        if child.name not in owned_names() and not is_staging_leftover(child.name)
+    )
     if foreign:
         raise RunDirError(
             f"{path} holds files the pipeline did not write ({', '.join(foreign[:5])}); run.overwrite deletes only "

@@ -52,9 +52,15 @@ class Scoring:
         return self.decision.to_dict()
 
 
-def calibrate_and_decide(config: PipelineConfig, logits: dict[str, torch.Tensor], rows: dict[str, TokenizedRows],
-                         labels: list[str], model: torch.nn.Module, save_model: Callable[[torch.nn.Module], None],
-                         is_main_process: bool) -> Scoring:
+def calibrate_and_decide(
+    config: PipelineConfig,
+    logits: dict[str, torch.Tensor],
+    rows: dict[str, TokenizedRows],
+    labels: list[str],
+    model: torch.nn.Module,
+    save_model: Callable[[torch.nn.Module], None],
+    is_main_process: bool,
+) -> Scoring:
     """`logits`: the best (uncalibrated) model's validation and test logits; `model` is that model, changed in place
     when calibrated; `save_model` replaces model/ with it (called on the main process only)."""
     pooling, multi_label = config.eval.chunk_pooling, rows["validation"].multi_label
@@ -66,15 +72,20 @@ def calibrate_and_decide(config: PipelineConfig, logits: dict[str, torch.Tensor]
     calibrated = {name: result_from_logits(logits[name] / temperature, rows[name], labels, pooling) for name in SPLITS}
     validation = calibrated["validation"]
     decision = choose_decision(config.eval.threshold, validation.probabilities, validation.labels, labels, multi_label)
-    results = {name: result_from_logits(logits[name] / temperature, rows[name], labels, pooling, decision)
-               for name in SPLITS}
+    results = {
+        name: result_from_logits(logits[name] / temperature, rows[name], labels, pooling, decision) for name in SPLITS
+    }
     calibration = calibration_record(config.train.calibrate, temperature, before, calibrated)
     if is_main_process:
         if config.train.calibrate:
             save_model(model)  # replaces model/ whole: decision.json goes in after
         write_decision(RunDir(config.run_dir).model_dir, decision_record(config, temperature, decision))
-    logger.info("Calibration: temperature %.3f; validation ECE %.4f -> %.4f", temperature,
-                calibration["ece"]["validation"]["before"], calibration["ece"]["validation"]["after"])
+    logger.info(
+        "Calibration: temperature %.3f; validation ECE %.4f -> %.4f",
+        temperature,
+        calibration["ece"]["validation"]["before"],
+        calibration["ece"]["validation"]["after"],
+    )
     return Scoring(temperature, decision, results, calibration)
 
 
@@ -90,12 +101,16 @@ def decision_record(config: PipelineConfig, temperature: float, decision: Decisi
     }
 
 
-def calibration_record(enabled: bool, temperature: float, before: dict[str, EvalResult],
-                       after: dict[str, EvalResult]) -> dict[str, Any]:
+def calibration_record(
+    enabled: bool, temperature: float, before: dict[str, EvalResult], after: dict[str, EvalResult]
+) -> dict[str, Any]:
     """ECE (15 equal-width bins) and reliability bins before and after calibration, on validation and test."""
+
     def measure(result: EvalResult) -> tuple[float, list[dict]]:
-        return (expected_calibration_error(result.probabilities, result.labels),
-                reliability_bins(result.probabilities, result.labels))
+        return (
+            expected_calibration_error(result.probabilities, result.labels),
+            reliability_bins(result.probabilities, result.labels),
+        )
 
     ece, reliability, loss = {}, {}, {}
     for name in SPLITS:
@@ -119,6 +134,7 @@ def _check_inputs(rows: TokenizedRows, model: torch.nn.Module) -> dict[str, torc
     if count == 0:
         return None
     device = next(model.parameters()).device
-    return {"input_ids": rows.input_ids[:count].long().to(device),
-            "attention_mask": rows.attention_mask[:count].long().to(device)}
-
+    return {
+        "input_ids": rows.input_ids[:count].long().to(device),
+        "attention_mask": rows.attention_mask[:count].long().to(device),
+    }

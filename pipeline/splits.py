@@ -43,7 +43,9 @@ def labels_of(dataset: datasets.Dataset) -> np.ndarray:
 MULTI_LABEL_COLUMN = "labels"
 
 
-def carve(train: datasets.Dataset, fraction: float, seed: int, split: str, key: str) -> tuple[datasets.Dataset, datasets.Dataset]:
+def carve(
+    train: datasets.Dataset, fraction: float, seed: int, split: str, key: str
+) -> tuple[datasets.Dataset, datasets.Dataset]:
     """Split `fraction` of train off as `split`, stratified by label and seeded; both keep file order.
 
     Every class must keep rows on both sides: a class with fewer than 2 rows is an error naming it and its count.
@@ -193,7 +195,7 @@ def deduplicate(
     _count_conflicts(splits, keys, report, label_names)
     seen: set[str] = set()
     kept, removed = {}, []
-    for position, name in enumerate(n for n in order if n in splits):
+    for name in (n for n in order if n in splits):
         drop_within, drop_across = _duplicate_rows(keys[name], seen, name, report)
         drop = (drop_within if mode in ("within", "across") else set()) | (drop_across if mode == "across" else set())
         seen |= set(keys[name])
@@ -220,7 +222,9 @@ def _duplicate_rows(keys: list[str], seen: set[str], name: str, report: Duplicat
     return within, across
 
 
-def _without(split: datasets.Dataset, drop: set[int], name: str, removed: list[RemovedRow], within: set[int]) -> datasets.Dataset:
+def _without(
+    split: datasets.Dataset, drop: set[int], name: str, removed: list[RemovedRow], within: set[int]
+) -> datasets.Dataset:
     if not drop:
         return split
     ids, texts = split["row_id"], split["text"]
@@ -243,8 +247,12 @@ def _describe_label(label: int | tuple[int, ...], names: list[str]) -> str:
     return "|".join(names[index] for index in label) if isinstance(label, tuple) else names[label]
 
 
-def _count_conflicts(splits: dict[str, datasets.Dataset], keys: dict[str, list[str]], report: DuplicateReport,
-                     label_names: list[str] | None = None) -> None:
+def _count_conflicts(
+    splits: dict[str, datasets.Dataset],
+    keys: dict[str, list[str]],
+    report: DuplicateReport,
+    label_names: list[str] | None = None,
+) -> None:
     labels_by_text: dict[str, set] = {}
     for name, split_keys in keys.items():
         for key, label in zip(split_keys, labels_of(splits[name]).tolist()):

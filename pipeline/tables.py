@@ -89,8 +89,9 @@ class TextSpec:
 
     def text_of(self, values: Sequence[Any]) -> str:
         """The text of one row from its text-column values (in `columns` order); "" when every part is empty."""
-        return join_text(["" if is_missing(value) else str(value) for value in values], self.separator,
-                         self.unescape_newlines)
+        return join_text(
+            ["" if is_missing(value) else str(value) for value in values], self.separator, self.unescape_newlines
+        )
 
     def describe_empty(self) -> str:
         return f"empty text in {', '.join(self.columns)}"
@@ -238,7 +239,9 @@ class LineSource:
             except StopIteration:
                 return
             except (OSError, EOFError, zlib.error) as error:
-                raise DataError(f"{self.name}: cannot read (truncated or corrupt gzip data?): {one_line(error)}") from None
+                raise DataError(
+                    f"{self.name}: cannot read (truncated or corrupt gzip data?): {one_line(error)}"
+                ) from None
 
     def _decoded_stream_lines(self) -> Iterator[str]:
         text = io.TextIOWrapper(self._stream, encoding=self.encoding, errors="strict", newline="")
@@ -357,7 +360,9 @@ def header_of(first_record: list[str], column_names: Sequence[str] | None, where
     """
     if column_names is None:
         names = [name.strip() for name in first_record]
-        repeated = {normalise_name(name) for name in names if [normalise_name(n) for n in names].count(normalise_name(name)) > 1}
+        repeated = {
+            normalise_name(name) for name in names if [normalise_name(n) for n in names].count(normalise_name(name)) > 1
+        }
         if "" in names or repeated:
             raise DataError(
                 f"{where}: the header has empty or repeated column names ({', '.join(names)}); "
@@ -477,7 +482,9 @@ def _json_array(content: str, name: str) -> Iterator[tuple[int, dict]]:
         yield -(index + 1), record
 
 
-def _json_rows(objects: Iterator[tuple[int, dict]], header: list[str], name: str, unit: str) -> Iterator[tuple[int, list]]:
+def _json_rows(
+    objects: Iterator[tuple[int, dict]], header: list[str], name: str, unit: str
+) -> Iterator[tuple[int, list]]:
     known = set(header)
     for number, record in objects:
         number = -number if number < 0 else number

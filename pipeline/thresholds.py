@@ -75,8 +75,13 @@ class Decision:
         return probabilities[np.arange(len(top)), top] < self.vector()[top]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "labels": self.labels, "thresholds": self.thresholds, "chosen": self.chosen,
-                "setting": self.setting}
+        return {
+            "kind": self.kind,
+            "labels": self.labels,
+            "thresholds": self.thresholds,
+            "chosen": self.chosen,
+            "setting": self.setting,
+        }
 
     @classmethod
     def from_dict(cls, record: dict[str, Any], labels: list[str]) -> Decision:
@@ -117,8 +122,9 @@ def check_setting(setting: Any, labels: list[str], multi_label: bool) -> None:
         )
 
 
-def choose_decision(setting: Any, probabilities: np.ndarray, labels: np.ndarray, names: list[str],
-                    multi_label: bool) -> Decision:
+def choose_decision(
+    setting: Any, probabilities: np.ndarray, labels: np.ndarray, names: list[str], multi_label: bool
+) -> Decision:
     """Thresholds for `setting` (eval.threshold) from validation probabilities (N, C) and gold labels (class ids
     (N,), or (N, C) multi-hot)."""
     if setting is None:
@@ -148,8 +154,9 @@ def _settings_per_class(setting: Any, names: list[str], kind: str) -> dict[str, 
     return {name: setting for name in names}
 
 
-def _scores_and_positives(probabilities: np.ndarray, labels: np.ndarray, index: int,
-                          kind: str) -> tuple[np.ndarray, np.ndarray]:
+def _scores_and_positives(
+    probabilities: np.ndarray, labels: np.ndarray, index: int, kind: str
+) -> tuple[np.ndarray, np.ndarray]:
     """The scores a class's threshold acts on and whether each row truly is that class."""
     if kind == KIND_MULTI_LABEL:
         return probabilities[:, index], labels[:, index] > 0.5
@@ -170,13 +177,15 @@ def choose_threshold(setting: Any, scores: np.ndarray, positives: np.ndarray) ->
     candidates, precision, recall = _curve(scores, positives)
     if setting == "best_f1":
         return _best_f1(setting, candidates, precision, recall, scores, positives)
-    (target, value), = setting.items()
+    ((target, value),) = setting.items()
     if target == "precision":
         reaching = np.flatnonzero(precision >= value - 1e-12)
         if not len(reaching):
             threshold, record = _best_f1(setting, candidates, precision, recall, scores, positives)
-            record["fallback"] = (f"no threshold reaches precision {value:g} on validation (best "
-                                  f"{precision.max():.4f}): best_f1 used instead")
+            record["fallback"] = (
+                f"no threshold reaches precision {value:g} on validation (best "
+                f"{precision.max():.4f}): best_f1 used instead"
+            )
             return threshold, record
         best = reaching[np.argmax(recall[reaching])]  # the most recall among those reaching the precision
     else:
@@ -201,8 +210,14 @@ def _curve(scores: np.ndarray, positives: np.ndarray) -> tuple[np.ndarray, np.nd
     return candidates, precision, recall
 
 
-def _best_f1(setting: Any, candidates: np.ndarray, precision: np.ndarray, recall: np.ndarray, scores: np.ndarray,
-             positives: np.ndarray) -> tuple[float, dict[str, Any]]:
+def _best_f1(
+    setting: Any,
+    candidates: np.ndarray,
+    precision: np.ndarray,
+    recall: np.ndarray,
+    scores: np.ndarray,
+    positives: np.ndarray,
+) -> tuple[float, dict[str, Any]]:
     f1 = np.where(precision + recall > 0, 2 * precision * recall / np.maximum(precision + recall, 1e-12), 0.0)
     threshold = float(candidates[int(np.argmax(f1))])
     return threshold, _record(setting, threshold, scores, positives)

@@ -16,10 +16,9 @@ import logging
 import math
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -107,8 +106,9 @@ def token_lengths(texts: list[str], tokenizer: PreTrainedTokenizerBase) -> np.nd
     """Length in tokens of each text, special tokens ([CLS]/[SEP], <s>/</s>) included, without truncation."""
     lengths = []
     for start in range(0, len(texts), TOKENIZE_BATCH_SIZE):
-        encoded = tokenizer(texts[start : start + TOKENIZE_BATCH_SIZE], add_special_tokens=True, truncation=False,
-                            verbose=False)  # lengths beyond the model's limit are what is measured here
+        encoded = tokenizer(
+            texts[start : start + TOKENIZE_BATCH_SIZE], add_special_tokens=True, truncation=False, verbose=False
+        )  # lengths beyond the model's limit are what is measured here
         lengths.extend(len(ids) for ids in encoded["input_ids"])
     return np.asarray(lengths, dtype=np.int64)
 
@@ -142,7 +142,9 @@ def tokenizer_fingerprint(tokenizer: PreTrainedTokenizerBase) -> str:
     else:
         digest.update(repr(sorted(tokenizer.get_vocab().items())).encode())
     # Settings a slow tokenizer applies in Python (not paths: the same tokenizer saved elsewhere is the same).
-    settings = {key: tokenizer.init_kwargs.get(key) for key in ("do_lower_case", "strip_accents", "tokenize_chinese_chars")}
+    settings = {
+        key: tokenizer.init_kwargs.get(key) for key in ("do_lower_case", "strip_accents", "tokenize_chinese_chars")
+    }
     digest.update(json.dumps(settings, sort_keys=True, default=str).encode())
     return digest.hexdigest()
 
@@ -150,8 +152,10 @@ def tokenizer_fingerprint(tokenizer: PreTrainedTokenizerBase) -> str:
 def _cache_key(splits: DatasetDict, tokenizer: PreTrainedTokenizerBase, config: TokenizerConfig, limit: int) -> str:
     """A content hash of the texts, the tokenizer and the length settings: any change gives a new cache entry."""
     digest = hashlib.sha256()
-    settings = (f"v{CACHE_FORMAT}|{config.max_length}|{config.max_truncated_fraction}|{limit}|"
-                f"{LongTextRule.from_settings(config).cache_key()}|")
+    settings = (
+        f"v{CACHE_FORMAT}|{config.max_length}|{config.max_truncated_fraction}|{limit}|"
+        f"{LongTextRule.from_settings(config).cache_key()}|"
+    )
     digest.update(settings.encode())
     digest.update(tokenizer_fingerprint(tokenizer).encode())
     for name in sorted(splits):
@@ -164,13 +168,16 @@ def _cache_key(splits: DatasetDict, tokenizer: PreTrainedTokenizerBase, config: 
     return digest.hexdigest()[:24]
 
 
-def _encode_split(split: Dataset, tokenizer: PreTrainedTokenizerBase, max_length: int,
-                  rule: LongTextRule) -> tuple[Dataset, dict | None]:
+def _encode_split(
+    split: Dataset, tokenizer: PreTrainedTokenizerBase, max_length: int, rule: LongTextRule
+) -> tuple[Dataset, dict | None]:
     """The split's rows padded to `max_length`; with chunking, one row per window and a `document` column."""
     if rule.is_plain_head:
+
         def encode(batch: dict) -> dict:
-            encoded = tokenizer(batch["text"], padding="max_length", truncation=True, max_length=max_length,
-                                return_token_type_ids=False)
+            encoded = tokenizer(
+                batch["text"], padding="max_length", truncation=True, max_length=max_length, return_token_type_ids=False
+            )
             encoded["length"] = [int(sum(mask)) for mask in encoded["attention_mask"]]
             return encoded
 
@@ -219,7 +226,9 @@ def tokenize_splits(
 
     raw_lengths = {name: token_lengths(splits[name]["text"], tokenizer) for name in splits}
     max_length = _fixed_length(config, rule, raw_lengths["train"], limit, tokenizer, seconds_per_window)
-    truncated = {name: float(np.mean(lengths > max_length)) if len(lengths) else 0.0 for name, lengths in raw_lengths.items()}
+    truncated = {
+        name: float(np.mean(lengths > max_length)) if len(lengths) else 0.0 for name, lengths in raw_lengths.items()
+    }
     _log_length(config, rule, max_length, truncated, limit)
 
     from datasets import DatasetDict
@@ -227,15 +236,22 @@ def tokenize_splits(
     encoded = {name: _encode_split(split, tokenizer, max_length, rule) for name, split in splits.items()}
     tokenized = DatasetDict({name: dataset for name, (dataset, _) in encoded.items()})
     windows = {name: summary for name, (_, summary) in encoded.items() if summary is not None}
-    info = TokenizationInfo(max_length, config.max_length, truncated, from_cache=False,
-                            windows_per_document=windows or None)
+    info = TokenizationInfo(
+        max_length, config.max_length, truncated, from_cache=False, windows_per_document=windows or None
+    )
     if cache_dir is not None:
         _write_cache(tokenized, info, cache_dir)
     return tokenized, info
 
 
-def _fixed_length(config: TokenizerConfig, rule: LongTextRule, train_lengths: np.ndarray, limit: int,
-                  tokenizer: PreTrainedTokenizerBase, seconds_per_window: Callable[[int], float] | None) -> int:
+def _fixed_length(
+    config: TokenizerConfig,
+    rule: LongTextRule,
+    train_lengths: np.ndarray,
+    limit: int,
+    tokenizer: PreTrainedTokenizerBase,
+    seconds_per_window: Callable[[int], float] | None,
+) -> int:
     from pipeline.config import ConfigError
 
     if config.max_length == "auto":
@@ -249,13 +265,20 @@ def _fixed_length(config: TokenizerConfig, rule: LongTextRule, train_lengths: np
     else:
         length = config.max_length
     if rule.long_text == "chunk" and rule.chunk_stride >= length - tokenizer.num_special_tokens_to_add(pair=False):
-        raise ConfigError(f"tokenizer.chunk_stride: {rule.chunk_stride} must be smaller than a window's "
-                          f"{length - tokenizer.num_special_tokens_to_add(pair=False)} content tokens")
+        raise ConfigError(
+            f"tokenizer.chunk_stride: {rule.chunk_stride} must be smaller than a window's "
+            f"{length - tokenizer.num_special_tokens_to_add(pair=False)} content tokens"
+        )
     return length
 
 
-def choose_chunk_length(content_lengths: np.ndarray, rule: LongTextRule, limit: int, special: int,
-                        seconds_per_window: Callable[[int], float]) -> int:
+def choose_chunk_length(
+    content_lengths: np.ndarray,
+    rule: LongTextRule,
+    limit: int,
+    special: int,
+    seconds_per_window: Callable[[int], float],
+) -> int:
     """With chunking, the length whose training pass over train costs least on this device: for each candidate
     (64, 128, 256, 512, up to the model's limit) the windows it makes times the measured seconds per window."""
     candidates = [length for length in CHUNK_LENGTHS if length <= limit and length - special > rule.chunk_stride]
@@ -265,13 +288,17 @@ def choose_chunk_length(content_lengths: np.ndarray, rule: LongTextRule, limit: 
         windows = sum(len(window_starts(int(n), width, rule.chunk_stride, rule.max_chunks)) for n in content_lengths)
         costs[length] = windows * seconds_per_window(length)
     chosen = min(costs, key=costs.get)
-    logger.info("Chunk length by training cost on this device: %s -> %d",
-                ", ".join(f"{length}: {cost:.0f} s" for length, cost in costs.items()), chosen)
+    logger.info(
+        "Chunk length by training cost on this device: %s -> %d",
+        ", ".join(f"{length}: {cost:.0f} s" for length, cost in costs.items()),
+        chosen,
+    )
     return chosen
 
 
-def _log_length(config: TokenizerConfig, rule: LongTextRule, max_length: int, truncated: dict[str, float],
-                limit: int) -> None:
+def _log_length(
+    config: TokenizerConfig, rule: LongTextRule, max_length: int, truncated: dict[str, float], limit: int
+) -> None:
     logger.info(
         "Fixed length %d (%s); longer than it: %s",
         max_length,
@@ -283,8 +310,11 @@ def _log_length(config: TokenizerConfig, rule: LongTextRule, max_length: int, tr
             "Fixed length %d truncates %.1f%% of train, above the %.1f%% budget (tokenizer.max_truncated_fraction): "
             "the model reads only %s of those texts. Options: a larger tokenizer.max_length (the model takes up to "
             "%d), tokenizer.truncation=head_tail, or tokenizer.long_text=chunk (README 'Long texts')",
-            max_length, 100 * truncated["train"], 100 * config.max_truncated_fraction,
-            "part" if rule.truncation != "head" else "the start", limit,
+            max_length,
+            100 * truncated["train"],
+            100 * config.max_truncated_fraction,
+            "part" if rule.truncation != "head" else "the start",
+            limit,
         )
 
 
@@ -306,5 +336,10 @@ def _write_cache(tokenized: DatasetDict, info: TokenizationInfo, cache_dir: Path
 
 def _read_info(path: Path) -> TokenizationInfo:
     data = json.loads(path.read_text())
-    return TokenizationInfo(data["max_length"], data["max_length_setting"], data["truncated_fraction"], from_cache=True,
-                            windows_per_document=data.get("windows_per_document"))
+    return TokenizationInfo(
+        data["max_length"],
+        data["max_length_setting"],
+        data["truncated_fraction"],
+        from_cache=True,
+        windows_per_document=data.get("windows_per_document"),
+    )

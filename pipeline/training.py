@@ -248,7 +248,11 @@ class Trainer:
         self.history = History(self.run_dir, enabled=accelerator.is_main_process)
 
         loader = training_loader(
-            train_rows, config.per_device_batch_size, seed, config.group_by_length, config.trim_padding,
+            train_rows,
+            config.per_device_batch_size,
+            seed,
+            config.group_by_length,
+            config.trim_padding,
             config.gradient_accumulation_steps * accelerator.num_processes,
         )
         self.batch_sampler = loader.batch_sampler
@@ -283,9 +287,13 @@ class Trainer:
             try:
                 saved = json.loads((checkpoint / rundir.TRAINER_STATE_FILE).read_text())
                 self.accelerator.load_state(str(checkpoint))
-            except Exception as error:  # noqa: BLE001 -- any damage: try the previous checkpoint
-                logger.warning("Checkpoint %s cannot be loaded (%s: %s); trying the one before",
-                               checkpoint, type(error).__name__, " ".join(str(error).split())[:200])
+            except Exception as error:
+                logger.warning(
+                    "Checkpoint %s cannot be loaded (%s: %s); trying the one before",
+                    checkpoint,
+                    type(error).__name__,
+                    " ".join(str(error).split())[:200],
+                )
                 continue
             self.state.load_state_dict(saved["state"])
             self.scheduler.load_state_dict(saved["scheduler"])
@@ -312,8 +320,9 @@ class Trainer:
         steps and DDP averages over the processes, so a full window gives the exact mean; a shorter last window (end
         of epoch) is rescaled here by its true row count.
         """
-        nominal = (self.config.per_device_batch_size * self.config.gradient_accumulation_steps
-                   * self.accelerator.num_processes)
+        nominal = (
+            self.config.per_device_batch_size * self.config.gradient_accumulation_steps * self.accelerator.num_processes
+        )
         if window_total == nominal:
             return
         factor = nominal / window_total
@@ -323,7 +332,11 @@ class Trainer:
 
     def _evaluate(self) -> EvalResult:
         return evaluate_split(
-            self.model, self.validation_rows, self.accelerator, self.eval_batch_size, self.label_names,
+            self.model,
+            self.validation_rows,
+            self.accelerator,
+            self.eval_batch_size,
+            self.label_names,
             self.eval_pooling,
         )
 
@@ -502,8 +515,11 @@ class Trainer:
         }
         if not math.isfinite(record["loss"]):
             self.progress.close()
-            best = f"the best model so far (step {self.state.best_step}) is in {self.run_dir.model_dir}" if (
-                self.state.best_step) else "no model was saved"
+            best = (
+                f"the best model so far (step {self.state.best_step}) is in {self.run_dir.model_dir}"
+                if (self.state.best_step)
+                else "no model was saved"
+            )
             raise TrainingDiverged(
                 f"training diverged by step {self.state.global_step}: the loss is {record['loss']} "
                 f"(learning rate {record['learning_rate']:.3g}); lower train.learning_rate (now "
@@ -512,7 +528,8 @@ class Trainer:
         self.history.append(record)
         self.accelerator.log({f"train/{k}": v for k, v in record.items() if k != "step"}, step=record["step"])
         self.progress.set_postfix(
-            loss=f"{record['loss']:.4f}", acc=f"{record['train_accuracy']:.3f}",
+            loss=f"{record['loss']:.4f}",
+            acc=f"{record['train_accuracy']:.3f}",
             samples_s=f"{record['samples_per_second']:.1f}",
         )
 
@@ -545,7 +562,9 @@ class RunningMeter:
     def __init__(self, device: torch.device, global_step: int, train_seconds: float):
         self.loss_sum = torch.zeros((), device=device)
         self.correct = torch.zeros((), device=device, dtype=torch.long)
-        self.labelled = torch.zeros((), device=device, dtype=torch.long)  # rows with a gold label (distillation: not all)
+        self.labelled = torch.zeros(
+            (), device=device, dtype=torch.long
+        )  # rows with a gold label (distillation: not all)
         self.samples = 0
         self.since = (global_step, train_seconds)
 

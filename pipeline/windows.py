@@ -73,8 +73,10 @@ def window_starts(length: int, width: int, stride: int, max_chunks: int) -> list
 def content_rows(ids: Sequence[int], width: int, rule: LongTextRule) -> list[list[int]]:
     """One document's rows of content tokens (special tokens not yet added)."""
     if rule.long_text == "chunk":
-        return [list(ids[start : start + width]) for start in window_starts(len(ids), width, rule.chunk_stride,
-                                                                              rule.max_chunks)]
+        return [
+            list(ids[start : start + width])
+            for start in window_starts(len(ids), width, rule.chunk_stride, rule.max_chunks)
+        ]
     return [truncate(ids, width, rule)]
 
 
@@ -84,8 +86,14 @@ def encode_documents(
     """Token ids of every row (special tokens included, no padding), the document each row belongs to (R,), and
     each document's length in content tokens (D,) (how much of it there was to read)."""
     if rule.is_plain_head:
-        encoded = tokenizer(list(texts), truncation=True, max_length=max_length, padding=False,
-                            return_attention_mask=False, return_token_type_ids=False)["input_ids"]
+        encoded = tokenizer(
+            list(texts),
+            truncation=True,
+            max_length=max_length,
+            padding=False,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+        )["input_ids"]
         return encoded, np.arange(len(texts)), np.asarray([len(ids) for ids in encoded])
     prefix, suffix = special_tokens_around(tokenizer)
     width = max_length - len(prefix) - len(suffix)
@@ -93,9 +101,14 @@ def encode_documents(
     documents: list[int] = []
     lengths: list[int] = []
     for start in range(0, len(texts), TOKENIZE_BATCH_SIZE):
-        content = tokenizer(list(texts[start : start + TOKENIZE_BATCH_SIZE]), add_special_tokens=False,
-                            truncation=False, return_attention_mask=False, return_token_type_ids=False,
-                            verbose=False)["input_ids"]
+        content = tokenizer(
+            list(texts[start : start + TOKENIZE_BATCH_SIZE]),
+            add_special_tokens=False,
+            truncation=False,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+            verbose=False,
+        )["input_ids"]
         for offset, ids in enumerate(content):
             lengths.append(len(ids))
             for window in content_rows(ids, width, rule):
@@ -115,8 +128,9 @@ def special_tokens_around(tokenizer: Any) -> tuple[list[int], list[int]]:
     raise ValueError("cannot tell where the tokenizer puts its special tokens")
 
 
-def pool_documents(row_scores: np.ndarray, documents: np.ndarray, num_documents: int, pooling: str,
-                   softmax: bool = True) -> np.ndarray:
+def pool_documents(
+    row_scores: np.ndarray, documents: np.ndarray, num_documents: int, pooling: str, softmax: bool = True
+) -> np.ndarray:
     """(R, K) window probabilities -> (D, K) document probabilities: the mean over a document's windows, or the
     per-class max (renormalised to sum to one for a softmax). Pooling probabilities rather than logits keeps one
     confident window from being drowned by the others' large negative logits, and works for every backend."""

@@ -48,12 +48,14 @@ def padded_rows(lengths, fixed_length: int, seed: int = 0) -> dict[str, torch.Te
 def tokenized_rows(lengths, fixed_length: int = 64, seed: int = 0) -> TokenizedRows:
     """TokenizedRows over a split laid out as stage 2 caches it (input_ids, attention_mask, label, length)."""
     batch = padded_rows(lengths, fixed_length, seed)
-    split = Dataset.from_dict({
-        "input_ids": batch["input_ids"].tolist(),
-        "attention_mask": batch["attention_mask"].tolist(),
-        "label": batch["labels"].tolist(),
-        "length": [int(length) for length in lengths],
-    })
+    split = Dataset.from_dict(
+        {
+            "input_ids": batch["input_ids"].tolist(),
+            "attention_mask": batch["attention_mask"].tolist(),
+            "label": batch["labels"].tolist(),
+            "length": [int(length) for length in lengths],
+        }
+    )
     return TokenizedRows(split)
 
 
@@ -115,8 +117,7 @@ def test_order_depends_only_on_seed_and_epoch(group_by_length):
     ("count", "batch_size", "slices"),
     [(100, 4, 3), (96, 4, 3), (1000, 8, 2), (7, 2, 4), (3 * 50 * 6 + 5, 2, 3)],
 )
-def test_slices_cut_each_optimizer_steps_batch_as_one_process_would_draw_it(count, batch_size, slices,
-                                                                              group_by_length):
+def test_slices_cut_each_optimizer_steps_batch_as_one_process_would_draw_it(count, batch_size, slices, group_by_length):
     """With accumulation x processes = `slices`, consecutive slices make up exactly the step's big batch."""
     lengths = random_lengths(count, seed=5)
     sliced = ShuffledBatchSampler(lengths, batch_size, seed=1, group_by_length=group_by_length, slices=slices)
@@ -244,8 +245,12 @@ def test_batches_of_real_tokenized_texts_drop_only_columns_that_are_padding_ever
 
     features = Features({"text": Value("string"), "label": ClassLabel(names=["a", "b"])})
     texts = {"train": ["a", "a b c d e f g h i j k"], "validation": ["a"], "test": ["a"]}
-    splits = DatasetDict({name: Dataset.from_dict({"text": rows, "label": [0] * len(rows)}, features=features)
-                          for name, rows in texts.items()})
+    splits = DatasetDict(
+        {
+            name: Dataset.from_dict({"text": rows, "label": [0] * len(rows)}, features=features)
+            for name, rows in texts.items()
+        }
+    )
     tokenized, _ = tokenize_splits(splits, bert_tokenizer, TokenizerConfig(max_length=64, cache=False), None)
     rows = TokenizedRows(tokenized["train"])
     batch = collate_trimmed(rows.__getitems__([0, 1]))

@@ -34,9 +34,15 @@ def test_main_config_is_bert_base_fixed_128_effective_batch_32_by_accumulation()
 def test_dotted_overrides_are_typed():
     config = load_config(
         CONFIGS / "ag_news_bert.yaml",
-        ["train.learning_rate=3e-5", "data.max_train_samples=500", "data.text_columns=title,description",
-         "tokenizer.max_length=auto", "train.eval_every_steps=null", "model.encoder.num_layers=2",
-         "train.mixed_precision=no"],
+        [
+            "train.learning_rate=3e-5",
+            "data.max_train_samples=500",
+            "data.text_columns=title,description",
+            "tokenizer.max_length=auto",
+            "train.eval_every_steps=null",
+            "model.encoder.num_layers=2",
+            "train.mixed_precision=no",
+        ],
     )
     assert config.train.learning_rate == pytest.approx(3e-5)  # YAML alone would read "3e-5" as a string
     assert config.data.max_train_samples == 500

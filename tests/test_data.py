@@ -450,8 +450,12 @@ def run_without_hub(endpoint: str, cases: dict[str, DataConfig], home: Path) -> 
     env.update(HF_ENDPOINT=endpoint, HF_HOME=str(home), PYTHONPATH=str(REPO_ROOT))
     settings = json.dumps({case: dataclasses.asdict(config) for case, config in cases.items()})
     return subprocess.Popen(
-        [sys.executable, "-c", HUB_SCRIPT, settings], env=env, cwd=REPO_ROOT, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [sys.executable, "-c", HUB_SCRIPT, settings],
+        env=env,
+        cwd=REPO_ROOT,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
 
 
@@ -541,12 +545,22 @@ def write_emails(path: Path, rows: list[tuple[str, str, str]]) -> Path:
 
 def email_rows(count: int, start: int = 0) -> list[tuple[str, str, str]]:
     categories = ["billing", "spam", "support"]
-    return [(f"m{i}", categories[i % 3], f"message number {i} about {categories[i % 3]}") for i in range(start, start + count)]
+    return [
+        (f"m{i}", categories[i % 3], f"message number {i} about {categories[i % 3]}")
+        for i in range(start, start + count)
+    ]
 
 
 def own_config(path: Path, **overrides) -> DataConfig:
-    settings = dict(source="files", train_file=str(path), text_columns=["body"], label_column="category",
-                    id_column="message_id", test_fraction=0.2, validation_fraction=0.2)
+    settings = dict(
+        source="files",
+        train_file=str(path),
+        text_columns=["body"],
+        label_column="category",
+        id_column="message_id",
+        test_fraction=0.2,
+        validation_fraction=0.2,
+    )
     return DataConfig(**{**settings, **overrides})
 
 
@@ -576,8 +590,11 @@ def test_duplicates_are_counted_removed_across_and_listed(tmp_path):
 
     counted_only = load_data(own_config(path, deduplicate="none"), seed=0)
     assert counted_only.removed == [] and sum(counted_only.summary["sizes"].values()) == 37
-    assert sum(counted_only.summary["duplicates"]["within"].values()) + sum(
-        counted_only.summary["duplicates"]["across"].values()) == 7
+    assert (
+        sum(counted_only.summary["duplicates"]["within"].values())
+        + sum(counted_only.summary["duplicates"]["across"].values())
+        == 7
+    )
 
 
 def test_a_200000_character_field_loads(tmp_path):
@@ -605,20 +622,26 @@ def test_bad_labels_name_file_row_and_class(tmp_path):
 
 def test_ids_never_index_inferred_names(tmp_path):
     """A test file of ids against a train file of names would silently permute the gold labels."""
-    train = write_text(tmp_path / "train.csv", "label,text\n" + "".join(f"{n},t{i}{n}\n" for i in range(5) for n in ("sport", "news")))
+    train = write_text(
+        tmp_path / "train.csv", "label,text\n" + "".join(f"{n},t{i}{n}\n" for i in range(5) for n in ("sport", "news"))
+    )
     test = write_text(tmp_path / "test.csv", "label,text\n0,a\n1,b\n")
     message = error_message(files_config(train, test))
     assert "test.csv, line 2" in message and "'0'" in message and "data.label_names" in message
 
 
 def test_a_column_mixing_names_and_ids_is_an_error(tmp_path):
-    train = write_text(tmp_path / "train.csv", "label,text\n" + "".join(f"{c},t{i}\n" for i, c in enumerate(["World", "Sports"] * 5)))
+    train = write_text(
+        tmp_path / "train.csv", "label,text\n" + "".join(f"{c},t{i}\n" for i, c in enumerate(["World", "Sports"] * 5))
+    )
     test = write_text(tmp_path / "test.csv", "label,text\nWorld,a\n2,b\n")
     message = error_message(files_config(train, test, label_names=["World", "Sports"], label_index_base=1))
     assert "test.csv, line 3" in message and "'2'" in message and "same way" in message
 
 
 def test_a_stray_id_does_not_make_thousands_of_classes(tmp_path):
-    train = write_text(tmp_path / "train.csv", "label,text\n" + "".join(f"{i % 3},t{i}\n" for i in range(30)) + "2004,odd\n")
+    train = write_text(
+        tmp_path / "train.csv", "label,text\n" + "".join(f"{i % 3},t{i}\n" for i in range(30)) + "2004,odd\n"
+    )
     message = error_message(files_config(train, train))
     assert "2004" in message and "data.label_names" in message

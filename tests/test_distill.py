@@ -29,8 +29,9 @@ def teacher_dir(tmp_path_factory, tiny_bert_dir):
     """A tiny random BERT with AG News's class names, saved with its tokenizer: a model folder a teacher can be."""
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
-    config = BertConfig.from_pretrained(tiny_bert_dir, id2label=dict(enumerate(LABELS)),
-                                        label2id={name: i for i, name in enumerate(LABELS)})
+    config = BertConfig.from_pretrained(
+        tiny_bert_dir, id2label=dict(enumerate(LABELS)), label2id={name: i for i, name in enumerate(LABELS)}
+    )
     torch.manual_seed(1)
     path = tmp_path_factory.mktemp("teacher")
     BertForSequenceClassification(config).save_pretrained(path)
@@ -68,8 +69,9 @@ def test_distillation_loss_matches_a_hand_computation():
 def test_alpha_zero_is_cross_entropy_and_the_loss_is_a_sum_over_rows():
     logits, teacher = torch.randn(6, 4), torch.randn(6, 4)
     batch = {"labels": torch.tensor([0, 1, 2, 3, 0, 1]), "teacher_logits": teacher}
-    assert DistillationLoss(0.0, 3.0)(logits, batch).item() == pytest.approx(CrossEntropySum()(logits, batch).item(),
-                                                                             rel=1e-5)
+    assert DistillationLoss(0.0, 3.0)(logits, batch).item() == pytest.approx(
+        CrossEntropySum()(logits, batch).item(), rel=1e-5
+    )
     halves = [{key: value[part] for key, value in batch.items()} for part in (slice(0, 3), slice(3, 6))]
     loss = DistillationLoss(0.7, 2.0)
     split = loss(logits[:3], halves[0]) + loss(logits[3:], halves[1])
@@ -95,8 +97,9 @@ def _synthetic_split(rows: int, width: int = 16, seed: int = 0) -> datasets.Data
     ids = [[101] + list(rng.integers(1000, 2000, n - 1)) + [0] * (width - n) for n in lengths]
     masks = [[1] * n + [0] * (width - n) for n in lengths]
     labels = [int(v) if i % 3 else -1 for i, v in enumerate(rng.integers(0, 4, rows))]  # a third unlabelled
-    return datasets.Dataset.from_dict({"input_ids": ids, "attention_mask": masks, "label": labels,
-                                       "length": lengths.tolist()})
+    return datasets.Dataset.from_dict(
+        {"input_ids": ids, "attention_mask": masks, "label": labels, "length": lengths.tolist()}
+    )
 
 
 def test_rows_carry_teacher_logits_into_trimmed_batches_and_the_default_path_is_unchanged():
@@ -113,18 +116,48 @@ def test_rows_carry_teacher_logits_into_trimmed_batches_and_the_default_path_is_
 def _train_encoder(tmp_path, rows, validation, batch_size: int, accumulation: int) -> dict[str, torch.Tensor]:
     reset_accelerate()
     torch.manual_seed(0)
-    model = EncoderForSequenceClassification(EncoderClassifierConfig(
-        vocab_size=2048, hidden_size=16, num_layers=1, num_heads=2, intermediate_size=32, dropout=0.0,
-        attention_dropout=0.0, max_position_embeddings=32, id2label=dict(enumerate(LABELS))))
-    config = TrainConfig(epochs=1, per_device_batch_size=batch_size, gradient_accumulation_steps=accumulation,
-                         learning_rate=1e-2, warmup_ratio=0.0, mixed_precision="no", group_by_length=False,
-                         log_every_steps=1000, distill=DistillConfig(teacher="teacher", alpha=0.4, temperature=2.0))
+    model = EncoderForSequenceClassification(
+        EncoderClassifierConfig(
+            vocab_size=2048,
+            hidden_size=16,
+            num_layers=1,
+            num_heads=2,
+            intermediate_size=32,
+            dropout=0.0,
+            attention_dropout=0.0,
+            max_position_embeddings=32,
+            id2label=dict(enumerate(LABELS)),
+        )
+    )
+    config = TrainConfig(
+        epochs=1,
+        per_device_batch_size=batch_size,
+        gradient_accumulation_steps=accumulation,
+        learning_rate=1e-2,
+        warmup_ratio=0.0,
+        mixed_precision="no",
+        group_by_length=False,
+        log_every_steps=1000,
+        distill=DistillConfig(teacher="teacher", alpha=0.4, temperature=2.0),
+    )
     run_dir = tmp_path / f"b{batch_size}x{accumulation}"
-    trainer = Trainer(model, rows, validation, config, create_accelerator(config, run_dir), run_dir, seed=0,
-                      label_names=LABELS, eval_batch_size=64, save_best=lambda best: None)
+    trainer = Trainer(
+        model,
+        rows,
+        validation,
+        config,
+        create_accelerator(config, run_dir),
+        run_dir,
+        seed=0,
+        label_names=LABELS,
+        eval_batch_size=64,
+        save_best=lambda best: None,
+    )
     trainer.run()
-    return {name: value.detach().clone() for name, value in trainer.accelerator.unwrap_model(trainer.model)
-            .state_dict().items()}
+    return {
+        name: value.detach().clone()
+        for name, value in trainer.accelerator.unwrap_model(trainer.model).state_dict().items()
+    }
 
 
 def test_accumulation_with_distillation_matches_one_big_batch(tmp_path, fresh_accelerate_state):
@@ -172,8 +205,9 @@ def test_teacher_logits_are_the_predictors_and_are_cached_until_the_weights_chan
     model.save_pretrained(copy)
     for name in ("tokenizer.json", "tokenizer_config.json"):
         (copy / name).write_bytes((teacher_dir / name).read_bytes())
-    changed = distill.TeacherLabeller(distill.resolve_teacher(DistillConfig(teacher=str(copy))), LABELS,
-                                      tmp_path / "cache", batch_size=2)
+    changed = distill.TeacherLabeller(
+        distill.resolve_teacher(DistillConfig(teacher=str(copy))), LABELS, tmp_path / "cache", batch_size=2
+    )
     assert changed.cache_path(texts) != first.cache_path(texts)
     changed.logits(texts)
     assert changed.misses == 1
@@ -200,14 +234,17 @@ def test_a_teacher_that_is_not_a_model_is_refused(tmp_path):
         distill.resolve_teacher(DistillConfig(teacher=str(tmp_path)))
 
 
-@pytest.mark.parametrize("override, key", [
-    ("train.distill.alpha=1.5", "train.distill.alpha"),
-    ("train.distill.alpha=-0.1", "train.distill.alpha"),
-    ("train.distill.temperature=0", "train.distill.temperature"),
-    ("train.distill.temperature=-2", "train.distill.temperature"),
-    ("train.distill.augment_copies=0", "train.distill.augment_copies"),
-    ("train.distill.augment=shuffle", "train.distill.augment"),
-])
+@pytest.mark.parametrize(
+    "override, key",
+    [
+        ("train.distill.alpha=1.5", "train.distill.alpha"),
+        ("train.distill.alpha=-0.1", "train.distill.alpha"),
+        ("train.distill.temperature=0", "train.distill.temperature"),
+        ("train.distill.temperature=-2", "train.distill.temperature"),
+        ("train.distill.augment_copies=0", "train.distill.augment_copies"),
+        ("train.distill.augment=shuffle", "train.distill.augment"),
+    ],
+)
 def test_distillation_settings_out_of_range_name_their_key(override, key):
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         load_config(MINILM_CONFIG, ["train.distill.teacher=runs/t", override])
@@ -218,7 +255,9 @@ def test_transfer_settings_without_a_teacher_are_refused():
         load_config(MINILM_CONFIG, ["data.unlabeled_file=more.csv"])
     with pytest.raises(ConfigError, match=r"train\.distill\.augment: needs a teacher"):
         load_config(MINILM_CONFIG, ["train.distill.augment=mask"])
-    assert load_config(MINILM_CONFIG, ["train.distill.teacher=runs/t", "train.distill.alpha=1"]).train.distill.alpha == 1
+    assert (
+        load_config(MINILM_CONFIG, ["train.distill.teacher=runs/t", "train.distill.alpha=1"]).train.distill.alpha == 1
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -230,7 +269,9 @@ def test_unlabeled_file_reads_with_or_without_the_label_column_and_names_an_empt
     headerless = tmp_path / "train_layout.csv"
     headerless.write_text('3,"Oil falls","Stocks rally"\n,"Federer","wins again"\n')
     assert distill.read_unlabeled(DataConfig(**{**vars(config), "unlabeled_file": str(headerless)})) == [
-        "Oil falls Stocks rally", "Federer wins again"]
+        "Oil falls Stocks rally",
+        "Federer wins again",
+    ]
     texts_only = tmp_path / "texts_only.csv"
     texts_only.write_text("title,description\nChip unveiled,by maker\n,\n")
     with pytest.raises(DataError, match=r"texts_only\.csv, line 3: empty text"):
@@ -247,8 +288,12 @@ def test_augmentation_is_seeded_cached_and_does_what_it_says(tmp_path):
         original = texts[row].split()
         assert len(text.split()) == len(original) and "[MASK]" in text
         assert all(word in ("[MASK]", kept) for word, kept in zip(text.split(), original))
-    ngrams = distill.augment(texts, DistillConfig(augment="ngram", augment_copies=4, augment_ngram_probability=1.0,
-                                                  augment_ngram_max=3), seed=0, mask_token="[MASK]")
+    ngrams = distill.augment(
+        texts,
+        DistillConfig(augment="ngram", augment_copies=4, augment_ngram_probability=1.0, augment_ngram_max=3),
+        seed=0,
+        mask_token="[MASK]",
+    )
     assert ngrams and all(1 <= len(text.split()) <= 3 and text in texts[row] for row, text in ngrams)
     dropped = distill.augment(texts, DistillConfig(augment="dropout", augment_word_probability=0.5), 0, "[MASK]")
     assert all(len(text.split()) < len(texts[row].split()) for row, text in dropped)
@@ -268,11 +313,23 @@ def _distilled_config(tmp_path, tiny_run_config, teacher_dir):
     unlabeled = tmp_path / "unlabeled.csv"
     unlabeled.write_text("title,description\nChipmaker unveils,a faster processor\nStriker scores,twice in final\n")
     return tiny_run_config(
-        "run.name=student", "model.kind=encoder", "model.encoder.hidden_size=32", "model.encoder.num_heads=2",
-        "model.encoder.intermediate_size=64", "data.max_train_samples=40", "data.max_eval_samples=40",
-        "train.epochs=1", "train.per_device_batch_size=16", "train.eval_every_steps=null", "eval.baseline=none",
-        f"train.distill.teacher={teacher_dir}", "train.distill.alpha=0.5", "train.distill.temperature=3",
-        "train.distill.augment=mask", f"data.unlabeled_file={unlabeled}", "eval.predict_speed_rows=30",
+        "run.name=student",
+        "model.kind=encoder",
+        "model.encoder.hidden_size=32",
+        "model.encoder.num_heads=2",
+        "model.encoder.intermediate_size=64",
+        "data.max_train_samples=40",
+        "data.max_eval_samples=40",
+        "train.epochs=1",
+        "train.per_device_batch_size=16",
+        "train.eval_every_steps=null",
+        "eval.baseline=none",
+        f"train.distill.teacher={teacher_dir}",
+        "train.distill.alpha=0.5",
+        "train.distill.temperature=3",
+        "train.distill.augment=mask",
+        f"data.unlabeled_file={unlabeled}",
+        "eval.predict_speed_rows=30",
     )
 
 

@@ -52,8 +52,14 @@ def _free_port() -> int:
 
 
 def _launch(launcher: list[str], overrides: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-           "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": str(ROOT),
+    }
     command = [*launcher, "-m", "pipeline.finetune", "--config", str(MINILM_CONFIG), *overrides]
     result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
@@ -61,25 +67,48 @@ def _launch(launcher: list[str], overrides: list[str], cwd: Path) -> subprocess.
 
 
 def accelerate_launch(num_processes: int) -> list[str]:
-    return [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", str(num_processes),
-            "--num_machines", "1", "--main_process_port", str(_free_port()), "--dynamo_backend", "no"]
+    return [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",
+        "--num_processes",
+        str(num_processes),
+        "--num_machines",
+        "1",
+        "--main_process_port",
+        str(_free_port()),
+        "--dynamo_backend",
+        "no",
+    ]
 
 
 def torchrun(num_processes: int) -> list[str]:
-    return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(num_processes),
-            "--master_port", str(_free_port())]
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        str(num_processes),
+        "--master_port",
+        str(_free_port()),
+    ]
 
 
 @pytest.fixture(scope="module")
 def paths(tmp_path_factory, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv):
     root = tmp_path_factory.mktemp("distributed")
-    return {"root": root, "base": [*tiny_run_overrides(root, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv), *COMMON]}
+    return {
+        "root": root,
+        "base": [*tiny_run_overrides(root, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv), *COMMON],
+    }
 
 
 @pytest.fixture(scope="module")
 def two_process_run(paths):
-    result = _launch(accelerate_launch(2), [*paths["base"], "run.name=two", "train.per_device_batch_size=8"],
-                     paths["root"])
+    result = _launch(
+        accelerate_launch(2), [*paths["base"], "run.name=two", "train.per_device_batch_size=8"], paths["root"]
+    )
     run_dir = paths["root"] / "runs" / "two"
     return run_dir, json.loads((run_dir / "metrics.json").read_text()), result
 
@@ -107,7 +136,9 @@ def test_two_processes_with_batch_b_train_like_one_process_with_batch_2b(paths, 
     difference = max((two[k] - one[k]).abs().max().item() for k in two)
     assert difference < 1e-5
     initial = load_file(str(tiny_bert_dir / "model.safetensors"))
-    moved = max((two[k] - initial[k]).abs().max().item() for k in two if k in initial and two[k].shape == initial[k].shape)
+    moved = max(
+        (two[k] - initial[k]).abs().max().item() for k in two if k in initial and two[k].shape == initial[k].shape
+    )
     assert moved > 1000 * difference  # training really changed the weights
 
 
@@ -138,8 +169,11 @@ def test_checkpoints_resume_under_the_same_number_of_processes(paths, two_proces
     shutil.copytree(run_dir, resumed_dir)
     shutil.rmtree(resumed_dir / "checkpoints" / "step_6")
     (resumed_dir / "metrics.json").unlink()
-    _launch(torchrun(2), [*paths["base"], "run.name=two_resumed", "train.per_device_batch_size=8", "train.resume=true"],
-            paths["root"])
+    _launch(
+        torchrun(2),
+        [*paths["base"], "run.name=two_resumed", "train.per_device_batch_size=8", "train.resume=true"],
+        paths["root"],
+    )
     resumed_final = load_file(str(resumed_dir / "checkpoints" / "step_6" / "model.safetensors"))
     assert max((straight_final[k] - resumed_final[k]).abs().max().item() for k in straight_final) < 1e-6
     resumed = json.loads((resumed_dir / "metrics.json").read_text())
@@ -151,8 +185,19 @@ def test_distributed_prediction_is_byte_identical_to_one_process(paths, two_proc
     rows = ag_news_test_csv.read_text(encoding="utf-8").splitlines(keepends=True)[:301]
     source = paths["root"] / "to_label.csv"
     source.write_text("".join(rows), encoding="utf-8")
-    options = ["--model", str(run_dir), "--input", str(source), "--column-names", "class_index,title,description",
-               "--chunk-size", "100", "--batch-size", "16", "--probabilities"]
+    options = [
+        "--model",
+        str(run_dir),
+        "--input",
+        str(source),
+        "--column-names",
+        "class_index,title,description",
+        "--chunk-size",
+        "100",
+        "--batch-size",
+        "16",
+        "--probabilities",
+    ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     single, double = paths["root"] / "single.csv", paths["root"] / "double.csv"
     for launcher, output in (([sys.executable], single), (accelerate_launch(2), double)):
@@ -170,10 +215,14 @@ WEIGHTED = ["train.class_weights={World: 3.0, Sports: 0.5}", "train.loss=focal"]
 
 
 def test_weighted_loss_over_two_processes_matches_one_process(paths):
-    _launch(accelerate_launch(2), [*paths["base"], *WEIGHTED, "run.name=two_weighted", "train.per_device_batch_size=8"],
-            paths["root"])
-    single = finetune.run(_single_process_config(paths, *WEIGHTED, "run.name=one_weighted",
-                                                 "train.per_device_batch_size=16"))
+    _launch(
+        accelerate_launch(2),
+        [*paths["base"], *WEIGHTED, "run.name=two_weighted", "train.per_device_batch_size=8"],
+        paths["root"],
+    )
+    single = finetune.run(
+        _single_process_config(paths, *WEIGHTED, "run.name=one_weighted", "train.per_device_batch_size=16")
+    )
     two_metrics = json.loads((paths["root"] / "runs" / "two_weighted" / "metrics.json").read_text())
     assert two_metrics["training"]["class_weights"] == single["training"]["class_weights"]
     assert single["training"]["class_weights"]["World"] == 3.0

@@ -38,7 +38,7 @@ def single_thread():
 
 def count_parameters_by_formula(config: EncoderClassifierConfig) -> int:
     """The exact number of parameters of `EncoderForSequenceClassification(config)`, from the config alone."""
-    C, I, L = config.hidden_size, config.intermediate_size, config.num_layers
+    C, I, L = config.hidden_size, config.intermediate_size, config.num_layers  # noqa: E741 -- the paper's names
     layer_norm = 2 * C  # weight + bias
 
     embeddings = config.vocab_size * C
@@ -54,7 +54,6 @@ def count_parameters_by_formula(config: EncoderClassifierConfig) -> int:
     final_norm = layer_norm if config.norm == "pre" else 0
     head = C * config.num_labels + config.num_labels
     return embeddings + L * block + final_norm + head
-
 
 
 def tiny_config(vocab_size=VOCAB, num_labels=4, **overrides) -> EncoderClassifierConfig:
@@ -315,7 +314,7 @@ def test_registration_is_idempotent():
 def test_config_fields_are_the_pipeline_settings_and_from_settings_maps_them():
     # The modelling file carries its own fields (it may not import the pipeline); they must be exactly
     # EncoderSettings' fields, or a setting would be silently dropped on the way to the model.
-    assert ARCHITECTURE_FIELDS == tuple(f.name for f in dataclasses.fields(EncoderSettings))
+    assert tuple(f.name for f in dataclasses.fields(EncoderSettings)) == ARCHITECTURE_FIELDS
     config = EncoderClassifierConfig.from_settings(EncoderSettings(), 50, 0, ["neg", "pos"])
     assert settings_of(config) == EncoderSettings()
     settings = EncoderSettings(**TINY, pooling="mean")

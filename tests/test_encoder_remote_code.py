@@ -69,8 +69,15 @@ print("RESULT " + json.dumps(result))
 @pytest.fixture(scope="module")
 def saved_encoder(tmp_path_factory, bert_tokenizer) -> Path:
     """A tiny encoder saved exactly as finetune saves a run's model/ (save_model_dir)."""
-    settings = EncoderSettings(hidden_size=32, num_layers=2, num_heads=4, intermediate_size=64,
-                               max_position_embeddings=128, pooling="mean", position_embedding="sinusoidal")
+    settings = EncoderSettings(
+        hidden_size=32,
+        num_layers=2,
+        num_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        pooling="mean",
+        position_embedding="sinusoidal",
+    )
     config = EncoderClassifierConfig.from_settings(settings, len(bert_tokenizer), bert_tokenizer.pad_token_id, LABELS)
     torch.manual_seed(0)
     model = EncoderForSequenceClassification(config)
@@ -105,10 +112,14 @@ def old_style_copy(model_dir: Path, destination: Path) -> Path:
 
 def test_modelling_file_imports_only_torch_transformers_and_the_standard_library():
     tree = ast.parse(CODE_FILE.read_text())
-    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
-                for alias in node.names}
-    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
-                 if isinstance(node, ast.ImportFrom) and node.module and node.level == 0}
+    imported = {
+        alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+    }
+    imported |= {
+        node.module.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+    }
     assert "pipeline" not in imported
     assert imported - set(sys.stdlib_module_names) == {"torch", "transformers"}
     # The package imports this same file: one copy of the code, the one that is saved.
@@ -139,11 +150,22 @@ def test_loads_with_trust_remote_code_without_the_package_and_predicts_as_pipeli
     assert len({label for label, _ in expected}) >= 2  # otherwise agreeing on labels would prove little
 
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
-    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"),
-               OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
+    env.update(
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        HF_MODULES_CACHE=str(tmp_path / "modules"),
+        OMP_NUM_THREADS="1",
+        TOKENIZERS_PARALLELISM="false",
+    )
     arguments = json.dumps([site.getsitepackages(), str(saved_encoder), str(old), str(upgraded), TEXTS])
-    completed = subprocess.run([sys.executable, "-I", "-S", "-c", CHILD, arguments], cwd=tmp_path, env=env,
-                               capture_output=True, text=True, timeout=300)
+    completed = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", CHILD, arguments],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert completed.returncode == 0, completed.stderr[-3000:]
     line = next(line for line in completed.stdout.splitlines() if line.startswith("RESULT "))
     result = json.loads(line.removeprefix("RESULT "))

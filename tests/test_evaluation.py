@@ -95,15 +95,28 @@ def tiny_rows(lengths: list[int], fixed_length: int = 48) -> TokenizedRows:
     for length in lengths:
         input_ids.append(generator.integers(1, 100, length).tolist() + [0] * (fixed_length - length))
         attention_mask.append([1] * length + [0] * (fixed_length - length))
-    split = Dataset.from_dict({"input_ids": input_ids, "attention_mask": attention_mask,
-                               "label": [i % 4 for i in range(len(lengths))], "length": lengths})
+    split = Dataset.from_dict(
+        {
+            "input_ids": input_ids,
+            "attention_mask": attention_mask,
+            "label": [i % 4 for i in range(len(lengths))],
+            "length": lengths,
+        }
+    )
     return TokenizedRows(split)
 
 
 def tiny_model() -> BertForSequenceClassification:
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=64, num_labels=4)
+    config = BertConfig(
+        vocab_size=100,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        num_labels=4,
+    )
     model = BertForSequenceClassification(config)
     with torch.no_grad():  # a random BERT pools nearly one vector for all rows; a wide head tells them apart
         model.classifier.weight.mul_(50)
@@ -132,5 +145,7 @@ def test_predict_split_returns_each_row_once_in_row_order(fresh_accelerate_state
     assert result.metrics["num_samples"] == len(lengths)
     assert result.loss == pytest.approx(float(losses.mean()), abs=1e-6) == result.metrics["loss"]
     assert result.labels.tolist() == rows.labels.tolist()
-    assert result.metrics == {**compute_metrics(rows.labels.numpy(), result.predictions, NAMES),
-                              "loss": result.metrics["loss"]}
+    assert result.metrics == {
+        **compute_metrics(rows.labels.numpy(), result.predictions, NAMES),
+        "loss": result.metrics["loss"],
+    }

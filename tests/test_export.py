@@ -39,8 +39,18 @@ from pipeline.predict import PredictError, Predictor, main, predict_dataframe, p
 from pipeline.rundir import RunDir  # noqa: E402
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
-TOPICS = ["election results", "football match", "oil prices", "new smartphone", "space launch", "bank merger",
-          "film festival", "chip shortage", "tennis final", "climate summit"]
+TOPICS = [
+    "election results",
+    "football match",
+    "oil prices",
+    "new smartphone",
+    "space launch",
+    "bank merger",
+    "film festival",
+    "chip shortage",
+    "tennis final",
+    "climate summit",
+]
 ROWS = 400  # train.csv: half of it becomes the validation split (200 rows) that verifies an export
 ADDED = ["label", "label_id", "score", *[f"prob_{name}" for name in LABELS], "error"]
 
@@ -60,8 +70,10 @@ def one_onnx_thread(monkeypatch):
 
 
 def texts_and_rows(count: int, offset: int = 0) -> list[list[str]]:
-    return [[f"Report {i} on {TOPICS[i % len(TOPICS)]}", f"Details about the {TOPICS[(i * 7) % len(TOPICS)]}, day {i}."]
-            for i in range(offset, offset + count)]
+    return [
+        [f"Report {i} on {TOPICS[i % len(TOPICS)]}", f"Details about the {TOPICS[(i * 7) % len(TOPICS)]}, day {i}."]
+        for i in range(offset, offset + count)
+    ]
 
 
 def spread_head(model: BertForSequenceClassification, tokenizer) -> None:
@@ -76,9 +88,17 @@ def spread_head(model: BertForSequenceClassification, tokenizer) -> None:
 
 
 def tiny_bert(tokenizer) -> BertForSequenceClassification:
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=128, num_labels=4,
-                        id2label=dict(enumerate(LABELS)), label2id={name: i for i, name in enumerate(LABELS)})
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        num_labels=4,
+        id2label=dict(enumerate(LABELS)),
+        label2id={name: i for i, name in enumerate(LABELS)},
+    )
     torch.manual_seed(0)
     model = BertForSequenceClassification(config).eval()
     spread_head(model, tokenizer)
@@ -88,10 +108,12 @@ def tiny_bert(tokenizer) -> BertForSequenceClassification:
 def tiny_encoder(tokenizer):
     from pipeline.models.encoder import EncoderClassifierConfig, EncoderForSequenceClassification, EncoderSettings
 
-    settings = EncoderSettings(hidden_size=32, num_layers=2, num_heads=4, intermediate_size=64,
-                               max_position_embeddings=128)
-    config = EncoderClassifierConfig.from_settings(settings, vocab_size=tokenizer.vocab_size, pad_token_id=0,
-                                                   id2label=LABELS)
+    settings = EncoderSettings(
+        hidden_size=32, num_layers=2, num_heads=4, intermediate_size=64, max_position_embeddings=128
+    )
+    config = EncoderClassifierConfig.from_settings(
+        settings, vocab_size=tokenizer.vocab_size, pad_token_id=0, id2label=LABELS
+    )
     torch.manual_seed(0)
     model = EncoderForSequenceClassification(config).eval()
     with torch.no_grad():  # widen the head so that the four classes all occur
@@ -105,8 +127,9 @@ def write_run(run: Path, model, tokenizer) -> Path:
     model.save_pretrained(run / "model")
     tokenizer.save_pretrained(run / "model")
     rows = texts_and_rows(ROWS + 20)
-    encoded = tokenizer([" ".join(row) for row in rows], padding=True, truncation=True, max_length=64,
-                        return_tensors="pt")
+    encoded = tokenizer(
+        [" ".join(row) for row in rows], padding=True, truncation=True, max_length=64, return_tensors="pt"
+    )
     with torch.no_grad():
         predicted = model(input_ids=encoded["input_ids"], attention_mask=encoded["attention_mask"]).logits.argmax(-1)
     gold = [LABELS[(p + 1) % 4] if i % 10 == 0 else LABELS[p] for i, p in enumerate(predicted.tolist())]
@@ -121,8 +144,11 @@ def write_run(run: Path, model, tokenizer) -> Path:
         f"  text_columns: [title, description]\n  label_column: label\n  label_names: {json.dumps(LABELS)}\n"
         f"  validation_fraction: 0.5\n  cache_dir: {run / 'cache'}\n"
     )
-    metrics = {"labels": LABELS, "tokenization": {"max_length": 64},
-               "test": {"accuracy": 0.9, "macro_f1": 0.9, "num_samples": 20}}
+    metrics = {
+        "labels": LABELS,
+        "tokenization": {"max_length": 64},
+        "test": {"accuracy": 0.9, "macro_f1": 0.9, "num_samples": 20},
+    }
     (run / "metrics.json").write_text(json.dumps(metrics))
     return run
 
@@ -171,8 +197,7 @@ def input_csv(path: Path, count: int = 40) -> Path:
 
 
 def predict(run: Path, source: Path, output: Path, *extra: str) -> int:
-    return run_main(["--model", run, "--input", source, "--output", output, "--no-progress", "--probabilities",
-                     *extra])
+    return run_main(["--model", run, "--input", source, "--output", output, "--no-progress", "--probabilities", *extra])
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -206,8 +231,10 @@ def test_export_writes_verified_models_and_a_record(exported_run, capsys):
     assert record["auto"] is None or record["variants"][record["auto"]]["status"] == "verified"
     # The shapes are dynamic: a batch and a length never seen at export run.
     session = open_session(folder / "model.onnx")
-    (logits,) = session.run(["logits"], {"input_ids": np.full((5, 37), 1000, dtype=np.int64),
-                                         "attention_mask": np.ones((5, 37), dtype=np.int64)})
+    (logits,) = session.run(
+        ["logits"],
+        {"input_ids": np.full((5, 37), 1000, dtype=np.int64), "attention_mask": np.ones((5, 37), dtype=np.int64)},
+    )
     assert logits.shape == (5, 4)
     text = export_cli.format_record(record)
     assert "torch fp32" in text and "onnx fp32" in text and "--backend auto:" in text
@@ -283,17 +310,33 @@ def test_the_from_scratch_encoder_exports_and_predicts_alike(tmp_path, bert_toke
 def test_both_backends_write_the_same_file(exported_run, tmp_path, capsys):
     run, record = exported_run
     source = input_csv(tmp_path / "in.csv", 40)
-    assert predict(run, source, tmp_path / "torch.csv", "--backend", "torch", "--precision", "fp32",
-                   "--batch-size", "8", "--chunk-size", "15") == 0
+    assert (
+        predict(
+            run,
+            source,
+            tmp_path / "torch.csv",
+            "--backend",
+            "torch",
+            "--precision",
+            "fp32",
+            "--batch-size",
+            "8",
+            "--chunk-size",
+            "15",
+        )
+        == 0
+    )
     assert "backend torch (fp32): asked for" in capsys.readouterr().err
-    assert predict(run, source, tmp_path / "onnx.csv", "--backend", "onnx", "--batch-size", "8",
-                   "--chunk-size", "15") == 0
+    assert (
+        predict(run, source, tmp_path / "onnx.csv", "--backend", "onnx", "--batch-size", "8", "--chunk-size", "15") == 0
+    )
     err = capsys.readouterr().err
     assert "backend onnx-fp32" in err and "model.onnx" in err
     by_torch, by_onnx = pd.read_csv(tmp_path / "torch.csv", dtype=str), pd.read_csv(tmp_path / "onnx.csv", dtype=str)
     assert list(by_onnx.columns) == ["id", "title", "description", *ADDED] == list(by_torch.columns)
     assert by_onnx[["id", "title", "description", "label", "label_id", "error"]].equals(
-        by_torch[["id", "title", "description", "label", "label_id", "error"]])
+        by_torch[["id", "title", "description", "label", "label_id", "error"]]
+    )
     assert by_torch["label"].nunique() > 1
     numbers = ["score", *[f"prob_{name}" for name in LABELS]]
     np.testing.assert_allclose(by_onnx[numbers].astype(float), by_torch[numbers].astype(float), atol=1e-3)
@@ -370,8 +413,13 @@ def test_export_of_something_that_is_not_a_classifier(tmp_path, bert_tokenizer, 
     assert_one_line_error(capsys.readouterr().err, "neither a run directory")
 
     run = tmp_path / "headless"
-    config = BertConfig(vocab_size=bert_tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1,
-                        num_attention_heads=2, intermediate_size=64)
+    config = BertConfig(
+        vocab_size=bert_tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+    )
     BertModel(config).save_pretrained(run / "model")
     bert_tokenizer.save_pretrained(run / "model")
     (run / "config.yaml").write_text("data:\n  text_columns: [text]\n")
@@ -398,7 +446,7 @@ def test_a_run_still_training_is_not_exported(bare_run, tmp_path, capsys):
 def test_a_missing_optional_dependency_names_the_extra(bare_run, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import onnxruntime now raises ImportError
     assert export_cli.main(["--model", str(bare_run)]) == 1
-    assert_one_line_error(capsys.readouterr().err, "onnxruntime is not installed", "'onnx'", '.[onnx]')
+    assert_one_line_error(capsys.readouterr().err, "onnxruntime is not installed", "'onnx'", ".[onnx]")
     with pytest.raises(ExportError, match=r"pip install -e \"\.\[onnx\]\""):
         open_session(Path("model.onnx"))
 
@@ -407,7 +455,9 @@ def test_a_missing_optional_dependency_names_the_extra(bare_run, monkeypatch, ca
     from pipeline.config import ConfigError, EvalConfig
 
     real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real_find_spec(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real_find_spec(name, *a)
+    )
     with pytest.raises(ConfigError, match=r"eval.export: 'int8' needs onnxruntime.*\.\[onnx\]"):
         EvalConfig(export="int8")
     assert EvalConfig().export == "none"
@@ -442,8 +492,9 @@ def test_eval_export_at_the_end_of_a_run_and_in_its_report(exported_run, tmp_pat
         {"text": [" ".join(row) for row in rows], "label": [i % 4 for i in range(len(rows))]},
         features=datasets.Features({"text": datasets.Value("string"), "label": datasets.ClassLabel(names=LABELS)}),
     )
-    config = SimpleNamespace(run_dir=run, eval=SimpleNamespace(export="onnx", batch_size=16),
-                             run=SimpleNamespace(seed=0))
+    config = SimpleNamespace(
+        run_dir=run, eval=SimpleNamespace(export="onnx", batch_size=16), run=SimpleNamespace(seed=0)
+    )
     record = convert.export_after_training(config, validation)
     assert record["verification"]["source"] == "validation split" and record["verification"]["rows"] == 50
     assert set(record["variants"]) == {"fp32"}
@@ -461,8 +512,9 @@ def test_choose_export_rules(exported_run, bare_run):
     with pytest.raises(ExportError, match="unknown backend"):
         choose_export(run, run / "model", "tensorrt")
     verified = {name for name, variant in record["variants"].items() if variant["status"] == "verified"}
-    assert choose_export(run, run / "model", "onnx").variant == (record["auto"] or max(
-        verified, key=lambda name: record["variants"][name]["rows_per_second"]))
+    assert choose_export(run, run / "model", "onnx").variant == (
+        record["auto"] or max(verified, key=lambda name: record["variants"][name]["rows_per_second"])
+    )
     assert choose_export(bare_run, bare_run / "model", "auto").variant is None
 
 
@@ -471,8 +523,13 @@ def test_finetune_with_eval_export_exports_verifies_and_reports(tiny_run_config)
     """eval.export=int8 end to end: a few training steps, then the export, verified on the run's validation split."""
     from pipeline import finetune
 
-    config = tiny_run_config("run.name=exported", "data.max_train_samples=200", "train.max_steps=2",
-                             "train.per_device_batch_size=16", "eval.export=int8")
+    config = tiny_run_config(
+        "run.name=exported",
+        "data.max_train_samples=200",
+        "train.max_steps=2",
+        "train.per_device_batch_size=16",
+        "eval.export=int8",
+    )
     finetune.run(config)
     record = read_export_record(config.run_dir)
     assert record["verification"]["source"] == "validation split" and record["verification"]["rows"] > 0

@@ -90,8 +90,18 @@ def test_run_learns_well_above_chance(full_run):
 def test_run_directory_holds_every_file_and_each_loads(finished_run):
     config, metrics = finished_run
     run_dir = config.run_dir
-    for name in ["config.yaml", "history.jsonl", "metrics.json", "test_predictions.csv", "report.md", "report.html",
-                 "confusion_matrix.png", "model/config.json", "model/model.safetensors", "model/tokenizer.json"]:
+    for name in [
+        "config.yaml",
+        "history.jsonl",
+        "metrics.json",
+        "test_predictions.csv",
+        "report.md",
+        "report.html",
+        "confusion_matrix.png",
+        "model/config.json",
+        "model/model.safetensors",
+        "model/tokenizer.json",
+    ]:
         assert (run_dir / name).is_file(), name
 
     reloaded_config = load_config(run_dir / "config.yaml")
@@ -152,8 +162,7 @@ def test_second_identical_run_reuses_tokenized_cache(full_run, tiny_run_config):
 def test_existing_run_directory_is_not_overwritten_silently(finished_run, capsys):
     config, _ = finished_run
     code = finetune.main(
-        ["--config", str(MINILM_CONFIG), f"run.output_dir={config.run.output_dir}",
-         f"run.name={config.run.name}"]
+        ["--config", str(MINILM_CONFIG), f"run.output_dir={config.run.output_dir}", f"run.name={config.run.name}"]
     )
     assert code == 2
     assert "already holds a run" in capsys.readouterr().err
@@ -167,14 +176,30 @@ def test_unknown_key_and_wrong_type_exit_nonzero_naming_the_key(capsys):
 
 
 def test_missing_model_or_data_exit_nonzero_naming_the_key(tmp_path, ag_news_train_csv, ag_news_test_csv, capsys):
-    common = ["--config", str(MINILM_CONFIG), f"run.output_dir={tmp_path}", f"data.cache_dir={tmp_path / 'cache'}",
-              f"data.test_file={ag_news_test_csv}", "data.max_train_samples=50", "data.max_eval_samples=50"]
+    common = [
+        "--config",
+        str(MINILM_CONFIG),
+        f"run.output_dir={tmp_path}",
+        f"data.cache_dir={tmp_path / 'cache'}",
+        f"data.test_file={ag_news_test_csv}",
+        "data.max_train_samples=50",
+        "data.max_eval_samples=50",
+    ]
     reset_accelerate()
     assert finetune.main([*common, f"data.train_file={tmp_path / 'nope.csv'}"]) == 2
     assert "data.train_file" in capsys.readouterr().err
     reset_accelerate()
-    assert finetune.main([*common, f"data.train_file={ag_news_train_csv}", f"model.name_or_path={tmp_path / 'no_model'}",
-                          f"tokenizer.name_or_path={tmp_path / 'no_model'}"]) == 2
+    assert (
+        finetune.main(
+            [
+                *common,
+                f"data.train_file={ag_news_train_csv}",
+                f"model.name_or_path={tmp_path / 'no_model'}",
+                f"tokenizer.name_or_path={tmp_path / 'no_model'}",
+            ]
+        )
+        == 2
+    )
     assert "tokenizer.name_or_path" in capsys.readouterr().err
     reset_accelerate()
 

@@ -3,12 +3,12 @@ offline, checked against scikit-learn, and the one implementation behind stage 4
 
 import fnmatch
 import os
-import tomllib
 from pathlib import Path
 
 import evaluate
 import numpy as np
 import pytest
+import tomllib
 from sklearn.metrics import classification_report, confusion_matrix, f1_score
 
 from pipeline.evaluation import METRIC_DIR, classification_metric, compute_metrics
@@ -35,18 +35,26 @@ def test_loaded_by_path_it_matches_scikit_learn(metric):
     gold, predicted = sample()
     result = metric.compute(predictions=predicted, references=gold, label_names=LABELS)
 
-    report = classification_report(gold, predicted, labels=list(range(len(LABELS))), target_names=LABELS,
-                                   output_dict=True, zero_division=0)
+    report = classification_report(
+        gold, predicted, labels=list(range(len(LABELS))), target_names=LABELS, output_dict=True, zero_division=0
+    )
     assert result["accuracy"] == pytest.approx(np.mean(gold == predicted), abs=1e-12)
     assert result["macro_f1"] == pytest.approx(
-        f1_score(gold, predicted, labels=list(range(len(LABELS))), average="macro", zero_division=0), abs=1e-12)
+        f1_score(gold, predicted, labels=list(range(len(LABELS))), average="macro", zero_division=0), abs=1e-12
+    )
     assert result["num_samples"] == len(gold)
     assert list(result["per_class"]) == LABELS
     for name in LABELS:
         expected = report[name]
         assert result["per_class"][name] == pytest.approx(
-            {"precision": expected["precision"], "recall": expected["recall"], "f1": expected["f1-score"],
-             "support": expected["support"]}, abs=1e-12)
+            {
+                "precision": expected["precision"],
+                "recall": expected["recall"],
+                "f1": expected["f1-score"],
+                "support": expected["support"],
+            },
+            abs=1e-12,
+        )
     assert result["per_class"]["Business"]["precision"] == 0.0 and result["per_class"]["Business"]["support"] > 0
     assert result["per_class"]["Never"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0}
     assert result["confusion_matrix"] == confusion_matrix(gold, predicted, labels=range(len(LABELS))).tolist()
@@ -56,7 +64,8 @@ def test_loaded_by_path_it_matches_scikit_learn(metric):
 def test_stage_4_uses_the_same_module_and_returns_the_same_dict(metric):
     gold, predicted = sample(seed=1)
     assert compute_metrics(gold, predicted, LABELS) == metric.compute(
-        predictions=predicted, references=gold, label_names=LABELS)
+        predictions=predicted, references=gold, label_names=LABELS
+    )
     assert classification_metric() is classification_metric()  # loaded once per process, not per evaluation
     assert classification_metric().name == "classification"
 
@@ -74,5 +83,4 @@ def test_module_is_self_contained_and_ships_with_the_package():
     assert "import pipeline" not in source and "from pipeline" not in source
     patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["pipeline"]
     relative = module_file.relative_to(ROOT / "pipeline").as_posix()
-    assert any(fnmatch.fnmatch(relative, pattern) and pattern.count("/") == relative.count("/")
-               for pattern in patterns)
+    assert any(fnmatch.fnmatch(relative, pattern) and pattern.count("/") == relative.count("/") for pattern in patterns)

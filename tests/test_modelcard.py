@@ -32,33 +32,54 @@ def fake_run(root: Path, *overrides: str, extra_metrics: dict | None = None, mod
     saved_model_config = {"model_type": model_type, "id2label": dict(enumerate(LABELS))}
     (run.model_dir / "config.json").write_text(json.dumps(saved_model_config))
     test = {
-        "accuracy": 0.8712345678901234, "macro_f1": 0.8654321, "loss": 0.41, "num_samples": 400,
-        "per_class": per_class([(0.9, 0.85, 0.874, 100), (0.95, 0.97, 0.96, 100), (0.8, 0.82, 0.81, 100),
-                                (0.84, 0.84, 0.84, 100)]),
+        "accuracy": 0.8712345678901234,
+        "macro_f1": 0.8654321,
+        "loss": 0.41,
+        "num_samples": 400,
+        "per_class": per_class(
+            [(0.9, 0.85, 0.874, 100), (0.95, 0.97, 0.96, 100), (0.8, 0.82, 0.81, 100), (0.84, 0.84, 0.84, 100)]
+        ),
         "confusion_matrix": [[85, 5, 5, 5], [1, 97, 1, 1], [6, 2, 82, 10], [5, 2, 9, 84]],
     }
     metrics = {
-        "run": {"name": "card_run", "model_kind": config.model.kind, "model_name_or_path": config.model.name_or_path,
-                "num_parameters": 4_385_796, "started_at": "2025-05-01T10:00:00+00:00",
-                "finished_at": "2025-05-01T10:21:13+00:00"},
+        "run": {
+            "name": "card_run",
+            "model_kind": config.model.kind,
+            "model_name_or_path": config.model.name_or_path,
+            "num_parameters": 4_385_796,
+            "started_at": "2025-05-01T10:00:00+00:00",
+            "finished_at": "2025-05-01T10:21:13+00:00",
+        },
         "labels": LABELS,
         "validation": {**test, "accuracy": 0.88},
         "test": test,
         "best": {"step": 150, "validation_accuracy": 0.88},
-        "tokenization": {"max_length": 64, "max_length_setting": "auto",
-                         "truncated_fraction": {"train": 0.0098, "validation": 0.011, "test": 0.0123}},
+        "tokenization": {
+            "max_length": 64,
+            "max_length_setting": "auto",
+            "truncated_fraction": {"train": 0.0098, "validation": 0.011, "test": 0.0123},
+        },
         "timings": {"train_seconds": 1234.5, "total_seconds": 1271.0},
-        "training": {"global_steps": 200, "epochs_completed": 2.0, "effective_batch_size": 32,
-                     "mixed_precision": "bf16", "num_processes": 1, "stopped_early": False},
+        "training": {
+            "global_steps": 200,
+            "epochs_completed": 2.0,
+            "effective_batch_size": 32,
+            "mixed_precision": "bf16",
+            "num_processes": 1,
+            "stopped_early": False,
+        },
         "device": {"type": "cuda", "name": "NVIDIA H200", "num_processes": 1},
         "versions": {"python": "3.11.7", "torch": "2.13.0", "transformers": "5.23.0"},
-        "data": {"sizes": {"train": 3600, "validation": 400, "test": 400}, "seed": 42,
-                 "carved_from_train": {"validation": 0.1}},
+        "data": {
+            "sizes": {"train": 3600, "validation": 400, "test": 400},
+            "seed": 42,
+            "carved_from_train": {"validation": 0.1},
+        },
         **(extra_metrics or {}),
     }
     run.write_metrics(metrics)
     (run.path / "test_predictions.csv").write_text(
-        'text,label,predicted,score,prob_World,prob_Sports,prob_Business,prob_Sci/Tech\n'
+        "text,label,predicted,score,prob_World,prob_Sports,prob_Business,prob_Sci/Tech\n"
         '"Federer wins ""again"" in Basel",Sports,Sports,0.9,0.03,0.9,0.03,0.04\n'
     )
     return run.path
@@ -67,7 +88,7 @@ def fake_run(root: Path, *overrides: str, extra_metrics: dict | None = None, mod
 def section(markdown: str, heading: str) -> str:
     start = markdown.index(f"\n## {heading}\n")
     end = markdown.find("\n## ", start + 1)
-    return markdown[start: end if end != -1 else None]
+    return markdown[start : end if end != -1 else None]
 
 
 def test_card_parses_validates_and_carries_the_test_metrics(tmp_path):
@@ -116,13 +137,24 @@ def test_card_parses_validates_and_carries_the_test_metrics(tmp_path):
 
 
 def test_optional_records_appear_when_metrics_json_has_them(tmp_path):
-    duplicates = {"mode": "across", "within": {"train": 12, "validation": 0, "test": 1},
-                  "across": {"test_in_train": 3}, "conflicts": 2, "conflict_examples": [],
-                  "removed": {"train": 12, "validation": 0, "test": 4}}
+    duplicates = {
+        "mode": "across",
+        "within": {"train": 12, "validation": 0, "test": 1},
+        "across": {"test_in_train": 3},
+        "conflicts": 2,
+        "conflict_examples": [],
+        "removed": {"train": 12, "validation": 0, "test": 4},
+    }
     extra = {
         # As pipeline/baseline.py records it: the metrics of compute_metrics, plus what it is.
-        "baseline": {"name": "tfidf", "description": "TF-IDF + logistic regression", "accuracy": 0.8012,
-                     "macro_f1": 0.799, "num_samples": 400, "train_seconds": 1.5},
+        "baseline": {
+            "name": "tfidf",
+            "description": "TF-IDF + logistic regression",
+            "accuracy": 0.8012,
+            "macro_f1": 0.799,
+            "num_samples": 400,
+            "train_seconds": 1.5,
+        },
         "calibration": {"ece": 0.0312, "temperature": 1.42},
         "data": {"sizes": {"train": 3600, "validation": 400, "test": 396}, "seed": 7, "duplicates": duplicates},
     }
@@ -150,8 +182,13 @@ def test_optional_records_appear_when_metrics_json_has_them(tmp_path):
 def test_local_checkpoint_and_files_give_no_hub_ids_and_encoder_card_says_trust_remote_code(tmp_path):
     local_model = tmp_path / "my_bert"
     local_model.mkdir()
-    run_dir = fake_run(tmp_path / "a", f"model.name_or_path={local_model}", "data.source=files",
-                       "data.train_file=data/ag/train.csv", "data.test_file=data/ag/test.csv")
+    run_dir = fake_run(
+        tmp_path / "a",
+        f"model.name_or_path={local_model}",
+        "data.source=files",
+        "data.train_file=data/ag/train.csv",
+        "data.test_file=data/ag/test.csv",
+    )
     card = ModelCard.load(write_model_card(run_dir))
     assert card.data.base_model is None and card.data.datasets is None and card.data.license is None
     (result, *_) = card.data.eval_results
@@ -191,8 +228,10 @@ def test_report_cli_regenerates_the_card_of_an_old_run(tmp_path, capsys):
 
 
 def test_multi_label_run_names_subset_accuracy_and_micro_f1(tmp_path):
-    extra = {"best": {"step": 40, "metric": "micro_f1", "validation_micro_f1": 0.61},
-             "data": {"task": "multi_label", "sizes": {"train": 900, "validation": 100, "test": 100}}}
+    extra = {
+        "best": {"step": 40, "metric": "micro_f1", "validation_micro_f1": 0.61},
+        "data": {"task": "multi_label", "sizes": {"train": 900, "validation": 100, "test": 100}},
+    }
     run_dir = fake_run(tmp_path, "data.task=multi_label", extra_metrics=extra)
     metrics = json.loads((run_dir / "metrics.json").read_text())
     for split in ("test", "validation"):  # multi-label metrics have micro-F1 and no confusion matrix

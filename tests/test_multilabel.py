@@ -53,7 +53,9 @@ def test_list_column_and_delimited_string_give_the_same_multi_hot_rows(tmp_path)
         np.testing.assert_array_equal(labels_of(from_json.splits[split]), labels_of(from_csv.splits[split]))
     train = labels_of(from_json.splits["train"])
     assert train.shape[1] == 4 and (train.sum(axis=1) == 0).any()  # empty sets stay, as all-negative rows
-    assert from_json.summary["class_counts"]["train"]["per_class"] == dict(zip(CLASSES, train.sum(0).astype(int).tolist()))
+    assert from_json.summary["class_counts"]["train"]["per_class"] == dict(
+        zip(CLASSES, train.sum(0).astype(int).tolist())
+    )
 
 
 def test_parquet_list_column_reads_as_label_sets(tmp_path):
@@ -71,8 +73,11 @@ def test_unknown_label_and_separator_inside_a_name_are_errors_naming_the_row(tmp
         load_data(files_config(jsonl, "data.label_names=[health,sports,tech]").data, seed=0)
     joined = tmp_path / "joined.jsonl"
     joined.write_text('{"text": "a", "label": ["x"]}\n{"text": "b", "label": ["x|y"]}\n', encoding="utf-8")
-    with pytest.raises(DataError, match=r"joined\.jsonl, line 2, column 'label': label 'x\|y' contains "
-                                        r"data\.label_separator"):
+    with pytest.raises(
+        DataError,
+        match=r"joined\.jsonl, line 2, column 'label': label 'x\|y' contains "
+        r"data\.label_separator",
+    ):
         load_data(files_config(joined).data, seed=0)
     with pytest.raises(DataError, match=r"data\.label_names: class 'a/b' contains data\.label_separator '/'"):
         load_data(files_config(jsonl, "data.label_names=[a/b,c]", "data.label_separator=/").data, seed=0)
@@ -106,8 +111,9 @@ def test_encoder_computes_binary_cross_entropy_for_multi_label():
     from pipeline.models.encoder import EncoderClassifierConfig, EncoderForSequenceClassification
 
     settings = EncoderSettings(hidden_size=16, num_heads=2, intermediate_size=32, max_position_embeddings=32)
-    config = EncoderClassifierConfig.from_settings(settings, vocab_size=50, pad_token_id=0, id2label=["a", "b", "c"],
-                                                   problem_type="multi_label_classification")
+    config = EncoderClassifierConfig.from_settings(
+        settings, vocab_size=50, pad_token_id=0, id2label=["a", "b", "c"], problem_type="multi_label_classification"
+    )
     model = EncoderForSequenceClassification(config).eval()
     labels = torch.tensor([[1.0, 0.0, 1.0], [0.0, 0.0, 0.0]])
     output = model(input_ids=torch.randint(1, 50, (2, 7)), labels=labels)
@@ -115,8 +121,9 @@ def test_encoder_computes_binary_cross_entropy_for_multi_label():
     torch.testing.assert_close(output.loss, expected)
 
 
-def test_a_multi_label_run_saves_a_model_every_loader_reads_as_multi_label(tmp_path, tiny_bert_dir,
-                                                                          fresh_accelerate_state):
+def test_a_multi_label_run_saves_a_model_every_loader_reads_as_multi_label(
+    tmp_path, tiny_bert_dir, fresh_accelerate_state
+):
     from transformers import pipeline as hf_pipeline
 
     from pipeline import finetune
@@ -124,13 +131,28 @@ def test_a_multi_label_run_saves_a_model_every_loader_reads_as_multi_label(tmp_p
     from pipeline.predict.cli import main as predict_main
 
     train = write_jsonl(tmp_path / "train.jsonl", label_sets(160, seed=2))
-    config = load_config(None, [
-        f"run.output_dir={tmp_path / 'runs'}", "run.name=multi", "data.source=files", f"data.train_file={train}",
-        "data.task=multi_label", f"data.cache_dir={tmp_path / 'cache'}", f"tokenizer.name_or_path={tiny_bert_dir}",
-        f"model.name_or_path={tiny_bert_dir}", "train.max_steps=6", "train.per_device_batch_size=16",
-        "train.learning_rate=3e-3", "train.mixed_precision=no", "train.class_weights=balanced",
-        "eval.threshold=best_f1", "eval.baseline=none", "eval.predict_speed_rows=0", "train.log_every_steps=2",
-    ])
+    config = load_config(
+        None,
+        [
+            f"run.output_dir={tmp_path / 'runs'}",
+            "run.name=multi",
+            "data.source=files",
+            f"data.train_file={train}",
+            "data.task=multi_label",
+            f"data.cache_dir={tmp_path / 'cache'}",
+            f"tokenizer.name_or_path={tiny_bert_dir}",
+            f"model.name_or_path={tiny_bert_dir}",
+            "train.max_steps=6",
+            "train.per_device_batch_size=16",
+            "train.learning_rate=3e-3",
+            "train.mixed_precision=no",
+            "train.class_weights=balanced",
+            "eval.threshold=best_f1",
+            "eval.baseline=none",
+            "eval.predict_speed_rows=0",
+            "train.log_every_steps=2",
+        ],
+    )
     metrics = finetune.run(config)
     assert metrics["best"]["metric"] == "micro_f1" and "validation_micro_f1" in metrics["best"]
     for key in ("micro_f1", "macro_f1", "samples_f1", "subset_accuracy", "hamming_loss", "per_class", "areas"):
@@ -145,7 +167,7 @@ def test_a_multi_label_run_saves_a_model_every_loader_reads_as_multi_label(tmp_p
     # transformers reads the saved model as multi-label: a sigmoid per class, not a softmax over them.
     scores = hf_pipeline("text-classification", model=str(run_dir / "model"), top_k=None)(["story doctor goal"])[0]
     assert len(scores) == 4 and sum(item["score"] for item in scores) != pytest.approx(1.0, abs=1e-3)
-    (labels, label_scores), = predict_texts(run_dir, ["story doctor goal"])
+    ((labels, label_scores),) = predict_texts(run_dir, ["story doctor goal"])
     by_name = {item["label"]: item["score"] for item in scores}
     for name, score in zip(labels, label_scores):  # the pipeline's and predict's probabilities agree
         assert score == pytest.approx(by_name[name], abs=1e-4)
@@ -153,8 +175,18 @@ def test_a_multi_label_run_saves_a_model_every_loader_reads_as_multi_label(tmp_p
 
     source = tmp_path / "in.csv"
     source.write_text("text\nstory doctor goal\nstory chip\n", encoding="utf-8")
-    predict_main(["--model", str(run_dir), "--input", str(source), "--output", str(tmp_path / "out.csv"),
-                  "--probabilities", "--no-progress"])
+    predict_main(
+        [
+            "--model",
+            str(run_dir),
+            "--input",
+            str(source),
+            "--output",
+            str(tmp_path / "out.csv"),
+            "--probabilities",
+            "--no-progress",
+        ]
+    )
     out = pd.read_csv(tmp_path / "out.csv", keep_default_na=False)
     assert list(out.columns) == ["text", "labels", *[f"prob_{name}" for name in CLASSES], "error"]
     for _, row in out.iterrows():

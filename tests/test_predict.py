@@ -198,15 +198,26 @@ def test_stage_1_and_prediction_read_messy_rows_into_identical_texts(run_dir, tm
 
     messy = tmp_path / "messy.csv"
     messy.write_text(MESSY_FILE)
-    config = DataConfig(source="files", train_file=str(messy), test_file=str(messy), validation_file=str(messy),
-                        label_column="id", label_names=[str(i) for i in range(1, 6)], label_index_base=0,
-                        text_columns=["title", "description"], unescape_newlines=True, validation_fraction=0.2,
-                        deduplicate="none")
+    config = DataConfig(
+        source="files",
+        train_file=str(messy),
+        test_file=str(messy),
+        validation_file=str(messy),
+        label_column="id",
+        label_names=[str(i) for i in range(1, 6)],
+        label_index_base=0,
+        text_columns=["title", "description"],
+        unescape_newlines=True,
+        validation_fraction=0.2,
+        deduplicate="none",
+    )
     stage_1 = sorted(load_splits(config, seed=0)["test"]["text"])
 
     seen: list[str] = []
     label_texts = Predictor.label_texts
-    monkeypatch.setattr(Predictor, "label_texts", lambda self, texts, **kw: seen.extend(texts) or label_texts(self, texts, **kw))
+    monkeypatch.setattr(
+        Predictor, "label_texts", lambda self, texts, **kw: seen.extend(texts) or label_texts(self, texts, **kw)
+    )
     assert predict_cli(run_dir, messy, tmp_path / "out.csv") == 0
     assert sorted(seen) == stage_1
     assert {"Padded title escaped start", "Title only", "Multi\nline a\nb", "both parts"} <= set(seen)
@@ -685,5 +696,5 @@ def test_inputs_that_used_to_give_tracebacks_give_one_line(run_dir, tmp_path, ca
 
 
 def test_a_single_string_is_one_text(predictor):
-    (label, score), = predict_texts(predictor, "Stocks fell sharply on Wall Street")
+    ((label, score),) = predict_texts(predictor, "Stocks fell sharply on Wall Street")
     assert label in LABELS and 0 < score <= 1

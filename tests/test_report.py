@@ -34,10 +34,24 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
 NUM_TEST_ROWS = 50
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-SECTION_HEADINGS = ["Summary", "Confusion matrices", "Validation accuracy", "Per-class F1",
-                    "Where the runs disagree", "Most confident mistakes"]
-TOPICS = ["markets rally as", "striker scores twice in", "chipmaker unveils", "talks resume over",
-          "league confirms", "central bank weighs", "satellite launch for", "ceasefire holds near"]
+SECTION_HEADINGS = [
+    "Summary",
+    "Confusion matrices",
+    "Validation accuracy",
+    "Per-class F1",
+    "Where the runs disagree",
+    "Most confident mistakes",
+]
+TOPICS = [
+    "markets rally as",
+    "striker scores twice in",
+    "chipmaker unveils",
+    "talks resume over",
+    "league confirms",
+    "central bank weighs",
+    "satellite launch for",
+    "ceasefire holds near",
+]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -45,8 +59,9 @@ TOPICS = ["markets rally as", "striker scores twice in", "chipmaker unveils", "t
 
 
 def fake_texts(num_rows: int = NUM_TEST_ROWS) -> list[str]:
-    texts = [f"Story {i}: {TOPICS[i % len(TOPICS)]} quarter {i % 7} " + "and more words " * (i % 5)
-             for i in range(num_rows)]
+    texts = [
+        f"Story {i}: {TOPICS[i % len(TOPICS)]} quarter {i % 7} " + "and more words " * (i % 5) for i in range(num_rows)
+    ]
     # Characters that must survive CSV, Markdown tables and HTML escaping.
     texts[3] = 'Quote "here", a | pipe & <script>alert(1)</script>'
     texts[4] = "Line one\nline two"
@@ -69,8 +84,12 @@ def classification_metrics(gold: np.ndarray, predicted: np.ndarray) -> dict:
         precision = true_positive / max(matrix[:, index].sum(), 1)
         recall = true_positive / max(matrix[index, :].sum(), 1)
         f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-        per_class[label] = {"precision": float(precision), "recall": float(recall), "f1": float(f1),
-                            "support": int(matrix[index, :].sum())}
+        per_class[label] = {
+            "precision": float(precision),
+            "recall": float(recall),
+            "f1": float(f1),
+            "support": int(matrix[index, :].sum()),
+        }
     return {
         "accuracy": float((gold == predicted).mean()),
         "macro_f1": float(np.mean([values["f1"] for values in per_class.values()])),
@@ -81,9 +100,17 @@ def classification_metrics(gold: np.ndarray, predicted: np.ndarray) -> dict:
     }
 
 
-def make_fake_run(root: Path, name: str, *, seed: int, correct_share: float, model_kind: str = "bert",
-                  texts: list[str] | None = None, with_predictions: bool = True,
-                  with_eval_lines: bool = True) -> Path:
+def make_fake_run(
+    root: Path,
+    name: str,
+    *,
+    seed: int,
+    correct_share: float,
+    model_kind: str = "bert",
+    texts: list[str] | None = None,
+    with_predictions: bool = True,
+    with_eval_lines: bool = True,
+) -> Path:
     """A finished run directory: config.yaml, metrics.json, history.jsonl, test_predictions.csv."""
     rng = np.random.default_rng(seed)
     texts = texts if texts is not None else fake_texts()
@@ -96,31 +123,58 @@ def make_fake_run(root: Path, name: str, *, seed: int, correct_share: float, mod
     run_dir = root / name
     run_dir.mkdir(parents=True)
     model_name = "bert-base-uncased"
-    config = {"run": {"name": name, "output_dir": str(root), "seed": 42},
-              "model": {"kind": model_kind, "name_or_path": model_name},
-              "tokenizer": {"name_or_path": "bert-base-uncased", "max_length": "auto"},
-              "train": {"per_device_batch_size": 16, "gradient_accumulation_steps": 2, "mixed_precision": "auto"}}
+    config = {
+        "run": {"name": name, "output_dir": str(root), "seed": 42},
+        "model": {"kind": model_kind, "name_or_path": model_name},
+        "tokenizer": {"name_or_path": "bert-base-uncased", "max_length": "auto"},
+        "train": {"per_device_batch_size": 16, "gradient_accumulation_steps": 2, "mixed_precision": "auto"},
+    }
     (run_dir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 
     test_metrics = classification_metrics(gold, predicted)
     metrics = {
-        "run": {"name": name, "model_kind": model_kind, "model_name_or_path": model_name,
-                "num_parameters": 109_485_316 if model_kind == "bert" else 4_385_796,
-                "started_at": "2025-05-01T10:00:00+00:00", "finished_at": "2025-05-01T10:21:13+00:00"},
+        "run": {
+            "name": name,
+            "model_kind": model_kind,
+            "model_name_or_path": model_name,
+            "num_parameters": 109_485_316 if model_kind == "bert" else 4_385_796,
+            "started_at": "2025-05-01T10:00:00+00:00",
+            "finished_at": "2025-05-01T10:21:13+00:00",
+        },
         "labels": LABELS,
         "test": test_metrics,
         "validation": test_metrics,
         "best": {"step": 150, "validation_accuracy": 0.8123},
-        "tokenization": {"max_length": 64, "max_length_setting": "auto",
-                         "truncated_fraction": {"train": 0.0098, "validation": 0.011, "test": 0.0123}},
-        "timings": {"data_seconds": 1.2, "tokenize_seconds": 3.4, "train_seconds": 1234.5, "eval_seconds": 12.3,
-                    "total_seconds": 1271.0},
+        "tokenization": {
+            "max_length": 64,
+            "max_length_setting": "auto",
+            "truncated_fraction": {"train": 0.0098, "validation": 0.011, "test": 0.0123},
+        },
+        "timings": {
+            "data_seconds": 1.2,
+            "tokenize_seconds": 3.4,
+            "train_seconds": 1234.5,
+            "eval_seconds": 12.3,
+            "total_seconds": 1271.0,
+        },
         "throughput": {"train_samples_per_second": 1532.25, "eval_samples_per_second": 8120.0},
-        "training": {"global_steps": 200, "epochs_completed": 2.0, "effective_batch_size": 32,
-                     "mixed_precision": "bf16", "num_processes": 1, "stopped_early": False},
+        "training": {
+            "global_steps": 200,
+            "epochs_completed": 2.0,
+            "effective_batch_size": 32,
+            "mixed_precision": "bf16",
+            "num_processes": 1,
+            "stopped_early": False,
+        },
         "device": {"type": "cuda", "name": "NVIDIA H200", "num_processes": 1},
-        "versions": {"python": "3.11.7", "torch": "2.5.0", "transformers": "4.46.0", "datasets": "3.0.0",
-                     "accelerate": "1.0.0", "pipeline": "0.1.0"},
+        "versions": {
+            "python": "3.11.7",
+            "torch": "2.5.0",
+            "transformers": "4.46.0",
+            "datasets": "3.0.0",
+            "accelerate": "1.0.0",
+            "pipeline": "0.1.0",
+        },
     }
     (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2))
 
@@ -128,13 +182,28 @@ def make_fake_run(root: Path, name: str, *, seed: int, correct_share: float, mod
     seconds_per_step = 6.1 / seed  # runs of different speed, so the wall-clock chart differs from the step chart
     for step in range(10, 201, 10):
         elapsed = step * seconds_per_step
-        history.append({"step": step, "epoch": step / 100, "elapsed_seconds": elapsed, "loss": 1.4 - step / 250,
-                        "learning_rate": 5e-5 * (1 - step / 200), "samples_per_second": 1500.0})
+        history.append(
+            {
+                "step": step,
+                "epoch": step / 100,
+                "elapsed_seconds": elapsed,
+                "loss": 1.4 - step / 250,
+                "learning_rate": 5e-5 * (1 - step / 200),
+                "samples_per_second": 1500.0,
+            }
+        )
         if with_eval_lines and step % 50 == 0:
             eval_accuracy = 0.5 + 0.35 * (1 - np.exp(-step * seed / 120))
-            history.append({"step": step, "epoch": step / 100, "elapsed_seconds": elapsed + 1.5,
-                            "eval_loss": 1.0 - step / 400, "eval_accuracy": eval_accuracy,
-                            "eval_macro_f1": eval_accuracy - 0.01})
+            history.append(
+                {
+                    "step": step,
+                    "epoch": step / 100,
+                    "elapsed_seconds": elapsed + 1.5,
+                    "eval_loss": 1.0 - step / 400,
+                    "eval_accuracy": eval_accuracy,
+                    "eval_macro_f1": eval_accuracy - 0.01,
+                }
+            )
     (run_dir / "history.jsonl").write_text("".join(json.dumps(line) + "\n" for line in history))
 
     if with_predictions:
@@ -142,9 +211,15 @@ def make_fake_run(root: Path, name: str, *, seed: int, correct_share: float, mod
         for index, label in enumerate(LABELS):
             others = (1 - scores) / (len(LABELS) - 1)
             probabilities[f"prob_{label}"] = np.where(predicted == index, scores, others)
-        pd.DataFrame({"text": texts, "label": [LABELS[i] for i in gold],
-                      "predicted": [LABELS[i] for i in predicted], "score": scores,
-                      **probabilities}).to_csv(run_dir / "test_predictions.csv", index=False)
+        pd.DataFrame(
+            {
+                "text": texts,
+                "label": [LABELS[i] for i in gold],
+                "predicted": [LABELS[i] for i in predicted],
+                "score": scores,
+                **probabilities,
+            }
+        ).to_csv(run_dir / "test_predictions.csv", index=False)
     return run_dir
 
 
@@ -334,17 +409,21 @@ def test_single_run_report_in_the_run_directory(tmp_path: Path):
 
 
 def test_most_confident_mistakes_are_sorted_wrong_predictions():
-    predictions = pd.DataFrame({"text": list("abcdef"), "label": ["A", "A", "B", "B", "C", "C"],
-                                "predicted": ["A", "B", "B", "C", "A", "C"],
-                                "score": [0.99, 0.60, 0.95, 0.90, 0.70, 0.50]})
+    predictions = pd.DataFrame(
+        {
+            "text": list("abcdef"),
+            "label": ["A", "A", "B", "B", "C", "C"],
+            "predicted": ["A", "B", "B", "C", "A", "C"],
+            "score": [0.99, 0.60, 0.95, 0.90, 0.70, 0.50],
+        }
+    )
     mistakes = most_confident_mistakes(predictions, limit=2)
     assert list(mistakes["text"]) == ["d", "e"]
     assert (mistakes["label"] != mistakes["predicted"]).all()
 
 
 def test_missing_optional_pieces_are_reported_not_fatal(tmp_path: Path):
-    run_dir = make_fake_run(tmp_path, "bare", seed=4, correct_share=0.7, with_predictions=False,
-                            with_eval_lines=False)
+    run_dir = make_fake_run(tmp_path, "bare", seed=4, correct_share=0.7, with_predictions=False, with_eval_lines=False)
     with pytest.warns(ReportWarning, match="test_predictions.csv"):
         markdown_path, _ = write_report([run_dir], tmp_path / "out")
     markdown = markdown_path.read_text()
@@ -400,8 +479,13 @@ def test_truncated_last_history_line_is_skipped_with_a_warning(tmp_path: Path):
 
 
 def test_cli_error_is_one_line_and_nonzero(tmp_path: Path):
-    result = subprocess.run([sys.executable, "-m", "pipeline.report", str(tmp_path / "missing_run")],
-                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline.report", str(tmp_path / "missing_run")],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode != 0
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
     assert "missing_run: run directory does not exist" in result.stderr
@@ -410,8 +494,13 @@ def test_cli_error_is_one_line_and_nonzero(tmp_path: Path):
 @pytest.mark.slow  # a Python process that imports the report stack
 def test_cli_writes_both_files_and_prints_their_paths(two_runs, tmp_path: Path):
     output_dir = tmp_path / "cli_report"
-    result = subprocess.run([sys.executable, "-m", "pipeline.report", *map(str, two_runs), "--output",
-                             str(output_dir)], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline.report", *map(str, two_runs), "--output", str(output_dir)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [str(output_dir / "report.md"), str(output_dir / "report.html")]
 
@@ -457,12 +546,21 @@ def two_real_runs(tmp_path_factory, tiny_bert_dir, ag_news_train_csv, ag_news_te
 
     root = tmp_path_factory.mktemp("real_runs")
     common = tiny_run_overrides(root, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv) + [
-        "train.max_steps=80", "train.per_device_batch_size=16", "train.warmup_ratio=0",
+        "train.max_steps=80",
+        "train.per_device_batch_size=16",
+        "train.warmup_ratio=0",
     ]
     bert = ["run.name=tiny_bert", "train.learning_rate=2e-3"]
-    encoder = ["run.name=tiny_encoder", "train.learning_rate=3e-3", "model.kind=encoder",
-               "model.encoder.hidden_size=32", "model.encoder.num_layers=2", "model.encoder.num_heads=2",
-               "model.encoder.intermediate_size=64", "model.encoder.pooling=mean"]
+    encoder = [
+        "run.name=tiny_encoder",
+        "train.learning_rate=3e-3",
+        "model.kind=encoder",
+        "model.encoder.hidden_size=32",
+        "model.encoder.num_layers=2",
+        "model.encoder.num_heads=2",
+        "model.encoder.intermediate_size=64",
+        "model.encoder.pooling=mean",
+    ]
     # Matrices this small gain nothing from a second thread, and on a busy CPU the threads wait for each other.
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -542,8 +640,9 @@ def update_metrics(run_dir: Path, **sections) -> Path:
     path = run_dir / "metrics.json"
     metrics = json.loads(path.read_text())
     for key, value in sections.items():
-        metrics[key] = {**metrics[key], **value} if isinstance(value, dict) and isinstance(metrics.get(key), dict) \
-            else value
+        metrics[key] = (
+            {**metrics[key], **value} if isinstance(value, dict) and isinstance(metrics.get(key), dict) else value
+        )
     path.write_text(json.dumps(metrics, indent=2))
     return run_dir
 
@@ -551,8 +650,13 @@ def update_metrics(run_dir: Path, **sections) -> Path:
 def baseline_record(accuracy: float, train_seconds: float = 3.2) -> dict:
     gold = gold_labels()
     predicted = np.where(np.arange(len(gold)) < round(accuracy * len(gold)), gold, (gold + 1) % len(LABELS))
-    return {"name": "tfidf", "description": "TF-IDF + logistic regression",
-            **classification_metrics(gold, predicted), "train_seconds": train_seconds, "seconds": train_seconds + 0.4}
+    return {
+        "name": "tfidf",
+        "description": "TF-IDF + logistic regression",
+        **classification_metrics(gold, predicted),
+        "train_seconds": train_seconds,
+        "seconds": train_seconds + 0.4,
+    }
 
 
 def header_of(markdown: str) -> str:
@@ -573,9 +677,10 @@ def test_single_run_report_says_when_the_baseline_beats_the_model(tmp_path: Path
     update_metrics(run_dir, baseline=baseline_record(0.96))
     markdown_path, html_path = write_report([run_dir], run_dir)
     markdown, html_text = markdown_path.read_text(), html_path.read_text()
-    assert (f"The TF-IDF + logistic regression baseline beats solo on test accuracy (96.00% vs "
-            f"{100 * accuracy:.2f}%): a model fitted in 3.2s does better than one trained for 20m 34s.") \
-        in header_of(markdown)
+    assert (
+        f"The TF-IDF + logistic regression baseline beats solo on test accuracy (96.00% vs "
+        f"{100 * accuracy:.2f}%): a model fitted in 3.2s does better than one trained for 20m 34s."
+    ) in header_of(markdown)
     rows = summary_rows(markdown)
     assert rows["Baseline test accuracy"] == ["96.00%"]
     assert rows["Baseline macro-F1"] == [f"{baseline_record(0.96)['macro_f1']:.4f}"]
@@ -584,20 +689,26 @@ def test_single_run_report_says_when_the_baseline_beats_the_model(tmp_path: Path
 
 
 def test_side_by_side_report_shows_each_runs_baseline(tmp_path: Path):
-    ahead = update_metrics(make_fake_run(tmp_path, "ahead", seed=1, correct_share=0.9),
-                           baseline=baseline_record(0.80))
-    behind = update_metrics(make_fake_run(tmp_path, "behind", seed=2, correct_share=0.6),
-                            baseline=baseline_record(0.80))
+    ahead = update_metrics(make_fake_run(tmp_path, "ahead", seed=1, correct_share=0.9), baseline=baseline_record(0.80))
+    behind = update_metrics(
+        make_fake_run(tmp_path, "behind", seed=2, correct_share=0.6), baseline=baseline_record(0.80)
+    )
     old = make_fake_run(tmp_path, "old", seed=5, correct_share=0.7)
     markdown_path, _ = write_report([ahead, behind, old], tmp_path / "report")
     markdown = markdown_path.read_text()
-    accuracies = {name: json.loads((tmp_path / name / "metrics.json").read_text())["test"]["accuracy"]
-                  for name in ("ahead", "behind")}
+    accuracies = {
+        name: json.loads((tmp_path / name / "metrics.json").read_text())["test"]["accuracy"]
+        for name in ("ahead", "behind")
+    }
     header = header_of(markdown)
-    assert (f"The TF-IDF + logistic regression baseline beats behind on test accuracy "
-            f"(80.00% vs {100 * accuracies['behind']:.2f}%)") in header
-    assert (f"Ahead of the TF-IDF + logistic regression baseline: ahead by "
-            f"{100 * (accuracies['ahead'] - 0.8):.2f} points (baseline 80.00%).") in header
+    assert (
+        f"The TF-IDF + logistic regression baseline beats behind on test accuracy "
+        f"(80.00% vs {100 * accuracies['behind']:.2f}%)"
+    ) in header
+    assert (
+        f"Ahead of the TF-IDF + logistic regression baseline: ahead by "
+        f"{100 * (accuracies['ahead'] - 0.8):.2f} points (baseline 80.00%)."
+    ) in header
     assert "baseline beats ahead" not in header
     assert "baseline beats old" not in header and "old by" not in header, "a run without a baseline is not judged"
     rows = summary_rows(markdown)
@@ -606,51 +717,70 @@ def test_side_by_side_report_shows_each_runs_baseline(tmp_path: Path):
 
 
 def test_side_by_side_verdict_names_budget_differences(tmp_path: Path):
-    big = update_metrics(make_fake_run(tmp_path, "big", seed=1, correct_share=0.85),
-                         training={"global_steps": 3125, "effective_batch_size": 32, "epochs_completed": 5.0},
-                         tokenization={"max_length": 128})
-    small = update_metrics(make_fake_run(tmp_path, "small", seed=2, correct_share=0.8),
-                           training={"global_steps": 625, "effective_batch_size": 32, "epochs_completed": 1.0})
+    big = update_metrics(
+        make_fake_run(tmp_path, "big", seed=1, correct_share=0.85),
+        training={"global_steps": 3125, "effective_batch_size": 32, "epochs_completed": 5.0},
+        tokenization={"max_length": 128},
+    )
+    small = update_metrics(
+        make_fake_run(tmp_path, "small", seed=2, correct_share=0.8),
+        training={"global_steps": 625, "effective_batch_size": 32, "epochs_completed": 1.0},
+    )
     # The run that saw more samples is named first, whichever order the runs are given in.
     markdown_path, _ = write_report([small, big], tmp_path / "report")
     header = header_of(markdown_path.read_text())
-    assert ("big saw 5.0x the training samples of small (100,000 vs 20,000), completed 5.00 vs 1.00 epochs and "
-            "used fixed length 128 vs 64; the comparison is of recipes, not architectures.") in header
+    assert (
+        "big saw 5.0x the training samples of small (100,000 vs 20,000), completed 5.00 vs 1.00 epochs and "
+        "used fixed length 128 vs 64; the comparison is of recipes, not architectures."
+    ) in header
 
 
 def test_budget_differences_without_a_samples_gap_and_among_three_runs(tmp_path: Path):
     first = make_fake_run(tmp_path, "first", seed=1, correct_share=0.85)
-    second = update_metrics(make_fake_run(tmp_path, "second", seed=2, correct_share=0.8),
-                            tokenization={"max_length": 256, "truncated_fraction": {"train": 0.0, "test": 0.0}})
-    third = update_metrics(make_fake_run(tmp_path, "third", seed=5, correct_share=0.7),
-                           training={"global_steps": 400})
+    second = update_metrics(
+        make_fake_run(tmp_path, "second", seed=2, correct_share=0.8),
+        tokenization={"max_length": 256, "truncated_fraction": {"train": 0.0, "test": 0.0}},
+    )
+    third = update_metrics(make_fake_run(tmp_path, "third", seed=5, correct_share=0.7), training={"global_steps": 400})
     markdown_path, _ = write_report([first, second], tmp_path / "pair")
     header = header_of(markdown_path.read_text())
-    assert ("Compared with second, first used fixed length 64 vs 256 and truncated 0.98% vs 0.00% of the training "
-            "texts; the comparison is of recipes, not architectures.") in header
+    assert (
+        "Compared with second, first used fixed length 64 vs 256 and truncated 0.98% vs 0.00% of the training "
+        "texts; the comparison is of recipes, not architectures."
+    ) in header
     markdown_path, _ = write_report([first, second, third], tmp_path / "three")
     header = header_of(markdown_path.read_text())
-    assert ("Training budgets differ: samples seen 6,400 (first), 6,400 (second), 12,800 (third); "
-            "fixed length 64 (first), 256 (second), 64 (third); "
-            "truncated training texts 0.98% (first), 0.00% (second), 0.98% (third); "
-            "the comparison is of recipes, not architectures.") in header
+    assert (
+        "Training budgets differ: samples seen 6,400 (first), 6,400 (second), 12,800 (third); "
+        "fixed length 64 (first), 256 (second), 64 (third); "
+        "truncated training texts 0.98% (first), 0.00% (second), 0.98% (third); "
+        "the comparison is of recipes, not architectures."
+    ) in header
 
 
 def test_training_truncation_over_budget_is_flagged(tmp_path: Path):
-    over = update_metrics(make_fake_run(tmp_path, "over", seed=1, correct_share=0.8),
-                          tokenization={"truncated_fraction": {"train": 0.05, "validation": 0.05, "test": 0.06}})
-    lenient = update_metrics(make_fake_run(tmp_path, "lenient", seed=2, correct_share=0.8),
-                             tokenization={"truncated_fraction": {"train": 0.05, "validation": 0.05, "test": 0.06}})
+    over = update_metrics(
+        make_fake_run(tmp_path, "over", seed=1, correct_share=0.8),
+        tokenization={"truncated_fraction": {"train": 0.05, "validation": 0.05, "test": 0.06}},
+    )
+    lenient = update_metrics(
+        make_fake_run(tmp_path, "lenient", seed=2, correct_share=0.8),
+        tokenization={"truncated_fraction": {"train": 0.05, "validation": 0.05, "test": 0.06}},
+    )
     config = yaml.safe_load((lenient / "config.yaml").read_text())
     config["tokenizer"]["max_truncated_fraction"] = 0.1
     (lenient / "config.yaml").write_text(yaml.safe_dump(config))
     markdown_path, _ = write_report([over, lenient], tmp_path / "report")
     markdown = markdown_path.read_text()
-    assert ("over: 5.00% of its training texts were truncated at fixed length 64, over the budget of 1.00% "
-            "(tokenizer.max_truncated_fraction)") in header_of(markdown)
+    assert (
+        "over: 5.00% of its training texts were truncated at fixed length 64, over the budget of 1.00% "
+        "(tokenizer.max_truncated_fraction)"
+    ) in header_of(markdown)
     assert "lenient: 5.00% of its training texts" not in markdown
     assert summary_rows(markdown)["Longer than the fixed length (train)"] == [
-        "5.00% truncated (over the 1.00% budget)", "5.00% truncated"]
+        "5.00% truncated (over the 1.00% budget)",
+        "5.00% truncated",
+    ]
 
 
 @pytest.mark.slow  # two fine-tuning runs (the fixture)
@@ -695,4 +825,5 @@ def test_a_chunked_run_is_not_flagged_as_truncated(tmp_path: Path):
     markdown = write_report([run], tmp_path / "report")[0].read_text()
     assert "over the" not in markdown and "never saw their ends" not in markdown
     assert summary_rows(markdown)["Longer than the fixed length (train)"] == [
-        "90.00%, read in windows (2.50 per text, max 6)"]
+        "90.00%, read in windows (2.50 per text, max 6)"
+    ]

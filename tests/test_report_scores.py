@@ -14,8 +14,10 @@ from pipeline.report.sections import build_report
 
 def run_of(name: str, ratio: float, binary: bool = False) -> Run:
     labels = ["neg", "pos"] if binary else ["big", "mid", "rare"]
-    per_class = {label: {"precision": 0.8, "recall": 0.7, "f1": 0.75, "support": support}
-                 for label, support in zip(labels, [10, 300, 40])}
+    per_class = {
+        label: {"precision": 0.8, "recall": 0.7, "f1": 0.75, "support": support}
+        for label, support in zip(labels, [10, 300, 40])
+    }
     rng = np.random.default_rng(0)
     gold = rng.integers(0, 2, 200)
     scores = np.clip(gold * 0.5 + rng.random(200) * 0.5, 0, 1)
@@ -23,22 +25,48 @@ def run_of(name: str, ratio: float, binary: bool = False) -> Run:
     bins = reliability_bins(probabilities, gold)
     metrics = {
         "labels": labels,
-        "test": {"accuracy": 0.9, "macro_f1": 0.6, "balanced_accuracy": 0.55, "num_samples": 350,
-                 "per_class": per_class, "confusion_matrix": [[8, 2, 0], [30, 270, 0], [0, 20, 20]][: len(labels)]},
+        "test": {
+            "accuracy": 0.9,
+            "macro_f1": 0.6,
+            "balanced_accuracy": 0.55,
+            "num_samples": 350,
+            "per_class": per_class,
+            "confusion_matrix": [[8, 2, 0], [30, 270, 0], [0, 20, 20]][: len(labels)],
+        },
         "data": {"class_counts": {"train": {"imbalance_ratio": ratio}}},
-        "calibration": {"enabled": True, "temperature": 1.7, "bins": 15,
-                        "ece": {"validation": {"before": 0.08, "after": 0.02}, "test": {"before": 0.09, "after": 0.03}},
-                        "reliability": {"test": {"before": bins, "after": bins}}},
+        "calibration": {
+            "enabled": True,
+            "temperature": 1.7,
+            "bins": 15,
+            "ece": {"validation": {"before": 0.08, "after": 0.02}, "test": {"before": 0.09, "after": 0.03}},
+            "reliability": {"test": {"before": bins, "after": bins}},
+        },
     }
     predictions = None
     if binary:
         metrics["test"]["confusion_matrix"] = [[90, 10], [20, 80]]
         metrics["test"]["areas"] = {"per_class": {"pos": {"roc_auc": 0.9, "average_precision": 0.85}}}
-        metrics["thresholds"] = {"kind": "binary", "thresholds": {"pos": 0.4},
-                                 "chosen": {"pos": {"setting": {"precision": 0.99}, "threshold": 0.4,
-                                                    "fallback": "no threshold reaches precision 0.99"}}}
-        predictions = pd.DataFrame({"text": ["t"] * 200, "label": np.where(gold == 1, "pos", "neg"),
-                                    "predicted": "pos", "score": 0.5, "prob_neg": 1 - scores, "prob_pos": scores})
+        metrics["thresholds"] = {
+            "kind": "binary",
+            "thresholds": {"pos": 0.4},
+            "chosen": {
+                "pos": {
+                    "setting": {"precision": 0.99},
+                    "threshold": 0.4,
+                    "fallback": "no threshold reaches precision 0.99",
+                }
+            },
+        }
+        predictions = pd.DataFrame(
+            {
+                "text": ["t"] * 200,
+                "label": np.where(gold == 1, "pos", "neg"),
+                "predicted": "pos",
+                "score": 0.5,
+                "prob_neg": 1 - scores,
+                "prob_pos": scores,
+            }
+        )
     return Run(name, Path(name), {}, metrics, [], predictions)
 
 

@@ -44,8 +44,13 @@ def tiny_roberta_dir(tmp_path_factory, ag_news_train_csv):
 
     path = tmp_path_factory.mktemp("tiny_roberta")
     bpe = ByteLevelBPETokenizer()
-    bpe.train_from_iterator(ag_news_texts(ag_news_train_csv, 300), vocab_size=800, min_frequency=2,
-                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"], show_progress=False)
+    bpe.train_from_iterator(
+        ag_news_texts(ag_news_train_csv, 300),
+        vocab_size=800,
+        min_frequency=2,
+        special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+        show_progress=False,
+    )
     vocabulary = path / "bpe"
     vocabulary.mkdir()
     bpe.save_model(str(vocabulary))
@@ -56,9 +61,18 @@ def tiny_roberta_dir(tmp_path_factory, ag_news_train_csv):
 
     torch.manual_seed(0)
     config = transformers.RobertaConfig(
-        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-        max_position_embeddings=USABLE_POSITIONS + PAD + 1, type_vocab_size=1, pad_token_id=PAD, bos_token_id=0,
-        eos_token_id=2, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=USABLE_POSITIONS + PAD + 1,
+        type_vocab_size=1,
+        pad_token_id=PAD,
+        bos_token_id=0,
+        eos_token_id=2,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
     )
     transformers.RobertaForSequenceClassification(config).save_pretrained(path)
     return path
@@ -68,9 +82,16 @@ def tiny_roberta_dir(tmp_path_factory, ag_news_train_csv):
 def roberta_run(tmp_path_factory, tiny_roberta_dir, ag_news_train_csv, ag_news_test_csv):
     root = tmp_path_factory.mktemp("roberta_run")
     overrides = tiny_run_overrides(root, tiny_roberta_dir, ag_news_train_csv, ag_news_test_csv) + [
-        "run.name=tiny_roberta", "model.kind=pretrained", "data.max_train_samples=200", "data.max_eval_samples=100",
-        "train.max_steps=10", "train.per_device_batch_size=16", "train.learning_rate=1e-3", "train.warmup_ratio=0",
-        "train.eval_every_steps=5", "run.license=mit",
+        "run.name=tiny_roberta",
+        "model.kind=pretrained",
+        "data.max_train_samples=200",
+        "data.max_eval_samples=100",
+        "train.max_steps=10",
+        "train.per_device_batch_size=16",
+        "train.learning_rate=1e-3",
+        "train.warmup_ratio=0",
+        "train.eval_every_steps=5",
+        "run.license=mit",
         "train.mixed_precision=no",  # fp32 throughout, so evaluation and prediction must agree to float rounding
     ]
     threads = torch.get_num_threads()
@@ -115,8 +136,10 @@ def test_fixed_length_rows_pad_with_the_tokenizers_id_and_trimming_is_exact(tiny
     with torch.no_grad():
         for trim in (True, False):
             batches = evaluation_loader(TokenizedRows(rows), 4, trim=trim)
-            pieces = [(batch["row_index"], model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
-                       .logits) for batch in batches]
+            pieces = [
+                (batch["row_index"], model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits)
+                for batch in batches
+            ]
             order = torch.cat([index for index, _ in pieces]).argsort()
             logits[trim] = torch.cat([values for _, values in pieces])[order]
     torch.testing.assert_close(logits[True], logits[False], atol=1e-5, rtol=1e-5)
@@ -153,8 +176,9 @@ def test_finetune_report_card_and_prediction_agree(roberta_run, tmp_path):
     assert label in metrics["labels"] and 0 < score <= 1
 
 
-def test_checkpoint_without_tokenizer_files_is_an_error_naming_the_key(tiny_roberta_dir, tmp_path, capsys,
-                                                                       ag_news_train_csv, ag_news_test_csv):
+def test_checkpoint_without_tokenizer_files_is_an_error_naming_the_key(
+    tiny_roberta_dir, tmp_path, capsys, ag_news_train_csv, ag_news_test_csv
+):
     model_only = tmp_path / "model_only"
     model_only.mkdir()
     shutil.copy(tiny_roberta_dir / "config.json", model_only / "config.json")
@@ -162,7 +186,10 @@ def test_checkpoint_without_tokenizer_files_is_an_error_naming_the_key(tiny_robe
     with pytest.raises(TokenizerNotFound, match="has no tokenizer files"):
         load_tokenizer(TokenizerConfig(name_or_path=str(model_only)))
     overrides = tiny_run_overrides(tmp_path, tiny_roberta_dir, ag_news_train_csv, ag_news_test_csv) + [
-        f"tokenizer.name_or_path={model_only}", "data.max_train_samples=40", "data.max_eval_samples=20"]
+        f"tokenizer.name_or_path={model_only}",
+        "data.max_train_samples=40",
+        "data.max_eval_samples=20",
+    ]
     reset_accelerate()
     try:
         assert finetune.main(["--config", str(MINILM_CONFIG), *overrides]) == 2

@@ -68,9 +68,11 @@ def test_a_second_run_of_the_same_name_is_refused_while_the_first_holds_it(tmp_p
         other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
         try:
             lock.write_text(str(other.pid))  # as if another live process held it
-            with pytest.raises(RunDirError, match=f"in use by another run \\(process {other.pid}\\)"):
-                with rundir.claimed(tmp_path / "run"):
-                    pass
+            with (
+                pytest.raises(RunDirError, match=f"in use by another run \\(process {other.pid}\\)"),
+                rundir.claimed(tmp_path / "run"),
+            ):
+                pass
         finally:
             other.kill()
             other.wait()
@@ -85,13 +87,15 @@ def test_resume_refuses_a_changed_config_naming_the_keys(tiny_run_config):
     run = RunDir(config.run_dir)
     run.checkpoint_path(4).mkdir(parents=True)
     save_config(config, run.config_path)
-    changed = tiny_run_config("run.name=resumable", "train.per_device_batch_size=16", "train.resume=true",
-                              "eval.batch_size=7")
+    changed = tiny_run_config(
+        "run.name=resumable", "train.per_device_batch_size=16", "train.resume=true", "eval.batch_size=7"
+    )
     with pytest.raises(finetune.RunError, match=r"train.per_device_batch_size: 8 -> 16") as caught:
         finetune.check_run_dir(changed)
     assert "eval.batch_size" not in str(caught.value)  # evaluation settings may change
-    finetune.check_run_dir(tiny_run_config("run.name=resumable", "train.per_device_batch_size=8",
-                                           "train.resume=true", "eval.batch_size=7"))
+    finetune.check_run_dir(
+        tiny_run_config("run.name=resumable", "train.per_device_batch_size=8", "train.resume=true", "eval.batch_size=7")
+    )
 
 
 def test_resume_without_a_checkpoint_says_what_the_folder_holds(tiny_run_config):
@@ -106,9 +110,15 @@ def test_resume_without_a_checkpoint_says_what_the_folder_holds(tiny_run_config)
 
 
 def test_divergence_stops_with_a_message_and_metrics_stay_json(tiny_run_config, capsys, tmp_path):
-    config = tiny_run_config("run.name=diverged", "train.max_steps=30", "train.log_every_steps=3",
-                             "train.learning_rate=1e6", "train.max_grad_norm=0", "train.mixed_precision=no",
-                             "train.warmup_ratio=0")
+    config = tiny_run_config(
+        "run.name=diverged",
+        "train.max_steps=30",
+        "train.log_every_steps=3",
+        "train.learning_rate=1e6",
+        "train.max_grad_norm=0",
+        "train.mixed_precision=no",
+        "train.warmup_ratio=0",
+    )
     save_config(config, tmp_path / "c.yaml")
     assert finetune.main(["--config", str(tmp_path / "c.yaml")]) == 2
     message = capsys.readouterr().err
@@ -123,4 +133,6 @@ def test_tokenizers_that_normalise_differently_do_not_share_a_cache_entry(vocab_
     accents = BertTokenizerFast.from_pretrained(str(tmp_path / "plain"), strip_accents=False)
     assert plain("café")["input_ids"] != accents("café")["input_ids"]
     assert tokenizer_fingerprint(plain) != tokenizer_fingerprint(accents)
-    assert tokenizer_fingerprint(plain) == tokenizer_fingerprint(BertTokenizerFast.from_pretrained(str(tmp_path / "plain")))
+    assert tokenizer_fingerprint(plain) == tokenizer_fingerprint(
+        BertTokenizerFast.from_pretrained(str(tmp_path / "plain"))
+    )

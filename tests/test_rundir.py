@@ -140,8 +140,17 @@ def test_missing_history_is_empty_with_a_note(tmp_path):
 def test_checkpoints_are_completed_step_folders_in_numeric_order(tmp_path):
     run = run_dir(tmp_path)
     assert run.checkpoints() == [] and run.latest_checkpoint() is None  # no checkpoints folder at all
-    for name in ("step_10", "step_2", "step_100", "step_40_backup", ".step_3.partial", "step_", "step_x",
-                 "checkpoint_50", "Step_7"):
+    for name in (
+        "step_10",
+        "step_2",
+        "step_100",
+        "step_40_backup",
+        ".step_3.partial",
+        "step_",
+        "step_x",
+        "checkpoint_50",
+        "Step_7",
+    ):
         (run.checkpoints_dir / name).mkdir(parents=True)
     (run.checkpoints_dir / "step_500").write_text("a file, not a checkpoint")
     assert run.checkpoints() == [run.checkpoint_path(2), run.checkpoint_path(10), run.checkpoint_path(100)]
@@ -219,7 +228,7 @@ def test_predictions_round_trip(tmp_path):
     frame = run.read_predictions()
     columns = list(frame.columns)
     assert columns[:4] == ["text", "label", "predicted", "score"]
-    assert columns[-len(LABELS):] == [f"prob_{name}" for name in LABELS]  # one per class, in label order
+    assert columns[-len(LABELS) :] == [f"prob_{name}" for name in LABELS]  # one per class, in label order
     assert frame["text"].tolist() == TRICKY_TEXTS  # "NA", "null", "" and the padding stay as written
     assert frame["label"].tolist() == [LABELS[i] for i in gold]
     assert frame["predicted"].tolist() == [LABELS[i] for i in probabilities.argmax(axis=1)]

@@ -245,8 +245,9 @@ def test_without_column_names_the_first_record_is_the_header_stripped():
     assert header_of([" id", "Title ", "label"], None, "f, line 1") == (["id", "Title", "label"], True)
 
 
-@pytest.mark.parametrize("first", [["id", "", "label"], ["id", "  ", "label"], ["id", "text", "text"],
-                                   ["Text", "id", "text "]])
+@pytest.mark.parametrize(
+    "first", [["id", "", "label"], ["id", "  ", "label"], ["id", "text", "text"], ["Text", "id", "text "]]
+)
 def test_empty_or_repeated_header_names_are_rejected(first):
     with pytest.raises(DataError, match=r"f, line 1: the header has empty or repeated column names") as caught:
         header_of(first, None, "f, line 1")

@@ -129,24 +129,39 @@ def test_a_binary_run_stores_its_threshold_and_prediction_uses_it(tmp_path, tiny
     from pipeline.predict import predict_dataframe
 
     rng = np.random.default_rng(0)
-    rows = [("pos" if positive else "neg", f"item {i} {'great fine' if positive else 'awful poor'} {rng.integers(99)}")
-            for i, positive in enumerate(rng.random(160) < 0.3)]
+    rows = [
+        ("pos" if positive else "neg", f"item {i} {'great fine' if positive else 'awful poor'} {rng.integers(99)}")
+        for i, positive in enumerate(rng.random(160) < 0.3)
+    ]
     pd.DataFrame(rows, columns=["label", "text"]).to_csv(tmp_path / "train.csv", index=False)
-    config = load_config(None, [
-        f"run.output_dir={tmp_path / 'runs'}", "run.name=binary", "data.source=files",
-        f"data.train_file={tmp_path / 'train.csv'}", f"data.cache_dir={tmp_path / 'cache'}",
-        f"tokenizer.name_or_path={tiny_bert_dir}", f"model.name_or_path={tiny_bert_dir}", "train.max_steps=4",
-        "train.per_device_batch_size=16", "train.learning_rate=3e-3", "train.mixed_precision=no",
-        "eval.threshold={recall: 0.9}", "eval.baseline=none", "eval.predict_speed_rows=0",
-    ])
+    config = load_config(
+        None,
+        [
+            f"run.output_dir={tmp_path / 'runs'}",
+            "run.name=binary",
+            "data.source=files",
+            f"data.train_file={tmp_path / 'train.csv'}",
+            f"data.cache_dir={tmp_path / 'cache'}",
+            f"tokenizer.name_or_path={tiny_bert_dir}",
+            f"model.name_or_path={tiny_bert_dir}",
+            "train.max_steps=4",
+            "train.per_device_batch_size=16",
+            "train.learning_rate=3e-3",
+            "train.mixed_precision=no",
+            "eval.threshold={recall: 0.9}",
+            "eval.baseline=none",
+            "eval.predict_speed_rows=0",
+        ],
+    )
     metrics = finetune.run(config)
     decision = json.loads((config.run_dir / "model" / "decision.json").read_text())
     assert decision["kind"] == "binary" and list(decision["thresholds"]) == ["pos"]
     assert decision["temperature_folded"] and decision["temperature"] == metrics["calibration"]["temperature"]
     assert metrics["test"]["areas"]["per_class"]["pos"]["roc_auc"] is not None
     threshold = decision["thresholds"]["pos"]
-    labelled = predict_dataframe(config.run_dir, pd.DataFrame({"text": [text for _, text in rows[:40]]}),
-                                 probabilities=True)
+    labelled = predict_dataframe(
+        config.run_dir, pd.DataFrame({"text": [text for _, text in rows[:40]]}), probabilities=True
+    )
     expected = np.where(labelled["prob_pos"] >= threshold, "pos", "neg")
     assert labelled["label"].tolist() == expected.tolist()
 
@@ -157,8 +172,15 @@ def test_a_multi_class_threshold_flags_low_confidence_rows_in_prediction(tiny_ru
     from pipeline import finetune
     from pipeline.predict import predict_dataframe
 
-    config = tiny_run_config("run.name=flags", "train.max_steps=2", "eval.threshold=0.3", "eval.baseline=none",
-                             "eval.predict_speed_rows=0", "data.max_train_samples=64", "data.max_eval_samples=64")
+    config = tiny_run_config(
+        "run.name=flags",
+        "train.max_steps=2",
+        "eval.threshold=0.3",
+        "eval.baseline=none",
+        "eval.predict_speed_rows=0",
+        "data.max_train_samples=64",
+        "data.max_eval_samples=64",
+    )
     metrics = finetune.run(config)
     assert metrics["thresholds"]["kind"] == "flag" and "low_confidence" in metrics["test"]
     frame = pd.DataFrame({"title": ["Stocks rally", "Cup final tonight"], "description": ["Oil falls", "Fans gather"]})
@@ -166,5 +188,6 @@ def test_a_multi_class_threshold_flags_low_confidence_rows_in_prediction(tiny_ru
     assert list(labelled.columns)[-2:] == ["low_confidence", "error"]
     top = labelled[[f"prob_{name}" for name in metrics["labels"]]].max(axis=1)
     assert labelled["low_confidence"].tolist() == (top < 0.3).tolist()
-    assert labelled["label"].tolist() == [metrics["labels"][i] for i in
-                                          labelled[[f"prob_{n}" for n in metrics["labels"]]].to_numpy().argmax(1)]
+    assert labelled["label"].tolist() == [
+        metrics["labels"][i] for i in labelled[[f"prob_{n}" for n in metrics["labels"]]].to_numpy().argmax(1)
+    ]

@@ -29,15 +29,16 @@ def test_auto_length_truncates_at_most_the_budget_on_random_lengths():
 def _splits(texts_by_split):
     features = Features({"text": Value("string"), "label": ClassLabel(names=["a", "b"])})
     return DatasetDict(
-        {name: Dataset.from_dict({"text": texts, "label": [i % 2 for i in range(len(texts))]}, features=features)
-         for name, texts in texts_by_split.items()}
+        {
+            name: Dataset.from_dict({"text": texts, "label": [i % 2 for i in range(len(texts))]}, features=features)
+            for name, texts in texts_by_split.items()
+        }
     )
 
 
 def test_tokenize_pads_to_one_length_and_records_truncation(bert_tokenizer, tmp_path):
     long_text = " ".join(["word"] * 40)
-    splits = _splits({"train": ["short text"] * 99 + [long_text], "validation": ["hi", long_text],
-                      "test": ["a b c"]})
+    splits = _splits({"train": ["short text"] * 99 + [long_text], "validation": ["hi", long_text], "test": ["a b c"]})
     tokenized, info = tokenize_splits(splits, bert_tokenizer, TokenizerConfig(max_length="auto"), tmp_path)
     assert info.max_length == 8  # [CLS] short text [SEP] = 4 tokens; the 1% long text may be truncated
     assert info.truncated_fraction == {"train": 0.01, "validation": 0.5, "test": 0.0}

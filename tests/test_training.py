@@ -34,16 +34,28 @@ def _max_difference(a: dict, b: dict) -> float:
 def test_gradient_accumulation_matches_one_big_batch_including_a_short_last_window(tiny_run_config):
     # 60 rows, length-grouped (the default): steps of 8 rows end with a step of 4; with batches of 2 in windows of 4,
     # each step's 8 rows are the same rows cut into 4 slices, and the last step's 4 rows into 4 slices of 1.
-    common = ["data.max_train_samples=60", "train.epochs=1", "train.mixed_precision=no",
-              "train.learning_rate=1e-3", "train.warmup_ratio=0"]
-    big = finetune.run(tiny_run_config("run.name=big", "train.per_device_batch_size=8",
-                                       "train.gradient_accumulation_steps=1", *common))
+    common = [
+        "data.max_train_samples=60",
+        "train.epochs=1",
+        "train.mixed_precision=no",
+        "train.learning_rate=1e-3",
+        "train.warmup_ratio=0",
+    ]
+    big = finetune.run(
+        tiny_run_config("run.name=big", "train.per_device_batch_size=8", "train.gradient_accumulation_steps=1", *common)
+    )
     reset_accelerate()
-    accumulated = finetune.run(tiny_run_config("run.name=accumulated", "train.per_device_batch_size=2",
-                                               "train.gradient_accumulation_steps=4", *common))
+    accumulated = finetune.run(
+        tiny_run_config(
+            "run.name=accumulated", "train.per_device_batch_size=2", "train.gradient_accumulation_steps=4", *common
+        )
+    )
     reset_accelerate()
-    finetune.run(tiny_run_config("run.name=small", "train.per_device_batch_size=2",
-                                         "train.gradient_accumulation_steps=1", *common))
+    finetune.run(
+        tiny_run_config(
+            "run.name=small", "train.per_device_batch_size=2", "train.gradient_accumulation_steps=1", *common
+        )
+    )
 
     assert big["training"]["global_steps"] == accumulated["training"]["global_steps"] == 8
     assert big["training"]["effective_batch_size"] == accumulated["training"]["effective_batch_size"] == 8
@@ -59,9 +71,18 @@ def test_gradient_accumulation_matches_one_big_batch_including_a_short_last_wind
 def test_resume_continues_exactly_where_the_checkpoint_left_off(tiny_run_config):
     # 40 rows in batches of 4 with 2 accumulation steps: 5 optimizer steps an epoch. The checkpoint at step 4 is
     # mid-epoch; the resumed run must skip the batches already seen, cross into epoch 1, and restore dropout RNG.
-    common = ["data.max_train_samples=40", "train.per_device_batch_size=4", "train.gradient_accumulation_steps=2",
-              "train.max_steps=8", "train.save_every_steps=4", "train.eval_every_steps=4",
-              "model.encoder.dropout=0.1", "train.learning_rate=1e-3", "train.log_every_steps=1", *ENCODER]
+    common = [
+        "data.max_train_samples=40",
+        "train.per_device_batch_size=4",
+        "train.gradient_accumulation_steps=2",
+        "train.max_steps=8",
+        "train.save_every_steps=4",
+        "train.eval_every_steps=4",
+        "model.encoder.dropout=0.1",
+        "train.learning_rate=1e-3",
+        "train.log_every_steps=1",
+        *ENCODER,
+    ]
     straight = finetune.run(tiny_run_config("run.name=straight", *common))
     straight_dir = tiny_run_config("run.name=straight").run_dir
     straight_final = _weights(straight_dir / "checkpoints" / "step_8" / "model.safetensors")
@@ -113,12 +134,15 @@ def _tiny_rows(count: int = 8):
 
     generator = torch.Generator().manual_seed(1)
     lengths = [4, 9, 6, 12, 5, 8, 11, 7][:count]
-    ids = [[101] + torch.randint(1000, 5000, (n - 2,), generator=generator).tolist() + [102] + [0] * (16 - n)
-           for n in lengths]
+    ids = [
+        [101] + torch.randint(1000, 5000, (n - 2,), generator=generator).tolist() + [102] + [0] * (16 - n)
+        for n in lengths
+    ]
     masks = [[1] * n + [0] * (16 - n) for n in lengths]
     labels = [0, 0, 1, 0, 0, 0, 1, 0][:count]
-    return TokenizedRows(Dataset.from_dict({"input_ids": ids, "attention_mask": masks, "label": labels,
-                                            "length": lengths}))
+    return TokenizedRows(
+        Dataset.from_dict({"input_ids": ids, "attention_mask": masks, "label": labels, "length": lengths})
+    )
 
 
 def _gradients_of_one_step(tiny_bert_dir, run_dir, batch: int, accumulation: int, **settings) -> dict:
@@ -131,18 +155,39 @@ def _gradients_of_one_step(tiny_bert_dir, run_dir, batch: int, accumulation: int
     reset_accelerate()
     rows = _tiny_rows()
     model = BertForSequenceClassification.from_pretrained(tiny_bert_dir)
-    config = TrainConfig(per_device_batch_size=batch, gradient_accumulation_steps=accumulation, max_steps=1,
-                         learning_rate=1e-3, warmup_ratio=0.0, max_grad_norm=0.0, mixed_precision="no",
-                         group_by_length=False, log_every_steps=1, **settings)
+    config = TrainConfig(
+        per_device_batch_size=batch,
+        gradient_accumulation_steps=accumulation,
+        max_steps=1,
+        learning_rate=1e-3,
+        warmup_ratio=0.0,
+        max_grad_norm=0.0,
+        mixed_precision="no",
+        group_by_length=False,
+        log_every_steps=1,
+        **settings,
+    )
     accelerator = create_accelerator(config, run_dir)
-    trainer = Trainer(model, rows, rows, config, accelerator, run_dir, seed=0, label_names=["a", "b"],
-                      eval_batch_size=8, save_best=lambda best: None,
-                      class_counts=ClassCounts(["a", "b"], [6, 2], 8))
+    trainer = Trainer(
+        model,
+        rows,
+        rows,
+        config,
+        accelerator,
+        run_dir,
+        seed=0,
+        label_names=["a", "b"],
+        eval_batch_size=8,
+        save_best=lambda best: None,
+        class_counts=ClassCounts(["a", "b"], [6, 2], 8),
+    )
     seen = {}
     step = trainer.optimizer.step
 
     def recording_step(*args, **kwargs):
-        seen.update({name: p.grad.detach().clone() for name, p in trainer.model.named_parameters() if p.grad is not None})
+        seen.update(
+            {name: p.grad.detach().clone() for name, p in trainer.model.named_parameters() if p.grad is not None}
+        )
         return step(*args, **kwargs)
 
     trainer.optimizer.step = recording_step
@@ -151,11 +196,14 @@ def _gradients_of_one_step(tiny_bert_dir, run_dir, batch: int, accumulation: int
     return seen
 
 
-@pytest.mark.parametrize("settings", [
-    {"class_weights": "balanced"},
-    {"class_weights": {"a": 0.5, "b": 4.0}},
-    {"class_weights": "balanced", "loss": "focal", "focal_gamma": 2.0},
-])
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"class_weights": "balanced"},
+        {"class_weights": {"a": 0.5, "b": 4.0}},
+        {"class_weights": "balanced", "loss": "focal", "focal_gamma": 2.0},
+    ],
+)
 def test_weighted_loss_over_one_batch_of_8_equals_4_micro_batches_of_2(tiny_bert_dir, tmp_path, settings):
     one_batch = _gradients_of_one_step(tiny_bert_dir, tmp_path / "big", 8, 1, **settings)
     accumulated = _gradients_of_one_step(tiny_bert_dir, tmp_path / "accumulated", 2, 4, **settings)
@@ -172,7 +220,9 @@ def test_weighted_loss_over_one_batch_of_8_equals_4_micro_batches_of_2(tiny_bert
     rows = _tiny_rows()
     model = BertForSequenceClassification.from_pretrained(tiny_bert_dir)
     logits = model(input_ids=rows.input_ids.long(), attention_mask=rows.attention_mask.long()).logits
-    weights = torch.tensor(list(resolve_class_weights(TrainConfig(**settings), ClassCounts(["a", "b"], [6, 2], 8)).values()))
+    weights = torch.tensor(
+        list(resolve_class_weights(TrainConfig(**settings), ClassCounts(["a", "b"], [6, 2], 8)).values())
+    )
     log_true = logits.log_softmax(-1).gather(1, rows.labels[:, None]).squeeze(1)
     focal = (1 - log_true.exp()) ** settings.get("focal_gamma", 0.0) if settings.get("loss") == "focal" else 1.0
     (-(weights[rows.labels] * focal * log_true).sum() / 8).backward()
@@ -190,7 +240,10 @@ def test_balanced_weights_are_inverse_frequency_and_bad_names_are_refused():
     assert weights == {"big": 100 / (3 * 90), "small": 100 / (3 * 10), "absent": 1.0}
     assert resolve_class_weights(TrainConfig(), counts) is None
     assert resolve_class_weights(TrainConfig(class_weights={"small": 5.0}), counts) == {
-        "big": 1.0, "small": 5.0, "absent": 1.0}
+        "big": 1.0,
+        "small": 5.0,
+        "absent": 1.0,
+    }
     with pytest.raises(ConfigError, match=r"train\.class_weights\.Nope: no such class"):
         resolve_class_weights(TrainConfig(class_weights={"Nope": 2.0}), counts)
     multi = ClassCounts(["x", "y"], [20, 5], 100, multi_label=True)
@@ -208,15 +261,30 @@ def test_weights_must_be_positive(tmp_path):
 
 @pytest.mark.slow  # two fine-tuning runs
 def test_weighted_accumulation_matches_one_big_batch_through_whole_runs(tiny_run_config):
-    common = ["data.max_train_samples=48", "train.epochs=1", "train.mixed_precision=no",
-              "train.learning_rate=1e-3", "train.warmup_ratio=0", "train.class_weights={World: 3.0, Sports: 0.5}",
-              "train.calibrate=false", "eval.baseline=none", "eval.predict_speed_rows=0"]
+    common = [
+        "data.max_train_samples=48",
+        "train.epochs=1",
+        "train.mixed_precision=no",
+        "train.learning_rate=1e-3",
+        "train.warmup_ratio=0",
+        "train.class_weights={World: 3.0, Sports: 0.5}",
+        "train.calibrate=false",
+        "eval.baseline=none",
+        "eval.predict_speed_rows=0",
+    ]
     big = finetune.run(tiny_run_config("run.name=weighted_big", "train.per_device_batch_size=8", *common))
     reset_accelerate()
-    finetune.run(tiny_run_config("run.name=weighted_accumulated", "train.per_device_batch_size=2",
-                                 "train.gradient_accumulation_steps=4", *common))
+    finetune.run(
+        tiny_run_config(
+            "run.name=weighted_accumulated",
+            "train.per_device_batch_size=2",
+            "train.gradient_accumulation_steps=4",
+            *common,
+        )
+    )
     assert big["training"]["class_weights"] == {"World": 3.0, "Sports": 0.5, "Business": 1.0, "Sci/Tech": 1.0}
     runs = tiny_run_config().run_dir.parent
-    weights = {name: _weights(runs / name / "model" / "model.safetensors")
-               for name in ("weighted_big", "weighted_accumulated")}
+    weights = {
+        name: _weights(runs / name / "model" / "model.safetensors") for name in ("weighted_big", "weighted_accumulated")
+    }
     assert _max_difference(weights["weighted_big"], weights["weighted_accumulated"]) < 1e-5

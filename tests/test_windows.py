@@ -55,7 +55,9 @@ def test_pooling_equals_a_hand_computation():
     scores = np.array([[0.8, 0.2], [0.4, 0.6], [0.1, 0.9], [0.3, 0.7]], dtype=np.float32)
     documents = np.array([0, 0, 1, 1])
     np.testing.assert_allclose(pool_documents(scores, documents, 2, "mean"), [[0.6, 0.4], [0.2, 0.8]])
-    np.testing.assert_allclose(pool_documents(scores, documents, 2, "max"), [[0.8 / 1.4, 0.6 / 1.4], [0.3 / 1.2, 0.9 / 1.2]])
+    np.testing.assert_allclose(
+        pool_documents(scores, documents, 2, "max"), [[0.8 / 1.4, 0.6 / 1.4], [0.3 / 1.2, 0.9 / 1.2]]
+    )
 
 
 def long_splits() -> DatasetDict:
@@ -72,8 +74,9 @@ def test_chunked_tokenization_adds_documents_and_is_cached_by_rule(bert_tokenize
     assert set(train["document"]) == {0, 1, 2, 3} and len(train) > 4
     assert all(label == [0, 1, 0, 1][doc] for label, doc in zip(train["label"], train["document"]))
     assert info.windows_per_document["train"]["max"] > 1
-    head_tail, _ = tokenize_splits(long_splits(), bert_tokenizer, TokenizerConfig(max_length=32, truncation="head_tail"),
-                                   tmp_path)
+    head_tail, _ = tokenize_splits(
+        long_splits(), bert_tokenizer, TokenizerConfig(max_length=32, truncation="head_tail"), tmp_path
+    )
     assert len(head_tail["train"]) == 4 and "document" not in head_tail["train"].column_names
     assert len(list((tmp_path / "tokenized").iterdir())) == 2  # one cache entry per rule
 
@@ -85,9 +88,16 @@ def test_evaluation_counts_documents_not_windows(bert_tokenizer, tmp_path):
     tokenized, _ = tokenize_splits(long_splits(), bert_tokenizer, config, None)
     rows = TokenizedRows(tokenized["test"])
     torch.manual_seed(0)
-    model = BertForSequenceClassification(BertConfig(vocab_size=bert_tokenizer.vocab_size, hidden_size=32,
-                                                     num_hidden_layers=1, num_attention_heads=2,
-                                                     intermediate_size=64, num_labels=2)).eval()
+    model = BertForSequenceClassification(
+        BertConfig(
+            vocab_size=bert_tokenizer.vocab_size,
+            hidden_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=64,
+            num_labels=2,
+        )
+    ).eval()
     window_probabilities, _ = predict_split(model, rows, Accelerator(cpu=True), batch_size=3)
     from pipeline.evaluation import evaluate_split
 
@@ -97,11 +107,14 @@ def test_evaluation_counts_documents_not_windows(bert_tokenizer, tmp_path):
     np.testing.assert_allclose(result.probabilities, by_hand, rtol=1e-5)
 
 
-@pytest.mark.parametrize(("override", "key"), [
-    ("tokenizer.head_fraction=1.0", "tokenizer.head_fraction"),
-    ("tokenizer.max_chunks=0", "tokenizer.max_chunks"),
-    ("tokenizer.chunk_stride=126", "tokenizer.chunk_stride"),
-])
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ("tokenizer.head_fraction=1.0", "tokenizer.head_fraction"),
+        ("tokenizer.max_chunks=0", "tokenizer.max_chunks"),
+        ("tokenizer.chunk_stride=126", "tokenizer.chunk_stride"),
+    ],
+)
 def test_long_text_settings_are_checked(override, key):
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         load_config(None, ["tokenizer.max_length=128", "tokenizer.long_text=chunk", override])
@@ -115,7 +128,7 @@ def test_prediction_pools_windows_like_evaluation(tiny_bert_dir, bert_tokenizer)
     source = ModelSource(tiny_bert_dir, default_text_spec(), 24, None, rule, "mean")
     predictor = Predictor.from_source(source, device="cpu", precision="fp32", batch_size=4)
     texts = ["tiny text", " ".join(f"news{i}" for i in range(200)), "another short one"]
-    label_ids, probabilities = predictor.infer(texts)
+    _, probabilities = predictor.infer(texts)
     assert probabilities.shape == (3, 2) and np.allclose(probabilities.sum(axis=1), 1, atol=1e-5)
     rows, documents, _ = encode_documents(bert_tokenizer, texts, 24, rule)
     assert np.bincount(documents).tolist()[1] == 6  # the long text: capped at max_chunks windows
@@ -135,9 +148,15 @@ def test_a_chunked_run_counts_documents_everywhere(tiny_run_config):
     from pipeline.predict import predict_texts
     from pipeline.rundir import RunDir
 
-    config = tiny_run_config("run.name=chunked", "tokenizer.max_length=24", "tokenizer.long_text=chunk",
-                             "tokenizer.chunk_stride=4", "train.max_steps=5", "data.max_eval_samples=40",
-                             "eval.baseline=none")
+    config = tiny_run_config(
+        "run.name=chunked",
+        "tokenizer.max_length=24",
+        "tokenizer.long_text=chunk",
+        "tokenizer.chunk_stride=4",
+        "train.max_steps=5",
+        "data.max_eval_samples=40",
+        "eval.baseline=none",
+    )
     metrics = finetune.run(config)
     assert metrics["test"]["num_samples"] == 40  # documents, not windows
     windows = metrics["tokenization"]["windows_per_document"]

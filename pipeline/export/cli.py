@@ -30,8 +30,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add("--model", required=True, help="run directory (runs/<name>) or its model/ folder")
     add("--format", choices=["onnx"], default="onnx", help="export format (onnx, the default and only one)")
     add("--quantize", choices=QUANTIZE_CHOICES, help="also write a dynamically quantized int8 model")
-    add("--max-rows", type=_positive_int, default=DEFAULT_MAX_ROWS,
-        help=f"verify on at most this many validation rows, a seeded sample (default {DEFAULT_MAX_ROWS})")
+    add(
+        "--max-rows",
+        type=_positive_int,
+        default=DEFAULT_MAX_ROWS,
+        help=f"verify on at most this many validation rows, a seeded sample (default {DEFAULT_MAX_ROWS})",
+    )
     add("--batch-size", type=_positive_int, default=128, help="rows per forward pass while verifying (default 128)")
     add("--rounds", type=_positive_int, default=2, help="timed passes per backend; the best counts (default 2)")
     add("--no-optimize", action="store_true", help="skip ONNX Runtime's transformer graph optimizer")
@@ -51,13 +55,17 @@ def _positive_int(text: str) -> int:
 def format_record(record: dict[str, Any]) -> str:
     """The parity and speed table of an export.json, as plain text."""
     verification = record.get("verification", {})
-    lines = [f"Verified on {verification.get('rows')} rows: {verification.get('source')}",
-             f"{'backend':<14}{'agreement':>10}{'max |dp|':>10}{'accuracy':>10}{'rows/s':>9}{'vs torch':>9}  status"]
+    lines = [
+        f"Verified on {verification.get('rows')} rows: {verification.get('source')}",
+        f"{'backend':<14}{'agreement':>10}{'max |dp|':>10}{'accuracy':>10}{'rows/s':>9}{'vs torch':>9}  status",
+    ]
     for row in parity_rows(record):
         difference = "-" if row.max_probability_difference is None else f"{row.max_probability_difference:.4f}"
         speed = "-" if row.speedup is None else f"{row.speedup:.2f}x"
-        lines.append(f"{row.backend:<14}{_pct(row.label_agreement):>10}{difference:>10}{_pct(row.accuracy):>10}"
-                     f"{_num(row.rows_per_second):>9}{speed:>9}  {row.status}")
+        lines.append(
+            f"{row.backend:<14}{_pct(row.label_agreement):>10}{difference:>10}{_pct(row.accuracy):>10}"
+            f"{_num(row.rows_per_second):>9}{speed:>9}  {row.status}"
+        )
     lines.append(f"--backend auto: {auto_backend(record)} ({record.get('auto_reason')})")
     return "\n".join(lines)
 
@@ -78,8 +86,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     try:
-        record = export_run(args.model, args.quantize, max_rows=args.max_rows, batch_size=args.batch_size,
-                            optimize=not args.no_optimize, rounds=args.rounds)
+        record = export_run(
+            args.model,
+            args.quantize,
+            max_rows=args.max_rows,
+            batch_size=args.batch_size,
+            optimize=not args.no_optimize,
+            rounds=args.rounds,
+        )
     except ExportError as error:
         print(f"error: {one_line(error)}", file=sys.stderr)
         return 1

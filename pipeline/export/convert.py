@@ -100,12 +100,19 @@ def export_fp32(model: torch.nn.Module, tokenizer: Any, path: Path, max_length: 
     # Two rows, one padded: the traced graph then keeps the attention mask for every batch, padded or not.
     encoded = tokenizer(
         ["export", "an export sample text, long enough that the first row is padded"],
-        padding=True, truncation=True, max_length=max_length, return_tensors="pt", return_token_type_ids=False,
+        padding=True,
+        truncation=True,
+        max_length=max_length,
+        return_tensors="pt",
+        return_token_type_ids=False,
     )
     wrapper = _LogitsOnly(model).eval()
     eager = _eager_attention(model)
-    axes = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "sequence"},
-            "logits": {0: "batch"}}
+    axes = {
+        "input_ids": {0: "batch", 1: "sequence"},
+        "attention_mask": {0: "batch", 1: "sequence"},
+        "logits": {0: "batch"},
+    }
     try:
         with eager, _quiet(), torch.inference_mode(False), torch.no_grad():
             torch.onnx.export(
@@ -157,8 +164,14 @@ def optimize_graph(source: Path, target: Path, model_config: Any) -> str:
         from onnxruntime.transformers.optimizer import optimize_model
 
         with _quiet():
-            optimized = optimize_model(str(source), model_type="bert", num_heads=int(heads), hidden_size=int(hidden),
-                                       opt_level=1, use_gpu=False)
+            optimized = optimize_model(
+                str(source),
+                model_type="bert",
+                num_heads=int(heads),
+                hidden_size=int(hidden),
+                opt_level=1,
+                use_gpu=False,
+            )
             optimized.save_model_to_file(str(target))
             fused = {name: count for name, count in optimized.get_fused_operator_statistics().items() if count}
     except Exception as error:  # optional speed-up: fall back to the plain graph
@@ -181,8 +194,14 @@ def quantize_int8(source: Path, target: Path) -> None:
     options = {"DefaultTensorType": onnx.TensorProto.FLOAT}
     try:
         with _quiet():
-            quantize_dynamic(str(source), str(target), op_types_to_quantize=["MatMul"], per_channel=True,
-                             weight_type=QuantType.QInt8, extra_options=options)
+            quantize_dynamic(
+                str(source),
+                str(target),
+                op_types_to_quantize=["MatMul"],
+                per_channel=True,
+                weight_type=QuantType.QInt8,
+                extra_options=options,
+            )
     except Exception as error:
         raise ExportError(f"int8 quantization of {source.name} failed: {one_line(error)}") from None
 
@@ -223,14 +242,26 @@ def export_run(
         # A run still training holds its directory (its model may still change): the export is refused then, and
         # while it runs, a training run of the same name is.
         with claimed(run.path):
-            return _export(run, source, quantize, max_rows, batch_size, optimize, texts, gold, source_note, rounds, seed)
+            return _export(
+                run, source, quantize, max_rows, batch_size, optimize, texts, gold, source_note, rounds, seed
+            )
     except RunDirError as error:
         raise ExportError(str(error)) from None
 
 
-def _export(run: RunDir, source: Any, quantize: str | None, max_rows: int | None, batch_size: int, optimize: bool,
-            texts: Sequence[str] | None, gold: Sequence[str] | None, source_note: str | None, rounds: int,
-            seed: int) -> dict[str, Any]:
+def _export(
+    run: RunDir,
+    source: Any,
+    quantize: str | None,
+    max_rows: int | None,
+    batch_size: int,
+    optimize: bool,
+    texts: Sequence[str] | None,
+    gold: Sequence[str] | None,
+    source_note: str | None,
+    rounds: int,
+    seed: int,
+) -> dict[str, Any]:
     from pipeline.export import verify
     from pipeline.predict.source import PredictError, load_model_and_tokenizer
 
@@ -240,8 +271,9 @@ def _export(run: RunDir, source: Any, quantize: str | None, max_rows: int | None
         raise ExportError(str(error)) from None
     model_sha256 = weights_sha256(source.model_dir)
     if texts is not None:
-        rows = verify.VerificationRows(list(texts), list(gold) if gold is not None else None,
-                                       source_note or "texts given by the caller")
+        rows = verify.VerificationRows(
+            list(texts), list(gold) if gold is not None else None, source_note or "texts given by the caller"
+        )
     else:
         rows = verify.verification_rows(run)
     rows = rows.sample(max_rows, seed)
@@ -278,8 +310,9 @@ def _export(run: RunDir, source: Any, quantize: str | None, max_rows: int | None
     return record
 
 
-def _build_record(model_sha256: str, graph: str, rows: Any, results: Any, files: dict[str, Path],
-                  reference: Any) -> dict[str, Any]:
+def _build_record(
+    model_sha256: str, graph: str, rows: Any, results: Any, files: dict[str, Path], reference: Any
+) -> dict[str, Any]:
     import onnx
     import onnxruntime
     import transformers

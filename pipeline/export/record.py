@@ -123,11 +123,15 @@ def choose_export(run_dir: Path | None, model_dir: Path, backend: str, device_ty
     if device_type != "cpu":
         return torch_because(f"ONNX Runtime runs on the CPU here, the model on {device_type} (use --device cpu)")
     if run_dir is None:
-        return torch_because(f"{model_dir} is not in a run directory, so it has no export ({_export_command('runs/<name>')})")
+        return torch_because(
+            f"{model_dir} is not in a run directory, so it has no export ({_export_command('runs/<name>')})"
+        )
     run = RunDir(Path(run_dir))
     record = read_export_record(run.path)
     if record is None:
-        return torch_because(f"no verified ONNX export ({run.export_record_path} not found; {_export_command(run.path)})")
+        return torch_because(
+            f"no verified ONNX export ({run.export_record_path} not found; {_export_command(run.path)})"
+        )
     recorded, actual = record["model_sha256"], weights_sha256(model_dir)
     if recorded != actual:
         return torch_because(
@@ -149,7 +153,9 @@ def choose_export(run_dir: Path | None, model_dir: Path, backend: str, device_ty
     variant = verified[picked]
     path = run.export_dir / variant["file"]
     if not path.is_file():
-        raise ExportError(f"{path}: missing, though {run.export_record_path} lists it; re-export with {_export_command(run.path)}")
+        raise ExportError(
+            f"{path}: missing, though {run.export_record_path} lists it; re-export with {_export_command(run.path)}"
+        )
     if variant.get("sha256") and file_sha256(path) != variant["sha256"]:
         raise ExportError(
             f"{path}: changed or corrupted since it was verified (sha256 differs from export.json); "
@@ -186,18 +192,42 @@ def parity_rows(record: dict[str, Any]) -> list[ParityRow]:
     torch_results = record.get("torch") if isinstance(record.get("torch"), dict) else {}
     fp32, default = torch_results.get("fp32") or {}, torch_results.get("default") or {}
     default_is_fp32 = default.get("precision", "fp32") == "fp32"
-    rows = [ParityRow("torch fp32", 1.0, 0.0, number(fp32.get("accuracy")), number(fp32.get("rows_per_second")),
-                      1.0 if default_is_fp32 else None, "reference" + (", baseline for auto" if default_is_fp32 else ""))]
+    rows = [
+        ParityRow(
+            "torch fp32",
+            1.0,
+            0.0,
+            number(fp32.get("accuracy")),
+            number(fp32.get("rows_per_second")),
+            1.0 if default_is_fp32 else None,
+            "reference" + (", baseline for auto" if default_is_fp32 else ""),
+        )
+    ]
     if not default_is_fp32:
-        rows.append(ParityRow(f"torch {default.get('precision')}", number(default.get("label_agreement")), None,
-                              number(default.get("accuracy")), number(default.get("rows_per_second")), 1.0,
-                              "baseline for auto"))
+        rows.append(
+            ParityRow(
+                f"torch {default.get('precision')}",
+                number(default.get("label_agreement")),
+                None,
+                number(default.get("accuracy")),
+                number(default.get("rows_per_second")),
+                1.0,
+                "baseline for auto",
+            )
+        )
     for name, entry in record.get("variants", {}).items():
         chosen = ", chosen by auto" if record.get("auto") == name else ""
-        rows.append(ParityRow(f"onnx {name}", number(entry.get("label_agreement")),
-                              number(entry.get("max_probability_difference")), number(entry.get("accuracy")),
-                              number(entry.get("rows_per_second")), number(entry.get("speedup_vs_torch")),
-                              f"{entry.get('status', '?')}{chosen}"))
+        rows.append(
+            ParityRow(
+                f"onnx {name}",
+                number(entry.get("label_agreement")),
+                number(entry.get("max_probability_difference")),
+                number(entry.get("accuracy")),
+                number(entry.get("rows_per_second")),
+                number(entry.get("speedup_vs_torch")),
+                f"{entry.get('status', '?')}{chosen}",
+            )
+        )
     return rows
 
 

@@ -55,7 +55,9 @@ def open_session(path: Path, threads: int | None = None) -> Any:
     try:
         session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     except Exception as error:  # ORT raises its own exception types for damaged files
-        raise ExportError(f"{path}: ONNX Runtime cannot load it (corrupted or not an ONNX model): {one_line(error)}") from None
+        raise ExportError(
+            f"{path}: ONNX Runtime cannot load it (corrupted or not an ONNX model): {one_line(error)}"
+        ) from None
     inputs = sorted(node.name for node in session.get_inputs())
     outputs = [node.name for node in session.get_outputs()]
     if inputs != sorted(INPUT_NAMES) or OUTPUT_NAME not in outputs:

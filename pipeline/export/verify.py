@@ -51,8 +51,11 @@ class VerificationRows:
             return self
         chosen = np.sort(np.random.default_rng(seed).choice(len(self.texts), size=max_rows, replace=False))
         gold = [self.gold[index] for index in chosen] if self.gold is not None else None
-        return VerificationRows([self.texts[index] for index in chosen], gold,
-                                f"{self.source}, {max_rows} of {len(self.texts)} rows (seeded sample)")
+        return VerificationRows(
+            [self.texts[index] for index in chosen],
+            gold,
+            f"{self.source}, {max_rows} of {len(self.texts)} rows (seeded sample)",
+        )
 
 
 def verification_rows(run: RunDir) -> VerificationRows:
@@ -67,8 +70,11 @@ def verification_rows(run: RunDir) -> VerificationRows:
         config = load_config(run.config_path)
         validation = load_splits(config.data, config.run.seed)["validation"]
         names = validation.features["label"].names
-        return VerificationRows(list(validation["text"]), [names[label] for label in validation["label"]],
-                                "validation split (re-created from config.yaml)")
+        return VerificationRows(
+            list(validation["text"]),
+            [names[label] for label in validation["label"]],
+            "validation split (re-created from config.yaml)",
+        )
     except Exception as error:  # data moved, Hub offline, config from another version: fall back
         reason = one_line(error)
         reason = reason if len(reason) <= 160 else reason[:160].rsplit(" ", 1)[0] + " ..."
@@ -83,8 +89,11 @@ def verification_rows(run: RunDir) -> VerificationRows:
             f"{run.path}: the validation split cannot be re-created ({reason}) and there is no test predictions "
             "file to verify the export on"
         )
-    return VerificationRows(predictions[PREDICTION_TEXT].tolist(), predictions[PREDICTION_GOLD].tolist(),
-                            f"test predictions file (the validation split could not be re-created: {reason})")
+    return VerificationRows(
+        predictions[PREDICTION_TEXT].tolist(),
+        predictions[PREDICTION_GOLD].tolist(),
+        f"test predictions file (the validation split could not be re-created: {reason})",
+    )
 
 
 def reference_predictor(model: torch.nn.Module, tokenizer: Any, source: ModelSource, batch_size: int) -> Predictor:
@@ -118,13 +127,20 @@ def verify_exports(reference: Predictor, files: dict[str, Path], rows: Verificat
     for variant, path in files.items():
         backend = OnnxBackend(open_session(path), variant, path, getattr(reference, "multi_label", False))
         predictors[f"onnx-{variant}"] = dataclasses.replace(
-            reference, model=None, autocast_dtype=None, backend=backend, choice=ExportChoice(variant, path, "verification")
+            reference,
+            model=None,
+            autocast_dtype=None,
+            backend=backend,
+            choice=ExportChoice(variant, path, "verification"),
         )
     probabilities, rates = _measure(predictors, rows.texts, rounds)
 
     labels = reference.labels
-    gold = (np.array([labels.index(name) if name in labels else -1 for name in map(str, rows.gold)])
-            if rows.gold is not None else None)
+    gold = (
+        np.array([labels.index(name) if name in labels else -1 for name in map(str, rows.gold)])
+        if rows.gold is not None
+        else None
+    )
     reference_ids = probabilities["torch-fp32"].argmax(axis=1)
     reference_accuracy = _accuracy(reference_ids, gold)
     baseline = "torch-bf16" if "torch-bf16" in predictors else "torch-fp32"
@@ -145,22 +161,36 @@ def verify_exports(reference: Predictor, files: dict[str, Path], rows: Verificat
         ids = probabilities[name].argmax(axis=1)
         disagreeing = int((ids != reference_ids).sum())
         accuracy = _accuracy(ids, gold)
-        change = 100 * (accuracy - reference_accuracy) if accuracy is not None and reference_accuracy is not None else None
+        change = (
+            100 * (accuracy - reference_accuracy) if accuracy is not None and reference_accuracy is not None else None
+        )
         speedup = rates[name] / rates[baseline]
         problems = []
         if disagreeing > MAX_DISAGREEMENT * count:
-            problems.append(f"labels differ from PyTorch fp32 on {disagreeing} of {count} rows "
-                            f"({disagreeing / count:.2%}; the limit is {MAX_DISAGREEMENT:.1%})")
+            problems.append(
+                f"labels differ from PyTorch fp32 on {disagreeing} of {count} rows "
+                f"({disagreeing / count:.2%}; the limit is {MAX_DISAGREEMENT:.1%})"
+            )
         if change is not None and -change > MAX_ACCURACY_LOSS_POINTS:
-            problems.append(f"accuracy {accuracy:.2%} vs PyTorch fp32's {reference_accuracy:.2%}: {-change:.2f} points "
-                            f"lost (the limit is {MAX_ACCURACY_LOSS_POINTS})")
+            problems.append(
+                f"accuracy {accuracy:.2%} vs PyTorch fp32's {reference_accuracy:.2%}: {-change:.2f} points "
+                f"lost (the limit is {MAX_ACCURACY_LOSS_POINTS})"
+            )
         if problems:
             status, reason = STATUS_REFUSED, "; ".join(problems)
         elif speedup > 1.0:
-            status, reason = STATUS_VERIFIED, f"verified; {speedup:.2f}x the rows/s of PyTorch ({baseline_precision}) here"
+            status, reason = (
+                STATUS_VERIFIED,
+                f"verified; {speedup:.2f}x the rows/s of PyTorch ({baseline_precision}) here",
+            )
         else:
-            status, reason = STATUS_VERIFIED, (f"verified, kept, but not chosen by --backend auto: slower than PyTorch "
-                                               f"({baseline_precision}) here ({speedup:.2f}x its rows/s)")
+            status, reason = (
+                STATUS_VERIFIED,
+                (
+                    f"verified, kept, but not chosen by --backend auto: slower than PyTorch "
+                    f"({baseline_precision}) here ({speedup:.2f}x its rows/s)"
+                ),
+            )
         variants[variant] = {
             "status": status,
             "reason": reason,
@@ -176,7 +206,9 @@ def verify_exports(reference: Predictor, files: dict[str, Path], rows: Verificat
     return Results(torch_results, variants, auto, auto_reason)
 
 
-def _measure(predictors: dict[str, Predictor], texts: list[str], rounds: int) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+def _measure(
+    predictors: dict[str, Predictor], texts: list[str], rounds: int
+) -> tuple[dict[str, np.ndarray], dict[str, float]]:
     for predictor in predictors.values():  # kernel selection and first allocations are not timed
         predictor.infer(texts[:WARMUP_ROWS])
     probabilities: dict[str, np.ndarray] = {}
@@ -208,5 +240,7 @@ def _auto_choice(variants: dict[str, dict[str, Any]], precision: str, count: int
         return None, f"no verified export was faster than PyTorch ({precision}) here: {speeds}"
     best = max(faster, key=lambda name: faster[name]["rows_per_second"])
     chosen = faster[best]
-    return best, (f"{best} verified on {count} rows ({chosen['label_agreement']:.2%} label agreement with PyTorch "
-                  f"fp32), {chosen['speedup_vs_torch']:.2f}x PyTorch ({precision})'s rows/s on the verifying machine")
+    return best, (
+        f"{best} verified on {count} rows ({chosen['label_agreement']:.2%} label agreement with PyTorch "
+        f"fp32), {chosen['speedup_vs_torch']:.2f}x PyTorch ({precision})'s rows/s on the verifying machine"
+    )

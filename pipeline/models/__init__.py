@@ -15,13 +15,13 @@ from transformers import AutoModelForSequenceClassification, PreTrainedModel, Pr
 from pipeline.config import ModelConfig
 from pipeline.models.encoder import EncoderClassifierConfig, EncoderForSequenceClassification
 
-
 # transformers' name for a sigmoid per class (config.json "problem_type").
 MULTI_LABEL_PROBLEM_TYPE = "multi_label_classification"
 
 
-def build_model(config: ModelConfig, labels: list[str], tokenizer: PreTrainedTokenizerBase,
-                multi_label: bool = False) -> PreTrainedModel:
+def build_model(
+    config: ModelConfig, labels: list[str], tokenizer: PreTrainedTokenizerBase, multi_label: bool = False
+) -> PreTrainedModel:
     """`multi_label`: config.json says problem_type "multi_label_classification", so that transformers (pipeline,
     the models' own loss) uses a sigmoid per class."""
     id2label = dict(enumerate(labels))
@@ -39,7 +39,10 @@ def build_model(config: ModelConfig, labels: list[str], tokenizer: PreTrainedTok
             ignore_mismatched_sizes=True,
         )
     encoder_config = EncoderClassifierConfig.from_settings(
-        config.encoder, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, id2label=id2label,
+        config.encoder,
+        vocab_size=len(tokenizer),
+        pad_token_id=tokenizer.pad_token_id,
+        id2label=id2label,
         problem_type=problem_type,
     )
     return EncoderForSequenceClassification(encoder_config)
@@ -47,10 +50,23 @@ def build_model(config: ModelConfig, labels: list[str], tokenizer: PreTrainedTok
 
 # transformers architectures whose position ids start after the padding index (create_position_ids_from_input_ids),
 # for callers that have only a config (ONNX prediction); with the model at hand its modules are read instead.
-PADDING_OFFSET_MODEL_TYPES = frozenset({
-    "roberta", "roberta-prelayernorm", "xlm-roberta", "xlm-roberta-xl", "camembert", "longformer", "data2vec-text",
-    "ibert", "luke", "markuplm", "mpnet", "xmod", "esm",
-})
+PADDING_OFFSET_MODEL_TYPES = frozenset(
+    {
+        "roberta",
+        "roberta-prelayernorm",
+        "xlm-roberta",
+        "xlm-roberta-xl",
+        "camembert",
+        "longformer",
+        "data2vec-text",
+        "ibert",
+        "luke",
+        "markuplm",
+        "mpnet",
+        "xmod",
+        "esm",
+    }
+)
 
 
 def max_positions(model: PreTrainedModel) -> int | None:

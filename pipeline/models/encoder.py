@@ -29,20 +29,20 @@ from pipeline.models.modeling_encoder import (
 __all__ = [
     "ARCHITECTURE_FIELDS",
     "MODEL_TYPE",
-    "EncoderSettings",
-    "EncoderClassifierConfig",
-    "SinusoidalPositionEmbedding",
     "Embeddings",
-    "scaled_dot_product_attention_math",
-    "MultiHeadSelfAttention",
-    "FeedForward",
-    "EncoderBlock",
     "Encoder",
+    "EncoderBlock",
+    "EncoderClassifierConfig",
     "EncoderForSequenceClassification",
+    "EncoderSettings",
+    "FeedForward",
+    "MultiHeadSelfAttention",
+    "SinusoidalPositionEmbedding",
     "check_architecture",
+    "register_auto_classes",
+    "scaled_dot_product_attention_math",
     "settings_of",
     "sinusoidal_table",
-    "register_auto_classes",
 ]
 
 

@@ -41,18 +41,18 @@ except ImportError:  # transformers 4.x has no such module; plain torch init beh
 __all__ = [
     "ARCHITECTURE_FIELDS",
     "MODEL_TYPE",
-    "EncoderClassifierConfig",
-    "SinusoidalPositionEmbedding",
     "Embeddings",
-    "scaled_dot_product_attention_math",
-    "MultiHeadSelfAttention",
-    "FeedForward",
-    "EncoderBlock",
     "Encoder",
+    "EncoderBlock",
+    "EncoderClassifierConfig",
     "EncoderForSequenceClassification",
+    "FeedForward",
+    "MultiHeadSelfAttention",
+    "SinusoidalPositionEmbedding",
     "check_architecture",
-    "sinusoidal_table",
     "register_auto_classes",
+    "scaled_dot_product_attention_math",
+    "sinusoidal_table",
 ]
 
 MODEL_TYPE = "pipeline_encoder"
@@ -191,8 +191,14 @@ class EncoderClassifierConfig(PretrainedConfig):
             id2label = dict(enumerate(id2label))  # a list of names, index = class id
         id2label = {int(i): str(name) for i, name in id2label.items()}
         label2id = {name: i for i, name in id2label.items()}
-        return cls(vocab_size=vocab_size, pad_token_id=pad_token_id, id2label=id2label, label2id=label2id,
-                   problem_type=problem_type, **values)
+        return cls(
+            vocab_size=vocab_size,
+            pad_token_id=pad_token_id,
+            id2label=id2label,
+            label2id=label2id,
+            problem_type=problem_type,
+            **values,
+        )
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -244,7 +250,7 @@ class Embeddings(nn.Module):
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
         T = input_ids.size(1)
-        if T > self.position.num_embeddings:
+        if self.position.num_embeddings < T:
             raise ValueError(f"sequence length {T} exceeds max_position_embeddings ({self.position.num_embeddings})")
         position_ids = torch.arange(T, device=input_ids.device)  # (T,)
         x = self.token(input_ids) + self.position(position_ids)  # (B, T, C) + (T, C) -> (B, T, C)

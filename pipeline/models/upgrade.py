@@ -20,8 +20,13 @@ from pipeline.io import replace_directory
 from pipeline.rundir import MODEL_CONFIG_FILE, RunDir, is_model_dir, is_run_dir
 
 # What save_pretrained writes for this model: replaced by the new save, never copied from the old folder.
-_REWRITTEN = ("config.json", "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
-              "pytorch_model.bin.index.json")
+_REWRITTEN = (
+    "config.json",
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
 
 
 class UpgradeError(ValueError):

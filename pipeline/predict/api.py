@@ -1,8 +1,8 @@
 """Prediction from Python (notebooks): a list of texts, or a DataFrame, with a model loaded once.
 
-    predictor = Predictor.from_path("runs/ag_news_bert")
-    predict_texts(predictor, ["Stocks fell sharply", "A late goal won the cup"])   # [("Business", 0.93), ...]
-    labelled = predict_dataframe(predictor, frame, probabilities=True)
+predictor = Predictor.from_path("runs/ag_news_bert")
+predict_texts(predictor, ["Stocks fell sharply", "A late goal won the cup"])   # [("Business", 0.93), ...]
+labelled = predict_dataframe(predictor, frame, probabilities=True)
 """
 
 from __future__ import annotations
@@ -35,8 +35,10 @@ def predict_texts(
     predictor = as_predictor(model_dir, batch_size=batch_size, device=device, precision=precision, backend=backend)
     result = predictor.label_texts(texts)
     if result.label_sets is not None:
-        return [([predictor.labels[i] for i in row.nonzero()[0]], [float(p) for p in probabilities[row]])
-                for row, probabilities in zip(result.label_sets, result.probabilities)]
+        return [
+            ([predictor.labels[i] for i in row.nonzero()[0]], [float(p) for p in probabilities[row]])
+            for row, probabilities in zip(result.label_sets, result.probabilities)
+        ]
     return [
         (predictor.labels[label_id], score) if label_id >= 0 else ("", math.nan)
         for label_id, score in zip(result.label_ids.tolist(), result.scores().tolist())

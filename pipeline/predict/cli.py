@@ -57,8 +57,9 @@ class RunSummary:
     backend: str = ""  # which backend ran and why (printed on stderr after a successful run, not before an error)
 
 
-def predict_table(predictor: Predictor, table: Table, writer: Any, added: list[str], probabilities: bool,
-                  progress: Any) -> RunSummary:
+def predict_table(
+    predictor: Predictor, table: Table, writer: Any, added: list[str], probabilities: bool, progress: Any
+) -> RunSummary:
     """Stream chunks through the model: read, label, write; memory stays one chunk deep."""
     summary = RunSummary()
     started = time.perf_counter()
@@ -76,8 +77,9 @@ def predict_table(predictor: Predictor, table: Table, writer: Any, added: list[s
         summary.rows_without_text += without_text
         progress.update(without_text)
         if writer is not None:
-            writer.write_rows(header, chunk.records,
-                              added_values(result, predictor.labels, probabilities, predictor.label_separator))
+            writer.write_rows(
+                header, chunk.records, added_values(result, predictor.labels, probabilities, predictor.label_separator)
+            )
     summary.seconds = time.perf_counter() - started
     return summary
 
@@ -101,31 +103,57 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add("--model", required=True, help="run directory (runs/<name>) or saved Hugging Face model directory")
     add("--input", required=True, help="CSV/TSV/JSON Lines (optionally .gz) or Parquet file; '-' for stdin")
     add("--output", required=True, help="CSV/TSV/JSON Lines file to write (.gz compresses); '-' for stdout")
-    add("--text-columns", type=_column_list,
+    add(
+        "--text-columns",
+        type=_column_list,
         help="comma-separated columns joined into the text (default: those the model was trained with; "
-        "'text' for a bare model directory)")
-    add("--column-names", type=_column_list,
+        "'text' for a bare model directory)",
+    )
+    add(
+        "--column-names",
+        type=_column_list,
         help="names for the columns of a file without a header row (e.g. class_index,title,description); "
-        "a first row repeating the names is still read as a header")
+        "a first row repeating the names is still read as a header",
+    )
     add("--format", choices=FORMATS, help="input format (default: by extension; csv for '-')")
-    add("--output-format", choices=OUTPUT_FORMATS,
-        help="output format (default: by the output's extension; for '-' the input's format)")
+    add(
+        "--output-format",
+        choices=OUTPUT_FORMATS,
+        help="output format (default: by the output's extension; for '-' the input's format)",
+    )
     add("--encoding", default="utf-8", help="encoding of a text input (default utf-8); output is always utf-8")
     add("--batch-size", type=_positive_int, default=DEFAULT_BATCH_SIZE, help="rows per forward pass")
-    add("--chunk-size", type=_positive_int, default=DEFAULT_CHUNK_SIZE, help="rows read, labelled and written at a time")
+    add(
+        "--chunk-size", type=_positive_int, default=DEFAULT_CHUNK_SIZE, help="rows read, labelled and written at a time"
+    )
     add("--max-length", type=_positive_int, help="tokens per text (default: the run's training length)")
     add("--device", default="auto", help="cpu, cuda, cuda:<index> or auto (default)")
-    add("--precision", choices=["auto", "fp32", "bf16"], default="auto",
-        help="PyTorch's: auto (default): bf16 autocast where the hardware has native bf16, else fp32")
-    add("--backend", choices=BACKENDS, default="auto",
+    add(
+        "--precision",
+        choices=["auto", "fp32", "bf16"],
+        default="auto",
+        help="PyTorch's: auto (default): bf16 autocast where the hardware has native bf16, else fp32",
+    )
+    add(
+        "--backend",
+        choices=BACKENDS,
+        default="auto",
         help="auto (default): the run's ONNX export (python -m pipeline.export) when verification found it faster "
-        "than PyTorch on the CPU, else PyTorch; torch; onnx: the verified export, an error if there is none")
-    add("--recheck-margin", type=float, default=DEFAULT_RECHECK_MARGIN,
+        "than PyTorch on the CPU, else PyTorch; torch; onnx: the verified export, an error if there is none",
+    )
+    add(
+        "--recheck-margin",
+        type=float,
+        default=DEFAULT_RECHECK_MARGIN,
         help=f"in bf16, rows whose two best classes are closer than this in probability are recomputed in fp32 "
-        f"(default {DEFAULT_RECHECK_MARGIN}; 0 turns it off)")
+        f"(default {DEFAULT_RECHECK_MARGIN}; 0 turns it off)",
+    )
     add("--probabilities", action="store_true", help="add a prob_<class> column per class")
-    add("--prefix", default="",
-        help="put this before the added columns' names, e.g. pred_ when the input already has a label column")
+    add(
+        "--prefix",
+        default="",
+        help="put this before the added columns' names, e.g. pred_ when the input already has a label column",
+    )
     add("--overwrite", action="store_true", help="replace the output file if it exists (never a symlink)")
     add("--no-progress", action="store_true", help="no progress bar (it is off anyway when stderr is not a terminal)")
     return parser.parse_args(argv)
@@ -158,7 +186,9 @@ def run(args: argparse.Namespace) -> RunSummary:
         check_output(args.output, args.overwrite)
     source = resolve_model_source(args.model).with_text_columns(args.text_columns)
     chunk_size = args.chunk_size
-    with open_table(args.input, args.format, args.column_names, args.encoding, chunk_size, "--format", "--encoding") as table:
+    with open_table(
+        args.input, args.format, args.column_names, args.encoding, chunk_size, "--format", "--encoding"
+    ) as table:
         resolve_columns(table.header, source.text_spec.columns, table.name, "--text-columns")
         out_format = output_format(args.output, args.output_format, table.format)
         predictor = Predictor.from_source(
@@ -174,8 +204,14 @@ def run(args: argparse.Namespace) -> RunSummary:
         added = predictor_columns(predictor, args.probabilities, args.prefix)
         check_no_clash(table.header, added, table.name)
         # None: off when stderr is not a terminal; only the main process shows one
-        progress = tqdm(total=None, unit=" rows", file=sys.stderr, dynamic_ncols=True, desc="Predicting",
-                        disable=True if args.no_progress or process_index > 0 else None)
+        progress = tqdm(
+            total=None,
+            unit=" rows",
+            file=sys.stderr,
+            dynamic_ncols=True,
+            desc="Predicting",
+            disable=True if args.no_progress or process_index > 0 else None,
+        )
         # Only the main process writes; the others compute their share of each chunk and hand it over.
         output = open_output(args.output, args.overwrite) if process_index == 0 else contextlib.nullcontext(None)
         with progress, output as handle:

@@ -35,8 +35,9 @@ PROBABILITY_FORMAT = "%.6g"
 OUTPUT_FORMATS = ("csv", "tsv", "jsonl")
 
 
-def output_columns(labels: Sequence[str], probabilities: bool, prefix: str = "", multi_label: bool = False,
-                   flags: bool = False) -> list[str]:
+def output_columns(
+    labels: Sequence[str], probabilities: bool, prefix: str = "", multi_label: bool = False, flags: bool = False
+) -> list[str]:
     """label, label_id, score, [prob_<class>...], [low_confidence], error -- each behind `prefix` (e.g. "pred_");
     multi-label: labels, [prob_<class>...], error."""
     probability_columns = [f"{PROBABILITY_PREFIX}{name}" for name in labels] if probabilities else []
@@ -50,8 +51,9 @@ def output_columns(labels: Sequence[str], probabilities: bool, prefix: str = "",
 
 def predictor_columns(predictor: Any, probabilities: bool, prefix: str = "") -> list[str]:
     """The columns `predictor` adds: its labels, and whether it is multi-label or flags low confidence."""
-    return output_columns(predictor.labels, probabilities, prefix, predictor.multi_label,
-                          predictor.decision.kind == KIND_FLAG)
+    return output_columns(
+        predictor.labels, probabilities, prefix, predictor.multi_label, predictor.decision.kind == KIND_FLAG
+    )
 
 
 def check_no_clash(available: Sequence[str], added: Sequence[str], where: str, option: str = "--prefix") -> None:
@@ -64,8 +66,7 @@ def check_no_clash(available: Sequence[str], added: Sequence[str], where: str, o
         )
 
 
-def added_values(result: LabelledTexts, labels: Sequence[str], probabilities: bool,
-                 separator: str) -> list[list[Any]]:
+def added_values(result: LabelledTexts, labels: Sequence[str], probabilities: bool, separator: str) -> list[list[Any]]:
     """Per row: label, label_id, score, [probabilities...], [low_confidence], error (multi-label: the joined classes,
     [probabilities...], error); None where a row has no label."""
     scores = result.scores().tolist()
@@ -76,8 +77,11 @@ def added_values(result: LabelledTexts, labels: Sequence[str], probabilities: bo
             chosen = (name for name, on in zip(labels, result.label_sets[index]) if on)
             values = [separator.join(chosen) if found else None]
         else:
-            values = [labels[label_id] if found else None, label_id if found else None,
-                      scores[index] if found else None]
+            values = [
+                labels[label_id] if found else None,
+                label_id if found else None,
+                scores[index] if found else None,
+            ]
         if probabilities:
             values += result.probabilities[index].tolist() if found else [None] * len(labels)
         if result.low_confidence is not None:

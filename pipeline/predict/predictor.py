@@ -146,9 +146,24 @@ class Predictor:
             raise PredictError(f"max length must be at least 2 ([CLS] and [SEP]), got {length}")
         labels = [str(config.id2label[index]) for index in range(config.num_labels)]
         decision, separator = load_decision(source.model_dir, labels, is_multi_label(config))
-        return cls(model, tokenizer, labels, length, torch_device, source.text_spec, batch_size, autocast_dtype,
-                   recheck_margin, long_text=source.long_text, pooling=source.pooling, backend=engine, choice=choice,
-                   multi_label=is_multi_label(config), decision=decision, label_separator=separator)
+        return cls(
+            model,
+            tokenizer,
+            labels,
+            length,
+            torch_device,
+            source.text_spec,
+            batch_size,
+            autocast_dtype,
+            recheck_margin,
+            long_text=source.long_text,
+            pooling=source.pooling,
+            backend=engine,
+            choice=choice,
+            multi_label=is_multi_label(config),
+            decision=decision,
+            label_separator=separator,
+        )
 
     @property
     def precision(self) -> str:
@@ -208,8 +223,11 @@ class Predictor:
         """This process's share of the length-sorted batches: every n-th whole batch."""
         process_index, num_processes = self.shard
         starts = range(0, len(order), self.batch_size)
-        return [order[start : start + self.batch_size] for number, start in enumerate(starts)
-                if number % num_processes == process_index]
+        return [
+            order[start : start + self.batch_size]
+            for number, start in enumerate(starts)
+            if number % num_processes == process_index
+        ]
 
     def _forward(
         self,
@@ -341,7 +359,9 @@ def pad_batch(
 def _choose_backend(source: ModelSource, backend: str, precision: str, device: torch.device) -> ExportChoice:
     """--backend -> what runs (see Predictor.from_source); errors become PredictError."""
     if backend == "onnx" and precision != "auto":
-        raise PredictError(f"--precision {precision} applies to the torch backend; leave it at auto with --backend onnx")
+        raise PredictError(
+            f"--precision {precision} applies to the torch backend; leave it at auto with --backend onnx"
+        )
     try:
         if backend == "auto" and precision != "auto":
             return ExportChoice(None, None, f"--precision {precision} asked for (a PyTorch setting)")

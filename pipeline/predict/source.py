@@ -5,7 +5,7 @@ saved sequence-classification folder; and loading its weights and tokenizer.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ class ModelSource:
     max_length: int | None
     run_dir: Path | None = None
     # How the run read texts longer than max_length (truncation or windows), and how windows pool per document.
-    long_text: LongTextRule = LongTextRule()
+    long_text: LongTextRule = field(default_factory=LongTextRule)
     pooling: str = "mean"
 
     def with_text_columns(self, columns: list[str] | tuple[str, ...] | None) -> ModelSource:
@@ -73,9 +73,14 @@ def resolve_model_source(path: str | Path) -> ModelSource:
         run = RunDir(run_path)
         try:
             config = run.read_config()
-            return ModelSource(run.model_dir, run_text_spec(config), run_max_length(run, config), run_path,
-                               LongTextRule.from_settings(config.get("tokenizer") or {}),
-                               str((config.get("eval") or {}).get("chunk_pooling", "mean")))
+            return ModelSource(
+                run.model_dir,
+                run_text_spec(config),
+                run_max_length(run, config),
+                run_path,
+                LongTextRule.from_settings(config.get("tokenizer") or {}),
+                str((config.get("eval") or {}).get("chunk_pooling", "mean")),
+            )
         except RunDirError as error:
             raise PredictError(str(error)) from None
     if is_model_dir(path):
@@ -104,7 +109,9 @@ def load_config_and_tokenizer(model_dir: Path) -> tuple[Any, Any]:
     try:
         config = AutoConfig.from_pretrained(str(model_dir))
     except Exception as error:  # a user's files: any failure to load them is bad input
-        raise PredictError(f"cannot load the model config from {model_dir}: {type(error).__name__}: {one_line(error)}") from None
+        raise PredictError(
+            f"cannot load the model config from {model_dir}: {type(error).__name__}: {one_line(error)}"
+        ) from None
     return config, tokenizer
 
 

@@ -30,7 +30,9 @@ def prediction_speed(predictor: Predictor, texts: Sequence[str]) -> dict[str, fl
     return {
         "predict_rows_per_second": len(texts) / max(seconds, 1e-9),
         "predict_rows_timed": len(texts),
-        "predict_backend": predictor.backend_name if predictor.backend_name != "torch" else f"torch-{predictor.precision}",
+        "predict_backend": predictor.backend_name
+        if predictor.backend_name != "torch"
+        else f"torch-{predictor.precision}",
     }
 
 

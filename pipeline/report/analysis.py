@@ -63,16 +63,23 @@ def compare_predictions(runs: Sequence[Run]) -> Comparison:
     names = [run.name for run in with_predictions]
     left_out = [run.name for run in runs if run.predictions is None]
     if len(with_predictions) < 2:
-        return Comparison(names, left_out, f"fewer than two runs have {PREDICTIONS_FILE} (missing for "
-                                           f"{', '.join(left_out)})")
+        return Comparison(
+            names, left_out, f"fewer than two runs have {PREDICTIONS_FILE} (missing for {', '.join(left_out)})"
+        )
     mismatch = _test_data_mismatch(with_predictions)
     if mismatch:
-        return Comparison(names, left_out, f"the runs were tested on different data ({mismatch}), so their "
-                                           "predictions cannot be compared text by text", different_test_data=True)
+        return Comparison(
+            names,
+            left_out,
+            f"the runs were tested on different data ({mismatch}), so their "
+            "predictions cannot be compared text by text",
+            different_test_data=True,
+        )
 
     first = with_predictions[0].predictions
-    joined = pd.DataFrame({PREDICTION_TEXT: first[PREDICTION_TEXT].to_numpy(),
-                           PREDICTION_GOLD: first[PREDICTION_GOLD].to_numpy()})
+    joined = pd.DataFrame(
+        {PREDICTION_TEXT: first[PREDICTION_TEXT].to_numpy(), PREDICTION_GOLD: first[PREDICTION_GOLD].to_numpy()}
+    )
     if PREDICTION_ROW_ID in first.columns:  # ids join results back to the source
         joined[PREDICTION_ROW_ID] = first[PREDICTION_ROW_ID].to_numpy()
     for run in with_predictions:
@@ -92,8 +99,9 @@ def compare_predictions(runs: Sequence[Run]) -> Comparison:
         all_wrong_count=int((~pd.concat(right.values(), axis=1).any(axis=1)).sum()) if len(disagreements) else 0,
     )
     if len(names) == 2:
-        comparison.mcnemar_p_value = mcnemar_exact_p(int((right[names[0]] & ~right[names[1]]).sum()),
-                                                     int((right[names[1]] & ~right[names[0]]).sum()))
+        comparison.mcnemar_p_value = mcnemar_exact_p(
+            int((right[names[0]] & ~right[names[1]]).sum()), int((right[names[1]] & ~right[names[0]]).sum())
+        )
     return comparison
 
 
@@ -101,8 +109,9 @@ def _test_data_mismatch(runs: Sequence[Run]) -> str | None:
     reference = runs[0]
     for run in runs[1:]:
         if len(run.predictions) != len(reference.predictions):
-            return (f"{len(reference.predictions):,} test rows in {reference.name}, "
-                    f"{len(run.predictions):,} in {run.name}")
+            return (
+                f"{len(reference.predictions):,} test rows in {reference.name}, {len(run.predictions):,} in {run.name}"
+            )
         for column, what in ((PREDICTION_TEXT, "texts"), (PREDICTION_GOLD, "gold labels")):
             differs = reference.predictions[column].to_numpy() != run.predictions[column].to_numpy()
             if differs.any():

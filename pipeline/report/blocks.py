@@ -39,8 +39,12 @@ class Table(Block):
 
     def numeric_columns(self) -> list[bool]:
         """Columns whose every cell is a number (blank cells aside), to be right-aligned."""
-        return [bool(self.rows) and all(row[i].style in ("num", "best") or not row[i].text for row in self.rows)
-                and any(row[i].text for row in self.rows) for i in range(len(self.header))]
+        return [
+            bool(self.rows)
+            and all(row[i].style in ("num", "best") or not row[i].text for row in self.rows)
+            and any(row[i].text for row in self.rows)
+            for i in range(len(self.header))
+        ]
 
 
 @dataclass

@@ -70,13 +70,17 @@ def baseline_sentences(runs: Sequence[Run]) -> list[str]:
 
 def _beaten_sentence(run: Run, record: dict[str, Any], accuracy: float) -> str:
     verb = "beats" if record["accuracy"] > accuracy else "matches"
-    sentence = (f"The {baseline_description(record)} baseline {verb} {run.name} on test accuracy "
-                f"({format_percent(record['accuracy'])} vs {format_percent(accuracy)})")
+    sentence = (
+        f"The {baseline_description(record)} baseline {verb} {run.name} on test accuracy "
+        f"({format_percent(record['accuracy'])} vs {format_percent(accuracy)})"
+    )
     baseline_seconds, model_seconds = record.get("train_seconds"), run.metric("timings", "train_seconds")
     if is_number(baseline_seconds) and is_number(model_seconds):
-        return (f"{sentence}: a model fitted in {format_duration(baseline_seconds)} does "
-                f"{'better than' if verb == 'beats' else 'as well as'} one trained for "
-                f"{format_duration(model_seconds)}.")
+        return (
+            f"{sentence}: a model fitted in {format_duration(baseline_seconds)} does "
+            f"{'better than' if verb == 'beats' else 'as well as'} one trained for "
+            f"{format_duration(model_seconds)}."
+        )
     return f"{sentence}: fine-tuning did not pay for itself on this data."
 
 
@@ -86,14 +90,19 @@ def _ahead_sentence(ahead: list[tuple[Run, dict[str, Any], float]], single: bool
 
     if single:
         run, record, accuracy = ahead[0]
-        fitted = (f", fitted in {format_duration(record['train_seconds'])}"
-                  if is_number(record.get("train_seconds")) else "")
-        return (f"{run.name} beats the {baseline_description(record)} baseline "
-                f"({format_percent(record['accuracy'])}{fitted}) by {gap(record, accuracy)}.")
+        fitted = (
+            f", fitted in {format_duration(record['train_seconds'])}" if is_number(record.get("train_seconds")) else ""
+        )
+        return (
+            f"{run.name} beats the {baseline_description(record)} baseline "
+            f"({format_percent(record['accuracy'])}{fitted}) by {gap(record, accuracy)}."
+        )
     descriptions = {baseline_description(record) for _, record, _ in ahead}
     what = descriptions.pop() if len(descriptions) == 1 else "classical"
-    parts = [f"{run.name} by {gap(record, accuracy)} (baseline {format_percent(record['accuracy'])})"
-             for run, record, accuracy in ahead]
+    parts = [
+        f"{run.name} by {gap(record, accuracy)} (baseline {format_percent(record['accuracy'])})"
+        for run, record, accuracy in ahead
+    ]
     return f"Ahead of the {what} baseline: {_join(parts)}."
 
 
@@ -159,13 +168,17 @@ def _pair_budget_sentence(first: Run, second: Run) -> str | None:
     if _lengths_differ(a.max_length, b.max_length):
         clauses.append(f"used fixed length {format_count(a.max_length)} vs {format_count(b.max_length)}")
     if _truncation_differs(a.truncated_train, b.truncated_train):
-        clauses.append(f"truncated {format_percent(a.truncated_train)} vs {format_percent(b.truncated_train)} "
-                       "of the training texts")
+        clauses.append(
+            f"truncated {format_percent(a.truncated_train)} vs {format_percent(b.truncated_train)} "
+            "of the training texts"
+        )
     if _samples_differ(a.samples_seen, b.samples_seen):
         ratio = a.samples_seen / b.samples_seen if b.samples_seen else None
         times = f"{ratio:.1f}x the training samples of" if ratio is not None else "more training samples than"
-        head = (f"{subject.name} saw {times} {other.name} "
-                f"({format_count(a.samples_seen)} vs {format_count(b.samples_seen)})")
+        head = (
+            f"{subject.name} saw {times} {other.name} "
+            f"({format_count(a.samples_seen)} vs {format_count(b.samples_seen)})"
+        )
         body = _join([head, *clauses])
     elif clauses:
         body = f"Compared with {other.name}, {subject.name} {_join(clauses)}"
@@ -222,8 +235,10 @@ def truncation_note(run: Run) -> str | None:
     share, budget = over
     length = run.metric("tokenization", "max_length")
     at = f" at fixed length {format_count(length)}" if is_number(length) else ""
-    return (f"{format_percent(share)} of its training texts were truncated{at}, over the budget of "
-            f"{format_percent(budget)} (tokenizer.max_truncated_fraction): the model never saw their ends.")
+    return (
+        f"{format_percent(share)} of its training texts were truncated{at}, over the budget of "
+        f"{format_percent(budget)} (tokenizer.max_truncated_fraction): the model never saw their ends."
+    )
 
 
 def _join(parts: list[str]) -> str:

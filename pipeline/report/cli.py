@@ -20,20 +20,31 @@ from pipeline.rundir import REPORT_HTML, REPORT_MARKDOWN, RunDirError, RunDirWar
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m pipeline.report",
-        description=(f"Write {REPORT_MARKDOWN} and a self-contained {REPORT_HTML} comparing one or more run "
-                     "directories."),
+        description=(
+            f"Write {REPORT_MARKDOWN} and a self-contained {REPORT_HTML} comparing one or more run directories."
+        ),
     )
     parser.add_argument("runs", nargs="+", metavar="RUN", help="run directory, e.g. runs/ag_news_bert")
-    parser.add_argument("--output", "-o", type=Path, default=None,
-                        help="output folder (default: reports/<run names joined by _vs_>)")
-    parser.add_argument("--model-card", action="store_true",
-                        help="instead of a report, (re)write each RUN's model/README.md, its Hugging Face model card")
-    parser.add_argument("--upgrade-model", action="store_true",
-                        help="instead of a report, re-save each from-scratch encoder (RUN, or a model folder) with "
-                             "its modelling code and auto_map, so it loads with trust_remote_code=True anywhere")
-    parser.add_argument("--measure-speed", action="store_true",
-                        help="instead of a report, time each RUN's prediction path on its test texts and record "
-                             "rows/s in its metrics.json (throughput.predict_rows_per_second), for older runs")
+    parser.add_argument(
+        "--output", "-o", type=Path, default=None, help="output folder (default: reports/<run names joined by _vs_>)"
+    )
+    parser.add_argument(
+        "--model-card",
+        action="store_true",
+        help="instead of a report, (re)write each RUN's model/README.md, its Hugging Face model card",
+    )
+    parser.add_argument(
+        "--upgrade-model",
+        action="store_true",
+        help="instead of a report, re-save each from-scratch encoder (RUN, or a model folder) with "
+        "its modelling code and auto_map, so it loads with trust_remote_code=True anywhere",
+    )
+    parser.add_argument(
+        "--measure-speed",
+        action="store_true",
+        help="instead of a report, time each RUN's prediction path on its test texts and record "
+        "rows/s in its metrics.json (throughput.predict_rows_per_second), for older runs",
+    )
     return parser.parse_args(argv)
 
 

@@ -33,8 +33,10 @@ def _block_markdown(block: Block) -> str:
 
 def _table_markdown(table: Table) -> str:
     numeric = table.numeric_columns()
-    lines = ["| " + " | ".join(_md_escape(text) for text in table.header) + " |",
-             "|" + "|".join("---:" if is_numeric else "---" for is_numeric in numeric) + "|"]
+    lines = [
+        "| " + " | ".join(_md_escape(text) for text in table.header) + " |",
+        "|" + "|".join("---:" if is_numeric else "---" for is_numeric in numeric) + "|",
+    ]
     for row in table.rows:
         cells = [f"**{_md_escape(cell.text)}**" if cell.style == "best" else _md_escape(cell.text) for cell in row]
         lines.append("| " + " | ".join(cells) + " |")
@@ -81,10 +83,12 @@ figcaption { font-size: .86em; color: #5b6573; text-align: center; margin-top: .
 
 def render_html(title: str, blocks: Iterable[Block]) -> str:
     body = "\n".join(_block_html(block) for block in blocks if block.only != "md")
-    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-            f"<title>{html.escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n<main>\n"
-            f"{body}\n</main>\n</body>\n</html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{html.escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n<main>\n"
+        f"{body}\n</main>\n</body>\n</html>\n"
+    )
 
 
 def _block_html(block: Block) -> str:
@@ -101,8 +105,10 @@ def _block_html(block: Block) -> str:
 
 
 def _table_html(table: Table) -> str:
-    header = "".join(f'<th class="num">{html.escape(text)}</th>' if numeric else f"<th>{html.escape(text)}</th>"
-                     for text, numeric in zip(table.header, table.numeric_columns()))
+    header = "".join(
+        f'<th class="num">{html.escape(text)}</th>' if numeric else f"<th>{html.escape(text)}</th>"
+        for text, numeric in zip(table.header, table.numeric_columns())
+    )
     row_styles = table.row_styles or [""] * len(table.rows)
     body = "".join(
         (f'<tr class="{style}">' if style else "<tr>") + "".join(_cell_html(cell) for cell in row) + "</tr>"
@@ -121,8 +127,10 @@ def _chart_html(chart: Chart) -> str:
     css_width = _png_width(chart.png) * 96 // plots.PNG_DPI
     data_uri = "data:image/png;base64," + base64.b64encode(chart.png).decode("ascii")
     figcaption = f"<figcaption>{html.escape(chart.caption)}</figcaption>" if chart.caption else ""
-    return (f'<figure style="max-width: {css_width}px"><img src="{data_uri}" alt="{html.escape(chart.alt_text)}">'
-            f"{figcaption}</figure>")
+    return (
+        f'<figure style="max-width: {css_width}px"><img src="{data_uri}" alt="{html.escape(chart.alt_text)}">'
+        f"{figcaption}</figure>"
+    )
 
 
 def _png_width(png: bytes) -> int:

@@ -48,8 +48,10 @@ def imbalance_sentence(runs: Sequence[Run]) -> str | None:
     if not skewed:
         return None
     ratios = ", ".join(f"{ratio:.1f} in {name}" for name, ratio in skewed) if len(runs) > 1 else f"{skewed[0][1]:.1f}"
-    return (f"The train classes are imbalanced (largest / smallest class: {ratios}; above {IMBALANCE_RATIO:g}), so "
-            "macro-F1 and balanced accuracy lead: accuracy mostly measures the majority classes.")
+    return (
+        f"The train classes are imbalanced (largest / smallest class: {ratios}; above {IMBALANCE_RATIO:g}), so "
+        "macro-F1 and balanced accuracy lead: accuracy mostly measures the majority classes."
+    )
 
 
 # --- Calibration
@@ -62,15 +64,23 @@ def calibration_blocks(runs: Sequence[Run]) -> list[Block]:
     bins = with_record[0].metric("calibration", "bins") or MISSING
     blocks: list[Block] = [
         Heading(SECTION_CALIBRATION),
-        Paragraph(f"Expected calibration error ({bins} equal-width confidence bins: the gap between confidence and "
-                  "accuracy, weighted by rows) before and after temperature scaling. The temperature is fitted on "
-                  "validation and folded into the saved model, so every way of loading it gives the calibrated "
-                  "probabilities; the labels (argmax) do not change. Multi-label runs are measured over every "
-                  "(text, class) probability.", style="meta"),
+        Paragraph(
+            f"Expected calibration error ({bins} equal-width confidence bins: the gap between confidence and "
+            "accuracy, weighted by rows) before and after temperature scaling. The temperature is fitted on "
+            "validation and folded into the saved model, so every way of loading it gives the calibrated "
+            "probabilities; the labels (argmax) do not change. Multi-label runs are measured over every "
+            "(text, class) probability.",
+            style="meta",
+        ),
     ]
-    rows = [[Cell(run.name), Cell(_temperature_text(run), "num"),
-             *[Cell(_ece_text(run, split), "num") for split in ("validation", "test")]]
-            for run in with_record]
+    rows = [
+        [
+            Cell(run.name),
+            Cell(_temperature_text(run), "num"),
+            *[Cell(_ece_text(run, split), "num") for split in ("validation", "test")],
+        ]
+        for run in with_record
+    ]
     blocks.append(Table(["Run", "Temperature", "ECE validation (before → after)", "ECE test (before → after)"], rows))
     charts = [_reliability_chart(run) for run in with_record]
     blocks.append(Images([chart for chart in charts if chart is not None], only="html"))
@@ -96,9 +106,13 @@ def _reliability_chart(run: Run) -> Chart | None:
     bins = run.metric("calibration", "reliability", "test")
     if not isinstance(bins, dict) or not isinstance(bins.get("before"), list):
         return None
-    figure = plots.reliability_figure(bins["before"], bins.get("after") or [],
-                                      run.metric("calibration", "ece", "test", "before"),
-                                      run.metric("calibration", "ece", "test", "after"), title=f"{run.name} (test)")
+    figure = plots.reliability_figure(
+        bins["before"],
+        bins.get("after") or [],
+        run.metric("calibration", "ece", "test", "before"),
+        run.metric("calibration", "ece", "test", "after"),
+        title=f"{run.name} (test)",
+    )
     return Chart(plots.figure_to_png(figure), f"reliability diagram of {run.name}")
 
 
@@ -112,19 +126,24 @@ def operating_blocks(runs: Sequence[Run]) -> list[Block]:
         return []
     blocks: list[Block] = [
         Heading(SECTION_OPERATING),
-        Paragraph("Per class: the decision threshold (chosen on validation as eval.threshold says; stored in "
-                  "model/decision.json and used by pipeline.predict), its precision and recall on validation and on "
-                  "test, and the areas under the test ROC and precision-recall curves (average precision). The dot "
-                  "on each curve is the chosen operating point.", style="meta"),
+        Paragraph(
+            "Per class: the decision threshold (chosen on validation as eval.threshold says; stored in "
+            "model/decision.json and used by pipeline.predict), its precision and recall on validation and on "
+            "test, and the areas under the test ROC and precision-recall curves (average precision). The dot "
+            "on each curve is the chosen operating point.",
+            style="meta",
+        ),
     ]
     for run in eligible:
         if len(runs) > 1:
             blocks.append(Heading(run.name, level=3))
         curves = operating_curves(run)
         blocks.append(_operating_table(run, {curve.name: curve for curve in curves}))
-        blocks += [Paragraph(f"{name}: {record['fallback']}.", style="note")
-                   for name, record in (run.metric("thresholds", "chosen") or {}).items()
-                   if isinstance(record, dict) and record.get("fallback")]
+        blocks += [
+            Paragraph(f"{name}: {record['fallback']}.", style="note")
+            for name, record in (run.metric("thresholds", "chosen") or {}).items()
+            if isinstance(record, dict) and record.get("fallback")
+        ]
         if curves:
             figure = plots.operating_curves_figure(curves[:MAX_CURVES], title=f"{run.name} (test)")
             chart = Chart(plots.figure_to_png(figure), f"ROC and precision-recall curves of {run.name}")
@@ -138,15 +157,33 @@ def _operating_table(run: Run, curves: dict[str, plots.OperatingCurve]) -> Table
         chosen = run.metric("thresholds", "chosen", name) or {}
         curve = curves.get(name)
         point = curve.point if curve is not None else None
-        rows.append([
-            Cell(name), Cell(format_score(_threshold(run, name)), "num"), Cell(_setting_text(chosen.get("setting"))),
-            Cell(format_score(chosen.get("validation_precision")), "num"),
-            Cell(format_score(chosen.get("validation_recall")), "num"),
-            Cell(format_score(point[2] if point else None), "num"), Cell(format_score(point[1] if point else None), "num"),
-            Cell(format_score(areas.get("roc_auc")), "num"), Cell(format_score(areas.get("average_precision")), "num"),
-        ])
-    return Table(["Class", "Threshold", "Setting", "Precision (val.)", "Recall (val.)", "Precision (test)",
-                  "Recall (test)", "ROC AUC", "Average precision"], rows)
+        rows.append(
+            [
+                Cell(name),
+                Cell(format_score(_threshold(run, name)), "num"),
+                Cell(_setting_text(chosen.get("setting"))),
+                Cell(format_score(chosen.get("validation_precision")), "num"),
+                Cell(format_score(chosen.get("validation_recall")), "num"),
+                Cell(format_score(point[2] if point else None), "num"),
+                Cell(format_score(point[1] if point else None), "num"),
+                Cell(format_score(areas.get("roc_auc")), "num"),
+                Cell(format_score(areas.get("average_precision")), "num"),
+            ]
+        )
+    return Table(
+        [
+            "Class",
+            "Threshold",
+            "Setting",
+            "Precision (val.)",
+            "Recall (val.)",
+            "Precision (test)",
+            "Recall (test)",
+            "ROC AUC",
+            "Average precision",
+        ],
+        rows,
+    )
 
 
 def _setting_text(setting: Any) -> str:
@@ -181,9 +218,18 @@ def operating_curves(run: Run) -> list[plots.OperatingCurve]:
             continue
         fpr, tpr, _ = roc_curve(positive, scores)
         precision, recall, _ = precision_recall_curve(positive, scores)
-        curves.append(plots.OperatingCurve(name, fpr, tpr, recall, precision, float(roc_auc_score(positive, scores)),
-                                           float(average_precision_score(positive, scores)),
-                                           _point(scores, positive, _threshold(run, name))))
+        curves.append(
+            plots.OperatingCurve(
+                name,
+                fpr,
+                tpr,
+                recall,
+                precision,
+                float(roc_auc_score(positive, scores)),
+                float(average_precision_score(positive, scores)),
+                _point(scores, positive, _threshold(run, name)),
+            )
+        )
     return sorted(curves, key=lambda curve: -int(_positives(run, predictions, curve.name).sum()))
 
 

@@ -95,8 +95,9 @@ def _header_blocks(runs: Sequence[Run], comparison: Comparison | None, generated
         Paragraph(" ".join([_verdict(runs, comparison), *_caveat_sentences(runs)]), style="verdict"),
     ]
     blocks += [Paragraph(f"{run.name}: {note}", style="note") for run in runs for note in run.notes]
-    blocks += [Paragraph(f"{run.name}: {note}", style="note") for run in runs
-               for note in [truncation_note(run)] if note]
+    blocks += [
+        Paragraph(f"{run.name}: {note}", style="note") for run in runs for note in [truncation_note(run)] if note
+    ]
     return blocks
 
 
@@ -106,11 +107,15 @@ def _verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
         run = runs[0]
         samples = f"on {format_count(_num_test_samples(run))} test texts."
         if imbalanced:  # accuracy would mostly measure the majority classes
-            return (f"{run.name}: test macro-F1 {format_score(run.metric('test', 'macro_f1'))}, balanced accuracy "
-                    f"{format_percent(run.metric('test', 'balanced_accuracy'))} (accuracy "
-                    f"{format_percent(run.metric('test', 'accuracy'))}) {samples} {imbalance_sentence(runs)}")
-        return (f"{run.name}: test accuracy {format_percent(run.metric('test', 'accuracy'))}, macro-F1 "
-                f"{format_score(run.metric('test', 'macro_f1'))} {samples}")
+            return (
+                f"{run.name}: test macro-F1 {format_score(run.metric('test', 'macro_f1'))}, balanced accuracy "
+                f"{format_percent(run.metric('test', 'balanced_accuracy'))} (accuracy "
+                f"{format_percent(run.metric('test', 'accuracy'))}) {samples} {imbalance_sentence(runs)}"
+            )
+        return (
+            f"{run.name}: test accuracy {format_percent(run.metric('test', 'accuracy'))}, macro-F1 "
+            f"{format_score(run.metric('test', 'macro_f1'))} {samples}"
+        )
     if imbalanced:
         return _macro_f1_verdict(runs, comparison)
     ranked = sorted(runs, key=lambda run: run.metric("test", "accuracy"), reverse=True)
@@ -128,26 +133,36 @@ def _verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
         return f"{' and '.join(tied)} tie on test accuracy at {format_percent(best_accuracy)}.{caveat}"
     gap_points = 100 * (best_accuracy - runner_up_accuracy)
     rival = "runner-up " if len(runs) > 2 else ""
-    return (f"Best by test accuracy: {best.name} with {format_percent(best_accuracy)}, {gap_points:.2f} points "
-            f"ahead of {rival}{runner_up.name} ({format_percent(runner_up_accuracy)}).{caveat}")
+    return (
+        f"Best by test accuracy: {best.name} with {format_percent(best_accuracy)}, {gap_points:.2f} points "
+        f"ahead of {rival}{runner_up.name} ({format_percent(runner_up_accuracy)}).{caveat}"
+    )
 
 
 def _macro_f1_verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
     """Imbalanced classes: runs ranked by test macro-F1, saying why."""
+
     def macro_f1(run: Run) -> float:
         value = run.metric("test", "macro_f1")
         return value if is_number(value) else -1.0
 
     ranked = sorted(runs, key=macro_f1, reverse=True)
     best, runner_up = ranked[0], ranked[1]
-    caveat = " Caution: the runs were tested on different data." if (
-        comparison is not None and comparison.different_test_data) else ""
+    caveat = (
+        " Caution: the runs were tested on different data."
+        if (comparison is not None and comparison.different_test_data)
+        else ""
+    )
     reason = imbalance_sentence(runs)
     if macro_f1(best) == macro_f1(runner_up):
-        return f"{best.name} and {runner_up.name} tie on test macro-F1 at {format_score(macro_f1(best))}. {reason}{caveat}"
-    return (f"Best by test macro-F1: {best.name} with {format_score(macro_f1(best))} (balanced accuracy "
-            f"{format_percent(best.metric('test', 'balanced_accuracy'))}), ahead of {runner_up.name} "
-            f"({format_score(macro_f1(runner_up))}). {reason}{caveat}")
+        return (
+            f"{best.name} and {runner_up.name} tie on test macro-F1 at {format_score(macro_f1(best))}. {reason}{caveat}"
+        )
+    return (
+        f"Best by test macro-F1: {best.name} with {format_score(macro_f1(best))} (balanced accuracy "
+        f"{format_percent(best.metric('test', 'balanced_accuracy'))}), ahead of {runner_up.name} "
+        f"({format_score(macro_f1(runner_up))}). {reason}{caveat}"
+    )
 
 
 def _caveat_sentences(runs: Sequence[Run]) -> list[str]:
@@ -175,14 +190,26 @@ def _summary_blocks(runs: Sequence[Run]) -> list[Block]:
     rows: list[list[Cell]] = [
         *_headline_rows(runs),
         # The speed side of the trade, next to accuracy: the prediction path's rows/s (pipeline.predict).
-        _metric_row("Prediction rows/s", runs, lambda r: r.metric("throughput", "predict_rows_per_second"),
-                    format_rate, higher=True),
+        _metric_row(
+            "Prediction rows/s",
+            runs,
+            lambda r: r.metric("throughput", "predict_rows_per_second"),
+            format_rate,
+            higher=True,
+        ),
         *_distill_rows(runs),
         *_baseline_rows(runs),
     ]
     for label in _by_support(runs, _all_labels(runs)):
-        rows.append(_metric_row(f"F1: {label}", runs, lambda r, c=label: r.metric("test", "per_class", c, "f1"),
-                                format_score, higher=True))
+        rows.append(
+            _metric_row(
+                f"F1: {label}",
+                runs,
+                lambda r, c=label: r.metric("test", "per_class", c, "f1"),
+                format_score,
+                higher=True,
+            )
+        )
     rows += [
         _metric_row("Test loss", runs, lambda r: r.metric("test", "loss"), format_score, higher=False),
         _text_row("Test samples", runs, lambda r: format_count(_num_test_samples(r))),
@@ -194,10 +221,12 @@ def _summary_blocks(runs: Sequence[Run]) -> list[Block]:
         _text_row("Longer than the fixed length (train)", runs, _truncated_train_text),
         _text_row("Training time", runs, lambda r: format_duration(r.metric("timings", "train_seconds"))),
         _text_row("Total time", runs, lambda r: format_duration(r.metric("timings", "total_seconds"))),
-        _text_row("Training samples/s", runs,
-                  lambda r: format_rate(r.metric("throughput", "train_samples_per_second"))),
-        _text_row("Evaluation samples/s", runs,
-                  lambda r: format_rate(r.metric("throughput", "eval_samples_per_second"))),
+        _text_row(
+            "Training samples/s", runs, lambda r: format_rate(r.metric("throughput", "train_samples_per_second"))
+        ),
+        _text_row(
+            "Evaluation samples/s", runs, lambda r: format_rate(r.metric("throughput", "eval_samples_per_second"))
+        ),
         _text_row("Device", runs, _device_text),
         _text_row("Mixed precision", runs, lambda r: _plain(r.metric("training", "mixed_precision"))),
         _text_row("Effective batch size", runs, lambda r: format_count(r.metric("training", "effective_batch_size"))),
@@ -212,17 +241,24 @@ def _summary_blocks(runs: Sequence[Run]) -> list[Block]:
 def _headline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
     """Accuracy first, or macro-F1 and balanced accuracy first when train's classes are imbalanced (a note above
     the table says so); multi-label runs add micro- and samples-F1 and the Hamming loss."""
+
     def row(label: str, key: str, formatter: Callable[[Any], str], higher: bool = True) -> list[Cell]:
         return _metric_row(label, runs, lambda r: r.metric("test", key), formatter, higher=higher)
 
     accuracy = row("Test accuracy", "accuracy", format_percent)
     macro_f1 = row("Macro-F1", "macro_f1", format_score)
-    balanced = [row("Balanced accuracy", "balanced_accuracy", format_percent)] if any(
-        is_number(run.metric("test", "balanced_accuracy")) for run in runs) else []
+    balanced = (
+        [row("Balanced accuracy", "balanced_accuracy", format_percent)]
+        if any(is_number(run.metric("test", "balanced_accuracy")) for run in runs)
+        else []
+    )
     rows = [macro_f1, *balanced, accuracy] if any(map(is_imbalanced, runs)) else [accuracy, macro_f1, *balanced]
     if any(is_number(run.metric("test", "micro_f1")) for run in runs):
-        rows += [row("Micro-F1", "micro_f1", format_score), row("Samples-F1", "samples_f1", format_score),
-                 row("Hamming loss", "hamming_loss", format_score, higher=False)]
+        rows += [
+            row("Micro-F1", "micro_f1", format_score),
+            row("Samples-F1", "samples_f1", format_score),
+            row("Hamming loss", "hamming_loss", format_score, higher=False),
+        ]
     return rows
 
 
@@ -233,8 +269,9 @@ def _baseline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
     return [
         _text_row("Baseline test accuracy", runs, lambda r: format_percent(nested_get(baseline_of(r), "accuracy"))),
         _text_row("Baseline macro-F1", runs, lambda r: format_score(nested_get(baseline_of(r), "macro_f1"))),
-        _text_row("Baseline training time", runs,
-                  lambda r: format_duration(nested_get(baseline_of(r), "train_seconds"))),
+        _text_row(
+            "Baseline training time", runs, lambda r: format_duration(nested_get(baseline_of(r), "train_seconds"))
+        ),
     ]
 
 
@@ -242,11 +279,19 @@ def _baseline_notes(runs: Sequence[Run]) -> list[Block]:
     descriptions = sorted({baseline_description(record) for record in map(baseline_of, runs) if record})
     blocks: list[Block] = []
     if descriptions:
-        blocks.append(Paragraph(
-            f"Baseline: {', '.join(descriptions)}, fitted on each run's own train split and scored on its test split "
-            "(eval.baseline).", style="meta"))
-    blocks += [Paragraph(f"{run.name}: the baseline could not be fitted: {error}", style="note")
-               for run in runs for error in [baseline_error(run)] if error]
+        blocks.append(
+            Paragraph(
+                f"Baseline: {', '.join(descriptions)}, fitted on each run's own train split and scored on its test split "
+                "(eval.baseline).",
+                style="meta",
+            )
+        )
+    blocks += [
+        Paragraph(f"{run.name}: the baseline could not be fitted: {error}", style="note")
+        for run in runs
+        for error in [baseline_error(run)]
+        if error
+    ]
     return blocks
 
 
@@ -265,8 +310,9 @@ def _truncated_train_text(run: Run) -> str:
     return f"{text} (over the {format_percent(over[1])} budget)" if over else text
 
 
-def _metric_row(label: str, runs: Sequence[Run], value_of: Callable[[Run], Any],
-                formatter: Callable[[Any], str], higher: bool) -> list[Cell]:
+def _metric_row(
+    label: str, runs: Sequence[Run], value_of: Callable[[Run], Any], formatter: Callable[[Any], str], higher: bool
+) -> list[Cell]:
     """A numeric row; with several runs the best value is emphasised."""
     values = [value_of(run) for run in runs]
     numbers = [value for value in values if is_number(value)]
@@ -294,8 +340,10 @@ def _distill_rows(runs: Sequence[Run]) -> list[list[Cell]]:
             return MISSING
         augment = record.get("augment") or "none"
         copies = f" x{record.get('augment_copies')}" if augment != "none" else ""
-        return (f"alpha {record.get('alpha')}, T {record.get('temperature')}, augment {augment}{copies}, "
-                f"{format_count(nested_get(record, 'transfer_set', 'total'))} transfer rows")
+        return (
+            f"alpha {record.get('alpha')}, T {record.get('temperature')}, augment {augment}{copies}, "
+            f"{format_count(nested_get(record, 'transfer_set', 'total'))} transfer rows"
+        )
 
     return [_text_row("Distilled from", runs, teacher_text), _text_row("Distillation", runs, settings_text)]
 
@@ -377,15 +425,20 @@ def _timestamp_text(value: Any) -> str:
 
 
 def _confusion_blocks(runs: Sequence[Run]) -> list[Block]:
-    blocks: list[Block] = [Heading(SECTION_CONFUSION),
-                           Paragraph("Rows: true class; columns: predicted class. Colour: share of the true class.",
-                                     style="meta")]
+    blocks: list[Block] = [
+        Heading(SECTION_CONFUSION),
+        Paragraph("Rows: true class; columns: predicted class. Colour: share of the true class.", style="meta"),
+    ]
     images = []
     for run in runs:
         matrix = run.metric("test", "confusion_matrix")
         if run.metric("data", "task") == "multi_label":
-            blocks.append(Paragraph(f"{run.name}: a multi-label task has no confusion matrix; see the per-class "
-                                    "precision and recall.", style="note"))
+            blocks.append(
+                Paragraph(
+                    f"{run.name}: a multi-label task has no confusion matrix; see the per-class precision and recall.",
+                    style="note",
+                )
+            )
             continue
         if not _valid_matrix(matrix, len(run.labels)):
             blocks.append(Paragraph(f"{run.name}: {METRICS_FILE} has no usable test confusion matrix.", style="note"))
@@ -401,8 +454,11 @@ def _confusion_blocks(runs: Sequence[Run]) -> list[Block]:
 
 
 def _valid_matrix(matrix: Any, size: int) -> bool:
-    return (isinstance(matrix, list) and len(matrix) == size
-            and all(isinstance(row, list) and len(row) == size and all(map(is_number, row)) for row in matrix))
+    return (
+        isinstance(matrix, list)
+        and len(matrix) == size
+        and all(isinstance(row, list) and len(row) == size and all(map(is_number, row)) for row in matrix)
+    )
 
 
 def _confusion_table(matrix: list[list[float]], labels: list[str]) -> Table:
@@ -411,8 +467,10 @@ def _confusion_table(matrix: list[list[float]], labels: list[str]) -> Table:
     rows = []
     for label, row in zip(labels, matrix):
         total = sum(row)
-        cells = [Cell(f"{format_percent(count / total, 1) if total else MISSING} ({format_count(count)})", "num")
-                 for count in row]
+        cells = [
+            Cell(f"{format_percent(count / total, 1) if total else MISSING} ({format_count(count)})", "num")
+            for count in row
+        ]
         rows.append([Cell(label), *cells])
     return Table(["true ↓ predicted → (share of the true class)", *labels], rows, only="md")
 
@@ -427,8 +485,9 @@ def eval_curve(run: Run) -> plots.EvalCurve:
     return plots.EvalCurve(
         run_name=run.name,
         steps=[point["step"] for point in points],
-        elapsed_seconds=[point["elapsed_seconds"] if is_number(point.get("elapsed_seconds")) else None
-                         for point in points],
+        elapsed_seconds=[
+            point["elapsed_seconds"] if is_number(point.get("elapsed_seconds")) else None for point in points
+        ],
         accuracies=[point["eval_accuracy"] for point in points],
         best_step=best_step if is_number(best_step) else None,
     )
@@ -440,17 +499,25 @@ def _curve_blocks(runs: Sequence[Run]) -> list[Block]:
     with_points = [curve for curve in curves if curve.steps]
     for curve in curves:
         if not curve.steps:
-            blocks.append(Paragraph(f"{curve.run_name}: {HISTORY_FILE} has no evaluation lines, so no curve.",
-                                    style="note"))
+            blocks.append(
+                Paragraph(f"{curve.run_name}: {HISTORY_FILE} has no evaluation lines, so no curve.", style="note")
+            )
     if not with_points:
         return blocks
     figure = plots.validation_curves_figure(with_points)
     caption = "Validation accuracy by optimizer step and by training time; ★ marks the selected (best) model."
     blocks.append(Images([Chart(plots.figure_to_png(figure), "validation accuracy curves", caption)], only="html"))
     blocks.append(Paragraph(f"The curves are drawn in {REPORT_HTML}.", style="meta", only="md"))
-    rows = [[Cell(curve.run_name), Cell(format_count(len(curve.steps)), "num"), Cell(_curve_point(curve, 0), "num"),
-             Cell(_curve_point(curve, int(np.argmax(curve.accuracies))), "num"), Cell(_curve_point(curve, -1), "num")]
-            for curve in with_points]
+    rows = [
+        [
+            Cell(curve.run_name),
+            Cell(format_count(len(curve.steps)), "num"),
+            Cell(_curve_point(curve, 0), "num"),
+            Cell(_curve_point(curve, int(np.argmax(curve.accuracies))), "num"),
+            Cell(_curve_point(curve, -1), "num"),
+        ]
+        for curve in with_points
+    ]
     blocks.append(Table(["Run", "Evaluations", "First", "Highest", "Last"], rows))
     return blocks
 
@@ -478,9 +545,11 @@ def _per_class_blocks(runs: Sequence[Run]) -> list[Block]:
 
 def _by_support(runs: Sequence[Run], labels: list[str]) -> list[str]:
     """Classes with the most test rows first (the first run that knows a class gives its support)."""
+
     def support(label: str) -> float:
-        found = next((value for value in (_per_class_value(run, label, "support") for run in runs)
-                      if value is not None), None)
+        found = next(
+            (value for value in (_per_class_value(run, label, "support") for run in runs) if value is not None), None
+        )
         return -(found or 0)
 
     return sorted(labels, key=support)
@@ -494,16 +563,18 @@ def _per_class_table(runs: Sequence[Run], labels: list[str]) -> Table:
     for label in labels:
         f1_values = [_per_class_value(run, label, "f1") for run in runs]
         best_f1 = max((value for value in f1_values if value is not None), default=None)
-        support = next((value for value in (_per_class_value(run, label, "support") for run in runs)
-                        if value is not None), None)
+        support = next(
+            (value for value in (_per_class_value(run, label, "support") for run in runs) if value is not None), None
+        )
         for index, (run, f1) in enumerate(zip(runs, f1_values)):
             first_of_class = index == 0
-            row = [Cell(label if first_of_class else ""),
-                   Cell(format_count(support) if first_of_class else "", "num")]
+            row = [Cell(label if first_of_class else ""), Cell(format_count(support) if first_of_class else "", "num")]
             row += [Cell(run.name)] if several else []
-            row += [Cell(format_score(_per_class_value(run, label, "precision")), "num"),
-                    Cell(format_score(_per_class_value(run, label, "recall")), "num"),
-                    Cell(format_score(f1), "best" if several and f1 is not None and f1 == best_f1 else "num")]
+            row += [
+                Cell(format_score(_per_class_value(run, label, "precision")), "num"),
+                Cell(format_score(_per_class_value(run, label, "recall")), "num"),
+                Cell(format_score(f1), "best" if several and f1 is not None and f1 == best_f1 else "num"),
+            ]
             rows.append(row)
             row_styles.append("group-start" if first_of_class and several else "")
     header = ["Class", "Support", *(["Run"] if several else []), "Precision", "Recall", "F1"]
@@ -523,8 +594,9 @@ def _disagreement_blocks(comparison: Comparison) -> list[Block]:
     if comparison.unavailable_reason:
         return blocks + [Paragraph(f"No comparison: {comparison.unavailable_reason}.", style="note")]
     if comparison.left_out:
-        blocks.append(Paragraph(f"Left out for lack of {PREDICTIONS_FILE}: {', '.join(comparison.left_out)}.",
-                                style="note"))
+        blocks.append(
+            Paragraph(f"Left out for lack of {PREDICTIONS_FILE}: {', '.join(comparison.left_out)}.", style="note")
+        )
     disagreements = comparison.disagreements
     count, total = len(disagreements), comparison.num_rows
     share = f" ({100 * count / total:.1f}%)" if total else ""
@@ -535,16 +607,23 @@ def _disagreement_blocks(comparison: Comparison) -> list[Block]:
     summary = f"Of those: {right}; all wrong on {comparison.all_wrong_count:,}."
     if comparison.mcnemar_p_value is not None:
         p_value = comparison.mcnemar_p_value
-        reading = ("below 0.05: the accuracy gap is unlikely to be chance" if p_value < 0.05
-                   else "not below 0.05: the accuracy gap may be chance")
+        reading = (
+            "below 0.05: the accuracy gap is unlikely to be chance"
+            if p_value < 0.05
+            else "not below 0.05: the accuracy gap may be chance"
+        )
         summary += f" McNemar's exact test on these texts: p = {p_value:.2g} ({reading})."
     blocks.append(Paragraph(summary))
     shown = _order_disagreements(disagreements, comparison.run_names).head(MAX_DISAGREEMENT_ROWS)
-    blocks.append(Paragraph(
-        f"{'All' if len(shown) == count else f'The first {len(shown)}'} of them, those where every run was surest "
-        f"of its answer first (row: the text's id in the data, or for older runs its position in {PREDICTIONS_FILE}; "
-        "✓ right, ✗ wrong; score: "
-        "probability of the predicted class).", style="meta"))
+    blocks.append(
+        Paragraph(
+            f"{'All' if len(shown) == count else f'The first {len(shown)}'} of them, those where every run was surest "
+            f"of its answer first (row: the text's id in the data, or for older runs its position in {PREDICTIONS_FILE}; "
+            "✓ right, ✗ wrong; score: "
+            "probability of the predicted class).",
+            style="meta",
+        )
+    )
     rows = []
     for row_index, row in shown.iterrows():
         cells = _row_text_gold_cells(row_index, row)
@@ -591,20 +670,34 @@ def _export_blocks(run: Run) -> list[Block]:
     if record is None:
         return []
     verification = record.get("verification") or {}
-    meta = (f"Scored on {format_count(verification.get('rows'))} rows ({verification.get('source', MISSING)}) on "
-            f"{verification.get('machine', MISSING)}; agreement and probability difference against PyTorch fp32. "
-            f"An export that disagrees on more than {format_percent(verification.get('max_disagreement'))} of the "
-            f"rows or loses more than {verification.get('max_accuracy_loss_points', MISSING)} accuracy points is "
-            "refused.")
-    rows = [[Cell(row.backend), Cell(format_percent(row.label_agreement), "num"),
-             Cell(MISSING if row.max_probability_difference is None else f"{row.max_probability_difference:.4f}", "num"),
-             Cell(format_percent(row.accuracy), "num"), Cell(format_rate(row.rows_per_second), "num"),
-             Cell(MISSING if row.speedup is None else f"{row.speedup:.2f}x", "num"), Cell(row.status)]
-            for row in parity_rows(record)]
-    return [Heading(SECTION_EXPORT), Paragraph(meta, style="meta"),
-            Table(["Backend", "Label agreement", "Max prob. difference", "Accuracy", "Rows/s", "Speed vs PyTorch",
-                   "Status"], rows),
-            Paragraph(f"--backend auto runs {auto_backend(record)}: {record.get('auto_reason', MISSING)}.")]
+    meta = (
+        f"Scored on {format_count(verification.get('rows'))} rows ({verification.get('source', MISSING)}) on "
+        f"{verification.get('machine', MISSING)}; agreement and probability difference against PyTorch fp32. "
+        f"An export that disagrees on more than {format_percent(verification.get('max_disagreement'))} of the "
+        f"rows or loses more than {verification.get('max_accuracy_loss_points', MISSING)} accuracy points is "
+        "refused."
+    )
+    rows = [
+        [
+            Cell(row.backend),
+            Cell(format_percent(row.label_agreement), "num"),
+            Cell(MISSING if row.max_probability_difference is None else f"{row.max_probability_difference:.4f}", "num"),
+            Cell(format_percent(row.accuracy), "num"),
+            Cell(format_rate(row.rows_per_second), "num"),
+            Cell(MISSING if row.speedup is None else f"{row.speedup:.2f}x", "num"),
+            Cell(row.status),
+        ]
+        for row in parity_rows(record)
+    ]
+    return [
+        Heading(SECTION_EXPORT),
+        Paragraph(meta, style="meta"),
+        Table(
+            ["Backend", "Label agreement", "Max prob. difference", "Accuracy", "Rows/s", "Speed vs PyTorch", "Status"],
+            rows,
+        ),
+        Paragraph(f"--backend auto runs {auto_backend(record)}: {record.get('auto_reason', MISSING)}."),
+    ]
 
 
 # --- 7. Most confident mistakes
@@ -622,12 +715,16 @@ def _mistake_blocks(runs: Sequence[Run]) -> list[Block]:
             blocks.append(Paragraph("No mistakes: every test text was classified correctly."))
             continue
         num_wrong = int((run.predictions[PREDICTION_PREDICTED] != run.predictions[PREDICTION_GOLD]).sum())
-        blocks.append(Paragraph(f"{len(mistakes)} of {num_wrong:,} wrong predictions, highest score first.",
-                                style="meta"))
-        rows = [[*_row_text_gold_cells(row_index, row), Cell(str(row[PREDICTION_PREDICTED])),
-                 Cell(f"{row[PREDICTION_SCORE]:.3f}", "num")]
-                for row_index, row in mistakes.iterrows()]
+        blocks.append(
+            Paragraph(f"{len(mistakes)} of {num_wrong:,} wrong predictions, highest score first.", style="meta")
+        )
+        rows = [
+            [
+                *_row_text_gold_cells(row_index, row),
+                Cell(str(row[PREDICTION_PREDICTED])),
+                Cell(f"{row[PREDICTION_SCORE]:.3f}", "num"),
+            ]
+            for row_index, row in mistakes.iterrows()
+        ]
         blocks.append(Table(["Row", "Text", "Gold", "Predicted", "Score"], rows))
     return blocks
-
-

@@ -34,8 +34,9 @@ def default_output_dir(run_dirs: Sequence[str | Path]) -> Path:
     return Path("reports") / "_vs_".join(name.replace("/", "-") for name in names)
 
 
-def plot_confusion_matrix(matrix: Sequence[Sequence[float]] | np.ndarray, labels: Sequence[str],
-                          path: str | Path, title: str | None = None) -> Path:
+def plot_confusion_matrix(
+    matrix: Sequence[Sequence[float]] | np.ndarray, labels: Sequence[str], path: str | Path, title: str | None = None
+) -> Path:
     """Write a labelled confusion-matrix PNG (rows: true class, columns: predicted) atomically to `path`.
 
     The evaluation stage writes one into each run directory.
