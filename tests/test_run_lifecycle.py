@@ -136,3 +136,54 @@ def test_tokenizers_that_normalise_differently_do_not_share_a_cache_entry(vocab_
     assert tokenizer_fingerprint(plain) == tokenizer_fingerprint(
         BertTokenizerFast.from_pretrained(str(tmp_path / "plain"))
     )
+
+
+def test_checkpoints_hold_no_pickled_state(tiny_run_config):
+    """Resume must not unpickle code from a received run directory: the loop's state is JSON, the rest tensors."""
+    config = tiny_run_config(
+        "run.name=checkpointed", "train.max_steps=2", "train.save_every_steps=1", "eval.baseline=none"
+    )
+    finetune.run(config)
+    checkpoints = RunDir(config.run_dir).checkpoints()
+    assert checkpoints
+    for checkpoint in checkpoints:
+        assert not list(checkpoint.glob("custom_checkpoint_*")), checkpoint
+        state = json.loads((checkpoint / rundir.TRAINER_STATE_FILE).read_text())
+        assert state["state"]["global_step"] == int(checkpoint.name.removeprefix(rundir.CHECKPOINT_PREFIX))
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ("train.learning_rate=-1e-3", "train.learning_rate"),
+        ("train.epochs=.nan", "train.epochs"),
+        ("train.epochs=.inf", "train.epochs"),
+        ("run.seed=-1", "run.seed"),
+        ("tokenizer.max_truncated_fraction=-0.1", "tokenizer.max_truncated_fraction"),
+    ],
+)
+def test_values_that_used_to_crash_later_are_one_line_errors(override, key, tmp_path, capsys):
+    assert finetune.main(["--config", "configs/ag_news_minilm.yaml", override, f"run.output_dir={tmp_path}"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and key in lines[0]
+    assert not (tmp_path / "ag_news_minilm").exists()
+
+
+def test_broken_config_files_are_one_line_errors(tmp_path, capsys):
+    (tmp_path / "extends.yaml").write_text("extends: 5\n")
+    (tmp_path / "latin.yaml").write_bytes("run:\n  name: caf\xe9\n".encode("latin-1"))
+    for name, fragment in (("extends.yaml", "'extends'"), ("latin.yaml", "not UTF-8")):
+        assert finetune.main(["--config", str(tmp_path / name)]) == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and name in lines[0] and fragment in lines[0]
+
+
+def test_leftovers_of_an_interrupted_run_are_cleaned_on_the_next_start(tmp_path):
+    run = tmp_path / "run"
+    (run / ".model.abc123.partial").mkdir(parents=True)
+    (run / ".metrics.json.x1.tmp").write_text("half")
+    (run / "checkpoints" / ".step_4.partial").mkdir(parents=True)
+    (run / "checkpoints" / "step_2").mkdir()
+    removed = rundir.clean_staging_leftovers(run)
+    assert len(removed) == 3
+    assert sorted(p.name for p in run.rglob("*")) == ["checkpoints", "step_2"]
