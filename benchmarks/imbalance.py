@@ -32,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.rundir import RunDir
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = REPO_ROOT.parent / "shared"
 MAJORITY = ("World", "Sports")  # kept whole
@@ -105,12 +107,12 @@ def finetune(config: str, out: Path, name: str, overrides: list[str]) -> dict:
     print("+", " ".join(command), file=sys.stderr, flush=True)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     subprocess.run(command, cwd=REPO_ROOT, env=env, check=True, stdout=sys.stderr)
-    return json.loads((out / name / "metrics.json").read_text())
+    return RunDir(out / name).read_metrics()
 
 
 def majority_accuracy(run_dir: Path) -> float:
     """Accuracy on the test rows whose gold class is a majority class."""
-    with open(run_dir / "test_predictions.csv", newline="", encoding="utf-8") as handle:
+    with open(RunDir(run_dir).predictions_path, newline="", encoding="utf-8") as handle:
         rows = [row for row in csv.DictReader(handle) if row["label"] in MAJORITY]
     return sum(row["predicted"] == row["label"] for row in rows) / len(rows)
 
