@@ -628,7 +628,8 @@ def test_report_over_two_real_runs_matches_their_files(two_real_runs, real_run_r
     assert re.search(rf"disagree on {expected_count:,} of {len(first):,} test texts", section)
     table_rows = markdown_table_rows(section)[1:]
     assert len(table_rows) == min(expected_count, 20)
-    assert {int(row[0]) for row in table_rows} <= set(np.flatnonzero(differ.to_numpy()))
+    # The Row column holds each text's id in the data (here its line number in test.csv).
+    assert {row[0] for row in table_rows} <= set(first.loc[differ, "row_id"].astype(str))
 
 
 # ---------------------------------------------------------------------------------------------------------------
