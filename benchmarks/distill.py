@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
                 "rows_per_second": len(texts) / spent,
                 "accuracy": float(np.mean(ids == gold_ids)),
                 "parameters": (metrics.get("run") or {}).get("num_parameters"),
-                "backend": predictor.describe_backend().split(":")[0],
+                "backend": predictor.describe_backend().split(":")[0].removeprefix("backend "),
             }
         )
     reference = results[0]["rows_per_second"]

@@ -182,6 +182,9 @@ class DistillConfig:
     augment_ngram_max: int = 5
     # Teacher labelling: rows per forward pass of the prediction path (pipeline.predict.Predictor).
     teacher_batch_size: int = 128
+    # Start the student's token embeddings (model.kind: encoder) from the teacher's, projected onto the student's
+    # width by PCA; needs the same vocabulary. The rest of the student is still initialised at random.
+    init_embeddings: bool = False
 
 
 @dataclass
@@ -565,9 +568,14 @@ def _validate_distill(config: PipelineConfig) -> None:
         for key, value in (
             ("data.unlabeled_file", config.data.unlabeled_file),
             ("train.distill.augment", None if distill.augment == "none" else distill.augment),
+            ("train.distill.init_embeddings", distill.init_embeddings or None),
         ):
             if value is not None:
-                raise ConfigError(f"{key}: needs a teacher to label those rows; set train.distill.teacher")
+                raise ConfigError(f"{key}: needs a teacher; set train.distill.teacher")
+    elif distill.init_embeddings and config.model.kind != "encoder":
+        raise ConfigError(
+            "train.distill.init_embeddings: only for a student trained from scratch (model.kind: encoder)"
+        )
     elif getattr(config.tokenizer, "long_text", "truncate") != "truncate":
         raise ConfigError(
             "train.distill.teacher: distillation takes one row per text; use tokenizer.long_text=truncate"

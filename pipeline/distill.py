@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from pipeline import rundir
 from pipeline.config import ConfigError, DataConfig, DistillConfig, PipelineConfig
@@ -171,8 +172,10 @@ class TeacherLabeller:
             logger.info("Teacher logits for %d texts loaded from cache %s", len(texts), path)
             return cached
         self.misses += 1
+        predictor = self._predictor()
         tick = time.perf_counter()
-        logits = self._predictor().logits(list(texts))
+        with tqdm(total=len(texts), desc="Teacher labelling", unit="row", dynamic_ncols=True) as progress:
+            logits = predictor.logits(list(texts), on_batch=progress.update)
         self.compute_seconds += time.perf_counter() - tick
         self.computed_rows += len(texts)
         logger.info(
@@ -377,6 +380,35 @@ def student_rows(
         else None,
     }
     return TokenizedRows(rows, teacher_logits=logits), record
+
+
+def init_student_embeddings(student: Any, source: ModelSource, tokenizer: Any) -> dict[str, Any]:
+    """train.distill.init_embeddings: the teacher's token embeddings (V, D) projected onto their first d principal
+    components (d the student's width; centred, so that no common offset is carried) become the student's (V, d).
+    Same vocabulary required: row i must be the same token in both."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    key = "train.distill.init_embeddings"
+    teacher_tokenizer = AutoTokenizer.from_pretrained(str(source.model_dir))
+    if teacher_tokenizer.get_vocab() != tokenizer.get_vocab():
+        raise ConfigError(
+            f"{key}: the teacher's vocabulary ({len(teacher_tokenizer)} tokens) is not the student's "
+            f"({len(tokenizer)}); use the teacher's tokenizer (tokenizer.name_or_path) or turn it off"
+        )
+    teacher = AutoModelForSequenceClassification.from_pretrained(str(source.model_dir))
+    table = teacher.get_input_embeddings().weight.detach().float()  # (V, D)
+    target = student.encoder.embeddings.token.weight  # (V, d): the from-scratch encoder's token table
+    if table.shape[0] != target.shape[0]:
+        raise ConfigError(f"{key}: the teacher has {table.shape[0]} token embeddings, the student {target.shape[0]}")
+    width = min(table.shape[1], target.shape[1])
+    centred = table - table.mean(dim=0, keepdim=True)
+    _, _, components = torch.linalg.svd(centred, full_matrices=False)  # (D, D), rows by variance
+    projected = centred @ components[:width].T  # (V, width)
+    with torch.no_grad():
+        target[:, :width] = projected.to(target.dtype)
+    explained = float((projected.var(dim=0).sum() / centred.var(dim=0).sum()).item())
+    return {"from": str(source.model_dir), "dimensions": width, "variance_kept": explained}
 
 
 def check_teacher_labels(source: ModelSource, labels: list[str]) -> None:

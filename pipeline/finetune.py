@@ -230,6 +230,8 @@ def prepare(
         if teacher is not None:  # the main process labels (or finds the cache); the others read its cache
             tick = time.perf_counter()
             student_train, distill_record = distill.student_rows(config, tokenized, labels, teacher, transfer_counts)
+            if config.train.distill.init_embeddings:  # every process alike: the projection is deterministic
+                distill_record["init_embeddings"] = distill.init_student_embeddings(model, teacher, tokenizer)
             timings["teacher_seconds"] = time.perf_counter() - tick
     # Every process but the first should have found the main process's cache: recorded, so that it can be checked.
     tokenization.from_cache_by_process = gather_object([tokenization.from_cache])

@@ -250,11 +250,49 @@ def test_distillation_settings_out_of_range_name_their_key(override, key):
         load_config(MINILM_CONFIG, ["train.distill.teacher=runs/t", override])
 
 
+def test_student_embeddings_start_from_the_teachers_principal_components(teacher_dir, bert_tokenizer):
+    from transformers import AutoModelForSequenceClassification
+
+    source = distill.resolve_teacher(DistillConfig(teacher=str(teacher_dir)))
+    student = EncoderForSequenceClassification(
+        EncoderClassifierConfig(
+            vocab_size=bert_tokenizer.vocab_size,
+            hidden_size=16,
+            num_layers=1,
+            num_heads=2,
+            intermediate_size=32,
+            id2label=dict(enumerate(LABELS)),
+        )
+    )
+    record = distill.init_student_embeddings(student, source, bert_tokenizer)
+    assert record["dimensions"] == 16 and 0 < record["variance_kept"] < 1
+    table = AutoModelForSequenceClassification.from_pretrained(teacher_dir).get_input_embeddings().weight
+    centred = (table - table.mean(0)).detach().double().numpy()
+    expected = centred @ np.linalg.svd(centred, full_matrices=False)[2][:16].T  # (V, 16), columns up to sign
+    got = student.encoder.embeddings.token.weight.detach().double().numpy()
+    for column in range(16):
+        assert abs(np.corrcoef(got[:, column], expected[:, column])[0, 1]) > 0.999
+
+    class OtherVocabulary:
+        def get_vocab(self):
+            return {"[PAD]": 0}
+
+        def __len__(self):
+            return 1
+
+    with pytest.raises(ConfigError, match=r"train\.distill\.init_embeddings: the teacher's vocabulary"):
+        distill.init_student_embeddings(student, source, OtherVocabulary())
+    with pytest.raises(ConfigError, match=r"train\.distill\.init_embeddings: only for a student trained from scratch"):
+        load_config(MINILM_CONFIG, ["train.distill.teacher=runs/t", "train.distill.init_embeddings=true"])
+
+
 def test_transfer_settings_without_a_teacher_are_refused():
     with pytest.raises(ConfigError, match=r"data\.unlabeled_file: needs a teacher"):
         load_config(MINILM_CONFIG, ["data.unlabeled_file=more.csv"])
     with pytest.raises(ConfigError, match=r"train\.distill\.augment: needs a teacher"):
         load_config(MINILM_CONFIG, ["train.distill.augment=mask"])
+    with pytest.raises(ConfigError, match=r"train\.distill\.init_embeddings: needs a teacher"):
+        load_config(MINILM_CONFIG, ["model.kind=encoder", "train.distill.init_embeddings=true"])
     assert (
         load_config(MINILM_CONFIG, ["train.distill.teacher=runs/t", "train.distill.alpha=1"]).train.distill.alpha == 1
     )
@@ -330,6 +368,7 @@ def _distilled_config(tmp_path, tiny_run_config, teacher_dir):
         "train.distill.augment=mask",
         f"data.unlabeled_file={unlabeled}",
         "eval.predict_speed_rows=30",
+        "train.distill.init_embeddings=true",
     )
 
 
@@ -343,6 +382,7 @@ def test_a_distilled_run_records_its_teacher_transfer_set_and_prediction_speed(t
     assert 30 <= record["transfer_set"]["augmented"] <= 40
     assert record["transfer_set"]["total"] == 42 + record["transfer_set"]["augmented"]
     assert record["teacher_logits_from_cache"] is False
+    assert record["init_embeddings"]["dimensions"] == 32
     assert metrics["throughput"]["predict_rows_per_second"] > 0 and metrics["throughput"]["predict_rows_timed"] == 30
     saved = json.loads((config.run_dir / "metrics.json").read_text())
     assert saved["distill"]["transfer_set"] == record["transfer_set"]

@@ -340,8 +340,9 @@ def _distill_rows(runs: Sequence[Run]) -> list[list[Cell]]:
             return MISSING
         augment = record.get("augment") or "none"
         copies = f" x{record.get('augment_copies')}" if augment != "none" else ""
+        embeddings = ", teacher's embeddings" if record.get("init_embeddings") else ""
         return (
-            f"alpha {record.get('alpha')}, T {record.get('temperature')}, augment {augment}{copies}, "
+            f"alpha {record.get('alpha')}, T {record.get('temperature')}, augment {augment}{copies}{embeddings}, "
             f"{format_count(nested_get(record, 'transfer_set', 'total'))} transfer rows"
         )
 
