@@ -215,6 +215,18 @@ def _format_duration(seconds: float) -> str:
     return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {secs:02d}s"
 
 
+@dataclass(frozen=True)
+class RowsDescription:
+    unit: str  # "samples", or "windows" when long texts were chunked
+    per_epoch: str  # e.g. "1,200 samples" or "3,480 windows of 1,200 documents"
+
+
+def _describe_rows(rows: TokenizedRows) -> RowsDescription:
+    if rows.documents is None:
+        return RowsDescription("samples", f"{len(rows):,} samples")
+    return RowsDescription("windows", f"{len(rows):,} windows of {rows.num_documents:,} documents")
+
+
 class Trainer:
     """Holds what one training run shares between its steps; `run()` is the loop."""
 
@@ -268,6 +280,8 @@ class Trainer:
             config.per_device_batch_size * config.gradient_accumulation_steps * accelerator.num_processes
         )
         self.window_samples = 0  # samples in the current accumulation window, this process
+        # What one training row is, for the printed estimate: with chunked long texts the cost is per window.
+        self.rows_described = _describe_rows(train_rows)
 
     # -- helpers -------------------------------------------------------------------------------------------------
 
@@ -371,7 +385,8 @@ class Trainer:
         remaining = seconds_per_step * (self.plan.total_steps - self.state.global_step)
         message = (
             f"Training will take about {_format_duration(remaining)} more at the measured "
-            f"{self.effective_batch_size / seconds_per_step:.1f} samples/s ({self.plan.total_steps} steps)"
+            f"{self.effective_batch_size / seconds_per_step:.1f} {self.rows_described.unit}/s "
+            f"({self.plan.total_steps} steps; {self.rows_described.per_epoch} per epoch)"
         )
         if remaining > 60 * self.config.warn_if_longer_than_minutes and self.quick_config_hint:
             message += f"; to shorten it: {self.quick_config_hint}"

@@ -230,3 +230,49 @@ def test_weighted_loss_over_two_processes_matches_one_process(paths):
     two = load_file(str(paths["root"] / "runs" / "two_weighted" / final))
     one = load_file(str(paths["root"] / "runs" / "one_weighted" / final))
     assert max((two[k] - one[k]).abs().max().item() for k in two) < 1e-5
+
+
+# Chunked long texts: at 24 tokens AG News rows become 2-4 windows each, and evaluation batches of 16 windows are
+# dealt to the two processes in turn, so many documents have windows on both: they must be gathered, then pooled.
+CHUNKED = ["tokenizer.max_length=24", "tokenizer.long_text=chunk", "tokenizer.chunk_stride=4"]
+
+
+def test_chunked_documents_count_once_over_two_processes(paths, ag_news_test_csv):
+    from accelerate import Accelerator
+    from transformers import AutoModelForSequenceClassification
+
+    _launch(
+        accelerate_launch(2),
+        [*paths["base"], *CHUNKED, "run.name=two_chunked", "train.per_device_batch_size=8"],
+        paths["root"],
+    )
+    run_dir = paths["root"] / "runs" / "two_chunked"
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["test"]["num_samples"] == 101  # documents, each once, though the two processes split its windows
+    assert metrics["tokenization"]["windows_per_document"]["test"]["mean"] > 1.5
+
+    config = _single_process_config(paths, *CHUNKED, "run.name=two_chunked")
+    tokenizer = load_tokenizer(config.tokenizer)
+    tokenized, _ = tokenize_splits(
+        load_splits(config.data, config.run.seed), tokenizer, config.tokenizer, Path(config.data.cache_dir)
+    )
+    model = AutoModelForSequenceClassification.from_pretrained(run_dir / "model")
+    rows = TokenizedRows(tokenized["test"])
+    single = evaluate_split(model, rows, Accelerator(cpu=True, mixed_precision="no"), 16, metrics["labels"], "mean")
+    assert len(rows) > 1.5 * 101
+    assert single.metrics["confusion_matrix"] == metrics["test"]["confusion_matrix"]
+    assert single.metrics["loss"] == pytest.approx(metrics["test"]["loss"], abs=1e-5)
+
+    texts = ag_news_test_csv.read_text(encoding="utf-8").splitlines(keepends=True)[:121]
+    source = paths["root"] / "to_label_chunked.csv"
+    source.write_text("".join(texts), encoding="utf-8")
+    options = ["--model", str(run_dir), "--input", str(source), "--column-names", "class_index,title,description"]
+    options += ["--chunk-size", "50", "--batch-size", "8", "--probabilities"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    outputs = paths["root"] / "chunked_single.csv", paths["root"] / "chunked_double.csv"
+    for launcher, output in zip(([sys.executable], accelerate_launch(2)), outputs, strict=True):
+        command = [*launcher, "-m", "pipeline.predict", *options, "--output", str(output)]
+        result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=paths["root"])
+        assert result.returncode == 0, result.stderr[-3000:]
+    assert outputs[1].read_bytes() == outputs[0].read_bytes()
+    assert len(outputs[0].read_text(encoding="utf-8").splitlines()) == 122  # header + one row per document

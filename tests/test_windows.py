@@ -140,9 +140,10 @@ def test_prediction_pools_windows_like_evaluation(tiny_bert_dir, bert_tokenizer)
     assert predictor.infer([huge])[1].shape == (1, 2)
 
 
-def test_a_chunked_run_counts_documents_everywhere(tiny_run_config):
+def test_a_chunked_run_counts_documents_everywhere(tiny_run_config, capsys):
     """Through finetune, the run directory and pipeline.predict: windows train, documents are scored."""
     import csv
+    import re
 
     from pipeline import finetune
     from pipeline.predict import predict_texts
@@ -153,12 +154,17 @@ def test_a_chunked_run_counts_documents_everywhere(tiny_run_config):
         "tokenizer.max_length=24",
         "tokenizer.long_text=chunk",
         "tokenizer.chunk_stride=4",
-        "train.max_steps=5",
+        "train.max_steps=6",
         "data.max_eval_samples=40",
         "eval.baseline=none",
     )
     metrics = finetune.run(config)
     assert metrics["test"]["num_samples"] == 40  # documents, not windows
+    # The estimate printed after the first steps counts what costs time: windows.
+    estimate = re.search(
+        r"windows/s \(6 steps; ([\d,]+) windows of ([\d,]+) documents per epoch\)", capsys.readouterr().out
+    )
+    assert estimate and int(estimate[1].replace(",", "")) > 1.5 * int(estimate[2].replace(",", ""))
     windows = metrics["tokenization"]["windows_per_document"]
     assert windows["train"]["mean"] > 1.5 and windows["test"]["max"] <= config.tokenizer.max_chunks
     run = RunDir(config.run_dir)
