@@ -5,13 +5,12 @@
 Every default lives in the dataclasses below and nowhere else. A YAML file (or an override) may only name
 keys that exist here; a wrong key or a value of the wrong type raises `ConfigError` naming the dotted key.
 A YAML file may start from others with `extends: other.yaml` or `extends: [a.yaml, b.yaml]` (paths relative to
-the file; later files win, the file itself wins over all).
+the file; later files win, the file itself wins over all). Range and consistency checks: pipeline/config_checks.py.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import types
 import typing
 from dataclasses import dataclass, field
@@ -308,39 +307,67 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
     """Return `value` as type `tp`, or raise ConfigError naming `key`."""
     origin = typing.get_origin(tp)
     if origin in (Union, types.UnionType):
-        args = typing.get_args(tp)
-        if value is None and type(None) in args:
-            return None
-        for arg in args:
-            if arg is type(None):
-                continue
-            try:
-                return _coerce(value, arg, key)
-            except ConfigError:
-                continue
-        raise ConfigError(f"{key}: expected {_describe(tp)}, got {value!r}")
+        return _coerce_union(value, tp, key)
     if origin is Literal:
-        options = typing.get_args(tp)
-        if isinstance(value, bool):  # YAML 1.1 reads a bare no/off/yes/on as a boolean
-            spellings = {"yes", "on", "true"} if value else {"no", "off", "false"}
-            value = next((option for option in options if str(option).lower() in spellings), value)
-        if value in options and not isinstance(value, bool):
-            return value
-        raise ConfigError(f"{key}: expected {_describe(tp)}, got {value!r}")
+        return _coerce_literal(value, tp, key)
     if origin is dict:
-        key_type, value_type = typing.get_args(tp)
-        if not isinstance(value, dict):
-            raise ConfigError(f"{key}: expected {_describe(tp)}, got {value!r}")
-        return {
-            _coerce(name, key_type, key): _coerce(item, value_type, f"{key}.{name}") for name, item in value.items()
-        }
+        return _coerce_dict(value, tp, key)
     if origin is list:
-        (item_type,) = typing.get_args(tp)
-        if isinstance(value, str):  # "title,description" on the command line
-            value = [part.strip() for part in value.split(",") if part.strip()]
-        if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{key}: expected {_describe(tp)}, got {value!r}")
-        return [_coerce(item, item_type, f"{key}[{i}]") for i, item in enumerate(value)]
+        return _coerce_list(value, tp, key)
+    if tp in (bool, int, float, str):
+        return _coerce_scalar(value, tp, key)
+    if dataclasses.is_dataclass(tp):
+        if isinstance(value, tp):
+            return value
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key}: expected a mapping of {tp.__name__} fields, got {value!r}")
+        return _build(tp, value, key)
+    raise ConfigError(f"{key}: unsupported type {tp!r}")
+
+
+def _coerce_union(value: Any, tp: Any, key: str) -> Any:
+    """The first member of the union that accepts `value` (None where the union allows it)."""
+    args = typing.get_args(tp)
+    if value is None and type(None) in args:
+        return None
+    for arg in args:
+        if arg is type(None):
+            continue
+        try:
+            return _coerce(value, arg, key)
+        except ConfigError:
+            continue
+    raise ConfigError(f"{key}: expected {_describe(tp)}, got {value!r}")
+
+
+def _coerce_literal(value: Any, tp: Any, key: str) -> Any:
+    options = typing.get_args(tp)
+    if isinstance(value, bool):  # YAML 1.1 reads a bare no/off/yes/on as a boolean
+        spellings = {"yes", "on", "true"} if value else {"no", "off", "false"}
+        value = next((option for option in options if str(option).lower() in spellings), value)
+    if value in options and not isinstance(value, bool):
+        return value
+    raise ConfigError(f"{key}: expected {_describe(tp)}, got {value!r}")
+
+
+def _coerce_dict(value: Any, tp: Any, key: str) -> dict:
+    key_type, value_type = typing.get_args(tp)
+    if not isinstance(value, dict):
+        raise ConfigError(f"{key}: expected {_describe(tp)}, got {value!r}")
+    return {_coerce(name, key_type, key): _coerce(item, value_type, f"{key}.{name}") for name, item in value.items()}
+
+
+def _coerce_list(value: Any, tp: Any, key: str) -> list:
+    (item_type,) = typing.get_args(tp)
+    if isinstance(value, str):  # "title,description" on the command line
+        value = [part.strip() for part in value.split(",") if part.strip()]
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(f"{key}: expected {_describe(tp)}, got {value!r}")
+    return [_coerce(item, item_type, f"{key}[{i}]") for i, item in enumerate(value)]
+
+
+def _coerce_scalar(value: Any, tp: type, key: str) -> Any:
+    """bool, int, float or str; YAML's own readings of numbers and strings are accepted where unambiguous."""
     if tp is bool:
         if isinstance(value, bool):
             return value
@@ -358,19 +385,11 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
             except ValueError:
                 pass
         raise ConfigError(f"{key}: expected a number, got {value!r}")
-    if tp is str:
-        if isinstance(value, str):
-            return value
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return str(value)
-        raise ConfigError(f"{key}: expected a string, got {value!r}")
-    if dataclasses.is_dataclass(tp):
-        if isinstance(value, tp):
-            return value
-        if not isinstance(value, dict):
-            raise ConfigError(f"{key}: expected a mapping of {tp.__name__} fields, got {value!r}")
-        return _build(tp, value, key)
-    raise ConfigError(f"{key}: unsupported type {tp!r}")
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    raise ConfigError(f"{key}: expected a string, got {value!r}")
 
 
 def check_types(instance: Any, prefix: str) -> None:
@@ -462,179 +481,10 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     values = _read_yaml(Path(path)) if path is not None else {}
     values = apply_overrides(values, overrides or [])
     config = _build(PipelineConfig, values)
+    from pipeline.config_checks import validate  # the checks module imports this one
+
     validate(config)
     return config
-
-
-def validate(config: PipelineConfig) -> None:
-    """Range checks that types alone cannot express."""
-    positive = {
-        "train.per_device_batch_size": config.train.per_device_batch_size,
-        "train.gradient_accumulation_steps": config.train.gradient_accumulation_steps,
-        "train.log_every_steps": config.train.log_every_steps,
-        "eval.batch_size": config.eval.batch_size,
-    }
-    optional_positive = {
-        "train.max_steps": config.train.max_steps,
-        "train.eval_every_steps": config.train.eval_every_steps,
-        "train.save_every_steps": config.train.save_every_steps,
-        "train.early_stopping_patience": config.train.early_stopping_patience,
-        "data.max_train_samples": config.data.max_train_samples,
-        "data.max_eval_samples": config.data.max_eval_samples,
-    }
-    for key, value in {**positive, **{k: v for k, v in optional_positive.items() if v is not None}}.items():
-        if value <= 0:
-            raise ConfigError(f"{key}: must be a positive integer, got {value}")
-    _validate_numbers(config)
-    if config.train.epochs <= 0 and config.train.max_steps is None:
-        raise ConfigError(f"train.epochs: must be positive (or set train.max_steps), got {config.train.epochs}")
-    _validate_run_name(config.run.name)
-    for key in ("validation_fraction", "test_fraction"):
-        if not 0.0 < getattr(config.data, key) < 1.0:
-            raise ConfigError(f"data.{key}: must be between 0 and 1, got {getattr(config.data, key)}")
-    if not 0.0 <= config.train.warmup_ratio < 1.0:
-        raise ConfigError(f"train.warmup_ratio: must be in [0, 1), got {config.train.warmup_ratio}")
-    _validate_long_text(config.tokenizer)
-    if config.data.source == "files" and not config.data.train_file:
-        raise ConfigError("data.train_file: required when data.source is 'files'")
-    if not config.data.text_columns:
-        raise ConfigError("data.text_columns: name at least one column")
-    _validate_distill(config)
-    _validate_decisions(config)
-
-
-THRESHOLD_TARGETS = ("precision", "recall")
-
-
-def _validate_decisions(config: PipelineConfig) -> None:
-    """Class weights, focal loss, the label separator and eval.threshold: ranges (class names are checked against
-    the data once it is loaded, pipeline.thresholds / pipeline.losses)."""
-    train = config.train
-    if not 0.0 <= train.focal_gamma < math.inf:
-        raise ConfigError(f"train.focal_gamma: must be a finite number >= 0, got {train.focal_gamma}")
-    if isinstance(train.class_weights, dict):
-        for name, weight in train.class_weights.items():
-            if not 0.0 < weight < math.inf:
-                raise ConfigError(f"train.class_weights.{name}: must be a finite number > 0, got {weight}")
-    if not config.data.label_separator:
-        raise ConfigError("data.label_separator: must not be empty")
-    threshold = config.eval.threshold
-    if isinstance(threshold, dict) and not is_threshold_target(threshold):
-        for name, setting in threshold.items():
-            _validate_threshold(setting, f"eval.threshold.{name}")
-    elif threshold is not None:
-        _validate_threshold(threshold, "eval.threshold")
-
-
-def is_threshold_target(setting: object) -> bool:
-    """{precision: p} or {recall: r}: a target, as opposed to a mapping class -> setting."""
-    return isinstance(setting, dict) and len(setting) == 1 and next(iter(setting)) in THRESHOLD_TARGETS
-
-
-def _validate_threshold(setting: object, key: str) -> None:
-    if isinstance(setting, float) and not 0.0 < setting < 1.0:
-        raise ConfigError(f"{key}: a probability threshold must be between 0 and 1, got {setting}")
-    if isinstance(setting, dict):
-        if not is_threshold_target(setting):
-            raise ConfigError(f"{key}: expected a number, best_f1, {{precision: p}} or {{recall: r}}, got {setting}")
-        ((target, value),) = setting.items()
-        if not 0.0 < value <= 1.0:
-            raise ConfigError(f"{key}.{target}: must be in (0, 1], got {value}")
-
-
-def _validate_distill(config: PipelineConfig) -> None:
-    """train.distill.* ranges, and the settings that only make sense with a teacher."""
-    distill = config.train.distill
-    checks = {
-        "train.distill.alpha": (0.0 <= distill.alpha <= 1.0, "must be in [0, 1]"),
-        "train.distill.temperature": (0 < distill.temperature < math.inf, "must be a finite number > 0"),
-        "train.distill.augment_copies": (distill.augment_copies >= 1, "must be a positive integer"),
-        "train.distill.augment_word_probability": (0.0 <= distill.augment_word_probability < 1.0, "must be in [0, 1)"),
-        "train.distill.augment_ngram_probability": (
-            0.0 <= distill.augment_ngram_probability <= 1.0,
-            "must be in [0, 1]",
-        ),
-        "train.distill.augment_ngram_max": (distill.augment_ngram_max >= 1, "must be a positive integer"),
-        "train.distill.teacher_batch_size": (distill.teacher_batch_size >= 1, "must be a positive integer"),
-    }
-    if config.eval.predict_speed_rows < 0:
-        raise ConfigError(f"eval.predict_speed_rows: must be 0 (off) or positive, got {config.eval.predict_speed_rows}")
-    for key, (ok, rule) in checks.items():
-        if not ok:
-            raise ConfigError(f"{key}: {rule}, got {getattr(distill, key.rsplit('.', 1)[1])}")
-    if distill.teacher is not None and not distill.teacher.strip():
-        raise ConfigError("train.distill.teacher: empty; give a run directory or model folder, or leave it unset")
-    if distill.teacher is None:
-        for key, value in (
-            ("data.unlabeled_file", config.data.unlabeled_file),
-            ("train.distill.augment", None if distill.augment == "none" else distill.augment),
-            ("train.distill.init_embeddings", distill.init_embeddings or None),
-        ):
-            if value is not None:
-                raise ConfigError(f"{key}: needs a teacher; set train.distill.teacher")
-    elif distill.init_embeddings and config.model.kind != "encoder":
-        raise ConfigError(
-            "train.distill.init_embeddings: only for a student trained from scratch (model.kind: encoder)"
-        )
-    elif getattr(config.tokenizer, "long_text", "truncate") != "truncate":
-        raise ConfigError(
-            "train.distill.teacher: distillation takes one row per text; use tokenizer.long_text=truncate"
-        )
-    elif getattr(config.data, "task", "single_label") != "single_label":
-        raise ConfigError("train.distill.teacher: distillation (softmax soft targets) needs data.task=single_label")
-    elif (
-        getattr(config.train, "loss", "cross_entropy") != "cross_entropy"
-        or getattr(config.train, "class_weights", "none") != "none"
-    ):
-        raise ConfigError(
-            "train.loss / train.class_weights: not used with train.distill.teacher (the distillation "
-            "loss replaces them); leave them at cross_entropy / none"
-        )
-
-
-def _validate_long_text(tokenizer: TokenizerConfig) -> None:
-    if isinstance(tokenizer.max_length, int) and tokenizer.max_length < 8:
-        raise ConfigError(f"tokenizer.max_length: must be at least 8, got {tokenizer.max_length}")
-    if not 0.0 < tokenizer.head_fraction < 1.0:
-        raise ConfigError(f"tokenizer.head_fraction: must be between 0 and 1, got {tokenizer.head_fraction}")
-    if tokenizer.max_chunks < 1:
-        raise ConfigError(f"tokenizer.max_chunks: must be at least 1, got {tokenizer.max_chunks}")
-    # A window holds max_length minus [CLS] and [SEP]; a stride as large would never move forward.
-    if tokenizer.chunk_stride < 0 or (
-        isinstance(tokenizer.max_length, int) and tokenizer.chunk_stride >= tokenizer.max_length - 2
-    ):
-        raise ConfigError(
-            f"tokenizer.chunk_stride: must be at least 0 and smaller than a window (tokenizer.max_length - 2), "
-            f"got {tokenizer.chunk_stride}"
-        )
-
-
-def _validate_numbers(config: PipelineConfig) -> None:
-    """Values that pass the type check but would crash or mislead later: NaN, infinities, negative rates."""
-    for section in ("run", "data", "tokenizer", "train", "eval"):
-        for key, value in vars(getattr(config, section)).items():
-            if isinstance(value, float) and not math.isfinite(value):
-                raise ConfigError(f"{section}.{key}: must be a finite number, got {value}")
-    checks = {
-        "train.learning_rate": config.train.learning_rate > 0,
-        "train.weight_decay": config.train.weight_decay >= 0,
-        "train.max_grad_norm": config.train.max_grad_norm >= 0,
-        "run.seed": config.run.seed >= 0,
-        "tokenizer.max_truncated_fraction": 0 <= config.tokenizer.max_truncated_fraction < 1,
-        "data.hub_timeout_seconds": config.data.hub_timeout_seconds > 0,
-    }
-    for key, ok in checks.items():
-        if not ok:
-            section, name = key.split(".")
-            raise ConfigError(f"{key}: out of range, got {getattr(getattr(config, section), name)}")
-
-
-def _validate_run_name(name: str) -> None:
-    """run.name is one folder inside run.output_dir: never the output folder itself, a parent, or elsewhere."""
-    if not name.strip() or name in (".", "..") or "/" in name or "\\" in name or Path(name).is_absolute():
-        raise ConfigError(
-            f"run.name: must be a plain folder name (no path separators, not empty, '.' or '..'), got {name!r}"
-        )
 
 
 def to_dict(config: Any) -> dict[str, Any]:

@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.config import ConfigError, is_threshold_target
+from pipeline.config import ConfigError
+from pipeline.config_checks import is_threshold_target
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,184 @@
+"""Range and consistency checks of a loaded config: what types alone cannot express.
+
+`load_config` (pipeline/config.py) runs `validate` once the YAML and overrides are built into dataclasses; every
+check raises `ConfigError` naming the dotted key. Class names are checked against the data once it is loaded
+(pipeline.thresholds, pipeline.losses).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from pipeline.config import ConfigError, PipelineConfig, TokenizerConfig
+
+
+def validate(config: PipelineConfig) -> None:
+    """Range checks that types alone cannot express."""
+    positive = {
+        "train.per_device_batch_size": config.train.per_device_batch_size,
+        "train.gradient_accumulation_steps": config.train.gradient_accumulation_steps,
+        "train.log_every_steps": config.train.log_every_steps,
+        "eval.batch_size": config.eval.batch_size,
+    }
+    optional_positive = {
+        "train.max_steps": config.train.max_steps,
+        "train.eval_every_steps": config.train.eval_every_steps,
+        "train.save_every_steps": config.train.save_every_steps,
+        "train.early_stopping_patience": config.train.early_stopping_patience,
+        "data.max_train_samples": config.data.max_train_samples,
+        "data.max_eval_samples": config.data.max_eval_samples,
+    }
+    for key, value in {**positive, **{k: v for k, v in optional_positive.items() if v is not None}}.items():
+        if value <= 0:
+            raise ConfigError(f"{key}: must be a positive integer, got {value}")
+    _validate_numbers(config)
+    if config.train.epochs <= 0 and config.train.max_steps is None:
+        raise ConfigError(f"train.epochs: must be positive (or set train.max_steps), got {config.train.epochs}")
+    _validate_run_name(config.run.name)
+    for key in ("validation_fraction", "test_fraction"):
+        if not 0.0 < getattr(config.data, key) < 1.0:
+            raise ConfigError(f"data.{key}: must be between 0 and 1, got {getattr(config.data, key)}")
+    if not 0.0 <= config.train.warmup_ratio < 1.0:
+        raise ConfigError(f"train.warmup_ratio: must be in [0, 1), got {config.train.warmup_ratio}")
+    _validate_long_text(config.tokenizer)
+    if config.data.source == "files" and not config.data.train_file:
+        raise ConfigError("data.train_file: required when data.source is 'files'")
+    if not config.data.text_columns:
+        raise ConfigError("data.text_columns: name at least one column")
+    _validate_distill(config)
+    _validate_decisions(config)
+
+
+THRESHOLD_TARGETS = ("precision", "recall")
+
+
+def _validate_decisions(config: PipelineConfig) -> None:
+    """Class weights, focal loss, the label separator and eval.threshold: ranges (class names are checked against
+    the data once it is loaded, pipeline.thresholds / pipeline.losses)."""
+    train = config.train
+    if not 0.0 <= train.focal_gamma < math.inf:
+        raise ConfigError(f"train.focal_gamma: must be a finite number >= 0, got {train.focal_gamma}")
+    if isinstance(train.class_weights, dict):
+        for name, weight in train.class_weights.items():
+            if not 0.0 < weight < math.inf:
+                raise ConfigError(f"train.class_weights.{name}: must be a finite number > 0, got {weight}")
+    if not config.data.label_separator:
+        raise ConfigError("data.label_separator: must not be empty")
+    threshold = config.eval.threshold
+    if isinstance(threshold, dict) and not is_threshold_target(threshold):
+        for name, setting in threshold.items():
+            _validate_threshold(setting, f"eval.threshold.{name}")
+    elif threshold is not None:
+        _validate_threshold(threshold, "eval.threshold")
+
+
+def is_threshold_target(setting: object) -> bool:
+    """{precision: p} or {recall: r}: a target, as opposed to a mapping class -> setting."""
+    return isinstance(setting, dict) and len(setting) == 1 and next(iter(setting)) in THRESHOLD_TARGETS
+
+
+def _validate_threshold(setting: object, key: str) -> None:
+    if isinstance(setting, float) and not 0.0 < setting < 1.0:
+        raise ConfigError(f"{key}: a probability threshold must be between 0 and 1, got {setting}")
+    if isinstance(setting, dict):
+        if not is_threshold_target(setting):
+            raise ConfigError(f"{key}: expected a number, best_f1, {{precision: p}} or {{recall: r}}, got {setting}")
+        ((target, value),) = setting.items()
+        if not 0.0 < value <= 1.0:
+            raise ConfigError(f"{key}.{target}: must be in (0, 1], got {value}")
+
+
+def _validate_distill(config: PipelineConfig) -> None:
+    """train.distill.* ranges, and the settings that only make sense with a teacher."""
+    distill = config.train.distill
+    checks = {
+        "train.distill.alpha": (0.0 <= distill.alpha <= 1.0, "must be in [0, 1]"),
+        "train.distill.temperature": (0 < distill.temperature < math.inf, "must be a finite number > 0"),
+        "train.distill.augment_copies": (distill.augment_copies >= 1, "must be a positive integer"),
+        "train.distill.augment_word_probability": (0.0 <= distill.augment_word_probability < 1.0, "must be in [0, 1)"),
+        "train.distill.augment_ngram_probability": (
+            0.0 <= distill.augment_ngram_probability <= 1.0,
+            "must be in [0, 1]",
+        ),
+        "train.distill.augment_ngram_max": (distill.augment_ngram_max >= 1, "must be a positive integer"),
+        "train.distill.teacher_batch_size": (distill.teacher_batch_size >= 1, "must be a positive integer"),
+    }
+    if config.eval.predict_speed_rows < 0:
+        raise ConfigError(f"eval.predict_speed_rows: must be 0 (off) or positive, got {config.eval.predict_speed_rows}")
+    for key, (ok, rule) in checks.items():
+        if not ok:
+            raise ConfigError(f"{key}: {rule}, got {getattr(distill, key.rsplit('.', 1)[1])}")
+    if distill.teacher is not None and not distill.teacher.strip():
+        raise ConfigError("train.distill.teacher: empty; give a run directory or model folder, or leave it unset")
+    if distill.teacher is None:
+        for key, value in (
+            ("data.unlabeled_file", config.data.unlabeled_file),
+            ("train.distill.augment", None if distill.augment == "none" else distill.augment),
+            ("train.distill.init_embeddings", distill.init_embeddings or None),
+        ):
+            if value is not None:
+                raise ConfigError(f"{key}: needs a teacher; set train.distill.teacher")
+    elif distill.init_embeddings and config.model.kind != "encoder":
+        raise ConfigError(
+            "train.distill.init_embeddings: only for a student trained from scratch (model.kind: encoder)"
+        )
+    elif getattr(config.tokenizer, "long_text", "truncate") != "truncate":
+        raise ConfigError(
+            "train.distill.teacher: distillation takes one row per text; use tokenizer.long_text=truncate"
+        )
+    elif getattr(config.data, "task", "single_label") != "single_label":
+        raise ConfigError("train.distill.teacher: distillation (softmax soft targets) needs data.task=single_label")
+    elif (
+        getattr(config.train, "loss", "cross_entropy") != "cross_entropy"
+        or getattr(config.train, "class_weights", "none") != "none"
+    ):
+        raise ConfigError(
+            "train.loss / train.class_weights: not used with train.distill.teacher (the distillation "
+            "loss replaces them); leave them at cross_entropy / none"
+        )
+
+
+def _validate_long_text(tokenizer: TokenizerConfig) -> None:
+    if isinstance(tokenizer.max_length, int) and tokenizer.max_length < 8:
+        raise ConfigError(f"tokenizer.max_length: must be at least 8, got {tokenizer.max_length}")
+    if not 0.0 < tokenizer.head_fraction < 1.0:
+        raise ConfigError(f"tokenizer.head_fraction: must be between 0 and 1, got {tokenizer.head_fraction}")
+    if tokenizer.max_chunks < 1:
+        raise ConfigError(f"tokenizer.max_chunks: must be at least 1, got {tokenizer.max_chunks}")
+    # A window holds max_length minus [CLS] and [SEP]; a stride as large would never move forward.
+    if tokenizer.chunk_stride < 0 or (
+        isinstance(tokenizer.max_length, int) and tokenizer.chunk_stride >= tokenizer.max_length - 2
+    ):
+        raise ConfigError(
+            f"tokenizer.chunk_stride: must be at least 0 and smaller than a window (tokenizer.max_length - 2), "
+            f"got {tokenizer.chunk_stride}"
+        )
+
+
+def _validate_numbers(config: PipelineConfig) -> None:
+    """Values that pass the type check but would crash or mislead later: NaN, infinities, negative rates."""
+    for section in ("run", "data", "tokenizer", "train", "eval"):
+        for key, value in vars(getattr(config, section)).items():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ConfigError(f"{section}.{key}: must be a finite number, got {value}")
+    checks = {
+        "train.learning_rate": config.train.learning_rate > 0,
+        "train.weight_decay": config.train.weight_decay >= 0,
+        "train.max_grad_norm": config.train.max_grad_norm >= 0,
+        "run.seed": config.run.seed >= 0,
+        "tokenizer.max_truncated_fraction": 0 <= config.tokenizer.max_truncated_fraction < 1,
+        "data.hub_timeout_seconds": config.data.hub_timeout_seconds > 0,
+    }
+    for key, ok in checks.items():
+        if not ok:
+            section, name = key.split(".")
+            raise ConfigError(f"{key}: out of range, got {getattr(getattr(config, section), name)}")
+
+
+def _validate_run_name(name: str) -> None:
+    """run.name is one folder inside run.output_dir: never the output folder itself, a parent, or elsewhere."""
+    if not name.strip() or name in (".", "..") or "/" in name or "\\" in name or Path(name).is_absolute():
+        raise ConfigError(
+            f"run.name: must be a plain folder name (no path separators, not empty, '.' or '..'), got {name!r}"
+        )
