@@ -2,13 +2,16 @@
 
     python benchmarks/predict_memory.py                          # 100,000 and 1,000,000 rows (several minutes)
     python benchmarks/predict_memory.py --rows 2000,20000        # smoke run
+    python benchmarks/predict_memory.py --backend onnx           # through ONNX Runtime (needs the [onnx] extra)
 
 It writes a tiny random BERT run directory (2 layers, hidden 32, the shared MiniLM vocabulary) and CSVs of
 N rows made by repeating the AG News test rows (streamed out, in --workdir), then runs the command on each
 in its own subprocess and reads that process's peak resident memory (ru_maxrss from wait4). Targets: the
 largest input under 2 GiB, and within 20% of the smallest one's peak. A tiny model keeps the run short and
-makes any growth with the row count stand out instead of hiding under the weights. The last stdout line is
-one JSON object with the figures.
+makes any growth with the row count stand out instead of hiding under the weights. With `--backend onnx` the
+tiny run is first exported by `python -m pipeline.export` (verified on 2,000 AG News rows, which its config.yaml
+names as its data) and every command runs `--backend onnx`. The last stdout line is one JSON object with the
+figures.
 """
 
 from __future__ import annotations
@@ -45,10 +48,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--chunk-size", type=int, default=10_000, help="the command's --chunk-size")
     parser.add_argument("--keep", action="store_true", help="keep the generated CSVs and outputs")
+    parser.add_argument("--backend", choices=("torch", "onnx"), default="torch", help="the command's --backend")
     return parser.parse_args(argv)
 
 
-def make_tiny_run(run_dir: Path, vocab: str) -> Path:
+def make_tiny_run(run_dir: Path, vocab: str, test_file: str) -> Path:
     """A run directory as finetune writes it, around a random 2-layer, 32-wide BERT."""
     import torch
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
@@ -68,8 +72,11 @@ def make_tiny_run(run_dir: Path, vocab: str) -> Path:
     run = RunDir(run_dir)
     BertForSequenceClassification(config).save_pretrained(run.model_dir)
     tokenizer.save_pretrained(run.model_dir)
+    # Its data: the AG News test rows (the shared layout), so that an export can re-create a validation split.
     run.config_path.write_text(
-        "data:\n  text_columns: [title, description]\n  text_separator: ' '\n  unescape_newlines: true\n"
+        f"data:\n  source: files\n  train_file: {test_file}\n  column_names: [{', '.join(COLUMNS)}]\n"
+        f"  label_column: class_index\n  label_names: [{', '.join(LABELS)}]\n  label_index_base: 1\n"
+        "  text_columns: [title, description]\n  text_separator: ' '\n  unescape_newlines: true\n"
     )
     run.write_metrics({"labels": LABELS, "tokenization": {"max_length": 128}})
     return run_dir
@@ -87,11 +94,11 @@ def make_input(path: Path, rows: int, test_file: str) -> Path:
     return path
 
 
-def run_command(run_dir: Path, source: Path, output: Path, chunk_size: int) -> dict:
+def run_command(run_dir: Path, source: Path, output: Path, chunk_size: int, backend: str) -> dict:
     """Run the command in a subprocess; its own peak RSS comes from wait4 (ru_maxrss is in KiB on Linux)."""
     command = [
         sys.executable, "-m", "pipeline.predict", "--model", str(run_dir), "--input", str(source),
-        "--output", str(output), "--overwrite", "--no-progress", "--chunk-size", str(chunk_size),
+        "--output", str(output), "--overwrite", "--no-progress", "--chunk-size", str(chunk_size), "--backend", backend,
     ]  # fmt: skip
     start = time.perf_counter()
     process = subprocess.Popen(command, cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True)
@@ -108,12 +115,15 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    run_dir = make_tiny_run(workdir / "tiny_run", args.vocab)
+    run_dir = make_tiny_run(workdir / "tiny_run", args.vocab, args.test_file)
+    if args.backend == "onnx":
+        export = [sys.executable, "-m", "pipeline.export", "--model", str(run_dir), "--rounds", "1"]
+        subprocess.run(export, cwd=REPO_ROOT, check=True, stdout=subprocess.DEVNULL)
     results = []
     for rows in [int(part) for part in args.rows.split(",")]:
         source = make_input(workdir / f"rows_{rows}.csv", rows, args.test_file)
         output = workdir / f"rows_{rows}_labelled.csv"
-        measured = run_command(run_dir, source, output, args.chunk_size)
+        measured = run_command(run_dir, source, output, args.chunk_size, args.backend)
         results.append({"rows": rows, "input_bytes": source.stat().st_size, **measured})
         print(
             f"{rows:>9,} rows: peak RSS {measured['peak_rss_bytes'] / 2**20:7.1f} MiB, {measured['seconds']:7.1f} s "
@@ -126,6 +136,7 @@ def main(argv: list[str] | None = None) -> dict:
     smallest, largest = results[0], results[-1]
     ratio = largest["peak_rss_bytes"] / smallest["peak_rss_bytes"]
     summary = {
+        "backend": args.backend,
         "runs": [{key: value for key, value in run.items() if key != "stderr"} for run in results],
         "peak_ratio_largest_to_smallest": round(ratio, 4),
         "largest_under_2_gib": largest["peak_rss_bytes"] < PEAK_LIMIT_BYTES,

@@ -64,6 +64,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--stock-full-length", action="store_true", help="let the stock pipeline read 512 tokens")
     parser.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16"], help="ours (default auto)")
     parser.add_argument("--device", default="cpu", help="device of both sides (default cpu)")
+    parser.add_argument(
+        "--backend", default="auto", choices=["auto", "torch", "onnx"], help="ours, as the command's (default auto)"
+    )
     parser.add_argument("--segments", type=int, default=4, help="alternate the two sides over this many segments")
     return parser.parse_args(argv)
 
@@ -101,7 +104,12 @@ def main(argv: list[str] | None = None) -> dict:
     transformers.utils.logging.set_verbosity_error()
     text_columns = args.text_columns.split(",") if args.text_columns else None
     predictor = Predictor.from_path(
-        args.model, device=args.device, precision=args.precision, batch_size=args.batch_size, text_columns=text_columns
+        args.model,
+        device=args.device,
+        precision=args.precision,
+        batch_size=args.batch_size,
+        text_columns=text_columns,
+        backend=args.backend,
     )
     column_names = args.column_names.split(",") if args.column_names else None
     texts = read_texts(args.input, column_names, predictor, args.max_rows)
@@ -167,6 +175,7 @@ def main(argv: list[str] | None = None) -> dict:
         "rows_longer_than_max_length": int(longer.sum()),
         "max_length": predictor.max_length,
         "precision": predictor.precision,
+        "backend": predictor.describe_backend(),
         "share_rechecked_in_fp32": round(rechecked, 4),
         "batch_size": args.batch_size,
         "stock_batch_size": args.stock_batch_size,
