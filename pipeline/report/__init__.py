@@ -12,8 +12,9 @@ external fetches, so the one file can be mailed or archived).
 
 The package, by role: `runs` loads run directories, `analysis` compares predictions, `caveats` says what qualifies
 a ranking (the classical baseline, unequal training budgets, over-truncation), `sections` builds the report's blocks
-(`blocks`), `formatting` formats numbers, `render` turns blocks into Markdown and HTML, `write` writes the files,
-`cli` is the command line. This module re-exports the public names.
+(`blocks`) with `verdict` (the opening) and `summary` (the summary table), `scores` builds the imbalance,
+calibration and operating-point sections, `formatting` formats numbers, `render` turns blocks into Markdown and
+HTML, `write` writes the files, `cli` is the command line. This module re-exports the public names.
 """
 
 from __future__ import annotations
@@ -45,10 +46,10 @@ from pipeline.report.sections import (
     SECTION_DISAGREEMENTS,
     SECTION_MISTAKES,
     SECTION_PER_CLASS,
-    SECTION_SUMMARY,
     build_report,
     eval_curve,
 )
+from pipeline.report.summary import SECTION_SUMMARY
 from pipeline.report.write import (
     default_output_dir,
     plot_confusion_matrix,

@@ -1,0 +1,284 @@
+"""The report's summary table: one row per figure (test metrics, per-class F1, the baseline, distillation, time,
+device, model), one column per run, the best value emphasised; and the class order (most test rows first) that the
+per-class section shares."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from pipeline.report.blocks import Block, Cell, Heading, Paragraph, Table
+from pipeline.report.caveats import baseline_description, baseline_error, baseline_of, truncation_over_budget
+from pipeline.report.formatting import (
+    MISSING,
+    format_count,
+    format_duration,
+    format_percent,
+    format_rate,
+    format_score,
+)
+from pipeline.report.runs import Run
+from pipeline.report.scores import imbalance_sentence, is_imbalanced
+from pipeline.rundir import is_number, nested_get
+
+SECTION_SUMMARY = "Summary"
+
+
+def num_test_samples(run: Run) -> Any:
+    if is_number(run.metric("test", "num_samples")):
+        return run.metric("test", "num_samples")
+    return len(run.predictions) if run.predictions is not None else None
+
+
+def summary_blocks(runs: Sequence[Run]) -> list[Block]:
+    rows: list[list[Cell]] = [
+        *_headline_rows(runs),
+        # The speed side of the trade, next to accuracy: the prediction path's rows/s (pipeline.predict).
+        _metric_row(
+            "Prediction rows/s",
+            runs,
+            lambda r: r.metric("throughput", "predict_rows_per_second"),
+            format_rate,
+            higher=True,
+        ),
+        *_distill_rows(runs),
+        *_baseline_rows(runs),
+    ]
+    for label in by_support(runs, all_labels(runs)):
+        rows.append(
+            _metric_row(
+                f"F1: {label}",
+                runs,
+                lambda r, c=label: r.metric("test", "per_class", c, "f1"),
+                format_score,
+                higher=True,
+            )
+        )
+    rows += [
+        _metric_row("Test loss", runs, lambda r: r.metric("test", "loss"), format_score, higher=False),
+        _text_row("Test samples", runs, lambda r: format_count(num_test_samples(r))),
+        _text_row("Best step", runs, _best_step_text),
+        _text_row("Steps trained", runs, _steps_text),
+        _text_row("Parameters", runs, lambda r: format_count(_num_parameters(r))),
+        _text_row("Fixed length (tokens)", runs, _max_length_text),
+        _text_row("Longer than the fixed length (test)", runs, lambda r: _long_text_share(r, "test")),
+        _text_row("Longer than the fixed length (train)", runs, _truncated_train_text),
+        _text_row("Training time", runs, lambda r: format_duration(r.metric("timings", "train_seconds"))),
+        _text_row("Total time", runs, lambda r: format_duration(r.metric("timings", "total_seconds"))),
+        _text_row(
+            "Training samples/s", runs, lambda r: format_rate(r.metric("throughput", "train_samples_per_second"))
+        ),
+        _text_row(
+            "Evaluation samples/s", runs, lambda r: format_rate(r.metric("throughput", "eval_samples_per_second"))
+        ),
+        _text_row("Device", runs, _device_text),
+        _text_row("Mixed precision", runs, lambda r: _plain(r.metric("training", "mixed_precision"))),
+        _text_row("Effective batch size", runs, lambda r: format_count(r.metric("training", "effective_batch_size"))),
+        _text_row("Model", runs, _model_text),
+        _text_row("Finished", runs, lambda r: _timestamp_text(r.metric("run", "finished_at"))),
+    ]
+    reason = imbalance_sentence(runs)
+    leading = [Paragraph(reason, style="note")] if reason else []
+    return [Heading(SECTION_SUMMARY), *leading, Table(["", *[run.name for run in runs]], rows), *_baseline_notes(runs)]
+
+
+def _headline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
+    """Accuracy first, or macro-F1 and balanced accuracy first when train's classes are imbalanced (a note above
+    the table says so); multi-label runs add micro- and samples-F1 and the Hamming loss."""
+
+    def row(label: str, key: str, formatter: Callable[[Any], str], higher: bool = True) -> list[Cell]:
+        return _metric_row(label, runs, lambda r: r.metric("test", key), formatter, higher=higher)
+
+    accuracy = row("Test accuracy", "accuracy", format_percent)
+    macro_f1 = row("Macro-F1", "macro_f1", format_score)
+    balanced = (
+        [row("Balanced accuracy", "balanced_accuracy", format_percent)]
+        if any(is_number(run.metric("test", "balanced_accuracy")) for run in runs)
+        else []
+    )
+    rows = [macro_f1, *balanced, accuracy] if any(map(is_imbalanced, runs)) else [accuracy, macro_f1, *balanced]
+    if any(is_number(run.metric("test", "micro_f1")) for run in runs):
+        rows += [
+            row("Micro-F1", "micro_f1", format_score),
+            row("Samples-F1", "samples_f1", format_score),
+            row("Hamming loss", "hamming_loss", format_score, higher=False),
+        ]
+    return rows
+
+
+def _baseline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
+    """The classical baseline's test accuracy, macro-F1 and training time per run; none when no run has one."""
+    if not any(baseline_of(run) or baseline_error(run) for run in runs):
+        return []
+    return [
+        _text_row("Baseline test accuracy", runs, lambda r: format_percent(nested_get(baseline_of(r), "accuracy"))),
+        _text_row("Baseline macro-F1", runs, lambda r: format_score(nested_get(baseline_of(r), "macro_f1"))),
+        _text_row(
+            "Baseline training time", runs, lambda r: format_duration(nested_get(baseline_of(r), "train_seconds"))
+        ),
+    ]
+
+
+def _baseline_notes(runs: Sequence[Run]) -> list[Block]:
+    descriptions = sorted({baseline_description(record) for record in map(baseline_of, runs) if record})
+    blocks: list[Block] = []
+    if descriptions:
+        blocks.append(
+            Paragraph(
+                f"Baseline: {', '.join(descriptions)}, fitted on each run's own train split and scored on its test split "
+                "(eval.baseline).",
+                style="meta",
+            )
+        )
+    blocks += [
+        Paragraph(f"{run.name}: the baseline could not be fitted: {error}", style="note")
+        for run in runs
+        for error in [baseline_error(run)]
+        if error
+    ]
+    return blocks
+
+
+def _long_text_share(run: Run, split: str) -> str:
+    """The share of texts longer than the fixed length, and what became of them: truncated, or read in windows."""
+    text = format_percent(run.metric("tokenization", "truncated_fraction", split))
+    windows = run.metric("tokenization", "windows_per_document", split)
+    if isinstance(windows, dict) and is_number(windows.get("mean")):
+        return f"{text}, read in windows ({windows['mean']:.2f} per text, max {windows.get('max')})"
+    return f"{text} truncated" if text != MISSING else text
+
+
+def _truncated_train_text(run: Run) -> str:
+    text = _long_text_share(run, "train")
+    over = truncation_over_budget(run)
+    return f"{text} (over the {format_percent(over[1])} budget)" if over else text
+
+
+def _metric_row(
+    label: str, runs: Sequence[Run], value_of: Callable[[Run], Any], formatter: Callable[[Any], str], higher: bool
+) -> list[Cell]:
+    """A numeric row; with several runs the best value is emphasised."""
+    values = [value_of(run) for run in runs]
+    numbers = [value for value in values if is_number(value)]
+    best = (max(numbers) if higher else min(numbers)) if len(runs) > 1 and len(set(numbers)) > 1 else None
+    cells = [Cell(formatter(value), "best" if best is not None and value == best else "num") for value in values]
+    return [Cell(label), *cells]
+
+
+def _distill_rows(runs: Sequence[Run]) -> list[list[Cell]]:
+    """Which teacher a distilled run learnt from, and how (metrics.json `distill`); none when no run was distilled."""
+    if not any(run.metric("distill") for run in runs):
+        return []
+
+    def teacher_text(run: Run) -> str:
+        record = run.metric("distill")
+        if not record:
+            return MISSING
+        accuracy = record.get("teacher_test_accuracy")
+        tested = f" (test {format_percent(accuracy)})" if is_number(accuracy) else ""
+        return f"{record.get('teacher')}{tested}"
+
+    def settings_text(run: Run) -> str:
+        record = run.metric("distill")
+        if not record:
+            return MISSING
+        augment = record.get("augment") or "none"
+        copies = f" x{record.get('augment_copies')}" if augment != "none" else ""
+        embeddings = ", teacher's embeddings" if record.get("init_embeddings") else ""
+        return (
+            f"alpha {record.get('alpha')}, T {record.get('temperature')}, augment {augment}{copies}{embeddings}, "
+            f"{format_count(nested_get(record, 'transfer_set', 'total'))} transfer rows"
+        )
+
+    return [_text_row("Distilled from", runs, teacher_text), _text_row("Distillation", runs, settings_text)]
+
+
+def _text_row(label: str, runs: Sequence[Run], text_of: Callable[[Run], str]) -> list[Cell]:
+    return [Cell(label), *[Cell(text_of(run), "num") for run in runs]]
+
+
+def all_labels(runs: Sequence[Run]) -> list[str]:
+    """Class names in the first run's order; classes only later runs know are appended."""
+    labels: list[str] = []
+    for run in runs:
+        labels += [label for label in run.labels if label not in labels]
+    return labels
+
+
+def _plain(value: Any) -> str:
+    return MISSING if value is None or value == "" else str(value)
+
+
+def _best_step_text(run: Run) -> str:
+    step = run.metric("best", "step")
+    if not is_number(step):
+        return MISSING
+    accuracy = run.metric("best", "validation_accuracy")
+    return f"{format_count(step)} (val. {format_percent(accuracy)})" if is_number(accuracy) else format_count(step)
+
+
+def _steps_text(run: Run) -> str:
+    steps, epochs = run.metric("training", "global_steps"), run.metric("training", "epochs_completed")
+    if not is_number(steps):
+        return MISSING
+    text = format_count(steps) + (f" ({epochs:.2f} epochs)" if is_number(epochs) else "")
+    return text + (", stopped early" if run.metric("training", "stopped_early") is True else "")
+
+
+def _num_parameters(run: Run) -> Any:
+    return run.metric("run", "num_parameters")
+
+
+def _max_length_text(run: Run) -> str:
+    length = run.metric("tokenization", "max_length")
+    setting = run.metric("tokenization", "max_length_setting")
+    if not is_number(length):
+        return MISSING
+    return f"{format_count(length)} (auto)" if setting == "auto" else format_count(length)
+
+
+def _device_text(run: Run) -> str:
+    kind, name = run.metric("device", "type"), run.metric("device", "name")
+    processes = run.metric("device", "num_processes") or run.metric("training", "num_processes")
+    if kind is None and name is None:
+        return MISSING
+    device = f"{kind} ({name})" if kind and name and name != kind else str(kind or name)
+    if is_number(processes):
+        device += f", {int(processes)} process" + ("es" if processes != 1 else "")
+    return device
+
+
+def _model_text(run: Run) -> str:
+    kind = run.metric("run", "model_kind") or nested_get(run.config, "model", "kind")
+    name = run.metric("run", "model_name_or_path") or nested_get(run.config, "model", "name_or_path")
+    if kind == "encoder":
+        # The from-scratch encoder borrows only a tokenizer; its name_or_path names no pretrained weights.
+        return "encoder (from scratch)"
+    return " · ".join(str(part) for part in (kind, name) if part) or MISSING
+
+
+def _timestamp_text(value: Any) -> str:
+    if not isinstance(value, str):
+        return MISSING
+    try:
+        return f"{datetime.fromisoformat(value):%Y-%m-%d %H:%M}"
+    except ValueError:
+        return value
+
+
+def by_support(runs: Sequence[Run], labels: list[str]) -> list[str]:
+    """Classes with the most test rows first (the first run that knows a class gives its support)."""
+
+    def support(label: str) -> float:
+        found = next(
+            (value for value in (per_class_value(run, label, "support") for run in runs) if value is not None), None
+        )
+        return -(found or 0)
+
+    return sorted(labels, key=support)
+
+
+def per_class_value(run: Run, label: str, key: str) -> float | None:
+    value = run.metric("test", "per_class", label, key)
+    return value if is_number(value) else None

@@ -1,0 +1,105 @@
+"""The report's opening: when it was made and from which runs, the verdict (which run is best, by which metric,
+and how sure), and the notes that qualify it (training budgets, the baseline, what was skipped or over-truncated)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from pipeline.report.analysis import Comparison
+from pipeline.report.blocks import Block, Paragraph
+from pipeline.report.caveats import baseline_sentences, budget_sentence, truncation_note
+from pipeline.report.formatting import format_count, format_percent, format_score
+from pipeline.report.runs import Run
+from pipeline.report.scores import imbalance_sentence, is_imbalanced
+from pipeline.report.summary import num_test_samples
+from pipeline.rundir import is_number
+
+
+def header_blocks(runs: Sequence[Run], comparison: Comparison | None, generated_at: datetime) -> list[Block]:
+    locations = ", ".join(f"{run.name} ({run.path})" for run in runs)
+    blocks: list[Block] = [
+        Paragraph(f"Generated {generated_at:%Y-%m-%d %H:%M %Z}. Runs: {locations}.", style="meta"),
+        Paragraph(" ".join([_verdict(runs, comparison), *_caveat_sentences(runs)]), style="verdict"),
+    ]
+    blocks += [Paragraph(f"{run.name}: {note}", style="note") for run in runs for note in run.notes]
+    blocks += [
+        Paragraph(f"{run.name}: {note}", style="note") for run in runs for note in [truncation_note(run)] if note
+    ]
+    return blocks
+
+
+def _verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
+    imbalanced = any(map(is_imbalanced, runs))
+    if len(runs) == 1:
+        run = runs[0]
+        samples = f"on {format_count(num_test_samples(run))} test texts."
+        if imbalanced:  # accuracy would mostly measure the majority classes
+            return (
+                f"{run.name}: test macro-F1 {format_score(run.metric('test', 'macro_f1'))}, balanced accuracy "
+                f"{format_percent(run.metric('test', 'balanced_accuracy'))} (accuracy "
+                f"{format_percent(run.metric('test', 'accuracy'))}) {samples} {imbalance_sentence(runs)}"
+            )
+        return (
+            f"{run.name}: test accuracy {format_percent(run.metric('test', 'accuracy'))}, macro-F1 "
+            f"{format_score(run.metric('test', 'macro_f1'))} {samples}"
+        )
+    if imbalanced:
+        return _macro_f1_verdict(runs, comparison)
+    ranked = sorted(runs, key=lambda run: run.metric("test", "accuracy"), reverse=True)
+    best, runner_up = ranked[0], ranked[1]
+    best_accuracy, runner_up_accuracy = best.metric("test", "accuracy"), runner_up.metric("test", "accuracy")
+    caveat = ""
+    test_sizes = {num_test_samples(run) for run in runs} - {None}
+    if (comparison is not None and comparison.different_test_data) or len(test_sizes) > 1:
+        caveat = " Caution: the runs were tested on different data."
+    elif comparison is not None and comparison.mcnemar_p_value is not None and len(runs) == 2:
+        # Only with exactly two runs does the test compare the same pair as the accuracy gap above.
+        caveat = " " + _significance_sentence(comparison.mcnemar_p_value)
+    if best_accuracy == runner_up_accuracy:
+        tied = [run.name for run in ranked if run.metric("test", "accuracy") == best_accuracy]
+        return f"{' and '.join(tied)} tie on test accuracy at {format_percent(best_accuracy)}.{caveat}"
+    gap_points = 100 * (best_accuracy - runner_up_accuracy)
+    rival = "runner-up " if len(runs) > 2 else ""
+    return (
+        f"Best by test accuracy: {best.name} with {format_percent(best_accuracy)}, {gap_points:.2f} points "
+        f"ahead of {rival}{runner_up.name} ({format_percent(runner_up_accuracy)}).{caveat}"
+    )
+
+
+def _macro_f1_verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
+    """Imbalanced classes: runs ranked by test macro-F1, saying why."""
+
+    def macro_f1(run: Run) -> float:
+        value = run.metric("test", "macro_f1")
+        return value if is_number(value) else -1.0
+
+    ranked = sorted(runs, key=macro_f1, reverse=True)
+    best, runner_up = ranked[0], ranked[1]
+    caveat = (
+        " Caution: the runs were tested on different data."
+        if (comparison is not None and comparison.different_test_data)
+        else ""
+    )
+    reason = imbalance_sentence(runs)
+    if macro_f1(best) == macro_f1(runner_up):
+        return (
+            f"{best.name} and {runner_up.name} tie on test macro-F1 at {format_score(macro_f1(best))}. {reason}{caveat}"
+        )
+    return (
+        f"Best by test macro-F1: {best.name} with {format_score(macro_f1(best))} (balanced accuracy "
+        f"{format_percent(best.metric('test', 'balanced_accuracy'))}), ahead of {runner_up.name} "
+        f"({format_score(macro_f1(runner_up))}). {reason}{caveat}"
+    )
+
+
+def _caveat_sentences(runs: Sequence[Run]) -> list[str]:
+    """After the ranking: how the runs' training budgets differ, and where the classical baseline stands."""
+    budget = budget_sentence(runs)
+    return ([budget] if budget else []) + baseline_sentences(runs)
+
+
+def _significance_sentence(p_value: float) -> str:
+    if p_value < 0.05:
+        return f"The gap is statistically significant (McNemar p = {p_value:.2g})."
+    return f"The gap may be chance (McNemar p = {p_value:.2g})."
