@@ -7,19 +7,17 @@ AMP (bf16 autocast where the hardware has it, fp16 with loss scaling on older GP
 through `accelerator.accumulate`, AdamW without decay on biases and LayerNorm, linear warmup then decay,
 gradient clipping, evaluation every N steps, the best model by the validation's primary metric kept (accuracy;
 micro-F1 for multi-label tasks), early stopping and
-checkpoints that resume exactly (model, optimizer, scheduler, scaler, RNG, position in the data).
+checkpoints that resume exactly (model, optimizer, scheduler, scaler, RNG, position in the data;
+pipeline/checkpoints.py).
 """
 
 from __future__ import annotations
 
-import json
-import logging
 import math
 import os
-import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -29,8 +27,8 @@ from accelerate.utils import ProjectConfiguration
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, get_linear_schedule_with_warmup
 
-from pipeline import rundir
 from pipeline.batching import TokenizedRows, training_loader
+from pipeline.checkpoints import History, TrainingState, restore_checkpoint, save_checkpoint
 from pipeline.config import TrainConfig
 from pipeline.evaluation import EvalResult, evaluate_split, primary_metric
 from pipeline.hardware import resolve_mixed_precision
@@ -38,10 +36,6 @@ from pipeline.labels import ClassCounts
 from pipeline.losses import build_loss
 from pipeline.rundir import RunDir
 
-logger = logging.getLogger(__name__)
-
-# Checkpoints kept on disk; older ones are deleted once a newer one is complete.
-CHECKPOINTS_KEPT = 2
 # Optimizer steps timed before the run's duration is estimated.
 ESTIMATE_AFTER_STEPS = 5
 
@@ -106,31 +100,6 @@ def plan_steps(batches_per_epoch: int, config: TrainConfig) -> StepPlan:
     return StepPlan(batches_per_epoch, steps_per_epoch, total_steps, math.ceil(config.warmup_ratio * total_steps))
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Progress that must survive a restart
-
-
-@dataclass
-class TrainingState:
-    """Registered with accelerate, so it is saved in and restored from every checkpoint."""
-
-    global_step: int = 0
-    epoch: int = 0
-    batches_seen_in_epoch: int = 0
-    samples_seen: int = 0
-    train_seconds: float = 0.0
-    best_score: float = -1.0  # of the primary validation metric (evaluation.primary_metric)
-    best_step: int = 0
-    evals_without_improvement: int = 0
-
-    def state_dict(self) -> dict:
-        return asdict(self)
-
-    def load_state_dict(self, state: dict) -> None:
-        for key, value in state.items():
-            setattr(self, "best_score" if key == "best_accuracy" else key, value)  # checkpoints before best_score
-
-
 @dataclass
 class TrainResult:
     state: TrainingState
@@ -146,63 +115,6 @@ class TrainResult:
     @property
     def epochs_completed(self) -> float:
         return self.state.epoch + self.state.batches_seen_in_epoch / self.plan.batches_per_epoch
-
-
-class History:
-    """history.jsonl: one JSON object per logged step, written by the main process only."""
-
-    def __init__(self, run_dir: RunDir, enabled: bool):
-        self.run_dir = run_dir
-        self.path = run_dir.history_path
-        self.enabled = enabled
-        self.records: list[dict] = []
-
-    def resume_at(self, global_step: int) -> None:
-        """Drop records past the checkpoint we resume from: those steps are about to be redone."""
-        if self.path.exists():  # a truncated last line (killed while writing it) is dropped
-            records = self.run_dir.read_history()
-            self.records = [record for record in records if record.get("step", 0) <= global_step]
-        if self.enabled:
-            self.path.write_text("".join(json.dumps(record) + "\n" for record in self.records))
-
-    def start_fresh(self) -> None:
-        if self.enabled:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.path.write_text("")
-
-    def append(self, record: dict) -> None:
-        self.records.append(record)
-        if self.enabled:
-            with self.path.open("a") as handle:
-                handle.write(json.dumps(record) + "\n")
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Checkpoints
-
-
-def save_checkpoint(accelerator: Accelerator, run_dir: RunDir, global_step: int, trainer_state: dict) -> Path:
-    """Save into a staging folder and rename it when complete, so a crash never leaves a half checkpoint.
-
-    accelerate writes the model (safetensors), optimizer, scaler, RNG and sampler states, all read back with
-    torch.load(weights_only=True); the loop's own state and the scheduler go into a JSON file,
-    not into accelerate's pickled custom states, so a received run directory cannot run code on resume.
-    """
-    final = run_dir.checkpoint_path(global_step)
-    staging = final.with_name(f".{final.name}.partial")
-    if accelerator.is_main_process:
-        shutil.rmtree(staging, ignore_errors=True)
-    accelerator.wait_for_everyone()
-    accelerator.save_state(str(staging))
-    accelerator.wait_for_everyone()
-    if accelerator.is_main_process:
-        (staging / rundir.TRAINER_STATE_FILE).write_text(json.dumps(trainer_state))
-        shutil.rmtree(final, ignore_errors=True)
-        staging.rename(final)
-        for old in run_dir.checkpoints()[:-CHECKPOINTS_KEPT]:
-            shutil.rmtree(old, ignore_errors=True)
-    accelerator.wait_for_everyone()
-    return final
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -288,34 +200,6 @@ class Trainer:
     def _trainer_state(self) -> dict:
         return {"state": self.state.state_dict(), "scheduler": self.scheduler.state_dict()}
 
-    def _restore(self) -> None:
-        """Load the newest intact checkpoint; a damaged one (a crash while writing it) falls back to the one
-        before, saying so."""
-        checkpoints = self.run_dir.checkpoints()
-        if not checkpoints:
-            raise FileNotFoundError(
-                f"train.resume=true but {self.run_dir.checkpoints_dir} holds no checkpoint "
-                "(set train.save_every_steps to write some, or drop train.resume)"
-            )
-        for checkpoint in reversed(checkpoints):
-            try:
-                saved = json.loads((checkpoint / rundir.TRAINER_STATE_FILE).read_text())
-                self.accelerator.load_state(str(checkpoint))
-            except Exception as error:
-                logger.warning(
-                    "Checkpoint %s cannot be loaded (%s: %s); trying the one before",
-                    checkpoint,
-                    type(error).__name__,
-                    " ".join(str(error).split())[:200],
-                )
-                continue
-            self.state.load_state_dict(saved["state"])
-            self.scheduler.load_state_dict(saved["scheduler"])
-            self.history.resume_at(self.state.global_step)
-            logger.info("Resumed from %s at step %d (epoch %d)", checkpoint, self.state.global_step, self.state.epoch)
-            return
-        raise FileNotFoundError(f"train.resume=true but no checkpoint in {self.run_dir.checkpoints_dir} is intact")
-
     def _window_total(self, local_samples: int) -> int:
         """Rows in this optimizer window over all processes. Every window but an epoch's last is full on every
         process; only there, where the last global batch may split unevenly, do the processes add theirs up (the
@@ -397,7 +281,7 @@ class Trainer:
     def run(self) -> TrainResult:
         config, accelerator, state, plan = self.config, self.accelerator, self.state, self.plan
         if config.resume:
-            self._restore()
+            restore_checkpoint(accelerator, self.run_dir, state, self.scheduler, self.history)
         else:
             self.history.start_fresh()
         accelerator.init_trackers("tensorboard")
