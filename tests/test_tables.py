@@ -14,10 +14,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from pipeline.table_formats import header_of
 from pipeline.tables import (
     DataError,
     TextSpec,
-    header_of,
     is_missing,
     join_text,
     open_table,

@@ -1,0 +1,214 @@
+"""Each file format's reader: how CSV/TSV (and the header rule), JSON Lines (or one JSON array of objects) and
+Parquet become a `Table` (pipeline/tables.py) of a header and numbered chunks of rows.
+
+`open_table` picks the reader; every malformed row is a `DataError` naming the file and its line or record.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from pipeline.tables import DELIMITERS, Chunk, DataError, LineSource, Table, normalise_name, one_line
+
+# Python's csv module refuses fields over 128 KiB by default, but a long e-mail body is a valid CSV field.
+CSV_FIELD_SIZE_LIMIT = min(sys.maxsize, 2**31 - 1)
+
+
+def _batched(rows: Iterator[tuple[int, list[Any]]], chunk_size: int | None) -> Iterator[Chunk]:
+    chunk = Chunk([], [])
+    for number, record in rows:
+        chunk.records.append(record)
+        chunk.numbers.append(number)
+        if chunk_size is not None and len(chunk.records) == chunk_size:
+            yield chunk
+            chunk = Chunk([], [])
+    if chunk.records:
+        yield chunk
+
+
+# -- CSV / TSV --------------------------------------------------------------------------------------------------
+
+
+def header_of(first_record: list[str], column_names: Sequence[str] | None, where: str) -> tuple[list[str], bool]:
+    """The column names of a CSV/TSV file, and whether its first record is a header.
+
+    Without `column_names` the first record is the header. With them, the first record is a header only if it
+    repeats them (case and surrounding spaces ignored), so one config reads both a file with a header and one
+    without.
+    """
+    if column_names is None:
+        names = [name.strip() for name in first_record]
+        repeated = {
+            normalise_name(name) for name in names if [normalise_name(n) for n in names].count(normalise_name(name)) > 1
+        }
+        if "" in names or repeated:
+            raise DataError(
+                f"{where}: the header has empty or repeated column names ({', '.join(names)}); "
+                "if the file has no header, give the column names"
+            )
+        return names, True
+    return list(column_names), [normalise_name(n) for n in first_record] == [normalise_name(n) for n in column_names]
+
+
+def delimited_table(lines: LineSource, kind: str, column_names: Sequence[str] | None, chunk_size: int | None) -> Table:
+    csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_SIZE_LIMIT))  # process-wide, and only ever raised
+    reader = csv.reader(iter(lines), delimiter=DELIMITERS[kind], strict=True)
+    records = _csv_records(reader, lines, kind)
+    first = next(records, None)
+    if first is None:
+        raise DataError(f"{lines.name} is empty")
+    line, first_record = first
+    header, is_header = header_of(first_record, column_names, f"{lines.name}, line {line}")
+    names_from = f"the header on line {line}" if is_header else "the given column names"
+    pending = [] if is_header else [first]
+    rows = _checked_width(_chain(pending, records), header, names_from, lines.name)
+    return Table(lines.name, kind, header, "line", _batched(rows, chunk_size), lines)
+
+
+def _csv_records(reader: Any, lines: LineSource, kind: str) -> Iterator[tuple[int, list[str]]]:
+    """(first line of the record, fields), every field the exact string in the file; blank lines are skipped."""
+    previous_end = 0
+    while True:
+        try:
+            record = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            raise DataError(
+                f"{lines.name}, line {previous_end + 1}: malformed {kind.upper()} record "
+                f"({one_line(error)}; an unclosed quote?)"
+            ) from None
+        start, previous_end = previous_end + 1, reader.line_num
+        if record and not (len(record) == 1 and not record[0].strip()):
+            yield start, record
+
+
+def _checked_width(
+    records: Iterator[tuple[int, list[str]]], header: list[str], names_from: str, name: str
+) -> Iterator[tuple[int, list[str]]]:
+    for line, record in records:
+        if len(record) != len(header):
+            raise DataError(
+                f"{name}, line {line}: {len(record)} fields, expected {len(header)} as in {names_from} "
+                f"({', '.join(header)}); a stray delimiter or quote? (tab-separated files are TSV)"
+            )
+        yield line, record
+
+
+def _chain(first: list, rest: Iterator) -> Iterator:
+    yield from first
+    yield from rest
+
+
+# -- JSON Lines -------------------------------------------------------------------------------------------------
+
+
+def json_table(lines: LineSource, chunk_size: int | None) -> Table:
+    """JSON Lines (one object per line); a file that is one JSON array of objects is accepted too.
+
+    The header is every key of the first chunk, in order of appearance; a key first seen in a later chunk is an
+    error (the output's columns are fixed by then), which a whole-file read (chunk_size None) never meets.
+    """
+    objects = _json_objects(lines)
+    first_batch = list(_take(objects, chunk_size))
+    if not first_batch:
+        raise DataError(f"{lines.name} is empty")
+    unit = "record" if first_batch[0][0] < 0 else "line"  # a JSON array's objects are numbered as records
+    header = list(dict.fromkeys(key for _, record in first_batch for key in record))
+    rows = _json_rows(_chain(first_batch, objects), header, lines.name, unit)
+    return Table(lines.name, "jsonl", header, unit, _batched(rows, chunk_size), lines)
+
+
+def _take(iterator: Iterator, count: int | None) -> Iterator:
+    for index, item in enumerate(iterator):
+        yield item
+        if count is not None and index + 1 == count:
+            return
+
+
+def _json_objects(lines: LineSource) -> Iterator[tuple[int, dict]]:
+    """(line number, object); for a JSON array, (-record number, object)."""
+    source = iter(lines)
+    for text in source:
+        if not text.strip():
+            continue
+        if text.lstrip().startswith("["):
+            yield from _json_array(text + "".join(source), lines.name)
+            return
+        yield lines.line_number, _parse_json_line(text, lines.line_number, lines.name)
+    # (lines split on "\n" only: JSON strings may hold U+2028, which str.splitlines would split on)
+
+
+def _parse_json_line(text: str, line: int, name: str) -> dict:
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise DataError(f"{name}, line {line}: not valid JSON ({error.msg}, column {error.colno})") from None
+    if not isinstance(record, dict):
+        raise DataError(f"{name}, line {line}: expected a JSON object with named fields, got {type(record).__name__}")
+    return record
+
+
+def _json_array(content: str, name: str) -> Iterator[tuple[int, dict]]:
+    try:
+        records = json.loads(content)
+    except json.JSONDecodeError as error:
+        raise DataError(f"{name}, line {error.lineno}: not valid JSON ({error.msg})") from None
+    for index, record in enumerate(records):
+        if not isinstance(record, dict):
+            raise DataError(f"{name}, record {index + 1}: expected a JSON object with named fields")
+        yield -(index + 1), record
+
+
+def _json_rows(
+    objects: Iterator[tuple[int, dict]], header: list[str], name: str, unit: str
+) -> Iterator[tuple[int, list]]:
+    known = set(header)
+    for number, record in objects:
+        number = -number if number < 0 else number
+        extra = [key for key in record if key not in known]
+        if extra:
+            raise DataError(
+                f"{name}, {unit} {number}: key {extra[0]!r} does not appear in the first rows read; "
+                "give every record the same keys (or read more rows per chunk)"
+            )
+        yield number, [record.get(key) for key in header]
+
+
+# -- Parquet ----------------------------------------------------------------------------------------------------
+
+
+def parquet_table(lines: LineSource, path: str, chunk_size: int | None) -> Table:
+    import pyarrow.parquet as pq
+
+    if path == "-" or lines.compressed:
+        raise DataError(f"{lines.name}: Parquet is read from an uncompressed file, not a stream or .gz")
+    try:
+        parquet = pq.ParquetFile(path)
+    except Exception as error:  # pyarrow raises several unrelated types for a damaged file
+        raise DataError(f"{path}: not a readable Parquet file ({type(error).__name__}: {one_line(error)})") from None
+    header = [str(name) for name in parquet.schema_arrow.names]
+    return Table(lines.name, "parquet", header, "record", _parquet_chunks(parquet, header, path, chunk_size))
+
+
+def _parquet_chunks(parquet: Any, header: list[str], path: str, chunk_size: int | None) -> Iterator[Chunk]:
+    number, pending = 0, Chunk([], [])
+    try:
+        for batch in parquet.iter_batches(batch_size=chunk_size or 65_536):
+            columns = [batch.column(index).to_pylist() for index in range(len(header))]
+            records = [list(values) for values in zip(*columns)]
+            chunk = Chunk(records, list(range(number + 1, number + len(records) + 1)))
+            number += len(records)
+            if chunk_size is not None:
+                yield chunk
+            else:  # a whole-file read is one chunk, as for the other formats
+                pending.records.extend(chunk.records)
+                pending.numbers.extend(chunk.numbers)
+    except OSError as error:
+        raise DataError(f"{path}: not a readable Parquet file ({one_line(error)})") from None
+    if pending.records:
+        yield pending
