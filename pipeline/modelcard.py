@@ -11,45 +11,30 @@ where metrics.json records them, limitations, how to use it and the environment 
 
 Everything comes from config.yaml, metrics.json and (for one example) test_predictions.csv, read through
 `pipeline.rundir`; keys that older runs, or newer stages, may lack are read defensively and their lines left out.
+This module writes the card and its metadata; the facts it is written from are read in
+pipeline/modelcard_facts.py, the readable sections are written in pipeline/modelcard_sections.py.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pipeline.io import atomic_write_text
+from pipeline.modelcard_facts import CardFacts, hub_id
+from pipeline.modelcard_sections import CardSections
 from pipeline.rundir import (
     MODEL_CONFIG_FILE,
     RunDir,
     RunDirError,
     is_model_dir,
     is_number,
-    nested_get,
     note,
 )
 
 TASK_TYPE = "text-classification"
 TASK_NAME = "Text Classification"
-# What the Hub accepts as a model or dataset id: "name" or "owner/name".
-_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
-# Local data files are named in the model-index by the `datasets` builder that reads them.
-_FILE_BUILDERS = {
-    ".csv": "csv",
-    ".tsv": "csv",
-    ".tab": "csv",
-    ".jsonl": "json",
-    ".json": "json",
-    ".ndjson": "json",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-}
-# Beyond this many classes the confusion matrix is left to report.md: a card table that wide is unreadable.
-MAX_CONFUSION_CLASSES = 12
-MAX_EXAMPLE_CHARS = 160
 
 
 def write_model_card(run_dir: str | Path) -> Path:
@@ -68,600 +53,57 @@ def build_model_card(run: RunDir) -> Any:
     if not is_model_dir(run.model_dir):
         raise RunDirError(f"{run.model_dir}: missing (no {MODEL_CONFIG_FILE}) — the run saved no model to describe")
     metrics = run.read_metrics()
-    facts = _Facts(run, run.read_config(), metrics)
-    metadata = facts.card_data().to_yaml()
-    return ModelCard(f"---\n{metadata}\n---\n\n{facts.body()}")
+    card = CardSections(run, run.read_config(), metrics)
+    metadata = card_data(card).to_yaml()
+    return ModelCard(f"---\n{metadata}\n---\n\n{card.body()}")
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# What the run says, read defensively
+def card_data(facts: CardFacts) -> Any:
+    """The card's YAML metadata: pipeline tag, library, base model and dataset when they come from the Hub, licence,
+    and the model-index of test metrics."""
+    from huggingface_hub import EvalResult, ModelCardData
 
-
-def hub_id(name: Any) -> str | None:
-    """`name` when it reads as a Hub id and is not a local folder (a local path names no Hub model)."""
-    if not isinstance(name, str) or not _HUB_ID.match(name) or Path(name).expanduser().exists():
-        return None
-    return name
-
-
-def _pct(value: Any, digits: int = 2) -> str:
-    return f"{100 * value:.{digits}f}%" if is_number(value) else "n/a"
-
-
-def _num(value: Any, digits: int = 4) -> str:
-    return f"{value:.{digits}f}" if is_number(value) else "n/a"
-
-
-def _count(value: Any) -> str:
-    return f"{int(value):,}" if is_number(value) else "n/a"
-
-
-def _cell(value: Any) -> str:
-    """A value inside a Markdown table cell: pipes escaped, newlines flattened."""
-    return str(value).replace("|", "\\|").replace("\n", " ")
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], align: str = "") -> list[str]:
-    aligns = [":--" if (align[i : i + 1] or "l") == "l" else "--:" for i in range(len(header))]
-    lines = ["| " + " | ".join(_cell(h) for h in header) + " |", "| " + " | ".join(aligns) + " |"]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
-    return lines
-
-
-def _duration(seconds: Any) -> str:
-    if not is_number(seconds):
-        return "n/a"
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-def _flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
-    """Nested dicts as (dotted key, leaf) pairs, lists kept whole."""
-    if isinstance(value, dict):
-        pairs = []
-        for key, item in value.items():
-            pairs += _flatten(item, f"{prefix}.{key}" if prefix else str(key))
-        return pairs
-    return [(prefix, value)]
-
-
-def _scores(record: Any) -> tuple[Any, Any] | None:
-    """(accuracy, macro-F1) of a baseline record, at its top level or under `test`."""
-    if not isinstance(record, dict):
-        return None
-    for candidate in (record, record.get("test")):
-        if isinstance(candidate, dict) and is_number(candidate.get("accuracy")):
-            return candidate["accuracy"], candidate.get("macro_f1")
-    return None
-
-
-def _baseline_name(record: Any, key: str = "baseline") -> str:
-    if not isinstance(record, dict):
-        return key
-    return str(record.get("description") or record.get("name") or record.get("model") or key)
-
-
-class _Facts:
-    def __init__(self, run: RunDir, config: dict[str, Any], metrics: dict[str, Any]):
-        self.run = run
-        self.config = config
-        self.metrics = metrics
-        self.labels = [str(label) for label in metrics["labels"]]
-        self.name = str(nested_get(metrics, "run", "name") or nested_get(config, "run", "name") or run.path.name)
-        kind = nested_get(metrics, "run", "model_kind") or nested_get(config, "model", "kind") or "pretrained"
-        self.is_encoder = kind == "encoder"
-        self.base = None if self.is_encoder else nested_get(config, "model", "name_or_path")
-        self.data = config.get("data") if isinstance(config.get("data"), dict) else {}
-        self.from_hub = self.data.get("source", "hub") == "hub"
-        # Multi-label runs (data.task: multi_label): any number of labels per text; `accuracy` is subset accuracy.
-        self.multi_label = "multi_label" in (self.get("data", "task"), self.data.get("task"))
-        self.accuracy_name = "subset accuracy" if self.multi_label else "accuracy"
-
-    def get(self, *keys: str) -> Any:
-        return nested_get(self.metrics, *keys)
-
-    def setting(self, *keys: str) -> Any:
-        return nested_get(self.config, *keys)
-
-    # -- metadata ---------------------------------------------------------------------------------------------
-
-    def dataset_reference(self) -> tuple[str, str, str | None]:
-        """(model-index dataset type, dataset name, dataset config)."""
-        if self.from_hub:
-            name = str(self.data.get("hub_name") or "unknown")
-            return name, name, self.data.get("hub_config")
-        test_file = self.data.get("test_file") or self.data.get("train_file") or ""
-        builder = _FILE_BUILDERS.get(Path(str(test_file).removesuffix(".gz")).suffix.lower(), "csv")
-        folder = Path(str(test_file)).parent.name or "local data"
-        return builder, f"{folder} (local files)", None
-
-    def card_data(self) -> Any:
-        from huggingface_hub import EvalResult, ModelCardData
-
-        dataset_type, dataset_name, dataset_config = self.dataset_reference()
-        common = dict(
-            task_type=TASK_TYPE,
-            task_name=TASK_NAME,
-            dataset_type=dataset_type,
-            dataset_name=dataset_name,
-            dataset_config=dataset_config,
-            dataset_split="test",
+    dataset_type, dataset_name, dataset_config = facts.dataset_reference()
+    common = dict(
+        task_type=TASK_TYPE,
+        task_name=TASK_NAME,
+        dataset_type=dataset_type,
+        dataset_name=dataset_name,
+        dataset_config=dataset_config,
+        dataset_split="test",
+    )
+    results = [
+        EvalResult(
+            **common,
+            metric_type="accuracy",
+            metric_name=facts.accuracy_name.capitalize(),
+            metric_value=facts.get("test", "accuracy"),
         )
-        results = [
-            EvalResult(
-                **common,
-                metric_type="accuracy",
-                metric_name=self.accuracy_name.capitalize(),
-                metric_value=self.get("test", "accuracy"),
-            )
-        ]
-        for average in ("macro", "micro"):
-            if is_number(self.get("test", f"{average}_f1")):
-                results.append(
-                    EvalResult(
-                        **common,
-                        metric_type="f1",
-                        metric_name=f"{average.capitalize()}-F1",
-                        metric_args={"average": average},
-                        metric_value=self.get("test", f"{average}_f1"),
-                    )
-                )
-        license_id = self.setting("run", "license")
-        tags = [TASK_TYPE] + (["custom_code"] if self.is_encoder else [])
-        return ModelCardData(
-            base_model=hub_id(self.base),
-            datasets=[self.data["hub_name"]] if self.from_hub and hub_id(self.data.get("hub_name")) else None,
-            library_name="transformers",
-            license=str(license_id) if license_id else None,
-            metrics=["accuracy", "f1"],
-            model_name=self.name,
-            pipeline_tag=TASK_TYPE,
-            tags=tags,
-            eval_results=results,
-        )
-
-    # -- body -------------------------------------------------------------------------------------------------
-
-    def body(self) -> str:
-        sections = [
-            self.intro(),
-            self.labels_section(),
-            self.data_section(),
-            self.training_section(),
-            self.evaluation_section(),
-            self.baseline_section(),
-            self.calibration_section(),
-            self.limitations_section(),
-            self.usage_section(),
-            self.environment_section(),
-        ]
-        return "\n\n".join("\n".join(lines) for lines in sections if lines) + "\n"
-
-    def text_rule(self) -> str:
-        columns = self.data.get("text_columns") or ["text"]
-        columns = [columns] if isinstance(columns, str) else [str(c) for c in columns]
-        if len(columns) == 1:
-            return f"the `{columns[0]}` column"
-        separator = self.data.get("text_separator", " ")
-        return f"the columns {', '.join(f'`{c}`' for c in columns)} joined by {json.dumps(separator)}"
-
-    def model_phrase(self) -> str:
-        if self.is_encoder:
-            layers = self.setting("model", "encoder", "num_layers")
-            width = self.setting("model", "encoder", "hidden_size")
-            shape = f"{layers}-layer, {width}-wide " if layers and width else ""
-            return f"a {shape}Transformer encoder trained from scratch (no pretraining)"
-        base = hub_id(self.base)
-        if base:
-            return f"[{base}](https://huggingface.co/{base}), fine-tuned"
-        return f"the pretrained checkpoint `{self.base}` (a local folder), fine-tuned"
-
-    def intro(self) -> list[str]:
-        parameters = self.get("run", "num_parameters")
-        size = ""
-        if is_number(parameters):
-            size = f"{parameters / 1e6:.1f}M" if parameters >= 1e6 else f"{int(parameters):,}"
-            size = f" ({size} parameters)"
-        return [
-            f"# {self.name}",
-            "",
-            f"A text classifier: given a text, it {self.task_phrase()}. It is {self.model_phrase()}{size}, "
-            f"trained with the `pipeline` package on {self.dataset_phrase()}. On the held-out test split it reaches "
-            f"**{_pct(self.get('test', 'accuracy'))} {self.accuracy_name}** and **{_num(self.get('test', 'macro_f1'))} macro-F1** "
-            f"({_count(self.get('test', 'num_samples'))} texts).",
-            *([] if not self.setting("run", "license") else ["", f"Licence: `{self.setting('run', 'license')}`."]),
-        ]
-
-    def task_phrase(self) -> str:
-        labels = f"{len(self.labels)} labels ({', '.join(self.labels)})"
-        if self.multi_label:
-            return f"says which of its {labels} apply, any number of them, each with its probability"
-        return f"returns one of {labels} and its probability"
-
-    def dataset_phrase(self) -> str:
-        if self.from_hub:
-            name = self.data.get("hub_name")
-            link = f"[{name}](https://huggingface.co/datasets/{name})" if hub_id(name) else f"`{name}`"
-            config = self.data.get("hub_config")
-            return f"the Hub dataset {link}" + (f" (config `{config}`)" if config else "")
-        return f"local files ({self.dataset_reference()[1].removesuffix(' (local files)')})"
-
-    def labels_section(self) -> list[str]:
-        rows = [(index, label) for index, label in enumerate(self.labels)]
-        return ["## Labels", "", *_table(["id", "label"], rows, "rl")]
-
-    def split_sizes(self) -> dict[str, Any]:
-        """Rows per split: metrics.json's data.sizes; older runs recorded only validation and test."""
-        recorded = self.get("data", "sizes")
-        sizes = {}
-        if isinstance(recorded, dict):
-            sizes = {split: size for split, size in recorded.items() if is_number(size)}
-        for split in ("validation", "test"):
-            if split not in sizes and is_number(self.get(split, "num_samples")):
-                sizes[split] = self.get(split, "num_samples")
-        return sizes
-
-    def duplicates_lines(self) -> list[str]:
-        """data.duplicates (stage 1's count of repeated texts and what it removed), in words."""
-        record = self.get("data", "duplicates")
-        if not isinstance(record, dict):
-            return []
-
-        def counts(value: Any) -> str:
-            if not isinstance(value, dict):
-                return ""
-            return ", ".join(f"{key.replace('_', ' ')} {_count(n)}" for key, n in value.items() if is_number(n))
-
-        parts = []
-        if counts(record.get("within")):
-            parts.append(f"repeated within a split: {counts(record['within'])}")
-        if counts(record.get("across")):
-            parts.append(f"across splits: {counts(record['across'])}")
-        if is_number(record.get("conflicts")) and record["conflicts"]:
-            parts.append(f"texts carrying more than one label: {_count(record['conflicts'])}")
-        removed = counts(record.get("removed"))
-        mode = record.get("mode")
-        found = "; ".join(parts) if parts else "none found"
-        lines = [f"Duplicate texts (equal after whitespace is normalised; `data.deduplicate: {mode}`): {found}."]
-        lines.append(f"Removed before training and evaluation: {removed}." if removed else "None were removed.")
-        return lines
-
-    def data_section(self) -> list[str]:
-        lines = ["## Training data", ""]
-        seed = self.get("data", "seed")
-        seed = seed if seed is not None else self.setting("run", "seed")
-        if self.from_hub:
-            lines.append(f"Source: {self.dataset_phrase()}.")
-        else:
-            files = [
-                f"{split} `{self.data[f'{split}_file']}`"
-                for split in ("train", "validation", "test")
-                if self.data.get(f"{split}_file")
-            ]
-            lines.append(f"Source: local files: {', '.join(files)}.")
-        label_column = self.data.get("label_column", "label")
-        lines.append(f"Each text is {self.text_rule()}; the label is the `{label_column}` column.")
-        carved = self.get("data", "carved_from_train")
-        if isinstance(carved, dict):
-            for split, fraction in carved.items():
-                lines.append(
-                    f"The {split} split is {_pct(fraction, 0)} of the source's train split, held out "
-                    f"stratified by label with seed {seed}."
-                )
-        caps = [(key, self.data.get(key)) for key in ("max_train_samples", "max_eval_samples") if self.data.get(key)]
-        if caps:
-            lines.append(
-                "Seeded, stratified subsets were used: "
-                + ", ".join(f"`data.{key}={value}`" for key, value in caps)
-                + "."
-            )
-        sizes = self.split_sizes()
-        if sizes:
-            lines += [
-                "",
-                *_table(
-                    ["split", "rows"],
-                    [(split, _count(sizes.get(split))) for split in ("train", "validation", "test") if split in sizes],
-                    "lr",
-                ),
-            ]
-        if "train" not in sizes:
-            lines += ["", "The run did not record the number of training rows."]
-        duplicates = self.duplicates_lines()
-        if duplicates:
-            lines += ["", *duplicates]
-        lines += ["", f"Seed: {seed} (splits, sampling, initialisation, dropout)."]
-        return lines
-
-    def training_section(self) -> list[str]:
-        train = self.config.get("train") if isinstance(self.config.get("train"), dict) else {}
-        rows = []
-        if self.is_encoder:
-            encoder = self.setting("model", "encoder") or {}
-            shape = ", ".join(f"{key} {value}" for key, value in encoder.items()) if isinstance(encoder, dict) else ""
-            rows.append(("model", f"from-scratch Transformer encoder ({shape})"))
-        else:
-            rows.append(("base model", f"`{self.base}`"))
-        rows.append(("tokenizer", f"`{self.setting('tokenizer', 'name_or_path')}`"))
-        length = self.get("tokenization", "max_length")
-        setting = self.get("tokenization", "max_length_setting")
-        rows.append(("fixed length", f"{length} tokens" + (" (chosen automatically)" if setting == "auto" else "")))
-        if train.get("max_steps"):
-            rows.append(("optimizer steps", f"{train['max_steps']} (max_steps)"))
-        else:
-            completed = self.get("training", "epochs_completed")
-            done = f" ({completed:g} completed)" if is_number(completed) and completed != train.get("epochs") else ""
-            rows.append(("epochs", f"{train.get('epochs', 'n/a')}{done}"))
-        rows += [
-            ("steps run", _count(self.get("training", "global_steps"))),
-            ("effective batch", _count(self.get("training", "effective_batch_size"))),
-            ("learning rate", str(train.get("learning_rate", "n/a")) + " (AdamW, linear warm-up then decay)"),
-            ("weight decay", str(train.get("weight_decay", "n/a"))),
-            ("warm-up ratio", str(train.get("warmup_ratio", "n/a"))),
-            ("gradient clipping", str(train.get("max_grad_norm", "n/a"))),
-            ("mixed precision", str(self.get("training", "mixed_precision") or train.get("mixed_precision", "n/a"))),
-        ]
-        best_step = self.get("best", "step")
-        if is_number(best_step):
-            # Older runs record best.validation_accuracy; runs that select on another metric name it.
-            metric = str(self.get("best", "metric") or "accuracy")
-            score = self.get("best", f"validation_{metric}")
-            score = score if is_number(score) else self.get("best", "score")
-            shown = _pct(score) if metric == "accuracy" else _num(score)
-            rows.append(
-                ("model kept", f"step {int(best_step)}, the best validation {metric.replace('_', '-')} ({shown})")
-            )
-        if self.get("training", "stopped_early"):
-            rows.append(
-                (
-                    "early stopping",
-                    f"stopped after {train.get('early_stopping_patience')} evaluations without improvement",
+    ]
+    for average in ("macro", "micro"):
+        if is_number(facts.get("test", f"{average}_f1")):
+            results.append(
+                EvalResult(
+                    **common,
+                    metric_type="f1",
+                    metric_name=f"{average.capitalize()}-F1",
+                    metric_args={"average": average},
+                    metric_value=facts.get("test", f"{average}_f1"),
                 )
             )
-        rows.append(("training time", _duration(self.get("timings", "train_seconds"))))
-        return ["## Training", "", *_table(["setting", "value"], rows)]
-
-    def evaluation_section(self) -> list[str]:
-        test = self.get("test")
-        lines = [
-            "## Evaluation",
-            "",
-            f"On the test split ({_count(test.get('num_samples'))} texts, never used for training or model selection):",
-            "",
-            *_table(
-                ["metric", "test", "validation"],
-                [
-                    (self.accuracy_name, _pct(test.get("accuracy")), _pct(self.get("validation", "accuracy"))),
-                    ("macro-F1", _num(test.get("macro_f1")), _num(self.get("validation", "macro_f1"))),
-                    *(
-                        [("micro-F1", _num(test.get("micro_f1")), _num(self.get("validation", "micro_f1")))]
-                        if is_number(test.get("micro_f1"))
-                        else []
-                    ),
-                    ("loss", _num(test.get("loss")), _num(self.get("validation", "loss"))),
-                ],
-                "lrr",
-            ),
-        ]
-        per_class = test.get("per_class")
-        if isinstance(per_class, dict) and per_class:
-            rows = []
-            for label in self.labels:
-                scores = per_class.get(label) if isinstance(per_class.get(label), dict) else {}
-                rows.append(
-                    (
-                        label,
-                        _num(scores.get("precision")),
-                        _num(scores.get("recall")),
-                        _num(scores.get("f1")),
-                        _count(scores.get("support")),
-                    )
-                )
-            lines += [
-                "",
-                "Per class (test):",
-                "",
-                *_table(["label", "precision", "recall", "F1", "support"], rows, "lrrrr"),
-            ]
-        matrix = test.get("confusion_matrix")
-        if isinstance(matrix, list) and len(matrix) == len(self.labels) <= MAX_CONFUSION_CLASSES:
-            rows = [(self.labels[i], *[_count(v) for v in row]) for i, row in enumerate(matrix)]
-            lines += [
-                "",
-                "Confusion matrix (test; rows: true label, columns: predicted):",
-                "",
-                *_table(["true \\ predicted", *self.labels], rows, "l" + "r" * len(self.labels)),
-            ]
-        return lines
-
-    def baseline_section(self) -> list[str]:
-        baseline = self.get("baseline")
-        if baseline is None:
-            return []
-        lines = ["## Baseline", ""]
-        entries = []
-        scores = _scores(baseline)
-        if scores is not None:
-            entries.append((_baseline_name(baseline), *scores))
-        elif isinstance(baseline, dict) and baseline.get("error"):
-            return lines + [f"The baseline ({_baseline_name(baseline)}) could not be fitted: {baseline['error']}"]
-        elif isinstance(baseline, dict):
-            entries += [
-                (_baseline_name(value, key), *_scores(value)) for key, value in baseline.items() if _scores(value)
-            ]
-        if not entries:
-            return lines + [
-                f"metrics.json records a baseline in a form this card does not read: `{json.dumps(baseline)[:200]}`"
-            ]
-        accuracy = self.get("test", "accuracy")
-        rows = [(f"this model ({self.name})", _pct(accuracy), _num(self.get("test", "macro_f1")), "")]
-        for label, base_accuracy, base_f1 in entries:
-            difference = f"{100 * (accuracy - base_accuracy):+.2f} points" if is_number(base_accuracy) else "n/a"
-            rows.append((label, _pct(base_accuracy), _num(base_f1), difference))
-        return lines + [
-            "A classical model fitted on the same train split and scored on the same test split:",
-            "",
-            *_table(["model", "test accuracy", "macro-F1", "this model's accuracy lead"], rows, "lrrr"),
-        ]
-
-    def calibration_section(self) -> list[str]:
-        calibration = self.get("calibration")
-        if calibration is None:
-            calibration = self.get("test", "calibration")
-        if calibration is None:
-            return []
-        pairs = [(key, value) for key, value in _flatten(calibration) if is_number(value) or isinstance(value, str)]
-        if not pairs:
-            return []
-        return [
-            "## Calibration",
-            "",
-            "How well the predicted probabilities match observed accuracy (from metrics.json):",
-            "",
-            *_table(
-                ["measure", "value"],
-                [(key or "value", _num(value) if is_number(value) else value) for key, value in pairs],
-                "lr",
-            ),
-        ]
-
-    def limitations_section(self) -> list[str]:
-        lines = ["## Limitations", ""]
-        length = self.get("tokenization", "max_length")
-        truncated = self.get("tokenization", "truncated_fraction")
-        if isinstance(truncated, dict) and is_number(length):
-            shares = ", ".join(f"{split} {_pct(share)}" for split, share in truncated.items() if is_number(share))
-            lines.append(
-                f"- Texts are cut to {int(length)} tokens: everything after is ignored. Share of texts "
-                f"longer than that: {shares}. Long documents are judged on their beginning only."
-            )
-        if self.multi_label:
-            lines.append(
-                f"- It judges each of its {len(self.labels)} labels on its own, also for text unlike its "
-                "training data; labels it never saw together may still be predicted together."
-            )
-        else:
-            lines.append(
-                f"- It always answers with one of its {len(self.labels)} labels, also for text unlike its "
-                "training data; a high score is no guarantee that the text belongs to any of them."
-            )
-        sizes = self.split_sizes()
-        trained_on = "its training data"
-        if is_number(sizes.get("train")):
-            trained_on = f"{_count(sizes['train'])} training texts"
-        lines.append(
-            f"- It learned from {trained_on} of {self.dataset_phrase()}; the test metrics above hold for "
-            "text like that. Other sources, periods, languages or styles will score lower, by an unknown "
-            "amount: measure on your own labelled sample first."
-        )
-        if self.is_encoder:
-            lines.append(
-                "- Trained from scratch, it knows only the words and patterns of its training set; a "
-                "pretrained model fine-tuned on the same data is usually more accurate and robust."
-            )
-        baseline = self.get("baseline")
-        scores = _scores(baseline)
-        accuracy = self.get("test", "accuracy")
-        if scores is not None and is_number(scores[0]) and scores[0] > accuracy:
-            lines.append(
-                f"- The {_baseline_name(baseline)} baseline is more accurate on the same test split "
-                f"({_pct(scores[0])} against {_pct(accuracy)}): as trained, this model does not earn its "
-                "cost over it."
-            )
-        lines.append("- Biases in the training texts and their labels carry over into its predictions.")
-        return lines
-
-    def usage_section(self) -> list[str]:
-        model_path = (self.run.path / "model").as_posix()
-        remote = ", trust_remote_code=True" if self.is_encoder else ""
-        lines = [
-            "## How to use",
-            "",
-            "With transformers (this folder, or its Hub id once uploaded):",
-            "",
-            "```python",
-            "from transformers import pipeline",
-            "",
-            f'classifier = pipeline("text-classification", model="{model_path}"{remote})',
-            f"classifier({json.dumps(self.example_text(), ensure_ascii=False)}{self.truncation()})"
-            "  # [{'label': ..., 'score': ...}]",
-            "```",
-            "",
-        ]
-        if self.is_encoder:
-            lines += [
-                "The from-scratch architecture is not part of transformers: its code, `modeling_encoder.py`, is "
-                "saved next to the weights, and `trust_remote_code=True` lets transformers run it (only "
-                "torch and transformers are needed). Read it before trusting it.",
-                "",
-            ]
-            if not self.has_auto_map():
-                lines += [
-                    f"This folder was saved before the code was stored with the model, so that option does "
-                    f"not work yet: `python -m pipeline.report --upgrade-model {self.run.path.as_posix()}` "
-                    "adds it.",
-                    "",
-                ]
-        lines += [
-            f"Give it texts built as in training: {self.text_rule()}. With the `pipeline` package, which does "
-            "that from the run's settings and cuts texts at the training length:",
-            "",
-            "```bash",
-            f"python -m pipeline.predict --model {self.run.path.as_posix()} --input texts.csv --output labelled.csv",
-            "```",
-        ]
-        return lines
-
-    def truncation(self) -> str:
-        """Keyword arguments that cut texts where training did (transformers.pipeline does not truncate)."""
-        length = self.get("tokenization", "max_length")
-        return f", truncation=True, max_length={int(length)}" if is_number(length) else ""
-
-    def has_auto_map(self) -> bool:
-        try:
-            saved = json.loads((self.run.model_dir / MODEL_CONFIG_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return False
-        return isinstance(saved, dict) and "AutoModelForSequenceClassification" in (saved.get("auto_map") or {})
-
-    def example_text(self) -> str:
-        """The first test text (from test_predictions.csv), shortened; a neutral sentence when there is none."""
-        text = ""
-        if self.run.predictions_path.is_file():
-            try:
-                predictions = self.run.read_predictions()
-            except RunDirError:
-                predictions = None
-            if predictions is not None and len(predictions):
-                text = str(predictions.iloc[0]["text"])
-        text = " ".join(text.split()) or "Replace this with the text to classify."
-        if len(text) > MAX_EXAMPLE_CHARS:
-            text = text[:MAX_EXAMPLE_CHARS].rsplit(" ", 1)[0] + " ..."
-        return text
-
-    def environment_section(self) -> list[str]:
-        versions = self.get("versions")
-        rows = []
-        device = self.get("device")
-        if isinstance(device, dict):
-            processes = device.get("num_processes")
-            rows.append(
-                (
-                    "device",
-                    f"{device.get('type', '?')} ({device.get('name', '?')})"
-                    + (f", {processes} process(es)" if is_number(processes) else ""),
-                )
-            )
-        if isinstance(versions, dict):
-            rows += [(name, str(version)) for name, version in versions.items()]
-        finished = self.get("run", "finished_at")
-        if finished:
-            rows.append(("finished", str(finished)))
-        rows.append(("total run time", _duration(self.get("timings", "total_seconds"))))
-        return ["## Environment", "", *_table(["component", "version or value"], rows)]
+    license_id = facts.setting("run", "license")
+    tags = [TASK_TYPE] + (["custom_code"] if facts.is_encoder else [])
+    return ModelCardData(
+        base_model=hub_id(facts.base),
+        datasets=[facts.data["hub_name"]] if facts.from_hub and hub_id(facts.data.get("hub_name")) else None,
+        library_name="transformers",
+        license=str(license_id) if license_id else None,
+        metrics=["accuracy", "f1"],
+        model_name=facts.name,
+        pipeline_tag=TASK_TYPE,
+        tags=tags,
+        eval_results=results,
+    )
 
 
 def warn_if_not_portable(run_dir: str | Path, notes: list[str] | None = None) -> None:

@@ -1,0 +1,114 @@
+"""What a run says about its model, read defensively for the model card (pipeline/modelcard.py): the run's
+config.yaml and metrics.json behind one getter each (keys that older runs, or newer stages, may lack read as None),
+the dataset as the Hub's model-index names it, the rows per split, and the phrases that name the model, its task,
+its data and its text rule.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from pipeline.rundir import RunDir, is_number, nested_get
+
+# What the Hub accepts as a model or dataset id: "name" or "owner/name".
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
+# Local data files are named in the model-index by the `datasets` builder that reads them.
+_FILE_BUILDERS = {
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".tab": "csv",
+    ".jsonl": "json",
+    ".json": "json",
+    ".ndjson": "json",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+
+
+def hub_id(name: Any) -> str | None:
+    """`name` when it reads as a Hub id and is not a local folder (a local path names no Hub model)."""
+    if not isinstance(name, str) or not _HUB_ID.match(name) or Path(name).expanduser().exists():
+        return None
+    return name
+
+
+class CardFacts:
+    """The facts of one finished run that the card's metadata and body are written from."""
+
+    def __init__(self, run: RunDir, config: dict[str, Any], metrics: dict[str, Any]):
+        self.run = run
+        self.config = config
+        self.metrics = metrics
+        self.labels = [str(label) for label in metrics["labels"]]
+        self.name = str(nested_get(metrics, "run", "name") or nested_get(config, "run", "name") or run.path.name)
+        kind = nested_get(metrics, "run", "model_kind") or nested_get(config, "model", "kind") or "pretrained"
+        self.is_encoder = kind == "encoder"
+        self.base = None if self.is_encoder else nested_get(config, "model", "name_or_path")
+        self.data = config.get("data") if isinstance(config.get("data"), dict) else {}
+        self.from_hub = self.data.get("source", "hub") == "hub"
+        # Multi-label runs (data.task: multi_label): any number of labels per text; `accuracy` is subset accuracy.
+        self.multi_label = "multi_label" in (self.get("data", "task"), self.data.get("task"))
+        self.accuracy_name = "subset accuracy" if self.multi_label else "accuracy"
+
+    def get(self, *keys: str) -> Any:
+        return nested_get(self.metrics, *keys)
+
+    def setting(self, *keys: str) -> Any:
+        return nested_get(self.config, *keys)
+
+    def dataset_reference(self) -> tuple[str, str, str | None]:
+        """(model-index dataset type, dataset name, dataset config)."""
+        if self.from_hub:
+            name = str(self.data.get("hub_name") or "unknown")
+            return name, name, self.data.get("hub_config")
+        test_file = self.data.get("test_file") or self.data.get("train_file") or ""
+        builder = _FILE_BUILDERS.get(Path(str(test_file).removesuffix(".gz")).suffix.lower(), "csv")
+        folder = Path(str(test_file)).parent.name or "local data"
+        return builder, f"{folder} (local files)", None
+
+    def split_sizes(self) -> dict[str, Any]:
+        """Rows per split: metrics.json's data.sizes; older runs recorded only validation and test."""
+        recorded = self.get("data", "sizes")
+        sizes = {}
+        if isinstance(recorded, dict):
+            sizes = {split: size for split, size in recorded.items() if is_number(size)}
+        for split in ("validation", "test"):
+            if split not in sizes and is_number(self.get(split, "num_samples")):
+                sizes[split] = self.get(split, "num_samples")
+        return sizes
+
+    def text_rule(self) -> str:
+        columns = self.data.get("text_columns") or ["text"]
+        columns = [columns] if isinstance(columns, str) else [str(c) for c in columns]
+        if len(columns) == 1:
+            return f"the `{columns[0]}` column"
+        separator = self.data.get("text_separator", " ")
+        return f"the columns {', '.join(f'`{c}`' for c in columns)} joined by {json.dumps(separator)}"
+
+    def model_phrase(self) -> str:
+        if self.is_encoder:
+            layers = self.setting("model", "encoder", "num_layers")
+            width = self.setting("model", "encoder", "hidden_size")
+            shape = f"{layers}-layer, {width}-wide " if layers and width else ""
+            return f"a {shape}Transformer encoder trained from scratch (no pretraining)"
+        base = hub_id(self.base)
+        if base:
+            return f"[{base}](https://huggingface.co/{base}), fine-tuned"
+        return f"the pretrained checkpoint `{self.base}` (a local folder), fine-tuned"
+
+    def task_phrase(self) -> str:
+        labels = f"{len(self.labels)} labels ({', '.join(self.labels)})"
+        if self.multi_label:
+            return f"says which of its {labels} apply, any number of them, each with its probability"
+        return f"returns one of {labels} and its probability"
+
+    def dataset_phrase(self) -> str:
+        if self.from_hub:
+            name = self.data.get("hub_name")
+            link = f"[{name}](https://huggingface.co/datasets/{name})" if hub_id(name) else f"`{name}`"
+            config = self.data.get("hub_config")
+            return f"the Hub dataset {link}" + (f" (config `{config}`)" if config else "")
+        return f"local files ({self.dataset_reference()[1].removesuffix(' (local files)')})"
