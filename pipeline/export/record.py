@@ -150,7 +150,13 @@ def choose_export(run_dir: Path | None, model_dir: Path, backend: str, device_ty
         picked = max(verified, key=lambda name: _rate(verified[name]))
     if not onnxruntime_available():
         return torch_because(f"onnxruntime is not installed (the optional extra 'onnx': {ONNX_EXTRA_INSTALL})")
-    variant = verified[picked]
+    path = _verified_file(run, verified[picked])
+    reason = "asked for" if explicit else str(record.get("auto_reason") or "verified and faster than PyTorch")
+    return ExportChoice(picked, path, reason)
+
+
+def _verified_file(run: RunDir, variant: dict[str, Any]) -> Path:
+    """The variant's file in the run's onnx/ folder; ExportError when it is missing or no longer the file verified."""
     path = run.export_dir / variant["file"]
     if not path.is_file():
         raise ExportError(
@@ -161,8 +167,7 @@ def choose_export(run_dir: Path | None, model_dir: Path, backend: str, device_ty
             f"{path}: changed or corrupted since it was verified (sha256 differs from export.json); "
             f"re-export with {_export_command(run.path)}"
         )
-    reason = "asked for" if explicit else str(record.get("auto_reason") or "verified and faster than PyTorch")
-    return ExportChoice(picked, path, reason)
+    return path
 
 
 def _rate(variant: dict[str, Any]) -> float:

@@ -117,30 +117,10 @@ class Results:
 
 def verify_exports(reference: Predictor, files: dict[str, Path], rows: VerificationRows, rounds: int = 2) -> Results:
     """Score `rows` with every backend (`rounds` timed passes, alternating the order; the best rate counts)."""
-    from pipeline.export.runtime import open_session
-
-    cpu = torch.device("cpu")
-    predictors = {"torch-fp32": reference}
-    default_dtype = resolve_inference_dtype("auto", cpu)
-    if default_dtype is not None:
-        predictors["torch-bf16"] = dataclasses.replace(reference, autocast_dtype=default_dtype)
-    for variant, path in files.items():
-        backend = OnnxBackend(open_session(path), variant, path, getattr(reference, "multi_label", False))
-        predictors[f"onnx-{variant}"] = dataclasses.replace(
-            reference,
-            model=None,
-            autocast_dtype=None,
-            backend=backend,
-            choice=ExportChoice(variant, path, "verification"),
-        )
+    predictors = _predictors(reference, files)
     probabilities, rates = _measure(predictors, rows.texts, rounds)
 
-    labels = reference.labels
-    gold = (
-        np.array([labels.index(name) if name in labels else -1 for name in map(str, rows.gold)])
-        if rows.gold is not None
-        else None
-    )
+    gold = _gold_ids(reference.labels, rows.gold)
     reference_ids = probabilities["torch-fp32"].argmax(axis=1)
     reference_accuracy = _accuracy(reference_ids, gold)
     baseline = "torch-bf16" if "torch-bf16" in predictors else "torch-fp32"
@@ -165,32 +145,7 @@ def verify_exports(reference: Predictor, files: dict[str, Path], rows: Verificat
             100 * (accuracy - reference_accuracy) if accuracy is not None and reference_accuracy is not None else None
         )
         speedup = rates[name] / rates[baseline]
-        problems = []
-        if disagreeing > MAX_DISAGREEMENT * count:
-            problems.append(
-                f"labels differ from PyTorch fp32 on {disagreeing} of {count} rows "
-                f"({disagreeing / count:.2%}; the limit is {MAX_DISAGREEMENT:.1%})"
-            )
-        if change is not None and -change > MAX_ACCURACY_LOSS_POINTS:
-            problems.append(
-                f"accuracy {accuracy:.2%} vs PyTorch fp32's {reference_accuracy:.2%}: {-change:.2f} points "
-                f"lost (the limit is {MAX_ACCURACY_LOSS_POINTS})"
-            )
-        if problems:
-            status, reason = STATUS_REFUSED, "; ".join(problems)
-        elif speedup > 1.0:
-            status, reason = (
-                STATUS_VERIFIED,
-                f"verified; {speedup:.2f}x the rows/s of PyTorch ({baseline_precision}) here",
-            )
-        else:
-            status, reason = (
-                STATUS_VERIFIED,
-                (
-                    f"verified, kept, but not chosen by --backend auto: slower than PyTorch "
-                    f"({baseline_precision}) here ({speedup:.2f}x its rows/s)"
-                ),
-            )
+        status, reason = _judge(disagreeing, count, accuracy, reference_accuracy, change, speedup, baseline_precision)
         variants[variant] = {
             "status": status,
             "reason": reason,
@@ -204,6 +159,69 @@ def verify_exports(reference: Predictor, files: dict[str, Path], rows: Verificat
         }
     auto, auto_reason = _auto_choice(variants, baseline_precision, count)
     return Results(torch_results, variants, auto, auto_reason)
+
+
+def _predictors(reference: Predictor, files: dict[str, Path]) -> dict[str, Predictor]:
+    """PyTorch fp32 (the reference), PyTorch as `--backend torch` runs it here when that differs (bf16), and one
+    predictor per ONNX file, named torch-fp32, torch-bf16 and onnx-<variant>."""
+    from pipeline.export.runtime import open_session
+
+    cpu = torch.device("cpu")
+    predictors = {"torch-fp32": reference}
+    default_dtype = resolve_inference_dtype("auto", cpu)
+    if default_dtype is not None:
+        predictors["torch-bf16"] = dataclasses.replace(reference, autocast_dtype=default_dtype)
+    for variant, path in files.items():
+        backend = OnnxBackend(open_session(path), variant, path, getattr(reference, "multi_label", False))
+        predictors[f"onnx-{variant}"] = dataclasses.replace(
+            reference,
+            model=None,
+            autocast_dtype=None,
+            backend=backend,
+            choice=ExportChoice(variant, path, "verification"),
+        )
+    return predictors
+
+
+def _gold_ids(labels: list[str], gold: list[str] | None) -> np.ndarray | None:
+    """Gold class names as label ids; -1 for a name the model does not know."""
+    if gold is None:
+        return None
+    return np.array([labels.index(name) if name in labels else -1 for name in map(str, gold)])
+
+
+def _judge(
+    disagreeing: int,
+    count: int,
+    accuracy: float | None,
+    reference_accuracy: float | None,
+    change: float | None,
+    speedup: float,
+    baseline_precision: str,
+) -> tuple[str, str]:
+    """(status, reason) of one export: refused beyond the limits, else verified, saying whether it is faster."""
+    problems = []
+    if disagreeing > MAX_DISAGREEMENT * count:
+        problems.append(
+            f"labels differ from PyTorch fp32 on {disagreeing} of {count} rows "
+            f"({disagreeing / count:.2%}; the limit is {MAX_DISAGREEMENT:.1%})"
+        )
+    if change is not None and -change > MAX_ACCURACY_LOSS_POINTS:
+        problems.append(
+            f"accuracy {accuracy:.2%} vs PyTorch fp32's {reference_accuracy:.2%}: {-change:.2f} points "
+            f"lost (the limit is {MAX_ACCURACY_LOSS_POINTS})"
+        )
+    if problems:
+        return STATUS_REFUSED, "; ".join(problems)
+    if speedup > 1.0:
+        return STATUS_VERIFIED, f"verified; {speedup:.2f}x the rows/s of PyTorch ({baseline_precision}) here"
+    return (
+        STATUS_VERIFIED,
+        (
+            f"verified, kept, but not chosen by --backend auto: slower than PyTorch "
+            f"({baseline_precision}) here ({speedup:.2f}x its rows/s)"
+        ),
+    )
 
 
 def _measure(
