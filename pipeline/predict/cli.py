@@ -99,7 +99,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         description="Label the rows of a CSV, TSV, JSON Lines or Parquet file with a trained text classifier. "
         "Output: every input row, in order and unchanged, then label, label_id, score, [prob_<class>...], error.",
     )
-    add = parser.add_argument
+    _add_file_arguments(parser.add_argument)
+    _add_inference_arguments(parser.add_argument)
+    _add_output_arguments(parser.add_argument)
+    return parser.parse_args(argv)
+
+
+def _add_file_arguments(add: Any) -> None:
+    """Which model, which input and output files, and how to read the input."""
     add("--model", required=True, help="run directory (runs/<name>) or saved Hugging Face model directory")
     add("--input", required=True, help="CSV/TSV/JSON Lines (optionally .gz) or Parquet file; '-' for stdin")
     add("--output", required=True, help="CSV/TSV/JSON Lines file to write (.gz compresses); '-' for stdout")
@@ -122,6 +129,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="output format (default: by the output's extension; for '-' the input's format)",
     )
     add("--encoding", default="utf-8", help="encoding of a text input (default utf-8); output is always utf-8")
+
+
+def _add_inference_arguments(add: Any) -> None:
+    """How the model runs: batch and chunk sizes, length, device, precision, backend."""
     add("--batch-size", type=_positive_int, default=DEFAULT_BATCH_SIZE, help="rows per forward pass")
     add(
         "--chunk-size", type=_positive_int, default=DEFAULT_CHUNK_SIZE, help="rows read, labelled and written at a time"
@@ -148,6 +159,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help=f"in bf16, rows whose two best classes are closer than this in probability are recomputed in fp32 "
         f"(default {DEFAULT_RECHECK_MARGIN}; 0 turns it off)",
     )
+
+
+def _add_output_arguments(add: Any) -> None:
+    """What is written and shown: probability columns, column prefix, overwriting, progress."""
     add("--probabilities", action="store_true", help="add a prob_<class> column per class")
     add(
         "--prefix",
@@ -156,7 +171,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     add("--overwrite", action="store_true", help="replace the output file if it exists (never a symlink)")
     add("--no-progress", action="store_true", help="no progress bar (it is off anyway when stderr is not a terminal)")
-    return parser.parse_args(argv)
 
 
 def _positive_int(text: str) -> int:

@@ -125,25 +125,10 @@ class Predictor:
         except HardwareError as error:
             raise PredictError(str(error)) from None
         choice = _choose_backend(source, backend, precision, torch_device)
-        if choice.variant is None:
-            model, tokenizer = load_model_and_tokenizer(source.model_dir)
-            model.to(torch_device)
-            config, engine = model.config, TorchBackend(model, torch_device, is_multi_label(model.config))
-        else:
-            from pipeline.export.runtime import open_session
-
-            model, autocast_dtype = None, None
-            config, tokenizer = load_config_and_tokenizer(source.model_dir)
-            try:
-                engine = OnnxBackend(open_session(choice.path), choice.variant, choice.path, is_multi_label(config))
-            except ExportError as error:
-                raise PredictError(str(error)) from None
-        limit = length_limit(tokenizer, max_positions(SimpleNamespace(config=config)))
-        length = max_length or source.max_length or limit
-        if length > limit:
-            raise PredictError(f"max length {length} exceeds the model's limit of {limit} tokens")
-        if length < 2:
-            raise PredictError(f"max length must be at least 2 ([CLS] and [SEP]), got {length}")
+        model, tokenizer, config, engine = _load_backend(source, choice, torch_device)
+        if choice.variant is not None:  # ONNX Runtime runs the forward pass: no PyTorch precision applies
+            autocast_dtype = None
+        length = _fixed_length(tokenizer, config, max_length or source.max_length)
         labels = [str(config.id2label[index]) for index in range(config.num_labels)]
         decision, separator = load_decision(source.model_dir, labels, is_multi_label(config))
         return cls(
@@ -368,6 +353,36 @@ def _choose_backend(source: ModelSource, backend: str, precision: str, device: t
         return choose_export(source.run_dir, source.model_dir, backend, device.type)
     except ExportError as error:
         raise PredictError(str(error)) from None
+
+
+def _load_backend(
+    source: ModelSource, choice: ExportChoice, device: torch.device
+) -> tuple[torch.nn.Module | None, Any, Any, Backend]:
+    """(PyTorch model or None, tokenizer, model config, backend) for the chosen backend; an ONNX export never loads
+    the PyTorch model."""
+    if choice.variant is None:
+        model, tokenizer = load_model_and_tokenizer(source.model_dir)
+        model.to(device)
+        return model, tokenizer, model.config, TorchBackend(model, device, is_multi_label(model.config))
+    from pipeline.export.runtime import open_session
+
+    config, tokenizer = load_config_and_tokenizer(source.model_dir)
+    try:
+        engine = OnnxBackend(open_session(choice.path), choice.variant, choice.path, is_multi_label(config))
+    except ExportError as error:
+        raise PredictError(str(error)) from None
+    return None, tokenizer, config, engine
+
+
+def _fixed_length(tokenizer: Any, config: Any, asked: int | None) -> int:
+    """The length texts are cut or windowed to: `asked` (the option, else the run's), else the model's limit."""
+    limit = length_limit(tokenizer, max_positions(SimpleNamespace(config=config)))
+    length = asked or limit
+    if length > limit:
+        raise PredictError(f"max length {length} exceeds the model's limit of {limit} tokens")
+    if length < 2:
+        raise PredictError(f"max length must be at least 2 ([CLS] and [SEP]), got {length}")
+    return length
 
 
 def as_predictor(model: str | Path | Predictor, **options: Any) -> Predictor:
