@@ -1,27 +1,47 @@
-"""Train with the stock Hugging Face recipe and with our pipeline, side by side, and print both throughputs.
+"""Train with the stock Trainer, the tuned Trainer and our pipeline, back to back on the same work, and compare.
 
-    python benchmarks/compare_training.py
-    python benchmarks/compare_training.py --repeats 2 --peer-eval --json-out /tmp/compare.json
-    python benchmarks/compare_training.py --override train.learning_rate=3e-5 --override tokenizer.max_length=128
+    python benchmarks/compare_training.py                                   # the three recipes, once each
+    python benchmarks/compare_training.py --repeats 2 --json-out /tmp/compare.json
+    python benchmarks/compare_training.py --recipes tuned ours --background-load 0 1
+    python benchmarks/compare_training.py --max-train-samples 64 --max-test-samples 64    # smoke run, about a minute
 
-Each run is a fresh subprocess training on --max-train-samples rows of the train file: the peer is
-benchmarks/trainer_peer.py, ours is `python -m pipeline.finetune --config CONFIG run.output_dir=<tmp> run.name=bench
-data.max_train_samples=N [--override ...]`, whose <tmp>/bench/metrics.json is read back. With --repeats above 1 the
-order flips every repeat (peer, ours, ours, peer, ...) so that a slow spell of the machine hits both recipes; the
-summary takes the median per recipe. Both subprocesses' output is echoed to stderr; the table goes to stdout.
+The work, by default, is the issue's: MiniLM (../shared/models/minilm-l6-h384-uncased) fine-tuned on 5,000 AG News
+rows of ../shared/data/ag_news/train_20k.csv for one epoch, learning rate 1e-4, bf16, batch 32, then scored on the
+7,600 rows of test.csv. Each run is a fresh subprocess, timed from start to exit (the "whole run": start-up,
+loading, tokenization, training, evaluation, reports):
+
+  stock   benchmarks/trainer_peer.py --eval: transformers.Trainer, every row padded to 128 tokens.
+  tuned   benchmarks/trainer_peer.py --eval --tuned: the same script with dynamic padding (DataCollatorWithPadding)
+          and train_sampling_strategy="group_by_length"; nothing else differs.
+  ours    python -m pipeline.finetune --config CONFIG run.output_dir=<tmp> run.name=bench data.max_train_samples=N
+          train.learning_rate=LR [--override ...]; its <tmp>/bench/metrics.json is read back.
+
+`--recipes` picks which run and in what order; with --repeats above 1 the order rotates by one recipe every repeat
+(stock tuned ours, tuned ours stock, ...) so that a slow spell of the machine hits every recipe, and the summary
+takes the median per recipe. `--background-load K` starts K single-threaded CPU-bound Python processes (normal
+priority) just before each run and kills them right after it, whatever happens; several values (`0 1`) run every
+recipe under each and print how much of its quiet train samples/s each recipe keeps. The 1-minute load average
+before each run goes into the table; before and after it, with K, into the JSON.
+
+stdout gets a table of the runs, the medians per recipe, and the ratios against the issue's targets:
+`ours / tuned train samples/s` (target 1.2x), `tuned / ours whole-run seconds` (target 1.3x) and the test accuracy
+of ours minus the tuned Trainer's, in points (target: -0.2 or better). All subprocesses' output goes to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from pipeline.rundir import RunDir
@@ -29,15 +49,54 @@ from pipeline.rundir import RunDir
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PEER_SCRIPT = Path(__file__).resolve().with_name("trainer_peer.py")
 RUN_NAME = "bench"
+RECIPES = ("stock", "tuned", "ours")
+LABELS = {"stock": "stock Trainer", "tuned": "tuned Trainer", "ours": "ours"}
+# The issue's acceptance bars, printed next to the measured ratios.
+TARGET_TRAIN_SPEEDUP = 1.2  # ours / tuned, train samples/s
+TARGET_WHOLE_RUN_SPEEDUP = 1.3  # tuned whole-run seconds / ours
+TARGET_ACCURACY_POINTS = -0.2  # ours - tuned test accuracy, in points: this or better
+
+# One single-threaded CPU-bound process. It ignores Ctrl-C (the benchmark kills it) and ends by itself once its
+# parent is gone, so that a benchmark killed outright leaves no busy loop behind.
+BUSY_LOOP = """\
+import os, signal
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+parent = os.getppid()
+while os.getppid() == parent:
+    for _ in range(1_000_000):
+        pass
+"""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
+        "--recipes",
+        nargs="+",
+        choices=RECIPES,
+        default=list(RECIPES),
+        help="which recipes to run, in this order in the first repeat (default: stock tuned ours)",
+    )
+    parser.add_argument(
         "--config", default="configs/ag_news_minilm.yaml", help="our pipeline's config, relative to the repo root"
     )
     parser.add_argument(
-        "--max-train-samples", type=int, default=5000, help="train rows for both recipes (default 5000)"
+        "--max-train-samples", type=int, default=5000, help="train rows for every recipe (default 5000)"
+    )
+    parser.add_argument(
+        "--max-test-samples",
+        type=int,
+        default=None,
+        help=(
+            "score only N test rows, for smoke runs (default: all 7,600): the Trainer recipes take the first N, ours "
+            "gets data.max_eval_samples=N, a seeded sample of N validation and N test rows"
+        ),
+    )
+    parser.add_argument(
+        "--learning-rate",
+        type=float,
+        default=1e-4,
+        help="peak learning rate for every recipe (ours: train.learning_rate; default 1e-4)",
     )
     parser.add_argument(
         "--override",
@@ -47,19 +106,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="dotted config override passed through to our pipeline; repeatable",
     )
     parser.add_argument(
-        "--order",
-        choices=["peer-first", "ours-first"],
-        default="peer-first",
-        help="which recipe runs first in the first repeat (default peer-first)",
+        "--repeats", type=int, default=1, help="run each recipe this many times, rotating the order (default 1)"
     )
     parser.add_argument(
-        "--repeats", type=int, default=1, help="run each recipe this many times, alternating the order (default 1)"
+        "--background-load",
+        nargs="+",
+        type=int,
+        default=[0],
+        metavar="K",
+        help=(
+            "K single-threaded CPU-bound processes beside each run (default 0); several values run every recipe "
+            "under each, e.g. '0 1' to see how much of its quiet speed each recipe keeps"
+        ),
     )
-    parser.add_argument("--peer-eval", action="store_true", help="let the peer also score test accuracy")
     parser.add_argument(
         "--peer-args",
         default="",
-        help="extra arguments for trainer_peer.py, as one string, e.g. --peer-args='--max-steps 5'",
+        help="extra arguments for trainer_peer.py (both Trainer recipes), as one string, e.g. --peer-args='--max-steps 5'",
     )
     parser.add_argument(
         "--ours-cmd",
@@ -73,17 +136,52 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
+    if any(count < 0 for count in args.background_load):
+        parser.error("--background-load takes counts of 0 or more")
+    if args.max_test_samples is not None and args.max_test_samples < 1:
+        parser.error("--max-test-samples must be at least 1")
+    args.recipes = list(dict.fromkeys(args.recipes))
+    args.background_load = list(dict.fromkeys(args.background_load))
     return args
 
 
-def run_order(first: str, repeats: int) -> list[tuple[int, str]]:
-    """(repeat, recipe) in run order; every other repeat is reversed so neither recipe always goes first."""
-    pair = ["peer", "ours"] if first == "peer-first" else ["ours", "peer"]
-    order = []
-    for repeat in range(repeats):
-        for recipe in pair if repeat % 2 == 0 else reversed(pair):
-            order.append((repeat, recipe))
-    return order
+def rotated(items: list, by: int) -> list:
+    by %= len(items)
+    return items[by:] + items[:by]
+
+
+def run_order(recipes: list[str], loads: list[int], repeats: int) -> list[tuple[int, int, str]]:
+    """(repeat, background load, recipe) in run order; each repeat rotates the recipes (and the loads) by one."""
+    return [
+        (repeat, load, recipe)
+        for repeat in range(repeats)
+        for load in rotated(loads, repeat)
+        for recipe in rotated(recipes, repeat)
+    ]
+
+
+def load_average() -> list[float] | None:
+    try:
+        return [round(value, 2) for value in os.getloadavg()]
+    except OSError:
+        return None
+
+
+@contextlib.contextmanager
+def background_load(count: int) -> Iterator[None]:
+    """count busy single-threaded processes at normal priority for the duration; always killed on the way out."""
+    processes: list[subprocess.Popen] = []
+    try:
+        for _ in range(count):
+            processes.append(subprocess.Popen([sys.executable, "-c", BUSY_LOOP], stdin=subprocess.DEVNULL))
+        if count:
+            print(f"# background load: {count} busy process(es), pids {[p.pid for p in processes]}", file=sys.stderr)
+        yield
+    finally:
+        for process in processes:
+            process.kill()
+        for process in processes:
+            process.wait()
 
 
 def subprocess_env() -> dict[str, str]:
@@ -96,18 +194,24 @@ def subprocess_env() -> dict[str, str]:
 def run_streaming(cmd: list[str]) -> tuple[list[str], float]:
     """Run cmd from the repo root, echoing its stdout to our stderr (keeps our stdout for the table).
 
-    Returns its stdout lines and its wall seconds; a failed run ends the benchmark, since half a comparison is
-    worse than none.
+    Returns its stdout lines and its wall seconds from start to exit; a failed run ends the benchmark, since half a
+    comparison is worse than none.
     """
     print(f"$ {shlex.join(cmd)}", file=sys.stderr, flush=True)
     lines = []
     start = time.perf_counter()
-    with subprocess.Popen(
-        cmd, cwd=REPO_ROOT, env=subprocess_env(), stdout=subprocess.PIPE, text=True, bufsize=1
-    ) as process:
+    process = subprocess.Popen(cmd, cwd=REPO_ROOT, env=subprocess_env(), stdout=subprocess.PIPE, text=True, bufsize=1)
+    try:
         for line in process.stdout:
             sys.stderr.write(line)
             lines.append(line)
+        process.wait()
+    except BaseException:  # Ctrl-C or a signal: the run must not outlive the benchmark
+        process.kill()
+        process.wait()
+        raise
+    finally:
+        process.stdout.close()
     wall_seconds = time.perf_counter() - start
     if process.returncode != 0:
         sys.exit(f"compare_training: command failed with exit status {process.returncode}: {shlex.join(cmd)}")
@@ -129,32 +233,50 @@ def last_json_line(lines: list[str], key: str) -> dict:
     sys.exit(f"compare_training: no JSON result line with {key!r} in the peer's output")
 
 
-def run_peer(args: argparse.Namespace) -> dict:
-    cmd = [sys.executable, str(PEER_SCRIPT), "--max-train-samples", str(args.max_train_samples)]
-    if args.peer_eval:
-        cmd.append("--eval")
-    cmd += shlex.split(args.peer_args)
-    lines, wall_seconds = run_streaming(cmd)
+def peer_command(args: argparse.Namespace, tuned: bool) -> list[str]:
+    cmd = [
+        sys.executable,
+        str(PEER_SCRIPT),
+        "--max-train-samples",
+        str(args.max_train_samples),
+        "--learning-rate",
+        repr(args.learning_rate),
+        "--eval",
+    ]
+    if args.max_test_samples is not None:
+        cmd += ["--max-test-samples", str(args.max_test_samples)]
+    if tuned:
+        cmd.append("--tuned")
+    return cmd + shlex.split(args.peer_args)
+
+
+def run_peer(args: argparse.Namespace, tuned: bool) -> dict:
+    lines, wall_seconds = run_streaming(peer_command(args, tuned))
     result = last_json_line(lines, "recipe")
     return {
-        "recipe": "hf_trainer",
+        "recipe": "tuned" if tuned else "stock",
         "train_samples_per_second": result["train_samples_per_second"],
         "train_seconds": result["train_seconds"],
-        "test_accuracy": result.get("test_accuracy"),
-        "max_length": result.get("max_length"),
         "process_seconds": round(wall_seconds, 3),
+        "total_seconds": None,
+        "test_accuracy": result.get("test_accuracy"),
+        "test_rows": result.get("test_rows"),
+        "max_length": "dyn" if result.get("padding") == "dynamic" else result.get("max_length"),
         "raw": result,
     }
 
 
 def ours_command(args: argparse.Namespace, output_dir: str) -> list[str]:
     prefix = shlex.split(args.ours_cmd) if args.ours_cmd else [sys.executable, "-m", "pipeline.finetune"]
+    caps = [] if args.max_test_samples is None else [f"data.max_eval_samples={args.max_test_samples}"]
     return prefix + [
         "--config",
         args.config,
         f"run.output_dir={output_dir}",
         f"run.name={RUN_NAME}",
         f"data.max_train_samples={args.max_train_samples}",
+        f"train.learning_rate={args.learning_rate!r}",
+        *caps,
         *args.override,
     ]
 
@@ -171,12 +293,21 @@ def run_ours(args: argparse.Namespace) -> dict:
         "recipe": "ours",
         "train_samples_per_second": metrics["throughput"]["train_samples_per_second"],
         "train_seconds": metrics["timings"]["train_seconds"],
-        "total_seconds": metrics["timings"]["total_seconds"],
-        "test_accuracy": metrics.get("test", {}).get("accuracy"),
-        "max_length": metrics.get("tokenization", {}).get("max_length"),
         "process_seconds": round(wall_seconds, 3),
+        "total_seconds": metrics["timings"].get("total_seconds"),
+        "test_accuracy": metrics.get("test", {}).get("accuracy"),
+        "test_rows": metrics.get("data", {}).get("sizes", {}).get("test"),
+        "max_length": metrics.get("tokenization", {}).get("max_length"),
         "raw": metrics,
     }
+
+
+def run_one(args: argparse.Namespace, recipe: str, load: int) -> dict:
+    before = load_average()
+    with background_load(load):
+        run = run_ours(args) if recipe == "ours" else run_peer(args, tuned=recipe == "tuned")
+        after = load_average()
+    return {"background_load": load, "loadavg_before": before, "loadavg_after": after, **run}
 
 
 def median_of(runs: list[dict], key: str) -> float | None:
@@ -184,61 +315,155 @@ def median_of(runs: list[dict], key: str) -> float | None:
     return round(statistics.median(values), 4) if values else None
 
 
-def summarize(runs: list[dict]) -> dict:
-    summary = {}
-    for recipe in ("hf_trainer", "ours"):
-        mine = [run for run in runs if run["recipe"] == recipe]
-        keys = ("train_samples_per_second", "train_seconds", "total_seconds", "process_seconds", "test_accuracy")
-        summary[recipe] = {key: median_of(mine, key) for key in keys}
-        summary[recipe]["max_length"] = mine[0]["max_length"]
-    peer_speed = summary["hf_trainer"]["train_samples_per_second"]
-    ours_speed = summary["ours"]["train_samples_per_second"]
-    summary["ratio_train_samples_per_second"] = round(ours_speed / peer_speed, 3) if peer_speed else None
-    return summary
+def ratio(numerator: float | None, denominator: float | None) -> float | None:
+    return round(numerator / denominator, 3) if numerator and denominator else None
+
+
+def summarize(runs: list[dict], recipes: list[str], loads: list[int]) -> dict:
+    """Medians per background load and recipe, the ratios against the targets, and what each recipe keeps of its
+    quiet train samples/s under load (when 0 is among the loads)."""
+    keys = ("train_samples_per_second", "train_seconds", "process_seconds", "total_seconds", "test_accuracy")
+    by_load = []
+    for load in loads:
+        medians = {}
+        for recipe in recipes:
+            mine = [run for run in runs if run["recipe"] == recipe and run["background_load"] == load]
+            medians[recipe] = {key: median_of(mine, key) for key in keys}
+            medians[recipe]["max_length"] = mine[0]["max_length"]
+            medians[recipe]["runs"] = len(mine)
+        ours, tuned, stock = (medians.get(name, {}) for name in ("ours", "tuned", "stock"))
+        accuracy_points = None
+        if ours.get("test_accuracy") is not None and tuned.get("test_accuracy") is not None:
+            accuracy_points = round(100 * (ours["test_accuracy"] - tuned["test_accuracy"]), 2)
+        by_load.append(
+            {
+                "background_load": load,
+                "recipes": medians,
+                "ours_over_tuned_train_samples_per_second": ratio(
+                    ours.get("train_samples_per_second"), tuned.get("train_samples_per_second")
+                ),
+                "tuned_over_ours_process_seconds": ratio(tuned.get("process_seconds"), ours.get("process_seconds")),
+                "ours_minus_tuned_test_accuracy_points": accuracy_points,
+                "ours_over_stock_train_samples_per_second": ratio(
+                    ours.get("train_samples_per_second"), stock.get("train_samples_per_second")
+                ),
+            }
+        )
+    kept = {}
+    quiet = next((entry["recipes"] for entry in by_load if entry["background_load"] == 0), None)
+    if quiet is not None:
+        for entry in by_load:
+            if entry["background_load"] == 0:
+                continue
+            kept[str(entry["background_load"])] = {
+                recipe: ratio(medians["train_samples_per_second"], quiet[recipe]["train_samples_per_second"])
+                for recipe, medians in entry["recipes"].items()
+            }
+    return {
+        "by_background_load": by_load,
+        "kept_of_quiet_train_samples_per_second": kept,
+        "targets": {
+            "ours_over_tuned_train_samples_per_second": TARGET_TRAIN_SPEEDUP,
+            "tuned_over_ours_process_seconds": TARGET_WHOLE_RUN_SPEEDUP,
+            "ours_minus_tuned_test_accuracy_points": TARGET_ACCURACY_POINTS,
+        },
+    }
 
 
 def fmt(value: float | None, digits: int) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def print_table(runs: list[dict], summary: dict, repeats: int) -> None:
+def verdict(value: float | None, target: float) -> str:
+    return "" if value is None else ("  met" if value >= target else "  not met")
+
+
+def print_report(runs: list[dict], summary: dict, repeats: int) -> None:
     header = (
-        f"{'recipe':<11} {'repeat':>6} {'train samples/s':>15} {'train s':>9} {'process s':>9} "
-        f"{'max_len':>7} {'test acc':>8}"
+        f"{'recipe':<13} {'repeat':>6} {'bg load':>7} {'load avg':>8} {'train samples/s':>15} {'train s':>8} "
+        f"{'whole run s':>11} {'max_len':>7} {'test rows':>9} {'test acc':>8}"
     )
     print(header)
     print("-" * len(header))
     for run in runs:
+        loadavg = run["loadavg_before"][0] if run["loadavg_before"] else None
         print(
-            f"{run['recipe']:<11} {run['repeat']:>6} {fmt(run['train_samples_per_second'], 2):>15} "
-            f"{fmt(run['train_seconds'], 1):>9} {fmt(run['process_seconds'], 1):>9} "
-            f"{run['max_length'] if run['max_length'] is not None else '-':>7} {fmt(run['test_accuracy'], 4):>8}"
+            f"{LABELS[run['recipe']]:<13} {run['repeat']:>6} {run['background_load']:>7} {fmt(loadavg, 2):>8} "
+            f"{fmt(run['train_samples_per_second'], 2):>15} {fmt(run['train_seconds'], 1):>8} "
+            f"{fmt(run['process_seconds'], 1):>11} {run['max_length'] or '-'!s:>7} "
+            f"{run['test_rows'] or '-'!s:>9} {fmt(run['test_accuracy'], 4):>8}"
         )
-    label = "median of" if repeats > 1 else "over"
-    ratio = summary["ratio_train_samples_per_second"]
-    ours = summary["ours"]
-    print()
-    print(f"ours / peer train samples/s ({label} {repeats} repeat(s)): {fmt(ratio, 2)}x")
-    print(
-        f"ours whole run: {fmt(ours['total_seconds'], 1)} s by its metrics.json, "
-        f"{fmt(ours['process_seconds'], 1)} s as a process"
-    )
+    label = f"median of {repeats} repeats" if repeats > 1 else "one run each"
+    for entry in summary["by_background_load"]:
+        load = entry["background_load"]
+        print()
+        beside = f"with {load} busy background process(es)" if load else "no background load"
+        print(f"{beside.capitalize()}, {label}:")
+        for recipe, medians in entry["recipes"].items():
+            extra = ""
+            if medians.get("total_seconds") is not None:
+                extra = f" ({fmt(medians['total_seconds'], 1)} s by its metrics.json)"
+            print(
+                f"  {LABELS[recipe]:<13} {fmt(medians['train_samples_per_second'], 2):>7} train samples/s, "
+                f"whole run {fmt(medians['process_seconds'], 1)} s{extra}, "
+                f"test accuracy {fmt(medians['test_accuracy'], 4)}"
+            )
+        train = entry["ours_over_tuned_train_samples_per_second"]
+        whole = entry["tuned_over_ours_process_seconds"]
+        points = entry["ours_minus_tuned_test_accuracy_points"]
+        if train is not None:
+            print(
+                f"  ours / tuned train samples/s:        {fmt(train, 2)}x   "
+                f"(target >= {TARGET_TRAIN_SPEEDUP}x){verdict(train, TARGET_TRAIN_SPEEDUP)}"
+            )
+        if whole is not None:
+            print(
+                f"  tuned / ours whole-run seconds:      {fmt(whole, 2)}x   "
+                f"(target >= {TARGET_WHOLE_RUN_SPEEDUP}x){verdict(whole, TARGET_WHOLE_RUN_SPEEDUP)}"
+            )
+        if points is not None:
+            print(
+                f"  ours - tuned test accuracy:          {points:+.2f} points "
+                f"(target >= {TARGET_ACCURACY_POINTS}){verdict(points, TARGET_ACCURACY_POINTS)}"
+            )
+        if entry["ours_over_stock_train_samples_per_second"] is not None:
+            print(
+                f"  ours / stock train samples/s:        {fmt(entry['ours_over_stock_train_samples_per_second'], 2)}x"
+            )
+    for load, kept in summary["kept_of_quiet_train_samples_per_second"].items():
+        print()
+        for recipe, share in kept.items():
+            if share is not None:
+                print(
+                    f"With {load} busy process(es) beside it, {LABELS[recipe]} keeps {100 * share:.0f}% "
+                    "of its quiet train samples/s"
+                )
 
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
+    # A plain `kill` unwinds like Ctrl-C does, so the run in progress and the background load are ended too.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    loadavg_at_start = load_average()
     runs = []
-    for repeat, recipe in run_order(args.order, args.repeats):
-        run = run_peer(args) if recipe == "peer" else run_ours(args)
-        runs.append({"repeat": repeat, **run})
-    summary = summarize(runs)
-    print_table(runs, summary, args.repeats)
+    for repeat, load, recipe in run_order(args.recipes, args.background_load, args.repeats):
+        runs.append({"repeat": repeat, **run_one(args, recipe, load)})
+    summary = summarize(runs, args.recipes, args.background_load)
+    print_report(runs, summary, args.repeats)
     if args.json_out:
         report = {
+            "recipes": args.recipes,
+            "background_load": args.background_load,
+            "loadavg_at_start": loadavg_at_start,
+            "loadavg_at_end": load_average(),
+            "cpu_count": os.cpu_count(),
             "max_train_samples": args.max_train_samples,
+            "max_test_samples": args.max_test_samples,
+            "learning_rate": args.learning_rate,
             "config": args.config,
             "overrides": args.override,
-            "order": args.order,
+            "peer_args": args.peer_args,
+            "repeats": args.repeats,
             "runs": runs,
             "summary": summary,
         }

@@ -1,12 +1,17 @@
-"""The stock Hugging Face fine-tuning recipe on AG News, as a yardstick for our pipeline's training throughput.
+"""The Hugging Face Trainer fine-tuning AG News, stock or tuned, as a yardstick for our pipeline's training speed.
 
     python benchmarks/trainer_peer.py --max-train-samples 5000          # the benchmark (a few minutes on 2 CPUs)
     python benchmarks/trainer_peer.py --max-steps 5                     # smoke run
     python benchmarks/trainer_peer.py --max-train-samples 5000 --eval   # also test accuracy on test.csv
+    python benchmarks/trainer_peer.py --max-train-samples 5000 --eval --tuned   # the tuned recipe
 
-It does what transformers' text-classification example does with `--pad_to_max_length`: tokenize everything to a
-fixed 128 tokens, BertForSequenceClassification, `transformers.Trainer` with bf16 autocast on the CPU, one epoch at
-batch size 32. Nothing is tuned. The last line on stdout is one JSON object with the figures (see benchmarks/README.md).
+Stock (the default) does what transformers' text-classification example does with `--pad_to_max_length`: tokenize
+everything to a fixed 128 tokens, BertForSequenceClassification, `transformers.Trainer` with bf16 autocast on the
+CPU, one epoch at batch size 32. Nothing is tuned. `--tuned` is what an expert Trainer user turns on, and differs
+only there: texts are tokenized without padding (still truncated at 128), `DataCollatorWithPadding` pads each batch
+to its longest row, and `train_sampling_strategy="group_by_length"` batches rows of similar length together. Same
+model, learning rate, batch size, epochs, bf16 and seed. The last line on stdout is one JSON object with the figures
+(see benchmarks/README.md).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from datasets import Dataset
 from transformers import (
     BertForSequenceClassification,
     BertTokenizerFast,
+    DataCollatorWithPadding,
     Trainer,
     TrainingArguments,
     default_data_collator,
@@ -74,6 +80,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--learning-rate", type=float, default=5e-5, help="AdamW peak learning rate (default 5e-5)")
     parser.add_argument(
+        "--tuned",
+        action="store_true",
+        help=(
+            "the tuned recipe: no padding at tokenization, DataCollatorWithPadding (each batch padded to its longest "
+            "row) and train_sampling_strategy='group_by_length'; everything else as stock"
+        ),
+    )
+    parser.add_argument(
         "--max-steps", type=int, default=-1, help="stop after this many optimizer steps (smoke runs); -1 = one epoch"
     )
     parser.add_argument("--eval", action="store_true", help="after training, report accuracy on the test file")
@@ -109,17 +123,21 @@ def load_test(path: Path, max_rows: int | None) -> pd.DataFrame:
     return to_text_and_label(frame)
 
 
-def tokenize(frame: pd.DataFrame, tokenizer: BertTokenizerFast) -> Dataset:
-    """Fixed-length padding, as the HF example does with --pad_to_max_length (its default)."""
+def tokenize(frame: pd.DataFrame, tokenizer: BertTokenizerFast, tuned: bool) -> Dataset:
+    """Stock: fixed-length padding, as the HF example does with --pad_to_max_length (its default). Tuned: no padding
+    here (DataCollatorWithPadding pads each batch); both truncate at MAX_LENGTH."""
+    padding = False if tuned else "max_length"
 
     def encode(batch: dict) -> dict:
-        return tokenizer(batch["text"], padding="max_length", max_length=MAX_LENGTH, truncation=True)
+        return tokenizer(batch["text"], padding=padding, max_length=MAX_LENGTH, truncation=True)
 
     dataset = Dataset.from_pandas(frame, preserve_index=False)
     return dataset.map(encode, batched=True, remove_columns=["text"])
 
 
-def training_arguments(output_dir: str, learning_rate: float, max_steps: int) -> TrainingArguments:
+def training_arguments(output_dir: str, learning_rate: float, max_steps: int, tuned: bool) -> TrainingArguments:
+    # transformers 5 spells length grouping train_sampling_strategy="group_by_length" (4.x: group_by_length=True).
+    # It also length-groups the evaluation sampler, so predict() returns rows out of order: see accuracy().
     return TrainingArguments(
         output_dir=output_dir,
         per_device_train_batch_size=BATCH_SIZE,
@@ -135,6 +153,7 @@ def training_arguments(output_dir: str, learning_rate: float, max_steps: int) ->
         eval_strategy="no",
         report_to=[],
         dataloader_num_workers=0,
+        train_sampling_strategy="group_by_length" if tuned else "random",
     )
 
 
@@ -148,6 +167,8 @@ def rows_trained(num_rows: int, max_steps: int) -> int:
 
 
 def accuracy(trainer: Trainer, dataset: Dataset) -> tuple[float, float]:
+    """Scored against the label_ids predict() returns, never the dataset's order: under group_by_length the
+    evaluation sampler shuffles the rows."""
     start = time.perf_counter()
     output = trainer.predict(dataset)
     seconds = time.perf_counter() - start
@@ -160,7 +181,7 @@ def main(argv: list[str] | None = None) -> dict:
     model_dir = str(resolve(args.model_dir))
     tokenizer = BertTokenizerFast.from_pretrained(model_dir)
     train_frame = load_train(resolve(args.train_file), args.max_train_samples, args.selection)
-    train_dataset = tokenize(train_frame, tokenizer)
+    train_dataset = tokenize(train_frame, tokenizer, args.tuned)
 
     transformers.set_seed(SEED)
     model = BertForSequenceClassification.from_pretrained(model_dir, num_labels=NUM_LABELS)
@@ -168,10 +189,10 @@ def main(argv: list[str] | None = None) -> dict:
     output_dir = str(Path(tempfile.gettempdir()) / "trainer_peer")
     trainer = Trainer(
         model=model,
-        args=training_arguments(output_dir, args.learning_rate, args.max_steps),
+        args=training_arguments(output_dir, args.learning_rate, args.max_steps, args.tuned),
         train_dataset=train_dataset,
         processing_class=tokenizer,
-        data_collator=default_data_collator,
+        data_collator=DataCollatorWithPadding(tokenizer) if args.tuned else default_data_collator,
     )
 
     start = time.perf_counter()
@@ -180,7 +201,7 @@ def main(argv: list[str] | None = None) -> dict:
     rows = rows_trained(len(train_dataset), args.max_steps)
 
     result = {
-        "recipe": "hf_trainer",
+        "recipe": "hf_trainer_tuned" if args.tuned else "hf_trainer",
         "train_rows": rows,
         "train_steps": train_output.global_step,
         "train_seconds": round(train_seconds, 3),
@@ -188,6 +209,8 @@ def main(argv: list[str] | None = None) -> dict:
         "trainer_train_samples_per_second": train_output.metrics.get("train_samples_per_second"),
         "train_loss": round(train_output.training_loss, 4),
         "max_length": MAX_LENGTH,
+        "padding": "dynamic" if args.tuned else "max_length",
+        "train_sampling_strategy": trainer.args.train_sampling_strategy,
         "batch_size": BATCH_SIZE,
         "learning_rate": args.learning_rate,
         "mixed_precision": "bf16",
@@ -197,7 +220,7 @@ def main(argv: list[str] | None = None) -> dict:
         "transformers": transformers.__version__,
     }
     if args.eval:
-        test_dataset = tokenize(load_test(resolve(args.test_file), args.max_test_samples), tokenizer)
+        test_dataset = tokenize(load_test(resolve(args.test_file), args.max_test_samples), tokenizer, args.tuned)
         test_accuracy, eval_seconds = accuracy(trainer, test_dataset)
         result.update(
             test_rows=len(test_dataset), test_accuracy=round(test_accuracy, 4), eval_seconds=round(eval_seconds, 3)
