@@ -1,5 +1,5 @@
-"""Prediction backends side by side: transformers.pipeline, PyTorch fp32, PyTorch bf16 autocast, ONNX fp32,
-ONNX int8 and `--backend auto`, on the same texts, in one process.
+"""Prediction backends side by side: transformers.pipeline, PyTorch fp32, PyTorch bf16 (autocast, and a bf16 copy of
+the weights), ONNX fp32, ONNX int8 and `--backend auto`, on the same texts, in one process.
 
     python -m pipeline.export --model runs/minilm_5k --quantize int8        # first: the run's onnx/ folder
     python benchmarks/predict_backends.py --model runs/minilm_5k --input ../shared/data/ag_news/test.csv \\
@@ -7,12 +7,14 @@ ONNX int8 and `--backend auto`, on the same texts, in one process.
 
 The input is read with the command's own reader and each row's text built the way the run was trained. Every
 backend but the stock pipeline goes through `Predictor.infer` (length-sorted batches padded to their own longest
-row, as `pipeline.predict` runs): PyTorch fp32; PyTorch bf16 autocast (near-ties rechecked in fp32, as the
-command does); the run's ONNX models, fp32 and int8, whatever their verification said (refused ones are read from
-onnx/refused/ and marked so); and `--backend auto` (what the command would run). The stock pipeline is
-`pipeline("text-classification", model=<model dir>, batch_size=64, truncation=True, max_length=<the run's length>)`.
-Each backend labels a few rows first so that one-off start-up costs are not timed; with `--rounds N` every backend
-runs N times, the order alternating, and the best rate counts.
+row, as `pipeline.predict` runs): PyTorch fp32; PyTorch bf16 autocast (the command's bf16 path until it ran a bf16
+copy of the weights, the reference of the `auto` ratio) and bf16 weights (what `--backend torch` runs now where the
+CPU has native bf16), both with near-ties rechecked in fp32 as the command does; the run's ONNX models, fp32 and
+int8, whatever their verification said (refused ones are read from onnx/refused/ and marked so); and `--backend
+auto` (what the command would run). The stock pipeline is `pipeline("text-classification", model=<model dir>,
+batch_size=64, truncation=True, max_length=<the run's length>)`. Each backend labels a few rows first so that
+one-off start-up costs are not timed; with `--rounds N` every backend runs N times, the order alternating, and the
+best rate counts.
 
 Printed: rows/s of each, label agreement with PyTorch fp32, accuracy against `--gold-column` when given, the ratios
 `auto / bf16 autocast` and `int8 / torch fp32`, and a last stdout line with everything as JSON. Figures on a shared
@@ -44,7 +46,7 @@ from pipeline.export.record import ExportChoice, read_export_record  # noqa: E40
 from pipeline.export.runtime import onnx_threads, open_session  # noqa: E402
 from pipeline.hardware import cpu_name, cpu_supports_bf16  # noqa: E402
 from pipeline.predict import Predictor, resolve_model_source  # noqa: E402
-from pipeline.predict.backend import OnnxBackend  # noqa: E402
+from pipeline.predict.backend import OnnxBackend, TorchBackend  # noqa: E402
 from pipeline.rundir import RunDir  # noqa: E402
 from pipeline.tables import open_table, resolve_columns  # noqa: E402
 
@@ -117,7 +119,7 @@ def onnx_predictor(reference: Predictor, run_dir: Path, variant: str) -> tuple[P
     path = RunDir(run_dir).export_dir / entry["file"]
     backend = OnnxBackend(open_session(path), variant, path, getattr(reference, "multi_label", False))
     predictor = dataclasses.replace(
-        reference, model=None, autocast_dtype=None, backend=backend, choice=ExportChoice(variant, path, "benchmark")
+        reference, model=None, compute_dtype=None, backend=backend, choice=ExportChoice(variant, path, "benchmark")
     )
     return predictor, entry.get("status", "?")
 
@@ -162,8 +164,12 @@ def main(argv: list[str] | None = None) -> int:
         )
         notes["transformers.pipeline"] = "fp32, stock"
     runners["torch fp32"] = fp32
-    runners["torch bf16 autocast"] = dataclasses.replace(fp32, autocast_dtype=torch.bfloat16)
-    notes["torch bf16 autocast"] = "native bf16" if cpu_supports_bf16() else "emulated bf16 (no native support)"
+    # The project's PyTorch bf16 path before it ran a bf16 copy of the weights: the reference of the 1.5x target.
+    autocast = TorchBackend(fp32.model, fp32.device, fp32.multi_label, bf16_weights=False)
+    runners["torch bf16 autocast"] = dataclasses.replace(fp32, compute_dtype=torch.bfloat16, backend=autocast)
+    runners["torch bf16 weights"] = dataclasses.replace(fp32, compute_dtype=torch.bfloat16)
+    bf16_note = "native bf16" if cpu_supports_bf16() else "emulated bf16 (no native support)"
+    notes["torch bf16 autocast"] = notes["torch bf16 weights"] = bf16_note
     for variant in ("fp32", "int8"):
         predictor, status = onnx_predictor(fp32, source.run_dir, variant)
         if predictor is not None:

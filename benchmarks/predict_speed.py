@@ -6,7 +6,7 @@
 In one process it reads the input with the command's own reader (test.csv has no header, hence
 --column-names), builds each row's text the way the run was trained (title + " " + description, unescaped),
 then labels all rows twice, timing each: with `Predictor.label_texts` (length-sorted batches padded only to
-their longest row, bf16 autocast where the CPU has it with near-ties recomputed in fp32, one tokenizer call
+their longest row, bf16 weights where the CPU has native bf16, near-ties recomputed in fp32, one tokenizer call
 per chunk) and with the stock `pipeline("text-classification", model=<model dir>, batch_size=64,
 truncation=True, max_length=<the run's length>)`. Each side labels a few rows first so one-off start-up costs
 (kernel selection, first allocations) are not timed.
@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"segment {index + 1}/{args.segments}: {so_far}", file=sys.stderr)
     ours_ids, stock_ids = np.concatenate(ids["ours"]), np.concatenate(ids["stock"])
     rechecked = (
-        float((np.concatenate(margins[1:]) < predictor.recheck_margin).mean()) if predictor.autocast_dtype else 0.0
+        float((np.concatenate(margins[1:]) < predictor.recheck_margin).mean()) if predictor.compute_dtype else 0.0
     )
     ours_seconds, stock_seconds = totals["ours"][0], totals["stock"][0]
     stock_tokenizer = classifier.tokenizer

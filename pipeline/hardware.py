@@ -60,7 +60,7 @@ def resolve_device(name: str) -> torch.device:
 
 
 def resolve_inference_dtype(precision: str, device: torch.device) -> torch.dtype | None:
-    """Prediction's --precision -> the autocast dtype, or None for full fp32. 'auto' takes bf16 where the hardware
+    """Prediction's --precision -> the reduced compute dtype, or None for full fp32. 'auto' takes bf16 where the hardware
     runs it natively; an explicit 'bf16' on a CPU without it is allowed (emulated, slow), on other devices not."""
     if precision == "fp32":
         return None

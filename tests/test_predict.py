@@ -275,6 +275,38 @@ def test_bf16_near_ties_are_rechecked_in_fp32(run_dir, predictor):
     assert np.abs(unchecked.infer(texts)[1] - full_probabilities).max() > 1e-3  # bf16 really was used
 
 
+def test_bf16_runs_a_bf16_copy_of_the_weights_and_keeps_the_fp32_model():
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    from pipeline.predict.backend import TorchBackend
+
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=100, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128, num_labels=3
+    )
+    model = BertForSequenceClassification(config).eval()
+    ids = np.random.default_rng(0).integers(1, 100, size=(8, 16))
+    mask = np.ones_like(ids)
+    mask[:4, 10:] = 0  # some padded rows
+
+    def logits(backend, dtype):
+        with backend.running(dtype):
+            return backend.logits(ids, mask), backend.running_model
+
+    backend = TorchBackend(model, torch.device("cpu"))
+    fp32, ran_fp32 = logits(backend, None)
+    bf16, ran_bf16 = logits(backend, torch.bfloat16)
+    assert ran_fp32 is model and {p.dtype for p in model.parameters()} == {torch.float32}  # the model is untouched
+    assert {p.dtype for p in ran_bf16.parameters()} == {torch.bfloat16}
+    assert logits(backend, torch.bfloat16)[1] is ran_bf16  # one copy, made once
+    autocast, ran_autocast = logits(TorchBackend(model, torch.device("cpu"), bf16_weights=False), torch.bfloat16)
+    assert ran_autocast is model
+    spread = np.abs(fp32).max()
+    for reduced in (bf16, autocast):
+        assert 0 < np.abs(reduced - fp32).max() < 0.05 * spread  # bf16 rounding, not another computation
+
+
 def test_chunk_boundaries_do_not_change_the_output(run_dir, tmp_path):
     source = write_table(tmp_path / "in.csv", news_rows(23))
     assert predict_cli(run_dir, source, tmp_path / "small.csv", "--chunk-size", "5", "--batch-size", "3") == 0

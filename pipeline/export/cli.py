@@ -15,6 +15,7 @@ from typing import Any
 
 from pipeline.export.convert import DEFAULT_MAX_ROWS, QUANTIZE_CHOICES, export_run
 from pipeline.export.record import STATUS_REFUSED, ExportError, auto_backend, parity_rows
+from pipeline.predict.cli import positive_int
 from pipeline.tables import one_line
 
 EXIT_REFUSED = 3
@@ -32,24 +33,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add("--quantize", choices=QUANTIZE_CHOICES, help="also write a dynamically quantized int8 model")
     add(
         "--max-rows",
-        type=_positive_int,
+        type=positive_int,
         default=DEFAULT_MAX_ROWS,
         help=f"verify on at most this many validation rows, a seeded sample (default {DEFAULT_MAX_ROWS})",
     )
-    add("--batch-size", type=_positive_int, default=128, help="rows per forward pass while verifying (default 128)")
-    add("--rounds", type=_positive_int, default=2, help="timed passes per backend; the best counts (default 2)")
+    add("--batch-size", type=positive_int, default=128, help="rows per forward pass while verifying (default 128)")
+    add("--rounds", type=positive_int, default=2, help="timed passes per backend; the best counts (default 2)")
     add("--no-optimize", action="store_true", help="skip ONNX Runtime's transformer graph optimizer")
     return parser.parse_args(argv)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
 
 
 def format_record(record: dict[str, Any]) -> str:

@@ -1,5 +1,5 @@
 """Verification of an export: the same rows through PyTorch fp32 (the reference), PyTorch as `--backend torch`
-runs it here (bf16 autocast where the CPU has it) and each ONNX model, all through the predictor's own batching.
+runs it here (bf16 weights where the CPU has native bf16) and each ONNX model, all through the predictor's own batching.
 
 Refused: more than 0.5% of the rows labelled differently from PyTorch fp32, or more than 0.5 accuracy points
 lost. Kept but not chosen by `--backend auto`: verified, yet not faster than PyTorch on this machine.
@@ -170,13 +170,13 @@ def _predictors(reference: Predictor, files: dict[str, Path]) -> dict[str, Predi
     predictors = {"torch-fp32": reference}
     default_dtype = resolve_inference_dtype("auto", cpu)
     if default_dtype is not None:
-        predictors["torch-bf16"] = dataclasses.replace(reference, autocast_dtype=default_dtype)
+        predictors["torch-bf16"] = dataclasses.replace(reference, compute_dtype=default_dtype)
     for variant, path in files.items():
         backend = OnnxBackend(open_session(path), variant, path, getattr(reference, "multi_label", False))
         predictors[f"onnx-{variant}"] = dataclasses.replace(
             reference,
             model=None,
-            autocast_dtype=None,
+            compute_dtype=None,
             backend=backend,
             choice=ExportChoice(variant, path, "verification"),
         )

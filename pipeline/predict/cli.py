@@ -133,17 +133,15 @@ def _add_file_arguments(add: Any) -> None:
 
 def _add_inference_arguments(add: Any) -> None:
     """How the model runs: batch and chunk sizes, length, device, precision, backend."""
-    add("--batch-size", type=_positive_int, default=DEFAULT_BATCH_SIZE, help="rows per forward pass")
-    add(
-        "--chunk-size", type=_positive_int, default=DEFAULT_CHUNK_SIZE, help="rows read, labelled and written at a time"
-    )
-    add("--max-length", type=_positive_int, help="tokens per text (default: the run's training length)")
+    add("--batch-size", type=positive_int, default=DEFAULT_BATCH_SIZE, help="rows per forward pass")
+    add("--chunk-size", type=positive_int, default=DEFAULT_CHUNK_SIZE, help="rows read, labelled and written at a time")
+    add("--max-length", type=positive_int, help="tokens per text (default: the run's training length)")
     add("--device", default="auto", help="cpu, cuda, cuda:<index> or auto (default)")
     add(
         "--precision",
         choices=["auto", "fp32", "bf16"],
         default="auto",
-        help="PyTorch's: auto (default): bf16 autocast where the hardware has native bf16, else fp32",
+        help="PyTorch's: auto (default): bf16 (a bf16 copy of the weights) where the hardware has native bf16, else fp32",
     )
     add(
         "--backend",
@@ -173,7 +171,8 @@ def _add_output_arguments(add: Any) -> None:
     add("--no-progress", action="store_true", help="no progress bar (it is off anyway when stderr is not a terminal)")
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
+    """argparse type for counts (batch, chunk, rows); the export command uses it too."""
     try:
         value = int(text)
     except ValueError:

@@ -65,7 +65,7 @@ class Predictor:
     device: torch.device
     text_spec: TextSpec
     batch_size: int = DEFAULT_BATCH_SIZE
-    autocast_dtype: torch.dtype | None = None
+    compute_dtype: torch.dtype | None = None
     recheck_margin: float = DEFAULT_RECHECK_MARGIN
     # (process index, number of processes): under several processes each one runs every n-th batch and the
     # results are gathered, so every process ends with the same probabilities as a single process would.
@@ -121,13 +121,13 @@ class Predictor:
             )
         try:
             torch_device = resolve_device(device)
-            autocast_dtype = resolve_inference_dtype(precision, torch_device)
+            compute_dtype = resolve_inference_dtype(precision, torch_device)
         except HardwareError as error:
             raise PredictError(str(error)) from None
         choice = _choose_backend(source, backend, precision, torch_device)
         model, tokenizer, config, engine = _load_backend(source, choice, torch_device)
         if choice.variant is not None:  # ONNX Runtime runs the forward pass: no PyTorch precision applies
-            autocast_dtype = None
+            compute_dtype = None
         length = _fixed_length(tokenizer, config, max_length or source.max_length)
         labels = [str(config.id2label[index]) for index in range(config.num_labels)]
         decision, separator = load_decision(source.model_dir, labels, is_multi_label(config))
@@ -139,7 +139,7 @@ class Predictor:
             torch_device,
             source.text_spec,
             batch_size,
-            autocast_dtype,
+            compute_dtype,
             recheck_margin,
             long_text=source.long_text,
             pooling=source.pooling,
@@ -152,8 +152,8 @@ class Predictor:
 
     @property
     def precision(self) -> str:
-        """PyTorch's precision ("bf16" autocast or "fp32"); an ONNX backend's own is in `backend_name`."""
-        return "bf16" if self.autocast_dtype == torch.bfloat16 else "fp32"
+        """PyTorch's precision ("bf16" or "fp32"); an ONNX backend's own is in `backend_name`."""
+        return "bf16" if self.compute_dtype == torch.bfloat16 else "fp32"
 
     @property
     def backend_name(self) -> str:
@@ -178,8 +178,8 @@ class Predictor:
         if count == 0:
             return np.empty(0, dtype=np.int64), np.empty((0, len(self.labels)), dtype=np.float32)
         token_ids, lengths, documents = self._tokenize(texts)
-        probabilities = self._forward(token_ids, lengths, np.arange(len(token_ids)), self.autocast_dtype, on_batch)
-        if self.autocast_dtype is not None and self.recheck_margin > 0 and (len(self.labels) > 1 or self.multi_label):
+        probabilities = self._forward(token_ids, lengths, np.arange(len(token_ids)), self.compute_dtype, on_batch)
+        if self.compute_dtype is not None and self.recheck_margin > 0 and (len(self.labels) > 1 or self.multi_label):
             close = near_decision(probabilities, self.decision, self.recheck_margin)
             if len(close):
                 probabilities[close] = self._forward(token_ids, lengths, close, None, None)
@@ -195,7 +195,7 @@ class Predictor:
         if len(texts) == 0:
             return np.empty((0, len(self.labels)), dtype=np.float32)
         token_ids, lengths, documents = self._tokenize(texts)
-        logits = self._forward(token_ids, lengths, np.arange(len(token_ids)), self.autocast_dtype, on_batch, "logits")
+        logits = self._forward(token_ids, lengths, np.arange(len(token_ids)), self.compute_dtype, on_batch, "logits")
         return pool_documents(logits, documents, len(texts), "mean", softmax=False)  # a long text's windows: mean
 
     def _tokenize(self, texts: Sequence[str]) -> tuple[list[list[int]], np.ndarray, np.ndarray]:
@@ -219,7 +219,7 @@ class Predictor:
         token_ids: Sequence[Sequence[int]],
         lengths: np.ndarray,
         rows: np.ndarray,
-        autocast_dtype: torch.dtype | None,
+        compute_dtype: torch.dtype | None,
         on_batch: Callable[[int], None] | None,
         output: str = "probabilities",
     ) -> np.ndarray:
@@ -233,7 +233,7 @@ class Predictor:
         order = np.argsort(-lengths[rows], kind="stable")  # positions within `rows`
         pad_id = self.tokenizer.pad_token_id or 0
         mine = self._my_batches(order)
-        with self.backend.running(autocast_dtype):
+        with self.backend.running(compute_dtype):
             for batch in mine:
                 batch_rows = rows[batch]
                 input_ids, attention_mask = pad_arrays(

@@ -5,6 +5,7 @@ saved sequence-classification folder; and loading its weights and tokenizer.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,12 +93,10 @@ def load_model_and_tokenizer(model_dir: Path) -> tuple[Any, Any]:
     from transformers import AutoModelForSequenceClassification
 
     tokenizer = _load_tokenizer(model_dir)
-    try:
-        model = AutoModelForSequenceClassification.from_pretrained(str(model_dir))
-    except Exception as error:  # a user's files: any failure to load them is bad input
-        raise PredictError(
-            f"cannot load a sequence-classification model from {model_dir}: {type(error).__name__}: {one_line(error)}"
-        ) from None
+    model = _load_user_files(
+        lambda: AutoModelForSequenceClassification.from_pretrained(str(model_dir)),
+        f"a sequence-classification model from {model_dir}",
+    )
     return model.eval(), tokenizer
 
 
@@ -106,12 +105,7 @@ def load_config_and_tokenizer(model_dir: Path) -> tuple[Any, Any]:
     from transformers import AutoConfig
 
     tokenizer = _load_tokenizer(model_dir)
-    try:
-        config = AutoConfig.from_pretrained(str(model_dir))
-    except Exception as error:  # a user's files: any failure to load them is bad input
-        raise PredictError(
-            f"cannot load the model config from {model_dir}: {type(error).__name__}: {one_line(error)}"
-        ) from None
+    config = _load_user_files(lambda: AutoConfig.from_pretrained(str(model_dir)), f"the model config from {model_dir}")
     return config, tokenizer
 
 
@@ -120,13 +114,18 @@ def _load_tokenizer(model_dir: Path) -> Any:
 
     import pipeline.models.encoder  # noqa: F401 -- registers the from-scratch encoder with the Auto classes
 
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
-    except Exception as error:  # a user's files: any failure to load them is bad input
-        raise PredictError(
-            f"cannot load a sequence-classification model from {model_dir}: {type(error).__name__}: {one_line(error)}"
-        ) from None
+    tokenizer = _load_user_files(
+        lambda: AutoTokenizer.from_pretrained(str(model_dir)), f"a sequence-classification model from {model_dir}"
+    )
     if not getattr(tokenizer, "is_fast", False):
         # The per-chunk batch call relies on the Rust tokenizer; a slow one would dominate the run time.
         raise PredictError(f"{model_dir} has no fast tokenizer (tokenizer.json or a convertible vocabulary)")
     return tokenizer
+
+
+def _load_user_files(load: Callable[[], Any], what: str) -> Any:
+    """A user's files: any failure to load them is bad input, one line naming what and where."""
+    try:
+        return load()
+    except Exception as error:
+        raise PredictError(f"cannot load {what}: {type(error).__name__}: {one_line(error)}") from None
