@@ -5,8 +5,9 @@
 The fp32 model comes from torch.onnx.export's TorchScript path (dynamo=False: it needs no onnxscript and traces
 transformers' BERT and the from-scratch encoder alike), with batch and sequence axes dynamic, then ONNX Runtime's
 transformer optimizer fuses attention, LayerNorm and GELU where it recognises them (kept only when the result still
-loads; verification then checks the numbers). The int8 model is `quantize_dynamic` of the optimised fp32 model
-(int8 weights, activations quantized per batch at run time). Everything is built in a staging folder and swapped
+loads; verification then checks the numbers). The int8 model is `quantize_dynamic` of the traced, unfused graph
+(int8 weights, activations quantized per batch at run time): there every projection, the attention's Q/K/V
+included, is a plain MatMul the quantizer can take, while the fused Attention operator would stay fp32. Everything is built in a staging folder and swapped
 in as the run's onnx/ folder in one rename, so a failed export leaves the previous one intact.
 """
 
@@ -182,10 +183,12 @@ def optimize_graph(source: Path, target: Path, model_config: Any) -> str:
 
 
 def quantize_int8(source: Path, target: Path) -> None:
-    """Dynamic quantization of the MatMuls (feed-forward and attention output projections: most of the FLOPs):
-    int8 weights per channel, activations quantized per batch at run time. The fused Attention operator (its Q/K/V
-    projection and softmax) and the embeddings stay fp32: on a fine-tuned MiniLM (AG News) quantizing them too
-    changed 0.55% of validation labels, over the 0.5% limit; MatMuls alone changed 0.15%, all near-ties."""
+    """Dynamic quantization of every MatMul of the unfused graph (all projections and the attention products):
+    int8 weights per channel, activations quantized per batch at run time; embeddings, LayerNorm and softmax stay
+    fp32. On MiniLM fine-tuned on 5,000 AG News rows (2,000 test rows, 2 threads, idle AVX-512 VNNI CPU): 360-373
+    rows/s with 99.70% of labels as PyTorch fp32's, against 266-272 rows/s (99.65%) for the MatMuls left around
+    the fused Attention operator, and 333 rows/s for the fused QAttention. Weights per tensor instead of per
+    channel changed 1.35% of the labels."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -287,14 +290,14 @@ def _export(
         fp32_path = staging / ONNX_MODEL_FILES["fp32"]
         traced = staging / ".traced.onnx"
         export_fp32(model, tokenizer, traced, reference.max_length)
+        if quantize == "int8":
+            quantize_int8(traced, staging / ONNX_MODEL_FILES["int8"])
         if optimize:
             graph = optimize_graph(traced, fp32_path, model.config)
             traced.unlink()
         else:
             graph = "none (optimize=False)"
             traced.rename(fp32_path)
-        if quantize == "int8":
-            quantize_int8(fp32_path, staging / ONNX_MODEL_FILES["int8"])
         files = {variant: staging / ONNX_MODEL_FILES[variant] for variant in variants}
         results = verify.verify_exports(reference, files, rows, rounds)
         record.update(_build_record(model_sha256, graph, rows, results, files, reference))
