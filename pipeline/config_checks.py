@@ -26,6 +26,7 @@ def validate(config: PipelineConfig) -> None:
         "train.eval_every_steps": config.train.eval_every_steps,
         "train.save_every_steps": config.train.save_every_steps,
         "train.early_stopping_patience": config.train.early_stopping_patience,
+        "train.cpu_threads": config.train.cpu_threads,
         "data.max_train_samples": config.data.max_train_samples,
         "data.max_eval_samples": config.data.max_eval_samples,
     }

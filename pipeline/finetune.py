@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import datasets
+import torch
 import transformers
 from accelerate import Accelerator
 from accelerate.utils import gather_object, set_seed
@@ -366,6 +367,16 @@ def prediction_speed(config: PipelineConfig, prepared: Prepared) -> dict[str, An
     return measure(predictor, texts)
 
 
+def set_cpu_threads(setting: int | None, accelerator: Accelerator) -> dict[str, Any]:
+    """On a CPU, PyTorch's threads per process (hardware.cpu_threads), stated and recorded; nothing on a GPU."""
+    if accelerator.device.type != "cpu":
+        return {}
+    threads, reason = hardware.cpu_threads(setting)
+    torch.set_num_threads(threads)
+    accelerator.print(f"CPU threads: {threads} per process ({reason})")
+    return {"cpu_threads": threads, "cpu_threads_reason": reason}
+
+
 def run(config: PipelineConfig) -> dict:
     """Stages 1-4 for one config; returns metrics.json's content."""
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
@@ -374,8 +385,9 @@ def run(config: PipelineConfig) -> dict:
     check_run_dir(config)
     teacher = distill.resolve_teacher(config.train.distill) if config.train.distill.teacher else None
     claim = rundir.claimed(config.run_dir) if accelerator.is_main_process else contextlib.nullcontext()
-    with claim:
-        accelerator.wait_for_everyone()
+    with claim, hardware.torch_threads_restored():
+        accelerator.wait_for_everyone()  # every process samples the load at once, none of them busy yet
+        threads = set_cpu_threads(config.train.cpu_threads, accelerator)
         set_seed(config.run.seed)
         timings: dict[str, float] = {}
         prepared = prepare(config, accelerator, timings, teacher)
@@ -389,6 +401,7 @@ def run(config: PipelineConfig) -> dict:
         timings["total_seconds"] = time.perf_counter() - start
         metrics = build_metrics(config, prepared, results, training, timings, num_parameters, started_at, accelerator)
         metrics["calibration"], metrics["thresholds"] = scoring.calibration, scoring.thresholds
+        metrics["device"].update(threads)
         # Seconds on one CPU thread, main process only (nothing collective runs meanwhile); not in the timings above.
         baseline = (
             run_baseline(config.eval.baseline, prepared.data.splits, prepared.labels)

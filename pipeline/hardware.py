@@ -1,12 +1,17 @@
-"""What the machine can do: the device, the precision it runs well, the CPU's name and the library versions.
+"""What the machine can do: the device, the precision it runs well, the CPU cores free to use, the CPU's name and
+the library versions.
 
 Training, evaluation and prediction all ask here, so that "bf16 on this CPU?" has one answer everywhere.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 
 import torch
 
@@ -101,3 +106,83 @@ def library_versions() -> dict:
         "accelerate": accelerate.__version__,
         "pipeline": pipeline.__version__,
     }
+
+
+def local_process_count() -> int:
+    """Processes sharing this machine's cores: torchrun and `accelerate launch` set LOCAL_WORLD_SIZE."""
+    try:
+        return max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    except ValueError:
+        return 1
+
+
+def available_cores() -> int:
+    """The cores this process may run on (a container's or taskset's limit, not the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
+
+
+PROC_STAT = Path("/proc/stat")
+
+
+def cpu_times(cores: Iterable[int], stat: Path = PROC_STAT) -> dict[int, tuple[int, int]]:
+    """(busy, total) clock ticks since boot of each core in `cores`, from /proc/stat ("cpuN user nice system idle
+    iowait irq softirq steal ..."); idle and iowait count as free."""
+    wanted, times = set(cores), {}
+    for line in stat.read_text().splitlines():
+        name, *fields = line.split()
+        if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in wanted:
+            ticks = [int(field) for field in fields[:8]]
+            times[int(name[3:])] = (sum(ticks) - ticks[3] - ticks[4], sum(ticks))
+    return times
+
+
+def busy_between(first: dict[int, tuple[int, int]], second: dict[int, tuple[int, int]]) -> float:
+    """Cores' worth of work done between two `cpu_times` readings (0 to the number of cores)."""
+    busy = 0.0
+    for core, (busy_after, total_after) in second.items():
+        busy_before, total_before = first.get(core, (busy_after, total_after))
+        if total_after > total_before:
+            busy += (busy_after - busy_before) / (total_after - total_before)
+    return busy
+
+
+def busy_cores(seconds: float = 0.3) -> float | None:
+    """How many of this process's cores other work keeps busy, sampled over `seconds` while this process sleeps;
+    None where /proc/stat cannot be read (not Linux)."""
+    try:
+        cores = sorted(os.sched_getaffinity(0))
+        first = cpu_times(cores)
+        time.sleep(seconds)
+        return busy_between(first, cpu_times(cores))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def cpu_threads(setting: int | None, measure_busy: Callable[[], float | None] = busy_cores) -> tuple[int, str]:
+    """(threads per process, why): OMP_NUM_THREADS when set, else `setting` (train.cpu_threads), else the cores
+    that other work leaves free (`measure_busy`, called only then), shared among this machine's processes."""
+    configured = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if configured.isdigit() and int(configured) > 0:
+        return int(configured), "OMP_NUM_THREADS"
+    if setting is not None:
+        return setting, "train.cpu_threads"
+    cores, processes = available_cores(), local_process_count()
+    share = f", shared by {processes} processes" if processes > 1 else ""
+    busy = measure_busy()
+    if busy is None:
+        return max(1, cores // processes), f"{cores} cores{share}"
+    free = max(0, cores - round(busy))
+    return max(1, free // processes), f"{free} of {cores} cores free of other work at start ({busy:.1f} busy){share}"
+
+
+@contextlib.contextmanager
+def torch_threads_restored() -> Iterator[None]:
+    """PyTorch's thread count as it was before: a run that chose its own leaves the caller's (a notebook's) alone."""
+    previous = torch.get_num_threads()
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)

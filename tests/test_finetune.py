@@ -106,6 +106,7 @@ def test_run_directory_holds_every_file_and_each_loads(finished_run):
     ]:
         assert (run_dir / name).is_file(), name
 
+    assert metrics["device"]["cpu_threads"] >= 1 and metrics["device"]["cpu_threads_reason"]
     reloaded_config = load_config(run_dir / "config.yaml")
     assert reloaded_config == config
 

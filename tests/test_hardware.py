@@ -56,3 +56,59 @@ def test_environment_is_described():
     info = hardware.device_info(torch.device("cpu"), num_processes=2)
     assert info["type"] == "cpu" and info["num_processes"] == 2 and info["name"]
     assert hardware.library_versions()["torch"] == torch.__version__
+
+
+STAT = """cpu  700 0 300 900 100 0 0 0 0 0
+cpu0 500 0 100 300 100 0 0 0 0 0
+cpu1 200 0 200 600 0 0 0 0 0 0
+intr 12345
+"""
+
+
+def test_cpu_times_read_busy_and_total_ticks_per_core(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text(STAT)
+    assert hardware.cpu_times([0, 1], stat) == {0: (600, 1000), 1: (400, 1000)}
+    assert hardware.cpu_times([1], stat) == {1: (400, 1000)}  # the aggregate "cpu" line is never a core
+    later = {0: (600 + 100, 1000 + 100), 1: (400 + 25, 1000 + 100)}  # core 0 fully busy, core 1 a quarter
+    assert hardware.busy_between(hardware.cpu_times([0, 1], stat), later) == pytest.approx(1.25)
+
+
+def test_cpu_threads_take_the_cores_other_work_leaves_free(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    monkeypatch.setattr(hardware, "available_cores", lambda: 4)
+    assert hardware.cpu_threads(None, lambda: 0.2)[0] == 4  # idle: every core
+    threads, reason = hardware.cpu_threads(None, lambda: 1.0)
+    assert threads == 3 and "3 of 4 cores free" in reason
+    assert hardware.cpu_threads(None, lambda: 3.9)[0] == 1  # never fewer than one
+    assert hardware.cpu_threads(None, lambda: None)[0] == 4  # no /proc/stat: every core
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    assert hardware.cpu_threads(None, lambda: 0.0)[0] == 2  # shared by this machine's processes
+
+    def not_measured():
+        raise AssertionError("the load is sampled only when nothing else decides")
+
+    assert hardware.cpu_threads(3, not_measured) == (3, "train.cpu_threads")
+    monkeypatch.setenv("OMP_NUM_THREADS", "5")
+    assert hardware.cpu_threads(3, not_measured) == (5, "OMP_NUM_THREADS")
+
+
+def test_busy_cores_sees_a_busy_process(tmp_path):
+    import subprocess
+    import sys
+
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        assert hardware.busy_cores(0.5) >= 0.6  # one process spinning: about one core's worth
+    finally:
+        busy.kill()
+        busy.wait()
+
+
+def test_a_runs_thread_count_is_undone_afterwards():
+    before = torch.get_num_threads()
+    with hardware.torch_threads_restored():
+        torch.set_num_threads(1)
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before

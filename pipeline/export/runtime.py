@@ -7,26 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.export.record import ExportError, require
+from pipeline.hardware import available_cores, local_process_count
 from pipeline.tables import one_line
 
 INPUT_NAMES = ("input_ids", "attention_mask")
 OUTPUT_NAME = "logits"
-
-
-def local_process_count() -> int:
-    """Processes sharing this machine's cores: torchrun and `accelerate launch` set LOCAL_WORLD_SIZE."""
-    try:
-        return max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
-    except ValueError:
-        return 1
-
-
-def available_cores() -> int:
-    """The cores this process may run on (a container's or taskset's limit, not the machine's count)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not on Linux
-        return os.cpu_count() or 1
 
 
 def onnx_threads() -> int:
