@@ -15,7 +15,10 @@ Binary and multi-label results also carry the areas under the ROC and precision-
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -149,6 +152,18 @@ def row_losses(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.float(), labels, reduction="none")
 
 
+def inference_model(
+    model: torch.nn.Module, accelerator: Accelerator
+) -> tuple[torch.nn.Module, Callable[[], contextlib.AbstractContextManager]]:
+    """What scores a split, and the context each batch runs in. bf16 on a CPU: a bf16 copy of the weights, made for this pass
+    (autocast would re-cast every weight at every matmul; the copy is 1.2-1.3x faster, as in prediction). Every
+    validation pass and the test pass score the same way, so the best model is still picked on like numbers.
+    Otherwise: the model itself under accelerate's autocast (fp16/bf16 on a GPU, or none)."""
+    if accelerator.mixed_precision == "bf16" and accelerator.device.type == "cpu":
+        return copy.deepcopy(accelerator.unwrap_model(model)).to(torch.bfloat16).eval(), contextlib.nullcontext
+    return model, accelerator.autocast
+
+
 @torch.inference_mode()
 def predict_logits(
     model: torch.nn.Module, rows: TokenizedRows, accelerator: Accelerator, batch_size: int
@@ -164,10 +179,11 @@ def predict_logits(
     )
     was_training = model.training
     model.eval()
+    scorer, precision = inference_model(model, accelerator)
     gathered_index, gathered_logits = [], []
     for batch in loader:
-        with accelerator.autocast():
-            logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits  # (B, C)
+        with precision():
+            logits = scorer(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits  # (B, C)
         gathered_index.append(accelerator.gather(batch["row_index"]).cpu())
         gathered_logits.append(accelerator.gather(logits.float()).cpu())
     model.train(was_training)

@@ -123,6 +123,24 @@ def tiny_model() -> BertForSequenceClassification:
     return model
 
 
+def test_bf16_evaluation_on_a_cpu_scores_a_bf16_copy_and_leaves_the_model_alone(fresh_accelerate_state):
+    from accelerate import Accelerator
+
+    from pipeline.evaluation import inference_model
+    from tests.helpers import reset_accelerate
+
+    rows = tiny_rows([3, 40, 7, 22, 1, 48, 15, 9])
+    model = tiny_model()
+    exact, _ = predict_split(model, rows, Accelerator(cpu=True, mixed_precision="no"), batch_size=4)
+    reset_accelerate()  # accelerate keeps one precision per process
+    accelerator = Accelerator(cpu=True, mixed_precision="bf16")
+    scorer, _ = inference_model(model, accelerator)
+    assert scorer is not model and {p.dtype for p in scorer.parameters()} == {torch.bfloat16}
+    reduced, _ = predict_split(model, rows, accelerator, batch_size=4)
+    assert {p.dtype for p in model.parameters()} == {torch.float32}  # training goes on in fp32
+    assert 0 < np.abs(reduced - exact).max() < 0.05  # bf16 rounding of the same computation
+
+
 def test_predict_split_returns_each_row_once_in_row_order(fresh_accelerate_state):
     from accelerate import Accelerator
 
