@@ -29,6 +29,7 @@ from accelerate import Accelerator
 from accelerate.data_loader import prepare_data_loader
 
 from pipeline.batching import TokenizedRows, evaluation_loader
+from pipeline.hardware import runs_weight_copy
 from pipeline.thresholds import KIND_BINARY, KIND_FLAG, Decision, default_decision
 from pipeline.windows import pool_documents
 
@@ -155,11 +156,11 @@ def row_losses(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 def inference_model(
     model: torch.nn.Module, accelerator: Accelerator
 ) -> tuple[torch.nn.Module, Callable[[], contextlib.AbstractContextManager]]:
-    """What scores a split, and the context each batch runs in. bf16 on a CPU: a bf16 copy of the weights, made for this pass
-    (autocast would re-cast every weight at every matmul; the copy is 1.2-1.3x faster, as in prediction). Every
-    validation pass and the test pass score the same way, so the best model is still picked on like numbers.
-    Otherwise: the model itself under accelerate's autocast (fp16/bf16 on a GPU, or none)."""
-    if accelerator.mixed_precision == "bf16" and accelerator.device.type == "cpu":
+    """What scores a split, and the context each batch runs in. bf16 on a CPU: a bf16 copy of the weights made for
+    this pass (hardware.runs_weight_copy, as in prediction). Every validation pass and the test pass score the same
+    way, so the best model is still picked on like numbers. Otherwise: the model itself under accelerate's autocast
+    (fp16/bf16 on a GPU, or none)."""
+    if accelerator.mixed_precision == "bf16" and runs_weight_copy(torch.bfloat16, accelerator.device):
         return copy.deepcopy(accelerator.unwrap_model(model)).to(torch.bfloat16).eval(), contextlib.nullcontext
     return model, accelerator.autocast
 

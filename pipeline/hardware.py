@@ -65,8 +65,9 @@ def resolve_device(name: str) -> torch.device:
 
 
 def resolve_inference_dtype(precision: str, device: torch.device) -> torch.dtype | None:
-    """Prediction's --precision -> the reduced compute dtype, or None for full fp32. 'auto' takes bf16 where the hardware
-    runs it natively; an explicit 'bf16' on a CPU without it is allowed (emulated, slow), on other devices not."""
+    """Prediction's --precision -> the reduced compute dtype, or None for full fp32. 'auto' takes bf16 where the
+    hardware runs it natively; an explicit 'bf16' on a CPU without it is allowed (emulated, slow), on other devices
+    not."""
     if precision == "fp32":
         return None
     supported = device_supports_bf16(device) if precision == "auto" or device.type != "cpu" else True
@@ -161,21 +162,39 @@ def busy_cores(seconds: float = 0.3) -> float | None:
         return None
 
 
+def configured_threads() -> int | None:
+    """OMP_NUM_THREADS when set to a positive number: the user's thread count, obeyed by PyTorch and ONNX Runtime."""
+    configured = os.environ.get("OMP_NUM_THREADS", "").strip()
+    return int(configured) if configured.isdigit() and int(configured) > 0 else None
+
+
+def cores_per_process(cores: int | None = None) -> int:
+    """`cores` (default: every core this process may use) shared among this machine's processes, at least one."""
+    return max(1, (available_cores() if cores is None else cores) // local_process_count())
+
+
 def cpu_threads(setting: int | None, measure_busy: Callable[[], float | None] = busy_cores) -> tuple[int, str]:
     """(threads per process, why): OMP_NUM_THREADS when set, else `setting` (train.cpu_threads), else the cores
     that other work leaves free (`measure_busy`, called only then), shared among this machine's processes."""
-    configured = os.environ.get("OMP_NUM_THREADS", "").strip()
-    if configured.isdigit() and int(configured) > 0:
-        return int(configured), "OMP_NUM_THREADS"
+    configured = configured_threads()
+    if configured is not None:
+        return configured, "OMP_NUM_THREADS"
     if setting is not None:
         return setting, "train.cpu_threads"
     cores, processes = available_cores(), local_process_count()
     share = f", shared by {processes} processes" if processes > 1 else ""
     busy = measure_busy()
     if busy is None:
-        return max(1, cores // processes), f"{cores} cores{share}"
+        return cores_per_process(), f"{cores} cores{share}"
     free = max(0, cores - round(busy))
-    return max(1, free // processes), f"{free} of {cores} cores free of other work at start ({busy:.1f} busy){share}"
+    return cores_per_process(free), f"{free} of {cores} cores free of other work at start ({busy:.1f} busy){share}"
+
+
+def runs_weight_copy(dtype: torch.dtype | None, device: torch.device) -> bool:
+    """Whether reduced precision runs a copy of the weights in that dtype rather than autocast: bf16 on a CPU, where
+    autocast re-casts every weight at every matmul and the copy labels MiniLM 1.2-1.3x faster with the same labels
+    (benchmarks/predict_backends.py). Prediction and evaluation both ask here."""
+    return dtype == torch.bfloat16 and device.type == "cpu"
 
 
 @contextlib.contextmanager

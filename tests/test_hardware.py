@@ -112,3 +112,11 @@ def test_a_runs_thread_count_is_undone_afterwards():
         torch.set_num_threads(1)
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == before
+
+
+def test_only_bf16_on_a_cpu_runs_a_copy_of_the_weights():
+    cpu, gpu = torch.device("cpu"), torch.device("cuda")
+    assert hardware.runs_weight_copy(torch.bfloat16, cpu)
+    assert not hardware.runs_weight_copy(None, cpu)  # fp32: the model itself
+    assert not hardware.runs_weight_copy(torch.bfloat16, gpu)  # a GPU keeps autocast
+    assert not hardware.runs_weight_copy(torch.float16, cpu)

@@ -7,8 +7,9 @@ transformers' BERT and the from-scratch encoder alike), with batch and sequence 
 transformer optimizer fuses attention, LayerNorm and GELU where it recognises them (kept only when the result still
 loads; verification then checks the numbers). The int8 model is `quantize_dynamic` of the traced, unfused graph
 (int8 weights, activations quantized per batch at run time): there every projection, the attention's Q/K/V
-included, is a plain MatMul the quantizer can take, while the fused Attention operator would stay fp32. Everything is built in a staging folder and swapped
-in as the run's onnx/ folder in one rename, so a failed export leaves the previous one intact.
+included, is a plain MatMul the quantizer can take, while the fused Attention operator would stay fp32.
+Everything is built in a staging folder and swapped in as the run's onnx/ folder in one rename, so a failed export
+leaves the previous one intact.
 """
 
 from __future__ import annotations

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from pipeline.export.record import ExportError, require
-from pipeline.hardware import available_cores, local_process_count
+from pipeline.hardware import configured_threads, cores_per_process
 from pipeline.tables import one_line
 
 INPUT_NAMES = ("input_ids", "attention_mask")
@@ -18,10 +17,7 @@ def onnx_threads() -> int:
     """Intra-op threads of an ONNX Runtime session: OMP_NUM_THREADS when set (the knob PyTorch obeys too), else
     the cores available to this process divided by the processes on this machine, so that N processes do not
     each start one thread per core."""
-    configured = os.environ.get("OMP_NUM_THREADS", "").strip()
-    if configured.isdigit() and int(configured) > 0:
-        return int(configured)
-    return max(1, available_cores() // local_process_count())
+    return configured_threads() or cores_per_process()
 
 
 def open_session(path: Path, threads: int | None = None) -> Any:

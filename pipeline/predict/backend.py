@@ -15,6 +15,8 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from pipeline.hardware import runs_weight_copy
+
 
 class Backend(Protocol):
     name: str  # "torch", "onnx-fp32", "onnx-int8"
@@ -35,10 +37,9 @@ def to_probabilities(logits: torch.Tensor, multi_label: bool) -> torch.Tensor:
 
 
 class TorchBackend:
-    """PyTorch. In bf16 it runs a bf16 copy of the weights rather than autocast: autocast re-casts every weight at
-    every matmul, and on a CPU with native bf16 the copy labels MiniLM 1.2-1.3x faster (benchmarks/
-    predict_backends.py) with the same labels; the fp32 weights stay for fp32 passes (near-tie rechecks).
-    `bf16_weights=False` keeps autocast (the benchmark's reference)."""
+    """PyTorch. In bf16 on a CPU it runs a bf16 copy of the weights rather than autocast (hardware.runs_weight_copy);
+    the fp32 weights stay for fp32 passes (near-tie rechecks). `bf16_weights=False` keeps autocast (the benchmark's
+    reference)."""
 
     name = "torch"
 
@@ -55,7 +56,7 @@ class TorchBackend:
     @contextlib.contextmanager
     def running(self, compute_dtype: torch.dtype | None) -> Iterator[None]:
         self.running_model, autocast = self.model, contextlib.nullcontext()
-        if compute_dtype is not None and self.bf16_weights:
+        if self.bf16_weights and runs_weight_copy(compute_dtype, self.device):
             self.running_model = self._copy_in(compute_dtype)
         elif compute_dtype is not None:
             autocast = torch.autocast(self.device.type, dtype=compute_dtype)
