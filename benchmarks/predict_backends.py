@@ -1,5 +1,6 @@
 """Prediction backends side by side: transformers.pipeline, PyTorch fp32, PyTorch bf16 (autocast, and a bf16 copy of
-the weights), ONNX fp32, ONNX int8 and `--backend auto`, on the same texts, in one process.
+the weights), ONNX Runtime fp32 and int8, OpenVINO (bf16 where the CPU has it) and OpenVINO int8, and `--backend
+auto`, on the same texts, in one process.
 
     python -m pipeline.export --model runs/minilm_5k --quantize int8        # first: the run's onnx/ folder
     python benchmarks/predict_backends.py --model runs/minilm_5k --input ../shared/data/ag_news/test.csv \\
@@ -9,9 +10,10 @@ The input is read with the command's own reader and each row's text built the wa
 backend but the stock pipeline goes through `Predictor.infer` (length-sorted batches padded to their own longest
 row, as `pipeline.predict` runs): PyTorch fp32; PyTorch bf16 autocast (the command's bf16 path until it ran a bf16
 copy of the weights, the reference of the `auto` ratio) and bf16 weights (what `--backend torch` runs now where the
-CPU has native bf16), both with near-ties rechecked in fp32 as the command does; the run's ONNX models, fp32 and
-int8, whatever their verification said (refused ones are read from onnx/refused/ and marked so); and `--backend
-auto` (what the command would run). The stock pipeline is `pipeline("text-classification", model=<model dir>,
+CPU has native bf16), both with near-ties rechecked in fp32 as the command does; the run's exported models, whatever
+their verification said (refused ones are read from onnx/refused/ and marked so), each as prediction runs it; and
+`--backend auto` (what the command would run). OpenVINO int8 computes the rest in f32 as prediction runs it, which
+is also what a CPU without bf16 does: the int8 ratio compares it with PyTorch fp32. The stock pipeline is `pipeline("text-classification", model=<model dir>,
 batch_size=64, truncation=True, max_length=<the run's length>)`. Each backend labels a few rows first so that
 one-off start-up costs are not timed; with `--rounds N` every backend runs N times, the order alternating, and the
 best rate counts.
@@ -42,11 +44,11 @@ import torch
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))  # run as a script from anywhere
 
-from pipeline.export.record import ExportChoice, read_export_record  # noqa: E402
-from pipeline.export.runtime import onnx_threads, open_session  # noqa: E402
+from pipeline.export.record import VARIANTS, ExportChoice, backend_name, read_export_record  # noqa: E402
+from pipeline.export.runtime import onnx_threads, open_backend  # noqa: E402
 from pipeline.hardware import cpu_name, cpu_supports_bf16  # noqa: E402
 from pipeline.predict import Predictor, resolve_model_source  # noqa: E402
-from pipeline.predict.backend import OnnxBackend, TorchBackend  # noqa: E402
+from pipeline.predict.backend import TorchBackend  # noqa: E402
 from pipeline.rundir import RunDir  # noqa: E402
 from pipeline.tables import open_table, resolve_columns  # noqa: E402
 
@@ -110,18 +112,18 @@ def gold_ids(gold: list[str] | None, labels: list[str], run_dir: Path | None) ->
     return np.array(ids)
 
 
-def onnx_predictor(reference: Predictor, run_dir: Path, variant: str) -> tuple[Predictor | None, str]:
-    """A predictor on the run's ONNX model `variant`, verified or not (the status is reported alongside)."""
+def export_predictor(reference: Predictor, run_dir: Path, variant: str) -> tuple[Predictor | None, str]:
+    """A predictor on the run's exported model `variant`, verified or not (the status is reported alongside)."""
     record = read_export_record(run_dir)
     if record is None or variant not in record["variants"]:
         return None, "not exported"
     entry = record["variants"][variant]
     path = RunDir(run_dir).export_dir / entry["file"]
-    backend = OnnxBackend(open_session(path), variant, path, getattr(reference, "multi_label", False))
+    backend = open_backend(variant, path, getattr(reference, "multi_label", False))
     predictor = dataclasses.replace(
         reference, model=None, compute_dtype=None, backend=backend, choice=ExportChoice(variant, path, "benchmark")
     )
-    return predictor, entry.get("status", "?")
+    return predictor, entry.get("status", "?") + (f", {backend.precision}" if backend.precision else "")
 
 
 class StockPipeline:
@@ -170,18 +172,19 @@ def main(argv: list[str] | None = None) -> int:
     runners["torch bf16 weights"] = dataclasses.replace(fp32, compute_dtype=torch.bfloat16)
     bf16_note = "native bf16" if cpu_supports_bf16() else "emulated bf16 (no native support)"
     notes["torch bf16 autocast"] = notes["torch bf16 weights"] = bf16_note
-    for variant in ("fp32", "int8"):
-        predictor, status = onnx_predictor(fp32, source.run_dir, variant)
+    for variant in VARIANTS:
+        name = backend_name(variant).replace("-", " ")
+        predictor, status = export_predictor(fp32, source.run_dir, variant)
         if predictor is not None:
-            runners[f"onnx {variant}"] = predictor
-        notes[f"onnx {variant}"] = status
+            runners[name] = predictor
+            notes[name] = status
     auto = Predictor.from_source(source, device="cpu", backend="auto", batch_size=args.batch_size)
     runners["--backend auto"] = auto
     notes["--backend auto"] = f"{auto.backend_name}" + (f" ({auto.precision})" if auto.backend_name == "torch" else "")
 
     print(
         f"{len(texts)} rows from {args.input}; max length {fp32.max_length}; batch {args.batch_size}; "
-        f"torch threads {torch.get_num_threads()}, onnxruntime threads {onnx_threads()}; {cpu_name()}",
+        f"torch threads {torch.get_num_threads()}, onnxruntime/openvino threads {onnx_threads()}; {cpu_name()}",
         file=sys.stderr,
     )
     for runner in runners.values():
@@ -213,8 +216,9 @@ def main(argv: list[str] | None = None) -> int:
         accuracy_text = f"{100 * accuracy:.2f}%" if accuracy is not None else "-"
         print(f"{name:<24}{rates[name]:>9.1f}{100 * agreement:>10.2f}%{accuracy_text:>10}  {notes.get(name, '')}")
     ratios = {"auto / torch bf16 autocast": rates["--backend auto"] / rates["torch bf16 autocast"]}
-    if "onnx int8" in rates:
-        ratios["onnx int8 / torch fp32"] = rates["onnx int8"] / rates["torch fp32"]
+    for name in ("onnx int8", "openvino int8"):
+        if name in rates:
+            ratios[f"{name} / torch fp32"] = rates[name] / rates["torch fp32"]
     if "transformers.pipeline" in rates:
         ratios["auto / transformers.pipeline"] = rates["--backend auto"] / rates["transformers.pipeline"]
     print()
@@ -225,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
             {
                 "rows": len(texts),
                 "machine": cpu_name(),
-                "threads": {"torch": torch.get_num_threads(), "onnxruntime": onnx_threads()},
+                "threads": {"torch": torch.get_num_threads(), "onnxruntime and openvino": onnx_threads()},
                 "backends": results,
                 "ratios": ratios,
                 "load_average": os.getloadavg(),

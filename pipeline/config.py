@@ -245,8 +245,9 @@ class EvalConfig:
     # rows whose top probability is below it (low_confidence) instead of relabelling them. Unset: 0.5 for
     # multi-label, argmax otherwise.
     threshold: float | Literal["best_f1"] | dict[str, float | Literal["best_f1"] | dict[str, float]] | None = None
-    # After the run, export the model to ONNX ("onnx"; "int8" adds a quantized model) into runs/<name>/onnx/ and
-    # verify it against PyTorch on validation rows (pipeline.export); needs the optional extra `onnx`.
+    # After the run, export the model to ONNX ("onnx"; "int8" adds the quantized models) into runs/<name>/onnx/ and
+    # verify it against PyTorch on validation rows (pipeline.export); needs the optional extra `onnx`, and makes the
+    # OpenVINO models too when the extra `openvino` is installed.
     export: Literal["none", "onnx", "int8"] = "none"
     # A TF-IDF + logistic regression baseline fitted on the same train split and scored on the same test split
     # (seconds; recorded in metrics.json under "baseline" and shown in reports); "none" skips it.

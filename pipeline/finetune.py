@@ -420,7 +420,7 @@ def run(config: PipelineConfig) -> dict:
     if config.eval.export != "none" and accelerator.is_main_process:  # ONNX export, verified (pipeline.export)
         from pipeline.export.convert import export_after_training
 
-        export_after_training(config, prepared.data.splits["validation"])
+        export_after_training(config, prepared.data.splits["validation"], prepared.data.splits["train"])
     return metrics
 
 

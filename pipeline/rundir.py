@@ -46,7 +46,12 @@ MODEL_WEIGHTS_FILE = "model.safetensors"
 # python -m pipeline.export: ONNX models and their verification record, in one folder of the run.
 EXPORT_DIR = "onnx"
 EXPORT_RECORD_FILE = "export.json"
-ONNX_MODEL_FILES = {"fp32": "model.onnx", "int8": "model.int8.onnx"}
+ONNX_MODEL_FILES = {
+    "fp32": "model.onnx",
+    "int8": "model.int8.onnx",
+    "openvino": "model.openvino.onnx",
+    "openvino-int8": "model.openvino-int8.onnx",
+}
 # Exports that failed verification are moved here: kept for inspection, never used.
 EXPORT_REFUSED_DIR = "refused"
 

@@ -227,7 +227,7 @@ def test_export_writes_verified_models_and_a_record(exported_run, capsys):
     if int8["status"] == "refused":
         assert int8["file"] == "refused/model.int8.onnx" and (folder / int8["file"]).is_file()
         assert not (folder / "model.int8.onnx").exists()
-    assert record["auto"] in (None, "fp32", "int8")
+    assert record["auto"] in (None, *record["variants"])
     assert record["auto"] is None or record["variants"][record["auto"]]["status"] == "verified"
     # The shapes are dynamic: a batch and a length never seen at export run.
     session = open_session(folder / "model.onnx")
@@ -497,7 +497,7 @@ def test_eval_export_at_the_end_of_a_run_and_in_its_report(exported_run, tmp_pat
     )
     record = convert.export_after_training(config, validation)
     assert record["verification"]["source"] == "validation split" and record["verification"]["rows"] == 50
-    assert set(record["variants"]) == {"fp32"}
+    assert set(record["variants"]) - {"openvino"} == {"fp32"}  # OpenVINO's model where its extra is installed
     assert "onnx fp32" in capsys.readouterr().out
     report = (run / "report.md").read_text(encoding="utf-8")
     assert "ONNX export: parity and speed" in report and "onnx fp32" in report and "--backend auto runs" in report
@@ -507,7 +507,7 @@ def test_choose_export_rules(exported_run, bare_run):
     run, record = exported_run
     assert choose_export(run, run / "model", "torch").backend == "torch"
     assert choose_export(run, run / "model", "auto", "cuda").backend == "torch"
-    with pytest.raises(ExportError, match="runs on the CPU"):
+    with pytest.raises(ExportError, match="run on the CPU"):
         choose_export(run, run / "model", "onnx", "cuda")
     with pytest.raises(ExportError, match="unknown backend"):
         choose_export(run, run / "model", "tensorrt")
@@ -533,6 +533,118 @@ def test_finetune_with_eval_export_exports_verifies_and_reports(tiny_run_config)
     finetune.run(config)
     record = read_export_record(config.run_dir)
     assert record["verification"]["source"] == "validation split" and record["verification"]["rows"] > 0
-    assert set(record["variants"]) == {"fp32", "int8"} and record["variants"]["fp32"]["status"] == "verified"
+    assert set(record["variants"]) - {"openvino", "openvino-int8"} == {"fp32", "int8"}
+    assert record["variants"]["fp32"]["status"] == "verified"
     assert record["model_sha256"] == weights_sha256(config.run_dir / "model")
     assert "ONNX export: parity and speed" in (config.run_dir / "report.md").read_text(encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# OpenVINO (the optional extra `openvino`): its models are made, verified and used like ONNX Runtime's
+
+
+@pytest.fixture(scope="module")
+def openvino_run(tmp_path_factory, bert_tokenizer) -> tuple[Path, dict]:
+    """The tiny from-scratch encoder, exported with int8. Not the tiny BERT: its pooled vectors are so alike that
+    bf16 rounding alone flips most labels (refused, as its int8 is), while the encoder keeps clear margins."""
+    for module in ("openvino", "nncf"):
+        pytest.importorskip(
+            module, reason="the optional extra 'openvino' is not installed (pip install -e '.[openvino]')"
+        )
+    run = write_run(tmp_path_factory.mktemp("openvino") / "encoder", tiny_encoder(bert_tokenizer), bert_tokenizer)
+    return run, export_run(run, "int8", rounds=1)
+
+
+def test_openvino_models_are_exported_verified_and_calibrated_on_training_rows(openvino_run):
+    run, record = openvino_run
+    folder = RunDir(run).export_dir
+    assert {"openvino", "openvino-int8"} <= set(record["variants"])
+    float_model, int8_model = record["variants"]["openvino"], record["variants"]["openvino-int8"]
+    assert float_model["file"] == "model.openvino.onnx" and (folder / float_model["file"]).is_file()
+    assert int8_model["precision"] == "f32" and float_model["precision"] in ("bf16", "f32")
+    assert float_model["status"] == "verified" and float_model["label_agreement"] == 1.0, float_model
+    # int8 is judged by the same rule as ONNX Runtime's: refused exactly when it is too different
+    too_different = int8_model["disagreeing_rows"] > 0.005 * record["verification"]["rows"]
+    assert (int8_model["status"] == "refused") == (too_different or int8_model["accuracy_change_points"] < -0.5)
+    # NNCF set the int8 model's activation ranges on training rows, not on the rows that verify it
+    assert record["calibration"] == {
+        "variant": "openvino-int8",
+        "rows": ROWS // 2,
+        "source": f"{ROWS // 2} of train split",
+    }
+    assert {"openvino", "nncf"} <= set(record["versions"])
+    graph = onnx.load(str(folder / int8_model["file"]))
+    assert sum(node.op_type == "QuantizeLinear" for node in graph.graph.node) > 0
+    text = export_cli.format_record(record)
+    assert "openvino (" in text and "openvino int8 (f32)" in text
+
+
+def test_backend_openvino_writes_the_file_torch_writes(openvino_run, tmp_path, capsys):
+    run, _ = openvino_run
+    source = input_csv(tmp_path / "in.csv", 30)
+    torch_args = ("--backend", "torch", "--precision", "fp32", "--batch-size", "8")
+    assert predict(run, source, tmp_path / "torch.csv", *torch_args) == 0
+    assert predict(run, source, tmp_path / "openvino.csv", "--backend", "openvino", "--batch-size", "8") == 0
+    err = capsys.readouterr().err
+    assert "backend openvino" in err and "model.openvino" in err
+    by_torch = pd.read_csv(tmp_path / "torch.csv", dtype=str)
+    by_openvino = pd.read_csv(tmp_path / "openvino.csv", dtype=str)
+    assert list(by_openvino.columns) == list(by_torch.columns)
+    assert by_openvino[["id", "title", "description", "error"]].equals(
+        by_torch[["id", "title", "description", "error"]]
+    )
+    assert by_torch["label"].nunique() > 1
+    # OpenVINO computes in bf16 here where the CPU has it: labels must agree wherever PyTorch fp32 is not near a tie
+    numbers = [f"prob_{name}" for name in LABELS]
+    top_two = np.sort(by_torch[numbers].astype(float).to_numpy(), axis=1)[:, -2:]
+    clear = top_two[:, 1] - top_two[:, 0] > 0.05
+    assert clear.mean() > 0.5
+    assert (by_openvino["label"] == by_torch["label"])[clear].all()
+    np.testing.assert_allclose(by_openvino[numbers].astype(float), by_torch[numbers].astype(float), atol=0.05)
+    predictor = Predictor.from_path(run, backend="openvino")
+    assert predictor.model is None and predictor.backend_name.startswith("openvino")
+
+
+def test_openvino_and_nncf_are_imported_without_telemetry(openvino_run, tmp_path):
+    """Both set up opt-out usage telemetry on import (a client id under ~/intel, events sent): the export hides it."""
+    import os
+    import subprocess
+
+    code = (
+        "import sys; from pipeline.export.runtime import require_openvino; "
+        "require_openvino('openvino'); require_openvino('nncf'); "
+        "from nncf.telemetry import wrapper; print(type(wrapper.telemetry).__name__)"
+    )
+    environment = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    environment.pop("NNCF_CI", None)
+    result = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() != "NNCFTelemetry"  # its stub, which sends nothing
+    assert not any(tmp_path.iterdir()), sorted(path.name for path in tmp_path.iterdir())
+
+
+def test_openvino_missing_or_damaged_is_a_one_line_error(openvino_run, tmp_path, monkeypatch, capsys):
+    from pipeline.export.runtime import open_openvino, require_openvino
+
+    run = copy_run(openvino_run[0], tmp_path / "damaged")
+    model_file = run / "onnx" / "model.openvino.onnx"
+    model_file.write_bytes(model_file.read_bytes()[:4096])
+    with pytest.raises(ExportError, match="OpenVINO cannot load it"):
+        open_openvino(model_file)
+    source = input_csv(tmp_path / "in.csv", 5)
+    assert predict(run, source, tmp_path / "out.csv", "--backend", "openvino") == 1
+    assert_one_line_error(capsys.readouterr().err, "model.openvino", "changed or corrupted")
+
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "openvino" else real_find_spec(name, *a)
+    )
+    with pytest.raises(
+        ExportError, match=r"--backend openvino: openvino.* needs openvino, not installed.*\.\[openvino\]"
+    ):
+        choose_export(openvino_run[0], openvino_run[0] / "model", "openvino")
+    monkeypatch.setitem(sys.modules, "nncf", None)
+    with pytest.raises(ExportError, match=r"nncf is not installed: it comes with the optional extra 'openvino'"):
+        require_openvino("nncf")

@@ -1,4 +1,5 @@
-"""`python -m pipeline.export --model runs/<name> [--format onnx] [--quantize int8]`: export, verify, record.
+"""`python -m pipeline.export --model runs/<name> [--format onnx] [--quantize int8] [--no-openvino]`: export, verify,
+record.
 
 Prints a table (PyTorch and each export: label agreement with PyTorch fp32, largest probability difference,
 accuracy, rows/s, status) and what `--backend auto` will take. Bad input is one line on stderr, exit 1; an export
@@ -40,6 +41,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add("--batch-size", type=positive_int, default=128, help="rows per forward pass while verifying (default 128)")
     add("--rounds", type=positive_int, default=2, help="timed passes per backend; the best counts (default 2)")
     add("--no-optimize", action="store_true", help="skip ONNX Runtime's transformer graph optimizer")
+    add(
+        "--no-openvino",
+        action="store_true",
+        help="skip the OpenVINO models (made by default when the optional extra 'openvino' is installed)",
+    )
     return parser.parse_args(argv)
 
 
@@ -48,13 +54,13 @@ def format_record(record: dict[str, Any]) -> str:
     verification = record.get("verification", {})
     lines = [
         f"Verified on {verification.get('rows')} rows: {verification.get('source')}",
-        f"{'backend':<14}{'agreement':>10}{'max |dp|':>10}{'accuracy':>10}{'rows/s':>9}{'vs torch':>9}  status",
+        f"{'backend':<22}{'agreement':>10}{'max |dp|':>10}{'accuracy':>10}{'rows/s':>9}{'vs torch':>9}  status",
     ]
     for row in parity_rows(record):
         difference = "-" if row.max_probability_difference is None else f"{row.max_probability_difference:.4f}"
         speed = "-" if row.speedup is None else f"{row.speedup:.2f}x"
         lines.append(
-            f"{row.backend:<14}{_pct(row.label_agreement):>10}{difference:>10}{_pct(row.accuracy):>10}"
+            f"{row.backend:<22}{_pct(row.label_agreement):>10}{difference:>10}{_pct(row.accuracy):>10}"
             f"{_num(row.rows_per_second):>9}{speed:>9}  {row.status}"
         )
     lines.append(f"--backend auto: {auto_backend(record)} ({record.get('auto_reason')})")
@@ -83,6 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             max_rows=args.max_rows,
             batch_size=args.batch_size,
             optimize=not args.no_optimize,
+            openvino=False if args.no_openvino else None,
             rounds=args.rounds,
         )
     except ExportError as error:

@@ -1,13 +1,20 @@
-"""Export a run's model to ONNX (and dynamically quantized int8), verify it against PyTorch, record it.
+"""Export a run's model to ONNX (and int8), verify it against PyTorch, record it.
 
     record = export_run("runs/ag_news_minilm", quantize="int8")
 
 The fp32 model comes from torch.onnx.export's TorchScript path (dynamo=False: it needs no onnxscript and traces
-transformers' BERT and the from-scratch encoder alike), with batch and sequence axes dynamic, then ONNX Runtime's
-transformer optimizer fuses attention, LayerNorm and GELU where it recognises them (kept only when the result still
-loads; verification then checks the numbers). The int8 model is `quantize_dynamic` of the traced, unfused graph
-(int8 weights, activations quantized per batch at run time): there every projection, the attention's Q/K/V
-included, is a plain MatMul the quantizer can take, while the fused Attention operator would stay fp32.
+transformers' BERT and the from-scratch encoder alike), with batch and sequence axes dynamic. Each runtime then gets
+the graph it runs fastest:
+
+- ONNX Runtime (extra `onnx`): `model.onnx`, the graph after ONNX Runtime's transformer optimizer fused attention,
+  LayerNorm and GELU where it recognised them; `model.int8.onnx`, `quantize_dynamic` of the traced, unfused graph
+  (int8 weights, activations quantized per batch at run time): there every projection, the attention's Q/K/V
+  included, is a plain MatMul the quantizer can take, while the fused Attention operator would stay fp32.
+- OpenVINO (extra `openvino`, made when it is installed): `model.openvino.onnx`, the traced graph (OpenVINO reads
+  no ONNX Runtime fused operator; it fuses on its own and computes in bf16 where the CPU has it);
+  `model.openvino-int8.onnx`, NNCF's static int8 quantization of it (activation ranges calibrated on training
+  rows), which OpenVINO runs with int8 kernels.
+
 Everything is built in a staging folder and swapped in as the run's onnx/ folder in one rename, so a failed export
 leaves the previous one intact.
 """
@@ -29,9 +36,11 @@ import numpy as np
 import torch
 
 from pipeline.export.record import (
+    RUNTIMES,
     STATUS_REFUSED,
     ExportError,
     file_sha256,
+    installed,
     require,
     weights_sha256,
 )
@@ -210,6 +219,36 @@ def quantize_int8(source: Path, target: Path) -> None:
         raise ExportError(f"int8 quantization of {source.name} failed: {one_line(error)}") from None
 
 
+def quantize_openvino_int8(source: Path, target: Path, batches: list[tuple[np.ndarray, np.ndarray]]) -> None:
+    """NNCF's static int8 quantization of the traced graph for OpenVINO: int8 weights per channel and activation
+    ranges measured on `batches` (training rows), with NNCF's transformer preset (softmax, LayerNorm, GELU and the
+    attention's score products stay in floating point). On MiniLM fine-tuned on 5,000 AG News rows (3,000 test
+    rows, 2 threads, idle AVX-512 CPU): 586 rows/s with f32 for the rest (3.5x PyTorch fp32), 99.7% of labels as
+    PyTorch fp32's. ONNX Runtime's static QDQ quantization of every MatMul ran 242 rows/s under OpenVINO at 98.6%."""
+    import onnx
+
+    from pipeline.export.runtime import require_openvino
+
+    nncf = require_openvino("nncf")
+    samples = [{"input_ids": input_ids, "attention_mask": attention_mask} for input_ids, attention_mask in batches]
+    nncf_logger = logging.getLogger("nncf")
+    level = nncf_logger.level
+    nncf_logger.setLevel(logging.ERROR)  # its statistics progress bars and INFO lines
+    try:
+        with _quiet():
+            quantized = nncf.quantize(
+                onnx.load(str(source)),
+                nncf.Dataset(samples),
+                model_type=nncf.ModelType.TRANSFORMER,
+                subset_size=len(samples),
+            )
+            onnx.save(quantized, str(target))
+    except Exception as error:
+        raise ExportError(f"NNCF int8 quantization of {source.name} failed: {one_line(error)}") from None
+    finally:
+        nncf_logger.setLevel(level)
+
+
 def export_run(
     path: str | Path,
     quantize: str | None = None,
@@ -217,20 +256,30 @@ def export_run(
     max_rows: int | None = DEFAULT_MAX_ROWS,
     batch_size: int = 128,
     optimize: bool = True,
+    openvino: bool | None = None,
     texts: Sequence[str] | None = None,
     gold: Sequence[str] | None = None,
     source_note: str | None = None,
+    calibration: Sequence[str] | None = None,
     rounds: int = 2,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """Write the run's onnx/ folder (fp32, and int8 with quantize="int8"), each verified against PyTorch fp32 on
-    the run's validation rows (or `texts` with gold class names `gold`); returns export.json's content."""
+    """Write the run's onnx/ folder (fp32, and int8 with quantize="int8"; the OpenVINO models too when `openvino`,
+    by default when it is installed), each verified against PyTorch fp32 on the run's validation rows (or `texts`
+    with gold class names `gold`, and `calibration` training texts); returns export.json's content."""
+    from pipeline.export.runtime import require_openvino
     from pipeline.predict.source import PredictError, resolve_model_source
 
     if quantize not in (None, *QUANTIZE_CHOICES):
         raise ExportError(f"unknown quantization '{quantize}' (use {', '.join(QUANTIZE_CHOICES)})")
     require("onnx")
     require("onnxruntime")
+    if openvino is None:
+        openvino = installed("openvino") and (quantize is None or installed("nncf"))
+    if openvino:
+        require_openvino("openvino")
+        if quantize:
+            require_openvino("nncf")
     try:
         source = resolve_model_source(path)
     except PredictError as error:
@@ -247,7 +296,19 @@ def export_run(
         # while it runs, a training run of the same name is.
         with claimed(run.path):
             return _export(
-                run, source, quantize, max_rows, batch_size, optimize, texts, gold, source_note, rounds, seed
+                run,
+                source,
+                quantize,
+                openvino,
+                max_rows,
+                batch_size,
+                optimize,
+                texts,
+                gold,
+                source_note,
+                calibration,
+                rounds,
+                seed,
             )
     except RunDirError as error:
         raise ExportError(str(error)) from None
@@ -257,12 +318,14 @@ def _export(
     run: RunDir,
     source: Any,
     quantize: str | None,
+    openvino: bool,
     max_rows: int | None,
     batch_size: int,
     optimize: bool,
     texts: Sequence[str] | None,
     gold: Sequence[str] | None,
     source_note: str | None,
+    calibration: Sequence[str] | None,
     rounds: int,
     seed: int,
 ) -> dict[str, Any]:
@@ -276,7 +339,11 @@ def _export(
     model_sha256 = weights_sha256(source.model_dir)
     if texts is not None:
         rows = verify.VerificationRows(
-            list(texts), list(gold) if gold is not None else None, source_note or "texts given by the caller"
+            list(texts),
+            list(gold) if gold is not None else None,
+            source_note or "texts given by the caller",
+            list(calibration or []),
+            "training rows given by the caller",
         )
     else:
         rows = verify.verification_rows(run)
@@ -284,15 +351,28 @@ def _export(
     if not rows.texts:
         raise ExportError(f"{run.path}: no rows to verify the export on ({rows.source})")
     reference = verify.reference_predictor(model, tokenizer, source, batch_size)
-    variants = ["fp32"] + ([quantize] if quantize else [])
+    variants = ["fp32"] + (["int8"] if quantize else [])
+    variants += (["openvino"] + (["openvino-int8"] if quantize else [])) if openvino else []
     record: dict[str, Any] = {}
 
     def fill(staging: Path) -> None:
+        calibration_note = None
         fp32_path = staging / ONNX_MODEL_FILES["fp32"]
         traced = staging / ".traced.onnx"
         export_fp32(model, tokenizer, traced, reference.max_length)
         if quantize == "int8":
             quantize_int8(traced, staging / ONNX_MODEL_FILES["int8"])
+        if "openvino" in variants:
+            shutil.copyfile(traced, staging / ONNX_MODEL_FILES["openvino"])
+        if "openvino-int8" in variants:
+            calibration_texts, calibration_source = rows.calibration_texts(seed)
+            batches = reference.padded_batches(calibration_texts)
+            quantize_openvino_int8(traced, staging / ONNX_MODEL_FILES["openvino-int8"], batches)
+            calibration_note = {
+                "variant": "openvino-int8",
+                "rows": len(calibration_texts),
+                "source": calibration_source,
+            }
         if optimize:
             graph = optimize_graph(traced, fp32_path, model.config)
             traced.unlink()
@@ -301,7 +381,7 @@ def _export(
             traced.rename(fp32_path)
         files = {variant: staging / ONNX_MODEL_FILES[variant] for variant in variants}
         results = verify.verify_exports(reference, files, rows, rounds)
-        record.update(_build_record(model_sha256, graph, rows, results, files, reference))
+        record.update(_build_record(model_sha256, graph, rows, results, files, reference, calibration_note))
         for variant, entry in record["variants"].items():
             if entry["status"] == STATUS_REFUSED:
                 refused = staging / EXPORT_REFUSED_DIR / files[variant].name
@@ -315,8 +395,16 @@ def _export(
 
 
 def _build_record(
-    model_sha256: str, graph: str, rows: Any, results: Any, files: dict[str, Path], reference: Any
+    model_sha256: str,
+    graph: str,
+    rows: Any,
+    results: Any,
+    files: dict[str, Path],
+    reference: Any,
+    calibration: dict[str, Any] | None,
 ) -> dict[str, Any]:
+    import importlib.metadata
+
     import onnx
     import onnxruntime
     import transformers
@@ -332,7 +420,9 @@ def _build_record(
             "size_bytes": files[variant].stat().st_size,
             **result,
         }
-    return {
+    runtimes = sorted({RUNTIMES[variant] for variant in files})
+    runtimes_used = {*runtimes, *(["nncf"] if calibration else [])}
+    record = {
         "format": "onnx",
         "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "model_sha256": model_sha256,
@@ -346,7 +436,7 @@ def _build_record(
             "source": rows.source,
             "max_length": reference.max_length,
             "batch_size": reference.batch_size,
-            "threads": {"torch": torch.get_num_threads(), "onnxruntime": onnx_threads()},
+            "threads": {"torch": torch.get_num_threads(), **{runtime: onnx_threads() for runtime in runtimes}},
             "machine": cpu_name(),
             "max_disagreement": results.max_disagreement,
             "max_accuracy_loss_points": results.max_accuracy_loss_points,
@@ -361,14 +451,19 @@ def _build_record(
             "transformers": transformers.__version__,
             "onnx": onnx.__version__,
             "onnxruntime": onnxruntime.__version__,
+            **{name: importlib.metadata.version(name) for name in ("openvino", "nncf") if name in runtimes_used},
             "numpy": np.__version__,
         },
     }
+    if calibration:
+        record["calibration"] = calibration
+    return record
 
 
-def export_after_training(config: Any, validation: Any) -> dict[str, Any]:
+def export_after_training(config: Any, validation: Any, train: Any = None) -> dict[str, Any]:
     """`eval.export: onnx|int8` at the end of a run (main process): export and verify on the validation split
-    already in memory, print the table, and rewrite the run's report so that it shows it."""
+    already in memory (a static int8 model calibrates on training rows), print the table, and rewrite the run's
+    report so that it shows it."""
     from pipeline.export.cli import format_record
     from pipeline.report import write_report
 
@@ -379,6 +474,7 @@ def export_after_training(config: Any, validation: Any) -> dict[str, Any]:
         texts=list(validation["text"]),
         gold=[names[label] for label in validation["label"]],
         source_note="validation split",
+        calibration=list(train["text"]) if train is not None else None,
         batch_size=config.eval.batch_size,
         seed=config.run.seed,
     )

@@ -1,10 +1,10 @@
-"""export.json, the weights hash, and which backend prediction uses. Imports neither onnx nor onnxruntime, so that
+"""export.json, the weights hash, and which backend prediction uses. Imports neither onnx nor a runtime, so that
 prediction and reports can read an export on a core install.
 
 export.json (in the run's onnx/ folder; docs/run-directory.md describes every key) says, per exported model
-("fp32", "int8"), its file and sha256, whether it passed verification against PyTorch ("verified" or
-"refused", with the reason), and what verification measured; at the top level the sha256 of the weights it was
-exported from and the variant `--backend auto` takes (`auto`, null for PyTorch) with the reason.
+(VARIANTS), its file and sha256, whether it passed verification against PyTorch ("verified" or "refused", with the
+reason), and what verification measured; at the top level the sha256 of the weights it was exported from and the
+variant `--backend auto` takes (`auto`, null for PyTorch) with the reason.
 """
 
 from __future__ import annotations
@@ -19,10 +19,20 @@ from typing import Any
 
 from pipeline.rundir import MODEL_WEIGHTS_FILE, RunDir, is_number
 
-ONNX_EXTRA_INSTALL = 'pip install -e ".[onnx]"'
-VARIANTS = ("fp32", "int8")
+# Each exported model and the runtime that runs it: ONNX Runtime runs the fp32 graph and its dynamic int8
+# quantization; OpenVINO runs the unfused fp32 graph (in bf16 where the CPU has it) and NNCF's static int8.
+RUNTIMES = {"fp32": "onnxruntime", "int8": "onnxruntime", "openvino": "openvino", "openvino-int8": "openvino"}
+VARIANTS = tuple(RUNTIMES)
 STATUS_VERIFIED, STATUS_REFUSED = "verified", "refused"
-BACKENDS = ("auto", "torch", "onnx")
+# --backend: auto, PyTorch, or the exports one runtime runs.
+BACKEND_RUNTIMES = {"onnx": "onnxruntime", "openvino": "openvino"}
+BACKENDS = ("auto", "torch", *BACKEND_RUNTIMES)
+# The optional extra that installs each optional module, and its command.
+EXTRAS = {"onnx": "onnx", "onnxruntime": "onnx", "openvino": "openvino", "nncf": "openvino"}
+
+
+def extra_install(extra: str) -> str:
+    return f'pip install -e ".[{extra}]"'
 
 
 class ExportError(ValueError):
@@ -34,13 +44,19 @@ def require(module: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError:
+        extra = EXTRAS.get(module.split(".")[0], "onnx")
         raise ExportError(
-            f"{module} is not installed: the ONNX backend needs the optional extra 'onnx' ({ONNX_EXTRA_INSTALL})"
+            f"{module} is not installed: it comes with the optional extra '{extra}' ({extra_install(extra)})"
         ) from None
 
 
-def onnxruntime_available() -> bool:
-    return importlib.util.find_spec("onnxruntime") is not None
+def installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def backend_name(variant: str) -> str:
+    """What prediction prints and reports call an export: onnx-fp32, onnx-int8, openvino, openvino-int8."""
+    return f"onnx-{variant}" if RUNTIMES[variant] == "onnxruntime" else variant
 
 
 def file_sha256(path: Path) -> str:
@@ -86,7 +102,7 @@ def read_export_record(run_dir: Path) -> dict[str, Any] | None:
 
 @dataclass(frozen=True)
 class ExportChoice:
-    """What prediction runs: an ONNX file (variant "fp32"/"int8") or PyTorch (variant None), and why."""
+    """What prediction runs: an exported model (a VARIANTS name) or PyTorch (variant None), and why."""
 
     variant: str | None
     path: Path | None
@@ -94,7 +110,7 @@ class ExportChoice:
 
     @property
     def backend(self) -> str:
-        return "torch" if self.variant is None else f"onnx-{self.variant}"
+        return "torch" if self.variant is None else backend_name(self.variant)
 
 
 def _export_command(run_dir: Path) -> str:
@@ -102,9 +118,9 @@ def _export_command(run_dir: Path) -> str:
 
 
 def choose_export(run_dir: Path | None, model_dir: Path, backend: str, device_type: str = "cpu") -> ExportChoice:
-    """`--backend` -> what to run. `torch`: PyTorch. `onnx`: the run's verified export (the one `auto` would take,
-    else the fastest verified one), an error when there is none. `auto`: the export chosen at verification (verified
-    and faster than PyTorch on the machine that verified it), else PyTorch; on a GPU, PyTorch.
+    """`--backend` -> what to run. `torch`: PyTorch. `onnx` / `openvino`: the run's verified export that runtime runs
+    (the one `auto` would take, else the fastest), an error when there is none. `auto`: the export chosen at
+    verification (verified and faster than PyTorch on the machine that verified it), else PyTorch; on a GPU, PyTorch.
 
     An export made from other weights than the model's (sha256) is refused; a file that changed since it was
     verified is an error. Errors are ExportError with one line.
@@ -113,15 +129,15 @@ def choose_export(run_dir: Path | None, model_dir: Path, backend: str, device_ty
         raise ExportError(f"unknown backend '{backend}' (use {', '.join(BACKENDS)})")
     if backend == "torch":
         return ExportChoice(None, None, "asked for")
-    explicit = backend == "onnx"
+    runtime = BACKEND_RUNTIMES.get(backend)  # None for auto
 
     def torch_because(reason: str) -> ExportChoice:
-        if explicit:
-            raise ExportError(f"--backend onnx: {reason}")
+        if runtime:
+            raise ExportError(f"--backend {backend}: {reason}")
         return ExportChoice(None, None, reason)
 
     if device_type != "cpu":
-        return torch_because(f"ONNX Runtime runs on the CPU here, the model on {device_type} (use --device cpu)")
+        return torch_because(f"exports run on the CPU here, the model on {device_type} (use --device cpu)")
     if run_dir is None:
         return torch_because(
             f"{model_dir} is not in a run directory, so it has no export ({_export_command('runs/<name>')})"
@@ -138,20 +154,24 @@ def choose_export(run_dir: Path | None, model_dir: Path, backend: str, device_ty
             f"{run.export_dir} was exported from other weights (sha256 {recorded[:12]}, the model's is {actual[:12]}): "
             f"refused; re-export with {_export_command(run.path)}"
         )
-    variants = record["variants"]
+    variants = {name: v for name, v in record["variants"].items() if runtime in (None, RUNTIMES[name])}
     verified = {name: v for name, v in variants.items() if v.get("status") == STATUS_VERIFIED}
     if not verified:
         reasons = "; ".join(f"{name} {v.get('status', '?')}: {v.get('reason', '')}" for name, v in variants.items())
         return torch_because(f"no verified export in {run.export_dir} ({reasons or 'none recorded'})")
     picked = record.get("auto")
     if picked not in verified:
-        if not explicit:
+        if not runtime:
             return ExportChoice(None, None, str(record.get("auto_reason") or "no export was faster than PyTorch"))
         picked = max(verified, key=lambda name: _rate(verified[name]))
-    if not onnxruntime_available():
-        return torch_because(f"onnxruntime is not installed (the optional extra 'onnx': {ONNX_EXTRA_INSTALL})")
+    module = RUNTIMES[picked]
+    if not installed(module):
+        return torch_because(
+            f"{picked} needs {module}, not installed (the optional extra '{EXTRAS[module]}': "
+            f"{extra_install(EXTRAS[module])})"
+        )
     path = _verified_file(run, verified[picked])
-    reason = "asked for" if explicit else str(record.get("auto_reason") or "verified and faster than PyTorch")
+    reason = "asked for" if runtime else str(record.get("auto_reason") or "verified and faster than PyTorch")
     return ExportChoice(picked, path, reason)
 
 
@@ -222,9 +242,10 @@ def parity_rows(record: dict[str, Any]) -> list[ParityRow]:
         )
     for name, entry in record.get("variants", {}).items():
         chosen = ", chosen by auto" if record.get("auto") == name else ""
+        precision = f" ({entry['precision']})" if entry.get("precision") else ""
         rows.append(
             ParityRow(
-                f"onnx {name}",
+                backend_name(name).replace("-", " ") + precision,
                 number(entry.get("label_agreement")),
                 number(entry.get("max_probability_difference")),
                 number(entry.get("accuracy")),
@@ -237,4 +258,4 @@ def parity_rows(record: dict[str, Any]) -> list[ParityRow]:
 
 
 def auto_backend(record: dict[str, Any]) -> str:
-    return f"onnx-{record['auto']}" if record.get("auto") in record.get("variants", {}) else "torch"
+    return backend_name(record["auto"]) if record.get("auto") in record.get("variants", {}) else "torch"

@@ -18,10 +18,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from pipeline.export.record import STATUS_REFUSED, STATUS_VERIFIED, ExportChoice, ExportError
+from pipeline.export.record import STATUS_REFUSED, STATUS_VERIFIED, ExportChoice, ExportError, backend_name
 from pipeline.hardware import resolve_inference_dtype
 from pipeline.models import max_positions
-from pipeline.predict.backend import OnnxBackend
 from pipeline.predict.predictor import Predictor
 from pipeline.predict.source import ModelSource
 from pipeline.rundir import PREDICTION_GOLD, PREDICTION_TEXT, RunDir, RunDirError
@@ -31,6 +30,8 @@ from pipeline.tokenization import length_limit
 MAX_DISAGREEMENT = 0.005  # share of rows whose label may differ from PyTorch fp32
 MAX_ACCURACY_LOSS_POINTS = 0.5
 WARMUP_ROWS = 32
+# Rows a static int8 model calibrates on: NNCF's default subset is 300 samples; more moved MiniLM's agreement little.
+CALIBRATION_ROWS = 320
 
 
 @dataclass
@@ -38,6 +39,10 @@ class VerificationRows:
     texts: list[str]
     gold: list[str] | None  # gold class names, when known
     source: str
+    # Texts a static int8 export calibrates its activation ranges on: training rows, kept apart from the rows that
+    # verify it; empty when none are at hand (the verification rows are used then, and the record says so).
+    calibration: list[str] = dataclasses.field(default_factory=list)
+    calibration_source: str = ""
 
     def __post_init__(self):
         keep = [index for index, text in enumerate(self.texts) if text and text.strip()]
@@ -55,7 +60,23 @@ class VerificationRows:
             [self.texts[index] for index in chosen],
             gold,
             f"{self.source}, {max_rows} of {len(self.texts)} rows (seeded sample)",
+            self.calibration,
+            self.calibration_source,
         )
+
+    def calibration_texts(self, seed: int) -> tuple[list[str], str]:
+        """(texts, where they come from): CALIBRATION_ROWS of the calibration rows, else of the verification rows."""
+        texts, source = self.calibration, self.calibration_source
+        if not texts:
+            texts, source = self.texts, "the verification rows (no training rows at hand)"
+        return seeded_sample(texts, CALIBRATION_ROWS, seed), f"{min(len(texts), CALIBRATION_ROWS)} of {source}"
+
+
+def seeded_sample(texts: list[str], count: int, seed: int) -> list[str]:
+    if len(texts) <= count:
+        return list(texts)
+    chosen = np.sort(np.random.default_rng(seed).choice(len(texts), size=count, replace=False))
+    return [texts[index] for index in chosen]
 
 
 def verification_rows(run: RunDir) -> VerificationRows:
@@ -68,12 +89,15 @@ def verification_rows(run: RunDir) -> VerificationRows:
     data_logger.setLevel(logging.ERROR)  # the split summary and Hub fallbacks: the record notes the outcome
     try:
         config = load_config(run.config_path)
-        validation = load_splits(config.data, config.run.seed)["validation"]
+        splits = load_splits(config.data, config.run.seed)
+        validation = splits["validation"]
         names = validation.features["label"].names
         return VerificationRows(
             list(validation["text"]),
             [names[label] for label in validation["label"]],
             "validation split (re-created from config.yaml)",
+            list(splits["train"]["text"]),
+            "train split",
         )
     except Exception as error:  # data moved, Hub offline, config from another version: fall back
         reason = one_line(error)
@@ -137,7 +161,7 @@ def verify_exports(reference: Predictor, files: dict[str, Path], rows: Verificat
     count = len(rows.texts)
     variants: dict[str, dict[str, Any]] = {}
     for variant in files:
-        name = f"onnx-{variant}"
+        name = backend_name(variant)
         ids = probabilities[name].argmax(axis=1)
         disagreeing = int((ids != reference_ids).sum())
         accuracy = _accuracy(ids, gold)
@@ -157,14 +181,17 @@ def verify_exports(reference: Predictor, files: dict[str, Path], rows: Verificat
             "rows_per_second": rates[name],
             "speedup_vs_torch": speedup,
         }
+        precision = getattr(predictors[name].backend, "precision", None)
+        if precision:
+            variants[variant]["precision"] = precision
     auto, auto_reason = _auto_choice(variants, baseline_precision, count)
     return Results(torch_results, variants, auto, auto_reason)
 
 
 def _predictors(reference: Predictor, files: dict[str, Path]) -> dict[str, Predictor]:
     """PyTorch fp32 (the reference), PyTorch as `--backend torch` runs it here when that differs (bf16), and one
-    predictor per ONNX file, named torch-fp32, torch-bf16 and onnx-<variant>."""
-    from pipeline.export.runtime import open_session
+    predictor per exported model, named torch-fp32, torch-bf16 and by backend_name."""
+    from pipeline.export.runtime import open_backend
 
     cpu = torch.device("cpu")
     predictors = {"torch-fp32": reference}
@@ -172,8 +199,8 @@ def _predictors(reference: Predictor, files: dict[str, Path]) -> dict[str, Predi
     if default_dtype is not None:
         predictors["torch-bf16"] = dataclasses.replace(reference, compute_dtype=default_dtype)
     for variant, path in files.items():
-        backend = OnnxBackend(open_session(path), variant, path, getattr(reference, "multi_label", False))
-        predictors[f"onnx-{variant}"] = dataclasses.replace(
+        backend = open_backend(variant, path, getattr(reference, "multi_label", False))
+        predictors[backend_name(variant)] = dataclasses.replace(
             reference,
             model=None,
             compute_dtype=None,

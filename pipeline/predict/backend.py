@@ -1,4 +1,5 @@
-"""What runs the forward pass: PyTorch (any device, fp32 or bf16) or an ONNX Runtime session on the CPU.
+"""What runs the forward pass: PyTorch (any device, fp32 or bf16) or an exported model on the CPU (ONNX Runtime or
+OpenVINO, pipeline.export).
 
 Both take the same padded numpy batch (input_ids, attention_mask: (B, T) int64) and give class probabilities
 (B, K) float32, so the predictor's batching, ordering, sharding and output do not depend on the backend.
@@ -8,18 +9,19 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 import torch
 
+from pipeline.export.record import backend_name
 from pipeline.hardware import runs_weight_copy
 
 
 class Backend(Protocol):
-    name: str  # "torch", "onnx-fp32", "onnx-int8"
+    name: str  # "torch", or an export's backend_name: "onnx-fp32", "onnx-int8", "openvino", "openvino-int8"
 
     def running(self, compute_dtype: torch.dtype | None) -> contextlib.AbstractContextManager:
         """Entered once around a run of batches; `compute_dtype` None is fp32, else PyTorch's reduced precision."""
@@ -82,15 +84,24 @@ class TorchBackend:
         return logits.float()
 
 
-class OnnxBackend:
-    """An ONNX Runtime session made by pipeline.export; its softmax is PyTorch's, as in TorchBackend."""
+class ExportBackend:
+    """An exported model; `run` is its runtime's call, (B, T) ids and mask -> (B, K) logits (export.runtime). Its
+    softmax is PyTorch's, as in TorchBackend. `precision` is what the runtime computes in, when it chooses."""
 
-    def __init__(self, session: Any, variant: str, path: Path, multi_label: bool = False):
-        self.session = session
+    def __init__(
+        self,
+        run: Callable[[np.ndarray, np.ndarray], np.ndarray],
+        variant: str,
+        path: Path,
+        multi_label: bool = False,
+        precision: str | None = None,
+    ):
+        self.run = run
         self.variant = variant
         self.path = path
         self.multi_label = multi_label
-        self.name = f"onnx-{variant}"
+        self.precision = precision
+        self.name = backend_name(variant)
 
     def running(self, compute_dtype: torch.dtype | None) -> contextlib.AbstractContextManager:
         return contextlib.nullcontext()
@@ -99,5 +110,4 @@ class OnnxBackend:
         return to_probabilities(torch.from_numpy(self.logits(input_ids, attention_mask)), self.multi_label).numpy()
 
     def logits(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
-        (logits,) = self.session.run(["logits"], {"input_ids": input_ids, "attention_mask": attention_mask})  # (B, K)
-        return np.asarray(logits, dtype=np.float32)
+        return np.asarray(self.run(input_ids, attention_mask), dtype=np.float32)  # (B, K)

@@ -15,10 +15,10 @@ import numpy as np
 import torch
 
 from pipeline.config import DataConfig
-from pipeline.export.record import ExportChoice, ExportError, choose_export
+from pipeline.export.record import BACKEND_RUNTIMES, ExportChoice, ExportError, choose_export
 from pipeline.hardware import HardwareError, resolve_device, resolve_inference_dtype
 from pipeline.models import MULTI_LABEL_PROBLEM_TYPE, max_positions
-from pipeline.predict.backend import Backend, OnnxBackend, TorchBackend
+from pipeline.predict.backend import Backend, TorchBackend
 from pipeline.predict.source import (
     ModelSource,
     PredictError,
@@ -152,7 +152,7 @@ class Predictor:
 
     @property
     def precision(self) -> str:
-        """PyTorch's precision ("bf16" or "fp32"); an ONNX backend's own is in `backend_name`."""
+        """PyTorch's precision ("bf16" or "fp32"); an export's own is in `backend_name` and its `precision`."""
         return "bf16" if self.compute_dtype == torch.bfloat16 else "fp32"
 
     @property
@@ -161,7 +161,11 @@ class Predictor:
 
     def describe_backend(self) -> str:
         """One line for stderr: which backend runs, and why."""
-        detail = self.precision if self.backend.name == "torch" else str(self.choice.path)
+        if self.backend.name == "torch":
+            detail = self.precision
+        else:
+            runtime_precision = getattr(self.backend, "precision", None)
+            detail = str(self.choice.path) + (f", {runtime_precision}" if runtime_precision else "")
         return f"backend {self.backend.name} ({detail}): {self.choice.reason}"
 
     def infer(
@@ -197,6 +201,17 @@ class Predictor:
         token_ids, lengths, documents = self._tokenize(texts)
         logits = self._forward(token_ids, lengths, np.arange(len(token_ids)), self.compute_dtype, on_batch, "logits")
         return pool_documents(logits, documents, len(texts), "mean", softmax=False)  # a long text's windows: mean
+
+    def padded_batches(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The (input_ids, attention_mask) (B, T) batches `infer` feeds the backend for `texts`, longest first (a
+        static int8 export calibrates its activation ranges on them)."""
+        token_ids, lengths, _ = self._tokenize(texts)
+        order = np.argsort(-lengths, kind="stable")
+        pad_id = self.tokenizer.pad_token_id or 0
+        batches = [order[start : start + self.batch_size] for start in range(0, len(order), self.batch_size)]
+        return [
+            pad_arrays([token_ids[row] for row in rows], lengths[rows], pad_id, self.max_length) for rows in batches
+        ]
 
     def _tokenize(self, texts: Sequence[str]) -> tuple[list[list[int]], np.ndarray, np.ndarray]:
         """Unpadded token ids of every row, their lengths (R,) and the text each row reads (R,): one row per
@@ -343,9 +358,9 @@ def pad_batch(
 
 def _choose_backend(source: ModelSource, backend: str, precision: str, device: torch.device) -> ExportChoice:
     """--backend -> what runs (see Predictor.from_source); errors become PredictError."""
-    if backend == "onnx" and precision != "auto":
+    if backend in BACKEND_RUNTIMES and precision != "auto":
         raise PredictError(
-            f"--precision {precision} applies to the torch backend; leave it at auto with --backend onnx"
+            f"--precision {precision} applies to the torch backend; leave it at auto with --backend {backend}"
         )
     try:
         if backend == "auto" and precision != "auto":
@@ -364,11 +379,11 @@ def _load_backend(
         model, tokenizer = load_model_and_tokenizer(source.model_dir)
         model.to(device)
         return model, tokenizer, model.config, TorchBackend(model, device, is_multi_label(model.config))
-    from pipeline.export.runtime import open_session
+    from pipeline.export.runtime import open_backend
 
     config, tokenizer = load_config_and_tokenizer(source.model_dir)
     try:
-        engine = OnnxBackend(open_session(choice.path), choice.variant, choice.path, is_multi_label(config))
+        engine = open_backend(choice.variant, choice.path, is_multi_label(config))
     except ExportError as error:
         raise PredictError(str(error)) from None
     return None, tokenizer, config, engine

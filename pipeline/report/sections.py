@@ -317,6 +317,12 @@ def _export_blocks(run: Run) -> list[Block]:
         f"rows or loses more than {verification.get('max_accuracy_loss_points', MISSING)} accuracy points is "
         "refused."
     )
+    calibration = record.get("calibration")
+    if isinstance(calibration, dict):
+        meta += (
+            f" The {calibration.get('variant', MISSING)} model's activation ranges were calibrated on "
+            f"{calibration.get('source', MISSING)}."
+        )
     rows = [
         [
             Cell(row.backend),
