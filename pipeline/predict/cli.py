@@ -147,8 +147,9 @@ def _add_inference_arguments(add: Any) -> None:
         "--backend",
         choices=BACKENDS,
         default="auto",
-        help="auto (default): the run's ONNX export (python -m pipeline.export) when verification found it faster "
-        "than PyTorch on the CPU, else PyTorch; torch; onnx: the verified export, an error if there is none",
+        help="auto (default): the run's export (python -m pipeline.export) that verification found fastest, when "
+        "faster than PyTorch on the CPU, else PyTorch; torch; onnx / openvino: that runtime's verified export, an "
+        "error if there is none",
     )
     add(
         "--recheck-margin",
