@@ -180,12 +180,31 @@ def test_checkpoints_resume_under_the_same_number_of_processes(paths, two_proces
     assert resumed["test"]["accuracy"] == metrics["test"]["accuracy"]
 
 
-def test_distributed_prediction_is_byte_identical_to_one_process(paths, two_process_run, ag_news_test_csv):
-    run_dir, _, _ = two_process_run
+@pytest.fixture(scope="module")
+def exported_two_process_run(paths, two_process_run) -> Path:
+    """A copy of the two-process run with every export this install can make (ONNX Runtime, OpenVINO), verified."""
+    pytest.importorskip("onnxruntime", reason="the optional extra 'onnx' is not installed")
+    from pipeline.export import export_run
+
+    run_dir = paths["root"] / "exported"
+    shutil.copytree(two_process_run[0], run_dir)
+    export_run(run_dir, "int8", rounds=1)
+    return run_dir
+
+
+@pytest.mark.parametrize("backend", ["auto", "onnx", "openvino"])
+def test_distributed_prediction_is_byte_identical_to_one_process(
+    backend, paths, two_process_run, exported_two_process_run, ag_news_test_csv
+):
+    if backend == "openvino":
+        pytest.importorskip("openvino", reason="the optional extra 'openvino' is not installed")
+    run_dir = two_process_run[0] if backend == "auto" else exported_two_process_run
     rows = ag_news_test_csv.read_text(encoding="utf-8").splitlines(keepends=True)[:301]
     source = paths["root"] / "to_label.csv"
     source.write_text("".join(rows), encoding="utf-8")
     options = [
+        "--backend",
+        backend,
         "--model",
         str(run_dir),
         "--input",
@@ -199,14 +218,16 @@ def test_distributed_prediction_is_byte_identical_to_one_process(paths, two_proc
         "--probabilities",
     ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    single, double = paths["root"] / "single.csv", paths["root"] / "double.csv"
+    single, double = paths["root"] / f"single_{backend}.csv", paths["root"] / f"double_{backend}.csv"
     for launcher, output in (([sys.executable], single), (accelerate_launch(2), double)):
         command = [*launcher, "-m", "pipeline.predict", *options, "--output", str(output)]
         result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=paths["root"])
         assert result.returncode == 0, result.stderr[-3000:]
+        if backend != "auto":
+            assert f"backend {'onnx-' if backend == 'onnx' else 'openvino'}" in result.stderr, result.stderr[-2000:]
     assert double.read_bytes() == single.read_bytes()
     assert len(single.read_text(encoding="utf-8").splitlines()) == 302  # header + every row
-    assert not list(paths["root"].glob(".double.csv*"))
+    assert not list(paths["root"].glob(f".double_{backend}.csv*"))
 
 
 # Class weights multiply each row's loss and the loop divides by rows, never by the weights of a process's rows:
