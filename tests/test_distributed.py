@@ -194,11 +194,12 @@ def exported_two_process_run(paths, two_process_run) -> Path:
 
 @pytest.mark.parametrize("backend", ["auto", "onnx", "openvino"])
 def test_distributed_prediction_is_byte_identical_to_one_process(
-    backend, paths, two_process_run, exported_two_process_run, ag_news_test_csv
+    backend, request, paths, two_process_run, ag_news_test_csv
 ):
     if backend == "openvino":
         pytest.importorskip("openvino", reason="the optional extra 'openvino' is not installed")
-    run_dir = two_process_run[0] if backend == "auto" else exported_two_process_run
+    # auto on the run as trained (PyTorch: no export); the others on an exported copy
+    run_dir = two_process_run[0] if backend == "auto" else request.getfixturevalue("exported_two_process_run")
     rows = ag_news_test_csv.read_text(encoding="utf-8").splitlines(keepends=True)[:301]
     source = paths["root"] / "to_label.csv"
     source.write_text("".join(rows), encoding="utf-8")

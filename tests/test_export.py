@@ -648,3 +648,58 @@ def test_openvino_missing_or_damaged_is_a_one_line_error(openvino_run, tmp_path,
     monkeypatch.setitem(sys.modules, "nncf", None)
     with pytest.raises(ExportError, match=r"nncf is not installed: it comes with the optional extra 'openvino'"):
         require_openvino("nncf")
+
+
+def test_auto_takes_the_fastest_export_this_install_can_run(openvino_run, tmp_path, monkeypatch):
+    """An export verified where OpenVINO was installed, used where it is not: auto falls back to the fastest verified
+    ONNX Runtime model that beat PyTorch, else to PyTorch, and says why."""
+    import importlib.util
+
+    run = copy_run(openvino_run[0], tmp_path / "elsewhere")
+    path = RunDir(run).export_record_path
+    record = json.loads(path.read_text())
+    assert record["variants"]["openvino"]["status"] == "verified"
+    record["auto"] = "openvino"
+    record["variants"]["fp32"]["speedup_vs_torch"] = 1.5
+    path.write_text(json.dumps(record))
+    assert choose_export(run, run / "model", "auto").variant == "openvino"  # installed here: as recorded
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "openvino" else real_find_spec(name, *a)
+    )
+    choice = choose_export(run, run / "model", "auto")
+    assert (
+        choice.variant == "fp32" and "openvino, chosen at verification, needs openvino, not installed" in choice.reason
+    )
+    record["variants"]["fp32"]["speedup_vs_torch"] = 0.5
+    path.write_text(json.dumps(record))
+    choice = choose_export(run, run / "model", "auto")
+    assert choice.variant is None and "no other verified export was faster than PyTorch" in choice.reason
+
+    # An export made without OpenVINO: --backend openvino says there is none and how to make one.
+    for name in ("openvino", "openvino-int8"):
+        record["variants"].pop(name)
+    record["auto"] = None
+    path.write_text(json.dumps(record))
+    monkeypatch.setattr(importlib.util, "find_spec", real_find_spec)
+    with pytest.raises(ExportError, match=r"has no openvino export \(made by python -m pipeline.export .*'openvino'"):
+        choose_export(run, run / "model", "openvino")
+
+
+def test_without_nncf_the_openvino_float_model_is_still_made(openvino_run, tmp_path, monkeypatch):
+    import importlib.util
+
+    from pipeline.export.runtime import openvino_precision
+
+    run = copy_run(openvino_run[0], tmp_path / "no_nncf")
+    shutil.rmtree(run / "onnx")
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "nncf" else real_find_spec(name, *a)
+    )
+    record = export_run(run, "int8", rounds=1, max_rows=60)
+    assert set(record["variants"]) == {"fp32", "int8", "openvino"} and "calibration" not in record
+    # what OpenVINO reports, in the record's spelling
+    for reported, expected in (("<Type: 'bfloat16'>", "bf16"), ("<Type: 'float16'>", "f16"), ("f32", "f32")):
+        assert openvino_precision(SimpleNamespace(get_property=lambda _name, value=reported: value)) == expected

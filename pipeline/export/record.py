@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.rundir import MODEL_WEIGHTS_FILE, RunDir, is_number
+from pipeline.rundir import MODEL_WEIGHTS_FILE, ONNX_MODEL_FILES, RunDir, is_number
 
-# Each exported model and the runtime that runs it: ONNX Runtime runs the fp32 graph and its dynamic int8
-# quantization; OpenVINO runs the unfused fp32 graph (in bf16 where the CPU has it) and NNCF's static int8.
-RUNTIMES = {"fp32": "onnxruntime", "int8": "onnxruntime", "openvino": "openvino", "openvino-int8": "openvino"}
+# Each exported model (rundir.ONNX_MODEL_FILES names them and their files) and the runtime that runs it: ONNX Runtime
+# runs the fp32 graph and its dynamic int8 quantization; OpenVINO the openvino-* ones (the unfused fp32 graph, in
+# bf16 where the CPU has it, and NNCF's static int8).
+RUNTIMES = {name: "openvino" if name.startswith("openvino") else "onnxruntime" for name in ONNX_MODEL_FILES}
 VARIANTS = tuple(RUNTIMES)
 STATUS_VERIFIED, STATUS_REFUSED = "verified", "refused"
 # --backend: auto, PyTorch, or the exports one runtime runs.
@@ -155,24 +156,53 @@ def choose_export(run_dir: Path | None, model_dir: Path, backend: str, device_ty
             f"refused; re-export with {_export_command(run.path)}"
         )
     variants = {name: v for name, v in record["variants"].items() if runtime in (None, RUNTIMES[name])}
+    if not variants:
+        return torch_because(
+            f"{run.export_dir} has no {runtime} export (made by {_export_command(run.path)} when the optional "
+            f"extra '{EXTRAS[runtime]}' is installed: {extra_install(EXTRAS[runtime])})"
+        )
     verified = {name: v for name, v in variants.items() if v.get("status") == STATUS_VERIFIED}
     if not verified:
         reasons = "; ".join(f"{name} {v.get('status', '?')}: {v.get('reason', '')}" for name, v in variants.items())
-        return torch_because(f"no verified export in {run.export_dir} ({reasons or 'none recorded'})")
-    picked = record.get("auto")
-    if picked not in verified:
-        if not runtime:
-            return ExportChoice(None, None, str(record.get("auto_reason") or "no export was faster than PyTorch"))
-        picked = max(verified, key=lambda name: _rate(verified[name]))
-    module = RUNTIMES[picked]
+        return torch_because(f"no verified export in {run.export_dir} ({reasons})")
+    if runtime:
+        picked = (
+            record.get("auto") if record.get("auto") in verified else max(verified, key=lambda n: _rate(verified[n]))
+        )
+        _require_runtime(picked, torch_because)
+        return ExportChoice(picked, _verified_file(run, verified[picked]), "asked for")
+    return _auto_choice(run, record, verified)
+
+
+def _require_runtime(variant: str, refuse: Any) -> None:
+    module = RUNTIMES[variant]
     if not installed(module):
-        return torch_because(
-            f"{picked} needs {module}, not installed (the optional extra '{EXTRAS[module]}': "
+        refuse(
+            f"{variant} needs {module}, not installed (the optional extra '{EXTRAS[module]}': "
             f"{extra_install(EXTRAS[module])})"
         )
-    path = _verified_file(run, verified[picked])
-    reason = "asked for" if runtime else str(record.get("auto_reason") or "verified and faster than PyTorch")
-    return ExportChoice(picked, path, reason)
+
+
+def _auto_choice(run: RunDir, record: dict[str, Any], verified: dict[str, dict[str, Any]]) -> ExportChoice:
+    """The export verification chose; when its runtime is not installed here, the fastest verified export that beat
+    PyTorch and whose runtime is (the record was made on a machine with more extras); else PyTorch."""
+    picked = record.get("auto")
+    if picked not in verified:
+        return ExportChoice(None, None, str(record.get("auto_reason") or "no export was faster than PyTorch"))
+    if installed(RUNTIMES[picked]):
+        path = _verified_file(run, verified[picked])
+        return ExportChoice(picked, path, str(record.get("auto_reason") or "verified and faster than PyTorch"))
+    missing = f"{picked}, chosen at verification, needs {RUNTIMES[picked]}, not installed"
+    usable = {
+        name: entry
+        for name, entry in verified.items()
+        if installed(RUNTIMES[name]) and is_number(entry.get("speedup_vs_torch")) and entry["speedup_vs_torch"] > 1.0
+    }
+    if not usable:
+        return ExportChoice(None, None, f"{missing}, and no other verified export was faster than PyTorch")
+    best = max(usable, key=lambda name: _rate(usable[name]))
+    speedup = usable[best]["speedup_vs_torch"]
+    return ExportChoice(best, _verified_file(run, usable[best]), f"{missing}; {best}: {speedup:.2f}x PyTorch's rows/s")
 
 
 def _verified_file(run: RunDir, variant: dict[str, Any]) -> Path:
