@@ -117,8 +117,9 @@ def teacher_test_accuracy(source: ModelSource) -> float | None:
 
 
 def teacher_fingerprint(source: ModelSource) -> str:
-    """A hash of what decides the teacher's logits: its weights file(s), config, tokenizer, fixed length and the
-    precision the prediction path runs it in on this machine."""
+    """A hash of what decides the teacher's logits: its weights file(s), config, tokenizer, fixed length, the
+    precision the prediction path runs it in on this machine, and the verified export it runs instead when there is
+    one (ONNX Runtime or OpenVINO, bf16 or int8: each gives slightly different logits)."""
     from pipeline.hardware import resolve_device, resolve_inference_dtype
 
     digest = hashlib.sha256(f"v{CACHE_FORMAT}|{source.max_length}|".encode())
@@ -133,7 +134,20 @@ def teacher_fingerprint(source: ModelSource) -> str:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
     digest.update(str(resolve_inference_dtype("auto", resolve_device("auto"))).encode())
+    digest.update(_export_identity(source).encode())
     return digest.hexdigest()
+
+
+def _export_identity(source: ModelSource) -> str:
+    """The backend `--backend auto` takes for the teacher here, with its file's sha256 ("torch" without an export)."""
+    from pipeline.export.record import ExportError, choose_export, file_sha256
+    from pipeline.hardware import resolve_device
+
+    try:
+        choice = choose_export(source.run_dir, source.model_dir, "auto", resolve_device("auto").type)
+    except ExportError:  # a damaged export: the predictor will say so when it loads
+        return "torch"
+    return choice.backend if choice.path is None else f"{choice.backend}|{file_sha256(choice.path)}"
 
 
 def texts_fingerprint(texts: Sequence[str]) -> str:

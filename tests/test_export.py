@@ -703,3 +703,20 @@ def test_without_nncf_the_openvino_float_model_is_still_made(openvino_run, tmp_p
     # what OpenVINO reports, in the record's spelling
     for reported, expected in (("<Type: 'bfloat16'>", "bf16"), ("<Type: 'float16'>", "f16"), ("f32", "f32")):
         assert openvino_precision(SimpleNamespace(get_property=lambda _name, value=reported: value)) == expected
+
+
+def test_the_teacher_logit_cache_key_follows_the_export_auto_takes(openvino_run, tmp_path):
+    """Distillation caches a teacher's logits by what computes them: an export chosen by auto gives other logits."""
+    from pipeline.distill import teacher_fingerprint
+    from pipeline.predict.source import resolve_model_source
+
+    run = copy_run(openvino_run[0], tmp_path / "teacher")
+    path = RunDir(run).export_record_path
+    record = json.loads(path.read_text())
+    keys = {}
+    for auto in (None, "fp32", "openvino"):
+        record["auto"] = auto
+        path.write_text(json.dumps(record))
+        keys[auto] = teacher_fingerprint(resolve_model_source(run))
+        assert teacher_fingerprint(resolve_model_source(run)) == keys[auto]  # stable
+    assert len(set(keys.values())) == 3
