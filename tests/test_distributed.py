@@ -197,7 +197,10 @@ def test_distributed_prediction_is_byte_identical_to_one_process(
     backend, request, paths, two_process_run, ag_news_test_csv
 ):
     if backend == "openvino":
-        pytest.importorskip("openvino", reason="the optional extra 'openvino' is not installed")
+        from pipeline.export.record import installed  # found, not imported: importing it starts its telemetry
+
+        if not installed("openvino"):
+            pytest.skip("the optional extra 'openvino' is not installed")
     # auto on the run as trained (PyTorch: no export); the others on an exported copy
     run_dir = two_process_run[0] if backend == "auto" else request.getfixturevalue("exported_two_process_run")
     rows = ag_news_test_csv.read_text(encoding="utf-8").splitlines(keepends=True)[:301]

@@ -34,6 +34,7 @@ from pipeline.export import (  # noqa: E402
     weights_sha256,
 )
 from pipeline.export import cli as export_cli  # noqa: E402
+from pipeline.export.record import installed  # noqa: E402
 from pipeline.export.runtime import onnx_threads, open_session  # noqa: E402
 from pipeline.predict import PredictError, Predictor, main, predict_dataframe, predict_texts  # noqa: E402
 from pipeline.rundir import RunDir  # noqa: E402
@@ -547,10 +548,9 @@ def test_finetune_with_eval_export_exports_verifies_and_reports(tiny_run_config)
 def openvino_run(tmp_path_factory, bert_tokenizer) -> tuple[Path, dict]:
     """The tiny from-scratch encoder, exported with int8. Not the tiny BERT: its pooled vectors are so alike that
     bf16 rounding alone flips most labels (refused, as its int8 is), while the encoder keeps clear margins."""
-    for module in ("openvino", "nncf"):
-        pytest.importorskip(
-            module, reason="the optional extra 'openvino' is not installed (pip install -e '.[openvino]')"
-        )
+    # Found, not imported: importing them directly would start their telemetry (pipeline.export.runtime hides it).
+    if not (installed("openvino") and installed("nncf")):
+        pytest.skip("the optional extra 'openvino' is not installed (pip install -e '.[openvino]')")
     run = write_run(tmp_path_factory.mktemp("openvino") / "encoder", tiny_encoder(bert_tokenizer), bert_tokenizer)
     return run, export_run(run, "int8", rounds=1)
 
