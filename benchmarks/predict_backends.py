@@ -44,8 +44,9 @@ import torch
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))  # run as a script from anywhere
 
-from pipeline.export.record import VARIANTS, ExportChoice, backend_name, read_export_record  # noqa: E402
-from pipeline.export.runtime import onnx_threads, open_backend  # noqa: E402
+from pipeline.export import verify  # noqa: E402
+from pipeline.export.record import VARIANTS, backend_name, read_export_record  # noqa: E402
+from pipeline.export.runtime import onnx_threads  # noqa: E402
 from pipeline.hardware import cpu_name, cpu_supports_bf16  # noqa: E402
 from pipeline.predict import Predictor, resolve_model_source  # noqa: E402
 from pipeline.predict.backend import TorchBackend  # noqa: E402
@@ -118,12 +119,9 @@ def export_predictor(reference: Predictor, run_dir: Path, variant: str) -> tuple
     if record is None or variant not in record["variants"]:
         return None, "not exported"
     entry = record["variants"][variant]
-    path = RunDir(run_dir).export_dir / entry["file"]
-    backend = open_backend(variant, path, getattr(reference, "multi_label", False))
-    predictor = dataclasses.replace(
-        reference, model=None, compute_dtype=None, backend=backend, choice=ExportChoice(variant, path, "benchmark")
-    )
-    return predictor, entry.get("status", "?") + (f", {backend.precision}" if backend.precision else "")
+    predictor = verify.export_predictor(reference, variant, RunDir(run_dir).export_dir / entry["file"], "benchmark")
+    precision = predictor.backend.precision
+    return predictor, entry.get("status", "?") + (f", {precision}" if precision else "")
 
 
 class StockPipeline:

@@ -258,17 +258,13 @@ class EvalConfig:
 
     def __post_init__(self):
         # Checked before training, not after it: a missing optional dependency must not cost a whole run.
-        missing = [name for name in ("onnx", "onnxruntime") if self.export != "none" and not _installed(name)]
+        from pipeline.export.record import extra_install, installed
+
+        missing = [name for name in ("onnx", "onnxruntime") if self.export != "none" and not installed(name)]
         if missing:
             raise ConfigError(
-                f'eval.export: {self.export!r} needs {" and ".join(missing)}, not installed: pip install -e ".[onnx]"'
+                f"eval.export: {self.export!r} needs {' and '.join(missing)}, not installed: {extra_install('onnx')}"
             )
-
-
-def _installed(module: str) -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(module) is not None
 
 
 @dataclass

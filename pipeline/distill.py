@@ -139,15 +139,19 @@ def teacher_fingerprint(source: ModelSource) -> str:
 
 
 def _export_identity(source: ModelSource) -> str:
-    """The backend `--backend auto` takes for the teacher here, with its file's sha256 ("torch" without an export)."""
-    from pipeline.export.record import ExportError, choose_export, file_sha256
+    """The backend `--backend auto` takes for the teacher here, with its file's sha256 ("torch" without an export):
+    the recorded one, which choose_export has just checked the file against (the file's own for an older record)."""
+    from pipeline.export.record import ExportError, choose_export, file_sha256, read_export_record
     from pipeline.hardware import resolve_device
 
     try:
         choice = choose_export(source.run_dir, source.model_dir, "auto", resolve_device("auto").type)
+        if choice.variant is None:
+            return choice.backend
+        recorded = read_export_record(source.run_dir)["variants"][choice.variant].get("sha256")
+        return f"{choice.backend}|{recorded or file_sha256(choice.path)}"
     except ExportError:  # a damaged export: the predictor will say so when it loads
         return "torch"
-    return choice.backend if choice.path is None else f"{choice.backend}|{file_sha256(choice.path)}"
 
 
 def texts_fingerprint(texts: Sequence[str]) -> str:

@@ -181,6 +181,16 @@ def run_main(argv: list) -> int:
     return 0
 
 
+def hide_module(monkeypatch, module: str) -> None:
+    """As if `module` were not installed, for code that checks with importlib.util.find_spec."""
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == module else real_find_spec(name, *a)
+    )
+
+
 def assert_one_line_error(stderr: str, *fragments: str) -> None:
     lines = stderr.strip().splitlines()
     assert len(lines) == 1, stderr
@@ -451,14 +461,9 @@ def test_a_missing_optional_dependency_names_the_extra(bare_run, monkeypatch, ca
     with pytest.raises(ExportError, match=r"pip install -e \"\.\[onnx\]\""):
         open_session(Path("model.onnx"))
 
-    import importlib.util
-
     from pipeline.config import ConfigError, EvalConfig
 
-    real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real_find_spec(name, *a)
-    )
+    hide_module(monkeypatch, "onnxruntime")
     with pytest.raises(ConfigError, match=r"eval.export: 'int8' needs onnxruntime.*\.\[onnx\]"):
         EvalConfig(export="int8")
     assert EvalConfig().export == "none"
@@ -635,12 +640,7 @@ def test_openvino_missing_or_damaged_is_a_one_line_error(openvino_run, tmp_path,
     assert predict(run, source, tmp_path / "out.csv", "--backend", "openvino") == 1
     assert_one_line_error(capsys.readouterr().err, "model.openvino", "changed or corrupted")
 
-    import importlib.util
-
-    real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "openvino" else real_find_spec(name, *a)
-    )
+    hide_module(monkeypatch, "openvino")
     with pytest.raises(
         ExportError, match=r"--backend openvino: openvino.* needs openvino, not installed.*\.\[openvino\]"
     ):
@@ -653,8 +653,6 @@ def test_openvino_missing_or_damaged_is_a_one_line_error(openvino_run, tmp_path,
 def test_auto_takes_the_fastest_export_this_install_can_run(openvino_run, tmp_path, monkeypatch):
     """An export verified where OpenVINO was installed, used where it is not: auto falls back to the fastest verified
     ONNX Runtime model that beat PyTorch, else to PyTorch, and says why."""
-    import importlib.util
-
     run = copy_run(openvino_run[0], tmp_path / "elsewhere")
     path = RunDir(run).export_record_path
     record = json.loads(path.read_text())
@@ -664,10 +662,7 @@ def test_auto_takes_the_fastest_export_this_install_can_run(openvino_run, tmp_pa
     path.write_text(json.dumps(record))
     assert choose_export(run, run / "model", "auto").variant == "openvino"  # installed here: as recorded
 
-    real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "openvino" else real_find_spec(name, *a)
-    )
+    hide_module(monkeypatch, "openvino")
     choice = choose_export(run, run / "model", "auto")
     assert (
         choice.variant == "fp32" and "openvino, chosen at verification, needs openvino, not installed" in choice.reason
@@ -682,22 +677,17 @@ def test_auto_takes_the_fastest_export_this_install_can_run(openvino_run, tmp_pa
         record["variants"].pop(name)
     record["auto"] = None
     path.write_text(json.dumps(record))
-    monkeypatch.setattr(importlib.util, "find_spec", real_find_spec)
+    monkeypatch.undo()
     with pytest.raises(ExportError, match=r"has no openvino export \(made by python -m pipeline.export .*'openvino'"):
         choose_export(run, run / "model", "openvino")
 
 
 def test_without_nncf_the_openvino_float_model_is_still_made(openvino_run, tmp_path, monkeypatch):
-    import importlib.util
-
     from pipeline.export.runtime import openvino_precision
 
     run = copy_run(openvino_run[0], tmp_path / "no_nncf")
     shutil.rmtree(run / "onnx")
-    real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "nncf" else real_find_spec(name, *a)
-    )
+    hide_module(monkeypatch, "nncf")
     record = export_run(run, "int8", rounds=1, max_rows=60)
     assert set(record["variants"]) == {"fp32", "int8", "openvino"} and "calibration" not in record
     # what OpenVINO reports, in the record's spelling

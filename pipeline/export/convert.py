@@ -251,6 +251,20 @@ def quantize_openvino_int8(source: Path, target: Path, batches: list[tuple[np.nd
         nncf_logger.setLevel(level)
 
 
+def _openvino_variants(asked: bool | None, quantize: str | None) -> list[str]:
+    """OpenVINO's models to make: when asked (`True`, its extra then required), or by default (`None`) when openvino
+    is installed; the int8 one with `quantize`, which by default also needs NNCF installed (the same extra)."""
+    from pipeline.export.runtime import require_openvino
+
+    if asked is False or (asked is None and not installed("openvino")):
+        return []
+    require_openvino("openvino")
+    if not quantize or (asked is None and not installed("nncf")):
+        return ["openvino"]
+    require_openvino("nncf")
+    return ["openvino", "openvino-int8"]
+
+
 def export_run(
     path: str | Path,
     quantize: str | None = None,
@@ -269,20 +283,13 @@ def export_run(
     """Write the run's onnx/ folder (fp32, and int8 with quantize="int8"; the OpenVINO models too when `openvino`,
     by default when it is installed), each verified against PyTorch fp32 on the run's validation rows (or `texts`
     with gold class names `gold`, and `calibration` training texts); returns export.json's content."""
-    from pipeline.export.runtime import require_openvino
     from pipeline.predict.source import PredictError, resolve_model_source
 
     if quantize not in (None, *QUANTIZE_CHOICES):
         raise ExportError(f"unknown quantization '{quantize}' (use {', '.join(QUANTIZE_CHOICES)})")
     require("onnx")
     require("onnxruntime")
-    # OpenVINO's models by default when it is installed; its int8 one also needs NNCF (the same extra).
-    openvino_int8 = bool(quantize) and (installed("nncf") if openvino is None else bool(openvino))
-    openvino = installed("openvino") if openvino is None else openvino
-    if openvino:
-        require_openvino("openvino")
-        if openvino_int8:
-            require_openvino("nncf")
+    openvino_variants = _openvino_variants(openvino, quantize)
     try:
         source = resolve_model_source(path)
     except PredictError as error:
@@ -302,7 +309,7 @@ def export_run(
                 run,
                 source,
                 quantize,
-                {"openvino": openvino, "openvino-int8": openvino and openvino_int8},
+                openvino_variants,
                 max_rows,
                 batch_size,
                 optimize,
@@ -321,7 +328,7 @@ def _export(
     run: RunDir,
     source: Any,
     quantize: str | None,
-    openvino: dict[str, bool],
+    openvino_variants: list[str],
     max_rows: int | None,
     batch_size: int,
     optimize: bool,
@@ -354,8 +361,7 @@ def _export(
     if not rows.texts:
         raise ExportError(f"{run.path}: no rows to verify the export on ({rows.source})")
     reference = verify.reference_predictor(model, tokenizer, source, batch_size)
-    variants = ["fp32"] + (["int8"] if quantize else [])
-    variants += [name for name, wanted in openvino.items() if wanted]
+    variants = ["fp32"] + (["int8"] if quantize else []) + openvino_variants
     record: dict[str, Any] = {}
 
     def fill(staging: Path) -> None:

@@ -54,7 +54,7 @@ class VerificationRows:
         """At most `max_rows` rows, a seeded sample kept in order (a class-sorted file must not give one class)."""
         if max_rows is None or len(self.texts) <= max_rows:
             return self
-        chosen = np.sort(np.random.default_rng(seed).choice(len(self.texts), size=max_rows, replace=False))
+        chosen = seeded_indices(len(self.texts), max_rows, seed)
         gold = [self.gold[index] for index in chosen] if self.gold is not None else None
         return VerificationRows(
             [self.texts[index] for index in chosen],
@@ -72,11 +72,15 @@ class VerificationRows:
         return seeded_sample(texts, CALIBRATION_ROWS, seed), f"{min(len(texts), CALIBRATION_ROWS)} of {source}"
 
 
+def seeded_indices(size: int, count: int, seed: int) -> np.ndarray:
+    """`count` of range(size), a seeded choice kept in order."""
+    return np.sort(np.random.default_rng(seed).choice(size, size=count, replace=False))
+
+
 def seeded_sample(texts: list[str], count: int, seed: int) -> list[str]:
     if len(texts) <= count:
         return list(texts)
-    chosen = np.sort(np.random.default_rng(seed).choice(len(texts), size=count, replace=False))
-    return [texts[index] for index in chosen]
+    return [texts[index] for index in seeded_indices(len(texts), count, seed)]
 
 
 def verification_rows(run: RunDir) -> VerificationRows:
@@ -191,23 +195,24 @@ def verify_exports(reference: Predictor, files: dict[str, Path], rows: Verificat
 def _predictors(reference: Predictor, files: dict[str, Path]) -> dict[str, Predictor]:
     """PyTorch fp32 (the reference), PyTorch as `--backend torch` runs it here when that differs (bf16), and one
     predictor per exported model, named torch-fp32, torch-bf16 and by backend_name."""
-    from pipeline.export.runtime import open_backend
-
     cpu = torch.device("cpu")
     predictors = {"torch-fp32": reference}
     default_dtype = resolve_inference_dtype("auto", cpu)
     if default_dtype is not None:
         predictors["torch-bf16"] = dataclasses.replace(reference, compute_dtype=default_dtype)
     for variant, path in files.items():
-        backend = open_backend(variant, path, getattr(reference, "multi_label", False))
-        predictors[backend_name(variant)] = dataclasses.replace(
-            reference,
-            model=None,
-            compute_dtype=None,
-            backend=backend,
-            choice=ExportChoice(variant, path, "verification"),
-        )
+        predictors[backend_name(variant)] = export_predictor(reference, variant, path, "verification")
     return predictors
+
+
+def export_predictor(reference: Predictor, variant: str, path: Path, reason: str) -> Predictor:
+    """`reference`'s tokenization and batching, with the exported model `variant` (at `path`) as its backend."""
+    from pipeline.export.runtime import open_backend
+
+    backend = open_backend(variant, path, getattr(reference, "multi_label", False))
+    return dataclasses.replace(
+        reference, model=None, compute_dtype=None, backend=backend, choice=ExportChoice(variant, path, reason)
+    )
 
 
 def _gold_ids(labels: list[str], gold: list[str] | None) -> np.ndarray | None:

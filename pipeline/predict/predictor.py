@@ -207,11 +207,12 @@ class Predictor:
         static int8 export calibrates its activation ranges on them)."""
         token_ids, lengths, _ = self._tokenize(texts)
         order = np.argsort(-lengths, kind="stable")
+        return [self._pad(token_ids, lengths, batch) for batch in self._my_batches(order)]
+
+    def _pad(self, token_ids: list[list[int]], lengths: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The given rows as one batch padded to its longest row (pad_arrays)."""
         pad_id = self.tokenizer.pad_token_id or 0
-        batches = [order[start : start + self.batch_size] for start in range(0, len(order), self.batch_size)]
-        return [
-            pad_arrays([token_ids[row] for row in rows], lengths[rows], pad_id, self.max_length) for rows in batches
-        ]
+        return pad_arrays([token_ids[row] for row in rows], lengths[rows], pad_id, self.max_length)
 
     def _tokenize(self, texts: Sequence[str]) -> tuple[list[list[int]], np.ndarray, np.ndarray]:
         """Unpadded token ids of every row, their lengths (R,) and the text each row reads (R,): one row per
@@ -246,14 +247,10 @@ class Predictor:
         """
         probabilities = np.empty((len(rows), len(self.labels)), dtype=np.float32)
         order = np.argsort(-lengths[rows], kind="stable")  # positions within `rows`
-        pad_id = self.tokenizer.pad_token_id or 0
         mine = self._my_batches(order)
         with self.backend.running(compute_dtype):
             for batch in mine:
-                batch_rows = rows[batch]
-                input_ids, attention_mask = pad_arrays(
-                    [token_ids[row] for row in batch_rows], lengths[batch_rows], pad_id, self.max_length
-                )
+                input_ids, attention_mask = self._pad(token_ids, lengths, rows[batch])
                 probabilities[batch] = getattr(self.backend, output)(input_ids, attention_mask)  # (B, K)
                 if on_batch is not None:
                     on_batch(len(batch))
