@@ -710,3 +710,21 @@ def test_the_teacher_logit_cache_key_follows_the_export_auto_takes(openvino_run,
         keys[auto] = teacher_fingerprint(resolve_model_source(run))
         assert teacher_fingerprint(resolve_model_source(run)) == keys[auto]  # stable
     assert len(set(keys.values())) == 3
+
+
+def test_verification_reads_long_texts_as_prediction_does(bare_run, tmp_path):
+    """A chunked run: the reference every export is held to windows and pools long texts as pipeline.predict does
+    (it used to cut them at the fixed length, so verification scored other inputs than prediction runs)."""
+    from pipeline.export import verify
+    from pipeline.predict.source import load_model_and_tokenizer, resolve_model_source
+
+    run = copy_run(bare_run, tmp_path / "chunked")
+    with open(run / "config.yaml", "a", encoding="utf-8") as handle:
+        handle.write("tokenizer:\n  long_text: chunk\n  chunk_stride: 8\n")
+    source = resolve_model_source(run)
+    texts = [" ".join(" ".join(row) for row in texts_and_rows(12, offset=7 * i)) for i in range(6)]  # > 64 tokens
+    model, tokenizer = load_model_and_tokenizer(source.model_dir)
+    reference = verify.reference_predictor(model, tokenizer, source, 4)
+    as_predicted = Predictor.from_source(source, device="cpu", precision="fp32", backend="torch", batch_size=4)
+    assert sum(len(ids) for ids, _ in reference.padded_batches(texts)) > len(texts)  # several windows per text
+    np.testing.assert_allclose(reference.infer(texts)[1], as_predicted.infer(texts)[1], atol=1e-5)

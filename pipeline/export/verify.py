@@ -21,7 +21,7 @@ import torch
 from pipeline.export.record import STATUS_REFUSED, STATUS_VERIFIED, ExportChoice, ExportError, backend_name
 from pipeline.hardware import resolve_inference_dtype
 from pipeline.models import max_positions
-from pipeline.predict.predictor import Predictor
+from pipeline.predict.predictor import Predictor, is_multi_label
 from pipeline.predict.source import ModelSource
 from pipeline.rundir import PREDICTION_GOLD, PREDICTION_TEXT, RunDir, RunDirError
 from pipeline.tables import one_line
@@ -125,12 +125,24 @@ def verification_rows(run: RunDir) -> VerificationRows:
 
 
 def reference_predictor(model: torch.nn.Module, tokenizer: Any, source: ModelSource, batch_size: int) -> Predictor:
-    """PyTorch fp32 on the CPU at the run's fixed length: the numbers every export is held to."""
+    """PyTorch fp32 on the CPU, reading texts as prediction does (the run's fixed length, its long-text rule and
+    window pooling, sigmoid for a multi-label model): the numbers every export is held to."""
     labels = [str(model.config.id2label[index]) for index in range(model.config.num_labels)]
     limit = length_limit(tokenizer, max_positions(model))
     length = min(source.max_length or limit, limit)
     cpu = torch.device("cpu")
-    return Predictor(model.to(cpu), tokenizer, labels, length, cpu, source.text_spec, batch_size)
+    return Predictor(
+        model.to(cpu),
+        tokenizer,
+        labels,
+        length,
+        cpu,
+        source.text_spec,
+        batch_size,
+        long_text=source.long_text,
+        pooling=source.pooling,
+        multi_label=is_multi_label(model.config),
+    )
 
 
 @dataclass
