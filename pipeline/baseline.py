@@ -3,6 +3,9 @@
     result = tfidf_baseline(train_texts, train_labels, test_texts, test_labels, label_names)
     result["accuracy"], result["macro_f1"], result["train_seconds"]
 
+Multi-label tasks (labels as (N, C) indicator rows) get one logistic regression per class (one-vs-rest), a class
+present where its probability is above 0.5, scored with the run's multi-label metrics (micro-F1 among them).
+
 Fine-tuning a transformer is worth its cost only where it beats what a bag of word 1-2 grams gets in seconds;
 `eval.baseline: tfidf` (the default) trains this model after evaluation and records it in metrics.json under
 `baseline`, so that every report can say so. `eval.baseline: none` skips it.
@@ -22,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.evaluation import compute_metrics
+from pipeline.evaluation import compute_metrics, compute_multilabel_metrics
+from pipeline.splits import MULTI_LABEL_COLUMN
 
 logger = logging.getLogger("pipeline")
 
@@ -42,9 +46,9 @@ MAX_ITERATIONS = 1000
 
 def tfidf_baseline(
     train_texts: Sequence[str],
-    train_labels: Sequence[int],
+    train_labels: Sequence[int] | Sequence[Sequence[float]],
     test_texts: Sequence[str],
-    test_labels: Sequence[int],
+    test_labels: Sequence[int] | Sequence[Sequence[float]],
     label_names: Sequence[str],
 ) -> dict[str, Any]:
     """Fit TF-IDF + logistic regression on train, score it on test.
@@ -56,12 +60,14 @@ def tfidf_baseline(
     """
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
+    from sklearn.multiclass import OneVsRestClassifier
     from threadpoolctl import threadpool_limits
 
     start = time.perf_counter()
     train_texts, test_texts = list(train_texts), list(test_texts)
-    train_ids = np.asarray(list(train_labels), dtype=np.int64)
+    train_ids = np.asarray(list(train_labels), dtype=np.int64)  # (N,) class ids or (N, C) indicator rows
     test_ids = np.asarray(list(test_labels), dtype=np.int64)
+    multi_label = train_ids.ndim == 2
     min_df = MIN_DF if len(train_texts) >= MIN_TEXTS_FOR_MIN_DF else 1
     settings = {
         "ngram_range": list(NGRAM_RANGE),
@@ -78,11 +84,14 @@ def tfidf_baseline(
         )
         features = vectorizer.fit_transform(train_texts)
         classifier = LogisticRegression(C=INVERSE_REGULARIZATION, solver="newton-cg", max_iter=MAX_ITERATIONS)
+        if multi_label:
+            classifier = OneVsRestClassifier(classifier)
         classifier.fit(features, train_ids)
         train_seconds = time.perf_counter() - start
-        predictions = classifier.predict(vectorizer.transform(test_texts))
+        predictions = np.asarray(classifier.predict(vectorizer.transform(test_texts)), dtype=np.int64)
         seconds = time.perf_counter() - start
-    metrics = compute_metrics(test_ids, np.asarray(predictions, dtype=np.int64), list(label_names))
+    score = compute_multilabel_metrics if multi_label else compute_metrics
+    metrics = score(test_ids, predictions, list(label_names))
     return {
         "name": TFIDF,
         "description": DESCRIPTIONS[TFIDF],
@@ -107,10 +116,9 @@ def run_baseline(kind: str, splits: Any, label_names: Sequence[str]) -> dict[str
         raise ValueError(f"eval.baseline: unknown baseline {kind!r} (expected '{TFIDF}' or '{NONE}')")
     train, test = splits["train"], splits["test"]
     columns = train.column_names if hasattr(train, "column_names") else list(train)
-    if "label" not in columns:  # multi-label rows (`labels`): the baseline is a single-label classifier
-        return {"name": kind, "description": DESCRIPTIONS[kind], "error": "not available for multi-label tasks"}
+    label_column = "label" if "label" in columns else MULTI_LABEL_COLUMN
     try:
-        result = tfidf_baseline(train["text"], train["label"], test["text"], test["label"], label_names)
+        result = tfidf_baseline(train["text"], train[label_column], test["text"], test[label_column], label_names)
     except ValueError as error:
         message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         logger.warning("Baseline %s skipped: %s", kind, message)

@@ -196,6 +196,12 @@ class TrainConfig:
     # Unset: by model.kind (LEARNING_RATES): fine-tuning a pretrained model wants a rate ~40x below training the
     # encoder from scratch. The resolved number is what config.yaml records.
     learning_rate: float | None = None
+    # Parameters the pretrained checkpoint lacks (the new classification head) learn at this rate; unset: at
+    # learning_rate. Adam moves a weight by about the learning rate per step: at 1e-4, under 0.016 in an epoch of 157
+    # steps, the size of the head's initial weights (std 0.02). So the new head's logits could not grow, and each
+    # class's probability stopped at a ceiling (0.93-0.97 on AG News) whatever the evidence, which no temperature
+    # corrects. 1e-2 is SetFit's head rate. The from-scratch encoder is all new and trains at learning_rate.
+    head_learning_rate: float | None = 1e-2
     weight_decay: float = 0.01
     warmup_ratio: float = 0.1
     max_grad_norm: float = 1.0

@@ -165,6 +165,7 @@ def _validate_numbers(config: PipelineConfig) -> None:
                 raise ConfigError(f"{section}.{key}: must be a finite number, got {value}")
     checks = {
         "train.learning_rate": config.train.learning_rate > 0,
+        "train.head_learning_rate": config.train.head_learning_rate is None or config.train.head_learning_rate > 0,
         "train.weight_decay": config.train.weight_decay >= 0,
         "train.max_grad_norm": config.train.max_grad_norm >= 0,
         "run.seed": config.run.seed >= 0,

@@ -186,6 +186,8 @@ class Prepared:
     labels: list[str]
     tokenizer: PreTrainedTokenizerBase
     model: PreTrainedModel
+    # Parameters the pretrained checkpoint did not have (the new head): they learn at train.head_learning_rate.
+    new_parameters: frozenset[str]
     rows: dict[str, TokenizedRows]
     tokenization: TokenizationInfo
     # Distillation's record for metrics.json (teacher, alpha, T, transfer set); None without a teacher.
@@ -212,7 +214,7 @@ def prepare(
         tokenizer = load_pretrained(
             "tokenizer.name_or_path", config.tokenizer.name_or_path, lambda: load_tokenizer(config.tokenizer)
         )
-        model = load_pretrained(
+        model, new_parameters = load_pretrained(
             "model.name_or_path",
             config.model.name_or_path,
             lambda: models.build_model(config.model, labels, tokenizer, data.multi_label),
@@ -238,9 +240,9 @@ def prepare(
     tokenization.from_cache_by_process = gather_object([tokenization.from_cache])
     rows = {name: TokenizedRows(split) for name, split in tokenized.items() if name in data.splits}
     if teacher is None:
-        return Prepared(data, labels, tokenizer, model, rows, tokenization)
+        return Prepared(data, labels, tokenizer, model, new_parameters, rows, tokenization)
     rows["train"] = student_train
-    return Prepared(data, labels, tokenizer, model, rows, tokenization, distill_record)
+    return Prepared(data, labels, tokenizer, model, new_parameters, rows, tokenization, distill_record)
 
 
 def train(config: PipelineConfig, prepared: Prepared, accelerator: Accelerator) -> tuple[TrainResult, int]:
@@ -260,6 +262,7 @@ def train(config: PipelineConfig, prepared: Prepared, accelerator: Accelerator) 
         quick_config_hint=quick_settings_hint(config),
         eval_pooling=config.eval.chunk_pooling,
         class_counts=prepared.data.class_counts,
+        new_parameters=prepared.new_parameters,
     )
     result = trainer.run()
     return result, accelerator.unwrap_model(trainer.model).num_parameters()
@@ -344,6 +347,8 @@ def build_metrics(
             **({"focal_gamma": config.train.focal_gamma} if config.train.loss == "focal" else {}),
             # Per class (multi-label: BCE pos_weight); null: unweighted.
             "class_weights": resolve_class_weights(config.train, prepared.data.class_counts),
+            # What learned at train.head_learning_rate (the pretrained checkpoint lacked it); empty: nothing did.
+            "head_parameters": sorted(prepared.new_parameters),
         },
         "device": hardware.device_info(accelerator.device, accelerator.num_processes),
         "versions": hardware.library_versions(),

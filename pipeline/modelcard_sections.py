@@ -210,6 +210,7 @@ class CardSections(CardFacts):
             ("steps run", _count(self.get("training", "global_steps"))),
             ("effective batch", _count(self.get("training", "effective_batch_size"))),
             ("learning rate", str(train.get("learning_rate", "n/a")) + " (AdamW, linear warm-up then decay)"),
+            *self._head_learning_rate(train),
             ("weight decay", str(train.get("weight_decay", "n/a"))),
             ("warm-up ratio", str(train.get("warmup_ratio", "n/a"))),
             ("gradient clipping", str(train.get("max_grad_norm", "n/a"))),
@@ -234,6 +235,14 @@ class CardSections(CardFacts):
             )
         rows.append(("training time", _duration(self.get("timings", "train_seconds"))))
         return ["## Training", "", *_table(["setting", "value"], rows)]
+
+    def _head_learning_rate(self, train: dict) -> list[tuple[str, str]]:
+        """The new head's own rate, when it had one (runs before head_parameters was recorded show none)."""
+        names = self.get("training", "head_parameters")
+        rate = train.get("head_learning_rate")
+        if not names or not rate or rate == train.get("learning_rate"):
+            return []
+        return [("head learning rate", f"{rate} (new parameters: {', '.join(names)})")]
 
     def evaluation_section(self) -> list[str]:
         test = self.get("test")

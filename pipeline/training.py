@@ -71,13 +71,23 @@ def create_accelerator(config: TrainConfig, run_dir: Path) -> Accelerator:
     )
 
 
-def build_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.AdamW:
-    """AdamW with weight decay on matrices only: biases and LayerNorm weights (all 1-D) are not decayed."""
-    parameters = [p for p in model.parameters() if p.requires_grad]
+def build_optimizer(
+    model: torch.nn.Module, config: TrainConfig, new_parameters: frozenset[str] = frozenset()
+) -> torch.optim.AdamW:
+    """AdamW with weight decay on matrices only: biases and LayerNorm weights (all 1-D) are not decayed. The
+    parameters named in `new_parameters` (a new head on a pretrained model) learn at train.head_learning_rate."""
+    named = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
+    head_learning_rate = config.head_learning_rate or config.learning_rate
     groups = [
-        {"params": [p for p in parameters if p.ndim >= 2], "weight_decay": config.weight_decay},
-        {"params": [p for p in parameters if p.ndim < 2], "weight_decay": 0.0},
+        {
+            "params": [p for name, p in named if (name in new_parameters) == new and (p.ndim >= 2) == decayed],
+            "weight_decay": config.weight_decay if decayed else 0.0,
+            "lr": head_learning_rate if new else config.learning_rate,
+        }
+        for new in (False, True)
+        for decayed in (True, False)
     ]
+    groups = [group for group in groups if group["params"]]
     try:
         # The fused kernel does the whole update in one pass over memory (CUDA, and CPU since torch 2.4).
         return torch.optim.AdamW(groups, lr=config.learning_rate, fused=True)
@@ -157,6 +167,7 @@ class Trainer:
         quick_config_hint: str = "",
         eval_pooling: str = "mean",
         class_counts: ClassCounts | None = None,
+        new_parameters: frozenset[str] = frozenset(),
     ):
         self.config = config
         self.accelerator = accelerator
@@ -180,7 +191,7 @@ class Trainer:
             config.gradient_accumulation_steps * accelerator.num_processes,
         )
         self.batch_sampler = loader.batch_sampler
-        optimizer = build_optimizer(model, config)
+        optimizer = build_optimizer(model, config, new_parameters)
         self.model, self.optimizer, self.loader = accelerator.prepare(model, optimizer, loader)
         # The loader is sharded across processes: each process sees len(self.loader) batches per epoch.
         self.plan = plan_steps(len(self.loader), config)

@@ -113,3 +113,29 @@ def test_ag_news_5000_rows_scores_like_a_real_baseline(tmp_path, ag_news_train_c
     assert result["num_train_samples"] == 5000 and result["num_samples"] == len(splits["test"]) == 7600
     assert result["accuracy"] > 0.85, result["accuracy"]
     assert result["train_seconds"] < 60
+
+
+def test_multi_label_baseline_is_one_vs_rest_and_finds_both_topics_of_a_two_topic_text():
+    """Texts made of one or two topics' words carry one or two labels: one logistic regression per class learns
+    each topic, so two-topic test texts get both labels, and run_baseline reads the multi-hot `labels` column."""
+    rng = np.random.default_rng(3)
+
+    def corpus(rows: int) -> tuple[list[str], list[list[float]]]:
+        texts, sets = [], []
+        for _ in range(rows):
+            topics = rng.choice(len(LABELS), size=int(rng.integers(1, 3)), replace=False)
+            words = list(rng.choice(SHARED_WORDS, size=6))
+            words += [str(rng.choice(TOPIC_WORDS[topic])) for topic in topics for _ in range(3)]
+            rng.shuffle(words)
+            texts.append(" ".join(words))
+            sets.append([float(index in topics) for index in range(len(LABELS))])
+        return texts, sets
+
+    train, test = corpus(500), corpus(200)
+    splits = {"train": {"text": train[0], "labels": train[1]}, "test": {"text": test[0], "labels": test[1]}}
+    result = run_baseline("tfidf", splits, LABELS)
+    assert result["micro_f1"] > 0.9 and result["num_samples"] == 200
+    assert set(result["per_class"]) == set(LABELS)
+    two_topic = [row for row, labels in enumerate(test[1]) if sum(labels) == 2]
+    assert len(two_topic) > 50
+    assert result["subset_accuracy"] > 0.8  # most rows, two-topic ones included, get exactly their set

@@ -115,6 +115,12 @@ def test_run_directory_holds_every_file_and_each_loads(finished_run):
     assert [r["step"] for r in history] == sorted(r["step"] for r in history)
     assert any("eval_accuracy" in r for r in history) and any("loss" in r for r in history)
     assert history[-1]["step"] == metrics["training"]["global_steps"]
+    # The tiny checkpoint has a 2-class head, so the 4-class one is new and learned at its own rate.
+    assert metrics["training"]["head_parameters"] == ["classifier.bias", "classifier.weight"]
+    assert (
+        "| head learning rate | 0.01 (new parameters: classifier.bias, classifier.weight) |"
+        in (run_dir / "model" / "README.md").read_text()
+    )
 
     with open(run_dir / "test_predictions.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))

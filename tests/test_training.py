@@ -288,3 +288,36 @@ def test_weighted_accumulation_matches_one_big_batch_through_whole_runs(tiny_run
         name: _weights(runs / name / "model" / "model.safetensors") for name in ("weighted_big", "weighted_accumulated")
     }
     assert _max_difference(weights["weighted_big"], weights["weighted_accumulated"]) < 1e-5
+
+
+def test_a_new_head_on_a_pretrained_model_learns_at_the_head_learning_rate(tiny_bert_dir, bert_tokenizer):
+    """build_model names the parameters the checkpoint lacked (a 3-class head on a 2-class checkpoint), and one
+    Adam step moves those by about train.head_learning_rate and the pretrained ones by about train.learning_rate."""
+    from pipeline.config import ModelConfig
+    from pipeline.models import build_model
+    from pipeline.training import build_optimizer
+
+    model, new = build_model(
+        ModelConfig(kind="pretrained", name_or_path=str(tiny_bert_dir)), ["a", "b", "c"], bert_tokenizer
+    )
+    assert new == {"classifier.weight", "classifier.bias"}
+    config = TrainConfig(learning_rate=1e-4, head_learning_rate=1e-2, weight_decay=0.0)
+    optimizer = build_optimizer(model, config, new)
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    model(input_ids=torch.tensor([[101, 2054, 102], [101, 2129, 102]]), labels=torch.tensor([0, 2])).loss.backward()
+    optimizer.step()
+    moved = {name: (p.detach() - before[name]).abs().max().item() for name, p in model.named_parameters()}
+    # Adam's first step moves every parameter with a gradient by about its learning rate.
+    assert moved["classifier.weight"] == pytest.approx(1e-2, rel=0.05)
+    assert moved["bert.encoder.layer.0.attention.self.query.weight"] == pytest.approx(1e-4, rel=0.05)
+    # Unset, the head learns at the body's rate.
+    unset = build_optimizer(model, TrainConfig(learning_rate=1e-4, head_learning_rate=None), new)
+    assert {group["lr"] for group in unset.param_groups} == {1e-4}
+
+
+def test_the_from_scratch_encoder_has_no_pretrained_part_to_set_apart(bert_tokenizer):
+    from pipeline.config import ModelConfig
+    from pipeline.models import build_model
+
+    _, new = build_model(ModelConfig(kind="encoder"), ["a", "b"], bert_tokenizer)
+    assert new == frozenset()

@@ -1,4 +1,5 @@
-"""build_model(config, labels, tokenizer) -> a transformers PreTrainedModel: a pretrained checkpoint or the encoder.
+"""build_model(config, labels, tokenizer) -> a transformers PreTrainedModel (a pretrained checkpoint or the encoder)
+and the names of its new parameters.
 
 `model.kind: pretrained` (alias `bert`) loads any sequence-classification checkpoint (BERT first of all, also
 RoBERTa, DistilBERT, DeBERTa, ...) with a new classification head; `model.kind: encoder` builds the from-scratch
@@ -21,15 +22,16 @@ MULTI_LABEL_PROBLEM_TYPE = "multi_label_classification"
 
 def build_model(
     config: ModelConfig, labels: list[str], tokenizer: PreTrainedTokenizerBase, multi_label: bool = False
-) -> PreTrainedModel:
-    """`multi_label`: config.json says problem_type "multi_label_classification", so that transformers (pipeline,
-    the models' own loss) uses a sigmoid per class."""
+) -> tuple[PreTrainedModel, frozenset[str]]:
+    """The model, and the names of the parameters a pretrained checkpoint did not have (its new classification head;
+    none for the from-scratch encoder, which is new throughout). `multi_label`: config.json says problem_type
+    "multi_label_classification", so that transformers (pipeline, the models' own loss) uses a sigmoid per class."""
     id2label = dict(enumerate(labels))
     label2id = {name: index for index, name in id2label.items()}
     problem_type = MULTI_LABEL_PROBLEM_TYPE if multi_label else None  # None: transformers' default, a softmax
     if config.kind != "encoder":  # "pretrained", or its older name "bert"
         # The classification head is new (randomly initialised); transformers says so in a warning.
-        return AutoModelForSequenceClassification.from_pretrained(
+        model, loading = AutoModelForSequenceClassification.from_pretrained(
             config.name_or_path,
             num_labels=len(labels),
             id2label=id2label,
@@ -37,7 +39,9 @@ def build_model(
             **({"problem_type": problem_type} if problem_type else {}),
             # A checkpoint that already has a head for another number of classes gets a new one.
             ignore_mismatched_sizes=True,
+            output_loading_info=True,
         )
+        return model, _new_parameter_names(loading)
     encoder_config = EncoderClassifierConfig.from_settings(
         config.encoder,
         vocab_size=len(tokenizer),
@@ -45,7 +49,13 @@ def build_model(
         id2label=id2label,
         problem_type=problem_type,
     )
-    return EncoderForSequenceClassification(encoder_config)
+    return EncoderForSequenceClassification(encoder_config), frozenset()
+
+
+def _new_parameter_names(loading: dict) -> frozenset[str]:
+    """Missing keys, and mismatched ones (transformers lists those as (name, checkpoint shape, model shape))."""
+    mismatched = {key[0] if isinstance(key, tuple) else key for key in loading.get("mismatched_keys", ())}
+    return frozenset(loading.get("missing_keys", ())) | mismatched
 
 
 # transformers architectures whose position ids start after the padding index (create_position_ids_from_input_ids),
