@@ -57,3 +57,33 @@ def tiny_run_overrides(root: Path, model_dir: Path, train_csv: Path, test_csv: P
         "data.max_eval_samples=200",
         "train.log_every_steps=5",
     ]
+
+
+AG_NEWS_CLASSES = ["World", "Sports", "Business", "Sci/Tech"]
+
+
+def multi_label_overrides(root: Path, train_csv: Path, test_csv: Path) -> list[str]:
+    """tiny_run_overrides' data as a multi-label task: of every three AG News rows, the first stays one document
+    with its class, the other two become one document with both classes (one if they share it). JSON Lines with a
+    list column; the class names stay those of configs/ag_news_minilm.yaml."""
+    import csv
+    import json
+
+    overrides = ["data.task=multi_label", "data.file_format=jsonl", "data.column_names=null"]
+    overrides += ["data.text_columns=[text]", "data.label_column=labels", "data.label_index_base=0"]
+    for split, source in (("train", train_csv), ("test", test_csv)):
+        with open(source, newline="", encoding="utf-8") as handle:
+            rows = [
+                (f"{title} {description}", AG_NEWS_CLASSES[int(index) - 1])
+                for index, title, description in csv.reader(handle)
+                if index != "class_index"
+            ]
+        documents = []
+        for start in range(0, len(rows) - 2, 3):
+            (text, label), (text_a, label_a), (text_b, label_b) = rows[start : start + 3]
+            documents.append({"text": text, "labels": [label]})
+            documents.append({"text": f"{text_a} {text_b}", "labels": sorted({label_a, label_b})})
+        path = root / f"multi_label_{split}.jsonl"
+        path.write_text("".join(json.dumps(document) + "\n" for document in documents), encoding="utf-8")
+        overrides.append(f"data.{split}_file={path}")
+    return overrides

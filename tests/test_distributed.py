@@ -22,7 +22,7 @@ from pipeline.config import load_config
 from pipeline.data import load_splits
 from pipeline.evaluation import evaluate_split
 from pipeline.tokenization import load_tokenizer, tokenize_splits
-from tests.helpers import MINILM_CONFIG, REPO_ROOT, reset_accelerate, tiny_run_overrides
+from tests.helpers import MINILM_CONFIG, REPO_ROOT, multi_label_overrides, reset_accelerate, tiny_run_overrides
 
 # Each test starts processes that train or predict: seconds to minutes on a 2-core CPU.
 pytestmark = pytest.mark.slow
@@ -239,22 +239,42 @@ def test_distributed_prediction_is_byte_identical_to_one_process(
 WEIGHTED = ["train.class_weights={World: 3.0, Sports: 0.5}", "train.loss=focal"]
 
 
-def test_weighted_loss_over_two_processes_matches_one_process(paths):
+def _two_processes_and_one(paths, name: str, overrides: list[str]) -> tuple[dict, dict, float]:
+    """The same run over two processes of batch 8 and one of batch 16: both metrics.json and the largest weight
+    difference after the last step (its checkpoint: calibration later touches model/)."""
     _launch(
         accelerate_launch(2),
-        [*paths["base"], *WEIGHTED, "run.name=two_weighted", "train.per_device_batch_size=8"],
+        [*paths["base"], *overrides, f"run.name=two_{name}", "train.per_device_batch_size=8"],
         paths["root"],
     )
     single = finetune.run(
-        _single_process_config(paths, *WEIGHTED, "run.name=one_weighted", "train.per_device_batch_size=16")
+        _single_process_config(paths, *overrides, f"run.name=one_{name}", "train.per_device_batch_size=16")
     )
-    two_metrics = json.loads((paths["root"] / "runs" / "two_weighted" / "metrics.json").read_text())
+    runs = paths["root"] / "runs"
+    two_metrics = json.loads((runs / f"two_{name}" / "metrics.json").read_text())
+    two = load_file(str(runs / f"two_{name}" / "checkpoints" / "step_6" / "model.safetensors"))
+    one = load_file(str(runs / f"one_{name}" / "checkpoints" / "step_6" / "model.safetensors"))
+    return two_metrics, single, max((two[k] - one[k]).abs().max().item() for k in two)
+
+
+def test_weighted_loss_over_two_processes_matches_one_process(paths):
+    two_metrics, single, difference = _two_processes_and_one(paths, "weighted", WEIGHTED)
     assert two_metrics["training"]["class_weights"] == single["training"]["class_weights"]
     assert single["training"]["class_weights"]["World"] == 3.0
-    final = "checkpoints/step_6/model.safetensors"  # before calibration touches model/
-    two = load_file(str(paths["root"] / "runs" / "two_weighted" / final))
-    one = load_file(str(paths["root"] / "runs" / "one_weighted" / final))
-    assert max((two[k] - one[k]).abs().max().item() for k in two) < 1e-5
+    assert difference < 1e-5
+
+
+def test_multi_label_over_two_processes_matches_one_process(paths, ag_news_train_csv, ag_news_test_csv):
+    """Sigmoid per class, BCE summed over rows and classes, pos_weight from balanced weights: still the same sum
+    over two processes as over one."""
+    multi_label = multi_label_overrides(paths["root"], ag_news_train_csv, ag_news_test_csv)
+    two_metrics, single, difference = _two_processes_and_one(
+        paths, "multi_label", [*multi_label, "train.class_weights=balanced"]
+    )
+    assert two_metrics["best"]["metric"] == single["best"]["metric"] == "micro_f1"
+    assert two_metrics["training"]["class_weights"] == single["training"]["class_weights"]
+    assert two_metrics["test"]["micro_f1"] == pytest.approx(single["test"]["micro_f1"], abs=1e-6)
+    assert difference < 1e-5
 
 
 # Chunked long texts: at 24 tokens AG News rows become 2-4 windows each, and evaluation batches of 16 windows are

@@ -10,7 +10,7 @@ from safetensors.torch import load_file
 from pipeline import finetune
 from pipeline.config import TrainConfig
 from pipeline.training import plan_steps
-from tests.helpers import reset_accelerate
+from tests.helpers import multi_label_overrides, reset_accelerate
 
 ENCODER = [
     "model.kind=encoder",
@@ -30,48 +30,61 @@ def _max_difference(a: dict, b: dict) -> float:
     return max((a[k].float() - b[k].float()).abs().max().item() for k in a)
 
 
-@pytest.mark.slow  # three fine-tuning runs
-def test_gradient_accumulation_matches_one_big_batch_including_a_short_last_window(tiny_run_config):
+@pytest.fixture(scope="module")
+def multi_label(tmp_path_factory, ag_news_train_csv, ag_news_test_csv):
+    """Overrides that make tiny_run_config's data multi-label (BCE with pos_weight from balanced class weights)."""
+    root = tmp_path_factory.mktemp("multi_label")
+    return [*multi_label_overrides(root, ag_news_train_csv, ag_news_test_csv), "train.class_weights=balanced"]
+
+
+@pytest.mark.slow  # three fine-tuning runs per task
+@pytest.mark.parametrize("task", ["single_label", "multi_label"])
+def test_gradient_accumulation_matches_one_big_batch_including_a_short_last_window(tiny_run_config, task, request):
     # 60 rows, length-grouped (the default): steps of 8 rows end with a step of 4; with batches of 2 in windows of 4,
     # each step's 8 rows are the same rows cut into 4 slices, and the last step's 4 rows into 4 slices of 1.
     common = [
+        *(request.getfixturevalue("multi_label") if task == "multi_label" else []),
+        f"run.name={task}",
         "data.max_train_samples=60",
         "train.epochs=1",
         "train.mixed_precision=no",
         "train.learning_rate=1e-3",
         "train.warmup_ratio=0",
     ]
-    big = finetune.run(
-        tiny_run_config("run.name=big", "train.per_device_batch_size=8", "train.gradient_accumulation_steps=1", *common)
-    )
+    big = finetune.run(tiny_run_config(*common, f"run.name={task}_big", "train.per_device_batch_size=8"))
     reset_accelerate()
     accumulated = finetune.run(
         tiny_run_config(
-            "run.name=accumulated", "train.per_device_batch_size=2", "train.gradient_accumulation_steps=4", *common
+            *common,
+            f"run.name={task}_accumulated",
+            "train.per_device_batch_size=2",
+            "train.gradient_accumulation_steps=4",
         )
     )
     reset_accelerate()
-    finetune.run(
-        tiny_run_config(
-            "run.name=small", "train.per_device_batch_size=2", "train.gradient_accumulation_steps=1", *common
-        )
-    )
+    finetune.run(tiny_run_config(*common, f"run.name={task}_small", "train.per_device_batch_size=2"))
+    assert big["best"]["metric"] == ("micro_f1" if task == "multi_label" else "accuracy")
 
     assert big["training"]["global_steps"] == accumulated["training"]["global_steps"] == 8
     assert big["training"]["effective_batch_size"] == accumulated["training"]["effective_batch_size"] == 8
     runs = tiny_run_config().run_dir.parent
-    weights = {name: _weights(runs / name / "model" / "model.safetensors") for name in ("big", "accumulated", "small")}
+    weights = {
+        name: _weights(runs / f"{task}_{name}" / "model" / "model.safetensors")
+        for name in ("big", "accumulated", "small")
+    }
     equivalent = _max_difference(weights["big"], weights["accumulated"])
     different = _max_difference(weights["big"], weights["small"])
     assert equivalent < 1e-5
     assert different > 100 * equivalent  # the comparison can tell training runs apart
 
 
-@pytest.mark.slow  # two fine-tuning runs
-def test_resume_continues_exactly_where_the_checkpoint_left_off(tiny_run_config):
+@pytest.mark.slow  # two fine-tuning runs per task
+@pytest.mark.parametrize("task", ["single_label", "multi_label"])
+def test_resume_continues_exactly_where_the_checkpoint_left_off(tiny_run_config, task, request):
     # 40 rows in batches of 4 with 2 accumulation steps: 5 optimizer steps an epoch. The checkpoint at step 4 is
     # mid-epoch; the resumed run must skip the batches already seen, cross into epoch 1, and restore dropout RNG.
     common = [
+        *(request.getfixturevalue("multi_label") if task == "multi_label" else []),
         "data.max_train_samples=40",
         "train.per_device_batch_size=4",
         "train.gradient_accumulation_steps=2",
@@ -83,17 +96,17 @@ def test_resume_continues_exactly_where_the_checkpoint_left_off(tiny_run_config)
         "train.log_every_steps=1",
         *ENCODER,
     ]
-    straight = finetune.run(tiny_run_config("run.name=straight", *common))
-    straight_dir = tiny_run_config("run.name=straight").run_dir
+    straight = finetune.run(tiny_run_config(*common, f"run.name={task}_straight"))
+    straight_dir = tiny_run_config(f"run.name={task}_straight").run_dir
     straight_final = _weights(straight_dir / "checkpoints" / "step_8" / "model.safetensors")
 
     # Simulate a crash right after the step-4 checkpoint: later state is gone, the best model so far stays.
-    resumed_dir = straight_dir.parent / "resumed"
+    resumed_dir = straight_dir.parent / f"{task}_resumed"
     shutil.copytree(straight_dir, resumed_dir)
     shutil.rmtree(resumed_dir / "checkpoints" / "step_8")
     (resumed_dir / "metrics.json").unlink()
     reset_accelerate()
-    resumed = finetune.run(tiny_run_config("run.name=resumed", "train.resume=true", *common))
+    resumed = finetune.run(tiny_run_config(*common, f"run.name={task}_resumed", "train.resume=true"))
 
     resumed_final = _weights(resumed_dir / "checkpoints" / "step_8" / "model.safetensors")
     assert _max_difference(straight_final, resumed_final) < 1e-6
