@@ -341,6 +341,7 @@ def build_metrics(
             "epochs_completed": training.epochs_completed,
             "effective_batch_size": training.effective_batch_size,
             "mixed_precision": training.mixed_precision,
+            "fast_dropout_modules": training.fast_dropout_modules,
             "num_processes": accelerator.num_processes,
             "stopped_early": training.stopped_early,
             "loss": config.train.loss,
