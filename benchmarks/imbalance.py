@@ -24,17 +24,15 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
+from runs import REPO_ROOT, finetune_run
 
 from pipeline.rundir import RunDir
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = REPO_ROOT.parent / "shared"
 MAJORITY = ("World", "Sports")  # kept whole
 MINORITY_IDS = ("3", "4")  # Business, Sci/Tech: class_index values subsampled
@@ -90,24 +88,8 @@ def imbalanced_subset(train_file: Path, out: Path, share: float, seed: int) -> t
 
 
 def finetune(config: str, out: Path, name: str, overrides: list[str]) -> dict:
-    """One run as a fresh subprocess; its metrics.json."""
-    command = [
-        sys.executable,
-        "-m",
-        "pipeline.finetune",
-        "--config",
-        config,
-        f"run.output_dir={out}",
-        f"run.name={name}",
-        "run.overwrite=true",
-        "train.epochs=1",
-        "eval.predict_speed_rows=0",
-        *overrides,
-    ]
-    print("+", " ".join(command), file=sys.stderr, flush=True)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    subprocess.run(command, cwd=REPO_ROOT, env=env, check=True, stdout=sys.stderr)
-    return RunDir(out / name).read_metrics()
+    """One one-epoch run as a fresh subprocess; its metrics.json."""
+    return finetune_run(config, out, name, ["train.epochs=1", *overrides]).read_metrics()
 
 
 def majority_accuracy(run_dir: Path) -> float:

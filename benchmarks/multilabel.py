@@ -22,17 +22,16 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
+from runs import REPO_ROOT, finetune_run, offline_env
 
 from pipeline.rundir import RunDir, read_decision
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = REPO_ROOT.parent / "shared" / "data" / "ag_news"
 CLASSES = ("World", "Sports", "Business", "Sci/Tech")  # class_index 1-4
 MODELS = {"minilm": "configs/ag_news_minilm.yaml", "encoder": "configs/ag_news_encoder_local.yaml"}
@@ -107,35 +106,10 @@ def write_task(args: argparse.Namespace, folder: Path) -> dict[str, Path]:
 
 
 def finetune(config: str, out: Path, name: str, files: dict[str, Path], overrides: list[str]) -> RunDir:
-    command = [
-        sys.executable,
-        "-m",
-        "pipeline.finetune",
-        "--config",
-        config,
-        f"run.output_dir={out}",
-        f"run.name={name}",
-        "run.overwrite=true",
-        "data.task=multi_label",
-        "data.file_format=jsonl",
-        f"data.train_file={files['train']}",
-        f"data.validation_file={files['validation']}",
-        f"data.test_file={files['test']}",
-        "data.column_names=null",
-        "data.text_columns=[text]",
-        "data.label_column=labels",
-        "data.label_index_base=0",
-        "data.max_train_samples=null",
-        "eval.predict_speed_rows=0",
-        *overrides,
-    ]
-    print("+ " + " ".join(command), file=sys.stderr)
-    subprocess.run(command, cwd=REPO_ROOT, env=offline_env(), check=True, stdout=sys.stderr)
-    return RunDir(out / name)
-
-
-def offline_env() -> dict[str, str]:
-    return {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    task = ["data.task=multi_label", "data.file_format=jsonl", "data.column_names=null", "data.text_columns=[text]"]
+    task += ["data.label_column=labels", "data.label_index_base=0", "data.max_train_samples=null"]
+    task += [f"data.{split}_file={path}" for split, path in files.items()]
+    return finetune_run(config, out, name, [*task, *overrides])
 
 
 def predict_label_sets(run: RunDir, texts: list[str], out: Path) -> list[frozenset[str]]:
