@@ -45,7 +45,7 @@ def fast_dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tens
     """Inverted dropout of `x` with drop probability p (rounded to 1/65536); the identity outside training."""
     if not training or p == 0.0:
         return x
-    if p >= 1.0:
+    if round(p * LEVELS) >= LEVELS:  # p within 1/131072 of 1 rounds to 1: everything dropped
         return torch.zeros_like(x)
     keep, scale = keep_mask(x.shape, p, x.device)
     return x * keep.to(x.dtype).mul_(scale)

@@ -35,6 +35,7 @@ def test_masks_follow_the_seed_and_evaluation_is_the_identity():
     assert not torch.equal(fast_dropout(x, 0.3), first)  # the generator moved on
     assert fast_dropout(x, 0.3, training=False) is x and fast_dropout(x, 0.0) is x
     assert torch.equal(fast_dropout(x, 1.0), torch.zeros_like(x))
+    assert torch.equal(fast_dropout(x, 1 - 1e-6), torch.zeros_like(x))  # rounds to 1, not to a division by 0
     module = FastDropout(0.3).eval()
     assert module(x) is x
 
