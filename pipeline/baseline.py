@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.evaluation import compute_metrics, compute_multilabel_metrics
-from pipeline.splits import MULTI_LABEL_COLUMN
+from pipeline.splits import label_column
 
 logger = logging.getLogger("pipeline")
 
@@ -115,10 +115,9 @@ def run_baseline(kind: str, splits: Any, label_names: Sequence[str]) -> dict[str
     if kind != TFIDF:
         raise ValueError(f"eval.baseline: unknown baseline {kind!r} (expected '{TFIDF}' or '{NONE}')")
     train, test = splits["train"], splits["test"]
-    columns = train.column_names if hasattr(train, "column_names") else list(train)
-    label_column = "label" if "label" in columns else MULTI_LABEL_COLUMN
+    labels = label_column(train.column_names if hasattr(train, "column_names") else list(train))
     try:
-        result = tfidf_baseline(train["text"], train[label_column], test["text"], test[label_column], label_names)
+        result = tfidf_baseline(train["text"], train[labels], test["text"], test[labels], label_names)
     except ValueError as error:
         message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         logger.warning("Baseline %s skipped: %s", kind, message)

@@ -14,7 +14,7 @@ import torch
 from datasets import Dataset
 from torch.utils.data import DataLoader, Sampler
 
-from pipeline.splits import MULTI_LABEL_COLUMN
+from pipeline.splits import MULTI_LABEL_COLUMN, label_column
 from pipeline.tokenization import padded_width
 
 # Pools of this many batches are sorted by length before being cut into batches (as in HF's LengthGroupedSampler):
@@ -27,13 +27,13 @@ class TokenizedRows(torch.utils.data.Dataset):
 
     def __init__(self, split: Dataset, teacher_logits: np.ndarray | None = None):
         # Multi-label splits: (N, C) float32 multi-hot rows instead of (N,) class ids.
-        self.multi_label = MULTI_LABEL_COLUMN in split.column_names
-        label_column = MULTI_LABEL_COLUMN if self.multi_label else "label"
-        columns = split.with_format("numpy", columns=["input_ids", "attention_mask", label_column, "length"])[:]
+        labels = label_column(split.column_names)
+        self.multi_label = labels == MULTI_LABEL_COLUMN
+        columns = split.with_format("numpy", columns=["input_ids", "attention_mask", labels, "length"])[:]
         self.input_ids = torch.from_numpy(np.asarray(columns["input_ids"], dtype=np.int32))  # (N, T)
         self.attention_mask = torch.from_numpy(np.asarray(columns["attention_mask"], dtype=np.int8))  # (N, T)
         label_type = np.float32 if self.multi_label else np.int64
-        self.labels = torch.from_numpy(np.asarray(columns[label_column], dtype=label_type))  # (N,) or (N, C)
+        self.labels = torch.from_numpy(np.asarray(columns[labels], dtype=label_type))  # (N,) or (N, C)
         self.lengths = np.asarray(columns["length"], dtype=np.int64)  # (N,)
         self.row_index = torch.arange(len(self.labels))  # (N,) lets distributed evaluation restore row order
         # Distillation: the teacher's logits for each row (N, C) float32, carried into batches; None otherwise.

@@ -31,24 +31,24 @@ LEVELS = 1 << 16
 ATTENTION = "sdpa_fast_dropout"
 
 
-def keep_mask(shape: torch.Size, p: float, device: torch.device) -> tuple[torch.Tensor, float]:
-    """(bool mask of `shape`, True where kept; the scale 1 / keep probability). Four 16-bit integers per 64-bit
-    draw; an element is dropped when its integer is among the lowest round(p * 65536) of the 65536 values."""
-    dropped_levels = round(p * LEVELS)
+def keep_mask(shape: torch.Size, dropped_levels: int, device: torch.device) -> torch.Tensor:
+    """Bool mask of `shape`, True where kept: four 16-bit integers per 64-bit draw, an element dropped when its
+    integer is among the lowest `dropped_levels` of the 65536 values."""
     count = shape.numel()
     words = torch.randint(-(1 << 63), (1 << 63) - 1, ((count + 3) // 4,), dtype=torch.int64, device=device)
-    keep = words.view(torch.int16)[:count].view(shape) >= dropped_levels - LEVELS // 2
-    return keep, LEVELS / (LEVELS - dropped_levels)
+    return words.view(torch.int16)[:count].view(shape) >= dropped_levels - LEVELS // 2
 
 
 def fast_dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
-    """Inverted dropout of `x` with drop probability p (rounded to 1/65536); the identity outside training."""
-    if not training or p == 0.0:
+    """Inverted dropout of `x` with drop probability p rounded to 1/65536 (a p that rounds to 0 drops nothing, one
+    that rounds to 1 everything); the identity outside training."""
+    dropped_levels = round(p * LEVELS) if training else 0
+    if dropped_levels == 0:
         return x
-    if round(p * LEVELS) >= LEVELS:  # p within 1/131072 of 1 rounds to 1: everything dropped
+    if dropped_levels >= LEVELS:
         return torch.zeros_like(x)
-    keep, scale = keep_mask(x.shape, p, x.device)
-    return x * keep.to(x.dtype).mul_(scale)
+    scale = LEVELS / (LEVELS - dropped_levels)  # 1 / the keep probability: the expectation stays x
+    return x * keep_mask(x.shape, dropped_levels, x.device).to(x.dtype).mul_(scale)
 
 
 class FastDropout(nn.Dropout):

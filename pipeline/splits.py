@@ -33,14 +33,20 @@ CONFLICT_EXAMPLES = 5
 def labels_of(dataset: datasets.Dataset) -> np.ndarray:
     """Class ids (N,), or (N, C) float32 multi-hot rows for a multi-label split."""
     # Read the Arrow column at once: `dataset["label"]` is a lazy column that datasets 5 converts row by row.
-    if MULTI_LABEL_COLUMN in dataset.column_names:
+    if label_column(dataset.column_names) == MULTI_LABEL_COLUMN:
         column = dataset.with_format("arrow")[MULTI_LABEL_COLUMN].combine_chunks()
         return np.asarray(column.flatten(), dtype=np.float32).reshape(len(dataset), -1)
-    return dataset.with_format("arrow")["label"].to_numpy()
+    return dataset.with_format("arrow")[SINGLE_LABEL_COLUMN].to_numpy()
 
 
-# A multi-label split's column of multi-hot rows (single-label splits have `label`, a ClassLabel).
+# A split's label column: class ids (a ClassLabel) for a single-label task, multi-hot rows for a multi-label one.
+SINGLE_LABEL_COLUMN = "label"
 MULTI_LABEL_COLUMN = "labels"
+
+
+def label_column(column_names: list[str]) -> str:
+    """Which of the two label columns a split with these columns has (the multi-label one when present)."""
+    return MULTI_LABEL_COLUMN if MULTI_LABEL_COLUMN in column_names else SINGLE_LABEL_COLUMN
 
 
 def carve(

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pipeline.splits import MULTI_LABEL_COLUMN, labels_of
+from pipeline.splits import label_column, labels_of
 from pipeline.windows import LongTextRule, encode_documents, window_starts, windows_summary
 
 if TYPE_CHECKING:  # prediction imports the length rules below without paying for `datasets` at start-up
@@ -186,13 +186,13 @@ def _encode_split(
 
     rows, documents, _ = encode_documents(tokenizer, split["text"], max_length, rule)
     pad = tokenizer.pad_token_id or 0
-    label_column = MULTI_LABEL_COLUMN if MULTI_LABEL_COLUMN in split.column_names else "label"
-    labels = split[label_column]
+    labels_name = label_column(split.column_names)
+    labels = split[labels_name]
     columns = {
         "input_ids": [ids + [pad] * (max_length - len(ids)) for ids in rows],
         "attention_mask": [[1] * len(ids) + [0] * (max_length - len(ids)) for ids in rows],
         "length": [len(ids) for ids in rows],
-        label_column: [labels[document] for document in documents.tolist()],
+        labels_name: [labels[document] for document in documents.tolist()],
     }
     if rule.long_text != "chunk":
         return Dataset.from_dict(columns), None
