@@ -31,7 +31,7 @@ from pipeline.batching import TokenizedRows, training_loader
 from pipeline.checkpoints import History, TrainingState, restore_checkpoint, save_checkpoint
 from pipeline.config import TrainConfig
 from pipeline.dropout import use_fast_dropout
-from pipeline.evaluation import EvalResult, evaluate_split, primary_metric
+from pipeline.evaluation import predict_logits, primary_metric, result_from_logits
 from pipeline.hardware import resolve_mixed_precision
 from pipeline.labels import ClassCounts
 from pipeline.losses import build_loss
@@ -82,6 +82,9 @@ class TrainResult:
     stopped_early: bool
     # Dropout modules drawing masks through pipeline.dropout (0: torch's dropout; none on a GPU).
     fast_dropout_modules: int = 0
+    # The validation logits (N, C) of the model saved as best, when this process scored it (not a resumed run's
+    # earlier best); None otherwise.
+    best_validation_logits: torch.Tensor | None = None
 
     @property
     def samples_per_second(self) -> float:
@@ -208,18 +211,12 @@ class Trainer:
             if parameter.grad is not None:
                 parameter.grad.mul_(factor)
 
-    def _evaluate(self) -> EvalResult:
-        return evaluate_split(
-            self.model,
-            self.validation_rows,
-            self.accelerator,
-            self.eval_batch_size,
-            self.label_names,
-            self.eval_pooling,
-        )
-
-    def _record_evaluation(self, result: EvalResult, epoch_float: float) -> bool:
-        """Log the evaluation, keep the model if it is the best so far; True when early stopping triggers."""
+    def _validate(self, epoch_float: float) -> bool:
+        """Score the validation split, log it, keep the model if it is the best so far (and its logits, which
+        finetune's evaluation then reuses instead of scoring the same weights again); True when early stopping
+        triggers."""
+        logits = predict_logits(self.model, self.validation_rows, self.accelerator, self.eval_batch_size)
+        result = result_from_logits(logits, self.validation_rows, self.label_names, self.eval_pooling)
         state = self.state
         accuracy = result.metrics["accuracy"]
         score = result.metrics[self.selection_metric]
@@ -237,6 +234,7 @@ class Trainer:
         self.accelerator.log({"eval/accuracy": accuracy, "eval/loss": result.loss}, step=state.global_step)
         if score > state.best_score:
             state.best_score, state.best_step, state.evals_without_improvement = score, state.global_step, 0
+            self.best_validation_logits = logits
             if self.accelerator.is_main_process:
                 self.save_best(self.accelerator.unwrap_model(self.model))
             self.accelerator.wait_for_everyone()
@@ -281,6 +279,7 @@ class Trainer:
         )
         self.meter = RunningMeter(accelerator.device, state.global_step, state.train_seconds)
         self.evaluated_at_step = -1
+        self.best_validation_logits = None
         stopped_early = False
         self.model.train()
         while state.global_step < plan.total_steps and not stopped_early:
@@ -288,7 +287,7 @@ class Trainer:
         self.progress.close()
 
         if self.evaluated_at_step != state.global_step and state.global_step > 0 and not stopped_early:
-            self._record_evaluation(self._evaluate(), self.training_epochs())
+            self._validate(self.training_epochs())
         if stopped_early:
             accelerator.print(
                 f"Early stopping at step {state.global_step}: no better validation {self.selection_metric} in "
@@ -301,6 +300,7 @@ class Trainer:
             mixed_precision=accelerator.mixed_precision,
             stopped_early=stopped_early,
             fast_dropout_modules=self.fast_dropout_modules,
+            best_validation_logits=self.best_validation_logits,
         )
 
     def training_epochs(self) -> float:
@@ -373,7 +373,7 @@ class Trainer:
         ) or state.global_step == self.plan.total_steps
         stopped_early = False
         if evaluation_due:
-            patience_exhausted = self._record_evaluation(self._evaluate(), epochs)
+            patience_exhausted = self._validate(epochs)
             # Running out of patience on the last planned step is not stopping early: every step was done.
             stopped_early = patience_exhausted and state.global_step < self.plan.total_steps
             self.evaluated_at_step = state.global_step

@@ -136,7 +136,8 @@ def test_run_directory_holds_every_file_and_each_loads(finished_run):
 
 
 def test_reloaded_model_predicts_exactly_as_before_saving(finished_run):
-    """The validation accuracy measured in training (in-memory model) equals the one from the saved model."""
+    """metrics.json's validation scores are the best evaluation's in training: stage 4 reuses its logits (that they
+    are exactly what the saved weights give is tests/test_training.py's check)."""
     config, metrics = finished_run
     history = [json.loads(line) for line in (config.run_dir / "history.jsonl").read_text().splitlines()]
     best = [r for r in history if r.get("step") == metrics["best"]["step"] and "eval_accuracy" in r][-1]

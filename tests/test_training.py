@@ -334,3 +334,37 @@ def test_the_from_scratch_encoder_has_no_pretrained_part_to_set_apart(bert_token
 
     _, new = build_model(ModelConfig(kind="encoder"), ["a", "b"], bert_tokenizer)
     assert new == frozenset()
+
+
+def test_the_best_models_validation_logits_are_what_its_saved_weights_give(tiny_bert_dir, tmp_path):
+    """Stage 4 reuses the loop's validation logits of the best model instead of scoring it again, so they must be
+    exactly what the saved weights, loaded as stage 4 loads them, produce (here with dropout on and bf16 on the CPU:
+    the loop's fast dropout and attention swap must leave evaluation unchanged)."""
+    from transformers import AutoModelForSequenceClassification, BertForSequenceClassification
+
+    from pipeline.evaluation import predict_logits
+    from pipeline.training import Trainer, create_accelerator
+
+    reset_accelerate()
+    rows = _tiny_rows()
+    model = BertForSequenceClassification.from_pretrained(
+        tiny_bert_dir, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1
+    )
+    config = TrainConfig(per_device_batch_size=4, max_steps=4, learning_rate=1e-2, eval_every_steps=1)
+    accelerator = create_accelerator(config, tmp_path)
+    saved = []
+
+    def save_best(best) -> None:
+        best.save_pretrained(tmp_path / f"best_{len(saved)}")
+        saved.append(tmp_path / f"best_{len(saved)}")
+
+    trainer = Trainer(model, rows, rows, config, accelerator, tmp_path, 0, ["a", "b"], 8, save_best)
+    result = trainer.run()
+    assert result.fast_dropout_modules > 0
+    reloaded = accelerator.prepare_model(
+        AutoModelForSequenceClassification.from_pretrained(saved[-1]), evaluation_mode=True
+    )
+    fresh = predict_logits(reloaded, rows, accelerator, 8)
+    assert result.best_validation_logits is not None
+    assert torch.equal(result.best_validation_logits, fresh)
+    reset_accelerate()
