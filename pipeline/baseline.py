@@ -122,9 +122,11 @@ def run_baseline(kind: str, splits: Any, label_names: Sequence[str]) -> dict[str
         message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         logger.warning("Baseline %s skipped: %s", kind, message)
         return {"name": kind, "description": DESCRIPTIONS[kind], "error": message}
+    micro_f1 = f"micro-F1 {result['micro_f1']:.4f}, subset " if "micro_f1" in result else ""
     logger.info(
-        "Baseline (%s): test accuracy %.4f, macro-F1 %.4f; trained in %.1f s on %d texts",
+        "Baseline (%s): test %saccuracy %.4f, macro-F1 %.4f; trained in %.1f s on %d texts",
         result["description"],
+        micro_f1,
         result["accuracy"],
         result["macro_f1"],
         result["train_seconds"],

@@ -61,13 +61,13 @@ def _flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
     return [(prefix, value)]
 
 
-def _scores(record: Any) -> tuple[Any, Any] | None:
-    """(accuracy, macro-F1) of a baseline record, at its top level or under `test`."""
+def _scores(record: Any, keys: tuple[str, ...] = ("accuracy", "macro_f1")) -> tuple[Any, ...] | None:
+    """The `keys` figures of a baseline record (accuracy first), at its top level or under `test`."""
     if not isinstance(record, dict):
         return None
     for candidate in (record, record.get("test")):
-        if isinstance(candidate, dict) and is_number(candidate.get("accuracy")):
-            return candidate["accuracy"], candidate.get("macro_f1")
+        if isinstance(candidate, dict) and is_number(candidate.get(keys[0])):
+            return tuple(candidate.get(key) for key in keys)
     return None
 
 
@@ -298,34 +298,49 @@ class CardSections(CardFacts):
         return lines
 
     def baseline_section(self) -> list[str]:
+        """This model against the classical baseline, led by the figure that picked the model: accuracy, or micro-F1
+        for multi-label (where accuracy is subset accuracy)."""
         baseline = self.get("baseline")
         if baseline is None:
             return []
         lines = ["## Baseline", ""]
+        keys = ("micro_f1", "accuracy", "macro_f1") if self.multi_label else ("accuracy", "macro_f1")
         entries = []
-        scores = _scores(baseline)
+        scores = _scores(baseline, keys)
         if scores is not None:
             entries.append((_baseline_name(baseline), *scores))
         elif isinstance(baseline, dict) and baseline.get("error"):
             return lines + [f"The baseline ({_baseline_name(baseline)}) could not be fitted: {baseline['error']}"]
         elif isinstance(baseline, dict):
             entries += [
-                (_baseline_name(value, key), *_scores(value)) for key, value in baseline.items() if _scores(value)
+                (_baseline_name(value, key), *_scores(value, keys))
+                for key, value in baseline.items()
+                if _scores(value, keys)
             ]
         if not entries:
             return lines + [
                 f"metrics.json records a baseline in a form this card does not read: `{json.dumps(baseline)[:200]}`"
             ]
-        accuracy = self.get("test", "accuracy")
-        rows = [(f"this model ({self.name})", _pct(accuracy), _num(self.get("test", "macro_f1")), "")]
-        for label, base_accuracy, base_f1 in entries:
-            difference = f"{100 * (accuracy - base_accuracy):+.2f} points" if is_number(base_accuracy) else "n/a"
-            rows.append((label, _pct(base_accuracy), _num(base_f1), difference))
+        ours = self.get("test", keys[0])
+        rows = [(f"this model ({self.name})", *self._baseline_cells(keys, [self.get("test", key) for key in keys]), "")]
+        for label, *base in entries:
+            lead = f"{100 * (ours - base[0]):+.2f} points" if is_number(base[0]) and is_number(ours) else "n/a"
+            rows.append((label, *self._baseline_cells(keys, base), lead))
+        headers = {"micro_f1": "test micro-F1", "accuracy": f"test {self.accuracy_name}", "macro_f1": "macro-F1"}
+        lead_name = "micro-F1" if self.multi_label else "accuracy"
         return lines + [
             "A classical model fitted on the same train split and scored on the same test split:",
             "",
-            *_table(["model", "test accuracy", "macro-F1", "this model's accuracy lead"], rows, "lrrr"),
+            *_table(
+                ["model", *[headers[key] for key in keys], f"this model's {lead_name} lead"],
+                rows,
+                "l" + "r" * (len(keys) + 1),
+            ),
         ]
+
+    @staticmethod
+    def _baseline_cells(keys: tuple[str, ...], values: list[Any]) -> list[str]:
+        return [_pct(value) if key == "accuracy" else _num(value) for key, value in zip(keys, values)]
 
     def calibration_section(self) -> list[str]:
         calibration = self.get("calibration")
@@ -383,13 +398,13 @@ class CardSections(CardFacts):
                 "pretrained model fine-tuned on the same data is usually more accurate and robust."
             )
         baseline = self.get("baseline")
-        scores = _scores(baseline)
-        accuracy = self.get("test", "accuracy")
-        if scores is not None and is_number(scores[0]) and scores[0] > accuracy:
+        key = "micro_f1" if self.multi_label else "accuracy"
+        scores, ours = _scores(baseline, (key,)), self.get("test", key)
+        if scores is not None and is_number(scores[0]) and is_number(ours) and scores[0] > ours:
+            better, shown = ("scores a higher micro-F1", _num) if self.multi_label else ("is more accurate", _pct)
             lines.append(
-                f"- The {_baseline_name(baseline)} baseline is more accurate on the same test split "
-                f"({_pct(scores[0])} against {_pct(accuracy)}): as trained, this model does not earn its "
-                "cost over it."
+                f"- The {_baseline_name(baseline)} baseline {better} on the same test split "
+                f"({shown(scores[0])} against {shown(ours)}): as trained, this model does not earn its cost over it."
             )
         lines.append("- Biases in the training texts and their labels carry over into its predictions.")
         return lines

@@ -708,7 +708,7 @@ def test_side_by_side_report_shows_each_runs_baseline(tmp_path: Path):
     ) in header
     assert (
         f"Ahead of the TF-IDF + logistic regression baseline: ahead by "
-        f"{100 * (accuracies['ahead'] - 0.8):.2f} points (baseline 80.00%)."
+        f"{100 * (accuracies['ahead'] - 0.8):.2f} points of accuracy (baseline 80.00%)."
     ) in header
     assert "baseline beats ahead" not in header
     assert "baseline beats old" not in header and "old by" not in header, "a run without a baseline is not judged"
@@ -828,3 +828,28 @@ def test_a_chunked_run_is_not_flagged_as_truncated(tmp_path: Path):
     assert summary_rows(markdown)["Longer than the fixed length (train)"] == [
         "90.00%, read in windows (2.50 per text, max 6)"
     ]
+
+
+def test_multi_label_runs_are_judged_and_set_against_the_baseline_on_micro_f1(tmp_path: Path):
+    """Runs whose best model was picked by micro-F1 lead with it, are ranked by it (without McNemar's test, which
+    counts whole rows right or wrong), and meet the baseline on it, even where its subset accuracy is higher."""
+    micro = {"first": 0.9177, "second": 0.8977}
+    runs = [
+        update_metrics(
+            make_fake_run(tmp_path, name, seed=seed, correct_share=0.8),
+            best={"metric": "micro_f1"},
+            test={"micro_f1": micro[name], "samples_f1": 0.93, "hamming_loss": 0.04},
+            baseline={**baseline_record(0.96), "micro_f1": 0.8701},
+        )
+        for seed, name in enumerate(micro, start=1)
+    ]
+    single = header_of(write_report(runs[:1], tmp_path / "single")[0].read_text())
+    assert "first: test micro-F1 0.9177, subset accuracy" in single
+    assert (
+        "first beats the TF-IDF + logistic regression baseline (0.8701, fitted in 3.2s) by 4.76 points of micro-F1."
+    ) in single
+    assert "baseline beats" not in single
+    markdown = write_report(runs, tmp_path / "both")[0].read_text()
+    assert "Best by test micro-F1: first with 0.9177, 2.00 points ahead of second (0.8977)." in header_of(markdown)
+    assert "McNemar" not in header_of(markdown)
+    assert summary_rows(markdown)["Baseline micro-F1"] == ["0.8701", "0.8701"]

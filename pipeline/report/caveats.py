@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.report.formatting import format_count, format_duration, format_percent
+from pipeline.report.formatting import METRIC_NAMES, format_count, format_duration, format_metric, format_percent
 from pipeline.report.runs import Run
 from pipeline.rundir import is_number, nested_get
 
@@ -53,26 +53,29 @@ def baseline_description(record: dict[str, Any]) -> str:
 
 
 def baseline_sentences(runs: Sequence[Run]) -> list[str]:
-    """One sentence per run that the baseline beats or matches; one sentence for the runs ahead of it."""
+    """One sentence per run that the baseline beats or matches; one sentence for the runs ahead of it. Each run is
+    compared on its ranking metric (test accuracy; micro-F1 for multi-label runs)."""
     sentences, ahead = [], []
     for run in runs:
-        record, accuracy = baseline_of(run), run.metric("test", "accuracy")
-        if record is None or not is_number(accuracy):
+        record, key = baseline_of(run), run.ranking_metric
+        score = run.metric("test", key)
+        if record is None or not is_number(score) or not is_number(record.get(key)):
             continue
-        if record["accuracy"] >= accuracy:
-            sentences.append(_beaten_sentence(run, record, accuracy))
+        if record[key] >= score:
+            sentences.append(_beaten_sentence(run, record, key))
         else:
-            ahead.append((run, record, accuracy))
+            ahead.append((run, record, key))
     if ahead:
         sentences.append(_ahead_sentence(ahead, single=len(runs) == 1))
     return sentences
 
 
-def _beaten_sentence(run: Run, record: dict[str, Any], accuracy: float) -> str:
-    verb = "beats" if record["accuracy"] > accuracy else "matches"
+def _beaten_sentence(run: Run, record: dict[str, Any], key: str) -> str:
+    score = run.metric("test", key)
+    verb = "beats" if record[key] > score else "matches"
     sentence = (
-        f"The {baseline_description(record)} baseline {verb} {run.name} on test accuracy "
-        f"({format_percent(record['accuracy'])} vs {format_percent(accuracy)})"
+        f"The {baseline_description(record)} baseline {verb} {run.name} on test {METRIC_NAMES[key]} "
+        f"({format_metric(key, record[key])} vs {format_metric(key, score)})"
     )
     baseline_seconds, model_seconds = record.get("train_seconds"), run.metric("timings", "train_seconds")
     if is_number(baseline_seconds) and is_number(model_seconds):
@@ -84,24 +87,24 @@ def _beaten_sentence(run: Run, record: dict[str, Any], accuracy: float) -> str:
     return f"{sentence}: fine-tuning did not pay for itself on this data."
 
 
-def _ahead_sentence(ahead: list[tuple[Run, dict[str, Any], float]], single: bool) -> str:
-    def gap(record: dict[str, Any], accuracy: float) -> str:
-        return f"{100 * (accuracy - record['accuracy']):.2f} points"
+def _ahead_sentence(ahead: list[tuple[Run, dict[str, Any], str]], single: bool) -> str:
+    def gap(run: Run, record: dict[str, Any], key: str) -> str:
+        return f"{100 * (run.metric('test', key) - record[key]):.2f} points of {METRIC_NAMES[key]}"
 
     if single:
-        run, record, accuracy = ahead[0]
+        run, record, key = ahead[0]
         fitted = (
             f", fitted in {format_duration(record['train_seconds'])}" if is_number(record.get("train_seconds")) else ""
         )
         return (
             f"{run.name} beats the {baseline_description(record)} baseline "
-            f"({format_percent(record['accuracy'])}{fitted}) by {gap(record, accuracy)}."
+            f"({format_metric(key, record[key])}{fitted}) by {gap(run, record, key)}."
         )
     descriptions = {baseline_description(record) for _, record, _ in ahead}
     what = descriptions.pop() if len(descriptions) == 1 else "classical"
     parts = [
-        f"{run.name} by {gap(record, accuracy)} (baseline {format_percent(record['accuracy'])})"
-        for run, record, accuracy in ahead
+        f"{run.name} by {gap(run, record, key)} (baseline {format_metric(key, record[key])})"
+        for run, record, key in ahead
     ]
     return f"Ahead of the {what} baseline: {_join(parts)}."
 

@@ -34,6 +34,12 @@ class Run:
         """The run's metrics at a nested key path, or None where any level is absent."""
         return nested_get(self.metrics, *keys)
 
+    @property
+    def ranking_metric(self) -> str:
+        """The test figure the run is ranked and compared by: the one that picked its best model (metrics.json
+        `best.metric`: micro_f1 for multi-label runs), or accuracy where the run does not record one."""
+        return "micro_f1" if self.metric("best", "metric") == "micro_f1" else "accuracy"
+
 
 def load_run(run_dir: str | Path) -> Run:
     """Read one run directory; raise ReportError naming the directory and what is missing or broken."""

@@ -108,10 +108,17 @@ def _headline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
 
 
 def _baseline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
-    """The classical baseline's test accuracy, macro-F1 and training time per run; none when no run has one."""
+    """The classical baseline's test accuracy (first its micro-F1, with multi-label runs), macro-F1 and training time
+    per run; none when no run has one."""
     if not any(baseline_of(run) or baseline_error(run) for run in runs):
         return []
+    micro_f1 = (
+        [_text_row("Baseline micro-F1", runs, lambda r: format_score(nested_get(baseline_of(r), "micro_f1")))]
+        if any(run.ranking_metric == "micro_f1" for run in runs)
+        else []
+    )
     return [
+        *micro_f1,
         _text_row("Baseline test accuracy", runs, lambda r: format_percent(nested_get(baseline_of(r), "accuracy"))),
         _text_row("Baseline macro-F1", runs, lambda r: format_score(nested_get(baseline_of(r), "macro_f1"))),
         _text_row(

@@ -9,7 +9,7 @@ from datetime import datetime
 from pipeline.report.analysis import Comparison
 from pipeline.report.blocks import Block, Paragraph
 from pipeline.report.caveats import baseline_sentences, budget_sentence, truncation_note
-from pipeline.report.formatting import format_count, format_percent, format_score
+from pipeline.report.formatting import METRIC_NAMES, format_count, format_metric, format_percent, format_score
 from pipeline.report.runs import Run
 from pipeline.report.scores import imbalance_sentence, is_imbalanced
 from pipeline.report.summary import num_test_samples
@@ -40,30 +40,40 @@ def _verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
                 f"{format_percent(run.metric('test', 'balanced_accuracy'))} (accuracy "
                 f"{format_percent(run.metric('test', 'accuracy'))}) {samples} {imbalance_sentence(runs)}"
             )
+        if run.ranking_metric == "micro_f1":  # multi-label: accuracy is subset accuracy, every label of a text right
+            return (
+                f"{run.name}: test micro-F1 {format_score(run.metric('test', 'micro_f1'))}, subset accuracy "
+                f"{format_percent(run.metric('test', 'accuracy'))}, macro-F1 "
+                f"{format_score(run.metric('test', 'macro_f1'))} {samples}"
+            )
         return (
             f"{run.name}: test accuracy {format_percent(run.metric('test', 'accuracy'))}, macro-F1 "
             f"{format_score(run.metric('test', 'macro_f1'))} {samples}"
         )
     if imbalanced:
         return _macro_f1_verdict(runs, comparison)
-    ranked = sorted(runs, key=lambda run: run.metric("test", "accuracy"), reverse=True)
+    # Multi-label runs side by side are ranked by micro-F1; any other mix by accuracy.
+    key = "micro_f1" if all(run.ranking_metric == "micro_f1" for run in runs) else "accuracy"
+    name = METRIC_NAMES[key]
+    ranked = sorted(runs, key=lambda run: run.metric("test", key), reverse=True)
     best, runner_up = ranked[0], ranked[1]
-    best_accuracy, runner_up_accuracy = best.metric("test", "accuracy"), runner_up.metric("test", "accuracy")
+    best_score, runner_up_score = best.metric("test", key), runner_up.metric("test", key)
     caveat = ""
     test_sizes = {num_test_samples(run) for run in runs} - {None}
     if (comparison is not None and comparison.different_test_data) or len(test_sizes) > 1:
         caveat = " Caution: the runs were tested on different data."
-    elif comparison is not None and comparison.mcnemar_p_value is not None and len(runs) == 2:
-        # Only with exactly two runs does the test compare the same pair as the accuracy gap above.
+    elif key == "accuracy" and comparison is not None and comparison.mcnemar_p_value is not None and len(runs) == 2:
+        # Only with exactly two runs does the test compare the same pair as the accuracy gap above (McNemar's test
+        # counts rows right and wrong: it speaks to accuracy, not to micro-F1).
         caveat = " " + _significance_sentence(comparison.mcnemar_p_value)
-    if best_accuracy == runner_up_accuracy:
-        tied = [run.name for run in ranked if run.metric("test", "accuracy") == best_accuracy]
-        return f"{' and '.join(tied)} tie on test accuracy at {format_percent(best_accuracy)}.{caveat}"
-    gap_points = 100 * (best_accuracy - runner_up_accuracy)
+    if best_score == runner_up_score:
+        tied = [run.name for run in ranked if run.metric("test", key) == best_score]
+        return f"{' and '.join(tied)} tie on test {name} at {format_metric(key, best_score)}.{caveat}"
+    gap_points = 100 * (best_score - runner_up_score)
     rival = "runner-up " if len(runs) > 2 else ""
     return (
-        f"Best by test accuracy: {best.name} with {format_percent(best_accuracy)}, {gap_points:.2f} points "
-        f"ahead of {rival}{runner_up.name} ({format_percent(runner_up_accuracy)}).{caveat}"
+        f"Best by test {name}: {best.name} with {format_metric(key, best_score)}, {gap_points:.2f} points "
+        f"ahead of {rival}{runner_up.name} ({format_metric(key, runner_up_score)}).{caveat}"
     )
 
 
