@@ -36,7 +36,7 @@ class TrainingState:
     batches_seen_in_epoch: int = 0
     samples_seen: int = 0
     train_seconds: float = 0.0
-    best_score: float = -1.0  # of the primary validation metric (evaluation.primary_metric)
+    best_score: float = -1.0  # of the validation metric that selects (evaluation.selection_metric)
     best_step: int = 0
     evals_without_improvement: int = 0
 

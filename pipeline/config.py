@@ -208,8 +208,12 @@ class TrainConfig:
     mixed_precision: Literal["auto", "no", "fp16", "bf16"] = "auto"
     # Unset: evaluate on validation once per epoch.
     eval_every_steps: int | None = None
+    # The validation metric that picks the best model (and drives early stopping). auto: micro-F1 for multi-label
+    # tasks; macro-F1 when train's classes are imbalanced (labels.IMBALANCE_RATIO), where accuracy mostly rewards the
+    # majority classes and picks the checkpoint that undoes class weights; accuracy otherwise.
+    selection_metric: Literal["auto", "accuracy", "macro_f1", "micro_f1"] = "auto"
     save_every_steps: int | None = None
-    # Evaluations in a row without a better validation accuracy before training stops; unset: never stop early.
+    # Evaluations in a row without a better validation score (selection_metric) before training stops; unset: never.
     early_stopping_patience: int | None = None
     resume: bool = False
     log_every_steps: int = 20

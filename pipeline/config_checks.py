@@ -34,6 +34,11 @@ def validate(config: PipelineConfig) -> None:
         if value <= 0:
             raise ConfigError(f"{key}: must be a positive integer, got {value}")
     _validate_numbers(config)
+    if config.train.selection_metric == "micro_f1" and config.data.task != "multi_label":
+        raise ConfigError(
+            "train.selection_metric: micro_f1 is for multi-label tasks (for a single label it equals accuracy); use "
+            "accuracy, macro_f1 or auto"
+        )
     if config.train.epochs <= 0 and config.train.max_steps is None:
         raise ConfigError(f"train.epochs: must be positive (or set train.max_steps), got {config.train.epochs}")
     _validate_run_name(config.run.name)

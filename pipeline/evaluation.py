@@ -30,6 +30,7 @@ from accelerate.data_loader import prepare_data_loader
 
 from pipeline.batching import TokenizedRows, evaluation_loader
 from pipeline.hardware import runs_weight_copy
+from pipeline.labels import ClassCounts
 from pipeline.thresholds import KIND_BINARY, KIND_FLAG, Decision, default_decision
 from pipeline.windows import pool_documents
 
@@ -48,9 +49,17 @@ class EvalResult:
         return self.predicted if self.predicted is not None else self.probabilities.argmax(axis=1)
 
 
-def primary_metric(multi_label: bool) -> str:
-    """The validation metric that selects the best model: accuracy, or micro-F1 for multi-label tasks."""
-    return "micro_f1" if multi_label else "accuracy"
+def selection_metric(setting: str, multi_label: bool, train_counts: ClassCounts | None = None) -> str:
+    """train.selection_metric -> the validation metric that picks the best model. auto: micro-F1 for multi-label
+    tasks; macro-F1 when train's classes are imbalanced (labels.IMBALANCE_RATIO): on a validation split as skewed as
+    train, accuracy mostly rewards the majority classes and keeps the checkpoint that undoes class weights (an
+    AG News subset at 20:1 kept step 100 of 296, at validation macro-F1 0.75 against 0.84 at step 200); accuracy
+    otherwise."""
+    if setting != "auto":
+        return setting
+    if multi_label:
+        return "micro_f1"
+    return "macro_f1" if train_counts is not None and train_counts.imbalanced else "accuracy"
 
 
 METRIC_DIR = Path(__file__).resolve().parent / "metrics" / "classification"

@@ -36,7 +36,7 @@ from pipeline.baseline import run_baseline
 from pipeline.batching import TokenizedRows
 from pipeline.config import ConfigError, PipelineConfig, load_config, save_config, to_dict
 from pipeline.data import DataError, LoadedData, load_data
-from pipeline.evaluation import EvalResult, predict_logits, primary_metric
+from pipeline.evaluation import EvalResult, predict_logits
 from pipeline.io import atomic_write_csv, replace_directory
 from pipeline.losses import resolve_class_weights
 from pipeline.modelcard import write_model_card
@@ -336,8 +336,8 @@ def build_metrics(
         **{split: result.metrics for split, result in results.items()},
         "best": {
             "step": training.state.best_step,
-            "metric": primary_metric(prepared.data.multi_label),
-            f"validation_{primary_metric(prepared.data.multi_label)}": training.state.best_score,
+            "metric": training.selection_metric,
+            f"validation_{training.selection_metric}": training.state.best_score,
         },
         "data": prepared.data.summary,
         "tokenization": prepared.tokenization.to_dict(),

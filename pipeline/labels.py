@@ -220,6 +220,11 @@ def _read_set(value: Any, separator: str, table: Table, row: int, column: str) -
 # How many rows each class has: class weights, imbalance in reports
 
 
+# Train classes whose largest / smallest count is above this are imbalanced: accuracy then mostly measures the
+# majority classes, so model selection (evaluation.selection_metric) and the reports' headline turn to macro-F1.
+IMBALANCE_RATIO = 3.0
+
+
 @dataclass(frozen=True)
 class ClassCounts:
     """Rows of each class in a split (multi-label: rows where the class is present), in class order."""
@@ -234,6 +239,11 @@ class ClassCounts:
         """Largest class count over the smallest non-empty one; None without two non-empty classes."""
         present = [count for count in self.counts if count > 0]
         return max(present) / min(present) if len(present) >= 2 else None
+
+    @property
+    def imbalanced(self) -> bool:
+        ratio = self.imbalance_ratio
+        return ratio is not None and ratio > IMBALANCE_RATIO
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pipeline.rundir import RunDir, is_number, nested_get
+from pipeline.rundir import RunDir, is_number, nested_get, ranking_metric
 
 # What the Hub accepts as a model or dataset id: "name" or "owner/name".
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
@@ -52,6 +52,8 @@ class CardFacts:
         # Multi-label runs (data.task: multi_label): any number of labels per text; `accuracy` is subset accuracy.
         self.multi_label = "multi_label" in (self.get("data", "task"), self.data.get("task"))
         self.accuracy_name = "subset accuracy" if self.multi_label else "accuracy"
+        # What picked the model, and leads its comparisons: accuracy, macro-F1 (imbalanced classes) or micro-F1.
+        self.ranking_metric = ranking_metric(metrics)
 
     def get(self, *keys: str) -> Any:
         return nested_get(self.metrics, *keys)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pipeline.modelcard_facts import CardFacts
-from pipeline.rundir import MODEL_CONFIG_FILE, RunDirError, is_number
+from pipeline.rundir import MODEL_CONFIG_FILE, RANKING_METRICS, RunDirError, is_number
 
 # Beyond this many classes the confusion matrix is left to report.md: a card table that wide is unreadable.
 MAX_CONFUSION_CLASSES = 12
@@ -304,7 +304,7 @@ class CardSections(CardFacts):
         if baseline is None:
             return []
         lines = ["## Baseline", ""]
-        keys = ("micro_f1", "accuracy", "macro_f1") if self.multi_label else ("accuracy", "macro_f1")
+        keys = (self.ranking_metric, *[key for key in ("accuracy", "macro_f1") if key != self.ranking_metric])
         entries = []
         scores = _scores(baseline, keys)
         if scores is not None:
@@ -326,8 +326,8 @@ class CardSections(CardFacts):
         for label, *base in entries:
             lead = f"{100 * (ours - base[0]):+.2f} points" if is_number(base[0]) and is_number(ours) else "n/a"
             rows.append((label, *self._baseline_cells(keys, base), lead))
-        headers = {"micro_f1": "test micro-F1", "accuracy": f"test {self.accuracy_name}", "macro_f1": "macro-F1"}
-        lead_name = "micro-F1" if self.multi_label else "accuracy"
+        headers = {"micro_f1": "test micro-F1", "accuracy": f"test {self.accuracy_name}", "macro_f1": "test macro-F1"}
+        lead_name = RANKING_METRICS[self.ranking_metric]
         return lines + [
             "A classical model fitted on the same train split and scored on the same test split:",
             "",
@@ -398,10 +398,12 @@ class CardSections(CardFacts):
                 "pretrained model fine-tuned on the same data is usually more accurate and robust."
             )
         baseline = self.get("baseline")
-        key = "micro_f1" if self.multi_label else "accuracy"
+        key = self.ranking_metric
         scores, ours = _scores(baseline, (key,)), self.get("test", key)
         if scores is not None and is_number(scores[0]) and is_number(ours) and scores[0] > ours:
-            better, shown = ("scores a higher micro-F1", _num) if self.multi_label else ("is more accurate", _pct)
+            better, shown = (
+                ("is more accurate", _pct) if key == "accuracy" else (f"scores a higher {RANKING_METRICS[key]}", _num)
+            )
             lines.append(
                 f"- The {_baseline_name(baseline)} baseline {better} on the same test split "
                 f"({shown(scores[0])} against {shown(ours)}): as trained, this model does not earn its cost over it."

@@ -416,6 +416,17 @@ def nested_get(mapping: Any, *keys: str) -> Any:
     return mapping
 
 
+# The test figures a run can be ranked by (train.selection_metric's choices), and their names in sentences.
+RANKING_METRICS = {"accuracy": "accuracy", "macro_f1": "macro-F1", "micro_f1": "micro-F1"}
+
+
+def ranking_metric(metrics: dict[str, Any]) -> str:
+    """The test figure a run is ranked and set against baselines by: the validation metric that picked its best
+    model (metrics.json `best.metric`, train.selection_metric), or accuracy where the run does not record one."""
+    metric = nested_get(metrics, "best", "metric")
+    return metric if metric in RANKING_METRICS else "accuracy"
+
+
 def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 

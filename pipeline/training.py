@@ -31,7 +31,7 @@ from pipeline.batching import TokenizedRows, training_loader
 from pipeline.checkpoints import History, TrainingState, restore_checkpoint, save_checkpoint
 from pipeline.config import TrainConfig
 from pipeline.dropout import use_fast_dropout
-from pipeline.evaluation import predict_logits, primary_metric, result_from_logits
+from pipeline.evaluation import predict_logits, result_from_logits, selection_metric
 from pipeline.hardware import resolve_mixed_precision
 from pipeline.labels import ClassCounts
 from pipeline.losses import build_loss
@@ -85,6 +85,8 @@ class TrainResult:
     # The validation logits (N, C) of the model saved as best, when this process scored it (not a resumed run's
     # earlier best); None otherwise.
     best_validation_logits: torch.Tensor | None = None
+    # The validation metric that picked the best model (evaluation.selection_metric).
+    selection_metric: str = "accuracy"
 
     @property
     def samples_per_second(self) -> float:
@@ -147,7 +149,7 @@ class Trainer:
         self.quick_config_hint = quick_config_hint
         self.eval_pooling = eval_pooling
         # The validation metric that picks the best model and drives early stopping.
-        self.selection_metric = primary_metric(validation_rows.multi_label)
+        self.selection_metric = selection_metric(config.selection_metric, validation_rows.multi_label, class_counts)
         self.history = History(self.run_dir, enabled=accelerator.is_main_process)
 
         loader = training_loader(
@@ -212,10 +214,14 @@ class Trainer:
                 parameter.grad.mul_(factor)
 
     def _validate(self, epoch_float: float) -> bool:
-        """Score the validation split, log it, keep the model if it is the best so far (and its logits, which
-        finetune's evaluation then reuses instead of scoring the same weights again); True when early stopping
-        triggers."""
+        """Score the validation split and record it; True when early stopping triggers."""
         logits = predict_logits(self.model, self.validation_rows, self.accelerator, self.eval_batch_size)
+        return self._record_validation(logits, epoch_float)
+
+    def _record_validation(self, logits: torch.Tensor, epoch_float: float) -> bool:
+        """Log the validation logits' metrics, keep the model if its selection score is the best so far (and the
+        logits, which finetune's evaluation then reuses instead of scoring the same weights again); True when early
+        stopping triggers."""
         result = result_from_logits(logits, self.validation_rows, self.label_names, self.eval_pooling)
         state = self.state
         accuracy = result.metrics["accuracy"]
@@ -301,6 +307,7 @@ class Trainer:
             stopped_early=stopped_early,
             fast_dropout_modules=self.fast_dropout_modules,
             best_validation_logits=self.best_validation_logits,
+            selection_metric=self.selection_metric,
         )
 
     def training_epochs(self) -> float:

@@ -78,6 +78,8 @@ def test_extends_merges_sections(tmp_path):
         ("data.validation_fraction=1.5", "data.validation_fraction"),
         ("data.source=files", "data.train_file"),
         ("no_equals_sign", "no_equals_sign"),
+        ("train.selection_metric=f1", "train.selection_metric"),
+        ("train.selection_metric=micro_f1", "train.selection_metric"),  # single-label: micro-F1 is accuracy
     ],
 )
 def test_bad_keys_and_values_raise_naming_the_key(override, named):

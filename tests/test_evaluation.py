@@ -167,3 +167,16 @@ def test_predict_split_returns_each_row_once_in_row_order(fresh_accelerate_state
         **compute_metrics(rows.labels.numpy(), result.predictions, NAMES),
         "loss": result.metrics["loss"],
     }
+
+
+def test_selection_metric_turns_to_macro_f1_on_imbalanced_classes_and_micro_f1_for_multi_label():
+    from pipeline.evaluation import selection_metric
+    from pipeline.labels import IMBALANCE_RATIO, ClassCounts
+
+    skewed = ClassCounts(["a", "b"], [int(IMBALANCE_RATIO * 10) + 1, 10], int(IMBALANCE_RATIO * 10) + 11)
+    even = ClassCounts(["a", "b"], [int(IMBALANCE_RATIO * 10), 10], int(IMBALANCE_RATIO * 10) + 10)  # at the ratio
+    assert selection_metric("auto", multi_label=False, train_counts=skewed) == "macro_f1"
+    assert selection_metric("auto", multi_label=False, train_counts=even) == "accuracy"
+    assert selection_metric("auto", multi_label=False) == "accuracy"
+    assert selection_metric("auto", multi_label=True, train_counts=skewed) == "micro_f1"
+    assert selection_metric("accuracy", multi_label=False, train_counts=skewed) == "accuracy"  # asked for: kept

@@ -263,6 +263,6 @@ def test_multi_label_card_compares_with_the_baseline_on_micro_f1(tmp_path):
     (run_dir / "metrics.json").write_text(json.dumps(metrics))
     text = ModelCard.load(write_model_card(run_dir)).text
     table = section(text, "Baseline")
-    assert "| model | test micro-F1 | test subset accuracy | macro-F1 | this model's micro-F1 lead |" in table
+    assert "| model | test micro-F1 | test subset accuracy | test macro-F1 | this model's micro-F1 lead |" in table
     assert "| TF-IDF + logistic regression | 0.7000 | 95.00% | 0.6000 | -7.66 points |" in table
     assert "baseline scores a higher micro-F1 on the same test split (0.7000 against 0.6234)" in text

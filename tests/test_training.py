@@ -368,3 +368,41 @@ def test_the_best_models_validation_logits_are_what_its_saved_weights_give(tiny_
     assert result.best_validation_logits is not None
     assert torch.equal(result.best_validation_logits, fresh)
     reset_accelerate()
+
+
+def test_on_imbalanced_classes_the_best_model_is_the_one_with_the_best_validation_macro_f1(tiny_bert_dir, tmp_path):
+    """train.selection_metric auto, train classes at 7:1: of two validation results, the one with the higher
+    macro-F1 is kept although the other is more accurate (it labels every row with the majority class)."""
+    from transformers import BertForSequenceClassification
+
+    from pipeline.labels import ClassCounts
+    from pipeline.training import Trainer, create_accelerator
+
+    reset_accelerate()
+    rows = _tiny_rows()  # gold: 0 0 1 0 0 0 1 0
+    config = TrainConfig(per_device_batch_size=4, max_steps=2, learning_rate=1e-3)
+    kept = []
+    trainer = Trainer(
+        BertForSequenceClassification.from_pretrained(tiny_bert_dir),
+        rows,
+        rows,
+        config,
+        create_accelerator(config, tmp_path),
+        tmp_path,
+        0,
+        ["a", "b"],
+        8,
+        lambda best: kept.append(trainer.state.global_step),
+        class_counts=ClassCounts(["a", "b"], [7, 1], 8),
+    )
+    trainer.history.start_fresh()
+    majority = torch.tensor([[2.0, 0.0]] * 8)  # all "a": accuracy 0.75, macro-F1 0.43
+    both = torch.tensor([[2.0, 0.0]] + [[0.0, 2.0]] * 4 + [[2.0, 0.0], [0.0, 2.0], [2.0, 0.0]])  # 0.625, 0.62
+    for step, logits in enumerate([majority, both], start=1):
+        trainer.state.global_step = step
+        trainer._record_validation(logits, step / 2)
+    history = [json.loads(line) for line in (tmp_path / "history.jsonl").read_text().splitlines()]
+    (first, second) = [(record["eval_accuracy"], record["eval_macro_f1"]) for record in history]
+    assert first[0] > second[0] and first[1] < second[1]
+    assert trainer.selection_metric == "macro_f1" and kept == [1, 2] and trainer.state.best_step == 2
+    reset_accelerate()

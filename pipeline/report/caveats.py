@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.report.formatting import METRIC_NAMES, format_count, format_duration, format_metric, format_percent
+from pipeline.report.formatting import format_count, format_duration, format_metric, format_percent
 from pipeline.report.runs import Run
-from pipeline.rundir import is_number, nested_get
+from pipeline.rundir import RANKING_METRICS, is_number, nested_get
 
 # tokenizer.max_truncated_fraction's default (pipeline.config.TokenizerConfig), for configs that do not say.
 DEFAULT_MAX_TRUNCATED_FRACTION = 0.01
@@ -74,7 +74,7 @@ def _beaten_sentence(run: Run, record: dict[str, Any], key: str) -> str:
     score = run.metric("test", key)
     verb = "beats" if record[key] > score else "matches"
     sentence = (
-        f"The {baseline_description(record)} baseline {verb} {run.name} on test {METRIC_NAMES[key]} "
+        f"The {baseline_description(record)} baseline {verb} {run.name} on test {RANKING_METRICS[key]} "
         f"({format_metric(key, record[key])} vs {format_metric(key, score)})"
     )
     baseline_seconds, model_seconds = record.get("train_seconds"), run.metric("timings", "train_seconds")
@@ -89,7 +89,7 @@ def _beaten_sentence(run: Run, record: dict[str, Any], key: str) -> str:
 
 def _ahead_sentence(ahead: list[tuple[Run, dict[str, Any], str]], single: bool) -> str:
     def gap(run: Run, record: dict[str, Any], key: str) -> str:
-        return f"{100 * (run.metric('test', key) - record[key]):.2f} points of {METRIC_NAMES[key]}"
+        return f"{100 * (run.metric('test', key) - record[key]):.2f} points of {RANKING_METRICS[key]}"
 
     if single:
         run, record, key = ahead[0]

@@ -19,11 +19,8 @@ def format_score(value: Any) -> str:
     return f"{value:.4f}" if is_number(value) else MISSING
 
 
-# A ranking metric's name in sentences, and its format: accuracy as a percentage, F1 as a score.
-METRIC_NAMES = {"accuracy": "accuracy", "micro_f1": "micro-F1"}
-
-
 def format_metric(key: str, value: Any) -> str:
+    """A ranking metric's value (rundir.RANKING_METRICS): accuracy as a percentage, an F1 as a score."""
     return format_percent(value) if key == "accuracy" else format_score(value)
 
 

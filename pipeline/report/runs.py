@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline.rundir import RunDir, RunDirError, nested_get
+from pipeline.rundir import RunDir, RunDirError, nested_get, ranking_metric
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -36,9 +36,8 @@ class Run:
 
     @property
     def ranking_metric(self) -> str:
-        """The test figure the run is ranked and compared by: the one that picked its best model (metrics.json
-        `best.metric`: micro_f1 for multi-label runs), or accuracy where the run does not record one."""
-        return "micro_f1" if self.metric("best", "metric") == "micro_f1" else "accuracy"
+        """What the run is ranked and set against baselines by (rundir.ranking_metric)."""
+        return ranking_metric(self.metrics)
 
 
 def load_run(run_dir: str | Path) -> Run:

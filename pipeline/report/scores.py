@@ -15,6 +15,7 @@ import numpy as np
 
 from pipeline import plots
 from pipeline.config import DataConfig
+from pipeline.labels import IMBALANCE_RATIO
 from pipeline.report.blocks import Block, Cell, Chart, Heading, Images, Paragraph, Table
 from pipeline.report.formatting import MISSING, format_score
 from pipeline.report.runs import Run
@@ -22,9 +23,6 @@ from pipeline.rundir import PREDICTION_GOLD, PROBABILITY_PREFIX, REPORT_HTML, is
 
 SECTION_CALIBRATION = "Calibration"
 SECTION_OPERATING = "Operating points"
-# Above this ratio of the largest to the smallest class in train, accuracy mostly measures the majority classes:
-# the report then leads with macro-F1 and balanced accuracy.
-IMBALANCE_RATIO = 3.0
 # Curves drawn per run at most (the classes with the most test rows); the table lists every class.
 MAX_CURVES = 8
 

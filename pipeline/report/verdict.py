@@ -9,11 +9,11 @@ from datetime import datetime
 from pipeline.report.analysis import Comparison
 from pipeline.report.blocks import Block, Paragraph
 from pipeline.report.caveats import baseline_sentences, budget_sentence, truncation_note
-from pipeline.report.formatting import METRIC_NAMES, format_count, format_metric, format_percent, format_score
+from pipeline.report.formatting import format_count, format_metric, format_percent, format_score
 from pipeline.report.runs import Run
 from pipeline.report.scores import imbalance_sentence, is_imbalanced
 from pipeline.report.summary import num_test_samples
-from pipeline.rundir import is_number
+from pipeline.rundir import RANKING_METRICS, is_number
 
 
 def header_blocks(runs: Sequence[Run], comparison: Comparison | None, generated_at: datetime) -> list[Block]:
@@ -54,7 +54,7 @@ def _verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
         return _macro_f1_verdict(runs, comparison)
     # Multi-label runs side by side are ranked by micro-F1; any other mix by accuracy.
     key = "micro_f1" if all(run.ranking_metric == "micro_f1" for run in runs) else "accuracy"
-    name = METRIC_NAMES[key]
+    name = RANKING_METRICS[key]
     ranked = sorted(runs, key=lambda run: run.metric("test", key), reverse=True)
     best, runner_up = ranked[0], ranked[1]
     best_score, runner_up_score = best.metric("test", key), runner_up.metric("test", key)
