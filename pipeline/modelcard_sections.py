@@ -219,12 +219,12 @@ class CardSections(CardFacts):
         best_step = self.get("best", "step")
         if is_number(best_step):
             # Older runs record best.validation_accuracy; runs that select on another metric name it.
-            metric = str(self.get("best", "metric") or "accuracy")
+            metric = self.ranking_metric
             score = self.get("best", f"validation_{metric}")
             score = score if is_number(score) else self.get("best", "score")
             shown = _pct(score) if metric == "accuracy" else _num(score)
             rows.append(
-                ("model kept", f"step {int(best_step)}, the best validation {metric.replace('_', '-')} ({shown})")
+                ("model kept", f"step {int(best_step)}, the best validation {RANKING_METRICS[metric]} ({shown})")
             )
         if self.get("training", "stopped_early"):
             rows.append(

@@ -245,7 +245,7 @@ def test_multi_label_run_names_subset_accuracy_and_micro_f1(tmp_path):
     assert "says which of its 4 labels (World, Sports, Business, Sci/Tech) apply" in card.text
     assert "| micro-F1 | 0.6234 | 0.6234 |" in section(card.text, "Evaluation")
     assert "Confusion matrix" not in card.text
-    assert "| model kept | step 40, the best validation micro-f1 (0.6100) |" in section(card.text, "Training")
+    assert "| model kept | step 40, the best validation micro-F1 (0.6100) |" in section(card.text, "Training")
 
 
 def test_multi_label_card_compares_with_the_baseline_on_micro_f1(tmp_path):
