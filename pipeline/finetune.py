@@ -247,7 +247,7 @@ def prepare(
 
 
 def train(config: PipelineConfig, prepared: Prepared, accelerator: Accelerator) -> tuple[TrainResult, int]:
-    """Stage 3: the best model by validation accuracy is saved into model/ on every improvement."""
+    """Stage 3: the best model by train.selection_metric on validation is saved into model/ on every improvement."""
     run = RunDir(config.run_dir)
     trainer = Trainer(
         prepared.model,
