@@ -150,6 +150,8 @@ class Trainer:
         self.eval_pooling = eval_pooling
         # The validation metric that picks the best model and drives early stopping.
         self.selection_metric = selection_metric(config.selection_metric, validation_rows.multi_label, class_counts)
+        # The best model's validation logits, once this loop has scored and saved one (TrainResult says why).
+        self.best_validation_logits: torch.Tensor | None = None
         self.history = History(self.run_dir, enabled=accelerator.is_main_process)
 
         loader = training_loader(
@@ -285,7 +287,6 @@ class Trainer:
         )
         self.meter = RunningMeter(accelerator.device, state.global_step, state.train_seconds)
         self.evaluated_at_step = -1
-        self.best_validation_logits = None
         stopped_early = False
         self.model.train()
         while state.global_step < plan.total_steps and not stopped_early:
