@@ -225,6 +225,11 @@ def _read_set(value: Any, separator: str, table: Table, row: int, column: str) -
 IMBALANCE_RATIO = 3.0
 
 
+def is_imbalanced(ratio: float | None) -> bool:
+    """Whether a largest / smallest class ratio (None: fewer than two classes present) counts as imbalanced."""
+    return ratio is not None and ratio > IMBALANCE_RATIO
+
+
 @dataclass(frozen=True)
 class ClassCounts:
     """Rows of each class in a split (multi-label: rows where the class is present), in class order."""
@@ -242,8 +247,7 @@ class ClassCounts:
 
     @property
     def imbalanced(self) -> bool:
-        ratio = self.imbalance_ratio
-        return ratio is not None and ratio > IMBALANCE_RATIO
+        return is_imbalanced(self.imbalance_ratio)
 
     def to_dict(self) -> dict[str, Any]:
         return {

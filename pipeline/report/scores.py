@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline import plots
+from pipeline import labels, plots
 from pipeline.config import DataConfig
 from pipeline.labels import IMBALANCE_RATIO
 from pipeline.report.blocks import Block, Cell, Chart, Heading, Images, Paragraph, Table
@@ -36,8 +36,7 @@ def imbalance_ratio(run: Run) -> float | None:
 
 
 def is_imbalanced(run: Run) -> bool:
-    ratio = imbalance_ratio(run)
-    return ratio is not None and ratio > IMBALANCE_RATIO
+    return labels.is_imbalanced(imbalance_ratio(run))
 
 
 def imbalance_sentence(runs: Sequence[Run]) -> str | None:
