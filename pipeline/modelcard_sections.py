@@ -25,6 +25,11 @@ def _num(value: Any, digits: int = 4) -> str:
     return f"{value:.{digits}f}" if is_number(value) else "n/a"
 
 
+def _metric(key: str, value: Any) -> str:
+    """A ranking metric's value (rundir.RANKING_METRICS): accuracy as a percentage, an F1 as a score."""
+    return _pct(value) if key == "accuracy" else _num(value)
+
+
 def _count(value: Any) -> str:
     return f"{int(value):,}" if is_number(value) else "n/a"
 
@@ -222,9 +227,11 @@ class CardSections(CardFacts):
             metric = self.ranking_metric
             score = self.get("best", f"validation_{metric}")
             score = score if is_number(score) else self.get("best", "score")
-            shown = _pct(score) if metric == "accuracy" else _num(score)
             rows.append(
-                ("model kept", f"step {int(best_step)}, the best validation {RANKING_METRICS[metric]} ({shown})")
+                (
+                    "model kept",
+                    f"step {int(best_step)}, the best validation {RANKING_METRICS[metric]} ({_metric(metric, score)})",
+                )
             )
         if self.get("training", "stopped_early"):
             rows.append(
@@ -298,8 +305,8 @@ class CardSections(CardFacts):
         return lines
 
     def baseline_section(self) -> list[str]:
-        """This model against the classical baseline, led by the figure that picked the model: accuracy, or micro-F1
-        for multi-label (where accuracy is subset accuracy)."""
+        """This model against the classical baseline, led by the figure that picked the model (rundir.ranking_metric:
+        accuracy, macro-F1 for imbalanced classes, micro-F1 for multi-label, where accuracy is subset accuracy)."""
         baseline = self.get("baseline")
         if baseline is None:
             return []
@@ -322,25 +329,20 @@ class CardSections(CardFacts):
                 f"metrics.json records a baseline in a form this card does not read: `{json.dumps(baseline)[:200]}`"
             ]
         ours = self.get("test", keys[0])
-        rows = [(f"this model ({self.name})", *self._baseline_cells(keys, [self.get("test", key) for key in keys]), "")]
+        rows = [(f"this model ({self.name})", *[_metric(key, self.get("test", key)) for key in keys], "")]
         for label, *base in entries:
             lead = f"{100 * (ours - base[0]):+.2f} points" if is_number(base[0]) and is_number(ours) else "n/a"
-            rows.append((label, *self._baseline_cells(keys, base), lead))
-        headers = {"micro_f1": "test micro-F1", "accuracy": f"test {self.accuracy_name}", "macro_f1": "test macro-F1"}
-        lead_name = RANKING_METRICS[self.ranking_metric]
+            rows.append((label, *[_metric(key, value) for key, value in zip(keys, base)], lead))
+        headers = [f"test {self.accuracy_name if key == 'accuracy' else RANKING_METRICS[key]}" for key in keys]
         return lines + [
             "A classical model fitted on the same train split and scored on the same test split:",
             "",
             *_table(
-                ["model", *[headers[key] for key in keys], f"this model's {lead_name} lead"],
+                ["model", *headers, f"this model's {RANKING_METRICS[self.ranking_metric]} lead"],
                 rows,
                 "l" + "r" * (len(keys) + 1),
             ),
         ]
-
-    @staticmethod
-    def _baseline_cells(keys: tuple[str, ...], values: list[Any]) -> list[str]:
-        return [_pct(value) if key == "accuracy" else _num(value) for key, value in zip(keys, values)]
 
     def calibration_section(self) -> list[str]:
         calibration = self.get("calibration")
@@ -401,12 +403,11 @@ class CardSections(CardFacts):
         key = self.ranking_metric
         scores, ours = _scores(baseline, (key,)), self.get("test", key)
         if scores is not None and is_number(scores[0]) and is_number(ours) and scores[0] > ours:
-            better, shown = (
-                ("is more accurate", _pct) if key == "accuracy" else (f"scores a higher {RANKING_METRICS[key]}", _num)
-            )
+            better = "is more accurate" if key == "accuracy" else f"scores a higher {RANKING_METRICS[key]}"
             lines.append(
                 f"- The {_baseline_name(baseline)} baseline {better} on the same test split "
-                f"({shown(scores[0])} against {shown(ours)}): as trained, this model does not earn its cost over it."
+                f"({_metric(key, scores[0])} against {_metric(key, ours)}): as trained, this model does not earn its "
+                "cost over it."
             )
         lines.append("- Biases in the training texts and their labels carry over into its predictions.")
         return lines

@@ -54,7 +54,7 @@ def baseline_description(record: dict[str, Any]) -> str:
 
 def baseline_sentences(runs: Sequence[Run]) -> list[str]:
     """One sentence per run that the baseline beats or matches; one sentence for the runs ahead of it. Each run is
-    compared on its ranking metric (test accuracy; micro-F1 for multi-label runs)."""
+    compared on its ranking metric (rundir.ranking_metric: accuracy, macro-F1 or micro-F1)."""
     sentences, ahead = [], []
     for run in runs:
         record, key = baseline_of(run), run.ranking_metric
