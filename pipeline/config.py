@@ -227,6 +227,9 @@ class TrainConfig:
     # CPU training: dropout masks from four 16-bit integers per random draw instead of one bernoulli_ draw per element
     # (pipeline/dropout.py); same expectation, p rounded to 1/65536, 1.3x the samples/s of MiniLM. No effect on a GPU.
     fast_dropout: bool = True
+    # CPU runs: glibc keeps the memory PyTorch frees and serves the next big tensors from it, instead of unmapping it
+    # and page-faulting fresh pages in for every new tensor (hardware.freed_memory_kept); handed back after the run.
+    keep_freed_memory: bool = True
     # Before a run longer than this, print the estimated duration and a quicker config.
     warn_if_longer_than_minutes: float = 15.0
     # Rare classes otherwise count for little in the loss: "balanced" weighs each class by n_rows / (n_classes x its

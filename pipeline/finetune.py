@@ -401,7 +401,8 @@ def run(config: PipelineConfig) -> dict:
     check_run_dir(config)
     teacher = distill.resolve_teacher(config.train.distill) if config.train.distill.teacher else None
     claim = rundir.claimed(config.run_dir) if accelerator.is_main_process else contextlib.nullcontext()
-    with claim, hardware.torch_threads_restored():
+    keep_memory = config.train.keep_freed_memory and accelerator.device.type == "cpu"
+    with claim, hardware.torch_threads_restored(), hardware.freed_memory_kept(keep_memory) as memory_kept:
         accelerator.wait_for_everyone()  # every process samples the load at once, none of them busy yet
         threads = set_cpu_threads(config.train.cpu_threads, accelerator)
         set_seed(config.run.seed)
@@ -421,7 +422,7 @@ def run(config: PipelineConfig) -> dict:
             config, prepared, results, training, timings, eval_rows, num_parameters, started_at, accelerator
         )
         metrics["calibration"], metrics["thresholds"] = scoring.calibration, scoring.thresholds
-        metrics["device"].update(threads)
+        metrics["device"].update(threads, freed_memory_kept=memory_kept)
         # Seconds on one CPU thread, main process only (nothing collective runs meanwhile); not in the timings above.
         baseline = (
             run_baseline(config.eval.baseline, prepared.data.splits, prepared.labels)

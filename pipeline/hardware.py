@@ -7,6 +7,7 @@ Training, evaluation and prediction all ask here, so that "bf16 on this CPU?" ha
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import platform
 import time
@@ -205,3 +206,49 @@ def torch_threads_restored() -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(previous)
+
+
+# glibc's mallopt parameters (malloc.h).
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_MMAP_MAX = -1, -3, -4
+KEPT_MALLOC_SETTINGS = {M_MMAP_MAX: 0, M_TRIM_THRESHOLD: 2**31 - 1}
+# After: where glibc's own sliding thresholds end up once large blocks have been freed (an mmap threshold of 32 MiB,
+# its ceiling on 64-bit, and a trim threshold twice that). Any mallopt call stops them sliding, for good, so these
+# are set explicitly; its start values (128 KiB) would make later tensor work page-fault more than before the run.
+RELEASED_MALLOC_SETTINGS = {M_MMAP_MAX: 65536, M_MMAP_THRESHOLD: 32 << 20, M_TRIM_THRESHOLD: 64 << 20}
+
+
+def glibc() -> ctypes.CDLL | None:
+    """The C library when it is glibc (it has mallopt and malloc_trim), else None (macOS, musl, Windows)."""
+    try:
+        libc = ctypes.CDLL(None)
+        return libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
+    except (OSError, TypeError):
+        return None
+
+
+@contextlib.contextmanager
+def freed_memory_kept(enabled: bool = True) -> Iterator[bool]:
+    """Inside: glibc keeps the memory PyTorch frees for its next allocations instead of handing it back to the
+    kernel; yields whether it does (False when disabled or not glibc). After: what it kept goes back to the kernel
+    (malloc_trim), so a notebook that ran this holds nothing, and large blocks are mmapped again
+    (RELEASED_MALLOC_SETTINGS).
+
+    Why: glibc serves blocks over its mmap threshold (128 KiB, rising to at most 32 MiB) with a fresh mmap and unmaps
+    them on free, so each new tensor of that size page-faults in zeroed pages again: MiniLM's word-embedding gradient
+    alone is 47 MB every step, and every new batch shape (length grouping, length-sorted evaluation) brings
+    activation sizes the threshold has not grown to yet. With no mmap (M_MMAP_MAX 0) and no trimming, the blocks a
+    step frees serve the next step's from memory the process already has (a lone block of one size may not: glibc
+    before 2.38 cannot fit a 64-byte-aligned request into a freed block of exactly its size). The peak stays what
+    the run needs; the maths is untouched."""
+    libc = glibc() if enabled else None
+    if libc is None:
+        yield False
+        return
+    for parameter, value in KEPT_MALLOC_SETTINGS.items():
+        libc.mallopt(parameter, value)
+    try:
+        yield True
+    finally:
+        for parameter, value in RELEASED_MALLOC_SETTINGS.items():
+            libc.mallopt(parameter, value)
+        libc.malloc_trim(0)

@@ -12,7 +12,7 @@ import pytest
 import transformers
 import yaml
 
-from pipeline import finetune
+from pipeline import finetune, hardware
 from pipeline.config import load_config
 from tests.helpers import MINILM_CONFIG, reset_accelerate, tiny_run_overrides
 
@@ -107,6 +107,7 @@ def test_run_directory_holds_every_file_and_each_loads(finished_run):
         assert (run_dir / name).is_file(), name
 
     assert metrics["device"]["cpu_threads"] >= 1 and metrics["device"]["cpu_threads_reason"]
+    assert metrics["device"]["freed_memory_kept"] is (hardware.glibc() is not None)
     reloaded_config = load_config(run_dir / "config.yaml")
     assert reloaded_config == config
 

@@ -1,5 +1,10 @@
 """Tests for pipeline/hardware.py: one answer to "which device and precision" for training and prediction."""
 
+import json
+import resource
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -120,3 +125,45 @@ def test_only_bf16_on_a_cpu_runs_a_copy_of_the_weights():
     assert not hardware.runs_weight_copy(None, cpu)  # fp32: the model itself
     assert not hardware.runs_weight_copy(torch.bfloat16, gpu)  # a GPU keeps autocast
     assert not hardware.runs_weight_copy(torch.float16, cpu)
+
+
+FAULTS_SCRIPT = """
+import json, resource, torch
+from pipeline import hardware
+
+SIZES = [16 << 20] + [2 << 20] * 4 + [256 << 10] * 8  # floats: like a step, one 64 MiB, four 8 MiB, eight 1 MiB
+
+def step():
+    tensors = [torch.zeros(n) for n in SIZES]  # made, filled, freed
+    del tensors
+
+def page_faults_of_steps(count=3):
+    step()  # unmeasured
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(count):
+        step()
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+faults = {"before": page_faults_of_steps()}
+with hardware.freed_memory_kept() as kept:
+    faults["inside"] = page_faults_of_steps()
+faults["after"] = page_faults_of_steps()
+print(json.dumps({"kept": kept, **faults}))
+"""
+
+
+@pytest.mark.skipif(hardware.glibc() is None, reason="mallopt is glibc's: not this platform's C library")
+def test_freed_memory_is_reused_inside_and_handed_back_after():
+    # A fresh process, as the commands that use it are: a test process's heap carries every earlier test's blocks.
+    done = subprocess.run([sys.executable, "-c", FAULTS_SCRIPT], capture_output=True, text=True, check=True)
+    faults = json.loads(done.stdout.splitlines()[-1])
+    pages = 3 * (104 << 20) // resource.getpagesize()  # three steps of 104 MiB
+    assert faults["kept"]
+    assert faults["before"] > pages // 3  # glibc's default: the largest blocks are fresh mmaps, faulted in again
+    assert faults["inside"] < pages // 50  # freed blocks serve the next step
+    assert faults["after"] > pages // 3  # large blocks are mmapped again
+
+
+def test_freed_memory_kept_can_be_turned_off():
+    with hardware.freed_memory_kept(enabled=False) as kept:
+        assert not kept

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from pipeline import hardware
 from pipeline.export.record import BACKENDS
 from pipeline.predict.output import (
     OUTPUT_FORMATS,
@@ -279,7 +280,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous_handler = signal.signal(signal.SIGTERM, _raise_terminated) if in_main_thread else None
     try:
-        summary = run(args)
+        # The command owns its process: glibc keeps freed memory for the next batches (1.1x the rows/s of a
+        # 7,600-row file with PyTorch; hardware.freed_memory_kept) and hands it back at the end.
+        with hardware.freed_memory_kept():
+            summary = run(args)
     except (PredictError, DataError) as error:
         _fail(one_line(error), 1)
     except KeyboardInterrupt as interrupt:
