@@ -1,5 +1,5 @@
 """What the machine can do: the device, the precision it runs well, the CPU cores free to use, the CPU's name and
-the library versions.
+the library versions; and how the C library's allocator serves a run's memory.
 
 Training, evaluation and prediction all ask here, so that "bf16 on this CPU?" has one answer everywhere.
 """
