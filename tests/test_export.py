@@ -284,6 +284,29 @@ def test_a_broken_export_is_refused_and_never_used(bare_run, tmp_path, monkeypat
     assert "refused fp32: labels differ" in capsys.readouterr().err
 
 
+def test_files_a_converter_leaves_in_the_working_directory_stay_out_of_it(bare_run, tmp_path, monkeypatch):
+    """ONNX Runtime's shape inference, when it gives up, saves sym_shape_infer_temp.onnx and a uuid-named .data file
+    as large as the model into the working directory: the converters run from a scratch one, and a run named by a
+    relative path still exports."""
+    run = copy_run(bare_run, tmp_path / "run")
+    user_dir = tmp_path / "user"
+    user_dir.mkdir()
+    monkeypatch.chdir(user_dir)
+    original = convert.quantize_int8
+
+    def quantize_like_a_failed_shape_inference(source, target):
+        Path("sym_shape_infer_temp.onnx").write_bytes(b"graph")
+        Path("2a7909d0.data").write_bytes(b"weights")
+        original(source, target)
+
+    monkeypatch.setattr(convert, "quantize_int8", quantize_like_a_failed_shape_inference)
+    record = export_run(Path("..") / "run", "int8", rounds=1)
+    assert record["variants"]["fp32"]["status"] == "verified"
+    assert sorted(path.name for path in user_dir.iterdir()) == []
+    left = {path.name for path in (run / "onnx").rglob("*")}
+    assert "model.onnx" in left and not left & {"sym_shape_infer_temp.onnx", "2a7909d0.data"}
+
+
 def test_without_the_training_data_the_test_predictions_verify(bare_run, tmp_path):
     run = copy_run(bare_run, tmp_path / "moved")
     config = (run / "config.yaml").read_text()

@@ -25,8 +25,10 @@ import contextlib
 import datetime as dt
 import io
 import logging
+import os
 import platform
 import shutil
+import tempfile
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -89,6 +91,20 @@ def _quiet() -> Iterator[None]:
         finally:
             for item, level in zip(loggers, levels):
                 item.setLevel(level)
+
+
+@contextlib.contextmanager
+def _scratch_working_directory() -> Iterator[None]:
+    """The converters run from a throwaway working directory: when ONNX Runtime's symbolic shape inference gives up,
+    it saves `sym_shape_infer_temp.onnx` and the model's weights (a uuid-named .data file, as large as the model)
+    into the working directory, which is the user's, not the export's. Paths given to the converters are absolute."""
+    previous = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="pipeline-export-") as scratch:
+        os.chdir(scratch)
+        try:
+            yield
+        finally:
+            os.chdir(previous)
 
 
 def check_sequence_classifier(model_dir: Path) -> None:
@@ -364,7 +380,8 @@ def _export(
     variants = ["fp32"] + (["int8"] if quantize else []) + openvino_variants
     record: dict[str, Any] = {}
 
-    def fill(staging: Path) -> None:
+    def convert(staging: Path) -> tuple[str, dict[str, Any] | None]:
+        """The traced graph and each variant made from it; what the optimizer did and the int8 calibration."""
         calibration_note = None
         fp32_path = staging / ONNX_MODEL_FILES["fp32"]
         traced = staging / ".traced.onnx"
@@ -388,6 +405,12 @@ def _export(
         else:
             graph = "none (optimize=False)"
             traced.rename(fp32_path)
+        return graph, calibration_note
+
+    def fill(staging: Path) -> None:
+        staging = staging.resolve()
+        with _scratch_working_directory():
+            graph, calibration_note = convert(staging)
         files = {variant: staging / ONNX_MODEL_FILES[variant] for variant in variants}
         results = verify.verify_exports(reference, files, rows, rounds)
         record.update(_build_record(model_sha256, graph, rows, results, files, reference, calibration_note))
