@@ -7,7 +7,9 @@
 
 The work, by default, is the issue's: MiniLM (../shared/models/minilm-l6-h384-uncased) fine-tuned on 5,000 AG News
 rows of ../shared/data/ag_news/train_20k.csv for one epoch, learning rate 1e-4, bf16, batch 32, then scored on the
-7,600 rows of test.csv. Each run is a fresh subprocess, timed from start to exit (the "whole run": start-up,
+7,600 rows of test.csv. bf16 where the CPU runs it natively: on a CPU without it (AVX2 only, say) emulated bf16 runs
+many times slower than full precision, so there every recipe trains in full precision, ours by its own
+`train.mixed_precision: auto` and the Trainer's by `--peer-precision auto` (the default; pipeline.hardware's rule). Each run is a fresh subprocess, timed from start to exit (the "whole run": start-up,
 loading, tokenization, training, evaluation, reports):
 
   stock   benchmarks/trainer_peer.py --eval: transformers.Trainer, every row padded to 128 tokens.
@@ -117,6 +119,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help=(
             "K single-threaded CPU-bound processes beside each run (default 0); several values run every recipe "
             "under each, e.g. '0 1' to see how much of its quiet speed each recipe keeps"
+        ),
+    )
+    parser.add_argument(
+        "--peer-precision",
+        choices=["auto", "bf16", "no"],
+        default="auto",
+        help=(
+            "the Trainer recipes' precision (trainer_peer.py --mixed-precision): 'auto' (default) is bf16 where the "
+            "CPU runs it natively, else full precision, the rule our train.mixed_precision: auto follows"
         ),
     )
     parser.add_argument(
@@ -241,6 +252,8 @@ def peer_command(args: argparse.Namespace, tuned: bool) -> list[str]:
         str(args.max_train_samples),
         "--learning-rate",
         repr(args.learning_rate),
+        "--mixed-precision",
+        args.peer_precision,
         "--eval",
     ]
     if args.max_test_samples is not None:

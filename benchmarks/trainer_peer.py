@@ -7,10 +7,12 @@
 
 Stock (the default) does what transformers' text-classification example does with `--pad_to_max_length`: tokenize
 everything to a fixed 128 tokens, BertForSequenceClassification, `transformers.Trainer` with bf16 autocast on the
-CPU, one epoch at batch size 32. Nothing is tuned. `--tuned` is what an expert Trainer user turns on, and differs
+CPU, one epoch at batch size 32. Nothing is tuned. `--mixed-precision auto` gives the Trainer what an expert would
+set on this machine: bf16 where the CPU runs it natively, full precision where bf16 would only be emulated (many
+times slower), by the same rule as our pipeline's `train.mixed_precision: auto` (pipeline.hardware). `--tuned` is what an expert Trainer user turns on, and differs
 only there: texts are tokenized without padding (still truncated at 128), `DataCollatorWithPadding` pads each batch
 to its longest row, and `train_sampling_strategy="group_by_length"` batches rows of similar length together. Same
-model, learning rate, batch size, epochs, bf16 and seed. The last line on stdout is one JSON object with the figures
+model, learning rate, batch size, epochs, precision and seed. The last line on stdout is one JSON object with the figures
 (see benchmarks/README.md).
 """
 
@@ -90,6 +92,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--max-steps", type=int, default=-1, help="stop after this many optimizer steps (smoke runs); -1 = one epoch"
     )
+    parser.add_argument(
+        "--mixed-precision",
+        choices=["bf16", "no", "auto"],
+        default="bf16",
+        help=(
+            "Trainer's precision: bf16 autocast (default, the HF example's --bf16), full precision ('no'), or 'auto': "
+            "bf16 where this CPU runs it natively, else full precision (pipeline.hardware's rule)"
+        ),
+    )
     parser.add_argument("--eval", action="store_true", help="after training, report accuracy on the test file")
     parser.add_argument(
         "--max-test-samples", type=int, default=None, help="with --eval, score only the first N test rows"
@@ -135,7 +146,18 @@ def tokenize(frame: pd.DataFrame, tokenizer: BertTokenizerFast, tuned: bool) -> 
     return dataset.map(encode, batched=True, remove_columns=["text"])
 
 
-def training_arguments(output_dir: str, learning_rate: float, max_steps: int, tuned: bool) -> TrainingArguments:
+def resolve_precision(setting: str) -> str:
+    """'bf16' or 'no' for TrainingArguments; 'auto' asks the rule our pipeline's train.mixed_precision uses."""
+    if setting != "auto":
+        return setting
+    from pipeline.hardware import resolve_mixed_precision
+
+    return "bf16" if resolve_mixed_precision("auto", use_cuda=False) == "bf16" else "no"
+
+
+def training_arguments(
+    output_dir: str, learning_rate: float, max_steps: int, tuned: bool, precision: str
+) -> TrainingArguments:
     # transformers 5 spells length grouping train_sampling_strategy="group_by_length" (4.x: group_by_length=True).
     # It also length-groups the evaluation sampler, so predict() returns rows out of order: see accuracy().
     return TrainingArguments(
@@ -145,7 +167,7 @@ def training_arguments(output_dir: str, learning_rate: float, max_steps: int, tu
         num_train_epochs=1,
         max_steps=max_steps,
         learning_rate=learning_rate,
-        bf16=True,
+        bf16=precision == "bf16",
         use_cpu=True,
         seed=SEED,
         logging_steps=50,
@@ -178,6 +200,7 @@ def accuracy(trainer: Trainer, dataset: Dataset) -> tuple[float, float]:
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
+    precision = resolve_precision(args.mixed_precision)
     model_dir = str(resolve(args.model_dir))
     tokenizer = BertTokenizerFast.from_pretrained(model_dir)
     train_frame = load_train(resolve(args.train_file), args.max_train_samples, args.selection)
@@ -189,7 +212,7 @@ def main(argv: list[str] | None = None) -> dict:
     output_dir = str(Path(tempfile.gettempdir()) / "trainer_peer")
     trainer = Trainer(
         model=model,
-        args=training_arguments(output_dir, args.learning_rate, args.max_steps, args.tuned),
+        args=training_arguments(output_dir, args.learning_rate, args.max_steps, args.tuned, precision),
         train_dataset=train_dataset,
         processing_class=tokenizer,
         data_collator=DataCollatorWithPadding(tokenizer) if args.tuned else default_data_collator,
@@ -213,7 +236,7 @@ def main(argv: list[str] | None = None) -> dict:
         "train_sampling_strategy": trainer.args.train_sampling_strategy,
         "batch_size": BATCH_SIZE,
         "learning_rate": args.learning_rate,
-        "mixed_precision": "bf16",
+        "mixed_precision": precision,
         "selection": args.selection,
         "torch_threads": torch.get_num_threads(),
         "torch": torch.__version__,

@@ -155,6 +155,11 @@ class ModelConfig:
     # own tokenizer loaded by AutoTokenizer; "bert" is its older name, still accepted. "encoder": from scratch.
     kind: Literal["pretrained", "bert", "encoder"] = "pretrained"
     name_or_path: str = "bert-base-uncased"
+    # The classification head reads the last layer's first ([CLS]) token only, so that layer computes only it (keys
+    # and values still from every token; pipeline/models/cls_only.py): the same logits and gradients, a sixth fewer
+    # FLOPs for a 6-layer model, a twelfth for a 12-layer one. Checked on a probe batch; BERT-layout models only
+    # (BERT, RoBERTa, ELECTRA, ...), others keep the full layer. Training and stage 4; prediction and export always.
+    last_layer_cls_only: bool = True
     # Architecture of the from-scratch encoder (model.kind: encoder); a checkpoint reads its own from name_or_path.
     encoder: EncoderSettings = field(default_factory=EncoderSettings)
 

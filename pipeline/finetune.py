@@ -40,6 +40,7 @@ from pipeline.evaluation import EvalResult, predict_logits
 from pipeline.io import atomic_write_csv, replace_directory
 from pipeline.losses import resolve_class_weights
 from pipeline.modelcard import write_model_card
+from pipeline.models.cls_only import restrict_last_layer_to_cls
 from pipeline.report import ReportError, plot_confusion_matrix, write_report
 from pipeline.rundir import RunDir, RunDirError, write_test_predictions
 from pipeline.scoring import Scoring, calibrate_and_decide
@@ -193,6 +194,8 @@ class Prepared:
     tokenization: TokenizationInfo
     # Distillation's record for metrics.json (teacher, alpha, T, transfer set); None without a teacher.
     distill: dict[str, Any] | None = None
+    # Whether the last layer computes the [CLS] token only (model.last_layer_cls_only, and the model allows it).
+    last_layer_cls_only: bool = False
 
 
 def prepare(
@@ -220,6 +223,7 @@ def prepare(
             config.model.name_or_path,
             lambda: models.build_model(config.model, labels, tokenizer, data.multi_label),
         )
+        cls_only = config.model.last_layer_cls_only and restrict_last_layer_to_cls(model)
         tick = time.perf_counter()
         splits, transfer_counts = distill.with_transfer_split(config, data, tokenizer.mask_token)
         tokenized, tokenization = tokenize_splits(
@@ -241,9 +245,9 @@ def prepare(
     tokenization.from_cache_by_process = gather_object([tokenization.from_cache])
     rows = {name: TokenizedRows(split) for name, split in tokenized.items() if name in data.splits}
     if teacher is None:
-        return Prepared(data, labels, tokenizer, model, new_parameters, rows, tokenization)
+        return Prepared(data, labels, tokenizer, model, new_parameters, rows, tokenization, None, cls_only)
     rows["train"] = student_train
-    return Prepared(data, labels, tokenizer, model, new_parameters, rows, tokenization, distill_record)
+    return Prepared(data, labels, tokenizer, model, new_parameters, rows, tokenization, distill_record, cls_only)
 
 
 def train(config: PipelineConfig, prepared: Prepared, accelerator: Accelerator) -> tuple[TrainResult, int]:
@@ -288,9 +292,10 @@ def evaluate(
     reused rather than computed again. Returns the scoring, its seconds and the rows it predicted."""
     accelerator.wait_for_everyone()
     run = RunDir(config.run_dir)
-    best_model = accelerator.prepare_model(
-        AutoModelForSequenceClassification.from_pretrained(run.model_dir), evaluation_mode=True
-    )
+    best_model = AutoModelForSequenceClassification.from_pretrained(run.model_dir)
+    if prepared.last_layer_cls_only:  # scored as it was trained and validated
+        restrict_last_layer_to_cls(best_model)
+    best_model = accelerator.prepare_model(best_model, evaluation_mode=True)
     tick = time.perf_counter()
     scored = ("validation", "test") if validation_logits is None else ("test",)
     logits = {
@@ -352,6 +357,7 @@ def build_metrics(
             "effective_batch_size": training.effective_batch_size,
             "mixed_precision": training.mixed_precision,
             "fast_dropout_modules": training.fast_dropout_modules,
+            "last_layer_cls_only": prepared.last_layer_cls_only,
             "num_processes": accelerator.num_processes,
             "stopped_early": training.stopped_early,
             "loss": config.train.loss,

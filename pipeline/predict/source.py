@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.config import DataConfig
+from pipeline.models.cls_only import restrict_last_layer_to_cls
 from pipeline.rundir import RunDir, RunDirError, is_model_dir, is_run_dir, nested_get
 from pipeline.tables import TextSpec, one_line
 from pipeline.windows import LongTextRule
@@ -97,6 +98,7 @@ def load_model_and_tokenizer(model_dir: Path) -> tuple[Any, Any]:
         lambda: AutoModelForSequenceClassification.from_pretrained(str(model_dir)),
         f"a sequence-classification model from {model_dir}",
     )
+    restrict_last_layer_to_cls(model)  # the same logits, fewer FLOPs (pipeline/models/cls_only.py)
     return model.eval(), tokenizer
 
 

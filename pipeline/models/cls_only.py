@@ -1,0 +1,149 @@
+"""The last encoder layer computes only the token the classification head reads (`model.last_layer_cls_only`).
+
+    applied = restrict_last_layer_to_cls(model)     # True when the model's logits were checked to be unchanged
+
+A BERT-style sequence classifier reads one position of its last layer: the first ([CLS], <s>) token, through
+BERT's pooler or RoBERTa's and ELECTRA's heads. Every other position of that layer is computed and thrown away.
+Restricted, the last layer still takes keys and values from every position, but the query, the attention output,
+the residual branches and the feed-forward block run on the first token alone:
+
+    keys, values:        (B, T, H) -> (B, heads, T, d)      as before
+    query:               (B, 1, H) -> (B, heads, 1, d)      the first token only
+    attention, FFN:      (B, 1, H)                          instead of (B, T, H)
+
+The logits are the same function of the inputs, so training computes the same gradients. What it saves is 10 of the
+last layer's 12 H^2 multiply-adds per token, and its attention products: a sixth of MiniLM-L6's encoder
+(six layers), a twelfth of BERT-base's, in training, evaluation, prediction and the ONNX export alike (training
+applies it under `model.last_layer_cls_only`; `pipeline.predict.source.load_model_and_tokenizer`, which prediction,
+verification and the export load through, always).
+
+The swap is the last layer's class only (a subclass with another `forward`); parameters, state dict and what
+`save_pretrained` writes are untouched. It applies to layers with BERT's layout (`attention.self.query/key/value`,
+`attention.output`, `intermediate`, `output`: BERT, RoBERTa, XLM-R, ELECTRA, ...), and only after the model's
+logits on a probe batch (with padding) came out the same as before; a head that reads other positions (mean
+pooling, say) fails that check and keeps the full layer.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+from torch import nn
+
+# Logits may differ by float rounding only (the matrix products run on fewer rows).
+CHECK_RTOL, CHECK_ATOL = 1e-4, 1e-5
+
+
+class ClsOnlyLayer(nn.Module):
+    """Mixed into the last layer's own class: its forward for the first position only. (B, T, H) -> (B, 1, H)."""
+
+    full_layer_class: type[nn.Module]  # the layer's own class, set on each subclass made by the swap
+
+    def forward(  # the signature of BertLayer.forward, as BertEncoder calls it
+        self,
+        hidden_states: torch.Tensor,  # (B, T, H)
+        attention_mask: torch.Tensor | None = None,  # (B, 1, T, T) bool or additive, or None (no padding)
+        encoder_hidden_states: torch.Tensor | None = None,
+        *args,
+        **kwargs,
+    ) -> torch.Tensor:
+        if encoder_hidden_states is not None:  # a decoder with cross-attention: not a classifier's encoder
+            return super().forward(hidden_states, attention_mask, encoder_hidden_states, *args, **kwargs)
+        attention = self.attention.self
+        batch, length, _ = hidden_states.shape
+        head_size = attention.attention_head_size
+        first = hidden_states[:, :1]  # (B, 1, H)
+        query = attention.query(first).view(batch, 1, -1, head_size).transpose(1, 2)  # (B, h, 1, d)
+        key = attention.key(hidden_states).view(batch, length, -1, head_size).transpose(1, 2)  # (B, h, T, d)
+        value = attention.value(hidden_states).view(batch, length, -1, head_size).transpose(1, 2)  # (B, h, T, d)
+        if attention_mask is not None and attention_mask.dim() == 4:
+            attention_mask = attention_mask[:, :, :1, :]  # (B, 1, 1, T): the first query's row
+        context, _ = self._attention_function()(
+            attention,
+            query,
+            key,
+            value,
+            attention_mask,
+            dropout=attention.dropout.p if self.training else 0.0,
+            scaling=attention.scaling,
+        )  # (B, 1, h, d)
+        attended = self.attention.output(context.reshape(batch, 1, -1), first)  # (B, 1, H)
+        return self.output(self.intermediate(attended), attended)  # (B, 1, H)
+
+    def _attention_function(self):
+        """The attention the model is configured with (transformers' registry), as its self-attention calls it."""
+        from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+        eager = sys.modules[self.full_layer_class.__module__].eager_attention_forward
+        return ALL_ATTENTION_FUNCTIONS.get_interface(self.attention.self.config._attn_implementation, eager)
+
+
+def last_layer(model: nn.Module) -> nn.Module | None:
+    """The last encoder layer of a BERT-layout model (base_model.encoder.layer[-1]), or None for other layouts."""
+    layers = getattr(getattr(getattr(model, "base_model", None), "encoder", None), "layer", None)
+    if not isinstance(layers, nn.ModuleList) or len(layers) == 0:
+        return None
+    layer = layers[-1]
+    attention = getattr(getattr(layer, "attention", None), "self", None)
+    needed = ("query", "key", "value", "attention_head_size", "scaling", "dropout", "config")
+    if attention is None or not all(hasattr(attention, name) for name in needed):
+        return None
+    if not all(hasattr(layer, name) for name in ("intermediate", "output")) or hasattr(layer, "crossattention"):
+        return None
+    own_class = getattr(layer, "full_layer_class", type(layer))  # its class before any swap
+    if not hasattr(sys.modules[own_class.__module__], "eager_attention_forward"):
+        return None
+    return layer
+
+
+def restrict_last_layer_to_cls(model: nn.Module) -> bool:
+    """Make the last layer compute the first token only, when the model's layout allows it and its logits on a probe
+    batch stay the same; True when done (or already done)."""
+    layer = last_layer(model)
+    if layer is None:
+        return False
+    if isinstance(layer, ClsOnlyLayer):
+        return True
+    original = type(layer)
+    probe = _probe_batch(model)
+    before = _probe_logits(model, probe)
+    layer.__class__ = type(f"ClsOnly{original.__name__}", (ClsOnlyLayer, original), {"full_layer_class": original})
+    try:
+        after = _probe_logits(model, probe)
+    except Exception:  # an architecture whose layer takes other arguments: keep it whole
+        layer.__class__ = original
+        return False
+    if not torch.allclose(after, before, rtol=CHECK_RTOL, atol=CHECK_ATOL):
+        layer.__class__ = original  # the head reads more than the first token
+        return False
+    return True
+
+
+def restore_last_layer(model: nn.Module) -> None:
+    """Undo `restrict_last_layer_to_cls` (the full last layer again), e.g. before the hidden states are wanted."""
+    layer = last_layer(model)
+    if isinstance(layer, ClsOnlyLayer):
+        layer.__class__ = layer.full_layer_class
+
+
+def _probe_batch(model: nn.Module) -> dict[str, torch.Tensor]:
+    """Two rows of 12 distinct token ids, the second padded after 7: a head that pools over positions or ignores
+    the mask gives other logits once the last layer is restricted."""
+    parameter = next(model.parameters())
+    vocab = int(getattr(model.config, "vocab_size", 100) or 100)
+    generator = torch.Generator().manual_seed(0)
+    input_ids = torch.randint(min(5, vocab - 1), vocab, (2, 12), generator=generator)
+    attention_mask = torch.ones_like(input_ids)
+    attention_mask[1, 7:] = 0
+    return {"input_ids": input_ids.to(parameter.device), "attention_mask": attention_mask.to(parameter.device)}
+
+
+@torch.no_grad()
+def _probe_logits(model: nn.Module, probe: dict[str, torch.Tensor]) -> torch.Tensor:
+    was_training = model.training
+    model.eval()
+    try:
+        return model(**probe).logits.float()
+    finally:
+        model.train(was_training)
