@@ -15,7 +15,7 @@ from datasets import Dataset
 from torch.utils.data import DataLoader, Sampler
 
 from pipeline.splits import MULTI_LABEL_COLUMN, label_column
-from pipeline.tokenization import padded_width
+from pipeline.tokenization import padded_width, sorted_batches
 
 # Pools of this many batches are sorted by length before being cut into batches (as in HF's LengthGroupedSampler):
 # big enough that batches are homogeneous in length, small enough that the order stays random.
@@ -179,10 +179,16 @@ def training_loader(
     )
 
 
-def evaluation_loader(rows: TokenizedRows, batch_size: int, trim: bool = True) -> DataLoader:
-    """Longest rows first, so each batch is padded only to its own length and memory peaks at the start."""
+def evaluation_loader(
+    rows: TokenizedRows, batch_size: int, trim: bool = True, max_tokens: int | None = None
+) -> DataLoader:
+    """Longest rows first, so each batch is padded only to its own length and memory peaks at the start. With
+    `max_tokens`, a batch holds at most that many tokens (rows x padded width), and at most `batch_size` rows."""
     order = np.argsort(-rows.lengths, kind="stable") if trim else np.arange(len(rows))
-    batches = FixedBatches([order[i : i + batch_size].tolist() for i in range(0, len(order), batch_size)], batch_size)
+    budget = max_tokens if trim else None  # untrimmed rows all have the fixed length
+    cuts = sorted_batches(rows.lengths[order], rows.input_ids.shape[1], batch_size, budget)
+    # Batches of varying size (a token budget): accelerate then hands each process whole batches (batch_size None).
+    batches = FixedBatches([order[cut].tolist() for cut in cuts], batch_size if budget is None else None)
     return DataLoader(
         rows,
         batch_sampler=batches,
@@ -192,9 +198,10 @@ def evaluation_loader(rows: TokenizedRows, batch_size: int, trim: bool = True) -
 
 
 class FixedBatches(Sampler[list[int]]):
-    """A precomputed list of batches; `batch_size` tells accelerate how to shard it across processes."""
+    """A precomputed list of batches; `batch_size` tells accelerate how to shard it across processes (None: batches
+    of varying size, each handed to a process whole)."""
 
-    def __init__(self, batches: list[list[int]], batch_size: int):
+    def __init__(self, batches: list[list[int]], batch_size: int | None):
         self.batches = batches
         self.batch_size = batch_size
         self.drop_last = False

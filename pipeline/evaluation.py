@@ -176,12 +176,17 @@ def inference_model(
 
 @torch.inference_mode()
 def predict_logits(
-    model: torch.nn.Module, rows: TokenizedRows, accelerator: Accelerator, batch_size: int
+    model: torch.nn.Module,
+    rows: TokenizedRows,
+    accelerator: Accelerator,
+    batch_size: int,
+    max_tokens: int | None = None,
 ) -> torch.Tensor:
-    """Logits (N, C) on the CPU, in row order, each row exactly once (every process gets them all)."""
+    """Logits (N, C) on the CPU, in row order, each row exactly once (every process gets them all). Batches hold at
+    most `batch_size` rows and, when set, `max_tokens` tokens (batching.evaluation_loader)."""
     # Not accelerator.prepare: that would register the loader for checkpointing on every call.
     loader = prepare_data_loader(
-        evaluation_loader(rows, batch_size),
+        evaluation_loader(rows, batch_size, max_tokens=max_tokens),
         device=accelerator.device,
         num_processes=accelerator.num_processes,
         process_index=accelerator.process_index,
@@ -194,11 +199,14 @@ def predict_logits(
     for batch in loader:
         with precision():
             logits = scorer(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits  # (B, C)
-        gathered_index.append(accelerator.gather(batch["row_index"]).cpu())
-        gathered_logits.append(accelerator.gather(logits.float()).cpu())
+        # Batches may differ in size between processes: padded to the largest, the padding's row index is -1.
+        row_index = accelerator.pad_across_processes(batch["row_index"], pad_index=-1)
+        gathered_index.append(accelerator.gather(row_index).cpu())
+        gathered_logits.append(accelerator.gather(accelerator.pad_across_processes(logits.float())).cpu())
     model.train(was_training)
     row_index = torch.cat(gathered_index).numpy()
-    logits = torch.cat(gathered_logits)
+    logits = torch.cat(gathered_logits)[row_index >= 0]
+    row_index = row_index[row_index >= 0]
     # Keep the first occurrence of each row: the padded last batches repeat rows from the start.
     unique_rows, first = np.unique(row_index, return_index=True)
     if len(unique_rows) != len(rows):

@@ -268,6 +268,7 @@ def train(config: PipelineConfig, prepared: Prepared, accelerator: Accelerator) 
         eval_pooling=config.eval.chunk_pooling,
         class_counts=prepared.data.class_counts,
         new_parameters=prepared.new_parameters,
+        eval_batch_tokens=config.eval.max_batch_tokens,
     )
     result = trainer.run()
     return result, accelerator.unwrap_model(trainer.model).num_parameters()
@@ -299,7 +300,10 @@ def evaluate(
     tick = time.perf_counter()
     scored = ("validation", "test") if validation_logits is None else ("test",)
     logits = {
-        name: predict_logits(best_model, prepared.rows[name], accelerator, config.eval.batch_size) for name in scored
+        name: predict_logits(
+            best_model, prepared.rows[name], accelerator, config.eval.batch_size, config.eval.max_batch_tokens
+        )
+        for name in scored
     }
     if validation_logits is not None:
         logits["validation"] = validation_logits

@@ -138,6 +138,7 @@ class Trainer:
         eval_pooling: str = "mean",
         class_counts: ClassCounts | None = None,
         new_parameters: frozenset[str] = frozenset(),
+        eval_batch_tokens: int | None = None,
     ):
         self.config = config
         self.accelerator = accelerator
@@ -145,6 +146,7 @@ class Trainer:
         self.validation_rows = validation_rows
         self.label_names = label_names
         self.eval_batch_size = eval_batch_size
+        self.eval_batch_tokens = eval_batch_tokens
         self.save_best = save_best
         self.quick_config_hint = quick_config_hint
         self.eval_pooling = eval_pooling
@@ -217,7 +219,9 @@ class Trainer:
 
     def _validate(self, epoch_float: float) -> bool:
         """Score the validation split and record it; True when early stopping triggers."""
-        logits = predict_logits(self.model, self.validation_rows, self.accelerator, self.eval_batch_size)
+        logits = predict_logits(
+            self.model, self.validation_rows, self.accelerator, self.eval_batch_size, self.eval_batch_tokens
+        )
         return self._record_validation(logits, epoch_float)
 
     def _record_validation(self, logits: torch.Tensor, epoch_float: float) -> bool:

@@ -331,6 +331,29 @@ def test_evaluation_loader_goes_longest_first_and_covers_every_row_once():
     assert [len(batch["row_index"]) for batch in batches] == [8, 8, 8, 8, 8, 5]
 
 
+def test_a_token_budget_gives_long_rows_smaller_batches_and_covers_every_row_once():
+    lengths = random_lengths(90, seed=8, low=1, high=128)
+    rows = tokenized_rows(lengths, fixed_length=128)
+    loader = evaluation_loader(rows, batch_size=24, max_tokens=512)
+    assert loader.batch_sampler.batch_size is None  # batches of varying size: accelerate hands them out whole
+    batches = list(loader)
+    order = np.concatenate([batch["row_index"].numpy() for batch in batches])
+    assert sorted(order.tolist()) == list(range(90)) and (np.diff(lengths[order]) <= 0).all()
+    for batch in batches:
+        rows_in_batch, width = batch["input_ids"].shape
+        assert width == expected_width(int(lengths[batch["row_index"].numpy()].max()), 128)
+        assert rows_in_batch <= 24 and (rows_in_batch * width <= 512 or rows_in_batch == 1)
+    sizes = [len(batch["row_index"]) for batch in batches]
+    assert sizes[0] == 512 // batches[0]["input_ids"].shape[1] < sizes[-1] == min(24, len(order) - sum(sizes[:-1]))
+    # Each batch took as many rows as the budget allowed: one more would have broken it.
+    for batch in batches[:-1]:
+        rows_in_batch, width = batch["input_ids"].shape
+        assert rows_in_batch == 24 or (rows_in_batch + 1) * width > 512
+    # A row longer than the budget goes alone; without a budget, batch_size rows whatever their length.
+    assert [len(b["row_index"]) for b in evaluation_loader(rows, batch_size=24, max_tokens=64)][:3] == [1, 1, 1]
+    assert len(evaluation_loader(rows, batch_size=24).batch_sampler.batches[0]) == 24
+
+
 def test_untrimmed_evaluation_loader_keeps_row_order_and_the_fixed_length():
     lengths = random_lengths(19, seed=7, low=1, high=30)
     rows = tokenized_rows(lengths, fixed_length=32)

@@ -169,6 +169,20 @@ def test_predict_split_returns_each_row_once_in_row_order(fresh_accelerate_state
     }
 
 
+def test_a_token_budget_changes_the_batches_not_the_logits(fresh_accelerate_state):
+    from accelerate import Accelerator
+
+    from pipeline.evaluation import predict_logits
+
+    rows = tiny_rows([3, 40, 7, 22, 1, 48, 15, 9, 30, 2, 11])
+    model = tiny_model().eval()
+    accelerator = Accelerator(cpu=True, mixed_precision="no")
+    by_rows = predict_logits(model, rows, accelerator, batch_size=4)
+    by_tokens = predict_logits(model, rows, accelerator, batch_size=4, max_tokens=48)  # 1 row of 48, 2 of 24, ...
+    assert by_tokens.shape == (11, 4)
+    torch.testing.assert_close(by_tokens, by_rows, rtol=1e-5, atol=1e-5)
+
+
 def test_selection_metric_turns_to_macro_f1_on_imbalanced_classes_and_micro_f1_for_multi_label():
     from pipeline.evaluation import selection_metric
     from pipeline.labels import IMBALANCE_RATIO, ClassCounts

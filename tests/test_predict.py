@@ -644,6 +644,30 @@ def test_infer_is_a_pure_function_of_the_texts(predictor):
     assert empty_ids.shape == (0,) and empty_probabilities.shape == (0, 4)
 
 
+def test_a_token_budget_cuts_batches_by_length_and_changes_no_probability(run_dir, tmp_path, capsys):
+    texts = [ag_text(row) for row in news_rows(40)]
+    capped = Predictor.from_path(run_dir, device="cpu", precision="fp32", batch_size=16, max_batch_tokens=96)
+    uncapped = Predictor.from_path(run_dir, device="cpu", precision="fp32", batch_size=16, max_batch_tokens=None)
+    batches = capped.padded_batches(texts)
+    assert sum(len(ids) for ids, _ in batches) == 40
+    assert all(ids.shape[0] * ids.shape[1] <= 96 or ids.shape[0] == 1 for ids, _ in batches)
+    assert len(batches) > len(uncapped.padded_batches(texts)) == 3  # long rows went in smaller batches
+    (capped_ids, capped_probabilities), (ids, probabilities) = capped.infer(texts), uncapped.infer(texts)
+    assert capped_ids.tolist() == ids.tolist()
+    np.testing.assert_allclose(capped_probabilities, probabilities, atol=1e-4)  # other batch shapes: float rounding
+    # The command takes the cap, 0 for none; a negative one is refused by the argument parser.
+    source = write_table(tmp_path / "in.csv", news_rows(12))
+    assert predict_cli(run_dir, source, tmp_path / "none.csv", "--max-batch-tokens", "0") == 0
+    assert predict_cli(run_dir, source, tmp_path / "small.csv", "--max-batch-tokens", "40") == 0
+    uncapped_rows, capped_rows = read_table(tmp_path / "none.csv"), read_table(tmp_path / "small.csv")
+    assert [row[:6] for row in capped_rows] == [row[:6] for row in uncapped_rows]  # inputs, label, label_id
+    np.testing.assert_allclose(
+        [float(row[6]) for row in capped_rows[1:]], [float(row[6]) for row in uncapped_rows[1:]], atol=1e-3
+    )
+    assert predict_cli(run_dir, source, tmp_path / "bad.csv", "--max-batch-tokens", "-1") == 2
+    assert "expected a non-negative integer, got -1" in capsys.readouterr().err
+
+
 def test_the_from_scratch_encoder_loads_and_trims_padding_exactly(tmp_path, bert_tokenizer):
     settings = encoder.EncoderSettings(
         hidden_size=32, num_layers=2, num_heads=4, intermediate_size=64, max_position_embeddings=128

@@ -160,6 +160,7 @@ def test_checkpoints_hold_no_pickled_state(tiny_run_config):
         ("train.epochs=.inf", "train.epochs"),
         ("run.seed=-1", "run.seed"),
         ("tokenizer.max_truncated_fraction=-0.1", "tokenizer.max_truncated_fraction"),
+        ("eval.max_batch_tokens=0", "eval.max_batch_tokens"),
     ],
 )
 def test_values_that_used_to_crash_later_are_one_line_errors(override, key, tmp_path, capsys):

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from pipeline import hardware
+from pipeline.config import MAX_BATCH_TOKENS
 from pipeline.export.record import BACKENDS
 from pipeline.predict.output import (
     OUTPUT_FORMATS,
@@ -134,7 +135,13 @@ def _add_file_arguments(add: Any) -> None:
 
 def _add_inference_arguments(add: Any) -> None:
     """How the model runs: batch and chunk sizes, length, device, precision, backend."""
-    add("--batch-size", type=positive_int, default=DEFAULT_BATCH_SIZE, help="rows per forward pass")
+    add("--batch-size", type=positive_int, default=DEFAULT_BATCH_SIZE, help="rows per forward pass, at most")
+    add(
+        "--max-batch-tokens",
+        type=non_negative_int,
+        default=MAX_BATCH_TOKENS,
+        help=f"tokens per forward pass, at most (rows x padded width; default {MAX_BATCH_TOKENS}); 0: no cap",
+    )
     add("--chunk-size", type=positive_int, default=DEFAULT_CHUNK_SIZE, help="rows read, labelled and written at a time")
     add("--max-length", type=positive_int, help="tokens per text (default: the run's training length)")
     add("--device", default="auto", help="cpu, cuda, cuda:<index> or auto (default)")
@@ -173,15 +180,21 @@ def _add_output_arguments(add: Any) -> None:
     add("--no-progress", action="store_true", help="no progress bar (it is off anyway when stderr is not a terminal)")
 
 
-def positive_int(text: str) -> int:
+def positive_int(text: str, least: int = 1) -> int:
     """argparse type for counts (batch, chunk, rows); the export command uses it too."""
+    kind = "a positive" if least == 1 else "a non-negative"
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+        raise argparse.ArgumentTypeError(f"expected {kind} integer, got '{text}'") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"expected {kind} integer, got {value}")
     return value
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type for a cap where 0 means none."""
+    return positive_int(text, least=0)
 
 
 def _column_list(text: str) -> list[str]:
@@ -211,6 +224,7 @@ def run(args: argparse.Namespace) -> RunSummary:
             device=distributed_device(args.device, num_processes),
             precision=args.precision,
             batch_size=args.batch_size,
+            max_batch_tokens=args.max_batch_tokens or None,
             max_length=args.max_length,
             recheck_margin=args.recheck_margin,
             backend=args.backend,

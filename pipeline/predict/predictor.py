@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from pipeline.config import DataConfig
+from pipeline.config import MAX_BATCH_TOKENS, DataConfig
 from pipeline.export.record import BACKEND_RUNTIMES, ExportChoice, ExportError, choose_export
 from pipeline.hardware import HardwareError, resolve_device, resolve_inference_dtype
 from pipeline.models import MULTI_LABEL_PROBLEM_TYPE, max_positions
@@ -29,7 +29,7 @@ from pipeline.predict.source import (
 from pipeline.rundir import DECISION_FILE, RunDirError, read_decision
 from pipeline.tables import TextSpec
 from pipeline.thresholds import KIND_BINARY, KIND_FLAG, KIND_MULTI_LABEL, Decision, default_decision
-from pipeline.tokenization import length_limit, padded_width
+from pipeline.tokenization import length_limit, padded_width, sorted_batches
 from pipeline.windows import LongTextRule, encode_documents, pool_documents
 
 # Batches are length-sorted, so a big batch wastes little on padding; on CPU 128 beat 64 by ~25%.
@@ -73,6 +73,8 @@ class Predictor:
     # Texts longer than max_length: the run's truncation or windows, and how windows pool per document.
     long_text: LongTextRule = field(default_factory=LongTextRule)
     pooling: str = "mean"
+    # Tokens per batch, at most (rows x the width a batch is padded to): long rows go in smaller batches; None: no cap.
+    max_batch_tokens: int | None = MAX_BATCH_TOKENS
     # What runs the forward pass (default: PyTorch on `model`), and why it was chosen.
     backend: Backend | None = field(default=None, repr=False)
     choice: ExportChoice = field(default_factory=lambda: ExportChoice(None, None, "asked for"))
@@ -93,7 +95,8 @@ class Predictor:
     @classmethod
     def from_path(cls, path: str | Path, *, text_columns: Sequence[str] | None = None, **options: Any) -> Predictor:
         """Load a run directory or saved model; `text_columns` overrides the columns the run recorded.
-        Options: device, precision, batch_size, max_length, recheck_margin, backend (as `from_source`)."""
+        Options: device, precision, batch_size, max_batch_tokens, max_length, recheck_margin, backend (as
+        `from_source`)."""
         return cls.from_source(resolve_model_source(path).with_text_columns(text_columns), **options)
 
     @classmethod
@@ -104,6 +107,7 @@ class Predictor:
         device: str = "auto",
         precision: str = "auto",
         batch_size: int = DEFAULT_BATCH_SIZE,
+        max_batch_tokens: int | None = MAX_BATCH_TOKENS,
         max_length: int | None = None,
         recheck_margin: float = DEFAULT_RECHECK_MARGIN,
         backend: str = "auto",
@@ -113,6 +117,8 @@ class Predictor:
         is PyTorch's: setting it to fp32 or bf16 makes "auto" take PyTorch."""
         if batch_size < 1:
             raise PredictError(f"batch size must be positive, got {batch_size}")
+        if max_batch_tokens is not None and max_batch_tokens < 1:
+            raise PredictError(f"max batch tokens must be positive, got {max_batch_tokens}")
         if max_length is None and source.max_length is None and source.run_dir is not None:
             # Another length than training's would change the predictions of long texts: do not guess.
             raise PredictError(
@@ -143,6 +149,7 @@ class Predictor:
             recheck_margin,
             long_text=source.long_text,
             pooling=source.pooling,
+            max_batch_tokens=max_batch_tokens,
             backend=engine,
             choice=choice,
             multi_label=is_multi_label(config),
@@ -207,7 +214,7 @@ class Predictor:
         static int8 export calibrates its activation ranges on them)."""
         token_ids, lengths, _ = self._tokenize(texts)
         order = np.argsort(-lengths, kind="stable")
-        return [self._pad(token_ids, lengths, batch) for batch in self._my_batches(order)]
+        return [self._pad(token_ids, lengths, batch) for batch in self._my_batches(order, lengths[order])]
 
     def _pad(self, token_ids: list[list[int]], lengths: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The given rows as one batch padded to its longest row (pad_arrays)."""
@@ -220,15 +227,12 @@ class Predictor:
         token_ids, documents, _ = encode_documents(self.tokenizer, texts, self.max_length, self.long_text)
         return token_ids, np.fromiter(map(len, token_ids), dtype=np.int64, count=len(token_ids)), documents
 
-    def _my_batches(self, order: np.ndarray) -> list[np.ndarray]:
-        """This process's share of the length-sorted batches: every n-th whole batch."""
+    def _my_batches(self, order: np.ndarray, sorted_lengths: np.ndarray) -> list[np.ndarray]:
+        """This process's share of the length-sorted batches (`order` longest first, `sorted_lengths` their
+        lengths): every n-th whole batch."""
         process_index, num_processes = self.shard
-        starts = range(0, len(order), self.batch_size)
-        return [
-            order[start : start + self.batch_size]
-            for number, start in enumerate(starts)
-            if number % num_processes == process_index
-        ]
+        cuts = sorted_batches(sorted_lengths, self.max_length, self.batch_size, self.max_batch_tokens)
+        return [order[cut] for number, cut in enumerate(cuts) if number % num_processes == process_index]
 
     def _forward(
         self,
@@ -247,7 +251,7 @@ class Predictor:
         """
         probabilities = np.empty((len(rows), len(self.labels)), dtype=np.float32)
         order = np.argsort(-lengths[rows], kind="stable")  # positions within `rows`
-        mine = self._my_batches(order)
+        mine = self._my_batches(order, lengths[rows][order])
         with self.backend.running(compute_dtype):
             for batch in mine:
                 input_ids, attention_mask = self._pad(token_ids, lengths, rows[batch])
