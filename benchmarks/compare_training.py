@@ -275,6 +275,7 @@ def run_peer(args: argparse.Namespace, tuned: bool) -> dict:
         "test_accuracy": result.get("test_accuracy"),
         "test_rows": result.get("test_rows"),
         "max_length": "dyn" if result.get("padding") == "dynamic" else result.get("max_length"),
+        "precision": result.get("mixed_precision"),
         "raw": result,
     }
 
@@ -311,6 +312,7 @@ def run_ours(args: argparse.Namespace) -> dict:
         "test_accuracy": metrics.get("test", {}).get("accuracy"),
         "test_rows": metrics.get("data", {}).get("sizes", {}).get("test"),
         "max_length": metrics.get("tokenization", {}).get("max_length"),
+        "precision": metrics.get("training", {}).get("mixed_precision"),
         "raw": metrics,
     }
 
@@ -394,7 +396,7 @@ def verdict(value: float | None, target: float) -> str:
 def print_report(runs: list[dict], summary: dict, repeats: int) -> None:
     header = (
         f"{'recipe':<13} {'repeat':>6} {'bg load':>7} {'load avg':>8} {'train samples/s':>15} {'train s':>8} "
-        f"{'whole run s':>11} {'max_len':>7} {'test rows':>9} {'test acc':>8}"
+        f"{'whole run s':>11} {'max_len':>7} {'precision':>9} {'test rows':>9} {'test acc':>8}"
     )
     print(header)
     print("-" * len(header))
@@ -403,7 +405,7 @@ def print_report(runs: list[dict], summary: dict, repeats: int) -> None:
         print(
             f"{LABELS[run['recipe']]:<13} {run['repeat']:>6} {run['background_load']:>7} {fmt(loadavg, 2):>8} "
             f"{fmt(run['train_samples_per_second'], 2):>15} {fmt(run['train_seconds'], 1):>8} "
-            f"{fmt(run['process_seconds'], 1):>11} {run['max_length'] or '-'!s:>7} "
+            f"{fmt(run['process_seconds'], 1):>11} {run['max_length'] or '-'!s:>7} {run['precision'] or '-'!s:>9} "
             f"{run['test_rows'] or '-'!s:>9} {fmt(run['test_accuracy'], 4):>8}"
         )
     label = f"median of {repeats} repeats" if repeats > 1 else "one run each"

@@ -14,7 +14,8 @@ accuracy, in points, against the acceptance bar (gain >= 3 points, loss <= 1 poi
 Calibration (--calibration-rows N): one more run on N rows of the unmodified train file (1 epoch); printed: the
 fitted temperature, expected calibration error (15 bins) before and after on validation and test, and the test
 accuracy of the calibrated model against the argmax of the uncalibrated one (they must be equal), and, for
-reference, the lowest test ECE that any single temperature reaches when fitted on the test rows themselves.
+reference, the lowest test ECE that any single temperature reaches when fitted on the test rows themselves, and the
+ECE that a perfectly calibrated model with the same confidences would measure on as many rows (sampling noise).
 
 Each run is a fresh subprocess writing <out>/<name>/ (kept, with its report); the last stdout line is one JSON
 object with every figure.
@@ -148,11 +149,7 @@ def best_single_temperature(run_dir: Path, temperature: float) -> tuple[float, f
     """A reference, not a method: (test ECE, temperature) of the one temperature that does best on the test rows
     themselves, searched over a grid. The calibrated probabilities in test_predictions.csv are softmax(z / T), so
     their logs divided by s are the logits under temperature T * s, up to a constant per row."""
-    with open(RunDir(run_dir).predictions_path, newline="", encoding="utf-8") as handle:
-        rows = list(csv.DictReader(handle))
-    classes = [name[len(PROBABILITY_PREFIX) :] for name in rows[0] if name.startswith(PROBABILITY_PREFIX)]
-    probabilities = np.array([[float(row[PROBABILITY_PREFIX + name]) for name in classes] for row in rows])
-    labels = np.array([classes.index(row["label"]) for row in rows])
+    probabilities, labels = test_probabilities(run_dir)
     log_probabilities = np.log(np.clip(probabilities, 1e-9, None))  # (N, C)
     best = (float("inf"), temperature)
     for scale in np.geomspace(0.5, 2.0, 281):
@@ -160,6 +157,31 @@ def best_single_temperature(run_dir: Path, temperature: float) -> tuple[float, f
         ece = expected_calibration_error(scaled / scaled.sum(axis=1, keepdims=True), labels)
         best = min(best, (ece, float(temperature * scale)))
     return best
+
+
+def test_probabilities(run_dir: Path) -> tuple[np.ndarray, np.ndarray]:
+    """(N, C) calibrated test probabilities and (N,) gold class ids from the run's test_predictions.csv."""
+    with open(RunDir(run_dir).predictions_path, newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    classes = [name[len(PROBABILITY_PREFIX) :] for name in rows[0] if name.startswith(PROBABILITY_PREFIX)]
+    probabilities = np.array([[float(row[PROBABILITY_PREFIX + name]) for name in classes] for row in rows])
+    return probabilities, np.array([classes.index(row["label"]) for row in rows])
+
+
+def ece_noise_floor(probabilities: np.ndarray, draws: int = 300, seed: int = 0) -> tuple[float, float]:
+    """(mean, 90th percentile) of the ECE that a *perfectly* calibrated model with these confidences would measure on
+    this many rows: each row's outcome drawn as right with probability its top probability. ECE is a sum of
+    absolute bin gaps, so sampling noise alone makes it positive; a bar below this floor cannot be seen."""
+    rng = np.random.default_rng(seed)
+    confidence = probabilities.max(axis=1)
+    top = probabilities.argmax(axis=1)
+    eces = []
+    for _ in range(draws):
+        right = rng.random(len(confidence)) < confidence
+        # a gold label that is the top class exactly when the draw says right
+        labels = np.where(right, top, (top + 1) % probabilities.shape[1])
+        eces.append(expected_calibration_error(probabilities, labels))
+    return float(np.mean(eces)), float(np.quantile(eces, 0.9))
 
 
 def calibration_figures(args: argparse.Namespace, out: Path) -> dict:
@@ -189,6 +211,12 @@ def calibration_figures(args: argparse.Namespace, out: Path) -> dict:
     print(
         f"for reference, the best any one temperature does when fitted on test itself: ECE "
         f"{figures['best_test_ece']:.4f} at {figures['best_test_temperature']:.3f}"
+    )
+    figures["noise_floor_mean"], figures["noise_floor_90"] = ece_noise_floor(test_probabilities(out / "calibration")[0])
+    print(
+        f"sampling noise: a perfectly calibrated model with these confidences would measure a test ECE of "
+        f"{figures['noise_floor_mean']:.4f} on average (90% of draws under {figures['noise_floor_90']:.4f}); "
+        f"the bar is {calibration['ece']['test']['before'] / 2:.4f}"
     )
     figures["passes"] = calibration["ece"]["test"]["after"] <= calibration["ece"]["test"]["before"] / 2
     return figures
