@@ -10,7 +10,9 @@ the file; later files win, the file itself wins over all). Range and consistency
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import os
 import types
 import typing
 from dataclasses import dataclass, field
@@ -26,6 +28,12 @@ class ConfigError(ValueError):
 
 # Tokens per evaluation or prediction batch, at most (eval.max_batch_tokens; pipeline.predict's default).
 MAX_BATCH_TOKENS = 4096
+
+# Keys that name local files: a run's config.yaml holds them absolute, so that it re-creates the run's data and model
+# from any working directory (pipeline.export re-creates the validation split from it; "rerun with --config").
+LOCAL_PATH_KEYS = ("data.train_file", "data.validation_file", "data.test_file", "data.unlabeled_file")
+# Keys that name a local folder or a Hub id: made absolute only where that local path exists (as the loaders decide).
+LOCAL_OR_HUB_KEYS = ("data.hub_name", "model.name_or_path", "train.distill.teacher")
 
 
 @dataclass
@@ -522,9 +530,27 @@ def to_dict(config: Any) -> dict[str, Any]:
     return dataclasses.asdict(config)
 
 
+def with_absolute_paths(values: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a config's values (`to_dict`) whose local paths (LOCAL_PATH_KEYS, LOCAL_OR_HUB_KEYS) are absolute,
+    read against the working directory as the run read them."""
+    values = copy.deepcopy(values)
+    for key in LOCAL_PATH_KEYS + LOCAL_OR_HUB_KEYS:
+        *sections, name = key.split(".")
+        node = values
+        for section in sections:
+            node = node.get(section) if isinstance(node, dict) else None
+        value = node.get(name) if isinstance(node, dict) else None
+        if not isinstance(value, str) or not value:
+            continue
+        local = os.path.expanduser(value)
+        if key in LOCAL_PATH_KEYS or os.path.exists(local):
+            node[name] = os.path.abspath(local)
+    return values
+
+
 def save_config(config: PipelineConfig, path: Path) -> None:
-    """Write the fully resolved config (every default filled in) atomically."""
+    """Write the fully resolved config (every default filled in, local paths absolute) atomically."""
     from pipeline.io import atomic_write_text
 
     header = "# Fully resolved config of this run; rerun with: python -m pipeline.finetune --config <this file>\n"
-    atomic_write_text(path, header + yaml.safe_dump(to_dict(config), sort_keys=False))
+    atomic_write_text(path, header + yaml.safe_dump(with_absolute_paths(to_dict(config)), sort_keys=False))

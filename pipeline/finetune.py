@@ -34,7 +34,7 @@ from transformers import AutoModelForSequenceClassification, PreTrainedModel, Pr
 from pipeline import distill, hardware, models, rundir
 from pipeline.baseline import run_baseline
 from pipeline.batching import TokenizedRows
-from pipeline.config import ConfigError, PipelineConfig, load_config, save_config, to_dict
+from pipeline.config import ConfigError, PipelineConfig, load_config, save_config, to_dict, with_absolute_paths
 from pipeline.data import DataError, LoadedData, load_data
 from pipeline.evaluation import EvalResult, predict_logits
 from pipeline.io import atomic_write_csv, replace_directory
@@ -115,7 +115,8 @@ def check_run_dir(config: PipelineConfig) -> None:
 
 def check_resume_config(run: RunDir, config: PipelineConfig) -> None:
     """A resumed run is exact only under the same settings: name every other key that changed."""
-    saved, current = _flatten(run.read_config()), _flatten(to_dict(config))
+    saved = _flatten(with_absolute_paths(run.read_config()))
+    current = _flatten(with_absolute_paths(to_dict(config)))
     changed = sorted(
         key
         for key in saved.keys() | current.keys()

@@ -103,6 +103,28 @@ def test_resolved_config_round_trips(tmp_path):
     assert not list(tmp_path.glob("*.tmp"))
 
 
+def test_saved_config_names_local_files_absolute_so_it_loads_from_any_directory(tmp_path, monkeypatch):
+    """A run's config.yaml re-creates its data (pipeline.export verifies on it) from wherever it is read."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "models" / "mini").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    overrides = ["data.source=files", "data.train_file=data/train.csv", "data.test_file=./data/../data/test.csv"]
+    config = load_config(None, [*overrides, "model.name_or_path=models/mini"])
+    save_config(config, tmp_path / "config.yaml")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    saved = load_config(tmp_path / "config.yaml")
+    assert saved.data.train_file == str(tmp_path / "data" / "train.csv")
+    assert saved.data.test_file == str(tmp_path / "data" / "test.csv")
+    assert saved.model.name_or_path == str(tmp_path / "models" / "mini")
+    assert saved.data.validation_file is None
+    assert config.data.train_file == "data/train.csv"  # the config in hand keeps the user's spelling
+    hub = load_config(None, ["model.name_or_path=bert-base-uncased"])
+    save_config(hub, tmp_path / "hub.yaml")
+    assert load_config(tmp_path / "hub.yaml").model.name_or_path == "bert-base-uncased"  # a Hub id, no such folder
+
+
 def test_extends_a_list_later_files_win(tmp_path):
     (tmp_path / "a.yaml").write_text("train:\n  epochs: 5\n  learning_rate: 1.0e-4\n")
     (tmp_path / "b.yaml").write_text("train:\n  epochs: 7\nrun:\n  name: b\n")

@@ -8,6 +8,7 @@ import math
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from transformers import BertTokenizerFast
@@ -96,6 +97,24 @@ def test_resume_refuses_a_changed_config_naming_the_keys(tiny_run_config):
     finetune.check_run_dir(
         tiny_run_config("run.name=resumable", "train.per_device_batch_size=8", "train.resume=true", "eval.batch_size=7")
     )
+
+
+def test_resume_reads_a_relative_path_as_the_absolute_one_the_run_saved(tiny_run_config, monkeypatch):
+    config = tiny_run_config("run.name=resumable")
+    run = RunDir(config.run_dir)
+    run.checkpoint_path(4).mkdir(parents=True)
+    save_config(config, run.config_path)
+    assert run.read_config()["data"]["train_file"] == str(Path(config.data.train_file).absolute())
+    train_file = Path(config.data.train_file)
+    monkeypatch.chdir(train_file.parent)
+    finetune.check_run_dir(
+        tiny_run_config("run.name=resumable", "train.resume=true", f"data.train_file={train_file.name}")
+    )
+    monkeypatch.chdir(run.path)  # the same name read from another directory is another file
+    with pytest.raises(finetune.RunError, match=r"data.train_file: "):
+        finetune.check_run_dir(
+            tiny_run_config("run.name=resumable", "train.resume=true", f"data.train_file={train_file.name}")
+        )
 
 
 def test_resume_without_a_checkpoint_says_what_the_folder_holds(tiny_run_config):
