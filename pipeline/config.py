@@ -503,7 +503,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
 
 
 def apply_overrides(values: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    values = _merge({}, values)
+    values = copy.deepcopy(values)
     for text in overrides:
         path, value = parse_override(text)
         node = values

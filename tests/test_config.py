@@ -2,7 +2,7 @@
 
 import pytest
 
-from pipeline.config import ConfigError, PipelineConfig, load_config, save_config
+from pipeline.config import ConfigError, PipelineConfig, apply_overrides, load_config, save_config
 from tests.helpers import REPO_ROOT
 
 CONFIGS = REPO_ROOT / "configs"
@@ -123,6 +123,15 @@ def test_saved_config_names_local_files_absolute_so_it_loads_from_any_directory(
     hub = load_config(None, ["model.name_or_path=bert-base-uncased"])
     save_config(hub, tmp_path / "hub.yaml")
     assert load_config(tmp_path / "hub.yaml").model.name_or_path == "bert-base-uncased"  # a Hub id, no such folder
+
+
+def test_overrides_leave_the_callers_values_alone():
+    values = {"train": {"epochs": 1}}
+    assert apply_overrides(values, ["train.epochs=3", "data.task=multi_label"]) == {
+        "train": {"epochs": 3},
+        "data": {"task": "multi_label"},
+    }
+    assert values == {"train": {"epochs": 1}}
 
 
 def test_extends_a_list_later_files_win(tmp_path):
