@@ -21,6 +21,8 @@ from typing import Any, Literal, Union
 
 import yaml
 
+from pipeline.tables import STANDARD_INPUT
+
 
 class ConfigError(ValueError):
     """A config key is unknown, or its value has the wrong type or is out of range."""
@@ -33,7 +35,7 @@ MAX_BATCH_TOKENS = 4096
 # from any working directory (pipeline.export re-creates the validation split from it; "rerun with --config").
 LOCAL_PATH_KEYS = ("data.train_file", "data.validation_file", "data.test_file", "data.unlabeled_file")
 # Keys that name a local folder or a Hub id: made absolute only where that local path exists (as the loaders decide).
-LOCAL_OR_HUB_KEYS = ("data.hub_name", "model.name_or_path", "train.distill.teacher")
+LOCAL_OR_HUB_KEYS = ("data.hub_name", "model.name_or_path", "tokenizer.name_or_path", "train.distill.teacher")
 
 
 @dataclass
@@ -540,7 +542,7 @@ def with_absolute_paths(values: dict[str, Any]) -> dict[str, Any]:
         for section in sections:
             node = node.get(section) if isinstance(node, dict) else None
         value = node.get(name) if isinstance(node, dict) else None
-        if not isinstance(value, str) or not value:
+        if not isinstance(value, str) or not value or value == STANDARD_INPUT:
             continue
         local = os.path.expanduser(value)
         if key in LOCAL_PATH_KEYS or os.path.exists(local):

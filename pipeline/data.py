@@ -37,7 +37,7 @@ from pipeline.labels import (
     label_sets,
 )
 from pipeline.splits import MULTI_LABEL_COLUMN, RemovedRow, cap_rows, carve, deduplicate, labels_of
-from pipeline.tables import DataError, TextSpec, is_missing, open_table, resolve_columns
+from pipeline.tables import STANDARD_INPUT, DataError, TextSpec, is_missing, open_table, resolve_columns
 
 if TYPE_CHECKING:  # only for annotations: keeps stage 1 importable on its own
     from pipeline.config import DataConfig
@@ -173,7 +173,7 @@ def read_file_tables(config: DataConfig) -> dict[str, Table]:
 
 def read_table(path: str, origin: str, file_format: str, column_names: list[str] | None, encoding: str) -> Table:
     """Read one whole file into a Table of raw values (strings for CSV/TSV; nothing is parsed as NA or numbers)."""
-    if not Path(path).expanduser().is_file() and path != "-":
+    if not Path(path).expanduser().is_file() and path != STANDARD_INPUT:
         raise DataError(f"{origin}: file not found: {path} (looked for {Path(path).expanduser().resolve()})")
     with open_table(path, file_format, column_names, encoding, format_option="data.file_format") as table:
         chunks = list(table.chunks)

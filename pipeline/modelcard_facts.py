@@ -28,6 +28,14 @@ _FILE_BUILDERS = {
 }
 
 
+def published_name(name: Any) -> str | None:
+    """How a card names a checkpoint or tokenizer: its Hub id, or a local folder by its own name only (the card is
+    published; config.yaml holds local paths absolute, and a path on this machine tells a reader nothing)."""
+    if not isinstance(name, str) or not name:
+        return None
+    return hub_id(name) or Path(name).name
+
+
 def hub_id(name: Any) -> str | None:
     """`name` when it reads as a Hub id and is not a local folder (a local path names no Hub model)."""
     if not isinstance(name, str) or not _HUB_ID.match(name) or Path(name).expanduser().exists():
@@ -99,7 +107,7 @@ class CardFacts:
         base = hub_id(self.base)
         if base:
             return f"[{base}](https://huggingface.co/{base}), fine-tuned"
-        return f"the pretrained checkpoint `{self.base}` (a local folder), fine-tuned"
+        return f"the pretrained checkpoint `{published_name(self.base)}` (a local folder), fine-tuned"
 
     def task_phrase(self) -> str:
         labels = f"{len(self.labels)} labels ({', '.join(self.labels)})"

@@ -9,7 +9,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from pipeline.modelcard_facts import CardFacts
+from pipeline.modelcard_facts import CardFacts, published_name
 from pipeline.rundir import MODEL_CONFIG_FILE, RANKING_METRICS, RunDirError, is_number
 
 # Beyond this many classes the confusion matrix is left to report.md: a card table that wide is unreadable.
@@ -200,8 +200,8 @@ class CardSections(CardFacts):
             shape = ", ".join(f"{key} {value}" for key, value in encoder.items()) if isinstance(encoder, dict) else ""
             rows.append(("model", f"from-scratch Transformer encoder ({shape})"))
         else:
-            rows.append(("base model", f"`{self.base}`"))
-        rows.append(("tokenizer", f"`{self.setting('tokenizer', 'name_or_path')}`"))
+            rows.append(("base model", f"`{published_name(self.base)}`"))
+        rows.append(("tokenizer", f"`{published_name(self.setting('tokenizer', 'name_or_path'))}`"))
         length = self.get("tokenization", "max_length")
         setting = self.get("tokenization", "max_length_setting")
         rows.append(("fixed length", f"{length} tokens" + (" (chosen automatically)" if setting == "auto" else "")))

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from pipeline.tables import DELIMITERS, Chunk, DataError, LineSource, Table, normalise_name, one_line
+from pipeline.tables import DELIMITERS, STANDARD_INPUT, Chunk, DataError, LineSource, Table, normalise_name, one_line
 
 # Python's csv module refuses fields over 128 KiB by default, but a long e-mail body is a valid CSV field.
 CSV_FIELD_SIZE_LIMIT = min(sys.maxsize, 2**31 - 1)
@@ -185,7 +185,7 @@ def _json_rows(
 def parquet_table(lines: LineSource, path: str, chunk_size: int | None) -> Table:
     import pyarrow.parquet as pq
 
-    if path == "-" or lines.compressed:
+    if path == STANDARD_INPUT or lines.compressed:
         raise DataError(f"{lines.name}: Parquet is read from an uncompressed file, not a stream or .gz")
     try:
         parquet = pq.ParquetFile(path)

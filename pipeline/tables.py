@@ -29,6 +29,7 @@ from typing import IO, Any
 
 FORMATS = ("csv", "tsv", "jsonl", "parquet")
 DELIMITERS = {"csv": ",", "tsv": "\t"}
+STANDARD_INPUT = "-"  # a file name that reads standard input
 EXTENSIONS = {
     ".csv": "csv",
     ".tsv": "tsv",
@@ -127,7 +128,7 @@ def resolve_format(path: str, explicit: str | None, option: str) -> str:
     """An explicit format wins; otherwise the file name tells (a trailing .gz is looked through); stdin is CSV."""
     if explicit and explicit != "auto":
         return explicit
-    if path == "-":
+    if path == STANDARD_INPUT:
         return "csv"
     name = Path(path).name.lower().removesuffix(".gz")
     kind = EXTENSIONS.get(Path(name).suffix)
@@ -302,7 +303,7 @@ def open_table(
     codec = check_encoding(encoding)
     with _open_bytes(path) as (raw, size):
         kind = resolve_format(path, file_format, format_option)
-        lines = LineSource(raw, "<stdin>" if path == "-" else path, codec, size, encoding_option)
+        lines = LineSource(raw, "<stdin>" if path == STANDARD_INPUT else path, codec, size, encoding_option)
         _check_content_matches(lines.head(4), kind, lines.name, format_option)
         from pipeline.table_formats import delimited_table, json_table, parquet_table  # they import this module
 
@@ -316,7 +317,7 @@ def open_table(
 
 @contextlib.contextmanager
 def _open_bytes(path: str) -> Iterator[tuple[IO[bytes], int | None]]:
-    if path == "-":
+    if path == STANDARD_INPUT:
         yield sys.stdin.buffer, None
         return
     file = Path(path).expanduser()

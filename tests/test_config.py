@@ -109,7 +109,8 @@ def test_saved_config_names_local_files_absolute_so_it_loads_from_any_directory(
     (tmp_path / "models" / "mini").mkdir(parents=True)
     monkeypatch.chdir(tmp_path)
     overrides = ["data.source=files", "data.train_file=data/train.csv", "data.test_file=./data/../data/test.csv"]
-    config = load_config(None, [*overrides, "model.name_or_path=models/mini"])
+    local = ["model.name_or_path=models/mini", "tokenizer.name_or_path=models/mini", "data.validation_file='-'"]
+    config = load_config(None, overrides + local)
     save_config(config, tmp_path / "config.yaml")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -117,8 +118,8 @@ def test_saved_config_names_local_files_absolute_so_it_loads_from_any_directory(
     saved = load_config(tmp_path / "config.yaml")
     assert saved.data.train_file == str(tmp_path / "data" / "train.csv")
     assert saved.data.test_file == str(tmp_path / "data" / "test.csv")
-    assert saved.model.name_or_path == str(tmp_path / "models" / "mini")
-    assert saved.data.validation_file is None
+    assert saved.model.name_or_path == saved.tokenizer.name_or_path == str(tmp_path / "models" / "mini")
+    assert saved.data.validation_file == "-"  # standard input is no file
     assert config.data.train_file == "data/train.csv"  # the config in hand keeps the user's spelling
     hub = load_config(None, ["model.name_or_path=bert-base-uncased"])
     save_config(hub, tmp_path / "hub.yaml")

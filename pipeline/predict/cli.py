@@ -41,6 +41,7 @@ from pipeline.predict.predictor import (
 from pipeline.predict.source import PredictError, resolve_model_source
 from pipeline.tables import (
     FORMATS,
+    STANDARD_INPUT,
     DataError,
     Table,
     one_line,
@@ -208,7 +209,7 @@ def run(args: argparse.Namespace) -> RunSummary:
     from tqdm import tqdm
 
     process_index, num_processes = distributed_shard()
-    if num_processes > 1 and args.input == "-":
+    if num_processes > 1 and args.input == STANDARD_INPUT:
         raise PredictError("under several processes every process reads the input: give a file, not '-'")
     if process_index == 0:
         check_output(args.output, args.overwrite)
