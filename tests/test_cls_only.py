@@ -16,8 +16,14 @@ from transformers import (
     DistilBertForSequenceClassification,
     ElectraConfig,
     ElectraForSequenceClassification,
+    LayoutLMConfig,
+    LayoutLMForSequenceClassification,
     RobertaConfig,
     RobertaForSequenceClassification,
+    RobertaPreLayerNormConfig,
+    RobertaPreLayerNormForSequenceClassification,
+    XmodConfig,
+    XmodForSequenceClassification,
 )
 
 from pipeline.models.cls_only import ClsOnlyLayer, last_layer, restore_last_layer, restrict_last_layer_to_cls
@@ -35,6 +41,12 @@ def bert(attention: str = "sdpa") -> BertForSequenceClassification:
 def roberta() -> RobertaForSequenceClassification:
     config = RobertaConfig(hidden_size=32, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, **SIZES)
     return RobertaForSequenceClassification(config)
+
+
+def layoutlm() -> LayoutLMForSequenceClassification:
+    """BERT's layer copied into an encoder-only model whose layers take no encoder_hidden_states."""
+    config = LayoutLMConfig(hidden_size=32, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, **SIZES)
+    return LayoutLMForSequenceClassification(config)
 
 
 def electra() -> ElectraForSequenceClassification:
@@ -62,7 +74,9 @@ def logits_and_gradients(model: torch.nn.Module, batch: dict[str, torch.Tensor])
 
 
 @pytest.mark.parametrize(
-    "build", [bert, lambda: bert("eager"), roberta, electra], ids=["bert-sdpa", "bert-eager", "roberta", "electra"]
+    "build",
+    [bert, lambda: bert("eager"), roberta, electra, layoutlm],
+    ids=["bert-sdpa", "bert-eager", "roberta", "electra", "layoutlm"],
 )
 @pytest.mark.parametrize("padding", [True, False], ids=["padded", "unpadded"])
 def test_the_restricted_model_computes_the_same_logits_and_gradients(build, padding):
@@ -100,6 +114,52 @@ def test_a_head_that_reads_other_tokens_keeps_the_full_layer():
     assert not restrict_last_layer_to_cls(model)
     assert type(last_layer(model)).__name__ == "BertLayer"
     assert torch.equal(model(**padded_batch()).logits, before)
+
+
+def test_a_call_that_wants_every_position_runs_the_full_layer():
+    torch.manual_seed(0)
+    full = bert("eager").eval()
+    restricted = copy.deepcopy(full)
+    assert restrict_last_layer_to_cls(restricted)
+    batch = padded_batch()
+    wanted = {"output_hidden_states": True, "output_attentions": True}
+    expected, got = full(**batch, **wanted), restricted(**batch, **wanted)
+    assert got.hidden_states[-1].shape == (5, 19, 32) and len(got.attentions) == len(expected.attentions) == 2
+    assert torch.allclose(got.hidden_states[-1], expected.hidden_states[-1], atol=1e-6)
+    assert torch.allclose(got.attentions[-1], expected.attentions[-1], atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("build", "why"),
+    [
+        (
+            lambda: RobertaPreLayerNormForSequenceClassification(RobertaPreLayerNormConfig(hidden_size=32, **SIZES)),
+            "a LayerNorm before attention",
+        ),
+        (
+            lambda: XmodForSequenceClassification(
+                XmodConfig(hidden_size=32, default_language="en_XX", languages=["en_XX"], **SIZES)
+            ),
+            "a layer called with language ids before the mask",
+        ),
+        (lambda: BertForSequenceClassification(BertConfig(hidden_size=32, is_decoder=True, **SIZES)), "causal"),
+        (
+            lambda: RobertaForSequenceClassification(
+                RobertaConfig(hidden_size=32, max_position_embeddings=12, **SIZES)
+            ),
+            "too few positions for the probe batch",
+        ),
+    ],
+    ids=["pre-layernorm", "xmod", "decoder", "short-positions"],
+)
+def test_layers_that_are_not_berts_post_layernorm_encoder_layer_are_left_alone(build, why):
+    torch.manual_seed(0)
+    model = build().eval()
+    assert not restrict_last_layer_to_cls(model), why
+    assert not isinstance(model.base_model.encoder.layer[-1], ClsOnlyLayer)
+    single = {"input_ids": torch.randint(5, SIZES["vocab_size"], (1, 7))}
+    single["attention_mask"] = torch.ones_like(single["input_ids"])
+    assert model(**single).logits.shape == (1, 2)  # one unpadded text still runs
 
 
 def test_other_layouts_are_left_alone():

@@ -18,14 +18,17 @@ applies it under `model.last_layer_cls_only`; `pipeline.predict.source.load_mode
 verification and the export load through, always).
 
 The swap is the last layer's class only (a subclass with another `forward`); parameters, state dict and what
-`save_pretrained` writes are untouched. It applies to layers with BERT's layout (`attention.self.query/key/value`,
-`attention.output`, `intermediate`, `output`: BERT, RoBERTa, XLM-R, ELECTRA, ...), and only after the model's
-logits on a probe batch (with padding) came out the same as before; a head that reads other positions (mean
-pooling, say) fails that check and keeps the full layer.
+`save_pretrained` writes are untouched. It applies to encoder layers with exactly BERT's post-LayerNorm layout
+(children `attention.self`, `attention.output`, `intermediate`, `output`, nothing else, and BERT's call signature:
+BERT, RoBERTa, XLM-R, ELECTRA, ...; not decoders), and only after the model's logits on two probe batches, one with
+padding and one without, came out the same as before with the restricted path seen running; a head that reads other
+positions (mean pooling, say) fails that check and keeps the full layer. A call that asks for every position
+(`output_hidden_states`, `output_attentions`) or carries a cache runs the full layer.
 """
 
 from __future__ import annotations
 
+import inspect
 import sys
 
 import torch
@@ -33,6 +36,17 @@ from torch import nn
 
 # Logits may differ by float rounding only (the matrix products run on fewer rows).
 CHECK_RTOL, CHECK_ATOL = 1e-4, 1e-5
+# BERT's post-LayerNorm layer, module by module: any other child (a pre-LayerNorm, adapters) computes something the
+# restricted forward would skip. (An activation function may be a module too.)
+LAYER_CHILDREN = {"attention", "intermediate", "output"}
+ATTENTION_CHILDREN = {"self", "output"}
+OUTPUT_CHILDREN = {"dense", "LayerNorm", "dropout"}
+INTERMEDIATE_CHILDREN = {"dense", "intermediate_act_fn"}
+# The leading positional parameters of BertLayer.forward, as BertEncoder passes them (encoder-only copies such as
+# LayoutLM's stop after the mask).
+LAYER_PARAMETERS = ("hidden_states", "attention_mask", "encoder_hidden_states")
+# Keyword arguments under which the full layer runs: they want every position, or a cache of every position.
+FULL_LAYER_KWARGS = ("output_attentions", "output_hidden_states", "past_key_values", "past_key_value")
 
 
 class ClsOnlyLayer(nn.Module):
@@ -48,8 +62,10 @@ class ClsOnlyLayer(nn.Module):
         *args,
         **kwargs,
     ) -> torch.Tensor:
-        if encoder_hidden_states is not None:  # a decoder with cross-attention: not a classifier's encoder
-            return super().forward(hidden_states, attention_mask, encoder_hidden_states, *args, **kwargs)
+        if encoder_hidden_states is not None or any(kwargs.get(name) for name in FULL_LAYER_KWARGS):
+            # passed on as it came: encoder-only layers (LayoutLM's) take no encoder_hidden_states
+            given = (encoder_hidden_states, *args) if encoder_hidden_states is not None or args else ()
+            return super().forward(hidden_states, attention_mask, *given, **kwargs)
         attention = self.attention.self
         batch, length, _ = hidden_states.shape
         head_size = attention.attention_head_size
@@ -85,16 +101,34 @@ def last_layer(model: nn.Module) -> nn.Module | None:
     if not isinstance(layers, nn.ModuleList) or len(layers) == 0:
         return None
     layer = layers[-1]
+    own_class = getattr(layer, "full_layer_class", type(layer))  # its class before any swap
+    return layer if _has_bert_layout(layer, own_class) else None
+
+
+def _has_bert_layout(layer: nn.Module, own_class: type[nn.Module]) -> bool:
+    """Whether `layer` is BERT's post-LayerNorm encoder layer, module by module and in its call signature."""
+
+    def children(module: nn.Module | None) -> set[str]:
+        return {name for name, _ in module.named_children()} if isinstance(module, nn.Module) else set()
+
     attention = getattr(getattr(layer, "attention", None), "self", None)
     needed = ("query", "key", "value", "attention_head_size", "scaling", "dropout", "config")
     if attention is None or not all(hasattr(attention, name) for name in needed):
-        return None
-    if not all(hasattr(layer, name) for name in ("intermediate", "output")) or hasattr(layer, "crossattention"):
-        return None
-    own_class = getattr(layer, "full_layer_class", type(layer))  # its class before any swap
-    if not hasattr(sys.modules[own_class.__module__], "eager_attention_forward"):
-        return None
-    return layer
+        return False
+    if getattr(attention.config, "is_decoder", False) or getattr(attention.config, "add_cross_attention", False):
+        return False  # causal masking, which a single query would not get from sdpa's is_causal
+    if children(layer) != LAYER_CHILDREN or children(layer.attention) != ATTENTION_CHILDREN:
+        return False
+    if not children(layer.attention.output) <= OUTPUT_CHILDREN or not children(layer.output) <= OUTPUT_CHILDREN:
+        return False
+    if not children(layer.intermediate) <= INTERMEDIATE_CHILDREN:
+        return False
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    names = [p.name for p in inspect.signature(own_class.forward).parameters.values() if p.kind in positional][1:]
+    leading = tuple(names[: len(LAYER_PARAMETERS)])
+    if len(leading) < 2 or leading != LAYER_PARAMETERS[: len(leading)]:
+        return False
+    return hasattr(sys.modules[own_class.__module__], "eager_attention_forward")
 
 
 def restrict_last_layer_to_cls(model: nn.Module) -> bool:
@@ -106,16 +140,23 @@ def restrict_last_layer_to_cls(model: nn.Module) -> bool:
     if isinstance(layer, ClsOnlyLayer):
         return True
     original = type(layer)
-    probe = _probe_batch(model)
-    before = _probe_logits(model, probe)
-    layer.__class__ = type(f"ClsOnly{original.__name__}", (ClsOnlyLayer, original), {"full_layer_class": original})
+    restricted = type(f"ClsOnly{original.__name__}", (ClsOnlyLayer, original), {"full_layer_class": original})
     try:
-        after = _probe_logits(model, probe)
-    except Exception:  # an architecture whose layer takes other arguments: keep it whole
+        probes = _probe_batches(model)
+        before = [_probe_logits(model, probe) for probe in probes]
+        layer.__class__ = restricted
+        widths = []  # the positions the last layer put out, per probe: 1 when the restricted path ran
+        hook = layer.register_forward_hook(lambda module, args, output: widths.append(_width(output)))
+        try:
+            after = [_probe_logits(model, probe) for probe in probes]
+        finally:
+            hook.remove()
+        unchanged = all(torch.allclose(a, b, rtol=CHECK_RTOL, atol=CHECK_ATOL) for a, b in zip(after, before))
+    except Exception:  # an architecture whose layer takes other arguments, a probe its positions cannot hold
         layer.__class__ = original
         return False
-    if not torch.allclose(after, before, rtol=CHECK_RTOL, atol=CHECK_ATOL):
-        layer.__class__ = original  # the head reads more than the first token
+    if not unchanged or widths != [1] * len(probes):
+        layer.__class__ = original  # the head reads more than the first token, or the restricted path did not run
         return False
     return True
 
@@ -127,16 +168,25 @@ def restore_last_layer(model: nn.Module) -> None:
         layer.__class__ = layer.full_layer_class
 
 
-def _probe_batch(model: nn.Module) -> dict[str, torch.Tensor]:
-    """Two rows of 12 distinct token ids, the second padded after 7: a head that pools over positions or ignores
-    the mask gives other logits once the last layer is restricted."""
+def _probe_batches(model: nn.Module) -> list[dict[str, torch.Tensor]]:
+    """Two rows of 12 random token ids, the second padded after 7 (a head that pools over positions or ignores the
+    mask gives other logits once the last layer is restricted); and one row of 9 without padding, which models
+    call without a mask."""
     parameter = next(model.parameters())
     vocab = int(getattr(model.config, "vocab_size", 100) or 100)
     generator = torch.Generator().manual_seed(0)
     input_ids = torch.randint(min(5, vocab - 1), vocab, (2, 12), generator=generator)
     attention_mask = torch.ones_like(input_ids)
     attention_mask[1, 7:] = 0
-    return {"input_ids": input_ids.to(parameter.device), "attention_mask": attention_mask.to(parameter.device)}
+    padded = {"input_ids": input_ids, "attention_mask": attention_mask}
+    unpadded = {"input_ids": input_ids[:1, :9], "attention_mask": attention_mask[:1, :9]}
+    return [{name: tensor.to(parameter.device) for name, tensor in probe.items()} for probe in (padded, unpadded)]
+
+
+def _width(output: torch.Tensor | tuple) -> int:
+    """Positions in a layer's output (B, T, H) (or the first element of a tuple output)."""
+    hidden = output[0] if isinstance(output, tuple) else output
+    return hidden.shape[1]
 
 
 @torch.no_grad()
