@@ -28,7 +28,8 @@ class ConfigError(ValueError):
     """A config key is unknown, or its value has the wrong type or is out of range."""
 
 
-# Tokens per evaluation or prediction batch, at most (eval.max_batch_tokens; pipeline.predict's default).
+# Tokens per evaluation or prediction batch, at most, on a CPU (eval.max_batch_tokens and pipeline.predict's
+# --max-batch-tokens at "auto"; hardware.batch_token_budget).
 MAX_BATCH_TOKENS = 4096
 
 # Keys that name local files: a run's config.yaml holds them absolute, so that it re-creates the run's data and model
@@ -270,10 +271,11 @@ LEARNING_RATES = {"pretrained": 5e-5, "bert": 5e-5, "encoder": 2e-3}
 @dataclass
 class EvalConfig:
     # Rows per evaluation batch, at most; and tokens (rows x the width a batch is padded to), at most: long rows go
-    # in smaller batches. On a 2-core AVX2 CPU MiniLM scored 1.16x the rows/s of 128-row batches at 4,096 tokens
-    # (benchmarks/README.md); null: batch_size rows whatever their length. Prediction's default is the same budget.
+    # in smaller batches, whose activations stay in a CPU's caches (MiniLM on a 2-core AVX2 CPU: 1.03x the rows/s
+    # of 128-row batches, benchmarks/README.md). "auto": MAX_BATCH_TOKENS on a CPU, no cap on a GPU (which wants
+    # big batches); null: no cap; a number: that cap on any device. Prediction's --max-batch-tokens is the same.
     batch_size: int = 128
-    max_batch_tokens: int | None = MAX_BATCH_TOKENS
+    max_batch_tokens: int | Literal["auto"] | None = "auto"
     # Write the per-row test predictions (text, gold, predicted, probabilities) for reports.
     save_predictions: bool = True
     # tokenizer.long_text: chunk: a document's probabilities are the mean, or the per-class max, over its windows.

@@ -22,7 +22,7 @@ def validate(config: PipelineConfig) -> None:
         "eval.batch_size": config.eval.batch_size,
     }
     optional_positive = {
-        "eval.max_batch_tokens": config.eval.max_batch_tokens,
+        "eval.max_batch_tokens": None if config.eval.max_batch_tokens == "auto" else config.eval.max_batch_tokens,
         "train.max_steps": config.train.max_steps,
         "train.eval_every_steps": config.train.eval_every_steps,
         "train.save_every_steps": config.train.save_every_steps,

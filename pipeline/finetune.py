@@ -269,7 +269,7 @@ def train(config: PipelineConfig, prepared: Prepared, accelerator: Accelerator) 
         eval_pooling=config.eval.chunk_pooling,
         class_counts=prepared.data.class_counts,
         new_parameters=prepared.new_parameters,
-        eval_batch_tokens=config.eval.max_batch_tokens,
+        eval_batch_tokens=hardware.batch_token_budget(config.eval.max_batch_tokens, accelerator.device),
     )
     result = trainer.run()
     return result, accelerator.unwrap_model(trainer.model).num_parameters()
@@ -302,7 +302,11 @@ def evaluate(
     scored = ("validation", "test") if validation_logits is None else ("test",)
     logits = {
         name: predict_logits(
-            best_model, prepared.rows[name], accelerator, config.eval.batch_size, config.eval.max_batch_tokens
+            best_model,
+            prepared.rows[name],
+            accelerator,
+            config.eval.batch_size,
+            hardware.batch_token_budget(config.eval.max_batch_tokens, accelerator.device),
         )
         for name in scored
     }

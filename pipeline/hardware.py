@@ -191,6 +191,16 @@ def cpu_threads(setting: int | None, measure_busy: Callable[[], float | None] = 
     return cores_per_process(free), f"{free} of {cores} cores free of other work at start ({busy:.1f} busy){share}"
 
 
+def batch_token_budget(setting: int | str | None, device: torch.device) -> int | None:
+    """Tokens per evaluation or prediction batch, at most (None: no cap). "auto": MAX_BATCH_TOKENS on a CPU, where
+    small batches keep activations in cache, and no cap on a GPU, where large batches keep it busy."""
+    from pipeline.config import MAX_BATCH_TOKENS
+
+    if setting == "auto":
+        return MAX_BATCH_TOKENS if device.type == "cpu" else None
+    return setting or None
+
+
 def runs_weight_copy(dtype: torch.dtype | None, device: torch.device) -> bool:
     """Whether reduced precision runs a copy of the weights in that dtype rather than autocast: bf16 on a CPU, where
     autocast re-casts every weight at every matmul and the copy labels MiniLM 1.2-1.3x faster with the same labels

@@ -126,6 +126,14 @@ def test_saved_config_names_local_files_absolute_so_it_loads_from_any_directory(
     assert load_config(tmp_path / "hub.yaml").model.name_or_path == "bert-base-uncased"  # a Hub id, no such folder
 
 
+def test_the_batch_token_budget_is_auto_by_default_and_takes_a_number_or_null():
+    assert load_config(None).eval.max_batch_tokens == "auto"
+    assert load_config(None, ["eval.max_batch_tokens=2048"]).eval.max_batch_tokens == 2048
+    assert load_config(None, ["eval.max_batch_tokens=null"]).eval.max_batch_tokens is None
+    with pytest.raises(ConfigError, match="eval.max_batch_tokens"):
+        load_config(None, ["eval.max_batch_tokens=many"])
+
+
 def test_overrides_leave_the_callers_values_alone():
     values = {"train": {"epochs": 1}}
     assert apply_overrides(values, ["train.epochs=3", "data.task=multi_label"]) == {

@@ -23,6 +23,7 @@ import pytest
 import torch
 from transformers import BertConfig, BertForSequenceClassification
 
+from pipeline.config import MAX_BATCH_TOKENS
 from pipeline.models import encoder
 from pipeline.predict import PredictError, Predictor, main, predict_dataframe, predict_texts
 from tests.helpers import REPO_ROOT
@@ -666,6 +667,10 @@ def test_a_token_budget_cuts_batches_by_length_and_changes_no_probability(run_di
     )
     assert predict_cli(run_dir, source, tmp_path / "bad.csv", "--max-batch-tokens", "-1") == 2
     assert "expected a non-negative integer, got -1" in capsys.readouterr().err
+    # "auto", the default: the CPU budget here.
+    assert Predictor.from_path(run_dir, device="cpu", precision="fp32").max_batch_tokens == MAX_BATCH_TOKENS
+    assert predict_cli(run_dir, source, tmp_path / "auto.csv", "--max-batch-tokens", "auto") == 0
+    assert [row[:6] for row in read_table(tmp_path / "auto.csv")] == [row[:6] for row in uncapped_rows]
 
 
 def test_the_from_scratch_encoder_loads_and_trims_padding_exactly(tmp_path, bert_tokenizer):

@@ -139,9 +139,10 @@ def _add_inference_arguments(add: Any) -> None:
     add("--batch-size", type=positive_int, default=DEFAULT_BATCH_SIZE, help="rows per forward pass, at most")
     add(
         "--max-batch-tokens",
-        type=non_negative_int,
-        default=MAX_BATCH_TOKENS,
-        help=f"tokens per forward pass, at most (rows x padded width; default {MAX_BATCH_TOKENS}); 0: no cap",
+        type=batch_tokens,
+        default="auto",
+        help=f"tokens per forward pass, at most (rows x padded width); auto (default): {MAX_BATCH_TOKENS} on a CPU, no "
+        "cap on a GPU; 0: no cap",
     )
     add("--chunk-size", type=positive_int, default=DEFAULT_CHUNK_SIZE, help="rows read, labelled and written at a time")
     add("--max-length", type=positive_int, help="tokens per text (default: the run's training length)")
@@ -193,9 +194,9 @@ def positive_int(text: str, least: int = 1) -> int:
     return value
 
 
-def non_negative_int(text: str) -> int:
-    """argparse type for a cap where 0 means none."""
-    return positive_int(text, least=0)
+def batch_tokens(text: str) -> int | str:
+    """argparse type for --max-batch-tokens: "auto", or a cap where 0 means none."""
+    return "auto" if text == "auto" else positive_int(text, least=0)
 
 
 def _column_list(text: str) -> list[str]:

@@ -16,7 +16,7 @@ import torch
 
 from pipeline.config import MAX_BATCH_TOKENS, DataConfig
 from pipeline.export.record import BACKEND_RUNTIMES, ExportChoice, ExportError, choose_export
-from pipeline.hardware import HardwareError, resolve_device, resolve_inference_dtype
+from pipeline.hardware import HardwareError, batch_token_budget, resolve_device, resolve_inference_dtype
 from pipeline.models import MULTI_LABEL_PROBLEM_TYPE, max_positions
 from pipeline.predict.backend import Backend, TorchBackend
 from pipeline.predict.source import (
@@ -107,7 +107,7 @@ class Predictor:
         device: str = "auto",
         precision: str = "auto",
         batch_size: int = DEFAULT_BATCH_SIZE,
-        max_batch_tokens: int | None = MAX_BATCH_TOKENS,
+        max_batch_tokens: int | str | None = "auto",
         max_length: int | None = None,
         recheck_margin: float = DEFAULT_RECHECK_MARGIN,
         backend: str = "auto",
@@ -117,8 +117,8 @@ class Predictor:
         is PyTorch's: setting it to fp32 or bf16 makes "auto" take PyTorch."""
         if batch_size < 1:
             raise PredictError(f"batch size must be positive, got {batch_size}")
-        if max_batch_tokens is not None and max_batch_tokens < 1:
-            raise PredictError(f"max batch tokens must be positive, got {max_batch_tokens}")
+        if max_batch_tokens not in (None, "auto") and (not isinstance(max_batch_tokens, int) or max_batch_tokens < 1):
+            raise PredictError(f"max batch tokens must be a positive integer, 'auto' or None, got {max_batch_tokens!r}")
         if max_length is None and source.max_length is None and source.run_dir is not None:
             # Another length than training's would change the predictions of long texts: do not guess.
             raise PredictError(
@@ -149,7 +149,7 @@ class Predictor:
             recheck_margin,
             long_text=source.long_text,
             pooling=source.pooling,
-            max_batch_tokens=max_batch_tokens,
+            max_batch_tokens=batch_token_budget(max_batch_tokens, torch_device),
             backend=engine,
             choice=choice,
             multi_label=is_multi_label(config),
