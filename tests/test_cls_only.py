@@ -162,6 +162,22 @@ def test_layers_that_are_not_berts_post_layernorm_encoder_layer_are_left_alone(b
     assert model(**single).logits.shape == (1, 2)  # one unpadded text still runs
 
 
+def test_a_pickled_model_loads_with_the_full_layer_and_a_deep_copy_stays_restricted(tmp_path):
+    torch.manual_seed(0)
+    model = bert().eval()
+    reference = model(**padded_batch()).logits
+    assert restrict_last_layer_to_cls(model)
+    torch.save(model, tmp_path / "model.pt")  # a whole-object pickle, as some users save models
+    loaded = torch.load(tmp_path / "model.pt", weights_only=False)
+    assert type(last_layer(loaded)).__name__ == "BertLayer"
+    assert torch.allclose(loaded(**padded_batch()).logits, reference, atol=1e-6)
+    assert isinstance(last_layer(model), ClsOnlyLayer)  # pickling left the model in hand restricted
+    copied = copy.deepcopy(model)
+    assert isinstance(last_layer(copied), ClsOnlyLayer)
+    assert last_layer(copied).attention.self.query.weight is not last_layer(model).attention.self.query.weight
+    assert torch.allclose(copied(**padded_batch()).logits, reference, atol=1e-6)
+
+
 def test_other_layouts_are_left_alone():
     config = DistilBertConfig(vocab_size=120, dim=32, n_layers=2, n_heads=4, hidden_dim=48)
     model = DistilBertForSequenceClassification(config)

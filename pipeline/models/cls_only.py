@@ -28,6 +28,8 @@ positions (mean pooling, say) fails that check and keeps the full layer. A call 
 
 from __future__ import annotations
 
+import copy
+import copyreg
 import inspect
 import sys
 
@@ -86,6 +88,19 @@ class ClsOnlyLayer(nn.Module):
         )  # (B, 1, h, d)
         attended = self.attention.output(context.reshape(batch, 1, -1), first)  # (B, 1, H)
         return self.output(self.intermediate(attended), attended)  # (B, 1, H)
+
+    def __reduce_ex__(self, protocol):
+        """Pickled (`torch.save` of a whole model) as the full layer: the swapped class is made at run time, so a
+        pickle cannot name it. The loaded model computes every position, the same logits, until restricted again."""
+        # What pickle's protocols 0 and 1 write for any object: rebuilt by the standard library alone.
+        return copyreg._reconstructor, (self.full_layer_class, object, None), self.__dict__
+
+    def __deepcopy__(self, memo: dict) -> ClsOnlyLayer:
+        """A deep copy keeps the restriction (without this, deepcopy would go through `__reduce_ex__` above)."""
+        copied = object.__new__(type(self))
+        memo[id(self)] = copied
+        copied.__setstate__(copy.deepcopy(self.__dict__, memo))
+        return copied
 
     def _attention_function(self):
         """The attention the model is configured with (transformers' registry), as its self-attention calls it."""
