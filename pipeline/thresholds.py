@@ -176,6 +176,10 @@ def choose_threshold(setting: Any, scores: np.ndarray, positives: np.ndarray) ->
         record["fallback"] = f"no positive validation rows: kept {DEFAULT_THRESHOLD}"
         return DEFAULT_THRESHOLD, record
     candidates, precision, recall = _curve(scores, positives)
+    if not len(candidates):  # multi-class: no validation row has this class as its top prediction
+        record = _record(setting, DEFAULT_THRESHOLD, scores, positives)
+        record["fallback"] = f"no validation row is predicted as this class: kept {DEFAULT_THRESHOLD}"
+        return DEFAULT_THRESHOLD, record
     if setting == "best_f1":
         return _best_f1(setting, candidates, precision, recall, scores, positives)
     ((target, value),) = setting.items()
@@ -191,6 +195,14 @@ def choose_threshold(setting: Any, scores: np.ndarray, positives: np.ndarray) ->
         best = reaching[np.argmax(recall[reaching])]  # the most recall among those reaching the precision
     else:
         keeping = np.flatnonzero(recall >= value - 1e-12)
+        if not len(keeping):  # multi-class: rows whose top prediction is another class are lost to any threshold
+            threshold = float(candidates[-1])
+            record = _record(setting, threshold, scores, positives)
+            record["fallback"] = (
+                f"no threshold keeps recall {value:g} on validation (at most {recall.max():.4f}): the lowest, "
+                f"{threshold:.4f}, used instead"
+            )
+            return threshold, record
         best = keeping[np.argmax(candidates[keeping])]  # the highest threshold still keeping the recall
     threshold = float(candidates[best])
     return threshold, _record(setting, threshold, scores, positives)

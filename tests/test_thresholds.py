@@ -99,6 +99,29 @@ def test_multi_class_threshold_flags_rows_instead_of_relabelling():
     assert decision.low_confidence(probabilities).tolist() == [True, False, True]
 
 
+@pytest.mark.parametrize("setting", ["best_f1", {"precision": 0.99}, {"recall": 0.9}], ids=str)
+def test_a_class_that_validation_never_predicts_falls_back_with_a_warning(setting, caplog):
+    """Multi-class: a rare class that no validation row has as its top prediction gives no candidate threshold."""
+    probabilities = np.array([[0.7, 0.2, 0.1], [0.2, 0.6, 0.2], [0.5, 0.1, 0.4], [0.3, 0.6, 0.1]])
+    gold = np.array([0, 1, 2, 1])  # class z is never the argmax
+    with caplog.at_level(logging.WARNING, logger="pipeline.thresholds"):
+        decision = choose_decision(setting, probabilities, gold, ["x", "y", "z"], multi_label=False)
+    assert decision.thresholds["z"] == 0.5
+    assert "no validation row is predicted as this class" in decision.chosen["z"]["fallback"]
+    assert "'z'" in caplog.text
+
+
+def test_a_recall_that_no_threshold_keeps_takes_the_lowest_with_a_warning():
+    probabilities = np.array([[0.7, 0.3], [0.6, 0.4], [0.2, 0.8], [0.45, 0.55], [0.3, 0.7], [0.9, 0.1]])
+    gold = np.array([0, 1, 1, 1, 1, 0])
+    # Three classes' flag rule on the first two columns: row 2 of class 1 scores -inf for class 1 (argmax is 0).
+    probabilities = np.concatenate([probabilities, np.zeros((6, 1))], axis=1)
+    decision = choose_decision({"y": {"recall": 0.99}}, probabilities, gold, ["x", "y", "z"], multi_label=False)
+    assert decision.thresholds["y"] == 0.55  # the lowest score among rows predicted y
+    assert "no threshold keeps recall 0.99" in decision.chosen["y"]["fallback"]
+    assert decision.chosen["y"]["validation_recall"] == 0.75
+
+
 def test_decision_round_trips_through_its_record():
     probabilities, gold = binary_validation(5)
     decision = choose_decision("best_f1", probabilities, gold, ["neg", "pos"], multi_label=False)
