@@ -484,11 +484,15 @@ def _read_yaml(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     return _merge(merged, content)
 
 
-def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+def _merge(base: dict[str, Any], update: dict[str, Any], section: type = PipelineConfig) -> dict[str, Any]:
+    """`update` over `base`: a section (a dataclass: train, train.distill, ...) merges key by key; any other value,
+    a mapping such as eval.threshold or train.class_weights included, is replaced whole."""
+    hints = typing.get_type_hints(section)
     merged = dict(base)
     for key, value in update.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
+        child = hints.get(key)
+        if isinstance(value, dict) and isinstance(merged.get(key), dict) and dataclasses.is_dataclass(child):
+            merged[key] = _merge(merged[key], value, child)
         else:
             merged[key] = value
     return merged

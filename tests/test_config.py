@@ -143,6 +143,21 @@ def test_overrides_leave_the_callers_values_alone():
     assert values == {"train": {"epochs": 1}}
 
 
+def test_extends_merges_sections_but_replaces_a_mapping_value_whole(tmp_path):
+    (tmp_path / "base.yaml").write_text(
+        "train:\n  epochs: 5\n  class_weights: {world: 2}\n  distill: {alpha: 0.3, temperature: 4}\n"
+        "eval:\n  threshold: {precision: 0.9}\n"
+    )
+    (tmp_path / "child.yaml").write_text(
+        "extends: base.yaml\ntrain:\n  class_weights: {sports: 3}\n  distill: {alpha: 0.7}\n"
+        "eval:\n  threshold: {sports: 0.4}\n"
+    )
+    config = load_config(tmp_path / "child.yaml")
+    assert config.train.epochs == 5 and (config.train.distill.alpha, config.train.distill.temperature) == (0.7, 4.0)
+    assert config.train.class_weights == {"sports": 3.0}
+    assert config.eval.threshold == {"sports": 0.4}
+
+
 def test_extends_a_list_later_files_win(tmp_path):
     (tmp_path / "a.yaml").write_text("train:\n  epochs: 5\n  learning_rate: 1.0e-4\n")
     (tmp_path / "b.yaml").write_text("train:\n  epochs: 7\nrun:\n  name: b\n")
