@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -330,6 +331,28 @@ class PipelineConfig:
 # ---------------------------------------------------------------------------------------------------------------
 # Type checking and coercion
 
+BOOLEAN_WORDS = {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}
+
+
+class _ConfigLoader(yaml.SafeLoader):
+    """YAML with YAML 1.2's booleans: only true and false. YAML 1.1 also reads yes, no, on and off as booleans,
+    which turned class names such as yes/no into True/False; a boolean setting still takes those words
+    (`_coerce_scalar`)."""
+
+
+_ConfigLoader.yaml_implicit_resolvers = {
+    first: [(tag, pattern) for tag, pattern in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_ConfigLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
+def load_yaml(text: str) -> Any:
+    """A config's YAML text (a file, or an override's value) as Python values."""
+    return yaml.load(text, Loader=_ConfigLoader)  # a SafeLoader: no Python objects
+
 
 def _describe(tp: Any) -> str:
     origin = typing.get_origin(tp)
@@ -373,6 +396,9 @@ def _coerce_union(value: Any, tp: Any, key: str) -> Any:
     args = typing.get_args(tp)
     if value is None and type(None) in args:
         return None
+    members = [arg for arg in args if arg is not type(None)]
+    if len(members) == 1:  # X | None: X's own error says more (which item, and why)
+        return _coerce(value, members[0], key)
     for arg in args:
         if arg is type(None):
             continue
@@ -385,8 +411,8 @@ def _coerce_union(value: Any, tp: Any, key: str) -> Any:
 
 def _coerce_literal(value: Any, tp: Any, key: str) -> Any:
     options = typing.get_args(tp)
-    if isinstance(value, bool):  # YAML 1.1 reads a bare no/off/yes/on as a boolean
-        spellings = {"yes", "on", "true"} if value else {"no", "off", "false"}
+    if isinstance(value, bool):  # a bare true/false (and, from older YAML readers, yes/no/on/off)
+        spellings = {word for word, meaning in BOOLEAN_WORDS.items() if meaning is value}
         value = next((option for option in options if str(option).lower() in spellings), value)
     if value in options and not isinstance(value, bool):
         return value
@@ -414,6 +440,8 @@ def _coerce_scalar(value: Any, tp: type, key: str) -> Any:
     if tp is bool:
         if isinstance(value, bool):
             return value
+        if isinstance(value, str) and value.lower() in BOOLEAN_WORDS:
+            return BOOLEAN_WORDS[value.lower()]
         raise ConfigError(f"{key}: expected true or false, got {value!r}")
     if tp is int:
         if isinstance(value, int) and not isinstance(value, bool):
@@ -432,6 +460,8 @@ def _coerce_scalar(value: Any, tp: type, key: str) -> Any:
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
+    if isinstance(value, bool):
+        raise ConfigError(f"{key}: expected a string, got {value!r} (YAML reads a bare true or false so: quote it)")
     raise ConfigError(f"{key}: expected a string, got {value!r}")
 
 
@@ -466,7 +496,7 @@ def _read_yaml(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     if path.resolve() in seen:
         raise ConfigError(f"{path}: 'extends' forms a cycle")
     try:
-        content = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        content = load_yaml(path.read_text(encoding="utf-8")) or {}
     except UnicodeDecodeError as error:
         raise ConfigError(f"{path}: not UTF-8 text (byte {error.start}); save the config as UTF-8") from None
     except yaml.YAMLError as error:
@@ -504,7 +534,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     if not sep or not key.strip():
         raise ConfigError(f"override '{text}' is not of the form section.key=value")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else None
+        value = load_yaml(raw) if raw.strip() else None
     except yaml.YAMLError:
         value = raw
     return key.strip().split("."), value

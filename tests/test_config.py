@@ -134,6 +134,20 @@ def test_the_batch_token_budget_is_auto_by_default_and_takes_a_number_or_null():
         load_config(None, ["eval.max_batch_tokens=many"])
 
 
+def test_yes_and_no_are_class_names_and_a_bare_true_asks_for_quotes(tmp_path):
+    """Binary label sets are often yes/no: YAML 1.1 would read them as booleans."""
+    overrides = ["eval.threshold={yes: 0.3}", "train.class_weights={no: 1, yes: 3}", "data.label_names=[no, yes]"]
+    config = load_config(None, overrides)
+    assert config.eval.threshold == {"yes": 0.3} and config.train.class_weights == {"no": 1.0, "yes": 3.0}
+    assert config.data.label_names == ["no", "yes"]
+    (tmp_path / "c.yaml").write_text("eval:\n  threshold: {yes: 0.3}\ntrain:\n  calibrate: no\n")
+    from_file = load_config(tmp_path / "c.yaml")
+    assert from_file.eval.threshold == {"yes": 0.3} and from_file.train.calibrate is False  # a setting: a boolean
+    assert load_config(None, ["train.mixed_precision=no"]).train.mixed_precision == "no"
+    with pytest.raises(ConfigError, match=r"data.label_names\[0\]: expected a string, got True .*quote it"):
+        load_config(None, ["data.label_names=[true, false]"])
+
+
 def test_overrides_leave_the_callers_values_alone():
     values = {"train": {"epochs": 1}}
     assert apply_overrides(values, ["train.epochs=3", "data.task=multi_label"]) == {
