@@ -67,6 +67,13 @@ def fit_temperature(logits: torch.Tensor | np.ndarray, labels: torch.Tensor | np
     return math.exp((low + high) / 2.0)
 
 
+def at_search_bound(temperature: float) -> bool:
+    """Whether a fitted temperature sits at an end of the search range: the NLL was still falling there, as it does
+    on a validation split that the model separates perfectly (small, or too easy), where T -> 0 has no optimum."""
+    log_t, (low, high) = math.log(temperature), LOG_TEMPERATURE_RANGE
+    return min(log_t - low, high - log_t) < 1e-3
+
+
 def reliability_bins(probabilities: np.ndarray, labels: np.ndarray, bins: int = ECE_BINS) -> list[dict]:
     """Per equal-width confidence bin: rows, mean confidence and accuracy (multi-label: mean probability and the
     share of positives over every (row, class) entry). Empty bins are kept (count 0) so that runs line up."""

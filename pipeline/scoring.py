@@ -17,11 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from pipeline.batching import TokenizedRows
 from pipeline.calibration import (
     ECE_BINS,
+    at_search_bound,
     expected_calibration_error,
     fit_temperature,
     fold_temperature,
@@ -64,9 +66,9 @@ def calibrate_and_decide(
     """`logits`: the best (uncalibrated) model's validation and test logits; `model` is that model, changed in place
     when calibrated; `save_model` replaces model/ with it (called on the main process only)."""
     pooling, multi_label = config.eval.chunk_pooling, rows["validation"].multi_label
-    temperature = 1.0
+    temperature, warning = 1.0, None
     if config.train.calibrate:
-        temperature = fit_temperature(logits["validation"], rows["validation"].labels)
+        temperature, warning = trusted_temperature(logits["validation"], rows["validation"].labels)
         fold_temperature(model, temperature, _check_inputs(rows["validation"], model))
     before = {name: result_from_logits(logits[name], rows[name], labels, pooling) for name in SPLITS}
     calibrated = {name: result_from_logits(logits[name] / temperature, rows[name], labels, pooling) for name in SPLITS}
@@ -76,6 +78,8 @@ def calibrate_and_decide(
         name: result_from_logits(logits[name] / temperature, rows[name], labels, pooling, decision) for name in SPLITS
     }
     calibration = calibration_record(config.train.calibrate, temperature, before, calibrated)
+    if warning is not None:
+        calibration["warning"] = warning
     if is_main_process:
         if config.train.calibrate:
             save_model(model)  # replaces model/ whole: decision.json goes in after
@@ -87,6 +91,22 @@ def calibrate_and_decide(
         calibration["ece"]["validation"]["after"],
     )
     return Scoring(temperature, decision, results, calibration)
+
+
+def trusted_temperature(logits: torch.Tensor, labels: torch.Tensor | np.ndarray) -> tuple[float, str | None]:
+    """(temperature, None) fitted on validation; or (1.0, why) when the fit ran to its search bound, as it does on
+    a validation split the model separates perfectly: no temperature is supported there, and a bound (T = 1/20)
+    would make every probability nearly 0 or 1."""
+    temperature = fit_temperature(logits, labels)
+    if not at_search_bound(temperature):
+        return temperature, None
+    warning = (
+        f"the validation NLL kept falling to the temperature search's bound ({temperature:.3g}): {len(labels)} "
+        "validation rows, separated perfectly or nearly, fit no temperature; the probabilities are left as trained "
+        "(temperature 1)"
+    )
+    logger.warning("Calibration: %s", warning)
+    return 1.0, warning
 
 
 def decision_record(config: PipelineConfig, temperature: float, decision: Decision) -> dict[str, Any]:

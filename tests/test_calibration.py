@@ -6,12 +6,14 @@ import pytest
 import torch
 
 from pipeline.calibration import (
+    at_search_bound,
     expected_calibration_error,
     fit_temperature,
     fold_temperature,
     negative_log_likelihood,
     reliability_bins,
 )
+from pipeline.scoring import trusted_temperature
 
 
 def overconfident(rows: int = 4000, classes: int = 4, factor: float = 3.0, seed: int = 0):
@@ -42,6 +44,19 @@ def test_calibration_halves_the_expected_calibration_error_and_keeps_the_argmax(
     assert ece_after <= ece_before / 2
     bins = reliability_bins(after, labels.numpy())
     assert len(bins) == 15 and sum(b["count"] for b in bins) == len(labels)
+
+
+def test_a_validation_split_separated_perfectly_keeps_temperature_one_and_says_why(caplog):
+    """No temperature minimises the NLL there (it falls as T -> 0): the search's bound would make every probability
+    0 or 1, so the probabilities stay as trained, with the reason recorded."""
+    labels = torch.arange(40) % 4
+    logits = torch.nn.functional.one_hot(labels, 4).float() * 2.0  # right, with a margin, on every row
+    assert at_search_bound(fit_temperature(logits, labels))
+    temperature, warning = trusted_temperature(logits, labels)
+    assert temperature == 1.0 and "40 validation rows" in warning and "bound" in warning
+    assert "Calibration:" in caplog.text
+    fitted, none = trusted_temperature(*overconfident(seed=2))
+    assert none is None and fitted == pytest.approx(3.0, rel=0.1) and not at_search_bound(fitted)
 
 
 def test_expected_calibration_error_by_hand():

@@ -39,6 +39,7 @@ def run_of(name: str, ratio: float, binary: bool = False) -> Run:
             "temperature": 1.7,
             "bins": 15,
             "ece": {"validation": {"before": 0.08, "after": 0.02}, "test": {"before": 0.09, "after": 0.03}},
+            "loss": {"validation": {"before": 0.5, "after": 0.4}, "test": {"before": 0.52, "after": 0.41}},
             "reliability": {"test": {"before": bins, "after": bins}},
         },
     }
@@ -68,6 +69,14 @@ def run_of(name: str, ratio: float, binary: bool = False) -> Run:
             }
         )
     return Run(name, Path(name), {}, metrics, [], predictions)
+
+
+def test_a_calibration_that_fitted_no_temperature_says_why():
+    run = run_of("separable", ratio=1.0)
+    run.metrics["calibration"].update(temperature=1.0, warning="the validation NLL kept falling to the bound")
+    _, blocks = build_report([run])
+    assert "separable: the validation NLL kept falling to the bound" in texts(blocks)
+    assert "kept falling" not in texts(build_report([run_of("fitted", ratio=1.0)])[1])
 
 
 def texts(blocks) -> str:
@@ -100,6 +109,7 @@ def test_calibration_and_operating_points_are_shown():
     tables = [block for block in blocks if isinstance(block, Table)]
     calibration = next(table for table in tables if table.header[:2] == ["Run", "Temperature"])
     assert calibration.rows[0][1].text == "1.700" and calibration.rows[0][2].text == "0.0800 → 0.0200"
+    assert calibration.header[-1].startswith("Test loss") and calibration.rows[0][-1].text == "0.5200 → 0.4100"
     operating = next(table for table in tables if "ROC AUC" in table.header)
     assert operating.rows[0][0].text == "pos" and operating.rows[0][1].text == "0.4000"
     assert "no threshold reaches precision 0.99" in texts(blocks)

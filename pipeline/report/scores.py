@@ -75,10 +75,15 @@ def calibration_blocks(runs: Sequence[Run]) -> list[Block]:
             Cell(run.name),
             Cell(_temperature_text(run), "num"),
             *[Cell(_ece_text(run, split), "num") for split in ("validation", "test")],
+            Cell(_test_loss_text(run), "num"),
         ]
         for run in with_record
     ]
-    blocks.append(Table(["Run", "Temperature", "ECE validation (before → after)", "ECE test (before → after)"], rows))
+    headers = ["Run", "Temperature", "ECE validation (before → after)", "ECE test (before → after)"]
+    blocks.append(Table([*headers, "Test loss (NLL, before → after)"], rows))
+    for run in with_record:
+        if run.metric("calibration", "warning"):
+            blocks.append(Paragraph(f"{run.name}: {run.metric('calibration', 'warning')}.", style="note"))
     charts = [_reliability_chart(run) for run in with_record]
     blocks.append(Images([chart for chart in charts if chart is not None], only="html"))
     blocks.append(Paragraph(f"Reliability diagrams (test split) are drawn in {REPORT_HTML}.", style="meta", only="md"))
@@ -90,6 +95,19 @@ def _temperature_text(run: Run) -> str:
         return "off"
     temperature = run.metric("calibration", "temperature")
     return f"{temperature:.3f}" if is_number(temperature) else MISSING
+
+
+def _test_loss_text(run: Run) -> str:
+    """ECE alone can improve while the probabilities get worse: the test NLL shows that."""
+    before, after = (
+        run.metric("calibration", "loss", "test", "before"),
+        run.metric("calibration", "loss", "test", "after"),
+    )
+    if not is_number(before):
+        return MISSING
+    if run.metric("calibration", "enabled") is False or not is_number(after):
+        return f"{before:.4f}"
+    return f"{before:.4f} → {after:.4f}"
 
 
 def _ece_text(run: Run, split: str) -> str:
