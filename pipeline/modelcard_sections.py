@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pipeline.modelcard_facts import CardFacts, published_name
-from pipeline.rundir import MODEL_CONFIG_FILE, RANKING_METRICS, RunDirError, is_number
+from pipeline.rundir import DECISION_FILE, MODEL_CONFIG_FILE, RANKING_METRICS, RunDirError, is_number
 
 # Beyond this many classes the confusion matrix is left to report.md: a card table that wide is unreadable.
 MAX_CONFUSION_CLASSES = 12
@@ -424,10 +424,15 @@ class CardSections(CardFacts):
             "from transformers import pipeline",
             "",
             f'classifier = pipeline("text-classification", model="{model_path}"{remote})',
-            f"classifier({json.dumps(self.example_text(), ensure_ascii=False)}{self.truncation()})"
-            "  # [{'label': ..., 'score': ...}]",
+            f"classifier({json.dumps(self.example_text(), ensure_ascii=False)}{self.truncation()}"
+            + (
+                ", top_k=None)  # every label's sigmoid score"
+                if self.multi_label
+                else ")  # [{'label': ..., 'score': ...}]"
+            ),
             "```",
             "",
+            *self.thresholds_note(),
         ]
         if self.is_encoder:
             lines += [
@@ -452,6 +457,23 @@ class CardSections(CardFacts):
             "```",
         ]
         return lines
+
+    def thresholds_note(self) -> list[str]:
+        """What transformers.pipeline does not apply: the decision thresholds chosen on validation (decision.json)."""
+        thresholds = self.get("thresholds", "thresholds")
+        kind = self.get("thresholds", "kind")
+        if not isinstance(thresholds, dict) or not thresholds or kind == "argmax":
+            return []
+        listed = ", ".join(f"{name} {value:.4f}" for name, value in thresholds.items() if is_number(value))
+        rule = {
+            "multi_label": "a label applies when its score is at least its threshold",
+            "binary": "the positive class is predicted when its score is at least its threshold",
+        }.get(kind, "a row whose top score is below its class's threshold is flagged as low-confidence")
+        return [
+            f"Decision thresholds, chosen on validation, are stored in `{DECISION_FILE}` next to the weights ({listed}): "
+            f"{rule}. `transformers.pipeline` returns the scores only; `pipeline.predict` applies the thresholds.",
+            "",
+        ]
 
     def truncation(self) -> str:
         """Keyword arguments that cut texts where training did (transformers.pipeline does not truncate)."""

@@ -232,6 +232,7 @@ def test_multi_label_run_names_subset_accuracy_and_micro_f1(tmp_path):
     extra = {
         "best": {"step": 40, "metric": "micro_f1", "validation_micro_f1": 0.61},
         "data": {"task": "multi_label", "sizes": {"train": 900, "validation": 100, "test": 100}},
+        "thresholds": {"kind": "multi_label", "thresholds": {"World": 0.31, "Sports": 0.5, "Business": 0.27}},
     }
     run_dir = fake_run(tmp_path, "data.task=multi_label", extra_metrics=extra)
     metrics = json.loads((run_dir / "metrics.json").read_text())
@@ -247,6 +248,9 @@ def test_multi_label_run_names_subset_accuracy_and_micro_f1(tmp_path):
     assert "| micro-F1 | 0.6234 | 0.6234 |" in section(card.text, "Evaluation")
     assert "Confusion matrix" not in card.text
     assert "| model kept | step 40, the best validation micro-F1 (0.6100) |" in section(card.text, "Training")
+    usage = section(card.text, "How to use")
+    assert "top_k=None)  # every label's sigmoid score" in usage  # else transformers.pipeline returns one label
+    assert "`decision.json`" in usage and "World 0.3100, Sports 0.5000, Business 0.2700" in usage
 
 
 def test_multi_label_card_compares_with_the_baseline_on_micro_f1(tmp_path):
