@@ -11,6 +11,7 @@ from typing import Any
 
 from pipeline.modelcard_facts import CardFacts, published_name
 from pipeline.rundir import DECISION_FILE, MODEL_CONFIG_FILE, RANKING_METRICS, RunDirError, is_number
+from pipeline.thresholds import KIND_ARGMAX, KIND_BINARY, KIND_MULTI_LABEL
 
 # Beyond this many classes the confusion matrix is left to report.md: a card table that wide is unreadable.
 MAX_CONFUSION_CLASSES = 12
@@ -462,12 +463,12 @@ class CardSections(CardFacts):
         """What transformers.pipeline does not apply: the decision thresholds chosen on validation (decision.json)."""
         thresholds = self.get("thresholds", "thresholds")
         kind = self.get("thresholds", "kind")
-        if not isinstance(thresholds, dict) or not thresholds or kind == "argmax":
+        if not isinstance(thresholds, dict) or not thresholds or kind == KIND_ARGMAX:
             return []
         listed = ", ".join(f"{name} {value:.4f}" for name, value in thresholds.items() if is_number(value))
         rule = {
-            "multi_label": "a label applies when its score is at least its threshold",
-            "binary": "the positive class is predicted when its score is at least its threshold",
+            KIND_MULTI_LABEL: "a label applies when its score is at least its threshold",
+            KIND_BINARY: "the positive class is predicted when its score is at least its threshold",
         }.get(kind, "a row whose top score is below its class's threshold is flagged as low-confidence")
         return [
             f"Decision thresholds, chosen on validation, are stored in `{DECISION_FILE}` next to the weights ({listed}): "
