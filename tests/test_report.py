@@ -29,6 +29,7 @@ from pipeline.report import (
     plot_confusion_matrix,
     write_report,
 )
+from pipeline.report.runs import Run
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
@@ -853,3 +854,46 @@ def test_multi_label_runs_are_judged_and_set_against_the_baseline_on_micro_f1(tm
     assert "Best by test micro-F1: first with 0.9177, 2.00 points ahead of second (0.8977)." in header_of(markdown)
     assert "McNemar" not in header_of(markdown)
     assert summary_rows(markdown)["Baseline micro-F1"] == ["0.8701", "0.8701"]
+
+
+def multi_label_run(name: str, separator: str, predicted_sets: list[set[str]], class_order: list[str]) -> Run:
+    gold_sets = [{"sports"}, {"sports", "politics"}, set(), {"tech", "politics"}]
+
+    def joined(label_set: set[str]) -> str:
+        return separator.join(label for label in class_order if label in label_set)
+
+    predictions = pd.DataFrame(
+        {
+            "text": [f"text {index}" for index in range(len(gold_sets))],
+            "label": [joined(labels) for labels in gold_sets],
+            "predicted": [joined(labels) for labels in predicted_sets],
+            "score": 0.9,
+        }
+    )
+    config = {"data": {"task": "multi_label", "label_separator": separator}}
+    return Run(name, Path(name), config, {"labels": class_order, "data": {"task": "multi_label"}}, [], predictions)
+
+
+def test_multi_label_runs_are_compared_by_class_sets_whatever_their_separators():
+    """Two runs that join the same class sets with different separators, in different class orders, were tested
+    on the same data; a row counts as right when its whole set matches."""
+    first = multi_label_run(
+        "pipes", "|", [{"sports"}, {"sports"}, set(), {"tech", "politics"}], ["politics", "sports", "tech"]
+    )
+    second = multi_label_run(
+        "semicolons",
+        ";",
+        [{"sports"}, {"politics", "sports"}, {"tech"}, {"politics", "tech"}],
+        ["tech", "sports", "politics"],
+    )
+    assert first.predictions["label"][1] != second.predictions["label"][1], "the fixture should join differently"
+    comparison = compare_predictions([first, second])
+    assert not comparison.different_test_data, comparison.unavailable_reason
+    assert list(comparison.disagreements.index) == [1, 2]
+    assert comparison.right_counts == {"pipes": 1, "semicolons": 1}
+    assert comparison.all_wrong_count == 0
+
+    second.predictions.loc[3, "label"] = "tech"
+    assert "gold labels differ between pipes and semicolons first at row 3" in (
+        compare_predictions([first, second]).unavailable_reason
+    )

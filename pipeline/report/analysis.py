@@ -85,11 +85,13 @@ def compare_predictions(runs: Sequence[Run]) -> Comparison:
     for run in with_predictions:
         joined[predicted_column(run.name)] = run.predictions[PREDICTION_PREDICTED].to_numpy()
         joined[score_column(run.name)] = run.predictions[PREDICTION_SCORE].to_numpy()
-    predicted = joined[[predicted_column(name) for name in names]]
-    disagree = predicted.ne(predicted.iloc[:, 0], axis=0).any(axis=1)
+    # Compared as values (class sets for multi-label runs), so two runs' separators or class orders do not matter.
+    gold = _values(with_predictions[0], PREDICTION_GOLD)
+    predicted = {run.name: _values(run, PREDICTION_PREDICTED) for run in with_predictions}
+    disagree = np.any([predicted[name] != predicted[names[0]] for name in names], axis=0)
     disagreements = joined[disagree]
 
-    right = {name: disagreements[predicted_column(name)] == disagreements[PREDICTION_GOLD] for name in names}
+    right = {name: pd.Series(predicted[name][disagree] == gold[disagree]) for name in names}
     comparison = Comparison(
         run_names=names,
         left_out=left_out,
@@ -112,11 +114,19 @@ def _test_data_mismatch(runs: Sequence[Run]) -> str | None:
             return (
                 f"{len(reference.predictions):,} test rows in {reference.name}, {len(run.predictions):,} in {run.name}"
             )
-        for column, what in ((PREDICTION_TEXT, "texts"), (PREDICTION_GOLD, "gold labels")):
-            differs = reference.predictions[column].to_numpy() != run.predictions[column].to_numpy()
+        texts_differ = reference.predictions[PREDICTION_TEXT].to_numpy() != run.predictions[PREDICTION_TEXT].to_numpy()
+        gold_differs = _values(reference, PREDICTION_GOLD) != _values(run, PREDICTION_GOLD)
+        for differs, what in ((texts_differ, "texts"), (gold_differs, "gold labels")):
             if differs.any():
                 return f"{what} differ between {reference.name} and {run.name} first at row {int(np.argmax(differs))}"
     return None
+
+
+def _values(run: Run, column: str) -> np.ndarray:
+    """A label column as an object array of comparable values (class names, or class sets)."""
+    values = np.empty(len(run.predictions), dtype=object)
+    values[:] = run.label_values(column)
+    return values
 
 
 def mcnemar_exact_p(only_first_right: int, only_second_right: int) -> float | None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pipeline.config import DataConfig
 from pipeline.rundir import RunDir, RunDirError, nested_get, ranking_metric
 
 if TYPE_CHECKING:
@@ -33,6 +34,19 @@ class Run:
     def metric(self, *keys: str) -> Any:
         """The run's metrics at a nested key path, or None where any level is absent."""
         return nested_get(self.metrics, *keys)
+
+    @property
+    def multi_label(self) -> bool:
+        return self.metric("data", "task") == "multi_label"
+
+    def label_values(self, column: str) -> list[str] | list[frozenset[str]]:
+        """A label column of the test predictions in a form comparable across runs: the class names, or for a
+        multi-label run each row's class set, since runs may join their sets with different separators."""
+        values = self.predictions[column].astype(str).tolist()
+        if not self.multi_label:
+            return values
+        separator = nested_get(self.config, "data", "label_separator") or DataConfig().label_separator
+        return [frozenset(value.split(separator)) if value else frozenset() for value in values]
 
     @property
     def ranking_metric(self) -> str:

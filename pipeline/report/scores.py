@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from pipeline import labels, plots
-from pipeline.config import DataConfig
 from pipeline.labels import IMBALANCE_RATIO
 from pipeline.report.blocks import Block, Cell, Chart, Heading, Images, Paragraph, Table
 from pipeline.report.formatting import MISSING, format_score
@@ -228,7 +227,7 @@ def operating_curves(run: Run) -> list[plots.OperatingCurve]:
         if column not in predictions.columns:
             continue
         scores = predictions[column].astype(float).to_numpy()
-        positive = _positives(run, predictions, name)
+        positive = _positives(run, name)
         if not 0 < positive.sum() < len(positive):
             continue
         fpr, tpr, _ = roc_curve(positive, scores)
@@ -245,15 +244,14 @@ def operating_curves(run: Run) -> list[plots.OperatingCurve]:
                 _point(scores, positive, _threshold(run, name)),
             )
         )
-    return sorted(curves, key=lambda curve: -int(_positives(run, predictions, curve.name).sum()))
+    return sorted(curves, key=lambda curve: -int(_positives(run, curve.name).sum()))
 
 
-def _positives(run: Run, predictions: Any, name: str) -> np.ndarray:
-    gold = predictions[PREDICTION_GOLD].astype(str)
-    if nested_get(run.metrics, "data", "task") == "multi_label":
-        separator = nested_get(run.config, "data", "label_separator") or DataConfig().label_separator
-        return gold.map(lambda value: name in value.split(separator)).to_numpy()
-    return (gold == name).to_numpy()
+def _positives(run: Run, name: str) -> np.ndarray:
+    gold = run.label_values(PREDICTION_GOLD)
+    if run.multi_label:
+        return np.array([name in label_set for label_set in gold], dtype=bool)
+    return np.array(gold) == name
 
 
 def _point(scores: np.ndarray, positive: np.ndarray, threshold: float) -> tuple[float, float, float]:
