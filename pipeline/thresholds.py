@@ -55,8 +55,9 @@ class Decision:
         return self.kind == KIND_MULTI_LABEL
 
     def vector(self) -> np.ndarray:
-        """(C,) one threshold per class (0.5 where none was set)."""
-        return np.array([self.thresholds.get(name, DEFAULT_THRESHOLD) for name in self.labels], dtype=np.float64)
+        """(C,) one threshold per class; where none was set, 0.5, or for a multi-class flag 0 (never flagged)."""
+        unset = 0.0 if self.kind == KIND_FLAG else DEFAULT_THRESHOLD
+        return np.array([self.thresholds.get(name, unset) for name in self.labels], dtype=np.float64)
 
     def predict(self, probabilities: np.ndarray) -> np.ndarray:
         """(N, C) probabilities -> class ids (N,) int64, or (N, C) bool for multi-label."""

@@ -99,6 +99,14 @@ def test_multi_class_threshold_flags_rows_instead_of_relabelling():
     assert decision.low_confidence(probabilities).tolist() == [True, False, True]
 
 
+def test_a_multi_class_threshold_for_some_classes_never_flags_the_others():
+    """eval.threshold: {x: 0.6}: a row whose top class is y or z is not flagged, however low its probability."""
+    probabilities = np.array([[0.5, 0.3, 0.2], [0.3, 0.35, 0.35], [0.2, 0.45, 0.35]])
+    decision = choose_decision({"x": 0.6}, probabilities, np.array([0, 1, 1]), ["x", "y", "z"], multi_label=False)
+    assert decision.thresholds == {"x": 0.6}
+    assert decision.low_confidence(probabilities).tolist() == [True, False, False]
+
+
 @pytest.mark.parametrize("setting", ["best_f1", {"precision": 0.99}, {"recall": 0.9}], ids=str)
 def test_a_class_that_validation_never_predicts_falls_back_with_a_warning(setting, caplog):
     """Multi-class: a rare class that no validation row has as its top prediction gives no candidate threshold."""
