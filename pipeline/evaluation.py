@@ -43,6 +43,8 @@ class EvalResult:
     metrics: dict
     # The decision's labels: class ids (N,), or (N, C) booleans for multi-label; None: the argmax.
     predicted: np.ndarray | None = None
+    # (N,) bool, multi-class thresholds only: rows whose top probability is below its class's threshold.
+    low_confidence: np.ndarray | None = None
 
     @property
     def predictions(self) -> np.ndarray:
@@ -256,10 +258,16 @@ def result_from_logits(
     metrics["loss"] = float(losses.mean()) if len(losses) else 0.0
     if multi_label or decision.kind == KIND_BINARY or len(label_names) == 2:
         metrics["areas"] = ranking_areas(probabilities, labels, label_names, multi_label)
-    if decision.kind == KIND_FLAG:
-        metrics["low_confidence"] = _low_confidence_summary(decision, probabilities, labels)
+    low_confidence = decision.low_confidence(probabilities) if decision.kind == KIND_FLAG else None
+    if low_confidence is not None:
+        metrics["low_confidence"] = _low_confidence_summary(low_confidence, probabilities, labels)
     return EvalResult(
-        probabilities=probabilities, labels=labels, loss=metrics["loss"], metrics=metrics, predicted=predicted
+        probabilities=probabilities,
+        labels=labels,
+        loss=metrics["loss"],
+        metrics=metrics,
+        predicted=predicted,
+        low_confidence=low_confidence,
     )
 
 
@@ -271,9 +279,8 @@ def _pooled_losses(probabilities: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return -np.log(np.clip(probabilities[np.arange(len(labels)), labels], 1e-12, None))
 
 
-def _low_confidence_summary(decision: Decision, probabilities: np.ndarray, labels: np.ndarray) -> dict:
+def _low_confidence_summary(flagged: np.ndarray, probabilities: np.ndarray, labels: np.ndarray) -> dict:
     """Multi-class thresholds flag rows: how many, and how accurate the rest are."""
-    flagged = decision.low_confidence(probabilities)
     kept = ~flagged
     correct = probabilities.argmax(axis=1) == labels
     return {

@@ -474,6 +474,7 @@ def write_outputs(config: PipelineConfig, metrics: dict, test: EvalResult, test_
             row_ids=test_split["row_id"],
             predicted=test.predictions,
             separator=config.data.label_separator,
+            low_confidence=test.low_confidence,
         )
     if "confusion_matrix" in test.metrics:  # multi-label tasks have per-class counts instead
         plot_confusion_matrix(

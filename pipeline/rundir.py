@@ -73,6 +73,9 @@ TRANSFER_CACHE_DIR = "transfer_texts"  # <key>.json: the augmented texts of one 
 PREDICTION_TEXT, PREDICTION_GOLD, PREDICTION_PREDICTED, PREDICTION_SCORE = "text", "label", "predicted", "score"
 PREDICTION_COLUMNS = (PREDICTION_TEXT, PREDICTION_GOLD, PREDICTION_PREDICTED, PREDICTION_SCORE)
 PREDICTION_ROW_ID = "row_id"
+# Multi-class runs with thresholds: true where the top probability is below its class's threshold (the label is
+# kept, not forced; pipeline.thresholds). Prediction output uses the same column.
+PREDICTION_LOW_CONFIDENCE = "low_confidence"
 PROBABILITY_PREFIX = "prob_"
 
 
@@ -317,10 +320,12 @@ def write_test_predictions(
     row_ids: Sequence[str] | None = None,
     predicted: np.ndarray | None = None,
     separator: str | None = None,
+    low_confidence: np.ndarray | None = None,
 ) -> None:
     """One row per example: text, gold and predicted class names, the predicted class's probability, the row's id
-    (the data's id column, or its line number), then every class's probability. `predicted`: the decision's class
-    ids (default: the argmax). Multi-label (gold and predicted (N, C) indicator rows): gold and predicted are the
+    (the data's id column, or its line number), [whether it is flagged low-confidence,] then every class's
+    probability. `predicted`: the decision's class ids (default: the argmax); `low_confidence`: (N,) bool flags of
+    a multi-class decision with thresholds. Multi-label (gold and predicted (N, C) indicator rows): gold and predicted are the
     class sets joined by `separator`, and score is the highest class probability."""
     if np.ndim(gold) == 2:
         if separator is None:
@@ -329,13 +334,22 @@ def write_test_predictions(
         return
     predicted = probabilities.argmax(axis=1) if predicted is None else predicted
     row_ids = row_ids if row_ids is not None else [str(index + 1) for index in range(len(texts))]
-    header = [*PREDICTION_COLUMNS, PREDICTION_ROW_ID, *(f"{PROBABILITY_PREFIX}{name}" for name in label_names)]
+    flag_columns = [PREDICTION_LOW_CONFIDENCE] if low_confidence is not None else []
+    flags = [[bool(flag)] for flag in low_confidence] if low_confidence is not None else [[]] * len(texts)
+    header = [
+        *PREDICTION_COLUMNS,
+        PREDICTION_ROW_ID,
+        *flag_columns,
+        *(f"{PROBABILITY_PREFIX}{name}" for name in label_names),
+    ]
     with atomic_path(path) as temp_path, open(temp_path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(header)
-        for text, gold_id, predicted_id, row, row_id in zip(texts, gold, predicted, probabilities, row_ids):
+        for text, gold_id, predicted_id, row, row_id, flag in zip(
+            texts, gold, predicted, probabilities, row_ids, flags
+        ):
             writer.writerow(
-                [text, label_names[gold_id], label_names[predicted_id], f"{row[predicted_id]:.6f}", row_id]
+                [text, label_names[gold_id], label_names[predicted_id], f"{row[predicted_id]:.6f}", row_id, *flag]
                 + [f"{p:.6f}" for p in row]
             )
 

@@ -115,3 +115,45 @@ def test_calibration_and_operating_points_are_shown():
     assert "no threshold reaches precision 0.99" in texts(blocks)
     charts = [chart.alt_text for block in blocks if isinstance(block, Images) for chart in block.charts]
     assert any("reliability" in alt for alt in charts) and any("precision-recall" in alt for alt in charts)
+
+
+def test_a_multi_class_run_with_thresholds_shows_its_low_confidence_rows():
+    run = run_of("flags", ratio=1.0)
+    run.metrics["test"]["low_confidence"] = {
+        "flagged": 3,
+        "share": 0.6,
+        "accuracy_of_kept": 1.0,
+        "accuracy_of_flagged": 1 / 3,
+    }
+    run.metrics["thresholds"] = {
+        "kind": "flag",
+        "thresholds": {"big": 0.7, "mid": 0.5},
+        "chosen": {
+            "big": {"setting": {"precision": 0.9}, "threshold": 0.7, "validation_precision": 0.92},
+            "mid": {"setting": "best_f1", "threshold": 0.5, "fallback": "no positive validation rows: kept 0.5"},
+        },
+    }
+    run.predictions = pd.DataFrame(
+        {
+            "text": ["a", "b", "c", "d", "e"],
+            "label": ["big", "big", "mid", "rare", "big"],
+            "predicted": ["big", "big", "mid", "rare", "big"],
+            "score": [0.6, 0.9, 0.4, 0.3, 0.65],
+            "low_confidence": [True, False, True, False, True],
+        }
+    )
+    _, blocks = build_report([run])
+    tables = [block for block in blocks if isinstance(block, Table)]
+    overall = next(table for table in tables if table.header[:2] == ["Run", "Flagged"])
+    assert [cell.text for cell in overall.rows[0]] == ["flags", "3", "60.00%", "100.00%", "33.33%"]
+    per_class = next(table for table in tables if table.header[-1] == "Flagged (test)")
+    rows = {row[0].text: [cell.text for cell in row[1:]] for row in per_class.rows}
+    assert rows["big"] == ["0.7000", "precision ≥ 0.9", "0.9200", "—", "2"]
+    assert rows["mid"][:2] == ["0.5000", "best_f1"] and rows["mid"][-1] == "1"
+    assert rows["rare"] == ["—", "none: never flagged", "—", "—", "0"]
+    assert "mid: no positive validation rows: kept 0.5." in texts(blocks)
+    assert not any(
+        table.header[:2] == ["Run", "Flagged"]
+        for table in build_report([run_of("argmax", 1.0)])[1]
+        if isinstance(table, Table)
+    )

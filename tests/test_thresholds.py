@@ -1,6 +1,7 @@
 """Decision thresholds (pipeline.thresholds): chosen on validation, stored with the model, applied the same way."""
 
 import logging
+import re
 
 import numpy as np
 import pytest
@@ -201,7 +202,7 @@ def test_a_multi_class_threshold_flags_low_confidence_rows_in_prediction(tiny_ru
     import pandas as pd
 
     from pipeline import finetune
-    from pipeline.predict import predict_dataframe
+    from pipeline.predict import predict_dataframe, predict_texts
 
     config = tiny_run_config(
         "run.name=flags",
@@ -222,3 +223,18 @@ def test_a_multi_class_threshold_flags_low_confidence_rows_in_prediction(tiny_ru
     assert labelled["label"].tolist() == [
         metrics["labels"][i] for i in labelled[[f"prob_{n}" for n in metrics["labels"]]].to_numpy().argmax(1)
     ]
+    flagged_texts = predict_texts(config.run_dir, frame["title"] + " " + frame["description"], flags=True)
+    assert [flag for _, _, flag in flagged_texts] == labelled["low_confidence"].tolist()
+
+    # The run's own test predictions carry the flags that metrics.json counts, and the report shows them.
+    test_rows = pd.read_csv(config.run_dir / "test_predictions.csv", keep_default_na=False)
+    test_top = test_rows[[f"prob_{name}" for name in metrics["labels"]]].max(axis=1)
+    assert test_rows["low_confidence"].tolist() == (test_top < 0.3).tolist()
+    assert int(test_rows["low_confidence"].sum()) == metrics["test"]["low_confidence"]["flagged"]
+    report = (config.run_dir / "report.md").read_text()
+    section = report.split("## Low-confidence rows")[1].split("\n## ")[0]
+    flagged = metrics["test"]["low_confidence"]["flagged"]
+    assert f"| flags | {flagged:,} | {100 * flagged / len(test_rows):.2f}% |" in section
+    for name in metrics["labels"]:
+        count = int((test_rows["low_confidence"] & (test_rows["predicted"] == name)).sum())
+        assert re.search(rf"\| {re.escape(name)} \| 0\.3000 \| 0\.3 \| .* \| {count} \|", section), name

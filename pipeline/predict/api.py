@@ -2,6 +2,7 @@
 
 predictor = Predictor.from_path("runs/ag_news_bert")
 predict_texts(predictor, ["Stocks fell sharply", "A late goal won the cup"])   # [("Business", 0.93), ...]
+predict_texts(predictor, texts, flags=True)   # [("Business", 0.93, False), ...]: low-confidence flags
 labelled = predict_dataframe(predictor, frame, probabilities=True)
 """
 
@@ -25,24 +26,32 @@ def predict_texts(
     device: str = "auto",
     precision: str = "auto",
     backend: str = "auto",
-) -> list[tuple[str, float]] | list[tuple[list[str], list[float]]]:
+    flags: bool = False,
+) -> list[tuple]:
     """(label, score) for each text, in order; an empty text gives ("", nan). A single string is one text.
     A multi-label model gives (labels, scores): the predicted classes and their probabilities ([] for none).
     Probabilities are calibrated and labels follow the model's thresholds (model/decision.json) when it has them.
+    `flags`: each tuple gains a third item, True where a multi-class model with thresholds flags the row
+    low-confidence (its label is kept); always False for other models.
     Pass a Predictor to load the model once. `backend`: "auto" (the run's verified ONNX export when it is faster
     than PyTorch, else PyTorch), "torch" or "onnx" (an error when the run has no verified export)."""
     texts = [texts] if isinstance(texts, str) else list(texts)
     predictor = as_predictor(model_dir, batch_size=batch_size, device=device, precision=precision, backend=backend)
     result = predictor.label_texts(texts)
     if result.label_sets is not None:
-        return [
+        predictions = [
             ([predictor.labels[i] for i in row.nonzero()[0]], [float(p) for p in probabilities[row]])
             for row, probabilities in zip(result.label_sets, result.probabilities)
         ]
-    return [
-        (predictor.labels[label_id], score) if label_id >= 0 else ("", math.nan)
-        for label_id, score in zip(result.label_ids.tolist(), result.scores().tolist())
-    ]
+    else:
+        predictions = [
+            (predictor.labels[label_id], score) if label_id >= 0 else ("", math.nan)
+            for label_id, score in zip(result.label_ids.tolist(), result.scores().tolist())
+        ]
+    if not flags:
+        return predictions
+    low_confidence = result.low_confidence if result.low_confidence is not None else [False] * len(texts)
+    return [(*prediction, bool(flag)) for prediction, flag in zip(predictions, low_confidence)]
 
 
 def predict_dataframe(

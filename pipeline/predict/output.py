@@ -20,6 +20,7 @@ from typing import IO, Any
 from pipeline.io import atomic_path
 from pipeline.predict.predictor import LabelledTexts
 from pipeline.predict.source import PredictError
+from pipeline.rundir import PREDICTION_LOW_CONFIDENCE, PROBABILITY_PREFIX
 from pipeline.tables import DELIMITERS, resolve_format
 from pipeline.thresholds import KIND_FLAG
 
@@ -27,10 +28,7 @@ from pipeline.thresholds import KIND_FLAG
 LABEL_COLUMN, LABEL_ID_COLUMN, SCORE_COLUMN, ERROR_COLUMN = "label", "label_id", "score", "error"
 # Multi-label models: the predicted classes joined by the label separator, instead of label, label_id and score.
 LABELS_COLUMN = "labels"
-# Multi-class models with thresholds: true where the top probability is below its class's threshold (the label is
-# kept, not forced; pipeline.thresholds).
-LOW_CONFIDENCE_COLUMN = "low_confidence"
-PROBABILITY_PREFIX = "prob_"
+LOW_CONFIDENCE_COLUMN = PREDICTION_LOW_CONFIDENCE
 PROBABILITY_FORMAT = "%.6g"
 OUTPUT_FORMATS = ("csv", "tsv", "jsonl")
 

@@ -1,9 +1,11 @@
 """The report's account of scores you can act on: class imbalance (which metrics lead), calibration (expected
 calibration error and reliability diagrams before and after temperature scaling) and operating points (ROC and
-precision-recall curves with their areas and the decision threshold's point, for binary and multi-label runs).
+precision-recall curves with their areas and the decision threshold's point, for binary and multi-label runs;
+the rows flagged low-confidence, for multi-class runs with thresholds).
 
 Everything is read from the run directory: metrics.json (`data.class_counts`, `calibration`, `thresholds`,
-`test.areas`) and test_predictions.csv (the per-class probabilities the curves are drawn from).
+`test.areas`, `test.low_confidence`) and test_predictions.csv (the per-class probabilities the curves are drawn
+from, and the low_confidence flags).
 """
 
 from __future__ import annotations
@@ -16,12 +18,21 @@ import numpy as np
 from pipeline import labels, plots
 from pipeline.labels import IMBALANCE_RATIO
 from pipeline.report.blocks import Block, Cell, Chart, Heading, Images, Paragraph, Table
-from pipeline.report.formatting import MISSING, format_score
+from pipeline.report.formatting import MISSING, format_count, format_percent, format_score
 from pipeline.report.runs import Run
-from pipeline.rundir import PREDICTION_GOLD, PROBABILITY_PREFIX, REPORT_HTML, is_number, nested_get
+from pipeline.rundir import (
+    PREDICTION_GOLD,
+    PREDICTION_LOW_CONFIDENCE,
+    PREDICTION_PREDICTED,
+    PROBABILITY_PREFIX,
+    REPORT_HTML,
+    is_number,
+    nested_get,
+)
 
 SECTION_CALIBRATION = "Calibration"
 SECTION_OPERATING = "Operating points"
+SECTION_LOW_CONFIDENCE = "Low-confidence rows"
 # Curves drawn per run at most (the classes with the most test rows); the table lists every class.
 MAX_CURVES = 8
 
@@ -153,11 +164,7 @@ def operating_blocks(runs: Sequence[Run]) -> list[Block]:
             blocks.append(Heading(run.name, level=3))
         curves = operating_curves(run)
         blocks.append(_operating_table(run, {curve.name: curve for curve in curves}))
-        blocks += [
-            Paragraph(f"{name}: {record['fallback']}.", style="note")
-            for name, record in (run.metric("thresholds", "chosen") or {}).items()
-            if isinstance(record, dict) and record.get("fallback")
-        ]
+        blocks += _fallback_notes(run)
         if curves:
             figure = plots.operating_curves_figure(curves[:MAX_CURVES], title=f"{run.name} (test)")
             chart = Chart(plots.figure_to_png(figure), f"ROC and precision-recall curves of {run.name}")
@@ -198,6 +205,82 @@ def _operating_table(run: Run, curves: dict[str, plots.OperatingCurve]) -> Table
         ],
         rows,
     )
+
+
+def _fallback_notes(run: Run) -> list[Block]:
+    """Where a class's threshold could not be chosen as asked, what was used instead."""
+    return [
+        Paragraph(f"{name}: {record['fallback']}.", style="note")
+        for name, record in (run.metric("thresholds", "chosen") or {}).items()
+        if isinstance(record, dict) and record.get("fallback")
+    ]
+
+
+def low_confidence_blocks(runs: Sequence[Run]) -> list[Block]:
+    """Multi-class runs with thresholds: how many test rows were flagged, how accurate the kept and flagged rows
+    are, and per class the threshold and how it was chosen."""
+    flagging = [run for run in runs if isinstance(run.metric("test", "low_confidence"), dict)]
+    if not flagging:
+        return []
+    blocks: list[Block] = [
+        Heading(SECTION_LOW_CONFIDENCE),
+        Paragraph(
+            "A multi-class run with decision thresholds (eval.threshold) keeps the most probable class as the label "
+            "and flags a row whose probability for it is below that class's threshold, for a person to check; "
+            "pipeline.predict marks the same rows in its low_confidence column. The thresholds were chosen on "
+            "validation (model/decision.json); precision and recall on validation count the rows labelled the "
+            "class and not flagged. The counts and accuracies are on test.",
+            style="meta",
+        ),
+        Table(
+            ["Run", "Flagged", "Share flagged", "Accuracy of kept rows", "Accuracy of flagged rows"],
+            [
+                [
+                    Cell(run.name),
+                    Cell(format_count(run.metric("test", "low_confidence", "flagged")), "num"),
+                    Cell(format_percent(run.metric("test", "low_confidence", "share")), "num"),
+                    Cell(format_percent(run.metric("test", "low_confidence", "accuracy_of_kept")), "num"),
+                    Cell(format_percent(run.metric("test", "low_confidence", "accuracy_of_flagged")), "num"),
+                ]
+                for run in flagging
+            ],
+        ),
+    ]
+    for run in flagging:
+        if len(runs) > 1:
+            blocks.append(Heading(run.name, level=3))
+        blocks.append(_flag_table(run))
+        blocks += _fallback_notes(run)
+    return blocks
+
+
+def _flag_table(run: Run) -> Table:
+    flagged = _flagged_per_class(run)
+    rows = []
+    for name in run.labels:
+        chosen = run.metric("thresholds", "chosen", name) or {}
+        threshold = run.metric("thresholds", "thresholds", name)
+        rows.append(
+            [
+                Cell(name),
+                Cell(format_score(threshold), "num"),
+                Cell(_setting_text(chosen.get("setting")) if chosen else "none: never flagged"),
+                Cell(format_score(chosen.get("validation_precision")), "num"),
+                Cell(format_score(chosen.get("validation_recall")), "num"),
+                Cell(format_count(flagged.get(name, 0)) if flagged is not None else MISSING, "num"),
+            ]
+        )
+    headers = ["Class", "Threshold", "Setting", "Precision (val.)", "Recall (val.)", "Flagged (test)"]
+    return Table(headers, rows)
+
+
+def _flagged_per_class(run: Run) -> dict[str, int] | None:
+    """Test rows flagged per predicted class, from test_predictions.csv; None where it has no flags."""
+    predictions = run.predictions
+    if predictions is None or PREDICTION_LOW_CONFIDENCE not in predictions.columns:
+        return None
+    flagged = predictions[PREDICTION_LOW_CONFIDENCE].astype(str).str.lower() == "true"
+    return predictions.loc[flagged, PREDICTION_PREDICTED].astype(str).value_counts().to_dict()
 
 
 def _setting_text(setting: Any) -> str:

@@ -29,7 +29,7 @@ from pipeline.report.formatting import (
     truncate,
 )
 from pipeline.report.runs import Run
-from pipeline.report.scores import calibration_blocks, operating_blocks
+from pipeline.report.scores import calibration_blocks, low_confidence_blocks, operating_blocks
 from pipeline.report.summary import all_labels, by_support, per_class_value, summary_blocks
 from pipeline.report.verdict import header_blocks
 from pipeline.rundir import (
@@ -70,6 +70,7 @@ def build_report(runs: Sequence[Run], generated_at: datetime | None = None) -> t
     blocks += _per_class_blocks(runs)
     blocks += calibration_blocks(runs)
     blocks += operating_blocks(runs)
+    blocks += low_confidence_blocks(runs)
     if len(runs) == 1:
         blocks += _export_blocks(runs[0])
     if comparison is not None:
