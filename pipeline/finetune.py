@@ -385,13 +385,15 @@ def build_metrics(
 def prediction_speed(config: PipelineConfig, prepared: Prepared) -> dict[str, Any]:
     """Rows/s of the prediction path (pipeline.predict) on at most eval.predict_speed_rows test texts, with the
     saved model as users will load it; main process only."""
-    from pipeline.predict import PredictError, Predictor
+    from pipeline.predict import PredictError, Predictor, resolve_model_source
     from pipeline.predict.speed import prediction_speed as measure
 
     test = prepared.data.splits["test"]
     texts = test.select(range(min(len(test), config.eval.predict_speed_rows)))["text"]
     try:
-        predictor = Predictor.from_path(config.run_dir, max_length=prepared.tokenization.max_length, backend="torch")
+        # Before metrics.json is written: the model is final (calibrated, with its thresholds), the run not yet.
+        source = resolve_model_source(config.run_dir, require_finished=False)
+        predictor = Predictor.from_source(source, max_length=prepared.tokenization.max_length, backend="torch")
     except PredictError as error:
         logger.warning("Prediction speed not measured: %s", error)
         return {}

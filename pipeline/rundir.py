@@ -462,7 +462,9 @@ def _process_alive(pid: int) -> bool:
 @contextlib.contextmanager
 def claimed(path: Path) -> Iterator[None]:
     """Hold the run directory for this process (an exclusively created lock file with its pid); a second run of
-    the same name gets a RunDirError at once. A lock left by a process that no longer runs is taken over."""
+    the same name gets a RunDirError at once. A lock left by a process that no longer runs is taken over. Folders
+    it had to create are removed again if the run leaves them empty (it failed before writing anything)."""
+    created = [folder for folder in (path, *path.parents) if not folder.exists()]
     path.mkdir(parents=True, exist_ok=True)
     lock = path / LOCK_FILE
     for _ in range(2):
@@ -483,6 +485,9 @@ def claimed(path: Path) -> Iterator[None]:
         yield
     finally:
         lock.unlink(missing_ok=True)
+        for folder in created:  # deepest first; a folder something else wrote into stays
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
 
 def clean_staging_leftovers(path: Path) -> list[str]:

@@ -458,6 +458,9 @@ def test_export_of_something_that_is_not_a_classifier(tmp_path, bert_tokenizer, 
     bert_tokenizer.save_pretrained(run / "model")
     (run / "config.yaml").write_text("data:\n  text_columns: [text]\n")
     assert export_cli.main(["--model", str(run)]) == 1
+    assert_one_line_error(capsys.readouterr().err, "metrics.json is missing, so the run has not finished")
+    (run / "metrics.json").write_text('{"labels": ["a", "b"]}')
+    assert export_cli.main(["--model", str(run)]) == 1
     assert_one_line_error(capsys.readouterr().err, "not a sequence-classification model", "BertModel")
 
     shutil.copytree(run / "model", tmp_path / "bare")

@@ -10,8 +10,10 @@ import csv
 import gzip
 import io
 import json
+import logging
 import math
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -759,3 +761,17 @@ def test_inputs_that_used_to_give_tracebacks_give_one_line(run_dir, tmp_path, ca
 def test_a_single_string_is_one_text(predictor):
     ((label, score),) = predict_texts(predictor, "Stocks fell sharply on Wall Street")
     assert label in LABELS and 0 < score <= 1
+
+
+def test_an_unfinished_run_is_refused_unless_its_model_folder_is_named(run_dir, tmp_path, caplog):
+    """A run without metrics.json (still training, or crashed before evaluation) holds a checkpoint without
+    calibration or thresholds: its directory is refused with the way round it, its model/ is used with a warning."""
+    unfinished = tmp_path / "unfinished"
+    shutil.copytree(run_dir, unfinished)
+    (unfinished / "metrics.json").unlink()
+    with pytest.raises(PredictError, match=r"metrics\.json is missing, so the run has not finished .* pass .*model"):
+        Predictor.from_path(unfinished, device="cpu", precision="fp32")
+    with caplog.at_level(logging.WARNING, logger="pipeline.predict.source"):
+        predictor = Predictor.from_path(unfinished / "model", device="cpu", precision="fp32", max_length=64)
+    assert "has not finished" in caplog.text
+    assert predictor.text_spec.columns == ("title", "description"), "the run's settings still apply"

@@ -58,6 +58,21 @@ def test_a_failing_overwrite_keeps_the_earlier_run(tiny_run_config, tmp_path, ca
     assert not (run.path / rundir.LOCK_FILE).exists()
 
 
+def test_a_run_that_fails_before_writing_leaves_no_folder_behind(tiny_run_config, tmp_path, capsys):
+    """A typo in the data path costs nothing, and leaves no empty run folder (nor runs/) to puzzle over."""
+    config = tiny_run_config("run.name=never", f"run.output_dir={tmp_path / 'fresh' / 'runs'}")
+    save_config(config, tmp_path / "c.yaml")
+    assert finetune.main(["--config", str(tmp_path / "c.yaml"), f"data.train_file={tmp_path / 'typo.csv'}"]) == 2
+    assert "typo.csv" in capsys.readouterr().err
+    assert not (tmp_path / "fresh").exists()
+
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    with rundir.claimed(kept / "run"):
+        (kept / "run" / "history.jsonl").write_text("{}\n")  # a run that wrote something keeps its folder
+    assert (kept / "run" / "history.jsonl").is_file() and not (kept / "run" / rundir.LOCK_FILE).exists()
+
+
 def test_a_second_run_of_the_same_name_is_refused_while_the_first_holds_it(tmp_path):
     with rundir.claimed(tmp_path / "run"):
         holder = subprocess.run(

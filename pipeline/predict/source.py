@@ -5,6 +5,7 @@ saved sequence-classification folder; and loading its weights and tokenizer.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,9 +13,11 @@ from typing import Any
 
 from pipeline.config import DataConfig
 from pipeline.models.cls_only import restrict_last_layer_to_cls
-from pipeline.rundir import RunDir, RunDirError, is_model_dir, is_run_dir, nested_get
+from pipeline.rundir import METRICS_FILE, RunDir, RunDirError, is_model_dir, is_run_dir, nested_get
 from pipeline.tables import TextSpec, one_line
 from pipeline.windows import LongTextRule
+
+logger = logging.getLogger(__name__)
 
 
 class PredictError(ValueError):
@@ -65,14 +68,25 @@ def run_max_length(run: RunDir, config: dict[str, Any]) -> int | None:
     return length if isinstance(length, int) and length > 0 else None
 
 
-def resolve_model_source(path: str | Path) -> ModelSource:
-    """A run directory, a run's `model/` folder (the run's settings still apply) or a bare saved model."""
+def resolve_model_source(path: str | Path, require_finished: bool = True) -> ModelSource:
+    """A run directory, a run's `model/` folder (the run's settings still apply) or a bare saved model.
+    `require_finished`: a run without metrics.json (still training, or stopped before evaluation) holds an
+    unevaluated checkpoint, without calibration or thresholds: named by its run directory it is refused, named by
+    its model/ folder it is used with a warning."""
     path = Path(path)
     if not path.exists():
         raise PredictError(f"model not found: {path}")
     run_path = path if is_run_dir(path) else path.parent if is_model_dir(path) and is_run_dir(path.parent) else None
     if run_path is not None:
         run = RunDir(run_path)
+        if require_finished and not run.metrics_path.is_file():
+            unfinished = (
+                f"{run_path}: {METRICS_FILE} is missing, so the run has not finished (still training, or stopped "
+                f"before evaluation) and {run.model_dir} is a checkpoint without calibration or thresholds"
+            )
+            if path == run_path:
+                raise PredictError(f"{unfinished}; to predict with it anyway, pass {run.model_dir}")
+            logger.warning("%s", unfinished)
         try:
             config = run.read_config()
             return ModelSource(
