@@ -47,6 +47,8 @@ class LabelScheme:
     index_base: int
     accepts_names: bool = True
     accepts_ids: bool = True
+    # Where names-only classes come from, for the error that lists them (what to change to accept other labels).
+    origin: str = ""
 
 
 def as_int(value: Any) -> int | None:
@@ -97,7 +99,9 @@ def _inferred_scheme(train: Table, column: str, base: int) -> LabelScheme:
             f"{MAX_INFERRED_CLASSES}: is data.label_column a text or id column? If not, list the classes in "
             "data.label_names"
         )
-    return LabelScheme(names, base, accepts_ids=False)
+    return LabelScheme(
+        names, base, accepts_ids=False, origin="the classes found in train; set data.label_names to use ids"
+    )
 
 
 def _check_names(names: list[str]) -> None:
@@ -146,7 +150,7 @@ def _allowed(scheme: LabelScheme) -> str:
     if not scheme.accepts_names:
         return f"allowed: {ids}"
     if not scheme.accepts_ids:
-        return f"allowed: the names {shown} (the classes found in train; set data.label_names to use ids)"
+        return f"allowed: the names {shown} ({scheme.origin})"
     return f"allowed: {ids} or the names {shown}"
 
 
@@ -166,14 +170,16 @@ def label_set_scheme(config: DataConfig, train: Table) -> LabelScheme:
                 f"data.label_names: class {joined[0]!r} contains data.label_separator {separator!r}; "
                 "choose another separator"
             )
-        return LabelScheme(names, 0, accepts_ids=False)
+        return LabelScheme(names, 0, accepts_ids=False, origin="data.label_names")
     found = {name for row in _raw_sets(train, config.label_column, separator) for name in row}
     if len(found) > MAX_INFERRED_CLASSES:
         raise DataError(
             f"{train.source}, column '{config.label_column}': {len(found)} distinct labels, more than "
             f"{MAX_INFERRED_CLASSES}: list the classes in data.label_names"
         )
-    return LabelScheme(sorted(found), 0, accepts_ids=False)
+    return LabelScheme(
+        sorted(found), 0, accepts_ids=False, origin="the classes found in train; list them all in data.label_names"
+    )
 
 
 def label_sets(table: Table, column: str, scheme: LabelScheme, separator: str) -> np.ndarray:

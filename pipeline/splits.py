@@ -204,6 +204,15 @@ def deduplicate(
     for name in (n for n in order if n in splits):
         drop_within, drop_across = _duplicate_rows(keys[name], seen, name, report)
         drop = (drop_within if mode in ("within", "across") else set()) | (drop_across if mode == "across" else set())
+        if drop_across:
+            logger.warning(
+                "%d %s texts also occur in an earlier split: %s",
+                len(drop_across),
+                name,
+                "removed (data.deduplicate: across)"
+                if mode == "across"
+                else "kept, so its scores count texts seen before (data.deduplicate: across removes them)",
+            )
         seen |= set(keys[name])
         kept[name] = _without(splits[name], drop, name, removed, drop_within)
         report.removed[name] = len(drop)
@@ -223,8 +232,6 @@ def _duplicate_rows(keys: list[str], seen: set[str], name: str, report: Duplicat
     report.within[name] = len(within)
     if seen:
         report.across[f"{name}_in_earlier_splits"] = len(across)
-        if across:
-            logger.warning("%d %s texts also occur in an earlier split (leakage)", len(across), name)
     return within, across
 
 

@@ -9,6 +9,7 @@ import dataclasses
 import gzip
 import http.server
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -573,14 +574,17 @@ def test_one_file_with_string_labels_and_ids(tmp_path):
     assert data.summary["sizes"] == {"train": 36, "validation": 12, "test": 12}
 
 
-def test_duplicates_are_counted_removed_across_and_listed(tmp_path):
+def test_duplicates_are_counted_removed_across_and_listed(tmp_path, caplog):
     rows = email_rows(30)
     rows += [(f"dup{i}", rows[i][1], "  " + rows[i][2].replace(" ", "\n ") + " ") for i in range(6)]  # same text
     rows += [("conflict", "spam", rows[0][2])]  # same text as m0, another label
     path = write_emails(tmp_path / "mail.csv", rows)
-    data = load_data(own_config(path), seed=0)
+    with caplog.at_level(logging.WARNING, logger="pipeline.splits"):
+        data = load_data(own_config(path), seed=0)
     duplicates = data.summary["duplicates"]
     assert duplicates["mode"] == "across" and duplicates["conflicts"] == 1
+    across = sum(duplicates["across"].values())
+    assert across and "texts also occur in an earlier split: removed (data.deduplicate: across)" in caplog.text
     assert duplicates["conflict_examples"][0]["labels"] == ["billing", "spam"]
     removed_ids = {row.row_id for row in data.removed}
     assert len(data.removed) == sum(duplicates["removed"].values()) == 7
@@ -588,7 +592,10 @@ def test_duplicates_are_counted_removed_across_and_listed(tmp_path):
     assert len(kept_texts) == len(set(kept_texts)) == 30  # no text twice, anywhere
     assert removed_ids.isdisjoint(i for split_ids in data.row_ids().values() for i in split_ids)
 
-    counted_only = load_data(own_config(path, deduplicate="none"), seed=0)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="pipeline.splits"):
+        counted_only = load_data(own_config(path, deduplicate="none"), seed=0)
+    assert "earlier split: kept, so its scores count texts seen before" in caplog.text
     assert counted_only.removed == [] and sum(counted_only.summary["sizes"].values()) == 37
     assert (
         sum(counted_only.summary["duplicates"]["within"].values())

@@ -69,8 +69,11 @@ def test_parquet_list_column_reads_as_label_sets(tmp_path):
 
 def test_unknown_label_and_separator_inside_a_name_are_errors_naming_the_row(tmp_path):
     jsonl = write_jsonl(tmp_path / "train.jsonl", [["health"], ["sports", "weather"], ["tech"]] * 5)
-    with pytest.raises(DataError, match=r"train\.jsonl, line 2, column 'label': label 'weather' is not a known class"):
+    with pytest.raises(
+        DataError, match=r"train\.jsonl, line 2, column 'label': label 'weather' is not a known class"
+    ) as caught:
         load_data(files_config(jsonl, "data.label_names=[health,sports,tech]").data, seed=0)
+    assert str(caught.value).endswith("allowed: the names health, sports, tech (data.label_names)")
     joined = tmp_path / "joined.jsonl"
     joined.write_text('{"text": "a", "label": ["x"]}\n{"text": "b", "label": ["x|y"]}\n', encoding="utf-8")
     with pytest.raises(
