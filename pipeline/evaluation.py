@@ -87,17 +87,19 @@ def compute_metrics(labels: np.ndarray, predictions: np.ndarray, label_names: li
 def compute_multilabel_metrics(labels: np.ndarray, predicted: np.ndarray, label_names: list[str]) -> dict:
     """Multi-label metrics of (N, C) gold and predicted indicator rows. `accuracy` is subset accuracy (every class
     of the row right). Samples-F1 counts a row with no gold and no predicted class as 1 (nothing to find, nothing
-    claimed); undefined per-class precision or recall counts as 0, as for single-label tasks."""
+    claimed); undefined per-class precision or recall counts as 0, and macro-F1 averages the classes that occur or
+    are predicted, as for single-label tasks."""
     from sklearn.metrics import accuracy_score, f1_score, hamming_loss, precision_recall_fscore_support
 
     gold, guess = np.asarray(labels) > 0.5, np.asarray(predicted).astype(bool)
     precision, recall, f1, support = precision_recall_fscore_support(gold, guess, average=None, zero_division=0)
     subset = float(accuracy_score(gold, guess)) if len(gold) else 0.0
+    scored = gold.any(axis=0) | guess.any(axis=0)  # as single-label macro-F1: classes that occur or are predicted
     return {
         "accuracy": subset,
         "subset_accuracy": subset,
         "micro_f1": float(f1_score(gold, guess, average="micro", zero_division=0)),
-        "macro_f1": float(f1_score(gold, guess, average="macro", zero_division=0)),
+        "macro_f1": float(f1[scored].mean()) if scored.any() else 0.0,
         "samples_f1": float(f1_score(gold, guess, average="samples", zero_division=1.0)) if len(gold) else 0.0,
         "hamming_loss": float(hamming_loss(gold, guess)) if len(gold) else 0.0,
         "num_samples": int(len(gold)),

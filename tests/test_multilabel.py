@@ -107,6 +107,15 @@ def test_multilabel_metrics_by_hand():
     assert metrics["samples_f1"] == pytest.approx((2 / 3 + 1 + 1 + 0.5) / 4)
     assert metrics["per_class"]["a"] == {"precision": 1.0, "recall": 1.0, "f1": 1.0, "support": 2}
     assert metrics["per_class"]["c"]["support"] == 1 and metrics["per_class"]["c"]["f1"] == 0.0
+    # macro-F1: a 1, b 2/3, c 0 (predicted once, wrongly)
+    assert metrics["macro_f1"] == pytest.approx((1 + 2 / 3 + 0) / 3)
+    # A class that occurs nowhere and is never predicted has no F1 to average in.
+    unused = compute_multilabel_metrics(
+        np.concatenate([gold, np.zeros((4, 1))], axis=1),
+        np.concatenate([predicted, np.zeros((4, 1), bool)], axis=1),
+        ["a", "b", "c", "never"],
+    )
+    assert unused["macro_f1"] == pytest.approx(metrics["macro_f1"]) and unused["per_class"]["never"]["support"] == 0
 
 
 def test_encoder_computes_binary_cross_entropy_for_multi_label():

@@ -16,9 +16,9 @@ Self-contained (numpy, scikit-learn, datasets, evaluate): `evaluate.load` copies
 import datasets
 import evaluate
 import numpy as np
-from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, precision_recall_fscore_support
+from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support
 
-_DESCRIPTION = """Accuracy, macro-F1 (unweighted mean of the per-class F1 scores), per-class precision, recall, F1 and
+_DESCRIPTION = """Accuracy, macro-F1 (unweighted mean of the F1 scores of the classes that occur or are predicted), per-class precision, recall, F1 and
 support, and the confusion matrix indexed [true][predicted], over a fixed list of classes: a class that never
 occurs still gets its row (scores 0, support 0), so runs and splits always line up."""
 
@@ -53,9 +53,12 @@ def classification_metrics(references, predictions, label_names) -> dict:
         references, predictions, labels=class_ids, zero_division=0
     )
     present = support > 0
+    # Macro-F1 over the classes that occur or are predicted (scikit-learn's default set): a class absent from both
+    # has no F1 to average, and counting it as 0 would lower the score of a split that merely lacks it.
+    scored = present | (np.bincount(predictions, minlength=len(class_ids))[: len(class_ids)] > 0)
     return {
         "accuracy": float(accuracy_score(references, predictions)),
-        "macro_f1": float(f1_score(references, predictions, labels=class_ids, average="macro", zero_division=0)),
+        "macro_f1": float(f1[scored].mean()) if scored.any() else 0.0,
         # The mean recall over the classes that occur: what accuracy would be if every class were equally common.
         "balanced_accuracy": float(recall[present].mean()) if present.any() else 0.0,
         "num_samples": int(len(references)),
