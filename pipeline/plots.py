@@ -40,13 +40,16 @@ def run_color(index: int) -> str:
 
 @dataclass
 class EvalCurve:
-    """Validation accuracy of one run, from the evaluation lines of its history.jsonl."""
+    """A validation metric of one run (accuracy, macro-F1 or micro-F1), from the evaluation lines of its
+    history.jsonl."""
 
     run_name: str
     steps: list[float]
     elapsed_seconds: list[float | None]
-    accuracies: list[float]
+    values: list[float]
     best_step: int | None = None
+    metric: str = "accuracy"  # the history key after eval_
+    metric_name: str = "accuracy"  # as a reader sees it
 
 
 def figure_to_png(figure: Figure) -> bytes:
@@ -119,7 +122,8 @@ def confusion_matrix_figure(
 
 
 def validation_curves_figure(curves: Sequence[EvalCurve]) -> Figure:
-    """Validation accuracy against optimizer steps (left) and training wall-clock time (right), one line per run."""
+    """A validation metric (the curves' own, accuracy in percent) against optimizer steps (left) and training
+    wall-clock time (right), one line per run."""
     figure = Figure(figsize=(11.0, 4.2), layout="constrained")
     by_step, by_time = figure.subplots(1, 2, sharey=True)
     longest_seconds = max((s for curve in curves for s in curve.elapsed_seconds if s is not None), default=0.0)
@@ -130,20 +134,21 @@ def validation_curves_figure(curves: Sequence[EvalCurve]) -> Figure:
         color = run_color(index)
         marker = "o" if len(curve.steps) <= 40 else None
         by_step.plot(
-            curve.steps, curve.accuracies, color=color, marker=marker, markersize=3.5, label=literal(curve.run_name)
+            curve.steps, curve.values, color=color, marker=marker, markersize=3.5, label=literal(curve.run_name)
         )
-        timed = [(s / time_divisor, a) for s, a in zip(curve.elapsed_seconds, curve.accuracies) if s is not None]
+        timed = [(s / time_divisor, a) for s, a in zip(curve.elapsed_seconds, curve.values) if s is not None]
         if timed:
             by_time.plot(*zip(*timed), color=color, marker=marker, markersize=3.5, label=literal(curve.run_name))
         _mark_best(by_step, by_time, curve, color, time_divisor)
 
     by_step.set_xlabel("optimizer step")
-    by_step.set_ylabel("validation accuracy")
+    by_step.set_ylabel(f"validation {curves[0].metric_name}")
     by_step.xaxis.set_major_locator(MaxNLocator(integer=True))
     by_time.set_xlabel(f"training time ({time_unit})")
     # Steps of 1, 2 or 5 (times a power of ten) keep _PercentTicks' decimal count exact.
     by_step.yaxis.set_major_locator(MaxNLocator(nbins=7, steps=[1, 2, 5, 10]))
-    by_step.yaxis.set_major_formatter(_PercentTicks())
+    if curves[0].metric == "accuracy":
+        by_step.yaxis.set_major_formatter(_PercentTicks())
     for axes in (by_step, by_time):
         axes.grid(alpha=0.3)
     by_step.legend(loc="lower right", fontsize=9)
@@ -173,9 +178,9 @@ def _mark_best(by_step, by_time, curve: EvalCurve, color: str, time_divisor: flo
         return
     index = curve.steps.index(curve.best_step)
     star = dict(marker="*", markersize=13, color=color, markeredgecolor="black", markeredgewidth=0.6, zorder=5)
-    by_step.plot([curve.steps[index]], [curve.accuracies[index]], **star)
+    by_step.plot([curve.steps[index]], [curve.values[index]], **star)
     if curve.elapsed_seconds[index] is not None:
-        by_time.plot([curve.elapsed_seconds[index] / time_divisor], [curve.accuracies[index]], **star)
+        by_time.plot([curve.elapsed_seconds[index] / time_divisor], [curve.values[index]], **star)
 
 
 def per_class_f1_figure(labels: Sequence[str], f1_by_run: Mapping[str, Sequence[float | None]]) -> Figure:

@@ -38,7 +38,7 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SECTION_HEADINGS = [
     "Summary",
     "Confusion matrices",
-    "Validation accuracy",
+    "Validation curves",
     "Per-class F1",
     "Where the runs disagree",
     "Most confident mistakes",
@@ -428,7 +428,7 @@ def test_missing_optional_pieces_are_reported_not_fatal(tmp_path: Path):
     with pytest.warns(ReportWarning, match="test_predictions.csv"):
         markdown_path, _ = write_report([run_dir], tmp_path / "out")
     markdown = markdown_path.read_text()
-    assert "history.jsonl has no evaluation lines" in markdown_section(markdown, "Validation accuracy")
+    assert "history.jsonl has no evaluation lines" in markdown_section(markdown, "Validation curves")
     assert "No test_predictions.csv" in markdown_section(markdown, "Most confident mistakes")
 
 
@@ -897,3 +897,24 @@ def test_multi_label_runs_are_compared_by_class_sets_whatever_their_separators()
     assert "gold labels differ between pipes and semicolons first at row 3" in (
         compare_predictions([first, second]).unavailable_reason
     )
+
+
+def test_validation_curves_follow_the_metric_that_selected_the_models(tmp_path: Path):
+    """Runs picked by macro-F1 are drawn and tabled in macro-F1 (as scores); runs picked by different metrics fall
+    back to accuracy, which every history records."""
+    runs = [
+        update_metrics(make_fake_run(tmp_path, name, seed=seed, correct_share=0.8), best={"metric": "macro_f1"})
+        for name, seed in (("a", 1), ("b", 2))
+    ]
+    section = markdown_section(write_report(runs, tmp_path / "macro")[0].read_text(), "Validation curves")
+    header, *rows = markdown_table_rows(section)
+    assert header[2] == "First macro-F1"
+    for run, row in zip(runs, rows):
+        history = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
+        highest = max(line["eval_macro_f1"] for line in history if "eval_macro_f1" in line)
+        assert row[3].startswith(f"{highest:.4f} (step ")
+
+    update_metrics(runs[1], best={"metric": "accuracy"})
+    section = markdown_section(write_report(runs, tmp_path / "mixed")[0].read_text(), "Validation curves")
+    header, first_row, _ = markdown_table_rows(section)
+    assert header[2] == "First accuracy" and re.match(r"\d+\.\d{2}% \(step ", first_row[2])

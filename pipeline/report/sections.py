@@ -23,6 +23,7 @@ from pipeline.report.formatting import (
     MISSING,
     format_count,
     format_duration,
+    format_metric,
     format_percent,
     format_rate,
     format_score,
@@ -41,6 +42,7 @@ from pipeline.rundir import (
     PREDICTION_SCORE,
     PREDICTION_TEXT,
     PREDICTIONS_FILE,
+    RANKING_METRICS,
     REPORT_HTML,
     is_number,
 )
@@ -51,7 +53,7 @@ if TYPE_CHECKING:
 MAX_DISAGREEMENT_ROWS = 20
 
 SECTION_CONFUSION = "Confusion matrices"
-SECTION_CURVES = "Validation accuracy"
+SECTION_CURVES = "Validation curves"
 SECTION_PER_CLASS = "Per-class F1"
 SECTION_DISAGREEMENTS = "Where the runs disagree"
 SECTION_MISTAKES = "Most confident mistakes"
@@ -136,9 +138,14 @@ def _confusion_table(matrix: list[list[float]], labels: list[str]) -> Table:
 # --- 4. Validation curves
 
 
-def eval_curve(run: Run) -> plots.EvalCurve:
-    """The validation accuracy points of a run's training history (the lines that carry eval_accuracy)."""
-    points = [line for line in run.history if is_number(line.get("eval_accuracy")) and is_number(line.get("step"))]
+def eval_curve(run: Run, metric: str | None = None) -> plots.EvalCurve:
+    """The validation points of a run's training history in `metric` (default: the one that selected its model;
+    accuracy where the history does not record it, as in runs older than the metric)."""
+    metric = metric or run.ranking_metric
+    if not any(is_number(line.get(f"eval_{metric}")) for line in run.history):
+        metric = "accuracy"
+    key = f"eval_{metric}"
+    points = [line for line in run.history if is_number(line.get(key)) and is_number(line.get("step"))]
     best_step = run.metric("best", "step")
     return plots.EvalCurve(
         run_name=run.name,
@@ -146,14 +153,17 @@ def eval_curve(run: Run) -> plots.EvalCurve:
         elapsed_seconds=[
             point["elapsed_seconds"] if is_number(point.get("elapsed_seconds")) else None for point in points
         ],
-        accuracies=[point["eval_accuracy"] for point in points],
+        values=[point[key] for point in points],
         best_step=best_step if is_number(best_step) else None,
+        metric=metric,
+        metric_name=RANKING_METRICS[metric],
     )
 
 
 def _curve_blocks(runs: Sequence[Run]) -> list[Block]:
     blocks: list[Block] = [Heading(SECTION_CURVES)]
-    curves = [eval_curve(run) for run in runs]
+    metric = _curve_metric(runs)
+    curves = [eval_curve(run, metric) for run in runs]
     with_points = [curve for curve in curves if curve.steps]
     for curve in curves:
         if not curve.steps:
@@ -162,28 +172,41 @@ def _curve_blocks(runs: Sequence[Run]) -> list[Block]:
             )
     if not with_points:
         return blocks
+    name = with_points[0].metric_name
     figure = plots.validation_curves_figure(with_points)
-    caption = "Validation accuracy by optimizer step and by training time; ★ marks the selected (best) model."
-    blocks.append(Images([Chart(plots.figure_to_png(figure), "validation accuracy curves", caption)], only="html"))
+    caption = f"Validation {name} by optimizer step and by training time; ★ marks the selected (best) model."
+    blocks.append(Images([Chart(plots.figure_to_png(figure), f"validation {name} curves", caption)], only="html"))
     blocks.append(Paragraph(f"The curves are drawn in {REPORT_HTML}.", style="meta", only="md"))
     rows = [
         [
             Cell(curve.run_name),
             Cell(format_count(len(curve.steps)), "num"),
             Cell(_curve_point(curve, 0), "num"),
-            Cell(_curve_point(curve, int(np.argmax(curve.accuracies))), "num"),
+            Cell(_curve_point(curve, int(np.argmax(curve.values))), "num"),
             Cell(_curve_point(curve, -1), "num"),
         ]
         for curve in with_points
     ]
-    blocks.append(Table(["Run", "Evaluations", "First", "Highest", "Last"], rows))
+    blocks.append(Table(["Run", "Evaluations", f"First {name}", "Highest", "Last"], rows))
     return blocks
+
+
+def _curve_metric(runs: Sequence[Run]) -> str:
+    """The metric that selected the models where they agree on one and their histories record it, else accuracy,
+    which every history records."""
+    selected = {run.ranking_metric for run in runs}
+    if len(selected) != 1:
+        return "accuracy"
+    metric = selected.pop()
+    recorded = all(any(is_number(line.get(f"eval_{metric}")) for line in run.history) for run in runs)
+    return metric if recorded else "accuracy"
 
 
 def _curve_point(curve: plots.EvalCurve, index: int) -> str:
     elapsed = curve.elapsed_seconds[index]
     when = f", {format_duration(elapsed)}" if elapsed is not None else ""
-    return f"{format_percent(curve.accuracies[index])} (step {format_count(curve.steps[index])}{when})"
+    value = format_metric(curve.metric, curve.values[index])
+    return f"{value} (step {format_count(curve.steps[index])}{when})"
 
 
 # --- 5. Per-class F1
