@@ -354,19 +354,40 @@ def load_yaml(text: str) -> Any:
     return yaml.load(text, Loader=_ConfigLoader)  # a SafeLoader: no Python objects
 
 
+_SCALAR_NAMES = {float: "a number", int: "an integer", bool: "true or false", str: "a string"}
+_SCALAR_PLURALS = {float: "numbers", int: "integers", bool: "booleans", str: "strings"}
+
+
 def _describe(tp: Any) -> str:
+    """A type as a config reader would say it: "a number, 'best_f1' or null"."""
+    return _either(_options(tp))
+
+
+def _options(tp: Any) -> list[str]:
+    """The alternatives a type allows, unions and literals flattened."""
     origin = typing.get_origin(tp)
     if origin is Literal:
-        return " or ".join(repr(a) for a in typing.get_args(tp))
+        return [repr(a) for a in typing.get_args(tp)]
     if origin in (Union, types.UnionType):
-        return " or ".join(_describe(a) for a in typing.get_args(tp))
+        return [option for arg in typing.get_args(tp) for option in _options(arg)]
     if origin is list:
-        return f"a list of {_describe(typing.get_args(tp)[0])}"
+        (item,) = typing.get_args(tp)
+        return [f"a list of {_SCALAR_PLURALS.get(item) or _nested(item)}"]
     if origin is dict:
-        return f"a mapping of {_describe(typing.get_args(tp)[1])}"
+        return [f"a mapping of names to {_nested(typing.get_args(tp)[1])}"]
     if tp is type(None):
-        return "null"
-    return getattr(tp, "__name__", str(tp))
+        return ["null"]
+    return [_SCALAR_NAMES.get(tp, getattr(tp, "__name__", str(tp)))]
+
+
+def _either(options: list[str]) -> str:
+    return options[0] if len(options) == 1 else f"{', '.join(options[:-1])} or {options[-1]}"
+
+
+def _nested(tp: Any) -> str:
+    """A member type inside a list or mapping, bracketed where it is itself a choice."""
+    described = _describe(tp)
+    return f"({described})" if " or " in described else described
 
 
 def _coerce(value: Any, tp: Any, key: str) -> Any:
@@ -397,8 +418,12 @@ def _coerce_union(value: Any, tp: Any, key: str) -> Any:
     if value is None and type(None) in args:
         return None
     members = [arg for arg in args if arg is not type(None)]
-    if len(members) == 1:  # X | None: X's own error says more (which item, and why)
-        return _coerce(value, members[0], key)
+    # X | None, or a mapping (list) where only one member is one: that member's own error says more (which item,
+    # and why) than the whole union's.
+    container = dict if isinstance(value, dict) else list if isinstance(value, list) else None
+    shaped = [arg for arg in members if container is not None and typing.get_origin(arg) is container]
+    if len(members) == 1 or len(shaped) == 1:
+        return _coerce(value, shaped[0] if len(shaped) == 1 else members[0], key)
     for arg in args:
         if arg is type(None):
             continue

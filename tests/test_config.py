@@ -148,6 +148,29 @@ def test_yes_and_no_are_class_names_and_a_bare_true_asks_for_quotes(tmp_path):
         load_config(None, ["data.label_names=[true, false]"])
 
 
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (
+            "eval.threshold={Sports: [1]}",
+            "eval.threshold.Sports: expected a number, 'best_f1' or a mapping of names to a number, got [1]",
+        ),
+        ("train.class_weights={Sports: heavy}", "train.class_weights.Sports: expected a number, got 'heavy'"),
+        (
+            "train.class_weights=3",
+            "train.class_weights: expected 'none', 'balanced' or a mapping of names to a number, got 3",
+        ),
+        ("data.text_columns={a: 1}", "data.text_columns: expected a list of strings, got {'a': 1}"),
+    ],
+)
+def test_a_wrong_type_names_the_innermost_key_and_the_choices_once(override, message):
+    """A mapping inside a union is checked as that mapping, so the error names the class key; choices are listed
+    flat, each once."""
+    with pytest.raises(ConfigError) as caught:
+        load_config(None, [override])
+    assert str(caught.value) == message
+
+
 def test_overrides_leave_the_callers_values_alone():
     values = {"train": {"epochs": 1}}
     assert apply_overrides(values, ["train.epochs=3", "data.task=multi_label"]) == {
