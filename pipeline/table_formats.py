@@ -58,7 +58,7 @@ def delimited_table(lines: LineSource, kind: str, column_names: Sequence[str] | 
     csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_SIZE_LIMIT))  # process-wide, and only ever raised
     reader = csv.reader(iter(lines), delimiter=DELIMITERS[kind], strict=True)
     records = _csv_records(reader, lines, kind)
-    first = next(records, None)
+    first = next((record for record in records if not _blank(record[1])), None)
     if first is None:
         raise DataError(f"{lines.name} is empty")
     line, first_record = first
@@ -70,7 +70,7 @@ def delimited_table(lines: LineSource, kind: str, column_names: Sequence[str] | 
 
 
 def _csv_records(reader: Any, lines: LineSource, kind: str) -> Iterator[tuple[int, list[str]]]:
-    """(first line of the record, fields), every field the exact string in the file; blank lines are skipped."""
+    """(first line of the record, fields), every field the exact string in the file; empty lines are skipped."""
     previous_end = 0
     while True:
         try:
@@ -83,14 +83,22 @@ def _csv_records(reader: Any, lines: LineSource, kind: str) -> Iterator[tuple[in
                 f"({one_line(error)}; an unclosed quote?)"
             ) from None
         start, previous_end = previous_end + 1, reader.line_num
-        if record and not (len(record) == 1 and not record[0].strip()):
+        if record:
             yield start, record
+
+
+def _blank(record: list[str]) -> bool:
+    return len(record) == 1 and not record[0].strip()
 
 
 def _checked_width(
     records: Iterator[tuple[int, list[str]]], header: list[str], names_from: str, name: str
 ) -> Iterator[tuple[int, list[str]]]:
     for line, record in records:
+        # A line of spaces between rows of several columns is no row; in a one-column file it is a row whose text
+        # is blank (`""`, or spaces), which prediction keeps and reports rather than silently dropping.
+        if len(header) > 1 and _blank(record):
+            continue
         if len(record) != len(header):
             raise DataError(
                 f"{name}, line {line}: {len(record)} fields, expected {len(header)} as in {names_from} "

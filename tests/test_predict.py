@@ -433,6 +433,17 @@ def test_empty_input_file(run_dir, tmp_path, capsys):
     assert not (tmp_path / "out.csv").exists()
 
 
+def test_a_one_column_file_with_empty_texts_keeps_every_row(run_dir, tmp_path):
+    """pandas writes an empty text as `""`; such rows come back, unlabelled with the reason, in input order."""
+    source = tmp_path / "one.csv"
+    pd.DataFrame({"text": ["Federer wins again", "", "   ", "Stocks fall"]}).to_csv(source, index=False)
+    assert predict_cli(run_dir, source, tmp_path / "out.csv", "--text-columns", "text") == 0
+    out = pd.read_csv(tmp_path / "out.csv", keep_default_na=False)
+    assert out["text"].tolist() == ["Federer wins again", "", "   ", "Stocks fall"]
+    assert (out["label"] == "").tolist() == [False, True, True, False]
+    assert out["error"].tolist()[1:3] == ["empty text in text"] * 2
+
+
 def test_missing_text_column_lists_the_columns(run_dir, tmp_path, capsys):
     source = write_table(tmp_path / "in.csv", [["1", "x"]], header=["id", "headline"])
     assert predict_cli(run_dir, source, tmp_path / "out.csv") != 0

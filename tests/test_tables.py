@@ -175,6 +175,18 @@ def test_line_numbers_count_physical_lines_of_multi_line_fields(tmp_path):
     assert "t.csv, line 9" in message and "3 fields, expected 2" in message
 
 
+def test_a_blank_text_in_a_one_column_file_is_a_row_not_a_skipped_line(tmp_path):
+    """pandas writes an empty text as `""`: in a one-column file that is a row (prediction must return it), and so
+    is a line of spaces; empty lines, and lines of spaces between rows of several columns, are not rows."""
+    path = tmp_path / "t.csv"
+    path.write_text('\ntext\nFederer wins\n""\n   \nStocks fall\n\n')
+    header, records, numbers, _ = read_all(path)
+    assert header == ["text"] and records == [["Federer wins"], [""], ["   "], ["Stocks fall"]]
+    assert numbers == [3, 4, 5, 6]
+    path.write_text("id,text\n1,a\n   \n2,b\n")
+    assert read_all(path)[1] == [["1", "a"], ["2", "b"]]
+
+
 def test_json_lines_are_numbered_by_line_and_arrays_by_record(tmp_path):
     (tmp_path / "t.jsonl").write_text('{"a": 1}\n\n{"a": 2}\n{"a": 3}\n')
     assert read_all(tmp_path / "t.jsonl")[2:] == ([1, 3, 4], "line")
