@@ -5,7 +5,8 @@
 
 A label is read one way only, and the same way in every split: as a class *name* or as an integer *id* counting
 from `data.label_index_base`. When `data.label_names` is unset the train split decides which: all-integer labels
-are ids (their names are the numbers as written), anything else is names (sorted). Inferred names are never
+are ids (their names are the numbers as written; counted from 1 when train has no 0 and no base is set), anything
+else is names (sorted). Inferred names are never
 indexed by ids, so a test file with ids against a train file with names is an error, not a silent permutation.
 
 Multi-label (`data.task: multi_label`): a row's label is a *set* of class names, a list (JSON Lines, Parquet) or a
@@ -19,6 +20,7 @@ sets. An empty set (empty cell, empty list, missing value) is allowed: the row i
 
 from __future__ import annotations
 
+import logging
 import numbers
 import re
 from collections import Counter
@@ -37,6 +39,8 @@ _INTEGER = re.compile(r"[+-]?[0-9]+")
 # Above this many classes a label column is more likely a text or id column than labels: data.label_names must
 # then list the classes. Also bounds every per-class table and plot.
 MAX_INFERRED_CLASSES = 1000
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -76,14 +80,17 @@ def label_scheme(config: DataConfig, train: Table, hub_names: list[str] | None) 
             )
         return LabelScheme(names or hub_names, 0)
     if names is not None:
-        return LabelScheme(names, config.label_index_base)
+        return LabelScheme(names, config.label_index_base or 0)
     return _inferred_scheme(train, config.label_column, config.label_index_base)
 
 
-def _inferred_scheme(train: Table, column: str, base: int) -> LabelScheme:
+def _inferred_scheme(train: Table, column: str, base: int | None) -> LabelScheme:
     values = [value for value in train.column(column, "data.label_column") if not is_missing(value)]
     ids = [as_int(value) for value in values]
     if values and all(value is not None for value in ids):
+        if base is None:  # labels written 1..K are common (ag_news_csv): no phantom class 0 for them
+            base = 0 if min(ids) <= 0 else 1
+            logger.info("Integer labels counted from %d (data.label_index_base unset; set it to change)", base)
         distinct, count = len(set(ids)), max(ids) - base + 1
         if min(ids) < base or count > max(2 * distinct, distinct + 10) or count > MAX_INFERRED_CLASSES:
             raise DataError(
@@ -100,7 +107,7 @@ def _inferred_scheme(train: Table, column: str, base: int) -> LabelScheme:
             "data.label_names"
         )
     return LabelScheme(
-        names, base, accepts_ids=False, origin="the classes found in train; set data.label_names to use ids"
+        names, base or 0, accepts_ids=False, origin="the classes found in train; set data.label_names to use ids"
     )
 
 

@@ -181,6 +181,25 @@ def test_zero_based_integer_labels_without_names(tmp_path):
     assert splits["test"]["label"] == [2, 0]
 
 
+def test_integer_labels_written_from_one_get_no_phantom_class_zero(tmp_path):
+    """Labels 1..K (ag_news_csv's, and many exports') are K classes, not K+1 with an empty class 0 that would
+    skew class weights and turn a binary task into a three-class one; an explicit base still rules."""
+    train = write_text(tmp_path / "train.csv", "label,text\n" + "".join(f"{1 + i % 2},row {i}\n" for i in range(8)))
+    test = write_text(tmp_path / "test.csv", "label,text\n2,last\n1,first\n")
+
+    splits = load_splits(files_config(train, test, validation_fraction=0.25), seed=0)
+    assert splits["test"].features["label"].names == ["1", "2"]
+    assert splits["test"]["label"] == [1, 0]
+
+    explicit = load_splits(files_config(train, test, validation_fraction=0.25, label_index_base=0), seed=0)
+    assert explicit["test"].features["label"].names == ["0", "1", "2"]
+    zero_test = write_text(tmp_path / "zero.csv", "label,text\n0,unknown\n")
+    with pytest.raises(
+        DataError, match=r"label '0' is not a known class; allowed: ids 1\.\.2 \(data\.label_index_base=1\)"
+    ):
+        load_splits(files_config(train, zero_test, validation_fraction=0.25), seed=0)
+
+
 def test_string_labels_follow_label_names_order(tmp_path):
     rows = "".join(f"{name},{name} story {i}\n" for i in range(3) for name in ("neg", "pos"))
     train = write_text(tmp_path / "train.csv", "label,text\n" + rows)
