@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.rundir import RunDir, is_number, nested_get, ranking_metric
+from pipeline.windows import LongTextRule
 
 # What the Hub accepts as a model or dataset id: "name" or "owner/name".
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
@@ -62,6 +63,8 @@ class CardFacts:
         self.accuracy_name = "subset accuracy" if self.multi_label else "accuracy"
         # What picked the model, and leads its comparisons: accuracy, macro-F1 (imbalanced classes) or micro-F1.
         self.ranking_metric = ranking_metric(metrics)
+        # How texts longer than the fixed length were read: cut (head, tail, head_tail) or in windows.
+        self.long_text_rule = LongTextRule.from_settings(config.get("tokenizer") or {})
 
     def get(self, *keys: str) -> Any:
         return nested_get(self.metrics, *keys)

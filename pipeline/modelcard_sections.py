@@ -372,10 +372,7 @@ class CardSections(CardFacts):
         truncated = self.get("tokenization", "truncated_fraction")
         if isinstance(truncated, dict) and is_number(length):
             shares = ", ".join(f"{split} {_pct(share)}" for split, share in truncated.items() if is_number(share))
-            lines.append(
-                f"- Texts are cut to {int(length)} tokens: everything after is ignored. Share of texts "
-                f"longer than that: {shares}. Long documents are judged on their beginning only."
-            )
+            lines.append(f"- {self.long_text_limit(int(length))} Share of texts longer than that: {shares}.")
         if self.multi_label:
             lines.append(
                 f"- It judges each of its {len(self.labels)} labels on its own, also for text unlike its "
@@ -434,6 +431,7 @@ class CardSections(CardFacts):
             "```",
             "",
             *self.thresholds_note(),
+            *self.transformers_long_text_note(),
         ]
         if self.is_encoder:
             lines += [
@@ -451,13 +449,42 @@ class CardSections(CardFacts):
                 ]
         lines += [
             f"Give it texts built as in training: {self.text_rule()}. With the `pipeline` package, which does "
-            "that from the run's settings and cuts texts at the training length:",
+            "that from the run's settings and reads long texts as training did:",
             "",
             "```bash",
             f"python -m pipeline.predict --model {self.run.path.as_posix()} --input texts.csv --output labelled.csv",
             "```",
         ]
         return lines
+
+    def long_text_limit(self, length: int) -> str:
+        """What the model reads of a text longer than `length` tokens, by the run's tokenizer settings."""
+        rule = self.long_text_rule
+        if rule.long_text == "chunk":
+            return (
+                f"A text longer than {length} tokens is read as overlapping windows of {length} tokens (at most "
+                f"{rule.max_chunks}: the first {rule.max_chunks - 1} and the last), whose scores are pooled; the "
+                "middle of a longer text is skipped."
+            )
+        kept = {
+            "tail": "their last tokens: a long document is judged on its end only.",
+            "head_tail": (
+                f"their first {_pct(rule.head_fraction, 0)} and last {_pct(1 - rule.head_fraction, 0)} of that length: "
+                "the middle of a long document is ignored."
+            ),
+        }.get(rule.truncation, "their first tokens: a long document is judged on its beginning only.")
+        return f"Texts are cut to {length} tokens, keeping {kept}"
+
+    def transformers_long_text_note(self) -> list[str]:
+        """transformers.pipeline cuts at the head only: where training read long texts otherwise, say so."""
+        if self.long_text_rule.is_plain_head:
+            return []
+        return [
+            "`transformers.pipeline` keeps the first tokens of a long text; this model was trained reading long "
+            "texts otherwise (see Limitations), so on texts longer than its training length its scores can differ "
+            "from `pipeline.predict`, which reads them as in training.",
+            "",
+        ]
 
     def thresholds_note(self) -> list[str]:
         """What transformers.pipeline does not apply: the decision thresholds chosen on validation (decision.json)."""

@@ -271,3 +271,21 @@ def test_multi_label_card_compares_with_the_baseline_on_micro_f1(tmp_path):
     assert "| model | test micro-F1 | test subset accuracy | test macro-F1 | this model's micro-F1 lead |" in table
     assert "| TF-IDF + logistic regression | 0.7000 | 95.00% | 0.6000 | -7.66 points |" in table
     assert "baseline scores a higher micro-F1 on the same test split (0.7000 against 0.6234)" in text
+
+
+@pytest.mark.parametrize(
+    ("overrides", "read_as", "differs"),
+    [
+        ((), "keeping their first tokens: a long document is judged on its beginning only", False),
+        (("tokenizer.truncation=head_tail",), "keeping their first 25% and last 75% of that length", True),
+        (("tokenizer.long_text=chunk", "tokenizer.max_chunks=4"), "overlapping windows of 64 tokens (at most 4", True),
+    ],
+)
+def test_the_card_says_how_long_texts_were_read(tmp_path, overrides, read_as, differs):
+    """A run that read long texts in windows or by head and tail must not be described as cutting at the head, and
+    its card warns that transformers.pipeline (head only) can score those texts differently."""
+    text = ModelCard.load(write_model_card(fake_run(tmp_path, *overrides))).text
+    assert read_as in section(text, "Limitations")
+    usage = section(text, "How to use")
+    assert ("on texts longer than its training length its scores can differ" in usage) is differs
+    assert "reads long texts as training did" in usage
