@@ -120,7 +120,8 @@ def check_setting(setting: Any, labels: list[str], multi_label: bool) -> None:
         raise ConfigError(f"eval.threshold.{unknown[0]}: no such class (classes: {', '.join(labels[:20])})")
     if not multi_label and len(labels) == 2 and labels[0] in setting:
         raise ConfigError(
-            f"eval.threshold.{labels[0]}: a binary task thresholds its positive (second) class {labels[1]!r} only"
+            f"eval.threshold.{labels[0]}: a binary task thresholds its positive (second) class {labels[1]!r} only; "
+            f"to threshold {labels[0]!r}, list it second: data.label_names=[{labels[1]}, {labels[0]}]"
         )
 
 
@@ -132,6 +133,12 @@ def choose_decision(
     if setting is None:
         return default_decision(names, multi_label)
     kind = decision_kind(len(names), multi_label)
+    if kind == KIND_BINARY:
+        logger.info(
+            "eval.threshold acts on the positive class %r, the second of %s (data.label_names sets the order)",
+            names[1],
+            names,
+        )
     per_class = _settings_per_class(setting, names, kind)
     decision = Decision(kind, list(names), setting=setting)
     probabilities, labels = np.asarray(probabilities, dtype=np.float64), np.asarray(labels)

@@ -143,9 +143,19 @@ def test_decision_round_trips_through_its_record():
 def test_settings_naming_classes_are_checked_before_training():
     with pytest.raises(ConfigError, match=r"eval\.threshold\.Nope: no such class"):
         check_setting({"Nope": 0.5}, ["World", "Sports"], multi_label=True)
-    with pytest.raises(ConfigError, match=r"eval\.threshold\.neg: a binary task thresholds its positive"):
+    with pytest.raises(ConfigError, match=r"eval\.threshold\.neg: a binary task thresholds its positive") as caught:
         check_setting({"neg": 0.5}, ["neg", "pos"], multi_label=False)
+    assert str(caught.value).endswith("to threshold 'neg', list it second: data.label_names=[pos, neg]")
     check_setting({"precision": 0.9}, ["neg", "pos"], multi_label=False)  # a target, not a class
+
+
+def test_a_binary_threshold_says_which_class_it_acts_on(caplog):
+    """Inferred class names sort case-sensitively ('Sports' before 'other'): the log names the positive class."""
+    probabilities, gold = binary_validation()
+    with caplog.at_level(logging.INFO, logger="pipeline.thresholds"):
+        decision = choose_decision("best_f1", probabilities, gold, ["Sports", "other"], multi_label=False)
+    assert list(decision.thresholds) == ["other"]
+    assert "acts on the positive class 'other', the second of ['Sports', 'other']" in caplog.text
 
 
 # --- Through a run: chosen on validation, stored in model/decision.json, used by prediction
