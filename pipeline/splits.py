@@ -198,7 +198,7 @@ def deduplicate(
     split found in an earlier one: a test text seen in train is leakage)."""
     report = DuplicateReport(mode)
     keys = {name: [duplicate_key(text) for text in splits[name]["text"]] for name in order if name in splits}
-    _count_conflicts(splits, keys, report, label_names)
+    conflicts = _count_conflicts(splits, keys, report, label_names)
     seen: set[str] = set()
     kept, removed = {}, []
     for name in (n for n in order if n in splits):
@@ -214,7 +214,9 @@ def deduplicate(
                 else "kept, so its scores count texts seen before (data.deduplicate: across removes them)",
             )
         seen |= set(keys[name])
-        kept[name] = _without(splits[name], drop, name, removed, drop_within)
+        kept[name] = _without(
+            splits[name], drop, name, removed, drop_within, [conflicts.get(key) for key in keys[name]]
+        )
         report.removed[name] = len(drop)
     return kept, removed, report
 
@@ -236,13 +238,22 @@ def _duplicate_rows(keys: list[str], seen: set[str], name: str, report: Duplicat
 
 
 def _without(
-    split: datasets.Dataset, drop: set[int], name: str, removed: list[RemovedRow], within: set[int]
+    split: datasets.Dataset,
+    drop: set[int],
+    name: str,
+    removed: list[RemovedRow],
+    within: set[int],
+    conflicts: list[str | None],
 ) -> datasets.Dataset:
+    """`split` without the rows in `drop`, each listed in `removed` with why (and, where the text's copies carry
+    different labels, which ones: the copy kept first decides the label that stays)."""
     if not drop:
         return split
     ids, texts = split["row_id"], split["text"]
     for row in sorted(drop):
         reason = "duplicate within split" if row in within else "text found in an earlier split"
+        if conflicts[row]:
+            reason += f"; its copies' labels conflict ({conflicts[row]}), the first copy's stays"
         removed.append(RemovedRow(name, ids[row], reason, texts[row]))
     return split.select([row for row in range(len(split)) if row not in drop])
 
@@ -265,7 +276,8 @@ def _count_conflicts(
     keys: dict[str, list[str]],
     report: DuplicateReport,
     label_names: list[str] | None = None,
-) -> None:
+) -> dict[str, str]:
+    """Count the texts whose copies carry different labels; returns text key -> those labels, joined."""
     labels_by_text: dict[str, set] = {}
     for name, split_keys in keys.items():
         for key, label in zip(split_keys, labels_of(splits[name]).tolist()):
@@ -281,3 +293,6 @@ def _count_conflicts(
     ]
     if conflicting:
         logger.warning("%d texts carry more than one label (e.g. %r)", len(conflicting), conflicting[0][:80])
+    return {
+        key: " vs ".join(sorted(_describe_label(label, names) for label in labels_by_text[key])) for key in conflicting
+    }

@@ -607,6 +607,10 @@ def test_duplicates_are_counted_removed_across_and_listed(tmp_path, caplog):
     assert duplicates["conflict_examples"][0]["labels"] == ["billing", "spam"]
     removed_ids = {row.row_id for row in data.removed}
     assert len(data.removed) == sum(duplicates["removed"].values()) == 7
+    # m0, dup0 (billing) and "conflict" (spam) share a text: the two copies removed say so.
+    conflicts = [row for row in data.removed if "labels conflict" in row.reason]
+    assert len(conflicts) == 2 and {row.row_id for row in conflicts} < {"m0", "dup0", "conflict"}
+    assert all("(billing vs spam), the first copy's stays" in row.reason for row in conflicts)
     kept_texts = [" ".join(text.split()) for split in data.splits.values() for text in split["text"]]
     assert len(kept_texts) == len(set(kept_texts)) == 30  # no text twice, anywhere
     assert removed_ids.isdisjoint(i for split_ids in data.row_ids().values() for i in split_ids)
