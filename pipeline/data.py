@@ -376,14 +376,18 @@ def row_ids(table: Table, id_column: str | None) -> list[str]:
 
 
 def build_texts(table: Table, spec: TextSpec) -> list[str]:
-    """Each row's text by the one rule of tables.TextSpec; an empty text is an error naming the row."""
+    """Each row's text by the one rule of tables.TextSpec; empty texts are an error naming the first row and how
+    many more there are, so that one pass over the file fixes them all."""
     values = [table.column(column, "data.text_columns") for column in spec.columns]
-    texts = []
-    for row, parts in enumerate(zip(*values)):
-        text = spec.text_of(parts)
-        if not text:
-            raise DataError(f"{table.where(row)}: {spec.describe_empty()}")
-        texts.append(text)
+    texts = [spec.text_of(parts) for parts in zip(*values)]
+    empty = [row for row, text in enumerate(texts) if not text]
+    if empty:
+        others = ""
+        if len(empty) > 1:
+            unit, numbers = ("lines", table.line_numbers) if table.line_numbers else ("records", None)
+            shown = ", ".join(str(numbers[row] if numbers else row + 1) for row in empty[1:6])
+            others = f" (and {len(empty) - 1:,} more: {unit} {shown}{', ...' if len(empty) > 6 else ''})"
+        raise DataError(f"{table.where(empty[0])}: {spec.describe_empty()}{others}; fill or remove these rows")
     return texts
 
 

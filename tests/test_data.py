@@ -344,6 +344,13 @@ def test_empty_text_names_file_line_and_columns(tmp_path):
     test = write_text(tmp_path / "test.csv", '"1","a","b"\n"2","c","d"\n"3","  ","\\n"\n')
     message = error_message(ag_news_config(train, test))
     assert "test.csv, line 3" in message and "empty text" in message and "title, description" in message
+    assert "more" not in message
+    many = write_text(tmp_path / "many.csv", "".join(f'"1","{"" if i % 2 else "a"}",""\n' for i in range(20)))
+    message = error_message(ag_news_config(train, many))
+    assert message.endswith(
+        "many.csv, line 2: empty text in title, description (and 9 more: lines 4, 6, 8, 10, 12, ...); "
+        "fill or remove these rows"
+    )
 
 
 def test_label_outside_classes_names_file_line_column_and_value(tmp_path):
