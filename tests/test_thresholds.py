@@ -228,6 +228,9 @@ def test_a_multi_class_threshold_flags_low_confidence_rows_in_prediction(tiny_ru
     frame = pd.DataFrame({"title": ["Stocks rally", "Cup final tonight"], "description": ["Oil falls", "Fans gather"]})
     labelled = predict_dataframe(config.run_dir, frame, probabilities=True)
     assert list(labelled.columns)[-2:] == ["low_confidence", "error"]
+    # A row without text has no label, so no flag either (as pipeline.predict leaves the cell empty).
+    with_empty = predict_dataframe(config.run_dir, pd.DataFrame({"title": [""], "description": [None]}))
+    assert with_empty["low_confidence"].isna().all() and predict_texts(config.run_dir, [""], flags=True)[0][2] is None
     top = labelled[[f"prob_{name}" for name in metrics["labels"]]].max(axis=1)
     assert labelled["low_confidence"].tolist() == (top < 0.3).tolist()
     assert labelled["label"].tolist() == [

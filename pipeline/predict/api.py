@@ -32,7 +32,7 @@ def predict_texts(
     A multi-label model gives (labels, scores): the predicted classes and their probabilities ([] for none).
     Probabilities are calibrated and labels follow the model's thresholds (model/decision.json) when it has them.
     `flags`: each tuple gains a third item, True where a multi-class model with thresholds flags the row
-    low-confidence (its label is kept); always False for other models.
+    low-confidence (its label is kept); False for other models; None for an empty text.
     Pass a Predictor to load the model once. `backend`: "auto" (the run's verified ONNX export when it is faster
     than PyTorch, else PyTorch), "torch" or "onnx" (an error when the run has no verified export)."""
     texts = [texts] if isinstance(texts, str) else list(texts)
@@ -51,7 +51,10 @@ def predict_texts(
     if not flags:
         return predictions
     low_confidence = result.low_confidence if result.low_confidence is not None else [False] * len(texts)
-    return [(*prediction, bool(flag)) for prediction, flag in zip(predictions, low_confidence)]
+    return [
+        (*prediction, bool(flag) if label_id >= 0 else None)
+        for prediction, flag, label_id in zip(predictions, low_confidence, result.label_ids.tolist())
+    ]
 
 
 def predict_dataframe(
@@ -101,7 +104,9 @@ def predict_dataframe(
     labelled[score_column] = result.scores()
     for index, column in enumerate(probability_columns):
         labelled[column] = result.probabilities[:, index]
-    if flag_column is not None:  # multi-class thresholds: the label is kept, the row flagged
-        labelled[flag_column] = result.low_confidence
+    if flag_column is not None:  # multi-class thresholds: the label is kept, the row flagged (unset: no label)
+        labelled[flag_column] = pd.array(
+            [bool(flag) if i >= 0 else None for i, flag in zip(ids, result.low_confidence)], dtype="boolean"
+        )
     labelled[error_column] = result.errors
     return labelled
