@@ -36,6 +36,9 @@ from pipeline.config_checks import is_threshold_target
 logger = logging.getLogger(__name__)
 
 DEFAULT_THRESHOLD = 0.5
+# Below this many positive validation rows a threshold chosen for a target (best_f1, precision, recall) rests on
+# too few examples to trust: it is kept, with a warning and a note in the record.
+FEW_POSITIVES = 20
 KIND_ARGMAX, KIND_BINARY, KIND_FLAG, KIND_MULTI_LABEL = "argmax", "binary", "flag", "multi_label"
 
 
@@ -149,6 +152,9 @@ def choose_decision(
         threshold, record = choose_threshold(per_class[name], scores, positives)
         if "fallback" in record:
             logger.warning("eval.threshold for class %r: %s", name, record["fallback"])
+        elif not isinstance(per_class[name], float) and 0 < positives.sum() < FEW_POSITIVES:
+            record["note"] = f"chosen on only {int(positives.sum())} validation rows of the class: a rough estimate"
+            logger.warning("eval.threshold for class %r: %s", name, record["note"])
         decision.thresholds[name] = threshold
         decision.chosen[name] = record
     return decision

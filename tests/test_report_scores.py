@@ -129,7 +129,12 @@ def test_a_multi_class_run_with_thresholds_shows_its_low_confidence_rows():
         "kind": "flag",
         "thresholds": {"big": 0.7, "mid": 0.5},
         "chosen": {
-            "big": {"setting": {"precision": 0.9}, "threshold": 0.7, "validation_precision": 0.92},
+            "big": {
+                "setting": {"precision": 0.9},
+                "threshold": 0.7,
+                "validation_precision": 0.92,
+                "note": "chosen on only 9 validation rows of the class: a rough estimate",
+            },
             "mid": {"setting": "best_f1", "threshold": 0.5, "fallback": "no positive validation rows: kept 0.5"},
         },
     }
@@ -152,6 +157,7 @@ def test_a_multi_class_run_with_thresholds_shows_its_low_confidence_rows():
     assert rows["mid"][:2] == ["0.5000", "best_f1"] and rows["mid"][-1] == "1"
     assert rows["rare"] == ["—", "none: never flagged", "—", "—", "0"]
     assert "mid: no positive validation rows: kept 0.5." in texts(blocks)
+    assert "big: chosen on only 9 validation rows of the class: a rough estimate." in texts(blocks)
     assert not any(
         table.header[:2] == ["Run", "Flagged"]
         for table in build_report([run_of("argmax", 1.0)])[1]

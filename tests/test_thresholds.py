@@ -251,3 +251,15 @@ def test_a_multi_class_threshold_flags_low_confidence_rows_in_prediction(tiny_ru
     for name in metrics["labels"]:
         count = int((test_rows["low_confidence"] & (test_rows["predicted"] == name)).sum())
         assert re.search(rf"\| {re.escape(name)} \| 0\.3000 \| 0\.3 \| .* \| {count} \|", section), name
+
+
+def test_a_threshold_chosen_on_few_positive_rows_is_marked_rough(caplog):
+    probabilities, gold = binary_validation(rows=40)
+    assert 0 < gold.sum() < 20
+    with caplog.at_level(logging.WARNING, logger="pipeline.thresholds"):
+        decision = choose_decision({"precision": 0.8}, probabilities, gold, ["neg", "pos"], multi_label=False)
+    note = f"chosen on only {int(gold.sum())} validation rows of the class: a rough estimate"
+    assert decision.chosen["pos"]["note"] == note and note in caplog.text
+    assert "note" not in choose_decision(0.4, probabilities, gold, ["neg", "pos"], multi_label=False).chosen["pos"]
+    plenty = choose_decision("best_f1", *binary_validation(rows=400), ["neg", "pos"], multi_label=False)
+    assert "note" not in plenty.chosen["pos"]

@@ -164,7 +164,7 @@ def operating_blocks(runs: Sequence[Run]) -> list[Block]:
             blocks.append(Heading(run.name, level=3))
         curves = operating_curves(run)
         blocks.append(_operating_table(run, {curve.name: curve for curve in curves}))
-        blocks += _fallback_notes(run)
+        blocks += _threshold_notes(run)
         if curves:
             figure = plots.operating_curves_figure(curves[:MAX_CURVES], title=f"{run.name} (test)")
             chart = Chart(plots.figure_to_png(figure), f"ROC and precision-recall curves of {run.name}")
@@ -207,13 +207,15 @@ def _operating_table(run: Run, curves: dict[str, plots.OperatingCurve]) -> Table
     )
 
 
-def _fallback_notes(run: Run) -> list[Block]:
-    """Where a class's threshold could not be chosen as asked, what was used instead."""
-    return [
-        Paragraph(f"{name}: {record['fallback']}.", style="note")
-        for name, record in (run.metric("thresholds", "chosen") or {}).items()
-        if isinstance(record, dict) and record.get("fallback")
-    ]
+def _threshold_notes(run: Run) -> list[Block]:
+    """Where a class's threshold could not be chosen as asked (what was used instead), or rests on few rows."""
+    notes = []
+    for name, record in (run.metric("thresholds", "chosen") or {}).items():
+        if isinstance(record, dict):
+            notes += [
+                Paragraph(f"{name}: {record[key]}.", style="note") for key in ("fallback", "note") if record.get(key)
+            ]
+    return notes
 
 
 def low_confidence_blocks(runs: Sequence[Run]) -> list[Block]:
@@ -250,7 +252,7 @@ def low_confidence_blocks(runs: Sequence[Run]) -> list[Block]:
         if len(runs) > 1:
             blocks.append(Heading(run.name, level=3))
         blocks.append(_flag_table(run))
-        blocks += _fallback_notes(run)
+        blocks += _threshold_notes(run)
     return blocks
 
 
