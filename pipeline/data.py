@@ -62,10 +62,16 @@ class Table:
     origin: str  # the config key the rows came from, e.g. "data.train_file" or "data.hub_name"
     line_numbers: list[int] | None = None  # 1-based file line of each row; None: rows are numbered as records
 
+    @property
+    def unit(self) -> str:
+        return "line" if self.line_numbers is not None else "record"
+
+    def number(self, row: int) -> int:
+        """The row's 1-based line in its file, or its record number."""
+        return self.line_numbers[row] if self.line_numbers is not None else row + 1
+
     def where(self, row: int) -> str:
-        if self.line_numbers is not None:
-            return f"{self.source}, line {self.line_numbers[row]}"
-        return f"{self.source}, record {row + 1}"
+        return f"{self.source}, {self.unit} {self.number(row)}"
 
     def column(self, name: str, key: str) -> list[Any]:
         """The values of a configured column (found as tables.resolve_columns finds it), naming `key` if absent."""
@@ -358,8 +364,7 @@ def to_dataset(table: Table, config: DataConfig, scheme: LabelScheme) -> dataset
 def row_ids(table: Table, id_column: str | None) -> list[str]:
     """The data's own ids (non-empty and unique in the file), else the row's line or record number."""
     if id_column is None:
-        numbers = table.line_numbers or range(1, len(table.frame) + 1)
-        return [str(number) for number in numbers]
+        return [str(table.number(row)) for row in range(len(table.frame))]
     ids, first_row = [], {}
     for row, value in enumerate(table.column(id_column, "data.id_column")):
         text = "" if is_missing(value) else str(value).strip()
@@ -384,9 +389,8 @@ def build_texts(table: Table, spec: TextSpec) -> list[str]:
     if empty:
         others = ""
         if len(empty) > 1:
-            unit, numbers = ("lines", table.line_numbers) if table.line_numbers else ("records", None)
-            shown = ", ".join(str(numbers[row] if numbers else row + 1) for row in empty[1:6])
-            others = f" (and {len(empty) - 1:,} more: {unit} {shown}{', ...' if len(empty) > 6 else ''})"
+            shown = ", ".join(str(table.number(row)) for row in empty[1:6])
+            others = f" (and {len(empty) - 1:,} more: {table.unit}s {shown}{', ...' if len(empty) > 6 else ''})"
         raise DataError(f"{table.where(empty[0])}: {spec.describe_empty()}{others}; fill or remove these rows")
     return texts
 

@@ -469,8 +469,8 @@ class CardSections(CardFacts):
         kept = {
             "tail": "their last tokens: a long document is judged on its end only.",
             "head_tail": (
-                f"their first {_pct(rule.head_fraction, 0)} and last {_pct(1 - rule.head_fraction, 0)} of that length: "
-                "the middle of a long document is ignored."
+                f"their first {_pct(rule.head_fraction, 0)} and last {_pct(1 - rule.head_fraction, 0)} of that "
+                "length: the middle of a long document is ignored."
             ),
         }.get(rule.truncation, "their first tokens: a long document is judged on its beginning only.")
         return f"Texts are cut to {length} tokens, keeping {kept}"
@@ -498,8 +498,9 @@ class CardSections(CardFacts):
             KIND_BINARY: "the positive class is predicted when its score is at least its threshold",
         }.get(kind, "a row whose top score is below its class's threshold is flagged as low-confidence")
         return [
-            f"Decision thresholds, chosen on validation, are stored in `{DECISION_FILE}` next to the weights ({listed}): "
-            f"{rule}. `transformers.pipeline` returns the scores only; `pipeline.predict` applies the thresholds.",
+            f"Decision thresholds, chosen on validation, are stored in `{DECISION_FILE}` next to the weights "
+            f"({listed}): {rule}. `transformers.pipeline` returns the scores only; `pipeline.predict` applies the "
+            "thresholds.",
             "",
         ]
 

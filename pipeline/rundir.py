@@ -325,8 +325,8 @@ def write_test_predictions(
     """One row per example: text, gold and predicted class names, the predicted class's probability, the row's id
     (the data's id column, or its line number), [whether it is flagged low-confidence,] then every class's
     probability. `predicted`: the decision's class ids (default: the argmax); `low_confidence`: (N,) bool flags of
-    a multi-class decision with thresholds. Multi-label (gold and predicted (N, C) indicator rows): gold and predicted are the
-    class sets joined by `separator`, and score is the highest class probability."""
+    a multi-class decision with thresholds. Multi-label (gold and predicted (N, C) indicator rows): gold and
+    predicted are the class sets joined by `separator`, and score is the highest class probability."""
     if np.ndim(gold) == 2:
         if separator is None:
             raise ValueError("multi-label predictions need the label separator (data.label_separator)")

@@ -28,7 +28,6 @@ from pipeline.thresholds import KIND_FLAG
 LABEL_COLUMN, LABEL_ID_COLUMN, SCORE_COLUMN, ERROR_COLUMN = "label", "label_id", "score", "error"
 # Multi-label models: the predicted classes joined by the label separator, instead of label, label_id and score.
 LABELS_COLUMN = "labels"
-LOW_CONFIDENCE_COLUMN = PREDICTION_LOW_CONFIDENCE
 PROBABILITY_FORMAT = "%.6g"
 OUTPUT_FORMATS = ("csv", "tsv", "jsonl")
 
@@ -42,7 +41,7 @@ def output_columns(
     if multi_label:
         names = [LABELS_COLUMN, *probability_columns, ERROR_COLUMN]
     else:
-        flag_columns = [LOW_CONFIDENCE_COLUMN] if flags else []
+        flag_columns = [PREDICTION_LOW_CONFIDENCE] if flags else []
         names = [LABEL_COLUMN, LABEL_ID_COLUMN, SCORE_COLUMN, *probability_columns, *flag_columns, ERROR_COLUMN]
     return [prefix + name for name in names]
 

@@ -142,7 +142,7 @@ def eval_curve(run: Run, metric: str | None = None) -> plots.EvalCurve:
     """The validation points of a run's training history in `metric` (default: the one that selected its model;
     accuracy where the history does not record it, as in runs older than the metric)."""
     metric = metric or run.ranking_metric
-    if not any(is_number(line.get(f"eval_{metric}")) for line in run.history):
+    if not _records(run, metric):
         metric = "accuracy"
     key = f"eval_{metric}"
     points = [line for line in run.history if is_number(line.get(key)) and is_number(line.get("step"))]
@@ -198,8 +198,12 @@ def _curve_metric(runs: Sequence[Run]) -> str:
     if len(selected) != 1:
         return "accuracy"
     metric = selected.pop()
-    recorded = all(any(is_number(line.get(f"eval_{metric}")) for line in run.history) for run in runs)
-    return metric if recorded else "accuracy"
+    return metric if all(_records(run, metric) for run in runs) else "accuracy"
+
+
+def _records(run: Run, metric: str) -> bool:
+    """Whether the run's history holds validation values of `metric` (older runs hold accuracy only)."""
+    return any(is_number(line.get(f"eval_{metric}")) for line in run.history)
 
 
 def _curve_point(curve: plots.EvalCurve, index: int) -> str:

@@ -18,9 +18,10 @@ import evaluate
 import numpy as np
 from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support
 
-_DESCRIPTION = """Accuracy, macro-F1 (unweighted mean of the F1 scores of the classes that occur or are predicted), per-class precision, recall, F1 and
-support, and the confusion matrix indexed [true][predicted], over a fixed list of classes: a class that never
-occurs still gets its row (scores 0, support 0), so runs and splits always line up."""
+_DESCRIPTION = """Accuracy, macro-F1 (unweighted mean of the F1 scores of the classes that occur or are
+predicted), per-class precision, recall, F1 and support, and the confusion matrix indexed [true][predicted], over a
+fixed list of classes: a class that never occurs still gets its row (scores 0, support 0), so runs and splits
+always line up."""
 
 _KWARGS_DESCRIPTION = """
 Args:
