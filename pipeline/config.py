@@ -93,6 +93,9 @@ class DataConfig:
     # Exact duplicate texts (after whitespace normalisation) are always counted. "within": repeats inside a split
     # are dropped; "across" (default): also validation/test texts found in train, which would be leakage.
     deduplicate: Literal["none", "within", "across"] = "across"
+    # Rows without a text, or (single-label) without a label: "error" names them all in one message; "drop" leaves
+    # them out of their split, lists them in removed_rows.csv and counts them in metrics.json (data.incomplete_rows).
+    incomplete_rows: Literal["error", "drop"] = "error"
     # Tokenized splits (keyed by content) live here; Hub downloads stay in the shared Hugging Face datasets cache.
     cache_dir: str = "~/.cache/pipeline"
     # Texts without labels (same text columns as train) for distillation: the teacher labels them

@@ -37,7 +37,16 @@ from pipeline.labels import (
     label_sets,
 )
 from pipeline.splits import MULTI_LABEL_COLUMN, RemovedRow, cap_rows, carve, deduplicate, labels_of
-from pipeline.tables import STANDARD_INPUT, DataError, TextSpec, is_missing, open_table, resolve_columns
+from pipeline.tables import (
+    INCOMPLETE_ROWS_HINT,
+    STANDARD_INPUT,
+    DataError,
+    TextSpec,
+    is_blank,
+    is_missing,
+    open_table,
+    resolve_columns,
+)
 
 if TYPE_CHECKING:  # only for annotations: keeps stage 1 importable on its own
     from pipeline.config import DataConfig
@@ -60,15 +69,25 @@ class Table:
     frame: pd.DataFrame
     source: str  # the file path as configured, or "Hub dataset 'name' split 'train'"
     origin: str  # the config key the rows came from, e.g. "data.train_file" or "data.hub_name"
-    line_numbers: list[int] | None = None  # 1-based file line of each row; None: rows are numbered as records
-
-    @property
-    def unit(self) -> str:
-        return "line" if self.line_numbers is not None else "record"
+    unit: str = "record"  # "line": rows are numbered by their 1-based line in the file
+    numbers: list[int] | None = None  # each row's line or record number; None: records 1, 2, ...
 
     def number(self, row: int) -> int:
         """The row's 1-based line in its file, or its record number."""
-        return self.line_numbers[row] if self.line_numbers is not None else row + 1
+        return self.numbers[row] if self.numbers is not None else row + 1
+
+    def and_more(self, rows: list[int]) -> str:
+        """ " (and 3 more: lines 7, 9, 12)" after the first of `rows` is named; "" for one row."""
+        if len(rows) < 2:
+            return ""
+        shown = ", ".join(str(self.number(row)) for row in rows[1:6])
+        units = self.unit if len(rows) == 2 else f"{self.unit}s"
+        return f" (and {len(rows) - 1:,} more: {units} {shown}{', ...' if len(rows) > 6 else ''})"
+
+    def subset(self, rows: list[int]) -> Table:
+        """These rows only, each keeping the line or record number it has in the file."""
+        frame = self.frame.iloc[rows].reset_index(drop=True)
+        return Table(frame, self.source, self.origin, self.unit, [self.number(row) for row in rows])
 
     def where(self, row: int) -> str:
         return f"{self.source}, {self.unit} {self.number(row)}"
@@ -117,8 +136,11 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
     `max_eval_samples` validation and test.
     """
     tables, hub_names = read_hub_tables(config) if config.source == "hub" else (read_file_tables(config), None)
+    incomplete = []
     for split, table in tables.items():
         _require_rows(table, split)
+        tables[split], dropped = drop_incomplete(table, split, config)
+        incomplete.extend(dropped)
     multi_label = config.task == "multi_label"
     scheme = (
         label_set_scheme(config, tables["train"]) if multi_label else label_scheme(config, tables["train"], hub_names)
@@ -152,8 +174,12 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
         "carved_from_train": {split: getattr(config, f"{split}_fraction") for split in carved},
         "id_column": config.id_column,
         "duplicates": duplicates.to_dict(),
+        "incomplete_rows": {
+            "setting": config.incomplete_rows,
+            "removed": {split: sum(row.split == split for row in incomplete) for split in tables},
+        },
     }
-    return LoadedData(result, removed, summary, scheme.names, multi_label)
+    return LoadedData(result, incomplete + removed, summary, scheme.names, multi_label)
 
 
 def _require_rows(table: Table, split: str) -> None:
@@ -186,7 +212,7 @@ def read_table(path: str, origin: str, file_format: str, column_names: list[str]
     records = [record for chunk in chunks for record in chunk.records]
     numbers = [number for chunk in chunks for number in chunk.numbers]
     frame = pd.DataFrame(records, columns=table.header, dtype=object)
-    return Table(frame, path, origin, numbers if table.unit == "line" else None)
+    return Table(frame, path, origin, table.unit, numbers)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -383,16 +409,59 @@ def row_ids(table: Table, id_column: str | None) -> list[str]:
 def build_texts(table: Table, spec: TextSpec) -> list[str]:
     """Each row's text by the one rule of tables.TextSpec; empty texts are an error naming the first row and how
     many more there are, so that one pass over the file fixes them all."""
-    values = [table.column(column, "data.text_columns") for column in spec.columns]
-    texts = [spec.text_of(parts) for parts in zip(*values)]
+    texts = texts_of(table, spec)
     empty = [row for row, text in enumerate(texts) if not text]
     if empty:
-        others = ""
-        if len(empty) > 1:
-            shown = ", ".join(str(table.number(row)) for row in empty[1:6])
-            others = f" (and {len(empty) - 1:,} more: {table.unit}s {shown}{', ...' if len(empty) > 6 else ''})"
-        raise DataError(f"{table.where(empty[0])}: {spec.describe_empty()}{others}; fill or remove these rows")
+        raise DataError(
+            f"{table.where(empty[0])}: {spec.describe_empty()}{table.and_more(empty)}; fill or remove these rows, "
+            f"{INCOMPLETE_ROWS_HINT}"
+        )
     return texts
+
+
+def texts_of(table: Table, spec: TextSpec) -> list[str]:
+    """Each row's text by the one rule of tables.TextSpec ("" where every text column is empty)."""
+    values = [table.column(column, "data.text_columns") for column in spec.columns]
+    return [spec.text_of(parts) for parts in zip(*values)]
+
+
+def drop_incomplete(table: Table, split: str, config: DataConfig) -> tuple[Table, list[RemovedRow]]:
+    """With `data.incomplete_rows: drop`, the rows that cannot be used left out: an empty text, or (single-label)
+    no label; a multi-label row without labels is a row negative for every class, not an incomplete one. Each
+    dropped row is returned with why, for removed_rows.csv. With "error" the table is returned whole, and
+    to_dataset refuses such rows with a message naming them all."""
+    if config.incomplete_rows != "drop":
+        return table, []
+    texts = texts_of(table, TextSpec.from_data_config(config))
+    labels = table.column(config.label_column, "data.label_column")
+    ids = row_ids(table, config.id_column)
+    needs_label = config.task == "single_label"
+    kept, dropped, removed = [], [], []
+    for row, (text, label) in enumerate(zip(texts, labels)):
+        missing = [what for what, absent in (("text", not text), ("label", needs_label and is_blank(label))) if absent]
+        if missing:
+            dropped.append(row)
+            reason = f"incomplete: no {' and no '.join(missing)} (data.incomplete_rows: drop)"
+            removed.append(RemovedRow(split, ids[row], reason, text))
+        else:
+            kept.append(row)
+    if dropped:
+        logger.warning(
+            "%s: %d of %d rows left out, without a text or a label (data.incomplete_rows: drop): %s %s%s; listed "
+            "in removed_rows.csv",
+            table.source,
+            len(removed),
+            len(texts),
+            table.unit,
+            table.number(dropped[0]),
+            table.and_more(dropped),
+        )
+    if not kept:
+        raise DataError(
+            f"The {split} split is empty: every one of the {len(texts)} rows of {table.source} ({table.origin}) "
+            "lacks a text or a label; check data.text_columns and data.label_column"
+        )
+    return table.subset(kept), removed
 
 
 def _log_summary(splits: datasets.DatasetDict, names: list[str]) -> None:

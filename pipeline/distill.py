@@ -236,12 +236,13 @@ class TeacherLabeller:
 
 
 def read_unlabeled(config: DataConfig) -> list[str]:
-    """data.unlabeled_file's texts by the training text rule; an empty text is an error naming the row.
+    """data.unlabeled_file's texts by the training text rule; an empty text is an error naming the row, or left out
+    under `data.incomplete_rows: drop`.
 
     The file is read in the train file's layout (data.column_names) when it has that many columns, else its first
     row is the header: a file of just the text columns needs no label column.
     """
-    from pipeline.data import build_texts, read_table
+    from pipeline.data import build_texts, read_table, texts_of
 
     path, key = config.unlabeled_file, "data.unlabeled_file"
     spec = TextSpec.from_data_config(config)
@@ -257,7 +258,15 @@ def read_unlabeled(config: DataConfig) -> list[str]:
             continue
         if len(table.frame) == 0:
             raise DataError(f"{key}: {path} has no data rows")
-        return build_texts(table, spec)
+        if config.incomplete_rows != "drop":
+            return build_texts(table, spec)
+        texts = texts_of(table, spec)
+        kept = [text for text in texts if text]
+        if len(kept) < len(texts):
+            logger.warning("%s: %d empty texts left out (data.incomplete_rows: drop)", path, len(texts) - len(kept))
+        if not kept:
+            raise DataError(f"{key}: every one of the {len(texts)} rows of {path} has an empty text")
+        return kept
     raise AssertionError("unreachable")
 
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pipeline.tables import DataError, is_missing
+from pipeline.tables import INCOMPLETE_ROWS_HINT, DataError, is_blank
 
 if TYPE_CHECKING:
     from pipeline.config import DataConfig
@@ -85,7 +85,7 @@ def label_scheme(config: DataConfig, train: Table, hub_names: list[str] | None) 
 
 
 def _inferred_scheme(train: Table, column: str, base: int | None) -> LabelScheme:
-    values = [value for value in train.column(column, "data.label_column") if not is_missing(value)]
+    values = [value for value in train.column(column, "data.label_column") if not is_blank(value)]
     ids = [as_int(value) for value in values]
     if values and all(value is not None for value in ids):
         if base is None:  # labels written 1..K are common (ag_news_csv): no phantom class 0 for them
@@ -121,10 +121,15 @@ def label_ids(table: Table, column: str, scheme: LabelScheme) -> list[int]:
     """Class ids of one column. Every label of the column is read the same way (the first label decides, when
     the scheme allows both): a name or an id; anything else is an error naming the row and the allowed values."""
     by_name = {name: index for index, name in enumerate(scheme.names)}
+    values = table.column(column, "data.label_column")
+    blank = [row for row, value in enumerate(values) if is_blank(value)]
+    if blank:
+        raise DataError(
+            f"{table.where(blank[0])}, column '{column}': the label is empty{table.and_more(blank)}; "
+            f"fill or remove these rows, {INCOMPLETE_ROWS_HINT}"
+        )
     ids, kind = [], None
-    for row, value in enumerate(table.column(column, "data.label_column")):
-        if is_missing(value) or not str(value).strip():
-            raise DataError(f"{table.where(row)}, column '{column}': the label is empty")
+    for row, value in enumerate(values):
         index, this_kind = _read_label(value, by_name, scheme)
         if index is None or not 0 <= index < len(scheme.names):
             raise DataError(
@@ -220,7 +225,7 @@ def _read_set(value: Any, separator: str, table: Table, row: int, column: str) -
                 f"{table.where(row)}, column '{column}': label {joined[0]!r} contains data.label_separator "
                 f"{separator!r}, which joins labels in predictions; rename the class or choose another separator"
             )
-    elif is_missing(value) or not str(value).strip():
+    elif is_blank(value):
         return []
     else:
         items = [item.strip() for item in str(value).split(separator)]

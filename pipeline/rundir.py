@@ -55,7 +55,8 @@ ONNX_MODEL_FILES = {
 # Exports that failed verification are moved here: kept for inspection, never used.
 EXPORT_REFUSED_DIR = "refused"
 
-# Stage 1's record of the split: which rows (by id) are in which split, and the rows removed (duplicates).
+# Stage 1's record of the split: which rows (by id) are in which split, and the rows removed (duplicates; with
+# data.incomplete_rows: drop, rows without a text or a label).
 SPLITS_FILE = "splits.csv"
 REMOVED_ROWS_FILE = "removed_rows.csv"
 # Held while a finetune process owns the run directory: its process id, for the next one to check.

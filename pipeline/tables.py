@@ -62,6 +62,15 @@ def is_missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value)) or type(value).__name__ == "NAType"
 
 
+# How an error about a row without a text or a label says that such rows can be left out instead.
+INCOMPLETE_ROWS_HINT = "or set data.incomplete_rows=drop to leave such rows out (listed in removed_rows.csv)"
+
+
+def is_blank(value: Any) -> bool:
+    """Absent, or nothing but whitespace: a cell that gives no label."""
+    return is_missing(value) or not str(value).strip()
+
+
 def join_text(parts: Sequence[str], separator: str, unescape_newlines: bool) -> str:
     """Each part unescaped (backslash-n -> newline, if asked) and stripped; empty parts skipped, so that a missing
     title or description never leaves a doubled or dangling separator."""

@@ -349,8 +349,64 @@ def test_empty_text_names_file_line_and_columns(tmp_path):
     message = error_message(ag_news_config(train, many))
     assert message.endswith(
         "many.csv, line 2: empty text in title, description (and 9 more: lines 4, 6, 8, 10, 12, ...); "
-        "fill or remove these rows"
+        "fill or remove these rows, or set data.incomplete_rows=drop to leave such rows out (listed in "
+        "removed_rows.csv)"
     )
+
+
+def test_empty_labels_are_named_all_at_once(tmp_path):
+    train = write_text(tmp_path / "train.csv", "label,text\npos,a\n,b\nneg,c\n  ,d\n")
+    message = error_message(files_config(train, train))
+    assert message.startswith(f"{train}, line 3, column 'label': the label is empty (and 1 more: line 5); ")
+    assert "data.incomplete_rows=drop" in message
+
+
+def test_incomplete_rows_drop_leaves_out_rows_without_text_or_label(tmp_path):
+    # Integer labels with blank cells are still read as integers: the blank cells are not a class.
+    train = write_text(
+        tmp_path / "train.csv",
+        "id,label,text\n" + "".join(f"r{i},{i % 2},text {i}\n" for i in range(20)) + "x1,,no label\nx2,1,\nx3,,\n",
+    )
+    test = write_text(tmp_path / "test.csv", "id,label,text\nt1,0,kept\nt2,1,\nt3,1,also kept\n")
+    config = files_config(train, test, id_column="id", incomplete_rows="drop", validation_fraction=0.2)
+    data = load_data(config, seed=0)
+    assert data.labels == ["0", "1"]
+    assert sorted([*data.splits["train"]["row_id"], *data.splits["validation"]["row_id"]]) == sorted(
+        f"r{i}" for i in range(20)
+    )
+    assert list(data.splits["test"]["row_id"]) == ["t1", "t3"]
+    removed = {row.row_id: (row.split, row.reason) for row in data.removed}
+    assert removed == {
+        "x1": ("train", "incomplete: no label (data.incomplete_rows: drop)"),
+        "x2": ("train", "incomplete: no text (data.incomplete_rows: drop)"),
+        "x3": ("train", "incomplete: no text and no label (data.incomplete_rows: drop)"),
+        "t2": ("test", "incomplete: no text (data.incomplete_rows: drop)"),
+    }
+    assert data.summary["incomplete_rows"] == {"setting": "drop", "removed": {"train": 3, "test": 1}}
+
+
+def test_incomplete_rows_keep_their_file_numbers_for_later_errors(tmp_path):
+    # After rows are dropped, a bad label further down is still named by its own line.
+    train = write_text(tmp_path / "train.csv", "label,text\npos,a\nneg,\npos,b\nmaybe,c\n")
+    message = error_message(files_config(train, train, label_names=["neg", "pos"], incomplete_rows="drop"))
+    assert message.startswith(f"{train}, line 5, column 'label': label 'maybe' is not a known class")
+
+
+def test_multi_label_row_without_labels_is_kept_under_drop(tmp_path):
+    train = write_text(tmp_path / "train.csv", "labels,text\na|b,x\n,y\nb,\na,z\nb,w\n")
+    config = files_config(
+        train, train, label_column="labels", task="multi_label", incomplete_rows="drop", deduplicate="none"
+    )
+    data = load_data(config, seed=0)
+    assert [row.reason for row in data.removed] == ["incomplete: no text (data.incomplete_rows: drop)"] * 2
+    assert "y" in [*data.splits["train"]["text"], *data.splits["validation"]["text"]]
+
+
+def test_a_split_with_no_complete_row_is_an_error(tmp_path):
+    train = write_ag_news_csv(tmp_path / "train.csv")
+    test = write_text(tmp_path / "test.csv", '"1","",""\n"2"," ",""\n')
+    message = error_message(ag_news_config(train, test, incomplete_rows="drop"))
+    assert message.startswith("The test split is empty: every one of the 2 rows of") and "test.csv" in message
 
 
 def test_label_outside_classes_names_file_line_column_and_value(tmp_path):

@@ -314,6 +314,8 @@ def test_unlabeled_file_reads_with_or_without_the_label_column_and_names_an_empt
     texts_only.write_text("title,description\nChip unveiled,by maker\n,\n")
     with pytest.raises(DataError, match=r"texts_only\.csv, line 3: empty text"):
         distill.read_unlabeled(DataConfig(**{**vars(config), "unlabeled_file": str(texts_only)}))
+    dropping = DataConfig(**{**vars(config), "unlabeled_file": str(texts_only), "incomplete_rows": "drop"})
+    assert distill.read_unlabeled(dropping) == ["Chip unveiled by maker"]
 
 
 def test_augmentation_is_seeded_cached_and_does_what_it_says(tmp_path):

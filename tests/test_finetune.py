@@ -129,6 +129,12 @@ def test_run_directory_holds_every_file_and_each_loads(finished_run):
     accuracy = np.mean([row["label"] == row["predicted"] for row in rows])
     assert accuracy == pytest.approx(metrics["test"]["accuracy"])
 
+    with open(run_dir / "removed_rows.csv", newline="") as handle:
+        removed = list(csv.DictReader(handle))
+    removed_counts = {split: sum(row["split"] == split for row in removed) for split in ("train", "validation", "test")}
+    assert removed_counts == metrics["data"]["duplicates"]["removed"]
+    assert metrics["data"]["incomplete_rows"] == {"setting": "error", "removed": {"train": 0, "test": 0}}
+
     assert (run_dir / "confusion_matrix.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert np.sum(metrics["test"]["confusion_matrix"]) == 200
     assert "World" in (run_dir / "report.md").read_text()
