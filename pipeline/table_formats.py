@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from pipeline.tables import DELIMITERS, STANDARD_INPUT, Chunk, DataError, LineSource, Table, normalise_name, one_line
 
+logger = logging.getLogger("pipeline.data")
+
+# Bytes of a CSV file's start read to find its delimiter: its first line, unless that is longer.
+SNIFF_BYTES = 65536
 # Python's csv module refuses fields over 128 KiB by default, but a long e-mail body is a valid CSV field.
 CSV_FIELD_SIZE_LIMIT = min(sys.maxsize, 2**31 - 1)
 
@@ -56,7 +61,8 @@ def header_of(first_record: list[str], column_names: Sequence[str] | None, where
 
 def delimited_table(lines: LineSource, kind: str, column_names: Sequence[str] | None, chunk_size: int | None) -> Table:
     csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_SIZE_LIMIT))  # process-wide, and only ever raised
-    reader = csv.reader(iter(lines), delimiter=DELIMITERS[kind], strict=True)
+    delimiter = csv_delimiter(lines, len(column_names) if column_names else None) if kind == "csv" else DELIMITERS[kind]
+    reader = csv.reader(iter(lines), delimiter=delimiter, strict=True)
     records = _csv_records(reader, lines, kind)
     first = next((record for record in records if not _blank(record[1])), None)
     if first is None:
@@ -67,6 +73,22 @@ def delimited_table(lines: LineSource, kind: str, column_names: Sequence[str] | 
     pending = [] if is_header else [first]
     rows = _checked_width(_chain(pending, records), header, names_from, lines.name)
     return Table(lines.name, kind, header, "line", _batched(rows, chunk_size), lines)
+
+
+def csv_delimiter(lines: LineSource, width: int | None) -> str:
+    """ "," or ";": spreadsheet programs in locales whose decimal mark is a comma save "CSV" with semicolons. A file
+    whose first line has no comma but splits at semicolons into several fields (into `width`, when the column names
+    are given) is read with ";"; any other is read with ",". Only the first line decides, so a semicolon inside a
+    text further down never does."""
+    head = lines.head(SNIFF_BYTES).decode(lines.encoding, errors="ignore").lstrip("\ufeff")
+    first = next((line for line in head.splitlines() if line.strip()), "")
+    if "," in first or ";" not in first:
+        return ","
+    fields = len(next(csv.reader([first], delimiter=";")))
+    if fields < 2 or (width is not None and fields != width):
+        return ","
+    logger.info("%s: fields separated by semicolons (its first line has no comma), read so", lines.name)
+    return ";"
 
 
 def _csv_records(reader: Any, lines: LineSource, kind: str) -> Iterator[tuple[int, list[str]]]:

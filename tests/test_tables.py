@@ -230,6 +230,36 @@ def test_utf8_byte_order_mark_is_dropped_from_the_header(tmp_path):
     assert read_all(path)[0] == COLUMNS
 
 
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16"])
+def test_a_semicolon_separated_csv_is_read_as_such(tmp_path, encoding):
+    # As a spreadsheet program saves "CSV" where the comma is the decimal mark; commas stay inside the texts.
+    path = tmp_path / "excel.csv"
+    frame().to_csv(path, index=False, sep=";", encoding=encoding)
+    header, records, numbers, _ = read_all(path, encoding=encoding)
+    assert header == COLUMNS and records == ROWS and numbers == [2, 3, 4, 6, 7]
+    headerless = tmp_path / "headerless.csv"
+    frame().to_csv(headerless, index=False, header=False, sep=";", encoding=encoding)
+    assert read_all(headerless, encoding=encoding, column_names=COLUMNS)[1] == ROWS
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "text\nfirst; with a semicolon\nsecond\n",  # one column whose header has none
+        "id,text\n1,a; b\n2,c\n",  # commas on the first line decide
+    ],
+)
+def test_semicolons_in_texts_do_not_make_a_csv_semicolon_separated(tmp_path, content):
+    path = tmp_path / "texts.csv"
+    path.write_text(content)
+    header, records, _, _ = read_all(path)
+    assert len(records[0]) == len(header) and "; " in records[0][-1]
+    # Without a header, a first text with semicolons is one field when one column is named.
+    headerless = tmp_path / "headerless.csv"
+    headerless.write_text("first; with a semicolon\nsecond\n")
+    assert read_all(headerless, column_names=["text"])[1] == [["first; with a semicolon"], ["second"]]
+
+
 def test_bytes_that_are_not_utf8_name_the_line_and_the_option(tmp_path):
     path = tmp_path / "latin.csv"
     path.write_bytes("id,text\n1,plain\n2,Caf\xe9\n".encode("latin-1"))
