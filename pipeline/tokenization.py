@@ -241,6 +241,7 @@ def tokenize_splits(
             tokenized = load_from_disk(str(cache_dir))
             info = _read_info(cache_dir / "info.json")
             logger.info("Tokenized splits loaded from cache %s (max_length %d)", cache_dir, info.max_length)
+            _log_length(config, rule, info.max_length, info.truncated_fraction, limit)  # as a fresh run says it
             return tokenized, info
 
     raw_lengths = {name: token_lengths(splits[name]["text"], tokenizer) for name in splits}
@@ -325,15 +326,17 @@ def _log_length(
         ", ".join(f"{name} {share:.2%}" for name, share in truncated.items()),
     )
     if truncated.get("train", 0.0) > config.max_truncated_fraction and rule.long_text == "truncate":
+        head_tail = "" if rule.truncation == "head_tail" else ", tokenizer.truncation=head_tail"
         logger.warning(
             "Fixed length %d truncates %.1f%% of train, above the %.1f%% budget (tokenizer.max_truncated_fraction): "
             "the model reads only %s of those texts. Options: a larger tokenizer.max_length (the model takes up to "
-            "%d), tokenizer.truncation=head_tail, or tokenizer.long_text=chunk (README 'Long texts')",
+            "%d)%s, or tokenizer.long_text=chunk (README 'Long texts')",
             max_length,
             100 * truncated["train"],
             100 * config.max_truncated_fraction,
-            "part" if rule.truncation != "head" else "the start",
+            rule.kept_part,
             limit,
+            head_tail,
         )
 
 

@@ -42,6 +42,16 @@ class LongTextRule:
         """The classic rule (keep the first tokens): tokenized by the fast tokenizer's own truncation."""
         return self.truncation == "head" and self.long_text == "truncate"
 
+    @property
+    def kept_part(self) -> str:
+        """What truncation keeps of a text longer than the fixed length."""
+        return {"tail": "the end", "head_tail": "the start and the end"}.get(self.truncation, "the start")
+
+    @property
+    def dropped_part(self) -> str:
+        """What truncation drops of a text longer than the fixed length."""
+        return {"tail": "the start", "head_tail": "the middle"}.get(self.truncation, "the end")
+
     def cache_key(self) -> str:
         return f"{self.truncation}|{self.head_fraction}|{self.long_text}|{self.chunk_stride}|{self.max_chunks}"
 

@@ -769,19 +769,28 @@ def test_training_truncation_over_budget_is_flagged(tmp_path: Path):
         make_fake_run(tmp_path, "lenient", seed=2, correct_share=0.8),
         tokenization={"truncated_fraction": {"train": 0.05, "validation": 0.05, "test": 0.06}},
     )
-    config = yaml.safe_load((lenient / "config.yaml").read_text())
-    config["tokenizer"]["max_truncated_fraction"] = 0.1
-    (lenient / "config.yaml").write_text(yaml.safe_dump(config))
-    markdown_path, _ = write_report([over, lenient], tmp_path / "report")
+    middle = update_metrics(
+        make_fake_run(tmp_path, "middle", seed=3, correct_share=0.8),
+        tokenization={"truncated_fraction": {"train": 0.05, "validation": 0.05, "test": 0.06}},
+    )
+    for run, setting in ((lenient, {"max_truncated_fraction": 0.1}), (middle, {"truncation": "head_tail"})):
+        config = yaml.safe_load((run / "config.yaml").read_text())
+        config["tokenizer"].update(setting)
+        (run / "config.yaml").write_text(yaml.safe_dump(config))
+    markdown_path, _ = write_report([over, lenient, middle], tmp_path / "report")
     markdown = markdown_path.read_text()
     assert (
         "over: 5.00% of its training texts were truncated at fixed length 64, over the budget of 1.00% "
-        "(tokenizer.max_truncated_fraction)"
+        "(tokenizer.max_truncated_fraction): the model never saw the end of those texts."
     ) in header_of(markdown)
+    # head_tail keeps both ends: what it never read is the middle.
+    assert "middle: 5.00% of its training texts were truncated" in header_of(markdown)
+    assert "the model never saw the middle of those texts." in header_of(markdown)
     assert "lenient: 5.00% of its training texts" not in markdown
     assert summary_rows(markdown)["Longer than the fixed length (train)"] == [
         "5.00% truncated (over the 1.00% budget)",
         "5.00% truncated",
+        "5.00% truncated (over the 1.00% budget)",
     ]
 
 
@@ -825,7 +834,7 @@ def test_a_chunked_run_is_not_flagged_as_truncated(tmp_path: Path):
     metrics["tokenization"]["windows_per_document"] = {"train": {"mean": 2.5, "p95": 4, "max": 6}}
     (run / "metrics.json").write_text(json.dumps(metrics))
     markdown = write_report([run], tmp_path / "report")[0].read_text()
-    assert "over the" not in markdown and "never saw their ends" not in markdown
+    assert "over the" not in markdown and "never saw" not in markdown
     assert summary_rows(markdown)["Longer than the fixed length (train)"] == [
         "90.00%, read in windows (2.50 per text, max 6)"
     ]

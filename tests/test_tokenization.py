@@ -60,6 +60,25 @@ def test_fixed_length_and_cache_hit(bert_tokenizer, tmp_path):
     assert not fresh.from_cache  # different texts, different cache entry
 
 
+@pytest.mark.parametrize("truncation", ["head", "head_tail"])
+def test_truncation_over_budget_is_warned_on_a_cache_hit_too(bert_tokenizer, tmp_path, caplog, truncation):
+    long_text = " ".join(["word"] * 40)
+    splits = _splits({"train": ["short"] * 8 + [long_text] * 2, "validation": ["x"], "test": ["y"]})
+    config = TokenizerConfig(max_length=8, truncation=truncation)
+    warnings = []
+    for _ in range(2):  # tokenized, then loaded from the cache
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="pipeline.tokenization"):
+            tokenize_splits(splits, bert_tokenizer, config, tmp_path)
+        warnings.append([record.getMessage() for record in caplog.records if record.levelname == "WARNING"])
+    assert warnings[0] == warnings[1] and len(warnings[0]) == 1
+    message = warnings[0][0]
+    assert "truncates 20.0% of train" in message
+    kept = {"head": "the start", "head_tail": "the start and the end"}[truncation]
+    assert f"reads only {kept} of those texts" in message
+    assert ("tokenizer.truncation=head_tail" in message) is (truncation == "head")  # not the setting in use
+
+
 def test_fixed_length_beyond_the_model_limit_is_refused(bert_tokenizer, tmp_path):
     splits = _splits({"train": ["x"], "validation": ["x"], "test": ["x"]})
     with pytest.raises(ValueError, match="tokenizer.max_length"):

@@ -18,6 +18,7 @@ from typing import Any
 from pipeline.report.formatting import format_count, format_duration, format_metric, format_percent
 from pipeline.report.runs import Run
 from pipeline.rundir import RANKING_METRICS, is_number, nested_get
+from pipeline.windows import LongTextRule
 
 # tokenizer.max_truncated_fraction's default (pipeline.config.TokenizerConfig), for configs that do not say.
 DEFAULT_MAX_TRUNCATED_FRACTION = 0.01
@@ -238,9 +239,10 @@ def truncation_note(run: Run) -> str | None:
     share, budget = over
     length = run.metric("tokenization", "max_length")
     at = f" at fixed length {format_count(length)}" if is_number(length) else ""
+    dropped = LongTextRule.from_settings(run.config.get("tokenizer") or {}).dropped_part
     return (
         f"{format_percent(share)} of its training texts were truncated{at}, over the budget of "
-        f"{format_percent(budget)} (tokenizer.max_truncated_fraction): the model never saw their ends."
+        f"{format_percent(budget)} (tokenizer.max_truncated_fraction): the model never saw {dropped} of those texts."
     )
 
 
