@@ -106,6 +106,7 @@ def _inferred_scheme(train: Table, column: str, base: int | None) -> LabelScheme
             f"{MAX_INFERRED_CLASSES}: is data.label_column a text or id column? If not, list the classes in "
             "data.label_names"
         )
+    _warn_case_variants(names, train, column)
     return LabelScheme(
         names, base or 0, accepts_ids=False, origin="the classes found in train; set data.label_names to use ids"
     )
@@ -189,9 +190,27 @@ def label_set_scheme(config: DataConfig, train: Table) -> LabelScheme:
             f"{train.source}, column '{config.label_column}': {len(found)} distinct labels, more than "
             f"{MAX_INFERRED_CLASSES}: list the classes in data.label_names"
         )
+    _warn_case_variants(sorted(found), train, config.label_column)
     return LabelScheme(
         sorted(found), 0, accepts_ids=False, origin="the classes found in train; list them all in data.label_names"
     )
+
+
+def _warn_case_variants(names: list[str], train: Table, column: str) -> None:
+    """Labels found in train that differ only in letter case ("World", "world") are kept as separate classes, as
+    written, but almost always mean one: say so, naming them, before a run learns to tell them apart."""
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        groups.setdefault(name.casefold(), []).append(name)
+    variants = [group for group in groups.values() if len(group) > 1]
+    if variants:
+        logger.warning(
+            "%s, column '%s': labels that differ only in case are separate classes: %s; write each class one way "
+            "(or list the classes in data.label_names, which then refuses the other spellings by row)",
+            train.source,
+            column,
+            "; ".join(", ".join(repr(name) for name in group) for group in variants),
+        )
 
 
 def label_sets(table: Table, column: str, scheme: LabelScheme, separator: str) -> np.ndarray:

@@ -210,6 +210,18 @@ def test_string_labels_follow_label_names_order(tmp_path):
     assert splits["test"]["label"] == [0, 1]
 
 
+@pytest.mark.parametrize("task", ["single_label", "multi_label"])
+def test_labels_that_differ_only_in_case_are_named_in_a_warning(tmp_path, caplog, task):
+    rows = "".join(f"{name},story {i} {name}\n" for i in range(3) for name in ("World", "world", "Sports", " WORLD "))
+    train = write_text(tmp_path / "train.csv", "label,text\n" + rows)
+    with caplog.at_level("WARNING", logger="pipeline.labels"):
+        data = load_data(files_config(train, train, task=task, deduplicate="none"), seed=0)
+    assert data.labels == ["Sports", "WORLD", "World", "world"]  # kept as written (spaces stripped)
+    (message,) = [record.getMessage() for record in caplog.records if "differ only in case" in record.getMessage()]
+    assert f"{train}, column 'label'" in message and "'WORLD', 'World', 'world';" in message
+    assert "Sports" not in message
+
+
 def test_text_parts_are_stripped_and_empty_parts_skipped(tmp_path):
     train = write_text(
         tmp_path / "train.csv",
