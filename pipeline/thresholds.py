@@ -20,6 +20,10 @@ Settings, for every class or per class (a mapping class -> setting):
 For a multi-class task a class's precision and recall count only rows whose argmax is that class (the others can
 never be labelled it). A precision that no threshold reaches on validation falls back to best_f1, with a warning
 and a note in the record; a class without validation rows keeps 0.5.
+
+A chosen threshold sits midway between the validation score it admits and the next lower one (0 below the lowest):
+the same validation decisions, with the widest margin, so that a score a rounding error away (another runtime, bf16,
+ONNX) is not labelled differently from the score seen on validation.
 """
 
 from __future__ import annotations
@@ -210,16 +214,22 @@ def choose_threshold(setting: Any, scores: np.ndarray, positives: np.ndarray) ->
     else:
         keeping = np.flatnonzero(recall >= value - 1e-12)
         if not len(keeping):  # multi-class: rows whose top prediction is another class are lost to any threshold
-            threshold = float(candidates[-1])
+            threshold = _midway(candidates, len(candidates) - 1)
             record = _record(setting, threshold, scores, positives)
             record["fallback"] = (
-                f"no threshold keeps recall {value:g} on validation (at most {recall.max():.4f}): the lowest, "
-                f"{threshold:.4f}, used instead"
+                f"no threshold keeps recall {value:g} on validation (at most {recall.max():.4f}): {threshold:.4f}, "
+                "below every validation score of the class, used instead"
             )
             return threshold, record
         best = keeping[np.argmax(candidates[keeping])]  # the highest threshold still keeping the recall
-    threshold = float(candidates[best])
+    threshold = _midway(candidates, int(best))
     return threshold, _record(setting, threshold, scores, positives)
+
+
+def _midway(candidates: np.ndarray, index: int) -> float:
+    """A threshold admitting the scores down to candidates[index] (high to low): midway to the next lower one."""
+    lower = float(candidates[index + 1]) if index + 1 < len(candidates) else 0.0
+    return (float(candidates[index]) + lower) / 2
 
 
 def _curve(scores: np.ndarray, positives: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -246,7 +256,7 @@ def _best_f1(
     positives: np.ndarray,
 ) -> tuple[float, dict[str, Any]]:
     f1 = np.where(precision + recall > 0, 2 * precision * recall / np.maximum(precision + recall, 1e-12), 0.0)
-    threshold = float(candidates[int(np.argmax(f1))])
+    threshold = _midway(candidates, int(np.argmax(f1)))
     return threshold, _record(setting, threshold, scores, positives)
 
 

@@ -51,8 +51,20 @@ def test_recall_target_keeps_the_recall_at_the_highest_threshold():
     decision = choose_decision({"recall": 0.95}, probabilities, gold, ["neg", "pos"], multi_label=False)
     threshold, scores = decision.thresholds["pos"], probabilities[:, 1]
     assert precision_recall(scores >= threshold, gold == 1)[1] >= 0.95
-    higher = np.unique(scores[scores > threshold])[:3]
+    admitted = scores[scores >= threshold].min()  # the lowest validation score labelled positive
+    higher = np.unique(scores[scores > admitted])[:3]
     assert all(precision_recall(scores >= t, gold == 1)[1] < 0.95 for t in higher)
+
+
+@pytest.mark.parametrize("setting", ["best_f1", {"precision": 0.9}, {"recall": 0.9}], ids=str)
+def test_a_chosen_threshold_sits_midway_between_validation_scores(setting):
+    """A score a rounding error below the lowest admitted one (another runtime, bf16) gets the same label."""
+    probabilities, gold = binary_validation(4)
+    scores = probabilities[:, 1]
+    threshold = choose_decision(setting, probabilities, gold, ["neg", "pos"], multi_label=False).thresholds["pos"]
+    admitted, below = scores[scores >= threshold].min(), scores[scores < threshold].max()
+    assert threshold == pytest.approx((admitted + below) / 2)
+    assert admitted - threshold > 1e-6 and threshold - below > 1e-6
 
 
 def test_best_f1_beats_every_other_threshold():
@@ -126,7 +138,7 @@ def test_a_recall_that_no_threshold_keeps_takes_the_lowest_with_a_warning():
     # Three classes' flag rule on the first two columns: row 2 of class 1 scores -inf for class 1 (argmax is 0).
     probabilities = np.concatenate([probabilities, np.zeros((6, 1))], axis=1)
     decision = choose_decision({"y": {"recall": 0.99}}, probabilities, gold, ["x", "y", "z"], multi_label=False)
-    assert decision.thresholds["y"] == 0.55  # the lowest score among rows predicted y
+    assert decision.thresholds["y"] == 0.275  # midway below the lowest score among rows predicted y (0.55)
     assert "no threshold keeps recall 0.99" in decision.chosen["y"]["fallback"]
     assert decision.chosen["y"]["validation_recall"] == 0.75
 
