@@ -68,7 +68,10 @@ def calibrate_and_decide(
     pooling, multi_label = config.eval.chunk_pooling, rows["validation"].multi_label
     temperature, warning = 1.0, None
     if config.train.calibrate:
-        temperature, warning = trusted_temperature(logits["validation"], rows["validation"].labels)
+        validation_rows = rows["validation"]
+        temperature, warning = trusted_temperature(
+            logits["validation"], validation_rows.labels, validation_rows.documents
+        )
         fold_temperature(model, temperature, _check_inputs(rows["validation"], model))
     before = {name: result_from_logits(logits[name], rows[name], labels, pooling) for name in SPLITS}
     calibrated = {name: result_from_logits(logits[name] / temperature, rows[name], labels, pooling) for name in SPLITS}
@@ -93,17 +96,22 @@ def calibrate_and_decide(
     return Scoring(temperature, decision, results, calibration)
 
 
-def trusted_temperature(logits: torch.Tensor, labels: torch.Tensor | np.ndarray) -> tuple[float, str | None]:
+def trusted_temperature(
+    logits: torch.Tensor, labels: torch.Tensor | np.ndarray, documents: np.ndarray | None = None
+) -> tuple[float, str | None]:
     """(temperature, None) fitted on validation; or (1.0, why) when the fit ran to its search bound, as it does on
     a validation split the model separates perfectly: no temperature is supported there, and a bound (T = 1/20)
-    would make every probability nearly 0 or 1."""
+    would make every probability nearly 0 or 1. `documents`: with chunked long texts, each row's (window's)
+    document, so that the reason counts texts as every metric does."""
     temperature = fit_temperature(logits, labels)
     if not at_search_bound(temperature):
         return temperature, None
+    counted = f"{len(labels)} validation rows"
+    if documents is not None:
+        counted = f"{len(np.unique(documents))} validation texts ({len(labels)} windows)"
     warning = (
-        f"the validation NLL kept falling to the temperature search's bound ({temperature:.3g}): {len(labels)} "
-        "validation rows, separated perfectly or nearly, fit no temperature; the probabilities are left as trained "
-        "(temperature 1)"
+        f"the validation NLL kept falling to the temperature search's bound ({temperature:.3g}): {counted}, "
+        "separated perfectly or nearly, fit no temperature; the probabilities are left as trained (temperature 1)"
     )
     logger.warning("Calibration: %s", warning)
     return 1.0, warning

@@ -55,6 +55,9 @@ def test_a_validation_split_separated_perfectly_keeps_temperature_one_and_says_w
     temperature, warning = trusted_temperature(logits, labels)
     assert temperature == 1.0 and "40 validation rows" in warning and "bound" in warning
     assert "Calibration:" in caplog.text
+    # Chunked long texts: the windows carry their document's label, and the reason counts the texts.
+    _, chunked = trusted_temperature(logits, labels, documents=np.arange(40) // 2)
+    assert "20 validation texts (40 windows)" in chunked
     fitted, none = trusted_temperature(*overconfident(seed=2))
     assert none is None and fitted == pytest.approx(3.0, rel=0.1) and not at_search_bound(fitted)
 
