@@ -65,18 +65,31 @@ def selection_metric(setting: str, multi_label: bool, train_counts: ClassCounts 
 
 
 METRIC_DIR = Path(__file__).resolve().parent / "metrics" / "classification"
+METRIC_FILE = f"{METRIC_DIR.name}.py"  # what evaluate.load(METRIC_DIR) runs: the folder's name, .py
 
 
 @functools.cache
 def classification_metric():
-    """The project's `evaluate` metric module (pipeline/metrics/classification), loaded by path once per process.
-
-    Offline: a local path never touches the Hub. keep_in_memory: nothing is written to evaluate's cache folder, so
-    several processes (distributed runs) do not contend for its files.
+    """The project's `evaluate` metric module (pipeline/metrics/classification), built once per process from its
+    file: the same class `evaluate.load(path)` builds, without that call's copy of the file into the Hugging Face
+    modules cache in the user's home (a run writes nothing outside the paths it is given). keep_in_memory: no cache
+    files either, so several processes (distributed runs) do not contend for them.
     """
+    import importlib.util
+
     import evaluate
 
-    return evaluate.load(str(METRIC_DIR), keep_in_memory=True)
+    spec = importlib.util.spec_from_file_location(f"pipeline_metric_{METRIC_DIR.name}", METRIC_DIR / METRIC_FILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    (metric_class,) = [
+        value
+        for value in vars(module).values()
+        if isinstance(value, type)
+        and issubclass(value, evaluate.EvaluationModule)
+        and value.__module__ == module.__name__
+    ]
+    return metric_class(keep_in_memory=True)
 
 
 def compute_metrics(labels: np.ndarray, predictions: np.ndarray, label_names: list[str]) -> dict:

@@ -3,6 +3,8 @@ offline, checked against scikit-learn, and the one implementation behind stage 4
 
 import fnmatch
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import evaluate
@@ -11,7 +13,7 @@ import pytest
 import tomllib
 from sklearn.metrics import classification_report, confusion_matrix, f1_score
 
-from pipeline.evaluation import METRIC_DIR, classification_metric, compute_metrics
+from pipeline.evaluation import METRIC_DIR, METRIC_FILE, classification_metric, compute_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = ["World", "Sports", "Business", "Sci/Tech", "Never"]  # the last class occurs nowhere
@@ -73,6 +75,22 @@ def test_stage_4_uses_the_same_module_and_returns_the_same_dict(metric):
     assert classification_metric().name == "classification"
 
 
+def test_stage_4_writes_nothing_to_the_hugging_face_caches(tmp_path):
+    """evaluate.load would copy the module into HF_MODULES_CACHE (under the home folder): stage 4 builds it from its
+    file instead."""
+    home = tmp_path / "home"
+    code = (
+        "from pipeline.evaluation import compute_metrics; "
+        "print(compute_metrics([0, 1, 1], [0, 1, 0], ['a', 'b'])['accuracy'])"
+    )
+    environment = {**os.environ, "HOME": str(home), "HF_HOME": str(home / "hf"), "XDG_CACHE_HOME": str(home / "xdg")}
+    environment.pop("HF_MODULES_CACHE", None)
+    result = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert float(result.stdout) == pytest.approx(2 / 3)
+    assert not home.exists() or not any(path.is_file() for path in home.rglob("*"))
+
+
 def test_without_label_names_and_with_bad_ids(metric):
     result = metric.compute(predictions=[0, 1, 1], references=[0, 1, 0])
     assert list(result["per_class"]) == ["0", "1"] and result["confusion_matrix"] == [[1, 1], [0, 1]]
@@ -81,7 +99,7 @@ def test_without_label_names_and_with_bad_ids(metric):
 
 
 def test_module_is_self_contained_and_ships_with_the_package():
-    module_file = METRIC_DIR / f"{METRIC_DIR.name}.py"  # evaluate.load(dir) runs dir/<dir name>.py
+    module_file = METRIC_DIR / METRIC_FILE
     source = module_file.read_text()
     assert "import pipeline" not in source and "from pipeline" not in source
     patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["pipeline"]
