@@ -654,6 +654,21 @@ def test_openvino_and_nncf_are_imported_without_telemetry(openvino_run, tmp_path
     assert not any(tmp_path.iterdir()), sorted(path.name for path in tmp_path.iterdir())
 
 
+def test_onnx_runtime_is_imported_without_writing_to_the_home_folder(tmp_path):
+    """On import it writes a device id and a database under ~/.cache/Microsoft unless its telemetry is off."""
+    import os
+    import subprocess
+
+    code = "from pipeline.export.record import require; print(require('onnxruntime').get_available_providers())"
+    environment = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    for name in ("ORT_DISABLE_TELEMETRY", "XDG_CACHE_HOME"):
+        environment.pop(name, None)
+    result = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "CPUExecutionProvider" in result.stdout
+    assert not any(tmp_path.iterdir()), sorted(str(path) for path in tmp_path.rglob("*"))
+
+
 def test_openvino_missing_or_damaged_is_a_one_line_error(openvino_run, tmp_path, monkeypatch, capsys):
     from pipeline.export.runtime import open_openvino, require_openvino
 

@@ -13,6 +13,7 @@ import hashlib
 import importlib
 import importlib.util
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,10 @@ class ExportError(ValueError):
 
 def require(module: str) -> Any:
     """Import an optional dependency, or say in one line which extra installs it."""
+    # ONNX Runtime (which nncf and onnx tools may import too) writes a device id and a database under
+    # ~/.cache/Microsoft/DeveloperTools when it is imported, unless telemetry is off: a tool run on users' data
+    # writes nothing outside the paths they name. The user's own setting of the variable wins.
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
     try:
         return importlib.import_module(module)
     except ImportError:
