@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+import yaml
 from transformers import BertConfig, BertForSequenceClassification
 
 from pipeline.config import MAX_BATCH_TOKENS
@@ -452,6 +453,27 @@ def test_missing_text_column_lists_the_columns(run_dir, tmp_path, capsys):
     )
     assert predict_cli(run_dir, source, tmp_path / "out.csv", "--text-columns", "title") != 0
     assert_one_line_error(capsys.readouterr().err, "'title'", "'id', 'headline'")
+
+
+def test_missing_text_columns_of_a_run_trained_on_headerless_files_name_its_column_names(
+    run_dir, tmp_path, ag_news_test_csv, capsys
+):
+    run = tmp_path / "headerless_run"
+    shutil.copytree(run_dir, run)
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    config["data"]["column_names"] = ["class_index", "title", "description"]
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    source = tmp_path / "test5.csv"
+    source.write_text("".join(ag_news_test_csv.read_text(encoding="utf-8").splitlines(keepends=True)[:5]))
+    assert predict_cli(run, source, tmp_path / "out.csv") != 0
+    assert_one_line_error(
+        capsys.readouterr().err,
+        "'title', 'description'",
+        "for a file without a header row, as the run's were, pass --column-names class_index,title,description",
+    )
+    assert predict_cli(run, source, tmp_path / "out.csv", "--column-names", "class_index,title,description") == 0
+    assert predict_cli(run_dir, source, tmp_path / "other.csv") != 0  # a run without column names: no such hint
+    assert "--column-names" not in capsys.readouterr().err
 
 
 def test_malformed_csv_reports_the_line(run_dir, tmp_path, capsys):

@@ -327,6 +327,14 @@ def test_one_config_reads_files_with_and_without_a_header(tmp_path):
 # resolve_columns
 
 
+def test_a_tsv_read_as_csv_gets_a_hint(tmp_path):
+    path = tmp_path / "data.csv"
+    path.write_text("id\ttitle\tlabel\n1\tStocks fell\tBusiness\n")
+    header = read_all(path)[0]
+    with pytest.raises(DataError, match=r"its columns: 'id\\ttitle\\tlabel' \(tab-separated\? read it as TSV\)$"):
+        resolve_columns(header, ["title"], "data.csv", "data.text_columns")
+
+
 def test_resolve_columns_exact_names_first_then_ignoring_case_and_spaces():
     header = ["ID", "Title", "title", " Body "]
     assert resolve_columns(header, ["title"], "f.csv", "opt") == [2]  # the exact name, not the first match

@@ -219,7 +219,10 @@ def run(args: argparse.Namespace) -> RunSummary:
     with open_table(
         args.input, args.format, args.column_names, args.encoding, chunk_size, "--format", "--encoding"
     ) as table:
-        resolve_columns(table.header, source.text_spec.columns, table.name, "--text-columns")
+        try:
+            resolve_columns(table.header, source.text_spec.columns, table.name, "--text-columns")
+        except DataError as error:
+            raise DataError(f"{error}{source.headerless_hint()}") from None
         out_format = output_format(args.output, args.output_format, table.format)
         predictor = Predictor.from_source(
             source,

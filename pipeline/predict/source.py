@@ -36,9 +36,19 @@ class ModelSource:
     # How the run read texts longer than max_length (truncation or windows), and how windows pool per document.
     long_text: LongTextRule = field(default_factory=LongTextRule)
     pooling: str = "mean"
+    # The run's data.column_names: named in the error about a file whose text columns are missing.
+    column_names: tuple[str, ...] | None = None
 
     def with_text_columns(self, columns: list[str] | tuple[str, ...] | None) -> ModelSource:
         return dataclasses.replace(self, text_spec=self.text_spec.with_columns(columns))
+
+    def headerless_hint(self) -> str:
+        """How to read an input laid out as the run's training files were, without a header row."""
+        if not self.column_names:
+            return ""
+        return (
+            f"; for a file without a header row, as the run's were, pass --column-names {','.join(self.column_names)}"
+        )
 
 
 def default_text_spec() -> TextSpec:
@@ -56,6 +66,12 @@ def run_text_spec(config: dict[str, Any]) -> TextSpec:
         str(data.get("text_separator", defaults.text_separator)),
         bool(data.get("unescape_newlines", defaults.unescape_newlines)),
     )
+
+
+def run_column_names(config: dict[str, Any]) -> tuple[str, ...] | None:
+    """The run's data.column_names (the names of header-less data files), from its config.yaml."""
+    names = (config.get("data") or {}).get("column_names")
+    return tuple(str(name) for name in names) if isinstance(names, list) and names else None
 
 
 def run_max_length(run: RunDir, config: dict[str, Any]) -> int | None:
@@ -96,6 +112,7 @@ def resolve_model_source(path: str | Path, require_finished: bool = True) -> Mod
                 run_path,
                 LongTextRule.from_settings(config.get("tokenizer") or {}),
                 str((config.get("eval") or {}).get("chunk_pooling", "mean")),
+                run_column_names(config),
             )
         except RunDirError as error:
             raise PredictError(str(error)) from None
