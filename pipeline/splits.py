@@ -69,10 +69,15 @@ def carve(
     classes, counts = np.unique(labels, return_counts=True)
     if counts.min() < 2:
         names = train.features["label"].names
-        small = ", ".join(f"'{names[c]}' ({n} row)" for c, n in zip(classes, counts) if n < 2)
+        small = [f"'{names[c]}' ({n} row)" for c, n in zip(classes, counts) if n < 2]
+        which = (
+            f"the class {small[0]} has fewer than 2 rows, so it"
+            if len(small) == 1
+            else f"the classes {', '.join(small)} have fewer than 2 rows, so they"
+        )
         raise DataError(
-            f"cannot carve a stratified {split} split ({key}) out of train: the classes {small} have fewer than "
-            f"2 rows, so they cannot appear on both sides; add rows, drop the class, or give a {split} file"
+            f"cannot carve a stratified {split} split ({key}) out of train: {which} cannot appear on both sides; "
+            f"add rows, drop the class, or give a {split} file"
         )
     chosen, rest = sample_indices(labels, size, seed, minimum=1)
     return train.select(rest), train.select(chosen)
@@ -292,7 +297,12 @@ def _count_conflicts(
         for key in conflicting[:CONFLICT_EXAMPLES]
     ]
     if conflicting:
-        logger.warning("%d texts carry more than one label (e.g. %r)", len(conflicting), conflicting[0][:80])
+        logger.warning(
+            "%d %s more than one label (e.g. %r)",
+            len(conflicting),
+            "text carries" if len(conflicting) == 1 else "texts carry",
+            conflicting[0][:80],
+        )
     return {
         key: " vs ".join(sorted(_describe_label(label, names) for label in labels_by_text[key])) for key in conflicting
     }

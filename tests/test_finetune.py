@@ -227,3 +227,13 @@ def test_two_runs_with_different_precision_in_one_process(tiny_run_config):
     first = finetune.run(tiny_run_config("run.name=bf16", "train.max_steps=1", "train.mixed_precision=bf16"))
     second = finetune.run(tiny_run_config("run.name=fp32", "train.max_steps=1", "train.mixed_precision=no"))
     assert (first["training"]["mixed_precision"], second["training"]["mixed_precision"]) == ("bf16", "no")
+
+
+def test_the_last_console_line_leads_with_the_selection_metric():
+    single = {"best": {"metric": "accuracy"}, "test": {"accuracy": 0.9, "macro_f1": 0.85, "num_samples": 200}}
+    assert finetune.headline_scores(single) == "accuracy 0.9000, macro-F1 0.8500 on 200 rows"
+    multi = {
+        "best": {"metric": "micro_f1"},
+        "test": {"accuracy": 0.4, "macro_f1": 0.6, "micro_f1": 0.7, "num_samples": 50},
+    }
+    assert finetune.headline_scores(multi) == "micro-F1 0.7000, subset accuracy 0.4000, macro-F1 0.6000 on 50 rows"

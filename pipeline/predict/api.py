@@ -80,7 +80,7 @@ def predict_dataframe(
     spec = predictor.text_spec.with_columns(text_columns)
     header = [str(column) for column in df.columns]
     try:
-        positions = resolve_columns(header, spec.columns, "the DataFrame", "text_columns=")
+        positions = resolve_columns(header, spec.columns, "the DataFrame", "the text_columns argument")
     except DataError as error:
         raise PredictError(str(error)) from None
     added = predictor_columns(predictor, probabilities, prefix)
