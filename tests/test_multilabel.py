@@ -204,5 +204,11 @@ def test_a_multi_label_run_saves_a_model_every_loader_reads_as_multi_label(
     for _, row in out.iterrows():
         expected = [name for name in CLASSES if row[f"prob_{name}"] >= metrics["thresholds"]["thresholds"][name]]
         assert row["labels"] == "|".join(expected)
+    # JSON Lines output: the label set is a list, as a list column of the training data is.
+    predict_main(["--model", str(run_dir), "--input", str(source), "--output", str(tmp_path / "out.jsonl")])
+    written = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [row["labels"] for row in written] == [
+        [name for name in value.split("|") if name] for value in out["labels"]
+    ]
     predictions = pd.read_csv(run_dir / "test_predictions.csv", keep_default_na=False)
     assert set(predictions.columns) >= {"text", "label", "predicted", "score"}

@@ -80,9 +80,8 @@ def predict_table(
         summary.rows_without_text += without_text
         progress.update(without_text)
         if writer is not None:
-            writer.write_rows(
-                header, chunk.records, added_values(result, predictor.labels, probabilities, predictor.label_separator)
-            )
+            separator = None if writer.keeps_lists else predictor.label_separator
+            writer.write_rows(header, chunk.records, added_values(result, predictor.labels, probabilities, separator))
     summary.seconds = time.perf_counter() - started
     return summary
 

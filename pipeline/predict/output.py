@@ -63,16 +63,18 @@ def check_no_clash(available: Sequence[str], added: Sequence[str], where: str, o
         )
 
 
-def added_values(result: LabelledTexts, labels: Sequence[str], probabilities: bool, separator: str) -> list[list[Any]]:
-    """Per row: label, label_id, score, [probabilities...], [low_confidence], error (multi-label: the joined classes,
-    [probabilities...], error); None where a row has no label."""
+def added_values(
+    result: LabelledTexts, labels: Sequence[str], probabilities: bool, separator: str | None
+) -> list[list[Any]]:
+    """Per row: label, label_id, score, [probabilities...], [low_confidence], error (multi-label: the classes joined
+    by `separator`, or their list when it is None, [probabilities...], error); None where a row has no label."""
     scores = result.scores().tolist()
     rows = []
     for index, label_id in enumerate(result.label_ids.tolist()):
         found = label_id >= 0
         if result.label_sets is not None:
-            chosen = (name for name, on in zip(labels, result.label_sets[index]) if on)
-            values = [separator.join(chosen) if found else None]
+            chosen = [name for name, on in zip(labels, result.label_sets[index]) if on]
+            values = [(chosen if separator is None else separator.join(chosen)) if found else None]
         else:
             values = [
                 labels[label_id] if found else None,
@@ -106,6 +108,8 @@ class DelimitedWriter:
     lone '\\r' when the terminator is '\\n'; such a field would come back split, so rows holding one are quoted.
     """
 
+    keeps_lists = False  # a multi-label row's classes are one field, joined by data.label_separator
+
     def __init__(self, handle: IO[str], kind: str):
         self._minimal = csv.writer(handle, delimiter=DELIMITERS[kind], lineterminator="\n")
         self._quoted = csv.writer(handle, delimiter=DELIMITERS[kind], lineterminator="\n", quoting=csv.QUOTE_ALL)
@@ -138,6 +142,8 @@ def _added_field(value: Any) -> str:
 
 class JsonLinesWriter:
     """One JSON object per row: the input record's fields, then the added ones (numbers as numbers)."""
+
+    keeps_lists = True  # a multi-label row's classes are a JSON list, as a list column of the training data is
 
     def __init__(self, handle: IO[str]):
         self._handle = handle
