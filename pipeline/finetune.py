@@ -326,6 +326,13 @@ def evaluate(
     return scoring, time.perf_counter() - tick, sum(len(prepared.rows[name]) for name in scored)
 
 
+def model_source(config: PipelineConfig) -> str:
+    """What the model started from, as config.yaml records it: a local folder absolute, a Hub id as written."""
+    if config.model.kind == "encoder":
+        return "from scratch"
+    return with_absolute_paths(to_dict(config))["model"]["name_or_path"]
+
+
 def build_metrics(
     config: PipelineConfig,
     prepared: Prepared,
@@ -341,7 +348,7 @@ def build_metrics(
         "run": {
             "name": config.run.name,
             "model_kind": config.model.kind,
-            "model_name_or_path": config.model.name_or_path if config.model.kind != "encoder" else "from scratch",
+            "model_name_or_path": model_source(config),
             "num_parameters": num_parameters,
             "started_at": started_at,
             "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

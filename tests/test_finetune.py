@@ -110,6 +110,8 @@ def test_run_directory_holds_every_file_and_each_loads(finished_run):
     assert metrics["device"]["freed_memory_kept"] is (hardware.glibc() is not None)
     reloaded_config = load_config(run_dir / "config.yaml")
     assert reloaded_config == config
+    saved_model = yaml.safe_load((run_dir / "config.yaml").read_text())["model"]["name_or_path"]
+    assert metrics["run"]["model_name_or_path"] == saved_model
 
     assert json.loads((run_dir / "metrics.json").read_text()) == json.loads(json.dumps(metrics))
     history = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
@@ -237,3 +239,12 @@ def test_the_last_console_line_leads_with_the_selection_metric():
         "test": {"accuracy": 0.4, "macro_f1": 0.6, "micro_f1": 0.7, "num_samples": 50},
     }
     assert finetune.headline_scores(multi) == "micro-F1 0.7000, subset accuracy 0.4000, macro-F1 0.6000 on 50 rows"
+
+
+def test_metrics_name_a_local_model_folder_by_its_absolute_path(tmp_path, monkeypatch):
+    (tmp_path / "models" / "mine").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    local = load_config(MINILM_CONFIG, ["model.name_or_path=models/mine"])
+    assert finetune.model_source(local) == str(tmp_path / "models" / "mine")
+    assert finetune.model_source(load_config(MINILM_CONFIG, ["model.name_or_path=org/hub-model"])) == "org/hub-model"
+    assert finetune.model_source(load_config(MINILM_CONFIG, ["model.kind=encoder"])) == "from scratch"
