@@ -5,6 +5,10 @@ Test files import from here (`from tests.helpers import ...`), never from tests.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -27,6 +31,22 @@ OFFLINE_ENVIRONMENT = {
     "HF_DATASETS_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",
 }
+
+
+# Where libraries cache and keep state outside HOME when these are set: unset, so that everything lands under HOME.
+HOME_REDIRECTS = ("XDG_CACHE_HOME", "HF_HOME", "HF_MODULES_CACHE", "HF_DATASETS_CACHE")
+
+
+def run_with_private_home(code: str, home: Path, unset: Sequence[str] = ()) -> subprocess.CompletedProcess:
+    """`python -c code` with this checkout importable, run in `home` as HOME (and as its working directory), the
+    variables in `unset` removed: what it leaves in `home` is what it would write into a user's home folder."""
+    home.mkdir(parents=True, exist_ok=True)
+    environment = {**os.environ, "HOME": str(home), "PYTHONPATH": str(REPO_ROOT)}
+    for name in (*HOME_REDIRECTS, *unset):
+        environment.pop(name, None)
+    result = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, cwd=home)
+    assert result.returncode == 0, result.stderr
+    return result
 
 
 def require(path: Path) -> Path:

@@ -38,6 +38,7 @@ from pipeline.export.record import installed  # noqa: E402
 from pipeline.export.runtime import onnx_threads, open_session  # noqa: E402
 from pipeline.predict import PredictError, Predictor, main, predict_dataframe, predict_texts  # noqa: E402
 from pipeline.rundir import RunDir  # noqa: E402
+from tests.helpers import run_with_private_home  # noqa: E402
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
 TOPICS = [
@@ -638,33 +639,20 @@ def test_backend_openvino_writes_the_file_torch_writes(openvino_run, tmp_path, c
 
 def test_openvino_and_nncf_are_imported_without_telemetry(openvino_run, tmp_path):
     """Both set up opt-out usage telemetry on import (a client id under ~/intel, events sent): the export hides it."""
-    import os
-    import subprocess
-
     code = (
         "import sys; from pipeline.export.runtime import require_openvino; "
         "require_openvino('openvino'); require_openvino('nncf'); "
         "from nncf.telemetry import wrapper; print(type(wrapper.telemetry).__name__)"
     )
-    environment = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    environment.pop("NNCF_CI", None)
-    result = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
+    result = run_with_private_home(code, tmp_path, unset=["NNCF_CI"])
     assert result.stdout.strip() != "NNCFTelemetry"  # its stub, which sends nothing
     assert not any(tmp_path.iterdir()), sorted(path.name for path in tmp_path.iterdir())
 
 
 def test_onnx_runtime_is_imported_without_writing_to_the_home_folder(tmp_path):
     """On import it writes a device id and a database under ~/.cache/Microsoft unless its telemetry is off."""
-    import os
-    import subprocess
-
     code = "from pipeline.export.record import require; print(require('onnxruntime').get_available_providers())"
-    environment = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    for name in ("ORT_DISABLE_TELEMETRY", "XDG_CACHE_HOME"):
-        environment.pop(name, None)
-    result = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
+    result = run_with_private_home(code, tmp_path, unset=["ORT_DISABLE_TELEMETRY"])
     assert "CPUExecutionProvider" in result.stdout
     assert not any(tmp_path.iterdir()), sorted(str(path) for path in tmp_path.rglob("*"))
 

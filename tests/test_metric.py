@@ -3,8 +3,6 @@ offline, checked against scikit-learn, and the one implementation behind stage 4
 
 import fnmatch
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import evaluate
@@ -14,6 +12,7 @@ import tomllib
 from sklearn.metrics import classification_report, confusion_matrix, f1_score
 
 from pipeline.evaluation import METRIC_DIR, METRIC_FILE, classification_metric, compute_metrics
+from tests.helpers import run_with_private_home
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = ["World", "Sports", "Business", "Sci/Tech", "Never"]  # the last class occurs nowhere
@@ -83,10 +82,7 @@ def test_stage_4_writes_nothing_to_the_hugging_face_caches(tmp_path):
         "from pipeline.evaluation import compute_metrics; "
         "print(compute_metrics([0, 1, 1], [0, 1, 0], ['a', 'b'])['accuracy'])"
     )
-    environment = {**os.environ, "HOME": str(home), "HF_HOME": str(home / "hf"), "XDG_CACHE_HOME": str(home / "xdg")}
-    environment.pop("HF_MODULES_CACHE", None)
-    result = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, cwd=ROOT)
-    assert result.returncode == 0, result.stderr
+    result = run_with_private_home(code, home)
     assert float(result.stdout) == pytest.approx(2 / 3)
     assert not home.exists() or not any(path.is_file() for path in home.rglob("*"))
 
