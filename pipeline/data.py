@@ -143,7 +143,9 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
         incomplete.extend(dropped)
     multi_label = config.task == "multi_label"
     scheme = (
-        label_set_scheme(config, tables["train"]) if multi_label else label_scheme(config, tables["train"], hub_names)
+        label_set_scheme(config, tables["train"], hub_names)
+        if multi_label
+        else label_scheme(config, tables["train"], hub_names)
     )
     if len(scheme.names) < 2:
         raise DataError(
@@ -229,6 +231,7 @@ def read_hub_tables(config: DataConfig) -> tuple[dict[str, Table], list[str] | N
             "(and uses 'validation' and 'test' when present; otherwise they are carved from train)"
         )
     feature = loaded["train"].features.get(config.label_column)
+    feature = getattr(feature, "feature", feature)  # a multi-label column is a list (Sequence) of ClassLabel
     hub_names = list(feature.names) if isinstance(feature, datasets.ClassLabel) else None
     needed = list(dict.fromkeys([*config.text_columns, config.label_column]))
     tables = {}

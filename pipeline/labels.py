@@ -9,11 +9,12 @@ are ids (their names are the numbers as written; counted from 1 when train has n
 else is names (sorted). Inferred names are never
 indexed by ids, so a test file with ids against a train file with names is an error, not a silent permutation.
 
-Multi-label (`data.task: multi_label`): a row's label is a *set* of class names, a list (JSON Lines, Parquet) or a
-string joined by `data.label_separator` (CSV/TSV); the classes are `data.label_names` or the sorted union of train's
-sets. An empty set (empty cell, empty list, missing value) is allowed: the row is negative for every class.
+Multi-label (`data.task: multi_label`): a row's label is a *set* of classes, a list (JSON Lines, Parquet) or a
+string joined by `data.label_separator` (CSV/TSV); the classes are `data.label_names` (or a Hub list-of-ClassLabel's
+names), whose sets may hold names or ids as single labels may, else the sorted union of train's sets. An empty set
+(empty cell, empty list, missing value) is allowed: the row is negative for every class.
 
-    scheme = label_set_scheme(config.data, train_table)
+    scheme = label_set_scheme(config.data, train_table, hub_names)
     multi_hot = label_sets(test_table, config.data.label_column, scheme, config.data.label_separator)  # (N, C)
     counts = class_counts(labels_of(train_split), scheme.names)   # what class weights and reports need
 """
@@ -39,6 +40,8 @@ _INTEGER = re.compile(r"[+-]?[0-9]+")
 # Above this many classes a label column is more likely a text or id column than labels: data.label_names must
 # then list the classes. Also bounds every per-class table and plot.
 MAX_INFERRED_CLASSES = 1000
+# Where inferred multi-label classes come from, for the error that lists them.
+_FOUND = "the classes found in train; list them all in data.label_names"
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +72,13 @@ def as_int(value: Any) -> int | None:
 
 def label_scheme(config: DataConfig, train: Table, hub_names: list[str] | None) -> LabelScheme:
     """Class names in id order: `data.label_names`, else a Hub ClassLabel (ids from 0), else train's labels."""
+    given = given_scheme(config, hub_names)
+    return given if given is not None else _inferred_scheme(train, config.label_column, config.label_index_base)
+
+
+def given_scheme(config: DataConfig, hub_names: list[str] | None) -> LabelScheme | None:
+    """The classes named before any row is read: `data.label_names`, else a Hub ClassLabel's names (whose ids count
+    from 0); None when neither names them. Labels may then be written as names or as ids."""
     names = list(config.label_names) if config.label_names else None
     if names is not None:
         _check_names(names)
@@ -79,9 +89,7 @@ def label_scheme(config: DataConfig, train: Table, hub_names: list[str] | None) 
                 f"{len(hub_names)} classes ({', '.join(hub_names)})"
             )
         return LabelScheme(names or hub_names, 0)
-    if names is not None:
-        return LabelScheme(names, config.label_index_base or 0)
-    return _inferred_scheme(train, config.label_column, config.label_index_base)
+    return None if names is None else LabelScheme(names, config.label_index_base or 0)
 
 
 def _inferred_scheme(train: Table, column: str, base: int | None) -> LabelScheme:
@@ -131,19 +139,25 @@ def label_ids(table: Table, column: str, scheme: LabelScheme) -> list[int]:
         )
     ids, kind = [], None
     for row, value in enumerate(values):
-        index, this_kind = _read_label(value, by_name, scheme)
-        if index is None or not 0 <= index < len(scheme.names):
-            raise DataError(
-                f"{table.where(row)}, column '{column}': label {value!r} is not a known class; {_allowed(scheme)}"
-            )
-        if kind is not None and this_kind != kind:
-            raise DataError(
-                f"{table.where(row)}, column '{column}': label {value!r} is a class {this_kind} but earlier labels "
-                f"of this column are class {kind}s; write every label the same way"
-            )
-        kind = kind or this_kind
+        index, kind = _class_of(value, by_name, scheme, kind, f"{table.where(row)}, column '{column}'")
         ids.append(index)
     return ids
+
+
+def _class_of(
+    value: Any, by_name: dict[str, int], scheme: LabelScheme, kind: str | None, where: str
+) -> tuple[int, str]:
+    """The class index of one label and how it is written ("name" or "id"), which must be `kind` when that is set:
+    a column is read one way only."""
+    index, this_kind = _read_label(value, by_name, scheme)
+    if index is None or not 0 <= index < len(scheme.names):
+        raise DataError(f"{where}: label {value!r} is not a known class; {_allowed(scheme)}")
+    if kind is not None and this_kind != kind:
+        raise DataError(
+            f"{where}: label {value!r} is a class {this_kind} but earlier labels of this column are class {kind}s; "
+            "write every label the same way"
+        )
+    return index, this_kind
 
 
 def _read_label(value: Any, by_name: dict[str, int], scheme: LabelScheme) -> tuple[int | None, str]:
@@ -171,29 +185,31 @@ def _allowed(scheme: LabelScheme) -> str:
 # Multi-label: a set of classes per row
 
 
-def label_set_scheme(config: DataConfig, train: Table) -> LabelScheme:
-    """Class names of a multi-label task: `data.label_names`, else the sorted union of train's label sets."""
+def label_set_scheme(config: DataConfig, train: Table, hub_names: list[str] | None = None) -> LabelScheme:
+    """Class names of a multi-label task: `data.label_names`, else a Hub list-of-ClassLabel's names (a set may then
+    hold names or ids, as single labels may), else the union of train's sets: sorted, numerically when every label
+    is an integer (as ids are written), and then only those numbers name the classes."""
     separator = config.label_separator
-    if config.label_names:
-        names = list(config.label_names)
-        _check_names(names)
-        joined = [name for name in names if separator in name]
+    given = given_scheme(config, hub_names)
+    if given is not None:
+        joined = [name for name in given.names if separator in name]
         if joined:
             raise DataError(
                 f"data.label_names: class {joined[0]!r} contains data.label_separator {separator!r}; "
                 "choose another separator"
             )
-        return LabelScheme(names, 0, accepts_ids=False, origin="data.label_names")
+        return given
     found = {name for row in _raw_sets(train, config.label_column, separator) for name in row}
     if len(found) > MAX_INFERRED_CLASSES:
         raise DataError(
             f"{train.source}, column '{config.label_column}': {len(found)} distinct labels, more than "
             f"{MAX_INFERRED_CLASSES}: list the classes in data.label_names"
         )
+    numbers = [as_int(name) for name in found]
+    if found and all(number is not None for number in numbers):
+        return LabelScheme(sorted(found, key=lambda name: as_int(name)), 0, accepts_ids=False, origin=_FOUND)
     _warn_case_variants(sorted(found), train, config.label_column)
-    return LabelScheme(
-        sorted(found), 0, accepts_ids=False, origin="the classes found in train; list them all in data.label_names"
-    )
+    return LabelScheme(sorted(found), 0, accepts_ids=False, origin=_FOUND)
 
 
 def _warn_case_variants(names: list[str], train: Table, column: str) -> None:
@@ -215,15 +231,13 @@ def _warn_case_variants(names: list[str], train: Table, column: str) -> None:
 
 def label_sets(table: Table, column: str, scheme: LabelScheme, separator: str) -> np.ndarray:
     """(N, C) float32 multi-hot rows; a class outside the scheme is an error naming the row and the classes."""
-    index = {name: position for position, name in enumerate(scheme.names)}
+    by_name = {name: position for position, name in enumerate(scheme.names)}
     multi_hot = np.zeros((len(table.frame), len(scheme.names)), dtype=np.float32)
-    for row, names in enumerate(_raw_sets(table, column, separator)):
-        for name in names:
-            if name not in index:
-                raise DataError(
-                    f"{table.where(row)}, column '{column}': label {name!r} is not a known class; {_allowed(scheme)}"
-                )
-            multi_hot[row, index[name]] = 1.0
+    kind = None
+    for row, labels in enumerate(_raw_sets(table, column, separator)):
+        for label in labels:
+            index, kind = _class_of(label, by_name, scheme, kind, f"{table.where(row)}, column '{column}'")
+            multi_hot[row, index] = 1.0
     return multi_hot
 
 

@@ -482,15 +482,20 @@ def test_unknown_extension_asks_for_file_format(tmp_path):
 # The Hub, without the network
 
 
-def write_fake_hub_cache(cache_dir: Path, repo_id: str = "fancyzhx/ag_news") -> None:
-    """Lay out a small dataset the way `datasets` caches a Hub dataset, so offline loading can find it."""
+def write_fake_hub_cache(cache_dir: Path, repo_id: str = "fancyzhx/ag_news", multi_label: bool = False) -> None:
+    """Lay out a small dataset the way `datasets` caches a Hub dataset, so offline loading can find it; with
+    `multi_label`, its label column is a list of ClassLabel (as go_emotions'), row i holding classes i and i + 1."""
     namespace, name = repo_id.split("/")
     folder = cache_dir / f"{namespace}___{name}" / "default" / "0.0.0" / "0123abcd"
     folder.mkdir(parents=True)
-    features = datasets.Features({"text": datasets.Value("string"), "label": datasets.ClassLabel(names=AG_NAMES)})
+    label = datasets.ClassLabel(names=AG_NAMES)
+    features = datasets.Features(
+        {"text": datasets.Value("string"), "label": datasets.List(label) if multi_label else label}
+    )
     split_infos = datasets.SplitDict()
     for split, rows in (("train", 40), ("test", 8)):
-        columns = {"text": [f"{split} story {i}" for i in range(rows)], "label": [i % 4 for i in range(rows)]}
+        labels = [[i % 4, (i + 1) % 4] if multi_label else i % 4 for i in range(rows)]
+        columns = {"text": [f"{split} story {i}" for i in range(rows)], "label": labels}
         dataset = datasets.Dataset.from_dict(columns, features=features)
         with datasets.arrow_writer.ArrowWriter(path=str(folder / f"{name}-{split}.arrow"), features=features) as writer:
             writer.write_table(dataset.data.table)
@@ -510,6 +515,18 @@ def test_hub_dataset_loads_from_the_cache_offline(tmp_path):
     assert splits["train"].features["label"].names == AG_NAMES
     assert (len(splits["train"]), len(splits["validation"]), len(splits["test"])) == (30, 10, 8)
     assert splits["test"][1] == {"text": "test story 1", "label": 1, "row_id": "2"}
+
+
+def test_hub_list_of_class_labels_gives_a_multi_label_task_its_class_names(tmp_path):
+    write_fake_hub_cache(tmp_path / "cache", multi_label=True)
+    config = DataConfig(source="hub", cache_dir=str(tmp_path / "cache"), task="multi_label", validation_fraction=0.25)
+
+    data = load_data(config, seed=0)
+
+    assert data.labels == AG_NAMES  # the ClassLabel's names in id order, not the ids sorted as text
+    test = data.splits["test"]
+    assert test[1]["text"] == "test story 1"
+    assert test[1]["labels"] == [0.0, 1.0, 1.0, 0.0]  # ids 1 and 2: Sports, Business
 
 
 def test_hub_offline_without_cache_names_the_local_files_option(tmp_path):

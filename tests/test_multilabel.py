@@ -73,7 +73,7 @@ def test_unknown_label_and_separator_inside_a_name_are_errors_naming_the_row(tmp
         DataError, match=r"train\.jsonl, line 2, column 'label': label 'weather' is not a known class"
     ) as caught:
         load_data(files_config(jsonl, "data.label_names=[health,sports,tech]").data, seed=0)
-    assert str(caught.value).endswith("allowed: the names health, sports, tech (data.label_names)")
+    assert str(caught.value).endswith("allowed: ids 0..2 (data.label_index_base=0) or the names health, sports, tech")
     joined = tmp_path / "joined.jsonl"
     joined.write_text('{"text": "a", "label": ["x"]}\n{"text": "b", "label": ["x|y"]}\n', encoding="utf-8")
     with pytest.raises(
@@ -84,6 +84,33 @@ def test_unknown_label_and_separator_inside_a_name_are_errors_naming_the_row(tmp
         load_data(files_config(joined).data, seed=0)
     with pytest.raises(DataError, match=r"data\.label_names: class 'a/b' contains data\.label_separator '/'"):
         load_data(files_config(jsonl, "data.label_names=[a/b,c]", "data.label_separator=/").data, seed=0)
+
+
+def test_label_sets_of_class_ids_index_the_named_classes_and_are_read_one_way(tmp_path):
+    ids = tmp_path / "ids.jsonl"  # go_emotions' shape: a list of class ids per row
+    ids.write_text(
+        "".join(json.dumps({"text": f"story {i}", "label": [i % 4, 3] if i % 2 else []}) + "\n" for i in range(40)),
+        encoding="utf-8",
+    )
+    data = load_data(files_config(ids, "data.label_names=[health,politics,sports,tech]").data, seed=0)
+    rows = {row: labels for split in data.splits.values() for row, labels in zip(split["row_id"], split["labels"])}
+    assert data.labels == CLASSES
+    assert rows["2"] == [0.0, 1.0, 0.0, 1.0] and rows["4"] == [0.0, 0.0, 0.0, 1.0] and rows["1"] == [0.0] * 4
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text('{"text": "a", "label": [1]}\n{"text": "b", "label": ["tech", 0]}\n', encoding="utf-8")
+    with pytest.raises(
+        DataError, match=r"mixed\.jsonl, line 2, column 'label': label 'tech' is a class name but earlier labels"
+    ):
+        load_data(files_config(mixed, "data.label_names=[health,politics,sports,tech]").data, seed=0)
+    with pytest.raises(DataError, match=r"ids\.jsonl, line 2, column 'label': label '3' is not a known class"):
+        load_data(files_config(ids, "data.label_names=[health,politics,sports]").data, seed=0)
+
+
+def test_inferred_integer_classes_are_ordered_as_numbers(tmp_path):
+    path = tmp_path / "numbers.csv"
+    path.write_text("text,label\n" + "".join(f"row {i},{[2, 10, 9][i % 3]}|{i % 2}\n" for i in range(30)))
+    data = load_data(files_config(path).data, seed=0)
+    assert data.labels == ["0", "1", "2", "9", "10"]
 
 
 def test_iterative_stratification_keeps_every_class_share_and_the_exact_size():
