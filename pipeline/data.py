@@ -241,8 +241,24 @@ def read_hub_tables(config: DataConfig) -> tuple[dict[str, Table], list[str] | N
         source = f"Hub dataset '{config.hub_name}' split '{split}'"
         _require_columns(loaded[split].column_names, needed, source, config)
         frame = loaded[split].select_columns(needed).to_pandas()
+        if hub_names is not None and config.task == "single_label":
+            frame[config.label_column] = _hidden_labels_missing(frame[config.label_column])
+            if split != "train" and frame[config.label_column].isna().all():
+                logger.warning(
+                    "%s has no labels (every one is -1, the Hub's mark of a hidden label, as GLUE's test splits "
+                    "have): left out, and %s is carved from train instead",
+                    source,
+                    split,
+                )
+                continue
         tables[split] = Table(frame, source, "data.hub_name")
     return tables, hub_names
+
+
+def _hidden_labels_missing(labels: pd.Series) -> pd.Series:
+    """A ClassLabel column with -1, the datasets library's mark of a row without a label, as absent labels: such a
+    row is then incomplete (data.incomplete_rows), not of a class -1."""
+    return labels.astype(object).where(labels >= 0, None)
 
 
 def load_hub_dataset(config: DataConfig) -> Any:

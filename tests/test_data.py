@@ -482,9 +482,12 @@ def test_unknown_extension_asks_for_file_format(tmp_path):
 # The Hub, without the network
 
 
-def write_fake_hub_cache(cache_dir: Path, repo_id: str = "fancyzhx/ag_news", multi_label: bool = False) -> None:
+def write_fake_hub_cache(
+    cache_dir: Path, repo_id: str = "fancyzhx/ag_news", multi_label: bool = False, hidden_labels: bool = False
+) -> None:
     """Lay out a small dataset the way `datasets` caches a Hub dataset, so offline loading can find it; with
-    `multi_label`, its label column is a list of ClassLabel (as go_emotions'), row i holding classes i and i + 1."""
+    `multi_label`, its label column is a list of ClassLabel (as go_emotions'), row i holding classes i and i + 1;
+    with `hidden_labels`, every test label and train row 4's are -1, as in GLUE's test splits."""
     namespace, name = repo_id.split("/")
     folder = cache_dir / f"{namespace}___{name}" / "default" / "0.0.0" / "0123abcd"
     folder.mkdir(parents=True)
@@ -495,6 +498,8 @@ def write_fake_hub_cache(cache_dir: Path, repo_id: str = "fancyzhx/ag_news", mul
     split_infos = datasets.SplitDict()
     for split, rows in (("train", 40), ("test", 8)):
         labels = [[i % 4, (i + 1) % 4] if multi_label else i % 4 for i in range(rows)]
+        if hidden_labels:
+            labels = [-1 if split == "test" or i == 3 else label for i, label in enumerate(labels)]
         columns = {"text": [f"{split} story {i}" for i in range(rows)], "label": labels}
         dataset = datasets.Dataset.from_dict(columns, features=features)
         with datasets.arrow_writer.ArrowWriter(path=str(folder / f"{name}-{split}.arrow"), features=features) as writer:
@@ -527,6 +532,19 @@ def test_hub_list_of_class_labels_gives_a_multi_label_task_its_class_names(tmp_p
     test = data.splits["test"]
     assert test[1]["text"] == "test story 1"
     assert test[1]["labels"] == [0.0, 1.0, 1.0, 0.0]  # ids 1 and 2: Sports, Business
+
+
+def test_hub_hidden_labels_are_missing_labels_and_an_unlabelled_test_split_is_carved_instead(tmp_path, caplog):
+    write_fake_hub_cache(tmp_path / "cache", hidden_labels=True)
+    config = DataConfig(source="hub", cache_dir=str(tmp_path / "cache"), validation_fraction=0.25)
+    with pytest.raises(DataError, match=r"split 'train', record 4, column 'label': the label is empty"):
+        load_splits(config, seed=0)
+
+    splits = load_splits(dataclasses.replace(config, incomplete_rows="drop"), seed=0)
+
+    assert "split 'test' has no labels (every one is -1" in caplog.text
+    assert sum(len(split) for split in splits.values()) == 39  # the 40 train rows but row 4; the 8 test rows left out
+    assert all(text.startswith("train story") for split in splits.values() for text in split["text"])
 
 
 def test_hub_offline_without_cache_names_the_local_files_option(tmp_path):
