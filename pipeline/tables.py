@@ -19,6 +19,7 @@ import codecs
 import contextlib
 import gzip
 import io
+import json
 import math
 import sys
 import zlib
@@ -95,10 +96,16 @@ class TextSpec:
         return self if not columns else TextSpec(tuple(columns), self.separator, self.unescape_newlines)
 
     def text_of(self, values: Sequence[Any]) -> str:
-        """The text of one row from its text-column values (in `columns` order); "" when every part is empty."""
-        return join_text(
-            ["" if is_missing(value) else str(value) for value in values], self.separator, self.unescape_newlines
-        )
+        """The text of one row from its text-column values (in `columns` order); "" when every part is empty. A list
+        value (JSON Lines, Parquet: sentences, paragraphs) is its items joined as parts are."""
+        return join_text([self._part(value) for value in values], self.separator, self.unescape_newlines)
+
+    def _part(self, value: Any) -> str:
+        if is_missing(value):
+            return ""
+        if isinstance(value, (list, tuple)) or type(value).__name__ == "ndarray":
+            return self.text_of(list(value))
+        return json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else str(value)
 
     def describe_empty(self) -> str:
         return f"empty text in {', '.join(self.columns)}"

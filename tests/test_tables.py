@@ -366,6 +366,14 @@ def test_text_parts_are_stripped_and_empty_parts_skipped():
     assert spec.describe_empty() == "empty text in title, description"
 
 
+def test_a_list_value_is_its_items_joined_and_an_object_is_json():
+    spec = TextSpec(("title", "sentences"), " - ", unescape_newlines=False)
+    assert spec.text_of(["Title", [" One. ", "", None, "Two."]]) == "Title - One. - Two."
+    assert spec.text_of([None, np.array(["a", "b"], dtype=object)]) == "a - b"  # a Parquet list cell
+    assert spec.text_of([[], []]) == ""  # empty, so an incomplete row, not a text "[]"
+    assert spec.text_of(["Title", {"body": "héllo"}]) == 'Title - {"body": "héllo"}'
+
+
 def test_backslash_n_becomes_a_newline_only_when_asked():
     assert join_text(["a\\nb", "\\nc"], " ", unescape_newlines=True) == "a\nb c"
     assert join_text(["a\\nb", "\\nc"], " ", unescape_newlines=False) == "a\\nb \\nc"
