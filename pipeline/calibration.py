@@ -29,14 +29,17 @@ from torch import nn
 
 # Equal-width confidence bins of the expected calibration error and the reliability diagram (Guo et al. use 15).
 ECE_BINS = 15
-# The temperature is searched in [1/20, 20]: beyond that a model is broken, not miscalibrated.
-LOG_TEMPERATURE_RANGE = (-math.log(20.0), math.log(20.0))
+# The temperature is searched in [1/1000, 100]; reaching a bound means no minimum (see at_search_bound). Low: a model
+# trained a few steps on a small set has logits near 0 and may need T ~ 0.04 to say how often it is right. High: a
+# fine-tuned model that overfits is sure of itself with margins of tens, T ~ 10-30; past 100, a model's scores say
+# next to nothing about the labels, and folding such a T would squeeze every probability into a hair of uniform.
+LOG_TEMPERATURE_RANGE = (-math.log(1000.0), math.log(100.0))
 SEARCH_ITERATIONS = 60  # golden-section steps: the bracket shrinks by 0.618 each, far below float precision
 
 
 def negative_log_likelihood(logits: torch.Tensor, labels: torch.Tensor, temperature: float) -> float:
     """Mean NLL of logits / T: cross-entropy on class ids (N,), or binary cross-entropy per row on (N, C) labels."""
-    scaled = logits.float() / temperature
+    scaled = logits.double() / temperature  # float64: the NLL is flat near the bounds, float32 would stop short
     if labels.ndim == 2:
         return float(F.binary_cross_entropy_with_logits(scaled, labels.float(), reduction="sum") / len(labels))
     return float(F.cross_entropy(scaled, labels.long()))
@@ -68,8 +71,9 @@ def fit_temperature(logits: torch.Tensor | np.ndarray, labels: torch.Tensor | np
 
 
 def at_search_bound(temperature: float) -> bool:
-    """Whether a fitted temperature sits at an end of the search range: the NLL was still falling there, as it does
-    on a validation split that the model separates perfectly (small, or too easy), where T -> 0 has no optimum."""
+    """Whether a fitted temperature sits at an end of the search range: the NLL was still falling there. At the low
+    end it does on a validation split the model separates perfectly (small, or too easy): T -> 0 has no optimum; at
+    the high end, when its scores say nothing about the labels (uniform probabilities fit best)."""
     log_t, (low, high) = math.log(temperature), LOG_TEMPERATURE_RANGE
     return min(log_t - low, high - log_t) < 1e-3
 

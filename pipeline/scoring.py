@@ -99,22 +99,35 @@ def calibrate_and_decide(
 def trusted_temperature(
     logits: torch.Tensor, labels: torch.Tensor | np.ndarray, documents: np.ndarray | None = None
 ) -> tuple[float, str | None]:
-    """(temperature, None) fitted on validation; or (1.0, why) when the fit ran to its search bound, as it does on
-    a validation split the model separates perfectly: no temperature is supported there, and a bound (T = 1/20)
-    would make every probability nearly 0 or 1. `documents`: with chunked long texts, each row's (window's)
-    document, so that the reason counts texts as every metric does."""
+    """(temperature, None) fitted on validation; or (1.0, why) when the fit ran to its search bound: no temperature
+    is supported there (the low bound would make every probability 0 or 1, the high one every probability equal).
+    `documents`: with chunked long texts, each row's (window's) document, so that the reason counts texts as every
+    metric does."""
     temperature = fit_temperature(logits, labels)
     if not at_search_bound(temperature):
         return temperature, None
-    counted = f"{len(labels)} validation rows"
+    rows = f"{len(labels)} validation rows"
     if documents is not None:
-        counted = f"{len(np.unique(documents))} validation texts ({len(labels)} windows)"
+        rows = f"{len(np.unique(documents))} validation texts ({len(labels)} windows)"
+    right = f"{_rows_right(logits, labels)} of {len(labels)}{' windows' if documents is not None else ''} right"
+    if temperature < 1.0:
+        why = f"the model separates the {rows} ({right}) with margins that only grow as T -> 0"
+    else:
+        why = f"the model's scores on the {rows} ({right}) carry no sign of the labels, so equal probabilities fit best"
     warning = (
-        f"the validation NLL kept falling to the temperature search's bound ({temperature:.3g}): {counted}, "
-        "separated perfectly or nearly, fit no temperature; the probabilities are left as trained (temperature 1)"
+        f"the validation NLL kept falling to the temperature search's bound ({temperature:.3g}): {why}; no "
+        "temperature fits, and the probabilities are left as trained (temperature 1)"
     )
     logger.warning("Calibration: %s", warning)
     return 1.0, warning
+
+
+def _rows_right(logits: torch.Tensor, labels: torch.Tensor | np.ndarray) -> int:
+    """Rows whose decision at the default rule (argmax; every sigmoid at 0.5 for multi-label) is right."""
+    logits, labels = torch.as_tensor(logits), torch.as_tensor(labels)
+    if labels.ndim == 2:
+        return int(((logits > 0) == labels.bool()).all(dim=1).sum())
+    return int((logits.argmax(dim=-1) == labels).sum())
 
 
 def decision_record(config: PipelineConfig, temperature: float, decision: Decision) -> dict[str, Any]:

@@ -53,13 +53,27 @@ def test_a_validation_split_separated_perfectly_keeps_temperature_one_and_says_w
     logits = torch.nn.functional.one_hot(labels, 4).float() * 2.0  # right, with a margin, on every row
     assert at_search_bound(fit_temperature(logits, labels))
     temperature, warning = trusted_temperature(logits, labels)
-    assert temperature == 1.0 and "40 validation rows" in warning and "bound" in warning
-    assert "Calibration:" in caplog.text
+    assert temperature == 1.0 and "separates the 40 validation rows (40 of 40 right)" in warning
+    assert "bound" in warning and "Calibration:" in caplog.text
     # Chunked long texts: the windows carry their document's label, and the reason counts the texts.
     _, chunked = trusted_temperature(logits, labels, documents=np.arange(40) // 2)
-    assert "20 validation texts (40 windows)" in chunked
+    assert "20 validation texts (40 windows) (40 of 40 windows right)" in chunked
+    # Scores that point away from the labels: uniform probabilities fit best, the search runs to its high bound.
+    wrong = torch.nn.functional.one_hot((labels + 1) % 4, 4).float() * 2.0
+    wrong[:3] = logits[:3]  # three rows right
+    _, unrelated = trusted_temperature(wrong, labels)
+    assert "carry no sign of the labels" in unrelated and "(3 of 40 right)" in unrelated
     fitted, none = trusted_temperature(*overconfident(seed=2))
     assert none is None and fitted == pytest.approx(3.0, rel=0.1) and not at_search_bound(fitted)
+
+
+def test_an_under_trained_model_with_logits_near_zero_gets_the_small_temperature_it_needs():
+    """A few steps on a small set: right most of the time, but every logit within 0.1 of 0, so probabilities near
+    uniform. The NLL's minimum lies near T = 0.04, below 1/20, where the search used to end and give up."""
+    logits, labels = overconfident(rows=400, factor=0.04, seed=3)
+    temperature, warning = trusted_temperature(logits, labels)
+    assert warning is None and temperature == pytest.approx(0.04, rel=0.2)
+    assert negative_log_likelihood(logits, labels, temperature) < negative_log_likelihood(logits, labels, 1.0) - 0.3
 
 
 def test_expected_calibration_error_by_hand():
