@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from pipeline.config import DataConfig
     from pipeline.data import Table
 
-_INTEGER = re.compile(r"[+-]?[0-9]+")
+# Spreadsheets export integer labels as "1.0": an integer, as 1.0 from a JSON or Parquet column is.
+_INTEGER = re.compile(r"[+-]?[0-9]+(?:\.0*)?")
 # Above this many classes a label column is more likely a text or id column than labels: data.label_names must
 # then list the classes. Also bounds every per-class table and plot.
 MAX_INFERRED_CLASSES = 1000
@@ -67,7 +68,7 @@ def as_int(value: Any) -> int | None:
     if isinstance(value, float):
         return int(value) if value.is_integer() else None
     text = str(value).strip()
-    return int(text) if _INTEGER.fullmatch(text) else None
+    return int(text.split(".")[0]) if _INTEGER.fullmatch(text) else None
 
 
 def label_scheme(config: DataConfig, train: Table, hub_names: list[str] | None) -> LabelScheme:
@@ -213,15 +214,18 @@ def label_set_scheme(config: DataConfig, train: Table, hub_names: list[str] | No
 
 
 def _warn_case_variants(names: list[str], train: Table, column: str) -> None:
-    """Labels found in train that differ only in letter case ("World", "world") are kept as separate classes, as
-    written, but almost always mean one: say so, naming them, before a run learns to tell them apart."""
+    """Labels found in train that differ only in letter case ("World", "world") or in how a number is written ("1",
+    "+1", "1.0" among names) are kept as separate classes, as written, but almost always mean one: say so, naming
+    them, before a run learns to tell them apart."""
     groups: dict[str, list[str]] = {}
     for name in names:
-        groups.setdefault(name.casefold(), []).append(name)
+        number = as_int(name)
+        groups.setdefault(name.casefold() if number is None else str(number), []).append(name)
     variants = [group for group in groups.values() if len(group) > 1]
     if variants:
         logger.warning(
-            "%s, column '%s': labels that differ only in case are separate classes: %s; write each class one way "
+            "%s, column '%s': labels that differ only in case or number format are separate classes: %s; write "
+            "each class one way "
             "(or list the classes in data.label_names, which then refuses the other spellings by row)",
             train.source,
             column,

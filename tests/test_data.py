@@ -222,6 +222,25 @@ def test_labels_that_differ_only_in_case_are_named_in_a_warning(tmp_path, caplog
     assert "Sports" not in message
 
 
+def test_integer_labels_exported_as_decimals_are_the_same_classes(tmp_path, caplog):
+    """Spreadsheets write 1 as "1.0": with "0" and "1" in the same column that is one class each, not four."""
+    rows = "".join(f"story {i},{label}\n" for i in range(4) for label in ("0", "0.0", "1", "1.0"))
+    train = write_text(tmp_path / "train.csv", "text,label\n" + rows)
+    data = load_data(files_config(train, train, deduplicate="none"), seed=0)
+    assert data.labels == ["0", "1"] and sorted(set(data.splits["test"]["label"])) == [0, 1]
+    # Among names, numbers written two ways stay as written, and a warning names them.
+    named = write_text(tmp_path / "named.csv", "text,label\n" + rows + "".join(f"more {i},other\n" for i in range(4)))
+    with caplog.at_level("WARNING", logger="pipeline.labels"):
+        assert load_data(files_config(named, named, deduplicate="none"), seed=0).labels == [
+            "0",
+            "0.0",
+            "1",
+            "1.0",
+            "other",
+        ]
+    assert "differ only in case or number format are separate classes: '0', '0.0'; '1', '1.0';" in caplog.text
+
+
 def test_text_parts_are_stripped_and_empty_parts_skipped(tmp_path):
     train = write_text(
         tmp_path / "train.csv",
