@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import threading
 from collections.abc import Iterator
@@ -36,7 +37,15 @@ from pipeline.labels import (
     label_set_scheme,
     label_sets,
 )
-from pipeline.splits import MULTI_LABEL_COLUMN, RemovedRow, cap_rows, carve, deduplicate, labels_of
+from pipeline.splits import (
+    MULTI_LABEL_COLUMN,
+    RemovedRow,
+    cap_rows,
+    carve,
+    deduplicate,
+    labels_of,
+    require_rows_per_class,
+)
 from pipeline.tables import (
     INCOMPLETE_ROWS_HINT,
     STANDARD_INPUT,
@@ -153,15 +162,14 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
             f"({', '.join(scheme.names) or 'none'}); a classifier needs at least two"
         )
     splits = {split: to_dataset(table, config, scheme) for split, table in tables.items()}
-    carved, whole = [], len(splits["train"])
-    for split, fraction, key in (
-        ("test", config.test_fraction, "data.test_fraction"),
-        ("validation", config.validation_fraction, "data.validation_fraction"),
-    ):
-        if split not in splits:  # both fractions are shares of the whole train file
-            share = min(fraction * whole / len(splits["train"]), 1.0)
-            splits["train"], splits[split] = carve(splits["train"], share, seed, split, key)
-            carved.append(split)
+    to_carve = [(split, key) for split, key in CARVED_KEYS.items() if split not in splits]
+    require_rows_per_class(splits["train"], to_carve)
+    carved, whole = {}, len(splits["train"])
+    for split, key in to_carve:  # both fractions are shares of the whole train file
+        fraction = getattr(config, key.removeprefix("data."))
+        share = min(fraction * whole / len(splits["train"]), 1.0)
+        splits["train"], splits[split] = carve(splits["train"], share, seed, split, key)
+        carved[split] = _carved_share(len(splits[split]), whole, fraction, split, key)
     splits, removed, duplicates = deduplicate(splits, config.deduplicate, SPLITS, scheme.names)
     splits["train"] = cap_rows(splits["train"], config.max_train_samples, seed)
     for split in ("validation", "test"):
@@ -173,7 +181,7 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
         "class_counts": {"train": class_counts(labels_of(result["train"]), scheme.names).to_dict()},
         "sizes": {split: len(result[split]) for split in SPLITS},
         "seed": seed,
-        "carved_from_train": {split: getattr(config, f"{split}_fraction") for split in carved},
+        "carved_from_train": carved,
         "id_column": config.id_column,
         "duplicates": duplicates.to_dict(),
         "incomplete_rows": {
@@ -182,6 +190,30 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
         },
     }
     return LoadedData(result, incomplete + removed, summary, scheme.names, multi_label)
+
+
+# The splits carved out of train when the data has none, in carving order, and the share each setting asks for.
+CARVED_KEYS = {"test": "data.test_fraction", "validation": "data.validation_fraction"}
+
+
+def _carved_share(rows: int, whole: int, fraction: float, split: str, key: str) -> float:
+    """The share of the train file that became `split`. Stratified carving gives every class at least one row, so
+    with many small classes the share grows past the one asked for: say so, since the rows go to evaluation."""
+    asked = math.ceil(fraction * whole)
+    if rows > asked * 1.1 and rows - asked >= 2:
+        logger.warning(
+            "%s %g asks for %d of the %d train rows; to keep a row of every class in %s it holds %d (%.0f%%), "
+            "which leaves train that much smaller: add rows to the small classes, or give a %s file",
+            key,
+            fraction,
+            asked,
+            whole,
+            split,
+            rows,
+            100 * rows / whole,
+            split,
+        )
+    return round(rows / whole, 4)
 
 
 def _require_rows(table: Table, split: str) -> None:

@@ -66,21 +66,29 @@ def carve(
     if labels.ndim == 2:  # multi-label: iterative stratification, no per-class minimum (see the module's note)
         chosen, rest = sample_indices(labels, size, seed)
         return train.select(rest), train.select(chosen)
-    classes, counts = np.unique(labels, return_counts=True)
-    if counts.min() < 2:
-        names = train.features["label"].names
-        small = [f"'{names[c]}' ({n} row)" for c, n in zip(classes, counts) if n < 2]
-        which = (
-            f"the class {small[0]} has fewer than 2 rows, so it"
-            if len(small) == 1
-            else f"the classes {', '.join(small)} have fewer than 2 rows, so they"
-        )
-        raise DataError(
-            f"cannot carve a stratified {split} split ({key}) out of train: {which} cannot appear on both sides; "
-            f"add rows, drop the class, or give a {split} file"
-        )
+    require_rows_per_class(train, [(split, key)])
     chosen, rest = sample_indices(labels, size, seed, minimum=1)
     return train.select(rest), train.select(chosen)
+
+
+def require_rows_per_class(train: datasets.Dataset, carved: list[tuple[str, str]]) -> None:
+    """Stratified carving keeps a row of every class in train and in each carved split (`(split, config key)`
+    pairs): a class with fewer rows than that is an error naming it, its count and the rows it needs."""
+    labels = labels_of(train)
+    if labels.ndim == 2 or not carved:
+        return
+    needed = 1 + len(carved)
+    classes, counts = np.unique(labels, return_counts=True)
+    names = train.features["label"].names
+    small = [f"'{names[c]}' ({n} row{'s' if n > 1 else ''})" for c, n in zip(classes, counts) if n < needed]
+    if not small:
+        return
+    splits, keys = " and ".join(split for split, _ in carved), ", ".join(key for _, key in carved)
+    which = f"the class {small[0]} has" if len(small) == 1 else f"the classes {', '.join(small)} have"
+    raise DataError(
+        f"cannot carve stratified {splits} out of train ({keys}): a class needs {needed} rows, one in train and one "
+        f"in each carved split, but {which} fewer; add rows, drop the class, or give a {carved[-1][0]} file"
+    )
 
 
 def cap_rows(split: datasets.Dataset, limit: int | None, seed: int) -> datasets.Dataset:

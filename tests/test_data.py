@@ -363,6 +363,32 @@ def test_without_a_test_file_test_is_carved_from_train(tmp_path):
     assert load_data(dataclasses.replace(config, test_file=None), seed=4).row_ids() != ids
 
 
+def test_many_small_classes_make_carved_splits_larger_than_asked_and_say_so(tmp_path, caplog):
+    rows = "".join(f"story {i} of c{c},c{c}\n" for c in range(28) for i in range(3))  # 28 classes x 3 rows
+    train = write_text(tmp_path / "train.csv", "text,label\n" + rows)
+    with caplog.at_level("WARNING", logger="pipeline.data"):
+        data = load_data(files_config(train, None, test_file=None, test_fraction=0.1, validation_fraction=0.1), seed=0)
+    assert {name: len(split) for name, split in data.splits.items()} == {"train": 28, "validation": 28, "test": 28}
+    assert data.summary["carved_from_train"] == {"test": 0.3333, "validation": 0.3333}  # the shares they hold
+    assert (
+        "data.test_fraction 0.1 asks for 9 of the 84 train rows; to keep a row of every class in test it holds 28"
+        in (caplog.text)
+    )
+
+
+def test_a_class_too_small_to_carve_names_its_rows_in_the_file_and_what_it_needs(tmp_path):
+    rows = "".join(f"story {i} of {name},{name}\n" for name, count in (("big", 20), ("pair", 2)) for i in range(count))
+    train = write_text(tmp_path / "train.csv", "text,label\n" + rows)
+    with pytest.raises(
+        DataError,
+        match=r"cannot carve stratified test and validation out of train \(data\.test_fraction, "
+        r"data\.validation_fraction\): a class needs 3 rows, one in train and one in each carved split, but the "
+        r"class 'pair' \(2 rows\) has fewer; add rows, drop the class, or give a validation file",
+    ):
+        load_data(files_config(train, None, test_file=None), seed=0)
+    load_data(files_config(train, train), seed=0)  # carving validation alone needs 2: fine
+
+
 def test_missing_column_lists_existing_columns(tmp_path):
     train = write_text(tmp_path / "train.csv", "label,body\n0,x\n1,y\n")
     message = error_message(files_config(train, train, text_columns=["title"]))
