@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 
 from pipeline.config import ConfigError, PipelineConfig, TokenizerConfig
+from pipeline.tables import normalise_name
 
 
 def validate(config: PipelineConfig) -> None:
@@ -53,6 +54,11 @@ def validate(config: PipelineConfig) -> None:
         raise ConfigError("data.train_file: required when data.source is 'files'")
     if not config.data.text_columns:
         raise ConfigError("data.text_columns: name at least one column")
+    if normalise_name(config.data.label_column) in {normalise_name(column) for column in config.data.text_columns}:
+        raise ConfigError(
+            f"data.text_columns: holds the label column '{config.data.label_column}' (data.label_column); the model "
+            "would read each row's answer in its text"
+        )
     _validate_distill(config)
     _validate_decisions(config)
 

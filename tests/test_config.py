@@ -161,6 +161,11 @@ def test_yes_and_no_are_class_names_and_a_bare_true_asks_for_quotes(tmp_path):
             "train.class_weights: expected 'none', 'balanced' or a mapping of names to a number, got 3",
         ),
         ("data.text_columns={a: 1}", "data.text_columns: expected a list of strings, got {'a': 1}"),
+        (
+            "data.text_columns=[title, Label ]",
+            "data.text_columns: holds the label column 'label' (data.label_column); the model would read each row's "
+            "answer in its text",
+        ),
     ],
 )
 def test_a_wrong_type_names_the_innermost_key_and_the_choices_once(override, message):
