@@ -422,6 +422,8 @@ def run(config: PipelineConfig) -> dict:
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     start = time.perf_counter()
     accelerator = create_accelerator(config.train, config.run_dir)
+    if accelerator.is_main_process:  # before this process claims it: the other ranks would see its own lock
+        rundir.refuse_if_in_use(config.run_dir)
     check_run_dir(config)
     teacher = distill.resolve_teacher(config.train.distill) if config.train.distill.teacher else None
     claim = rundir.claimed(config.run_dir) if accelerator.is_main_process else contextlib.nullcontext()

@@ -460,6 +460,19 @@ def _process_alive(pid: int) -> bool:
     return True
 
 
+def refuse_if_in_use(path: Path) -> None:
+    """A RunDirError when another live process holds the run directory's lock (a run of the same name, or one
+    being resumed): checked before anything else is said about the folder's content, which that run is changing."""
+    try:
+        owner = (path / LOCK_FILE).read_text().strip()
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    if owner.isdigit() and _process_alive(int(owner)) and int(owner) != os.getpid():
+        raise RunDirError(
+            f"{path} is in use by another run (process {owner}); wait for it, or choose another run.name"
+        ) from None
+
+
 @contextlib.contextmanager
 def claimed(path: Path) -> Iterator[None]:
     """Hold the run directory for this process (an exclusively created lock file with its pid); a second run of
@@ -472,11 +485,7 @@ def claimed(path: Path) -> Iterator[None]:
         try:
             descriptor = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
-            owner = lock.read_text().strip() if lock.exists() else ""
-            if owner.isdigit() and _process_alive(int(owner)) and int(owner) != os.getpid():
-                raise RunDirError(
-                    f"{path} is in use by another run (process {owner}); wait for it, or choose another run.name"
-                ) from None
+            refuse_if_in_use(path)
             lock.unlink(missing_ok=True)  # stale: its process is gone
             continue
         with os.fdopen(descriptor, "w") as handle:

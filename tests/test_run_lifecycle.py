@@ -98,6 +98,24 @@ def test_a_second_run_of_the_same_name_is_refused_while_the_first_holds_it(tmp_p
     assert not lock.exists()
 
 
+def test_resuming_a_run_still_in_progress_says_it_is_in_use_not_that_it_has_no_checkpoint(
+    tiny_run_config, tmp_path, capsys
+):
+    config = tiny_run_config("run.name=busy")
+    config.run_dir.mkdir(parents=True)
+    (config.run_dir / "history.jsonl").write_text("{}\n")  # it has started, and saved no checkpoint yet
+    save_config(config, tmp_path / "c.yaml")
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        (config.run_dir / rundir.LOCK_FILE).write_text(str(other.pid))
+        assert finetune.main(["--config", str(tmp_path / "c.yaml"), "train.resume=true"]) != 0
+    finally:
+        other.kill()
+        other.wait()
+    error = capsys.readouterr().err
+    assert f"is in use by another run (process {other.pid})" in error and "holds no checkpoint" not in error
+
+
 def test_resume_refuses_a_changed_config_naming_the_keys(tiny_run_config):
     config = tiny_run_config("run.name=resumable", "train.per_device_batch_size=8")
     run = RunDir(config.run_dir)
