@@ -61,9 +61,30 @@ def _finite(value: Any) -> Any:
     return value
 
 
+class CsvRows:
+    """Rows of a CSV (or, with `delimiter`, TSV) file with minimal quoting and '\\n' line ends, as every file the
+    pipeline writes has them.
+
+    csv.writer quotes a field that holds the delimiter, a quote or a character of the line terminator, but not a
+    lone '\\r' when the terminator is '\\n'; such a field would come back split, so rows holding one are quoted.
+    """
+
+    def __init__(self, handle: Any, delimiter: str = ","):
+        self._minimal = csv.writer(handle, delimiter=delimiter, lineterminator="\n")
+        self._quoted = csv.writer(handle, delimiter=delimiter, lineterminator="\n", quoting=csv.QUOTE_ALL)
+
+    def writerow(self, row: Sequence[Any]) -> None:
+        writer = self._quoted if any("\r" in value for value in row if isinstance(value, str)) else self._minimal
+        writer.writerow(row)
+
+    def writerows(self, rows: Iterable[Sequence[Any]]) -> None:
+        for row in rows:
+            self.writerow(row)
+
+
 def atomic_write_csv(path: str | Path, header: list[str], rows: Iterable[Sequence[Any]]) -> None:
     with atomic_path(path) as temp_path, open(temp_path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
+        writer = CsvRows(handle)
         writer.writerow(header)
         writer.writerows(rows)
 

@@ -10,7 +10,6 @@ Every file name below lives here and nowhere else (docs/run-directory.md describ
 from __future__ import annotations
 
 import contextlib
-import csv
 import json
 import math
 import os
@@ -23,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.io import atomic_path, atomic_write_json
+from pipeline.io import CsvRows, atomic_path, atomic_write_json
 
 CONFIG_FILE = "config.yaml"
 METRICS_FILE = "metrics.json"
@@ -344,7 +343,7 @@ def write_test_predictions(
         *(f"{PROBABILITY_PREFIX}{name}" for name in label_names),
     ]
     with atomic_path(path) as temp_path, open(temp_path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
+        writer = CsvRows(handle)
         writer.writerow(header)
         for text, gold_id, predicted_id, row, row_id, flag in zip(
             texts, gold, predicted, probabilities, row_ids, flags
@@ -373,7 +372,7 @@ def _write_multilabel_predictions(
         return separator.join(name for name, on in zip(label_names, indicators) if on > 0.5)
 
     with atomic_path(path) as temp_path, open(temp_path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
+        writer = CsvRows(handle)
         writer.writerow(header)
         for text, gold_row, predicted_row, row, row_id in zip(texts, gold, predicted, probabilities, row_ids):
             writer.writerow(

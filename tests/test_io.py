@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import stat
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.io import atomic_path, atomic_write_json, atomic_write_text, replace_directory
+from pipeline.io import atomic_path, atomic_write_csv, atomic_write_json, atomic_write_text, replace_directory
 
 
 class Boom(RuntimeError):
@@ -108,6 +109,15 @@ def fill_with(files: dict[str, str]):
 
 def tree(path: Path) -> dict[str, str]:
     return {str(p.relative_to(path)): p.read_text() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def test_csv_files_end_lines_with_newline_and_keep_a_lone_carriage_return_inside_its_field(tmp_path):
+    rows = [["1", "plain"], ["2", "old mac\rline"], ["3", 'a "quoted", text\nover two lines']]
+    atomic_write_csv(tmp_path / "rows.csv", ["id", "text"], rows)
+    raw = (tmp_path / "rows.csv").read_bytes()
+    assert b"\r\n" not in raw and raw.startswith(b"id,text\n1,plain\n")
+    with open(tmp_path / "rows.csv", newline="", encoding="utf-8") as handle:
+        assert list(csv.reader(handle)) == [["id", "text"], *rows]
 
 
 def test_replace_directory_creates_a_new_folder(tmp_path):

@@ -5,7 +5,6 @@ to a temporary file renamed into place when complete, to stdout, or written thro
 from __future__ import annotations
 
 import contextlib
-import csv
 import gzip
 import io
 import json
@@ -17,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from pipeline.io import atomic_path
+from pipeline.io import CsvRows, atomic_path
 from pipeline.predict.predictor import LabelledTexts
 from pipeline.predict.source import PredictError
 from pipeline.rundir import PREDICTION_LOW_CONFIDENCE, PROBABILITY_PREFIX
@@ -102,28 +101,19 @@ def output_format(path: str, explicit: str | None, input_format: str) -> str:
 
 
 class DelimitedWriter:
-    """CSV/TSV rows with minimal quoting and '\\n' line ends; input fields are written back unchanged.
-
-    csv.writer quotes a field that holds the delimiter, a quote or a character of the line terminator, but not a
-    lone '\\r' when the terminator is '\\n'; such a field would come back split, so rows holding one are quoted.
-    """
+    """CSV/TSV rows as io.CsvRows writes them; input fields are written back unchanged."""
 
     keeps_lists = False  # a multi-label row's classes are one field, joined by data.label_separator
 
     def __init__(self, handle: IO[str], kind: str):
-        self._minimal = csv.writer(handle, delimiter=DELIMITERS[kind], lineterminator="\n")
-        self._quoted = csv.writer(handle, delimiter=DELIMITERS[kind], lineterminator="\n", quoting=csv.QUOTE_ALL)
+        self._rows = CsvRows(handle, delimiter=DELIMITERS[kind])
 
     def write_header(self, header: Sequence[str]) -> None:
-        self._write([str(name) for name in header])
+        self._rows.writerow([str(name) for name in header])
 
     def write_rows(self, header: Sequence[str], records: list[list[Any]], added: list[list[Any]]) -> None:
         for record, extra in zip(records, added):
-            self._write([_field(value) for value in record] + [_added_field(value) for value in extra])
-
-    def _write(self, row: list[str]) -> None:
-        writer = self._quoted if any("\r" in value for value in row) else self._minimal
-        writer.writerow(row)
+            self._rows.writerow([_field(value) for value in record] + [_added_field(value) for value in extra])
 
 
 def _field(value: Any) -> str:
