@@ -301,6 +301,9 @@ def load_hub_dataset(config: DataConfig) -> Any:
     a cached copy); when it does not, the cache is read as in offline mode, and without a cached copy the error
     names the local-files option.
     """
+    saved = _load_saved(config.hub_name)
+    if saved is not None:
+        return saved
     endpoint = datasets.config.HF_ENDPOINT
     if offline_mode():
         reason = "offline mode is on (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE)"
@@ -323,6 +326,24 @@ def load_hub_dataset(config: DataConfig) -> Any:
         f"Cannot load Hub dataset '{config.hub_name}': {reason}, and no usable cached copy was found in "
         f"{cache}{detail}. {OFFLINE_HINT}."
     )
+
+
+def _load_saved(name: str) -> datasets.DatasetDict | None:
+    """data.hub_name naming a folder that `save_to_disk` wrote: its splits (a single saved Dataset is the train
+    split). None for a Hub id, or a folder of data files, which `load_dataset` reads; a path to no folder is an
+    error here, rather than a Hub lookup of a name that cannot be one."""
+    path = Path(name).expanduser()
+    if not path.is_dir():
+        if name.startswith((".", "/", "~")):
+            raise DataError(f"data.hub_name: {name} is neither a folder nor a Hub dataset id ('owner/name')")
+        return None
+    if not (
+        (path / datasets.config.DATASETDICT_JSON_FILENAME).is_file()
+        or (path / datasets.config.DATASET_STATE_JSON_FILENAME).is_file()
+    ):
+        return None
+    saved = datasets.load_from_disk(str(path))
+    return saved if isinstance(saved, datasets.DatasetDict) else datasets.DatasetDict({"train": saved})
 
 
 def hub_cache_dir(config: DataConfig) -> str:

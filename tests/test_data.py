@@ -592,6 +592,25 @@ def test_hub_hidden_labels_are_missing_labels_and_an_unlabelled_test_split_is_ca
     assert all(text.startswith("train story") for split in splits.values() for text in split["text"])
 
 
+def test_hub_name_may_be_a_folder_that_save_to_disk_wrote(tmp_path):
+    features = datasets.Features({"text": datasets.Value("string"), "label": datasets.ClassLabel(names=AG_NAMES)})
+    rows = {"text": [f"saved story {i}" for i in range(40)], "label": [i % 4 for i in range(40)]}
+    whole = datasets.Dataset.from_dict(rows, features=features)
+    whole.save_to_disk(str(tmp_path / "single"))
+    datasets.DatasetDict({"train": whole.select(range(32)), "test": whole.select(range(32, 40))}).save_to_disk(
+        str(tmp_path / "dict")
+    )
+
+    single = load_splits(DataConfig(source="hub", hub_name=str(tmp_path / "single")), seed=0)
+    from_dict = load_splits(DataConfig(source="hub", hub_name=str(tmp_path / "dict")), seed=0)
+
+    assert single["train"].features["label"].names == AG_NAMES  # one saved Dataset: train, the rest carved
+    assert sum(len(split) for split in single.values()) == 40 and len(single["test"]) == 4
+    assert from_dict["test"]["text"] == [f"saved story {i}" for i in range(32, 40)]
+    with pytest.raises(DataError, match=r"data\.hub_name: \./nowhere is neither a folder nor a Hub dataset id"):
+        load_splits(DataConfig(source="hub", hub_name="./nowhere"), seed=0)
+
+
 def test_hub_offline_without_cache_names_the_local_files_option(tmp_path):
     started = time.monotonic()
     message = error_message(DataConfig(source="hub", cache_dir=str(tmp_path / "empty")))
