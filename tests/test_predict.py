@@ -401,7 +401,7 @@ def test_empty_text_rows_are_kept_with_an_error(run_dir, tmp_path, capsys):
         assert output[index][4:11] == ["", "", "", "", "", "", ""]
         assert output[index][11] == "empty text in title, description"
     assert all(row[4] and row[11] == "" for i, row in enumerate(output) if i not in (2, 5))
-    assert "2 rows had no text" in capsys.readouterr().err
+    assert "2 rows had no text, left unlabelled" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------------------------------------------

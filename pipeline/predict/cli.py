@@ -332,5 +332,6 @@ def _report(summary: RunSummary, output: str) -> None:
     destination = "stdout" if output == "-" else output
     note = ""
     if summary.rows_without_text:
-        note = f"; {summary.rows_without_text} rows had no text and were left unlabelled (see the error column)"
+        count = summary.rows_without_text
+        note = f"; {count} row{'s' if count > 1 else ''} had no text, left unlabelled (see the error column)"
     print(f"labelled {summary.rows} rows -> {destination} ({rate:.0f} rows/s){note}", file=sys.stderr)

@@ -57,7 +57,8 @@ def check_no_clash(available: Sequence[str], added: Sequence[str], where: str, o
     clashes = [column for column in added if column in available]
     if clashes:
         raise PredictError(
-            f"{where} already has column {', '.join(repr(c) for c in clashes)}, which prediction adds; "
+            f"{where} already has {'columns' if len(clashes) > 1 else 'column'} "
+            f"{', '.join(repr(c) for c in clashes)}, which prediction adds; "
             f"name the added columns differently with {option} (e.g. pred_)"
         )
 

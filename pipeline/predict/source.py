@@ -101,7 +101,7 @@ def resolve_model_source(path: str | Path, require_finished: bool = True) -> Mod
                 f"before evaluation) and {run.model_dir} is a checkpoint without calibration or thresholds"
             )
             if path == run_path:
-                raise PredictError(f"{unfinished}; to predict with it anyway, pass {run.model_dir}")
+                raise PredictError(f"{unfinished}; to use it anyway, pass {run.model_dir}")
             logger.warning("%s", unfinished)
         try:
             config = run.read_config()
