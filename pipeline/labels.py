@@ -138,11 +138,34 @@ def label_ids(table: Table, column: str, scheme: LabelScheme) -> list[int]:
             f"{table.where(blank[0])}, column '{column}': the label is empty{table.and_more(blank)}; "
             f"fill or remove these rows, {INCOMPLETE_ROWS_HINT}"
         )
+    _refuse_unknown(table, column, [[value] for value in values], by_name, scheme)
     ids, kind = [], None
     for row, value in enumerate(values):
         index, kind = _class_of(value, by_name, scheme, kind, f"{table.where(row)}, column '{column}'")
         ids.append(index)
     return ids
+
+
+def _refuse_unknown(
+    table: Table, column: str, label_lists: list[list[Any]], by_name: dict[str, int], scheme: LabelScheme
+) -> None:
+    """Labels that name no class, all in one error: the first row, how many more, and which labels they are (a
+    test file's classes the train file never had, often)."""
+    unknown: dict[int, list[Any]] = {}
+    for row, labels in enumerate(label_lists):
+        for label in labels:
+            index = _read_label(label, by_name, scheme)[0]
+            if index is None or not 0 <= index < len(scheme.names):
+                unknown.setdefault(row, []).append(label)
+    if not unknown:
+        return
+    rows = list(unknown)
+    distinct = list(dict.fromkeys(str(label).strip() for labels in unknown.values() for label in labels))
+    others = f"; unknown labels: {', '.join(repr(name) for name in distinct[:10])}" if len(distinct) > 1 else ""
+    raise DataError(
+        f"{table.where(rows[0])}, column '{column}': label {unknown[rows[0]][0]!r} is not a known class"
+        f"{table.and_more(rows)}{others}; {_allowed(scheme)}"
+    )
 
 
 def _class_of(
@@ -237,8 +260,9 @@ def label_sets(table: Table, column: str, scheme: LabelScheme, separator: str) -
     """(N, C) float32 multi-hot rows; a class outside the scheme is an error naming the row and the classes."""
     by_name = {name: position for position, name in enumerate(scheme.names)}
     multi_hot = np.zeros((len(table.frame), len(scheme.names)), dtype=np.float32)
-    kind = None
-    for row, labels in enumerate(_raw_sets(table, column, separator)):
+    kind, label_lists = None, _raw_sets(table, column, separator)
+    _refuse_unknown(table, column, label_lists, by_name, scheme)
+    for row, labels in enumerate(label_lists):
         for label in labels:
             index, kind = _class_of(label, by_name, scheme, kind, f"{table.where(row)}, column '{column}'")
             multi_hot[row, index] = 1.0

@@ -449,6 +449,18 @@ def test_incomplete_rows_keep_their_file_numbers_for_later_errors(tmp_path):
     assert message.startswith(f"{train}, line 5, column 'label': label 'maybe' is not a known class")
 
 
+def test_labels_train_never_had_are_named_together_with_every_row(tmp_path):
+    train = write_text(
+        tmp_path / "train.csv", "label,text\n" + "".join(f"{n},{n} {i}\n" for i in range(3) for n in "ab")
+    )
+    test = write_text(tmp_path / "test.csv", "label,text\na,x\nWeather,y\nb,z\nWeather,w\nHealth,v\n")
+    message = error_message(files_config(train, test))
+    assert message.startswith(
+        f"{test}, line 3, column 'label': label 'Weather' is not a known class (and 2 more: lines 5, 6); "
+        "unknown labels: 'Weather', 'Health'; allowed: the names a, b"
+    )
+
+
 def test_multi_label_row_without_labels_is_kept_under_drop(tmp_path):
     train = write_text(tmp_path / "train.csv", "labels,text\na|b,x\n,y\nb,\na,z\nb,w\n")
     config = files_config(
