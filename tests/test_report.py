@@ -409,6 +409,19 @@ def test_single_run_report_in_the_run_directory(tmp_path: Path):
     assert not list(run_dir.glob("*.tmp"))
 
 
+def test_a_class_without_test_rows_shows_no_recall_or_f1(tmp_path: Path):
+    run_dir = make_fake_run(tmp_path, "solo", seed=3, correct_share=0.7)
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    absent = LABELS[0]
+    metrics["test"]["per_class"][absent].update(support=0, precision=0.0, recall=0.0, f1=0.0)
+    (run_dir / "metrics.json").write_text(json.dumps(metrics))
+    markdown = write_report([run_dir], tmp_path / "report")[0].read_text()
+    (row,) = [row for row in markdown_table_rows(markdown_section(markdown, "Per-class F1")) if row[0] == absent]
+    assert row[1:] == ["0", "0.0000", "—", "—"]  # wrong every time it was predicted; nothing to recall
+    (summary_row,) = [row for row in markdown_table_rows(markdown_section(markdown, "Summary")) if absent in row[0]]
+    assert summary_row[1] == "—"
+
+
 def test_most_confident_mistakes_are_sorted_wrong_predictions():
     predictions = pd.DataFrame(
         {

@@ -50,7 +50,7 @@ def summary_blocks(runs: Sequence[Run]) -> list[Block]:
             _metric_row(
                 f"F1: {label}",
                 runs,
-                lambda r, c=label: r.metric("test", "per_class", c, "f1"),
+                lambda r, c=label: per_class_value(r, c, "f1"),
                 format_score,
                 higher=True,
             )
@@ -287,5 +287,9 @@ def by_support(runs: Sequence[Run], labels: list[str]) -> list[str]:
 
 
 def per_class_value(run: Run, label: str, key: str) -> float | None:
+    """A class's test metric; None (shown as missing) for recall and F1 of a class without test rows, which have
+    nothing to measure (scikit-learn reports 0 there). Its precision stays: predicting it was wrong every time."""
     value = run.metric("test", "per_class", label, key)
+    if key in ("recall", "f1") and run.metric("test", "per_class", label, "support") == 0:
+        return None
     return value if is_number(value) else None
