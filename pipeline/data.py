@@ -162,6 +162,8 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
             f"({', '.join(scheme.names) or 'none'}); a classifier needs at least two"
         )
     splits = {split: to_dataset(table, config, scheme) for split, table in tables.items()}
+    if config.id_column:
+        _warn_shared_ids(splits, config.id_column)
     to_carve = [(split, key) for split, key in CARVED_KEYS.items() if split not in splits]
     require_rows_per_class(splits["train"], to_carve)
     carved, whole = {}, len(splits["train"])
@@ -190,6 +192,29 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
         },
     }
     return LoadedData(result, incomplete + removed, summary, scheme.names, multi_label)
+
+
+def _warn_shared_ids(splits: dict[str, datasets.Dataset], id_column: str) -> None:
+    """Ids are unique within a file (an error otherwise); the same id in two split files is most often two
+    numberings that start alike, but then splits.csv and every report name two rows by one id: say so."""
+    first_split: dict[str, str] = {}
+    shared = []
+    for split, dataset in splits.items():
+        for row_id in dataset["row_id"]:
+            if first_split.setdefault(row_id, split) != split:
+                shared.append((row_id, first_split[row_id], split))
+    if shared:
+        row_id, one, other = shared[0]
+        logger.warning(
+            "data.id_column '%s': %d id%s appear in more than one split file (first: %r in %s and %s); splits.csv "
+            "and the reports then name two rows by one id: give every row its own",
+            id_column,
+            len(shared),
+            "s" if len(shared) > 1 else "",
+            row_id,
+            one,
+            other,
+        )
 
 
 # The splits carved out of train when the data has none, in carving order, and the share each setting asks for.

@@ -449,6 +449,18 @@ def test_incomplete_rows_keep_their_file_numbers_for_later_errors(tmp_path):
     assert message.startswith(f"{train}, line 5, column 'label': label 'maybe' is not a known class")
 
 
+def test_ids_shared_by_two_split_files_are_named_in_a_warning(tmp_path, caplog):
+    train = write_text(
+        tmp_path / "train.csv", "id,label,text\n" + "".join(f"d{i},{'ab'[i % 2]},t {i}\n" for i in range(8))
+    )
+    test = write_text(tmp_path / "test.csv", "id,label,text\nd1,a,new one\nx9,b,new two\nd3,b,new three\n")
+    with caplog.at_level("WARNING", logger="pipeline.data"):
+        load_data(files_config(train, test, id_column="id"), seed=0)
+    assert (
+        "data.id_column 'id': 2 ids appear in more than one split file (first: 'd1' in train and test)" in caplog.text
+    )
+
+
 def test_labels_train_never_had_are_named_together_with_every_row(tmp_path):
     train = write_text(
         tmp_path / "train.csv", "label,text\n" + "".join(f"{n},{n} {i}\n" for i in range(3) for n in "ab")
