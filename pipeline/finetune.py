@@ -42,7 +42,7 @@ from pipeline.losses import resolve_class_weights
 from pipeline.modelcard import write_model_card
 from pipeline.models.cls_only import restrict_last_layer_to_cls
 from pipeline.report import ReportError, plot_confusion_matrix, write_report
-from pipeline.rundir import RunDir, RunDirError, write_test_predictions
+from pipeline.rundir import METRICS_FILE, RunDir, RunDirError, write_test_predictions
 from pipeline.scoring import Scoring, calibrate_and_decide
 from pipeline.thresholds import check_setting
 from pipeline.tokenization import TokenizationInfo, load_tokenizer, tokenize_splits
@@ -108,6 +108,13 @@ def check_run_dir(config: PipelineConfig) -> None:
                 "run.overwrite=true (set train.save_every_steps to make a run resumable)"
             )
         check_resume_config(run, config)
+        if run.metrics_path.is_file():
+            logger.warning(
+                "%s has finished training: resuming evaluates its last checkpoint again under the eval.* settings "
+                "given now and rewrites %s, model/ and the reports",
+                run.path,
+                METRICS_FILE,
+            )
     elif rundir.holds_run(run.path) and not config.run.overwrite:
         hint = " (or train.resume=true to continue from its last checkpoint)" if run.checkpoints() else ""
         raise RunError(f"{run.path} already holds a run; choose another run.name, or set run.overwrite=true{hint}")

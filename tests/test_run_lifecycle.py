@@ -127,9 +127,22 @@ def test_resume_refuses_a_changed_config_naming_the_keys(tiny_run_config):
     with pytest.raises(finetune.RunError, match=r"train.per_device_batch_size: 8 -> 16") as caught:
         finetune.check_run_dir(changed)
     assert "eval.batch_size" not in str(caught.value)  # evaluation settings may change
-    finetune.check_run_dir(
-        tiny_run_config("run.name=resumable", "train.per_device_batch_size=8", "train.resume=true", "eval.batch_size=7")
+    resumed = tiny_run_config(
+        "run.name=resumable", "train.per_device_batch_size=8", "train.resume=true", "eval.batch_size=7"
     )
+    finetune.check_run_dir(resumed)
+
+
+def test_resuming_a_finished_run_says_that_it_evaluates_again(tiny_run_config, caplog):
+    config = tiny_run_config("run.name=finished", "train.resume=true")
+    run = RunDir(config.run_dir)
+    run.checkpoint_path(4).mkdir(parents=True)
+    save_config(config, run.config_path)
+    finetune.check_run_dir(config)
+    assert "has finished training" not in caplog.text
+    run.metrics_path.write_text("{}")
+    finetune.check_run_dir(config)
+    assert f"{run.path} has finished training: resuming evaluates its last checkpoint again" in caplog.text
 
 
 def test_resume_reads_a_relative_path_as_the_absolute_one_the_run_saved(tiny_run_config, monkeypatch):
