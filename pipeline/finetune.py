@@ -328,6 +328,7 @@ def evaluate(
         accelerator.unwrap_model(best_model, keep_fp32_wrapper=False),
         lambda model: save_model_dir(model, prepared.tokenizer, run.model_dir),
         accelerator.is_main_process,
+        prepared.tokenization.max_length,
     )
     accelerator.wait_for_everyone()
     return scoring, time.perf_counter() - tick, sum(len(prepared.rows[name]) for name in scored)

@@ -64,6 +64,10 @@ LOCK_FILE = ".lock"
 # chosen on validation, the task and its label separator, and the calibration temperature (already folded into the
 # weights: a record, never to be applied again). Absent: argmax, or 0.5 per class for a multi-label model.
 DECISION_FILE = "decision.json"
+# decision.json's key for how the model's texts were built and read (text columns and separator, the fixed length,
+# the long-text rule), in config.yaml's sections and keys: so the folder alone, copied out of its run, predicts
+# as the run does (pipeline.scoring writes it, pipeline.predict.source reads it). Absent in models saved before.
+DECISION_INPUT_KEY = "input"
 
 # Under data.cache_dir, not in a run directory: distillation's content-keyed caches (pipeline/distill.py).
 TEACHER_LOGITS_CACHE_DIR = "teacher_logits"  # <key>.npy: (N, K) float32 teacher logits of one list of texts

@@ -1,13 +1,14 @@
 """Stage 4's scores you can act on: calibrate the best model, choose its decision thresholds, store both with it.
 
-    scoring = calibrate_and_decide(config, logits, rows, labels, model, save_model, is_main_process)
+    scoring = calibrate_and_decide(config, logits, rows, labels, model, save_model, is_main_process, max_length)
     results = scoring.results                 # validation and test EvalResults, calibrated and thresholded
     metrics["calibration"], metrics["thresholds"] = scoring.calibration, scoring.thresholds
 
 The order matters: the temperature is fitted on validation logits first (pipeline.calibration), folded into the
 model's output layer and the model saved again (so model/ *is* the calibrated model), then thresholds are chosen
 on the calibrated validation probabilities (pipeline.thresholds) and written to model/decision.json with the
-temperature, the task and the label separator. Test is never looked at for either choice.
+temperature, the task, the label separator and how texts were built and read (so that the folder predicts as the
+run does wherever it is copied). Test is never looked at for either choice.
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ from pipeline.calibration import (
 )
 from pipeline.config import PipelineConfig
 from pipeline.evaluation import EvalResult, result_from_logits
-from pipeline.rundir import RunDir, write_decision
+from pipeline.rundir import DECISION_INPUT_KEY, RunDir, write_decision
+from pipeline.tables import TextSpec
 from pipeline.thresholds import Decision, choose_decision
+from pipeline.windows import LongTextRule
 
 logger = logging.getLogger(__name__)
 
@@ -62,9 +65,11 @@ def calibrate_and_decide(
     model: torch.nn.Module,
     save_model: Callable[[torch.nn.Module], None],
     is_main_process: bool,
+    max_length: int,
 ) -> Scoring:
     """`logits`: the best (uncalibrated) model's validation and test logits; `model` is that model, changed in place
-    when calibrated; `save_model` replaces model/ with it (called on the main process only)."""
+    when calibrated; `save_model` replaces model/ with it (called on the main process only). `max_length`: the
+    fixed length the run tokenized to (resolved, where the setting may be auto), recorded with the decision."""
     pooling, multi_label = config.eval.chunk_pooling, rows["validation"].multi_label
     temperature, warning = 1.0, None
     if config.train.calibrate:
@@ -86,7 +91,8 @@ def calibrate_and_decide(
     if is_main_process:
         if config.train.calibrate:
             save_model(model)  # replaces model/ whole: decision.json goes in after
-        write_decision(RunDir(config.run_dir).model_dir, decision_record(config, temperature, decision))
+        record = decision_record(config, temperature, decision, max_length)
+        write_decision(RunDir(config.run_dir).model_dir, record)
     logger.info(
         "Calibration: temperature %.3f; validation ECE %.4f -> %.4f",
         temperature,
@@ -130,8 +136,9 @@ def _rows_right(logits: torch.Tensor, labels: torch.Tensor | np.ndarray) -> int:
     return int((logits.argmax(dim=-1) == labels).sum())
 
 
-def decision_record(config: PipelineConfig, temperature: float, decision: Decision) -> dict[str, Any]:
-    """model/decision.json: what prediction needs to turn the saved model's probabilities into labels."""
+def decision_record(config: PipelineConfig, temperature: float, decision: Decision, max_length: int) -> dict[str, Any]:
+    """model/decision.json: what prediction needs to turn the saved model's probabilities into labels, and to build
+    and read its texts as training did."""
     return {
         "task": config.data.task,
         "label_separator": config.data.label_separator,
@@ -139,6 +146,19 @@ def decision_record(config: PipelineConfig, temperature: float, decision: Decisi
         "temperature": temperature,
         "temperature_folded": bool(config.train.calibrate),
         **decision.to_dict(),
+        DECISION_INPUT_KEY: input_settings(config, max_length),
+    }
+
+
+def input_settings(config: PipelineConfig, max_length: int) -> dict[str, Any]:
+    """How the run built and read its texts, as the sections and keys of its config.yaml, so that prediction reads
+    a model folder's record and a run's config.yaml alike (pipeline.predict.source). The length is the resolved
+    one (metrics.json's tokenization.max_length, which the model card's transformers example also passes), never
+    the setting "auto"."""
+    return {
+        "data": TextSpec.from_data_config(config.data).to_settings(),
+        "tokenizer": {"max_length": max_length, **LongTextRule.from_settings(config.tokenizer).to_settings()},
+        "eval": {"chunk_pooling": config.eval.chunk_pooling},
     }
 
 

@@ -95,6 +95,18 @@ class TextSpec:
     def with_columns(self, columns: Sequence[str] | None) -> TextSpec:
         return self if not columns else TextSpec(tuple(columns), self.separator, self.unescape_newlines)
 
+    def with_separator(self, separator: str | None) -> TextSpec:
+        return self if separator is None else TextSpec(self.columns, separator, self.unescape_newlines)
+
+    def to_settings(self) -> dict[str, Any]:
+        """The rule as config.yaml's data settings (text_columns, text_separator, unescape_newlines): how
+        model/decision.json records it, read back by pipeline.predict as a run's config.yaml is."""
+        return {
+            "text_columns": list(self.columns),
+            "text_separator": self.separator,
+            "unescape_newlines": self.unescape_newlines,
+        }
+
     def text_of(self, values: Sequence[Any]) -> str:
         """The text of one row from its text-column values (in `columns` order); "" when every part is empty. A list
         value (JSON Lines, Parquet: sentences, paragraphs) is its items joined as parts are."""

@@ -13,6 +13,7 @@ last one, so that both its start and its end are read.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,10 @@ class LongTextRule:
         get = settings.get if isinstance(settings, dict) else lambda key, default: getattr(settings, key, default)
         defaults = cls()
         return cls(**{key: get(key, getattr(defaults, key)) for key in vars(defaults)})
+
+    def to_settings(self) -> dict[str, Any]:
+        """The rule as config.yaml's tokenizer settings, which `from_settings` reads back (model/decision.json)."""
+        return dataclasses.asdict(self)
 
     @property
     def is_plain_head(self) -> bool:

@@ -6,6 +6,7 @@ and that the run directory is complete and consistent, and a full one (slow tier
 
 import csv
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -142,6 +143,24 @@ def test_run_directory_holds_every_file_and_each_loads(finished_run):
     assert "World" in (run_dir / "report.md").read_text()
     saved = yaml.safe_load((run_dir / "config.yaml").read_text())
     assert saved["train"]["learning_rate"] == pytest.approx(1e-3)
+
+
+def test_the_model_folder_records_how_the_run_reads_its_texts(finished_run, tmp_path):
+    """model/decision.json holds the run's text rule and its resolved length (tokenizer.max_length is auto here),
+    so the folder copied out of the run reads texts as the run does."""
+    from pipeline.predict import resolve_model_source
+
+    config, metrics = finished_run
+    by_run = resolve_model_source(config.run_dir)
+    by_folder = resolve_model_source(shutil.copytree(config.run_dir / "model", tmp_path / "model"))
+    assert config.tokenizer.max_length == "auto"
+    assert by_folder.max_length == by_run.max_length == metrics["tokenization"]["max_length"]
+    assert by_folder.text_spec == by_run.text_spec and by_folder.text_spec.columns == ("title", "description")
+    assert (by_folder.long_text, by_folder.pooling, by_folder.reading_recorded) == (
+        by_run.long_text,
+        by_run.pooling,
+        True,
+    )
 
 
 def test_reloaded_model_predicts_exactly_as_before_saving(finished_run):

@@ -369,20 +369,81 @@ def test_headerless_input_with_column_names(run_dir, tmp_path, ag_news_test_csv)
     assert [row[:3] for row in output[1:]] == list(csv.reader(io.StringIO("".join(lines))))
 
 
-def test_bare_model_directory_reads_text_column(run_dir, tmp_path):
+def test_bare_model_directory_reads_text_column(run_dir, tmp_path, caplog, capsys):
+    """A folder that does not record how its texts were built (saved before decision.json held it, or by another
+    tool) is read with the default settings, and says so: which ones, and how to give the training ones."""
     rows = [["a", "Stocks fell"], ["b", "A late goal won the cup"]]
     source = write_table(tmp_path / "in.csv", rows, header=["id", "text"])
     assert predict_cli(run_dir / "model", source, tmp_path / "out.csv") == 1  # model/ of a run: run's columns apply
     assert predict_cli(run_dir / "model", source, tmp_path / "out.csv", "--text-columns", "text") == 0
     bare = tmp_path / "bare"
-    bare.mkdir()
-    for item in (run_dir / "model").iterdir():
-        (bare / item.name).write_bytes(item.read_bytes())
-    predictor = Predictor.from_path(bare, device="cpu")
+    shutil.copytree(run_dir / "model", bare)
+    with caplog.at_level(logging.WARNING, logger="pipeline.predict.predictor"):
+        predictor = Predictor.from_path(bare, device="cpu")
     assert predictor.text_spec.columns == ("text",)
     assert predictor.max_length == 512  # the tokenizer sets no limit, so BERT's 512 positions cap it
+    (warning,) = [record.getMessage() for record in caplog.records if "does not record" in record.getMessage()]
+    assert "reading the column 'text', cut to 512 tokens" in warning
+    assert "pass --text-columns, --text-separator and --max-length as in training" in warning
     assert predict_cli(bare, source, tmp_path / "bare.csv") == 0
     assert len(read_table(tmp_path / "bare.csv")) == 3
+    capsys.readouterr()
+    news = write_table(tmp_path / "news.csv", news_rows(2))
+    assert predict_cli(bare, news, tmp_path / "news_out.csv") == 1
+    assert_one_line_error(capsys.readouterr().err, "'text'", "does not record the columns it was trained on")
+
+
+def test_a_model_folder_copied_out_of_its_run_predicts_as_the_run(run_dir, tmp_path, caplog):
+    """model/decision.json records how the run built and read its texts (what stage 4 saves), so the folder alone,
+    copied anywhere, reads them as the run does: two columns, a separator other than the default, a short length,
+    head+tail truncation."""
+    from pipeline.config import load_config, save_config
+    from pipeline.rundir import write_decision
+    from pipeline.scoring import decision_record
+    from pipeline.thresholds import default_decision
+
+    settings = ["data.text_columns=[title,description]", "data.text_separator=' || '", "tokenizer.max_length=16"]
+    config = load_config(None, [*settings, "tokenizer.chunk_stride=4", "tokenizer.truncation=head_tail"])
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    save_config(config, run / "config.yaml")
+    (run / "metrics.json").write_text(json.dumps({"labels": LABELS, "tokenization": {"max_length": 16}}))
+    write_decision(run / "model", decision_record(config, 1.0, default_decision(LABELS, False), 16))
+    copied = tmp_path / "elsewhere" / "model"
+    shutil.copytree(run / "model", copied)
+
+    source = write_table(tmp_path / "in.csv", news_rows(12))
+    assert predict_cli(run, source, tmp_path / "run.csv", "--probabilities") == 0
+    with caplog.at_level(logging.WARNING):
+        assert predict_cli(copied, source, tmp_path / "copied.csv", "--probabilities") == 0
+    assert "does not record" not in caplog.text
+    assert read_table(tmp_path / "copied.csv") == read_table(tmp_path / "run.csv")
+
+    # Without the record, the same folder (told its columns) reads 512 tokens joined by " ": other probabilities.
+    decision = json.loads((copied / "decision.json").read_text())
+    del decision["input"]
+    (copied / "decision.json").write_text(json.dumps(decision))
+    assert (
+        predict_cli(copied, source, tmp_path / "guessed.csv", "--probabilities", "--text-columns", "title,description")
+        == 0
+    )
+    assert read_table(tmp_path / "guessed.csv") != read_table(tmp_path / "run.csv")
+
+
+def test_text_separator_joins_the_columns_in_the_command_and_the_dataframe(run_dir, predictor, tmp_path):
+    """--text-separator (text_separator= in Python) joins the text columns otherwise than the model recorded: what a
+    folder that does not record its separator needs."""
+    rows = news_rows(14)[len(TRICKY_ROWS) :]
+    expected = predict_texts(predictor, [f"{row[1]} || {row[2]}" for row in rows])
+    source = write_table(tmp_path / "in.csv", rows)
+    assert predict_cli(run_dir, source, tmp_path / "out.csv", "--text-separator", " || ") == 0
+    cli = read_table(tmp_path / "out.csv")[1:]
+    assert [row[4] for row in cli] == [label for label, _ in expected]
+    np.testing.assert_allclose([float(row[6]) for row in cli], [score for _, score in expected], rtol=1e-6)
+    frame = pd.DataFrame(rows, columns=HEADER)
+    labelled = predict_dataframe(predictor, frame, text_separator=" || ")
+    np.testing.assert_allclose(labelled["score"], [score for _, score in expected], rtol=1e-6)
+    assert not np.allclose(predict_dataframe(predictor, frame)["score"], labelled["score"])  # " " as recorded
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -140,17 +140,22 @@ def test_prediction_pools_windows_like_evaluation(tiny_bert_dir, bert_tokenizer)
     assert predictor.infer([huge])[1].shape == (1, 2)
 
 
-def test_a_chunked_run_counts_documents_everywhere(tiny_run_config, capsys):
-    """Through finetune, the run directory and pipeline.predict: windows train, documents are scored."""
+def test_a_chunked_run_counts_documents_everywhere(tiny_run_config, ag_news_test_csv, tmp_path, capsys):
+    """Through finetune, the run directory and pipeline.predict: windows train, documents are scored; the model
+    folder copied out of the run predicts as the run (its windows, its text separator and length)."""
     import csv
     import re
+    import shutil
+
+    import pandas as pd
 
     from pipeline import finetune
-    from pipeline.predict import predict_texts
+    from pipeline.predict import predict_dataframe, predict_texts
     from pipeline.rundir import RunDir
 
     config = tiny_run_config(
         "run.name=chunked",
+        "data.text_separator=' || '",
         "tokenizer.max_length=24",
         "tokenizer.long_text=chunk",
         "tokenizer.chunk_stride=4",
@@ -173,3 +178,11 @@ def test_a_chunked_run_counts_documents_everywhere(tiny_run_config, capsys):
     assert len(rows) == 40
     predicted = predict_texts(run.path, [row["text"] for row in rows[:8]], device="cpu", precision="fp32")
     assert [label for label, _ in predicted] == [row["predicted"] for row in rows[:8]]
+
+    copied = shutil.copytree(run.model_dir, tmp_path / "elsewhere" / "model")
+    frame = pd.read_csv(ag_news_test_csv, header=None, names=["class_index", "title", "description"], nrows=12)
+    by_run, by_folder = (
+        predict_dataframe(model, frame, probabilities=True, device="cpu", precision="fp32")
+        for model in (run.path, copied)
+    )
+    pd.testing.assert_frame_equal(by_folder, by_run)

@@ -67,17 +67,18 @@ def predict_dataframe(
     precision: str = "auto",
     prefix: str = "",
     backend: str = "auto",
+    text_separator: str | None = None,
 ) -> Any:
     """A copy of `df` with label, label_id (nullable Int64), score, [prob_<class>...], error columns added.
 
-    Text columns default to those the model was trained with, found as stage 1 finds them. Rows whose text is
-    empty or missing (NaN, None) are kept, unlabelled, with the reason in `error`. `prefix` goes before every
-    added column's name. `backend` as for predict_texts.
+    Text columns default to those the model was trained with, found as stage 1 finds them, and are joined by its
+    separator (or `text_separator`). Rows whose text is empty or missing (NaN, None) are kept, unlabelled, with the
+    reason in `error`. `prefix` goes before every added column's name. `backend` as for predict_texts.
     """
     import pandas as pd
 
     predictor = as_predictor(model_dir, batch_size=batch_size, device=device, precision=precision, backend=backend)
-    spec = predictor.text_spec.with_columns(text_columns)
+    spec = predictor.text_spec.with_columns(text_columns).with_separator(text_separator)
     header = [str(column) for column in df.columns]
     try:
         positions = resolve_columns(header, spec.columns, "the DataFrame", "the text_columns argument")

@@ -116,7 +116,12 @@ def _add_file_arguments(add: Any) -> None:
         "--text-columns",
         type=_column_list,
         help="comma-separated columns joined into the text (default: those the model was trained with; "
-        "'text' for a bare model directory)",
+        "'text' for a model folder that does not record them)",
+    )
+    add(
+        "--text-separator",
+        help="what joins the text columns (default: what the model was trained with; ' ' for a model folder that "
+        "does not record it)",
     )
     add(
         "--column-names",
@@ -144,7 +149,12 @@ def _add_inference_arguments(add: Any) -> None:
         "cap on a GPU; 0: no cap",
     )
     add("--chunk-size", type=positive_int, default=DEFAULT_CHUNK_SIZE, help="rows read, labelled and written at a time")
-    add("--max-length", type=positive_int, help="tokens per text (default: the run's training length)")
+    add(
+        "--max-length",
+        type=positive_int,
+        help="tokens per text (default: the training length; the tokenizer's limit for a model folder that does "
+        "not record it)",
+    )
     add("--device", default="auto", help="cpu, cuda, cuda:<index> or auto (default)")
     add(
         "--precision",
@@ -213,7 +223,9 @@ def run(args: argparse.Namespace) -> RunSummary:
         raise PredictError("under several processes every process reads the input: give a file, not '-'")
     if process_index == 0:
         check_output(args.output, args.overwrite)
-    source = resolve_model_source(args.model).with_text_columns(args.text_columns)
+    source = (
+        resolve_model_source(args.model).with_text_columns(args.text_columns).with_text_separator(args.text_separator)
+    )
     chunk_size = args.chunk_size
     with open_table(
         args.input, args.format, args.column_names, args.encoding, chunk_size, "--format", "--encoding"
@@ -221,7 +233,7 @@ def run(args: argparse.Namespace) -> RunSummary:
         try:
             resolve_columns(table.header, source.text_spec.columns, table.name, "--text-columns")
         except DataError as error:
-            raise DataError(f"{error}{source.headerless_hint()}") from None
+            raise DataError(f"{error}{source.missing_columns_hint()}") from None
         out_format = output_format(args.output, args.output_format, table.format)
         predictor = Predictor.from_source(
             source,

@@ -5,6 +5,7 @@ the run's verified ONNX export (pipeline.export), chosen by `backend=` ("auto", 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,8 @@ from pipeline.tables import TextSpec
 from pipeline.thresholds import KIND_BINARY, KIND_FLAG, KIND_MULTI_LABEL, Decision, default_decision
 from pipeline.tokenization import length_limit, padded_width, sorted_batches
 from pipeline.windows import LongTextRule, encode_documents, pool_documents
+
+logger = logging.getLogger(__name__)
 
 # Batches are length-sorted, so a big batch wastes little on padding; on CPU 128 beat 64 by ~25%.
 DEFAULT_BATCH_SIZE = 128
@@ -93,11 +96,19 @@ class Predictor:
             self.decision = default_decision(self.labels, self.multi_label)
 
     @classmethod
-    def from_path(cls, path: str | Path, *, text_columns: Sequence[str] | None = None, **options: Any) -> Predictor:
-        """Load a run directory or saved model; `text_columns` overrides the columns the run recorded.
+    def from_path(
+        cls,
+        path: str | Path,
+        *,
+        text_columns: Sequence[str] | None = None,
+        text_separator: str | None = None,
+        **options: Any,
+    ) -> Predictor:
+        """Load a run directory or saved model; `text_columns` and `text_separator` override those the run recorded.
         Options: device, precision, batch_size, max_batch_tokens, max_length, recheck_margin, backend (as
         `from_source`)."""
-        return cls.from_source(resolve_model_source(path).with_text_columns(text_columns), **options)
+        source = resolve_model_source(path).with_text_columns(text_columns).with_text_separator(text_separator)
+        return cls.from_source(source, **options)
 
     @classmethod
     def from_source(
@@ -135,6 +146,8 @@ class Predictor:
         if choice.variant is not None:  # ONNX Runtime runs the forward pass: no PyTorch precision applies
             compute_dtype = None
         length = _fixed_length(tokenizer, config, max_length or source.max_length)
+        if not source.reading_recorded:  # a guess that changes predictions if wrong: say so, once per load
+            logger.warning("%s", source.unrecorded_reading_warning(length))
         labels = [str(config.id2label[index]) for index in range(config.num_labels)]
         decision, separator = load_decision(source.model_dir, labels, is_multi_label(config))
         return cls(

@@ -1,10 +1,12 @@
-"""Where a model comes from: a run directory (its model/ plus how the run built texts and its fixed length) or any
+"""Where a model comes from: a run directory (its model/ plus how the run built texts and its fixed length), a
+model folder that records those itself (model/decision.json's "input", wherever the folder was copied) or any
 saved sequence-classification folder; and loading its weights and tokenizer.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -13,7 +15,17 @@ from typing import Any
 
 from pipeline.config import DataConfig
 from pipeline.models.cls_only import restrict_last_layer_to_cls
-from pipeline.rundir import METRICS_FILE, RunDir, RunDirError, is_model_dir, is_run_dir, nested_get
+from pipeline.rundir import (
+    DECISION_FILE,
+    DECISION_INPUT_KEY,
+    METRICS_FILE,
+    RunDir,
+    RunDirError,
+    is_model_dir,
+    is_run_dir,
+    nested_get,
+    read_decision,
+)
 from pipeline.tables import TextSpec, one_line
 from pipeline.windows import LongTextRule
 
@@ -26,11 +38,13 @@ class PredictError(ValueError):
 
 @dataclass(frozen=True)
 class ModelSource:
-    """Where the weights are and what the run says about the text: cheap to resolve, nothing loaded yet."""
+    """Where the weights are and what the run (or the model folder's record of it) says about the text: cheap to
+    resolve, nothing loaded yet."""
 
     model_dir: Path
     text_spec: TextSpec
-    # The run's fixed training length; None for a bare model directory (then the tokenizer's limit applies).
+    # The run's fixed training length; None for a bare model directory that does not record it (then the
+    # tokenizer's limit applies).
     max_length: int | None
     run_dir: Path | None = None
     # How the run read texts longer than max_length (truncation or windows), and how windows pool per document.
@@ -38,9 +52,35 @@ class ModelSource:
     pooling: str = "mean"
     # The run's data.column_names: named in the error about a file whose text columns are missing.
     column_names: tuple[str, ...] | None = None
+    # False for a model folder that does not say how its texts were built and read (saved before decision.json
+    # recorded it, or by another tool): the defaults above are a guess, and prediction warns.
+    reading_recorded: bool = True
 
     def with_text_columns(self, columns: list[str] | tuple[str, ...] | None) -> ModelSource:
         return dataclasses.replace(self, text_spec=self.text_spec.with_columns(columns))
+
+    def with_text_separator(self, separator: str | None) -> ModelSource:
+        return dataclasses.replace(self, text_spec=self.text_spec.with_separator(separator))
+
+    def unrecorded_reading_warning(self, max_length: int) -> str:
+        """One line for a folder that does not record its text rule: what is assumed, and how to say otherwise."""
+        spec = self.text_spec
+        if len(spec.columns) == 1:
+            built = f"the column '{spec.columns[0]}'"
+        else:
+            built = f"the columns {', '.join(spec.columns)} joined by {json.dumps(spec.separator)}"
+        return (
+            f"{self.model_dir} does not record how its texts were built or how long they were (no "
+            f"'{DECISION_INPUT_KEY}' in {DECISION_FILE}: saved before models recorded it, or by another tool): reading "
+            f"{built}, cut to {max_length} tokens; if it was trained otherwise, pass --text-columns, --text-separator "
+            "and --max-length as in training"
+        )
+
+    def missing_columns_hint(self) -> str:
+        """Added to the error about an input without the text columns: where the columns come from."""
+        if not self.reading_recorded:
+            return f"; {self.model_dir} does not record the columns it was trained on: name them with --text-columns"
+        return self.headerless_hint()
 
     def headerless_hint(self) -> str:
         """How to read an input laid out as the run's training files were, without a header row."""
@@ -57,7 +97,8 @@ def default_text_spec() -> TextSpec:
 
 
 def run_text_spec(config: dict[str, Any]) -> TextSpec:
-    """The text the run's model was trained on, from its config.yaml (defaults for keys a hand-written one omits)."""
+    """The text the run's model was trained on, from its config.yaml or the model folder's record of its data section
+    (defaults for keys a hand-written one omits)."""
     defaults = DataConfig()
     data = config.get("data") or {}
     columns = data.get("text_columns", defaults.text_columns)
@@ -80,12 +121,48 @@ def run_max_length(run: RunDir, config: dict[str, Any]) -> int | None:
         length = nested_get(run.read_metrics(require_test=False), "tokenization", "max_length")
         if isinstance(length, int) and length > 0:
             return length
-    length = nested_get(config, "tokenizer", "max_length")
+    return settings_max_length(config)
+
+
+def settings_max_length(settings: dict[str, Any]) -> int | None:
+    """tokenizer.max_length when it is a length (not auto, not absent)."""
+    length = nested_get(settings, "tokenizer", "max_length")
     return length if isinstance(length, int) and length > 0 else None
 
 
+def settings_source(
+    model_dir: Path, settings: dict[str, Any], max_length: int | None, run_dir: Path | None = None
+) -> ModelSource:
+    """How texts are built and read, from config.yaml's sections: a run's config.yaml, or the model folder's own
+    record of them (decision.json's "input"); one reader for both, so a copied folder predicts as its run."""
+    return ModelSource(
+        model_dir,
+        run_text_spec(settings),
+        max_length,
+        run_dir,
+        LongTextRule.from_settings(settings.get("tokenizer") or {}),
+        str((settings.get("eval") or {}).get("chunk_pooling", "mean")),
+        run_column_names(settings),
+    )
+
+
+def model_folder_source(model_dir: Path) -> ModelSource:
+    """A model folder outside a run: its decision.json's record of how texts were built and read; without one
+    (models saved before it was recorded, other tools' models), the default data settings and the tokenizer's
+    limit, flagged so that prediction warns."""
+    try:
+        record = read_decision(model_dir) or {}
+    except RunDirError as error:
+        raise PredictError(str(error)) from None
+    settings = record.get(DECISION_INPUT_KEY)
+    if not isinstance(settings, dict):
+        return ModelSource(model_dir, default_text_spec(), None, reading_recorded=False)
+    return settings_source(model_dir, settings, settings_max_length(settings))
+
+
 def resolve_model_source(path: str | Path, require_finished: bool = True) -> ModelSource:
-    """A run directory, a run's `model/` folder (the run's settings still apply) or a bare saved model.
+    """A run directory, a run's `model/` folder (the run's settings still apply) or a model folder on its own (its
+    decision.json's record of them applies, else the defaults).
     `require_finished`: a run without metrics.json (still training, or stopped before evaluation) holds an
     unevaluated checkpoint, without calibration or thresholds: named by its run directory it is refused, named by
     its model/ folder it is used with a warning."""
@@ -105,19 +182,11 @@ def resolve_model_source(path: str | Path, require_finished: bool = True) -> Mod
             logger.warning("%s", unfinished)
         try:
             config = run.read_config()
-            return ModelSource(
-                run.model_dir,
-                run_text_spec(config),
-                run_max_length(run, config),
-                run_path,
-                LongTextRule.from_settings(config.get("tokenizer") or {}),
-                str((config.get("eval") or {}).get("chunk_pooling", "mean")),
-                run_column_names(config),
-            )
+            return settings_source(run.model_dir, config, run_max_length(run, config), run_path)
         except RunDirError as error:
             raise PredictError(str(error)) from None
     if is_model_dir(path):
-        return ModelSource(path, default_text_spec(), None)
+        return model_folder_source(path)
     raise PredictError(f"{path} is neither a run directory (model/ and config.yaml) nor a saved model (config.json)")
 
 
