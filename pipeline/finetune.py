@@ -475,7 +475,8 @@ def run(config: PipelineConfig) -> dict:
     if config.eval.export != "none" and accelerator.is_main_process:  # ONNX export, verified (pipeline.export)
         from pipeline.export.convert import export_after_training
 
-        export_after_training(config, prepared.data.splits["validation"], prepared.data.splits["train"])
+        splits = prepared.data.splits
+        export_after_training(config, splits["validation"], splits["train"], splits["test"])
     return metrics
 
 

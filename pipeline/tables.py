@@ -153,8 +153,10 @@ def resolve_columns(header: Sequence[str], wanted: Sequence[str], where: str, op
 # Formats
 
 
-def resolve_format(path: str, explicit: str | None, option: str) -> str:
-    """An explicit format wins; otherwise the file name tells (a trailing .gz is looked through); stdin is CSV."""
+def resolve_format(path: str, explicit: str | None, option: str, formats: Sequence[str] = FORMATS) -> str:
+    """An explicit format wins; otherwise the file name tells (a trailing .gz is looked through); stdin is CSV.
+    `formats`: those the caller handles (prediction writes fewer than it reads), the only ones an unknown name's
+    hint offers."""
     if explicit and explicit != "auto":
         return explicit
     if path == STANDARD_INPUT:
@@ -162,9 +164,10 @@ def resolve_format(path: str, explicit: str | None, option: str) -> str:
     name = Path(path).name.lower().removesuffix(".gz")
     kind = EXTENSIONS.get(Path(name).suffix)
     if kind is None:
+        endings = sorted(ending for ending, format_ in EXTENSIONS.items() if format_ in formats)
         raise DataError(
-            f"{path}: cannot tell the file format from its name (known endings: {', '.join(sorted(EXTENSIONS))}, "
-            f"optionally + .gz); set {option} to {', '.join(FORMATS)}"
+            f"{path}: cannot tell the file format from its name (known endings: {', '.join(endings)}, "
+            f"optionally + .gz); set {option} to {', '.join(formats)}"
         )
     return kind
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import shutil
 import sys
 from pathlib import Path
@@ -34,7 +35,7 @@ from pipeline.export import (  # noqa: E402
     weights_sha256,
 )
 from pipeline.export import cli as export_cli  # noqa: E402
-from pipeline.export.record import installed  # noqa: E402
+from pipeline.export.record import MIN_VERIFICATION_ROWS, RUNTIMES, installed  # noqa: E402
 from pipeline.export.runtime import onnx_threads, open_session  # noqa: E402
 from pipeline.predict import PredictError, Predictor, main, predict_dataframe, predict_texts  # noqa: E402
 from pipeline.rundir import RunDir  # noqa: E402
@@ -54,6 +55,7 @@ TOPICS = [
     "climate summit",
 ]
 ROWS = 400  # train.csv: half of it becomes the validation split (200 rows) that verifies an export
+TEST_ROWS = 20  # test.csv: the first texts that top up a validation split smaller than the verification sample
 ADDED = ["label", "label_id", "score", *[f"prob_{name}" for name in LABELS], "error"]
 
 
@@ -128,7 +130,7 @@ def write_run(run: Path, model, tokenizer) -> Path:
     the model's own fp32 predictions for most rows, so that accuracy is high and losing it is visible."""
     model.save_pretrained(run / "model")
     tokenizer.save_pretrained(run / "model")
-    rows = texts_and_rows(ROWS + 20)
+    rows = texts_and_rows(ROWS + TEST_ROWS)
     encoded = tokenizer(
         [" ".join(row) for row in rows], padding=True, truncation=True, max_length=64, return_tensors="pt"
     )
@@ -223,7 +225,8 @@ def test_export_writes_verified_models_and_a_record(exported_run, capsys):
     assert record["model_sha256"] == weights_sha256(run / "model")
     assert record["inputs"] == ["input_ids", "attention_mask"] and record["outputs"] == ["logits"]
     verification = record["verification"]
-    assert verification["source"].startswith("validation split") and verification["rows"] == ROWS // 2
+    assert verification["source"].startswith("validation split") and verification["parts"]["validation"] == ROWS // 2
+    assert verification["accuracy_rows"] == ROWS // 2 and verification["rows"] == sum(verification["parts"].values())
     fp32 = record["variants"]["fp32"]
     assert fp32["status"] == "verified" and fp32["file"] == "model.onnx" and (folder / "model.onnx").is_file()
     assert fp32["label_agreement"] == 1.0 and fp32["max_probability_difference"] < 1e-3
@@ -322,6 +325,99 @@ def test_without_the_training_data_the_test_predictions_verify(bare_run, tmp_pat
     assert record["verification"]["source"].startswith("test predictions file (the validation split could not be")
     assert "train.csv" in record["verification"]["source"] and record["verification"]["rows"] == 40
     assert record["variants"]["fp32"]["status"] == "verified"
+
+
+def small_validation_run(bare_run: Path, target: Path) -> Path:
+    """A copy of the tiny BERT run whose validation split is 40 rows (10% of train.csv), as a small dataset gives:
+    420 texts in all (40 validation, 20 test, 360 train), fewer than a sample of MIN_VERIFICATION_ROWS."""
+    run = copy_run(bare_run, target)
+    config = run / "config.yaml"
+    config.write_text(config.read_text().replace("validation_fraction: 0.5", "validation_fraction: 0.1"))
+    return run
+
+
+def test_a_small_validation_split_is_topped_up_with_the_runs_other_texts(bare_run, tmp_path):
+    """Agreement with PyTorch needs no gold label: a validation split smaller than the sample is topped up with the
+    run's test texts, then train's, up to --max-rows; accuracy stays on the labelled validation rows."""
+    from pipeline.export import verify
+    from pipeline.predict.source import load_model_and_tokenizer, resolve_model_source
+
+    run = small_validation_run(bare_run, tmp_path / "small")
+    record = export_run(run, max_rows=300, openvino=False, rounds=1)
+    verification = record["verification"]
+    assert verification["parts"] == {"validation": 40, "test": TEST_ROWS, "train": 300 - 40 - TEST_ROWS}
+    assert verification["rows"] == 300 and verification["accuracy_rows"] == 40
+    assert verification["accuracy_source"] == "validation"
+    assert verification["source"] == (
+        f"validation split (re-created from config.yaml), topped up with {TEST_ROWS} test, 240 train texts "
+        "(no labels used)"
+    )
+    assert record["variants"]["fp32"]["status"] == "verified"
+    text = export_cli.format_record(record)
+    assert "on 300 rows (validation 40, test 20, train 240); accuracy on the 40 labelled validation rows" in text
+
+    # The sample: the validation rows first, then distinct texts; accuracy counts the validation rows alone.
+    rows = verify.verification_rows(RunDir(run))
+    sample = rows.sample(300, 0, calibrating=False)
+    assert sample.source == verification["source"] and sample.gold == rows.gold and len(rows.gold) == 40
+    assert sample.texts[:40] == rows.texts and len(set(sample.texts)) == 300
+    source = resolve_model_source(run)
+    model, tokenizer = load_model_and_tokenizer(source.model_dir)
+    ids = verify.reference_predictor(model, tokenizer, source, 64).infer(rows.texts)[1].argmax(axis=1)
+    expected = np.mean([LABELS[index] == gold for index, gold in zip(ids, rows.gold)])
+    assert record["torch"]["fp32"]["accuracy"] == pytest.approx(expected)
+    # When a static int8 model calibrates on train rows (OpenVINO's), those rows never verify it.
+    kept_apart = rows.sample(300, 0, calibrating=True)
+    assert kept_apart.parts == {"validation": 40, "test": TEST_ROWS, "train": 360 - verify.CALIBRATION_ROWS}
+    assert not set(kept_apart.texts) & set(kept_apart.calibration)
+
+
+def test_exports_verified_on_too_few_rows_are_never_chosen_by_auto(bare_run, tmp_path, capsys, caplog):
+    """A 0.5% limit cannot be checked on a few hundred rows: when the run has fewer texts than
+    MIN_VERIFICATION_ROWS in all, its exports are verified and kept, but auto runs PyTorch; --backend onnx still
+    runs the export, with a warning. Recorded in export.json, printed in the table and logged, with the reason."""
+    from pipeline.export import verify
+
+    run = small_validation_run(bare_run, tmp_path / "few")
+    with caplog.at_level(logging.WARNING, logger="pipeline.export"):
+        assert export_cli.main(["--model", str(run), "--no-openvino", "--rounds", "1"]) == 0
+    printed = capsys.readouterr().out
+    reason = "verified on 420 rows, fewer than the 1,000 that checking a 0.5% disagreement limit needs"
+    assert reason in caplog.text
+    record = read_export_record(run)
+    verification, fp32 = record["verification"], record["variants"]["fp32"]
+    assert verification["parts"] == {"validation": 40, "test": TEST_ROWS, "train": 360}
+    assert verification["rows"] == 420 and verification["min_rows_for_auto"] == MIN_VERIFICATION_ROWS == 1000
+    assert verification["eligible_for_auto"] is False
+    assert fp32["status"] == "verified" and fp32["label_agreement"] == 1.0
+    assert fp32["reason"].startswith(f"verified, kept, but not chosen by --backend auto: {reason}")
+    assert record["auto"] is None and record["auto_reason"].startswith(f"no export is eligible: {reason}")
+    assert "onnx fp32" in printed and "verified, not for auto (too few rows)" in printed
+    assert f"--backend auto: torch (no export is eligible: {reason}" in printed
+
+    choice = choose_export(run, run / "model", "auto")
+    assert choice.variant is None and reason in choice.reason
+    assert Predictor.from_path(run, device="cpu").backend_name == "torch"
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="pipeline.export"):
+        asked = choose_export(run, run / "model", "onnx")
+    assert asked.variant == "fp32" and f"not eligible for auto: {reason}" in asked.reason
+    assert "--backend onnx runs onnx-fp32, which auto would not choose" in caplog.text
+
+    # The rule is applied where the export is used too: an export.json written before it, naming an export verified
+    # on 420 rows, no longer makes auto run it; verified on enough rows, it does.
+    path = RunDir(run).export_record_path
+    record["auto"] = "fp32"
+    del verification["eligible_for_auto"], verification["min_rows_for_auto"]
+    path.write_text(json.dumps(record))
+    assert choose_export(run, run / "model", "auto").variant is None
+    verification["rows"] = MIN_VERIFICATION_ROWS
+    path.write_text(json.dumps(record))
+    assert choose_export(run, run / "model", "auto").variant == "fp32"
+    # and at verification, the same boundary
+    faster = {"fp32": {**fp32, "status": "verified", "speedup_vs_torch": 2.0}}
+    assert verify._auto_choice(faster, "fp32", MIN_VERIFICATION_ROWS)[0] == "fp32"
+    assert verify._auto_choice(faster, "fp32", MIN_VERIFICATION_ROWS - 1)[0] is None
 
 
 def test_the_from_scratch_encoder_exports_and_predicts_alike(tmp_path, bert_tokenizer):
@@ -544,7 +640,11 @@ def test_choose_export_rules(exported_run, bare_run):
         choose_export(run, run / "model", "onnx", "cuda")
     with pytest.raises(ExportError, match="unknown backend"):
         choose_export(run, run / "model", "tensorrt")
-    verified = {name for name, variant in record["variants"].items() if variant["status"] == "verified"}
+    verified = {
+        name
+        for name, variant in record["variants"].items()
+        if variant["status"] == "verified" and RUNTIMES[name] == "onnxruntime"
+    }
     assert choose_export(run, run / "model", "onnx").variant == (
         record["auto"] or max(verified, key=lambda name: record["variants"][name]["rows_per_second"])
     )
@@ -565,7 +665,9 @@ def test_finetune_with_eval_export_exports_verifies_and_reports(tiny_run_config)
     )
     finetune.run(config)
     record = read_export_record(config.run_dir)
-    assert record["verification"]["source"] == "validation split" and record["verification"]["rows"] > 0
+    verification = record["verification"]
+    assert verification["source"].startswith("validation split, topped up with") and verification["rows"] > 0
+    assert verification["parts"]["test"] > 0  # the run's test texts top up its small validation split
     assert set(record["variants"]) - {"openvino", "openvino-int8"} == {"fp32", "int8"}
     assert record["variants"]["fp32"]["status"] == "verified"
     assert record["model_sha256"] == weights_sha256(config.run_dir / "model")
@@ -686,6 +788,7 @@ def test_auto_takes_the_fastest_export_this_install_can_run(openvino_run, tmp_pa
     path = RunDir(run).export_record_path
     record = json.loads(path.read_text())
     assert record["variants"]["openvino"]["status"] == "verified"
+    record["verification"]["rows"] = MIN_VERIFICATION_ROWS  # as if verified on enough rows for auto to choose
     record["auto"] = "openvino"
     record["variants"]["fp32"]["speedup_vs_torch"] = 1.5
     path.write_text(json.dumps(record))
@@ -732,6 +835,7 @@ def test_the_teacher_logit_cache_key_follows_the_export_auto_takes(openvino_run,
     run = copy_run(openvino_run[0], tmp_path / "teacher")
     path = RunDir(run).export_record_path
     record = json.loads(path.read_text())
+    record["verification"]["rows"] = MIN_VERIFICATION_ROWS  # as if verified on enough rows for auto to choose
     keys = {}
     for auto in (None, "fp32", "openvino"):
         record["auto"] = auto

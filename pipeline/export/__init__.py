@@ -4,11 +4,12 @@
 
 writes `runs/<name>/onnx/` (names in pipeline.rundir): `model.onnx` (fp32; inputs input_ids and attention_mask,
 output logits, batch and sequence axes dynamic), with `--quantize int8` also `model.int8.onnx` (dynamic int8
-quantization), and `export.json`: each model scored against PyTorch fp32 on the run's validation rows (label
-agreement, largest probability difference, accuracy, rows/s on this machine) and the sha256 of the weights it was
+quantization), and `export.json`: each model scored against PyTorch fp32 on the run's validation rows, topped up
+with its test and train texts when there are fewer than --max-rows (label agreement and largest probability
+difference on every row, accuracy on the labelled ones, rows/s on this machine) and the sha256 of the weights it was
 made from. An export that disagrees with PyTorch on more than 0.5% of the rows or loses more than 0.5 accuracy
 points is refused: moved to `onnx/refused/` and never used. `pipeline.predict --backend auto` takes the fastest
-verified export when it beats PyTorch here, else PyTorch.
+verified export when it beats PyTorch here and was verified on at least 1,000 rows, else PyTorch.
 
 Modules: record (export.json, weights hash, which backend to use: no ONNX import), runtime (ONNX Runtime
 sessions and threads), convert (torch.onnx.export, graph optimisation, int8), verify (the parity and speed

@@ -15,7 +15,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from pipeline.export.convert import DEFAULT_MAX_ROWS, QUANTIZE_CHOICES, export_run
-from pipeline.export.record import STATUS_REFUSED, ExportError, auto_backend, parity_rows
+from pipeline.export.record import (
+    MIN_VERIFICATION_ROWS,
+    STATUS_REFUSED,
+    ExportError,
+    auto_backend,
+    parity_rows,
+    rows_used,
+)
 from pipeline.predict.cli import positive_int
 from pipeline.tables import one_line
 
@@ -36,7 +43,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--max-rows",
         type=positive_int,
         default=DEFAULT_MAX_ROWS,
-        help=f"verify on at most this many validation rows, a seeded sample (default {DEFAULT_MAX_ROWS})",
+        help=f"verify on at most this many rows (default {DEFAULT_MAX_ROWS}): a seeded sample of the validation rows, "
+        "or all of them topped up with the run's test and train texts; below "
+        f"{MIN_VERIFICATION_ROWS:,} no export is chosen by --backend auto",
     )
     add("--batch-size", type=positive_int, default=128, help="rows per forward pass while verifying (default 128)")
     add("--rounds", type=positive_int, default=2, help="timed passes per backend; the best counts (default 2)")
@@ -54,6 +63,7 @@ def format_record(record: dict[str, Any]) -> str:
     verification = record.get("verification", {})
     lines = [
         f"Verified on {verification.get('rows')} rows: {verification.get('source')}",
+        f"Measured: {rows_used(record)}",
         f"{'backend':<22}{'agreement':>10}{'max |dp|':>10}{'accuracy':>10}{'rows/s':>9}{'vs torch':>9}  status",
     ]
     for row in parity_rows(record):

@@ -44,6 +44,7 @@ from pipeline.export.record import (
     file_sha256,
     installed,
     require,
+    too_few_rows,
     weights_sha256,
 )
 from pipeline.io import atomic_write_json, replace_directory
@@ -293,12 +294,14 @@ def export_run(
     gold: Sequence[str] | None = None,
     source_note: str | None = None,
     calibration: Sequence[str] | None = None,
+    top_up: dict[str, Sequence[str]] | None = None,
     rounds: int = 2,
     seed: int = 0,
 ) -> dict[str, Any]:
     """Write the run's onnx/ folder (fp32, and int8 with quantize="int8"; the OpenVINO models too when `openvino`,
-    by default when it is installed), each verified against PyTorch fp32 on the run's validation rows (or `texts`
-    with gold class names `gold`, and `calibration` training texts); returns export.json's content."""
+    by default when it is installed), each verified against PyTorch fp32 on the run's validation rows topped up
+    with its test and train texts (or `texts` with gold class names `gold`, topped up from `top_up`, unlabelled texts
+    by source, and `calibration` training texts); returns export.json's content."""
     from pipeline.predict.source import PredictError, resolve_model_source
 
     if quantize not in (None, *QUANTIZE_CHOICES):
@@ -333,6 +336,7 @@ def export_run(
                 gold,
                 source_note,
                 calibration,
+                top_up,
                 rounds,
                 seed,
             )
@@ -352,6 +356,7 @@ def _export(
     gold: Sequence[str] | None,
     source_note: str | None,
     calibration: Sequence[str] | None,
+    top_up: dict[str, Sequence[str]] | None,
     rounds: int,
     seed: int,
 ) -> dict[str, Any]:
@@ -370,10 +375,11 @@ def _export(
             source_note or "texts given by the caller",
             list(calibration or []),
             "training rows given by the caller",
+            top_up={name: list(pool) for name, pool in (top_up or {}).items()},
         )
     else:
         rows = verify.verification_rows(run)
-    rows = rows.sample(max_rows, seed)
+    rows = rows.sample(max_rows, seed, calibrating="openvino-int8" in openvino_variants)
     if not rows.texts:
         raise ExportError(f"{run.path}: no rows to verify the export on ({rows.source})")
     reference = verify.reference_predictor(model, tokenizer, source, batch_size)
@@ -464,14 +470,20 @@ def _build_record(
         "inputs": ["input_ids", "attention_mask"],
         "outputs": ["logits"],
         "verification": {
+            # label agreement and probability differences: every row; accuracy: the labelled rows
             "rows": len(rows.texts),
             "source": rows.source,
+            "parts": rows.parts or {rows.name: len(rows.texts)},
+            "accuracy_rows": rows.labelled_rows,
+            "accuracy_source": rows.name,
             "max_length": reference.max_length,
             "batch_size": reference.batch_size,
             "threads": {"torch": torch.get_num_threads(), **{runtime: onnx_threads() for runtime in runtimes}},
             "machine": cpu_name(),
             "max_disagreement": results.max_disagreement,
             "max_accuracy_loss_points": results.max_accuracy_loss_points,
+            "min_rows_for_auto": results.min_rows_for_auto,
+            "eligible_for_auto": too_few_rows(len(rows.texts)) is None,
         },
         "torch": results.torch,
         "variants": variants,
@@ -492,10 +504,10 @@ def _build_record(
     return record
 
 
-def export_after_training(config: Any, validation: Any, train: Any = None) -> dict[str, Any]:
+def export_after_training(config: Any, validation: Any, train: Any = None, test: Any = None) -> dict[str, Any]:
     """`eval.export: onnx|int8` at the end of a run (main process): export and verify on the validation split
-    already in memory (a static int8 model calibrates on training rows), print the table, and rewrite the run's
-    report so that it shows it."""
+    already in memory, topped up with the test and train texts when it is smaller than the sample (a static int8
+    model calibrates on training rows), print the table, and rewrite the run's report so that it shows it."""
     from pipeline.export.cli import format_record
     from pipeline.report import write_report
 
@@ -507,6 +519,7 @@ def export_after_training(config: Any, validation: Any, train: Any = None) -> di
         gold=[names[label] for label in validation["label"]],
         source_note="validation split",
         calibration=list(train["text"]) if train is not None else None,
+        top_up={name: list(split["text"]) for name, split in (("test", test), ("train", train)) if split is not None},
         batch_size=config.eval.batch_size,
         seed=config.run.seed,
     )

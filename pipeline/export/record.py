@@ -13,6 +13,7 @@ import hashlib
 import importlib
 import importlib.util
 import json
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,12 +21,25 @@ from typing import Any
 
 from pipeline.rundir import MODEL_WEIGHTS_FILE, ONNX_MODEL_FILES, RunDir, is_number
 
+logger = logging.getLogger("pipeline.export")
+
 # Each exported model (rundir.ONNX_MODEL_FILES names them and their files) and the runtime that runs it: ONNX Runtime
 # runs the fp32 graph and its dynamic int8 quantization; OpenVINO the openvino-* ones (the unfused fp32 graph, in
 # bf16 where the CPU has it, and NNCF's static int8).
 RUNTIMES = {name: "openvino" if name.startswith("openvino") else "onnxruntime" for name in ONNX_MODEL_FILES}
 VARIANTS = tuple(RUNTIMES)
 STATUS_VERIFIED, STATUS_REFUSED = "verified", "refused"
+
+# What verification holds an export to. Refused: labels differ from PyTorch fp32 on more than MAX_DISAGREEMENT of
+# the rows, or accuracy falls by more than MAX_ACCURACY_LOSS_POINTS.
+MAX_DISAGREEMENT = 0.005
+MAX_ACCURACY_LOSS_POINTS = 0.5
+# Below this many verification rows an export may be verified but is not chosen by --backend auto. A share limit is
+# a count of rows: at n rows n/200 may differ, none at all below 200. By the binomial, an export that truly disagrees
+# on 1% of texts (twice the limit) passes 40 rows 67% of the time, 400 rows 24%, 1,000 rows 7%; one at 2% passes
+# 400 rows 1.3% of the time and 1,000 rows almost never. 1,000 = 5 x 1/MAX_DISAGREEMENT: five disagreements allowed,
+# so that passing is evidence, not luck.
+MIN_VERIFICATION_ROWS = 1000
 # --backend: auto, PyTorch, or the exports one runtime runs.
 BACKEND_RUNTIMES = {"onnx": "onnxruntime", "openvino": "openvino"}
 BACKENDS = ("auto", "torch", *BACKEND_RUNTIMES)
@@ -54,6 +68,29 @@ def require(module: str) -> Any:
         raise ExportError(
             f"{module} is not installed: it comes with the optional extra '{extra}' ({extra_install(extra)})"
         ) from None
+
+
+def too_few_rows(rows: Any) -> str | None:
+    """Why exports verified on `rows` rows are not for --backend auto, in one line; None when there were enough."""
+    if is_number(rows) and rows >= MIN_VERIFICATION_ROWS:
+        return None
+    counted = f"{rows:,}" if is_number(rows) else "an unknown number of"
+    return (
+        f"verified on {counted} rows, fewer than the {MIN_VERIFICATION_ROWS:,} that checking a "
+        f"{MAX_DISAGREEMENT:.1%} disagreement limit needs"
+    )
+
+
+def not_for_auto(rows: Any) -> str | None:
+    """--backend auto's reason for running PyTorch when the exports were verified on too few rows; else None."""
+    short = too_few_rows(rows)
+    return short and f"no export is eligible: {short}; --backend onnx or openvino still runs a verified one"
+
+
+def verification_rows_of(record: dict[str, Any]) -> Any:
+    """How many rows an export.json's exports were verified on (label agreement with PyTorch fp32)."""
+    verification = record.get("verification")
+    return verification.get("rows") if isinstance(verification, dict) else None
 
 
 def installed(module: str) -> bool:
@@ -127,6 +164,8 @@ def choose_export(run_dir: Path | None, model_dir: Path, backend: str, device_ty
     """`--backend` -> what to run. `torch`: PyTorch. `onnx` / `openvino`: the run's verified export that runtime runs
     (the one `auto` would take, else the fastest), an error when there is none. `auto`: the export chosen at
     verification (verified and faster than PyTorch on the machine that verified it), else PyTorch; on a GPU, PyTorch.
+    Exports verified on fewer than MIN_VERIFICATION_ROWS rows are never auto's choice; `onnx` / `openvino` still run
+    them, with a warning.
 
     An export made from other weights than the model's (sha256) is refused; a file that changed since it was
     verified is an error. Errors are ExportError with one line.
@@ -170,12 +209,21 @@ def choose_export(run_dir: Path | None, model_dir: Path, backend: str, device_ty
     if not verified:
         reasons = "; ".join(f"{name} {v.get('status', '?')}: {v.get('reason', '')}" for name, v in variants.items())
         return torch_because(f"no verified export in {run.export_dir} ({reasons})")
+    short = too_few_rows(verification_rows_of(record))
     if runtime:
         picked = (
             record.get("auto") if record.get("auto") in verified else max(verified, key=lambda n: _rate(verified[n]))
         )
         _require_runtime(picked, torch_because)
-        return ExportChoice(picked, _verified_file(run, verified[picked]), "asked for")
+        path = _verified_file(run, verified[picked])
+        if short:  # what the user asked for runs, but not as if verification had vouched for it
+            logger.warning(
+                "--backend %s runs %s, which auto would not choose: %s", backend, backend_name(picked), short
+            )
+            return ExportChoice(picked, path, f"asked for; not eligible for auto: {short}")
+        return ExportChoice(picked, path, "asked for")
+    if short:  # also an export.json written before the minimum existed, whose `auto` names an export
+        return ExportChoice(None, None, not_for_auto(verification_rows_of(record)))
     return _auto_choice(run, record, verified)
 
 
@@ -275,8 +323,11 @@ def parity_rows(record: dict[str, Any]) -> list[ParityRow]:
                 "baseline for auto",
             )
         )
+    short = too_few_rows(verification_rows_of(record))
     for name, entry in record.get("variants", {}).items():
         chosen = ", chosen by auto" if record.get("auto") == name else ""
+        if short and entry.get("status") == STATUS_VERIFIED:
+            chosen = ", not for auto (too few rows)"
         precision = f" ({entry['precision']})" if entry.get("precision") else ""
         rows.append(
             ParityRow(
@@ -290,6 +341,17 @@ def parity_rows(record: dict[str, Any]) -> list[ParityRow]:
             )
         )
     return rows
+
+
+def rows_used(record: dict[str, Any]) -> str:
+    """Which rows each figure of the parity table was measured on, in one line."""
+    verification = record.get("verification") if isinstance(record.get("verification"), dict) else {}
+    rows, parts = verification.get("rows"), verification.get("parts")
+    where = f" ({', '.join(f'{name} {count}' for name, count in parts.items())})" if isinstance(parts, dict) else ""
+    line = f"agreement and max |dp| with PyTorch fp32 on {rows} rows{where}"
+    if is_number(verification.get("accuracy_rows")):  # export.json from before top-ups: accuracy on the same rows
+        line += f"; accuracy on the {verification['accuracy_rows']} labelled {verification.get('accuracy_source')} rows"
+    return line
 
 
 def auto_backend(record: dict[str, Any]) -> str:

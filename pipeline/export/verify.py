@@ -1,8 +1,13 @@
 """Verification of an export: the same rows through PyTorch fp32 (the reference), PyTorch as `--backend torch`
 runs it here (bf16 weights where the CPU has native bf16) and each ONNX model, all through the predictor's own batching.
 
+The rows: the run's validation split (a seeded sample of at most --max-rows). Agreement with PyTorch needs no gold
+label, so a smaller validation split is topped up with the run's other texts, test's then train's (never the rows a
+static int8 model calibrates on), up to --max-rows; accuracy stays on the labelled validation rows.
+
 Refused: more than 0.5% of the rows labelled differently from PyTorch fp32, or more than 0.5 accuracy points
-lost. Kept but not chosen by `--backend auto`: verified, yet not faster than PyTorch on this machine.
+lost. Kept but not chosen by `--backend auto`: verified, yet not faster than PyTorch on this machine, or verified on
+fewer than MIN_VERIFICATION_ROWS rows, too few to check a 0.5% limit (pipeline.export.record holds the limits).
 """
 
 from __future__ import annotations
@@ -18,7 +23,18 @@ from typing import Any
 import numpy as np
 import torch
 
-from pipeline.export.record import STATUS_REFUSED, STATUS_VERIFIED, ExportChoice, ExportError, backend_name
+from pipeline.export.record import (
+    MAX_ACCURACY_LOSS_POINTS,
+    MAX_DISAGREEMENT,
+    MIN_VERIFICATION_ROWS,
+    STATUS_REFUSED,
+    STATUS_VERIFIED,
+    ExportChoice,
+    ExportError,
+    backend_name,
+    not_for_auto,
+    too_few_rows,
+)
 from pipeline.hardware import resolve_inference_dtype
 from pipeline.models import max_positions
 from pipeline.predict.predictor import Predictor, is_multi_label
@@ -27,8 +43,8 @@ from pipeline.rundir import PREDICTION_GOLD, PREDICTION_TEXT, RunDir, RunDirErro
 from pipeline.tables import one_line
 from pipeline.tokenization import length_limit
 
-MAX_DISAGREEMENT = 0.005  # share of rows whose label may differ from PyTorch fp32
-MAX_ACCURACY_LOSS_POINTS = 0.5
+logger = logging.getLogger("pipeline.export")
+
 WARMUP_ROWS = 32
 # Rows a static int8 model calibrates on: NNCF's default subset is 300 samples; more moved MiniLM's agreement little.
 CALIBRATION_ROWS = 320
@@ -37,32 +53,68 @@ CALIBRATION_ROWS = 320
 @dataclass
 class VerificationRows:
     texts: list[str]
-    gold: list[str] | None  # gold class names, when known
+    gold: list[str] | None  # gold class names of the first len(gold) texts (the labelled rows), when known
     source: str
     # Texts a static int8 export calibrates its activation ranges on: training rows, kept apart from the rows that
     # verify it; empty when none are at hand (the verification rows are used then, and the record says so).
     calibration: list[str] = dataclasses.field(default_factory=list)
     calibration_source: str = ""
+    # Unlabelled texts that top up a sample smaller than max_rows, by where they come from, drawn in this order.
+    top_up: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    name: str = "validation"  # what the labelled rows are, as `parts` counts them
+    # Rows of the sample by where they come from (the labelled rows first), set by `sample`.
+    parts: dict[str, int] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         keep = [index for index, text in enumerate(self.texts) if text and text.strip()]
         if len(keep) < len(self.texts):
+            labelled = len(self.gold) if self.gold is not None else 0
             self.texts = [self.texts[index] for index in keep]
-            self.gold = [self.gold[index] for index in keep] if self.gold is not None else None
+            self.gold = [self.gold[index] for index in keep if index < labelled] if self.gold is not None else None
 
-    def sample(self, max_rows: int | None, seed: int) -> VerificationRows:
-        """At most `max_rows` rows, a seeded sample kept in order (a class-sorted file must not give one class)."""
-        if max_rows is None or len(self.texts) <= max_rows:
-            return self
-        chosen = seeded_indices(len(self.texts), max_rows, seed)
-        gold = [self.gold[index] for index in chosen] if self.gold is not None else None
-        return VerificationRows(
-            [self.texts[index] for index in chosen],
-            gold,
-            f"{self.source}, {max_rows} of {len(self.texts)} rows (seeded sample)",
-            self.calibration,
-            self.calibration_source,
-        )
+    @property
+    def labelled_rows(self) -> int:
+        """Rows with a gold label: the rows accuracy is measured on."""
+        return len(self.gold) if self.gold is not None else 0
+
+    def sample(self, max_rows: int | None, seed: int, calibrating: bool = True) -> VerificationRows:
+        """At most `max_rows` rows: a seeded sample kept in order (a class-sorted file must not give one class) when
+        there are more labelled rows, else all of them topped up with unlabelled texts (`top_up`) to `max_rows`.
+        `calibrating`: a static int8 model will calibrate on the calibration rows, so they are sampled first and
+        kept out of the top-up."""
+        calibration = seeded_sample(self.calibration, CALIBRATION_ROWS, seed)
+        texts, gold, source = self.texts, self.gold, self.source
+        parts = {self.name: len(texts)}
+        if max_rows is not None and len(texts) > max_rows:
+            chosen = seeded_indices(len(texts), max_rows, seed)
+            texts = [self.texts[index] for index in chosen]
+            gold = [self.gold[index] for index in chosen] if self.gold is not None else None
+            parts = {self.name: max_rows}
+            source = f"{self.source}, {max_rows} of {len(self.texts)} rows (seeded sample)"
+        elif max_rows is not None and len(texts) < max_rows and self.top_up:
+            kept_apart = calibration if calibrating else []
+            added, drawn = self._top_up(set(kept_apart), max_rows - len(texts), seed)
+            texts, parts = texts + added, {**parts, **drawn}
+            counts = ", ".join(f"{count} {name}" for name, count in drawn.items() if count)
+            source += f", topped up with {counts} texts (no labels used)" if added else ", no other texts to add"
+            if kept_apart:
+                source += f", not the {len(kept_apart)} rows a static int8 model calibrates on"
+        return VerificationRows(texts, gold, source, calibration, self.calibration_source, name=self.name, parts=parts)
+
+    def _top_up(self, calibration: set[str], wanted: int, seed: int) -> tuple[list[str], dict[str, int]]:
+        """Up to `wanted` texts from the top-up sources in order, a seeded sample of each source's texts that are
+        neither verification rows already (an exact duplicate checks nothing new) nor calibration rows (ranges set
+        on a row flatter the int8 model's agreement on it); how many each source gave."""
+        taken = set(self.texts) | calibration
+        added: list[str] = []
+        drawn: dict[str, int] = {}
+        for name, texts in self.top_up.items():
+            fresh = [text for text in dict.fromkeys(texts) if text and text.strip() and text not in taken]
+            chosen = seeded_sample(fresh, max(wanted - len(added), 0), seed)
+            added += chosen
+            taken.update(chosen)
+            drawn[name] = len(chosen)
+        return added, drawn
 
     def calibration_texts(self, seed: int) -> tuple[list[str], str]:
         """(texts, where they come from): CALIBRATION_ROWS of the calibration rows, else of the verification rows."""
@@ -84,7 +136,8 @@ def seeded_sample(texts: list[str], count: int, seed: int) -> list[str]:
 
 
 def verification_rows(run: RunDir) -> VerificationRows:
-    """The run's validation split, re-created from its config.yaml; else its test_predictions.csv."""
+    """The run's validation split, re-created from its config.yaml (stage 1 again: the same seeded split), with its
+    test and train texts to top it up and train's to calibrate on; else its test_predictions.csv, alone."""
     from pipeline.config import load_config
     from pipeline.data import load_splits
 
@@ -102,6 +155,7 @@ def verification_rows(run: RunDir) -> VerificationRows:
             "validation split (re-created from config.yaml)",
             list(splits["train"]["text"]),
             "train split",
+            top_up={name: list(splits[name]["text"]) for name in ("test", "train")},
         )
     except Exception as error:  # data moved, Hub offline, config from another version: fall back
         reason = one_line(error)
@@ -121,6 +175,7 @@ def verification_rows(run: RunDir) -> VerificationRows:
         predictions[PREDICTION_TEXT].tolist(),
         predictions[PREDICTION_GOLD].tolist(),
         f"test predictions file (the validation split could not be re-created: {reason})",
+        name="test predictions",
     )
 
 
@@ -153,10 +208,12 @@ class Results:
     auto_reason: str
     max_disagreement: float = MAX_DISAGREEMENT
     max_accuracy_loss_points: float = MAX_ACCURACY_LOSS_POINTS
+    min_rows_for_auto: int = MIN_VERIFICATION_ROWS
 
 
 def verify_exports(reference: Predictor, files: dict[str, Path], rows: VerificationRows, rounds: int = 2) -> Results:
-    """Score `rows` with every backend (`rounds` timed passes, alternating the order; the best rate counts)."""
+    """Score `rows` with every backend (`rounds` timed passes, alternating the order; the best rate counts): label
+    agreement on every row, accuracy on the labelled ones."""
     predictors = _predictors(reference, files)
     probabilities, rates = _measure(predictors, rows.texts, rounds)
 
@@ -175,6 +232,9 @@ def verify_exports(reference: Predictor, files: dict[str, Path], rows: Verificat
         },
     }
     count = len(rows.texts)
+    too_few = too_few_rows(count)
+    if too_few:
+        logger.warning("%s: the exports can be verified, but --backend auto will not choose one", too_few)
     variants: dict[str, dict[str, Any]] = {}
     for variant in files:
         name = backend_name(variant)
@@ -186,6 +246,8 @@ def verify_exports(reference: Predictor, files: dict[str, Path], rows: Verificat
         )
         speedup = rates[name] / rates[baseline]
         status, reason = _judge(disagreeing, count, accuracy, reference_accuracy, change, speedup, baseline_precision)
+        if status == STATUS_VERIFIED and too_few:
+            reason = f"verified, kept, but not chosen by --backend auto: {too_few}; {reason}"
         variants[variant] = {
             "status": status,
             "reason": reason,
@@ -228,7 +290,7 @@ def export_predictor(reference: Predictor, variant: str, path: Path, reason: str
 
 
 def _gold_ids(labels: list[str], gold: list[str] | None) -> np.ndarray | None:
-    """Gold class names as label ids; -1 for a name the model does not know."""
+    """Gold class names (of the first len(gold) rows) as label ids; -1 for a name the model does not know."""
     if gold is None:
         return None
     return np.array([labels.index(name) if name in labels else -1 for name in map(str, gold)])
@@ -286,16 +348,20 @@ def _measure(
 
 
 def _accuracy(ids: np.ndarray, gold: np.ndarray | None) -> float | None:
+    """Accuracy on the labelled rows (the first len(gold), a topped-up sample's unlabelled ones follow them)."""
     if gold is None or not (gold >= 0).any():
         return None
     known = gold >= 0
-    return float((ids[known] == gold[known]).mean())
+    return float((ids[: len(gold)][known] == gold[known]).mean())
 
 
 def _auto_choice(variants: dict[str, dict[str, Any]], precision: str, count: int) -> tuple[str | None, str]:
     verified = {name: v for name, v in variants.items() if v["status"] == STATUS_VERIFIED}
     if not verified:
         return None, "no export passed verification"
+    ineligible = not_for_auto(count)
+    if ineligible:
+        return None, ineligible
     faster = {name: v for name, v in verified.items() if v["speedup_vs_torch"] > 1.0}
     if not faster:
         speeds = ", ".join(f"{name} {v['speedup_vs_torch']:.2f}x" for name, v in verified.items())

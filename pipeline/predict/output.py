@@ -95,7 +95,7 @@ def output_format(path: str, explicit: str | None, input_format: str) -> str:
         return explicit
     if writes_through(path):  # stdout, a device or a pipe: no name to read a format from
         return input_format if input_format in OUTPUT_FORMATS else "csv"
-    kind = resolve_format(path, None, "--output-format")
+    kind = resolve_format(path, None, "--output-format", OUTPUT_FORMATS)
     if kind not in OUTPUT_FORMATS:
         raise PredictError(f"{path}: prediction writes {', '.join(OUTPUT_FORMATS)} (optionally .gz), not {kind}")
     return kind

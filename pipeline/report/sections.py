@@ -329,6 +329,7 @@ def _export_blocks(run: Run) -> list[Block]:
         auto_backend,
         parity_rows,
         read_export_record,
+        rows_used,
     )
 
     try:
@@ -339,8 +340,8 @@ def _export_blocks(run: Run) -> list[Block]:
         return []
     verification = record.get("verification") or {}
     meta = (
-        f"Scored on {format_count(verification.get('rows'))} rows ({verification.get('source', MISSING)}) on "
-        f"{verification.get('machine', MISSING)}; agreement and probability difference against PyTorch fp32. "
+        f"Scored on {verification.get('machine', MISSING)}: {rows_used(record)}; the rows: "
+        f"{verification.get('source', MISSING)}. "
         f"An export that disagrees on more than {format_percent(verification.get('max_disagreement'))} of the "
         f"rows or loses more than {verification.get('max_accuracy_loss_points', MISSING)} accuracy points is "
         "refused."
