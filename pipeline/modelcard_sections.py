@@ -449,7 +449,8 @@ class CardSections(CardFacts):
                 ]
         lines += [
             f"Give it texts built as in training: {self.text_rule()}. With the `pipeline` package, which does "
-            "that from the run's settings and reads long texts as training did:",
+            "that from the run's settings and reads long texts as training did (this folder records them in "
+            "`decision.json`, so `--model` may also name the folder itself, wherever it was copied):",
             "",
             "```bash",
             f"python -m pipeline.predict --model {self.run.path.as_posix()} --input texts.csv --output labelled.csv",
