@@ -46,13 +46,13 @@ def header_of(first_record: list[str], column_names: Sequence[str] | None, where
     without.
     """
     if column_names is None:
-        names = [name.strip() for name in first_record]
-        repeated = {
-            normalise_name(name) for name in names if [normalise_name(n) for n in names].count(normalise_name(name)) > 1
-        }
-        if "" in names or repeated:
+        # Kept as written, so that prediction writes the header back unchanged; columns are looked up by
+        # tables.resolve_columns, which ignores case and surrounding spaces.
+        names = list(first_record)
+        normalised = [normalise_name(name) for name in names]
+        if "" in normalised or len(set(normalised)) < len(normalised):
             raise DataError(
-                f"{where}: the header has empty or repeated column names ({', '.join(names)}); "
+                f"{where}: the header has empty or repeated column names ({', '.join(n.strip() for n in names)}); "
                 "if the file has no header, give the column names"
             )
         return names, True

@@ -573,6 +573,13 @@ def test_unknown_encoding_and_label_column_clash(run_dir, tmp_path, capsys):
     output = read_table(tmp_path / "out.csv")
     assert output[0] == ["title", "description", "label", "pred_label", "pred_label_id", "pred_score", "pred_error"]
     assert output[1][2] == "Sports"
+    # Header names are found ignoring case and spaces, clash the same way, and are written back as they were.
+    spaced = write_table(tmp_path / "spaced.csv", [["a", "b", "Sports"]], header=[" Title", "description ", " Label "])
+    capsys.readouterr()
+    assert predict_cli(run_dir, spaced, tmp_path / "spaced_out.csv") != 0
+    assert_one_line_error(capsys.readouterr().err, "spaced.csv", "'label'", "--prefix")
+    assert predict_cli(run_dir, spaced, tmp_path / "spaced_out.csv", "--prefix", "pred_") == 0
+    assert read_table(tmp_path / "spaced_out.csv")[0][:4] == [" Title", "description ", " Label ", "pred_label"]
 
 
 def test_an_output_name_without_a_known_ending_offers_only_the_formats_prediction_writes(run_dir, tmp_path, capsys):

@@ -283,8 +283,10 @@ def test_missing_empty_and_folder_inputs(tmp_path):
 # The header rule
 
 
-def test_without_column_names_the_first_record_is_the_header_stripped():
-    assert header_of([" id", "Title ", "label"], None, "f, line 1") == (["id", "Title", "label"], True)
+def test_without_column_names_the_first_record_is_the_header_as_written():
+    # As written, so that prediction writes it back unchanged; columns are found ignoring case and spaces.
+    assert header_of([" id", "Title ", "label"], None, "f, line 1") == ([" id", "Title ", "label"], True)
+    assert resolve_columns([" id", "Title ", "label"], ["title", "id"], "f", "data.text_columns") == [1, 0]
 
 
 @pytest.mark.parametrize(

@@ -346,4 +346,5 @@ def _report(summary: RunSummary, output: str) -> None:
     if summary.rows_without_text:
         count = summary.rows_without_text
         note = f"; {count} row{'s' if count > 1 else ''} had no text, left unlabelled (see the error column)"
-    print(f"labelled {summary.rows} rows -> {destination} ({rate:.0f} rows/s){note}", file=sys.stderr)
+    rows = f"{summary.rows} row{'' if summary.rows == 1 else 's'}"
+    print(f"labelled {rows} -> {destination} ({rate:.0f} rows/s){note}", file=sys.stderr)

@@ -20,7 +20,7 @@ from pipeline.io import CsvRows, atomic_path
 from pipeline.predict.predictor import LabelledTexts
 from pipeline.predict.source import PredictError
 from pipeline.rundir import PREDICTION_LOW_CONFIDENCE, PROBABILITY_PREFIX
-from pipeline.tables import DELIMITERS, resolve_format
+from pipeline.tables import DELIMITERS, normalise_name, resolve_format
 from pipeline.thresholds import KIND_FLAG
 
 # The columns prediction adds after the input's own, in this order; prob_<class> columns go before `error`.
@@ -53,8 +53,10 @@ def predictor_columns(predictor: Any, probabilities: bool, prefix: str = "") -> 
 
 
 def check_no_clash(available: Sequence[str], added: Sequence[str], where: str, option: str = "--prefix") -> None:
-    """Our columns must not shadow input columns (a gold `label` column is common): a reader would see two."""
-    clashes = [column for column in added if column in available]
+    """Our columns must not shadow input columns (a gold `label` column is common, " Label " too): a reader would
+    see two."""
+    taken = {normalise_name(column) for column in available}
+    clashes = [column for column in added if normalise_name(column) in taken]
     if clashes:
         raise PredictError(
             f"{where} already has {'columns' if len(clashes) > 1 else 'column'} "
