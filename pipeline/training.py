@@ -290,7 +290,9 @@ class Trainer:
             dynamic_ncols=True,
         )
         self.meter = RunningMeter(accelerator.device, state.global_step, state.train_seconds)
-        self.evaluated_at_step = -1
+        # A checkpoint is saved after its step's validation, so a run resumed at its last step (a finished run
+        # evaluated again) has validated already; decided alike on every process, which must validate together.
+        self.evaluated_at_step = state.global_step if config.resume else -1
         stopped_early = False
         self.model.train()
         while state.global_step < plan.total_steps and not stopped_early:

@@ -122,6 +122,12 @@ def test_resume_continues_exactly_where_the_checkpoint_left_off(tiny_run_config,
             if key in a:
                 assert b[key] == pytest.approx(a[key], abs=1e-5)
 
+    # Resuming the finished run evaluates it again without redoing (or recording twice) its last validation.
+    reset_accelerate()
+    again = finetune.run(tiny_run_config(*common, f"run.name={task}_resumed", "train.resume=true"))
+    assert (resumed_dir / "history.jsonl").read_text().splitlines() == resumed_history
+    assert again["test"]["accuracy"] == straight["test"]["accuracy"]
+
 
 def test_resume_without_checkpoint_is_a_clear_error(tiny_run_config, capsys):
     config = tiny_run_config("run.name=nothing_saved", "train.resume=true", "train.max_steps=1")
