@@ -130,7 +130,6 @@ def _check_names(names: list[str]) -> None:
 def label_ids(table: Table, column: str, scheme: LabelScheme) -> list[int]:
     """Class ids of one column. Every label of the column is read the same way (the first label decides, when
     the scheme allows both): a name or an id; anything else is an error naming the row and the allowed values."""
-    by_name = {name: index for index, name in enumerate(scheme.names)}
     values = table.column(column, "data.label_column")
     blank = [row for row, value in enumerate(values) if is_blank(value)]
     if blank:
@@ -138,50 +137,39 @@ def label_ids(table: Table, column: str, scheme: LabelScheme) -> list[int]:
             f"{table.where(blank[0])}, column '{column}': the label is empty{table.and_more(blank)}; "
             f"fill or remove these rows, {INCOMPLETE_ROWS_HINT}"
         )
-    _refuse_unknown(table, column, [[value] for value in values], by_name, scheme)
-    ids, kind = [], None
-    for row, value in enumerate(values):
-        index, kind = _class_of(value, by_name, scheme, kind, f"{table.where(row)}, column '{column}'")
-        ids.append(index)
-    return ids
+    return [index for (index,) in _class_indices(table, column, [[value] for value in values], scheme)]
 
 
-def _refuse_unknown(
-    table: Table, column: str, label_lists: list[list[Any]], by_name: dict[str, int], scheme: LabelScheme
-) -> None:
-    """Labels that name no class, all in one error: the first row, how many more, and which labels they are (a
-    test file's classes the train file never had, often)."""
-    unknown: dict[int, list[Any]] = {}
-    for row, labels in enumerate(label_lists):
-        for label in labels:
-            index = _read_label(label, by_name, scheme)[0]
-            if index is None or not 0 <= index < len(scheme.names):
-                unknown.setdefault(row, []).append(label)
-    if not unknown:
-        return
-    rows = list(unknown)
-    distinct = list(dict.fromkeys(str(label).strip() for labels in unknown.values() for label in labels))
-    others = f"; unknown labels: {', '.join(repr(name) for name in distinct[:10])}" if len(distinct) > 1 else ""
-    raise DataError(
-        f"{table.where(rows[0])}, column '{column}': label {unknown[rows[0]][0]!r} is not a known class"
-        f"{table.and_more(rows)}{others}; {_allowed(scheme)}"
-    )
-
-
-def _class_of(
-    value: Any, by_name: dict[str, int], scheme: LabelScheme, kind: str | None, where: str
-) -> tuple[int, str]:
-    """The class index of one label and how it is written ("name" or "id"), which must be `kind` when that is set:
-    a column is read one way only."""
-    index, this_kind = _read_label(value, by_name, scheme)
-    if index is None or not 0 <= index < len(scheme.names):
-        raise DataError(f"{where}: label {value!r} is not a known class; {_allowed(scheme)}")
-    if kind is not None and this_kind != kind:
+def _class_indices(table: Table, column: str, label_lists: list[list[Any]], scheme: LabelScheme) -> list[list[int]]:
+    """Each row's labels as class indices, each label read once. Labels that name no class are one error: the
+    first row, how many more, and which labels they are (a test file's classes the train file never had, often).
+    Then a column is read one way only: a label written as a name where earlier ones were ids (or the reverse) is
+    an error naming its row."""
+    by_name = {name: index for index, name in enumerate(scheme.names)}
+    read = [[_read_label(label, by_name, scheme) for label in labels] for labels in label_lists]
+    unknown = {
+        row: [label for label, (index, _) in zip(labels, results) if index is None or not 0 <= index < len(by_name)]
+        for row, (labels, results) in enumerate(zip(label_lists, read))
+    }
+    unknown = {row: labels for row, labels in unknown.items() if labels}
+    if unknown:
+        rows = list(unknown)
+        distinct = list(dict.fromkeys(str(label).strip() for labels in unknown.values() for label in labels))
+        others = f"; unknown labels: {', '.join(repr(name) for name in distinct[:10])}" if len(distinct) > 1 else ""
         raise DataError(
-            f"{where}: label {value!r} is a class {this_kind} but earlier labels of this column are class {kind}s; "
-            "write every label the same way"
+            f"{table.where(rows[0])}, column '{column}': label {unknown[rows[0]][0]!r} is not a known class"
+            f"{table.and_more(rows)}{others}; {_allowed(scheme)}"
         )
-    return index, this_kind
+    kind = None
+    for row, (labels, results) in enumerate(zip(label_lists, read)):
+        for label, (_, this_kind) in zip(labels, results):
+            if kind is not None and this_kind != kind:
+                raise DataError(
+                    f"{table.where(row)}, column '{column}': label {label!r} is a class {this_kind} but earlier "
+                    f"labels of this column are class {kind}s; write every label the same way"
+                )
+            kind = this_kind
+    return [[index for index, _ in results] for results in read]
 
 
 def _read_label(value: Any, by_name: dict[str, int], scheme: LabelScheme) -> tuple[int | None, str]:
@@ -229,9 +217,8 @@ def label_set_scheme(config: DataConfig, train: Table, hub_names: list[str] | No
             f"{train.source}, column '{config.label_column}': {len(found)} distinct labels, more than "
             f"{MAX_INFERRED_CLASSES}: list the classes in data.label_names"
         )
-    numbers = [as_int(name) for name in found]
-    if found and all(number is not None for number in numbers):
-        return LabelScheme(sorted(found, key=lambda name: as_int(name)), 0, accepts_ids=False, origin=_FOUND)
+    if found and all(as_int(name) is not None for name in found):
+        return LabelScheme(sorted(found, key=as_int), 0, accepts_ids=False, origin=_FOUND)
     _warn_case_variants(sorted(found), train, config.label_column)
     return LabelScheme(sorted(found), 0, accepts_ids=False, origin=_FOUND)
 
@@ -258,14 +245,9 @@ def _warn_case_variants(names: list[str], train: Table, column: str) -> None:
 
 def label_sets(table: Table, column: str, scheme: LabelScheme, separator: str) -> np.ndarray:
     """(N, C) float32 multi-hot rows; a class outside the scheme is an error naming the row and the classes."""
-    by_name = {name: position for position, name in enumerate(scheme.names)}
     multi_hot = np.zeros((len(table.frame), len(scheme.names)), dtype=np.float32)
-    kind, label_lists = None, _raw_sets(table, column, separator)
-    _refuse_unknown(table, column, label_lists, by_name, scheme)
-    for row, labels in enumerate(label_lists):
-        for label in labels:
-            index, kind = _class_of(label, by_name, scheme, kind, f"{table.where(row)}, column '{column}'")
-            multi_hot[row, index] = 1.0
+    for row, indices in enumerate(_class_indices(table, column, _raw_sets(table, column, separator), scheme)):
+        multi_hot[row, indices] = 1.0
     return multi_hot
 
 

@@ -471,9 +471,7 @@ def refuse_if_in_use(path: Path) -> None:
     except (FileNotFoundError, NotADirectoryError):
         return
     if owner.isdigit() and _process_alive(int(owner)) and int(owner) != os.getpid():
-        raise RunDirError(
-            f"{path} is in use by another run (process {owner}); wait for it, or choose another run.name"
-        ) from None
+        raise RunDirError(f"{path} is in use by another run (process {owner}); wait for it, or choose another run.name")
 
 
 @contextlib.contextmanager
