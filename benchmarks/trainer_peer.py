@@ -12,7 +12,8 @@ set on this machine: bf16 where the CPU runs it natively, full precision where b
 times slower), by the same rule as our pipeline's `train.mixed_precision: auto` (pipeline.hardware). `--tuned` is what an expert Trainer user turns on, and differs
 only there: texts are tokenized without padding (still truncated at 128), `DataCollatorWithPadding` pads each batch
 to its longest row, and `train_sampling_strategy="group_by_length"` batches rows of similar length together. Same
-model, learning rate, batch size, epochs, precision and seed. The last line on stdout is one JSON object with the figures
+model, learning rate, batch size, epochs, precision and seed. Where a GPU is visible the Trainer trains there, as our
+pipeline does. The last line on stdout is one JSON object with the figures
 (see benchmarks/README.md).
 """
 
@@ -98,7 +99,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="bf16",
         help=(
             "Trainer's precision: bf16 autocast (default, the HF example's --bf16), full precision ('no'), or 'auto': "
-            "bf16 where this CPU runs it natively, else full precision (pipeline.hardware's rule)"
+            "bf16 where this CPU or GPU runs it natively, fp16 on an older GPU, else full precision "
+            "(pipeline.hardware's rule)"
         ),
     )
     parser.add_argument("--eval", action="store_true", help="after training, report accuracy on the test file")
@@ -147,12 +149,13 @@ def tokenize(frame: pd.DataFrame, tokenizer: BertTokenizerFast, tuned: bool) -> 
 
 
 def resolve_precision(setting: str) -> str:
-    """'bf16' or 'no' for TrainingArguments; 'auto' asks the rule our pipeline's train.mixed_precision uses."""
+    """'bf16', 'fp16' or 'no' for TrainingArguments; 'auto' asks the rule our pipeline's train.mixed_precision uses,
+    on the device the Trainer picks (a GPU when one is visible)."""
     if setting != "auto":
         return setting
     from pipeline.hardware import resolve_mixed_precision
 
-    return "bf16" if resolve_mixed_precision("auto", use_cuda=False) == "bf16" else "no"
+    return resolve_mixed_precision("auto", use_cuda=torch.cuda.is_available())
 
 
 def training_arguments(
@@ -168,7 +171,8 @@ def training_arguments(
         max_steps=max_steps,
         learning_rate=learning_rate,
         bf16=precision == "bf16",
-        use_cpu=True,
+        fp16=precision == "fp16",
+        use_cpu=not torch.cuda.is_available(),  # the GPU when one is visible, as our pipeline trains
         seed=SEED,
         logging_steps=50,
         save_strategy="no",

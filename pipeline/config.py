@@ -597,9 +597,10 @@ def to_dict(config: Any) -> dict[str, Any]:
     return dataclasses.asdict(config)
 
 
-def with_absolute_paths(values: dict[str, Any]) -> dict[str, Any]:
+def with_absolute_paths(values: dict[str, Any], resolve_links: bool = False) -> dict[str, Any]:
     """A copy of a config's values (`to_dict`) whose local paths (LOCAL_PATH_KEYS, LOCAL_OR_HUB_KEYS) are absolute,
-    read against the working directory as the run read them."""
+    read against the working directory as the run read them. `resolve_links`: with symbolic links resolved too, to
+    compare two configs (a path through a linked folder and the same file reached from inside it are one file)."""
     values = copy.deepcopy(values)
     for key in LOCAL_PATH_KEYS + LOCAL_OR_HUB_KEYS:
         *sections, name = key.split(".")
@@ -611,7 +612,7 @@ def with_absolute_paths(values: dict[str, Any]) -> dict[str, Any]:
             continue
         local = os.path.expanduser(value)
         if key in LOCAL_PATH_KEYS or os.path.exists(local):
-            node[name] = os.path.abspath(local)
+            node[name] = os.path.realpath(local) if resolve_links else os.path.abspath(local)
     return values
 
 

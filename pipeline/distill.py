@@ -414,7 +414,9 @@ def init_student_embeddings(student: Any, source: ModelSource, tokenizer: Any) -
     components (d the student's width; centred, so that no common offset is carried) become the student's (V, d).
     Same vocabulary required: row i must be the same token in both."""
     import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers import AutoTokenizer
+
+    from pipeline.models import load_classifier
 
     key = "train.distill.init_embeddings"
     teacher_tokenizer = AutoTokenizer.from_pretrained(str(source.model_dir))
@@ -423,7 +425,7 @@ def init_student_embeddings(student: Any, source: ModelSource, tokenizer: Any) -
             f"{key}: the teacher's vocabulary ({len(teacher_tokenizer)} tokens) is not the student's "
             f"({len(tokenizer)}); use the teacher's tokenizer (tokenizer.name_or_path) or turn it off"
         )
-    teacher = AutoModelForSequenceClassification.from_pretrained(str(source.model_dir))
+    teacher = load_classifier(source.model_dir)
     table = teacher.get_input_embeddings().weight.detach().float()  # (V, D)
     target = student.encoder.embeddings.token.weight  # (V, d): the from-scratch encoder's token table
     if table.shape[0] != target.shape[0]:

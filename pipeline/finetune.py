@@ -29,7 +29,7 @@ import torch
 import transformers
 from accelerate import Accelerator
 from accelerate.utils import gather_object, set_seed
-from transformers import AutoModelForSequenceClassification, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from pipeline import distill, hardware, models, rundir
 from pipeline.baseline import run_baseline
@@ -40,6 +40,7 @@ from pipeline.evaluation import EvalResult, predict_logits
 from pipeline.io import atomic_write_csv, replace_directory
 from pipeline.losses import resolve_class_weights
 from pipeline.modelcard import write_model_card
+from pipeline.models import load_classifier
 from pipeline.models.cls_only import restrict_last_layer_to_cls
 from pipeline.report import ReportError, plot_confusion_matrix, write_report
 from pipeline.rundir import METRICS_FILE, RunDir, RunDirError, write_test_predictions
@@ -122,8 +123,8 @@ def check_run_dir(config: PipelineConfig) -> None:
 
 def check_resume_config(run: RunDir, config: PipelineConfig) -> None:
     """A resumed run is exact only under the same settings: name every other key that changed."""
-    saved = _flatten(with_absolute_paths(run.read_config()))
-    current = _flatten(with_absolute_paths(to_dict(config)))
+    saved = _flatten(with_absolute_paths(run.read_config(), resolve_links=True))
+    current = _flatten(with_absolute_paths(to_dict(config), resolve_links=True))
     changed = sorted(
         key
         for key in saved.keys() | current.keys()
@@ -301,7 +302,7 @@ def evaluate(
     reused rather than computed again. Returns the scoring, its seconds and the rows it predicted."""
     accelerator.wait_for_everyone()
     run = RunDir(config.run_dir)
-    best_model = AutoModelForSequenceClassification.from_pretrained(run.model_dir)
+    best_model = load_classifier(run.model_dir)
     if prepared.last_layer_cls_only:  # scored as it was trained and validated
         restrict_last_layer_to_cls(best_model)
     best_model = accelerator.prepare_model(best_model, evaluation_mode=True)

@@ -22,8 +22,17 @@ from tests.helpers import (
     VOCAB_FILE,
     require,
     reset_accelerate,
+    selects_gpu_tests,
     tiny_run_overrides,
 )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The default and slow tiers run on the CPU, as CI does, even where a GPU is visible: their exactness tests hold
+    CPU arithmetic to tight tolerances, and CPU-only levers (fast dropout, thread counts) are part of what they check.
+    `pytest -m gpu` keeps the GPU for the tests about it. Set before anything initialises CUDA."""
+    if not selects_gpu_tests(config.option.markexpr):
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
 
 
 @pytest.fixture(scope="session")

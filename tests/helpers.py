@@ -56,6 +56,11 @@ def require(path: Path) -> Path:
     return path
 
 
+def selects_gpu_tests(mark_expression: str) -> bool:
+    """Whether `pytest -m <expression>` asks for the gpu-marked tests (`gpu`, `gpu and not slow`), not against them."""
+    return "gpu" in mark_expression and "not gpu" not in mark_expression
+
+
 def reset_accelerate() -> None:
     """accelerate keeps process-wide singletons; each in-process run in a test starts from a clean slate."""
     from accelerate.state import AcceleratorState, GradientState

@@ -506,6 +506,22 @@ def test_auto_without_an_export_is_torch_and_onnx_is_an_error(bare_run, tmp_path
         Predictor.from_path(bare_run, backend="onnx", precision="bf16")
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU, and none is visible")
+def test_an_export_runs_on_the_cpu_beside_a_visible_gpu(exported_run, tmp_path, capsys):
+    """`--device auto` means the GPU for PyTorch, and the CPU where an export is asked for."""
+    run, _ = exported_run
+    source = input_csv(tmp_path / "in.csv", 20)
+    assert predict(run, source, tmp_path / "onnx.csv", "--backend", "onnx") == 0
+    assert "backend onnx" in capsys.readouterr().err
+    assert predict(run, source, tmp_path / "auto.csv", "--precision", "fp32") == 0
+    assert "backend torch" in capsys.readouterr().err  # on the GPU
+    assert predict(run, source, tmp_path / "cuda.csv", "--backend", "onnx", "--device", "cuda") == 1
+    assert_one_line_error(capsys.readouterr().err, "--backend onnx", "exports run on the CPU", "--device cpu")
+    labels = [pd.read_csv(tmp_path / f"{name}.csv", dtype=str)["label"].tolist() for name in ("onnx", "auto")]
+    assert labels[0] == labels[1]
+
+
 def test_an_export_of_other_weights_is_refused(exported_run, tmp_path, capsys):
     run = copy_run(exported_run[0], tmp_path / "retrained")
     model = BertForSequenceClassification.from_pretrained(run / "model")

@@ -145,6 +145,23 @@ def test_resuming_a_finished_run_says_that_it_evaluates_again(tiny_run_config, c
     assert f"{run.path} has finished training: resuming evaluates its last checkpoint again" in caplog.text
 
 
+def test_resume_through_a_linked_folder_is_the_same_file(tiny_run_config, monkeypatch, tmp_path):
+    """The run saved the path through a link; read from inside the linked folder, the working directory is the real
+    one, so the same file has another absolute path."""
+    real_file = Path(tiny_run_config().data.train_file)
+    linked_folder = tmp_path / "linked"
+    linked_folder.symlink_to(real_file.parent, target_is_directory=True)
+    config = tiny_run_config("run.name=resumable", f"data.train_file={linked_folder / real_file.name}")
+    run = RunDir(config.run_dir)
+    run.checkpoint_path(4).mkdir(parents=True)
+    save_config(config, run.config_path)
+    monkeypatch.chdir(linked_folder)
+    assert Path.cwd() == real_file.parent.resolve()
+    finetune.check_run_dir(
+        tiny_run_config("run.name=resumable", "train.resume=true", f"data.train_file={real_file.name}")
+    )
+
+
 def test_resume_reads_a_relative_path_as_the_absolute_one_the_run_saved(tiny_run_config, monkeypatch):
     config = tiny_run_config("run.name=resumable")
     run = RunDir(config.run_dir)

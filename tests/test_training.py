@@ -334,6 +334,24 @@ def test_a_new_head_on_a_pretrained_model_learns_at_the_head_learning_rate(tiny_
     assert {group["lr"] for group in unset.param_groups} == {1e-4}
 
 
+def test_a_checkpoint_saved_in_half_precision_trains_and_predicts_in_fp32(tiny_bert_dir, bert_tokenizer, tmp_path):
+    """transformers 5 loads a checkpoint in the dtype its config.json names: an fp16 one would train fp16 weights."""
+    from transformers import AutoModelForSequenceClassification
+
+    from pipeline.config import ModelConfig
+    from pipeline.models import build_model
+    from pipeline.predict.source import load_model_and_tokenizer
+
+    half = tmp_path / "half"
+    AutoModelForSequenceClassification.from_pretrained(tiny_bert_dir).half().save_pretrained(half)
+    bert_tokenizer.save_pretrained(half)
+    assert AutoModelForSequenceClassification.from_pretrained(half).dtype == torch.float16  # what it would be
+    model, _ = build_model(ModelConfig(kind="pretrained", name_or_path=str(half)), ["a", "b"], bert_tokenizer)
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+    predictor_model, _ = load_model_and_tokenizer(half)
+    assert {p.dtype for p in predictor_model.parameters()} == {torch.float32}
+
+
 def test_the_from_scratch_encoder_has_no_pretrained_part_to_set_apart(bert_tokenizer):
     from pipeline.config import ModelConfig
     from pipeline.models import build_model

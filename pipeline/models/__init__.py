@@ -10,6 +10,9 @@ here; elsewhere it loads with `trust_remote_code=True` (the modelling file is sa
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import torch
 from torch import nn
 from transformers import AutoModelForSequenceClassification, PreTrainedModel, PreTrainedTokenizerBase
 
@@ -18,6 +21,17 @@ from pipeline.models.encoder import EncoderClassifierConfig, EncoderForSequenceC
 
 # transformers' name for a sigmoid per class (config.json "problem_type").
 MULTI_LABEL_PROBLEM_TYPE = "multi_label_classification"
+
+
+# Weights are held in fp32: training keeps fp32 master weights under mixed precision, and prediction makes its own
+# reduced-precision copy. transformers 5 loads a checkpoint in the dtype its config.json names, so a checkpoint
+# saved in fp16 or bf16 (common on the Hub) would otherwise train, and predict on a CPU, in that dtype.
+WEIGHTS_DTYPE = torch.float32
+
+
+def load_classifier(name_or_path: str | Path, **options) -> PreTrainedModel:
+    """AutoModelForSequenceClassification.from_pretrained with fp32 weights; `options` pass through."""
+    return AutoModelForSequenceClassification.from_pretrained(str(name_or_path), dtype=WEIGHTS_DTYPE, **options)
 
 
 def build_model(
@@ -31,7 +45,7 @@ def build_model(
     problem_type = MULTI_LABEL_PROBLEM_TYPE if multi_label else None  # None: transformers' default, a softmax
     if config.kind != "encoder":  # "pretrained", or its older name "bert"
         # The classification head is new (randomly initialised); transformers says so in a warning.
-        model, loading = AutoModelForSequenceClassification.from_pretrained(
+        model, loading = load_classifier(
             config.name_or_path,
             num_labels=len(labels),
             id2label=id2label,

@@ -155,7 +155,11 @@ def _add_inference_arguments(add: Any) -> None:
         help="tokens per text (default: the training length; the tokenizer's limit for a model folder that does "
         "not record it)",
     )
-    add("--device", default="auto", help="cpu, cuda, cuda:<index> or auto (default)")
+    add(
+        "--device",
+        default="auto",
+        help="cpu, cuda, cuda:<index> or auto (default): a visible GPU, except under --backend onnx/openvino (the CPU)",
+    )
     add(
         "--precision",
         choices=["auto", "fp32", "bf16"],

@@ -136,6 +136,8 @@ class Predictor:
                 f"run {source.run_dir} records no tokenization.max_length (no metrics.json: did it finish?); "
                 "pass --max-length"
             )
+        if device == "auto" and backend in BACKEND_RUNTIMES:
+            device = "cpu"  # exports run on the CPU: asking for one takes a visible GPU out of 'auto'
         try:
             torch_device = resolve_device(device)
             compute_dtype = resolve_inference_dtype(precision, torch_device)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.config import DataConfig
+from pipeline.models import load_classifier
 from pipeline.models.cls_only import restrict_last_layer_to_cls
 from pipeline.rundir import (
     DECISION_FILE,
@@ -191,11 +192,9 @@ def resolve_model_source(path: str | Path, require_finished: bool = True) -> Mod
 
 
 def load_model_and_tokenizer(model_dir: Path) -> tuple[Any, Any]:
-    from transformers import AutoModelForSequenceClassification
-
     tokenizer = _load_tokenizer(model_dir)
     model = _load_user_files(
-        lambda: AutoModelForSequenceClassification.from_pretrained(str(model_dir)),
+        lambda: load_classifier(model_dir),
         f"a sequence-classification model from {model_dir}",
     )
     restrict_last_layer_to_cls(model)  # the same logits, fewer FLOPs (pipeline/models/cls_only.py)
