@@ -159,10 +159,11 @@ def _validate_long_text(tokenizer: TokenizerConfig) -> None:
         raise ConfigError(f"tokenizer.head_fraction: must be between 0 and 1, got {tokenizer.head_fraction}")
     if tokenizer.max_chunks < 1:
         raise ConfigError(f"tokenizer.max_chunks: must be at least 1, got {tokenizer.max_chunks}")
-    # A window holds max_length minus [CLS] and [SEP]; a stride as large would never move forward.
-    if tokenizer.chunk_stride < 0 or (
-        isinstance(tokenizer.max_length, int) and tokenizer.chunk_stride >= tokenizer.max_length - 2
-    ):
+    # A window holds max_length minus [CLS] and [SEP]; a stride as large would never move forward. The length is
+    # checked against the stride only when texts are chunked: truncation never reads the stride, so a short
+    # max_length (32) must not fail on its default.
+    chunked = tokenizer.long_text == "chunk" and isinstance(tokenizer.max_length, int)
+    if tokenizer.chunk_stride < 0 or (chunked and tokenizer.chunk_stride >= tokenizer.max_length - 2):
         raise ConfigError(
             f"tokenizer.chunk_stride: must be at least 0 and smaller than a window (tokenizer.max_length - 2), "
             f"got {tokenizer.chunk_stride}"

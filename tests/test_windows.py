@@ -120,6 +120,13 @@ def test_long_text_settings_are_checked(override, key):
         load_config(None, ["tokenizer.max_length=128", "tokenizer.long_text=chunk", override])
 
 
+def test_a_short_max_length_without_chunking_ignores_the_stride():
+    """Truncation never reads tokenizer.chunk_stride: max_length 16 must not fail on the stride's default (32)."""
+    assert load_config(None, ["tokenizer.max_length=16"]).tokenizer.max_length == 16
+    with pytest.raises(ConfigError, match=r"tokenizer\.chunk_stride"):
+        load_config(None, ["tokenizer.max_length=16", "tokenizer.long_text=chunk"])
+
+
 def test_prediction_pools_windows_like_evaluation(tiny_bert_dir, bert_tokenizer):
     from pipeline.predict.predictor import Predictor
     from pipeline.predict.source import ModelSource, default_text_spec
