@@ -25,6 +25,7 @@ import logging
 import numbers
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,14 @@ _INTEGER = re.compile(r"[+-]?[0-9]+(?:\.0*)?")
 # Above this many classes a label column is more likely a text or id column than labels: data.label_names must
 # then list the classes. Also bounds every per-class table and plot.
 MAX_INFERRED_CLASSES = 1000
+# A label column whose labels are mostly one-offs, or fractional numbers, is almost never a set of classes: a text or
+# id column chosen as label_column, or a regression target (a score of 0.13, 0.57, ...). Refused when inferred (the
+# run would learn hundreds of classes of a row or two each, or fail carving with a list of every one of them), with
+# data.label_names as the way to insist. A rating in half-stars (0.5 .. 5.0: ten values) stays a set of classes.
+MAX_FRACTIONAL_CLASSES = 20
+# Refused when more than half the labelled rows, and at least this many, carry a label that no other row has.
+MIN_ONE_OFF_ROWS = 20
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 # Where inferred multi-label classes come from, for the error that lists them.
 _FOUND = "the classes found in train; list them all in data.label_names"
 
@@ -95,6 +104,7 @@ def given_scheme(config: DataConfig, hub_names: list[str] | None) -> LabelScheme
 
 def _inferred_scheme(train: Table, column: str, base: int | None) -> LabelScheme:
     values = [value for value in train.column(column, "data.label_column") if not is_blank(value)]
+    _refuse_unlike_classes(values, train, column)
     ids = [as_int(value) for value in values]
     if values and all(value is not None for value in ids):
         if base is None:  # labels written 1..K are common (ag_news_csv): no phantom class 0 for them
@@ -119,6 +129,34 @@ def _inferred_scheme(train: Table, column: str, base: int | None) -> LabelScheme
     return LabelScheme(
         names, base or 0, accepts_ids=False, origin="the classes found in train; set data.label_names to use ids"
     )
+
+
+def _refuse_unlike_classes(values: list[Any], train: Table, column: str) -> None:
+    """Inferred labels that cannot be classes are an error before anything is split or trained: a regression target
+    (fractional numbers, more than MAX_FRACTIONAL_CLASSES of them) or a text or id column (most rows' label is
+    their own)."""
+    counts = Counter(str(value).strip() for value in values)
+    insist = "if these are classes, list them all in data.label_names"
+    numbers = all(_DECIMAL.fullmatch(name) for name in counts)
+    if numbers and len(counts) > MAX_FRACTIONAL_CLASSES and any(as_int(name) is None for name in counts):
+        raise DataError(
+            f"{train.source}, column '{column}' (data.label_column): the labels are numbers with fractions "
+            f"({_examples(counts)}, ...: {len(counts):,} distinct values in {len(values):,} rows), a regression target? The "
+            f"pipeline trains classifiers: bucket the values into classes (e.g. low, medium, high), or, {insist}"
+        )
+    one_offs = [name for name, count in counts.items() if count == 1]
+    if len(one_offs) >= MIN_ONE_OFF_ROWS and len(one_offs) > len(values) / 2:
+        raise DataError(
+            f"{train.source}, column '{column}' (data.label_column): {len(one_offs):,} of {len(values):,} rows have a "
+            f"label no other row has ({_examples(one_offs)}, ...): is it a text or id column? A class needs rows to learn "
+            f"from; {insist}"
+        )
+
+
+def _examples(names: Iterable[str], count: int = 3, width: int = 40) -> str:
+    """The first few labels, quoted, each cut to `width` characters: a text column's labels are paragraphs."""
+    shown = [name if len(name) <= width else name[: width - 1] + "…" for name in list(names)[:count]]
+    return ", ".join(repr(name) for name in shown)
 
 
 def _check_names(names: list[str]) -> None:

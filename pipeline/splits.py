@@ -71,6 +71,10 @@ def carve(
     return train.select(rest), train.select(chosen)
 
 
+# The most classes an error about small classes names one by one.
+MAX_NAMED_CLASSES = 10
+
+
 def require_rows_per_class(train: datasets.Dataset, carved: list[tuple[str, str]]) -> None:
     """Stratified carving keeps a row of every class in train and in each carved split (`(split, config key)`
     pairs): a class with fewer rows than that is an error naming it, its count and the rows it needs."""
@@ -84,7 +88,10 @@ def require_rows_per_class(train: datasets.Dataset, carved: list[tuple[str, str]
     if not small:
         return
     splits, keys = " and ".join(split for split, _ in carved), ", ".join(key for _, key in carved)
-    which = f"the class {small[0]} has" if len(small) == 1 else f"the classes {', '.join(small)} have"
+    # Named up to a point: hundreds of small classes would make a message no one reads to its advice.
+    more = f" and {len(small) - MAX_NAMED_CLASSES:,} more" if len(small) > MAX_NAMED_CLASSES else ""
+    shown = ", ".join(small[:MAX_NAMED_CLASSES]) + more
+    which = f"the class {small[0]} has" if len(small) == 1 else f"the classes {shown} have"
     raise DataError(
         f"cannot carve stratified {splits} out of train ({keys}): a class needs {needed} rows, one in train and one "
         f"in each carved split, but {which} fewer; add rows, drop the class, or give a {carved[-1][0]} file"

@@ -873,3 +873,40 @@ def test_a_stray_id_does_not_make_thousands_of_classes(tmp_path):
     )
     message = error_message(files_config(train, train))
     assert "2004" in message and "data.label_names" in message
+
+
+def test_a_regression_target_chosen_as_label_column_is_refused_before_splitting(tmp_path):
+    scores = [f"{0.01 * (index + 1):.2f}" for index in range(25)]
+    rows = "".join(f"story {index} of {score},{score}\n" for index, score in enumerate(scores * 2))
+    train = write_text(tmp_path / "train.csv", "text,score\n" + rows)
+    message = error_message(files_config(train, train, label_column="score"))
+    assert message.startswith(f"{train}, column 'score' (data.label_column): the labels are numbers with fractions")
+    assert "25 distinct values in 50 rows), a regression target?" in message and "data.label_names" in message
+    # Listing the classes is how a user insists that they are classes.
+    load_data(files_config(train, train, label_column="score", label_names=scores), seed=0)
+
+
+def test_half_star_ratings_stay_classes(tmp_path):
+    stars = [f"{0.5 * (index + 1):.1f}" for index in range(10)]
+    rows = "".join(f"review {index} of {star},{star}\n" for index, star in enumerate(stars * 3))
+    train = write_text(tmp_path / "train.csv", "text,stars\n" + rows)
+    data = load_data(files_config(train, None, test_file=None, label_column="stars"), seed=0)
+    assert data.labels == sorted(stars)
+
+
+@pytest.mark.parametrize("labels", [[f"headline number {index}" for index in range(30)], list(range(30))])
+def test_a_text_or_id_column_chosen_as_label_column_is_refused(tmp_path, labels):
+    rows = "".join(f"story {index},{label}\n" for index, label in enumerate(labels))
+    train = write_text(tmp_path / "train.csv", "text,title\n" + rows)
+    message = error_message(files_config(train, train, label_column="title"))
+    assert message.startswith(
+        f"{train}, column 'title' (data.label_column): 30 of 30 rows have a label no other row has ("
+    )
+    assert "is it a text or id column?" in message and "data.label_names" in message
+
+
+def test_many_classes_too_small_to_carve_are_named_up_to_ten(tmp_path):
+    rows = "".join(f"story {i},big\n" for i in range(30)) + "".join(f"lone {i},small{i:02d}\n" for i in range(15))
+    train = write_text(tmp_path / "train.csv", "text,label\n" + rows)
+    message = error_message(files_config(train, None, test_file=None))
+    assert "'small09' (1 row) and 5 more have fewer" in message and "small10" not in message
