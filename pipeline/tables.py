@@ -43,7 +43,8 @@ EXTENSIONS = {
 }
 GZIP_MAGIC = b"\x1f\x8b"
 PARQUET_MAGIC = b"PAR1"
-ZIP_MAGIC = b"PK\x03\x04"  # .xlsx, .docx, .zip
+ZIP_MAGIC = b"PK\x03\x04"  # .xlsx, .ods, .docx, .zip
+OLE_MAGIC = b"\xd0\xcf\x11\xe0"  # .xls (Excel 97-2003)
 
 
 class DataError(ValueError):
@@ -172,12 +173,25 @@ def resolve_format(path: str, explicit: str | None, option: str, formats: Sequen
     return kind
 
 
+def _refuse_workbook(head: bytes, name: str) -> None:
+    """A spreadsheet workbook is named by its content, before its name is read as a format: an .xlsx would
+    otherwise be told to set a file format, which could not read it either."""
+    if head.startswith(ZIP_MAGIC):
+        raise DataError(
+            f"{name} is a zip archive (an Excel or OpenDocument workbook?), which is not read: save the sheet as "
+            "CSV UTF-8 (Excel: File > Save As > CSV UTF-8) and give that file"
+        )
+    if head.startswith(OLE_MAGIC):
+        raise DataError(
+            f"{name} is an Excel 97-2003 workbook (.xls), which is not read: save the sheet as CSV UTF-8 "
+            "(Excel: File > Save As > CSV UTF-8) and give that file"
+        )
+
+
 def _check_content_matches(head: bytes, kind: str, name: str, option: str) -> None:
-    """A Parquet or Excel file under a CSV name would otherwise fail as a confusing parse error."""
+    """A Parquet file under a CSV name would otherwise fail as a confusing parse error."""
     if head.startswith(PARQUET_MAGIC) and kind != "parquet":
         raise DataError(f"{name} is a Parquet file, not {kind.upper()}; set {option} to parquet (or rename it)")
-    if head.startswith(ZIP_MAGIC):
-        raise DataError(f"{name} is a zip archive (an Excel workbook?), which is not supported: save it as CSV")
     if kind == "parquet" and not head.startswith(PARQUET_MAGIC):
         raise DataError(f"{name} is not a Parquet file (it does not start with PAR1); check {option}")
 
@@ -334,8 +348,9 @@ def open_table(
     settings that an error message tells the user to change."""
     codec = check_encoding(encoding)
     with _open_bytes(path) as (raw, size):
-        kind = resolve_format(path, file_format, format_option)
         lines = LineSource(raw, "<stdin>" if path == STANDARD_INPUT else path, codec, size, encoding_option)
+        _refuse_workbook(lines.head(4), lines.name)
+        kind = resolve_format(path, file_format, format_option)
         _check_content_matches(lines.head(4), kind, lines.name, format_option)
         from pipeline.table_formats import delimited_table, json_table, parquet_table  # they import this module
 

@@ -151,6 +151,17 @@ def test_a_csv_file_named_parquet_and_compressed_parquet_are_refused(tmp_path):
     assert "uncompressed file" in message_of(compressed)
 
 
+@pytest.mark.parametrize(
+    ("name", "start", "kind"), [("sheet.xlsx", b"PK\x03\x04", "zip"), ("old.xls", b"\xd0\xcf\x11\xe0", "97")]
+)
+def test_a_workbook_is_named_by_its_content_whatever_its_name(tmp_path, name, start, kind):
+    """An .xlsx was told to set data.file_format (which could not read it either): it is told to save as CSV."""
+    for path in (tmp_path / name, tmp_path / "renamed.csv"):
+        path.write_bytes(start + b"\x00" * 64)
+        message = message_of(path)
+        assert message.startswith(str(path)) and kind in message and "save the sheet as CSV UTF-8" in message
+
+
 def test_a_whole_read_is_one_chunk_for_parquet_too(tmp_path):
     path = tmp_path / "big.parquet"
     pd.DataFrame({"text": [f"row {i}" for i in range(70_000)]}).to_parquet(path, index=False)
