@@ -42,7 +42,11 @@ TOKENIZE_BATCH_SIZE = 1000
 # Lengths `auto` weighs against each other when long texts are chunked.
 CHUNK_LENGTHS = (64, 128, 256, 512)
 # Bump when what is cached, or how the length is chosen, changes: old entries are then ignored.
-CACHE_FORMAT = 4
+CACHE_FORMAT = 5
+# Above this share of train's tokens being the unknown token ([UNK]) the vocabulary does not cover the texts' script
+# (Thai, emoji, or Chinese with an English uncased BERT): the model reads little but [UNK], and nothing else says so.
+# English news has about 0.01%.
+UNKNOWN_TOKEN_WARNING = 0.05
 
 
 @dataclass
@@ -55,6 +59,8 @@ class TokenizationInfo:
     from_cache_by_process: list[bool] | None = None
     # tokenizer.long_text: chunk: windows per document (mean, p95, max) of each split.
     windows_per_document: dict[str, dict] | None = None
+    # Share of each split's tokens (special tokens aside) that are the unknown token; None: the tokenizer has none.
+    unknown_token_share: dict[str, float | None] | None = None
 
     def to_dict(self) -> dict:
         return {
@@ -64,6 +70,7 @@ class TokenizationInfo:
             "truncated_fraction": self.truncated_fraction,
             "from_cache": self.from_cache,
             "from_cache_by_process": self.from_cache_by_process,
+            "unknown_token_share": self.unknown_token_share,
         }
 
 
@@ -102,15 +109,20 @@ def length_limit(tokenizer: PreTrainedTokenizerBase, model_max_positions: int | 
     return min(limits)
 
 
-def token_lengths(texts: list[str], tokenizer: PreTrainedTokenizerBase) -> np.ndarray:
-    """Length in tokens of each text, special tokens ([CLS]/[SEP], <s>/</s>) included, without truncation."""
-    lengths = []
+def token_lengths(texts: list[str], tokenizer: PreTrainedTokenizerBase) -> tuple[np.ndarray, float | None]:
+    """Length in tokens of each text, special tokens ([CLS]/[SEP], <s>/</s>) included, without truncation; and the
+    share of the texts' own tokens that are the unknown token (None when the tokenizer has none, as byte-level BPE)."""
+    lengths, unknown = [], 0
+    unknown_id = tokenizer.unk_token_id
     for start in range(0, len(texts), TOKENIZE_BATCH_SIZE):
         encoded = tokenizer(
             texts[start : start + TOKENIZE_BATCH_SIZE], add_special_tokens=True, truncation=False, verbose=False
         )  # lengths beyond the model's limit are what is measured here
         lengths.extend(len(ids) for ids in encoded["input_ids"])
-    return np.asarray(lengths, dtype=np.int64)
+        unknown += sum(ids.count(unknown_id) for ids in encoded["input_ids"]) if unknown_id is not None else 0
+    content = sum(lengths) - len(lengths) * tokenizer.num_special_tokens_to_add(pair=False)
+    share = None if unknown_id is None else unknown / max(content, 1)
+    return np.asarray(lengths, dtype=np.int64), share
 
 
 def padded_width(longest: int, max_length: int) -> int:
@@ -242,9 +254,13 @@ def tokenize_splits(
             info = _read_info(cache_dir / "info.json")
             logger.info("Tokenized splits loaded from cache %s (max_length %d)", cache_dir, info.max_length)
             _log_length(config, rule, info.max_length, info.truncated_fraction, limit)  # as a fresh run says it
+            _warn_unknown_tokens(info.unknown_token_share, tokenizer)
             return tokenized, info
 
-    raw_lengths = {name: token_lengths(splits[name]["text"], tokenizer) for name in splits}
+    measured = {name: token_lengths(splits[name]["text"], tokenizer) for name in splits}
+    raw_lengths = {name: lengths for name, (lengths, _) in measured.items()}
+    unknown = {name: share for name, (_, share) in measured.items()}
+    _warn_unknown_tokens(unknown, tokenizer)
     max_length = _fixed_length(config, rule, raw_lengths["train"], limit, tokenizer, seconds_per_window)
     truncated = {
         name: float(np.mean(lengths > max_length)) if len(lengths) else 0.0 for name, lengths in raw_lengths.items()
@@ -257,7 +273,12 @@ def tokenize_splits(
     tokenized = DatasetDict({name: dataset for name, (dataset, _) in encoded.items()})
     windows = {name: summary for name, (_, summary) in encoded.items() if summary is not None}
     info = TokenizationInfo(
-        max_length, config.max_length, truncated, from_cache=False, windows_per_document=windows or None
+        max_length,
+        config.max_length,
+        truncated,
+        from_cache=False,
+        windows_per_document=windows or None,
+        unknown_token_share=unknown,
     )
     if cache_dir is not None:
         _write_cache(tokenized, info, cache_dir)
@@ -340,6 +361,19 @@ def _log_length(
         )
 
 
+def _warn_unknown_tokens(shares: dict[str, float | None] | None, tokenizer: PreTrainedTokenizerBase) -> None:
+    share = (shares or {}).get("train")
+    if share is not None and share > UNKNOWN_TOKEN_WARNING:
+        logger.warning(
+            "%.1f%% of train's tokens are the unknown token %s: the vocabulary of %s lacks much of these texts' "
+            "script (emoji, or a language it was not trained on), so the model reads little of them; use a tokenizer "
+            "and model made for this language (e.g. bert-base-multilingual-cased or xlm-roberta-base)",
+            100 * share,
+            tokenizer.unk_token,
+            tokenizer.name_or_path,
+        )
+
+
 def _write_cache(tokenized: DatasetDict, info: TokenizationInfo, cache_dir: Path) -> None:
     """Save to a temporary folder, then rename: a half-written cache is never read back."""
     cache_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -364,4 +398,5 @@ def _read_info(path: Path) -> TokenizationInfo:
         data["truncated_fraction"],
         from_cache=True,
         windows_per_document=data.get("windows_per_document"),
+        unknown_token_share=data.get("unknown_token_share"),
     )

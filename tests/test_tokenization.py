@@ -83,3 +83,19 @@ def test_fixed_length_beyond_the_model_limit_is_refused(bert_tokenizer, tmp_path
     splits = _splits({"train": ["x"], "validation": ["x"], "test": ["x"]})
     with pytest.raises(ValueError, match="tokenizer.max_length"):
         tokenize_splits(splits, bert_tokenizer, TokenizerConfig(max_length=1024, cache=False), None)
+
+
+def test_a_script_the_vocabulary_lacks_is_measured_and_warned_about(bert_tokenizer, tmp_path, caplog):
+    """Thai through an English uncased vocabulary is nearly all [UNK]: the run says so, and metrics.json records it."""
+    thai = ["ข่าวกีฬาวันนี้ ทีมชาติไทยชนะ"] * 8 + ["football news today"] * 2
+    splits = _splits({"train": thai, "validation": ["ข่าวกีฬา"], "test": ["sports today"]})
+    for cache in (True, False, True):  # fresh, uncached, then from the cache: each says it
+        caplog.clear()
+        _, info = tokenize_splits(splits, bert_tokenizer, TokenizerConfig(max_length=16, cache=cache), tmp_path)
+        shares = info.unknown_token_share
+        assert shares["validation"] == 1.0 and shares["test"] == 0.0 and 0.5 < shares["train"] < 1.0
+        assert "of train's tokens are the unknown token [UNK]" in caplog.text and "multilingual" in caplog.text
+    english = _splits({"train": ["football news today"] * 10, "validation": ["a"], "test": ["b"]})
+    caplog.clear()
+    _, info = tokenize_splits(english, bert_tokenizer, TokenizerConfig(max_length=16), tmp_path)
+    assert info.unknown_token_share["train"] == 0.0 and "unknown token" not in caplog.text
