@@ -28,6 +28,15 @@ _RUN_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
 MAX_PLOTTED_CLASSES = 30
 
 
+def shown_classes(matrix: Sequence[Sequence[float]] | np.ndarray) -> list[int]:
+    """The classes a confusion matrix shows, in class order: every one, or above MAX_PLOTTED_CLASSES the ones with
+    the most true rows (the report's table shows the same ones as its image)."""
+    totals = np.asarray(matrix, dtype=float).sum(axis=1)
+    if len(totals) <= MAX_PLOTTED_CLASSES:
+        return list(range(len(totals)))
+    return sorted(np.argsort(-totals, kind="stable")[:MAX_PLOTTED_CLASSES].tolist())
+
+
 def literal(text: object) -> str:
     """Text from the data or the config shown as written: a "$" would otherwise start matplotlib's mathtext."""
     return str(text).replace("$", r"\$")
@@ -76,7 +85,7 @@ def confusion_matrix_figure(
         raise ValueError(f"confusion matrix of shape {counts.shape} does not match {len(labels)} labels")
     labels = [literal(label) for label in labels]
     if len(labels) > MAX_PLOTTED_CLASSES:
-        keep = np.sort(np.argsort(-counts.sum(axis=1), kind="stable")[:MAX_PLOTTED_CLASSES])
+        keep = shown_classes(counts)
         counts, labels = counts[np.ix_(keep, keep)], [labels[index] for index in keep]
         title = f"{title or ''} ({MAX_PLOTTED_CLASSES} most frequent classes)".strip()
     row_totals = counts.sum(axis=1, keepdims=True)
@@ -184,7 +193,12 @@ def _mark_best(by_step, by_time, curve: EvalCurve, color: str, time_divisor: flo
 
 
 def per_class_f1_figure(labels: Sequence[str], f1_by_run: Mapping[str, Sequence[float | None]]) -> Figure:
-    """Grouped bars: one group per class, one bar per run, in the run colours of the other charts."""
+    """Grouped bars: one group per class, one bar per run, in the run colours of the other charts. Above
+    MAX_PLOTTED_CLASSES classes, the first ones only (callers order them by support): 200 bars of 200 overlapping
+    names say nothing."""
+    if len(labels) > MAX_PLOTTED_CLASSES:
+        labels = list(labels[:MAX_PLOTTED_CLASSES])
+        f1_by_run = {name: list(values[:MAX_PLOTTED_CLASSES]) for name, values in f1_by_run.items()}
     num_classes, num_runs = len(labels), max(1, len(f1_by_run))
     width_inches = min(16.0, max(6.5, 0.55 * num_classes * num_runs + 2.5))
     figure = Figure(figsize=(width_inches, 4.2), layout="constrained")

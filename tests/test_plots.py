@@ -29,6 +29,25 @@ def test_thousands_of_classes_draw_the_most_frequent_only():
     assert "most frequent" in figure.axes[0].get_title()
 
 
+def test_a_many_class_report_shows_in_markdown_and_bars_the_classes_the_image_shows():
+    """200 classes made a 200 x 200 Markdown table (466 KB for 213 test rows) and 200 unreadable bars."""
+    from pipeline.report.blocks import Paragraph, Table
+    from pipeline.report.sections import _confusion_table
+
+    size = MAX_PLOTTED_CLASSES + 10
+    matrix = np.diag(np.arange(1, size + 1)).tolist()  # class i has i + 1 rows: the last ones are the most frequent
+    labels = [f"c{i}" for i in range(size)]
+    note, table = _confusion_table(matrix, labels)
+    assert isinstance(note, Paragraph) and isinstance(table, Table)
+    assert f"The {MAX_PLOTTED_CLASSES} classes with the most test rows, of {size}" in note.text
+    assert table.header[1:] == labels[10:] and [row[0].text for row in table.rows] == labels[10:]
+    assert all(len(row) == MAX_PLOTTED_CLASSES + 1 for row in table.rows)
+    (whole,) = _confusion_table([row[:5] for row in matrix[:5]], labels[:5])  # few classes: every one, and no note
+    assert whole.header[1:] == labels[:5]
+    bars = per_class_f1_figure(labels, {"run": [0.5] * size})
+    assert [tick.get_text() for tick in bars.axes[0].get_xticklabels()] == labels[:MAX_PLOTTED_CLASSES]
+
+
 def test_markdown_from_data_cannot_add_links_or_images():
     escaped = _md_escape("see [here](http://x.example) ![img](http://x.example/a.png) | <b>")
     assert "](" not in escaped.replace("\\]", "") and "<b>" not in escaped and "\\|" in escaped

@@ -107,7 +107,7 @@ def _confusion_blocks(runs: Sequence[Run]) -> list[Block]:
         figure = plots.confusion_matrix_figure(matrix, run.labels, title=truncate(title, 60))
         # No caption: the chart's own title names the run.
         images.append(Chart(plots.figure_to_png(figure), alt_text=f"confusion matrix of {run.name}"))
-        blocks += [Heading(run.name, level=3, only="md"), _confusion_table(matrix, run.labels)]
+        blocks += [Heading(run.name, level=3, only="md"), *_confusion_table(matrix, run.labels)]
     if images:
         blocks.append(Images(images, only="html"))
     return blocks
@@ -121,18 +121,32 @@ def _valid_matrix(matrix: Any, size: int) -> bool:
     )
 
 
-def _confusion_table(matrix: list[list[float]], labels: list[str]) -> Table:
+def _confusion_table(matrix: list[list[float]], labels: list[str]) -> list[Block]:
     """Row-normalised: each cell is the share of its true class (so rare classes read as clearly as common ones),
-    with the count beside it."""
+    with the count beside it. The classes the image shows (the most frequent, above plots.MAX_PLOTTED_CLASSES): a
+    200-class table would be 40,000 cells wide and deep; metrics.json keeps the whole matrix."""
+    shown = plots.shown_classes(matrix)
     rows = []
-    for label, row in zip(labels, matrix):
-        total = sum(row)
+    for index in shown:
+        total = sum(matrix[index])
         cells = [
-            Cell(f"{format_percent(count / total, 1) if total else MISSING} ({format_count(count)})", "num")
-            for count in row
+            Cell(
+                f"{format_percent(matrix[index][column] / total, 1) if total else MISSING} "
+                f"({format_count(matrix[index][column])})",
+                "num",
+            )
+            for column in shown
         ]
-        rows.append([Cell(label), *cells])
-    return Table(["true ↓ predicted → (share of the true class)", *labels], rows, only="md")
+        rows.append([Cell(labels[index]), *cells])
+    header = ["true ↓ predicted → (share of the true class)", *(labels[index] for index in shown)]
+    blocks: list[Block] = [Table(header, rows, only="md")]
+    if len(shown) < len(labels):
+        note = (
+            f"The {len(shown)} classes with the most test rows, of {len(labels)}; {METRICS_FILE} holds the whole "
+            "matrix (test.confusion_matrix)."
+        )
+        blocks.insert(0, Paragraph(note, style="meta", only="md"))
+    return blocks
 
 
 # --- 4. Validation curves
@@ -222,7 +236,11 @@ def _per_class_blocks(runs: Sequence[Run]) -> list[Block]:
     blocks: list[Block] = [Heading(SECTION_PER_CLASS)]
     if any(value is not None for values in f1_by_run.values() for value in values):
         figure = plots.per_class_f1_figure(labels, f1_by_run)
-        chart = Chart(plots.figure_to_png(figure), "per-class F1 bars", "F1 per class on the test split")
+        shown = min(len(labels), plots.MAX_PLOTTED_CLASSES)
+        caption = "F1 per class on the test split" + (
+            f": the {shown} classes with the most test rows, of {len(labels)}" if shown < len(labels) else ""
+        )
+        chart = Chart(plots.figure_to_png(figure), "per-class F1 bars", caption)
         blocks.append(Images([chart], only="html"))
     blocks.append(_per_class_table(runs, labels))
     return blocks
