@@ -561,10 +561,17 @@ def drop_incomplete(table: Table, split: str, config: DataConfig) -> tuple[Table
     return table.subset(kept), removed
 
 
+# Classes named in each split's log line; more would make one line of thousands of characters (metrics.json and
+# the report's per-class table hold every class).
+LOGGED_CLASSES = 30
+
+
 def _log_summary(splits: datasets.DatasetDict, names: list[str]) -> None:
     counts = {split: class_counts(labels_of(dataset), names).counts for split, dataset in splits.items()}
     for split, dataset in splits.items():
-        per_class = ", ".join(f"{name} {count}" for name, count in zip(names, counts[split]))
+        per_class = ", ".join(f"{name} {count}" for name, count in zip(names[:LOGGED_CLASSES], counts[split]))
+        if len(names) > LOGGED_CLASSES:
+            per_class += f", and {len(names) - LOGGED_CLASSES:,} more classes"
         logger.info("%s: %d rows (%s)", split, len(dataset), per_class)
     untrained = [name for name, count in zip(names, counts["train"]) if not count]
     if untrained:

@@ -910,3 +910,16 @@ def test_many_classes_too_small_to_carve_are_named_up_to_ten(tmp_path):
     train = write_text(tmp_path / "train.csv", "text,label\n" + rows)
     message = error_message(files_config(train, None, test_file=None))
     assert "'small09' (1 row) and 5 more have fewer" in message and "small10" not in message
+
+
+def test_the_split_log_names_the_first_classes_and_counts_the_rest(tmp_path, caplog):
+    from pipeline.data import LOGGED_CLASSES
+
+    count = LOGGED_CLASSES + 7
+    rows = "".join(f"story {i} of {c},class{c:02d}\n" for c in range(count) for i in range(4))
+    train = write_text(tmp_path / "train.csv", "text,label\n" + rows)
+    test = write_text(tmp_path / "test.csv", "text,label\n" + "".join(f"new {c},class{c:02d}\n" for c in range(count)))
+    with caplog.at_level("INFO", logger="pipeline.data"):
+        load_splits(files_config(train, test), seed=0)
+    (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("train: ")]
+    assert f"class{LOGGED_CLASSES - 1:02d} 3, and 7 more classes)" in line and f"class{LOGGED_CLASSES:02d}" not in line

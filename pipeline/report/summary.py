@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
+from pipeline.plots import MAX_PLOTTED_CLASSES
 from pipeline.report.blocks import Block, Cell, Heading, Paragraph, Table
 from pipeline.report.caveats import baseline_description, baseline_error, baseline_of, truncation_over_budget
 from pipeline.report.formatting import (
@@ -45,7 +46,8 @@ def summary_blocks(runs: Sequence[Run]) -> list[Block]:
         *_distill_rows(runs),
         *_baseline_rows(runs),
     ]
-    for label in by_support(runs, all_labels(runs)):
+    labels = by_support(runs, all_labels(runs))
+    for label in labels[:MAX_PLOTTED_CLASSES]:  # the largest classes; every one is in the per-class table
         rows.append(
             _metric_row(
                 f"F1: {label}",
@@ -55,6 +57,9 @@ def summary_blocks(runs: Sequence[Run]) -> list[Block]:
                 higher=True,
             )
         )
+    if len(labels) > MAX_PLOTTED_CLASSES:
+        more = len(labels) - MAX_PLOTTED_CLASSES
+        rows.append(_text_row(f"F1: {more:,} smaller classes", runs, lambda r: "in the per-class table"))
     rows += [
         _metric_row("Test loss", runs, lambda r: r.metric("test", "loss"), format_score, higher=False),
         _text_row("Test samples", runs, lambda r: format_count(num_test_samples(r))),
