@@ -19,6 +19,7 @@ import contextlib
 import logging
 import math
 import os
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -513,7 +514,28 @@ def build_texts(table: Table, spec: TextSpec) -> list[str]:
             f"{table.where(empty[0])}: {spec.describe_empty()}{table.and_more(empty)}; fill or remove these rows, "
             f"{INCOMPLETE_ROWS_HINT}"
         )
+    _warn_if_numbers_only(texts, table, spec)
     return texts
+
+
+# Texts made of digits and number punctuation only: an id, a price or a date chosen as data.text_columns, most
+# often by mistake. Warned about (not refused) when nearly every text of a file is one.
+_NUMBER_ONLY = re.compile(r"[\d\s.,:/+\-]+")
+NUMBER_ONLY_SHARE = 0.9
+MIN_ROWS_FOR_NUMBER_WARNING = 10
+
+
+def _warn_if_numbers_only(texts: list[str], table: Table, spec: TextSpec) -> None:
+    numeric = sum(1 for text in texts if _NUMBER_ONLY.fullmatch(text))
+    if len(texts) >= MIN_ROWS_FOR_NUMBER_WARNING and numeric >= NUMBER_ONLY_SHARE * len(texts):
+        logger.warning(
+            "%s: %d of %d texts are numbers only (data.text_columns: %s): an id or a numeric column? The model "
+            "learns from words",
+            table.source,
+            numeric,
+            len(texts),
+            ", ".join(spec.columns),
+        )
 
 
 def texts_of(table: Table, spec: TextSpec) -> list[str]:

@@ -923,3 +923,16 @@ def test_the_split_log_names_the_first_classes_and_counts_the_rest(tmp_path, cap
         load_splits(files_config(train, test), seed=0)
     (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("train: ")]
     assert f"class{LOGGED_CLASSES - 1:02d} 3, and 7 more classes)" in line and f"class{LOGGED_CLASSES:02d}" not in line
+
+
+def test_a_text_column_of_numbers_only_is_warned_about(tmp_path, caplog):
+    rows = "".join(f"{1000 + i},story number {i},{'ab'[i % 2]}\n" for i in range(24))
+    train = write_text(tmp_path / "train.csv", "id,body,label\n" + rows)
+    with caplog.at_level("WARNING", logger="pipeline.data"):
+        load_splits(files_config(train, None, test_file=None, text_columns=["id"]), seed=0)
+    (message,) = [r.getMessage() for r in caplog.records if "numbers only" in r.getMessage()]
+    assert "train.csv: 24 of 24 texts are numbers only (data.text_columns: id)" in message
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="pipeline.data"):
+        load_splits(files_config(train, None, test_file=None, text_columns=["body"]), seed=0)
+    assert not [r for r in caplog.records if "numbers only" in r.getMessage()]
