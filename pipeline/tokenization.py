@@ -109,9 +109,17 @@ def length_limit(tokenizer: PreTrainedTokenizerBase, model_max_positions: int | 
     return min(limits)
 
 
-def token_lengths(texts: list[str], tokenizer: PreTrainedTokenizerBase) -> tuple[np.ndarray, float | None]:
-    """Length in tokens of each text, special tokens ([CLS]/[SEP], <s>/</s>) included, without truncation; and the
-    share of the texts' own tokens that are the unknown token (None when the tokenizer has none, as byte-level BPE)."""
+@dataclass(frozen=True)
+class TokenCounts:
+    """What one tokenization pass over texts measures."""
+
+    lengths: np.ndarray  # (N,) tokens per text, special tokens ([CLS]/[SEP], <s>/</s>) included, untruncated
+    unknown_share: float | None  # share of the texts' own tokens that are the unknown token; None: it has none
+
+
+def count_tokens(texts: list[str], tokenizer: PreTrainedTokenizerBase) -> TokenCounts:
+    """Each text's length in tokens without truncation, and the share of unknown tokens (None for a tokenizer
+    without one, as byte-level BPE)."""
     lengths, unknown = [], 0
     unknown_id = tokenizer.unk_token_id
     for start in range(0, len(texts), TOKENIZE_BATCH_SIZE):
@@ -122,7 +130,7 @@ def token_lengths(texts: list[str], tokenizer: PreTrainedTokenizerBase) -> tuple
         unknown += sum(ids.count(unknown_id) for ids in encoded["input_ids"]) if unknown_id is not None else 0
     content = sum(lengths) - len(lengths) * tokenizer.num_special_tokens_to_add(pair=False)
     share = None if unknown_id is None else unknown / max(content, 1)
-    return np.asarray(lengths, dtype=np.int64), share
+    return TokenCounts(np.asarray(lengths, dtype=np.int64), share)
 
 
 def padded_width(longest: int, max_length: int) -> int:
@@ -257,9 +265,9 @@ def tokenize_splits(
             _warn_unknown_tokens(info.unknown_token_share, tokenizer)
             return tokenized, info
 
-    measured = {name: token_lengths(splits[name]["text"], tokenizer) for name in splits}
-    raw_lengths = {name: lengths for name, (lengths, _) in measured.items()}
-    unknown = {name: share for name, (_, share) in measured.items()}
+    measured = {name: count_tokens(splits[name]["text"], tokenizer) for name in splits}
+    raw_lengths = {name: counts.lengths for name, counts in measured.items()}
+    unknown = {name: counts.unknown_share for name, counts in measured.items()}
     _warn_unknown_tokens(unknown, tokenizer)
     max_length = _fixed_length(config, rule, raw_lengths["train"], limit, tokenizer, seconds_per_window)
     truncated = {
