@@ -641,6 +641,18 @@ def test_existing_output_needs_overwrite(run_dir, tmp_path, capsys):
     assert oct(output.stat().st_mode & 0o777) != oct(0o600)  # not the private mode of the temporary file
 
 
+def test_the_input_is_never_the_output_even_with_overwrite(run_dir, tmp_path, capsys, monkeypatch):
+    source = write_table(tmp_path / "in.csv", news_rows(3))
+    original = source.read_bytes()
+    (tmp_path / "link.csv").symlink_to(source)
+    os.link(source, tmp_path / "hard.csv")
+    monkeypatch.chdir(tmp_path)
+    for output in ["in.csv", "./in.csv", tmp_path / "link.csv", tmp_path / "hard.csv"]:
+        assert predict_cli(run_dir, source, output, "--overwrite") != 0
+        assert_one_line_error(capsys.readouterr().err, "is the input file", str(source))
+        assert source.read_bytes() == original
+
+
 def test_existing_output_is_checked_before_loading_anything(tmp_path, capsys):
     output = tmp_path / "out.csv"
     output.write_text("precious\n")

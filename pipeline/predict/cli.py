@@ -191,7 +191,11 @@ def _add_output_arguments(add: Any) -> None:
         default="",
         help="put this before the added columns' names, e.g. pred_ when the input already has a label column",
     )
-    add("--overwrite", action="store_true", help="replace the output file if it exists (never a symlink)")
+    add(
+        "--overwrite",
+        action="store_true",
+        help="replace the output file if it exists (never a symlink, never the input)",
+    )
     add("--no-progress", action="store_true", help="no progress bar (it is off anyway when stderr is not a terminal)")
 
 
@@ -226,7 +230,7 @@ def run(args: argparse.Namespace) -> RunSummary:
     if num_processes > 1 and args.input == STANDARD_INPUT:
         raise PredictError("under several processes every process reads the input: give a file, not '-'")
     if process_index == 0:
-        check_output(args.output, args.overwrite)
+        check_output(args.output, args.overwrite, args.input)
     source = (
         resolve_model_source(args.model).with_text_columns(args.text_columns).with_text_separator(args.text_separator)
     )

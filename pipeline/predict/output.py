@@ -172,10 +172,13 @@ def writes_through(path: str) -> bool:
     return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
-def check_output(path: str, overwrite: bool) -> None:
-    """Before any work: never replace an existing file silently; a symlink is refused (it would be replaced)."""
+def check_output(path: str, overwrite: bool, input_path: str | None = None) -> None:
+    """Before any work: never replace an existing file silently, nor the input even with --overwrite (the labelled
+    copy would take the place of the only copy of the data); a symlink is refused (it would be replaced)."""
     if writes_through(path):
         return
+    if is_same_file(path, input_path):
+        raise PredictError(f"output {path} is the input file {input_path}; write the labelled rows to another file")
     target = Path(path)
     if target.is_symlink():
         raise PredictError(f"output {path} is a symbolic link; give the path it points to ({os.path.realpath(path)})")
@@ -183,6 +186,16 @@ def check_output(path: str, overwrite: bool) -> None:
         raise PredictError(f"output is a directory, not a file: {path}")
     if target.exists() and not overwrite:
         raise PredictError(f"output file {path} already exists; pass --overwrite to replace it")
+
+
+def is_same_file(path: str, other: str | None) -> bool:
+    """Whether two names reach one existing file: the same name, another spelling, a symlink or a hard link."""
+    if other is None or other == "-":
+        return False
+    try:
+        return os.path.samefile(path, other)
+    except OSError:  # either does not exist (yet): not one file
+        return False
 
 
 @contextlib.contextmanager
