@@ -738,6 +738,27 @@ def test_predict_texts_matches_the_command(run_dir, predictor, tmp_path, bert_to
     assert [label for label, _ in by_path] == [label for label, _ in results[:3]]
 
 
+def test_predict_texts_takes_a_columns_gaps_and_non_strings(predictor):
+    """A DataFrame column as list or Series has NaN for its gaps, and may hold numbers: each is read as
+    predict_dataframe reads a cell (a gap is an empty text, a number its str), not an AttributeError."""
+    texts = [ag_text(row) for row in news_rows(2)]
+    column = pd.Series([texts[0], np.nan, None, pd.NA, 42, texts[1]], index=[5, 3, 9, 1, 0, 2], dtype=object)
+    results = predict_texts(predictor, column, flags=True)
+    assert [label for label, _, _ in results[1:4]] == ["", "", ""]
+    assert all(math.isnan(score) and flag is None for _, score, flag in results[1:4])
+    alone = predict_texts(predictor, ["42"])[0]
+    assert results[4][0] == alone[0] and results[4][1] == pytest.approx(alone[1], abs=1e-3)  # other batch shapes
+    assert [result[0] for result in (results[0], results[5])] == [label for label, _ in predict_texts(predictor, texts)]
+
+
+def test_predict_dataframe_takes_one_text_column_as_a_string(predictor):
+    frame = pd.DataFrame({"body": [ag_text(row) for row in news_rows(3)], "title": ["x", "y", "z"]})
+    by_name = predict_dataframe(predictor, frame, text_columns="body")
+    by_list = predict_dataframe(predictor, frame, text_columns=["body"])
+    pd.testing.assert_frame_equal(by_name, by_list)
+    assert by_name["error"].tolist() == ["", "", ""]
+
+
 def test_predict_dataframe_returns_a_labelled_copy(run_dir, predictor, tmp_path):
     rows = news_rows(12)
     frame = pd.DataFrame(rows, columns=HEADER)

@@ -16,26 +16,27 @@ from typing import Any
 from pipeline.predict.output import check_no_clash, predictor_columns
 from pipeline.predict.predictor import DEFAULT_BATCH_SIZE, Predictor, as_predictor
 from pipeline.predict.source import PredictError
-from pipeline.tables import DataError, resolve_columns
+from pipeline.tables import DataError, is_missing, resolve_columns
 
 
 def predict_texts(
     model_dir: str | Path | Predictor,
-    texts: Sequence[str] | str,
+    texts: Sequence[Any] | str,
     batch_size: int = DEFAULT_BATCH_SIZE,
     device: str = "auto",
     precision: str = "auto",
     backend: str = "auto",
     flags: bool = False,
 ) -> list[tuple]:
-    """(label, score) for each text, in order; an empty text gives ("", nan). A single string is one text.
+    """(label, score) for each text, in order; an empty or missing text (None, NaN: a column's gaps) gives ("", nan),
+    and any other value is read as its str(), as predict_dataframe reads cells. A single string is one text.
     A multi-label model gives (labels, scores): the predicted classes and their probabilities ([] for none).
     Probabilities are calibrated and labels follow the model's thresholds (model/decision.json) when it has them.
     `flags`: each tuple gains a third item, True where a multi-class model with thresholds flags the row
     low-confidence (its label is kept); False for other models; None for an empty text.
     Pass a Predictor to load the model once. `backend`: "auto" (the run's verified ONNX export when it is faster
     than PyTorch, else PyTorch), "torch" or "onnx" (an error when the run has no verified export)."""
-    texts = [texts] if isinstance(texts, str) else list(texts)
+    texts = [_as_text(text) for text in ([texts] if isinstance(texts, str) else texts)]
     predictor = as_predictor(model_dir, batch_size=batch_size, device=device, precision=precision, backend=backend)
     result = predictor.label_texts(texts)
     if result.label_sets is not None:
@@ -57,10 +58,15 @@ def predict_texts(
     ]
 
 
+def _as_text(value: Any) -> str:
+    """A list item as text: a gap (None, NaN, pd.NA) is empty, so it gets no label instead of a crash."""
+    return "" if is_missing(value) else value if isinstance(value, str) else str(value)
+
+
 def predict_dataframe(
     model_dir: str | Path | Predictor,
     df: Any,
-    text_columns: Sequence[str] | None = None,
+    text_columns: Sequence[str] | str | None = None,
     probabilities: bool = False,
     batch_size: int = DEFAULT_BATCH_SIZE,
     device: str = "auto",
@@ -72,13 +78,15 @@ def predict_dataframe(
     """A copy of `df` with label, label_id (nullable Int64), score, [prob_<class>...], error columns added.
 
     Text columns default to those the model was trained with, found as stage 1 finds them, and are joined by its
-    separator (or `text_separator`). Rows whose text is empty or missing (NaN, None) are kept, unlabelled, with the
+    separator (or `text_separator`); `text_columns="body"` names one column. Rows whose text is empty or missing (NaN, None) are kept, unlabelled, with the
     reason in `error`. `prefix` goes before every added column's name. `backend` as for predict_texts.
     """
     import pandas as pd
 
     predictor = as_predictor(model_dir, batch_size=batch_size, device=device, precision=precision, backend=backend)
-    spec = predictor.text_spec.with_columns(text_columns).with_separator(text_separator)
+    # A bare string is one column's name, not a sequence of one-letter names.
+    columns = [text_columns] if isinstance(text_columns, str) else text_columns
+    spec = predictor.text_spec.with_columns(columns).with_separator(text_separator)
     header = [str(column) for column in df.columns]
     try:
         positions = resolve_columns(header, spec.columns, "the DataFrame", "the text_columns argument")
