@@ -45,6 +45,13 @@ GZIP_MAGIC = b"\x1f\x8b"
 PARQUET_MAGIC = b"PAR1"
 ZIP_MAGIC = b"PK\x03\x04"  # .xlsx, .ods, .docx, .zip
 OLE_MAGIC = b"\xd0\xcf\x11\xe0"  # .xls (Excel 97-2003)
+# Wide encodings by their byte-order mark; UTF-32's come first, as UTF-32-LE's begins with UTF-16-LE's.
+WIDE_BYTE_ORDER_MARKS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
 
 
 class DataError(ValueError):
@@ -194,6 +201,20 @@ def _check_content_matches(head: bytes, kind: str, name: str, option: str) -> No
         raise DataError(f"{name} is a Parquet file, not {kind.upper()}; set {option} to parquet (or rename it)")
     if kind == "parquet" and not head.startswith(PARQUET_MAGIC):
         raise DataError(f"{name} is not a Parquet file (it does not start with PAR1); check {option}")
+
+
+def _check_not_wide(head: bytes, codec: str, name: str, option: str) -> None:
+    """A UTF-16 file (a spreadsheet's "Unicode text", PowerShell's default) read as UTF-8 fails on its first byte,
+    and read as latin-1, which the generic hint offers, gives column names full of NULs; its byte-order mark says
+    which encoding to give."""
+    if not _splits_on_newline_bytes(codec):  # already a wide encoding
+        return
+    for mark, wide in WIDE_BYTE_ORDER_MARKS:
+        if head.startswith(mark):
+            raise DataError(
+                f"{name} starts with a {wide.upper()} byte-order mark, so it is not {codec.removesuffix('-sig')}; "
+                f"give its encoding with {option} (e.g. {wide})"
+            )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -352,6 +373,8 @@ def open_table(
         _refuse_workbook(lines.head(4), lines.name)
         kind = resolve_format(path, file_format, format_option)
         _check_content_matches(lines.head(4), kind, lines.name, format_option)
+        if kind != "parquet":  # Parquet is binary: its text encoding is its own
+            _check_not_wide(lines.head(4), codec, lines.name, encoding_option)
         from pipeline.table_formats import delimited_table, json_table, parquet_table  # they import this module
 
         if kind == "parquet":

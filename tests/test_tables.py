@@ -235,6 +235,21 @@ def test_utf16_input_reads_with_its_encoding(tmp_path):
     assert "wide.csv" in message_of(path)  # as UTF-8 it is not readable, and the error names the file
 
 
+@pytest.mark.parametrize("encoding, named", [("utf-16", "utf-16"), ("utf-16-be", "utf-16"), ("utf-32", "utf-32")])
+@pytest.mark.parametrize("read_as", ["utf-8", "latin-1"])
+def test_a_wide_file_read_as_a_narrow_encoding_names_its_encoding(tmp_path, encoding, named, read_as):
+    # Read as latin-1, as the generic hint for bad UTF-8 bytes suggests, it gave column names full of NULs.
+    path = tmp_path / "wide.csv"
+    path.write_bytes("\ufeff".encode(encoding) + "id,text\n1,Café\n".encode(encoding))
+    message = message_of(path, encoding=read_as, encoding_option="--encoding")
+    assert message.startswith(str(path))
+    assert f"{named.upper()} byte-order mark" in message and f"--encoding (e.g. {named})" in message
+    gzipped = tmp_path / "wide.csv.gz"
+    gzipped.write_bytes(gzip.compress(path.read_bytes()))
+    assert f"{named.upper()} byte-order mark" in message_of(gzipped, encoding=read_as)
+    assert read_all(path, encoding=named)[1] == [["1", "Café"]]
+
+
 def test_utf8_byte_order_mark_is_dropped_from_the_header(tmp_path):
     path = tmp_path / "excel.csv"
     frame().to_csv(path, index=False, encoding="utf-8-sig")
