@@ -653,6 +653,14 @@ def test_the_input_is_never_the_output_even_with_overwrite(run_dir, tmp_path, ca
         assert source.read_bytes() == original
 
 
+def test_an_output_folder_that_cannot_be_made_is_named_before_loading_anything(tmp_path, capsys):
+    source = write_table(tmp_path / "in.csv", news_rows(2))
+    for output in [source / "out.csv", source / "deeper" / "out.csv"]:
+        code = run_main(["--model", tmp_path / "no-model", "--input", source, "--output", output])
+        assert code != 0
+        assert_one_line_error(capsys.readouterr().err, f"cannot write output {output}", f"{source} is a file")
+
+
 def test_existing_output_is_checked_before_loading_anything(tmp_path, capsys):
     output = tmp_path / "out.csv"
     output.write_text("precious\n")

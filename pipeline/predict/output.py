@@ -186,6 +186,16 @@ def check_output(path: str, overwrite: bool, input_path: str | None = None) -> N
         raise PredictError(f"output is a directory, not a file: {path}")
     if target.exists() and not overwrite:
         raise PredictError(f"output file {path} already exists; pass --overwrite to replace it")
+    check_output_folder(path)
+
+
+def check_output_folder(path: str) -> None:
+    """The output's folder is made when the first rows are written, after the model has loaded; a path through a
+    file would fail only then, as "[Errno 17] File exists: 'x.csv'", without saying it was the output's folder."""
+    folder = Path(path).absolute().parent
+    existing = next(ancestor for ancestor in (folder, *folder.parents) if ancestor.exists())
+    if not existing.is_dir():
+        raise PredictError(f"cannot write output {path}: {existing} is a file, not a folder")
 
 
 def is_same_file(path: str, other: str | None) -> bool:
