@@ -56,7 +56,23 @@ def header_of(first_record: list[str], column_names: Sequence[str] | None, where
                 "if the file has no header, give the column names"
             )
         return names, True
-    return list(column_names), [normalise_name(n) for n in first_record] == [normalise_name(n) for n in column_names]
+    if [normalise_name(n) for n in first_record] == [normalise_name(n) for n in column_names]:
+        return list(column_names), True
+    _check_not_another_header(first_record, column_names, where)
+    return list(column_names), False
+
+
+def _check_not_another_header(first_record: list[str], column_names: Sequence[str], where: str) -> None:
+    """A first record that names some of its columns as given but not all (id,title,description where
+    class_index,title,description were given) is a header of its own, not data: read as data it would be labelled as
+    a text and its names replaced by the given ones (id written back as class_index)."""
+    repeated = [name for name, cell in zip(column_names, first_record) if normalise_name(name) == normalise_name(cell)]
+    if repeated:
+        raise DataError(
+            f"{where}: the first row ({', '.join(first_record)}) is a header that names {', '.join(repeated)} as the "
+            f"given column names ({', '.join(column_names)}) do but not the others; leave the column names out to read "
+            "the file by its own header"
+        )
 
 
 def delimited_table(lines: LineSource, kind: str, column_names: Sequence[str] | None, chunk_size: int | None) -> Table:

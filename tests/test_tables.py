@@ -330,13 +330,32 @@ def test_empty_or_repeated_header_names_are_rejected(first):
         (["class_index", "title", "description"], True),
         (["CLASS_INDEX", " Title", "Description "], True),  # case and surrounding spaces are ignored
         (["3", "Wall St. Bears", "Reuters - Short-sellers"], False),
-        (["class_index", "title"], False),
-        (["class_index", "description", "title"], False),  # another order is data
+        (["title", "description", "class_index"], False),  # no cell names its own column: data
     ],
 )
 def test_with_column_names_a_first_record_repeating_them_is_a_header(first, is_header):
     names = ["class_index", "title", "description"]
     assert header_of(first, names, "f") == (names, is_header)
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        ["id", "title", "description"],  # a file with its own header, given the run's names (README's example)
+        ["class_index", "description", "title"],  # another order: read as data, title and description swapped
+        ["class_index", "title"],
+    ],
+)
+def test_with_column_names_a_first_record_naming_some_of_them_is_another_header(tmp_path, first):
+    """Read as data, such a header was labelled as a text and its names replaced by the given ones."""
+    names = ["class_index", "title", "description"]
+    with pytest.raises(DataError, match=r"f, line 1: the first row \(.*\) is a header") as caught:
+        header_of(first, names, "f, line 1")
+    assert "leave the column names out" in str(caught.value)
+    path = tmp_path / "own_header.csv"
+    path.write_text("id,title,description\n007,Wall St.,Short-sellers\n")
+    assert "own_header.csv, line 1: the first row (id, title, description)" in message_of(path, column_names=names)
+    assert read_all(path)[:2] == (["id", "title", "description"], [["007", "Wall St.", "Short-sellers"]])
 
 
 def test_one_config_reads_files_with_and_without_a_header(tmp_path):

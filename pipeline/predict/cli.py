@@ -127,7 +127,7 @@ def _add_file_arguments(add: Any) -> None:
         "--column-names",
         type=_column_list,
         help="names for the columns of a file without a header row (e.g. class_index,title,description); "
-        "a first row repeating the names is still read as a header",
+        "a first row repeating the names is still read as a header; one naming only some of them is an error",
     )
     add("--format", choices=FORMATS, help="input format (default: by extension; csv for '-')")
     add(
