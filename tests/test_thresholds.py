@@ -220,10 +220,11 @@ def test_a_binary_run_stores_its_threshold_and_prediction_uses_it(tmp_path, tiny
     assert labelled["label"].tolist() == expected.tolist()
 
 
-def test_a_multi_class_threshold_flags_low_confidence_rows_in_prediction(tiny_run_config, tmp_path):
+def test_a_multi_class_threshold_flags_low_confidence_rows_in_prediction(tiny_run_config, tmp_path, capsys):
     import pandas as pd
 
     from pipeline import finetune
+    from pipeline.predict import main as predict_main
     from pipeline.predict import predict_dataframe, predict_texts
 
     config = tiny_run_config(
@@ -250,6 +251,13 @@ def test_a_multi_class_threshold_flags_low_confidence_rows_in_prediction(tiny_ru
     ]
     flagged_texts = predict_texts(config.run_dir, frame["title"] + " " + frame["description"], flags=True)
     assert [flag for _, _, flag in flagged_texts] == labelled["low_confidence"].tolist()
+    # The command's closing line counts the flagged rows, the ones a person is to check.
+    frame.to_csv(tmp_path / "in.csv", index=False)
+    predict_main(["--model", str(config.run_dir), "--input", str(tmp_path / "in.csv"), "--output", "-"])
+    flagged = int(labelled["low_confidence"].sum())
+    assert flagged > 0  # two steps of training leave the model unsure of these rows
+    summary = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"; {flagged} row{'' if flagged == 1 else 's'} flagged low-confidence" in summary
 
     # The run's own test predictions carry the flags that metrics.json counts, and the report shows them.
     test_rows = pd.read_csv(config.run_dir / "test_predictions.csv", keep_default_na=False)

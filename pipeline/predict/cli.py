@@ -56,6 +56,8 @@ DEFAULT_CHUNK_SIZE = 10_000
 class RunSummary:
     rows: int = 0
     rows_without_text: int = 0
+    # Rows a multi-class model with thresholds flags low-confidence: the ones its user means to check by hand.
+    rows_flagged: int = 0
     seconds: float = 0.0
     backend: str = ""  # which backend ran and why (printed on stderr after a successful run, not before an error)
 
@@ -78,6 +80,8 @@ def predict_table(
         result = predictor.label_texts(texts, on_batch=progress.update, empty_error=spec.describe_empty())
         without_text = sum(1 for error in result.errors if error)
         summary.rows_without_text += without_text
+        if result.low_confidence is not None:
+            summary.rows_flagged += int(result.low_confidence.sum())
         progress.update(without_text)
         if writer is not None:
             separator = None if writer.keeps_lists else predictor.label_separator
@@ -351,8 +355,13 @@ def _report(summary: RunSummary, output: str) -> None:
         print(summary.backend, file=sys.stderr)
     destination = "stdout" if output == "-" else output
     note = ""
+    if summary.rows_flagged:
+        note += f"; {_rows(summary.rows_flagged)} flagged low-confidence, below their class's threshold (see the "
+        note += "low_confidence column)"
     if summary.rows_without_text:
-        count = summary.rows_without_text
-        note = f"; {count} row{'s' if count > 1 else ''} had no text, left unlabelled (see the error column)"
-    rows = f"{summary.rows} row{'' if summary.rows == 1 else 's'}"
-    print(f"labelled {rows} -> {destination} ({rate:.0f} rows/s){note}", file=sys.stderr)
+        note += f"; {_rows(summary.rows_without_text)} had no text, left unlabelled (see the error column)"
+    print(f"labelled {_rows(summary.rows)} -> {destination} ({rate:.0f} rows/s){note}", file=sys.stderr)
+
+
+def _rows(count: int) -> str:
+    return f"{count} row{'' if count == 1 else 's'}"
