@@ -765,6 +765,8 @@ def test_predict_dataframe_takes_one_text_column_as_a_string(predictor):
     by_list = predict_dataframe(predictor, frame, text_columns=["body"])
     pd.testing.assert_frame_equal(by_name, by_list)
     assert by_name["error"].tolist() == ["", "", ""]
+    with pytest.raises(PredictError, match="takes a pandas DataFrame, got Series; .* use predict_texts"):
+        predict_dataframe(predictor, frame["body"])
 
 
 def test_predict_dataframe_returns_a_labelled_copy(run_dir, predictor, tmp_path):

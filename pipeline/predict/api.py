@@ -78,10 +78,17 @@ def predict_dataframe(
     """A copy of `df` with label, label_id (nullable Int64), score, [prob_<class>...], error columns added.
 
     Text columns default to those the model was trained with, found as stage 1 finds them, and are joined by its
-    separator (or `text_separator`); `text_columns="body"` names one column. Rows whose text is empty or missing (NaN, None) are kept, unlabelled, with the
-    reason in `error`. `prefix` goes before every added column's name. `backend` as for predict_texts.
+    separator (or `text_separator`); `text_columns="body"` names one column. Rows whose text is empty or missing
+    (NaN, None) are kept, unlabelled, with the reason in `error`. `prefix` goes before every added column's name.
+    `backend` as for predict_texts.
     """
     import pandas as pd
+
+    if not isinstance(df, pd.DataFrame):
+        raise PredictError(
+            f"predict_dataframe takes a pandas DataFrame, got {type(df).__name__}; for a Series or a list of texts "
+            "use predict_texts"
+        )
 
     predictor = as_predictor(model_dir, batch_size=batch_size, device=device, precision=precision, backend=backend)
     # A bare string is one column's name, not a sequence of one-letter names.
