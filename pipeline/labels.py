@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pipeline.tables import INCOMPLETE_ROWS_HINT, DataError, is_blank
+from pipeline.tables import INCOMPLETE_ROWS_HINT, DataError, is_blank, shorten
 
 if TYPE_CHECKING:
     from pipeline.config import DataConfig
@@ -47,6 +47,9 @@ MAX_INFERRED_CLASSES = 1000
 # run would learn hundreds of classes of a row or two each, or fail carving with a list of every one of them), with
 # data.label_names as the way to insist. A rating in half-stars (0.5 .. 5.0: ten values) stays a set of classes.
 MAX_FRACTIONAL_CLASSES = 20
+# ... and only when the values look continuous: most of them on fewer than this many rows each (the median). Decimal
+# codes (ICD-9's 401.9, Dewey's 510.2) with enough rows per code stay classes.
+MIN_ROWS_PER_FRACTIONAL_CLASS = 5
 # Refused when more than half the labelled rows, and at least this many, carry a label that no other row has.
 MIN_ONE_OFF_ROWS = 20
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -133,12 +136,14 @@ def _inferred_scheme(train: Table, column: str, base: int | None) -> LabelScheme
 
 def _refuse_unlike_classes(values: list[Any], train: Table, column: str) -> None:
     """Inferred labels that cannot be classes are an error before anything is split or trained: a regression target
-    (fractional numbers, more than MAX_FRACTIONAL_CLASSES of them) or a text or id column (most rows' label is
-    their own)."""
+    (fractional numbers, more than MAX_FRACTIONAL_CLASSES of them, most on few rows) or a text or id column (most
+    rows' label is their own)."""
     counts = Counter(str(value).strip() for value in values)
     insist = "if these are classes, list them all in data.label_names"
     numbers = all(_DECIMAL.fullmatch(name) for name in counts)
-    if numbers and len(counts) > MAX_FRACTIONAL_CLASSES and any(as_int(name) is None for name in counts):
+    continuous = np.median(list(counts.values())) < MIN_ROWS_PER_FRACTIONAL_CLASS if counts else False
+    fractional = any(as_int(name) is None for name in counts)
+    if numbers and fractional and continuous and len(counts) > MAX_FRACTIONAL_CLASSES:
         raise DataError(
             f"{train.source}, column '{column}' (data.label_column): the labels are numbers with fractions "
             f"({_examples(counts)}, ...: {len(counts):,} distinct values in {len(values):,} rows), a regression target? The "
@@ -155,8 +160,7 @@ def _refuse_unlike_classes(values: list[Any], train: Table, column: str) -> None
 
 def _examples(names: Iterable[str], count: int = 3, width: int = 40) -> str:
     """The first few labels, quoted, each cut to `width` characters: a text column's labels are paragraphs."""
-    shown = [name if len(name) <= width else name[: width - 1] + "…" for name in list(names)[:count]]
-    return ", ".join(repr(name) for name in shown)
+    return ", ".join(repr(shorten(name, width)) for name in list(names)[:count])
 
 
 def _check_names(names: list[str]) -> None:

@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import Formatter, MaxNLocator, PercentFormatter
 
 from pipeline.io import atomic_path
+from pipeline.tables import shorten
 
 # Rendered at 1.5x the CSS size so charts stay sharp on high-density screens.
 PNG_DPI = 144
@@ -26,7 +27,8 @@ _RUN_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
 # Above this many classes the confusion matrix shows the most frequent ones only (and no counts in the cells):
 # a 2,000-class matrix would take minutes and gigabytes to draw and say nothing readable.
 MAX_PLOTTED_CLASSES = 30
-# Characters of a class name on an axis; the report's tables give names in full.
+# Characters of a class name on an axis (a 200-character name pushed the plot off its image); the report's tables
+# give names in full.
 MAX_TICK_CHARACTERS = 40
 
 
@@ -37,11 +39,6 @@ def shown_classes(matrix: Sequence[Sequence[float]] | np.ndarray) -> list[int]:
     if len(totals) <= MAX_PLOTTED_CLASSES:
         return list(range(len(totals)))
     return sorted(np.argsort(-totals, kind="stable")[:MAX_PLOTTED_CLASSES].tolist())
-
-
-def shortened(label: str, width: int = MAX_TICK_CHARACTERS) -> str:
-    """A class name cut to `width` characters for an axis: a 200-character name would push the plot off its image."""
-    return label if len(label) <= width else label[: width - 1] + "…"
 
 
 def literal(text: object) -> str:
@@ -90,7 +87,7 @@ def confusion_matrix_figure(
     counts = np.asarray(matrix, dtype=float)
     if counts.ndim != 2 or counts.shape != (len(labels), len(labels)):
         raise ValueError(f"confusion matrix of shape {counts.shape} does not match {len(labels)} labels")
-    labels = [literal(shortened(str(label))) for label in labels]
+    labels = [literal(shorten(label, MAX_TICK_CHARACTERS)) for label in labels]
     if len(labels) > MAX_PLOTTED_CLASSES:
         keep = shown_classes(counts)
         counts, labels = counts[np.ix_(keep, keep)], [labels[index] for index in keep]
@@ -219,7 +216,7 @@ def per_class_f1_figure(labels: Sequence[str], f1_by_run: Mapping[str, Sequence[
         bars = axes.bar(offsets, heights, width=bar_width, color=run_color(index), label=literal(run_name))
         if show_values:
             axes.bar_label(bars, labels=["" if np.isnan(h) else f"{h:.2f}" for h in heights], fontsize=8, padding=2)
-    axes.set_xticks(group_positions, labels=[literal(shortened(str(label))) for label in labels])
+    axes.set_xticks(group_positions, labels=[literal(shorten(label, MAX_TICK_CHARACTERS)) for label in labels])
     if max((len(label) for label in labels), default=0) * num_classes > 60:
         axes.tick_params(axis="x", labelrotation=30)
     axes.set_ylim(0.0, 1.08)

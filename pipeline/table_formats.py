@@ -13,7 +13,17 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from pipeline.tables import DELIMITERS, STANDARD_INPUT, Chunk, DataError, LineSource, Table, normalise_name, one_line
+from pipeline.tables import (
+    DELIMITERS,
+    STANDARD_INPUT,
+    Chunk,
+    DataError,
+    LineSource,
+    Table,
+    normalise_name,
+    one_line,
+    shorten,
+)
 
 logger = logging.getLogger("pipeline.data")
 
@@ -62,16 +72,27 @@ def header_of(first_record: list[str], column_names: Sequence[str] | None, where
     return list(column_names), False
 
 
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _check_not_another_header(first_record: list[str], column_names: Sequence[str], where: str) -> None:
-    """A first record that names some of its columns as given but not all (id,title,description where
-    class_index,title,description were given) is a header of its own, not data: read as data it would be labelled as
-    a text and its names replaced by the given ones (id written back as class_index)."""
-    repeated = [name for name, cell in zip(column_names, first_record) if normalise_name(name) == normalise_name(cell)]
-    if repeated:
+    """A first record that holds given column names without being exactly them (id,title,description where
+    class_index,title,description were given, or the names in another order) is a header of its own, not data:
+    read as data it would be labelled as a text and its names replaced by the given ones (id written back as
+    class_index, title and description swapped). Two such cells, or one that is not a number (a data row may well
+    hold 0 where the columns are named 0, 1, ...), make it a header."""
+    given = {normalise_name(name) for name in column_names}
+    named = [cell for cell in first_record if normalise_name(cell) in given]
+    if len(named) >= 2 or not all(_is_number(cell) for cell in named):
         raise DataError(
-            f"{where}: the first row ({', '.join(first_record)}) is a header that names {', '.join(repeated)} as the "
-            f"given column names ({', '.join(column_names)}) do but not the others; leave the column names out to read "
-            "the file by its own header"
+            f"{where}: the first row ({', '.join(shorten(cell, 30) for cell in first_record)}) is a header naming "
+            f"{', '.join(named)}, but not as the given column names ({', '.join(column_names)}) do; leave the column "
+            "names out to read the file by its own header"
         )
 
 

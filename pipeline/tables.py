@@ -62,6 +62,13 @@ def one_line(error: BaseException | str) -> str:
     return " ".join(str(error).split())
 
 
+def shorten(text: object, limit: int) -> str:
+    """One line of at most `limit` characters, whitespace collapsed, an ellipsis where text was cut: a text, a class
+    name or a cell quoted in a message, a table or on a plot axis."""
+    text = one_line(str(text))
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The text rule
 
@@ -118,9 +125,10 @@ class TextSpec:
     def text_of(self, values: Sequence[Any]) -> str:
         """The text of one row from its text-column values (in `columns` order); "" when every part is empty. A list
         value (JSON Lines, Parquet: sentences, paragraphs) is its items joined as parts are."""
-        return join_text([self._part(value) for value in values], self.separator, self.unescape_newlines)
+        return join_text([self.cell_text(value) for value in values], self.separator, self.unescape_newlines)
 
-    def _part(self, value: Any) -> str:
+    def cell_text(self, value: Any) -> str:
+        """One cell as text: empty when missing, a list's items joined, a dict as JSON, anything else its str()."""
         if is_missing(value):
             return ""
         if isinstance(value, (list, tuple)) or type(value).__name__ == "ndarray":
@@ -186,7 +194,8 @@ def _refuse_workbook(head: bytes, name: str) -> None:
     if head.startswith(ZIP_MAGIC):
         raise DataError(
             f"{name} is a zip archive (an Excel or OpenDocument workbook?), which is not read: save the sheet as "
-            "CSV UTF-8 (Excel: File > Save As > CSV UTF-8) and give that file"
+            "CSV UTF-8 (Excel: File > Save As > CSV UTF-8) and give that file, or unzip it if it holds a CSV file "
+            "(gzip is read as it is)"
         )
     if head.startswith(OLE_MAGIC):
         raise DataError(

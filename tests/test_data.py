@@ -894,6 +894,15 @@ def test_half_star_ratings_stay_classes(tmp_path):
     assert data.labels == sorted(stars)
 
 
+def test_decimal_codes_with_rows_to_learn_from_stay_classes(tmp_path):
+    """ICD-9-like codes (401.9, 250.00): many fractional numbers, but each on enough rows to be a class."""
+    codes = [f"{400 + index}.{index % 10}" for index in range(25)]
+    rows = "".join(f"note {index} about {code},{code}\n" for index, code in enumerate(codes * 8))
+    train = write_text(tmp_path / "train.csv", "text,code\n" + rows)
+    data = load_data(files_config(train, None, test_file=None, label_column="code"), seed=0)
+    assert len(data.labels) == len(codes)
+
+
 @pytest.mark.parametrize("labels", [[f"headline number {index}" for index in range(30)], list(range(30))])
 def test_a_text_or_id_column_chosen_as_label_column_is_refused(tmp_path, labels):
     rows = "".join(f"story {index},{label}\n" for index, label in enumerate(labels))

@@ -330,7 +330,7 @@ def test_empty_or_repeated_header_names_are_rejected(first):
         (["class_index", "title", "description"], True),
         (["CLASS_INDEX", " Title", "Description "], True),  # case and surrounding spaces are ignored
         (["3", "Wall St. Bears", "Reuters - Short-sellers"], False),
-        (["title", "description", "class_index"], False),  # no cell names its own column: data
+        (["3", "Wall St. Bears", "4"], False),
     ],
 )
 def test_with_column_names_a_first_record_repeating_them_is_a_header(first, is_header):
@@ -344,6 +344,8 @@ def test_with_column_names_a_first_record_repeating_them_is_a_header(first, is_h
         ["id", "title", "description"],  # a file with its own header, given the run's names (README's example)
         ["class_index", "description", "title"],  # another order: read as data, title and description swapped
         ["class_index", "title"],
+        ["title", "description", "class_index"],  # every name, none in its place
+        ["text", "Title"],
     ],
 )
 def test_with_column_names_a_first_record_naming_some_of_them_is_another_header(tmp_path, first):
@@ -356,6 +358,13 @@ def test_with_column_names_a_first_record_naming_some_of_them_is_another_header(
     path.write_text("id,title,description\n007,Wall St.,Short-sellers\n")
     assert "own_header.csv, line 1: the first row (id, title, description)" in message_of(path, column_names=names)
     assert read_all(path)[:2] == (["id", "title", "description"], [["007", "Wall St.", "Short-sellers"]])
+
+
+def test_a_number_in_a_column_named_by_numbers_is_data():
+    """Columns named 0, 1, ... (pandas' default): a first row holding 0 is data, not a header."""
+    assert header_of(["0", "Wall St. Bears"], ["0", "1"], "f") == (["0", "1"], False)
+    with pytest.raises(DataError, match="is a header naming 1, 0"):  # both, in another order
+        header_of(["1", "0"], ["0", "1"], "f")
 
 
 def test_one_config_reads_files_with_and_without_a_header(tmp_path):

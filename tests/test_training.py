@@ -5,6 +5,7 @@ import shutil
 
 import pytest
 import torch
+import transformers
 from safetensors.torch import load_file
 
 from pipeline import finetune
@@ -345,7 +346,8 @@ def test_a_checkpoint_saved_in_half_precision_trains_and_predicts_in_fp32(tiny_b
     half = tmp_path / "half"
     AutoModelForSequenceClassification.from_pretrained(tiny_bert_dir).half().save_pretrained(half)
     bert_tokenizer.save_pretrained(half)
-    assert AutoModelForSequenceClassification.from_pretrained(half).dtype == torch.float16  # what it would be
+    if int(transformers.__version__.split(".")[0]) >= 5:  # what it would be: 5 loads the config's dtype, 4.x fp32
+        assert AutoModelForSequenceClassification.from_pretrained(half).dtype == torch.float16
     model, _ = build_model(ModelConfig(kind="pretrained", name_or_path=str(half)), ["a", "b"], bert_tokenizer)
     assert {p.dtype for p in model.parameters()} == {torch.float32}
     predictor_model, _ = load_model_and_tokenizer(half)

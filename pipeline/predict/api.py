@@ -16,7 +16,7 @@ from typing import Any
 from pipeline.predict.output import check_no_clash, predictor_columns
 from pipeline.predict.predictor import DEFAULT_BATCH_SIZE, Predictor, as_predictor
 from pipeline.predict.source import PredictError
-from pipeline.tables import DataError, is_missing, resolve_columns
+from pipeline.tables import DataError, resolve_columns
 
 
 def predict_texts(
@@ -29,15 +29,15 @@ def predict_texts(
     flags: bool = False,
 ) -> list[tuple]:
     """(label, score) for each text, in order; an empty or missing text (None, NaN: a column's gaps) gives ("", nan),
-    and any other value is read as its str(), as predict_dataframe reads cells. A single string is one text.
+    and any other value is read as predict_dataframe reads a cell (tables.TextSpec.cell_text). A single string is one text.
     A multi-label model gives (labels, scores): the predicted classes and their probabilities ([] for none).
     Probabilities are calibrated and labels follow the model's thresholds (model/decision.json) when it has them.
     `flags`: each tuple gains a third item, True where a multi-class model with thresholds flags the row
     low-confidence (its label is kept); False for other models; None for an empty text.
     Pass a Predictor to load the model once. `backend`: "auto" (the run's verified ONNX export when it is faster
     than PyTorch, else PyTorch), "torch" or "onnx" (an error when the run has no verified export)."""
-    texts = [_as_text(text) for text in ([texts] if isinstance(texts, str) else texts)]
     predictor = as_predictor(model_dir, batch_size=batch_size, device=device, precision=precision, backend=backend)
+    texts = [predictor.text_spec.cell_text(text) for text in ([texts] if isinstance(texts, str) else texts)]
     result = predictor.label_texts(texts)
     if result.label_sets is not None:
         predictions = [
@@ -56,11 +56,6 @@ def predict_texts(
         (*prediction, bool(flag) if label_id >= 0 else None)
         for prediction, flag, label_id in zip(predictions, low_confidence, result.label_ids.tolist())
     ]
-
-
-def _as_text(value: Any) -> str:
-    """A list item as text: a gap (None, NaN, pd.NA) is empty, so it gets no label instead of a crash."""
-    return "" if is_missing(value) else value if isinstance(value, str) else str(value)
 
 
 def predict_dataframe(

@@ -22,7 +22,7 @@ import torch
 
 from pipeline import hardware
 from pipeline.config import MAX_BATCH_TOKENS
-from pipeline.export.record import BACKENDS
+from pipeline.export.record import BACKEND_RUNTIMES, BACKENDS
 from pipeline.predict.output import (
     OUTPUT_FORMATS,
     added_values,
@@ -131,7 +131,7 @@ def _add_file_arguments(add: Any) -> None:
         "--column-names",
         type=_column_list,
         help="names for the columns of a file without a header row (e.g. class_index,title,description); "
-        "a first row repeating the names is still read as a header; one naming only some of them is an error",
+        "a first row repeating the names is still read as a header; one holding some of them otherwise is an error",
     )
     add("--format", choices=FORMATS, help="input format (default: by extension; csv for '-')")
     add(
@@ -249,7 +249,7 @@ def run(args: argparse.Namespace) -> RunSummary:
         out_format = output_format(args.output, args.output_format, table.format)
         predictor = Predictor.from_source(
             source,
-            device=distributed_device(args.device, num_processes),
+            device=distributed_device(args.device, num_processes, args.backend),
             precision=args.precision,
             batch_size=args.batch_size,
             max_batch_tokens=args.max_batch_tokens or None,
@@ -290,9 +290,10 @@ def distributed_shard() -> tuple[int, int]:
     return state.process_index, state.num_processes
 
 
-def distributed_device(device: str, num_processes: int) -> str:
-    """With several processes on GPUs, `auto` means this process's own GPU, not the first one."""
-    if num_processes > 1 and device == "auto" and torch.cuda.is_available():
+def distributed_device(device: str, num_processes: int, backend: str) -> str:
+    """With several processes on GPUs, `auto` means this process's own GPU, not the first one; under an export
+    backend it stays `auto`, which runs exports on the CPU."""
+    if num_processes > 1 and device == "auto" and backend not in BACKEND_RUNTIMES and torch.cuda.is_available():
         return f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
     return device
 

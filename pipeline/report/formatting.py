@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.rundir import is_number
+from pipeline.tables import shorten
 
 MAX_TEXT_CHARS = 140
 # Shown wherever a value is absent or not a finite number.
@@ -47,6 +48,5 @@ def format_duration(seconds: Any) -> str:
 
 
 def truncate(text: str, limit: int = MAX_TEXT_CHARS) -> str:
-    """One line of at most `limit` characters, whitespace collapsed, an ellipsis where text was cut."""
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    """A text for a report table: tables.shorten to MAX_TEXT_CHARS."""
+    return shorten(text, limit)
