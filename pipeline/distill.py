@@ -2,7 +2,7 @@
 
     source = resolve_teacher(config.train.distill)                     # before any work: a model, or ConfigError
     splits = with_transfer_split(config, data, tokenizer)               # + "transfer": unlabelled and augmented texts
-    rows, record = student_rows(config, tokenized, labels, source)      # train + transfer rows with teacher logits
+    rows, record = student_rows(config, splits, tokenized, labels, source, counts)   # + the teacher's logits
 
 The teacher is a run directory or model folder of this project (BERT or the encoder). Its logits for every row
 are computed once, in batches, by the prediction path (pipeline.predict.Predictor.logits) and cached under
@@ -70,17 +70,58 @@ def weight_files(model_dir: Path) -> list[Path]:
     return sorted(path for pattern in WEIGHT_FILE_PATTERNS for path in Path(model_dir).glob(pattern))
 
 
-def teacher_labels(source: ModelSource) -> list[str]:
-    """The teacher's class names in id order, from its config (no weights loaded)."""
+def teacher_config(source: ModelSource) -> Any:
+    """The teacher's model config (no weights loaded)."""
     from transformers import AutoConfig
 
     import pipeline.models.encoder  # noqa: F401 -- registers the from-scratch encoder with the Auto classes
 
     try:
-        config = AutoConfig.from_pretrained(str(source.model_dir))
+        return AutoConfig.from_pretrained(str(source.model_dir))
     except (OSError, ValueError, KeyError) as error:
         raise ConfigError(f"{TEACHER_KEY}: cannot read the model config in {source.model_dir} ({error})") from None
+
+
+def teacher_labels(config: Any) -> list[str]:
+    """The teacher's class names in id order, from its model config."""
     return [str(config.id2label[index]) for index in range(config.num_labels)]
+
+
+def check_single_label(config: Any, where: Path) -> None:
+    """A multi-label teacher's logits are independent sigmoids: read as a softmax over the classes (the soft
+    targets), a class it scores high takes probability from the others, which it never meant."""
+    from pipeline.predict.predictor import is_multi_label
+
+    if is_multi_label(config):
+        raise ConfigError(
+            f"{TEACHER_KEY}: {where} is a multi-label model (a sigmoid per class), but distillation's soft targets "
+            "are a softmax over the classes; give a single-label teacher"
+        )
+
+
+def check_reading(source: ModelSource, student: TextSpec) -> None:
+    """The teacher labels the texts as this run builds them: from other columns, or joined by another separator,
+    they are texts it was never trained to read, and its soft targets silently get worse."""
+    teacher = source.text_spec
+    if not source.reading_recorded or teacher == student:
+        return
+    settings = {
+        key: (mine, theirs)
+        for key, mine, theirs in (
+            ("data.text_columns", list(student.columns), list(teacher.columns)),
+            ("data.text_separator", student.separator, teacher.separator),
+            ("data.unescape_newlines", student.unescape_newlines, teacher.unescape_newlines),
+        )
+        if mine != theirs
+    }
+    differences = "; ".join(
+        f"{key} is {json.dumps(mine)} here, {json.dumps(theirs)} for the teacher"
+        for key, (mine, theirs) in settings.items()
+    )
+    raise ConfigError(
+        f"{TEACHER_KEY}: the teacher ({source.run_dir or source.model_dir}) was trained on texts built otherwise: "
+        f"{differences}; set {' and '.join(settings)} as the teacher's, so that it reads the texts it was trained on"
+    )
 
 
 def check_labels(teacher: list[str], student: list[str], where: Path) -> None:
@@ -376,17 +417,22 @@ def with_transfer_split(config: PipelineConfig, data: LoadedData, mask_token: st
 
 
 def student_rows(
-    config: PipelineConfig, tokenized: Any, labels: list[str], source: ModelSource, counts: dict
+    config: PipelineConfig, splits: dict, tokenized: Any, labels: list[str], source: ModelSource, counts: dict
 ) -> tuple[TokenizedRows, dict[str, Any]]:
-    """Train (+ transfer) rows with the teacher's logits, and the record metrics.json keeps under `distill`."""
+    """Train (+ transfer) rows with the teacher's logits, and the record metrics.json keeps under `distill`.
+
+    The teacher reads the texts of `splits` (with_transfer_split's): a tokenized split keeps its `text` column only
+    under plain head truncation, and distillation's one row per text (long_text: truncate) makes row i of a
+    tokenized split row i of its split."""
     import datasets
 
     from pipeline.batching import TokenizedRows
 
     distill = config.train.distill
     labeller = TeacherLabeller(source, labels, Path(config.data.cache_dir).expanduser(), distill.teacher_batch_size)
-    parts = [tokenized["train"]] + ([tokenized[TRANSFER_SPLIT]] if TRANSFER_SPLIT in tokenized else [])
-    logits = np.concatenate([labeller.logits(part["text"]) for part in parts])  # (N, K)
+    names = ["train"] + ([TRANSFER_SPLIT] if TRANSFER_SPLIT in tokenized else [])
+    logits = np.concatenate([labeller.logits(splits[name]["text"]) for name in names])  # (N, K)
+    parts = [tokenized[name] for name in names]
     rows = datasets.concatenate_datasets(parts) if len(parts) > 1 else parts[0]
     gold = np.asarray(tokenized["train"]["label"], dtype=np.int64)
     record = {
@@ -440,6 +486,10 @@ def init_student_embeddings(student: Any, source: ModelSource, tokenizer: Any) -
     return {"from": str(source.model_dir), "dimensions": width, "variance_kept": explained}
 
 
-def check_teacher_labels(source: ModelSource, labels: list[str]) -> None:
-    """Before any tokenizing or training: the teacher's classes (its config.json) must be the data's."""
-    check_labels(teacher_labels(source), labels, source.model_dir)
+def check_teacher(source: ModelSource, labels: list[str], data: DataConfig) -> None:
+    """Before any tokenizing or training: the teacher must be single-label, its classes (its config.json) the
+    data's, and its texts built as the data's are (its run's data.text_columns, text_separator, unescape_newlines)."""
+    config = teacher_config(source)
+    check_single_label(config, source.model_dir)
+    check_labels(teacher_labels(config), labels, source.model_dir)
+    check_reading(source, TextSpec.from_data_config(data))

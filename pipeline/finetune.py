@@ -221,7 +221,7 @@ def prepare(
     check_setting(config.eval.threshold, labels, data.multi_label)
     resolve_class_weights(config.train, data.class_counts)
     if teacher is not None:
-        distill.check_teacher_labels(teacher, labels)
+        distill.check_teacher(teacher, labels, config.data)
     timings["data_seconds"] = time.perf_counter() - tick
     with accelerator.main_process_first():
         tokenizer = load_pretrained(
@@ -246,7 +246,9 @@ def prepare(
         timings["tokenize_seconds"] = time.perf_counter() - tick
         if teacher is not None:  # the main process labels (or finds the cache); the others read its cache
             tick = time.perf_counter()
-            student_train, distill_record = distill.student_rows(config, tokenized, labels, teacher, transfer_counts)
+            student_train, distill_record = distill.student_rows(
+                config, splits, tokenized, labels, teacher, transfer_counts
+            )
             if config.train.distill.init_embeddings:  # every process alike: the projection is deterministic
                 distill_record["init_embeddings"] = distill.init_student_embeddings(model, teacher, tokenizer)
             timings["teacher_seconds"] = time.perf_counter() - tick

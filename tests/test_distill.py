@@ -213,6 +213,47 @@ def test_teacher_logits_are_the_predictors_and_are_cached_until_the_weights_chan
     assert changed.misses == 1
 
 
+@pytest.mark.parametrize("truncation", ["head", "head_tail", "tail"])
+def test_the_teacher_labels_every_row_whatever_part_of_a_text_the_student_reads(
+    tmp_path, teacher_dir, bert_tokenizer, truncation
+):
+    """Only plain head truncation keeps a tokenized split's `text` column: the teacher reads the untokenized texts
+    (head_tail and tail once failed with "Column 'text' doesn't exist")."""
+    from datasets import ClassLabel, Features, Value
+
+    from pipeline.config import TokenizerConfig
+    from pipeline.tokenization import tokenize_splits
+
+    features = Features({"text": Value("string"), "label": ClassLabel(names=LABELS), "row_id": Value("string")})
+    texts = {
+        "train": ["stocks rally as oil falls " * 4, "federer wins again", "new chip unveiled today " * 3],
+        "validation": ["talks resume"],
+        "test": ["markets slide"],
+        distill.TRANSFER_SPLIT: ["a rocket launches " * 5],
+    }
+    splits = {
+        name: datasets.Dataset.from_dict(
+            {
+                "text": rows,
+                "label": [distill.NO_LABEL if name == distill.TRANSFER_SPLIT else 1] * len(rows),
+                "row_id": [f"{name}{i}" for i in range(len(rows))],
+            },
+            features=features,
+        )
+        for name, rows in texts.items()
+    }
+    tokenizer_config = TokenizerConfig(max_length=8, truncation=truncation, cache=False)
+    tokenized, _ = tokenize_splits(datasets.DatasetDict(splits), bert_tokenizer, tokenizer_config, None)
+    config = load_config(MINILM_CONFIG, [f"train.distill.teacher={teacher_dir}", f"data.cache_dir={tmp_path}"])
+    source = distill.resolve_teacher(config.train.distill)
+    rows, record = distill.student_rows(config, splits, tokenized, LABELS, source, {})
+    expected = distill.TeacherLabeller(source, LABELS, tmp_path / "fresh", 8).logits(
+        texts["train"] + texts[distill.TRANSFER_SPLIT]
+    )
+    np.testing.assert_allclose(rows.teacher_logits.numpy(), expected, atol=1e-5)
+    assert record["transfer_set"]["labelled"] == 3 and len(rows) == 4
+
+
 def test_label_mismatches_are_named(teacher_dir, tiny_bert_dir):
     with pytest.raises(ConfigError, match=r"train\.distill\.teacher: .*same classes in another order"):
         distill.check_labels(LABELS, ["Sports", "World", "Business", "Sci/Tech"], teacher_dir)
@@ -220,8 +261,45 @@ def test_label_mismatches_are_named(teacher_dir, tiny_bert_dir):
         distill.check_labels(LABELS, ["World", "Sports", "Business", "Politics"], teacher_dir)
     source = distill.resolve_teacher(DistillConfig(teacher=str(tiny_bert_dir)))  # LABEL_0 ... LABEL_1
     with pytest.raises(ConfigError, match=r"train\.distill\.teacher: the teacher's labels \(LABEL_0, LABEL_1"):
-        distill.check_teacher_labels(source, LABELS)
-    distill.check_teacher_labels(distill.resolve_teacher(DistillConfig(teacher=str(teacher_dir))), LABELS)
+        distill.check_teacher(source, LABELS, DataConfig())
+    distill.check_teacher(distill.resolve_teacher(DistillConfig(teacher=str(teacher_dir))), LABELS, DataConfig())
+
+
+def test_a_multi_label_teacher_is_refused(tmp_path, teacher_dir):
+    """Its logits are independent sigmoids, which the soft targets would read as a softmax over the classes."""
+    from transformers import AutoConfig
+
+    AutoConfig.from_pretrained(teacher_dir, problem_type="multi_label_classification").save_pretrained(tmp_path)
+    for name in ("model.safetensors", "tokenizer.json", "tokenizer_config.json"):
+        (tmp_path / name).write_bytes((teacher_dir / name).read_bytes())
+    source = distill.resolve_teacher(DistillConfig(teacher=str(tmp_path)))
+    with pytest.raises(ConfigError, match=r"train\.distill\.teacher: .* is a multi-label model"):
+        distill.check_teacher(source, LABELS, DataConfig())
+
+
+def test_a_teacher_trained_on_texts_built_otherwise_is_refused_naming_the_keys(teacher_dir):
+    """The teacher would label texts from other columns, or joined by another separator, than it was trained on."""
+    import dataclasses
+
+    from pipeline.tables import TextSpec
+
+    source = dataclasses.replace(
+        distill.resolve_teacher(DistillConfig(teacher=str(teacher_dir))),
+        text_spec=TextSpec(("title", "description"), " | ", False),
+        reading_recorded=True,
+    )
+    same = DataConfig(text_columns=["title", "description"], text_separator=" | ")
+    distill.check_teacher(source, LABELS, same)
+    with pytest.raises(
+        ConfigError,
+        match=r'train\.distill\.teacher: .*data\.text_columns is \["description"\] here, \["title", "description"\] '
+        r"for the teacher; set data\.text_columns as the teacher's",
+    ):
+        distill.check_teacher(source, LABELS, DataConfig(text_columns=["description"], text_separator=" | "))
+    with pytest.raises(ConfigError, match=r'data\.text_separator is " / " here, " \| " for the teacher'):
+        distill.check_teacher(source, LABELS, DataConfig(text_columns=["title", "description"], text_separator=" / "))
+    unrecorded = dataclasses.replace(source, reading_recorded=False)  # a folder that does not say: nothing to check
+    distill.check_teacher(unrecorded, LABELS, DataConfig(text_columns=["description"]))
 
 
 def test_a_teacher_that_is_not_a_model_is_refused(tmp_path):
