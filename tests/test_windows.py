@@ -147,6 +147,22 @@ def test_prediction_pools_windows_like_evaluation(tiny_bert_dir, bert_tokenizer)
     assert predictor.infer([huge])[1].shape == (1, 2)
 
 
+def test_progress_counts_texts_not_windows(tiny_bert_dir):
+    """A chunked long text is several windows; the progress callback (tqdm's update) is told texts, so a bar
+    whose total is the number of texts ends at it (it counted windows: 6 + 1 + 1 for these 3 texts)."""
+    from pipeline.predict.predictor import Predictor
+    from pipeline.predict.source import ModelSource, default_text_spec
+
+    rule = LongTextRule(long_text="chunk", chunk_stride=4, max_chunks=6)
+    source = ModelSource(tiny_bert_dir, default_text_spec(), 24, None, rule, "mean")
+    predictor = Predictor.from_source(source, device="cpu", precision="fp32", batch_size=2)
+    texts = ["tiny text", " ".join(f"news{i}" for i in range(200)), "another short one"]
+    for method in (predictor.infer, predictor.logits):
+        counted = []
+        method(texts, on_batch=counted.append)
+        assert sum(counted) == 3 and min(counted) >= 0 and len(counted) == 4  # 8 windows in batches of 2
+
+
 def test_a_chunked_run_counts_documents_everywhere(tiny_run_config, ag_news_test_csv, tmp_path, capsys):
     """Through finetune, the run directory and pipeline.predict: windows train, documents are scored; the model
     folder copied out of the run predicts as the run (its windows, its text separator and length)."""

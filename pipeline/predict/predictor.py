@@ -204,6 +204,7 @@ class Predictor:
         if count == 0:
             return np.empty(0, dtype=np.int64), np.empty((0, len(self.labels)), dtype=np.float32)
         token_ids, lengths, documents = self._tokenize(texts)
+        on_batch = texts_progress(on_batch, count, len(token_ids))
         probabilities = self._forward(token_ids, lengths, np.arange(len(token_ids)), self.compute_dtype, on_batch)
         if self.compute_dtype is not None and self.recheck_margin > 0 and (len(self.labels) > 1 or self.multi_label):
             close = near_decision(probabilities, self.decision, self.recheck_margin)
@@ -221,6 +222,7 @@ class Predictor:
         if len(texts) == 0:
             return np.empty((0, len(self.labels)), dtype=np.float32)
         token_ids, lengths, documents = self._tokenize(texts)
+        on_batch = texts_progress(on_batch, len(texts), len(token_ids))
         logits = self._forward(token_ids, lengths, np.arange(len(token_ids)), self.compute_dtype, on_batch, "logits")
         return pool_documents(logits, documents, len(texts), "mean", softmax=False)  # a long text's windows: mean
 
@@ -314,6 +316,23 @@ class Predictor:
     def joined_labels(self, label_sets: np.ndarray) -> list[str]:
         """Each row's predicted classes joined by the label separator ("" for none)."""
         return [self.label_separator.join(name for name, on in zip(self.labels, row) if on) for row in label_sets]
+
+
+def texts_progress(on_batch: Callable[[int], None] | None, texts: int, rows: int) -> Callable[[int], None] | None:
+    """`on_batch` told texts done, not model rows: a chunked long text is several rows (windows), and a bar that
+    counts them against a total of texts ran past it ("80 rows" for 20 texts). Windows are batched by length, not
+    by text, so texts are counted in proportion to the rows done: whole numbers, ending at `texts`."""
+    if on_batch is None or rows == texts:
+        return on_batch
+    done = {"rows": 0, "texts": 0}
+
+    def update(batch_rows: int) -> None:
+        done["rows"] += batch_rows
+        texts_now = done["rows"] * texts // rows
+        on_batch(texts_now - done["texts"])
+        done["texts"] = texts_now
+
+    return update
 
 
 def is_multi_label(config: Any) -> bool:
