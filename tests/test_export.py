@@ -372,6 +372,42 @@ def test_a_small_validation_split_is_topped_up_with_the_runs_other_texts(bare_ru
     assert not set(kept_apart.texts) & set(kept_apart.calibration)
 
 
+def test_a_multi_label_run_verifies_on_its_validation_split_without_accuracy(bare_run, tmp_path):
+    """A multi-label run's validation rows hold sets: they verify agreement (no label needed) and are topped up like
+    any run's; reading a `label` column failed, and verification fell back to the test predictions file alone."""
+    from pipeline.export import record as export_record
+    from pipeline.export import verify
+
+    run = small_validation_run(bare_run, tmp_path / "multi")
+    config = run / "config.yaml"
+    config.write_text(config.read_text().replace("data:\n", "data:\n  task: multi_label\n"))
+    rows = verify.verification_rows(RunDir(run))
+    assert rows.source == "validation split (re-created from config.yaml)" and rows.gold is None
+    sample = rows.sample(300, 0, calibrating=False)
+    assert sample.parts == {"validation": 40, "test": TEST_ROWS, "train": 300 - 40 - TEST_ROWS}
+    line = export_record.rows_used({"verification": {"rows": 300, "parts": sample.parts, "accuracy_rows": 0}})
+    assert line.endswith("on 300 rows (validation 40, test 20, train 240); no accuracy (no single gold class per row)")
+
+
+def test_a_multi_label_export_is_held_to_the_label_sets_prediction_writes(monkeypatch):
+    """Agreement compares each row's set at its thresholds: an export that puts a second class over its threshold
+    labels that row otherwise, though the top class is the same (argmax agreement called it 100%)."""
+    from pipeline.export import verify
+    from pipeline.tables import TextSpec
+
+    reference = Predictor(
+        None, None, LABELS, 16, torch.device("cpu"), TextSpec(("text",), " ", False), multi_label=True
+    )
+    torch_probabilities = np.array([[0.9, 0.4, 0.1, 0.1], [0.2, 0.8, 0.1, 0.1]], dtype=np.float32)
+    export_probabilities = np.array([[0.9, 0.6, 0.1, 0.1], [0.2, 0.8, 0.1, 0.1]], dtype=np.float32)  # row 0: +class 1
+    measured = {"torch-fp32": torch_probabilities, "onnx-fp32": export_probabilities}
+    monkeypatch.setattr(verify, "_predictors", lambda reference, files: dict.fromkeys(measured, reference))
+    monkeypatch.setattr(verify, "_measure", lambda predictors, texts, rounds: (measured, dict.fromkeys(measured, 1.0)))
+    rows = verify.VerificationRows(["a text", "another"], None, "validation split")
+    results = verify.verify_exports(reference, {"fp32": Path("model.onnx")}, rows, rounds=1)
+    assert results.variants["fp32"]["disagreeing_rows"] == 1 and results.variants["fp32"]["accuracy"] is None
+
+
 def test_exports_verified_on_too_few_rows_are_never_chosen_by_auto(bare_run, tmp_path, capsys, caplog):
     """A 0.5% limit cannot be checked on a few hundred rows: when the run has fewer texts than
     MIN_VERIFICATION_ROWS in all, its exports are verified and kept, but auto runs PyTorch; --backend onnx still

@@ -349,7 +349,9 @@ def rows_used(record: dict[str, Any]) -> str:
     rows, parts = verification.get("rows"), verification.get("parts")
     where = f" ({', '.join(f'{name} {count}' for name, count in parts.items())})" if isinstance(parts, dict) else ""
     line = f"agreement and max |dp| with PyTorch fp32 on {rows} rows{where}"
-    if is_number(verification.get("accuracy_rows")):  # export.json from before top-ups: accuracy on the same rows
+    if verification.get("accuracy_rows") == 0:  # a multi-label run's: agreement is the whole check
+        line += "; no accuracy (no single gold class per row)"
+    elif is_number(verification.get("accuracy_rows")):  # export.json from before top-ups: on the same rows
         line += f"; accuracy on the {verification['accuracy_rows']} labelled {verification.get('accuracy_source')} rows"
     return line
 

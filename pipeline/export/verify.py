@@ -37,7 +37,7 @@ from pipeline.export.record import (
 )
 from pipeline.hardware import resolve_inference_dtype
 from pipeline.models import max_positions
-from pipeline.predict.predictor import Predictor, is_multi_label
+from pipeline.predict.predictor import Predictor, is_multi_label, load_decision
 from pipeline.predict.source import ModelSource
 from pipeline.rundir import PREDICTION_GOLD, PREDICTION_TEXT, RunDir, RunDirError
 from pipeline.tables import one_line
@@ -124,6 +124,17 @@ class VerificationRows:
         return seeded_sample(texts, CALIBRATION_ROWS, seed), f"{min(len(texts), CALIBRATION_ROWS)} of {source}"
 
 
+def validation_gold(validation: Any, task: str) -> list[str] | None:
+    """The validation rows' class names, what accuracy is measured against; None for a multi-label run, whose rows
+    hold sets (a `labels` column) that one predicted class cannot be right or wrong about: its exports are held to
+    agreement with PyTorch alone, which needs no label (reading `label` there failed, and verification fell back
+    to the test predictions file: a tenth of the rows, never enough for --backend auto)."""
+    if task == "multi_label":
+        return None
+    names = validation.features["label"].names
+    return [names[label] for label in validation["label"]]
+
+
 def seeded_indices(size: int, count: int, seed: int) -> np.ndarray:
     """`count` of range(size), a seeded choice kept in order."""
     return np.sort(np.random.default_rng(seed).choice(size, size=count, replace=False))
@@ -148,10 +159,9 @@ def verification_rows(run: RunDir) -> VerificationRows:
         config = load_config(run.config_path)
         splits = load_splits(config.data, config.run.seed)
         validation = splits["validation"]
-        names = validation.features["label"].names
         return VerificationRows(
             list(validation["text"]),
-            [names[label] for label in validation["label"]],
+            validation_gold(validation, config.data.task),
             "validation split (re-created from config.yaml)",
             list(splits["train"]["text"]),
             "train split",
@@ -186,6 +196,8 @@ def reference_predictor(model: torch.nn.Module, tokenizer: Any, source: ModelSou
     limit = length_limit(tokenizer, max_positions(model))
     length = min(source.max_length or limit, limit)
     cpu = torch.device("cpu")
+    multi_label = is_multi_label(model.config)
+    decision, _ = load_decision(source.model_dir, labels, multi_label)  # the labels prediction gives
     return Predictor(
         model.to(cpu),
         tokenizer,
@@ -196,7 +208,8 @@ def reference_predictor(model: torch.nn.Module, tokenizer: Any, source: ModelSou
         batch_size,
         long_text=source.long_text,
         pooling=source.pooling,
-        multi_label=is_multi_label(model.config),
+        multi_label=multi_label,
+        decision=decision,
     )
 
 
@@ -218,7 +231,8 @@ def verify_exports(reference: Predictor, files: dict[str, Path], rows: Verificat
     probabilities, rates = _measure(predictors, rows.texts, rounds)
 
     gold = _gold_ids(reference.labels, rows.gold)
-    reference_ids = probabilities["torch-fp32"].argmax(axis=1)
+    decide = reference.decision.predict  # the labels prediction writes: a multi-label row's set, not its argmax
+    reference_ids = decide(probabilities["torch-fp32"])
     reference_accuracy = _accuracy(reference_ids, gold)
     baseline = "torch-bf16" if "torch-bf16" in predictors else "torch-fp32"
     baseline_precision = baseline.removeprefix("torch-")
@@ -226,9 +240,9 @@ def verify_exports(reference: Predictor, files: dict[str, Path], rows: Verificat
         "fp32": {"accuracy": reference_accuracy, "rows_per_second": rates["torch-fp32"]},
         "default": {
             "precision": baseline_precision,
-            "accuracy": _accuracy(probabilities[baseline].argmax(axis=1), gold),
+            "accuracy": _accuracy(decide(probabilities[baseline]), gold),
             "rows_per_second": rates[baseline],
-            "label_agreement": float((probabilities[baseline].argmax(axis=1) == reference_ids).mean()),
+            "label_agreement": 1.0 - _differing(decide(probabilities[baseline]), reference_ids) / len(reference_ids),
         },
     }
     count = len(rows.texts)
@@ -238,8 +252,8 @@ def verify_exports(reference: Predictor, files: dict[str, Path], rows: Verificat
     variants: dict[str, dict[str, Any]] = {}
     for variant in files:
         name = backend_name(variant)
-        ids = probabilities[name].argmax(axis=1)
-        disagreeing = int((ids != reference_ids).sum())
+        ids = decide(probabilities[name])
+        disagreeing = _differing(ids, reference_ids)
         accuracy = _accuracy(ids, gold)
         change = (
             100 * (accuracy - reference_accuracy) if accuracy is not None and reference_accuracy is not None else None
@@ -347,9 +361,16 @@ def _measure(
     return probabilities, {name: max(values) for name, values in rates.items()}
 
 
+def _differing(labels: np.ndarray, reference: np.ndarray) -> int:
+    """Rows labelled otherwise: a class id (N,), or for multi-label any class of the row's set (N, C)."""
+    differ = labels != reference
+    return int((differ.any(axis=1) if differ.ndim == 2 else differ).sum())
+
+
 def _accuracy(ids: np.ndarray, gold: np.ndarray | None) -> float | None:
-    """Accuracy on the labelled rows (the first len(gold), a topped-up sample's unlabelled ones follow them)."""
-    if gold is None or not (gold >= 0).any():
+    """Accuracy on the labelled rows (the first len(gold), a topped-up sample's unlabelled ones follow them); none
+    for multi-label sets (ids (N, C))."""
+    if gold is None or ids.ndim == 2 or not (gold >= 0).any():
         return None
     known = gold >= 0
     return float((ids[: len(gold)][known] == gold[known]).mean())
