@@ -100,20 +100,24 @@ def check_single_label(config: Any, where: Path) -> None:
 
 
 def check_reading(source: ModelSource, student: TextSpec) -> None:
-    """The teacher labels the texts as this run builds them: from other columns, or joined by another separator,
-    they are texts it was never trained to read, and its soft targets silently get worse."""
+    """The teacher labels the texts as this run builds them: from another number of columns, or joined by another
+    separator, they are texts it was never trained to read, and its soft targets silently get worse. Column names
+    may differ (the student's file may call `text` `body`): the texts are built alike."""
     teacher = source.text_spec
-    if not source.reading_recorded or teacher == student:
+    if not source.reading_recorded:
         return
+    joined = len(student.columns) > 1
     settings = {
         key: (mine, theirs)
-        for key, mine, theirs in (
-            ("data.text_columns", list(student.columns), list(teacher.columns)),
-            ("data.text_separator", student.separator, teacher.separator),
-            ("data.unescape_newlines", student.unescape_newlines, teacher.unescape_newlines),
+        for key, mine, theirs, compared in (
+            ("data.text_columns", list(student.columns), list(teacher.columns), True),
+            ("data.text_separator", student.separator, teacher.separator, joined),
+            ("data.unescape_newlines", student.unescape_newlines, teacher.unescape_newlines, True),
         )
-        if mine != theirs
+        if compared and (len(mine) != len(theirs) if key == "data.text_columns" else mine != theirs)
     }
+    if not settings:
+        return
     differences = "; ".join(
         f"{key} is {json.dumps(mine)} here, {json.dumps(theirs)} for the teacher"
         for key, (mine, theirs) in settings.items()

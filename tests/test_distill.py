@@ -290,6 +290,8 @@ def test_a_teacher_trained_on_texts_built_otherwise_is_refused_naming_the_keys(t
     )
     same = DataConfig(text_columns=["title", "description"], text_separator=" | ")
     distill.check_teacher(source, LABELS, same)
+    # Other names for as many columns, joined alike: another file's names for the same texts.
+    distill.check_teacher(source, LABELS, DataConfig(text_columns=["headline", "body"], text_separator=" | "))
     with pytest.raises(
         ConfigError,
         match=r'train\.distill\.teacher: .*data\.text_columns is \["description"\] here, \["title", "description"\] '
