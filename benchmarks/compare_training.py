@@ -123,11 +123,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--peer-precision",
-        choices=["auto", "bf16", "no"],
+        choices=["auto", "bf16", "fp16", "no"],
         default="auto",
         help=(
             "the Trainer recipes' precision (trainer_peer.py --mixed-precision): 'auto' (default) is bf16 where the "
-            "CPU runs it natively, else full precision, the rule our train.mixed_precision: auto follows"
+            "CPU or GPU runs it natively, fp16 on an older GPU, else full precision, the rule our "
+            "train.mixed_precision: auto follows"
         ),
     )
     parser.add_argument(

@@ -95,7 +95,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--mixed-precision",
-        choices=["bf16", "no", "auto"],
+        choices=["bf16", "fp16", "no", "auto"],
         default="bf16",
         help=(
             "Trainer's precision: bf16 autocast (default, the HF example's --bf16), full precision ('no'), or 'auto': "
