@@ -103,19 +103,16 @@ def check_reading(source: ModelSource, student: TextSpec) -> None:
     """The teacher labels the texts as this run builds them: from another number of columns, or joined by another
     separator, they are texts it was never trained to read, and its soft targets silently get worse. Column names
     may differ (the student's file may call `text` `body`): the texts are built alike."""
-    teacher = source.text_spec
     if not source.reading_recorded:
         return
-    joined = len(student.columns) > 1
-    settings = {
-        key: (mine, theirs)
-        for key, mine, theirs, compared in (
-            ("data.text_columns", list(student.columns), list(teacher.columns), True),
-            ("data.text_separator", student.separator, teacher.separator, joined),
-            ("data.unescape_newlines", student.unescape_newlines, teacher.unescape_newlines, True),
-        )
-        if compared and (len(mine) != len(theirs) if key == "data.text_columns" else mine != theirs)
-    }
+    teacher = source.text_spec
+    settings = {}  # key -> (this run's value, the teacher's)
+    if len(student.columns) != len(teacher.columns):
+        settings["data.text_columns"] = (list(student.columns), list(teacher.columns))
+    if len(student.columns) > 1 and student.separator != teacher.separator:  # one column: nothing is joined
+        settings["data.text_separator"] = (student.separator, teacher.separator)
+    if student.unescape_newlines != teacher.unescape_newlines:
+        settings["data.unescape_newlines"] = (student.unescape_newlines, teacher.unescape_newlines)
     if not settings:
         return
     differences = "; ".join(
