@@ -379,11 +379,12 @@ def open_table(
     codec = check_encoding(encoding)
     with _open_bytes(path) as (raw, size):
         lines = LineSource(raw, "<stdin>" if path == STANDARD_INPUT else path, codec, size, encoding_option)
-        _refuse_workbook(lines.head(4), lines.name)
+        head = lines.head(4)  # magic numbers and byte-order marks: what the content is, whatever its name says
+        _refuse_workbook(head, lines.name)
         kind = resolve_format(path, file_format, format_option)
-        _check_content_matches(lines.head(4), kind, lines.name, format_option)
+        _check_content_matches(head, kind, lines.name, format_option)
         if kind != "parquet":  # Parquet is binary: its text encoding is its own
-            _check_not_wide(lines.head(4), codec, lines.name, encoding_option)
+            _check_not_wide(head, codec, lines.name, encoding_option)
         from pipeline.table_formats import delimited_table, json_table, parquet_table  # they import this module
 
         if kind == "parquet":
