@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pipeline.tables import INCOMPLETE_ROWS_HINT, DataError, is_blank, shorten
+from pipeline.tables import INCOMPLETE_ROWS_HINT, DataError, is_blank, is_number_text, shorten
 
 if TYPE_CHECKING:
     from pipeline.config import DataConfig
@@ -52,7 +52,6 @@ MAX_FRACTIONAL_CLASSES = 20
 MIN_ROWS_PER_FRACTIONAL_CLASS = 5
 # Refused when more than half the labelled rows, and at least this many, carry a label that no other row has.
 MIN_ONE_OFF_ROWS = 20
-_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 # Where inferred multi-label classes come from, for the error that lists them.
 _FOUND = "the classes found in train; list them all in data.label_names"
 
@@ -140,7 +139,7 @@ def _refuse_unlike_classes(values: list[Any], train: Table, column: str) -> None
     rows' label is their own)."""
     counts = Counter(str(value).strip() for value in values)
     insist = "if these are classes, list them all in data.label_names"
-    numbers = all(_DECIMAL.fullmatch(name) for name in counts)
+    numbers = all(is_number_text(name) for name in counts)
     continuous = np.median(list(counts.values())) < MIN_ROWS_PER_FRACTIONAL_CLASS if counts else False
     fractional = any(as_int(name) is None for name in counts)
     if numbers and fractional and continuous and len(counts) > MAX_FRACTIONAL_CLASSES:

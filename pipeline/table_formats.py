@@ -20,6 +20,7 @@ from pipeline.tables import (
     DataError,
     LineSource,
     Table,
+    is_number_text,
     normalise_name,
     one_line,
     shorten,
@@ -72,14 +73,6 @@ def header_of(first_record: list[str], column_names: Sequence[str] | None, where
     return list(column_names), False
 
 
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
 def _check_not_another_header(first_record: list[str], column_names: Sequence[str], where: str) -> None:
     """A first record that holds given column names without being exactly them (id,title,description where
     class_index,title,description were given, or the names in another order) is a header of its own, not data:
@@ -88,7 +81,7 @@ def _check_not_another_header(first_record: list[str], column_names: Sequence[st
     hold 0 where the columns are named 0, 1, ...), make it a header."""
     given = {normalise_name(name) for name in column_names}
     named = [cell for cell in first_record if normalise_name(cell) in given]
-    if len(named) >= 2 or not all(_is_number(cell) for cell in named):
+    if len(named) >= 2 or not all(is_number_text(cell) for cell in named):
         raise DataError(
             f"{where}: the first row ({', '.join(shorten(cell, 30) for cell in first_record)}) is a header naming "
             f"{', '.join(named)}, but not as the given column names ({', '.join(column_names)}) do; leave the column "

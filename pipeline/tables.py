@@ -21,6 +21,7 @@ import gzip
 import io
 import json
 import math
+import re
 import sys
 import zlib
 from collections.abc import Iterator, Sequence
@@ -60,6 +61,15 @@ class DataError(ValueError):
 
 def one_line(error: BaseException | str) -> str:
     return " ".join(str(error).split())
+
+
+# A number as a file writes one: sign, digits, a decimal point, an exponent ("3", "-0.5", ".25", "1e-3").
+_NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def is_number_text(text: object) -> bool:
+    """Whether a cell or label is a number written out (surrounding spaces aside)."""
+    return _NUMBER_TEXT.fullmatch(str(text).strip()) is not None
 
 
 def shorten(text: object, limit: int) -> str:
