@@ -83,6 +83,10 @@ class DataConfig:
     task: Literal["single_label", "multi_label"] = "single_label"
     # Joins a multi-label row's classes in CSV/TSV labels and in predictions, so no class name may contain it.
     label_separator: str = "|"
+    # Multi-label as one indicator column per class (Jigsaw's toxic, obscene, ...): a row has the classes whose cell
+    # is 1 (or true, yes) and lacks those at 0 (false, no). The classes are these columns, in this order; then
+    # label_column and label_names are not used.
+    label_columns: list[str] | None = None
     max_train_samples: int | None = None
     max_eval_samples: int | None = None
     # Shares of train carved out (stratified, seeded) as test / validation when the data has no such split.

@@ -54,13 +54,44 @@ def validate(config: PipelineConfig) -> None:
         raise ConfigError("data.train_file: required when data.source is 'files'")
     if not config.data.text_columns:
         raise ConfigError("data.text_columns: name at least one column")
-    if normalise_name(config.data.label_column) in {normalise_name(column) for column in config.data.text_columns}:
-        raise ConfigError(
-            f"data.text_columns: holds the label column '{config.data.label_column}' (data.label_column); the model "
-            "would read each row's answer in its text"
-        )
+    _validate_label_columns(config)
     _validate_distill(config)
     _validate_decisions(config)
+
+
+def _validate_label_columns(config: PipelineConfig) -> None:
+    """The label column(s) against the text columns, and data.label_columns' own rules."""
+    data = config.data
+    key = "data.label_columns" if data.label_columns else "data.label_column"
+    texts = {normalise_name(column) for column in data.text_columns}
+    for column in data.label_columns or [data.label_column]:
+        if normalise_name(column) in texts:
+            raise ConfigError(
+                f"data.text_columns: holds the label column '{column}' ({key}); the model would read each row's "
+                "answer in its text"
+            )
+    if not data.label_columns:
+        return
+    if data.task != "multi_label":
+        raise ConfigError(
+            "data.label_columns: one 0/1 column per class is a multi-label layout; set data.task=multi_label (a "
+            "single-label task names its one column in data.label_column)"
+        )
+    if data.label_names:
+        raise ConfigError(
+            "data.label_names: the classes are the names of data.label_columns, in their order; leave label_names unset"
+        )
+    normalised = [normalise_name(column) for column in data.label_columns]
+    if len(set(normalised)) < 2 or len(set(normalised)) < len(normalised):
+        raise ConfigError(
+            f"data.label_columns: name two or more distinct columns, one per class, got {data.label_columns}"
+        )
+    joined = [column for column in data.label_columns if data.label_separator in column]
+    if joined:
+        raise ConfigError(
+            f"data.label_columns: column {joined[0]!r} contains data.label_separator {data.label_separator!r}, which "
+            "joins classes in predictions; set another separator"
+        )
 
 
 THRESHOLD_TARGETS = ("precision", "recall")

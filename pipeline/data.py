@@ -16,6 +16,7 @@ counting the header line; "record N" is the 1-based position in a Parquet file, 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
 import os
@@ -30,9 +31,11 @@ import datasets
 import pandas as pd
 
 from pipeline.labels import (
+    INDICATOR_SETS_COLUMN,
     ClassCounts,
     LabelScheme,
     class_counts,
+    indicator_sets,
     label_ids,
     label_scheme,
     label_set_scheme,
@@ -146,6 +149,7 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
     `max_eval_samples` validation and test.
     """
     tables, hub_names = read_hub_tables(config) if config.source == "hub" else (read_file_tables(config), None)
+    tables, config = read_indicator_columns(tables, config)
     incomplete = []
     for split, table in tables.items():
         _require_rows(table, split)
@@ -193,6 +197,23 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
         },
     }
     return LoadedData(result, incomplete + removed, summary, scheme.names, multi_label)
+
+
+def read_indicator_columns(tables: dict[str, Table], config: DataConfig) -> tuple[dict[str, Table], DataConfig]:
+    """With `data.label_columns` (one 0/1 column per class), each row's classes gathered into one list column, and
+    the data config the rest of stage 1 then reads: that column as the label column, the indicator columns' names
+    as the classes, in their order. So this layout and the list/delimited one share every later step."""
+    if not config.label_columns:
+        return tables, config
+    drop = config.incomplete_rows == "drop"
+    with_sets = {}
+    for split, table in tables.items():
+        frame = table.frame.copy()
+        frame[INDICATOR_SETS_COLUMN] = indicator_sets(table, config.label_columns, drop)
+        with_sets[split] = dataclasses.replace(table, frame=frame)
+    return with_sets, dataclasses.replace(
+        config, label_column=INDICATOR_SETS_COLUMN, label_names=list(config.label_columns)
+    )
 
 
 def _warn_shared_ids(splits: dict[str, datasets.Dataset], id_column: str) -> None:
@@ -288,10 +309,10 @@ def read_hub_tables(config: DataConfig) -> tuple[dict[str, Table], list[str] | N
             f"Hub dataset '{config.hub_name}' has {found}; the pipeline needs a 'train' split "
             "(and uses 'validation' and 'test' when present; otherwise they are carved from train)"
         )
-    feature = loaded["train"].features.get(config.label_column)
+    feature = None if config.label_columns else loaded["train"].features.get(config.label_column)
     feature = getattr(feature, "feature", feature)  # a multi-label column is a list (Sequence) of ClassLabel
     hub_names = list(feature.names) if isinstance(feature, datasets.ClassLabel) else None
-    needed = list(dict.fromkeys([*config.text_columns, config.label_column]))
+    needed = list(dict.fromkeys([*config.text_columns, *label_columns_of(config)]))
     tables = {}
     for split in SPLITS:
         if split not in loaded:
@@ -452,9 +473,16 @@ def forced_offline() -> Iterator[None]:
 # Text and labels
 
 
+def label_columns_of(config: DataConfig) -> list[str]:
+    """The columns that hold the labels: data.label_columns (one per class), else data.label_column."""
+    return list(config.label_columns) if config.label_columns else [config.label_column]
+
+
 def _require_columns(available: list[str], needed: list[str], source: str, config: DataConfig) -> None:
     for column in needed:
-        key = "data.label_column" if column == config.label_column else "data.text_columns"
+        key = "data.text_columns"
+        if column in label_columns_of(config):
+            key = "data.label_columns" if config.label_columns else "data.label_column"
         resolve_columns(available, [column], source, key)
 
 
@@ -546,7 +574,8 @@ def texts_of(table: Table, spec: TextSpec) -> list[str]:
 
 def drop_incomplete(table: Table, split: str, config: DataConfig) -> tuple[Table, list[RemovedRow]]:
     """With `data.incomplete_rows: drop`, the rows that cannot be used left out: an empty text, or (single-label)
-    no label; a multi-label row without labels is a row negative for every class, not an incomplete one. Each
+    no label (or an empty cell of data.label_columns); a multi-label row without labels is a row negative for every
+    class, not an incomplete one. Each
     dropped row is returned with why, for removed_rows.csv. With "error" the table is returned whole, and
     to_dataset refuses such rows with a message naming them all."""
     if config.incomplete_rows != "drop":
@@ -554,7 +583,7 @@ def drop_incomplete(table: Table, split: str, config: DataConfig) -> tuple[Table
     texts = texts_of(table, TextSpec.from_data_config(config))
     labels = table.column(config.label_column, "data.label_column")
     ids = row_ids(table, config.id_column)
-    needs_label = config.task == "single_label"
+    needs_label = config.task == "single_label" or bool(config.label_columns)  # an indicator cell left empty
     kept, dropped, removed = [], [], []
     for row, (text, label) in enumerate(zip(texts, labels)):
         missing = [what for what, absent in (("text", not text), ("label", needs_label and is_blank(label))) if absent]

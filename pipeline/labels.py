@@ -12,7 +12,8 @@ indexed by ids, so a test file with ids against a train file with names is an er
 Multi-label (`data.task: multi_label`): a row's label is a *set* of classes, a list (JSON Lines, Parquet) or a
 string joined by `data.label_separator` (CSV/TSV); the classes are `data.label_names` (or a Hub list-of-ClassLabel's
 names), whose sets may hold names or ids as single labels may, else the sorted union of train's sets. An empty set
-(empty cell, empty list, missing value) is allowed: the row is negative for every class.
+(empty cell, empty list, missing value) is allowed: the row is negative for every class. Files with one 0/1
+column per class (`data.label_columns`) are first read into such sets (`indicator_sets`), so both layouts share the rest.
 
     scheme = label_set_scheme(config.data, train_table, hub_names)
     multi_hot = label_sets(test_table, config.data.label_column, scheme, config.data.label_separator)  # (N, C)
@@ -316,6 +317,63 @@ def _read_set(value: Any, separator: str, table: Table, row: int, column: str) -
     if "" in items:
         raise DataError(f"{table.where(row)}, column '{column}': an empty label in {value!r}")
     return items
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Multi-label as one indicator column per class (Jigsaw's toxic, obscene, ...; GoEmotions' raw layout)
+
+
+# What an indicator cell may hold, compared case-blind: spreadsheets write TRUE/FALSE, pandas True/False, surveys yes/no.
+_PRESENT_WORDS = {"true", "yes"}
+_ABSENT_WORDS = {"false", "no"}
+# The column stage 1 writes each row's set of classes into, read as a list column from then on. A name no file has.
+INDICATOR_SETS_COLUMN = "<classes of data.label_columns>"
+
+
+def indicator_sets(table: Table, columns: list[str], drop_incomplete: bool) -> list[list[str] | None]:
+    """Each row's classes: the columns whose cell says present (1, true, yes), in `columns` order. A cell that says
+    neither present nor absent (0, false, no) is an error naming the row and column; an empty cell is one too, or,
+    with `drop_incomplete`, makes the row's set None, for data.drop_incomplete to leave the row out."""
+    cells = [table.column(column, "data.label_columns") for column in columns]
+    sets: list[list[str] | None] = [[] for _ in range(len(table.frame))]
+    for column, values in zip(columns, cells):
+        read = [_read_indicator(value) for value in values]
+        _refuse_unread(table, column, values, read, drop_incomplete)
+        for row, present in enumerate(read):
+            if present is None:
+                sets[row] = None
+            elif present and sets[row] is not None:
+                sets[row].append(column)
+    return sets
+
+
+def _read_indicator(value: Any) -> bool | str | None:
+    """True (present), False (absent), None (an empty cell), or "?" (anything else)."""
+    if is_blank(value):
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    number = as_int(value)
+    if number in (0, 1):
+        return number == 1
+    word = str(value).strip().casefold()
+    return True if word in _PRESENT_WORDS else False if word in _ABSENT_WORDS else "?"
+
+
+def _refuse_unread(table: Table, column: str, values: list[Any], read: list[Any], drop_incomplete: bool) -> None:
+    where = f"column '{column}' (data.label_columns)"
+    other = [row for row, present in enumerate(read) if present == "?"]
+    if other:
+        raise DataError(
+            f"{table.where(other[0])}, {where}: {shorten(values[other[0]], 40)!r} is not 0 or 1 (nor true/false, "
+            f"yes/no){table.and_more(other)}; each class column says whether the row has that class"
+        )
+    empty = [row for row, present in enumerate(read) if present is None]
+    if empty and not drop_incomplete:
+        raise DataError(
+            f"{table.where(empty[0])}, {where}: the cell is empty{table.and_more(empty)}; fill or remove these rows, "
+            f"{INCOMPLETE_ROWS_HINT}"
+        )
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -159,8 +159,7 @@ class CardSections(CardFacts):
                 if self.data.get(f"{split}_file")
             ]
             lines.append(f"Source: local files: {', '.join(files)}.")
-        label_column = self.data.get("label_column", "label")
-        lines.append(f"Each text is {self.text_rule()}; the label is the `{label_column}` column.")
+        lines.append(f"Each text is {self.text_rule()}; {self.label_rule()}.")
         carved = self.get("data", "carved_from_train")
         if isinstance(carved, dict):
             for split, fraction in carved.items():
@@ -192,6 +191,14 @@ class CardSections(CardFacts):
             lines += ["", *duplicates]
         lines += ["", f"Seed: {seed} (splits, sampling, initialisation, dropout)."]
         return lines
+
+    def label_rule(self) -> str:
+        """Where a row's label came from, as a clause."""
+        indicators = self.data.get("label_columns")
+        if indicators:
+            columns = ", ".join(f"`{column}`" for column in indicators)
+            return f"a row has each class whose own column ({columns}) holds 1, true or yes"
+        return f"the label is the `{self.data.get('label_column', 'label')}` column"
 
     def training_section(self) -> list[str]:
         train = self.config.get("train") if isinstance(self.config.get("train"), dict) else {}

@@ -253,6 +253,16 @@ def test_multi_label_run_names_subset_accuracy_and_micro_f1(tmp_path):
     assert "`decision.json`" in usage and "World 0.3100, Sports 0.5000, Business 0.2700" in usage
 
 
+def test_the_card_says_which_columns_held_the_labels(tmp_path):
+    single = ModelCard.load(write_model_card(fake_run(tmp_path / "single", "data.label_column=topic")))
+    assert "the label is the `topic` column." in section(single.text, "Training data")
+    columns = "data.label_columns=[World,Sports,Business]"
+    indicators = ModelCard.load(write_model_card(fake_run(tmp_path / "columns", "data.task=multi_label", columns)))
+    assert "a row has each class whose own column (`World`, `Sports`, `Business`) holds 1, true or yes." in section(
+        indicators.text, "Training data"
+    )
+
+
 def test_multi_label_card_compares_with_the_baseline_on_micro_f1(tmp_path):
     """Subset accuracy is not what picked a multi-label model: the baseline table leads with micro-F1 and the lead
     is measured in it, and the limitation is raised on micro-F1 even where the baseline's subset accuracy is higher."""

@@ -5,12 +5,13 @@ multi-label."""
 import csv
 import json
 
+import datasets
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
-from pipeline.config import load_config
+from pipeline.config import ConfigError, load_config
 from pipeline.data import load_data
 from pipeline.evaluation import compute_multilabel_metrics
 from pipeline.splits import iterative_sample, labels_of
@@ -104,6 +105,125 @@ def test_label_sets_of_class_ids_index_the_named_classes_and_are_read_one_way(tm
         load_data(files_config(mixed, "data.label_names=[health,politics,sports,tech]").data, seed=0)
     with pytest.raises(DataError, match=r"ids\.jsonl, line 2, column 'label': label '3' is not a known class"):
         load_data(files_config(ids, "data.label_names=[health,politics,sports]").data, seed=0)
+
+
+def write_indicator_csv(path, sets, cells=("0", "1")):
+    """Jigsaw's layout: one column per class, the row's cell cells[1] where it has the class, cells[0] where not.
+    The class columns come in an order that is not sorted, which the classes must keep."""
+    columns = ["tech", "health", "sports", "politics"]
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "comment", *columns])
+        for index, labels in enumerate(sets):
+            flags = [cells[name in labels] for name in columns]
+            writer.writerow([f"c{index}", f"story {index} {' '.join(WORDS[name] for name in labels)} news", *flags])
+    return path, columns
+
+
+def indicator_config(path, columns, *overrides):
+    return files_config(path, "data.text_columns=[comment]", f"data.label_columns=[{','.join(columns)}]", *overrides)
+
+
+@pytest.mark.parametrize("cells", [("0", "1"), ("0.0", "1.0"), ("FALSE", "TRUE"), ("no", "Yes")])
+def test_indicator_columns_give_the_same_label_sets_as_a_list_column(tmp_path, cells):
+    sets = label_sets(120, seed=2)
+    path, columns = write_indicator_csv(tmp_path / "train.csv", sets, cells)
+    from_columns = load_data(indicator_config(path, columns, "data.id_column=id").data, seed=4)
+    assert from_columns.labels == columns  # the columns' order, not sorted
+    from_list = load_data(
+        files_config(
+            write_jsonl(tmp_path / "train.jsonl", sets), "data.label_names=[tech,health,sports,politics]"
+        ).data,
+        seed=4,
+    )
+    for split in ("train", "validation", "test"):
+        assert from_columns.splits[split]["row_id"] == [f"c{int(row) - 1}" for row in from_list.splits[split]["row_id"]]
+        np.testing.assert_array_equal(labels_of(from_columns.splits[split]), labels_of(from_list.splits[split]))
+
+
+def test_indicator_columns_from_parquet_booleans_and_integers(tmp_path):
+    sets = label_sets(60, seed=3)
+    frame = pd.DataFrame({"comment": [f"row {i}" for i in range(60)]})
+    frame["sports"] = [int("sports" in labels) for labels in sets]  # int64
+    frame["health"] = ["health" in labels for labels in sets]  # bool
+    path = tmp_path / "train.parquet"
+    frame.to_parquet(path)
+    data = load_data(indicator_config(path, ["sports", "health"]).data, seed=0)
+    rows = np.concatenate([labels_of(data.splits[name]) for name in ("train", "validation", "test")])
+    assert data.labels == ["sports", "health"]
+    assert rows.sum(axis=0).tolist() == [frame["sports"].sum(), frame["health"].sum()]
+
+
+def test_indicator_cells_that_say_neither_are_errors_naming_row_and_column(tmp_path):
+    sets = [["health"], ["tech"], ["sports", "politics"], []] * 10
+    path, columns = write_indicator_csv(tmp_path / "train.csv", sets)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[3] = lines[3][: -len("0")] + "-1"  # Jigsaw's test labels mark rows left out of scoring with -1
+    lines[7] = lines[7][: -len("0")] + "-1"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(
+        DataError,
+        match=r"train\.csv, line 4, column 'politics' \(data\.label_columns\): '-1' is not 0 or 1 \(nor true/false, "
+        r"yes/no\) \(and 1 more: line 8\)",
+    ):
+        load_data(indicator_config(path, columns).data, seed=0)
+
+
+def test_an_empty_indicator_cell_is_an_incomplete_row(tmp_path):
+    sets = [["health"], ["tech"], ["sports", "politics"], []] * 10
+    path, columns = write_indicator_csv(tmp_path / "train.csv", sets)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[5] = lines[5].replace("story 4 doctor news,0,1,", "story 4 doctor news,0,,")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(
+        DataError,
+        match=r"train\.csv, line 6, column 'health' \(data\.label_columns\): the cell is empty; fill or remove these "
+        r"rows, or set data\.incomplete_rows=drop",
+    ):
+        load_data(indicator_config(path, columns).data, seed=0)
+    data = load_data(indicator_config(path, columns, "data.incomplete_rows=drop").data, seed=0)
+    assert [(row.row_id, row.reason) for row in data.removed] == [
+        ("6", "incomplete: no label (data.incomplete_rows: drop)")
+    ]
+    assert sum(len(split) for split in data.splits.values()) == len(sets) - 1
+
+
+def test_indicator_columns_from_a_saved_hub_dataset(tmp_path):
+    """A Hub dataset of go_emotions' raw shape (one int column per class), here a folder save_to_disk wrote."""
+    sets = label_sets(80, seed=5)
+    columns = {name: [int(name in labels) for labels in sets] for name in ("politics", "tech")}
+    datasets.Dataset.from_dict({"text": [f"row {i}" for i in range(80)], **columns}).save_to_disk(tmp_path / "saved")
+    config = load_config(
+        None, [f"data.hub_name={tmp_path / 'saved'}", "data.task=multi_label", "data.label_columns=[politics,tech]"]
+    )
+    data = load_data(config.data, seed=0)
+    assert data.labels == ["politics", "tech"]
+    rows = np.concatenate([labels_of(data.splits[name]) for name in ("train", "validation", "test")])
+    assert rows.sum(axis=0).tolist() == [sum(columns["politics"]), sum(columns["tech"])]
+    missing = load_config(
+        None, [f"data.hub_name={tmp_path / 'saved'}", "data.task=multi_label", "data.label_columns=[politics,sport]"]
+    )
+    with pytest.raises(DataError, match=r"data\.label_columns"):
+        load_data(missing.data, seed=0)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            ["data.task=single_label"],
+            r"data\.label_columns: one 0/1 column per class is a multi-label layout; set data\.task=multi_label",
+        ),
+        (["data.label_names=[a,b]"], r"data\.label_names: the classes are the names of data\.label_columns"),
+        (["data.label_columns=[a,A]"], r"data\.label_columns: name two or more distinct columns"),
+        (["data.label_columns=[a]"], r"data\.label_columns: name two or more distinct columns"),
+        (["data.label_columns=[a|b,c]"], r"data\.label_columns: column 'a\|b' contains data\.label_separator"),
+        (["data.label_columns=[a,text]"], r"data\.text_columns: holds the label column 'text' \(data\.label_columns\)"),
+    ],
+)
+def test_label_columns_settings_that_cannot_work_are_config_errors(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, ["data.task=multi_label", "data.label_columns=[a,b]", *overrides])
 
 
 def test_inferred_integer_classes_are_ordered_as_numbers(tmp_path):
