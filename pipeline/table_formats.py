@@ -57,13 +57,14 @@ def header_of(first_record: list[str], column_names: Sequence[str] | None, where
     without.
     """
     if column_names is None:
-        # Kept as written, so that prediction writes the header back unchanged; columns are looked up by
-        # tables.resolve_columns, which ignores case and surrounding spaces.
-        names = list(first_record)
+        # Kept as written, so that prediction writes the header back unchanged (an empty name aside, which
+        # becomes unnamed_column's); columns are looked up by tables.resolve_columns, which ignores case and
+        # surrounding spaces.
+        names = [name if name.strip() else unnamed_column(index) for index, name in enumerate(first_record)]
         normalised = [normalise_name(name) for name in names]
-        if "" in normalised or len(set(normalised)) < len(normalised):
+        if len(set(normalised)) < len(normalised):
             raise DataError(
-                f"{where}: the header has empty or repeated column names ({', '.join(n.strip() for n in names)}); "
+                f"{where}: the header has repeated column names ({', '.join(n.strip() for n in names)}); "
                 "if the file has no header, give the column names"
             )
         return names, True
@@ -71,6 +72,14 @@ def header_of(first_record: list[str], column_names: Sequence[str] | None, where
         return list(column_names), True
     _check_not_another_header(first_record, column_names, where)
     return list(column_names), False
+
+
+def unnamed_column(index: int) -> str:
+    """The name of a column whose header cell is empty, as pandas names it ("Unnamed: 2", counted from 0). A
+    spreadsheet's export, or the SMS Spam Collection's `v1,v2,,,`, leaves the columns that hold a few stray cells
+    unnamed; refusing such a header left no way to read the file, since given column names its first row is
+    another header."""
+    return f"Unnamed: {index}"
 
 
 def _check_not_another_header(first_record: list[str], column_names: Sequence[str], where: str) -> None:

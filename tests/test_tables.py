@@ -315,13 +315,23 @@ def test_without_column_names_the_first_record_is_the_header_as_written():
     assert resolve_columns([" id", "Title ", "label"], ["title", "id"], "f", "data.text_columns") == [1, 0]
 
 
-@pytest.mark.parametrize(
-    "first", [["id", "", "label"], ["id", "  ", "label"], ["id", "text", "text"], ["Text", "id", "text "]]
-)
-def test_empty_or_repeated_header_names_are_rejected(first):
-    with pytest.raises(DataError, match=r"f, line 1: the header has empty or repeated column names") as caught:
+@pytest.mark.parametrize("first", [["id", "text", "text"], ["Text", "id", "text "], ["id", "", "Unnamed: 1"]])
+def test_repeated_header_names_are_rejected(first):
+    with pytest.raises(DataError, match=r"f, line 1: the header has repeated column names") as caught:
         header_of(first, None, "f, line 1")
     assert "give the column names" in str(caught.value)
+
+
+def test_empty_header_names_are_unnamed_columns_as_pandas_names_them(tmp_path):
+    """The SMS Spam Collection's layout: `v1,v2,,,`, the unnamed columns holding a few stray cells. Refused, the file
+    could not be read at all: given column names, its first row was another header."""
+    path = tmp_path / "spam.csv"
+    path.write_bytes(b"v1,v2,,,\r\nham,Ok lar... Joking wif u oni,,,\r\nspam,Free entry \xa35,call,now,\r\n")
+    header, records, numbers, _ = read_all(path, encoding="latin-1")
+    assert header == ["v1", "v2", "Unnamed: 2", "Unnamed: 3", "Unnamed: 4"]
+    assert records == [["ham", "Ok lar... Joking wif u oni", "", "", ""], ["spam", "Free entry £5", "call", "now", ""]]
+    assert numbers == [2, 3]
+    assert header_of(["id", " ", "text"], None, "f") == (["id", "Unnamed: 1", "text"], True)
 
 
 @pytest.mark.parametrize(
