@@ -240,7 +240,8 @@ class OperatingCurve:
     roc_auc: float
     average_precision: float
     # (false positive rate, recall, precision) at the model's decision threshold; None: no threshold to mark.
-    point: tuple[float, float, float] | None = None
+    # Precision is None where the threshold labels no row: no dot on the precision-recall curve.
+    point: tuple[float, float, float | None] | None = None
 
 
 def operating_curves_figure(curves: Sequence[OperatingCurve], title: str | None = None) -> Figure:
@@ -259,7 +260,8 @@ def operating_curves_figure(curves: Sequence[OperatingCurve], title: str | None 
             fpr, recall, precision = curve.point
             dot = dict(marker="o", markersize=8, color=color, markeredgecolor="black", markeredgewidth=0.8, zorder=5)
             roc.plot([fpr], [recall], **dot)
-            pr.plot([recall], [precision], **dot)
+            if precision is not None:
+                pr.plot([recall], [precision], **dot)
     roc.plot([0, 1], [0, 1], color="#999999", linestyle=":", linewidth=1)
     roc.set_xlabel("false positive rate")
     roc.set_ylabel("true positive rate (recall)")

@@ -117,6 +117,17 @@ def test_calibration_and_operating_points_are_shown():
     assert any("reliability" in alt for alt in charts) and any("precision-recall" in alt for alt in charts)
 
 
+def test_a_threshold_that_labels_no_test_row_has_no_test_precision():
+    """A binary run whose rare class no test row reaches: its precision there is undefined (the per-class table
+    says 0), not the precision-recall curve's 1 at recall 0."""
+    run = run_of("never", ratio=7.6, binary=True)
+    run.metrics["thresholds"]["thresholds"]["pos"] = 1.5  # above every score
+    _, blocks = build_report([run])
+    operating = next(block for block in blocks if isinstance(block, Table) and "ROC AUC" in block.header)
+    row = dict(zip(operating.header, (cell.text for cell in operating.rows[0])))
+    assert (row["Precision (test)"], row["Recall (test)"]) == ("—", "0.0000")
+
+
 def test_a_multi_class_run_with_thresholds_shows_its_low_confidence_rows():
     run = run_of("flags", ratio=1.0)
     run.metrics["test"]["low_confidence"] = {

@@ -339,12 +339,14 @@ def _positives(run: Run, name: str) -> np.ndarray:
     return np.array(gold) == name
 
 
-def _point(scores: np.ndarray, positive: np.ndarray, threshold: float) -> tuple[float, float, float]:
-    """(false positive rate, recall, precision) when predicting the class at score >= threshold."""
+def _point(scores: np.ndarray, positive: np.ndarray, threshold: float) -> tuple[float, float, float | None]:
+    """(false positive rate, recall, precision) when predicting the class at score >= threshold; precision None
+    when no row is predicted the class (as the validation precision is, and the per-class table's 0 says): the
+    precision-recall curve's convention of 1 there read as a perfect precision for a class never predicted."""
     predicted = scores >= threshold
     true_positive = float((predicted & positive).sum())
     negatives = float((~positive).sum())
     false_positive_rate = float((predicted & ~positive).sum()) / negatives if negatives else 0.0
     recall = true_positive / float(positive.sum())
-    precision = true_positive / float(predicted.sum()) if predicted.any() else 1.0
+    precision = true_positive / float(predicted.sum()) if predicted.any() else None
     return false_positive_rate, recall, precision
