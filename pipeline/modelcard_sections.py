@@ -146,6 +146,15 @@ class CardSections(CardFacts):
         lines.append(f"Removed before training and evaluation: {removed}." if removed else "None were removed.")
         return lines
 
+    def incomplete_lines(self) -> list[str]:
+        """data.incomplete_rows: the rows left out of their file for want of a text or a label. Without this line
+        the card's split sizes and duplicate removals fall short of the file's rows with no word of why."""
+        removed = self.get("data", "incomplete_rows", "removed")
+        if not isinstance(removed, dict) or not any(is_number(n) and n for n in removed.values()):
+            return []
+        counts = ", ".join(f"{split} {_count(n)}" for split, n in removed.items() if is_number(n))
+        return ["", f"Rows without a text or a label, left out (`data.incomplete_rows: drop`): {counts}."]
+
     def data_section(self) -> list[str]:
         lines = ["## Training data", ""]
         seed = self.get("data", "seed")
@@ -189,6 +198,7 @@ class CardSections(CardFacts):
         duplicates = self.duplicates_lines()
         if duplicates:
             lines += ["", *duplicates]
+        lines += self.incomplete_lines()
         lines += ["", f"Seed: {seed} (splits, sampling, initialisation, dropout)."]
         return lines
 

@@ -168,6 +168,11 @@ def test_optional_records_appear_when_metrics_json_has_them(tmp_path):
     assert "repeated within a split: train 12, validation 0, test 1" in data
     assert "across splits: test in train 3" in data and "more than one label: 2" in data
     assert "Removed before training and evaluation: train 12, validation 0, test 4." in data
+    assert "incomplete_rows" not in data  # none were left out
+
+    incomplete = {**extra["data"], "incomplete_rows": {"setting": "drop", "removed": {"train": 5, "test": 0}}}
+    text = ModelCard.load(write_model_card(fake_run(tmp_path / "dropped", extra_metrics={"data": incomplete}))).text
+    assert "without a text or a label, left out (`data.incomplete_rows: drop`): train 5, test 0." in text
 
     assert "baseline is more accurate" not in section(text, "Limitations")  # 87% against 80%
     beaten = {"baseline": {"description": "TF-IDF + logistic regression", "accuracy": 0.9, "macro_f1": 0.9}}
