@@ -105,8 +105,27 @@ def given_scheme(config: DataConfig, hub_names: list[str] | None) -> LabelScheme
     return None if names is None else LabelScheme(names, config.label_index_base or 0)
 
 
+def single_labels(table: Table, column: str) -> list[Any]:
+    """A single-label column's values. A JSON object or list there (JSON Lines, Parquet) is no class: read as its
+    str() it became a class named "{'label': 'World', ...}" without a word, so it is an error naming the row."""
+    values = table.column(column, "data.label_column")
+    for row, value in enumerate(values):
+        if isinstance(value, dict):
+            raise DataError(
+                f"{table.where(row)}, column '{column}' (data.label_column): the label is an object "
+                f"({shorten(value, 60)}), not a class; nested fields are not read: give each record its label as a "
+                "top-level key"
+            )
+        if isinstance(value, (list, tuple, np.ndarray)):
+            raise DataError(
+                f"{table.where(row)}, column '{column}' (data.label_column): the label is a list "
+                f"({shorten(list(value), 60)}), not a class; for several classes per row set data.task=multi_label"
+            )
+    return values
+
+
 def _inferred_scheme(train: Table, column: str, base: int | None) -> LabelScheme:
-    values = [value for value in train.column(column, "data.label_column") if not is_blank(value)]
+    values = [value for value in single_labels(train, column) if not is_blank(value)]
     _refuse_unlike_classes(values, train, column)
     ids = [as_int(value) for value in values]
     if values and all(value is not None for value in ids):
@@ -172,7 +191,7 @@ def _check_names(names: list[str]) -> None:
 def label_ids(table: Table, column: str, scheme: LabelScheme) -> list[int]:
     """Class ids of one column. Every label of the column is read the same way (the first label decides, when
     the scheme allows both): a name or an id; anything else is an error naming the row and the allowed values."""
-    values = table.column(column, "data.label_column")
+    values = single_labels(table, column)
     blank = [row for row, value in enumerate(values) if is_blank(value)]
     if blank:
         raise DataError(

@@ -867,6 +867,25 @@ def test_a_column_mixing_names_and_ids_is_an_error(tmp_path):
     assert "test.csv, line 3" in message and "'2'" in message and "same way" in message
 
 
+def test_an_object_or_a_list_as_a_single_label_is_an_error_not_a_class(tmp_path):
+    """Read as its str(), {"label": "World", ...} became a class of that name, without a word."""
+    records = [{"text": f"t{i}", "meta": {"label": c, "source": "ag"}} for i, c in enumerate(["World", "Sports"] * 3)]
+    nested = write_text(tmp_path / "nested.jsonl", "".join(json.dumps(record) + "\n" for record in records))
+    message = error_message(files_config(nested, nested, label_column="meta"))
+    assert message.startswith(f"{nested}, line 1, column 'meta' (data.label_column): the label is an object")
+    assert "nested fields are not read" in message
+    message = error_message(files_config(nested, nested, label_column="meta", label_names=["World", "Sports"]))
+    assert "line 1, column 'meta' (data.label_column): the label is an object" in message
+
+    train = write_text(tmp_path / "train.jsonl", '{"text": "a", "label": "World"}\n{"text": "b", "label": "Sports"}\n')
+    listed = write_text(
+        tmp_path / "test.jsonl", '{"text": "c", "label": "World"}\n{"text": "d", "label": ["Sports"]}\n'
+    )
+    message = error_message(files_config(train, listed))
+    assert message.startswith(f"{listed}, line 2, column 'label' (data.label_column): the label is a list")
+    assert "data.task=multi_label" in message
+
+
 def test_a_stray_id_does_not_make_thousands_of_classes(tmp_path):
     train = write_text(
         tmp_path / "train.csv", "label,text\n" + "".join(f"{i % 3},t{i}\n" for i in range(30)) + "2004,odd\n"
