@@ -20,6 +20,7 @@ import contextlib
 import gzip
 import io
 import json
+import logging
 import math
 import re
 import sys
@@ -53,6 +54,9 @@ WIDE_BYTE_ORDER_MARKS = (
     (codecs.BOM_UTF16_LE, "utf-16"),
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
+
+
+logger = logging.getLogger("pipeline.data")
 
 
 class DataError(ValueError):
@@ -249,6 +253,17 @@ def check_encoding(encoding: str) -> str:
     return "utf-8-sig" if name == "utf-8" else name
 
 
+# Bytes 0x80-0x9F are text in cp1252 (’ “ ” – … €) but C1 control characters in latin-1, which no text holds: a
+# Windows file read as latin-1 (the encoding most often advised for "not UTF-8") loses its quotes, dashes and euro
+# signs without an error (the tokenizer drops control characters) and prediction writes them back as controls.
+_C1_CONTROLS = re.compile("[\x80-\x9f]")
+
+
+def _reads_high_bytes_as_controls(encoding: str) -> bool:
+    """Whether this encoding decodes the byte 0x92 (cp1252's ’) to the control character U+0092, as latin-1 does."""
+    return b"\x92".decode(encoding.removesuffix("-sig"), errors="replace") == "\x92"
+
+
 def _splits_on_newline_bytes(encoding: str) -> bool:
     """Whether b"\\n" ends a line in this encoding (ASCII-compatible ones); UTF-16/32 must be decoded first."""
     return "\n".encode(encoding.removesuffix("-sig")) == b"\n"
@@ -295,11 +310,12 @@ class LineSource:
             yield from self._decoded_stream_lines()
             return
         decoder = codecs.getincrementaldecoder(self.encoding)(errors="strict")
+        watch_controls = _reads_high_bytes_as_controls(self.encoding)
         for raw_line in self._raw_lines(self._stream):
             self.line_number += 1
             self._bytes_read += len(raw_line)
             try:
-                yield decoder.decode(raw_line)
+                line = decoder.decode(raw_line)
             except UnicodeDecodeError as error:
                 bad = raw_line[error.start : error.end]
                 raise DataError(
@@ -307,6 +323,17 @@ class LineSource:
                     f"{self.encoding.removesuffix('-sig')} ({bad!r} at byte {error.start + 1} of the line); "
                     f"give the file's encoding with {self.option} (e.g. latin-1)"
                 ) from None
+            if watch_controls and _C1_CONTROLS.search(line):
+                watch_controls = False  # once per file
+                logger.warning(
+                    "%s, line %d: bytes 0x80-0x9F read as %s are control characters, not text; a file saved on "
+                    "Windows is cp1252 (’ “ ” – €): give %s cp1252",
+                    self.name,
+                    self.line_number,
+                    self.encoding,
+                    self.option,
+                )
+            yield line
         try:
             decoder.decode(b"", final=True)
         except UnicodeDecodeError:

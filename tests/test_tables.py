@@ -296,6 +296,23 @@ def test_bytes_that_are_not_utf8_name_the_line_and_the_option(tmp_path):
     assert "unknown encoding 'klingon'" in message_of(path, encoding="klingon")
 
 
+def test_a_windows_file_read_as_latin1_is_warned_about_once(tmp_path, caplog):
+    """Read as latin-1, cp1252's ’ and € become control characters, which the tokenizer drops without a word."""
+    path = tmp_path / "sms.csv"
+    path.write_bytes(b"v1,v2\nham,plain\nham,I\x92m on my way\nspam,Win \x805 now\n")
+    with caplog.at_level("WARNING", logger="pipeline.data"):
+        assert read_all(path, encoding="latin-1")[1][1] == ["ham", "I\x92m on my way"]
+    assert [record.getMessage() for record in caplog.records] == [
+        f"{path}, line 3: bytes 0x80-0x9F read as iso8859-1 are control characters, not text; a file saved on "
+        "Windows is cp1252 (’ “ ” – €): give data.encoding cp1252"
+    ]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="pipeline.data"):
+        assert read_all(path, encoding="cp1252")[1][1:] == [["ham", "I’m on my way"], ["spam", "Win €5 now"]]
+        read_all(tmp_path / "sms.csv", encoding="latin-1", chunk_size=1)  # still once per file, not per chunk
+    assert len(caplog.records) == 1
+
+
 def test_missing_empty_and_folder_inputs(tmp_path):
     assert "file not found" in message_of(tmp_path / "nope.csv")
     (tmp_path / "empty.csv").write_text("")
