@@ -139,9 +139,11 @@ def _csv_records(reader: Any, lines: LineSource, kind: str) -> Iterator[tuple[in
         except StopIteration:
             return
         except csv.Error as error:
+            # csv names the delimiter it expected: a TSV's tab, which one_line would print as a space.
+            detail = one_line(str(error).replace("\t", "\\t"))
             raise DataError(
-                f"{lines.name}, line {previous_end + 1}: malformed {kind.upper()} record "
-                f"({one_line(error)}; an unclosed quote?)"
+                f"{lines.name}, line {previous_end + 1}: malformed {kind.upper()} record ({detail}; an unclosed "
+                "quote? A field that starts with a double quote is read up to its closing quote)"
             ) from None
         start, previous_end = previous_end + 1, reader.line_num
         if record:

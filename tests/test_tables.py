@@ -313,6 +313,16 @@ def test_a_windows_file_read_as_latin1_is_warned_about_once(tmp_path, caplog):
     assert len(caplog.records) == 1
 
 
+def test_a_quote_that_opens_a_tsv_field_is_named_in_the_error(tmp_path):
+    """The UCI SMS Spam Collection's layout: unquoted TSV, a text that starts with a quote. csv's message names the
+    tab it expected after the closing quote, which used to print as a space."""
+    path = tmp_path / "sms.tsv"
+    path.write_text('ham\tOk lar...\nham\t"Hey!" asked the teacher\n')
+    message = message_of(path, column_names=["label", "text"])
+    assert message.startswith(f"{path}, line 2: malformed TSV record ('\\t' expected after '\"';")
+    assert "A field that starts with a double quote is read up to its closing quote" in message
+
+
 def test_missing_empty_and_folder_inputs(tmp_path):
     assert "file not found" in message_of(tmp_path / "nope.csv")
     (tmp_path / "empty.csv").write_text("")
