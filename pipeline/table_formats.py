@@ -188,10 +188,26 @@ def json_table(lines: LineSource, chunk_size: int | None) -> Table:
     first_batch = list(_take(objects, chunk_size))
     if not first_batch:
         raise DataError(f"{lines.name} is empty")
+    _refuse_table_as_one_object(first_batch[0][1], lines.name)
     unit = "record" if first_batch[0][0] < 0 else "line"  # a JSON array's objects are numbered as records
     header = list(dict.fromkeys(key for _, record in first_batch for key in record))
     rows = _json_rows(_chain(first_batch, objects), header, lines.name, unit)
     return Table(lines.name, "jsonl", header, unit, _batched(rows, chunk_size), lines)
+
+
+def _refuse_table_as_one_object(record: dict, name: str) -> None:
+    """pandas' `DataFrame.to_json()` writes a whole table as one object: by default of columns ({"text": {"0": ...,
+    "1": ...}}), or of rows by index, or split into columns and data. Read as a record it was one row whose text is
+    the JSON of a whole column, and prediction labelled that row without a word."""
+    values = list(record.values())
+    by_column_or_index = len(values) > 0 and all(isinstance(value, dict) for value in values)
+    split = {"columns", "data"} <= set(record) and all(isinstance(value, list) for value in values)
+    if by_column_or_index or split:
+        raise DataError(
+            f"{name}: the first record is a whole table in one JSON object (pandas' DataFrame.to_json() without "
+            "orient='records'?), not one record per row; write it with df.to_json(path, orient='records', "
+            "lines=True)"
+        )
 
 
 def _take(iterator: Iterator, count: int | None) -> Iterator:

@@ -207,6 +207,16 @@ def test_json_lines_are_numbered_by_line_and_arrays_by_record(tmp_path):
     assert "bad.json, record 2" in message_of(tmp_path / "bad.json")
 
 
+@pytest.mark.parametrize("orient", ["columns", "index", "split"])
+def test_a_table_written_as_one_json_object_is_an_error_not_one_row(tmp_path, orient):
+    """pandas' DataFrame.to_json() default: read as a record, the whole text column became the text of one row."""
+    path = tmp_path / "t.json"
+    pd.DataFrame({"text": ["Stocks fall", "Team wins"]}).to_json(path, orient=orient)
+    message = message_of(path)
+    assert message.startswith(f"{path}: the first record is a whole table in one JSON object")
+    assert "orient='records', lines=True" in message
+
+
 def test_a_json_key_first_seen_after_the_first_chunk_is_an_error(tmp_path):
     path = tmp_path / "t.jsonl"
     path.write_text('{"a": 1}\n{"a": 2}\n{"a": 3, "b": 4}\n')
