@@ -378,7 +378,7 @@ class CardSections(CardFacts):
             "",
             *_table(
                 ["measure", "value"],
-                [(key or "value", _num(value) if is_number(value) else value) for key, value in pairs],
+                [(key or "value", _num(value) if isinstance(value, float) else str(value)) for key, value in pairs],
                 "lr",
             ),
         ]

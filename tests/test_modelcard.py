@@ -155,7 +155,7 @@ def test_optional_records_appear_when_metrics_json_has_them(tmp_path):
             "num_samples": 400,
             "train_seconds": 1.5,
         },
-        "calibration": {"ece": 0.0312, "temperature": 1.42},
+        "calibration": {"ece": 0.0312, "temperature": 1.42, "bins": 15},
         "data": {"sizes": {"train": 3600, "validation": 400, "test": 396}, "seed": 7, "duplicates": duplicates},
     }
     text = ModelCard.load(write_model_card(fake_run(tmp_path, extra_metrics=extra))).text
@@ -163,6 +163,7 @@ def test_optional_records_appear_when_metrics_json_has_them(tmp_path):
     assert "| TF-IDF + logistic regression | 80.12% | 0.7990 | +7.00 points |" in baseline
     calibration = section(text, "Calibration")
     assert "| ece | 0.0312 |" in calibration and "| temperature | 1.4200 |" in calibration
+    assert "| bins | 15 |" in calibration  # a count, not a score
     data = section(text, "Training data")
     assert "| test | 396 |" in data and "Seed: 7" in data
     assert "repeated within a split: train 12, validation 0, test 1" in data
