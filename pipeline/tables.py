@@ -240,6 +240,20 @@ def _check_not_wide(head: bytes, codec: str, name: str, option: str) -> None:
             )
 
 
+# Bytes of a text file's start in which a line break must show which bytes end its lines.
+LINE_END_BYTES = 8192
+
+
+def _check_line_ends(head: bytes, codec: str, name: str) -> None:
+    """Lines are split at newline bytes; a file whose lines end in a carriage return alone (classic Mac OS, Excel for
+    Mac's "CSV (Macintosh)") was one line, and its error csv's advice to open it in universal-newline mode."""
+    if _splits_on_newline_bytes(codec) and b"\r" in head and b"\n" not in head:
+        raise DataError(
+            f"{name} ends its lines with a carriage return alone (classic Mac OS; Excel for Mac's \"CSV "
+            "(Macintosh)\"), which is not read: save it as CSV UTF-8, or convert its line ends (tr '\\r' '\\n')"
+        )
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Decoded lines with line numbers and bytes read
 
@@ -422,6 +436,7 @@ def open_table(
         _check_content_matches(head, kind, lines.name, format_option)
         if kind != "parquet":  # Parquet is binary: its text encoding is its own
             _check_not_wide(head, codec, lines.name, encoding_option)
+            _check_line_ends(lines.head(LINE_END_BYTES), codec, lines.name)
         from pipeline.table_formats import delimited_table, json_table, parquet_table  # they import this module
 
         if kind == "parquet":

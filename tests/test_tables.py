@@ -333,6 +333,18 @@ def test_a_quote_that_opens_a_tsv_field_is_named_in_the_error(tmp_path):
     assert "A field that starts with a double quote is read up to its closing quote" in message
 
 
+def test_a_file_whose_lines_end_in_a_carriage_return_alone_is_named_so(tmp_path):
+    """Excel for Mac's "CSV (Macintosh)": read as one line, it failed with csv's advice about universal-newline mode."""
+    for name in ("mac.csv", "mac.jsonl", "mac.csv.gz"):
+        content = b"text,label\rStocks fall,neg\r" if "csv" in name else b'{"text": "a"}\r{"text": "b"}\r'
+        path = tmp_path / name
+        path.write_bytes(gzip.compress(content) if name.endswith(".gz") else content)
+        assert message_of(path).startswith(f"{path} ends its lines with a carriage return alone")
+    path = tmp_path / "windows.csv"  # a carriage return inside a quoted field of a CRLF file is text
+    path.write_bytes(b'text,label\r\n"two\rlines",neg\r\n')
+    assert read_all(path)[1] == [["two\rlines", "neg"]]
+
+
 def test_missing_empty_and_folder_inputs(tmp_path):
     assert "file not found" in message_of(tmp_path / "nope.csv")
     (tmp_path / "empty.csv").write_text("")
