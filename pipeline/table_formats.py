@@ -139,15 +139,22 @@ def _csv_records(reader: Any, lines: LineSource, kind: str) -> Iterator[tuple[in
         except StopIteration:
             return
         except csv.Error as error:
-            # csv names the delimiter it expected: a TSV's tab, which one_line would print as a space.
-            detail = one_line(str(error).replace("\t", "\\t"))
             raise DataError(
-                f"{lines.name}, line {previous_end + 1}: malformed {kind.upper()} record ({detail}; an unclosed "
-                "quote? A field that starts with a double quote is read up to its closing quote)"
+                f"{lines.name}, line {previous_end + 1}: malformed {kind.upper()} record ({_csv_error_detail(error)})"
             ) from None
         start, previous_end = previous_end + 1, reader.line_num
         if record:
             yield start, record
+
+
+def _csv_error_detail(error: csv.Error) -> str:
+    """What csv found, and what in a file causes it, in a user's words."""
+    message = str(error)
+    if "new-line character seen in unquoted field" in message:  # csv's advice (universal-newline mode) is for code
+        return "a carriage return inside a field that is not quoted: quote the field or remove the carriage return"
+    # csv names the delimiter it expected: a TSV's tab, which one_line would print as a space.
+    detail = one_line(message.replace("\t", "\\t"))
+    return f"{detail}; an unclosed quote? A field that starts with a double quote is read up to its closing quote"
 
 
 def _blank(record: list[str]) -> bool:

@@ -343,6 +343,11 @@ def test_a_file_whose_lines_end_in_a_carriage_return_alone_is_named_so(tmp_path)
     path = tmp_path / "windows.csv"  # a carriage return inside a quoted field of a CRLF file is text
     path.write_bytes(b'text,label\r\n"two\rlines",neg\r\n')
     assert read_all(path)[1] == [["two\rlines", "neg"]]
+    path.write_bytes(b"text,label\nfine,pos\nstray\r return,neg\n")  # ... and outside quotes an error, in words
+    assert message_of(path) == (
+        f"{path}, line 3: malformed CSV record (a carriage return inside a field that is not quoted: quote the field "
+        "or remove the carriage return)"
+    )
 
 
 def test_missing_empty_and_folder_inputs(tmp_path):
