@@ -278,6 +278,16 @@ def _reads_high_bytes_as_controls(encoding: str) -> bool:
     return b"\x92".decode(encoding.removesuffix("-sig"), errors="replace") == "\x92"
 
 
+def _likely_encoding(raw_line: bytes) -> str:
+    """What a line whose high bytes latin-1 reads as control characters was written in: UTF-8 (’ is E2 80 99) when it
+    decodes as such, else cp1252, which Windows writes."""
+    try:
+        raw_line.decode("utf-8")
+    except UnicodeDecodeError:
+        return "cp1252 (a file saved on Windows: ’ “ ” – €)"
+    return "utf-8 (the line is valid UTF-8)"
+
+
 def _splits_on_newline_bytes(encoding: str) -> bool:
     """Whether b"\\n" ends a line in this encoding (ASCII-compatible ones); UTF-16/32 must be decoded first."""
     return "\n".encode(encoding.removesuffix("-sig")) == b"\n"
@@ -340,12 +350,12 @@ class LineSource:
             if watch_controls and _C1_CONTROLS.search(line):
                 watch_controls = False  # once per file
                 logger.warning(
-                    "%s, line %d: bytes 0x80-0x9F read as %s are control characters, not text; a file saved on "
-                    "Windows is cp1252 (’ “ ” – €): give %s cp1252",
+                    "%s, line %d: bytes 0x80-0x9F read as %s are control characters, not text; give %s %s",
                     self.name,
                     self.line_number,
                     self.encoding,
                     self.option,
+                    _likely_encoding(raw_line),
                 )
             yield line
         try:

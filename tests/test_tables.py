@@ -313,14 +313,19 @@ def test_a_windows_file_read_as_latin1_is_warned_about_once(tmp_path, caplog):
     with caplog.at_level("WARNING", logger="pipeline.data"):
         assert read_all(path, encoding="latin-1")[1][1] == ["ham", "I\x92m on my way"]
     assert [record.getMessage() for record in caplog.records] == [
-        f"{path}, line 3: bytes 0x80-0x9F read as iso8859-1 are control characters, not text; a file saved on "
-        "Windows is cp1252 (’ “ ” – €): give data.encoding cp1252"
+        f"{path}, line 3: bytes 0x80-0x9F read as iso8859-1 are control characters, not text; give data.encoding "
+        "cp1252 (a file saved on Windows: ’ “ ” – €)"
     ]
     caplog.clear()
     with caplog.at_level("WARNING", logger="pipeline.data"):
         assert read_all(path, encoding="cp1252")[1][1:] == [["ham", "I’m on my way"], ["spam", "Win €5 now"]]
         read_all(tmp_path / "sms.csv", encoding="latin-1", chunk_size=1)  # still once per file, not per chunk
     assert len(caplog.records) == 1
+    caplog.clear()
+    path.write_text("v1,v2\nham,I’m on my way\n", encoding="utf-8")  # a UTF-8 file given as latin-1: ’ is E2 80 99
+    with caplog.at_level("WARNING", logger="pipeline.data"):
+        read_all(path, encoding="latin-1")
+    assert caplog.records[0].getMessage().endswith("give data.encoding utf-8 (the line is valid UTF-8)")
 
 
 def test_a_quote_that_opens_a_tsv_field_is_named_in_the_error(tmp_path):
