@@ -56,7 +56,7 @@ WIDE_BYTE_ORDER_MARKS = (
 )
 
 
-logger = logging.getLogger("pipeline.data")
+logger = logging.getLogger(__name__)
 
 
 class DataError(ValueError):

@@ -310,20 +310,20 @@ def test_a_windows_file_read_as_latin1_is_warned_about_once(tmp_path, caplog):
     """Read as latin-1, cp1252's ’ and € become control characters, which the tokenizer drops without a word."""
     path = tmp_path / "sms.csv"
     path.write_bytes(b"v1,v2\nham,plain\nham,I\x92m on my way\nspam,Win \x805 now\n")
-    with caplog.at_level("WARNING", logger="pipeline.data"):
+    with caplog.at_level("WARNING", logger="pipeline.tables"):
         assert read_all(path, encoding="latin-1")[1][1] == ["ham", "I\x92m on my way"]
     assert [record.getMessage() for record in caplog.records] == [
         f"{path}, line 3: bytes 0x80-0x9F read as iso8859-1 are control characters, not text; give data.encoding "
         "cp1252 (a file saved on Windows: ’ “ ” – €)"
     ]
     caplog.clear()
-    with caplog.at_level("WARNING", logger="pipeline.data"):
+    with caplog.at_level("WARNING", logger="pipeline.tables"):
         assert read_all(path, encoding="cp1252")[1][1:] == [["ham", "I’m on my way"], ["spam", "Win €5 now"]]
         read_all(tmp_path / "sms.csv", encoding="latin-1", chunk_size=1)  # still once per file, not per chunk
     assert len(caplog.records) == 1
     caplog.clear()
     path.write_text("v1,v2\nham,I’m on my way\n", encoding="utf-8")  # a UTF-8 file given as latin-1: ’ is E2 80 99
-    with caplog.at_level("WARNING", logger="pipeline.data"):
+    with caplog.at_level("WARNING", logger="pipeline.tables"):
         read_all(path, encoding="latin-1")
     assert caplog.records[0].getMessage().endswith("give data.encoding utf-8 (the line is valid UTF-8)")
 
