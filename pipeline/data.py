@@ -40,6 +40,7 @@ from pipeline.labels import (
     label_scheme,
     label_set_scheme,
     label_sets,
+    trained_scheme,
 )
 from pipeline.splits import (
     MULTI_LABEL_COLUMN,
@@ -214,6 +215,24 @@ def read_indicator_columns(tables: dict[str, Table], config: DataConfig) -> tupl
     return with_sets, dataclasses.replace(
         config, label_column=INDICATOR_SETS_COLUMN, label_names=list(config.label_columns)
     )
+
+
+def read_labelled_file(
+    config: DataConfig, path: str, origin: str, names: list[str]
+) -> tuple[datasets.Dataset, list[RemovedRow]]:
+    """One labelled file, read as training read its files (text columns, label layout, encoding, incomplete rows),
+    its labels against a trained model's classes `names` (labels.trained_scheme): what pipeline.evaluate scores.
+    Nothing is carved, deduplicated or capped: every usable row of the file is scored."""
+    table = read_table(path, origin, config.file_format, config.column_names, config.encoding)
+    _require_rows(table, "input")
+    if config.label_columns and set(config.label_columns) != set(names):
+        raise DataError(
+            f"data.label_columns: {', '.join(config.label_columns)} are not the model's classes ({', '.join(names)}); "
+            "name one column for each"
+        )
+    tables, config = read_indicator_columns({"test": table}, config)
+    table, removed = drop_incomplete(tables["test"], "test", config)
+    return to_dataset(table, config, trained_scheme(names, config)), removed
 
 
 def _warn_shared_ids(splits: dict[str, datasets.Dataset], id_column: str) -> None:

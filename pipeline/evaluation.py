@@ -264,6 +264,22 @@ def result_from_logits(
         )
         labels = rows.document_labels()
         losses = _pooled_losses(probabilities, labels)
+    return result_from_probabilities(probabilities, labels, label_names, decision, losses)
+
+
+def result_from_probabilities(
+    probabilities: np.ndarray,
+    labels: np.ndarray,
+    label_names: list[str],
+    decision: Decision | None = None,
+    losses: np.ndarray | None = None,
+) -> EvalResult:
+    """Metrics of (N, C) probabilities against gold class ids (N,) or multi-hot rows (N, C), labelled by `decision`
+    (default: argmax, or 0.5 per class for multi-label). `losses` (N,): each row's loss; default: -log of the
+    probabilities (binary cross-entropy per class for multi-label), as pooled windows get."""
+    multi_label = labels.ndim == 2
+    if losses is None:
+        losses = _pooled_losses(probabilities, labels)
     decision = decision or default_decision(list(label_names), multi_label)
     predicted = decision.predict(probabilities)
     if multi_label:

@@ -506,20 +506,9 @@ def write_outputs(config: PipelineConfig, metrics: dict, test: EvalResult, test_
     write_report([run.path], run.path)
     write_model_card(run.path)
     print(
-        f"Test {headline_scores(metrics)}; trained at {metrics['throughput']['train_samples_per_second']:.1f} "
+        f"Test {rundir.headline_scores(metrics)}; trained at {metrics['throughput']['train_samples_per_second']:.1f} "
         f"samples/s; total {metrics['timings']['total_seconds']:.0f} s. Run directory: {run.path}"
     )
-
-
-def headline_scores(metrics: dict[str, Any]) -> str:
-    """The run's last console line leads with the metric that selected its model (micro-F1 for multi-label, where
-    accuracy is the strict subset accuracy)."""
-    test = metrics["test"]
-    lead = metrics["best"]["metric"]
-    shown = [lead, *(name for name in ("accuracy", "macro_f1") if name != lead)]
-    names = {**rundir.RANKING_METRICS, "accuracy": "subset accuracy" if "micro_f1" in test else "accuracy"}
-    scores = ", ".join(f"{names[name]} {test[name]:.4f}" for name in shown if name in test)
-    return f"{scores} on {test['num_samples']} rows"
 
 
 def setup_logging() -> None:

@@ -65,6 +65,10 @@ def resolve_device(name: str) -> torch.device:
     return device
 
 
+# What prediction and evaluation accept as --precision (resolve_inference_dtype reads it).
+INFERENCE_PRECISIONS = ("auto", "fp32", "bf16")
+
+
 def resolve_inference_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     """Prediction's --precision -> the reduced compute dtype, or None for full fp32. 'auto' takes bf16 where the
     hardware runs it natively; an explicit 'bf16' on a CPU without it is allowed (emulated, slow), on other devices

@@ -124,6 +124,16 @@ def single_labels(table: Table, column: str) -> list[Any]:
     return values
 
 
+def trained_scheme(names: list[str], config: DataConfig) -> LabelScheme:
+    """How the labels of a file scored against a trained model are read: a label that names one of its classes is
+    that class; where the names are not themselves integers, an integer is a class id counting from
+    data.label_index_base (0 unset), as it was in training."""
+    names_are_ids = all(as_int(name) is not None for name in names)
+    return LabelScheme(
+        list(names), config.label_index_base or 0, accepts_ids=not names_are_ids, origin="the model's classes"
+    )
+
+
 def _inferred_scheme(train: Table, column: str, base: int | None) -> LabelScheme:
     values = [value for value in single_labels(train, column) if not is_blank(value)]
     _refuse_unlike_classes(values, train, column)

@@ -445,6 +445,17 @@ def ranking_metric(metrics: dict[str, Any]) -> str:
     return metric if metric in RANKING_METRICS else "accuracy"
 
 
+def headline_scores(metrics: dict[str, Any]) -> str:
+    """The run's last console line leads with the metric that selected its model (micro-F1 for multi-label, where
+    accuracy is the strict subset accuracy)."""
+    test = metrics["test"]
+    lead = metrics["best"]["metric"]
+    shown = [lead, *(name for name in ("accuracy", "macro_f1") if name != lead)]
+    names = {**RANKING_METRICS, "accuracy": "subset accuracy" if "micro_f1" in test else "accuracy"}
+    scores = ", ".join(f"{names[name]} {test[name]:.4f}" for name in shown if name in test)
+    return f"{scores} on {test['num_samples']} rows"
+
+
 def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 

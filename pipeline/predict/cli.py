@@ -166,7 +166,7 @@ def _add_inference_arguments(add: Any) -> None:
     )
     add(
         "--precision",
-        choices=["auto", "fp32", "bf16"],
+        choices=hardware.INFERENCE_PRECISIONS,
         default="auto",
         help="PyTorch's: auto (default): bf16 (a bf16 copy of the weights) where the hardware has native bf16, else fp32",
     )

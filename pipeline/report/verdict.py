@@ -22,11 +22,24 @@ def header_blocks(runs: Sequence[Run], comparison: Comparison | None, generated_
         Paragraph(f"Generated {generated_at:%Y-%m-%d %H:%M %Z}. Runs: {locations}.", style="meta"),
         Paragraph(" ".join([_verdict(runs, comparison), *_caveat_sentences(runs)]), style="verdict"),
     ]
+    blocks += [Paragraph(evaluation_note(run), style="note") for run in runs if run.metric("evaluation")]
     blocks += [Paragraph(f"{run.name}: {note}", style="note") for run in runs for note in run.notes]
     blocks += [
         Paragraph(f"{run.name}: {note}", style="note") for run in runs for note in [truncation_note(run)] if note
     ]
     return blocks
+
+
+def evaluation_note(run: Run) -> str:
+    """A folder of python -m pipeline.evaluate: its test figures are another file's, the rest the run's own."""
+    record = run.metric("evaluation")
+    left_out = record.get("removed_rows") or 0
+    removed = f", {format_count(left_out)} incomplete rows left out" if left_out else ""
+    return (
+        f"{run.name}: the model of {record.get('model')} scored on {record.get('input')} "
+        f"({format_count(record.get('rows'))} rows{removed}) by python -m pipeline.evaluate. Test figures are that "
+        "file's; validation figures, thresholds and training records are the run's own."
+    )
 
 
 def _verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:

@@ -1,0 +1,207 @@
+"""Score a trained model on a labelled file it has not seen: the same metrics and report as its own test split.
+
+    python -m pipeline.evaluate --model runs/ag_news_minilm --input new_labelled.csv
+    python -m pipeline.evaluate --model runs/tickets --input march.csv data.label_column=queue --output reports/march
+
+The file is read as the run read its training files (its config.yaml: text columns, label column or columns,
+encoding, incomplete rows), with any `data.*` setting overridden by KEY=VALUE; its labels must be the model's
+classes (names, or ids where the names are not integers). Every usable row is scored: nothing is carved,
+deduplicated or capped. The model is the run's, calibrated and with its thresholds, in full precision by default.
+
+The output folder (default reports/<run>_on_<file name>) is laid out as a run directory, so that `python -m
+pipeline.report` reads it, alone or beside the run itself (`python -m pipeline.report runs/x reports/x_on_new`):
+metrics.json, whose `test` is this file's metrics and `evaluation` says what was scored; test_predictions.csv;
+config.yaml (the run's, with the overrides); report.md and report.html.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pipeline.calibration import ECE_BINS, expected_calibration_error, reliability_bins
+from pipeline.config import ConfigError, PipelineConfig, load_config, save_config
+from pipeline.data import RemovedRow, read_labelled_file
+from pipeline.evaluation import EvalResult, result_from_probabilities
+from pipeline.export.record import BACKENDS
+from pipeline.hardware import INFERENCE_PRECISIONS
+from pipeline.io import replace_directory
+from pipeline.predict import PredictError, Predictor, resolve_model_source
+from pipeline.report.write import write_report
+from pipeline.rundir import RunDir, RunDirError, headline_scores, write_test_predictions
+from pipeline.splits import labels_of
+from pipeline.tables import DataError
+
+logger = logging.getLogger("pipeline")
+
+DEFAULT_OUTPUT_ROOT = Path("reports")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m pipeline.evaluate",
+        description="Score a trained run's model on a labelled file and write its metrics and report.",
+    )
+    parser.add_argument("--model", required=True, help="run directory (runs/<name>)")
+    parser.add_argument("--input", required=True, help="labelled CSV, TSV, JSON Lines or Parquet file")
+    parser.add_argument(
+        "--output", help="folder to write (default: reports/<run>_on_<file name>); refused if it exists"
+    )
+    parser.add_argument("--overwrite", action="store_true", help="replace the output folder if it exists")
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="torch",
+        help="what runs the model: torch (default), onnx / openvino (the run's verified export), auto",
+    )
+    parser.add_argument(
+        "--precision",
+        choices=INFERENCE_PRECISIONS,
+        default="fp32",
+        help="PyTorch's: fp32 (default, the model as evaluated in training), bf16, auto",
+    )
+    parser.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="data.KEY=VALUE",
+        help="how to read the file where it differs from the run's training files, e.g. data.label_column=topic",
+    )
+    return parser.parse_args(argv)
+
+
+def reading_config(run: RunDir, overrides: Sequence[str]) -> PipelineConfig:
+    """The run's config with `data.*` overrides: how the file is read. Other keys describe training, which is done."""
+    for override in overrides:
+        if not override.startswith("data."):
+            raise ConfigError(f"{override}: only data.* settings apply to evaluation (how the file is read)")
+    return load_config(run.config_path, list(overrides))
+
+
+def default_output(model: Path, input_path: str) -> Path:
+    stem = Path(input_path).name.split(".")[0] or "input"
+    return DEFAULT_OUTPUT_ROOT / f"{model.resolve().name}_on_{stem}"
+
+
+def score(predictor: Predictor, texts: list[str], gold: Any, labels: list[str]) -> EvalResult:
+    """The model's probabilities for the texts, labelled by its decision (thresholds from validation), scored."""
+    _, probabilities = predictor.infer(texts)
+    return result_from_probabilities(probabilities, gold, labels, predictor.decision)
+
+
+def calibration_of(result: EvalResult, run_metrics: dict[str, Any]) -> dict[str, Any]:
+    """The file's expected calibration error under the saved (calibrated) model, beside the run's own validation
+    figures; the file has no 'before': its probabilities come from the model with the temperature folded in."""
+    run_calibration = run_metrics.get("calibration") or {}
+    return {
+        "enabled": run_calibration.get("enabled"),
+        "method": run_calibration.get("method"),
+        "temperature": run_calibration.get("temperature"),
+        "bins": ECE_BINS,
+        "ece": {
+            "validation": (run_calibration.get("ece") or {}).get("validation"),
+            "test": {"before": None, "after": expected_calibration_error(result.probabilities, result.labels)},
+        },
+        "reliability": {"test": {"before": None, "after": reliability_bins(result.probabilities, result.labels)}},
+    }
+
+
+def build_metrics(
+    run_metrics: dict[str, Any],
+    result: EvalResult,
+    removed: list[RemovedRow],
+    evaluation: dict[str, Any],
+    name: str,
+) -> dict[str, Any]:
+    """metrics.json of the output folder: the run's own records of how it was trained and validated, this file's
+    metrics as `test`."""
+    data = run_metrics.get("data") or {}
+    return {
+        "run": {**(run_metrics.get("run") or {}), "name": name},
+        "labels": run_metrics["labels"],
+        "validation": run_metrics.get("validation"),
+        "test": result.metrics,
+        "best": run_metrics.get("best"),
+        # How the model was trained and its thresholds chosen: the run's, unchanged.
+        **{key: run_metrics[key] for key in ("training", "thresholds") if key in run_metrics},
+        "tokenization": run_metrics.get("tokenization"),
+        "throughput": {"predict_rows_per_second": len(result.labels) / evaluation["seconds"]},
+        "calibration": calibration_of(result, run_metrics),
+        "data": {
+            "task": data.get("task"),
+            "class_counts": data.get("class_counts"),
+            "sizes": {"test": len(result.labels)},
+            "incomplete_rows": {"removed": {"test": len(removed)}},
+        },
+        "evaluation": evaluation,
+    }
+
+
+def evaluate_file(args: argparse.Namespace) -> Path:
+    run = RunDir(Path(args.model))
+    run.check_finished()
+    config = reading_config(run, args.overrides)
+    output = Path(args.output) if args.output else default_output(run.path, args.input)
+    if output.exists() and not args.overwrite:
+        raise RunDirError(f"{output} exists; pass --overwrite to replace it, or --output another folder")
+    run_metrics = run.read_metrics()
+    labels = [str(label) for label in run_metrics["labels"]]
+    dataset, removed = read_labelled_file(config.data, args.input, "--input", labels)
+    predictor = Predictor.from_source(resolve_model_source(run.path), backend=args.backend, precision=args.precision)
+    started = time.perf_counter()
+    result = score(predictor, list(dataset["text"]), labels_of(dataset), labels)
+    seconds = time.perf_counter() - started
+    evaluation = {
+        "model": str(run.path.resolve()),
+        "input": str(Path(args.input).resolve()),
+        "overrides": list(args.overrides),
+        "rows": len(dataset),
+        "removed_rows": len(removed),
+        "backend": predictor.describe_backend(),
+        "seconds": seconds,
+    }
+    metrics = build_metrics(run_metrics, result, removed, evaluation, output.name)
+
+    def fill(folder: Path) -> None:
+        written = RunDir(folder)
+        save_config(config, written.config_path)
+        if run.history_path.is_file():  # the model's own validation curves, for the report
+            shutil.copyfile(run.history_path, written.history_path)
+        written.write_metrics(metrics)
+        write_test_predictions(
+            written.predictions_path,
+            dataset["text"],
+            result.labels,
+            result.probabilities,
+            labels,
+            row_ids=dataset["row_id"],
+            predicted=result.predictions,
+            separator=config.data.label_separator,
+            low_confidence=result.low_confidence,
+        )
+
+    replace_directory(output, fill)
+    write_report([output], output)
+    return output
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        output = evaluate_file(args)
+    except (ConfigError, DataError, PredictError, RunDirError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    metrics = RunDir(output).read_metrics()
+    print(f"{args.input}: {headline_scores(metrics)}. Written: {output} (report.md, report.html)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
