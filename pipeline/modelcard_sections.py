@@ -26,6 +26,34 @@ def _num(value: Any, digits: int = 4) -> str:
     return f"{value:.{digits}f}" if is_number(value) else "n/a"
 
 
+# The before/after measures of a calibration record (pipeline.scoring.calibration_record), as the card names them.
+CALIBRATION_MEASURES = {"ece": "expected calibration error", "loss": "negative log-likelihood"}
+
+
+def _calibration_rows(calibration: dict[str, Any]) -> list[tuple[str, str]]:
+    """The calibration record as (measure, value) rows: method, temperature, then each measure per split, before ->
+    after temperature scaling (one value where only one was measured)."""
+    rows = []
+    if calibration.get("enabled") is False:
+        rows.append(("method", "none (train.calibrate: false)"))
+    elif isinstance(calibration.get("method"), str):
+        rows.append(("method", calibration["method"]))
+    if is_number(calibration.get("temperature")):
+        rows.append(("temperature", _num(calibration["temperature"], 3)))
+    for key, name in CALIBRATION_MEASURES.items():
+        splits = calibration.get(key) if isinstance(calibration.get(key), dict) else {}
+        for split, pair in splits.items():
+            if not isinstance(pair, dict):
+                continue
+            measured = [value for value in (pair.get("before"), pair.get("after")) if is_number(value)]
+            if measured:
+                label = f"{name}, {split}" + (" (before → after)" if len(measured) == 2 else "")
+                rows.append((label, " → ".join(_num(value) for value in measured)))
+    if is_number(calibration.get("bins")):
+        rows.append(("confidence bins (expected calibration error)", str(int(calibration["bins"]))))
+    return rows
+
+
 def _metric(key: str, value: Any) -> str:
     """A ranking metric's value (rundir.RANKING_METRICS): accuracy as a percentage, an F1 as a score."""
     return _pct(value) if key == "accuracy" else _num(value)
@@ -368,19 +396,19 @@ class CardSections(CardFacts):
             calibration = self.get("test", "calibration")
         if calibration is None:
             return []
-        pairs = [(key, value) for key, value in _flatten(calibration) if is_number(value) or isinstance(value, str)]
-        if not pairs:
+        if isinstance(calibration, dict) and isinstance(calibration.get("ece"), dict):
+            rows = _calibration_rows(calibration)
+        else:  # another shape: every number and string it holds, by its key path
+            pairs = [(key, value) for key, value in _flatten(calibration) if is_number(value) or isinstance(value, str)]
+            rows = [(key or "value", _num(value) if isinstance(value, float) else str(value)) for key, value in pairs]
+        if not rows:
             return []
         return [
             "## Calibration",
             "",
             "How well the predicted probabilities match observed accuracy (from metrics.json):",
             "",
-            *_table(
-                ["measure", "value"],
-                [(key or "value", _num(value) if isinstance(value, float) else str(value)) for key, value in pairs],
-                "lr",
-            ),
+            *_table(["measure", "value"], rows, "lr"),
         ]
 
     def limitations_section(self) -> list[str]:

@@ -185,6 +185,20 @@ def test_optional_records_appear_when_metrics_json_has_them(tmp_path):
     assert "could not be fitted: empty vocabulary" in section(text, "Baseline")
 
 
+def test_a_calibration_record_reads_as_before_and_after(tmp_path):
+    ece = {"validation": {"before": 0.0337, "after": 0.0206}, "test": {"before": 0.0172, "after": 0.0093}}
+    record = {"enabled": True, "method": "temperature scaling", "temperature": 1.123, "bins": 15, "ece": ece}
+    record["loss"] = {"test": {"before": 0.3412, "after": 0.3301}}
+    record["reliability"] = {"test": {"before": [{"count": 3}], "after": [{"count": 3}]}}
+    text = ModelCard.load(write_model_card(fake_run(tmp_path, extra_metrics={"calibration": record}))).text
+    calibration = section(text, "Calibration")
+    assert "| temperature | 1.123 |" in calibration
+    assert "| expected calibration error, test (before → after) | 0.0172 → 0.0093 |" in calibration
+    assert "| negative log-likelihood, test (before → after) | 0.3412 → 0.3301 |" in calibration
+    assert "| confidence bins (expected calibration error) | 15 |" in calibration
+    assert "ece.test" not in calibration and "reliability" not in calibration
+
+
 def test_local_checkpoint_and_files_give_no_hub_ids_and_encoder_card_says_trust_remote_code(tmp_path):
     local_model = tmp_path / "my_bert"
     local_model.mkdir()
