@@ -65,6 +65,11 @@ class DataConfig:
     file_format: Literal["auto", "csv", "tsv", "jsonl", "parquet"] = "auto"
     # Of CSV/TSV/JSON Lines files (utf-8 also accepts a byte-order mark); e.g. latin-1, cp1252, utf-16.
     encoding: str = "utf-8"
+    # Double quotes in CSV/TSV files: "csv" encloses a field in them (which may then hold delimiters, line breaks and
+    # doubled quotes); "none" reads them as text, for files that quote nothing (GLUE's train.tsv, the SMS Spam
+    # Collection), where a text may start with one; "auto": csv, except for a TSV file whose start shows that it
+    # quotes nothing (table_formats.reads_quotes). Every file of the run (train, validation, test, unlabeled).
+    quoting: Literal["auto", "csv", "none"] = "auto"
     # Names for the columns of header-less CSV/TSV files (the original ag_news_csv layout has no header).
     # With column_names set, a file whose first row repeats these names is read as having a header.
     column_names: list[str] | None = None

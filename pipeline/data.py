@@ -297,17 +297,17 @@ def read_file_tables(config: DataConfig) -> dict[str, Table]:
         raise DataError("data.train_file is required when data.source is 'files'")
     paths = {"train": config.train_file, "validation": config.validation_file, "test": config.test_file}
     return {
-        split: read_table(path, FILE_KEYS[split], config.file_format, config.column_names, config.encoding)
-        for split, path in paths.items()
-        if path
+        split: read_table(path, FILE_KEYS[split], config, config.column_names) for split, path in paths.items() if path
     }
 
 
-def read_table(path: str, origin: str, file_format: str, column_names: list[str] | None, encoding: str) -> Table:
-    """Read one whole file into a Table of raw values (strings for CSV/TSV; nothing is parsed as NA or numbers)."""
+def read_table(path: str, origin: str, config: DataConfig, column_names: list[str] | None) -> Table:
+    """Read one whole file as the data settings read every file (format, encoding, quoting), its columns named by
+    `column_names` when it has no header, into a Table of raw values (strings for CSV/TSV; nothing is parsed as NA
+    or numbers)."""
     if not Path(path).expanduser().is_file() and path != STANDARD_INPUT:
         raise DataError(f"{origin}: file not found: {path} (looked for {Path(path).expanduser().resolve()})")
-    with open_table(path, file_format, column_names, encoding, format_option="data.file_format") as table:
+    with open_table(path, config.file_format, column_names, config.encoding, quoting=config.quoting) as table:
         chunks = list(table.chunks)
     records = [record for chunk in chunks for record in chunk.records]
     numbers = [number for chunk in chunks for number in chunk.numbers]

@@ -291,7 +291,7 @@ def read_unlabeled(config: DataConfig) -> list[str]:
     attempts = [config.column_names, None] if config.column_names else [None]
     for number, column_names in enumerate(attempts, 1):
         try:
-            table = read_table(path, key, config.file_format, column_names, config.encoding)
+            table = read_table(path, key, config, column_names)
             for column in spec.columns:
                 table.column(column, key)
         except DataError:

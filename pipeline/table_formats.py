@@ -15,6 +15,7 @@ from typing import Any
 
 from pipeline.tables import (
     DELIMITERS,
+    HEAD_BYTES,
     STANDARD_INPUT,
     Chunk,
     DataError,
@@ -28,8 +29,6 @@ from pipeline.tables import (
 
 logger = logging.getLogger("pipeline.data")
 
-# Bytes of a CSV file's start read to find its delimiter: its first line, unless that is longer.
-SNIFF_BYTES = 65536
 # Python's csv module refuses fields over 128 KiB by default, but a long e-mail body is a valid CSV field.
 CSV_FIELD_SIZE_LIMIT = min(sys.maxsize, 2**31 - 1)
 
@@ -98,11 +97,21 @@ def _check_not_another_header(first_record: list[str], column_names: Sequence[st
         )
 
 
-def delimited_table(lines: LineSource, kind: str, column_names: Sequence[str] | None, chunk_size: int | None) -> Table:
+def delimited_table(
+    lines: LineSource,
+    kind: str,
+    column_names: Sequence[str] | None,
+    chunk_size: int | None,
+    quoting: str = "auto",
+    quoting_option: str = "data.quoting",
+) -> Table:
     csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_SIZE_LIMIT))  # process-wide, and only ever raised
     delimiter = csv_delimiter(lines, len(column_names) if column_names else None) if kind == "csv" else DELIMITERS[kind]
-    reader = csv.reader(iter(lines), delimiter=delimiter, strict=True)
-    records = _csv_records(reader, lines, kind)
+    quoted = reads_quotes(lines, kind, quoting, quoting_option)
+    reader = csv.reader(
+        iter(lines), delimiter=delimiter, strict=True, quoting=csv.QUOTE_MINIMAL if quoted else csv.QUOTE_NONE
+    )
+    records = _csv_records(reader, lines, kind, quoting_option if quoted else None)
     first = next((record for record in records if not _blank(record[1])), None)
     if first is None:
         raise DataError(f"{lines.name} is empty")
@@ -110,7 +119,7 @@ def delimited_table(lines: LineSource, kind: str, column_names: Sequence[str] | 
     header, is_header = header_of(first_record, column_names, f"{lines.name}, line {line}")
     names_from = f"the header on line {line}" if is_header else "the given column names"
     pending = [] if is_header else [first]
-    rows = _checked_width(_chain(pending, records), header, names_from, lines.name)
+    rows = _checked_width(_chain(pending, records), header, names_from, lines.name, _width_hint(quoted, quoting_option))
     return Table(lines.name, kind, header, "line", _batched(rows, chunk_size), lines)
 
 
@@ -119,7 +128,7 @@ def csv_delimiter(lines: LineSource, width: int | None) -> str:
     whose first line has no comma but splits at semicolons into several fields (into `width`, when the column names
     are given) is read with ";"; any other is read with ",". Only the first line decides, so a semicolon inside a
     text further down never does."""
-    head = lines.head(SNIFF_BYTES).decode(lines.encoding, errors="ignore").lstrip("\ufeff")
+    head = lines.head(HEAD_BYTES).decode(lines.encoding, errors="ignore").lstrip("\ufeff")
     first = next((line for line in head.splitlines() if line.strip()), "")
     if "," in first or ";" not in first:
         return ","
@@ -130,8 +139,54 @@ def csv_delimiter(lines: LineSource, width: int | None) -> str:
     return ";"
 
 
-def _csv_records(reader: Any, lines: LineSource, kind: str) -> Iterator[tuple[int, list[str]]]:
-    """(first line of the record, fields), every field the exact string in the file; empty lines are skipped."""
+def reads_quotes(lines: LineSource, kind: str, quoting: str, option: str) -> bool:
+    """Whether double quotes enclose fields (`csv`: a quoted field may hold delimiters, line breaks and doubled
+    quotes) or are text like any other character (`none`, pandas' quoting=csv.QUOTE_NONE).
+
+    `auto` reads quotes, as every CSV writer writes them, except in a TSV file whose start (HEAD_BYTES) holds a field
+    that opens with a double quote and goes on after its closing one (`"Free" entry`). No quoting writer writes that,
+    so such a file quotes nothing: much tab-separated text is written so (GLUE's train.tsv files, the SMS Spam
+    Collection), a text that starts with a quote and all. A file whose quotes are all well formed is read with quotes,
+    so a quoted file (pandas' to_csv(sep="\t")) is never read as unquoted; an unquoted one whose first such text lies
+    further on stops there, with an error naming the setting. CSV is left out: a CSV file that quotes nothing cannot
+    hold a comma in a text, and one that fails to parse is more likely quoted badly than not at all.
+    """
+    if quoting != "auto":
+        return quoting == "csv"
+    line = _unquoted_field_line(lines) if kind == "tsv" else None
+    if line is None:
+        return True
+    logger.info(
+        "%s, line %d: a field goes on after its closing double quote, so the file does not quote its fields: "
+        "read with quotes as text (%s: auto)",
+        lines.name,
+        line,
+        option,
+    )
+    return False
+
+
+def _unquoted_field_line(lines: LineSource) -> int | None:
+    """The line, within the start of a TSV file, of the first field that opens with a double quote and goes on after
+    its closing one, read as csv reads quotes; None when there is none."""
+    head = lines.head(HEAD_BYTES).decode(lines.encoding, errors="ignore").lstrip("\ufeff")
+    # Split as LineSource splits (at newlines only); a last line cut off by the head may end inside a quoted field,
+    # which csv reports as the end of data, never as text after a closing quote.
+    reader = csv.reader((line + "\n" for line in head.split("\n")), delimiter="\t", strict=True)
+    try:
+        for _ in reader:
+            pass
+    except csv.Error as error:
+        # csv's words for a closing quote followed by text: "'\t' expected after '"'".
+        return reader.line_num if "expected after" in str(error) else None
+    return None
+
+
+def _csv_records(
+    reader: Any, lines: LineSource, kind: str, quoting_option: str | None
+) -> Iterator[tuple[int, list[str]]]:
+    """(first line of the record, fields), every field the exact string in the file; empty lines are skipped.
+    `quoting_option`: the setting that reads quotes as text, when they are read as quoting."""
     previous_end = 0
     while True:
         try:
@@ -140,29 +195,46 @@ def _csv_records(reader: Any, lines: LineSource, kind: str) -> Iterator[tuple[in
             return
         except csv.Error as error:
             raise DataError(
-                f"{lines.name}, line {previous_end + 1}: malformed {kind.upper()} record ({_csv_error_detail(error)})"
+                f"{lines.name}, line {previous_end + 1}: malformed {kind.upper()} record "
+                f"({_csv_error_detail(error, quoting_option)})"
             ) from None
         start, previous_end = previous_end + 1, reader.line_num
         if record:
             yield start, record
 
 
-def _csv_error_detail(error: csv.Error) -> str:
-    """What csv found, and what in a file causes it, in a user's words."""
+def _csv_error_detail(error: csv.Error, quoting_option: str | None) -> str:
+    """What csv found, and what in a file causes it, in a user's words. `quoting_option`: the setting that reads
+    quotes as text, when they were read as quoting (the only other errors csv raises are about quotes)."""
     message = str(error)
     if "new-line character seen in unquoted field" in message:  # csv's advice (universal-newline mode) is for code
         return "a carriage return inside a field that is not quoted: quote the field or remove the carriage return"
     # csv names the delimiter it expected: a TSV's tab, which one_line would print as a space.
     detail = one_line(message.replace("\t", "\\t"))
-    return f"{detail}; an unclosed quote? A field that starts with a double quote is read up to its closing quote"
+    if quoting_option is None:
+        return detail
+    return (
+        f"{detail}; an unclosed quote? A field that starts with a double quote is read up to its closing quote; "
+        f"if the file does not quote its fields (a text may start with a quote), set {quoting_option} to none"
+    )
 
 
 def _blank(record: list[str]) -> bool:
     return len(record) == 1 and not record[0].strip()
 
 
+def _width_hint(quoted: bool, quoting_option: str) -> str:
+    """What a row of the wrong width most likely holds, as its error says."""
+    if quoted:
+        return "a stray delimiter or quote? (tab-separated files are TSV)"
+    return (
+        f"a stray delimiter? Quotes were read as text ({quoting_option}); if the file quotes fields that hold "
+        f"delimiters, set {quoting_option} to csv"
+    )
+
+
 def _checked_width(
-    records: Iterator[tuple[int, list[str]]], header: list[str], names_from: str, name: str
+    records: Iterator[tuple[int, list[str]]], header: list[str], names_from: str, name: str, hint: str
 ) -> Iterator[tuple[int, list[str]]]:
     for line, record in records:
         # A line of spaces between rows of several columns is no row; in a one-column file it is a row whose text
@@ -172,7 +244,7 @@ def _checked_width(
         if len(record) != len(header):
             raise DataError(
                 f"{name}, line {line}: {len(record)} fields, expected {len(header)} as in {names_from} "
-                f"({', '.join(header)}); a stray delimiter or quote? (tab-separated files are TSV)"
+                f"({', '.join(header)}); {hint}"
             )
         yield line, record
 

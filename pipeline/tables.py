@@ -32,6 +32,8 @@ from typing import IO, Any
 
 FORMATS = ("csv", "tsv", "jsonl", "parquet")
 DELIMITERS = {"csv": ",", "tsv": "\t"}
+# How a CSV/TSV file's double quotes are read (data.quoting, pipeline.predict's --quoting): table_formats.reads_quotes.
+QUOTINGS = ("auto", "csv", "none")
 STANDARD_INPUT = "-"  # a file name that reads standard input
 EXTENSIONS = {
     ".csv": "csv",
@@ -242,6 +244,9 @@ def _check_not_wide(head: bytes, codec: str, name: str, option: str) -> None:
 
 # Bytes of a text file's start in which a line break must show which bytes end its lines.
 LINE_END_BYTES = 8192
+# Bytes of a text file's start that `LineSource.head` can show: a buffered file's own buffer holds only 4 KiB, about
+# 50 lines of short texts, too few to tell how a file quotes (table_formats.reads_quotes).
+HEAD_BYTES = 65536
 
 
 def _check_line_ends(head: bytes, codec: str, name: str) -> None:
@@ -310,10 +315,12 @@ class LineSource:
         self._bytes_read = 0
         buffered = raw if hasattr(raw, "peek") else io.BufferedReader(raw)
         self.compressed = buffered.peek(2)[:2] == GZIP_MAGIC
-        self._stream: IO[bytes] = gzip.GzipFile(fileobj=buffered, mode="rb") if self.compressed else buffered
+        content = gzip.GzipFile(fileobj=buffered, mode="rb") if self.compressed else buffered
+        self._stream: IO[bytes] = io.BufferedReader(content, buffer_size=HEAD_BYTES)
 
     def head(self, count: int) -> bytes:
-        """The first bytes of the (decompressed) content, without consuming them."""
+        """The first bytes (at most HEAD_BYTES; fewer from a pipe) of the (decompressed) content, without consuming
+        them."""
         peek = getattr(self._stream, "peek", None)
         try:
             return peek(count)[:count] if peek else b""
@@ -433,10 +440,12 @@ def open_table(
     chunk_size: int | None = None,
     format_option: str = "data.file_format",
     encoding_option: str = "data.encoding",
+    quoting: str = "auto",
+    quoting_option: str = "data.quoting",
 ) -> Iterator[Table]:
     """Open a file ('-': stdin) and read its header; iterate `table.chunks` for the rows (all in one chunk when
-    `chunk_size` is None). `column_names` names the columns of a header-less CSV/TSV file. The options name the
-    settings that an error message tells the user to change."""
+    `chunk_size` is None). `column_names` names the columns of a header-less CSV/TSV file; `quoting` (QUOTINGS) says
+    how its double quotes are read. The options name the settings that an error message tells the user to change."""
     codec = check_encoding(encoding)
     with _open_bytes(path) as (raw, size):
         lines = LineSource(raw, "<stdin>" if path == STANDARD_INPUT else path, codec, size, encoding_option)
@@ -454,7 +463,7 @@ def open_table(
         elif kind == "jsonl":
             yield json_table(lines, chunk_size)
         else:
-            yield delimited_table(lines, kind, column_names, chunk_size)
+            yield delimited_table(lines, kind, column_names, chunk_size, quoting, quoting_option)
 
 
 @contextlib.contextmanager

@@ -142,6 +142,22 @@ def test_formats_load_with_string_labels(tmp_path, suffix):
     assert splits["test"]["label"][:2] == [0, 1]
 
 
+def test_data_quoting_reads_every_file_of_the_run(tmp_path):
+    """Texts that start with a quote in files that quote nothing: train, validation and test read alike."""
+    rows = "".join(
+        f'{label},"{word}" said {index}\n' for index in range(8) for label, word in [("pos", "yes"), ("neg", "no")]
+    )
+    paths = {split: write_text(tmp_path / f"{split}.csv", "label,text\n" + rows) for split in SPLIT_NAMES}
+    config = files_config(paths["train"], paths["test"], validation_file=str(paths["validation"]))
+    assert "set data.quoting to none" in error_message(config)
+    splits = load_splits(dataclasses.replace(config, quoting="none"), seed=0)
+    for name in SPLIT_NAMES:
+        assert splits[name]["text"][:2] == ['"yes" said 0', '"no" said 0'], name
+
+
+SPLIT_NAMES = ("train", "validation", "test")
+
+
 def write_frame(frame: pd.DataFrame, path: Path) -> None:
     name = path.name.removesuffix(".gz")
     if name.endswith(".parquet"):

@@ -398,6 +398,13 @@ def test_unlabeled_file_reads_with_or_without_the_label_column_and_names_an_empt
     assert distill.read_unlabeled(dropping) == ["Chip unveiled by maker"]
 
 
+def test_unlabeled_file_is_read_with_data_quoting(tmp_path):
+    unquoted = tmp_path / "unquoted.csv"
+    unquoted.write_text('text\n"Free" entry now\nHe said "hi"\n')
+    config = DataConfig(unlabeled_file=str(unquoted), quoting="none")
+    assert distill.read_unlabeled(config) == ['"Free" entry now', 'He said "hi"']
+
+
 def test_augmentation_is_seeded_cached_and_does_what_it_says(tmp_path):
     texts = ["the quick brown fox jumps over the lazy dog today", "markets rally as oil prices fall sharply again"]
     masked = DistillConfig(augment="mask", augment_copies=3, augment_word_probability=0.3)

@@ -553,6 +553,19 @@ def test_malformed_csv_reports_the_line(run_dir, tmp_path, capsys):
     assert not (tmp_path / "out.csv").exists()
 
 
+def test_quoting_reads_an_input_that_quotes_nothing(run_dir, tmp_path, capsys):
+    text = 'id\ttitle\tdescription\tnote\n1\t"Free" entry\tb\tc\n2\tHe said "hi"\tb\tc\n'
+    (tmp_path / "sms.tsv").write_text(text)
+    (tmp_path / "sms.csv").write_text(text.replace("\t", ","))
+    assert predict_cli(run_dir, tmp_path / "sms.tsv", tmp_path / "auto.csv") == 0  # its first lines show it
+    assert [row[1] for row in read_table(tmp_path / "auto.csv")[1:]] == ['"Free" entry', 'He said "hi"']
+    capsys.readouterr()
+    assert predict_cli(run_dir, tmp_path / "sms.csv", tmp_path / "out.csv") != 0
+    assert_one_line_error(capsys.readouterr().err, "sms.csv", "line 2", "malformed CSV", "set --quoting to none")
+    assert predict_cli(run_dir, tmp_path / "sms.csv", tmp_path / "out.csv", "--quoting", "none") == 0
+    assert read_table(tmp_path / "out.csv") == read_table(tmp_path / "auto.csv")
+
+
 def test_bytes_that_are_not_utf8_report_the_line_and_the_option(run_dir, tmp_path, capsys):
     content = "id,title,description,note\n1,a,b,c\n2,Caf\xe9,cr\xe8me,x\n".encode("latin-1")
     (tmp_path / "latin.csv").write_bytes(content)

@@ -329,13 +329,72 @@ def test_a_windows_file_read_as_latin1_is_warned_about_once(tmp_path, caplog):
 
 
 def test_a_quote_that_opens_a_tsv_field_is_named_in_the_error(tmp_path):
-    """The UCI SMS Spam Collection's layout: unquoted TSV, a text that starts with a quote. csv's message names the
-    tab it expected after the closing quote, which used to print as a space."""
+    """The UCI SMS Spam Collection's layout read with quoting: csv's message names the tab it expected after the
+    closing quote (which used to print as a space), and the setting that reads quotes as text."""
     path = tmp_path / "sms.tsv"
     path.write_text('ham\tOk lar...\nham\t"Hey!" asked the teacher\n')
-    message = message_of(path, column_names=["label", "text"])
+    message = message_of(path, column_names=["label", "text"], quoting="csv")
     assert message.startswith(f"{path}, line 2: malformed TSV record ('\\t' expected after '\"';")
     assert "A field that starts with a double quote is read up to its closing quote" in message
+    assert message.endswith(
+        "if the file does not quote its fields (a text may start with a quote), set data.quoting to none)"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Quoting: files that quote nothing (GLUE's train.tsv, the SMS Spam Collection) and files that quote
+
+
+UNQUOTED_SMS = 'label\ttext\nham\tOk lar\nspam\t"Free" entry in 2 a wkly comp\nham\tHe said "hi" to me\nham\t"ok"\n'
+SMS_RECORDS = [
+    ["ham", "Ok lar"],
+    ["spam", '"Free" entry in 2 a wkly comp'],
+    ["ham", 'He said "hi" to me'],
+    ["ham", '"ok"'],
+]
+
+
+@pytest.mark.parametrize("name", ["sms.tsv", "sms.tsv.gz"])
+def test_auto_reads_a_tsv_file_that_quotes_nothing_with_its_quotes_as_text(tmp_path, caplog, name):
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(UNQUOTED_SMS.encode()) if name.endswith(".gz") else UNQUOTED_SMS.encode())
+    with caplog.at_level("INFO", logger="pipeline.data"):
+        assert read_all(path)[1] == SMS_RECORDS  # '"ok"' too: the file quotes nothing, so it is no quoted field
+    assert f"{path}, line 3: a field goes on after its closing double quote" in caplog.text
+    assert read_all(path, quoting="none")[1] == SMS_RECORDS
+
+
+def test_auto_never_reads_a_quoted_tsv_file_as_unquoted(tmp_path):
+    """pandas quotes a field that holds a quote, a tab or a line break, doubling its quotes: read without quoting,
+    its texts would keep those quotes, or split at the tab."""
+    texts = ['"Free" entry', 'He said "hi"\tand left', "two\nlines", '"ok"']
+    pd.DataFrame({"label": ["a", "b", "c", "d"], "text": texts}).to_csv(tmp_path / "q.tsv", sep="\t", index=False)
+    assert [record[1] for record in read_all(tmp_path / "q.tsv")[1]] == texts
+    assert "set data.quoting to csv" in message_of(tmp_path / "q.tsv", quoting="none")
+
+
+def test_auto_decides_on_the_start_of_the_file_and_a_later_quote_names_the_setting(tmp_path):
+    """Read as it streams, a file is read one way throughout: a text starting with a quote past the first 64 KiB
+    is an error that says how to read it, never a switch of reading midway."""
+    path = tmp_path / "late.tsv"
+    path.write_text("label\ttext\n" + "ham\tsee you at lunch then\n" * 4000 + 'spam\t"Free" entry\n')
+    message = message_of(path)
+    assert message.startswith(f"{path}, line 4002: malformed TSV record")
+    assert message.endswith("set data.quoting to none)")
+    assert read_all(path, quoting="none")[1][-1] == ["spam", '"Free" entry']
+    path.write_text("label\ttext\n" + "ham\tsee you at lunch then\n" * 1000 + 'spam\t"Free" entry\n')
+    assert read_all(path)[1][-1] == ["spam", '"Free" entry']  # 26 KiB in: past a file buffer's 4 KiB, still seen
+
+
+def test_auto_reads_quotes_in_csv_files_and_none_reads_them_as_text(tmp_path):
+    """A CSV file that quotes nothing is read so only when asked: auto's rule is for TSV files alone."""
+    path = tmp_path / "sms.csv"
+    path.write_text(UNQUOTED_SMS.replace("\t", ","))
+    message = message_of(path, quoting="auto")
+    assert message.startswith(f"{path}, line 3: malformed CSV record") and "data.quoting to none" in message
+    assert read_all(path, quoting="none")[1] == SMS_RECORDS
+    path.write_text('label,text\nham,"a, b"\n')
+    assert read_all(path, quoting="csv")[1] == [["ham", "a, b"]]
 
 
 def test_a_file_whose_lines_end_in_a_carriage_return_alone_is_named_so(tmp_path):

@@ -41,6 +41,7 @@ from pipeline.predict.predictor import (
 from pipeline.predict.source import PredictError, resolve_model_source
 from pipeline.tables import (
     FORMATS,
+    QUOTINGS,
     STANDARD_INPUT,
     DataError,
     Table,
@@ -140,6 +141,16 @@ def _add_file_arguments(add: Any) -> None:
         help="output format (default: by the output's extension; for '-' the input's format)",
     )
     add("--encoding", default="utf-8", help="encoding of a text input (default utf-8); output is always utf-8")
+    add(
+        "--quoting",
+        choices=QUOTINGS,
+        default="auto",
+        help="double quotes in a CSV/TSV input: csv encloses a field in them (which may then hold delimiters, line "
+        "breaks and doubled quotes); none reads them as text, for files that quote nothing (GLUE's train.tsv, the SMS "
+        "Spam Collection), where a text may start with one; auto (default): csv, except for a TSV file whose first 64 "
+        'KiB hold a field that goes on after its closing quote ("Free" entry). Like --encoding, a property of the '
+        "input, not taken from the run",
+    )
 
 
 def _add_inference_arguments(add: Any) -> None:
@@ -240,7 +251,15 @@ def run(args: argparse.Namespace) -> RunSummary:
     )
     chunk_size = args.chunk_size
     with open_table(
-        args.input, args.format, args.column_names, args.encoding, chunk_size, "--format", "--encoding"
+        args.input,
+        args.format,
+        args.column_names,
+        args.encoding,
+        chunk_size,
+        format_option="--format",
+        encoding_option="--encoding",
+        quoting=args.quoting,
+        quoting_option="--quoting",
     ) as table:
         try:
             resolve_columns(table.header, source.text_spec.columns, table.name, "--text-columns")
