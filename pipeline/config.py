@@ -115,7 +115,8 @@ class DataConfig:
 @dataclass
 class TokenizerConfig:
     name_or_path: str = "bert-base-uncased"
-    # An integer, or "auto": the shortest multiple of 8 leaving at most max_truncated_fraction of train truncated.
+    # An integer, or "auto": the shortest multiple of 8 leaving at most max_truncated_fraction of train truncated;
+    # with long_text chunk, the cheapest length whose max_chunks windows cut at most that share of train's documents.
     max_length: int | Literal["auto"] = "auto"
     max_truncated_fraction: float = 0.01
     # What a text longer than max_length keeps: its first tokens (head), last (tail), or both (head_tail: Sun et

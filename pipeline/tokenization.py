@@ -15,6 +15,7 @@ import json
 import logging
 import math
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ TOKENIZE_BATCH_SIZE = 1000
 # Lengths `auto` weighs against each other when long texts are chunked.
 CHUNK_LENGTHS = (64, 128, 256, 512)
 # Bump when what is cached, or how the length is chosen, changes: old entries are then ignored.
-CACHE_FORMAT = 5
+CACHE_FORMAT = 6
 # Above this share of train's tokens being the unknown token ([UNK]) the vocabulary does not cover the texts' script
 # (Thai, emoji, or Chinese with an English uncased BERT): the model reads little but [UNK], and nothing else says so.
 # English news has about 0.01%.
@@ -306,7 +307,9 @@ def _fixed_length(
     if config.max_length == "auto":
         if rule.long_text == "chunk" and seconds_per_window is not None:
             special = tokenizer.num_special_tokens_to_add(pair=False)
-            length = choose_chunk_length(train_lengths - special, rule, limit, special, seconds_per_window)
+            length = choose_chunk_length(
+                train_lengths - special, rule, limit, special, config.max_truncated_fraction, seconds_per_window
+            )
         else:
             length = choose_max_length(train_lengths, config.max_truncated_fraction, limit)
     elif config.max_length > limit:
@@ -326,20 +329,50 @@ def choose_chunk_length(
     rule: LongTextRule,
     limit: int,
     special: int,
+    max_truncated_fraction: float,
     seconds_per_window: Callable[[int], float],
 ) -> int:
-    """With chunking, the length whose training pass over train costs least on this device: for each candidate
-    (64, 128, 256, 512, up to the model's limit) the windows it makes times the measured seconds per window."""
+    """With chunking, the length whose training pass over train costs least on this device, among those whose
+    windows read documents whole as `auto` promises without chunking: for each candidate (64, 128, 256, 512, up to
+    the model's limit) the windows it makes times the measured seconds per window.
+
+    A document that needs more than max_chunks windows keeps the first max_chunks - 1 and the last, losing the
+    text between,
+    and the shorter the length, the more documents that cut reaches and the more of each it drops. Counting only
+    the windows kept, a short length looks cheapest because it reads less (max_chunks 4 chose 64: at most 256 of
+    ~1,000 tokens per review). So a length is a candidate only if it cuts at most `max_truncated_fraction` of train's
+    documents, the truncation budget of `auto`; among those every document but the budget is read whole, and the
+    cheapest reads the same text for less. When none keeps the budget, the longest, which cuts fewest and reads the
+    most of each document it cuts, with a warning.
+    """
     candidates = [length for length in CHUNK_LENGTHS if length <= limit and length - special > rule.chunk_stride]
-    costs = {}
+    costs, cut = {}, {}
     for length in candidates:
         width = length - special
-        windows = sum(len(window_starts(int(n), width, rule.chunk_stride, rule.max_chunks)) for n in content_lengths)
-        costs[length] = windows * seconds_per_window(length)
-    chosen = min(costs, key=costs.get)
+        needed = np.array([len(window_starts(int(n), width, rule.chunk_stride, sys.maxsize)) for n in content_lengths])
+        costs[length] = int(np.minimum(needed, rule.max_chunks).sum()) * seconds_per_window(length)
+        cut[length] = float(np.mean(needed > rule.max_chunks)) if len(needed) else 0.0
+    within = [length for length in candidates if cut[length] <= max_truncated_fraction]
+    if within:
+        chosen = min(within, key=costs.get)
+    else:
+        chosen = max(candidates)
+        logger.warning(
+            "Every chunk length cuts more than %.1f%% of train's documents (tokenizer.max_truncated_fraction) to "
+            "tokenizer.max_chunks=%d windows, losing the text between their first windows and their last; %d, the "
+            "longest, cuts fewest (%.1f%%). Options: a larger tokenizer.max_chunks, or accept it with a larger "
+            "max_truncated_fraction",
+            100 * max_truncated_fraction,
+            rule.max_chunks,
+            chosen,
+            100 * cut[chosen],
+        )
     logger.info(
-        "Chunk length by training cost on this device: %s -> %d",
-        ", ".join(f"{length}: {cost:.0f} s" for length, cost in costs.items()),
+        "Chunk length by training cost on this device, among those cutting at most %.1f%% of train's documents to "
+        "%d windows: %s -> %d",
+        100 * max_truncated_fraction,
+        rule.max_chunks,
+        ", ".join(f"{length}: {costs[length]:.0f} s ({cut[length]:.1%} cut)" for length in candidates),
         chosen,
     )
     return chosen

@@ -5,7 +5,8 @@ import pytest
 from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
 
 from pipeline.config import TokenizerConfig
-from pipeline.tokenization import choose_max_length, tokenize_splits
+from pipeline.tokenization import choose_chunk_length, choose_max_length, tokenize_splits
+from pipeline.windows import LongTextRule
 
 
 def test_auto_length_is_the_shortest_multiple_of_8_within_the_budget():
@@ -24,6 +25,35 @@ def test_auto_length_truncates_at_most_the_budget_on_random_lengths():
         assert chosen % 8 == 0
         assert np.mean(lengths > chosen) <= 0.01
         assert chosen == 8 or np.mean(lengths > chosen - 8) > 0.01  # and it is the shortest such multiple
+
+
+def chunk_length(lengths: list[int], max_chunks: int, budget: float = 0.01) -> int:
+    """`auto`'s chunk length for documents of these content lengths, one window of L tokens costing L seconds."""
+    rule = LongTextRule(long_text="chunk", chunk_stride=32, max_chunks=max_chunks)
+    return choose_chunk_length(np.array(lengths), rule, 512, 2, budget, seconds_per_window=float)
+
+
+def test_auto_chunk_length_reads_documents_whole_rather_than_cheaply():
+    """~1,000-token reviews: 64 makes 4 windows under max_chunks 4 (256 of their tokens), the fewest seconds of
+    any length; only 512's 3 windows read them whole, as 256's 5 cannot."""
+    reviews = [1000] * 100
+    assert chunk_length(reviews, max_chunks=4) == 512
+    assert chunk_length(reviews, max_chunks=5) == 256  # 5 windows of 256 read them whole, for less than 512's 3
+    assert chunk_length(reviews, max_chunks=64) == 256  # uncapped: the cheapest, as before
+
+
+def test_auto_chunk_length_is_the_cheapest_where_the_cap_cuts_within_the_budget():
+    short = [100] * 99
+    assert chunk_length(short, max_chunks=4) == 128  # one window of 128 costs less than three of 64
+    assert chunk_length(short + [100_000], max_chunks=4) == 128  # 1% cut at every length: the budget allows it
+    assert chunk_length(short + [100_000], max_chunks=4, budget=0.0) == 512  # none keeps it: the one reading most
+
+
+def test_auto_chunk_length_that_cannot_keep_the_budget_says_so(caplog):
+    with caplog.at_level("WARNING", logger="pipeline.tokenization"):
+        assert chunk_length([5000] * 10, max_chunks=2) == 512
+    assert "Every chunk length cuts more than 1.0% of train's documents" in caplog.text
+    assert "512, the longest, cuts fewest (100.0%)" in caplog.text
 
 
 def _splits(texts_by_split):
