@@ -223,7 +223,7 @@ def read_labelled_file(
     """One labelled file, read as training read its files (text columns, label layout, encoding, incomplete rows),
     its labels against a trained model's classes `names` (labels.trained_scheme): what pipeline.evaluate scores.
     Nothing is carved, deduplicated or capped: every usable row of the file is scored."""
-    table = read_table(path, origin, config.file_format, config.column_names, config.encoding)
+    table = read_table(path, origin, config, config.column_names)
     _require_rows(table, "input")
     if config.label_columns and set(config.label_columns) != set(names):
         raise DataError(
