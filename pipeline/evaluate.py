@@ -28,13 +28,13 @@ from typing import Any
 from pipeline.calibration import ECE_BINS, expected_calibration_error, reliability_bins
 from pipeline.config import ConfigError, PipelineConfig, load_config, save_config
 from pipeline.data import RemovedRow, read_labelled_file
-from pipeline.evaluation import EvalResult, result_from_probabilities
+from pipeline.evaluation import EvalResult, result_from_probabilities, write_predictions
 from pipeline.export.record import BACKENDS
 from pipeline.hardware import INFERENCE_PRECISIONS
 from pipeline.io import replace_directory
 from pipeline.predict import PredictError, Predictor, resolve_model_source
 from pipeline.report.write import write_report
-from pipeline.rundir import RunDir, RunDirError, headline_scores, write_test_predictions
+from pipeline.rundir import RunDir, RunDirError, headline_scores
 from pipeline.splits import labels_of
 from pipeline.tables import DataError
 
@@ -173,17 +173,7 @@ def evaluate_file(args: argparse.Namespace) -> Path:
         if run.history_path.is_file():  # the model's own validation curves, for the report
             shutil.copyfile(run.history_path, written.history_path)
         written.write_metrics(metrics)
-        write_test_predictions(
-            written.predictions_path,
-            dataset["text"],
-            result.labels,
-            result.probabilities,
-            labels,
-            row_ids=dataset["row_id"],
-            predicted=result.predictions,
-            separator=config.data.label_separator,
-            low_confidence=result.low_confidence,
-        )
+        write_predictions(written.predictions_path, result, dataset, labels, config.data.label_separator)
 
     replace_directory(output, fill)
     write_report([output], output)

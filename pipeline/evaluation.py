@@ -21,6 +21,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -31,6 +32,7 @@ from accelerate.data_loader import prepare_data_loader
 from pipeline.batching import TokenizedRows, evaluation_loader
 from pipeline.hardware import runs_weight_copy
 from pipeline.labels import ClassCounts
+from pipeline.rundir import write_test_predictions
 from pipeline.thresholds import KIND_BINARY, KIND_FLAG, Decision, default_decision
 from pipeline.windows import pool_documents
 
@@ -320,3 +322,19 @@ def _low_confidence_summary(flagged: np.ndarray, probabilities: np.ndarray, labe
         "accuracy_of_kept": float(correct[kept].mean()) if kept.any() else None,
         "accuracy_of_flagged": float(correct[flagged].mean()) if flagged.any() else None,
     }
+
+
+def write_predictions(path: Path, result: EvalResult, split: Any, label_names: list[str], separator: str) -> None:
+    """A scored split's rows (`split`: its dataset, with text and row_id) as test_predictions.csv
+    (rundir.write_test_predictions): gold, the decision's label, probabilities, flags."""
+    write_test_predictions(
+        path,
+        split["text"],
+        result.labels,
+        result.probabilities,
+        label_names,
+        row_ids=split["row_id"],
+        predicted=result.predictions,
+        separator=separator,
+        low_confidence=result.low_confidence,
+    )

@@ -36,14 +36,14 @@ from pipeline.baseline import run_baseline
 from pipeline.batching import TokenizedRows
 from pipeline.config import ConfigError, PipelineConfig, load_config, save_config, to_dict, with_absolute_paths
 from pipeline.data import DataError, LoadedData, load_data
-from pipeline.evaluation import EvalResult, predict_logits
+from pipeline.evaluation import EvalResult, predict_logits, write_predictions
 from pipeline.io import atomic_write_csv, replace_directory
 from pipeline.losses import resolve_class_weights
 from pipeline.modelcard import write_model_card
 from pipeline.models import load_classifier
 from pipeline.models.cls_only import restrict_last_layer_to_cls
 from pipeline.report import ReportError, plot_confusion_matrix, write_report
-from pipeline.rundir import METRICS_FILE, RunDir, RunDirError, write_test_predictions
+from pipeline.rundir import METRICS_FILE, RunDir, RunDirError
 from pipeline.scoring import Scoring, calibrate_and_decide
 from pipeline.thresholds import check_setting
 from pipeline.tokenization import TokenizationInfo, load_tokenizer, tokenize_splits
@@ -488,17 +488,7 @@ def write_outputs(config: PipelineConfig, metrics: dict, test: EvalResult, test_
     labels = metrics["labels"]
     run.write_metrics(metrics)
     if config.eval.save_predictions:
-        write_test_predictions(
-            run.predictions_path,
-            test_split["text"],
-            test.labels,
-            test.probabilities,
-            labels,
-            row_ids=test_split["row_id"],
-            predicted=test.predictions,
-            separator=config.data.label_separator,
-            low_confidence=test.low_confidence,
-        )
+        write_predictions(run.predictions_path, test, test_split, labels, config.data.label_separator)
     if "confusion_matrix" in test.metrics:  # multi-label tasks have per-class counts instead
         plot_confusion_matrix(
             test.metrics["confusion_matrix"], labels, run.confusion_matrix_path, title=f"{config.run.name} (test)"

@@ -154,13 +154,18 @@ def test_indicator_columns_from_parquet_booleans_and_integers(tmp_path):
     assert rows.sum(axis=0).tolist() == [frame["sports"].sum(), frame["health"].sum()]
 
 
-def test_indicator_cells_that_say_neither_are_errors_naming_row_and_column(tmp_path):
-    sets = [["health"], ["tech"], ["sports", "politics"], []] * 10
-    path, columns = write_indicator_csv(tmp_path / "train.csv", sets)
+def indicator_csv_with(tmp_path, edit):
+    """40 rows of four repeating label sets in Jigsaw's layout, each line (numbered from 1, the header first) passed
+    through edit(number, line)."""
+    path, columns = write_indicator_csv(tmp_path / "train.csv", [["health"], ["tech"], ["sports", "politics"], []] * 10)
     lines = path.read_text(encoding="utf-8").splitlines()
-    lines[3] = lines[3][: -len("0")] + "-1"  # Jigsaw's test labels mark rows left out of scoring with -1
-    lines[7] = lines[7][: -len("0")] + "-1"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path.write_text("".join(edit(number, line) + "\n" for number, line in enumerate(lines, 1)), encoding="utf-8")
+    return path, columns
+
+
+def test_indicator_cells_that_say_neither_are_errors_naming_row_and_column(tmp_path):
+    # Jigsaw's test labels mark rows left out of scoring with -1: here in the last column of lines 4 and 8.
+    path, columns = indicator_csv_with(tmp_path, lambda number, line: line[:-1] + "-1" if number in (4, 8) else line)
     with pytest.raises(
         DataError,
         match=r"train\.csv, line 4, column 'politics' \(data\.label_columns\): '-1' is not 0 or 1 \(nor true/false, "
@@ -170,11 +175,10 @@ def test_indicator_cells_that_say_neither_are_errors_naming_row_and_column(tmp_p
 
 
 def test_an_empty_indicator_cell_is_an_incomplete_row(tmp_path):
-    sets = [["health"], ["tech"], ["sports", "politics"], []] * 10
-    path, columns = write_indicator_csv(tmp_path / "train.csv", sets)
-    lines = path.read_text(encoding="utf-8").splitlines()
-    lines[5] = lines[5].replace("story 4 doctor news,0,1,", "story 4 doctor news,0,,")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    # Line 6's health cell left empty.
+    path, columns = indicator_csv_with(
+        tmp_path, lambda number, line: line.replace("news,0,1,", "news,0,,") if number == 6 else line
+    )
     with pytest.raises(
         DataError,
         match=r"train\.csv, line 6, column 'health' \(data\.label_columns\): the cell is empty; fill or remove these "
@@ -185,7 +189,7 @@ def test_an_empty_indicator_cell_is_an_incomplete_row(tmp_path):
     assert [(row.row_id, row.reason) for row in data.removed] == [
         ("6", "incomplete: no label (data.incomplete_rows: drop)")
     ]
-    assert sum(len(split) for split in data.splits.values()) == len(sets) - 1
+    assert sum(len(split) for split in data.splits.values()) == 40 - 1
 
 
 def test_indicator_columns_from_a_saved_hub_dataset(tmp_path):
