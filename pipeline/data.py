@@ -186,6 +186,7 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
     _log_summary(result, scheme.names)
     summary = {
         "task": config.task,
+        "label_reading": scheme.reading(),  # how pipeline.evaluate reads a later file's labels
         "class_counts": {"train": class_counts(labels_of(result["train"]), scheme.names).to_dict()},
         "sizes": {split: len(result[split]) for split in SPLITS},
         "seed": seed,
@@ -218,10 +219,11 @@ def read_indicator_columns(tables: dict[str, Table], config: DataConfig) -> tupl
 
 
 def read_labelled_file(
-    config: DataConfig, path: str, origin: str, names: list[str]
+    config: DataConfig, path: str, origin: str, names: list[str], reading: dict[str, Any] | None
 ) -> tuple[datasets.Dataset, list[RemovedRow]]:
     """One labelled file, read as training read its files (text columns, label layout, encoding, incomplete rows),
-    its labels against a trained model's classes `names` (labels.trained_scheme): what pipeline.evaluate scores.
+    its labels against a trained model's classes `names`, as training read labels (`reading`: the run's
+    data.label_reading; labels.trained_scheme): what pipeline.evaluate scores.
     Nothing is carved, deduplicated or capped: every usable row of the file is scored."""
     table = read_table(path, origin, config, config.column_names)
     _require_rows(table, "input")
@@ -232,7 +234,7 @@ def read_labelled_file(
         )
     tables, config = read_indicator_columns({"test": table}, config)
     table, removed = drop_incomplete(tables["test"], "test", config)
-    return to_dataset(table, config, trained_scheme(names, config)), removed
+    return to_dataset(table, config, trained_scheme(names, reading, config)), removed
 
 
 def _warn_shared_ids(splits: dict[str, datasets.Dataset], id_column: str) -> None:

@@ -34,9 +34,10 @@ from pipeline.hardware import INFERENCE_PRECISIONS
 from pipeline.io import replace_directory
 from pipeline.predict import PredictError, Predictor, resolve_model_source
 from pipeline.report.write import write_report
-from pipeline.rundir import RunDir, RunDirError, headline_scores
-from pipeline.splits import labels_of
+from pipeline.rundir import REMOVED_ROWS_FILE, RunDir, RunDirError, headline_scores
+from pipeline.splits import labels_of, write_removed_rows
 from pipeline.tables import DataError
+from pipeline.tokenization import count_tokens, truncated_share
 
 logger = logging.getLogger("pipeline")
 
@@ -75,12 +76,36 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def reading_config(run: RunDir, overrides: Sequence[str]) -> PipelineConfig:
-    """The run's config with `data.*` overrides: how the file is read. Other keys describe training, which is done."""
+# Data settings the trained model decides, not the file: its task and its classes.
+MODEL_DATA_KEYS = ("data.task", "data.label_names")
+
+
+def reading_config(run: RunDir, overrides: Sequence[str], input_path: Path) -> PipelineConfig:
+    """The run's config with `data.*` overrides: how the file is read (its path as data.test_file, so that the
+    saved config.yaml says what was scored). Other keys describe training, which is done."""
     for override in overrides:
-        if not override.startswith("data."):
+        key = override.split("=", 1)[0].strip()
+        if not key.startswith("data."):
             raise ConfigError(f"{override}: only data.* settings apply to evaluation (how the file is read)")
-    return load_config(run.config_path, list(overrides))
+        if key in MODEL_DATA_KEYS:
+            raise ConfigError(f"{key}: the trained model decides it (its task and classes); it cannot be overridden")
+    config = load_config(run.config_path, list(overrides))
+    config.data.test_file = str(input_path)  # set, not parsed: a path is no YAML value
+    return config
+
+
+def check_paths(run: RunDir, input_path: Path, output: Path, overwrite: bool) -> None:
+    """The output folder may replace an earlier one (--overwrite), never a file, the run directory or the input."""
+    if not input_path.is_file():
+        raise DataError(f"--input: file not found: {input_path} (evaluation reads a file whole; not stdin)")
+    target = output.resolve()
+    for protected, what in ((run.path.resolve(), "the run directory"), (input_path, "the input file")):
+        if target == protected or target in protected.parents or protected in target.parents:
+            raise RunDirError(f"--output {output}: overlaps {what} {protected}; write the evaluation elsewhere")
+    if output.exists() and not output.is_dir():
+        raise RunDirError(f"--output {output}: is a file, not a folder")
+    if output.exists() and not overwrite:
+        raise RunDirError(f"{output} exists; pass --overwrite to replace it, or --output another folder")
 
 
 def default_output(model: Path, input_path: str) -> Path:
@@ -111,9 +136,24 @@ def calibration_of(result: EvalResult, run_metrics: dict[str, Any]) -> dict[str,
     }
 
 
+def tokenization_of(texts: list[str], predictor: Predictor, run_metrics: dict[str, Any]) -> dict[str, Any]:
+    """The run's tokenization record with this file's figures as `test`: its share of texts longer than the fixed
+    length and of unknown tokens (the run's own test split's would say nothing about this file)."""
+    record = dict(run_metrics.get("tokenization") or {})
+    counts = count_tokens(texts, predictor.tokenizer)
+    for key, value in (
+        ("truncated_fraction", truncated_share(counts.lengths, predictor.max_length)),
+        ("unknown_token_share", counts.unknown_share),
+    ):
+        shares = record.get(key) if isinstance(record.get(key), dict) else {}
+        record[key] = {**{split: share for split, share in shares.items() if split == "train"}, "test": value}
+    return record
+
+
 def build_metrics(
     run_metrics: dict[str, Any],
     result: EvalResult,
+    tokenization: dict[str, Any],
     removed: list[RemovedRow],
     evaluation: dict[str, Any],
     name: str,
@@ -129,7 +169,7 @@ def build_metrics(
         "best": run_metrics.get("best"),
         # How the model was trained and its thresholds chosen: the run's, unchanged.
         **{key: run_metrics[key] for key in ("training", "thresholds") if key in run_metrics},
-        "tokenization": run_metrics.get("tokenization"),
+        "tokenization": tokenization,
         "throughput": {"predict_rows_per_second": len(result.labels) / evaluation["seconds"]},
         "calibration": calibration_of(result, run_metrics),
         "data": {
@@ -145,27 +185,30 @@ def build_metrics(
 def evaluate_file(args: argparse.Namespace) -> Path:
     run = RunDir(Path(args.model))
     run.check_finished()
-    config = reading_config(run, args.overrides)
+    input_path = Path(args.input).resolve()
     output = Path(args.output) if args.output else default_output(run.path, args.input)
-    if output.exists() and not args.overwrite:
-        raise RunDirError(f"{output} exists; pass --overwrite to replace it, or --output another folder")
+    check_paths(run, input_path, output, args.overwrite)
+    config = reading_config(run, args.overrides, input_path)
     run_metrics = run.read_metrics()
     labels = [str(label) for label in run_metrics["labels"]]
-    dataset, removed = read_labelled_file(config.data, args.input, "--input", labels)
+    reading = (run_metrics.get("data") or {}).get("label_reading")
+    dataset, removed = read_labelled_file(config.data, args.input, "--input", labels, reading)
     predictor = Predictor.from_source(resolve_model_source(run.path), backend=args.backend, precision=args.precision)
+    texts = list(dataset["text"])
     started = time.perf_counter()
-    result = score(predictor, list(dataset["text"]), labels_of(dataset), labels)
+    result = score(predictor, texts, labels_of(dataset), labels)
     seconds = time.perf_counter() - started
     evaluation = {
         "model": str(run.path.resolve()),
-        "input": str(Path(args.input).resolve()),
+        "input": str(input_path),
         "overrides": list(args.overrides),
         "rows": len(dataset),
         "removed_rows": len(removed),
         "backend": predictor.describe_backend(),
         "seconds": seconds,
     }
-    metrics = build_metrics(run_metrics, result, removed, evaluation, output.name)
+    tokenization = tokenization_of(texts, predictor, run_metrics)
+    metrics = build_metrics(run_metrics, result, tokenization, removed, evaluation, output.name)
 
     def fill(folder: Path) -> None:
         written = RunDir(folder)
@@ -174,9 +217,10 @@ def evaluate_file(args: argparse.Namespace) -> Path:
             shutil.copyfile(run.history_path, written.history_path)
         written.write_metrics(metrics)
         write_predictions(written.predictions_path, result, dataset, labels, config.data.label_separator)
+        write_removed_rows(folder / REMOVED_ROWS_FILE, removed)
+        write_report([folder], folder, names=[output.name])  # before the swap: the folder arrives whole
 
     replace_directory(output, fill)
-    write_report([output], output)
     return output
 
 

@@ -45,6 +45,7 @@ from pipeline.models.cls_only import restrict_last_layer_to_cls
 from pipeline.report import ReportError, plot_confusion_matrix, write_report
 from pipeline.rundir import METRICS_FILE, RunDir, RunDirError
 from pipeline.scoring import Scoring, calibrate_and_decide
+from pipeline.splits import write_removed_rows
 from pipeline.thresholds import check_setting
 from pipeline.tokenization import TokenizationInfo, load_tokenizer, tokenize_splits
 from pipeline.training import Trainer, TrainingDiverged, TrainResult, create_accelerator, seconds_per_row
@@ -159,8 +160,7 @@ def start_run_dir(config: PipelineConfig, data: LoadedData) -> None:
         logger.info("Removed %s, left by an interrupted run", leftover)
     split_rows = [[split, row_id] for split, ids in data.row_ids().items() for row_id in ids]
     atomic_write_csv(run.path / rundir.SPLITS_FILE, ["split", "row_id"], split_rows)
-    removed = [[row.split, row.row_id, row.reason, row.text] for row in data.removed]
-    atomic_write_csv(run.path / rundir.REMOVED_ROWS_FILE, ["split", "row_id", "reason", "text"], removed)
+    write_removed_rows(run.path / rundir.REMOVED_ROWS_FILE, data.removed)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -70,6 +70,10 @@ class LabelScheme:
     # Where names-only classes come from, for the error that lists them (what to change to accept other labels).
     origin: str = ""
 
+    def reading(self) -> dict[str, Any]:
+        """How labels were read, as metrics.json records it (data.label_reading), for a file scored later."""
+        return {"names": self.accepts_names, "ids": self.accepts_ids, "index_base": self.index_base}
+
 
 def as_int(value: Any) -> int | None:
     """An integer label (int, integral float from a Parquet/JSON column, or a string of digits), else None."""
@@ -124,13 +128,18 @@ def single_labels(table: Table, column: str) -> list[Any]:
     return values
 
 
-def trained_scheme(names: list[str], config: DataConfig) -> LabelScheme:
-    """How the labels of a file scored against a trained model are read: a label that names one of its classes is
-    that class; where the names are not themselves integers, an integer is a class id counting from
-    data.label_index_base (0 unset), as it was in training."""
-    names_are_ids = all(as_int(name) is not None for name in names)
+def trained_scheme(names: list[str], reading: dict[str, Any] | None, config: DataConfig) -> LabelScheme:
+    """How the labels of a file scored against a trained model are read: as training read its own (`reading`, the
+    run's data.label_reading record: names, ids from a base, or both). Runs that predate the record read names, and ids
+    only where data.label_names named the classes, as training then did: ids never index inferred names."""
+    if reading is None:
+        reading = {"names": True, "ids": bool(config.label_names), "index_base": config.label_index_base or 0}
     return LabelScheme(
-        list(names), config.label_index_base or 0, accepts_ids=not names_are_ids, origin="the model's classes"
+        list(names),
+        int(reading["index_base"]),
+        accepts_names=bool(reading["names"]),
+        accepts_ids=bool(reading["ids"]),
+        origin="the model's classes, read as in training",
     )
 
 

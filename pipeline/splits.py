@@ -18,10 +18,12 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import datasets
 import numpy as np
 
+from pipeline.io import atomic_write_csv
 from pipeline.tables import DataError
 
 logger = logging.getLogger(__name__)
@@ -193,6 +195,11 @@ class RemovedRow:
     row_id: str
     reason: str
     text: str
+
+
+def write_removed_rows(path: Path, rows: list[RemovedRow]) -> None:
+    """removed_rows.csv: every row left out of its split (duplicates, incomplete rows), with why."""
+    atomic_write_csv(path, ["split", "row_id", "reason", "text"], [[r.split, r.row_id, r.reason, r.text] for r in rows])
 
 
 @dataclass

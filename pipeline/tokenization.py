@@ -134,6 +134,12 @@ def count_tokens(texts: list[str], tokenizer: PreTrainedTokenizerBase) -> TokenC
     return TokenCounts(np.asarray(lengths, dtype=np.int64), share)
 
 
+def truncated_share(lengths: np.ndarray, max_length: int) -> float:
+    """The share of texts (lengths in tokens, count_tokens) longer than the fixed length: truncated, or read as
+    windows."""
+    return float(np.mean(lengths > max_length)) if len(lengths) else 0.0
+
+
 def padded_width(longest: int, max_length: int) -> int:
     """A batch's width: its longest row rounded up to a multiple of 8, never beyond the fixed length."""
     return min(LENGTH_MULTIPLE * math.ceil(max(longest, 1) / LENGTH_MULTIPLE), max(max_length, longest))
@@ -271,9 +277,7 @@ def tokenize_splits(
     unknown = {name: counts.unknown_share for name, counts in measured.items()}
     _warn_unknown_tokens(unknown, tokenizer)
     max_length = _fixed_length(config, rule, raw_lengths["train"], limit, tokenizer, seconds_per_window)
-    truncated = {
-        name: float(np.mean(lengths > max_length)) if len(lengths) else 0.0 for name, lengths in raw_lengths.items()
-    }
+    truncated = {name: truncated_share(lengths, max_length) for name, lengths in raw_lengths.items()}
     _log_length(config, rule, max_length, truncated, limit)
 
     from datasets import DatasetDict

@@ -13,10 +13,12 @@ from pipeline import finetune
 from pipeline.config import load_config
 from pipeline.data import read_labelled_file
 from pipeline.evaluate import main as evaluate_main
+from pipeline.report import write_report
 from pipeline.rundir import PREDICTION_GOLD, PREDICTION_TEXT, RunDir
 from pipeline.splits import labels_of
 from pipeline.tables import DataError
-from tests.helpers import MINILM_CONFIG, reset_accelerate, tiny_run_overrides
+from pipeline.tokenization import count_tokens
+from tests.helpers import MINILM_CONFIG, multi_label_overrides, reset_accelerate, tiny_run_overrides
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
 
@@ -32,6 +34,12 @@ def trained(tmp_path_factory, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv
     metrics = finetune.run(config)
     reset_accelerate()
     return config, metrics
+
+
+def load_tokenizer_of(config):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(config.tokenizer.name_or_path)
 
 
 def own_test_rows_as_a_new_file(run_dir, path):
@@ -64,6 +72,12 @@ def test_the_runs_own_test_rows_score_what_stage_4_recorded(trained, tmp_path, c
     assert f"the model of {config.run_dir.resolve()} scored on {path.resolve()} ({count} rows)" in report
     assert "Validation curves" in report and (output / "history.jsonl").is_file()
     assert load_config(output / "config.yaml").data.label_column == "topic"
+    side_by_side, _ = write_report([config.run_dir, output], tmp_path / "side_by_side")
+    score = f"{100 * run_metrics['test']['accuracy']:.2f}%"
+    assert (
+        f"One model on 2 files, by test accuracy: {score} on scored's test split ({count} texts), {score} on "
+        f"again.csv ({count} texts)." in side_by_side.read_text(encoding="utf-8")
+    )  # set side by side, not ranked
     assert f"accuracy {run_metrics['test']['accuracy']:.4f}" in capsys.readouterr().out
 
 
@@ -83,35 +97,97 @@ def test_ids_are_read_by_the_runs_index_base_and_unknown_labels_name_the_row(tra
     )
 
 
-def test_an_existing_output_and_a_training_setting_are_refused(trained, tmp_path, capsys):
+def test_outputs_that_would_replace_the_run_the_input_or_a_file_are_refused(trained, tmp_path, capsys):
     config, _ = trained
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "keep.txt").write_text("mine")
-    test_file = str(config.data.test_file)
-    args = ["--model", str(config.run_dir), "--input", test_file, "--output", str(tmp_path / "taken")]
-    assert evaluate_main(args) == 1
-    assert "taken exists; pass --overwrite" in capsys.readouterr().err
+    test_file = tmp_path / "inputs" / "test.csv"
+    test_file.parent.mkdir()
+    test_file.write_text('"2","Cup final","The home side won 3-1"\n"4","Chips","A faster processor"\n')
+    common = ["--model", str(config.run_dir), "--input", str(test_file), "--overwrite"]
+    refusals = {
+        str(tmp_path / "taken"): "taken exists; pass --overwrite",  # without --overwrite
+        str(config.run_dir): "overlaps the run directory",
+        str(config.run_dir.parent): "overlaps the run directory",
+        str(config.run_dir / "evaluation"): "overlaps the run directory",
+        str(test_file.parent): "overlaps the input file",
+        str(test_file): "overlaps the input file",
+        str(tmp_path / "taken" / "keep.txt"): "is a file, not a folder",
+    }
+    for output, message in refusals.items():
+        args = ["--output", output, *(common[:-1] if message.startswith("taken") else common)]
+        assert evaluate_main(args) == 1, output
+        assert message in capsys.readouterr().err, output
     assert (tmp_path / "taken" / "keep.txt").read_text() == "mine"
-    assert evaluate_main([*args, "train.epochs=2"]) == 1
-    assert "train.epochs=2: only data.* settings apply to evaluation" in capsys.readouterr().err
+    assert (config.run_dir / "model" / "config.json").is_file() and test_file.is_file()
+    for setting, message in {
+        "train.epochs=2": "train.epochs=2: only data.* settings apply to evaluation",
+        "data.task=multi_label": "data.task: the trained model decides it",
+        "data.label_names=[a,b,c,d]": "data.label_names: the trained model decides it",
+    }.items():
+        assert evaluate_main(["--output", str(tmp_path / "fresh"), *common, setting]) == 1
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "fresh").exists()
 
 
-def test_a_labelled_file_is_read_against_the_models_classes(tmp_path):
-    """labels.trained_scheme: names, ids where names are not integers; integer names by name; indicator columns
-    must be the model's classes."""
-    data = load_config(None, ["data.source=files", "data.train_file=unused.csv", "data.label_index_base=1"]).data
-    path = tmp_path / "mixed.csv"
-    path.write_text("text,label\nfirst,Sports\nsecond,Sports\n")
-    dataset, removed = read_labelled_file(data, str(path), "--input", LABELS)
-    assert labels_of(dataset).tolist() == [1, 1] and removed == []
+def test_a_labelled_file_is_read_as_training_read_its_labels(tmp_path):
+    """labels.trained_scheme: the run's data.label_reading record; ids never index names that training inferred."""
+    data = load_config(None, ["data.source=files", "data.train_file=unused.csv"]).data
+    path = tmp_path / "labels.csv"
     path.write_text("text,label\nfirst,4\nsecond,1\n")
-    dataset, _ = read_labelled_file(data, str(path), "--input", LABELS)
-    assert labels_of(dataset).tolist() == [3, 0]  # ids from data.label_index_base
-    dataset, _ = read_labelled_file(data, str(path), "--input", ["1", "2", "3", "4"])
-    assert labels_of(dataset).tolist() == [3, 0]  # the names themselves
+    names_only = {"names": True, "ids": False, "index_base": 0}
+    with pytest.raises(DataError, match=r"labels\.csv, line 2, column 'label': label '4' is not a known class"):
+        read_labelled_file(data, str(path), "--input", LABELS, names_only)  # sorted names from train: not ids
+    with pytest.raises(DataError, match=r"label '4' is not a known class"):
+        read_labelled_file(data, str(path), "--input", LABELS, None)  # an older run without data.label_names
+    given = {"names": True, "ids": True, "index_base": 1}  # data.label_names with data.label_index_base 1
+    assert labels_of(read_labelled_file(data, str(path), "--input", LABELS, given)[0]).tolist() == [3, 0]
+    numbers = ["0", "1", "2", "3", "4"]
+    ids_from_zero = {"names": False, "ids": True, "index_base": 0}  # integer labels inferred from train, from 0
+    assert labels_of(read_labelled_file(data, str(path), "--input", numbers, ids_from_zero)[0]).tolist() == [4, 1]
+    shifted = ["1", "2", "3", "4", "5"]
+    assert labels_of(read_labelled_file(data, str(path), "--input", shifted, names_only)[0]).tolist() == [3, 0]
     path.write_text("text,a,b\nfirst,1,0\nsecond,0,0\n")
     indicators = load_config(None, ["data.task=multi_label", "data.label_columns=[a,b]"]).data
-    dataset, _ = read_labelled_file(indicators, str(path), "--input", ["b", "a"])
+    dataset, _ = read_labelled_file(
+        indicators, str(path), "--input", ["b", "a"], {"names": True, "ids": False, "index_base": 0}
+    )
     assert labels_of(dataset).tolist() == [[0.0, 1.0], [0.0, 0.0]]  # the model's class order
     with pytest.raises(DataError, match=r"data\.label_columns: a, b are not the model's classes \(a, c\)"):
-        read_labelled_file(indicators, str(path), "--input", ["a", "c"])
+        read_labelled_file(indicators, str(path), "--input", ["a", "c"], None)
+
+
+def test_a_multi_label_run_scored_again_with_rows_left_out_and_long_texts(
+    tmp_path_factory, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv, tmp_path
+):
+    reset_accelerate()
+    root = tmp_path_factory.mktemp("evaluate_multi")
+    overrides = tiny_run_overrides(root, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv)
+    overrides += multi_label_overrides(root, ag_news_train_csv, ag_news_test_csv)
+    overrides += ["run.name=multi", "train.max_steps=4", "eval.baseline=none", "eval.predict_speed_rows=0"]
+    config = load_config(MINILM_CONFIG, overrides)
+    run_metrics = finetune.run(config)
+    reset_accelerate()
+    with open(RunDir(config.run_dir).predictions_path, newline="", encoding="utf-8") as handle:
+        rows = [
+            (row[PREDICTION_TEXT], row[PREDICTION_GOLD].split("|") if row[PREDICTION_GOLD] else [])
+            for row in csv.DictReader(handle)
+        ]
+    path = tmp_path / "again.jsonl"
+    lines = [json.dumps({"text": text, "labels": labels}) for text, labels in rows]
+    lines.append(json.dumps({"text": "", "labels": ["World"]}))  # no text: left out with data.incomplete_rows=drop
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    output = tmp_path / "scored"
+    args = ["--model", str(config.run_dir), "--input", str(path), "--output", str(output), "data.incomplete_rows=drop"]
+    assert evaluate_main(args) == 0
+    metrics = json.loads((output / "metrics.json").read_text())
+    for key in ("micro_f1", "macro_f1", "accuracy", "hamming_loss", "num_samples"):
+        assert metrics["test"][key] == pytest.approx(run_metrics["test"][key], abs=1e-12), key
+    with open(output / "removed_rows.csv", newline="", encoding="utf-8") as handle:
+        assert [row["row_id"] for row in csv.DictReader(handle)] == [str(len(lines))]
+    lengths = count_tokens([text for text, _ in rows], load_tokenizer_of(config)).lengths
+    max_length = run_metrics["tokenization"]["max_length"]
+    assert metrics["tokenization"]["truncated_fraction"] == {
+        "train": run_metrics["tokenization"]["truncated_fraction"]["train"],
+        "test": pytest.approx(float((lengths > max_length).mean())),
+    }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from pathlib import Path
 
 from pipeline.report.analysis import Comparison
 from pipeline.report.blocks import Block, Paragraph
@@ -63,6 +64,8 @@ def _verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
             f"{run.name}: test accuracy {format_percent(run.metric('test', 'accuracy'))}, macro-F1 "
             f"{format_score(run.metric('test', 'macro_f1'))} {samples}"
         )
+    if len(_models(runs)) == 1:
+        return _one_model_verdict(runs)
     if imbalanced:
         return _macro_f1_verdict(runs, comparison)
     # Multi-label runs side by side are ranked by micro-F1; any other mix by accuracy.
@@ -88,6 +91,28 @@ def _verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
         f"Best by test {name}: {best.name} with {format_metric(key, best_score)}, {gap_points:.2f} points "
         f"ahead of {rival}{runner_up.name} ({format_metric(key, runner_up_score)}).{caveat}"
     )
+
+
+def _models(runs: Sequence[Run]) -> set[str]:
+    """The models the runs hold: a run's own, or for a folder of pipeline.evaluate the run whose model it scored."""
+    return {str(run.metric("evaluation", "model") or run.path.resolve()) for run in runs}
+
+
+def _one_model_verdict(runs: Sequence[Run]) -> str:
+    """A run beside folders that scored its model on other files (pipeline.evaluate): one model on several files,
+    so its scores are set side by side, not ranked as if models competed."""
+    key = runs[0].ranking_metric
+    scores = ", ".join(
+        f"{format_metric(key, run.metric('test', key))} on {_scored_file(run)} ({format_count(num_test_samples(run))} "
+        "texts)"
+        for run in runs
+    )
+    return f"One model on {len(runs)} files, by test {RANKING_METRICS[key]}: {scores}."
+
+
+def _scored_file(run: Run) -> str:
+    scored = run.metric("evaluation", "input")
+    return Path(scored).name if scored else f"{run.name}'s test split"
 
 
 def _macro_f1_verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:

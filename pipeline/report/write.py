@@ -15,11 +15,16 @@ from pipeline.report.sections import build_report
 from pipeline.rundir import REPORT_HTML, REPORT_MARKDOWN
 
 
-def write_report(run_dirs: Sequence[str | Path], output_dir: str | Path) -> tuple[Path, Path]:
-    """Write the Markdown and HTML reports for the given runs into output_dir; return their paths."""
+def write_report(
+    run_dirs: Sequence[str | Path], output_dir: str | Path, names: Sequence[str] | None = None
+) -> tuple[Path, Path]:
+    """Write the Markdown and HTML reports for the given runs into output_dir; return their paths. `names`: what
+    to call each run (default: its directory's name), e.g. a folder still being written under a staging name."""
     if isinstance(run_dirs, (str, Path)):  # a lone path would otherwise be taken as a sequence of characters
         run_dirs = [run_dirs]
     runs = load_runs(list(run_dirs))
+    for run, name in zip(runs, names or []):
+        run.name = name
     title, blocks = build_report(runs)
     output_dir = Path(output_dir)
     markdown_path, html_path = output_dir / REPORT_MARKDOWN, output_dir / REPORT_HTML
