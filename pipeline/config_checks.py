@@ -84,7 +84,8 @@ def _validate_label_columns(config: PipelineConfig) -> None:
     normalised = [normalise_name(column) for column in data.label_columns]
     if len(set(normalised)) < 2 or len(set(normalised)) < len(normalised):
         raise ConfigError(
-            f"data.label_columns: name two or more distinct columns, one per class, got {data.label_columns}"
+            f"data.label_columns: name two or more distinct columns, one per class, got {data.label_columns} (one 0/1 "
+            "column is a single-label task: data.label_column)"
         )
     joined = [column for column in data.label_columns if data.label_separator in column]
     if joined:

@@ -279,7 +279,13 @@ def _refuse_table_as_one_object(record: dict, name: str) -> None:
     "1": ...}}), or of rows by index, or split into columns and data. Read as a record it was one row whose text is
     the JSON of a whole column, and prediction labelled that row without a word."""
     values = list(record.values())
-    by_column_or_index = len(values) > 0 and all(isinstance(value, dict) for value in values)
+    # Columns orient: row indices inside ({"0": ..., "1": ...}); index orient: row indices outside. A record whose
+    # fields are nested objects of their own ({"review": {"text": ...}}) is neither.
+    by_column_or_index = (
+        len(values) > 0
+        and all(isinstance(value, dict) for value in values)
+        and (_all_indices(record) or all(_all_indices(value) for value in values))
+    )
     split = {"columns", "data"} <= set(record) and all(isinstance(value, list) for value in values)
     if by_column_or_index or split:
         raise DataError(
@@ -287,6 +293,11 @@ def _refuse_table_as_one_object(record: dict, name: str) -> None:
             "orient='records'?), not one record per row; write it with df.to_json(path, orient='records', "
             "lines=True)"
         )
+
+
+def _all_indices(mapping: dict) -> bool:
+    """Whether every key is a row index as pandas writes one ("0", "1", ...)."""
+    return len(mapping) > 0 and all(str(key).isdigit() for key in mapping)
 
 
 def _take(iterator: Iterator, count: int | None) -> Iterator:

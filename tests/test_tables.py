@@ -217,6 +217,13 @@ def test_a_table_written_as_one_json_object_is_an_error_not_one_row(tmp_path, or
     assert "orient='records', lines=True" in message
 
 
+def test_a_record_of_nested_objects_is_a_record(tmp_path):
+    path = tmp_path / "nested.jsonl"
+    path.write_text('{"review": {"text": "Great", "stars": 5}}\n{"review": {"text": "Poor", "stars": 1}}\n')
+    header, records, _, _ = read_all(path)
+    assert header == ["review"] and records[1] == [{"text": "Poor", "stars": 1}]
+
+
 def test_a_json_key_first_seen_after_the_first_chunk_is_an_error(tmp_path):
     path = tmp_path / "t.jsonl"
     path.write_text('{"a": 1}\n{"a": 2}\n{"a": 3, "b": 4}\n')
