@@ -316,11 +316,14 @@ class LineSource:
         buffered = raw if hasattr(raw, "peek") else io.BufferedReader(raw)
         self.compressed = buffered.peek(2)[:2] == GZIP_MAGIC
         content = gzip.GzipFile(fileobj=buffered, mode="rb") if self.compressed else buffered
-        self._stream: IO[bytes] = io.BufferedReader(content, buffer_size=HEAD_BYTES)
+        # Only a file gets the HEAD_BYTES buffer: peeking into it reads until it is full, which from a pipe means
+        # waiting for 64 KiB or the end of input before the header is read (a slow producer streams nothing).
+        self._stream: IO[bytes] = io.BufferedReader(content, buffer_size=HEAD_BYTES) if _is_file(raw) else content
 
     def head(self, count: int) -> bytes:
-        """The first bytes (at most HEAD_BYTES; fewer from a pipe) of the (decompressed) content, without consuming
-        them."""
+        """The first bytes of the (decompressed) content, without consuming them: from a file, up to HEAD_BYTES;
+        from a pipe, what the stream's own peek gives (what has arrived, up to its buffer's size), without waiting
+        for the rest."""
         peek = getattr(self._stream, "peek", None)
         try:
             return peek(count)[:count] if peek else b""
@@ -401,6 +404,15 @@ class LineSource:
             raise DataError(f"{self.name}: cannot read (truncated or corrupt gzip data?): {one_line(error)}") from None
         finally:
             text.detach()
+
+
+def _is_file(raw: IO[bytes]) -> bool:
+    """Whether a stream is a file (or stdin redirected from one) rather than a pipe or a socket: a file can be
+    sought, and reading ahead of it never waits for a writer."""
+    try:
+        return raw.seekable()
+    except (OSError, ValueError):
+        return False
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -6,7 +6,11 @@ Files are built in tmp_path with pandas/pyarrow, so the reader is checked agains
 from __future__ import annotations
 
 import gzip
+import io
 import math
+import os
+import sys
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -419,6 +423,28 @@ def test_a_file_whose_lines_end_in_a_carriage_return_alone_is_named_so(tmp_path)
         f"{path}, line 3: malformed CSV record (a carriage return inside a field that is not quoted: quote the field "
         "or remove the carriage return)"
     )
+
+
+def test_standard_input_is_read_as_it_arrives_not_at_its_end(monkeypatch):
+    """`zcat big.csv.gz | python -m pipeline.predict --input - ...` predicts as rows arrive: peeking HEAD_BYTES ahead
+    of a pipe waited for 64 KiB or the end of input before even the header was read."""
+    read_end, write_end = os.pipe()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(open(read_end, "rb")))  # noqa: SIM115 -- closed with sys.stdin
+    os.write(write_end, b"text,label\nhello,pos\n")
+    seen = []
+
+    def read_first_row() -> None:
+        with open_table("-", chunk_size=1) as table:
+            seen.append((table.header, next(table.chunks).records))
+
+    reader = threading.Thread(target=read_first_row, daemon=True)
+    reader.start()
+    reader.join(timeout=20)  # the write end stays open: the input has not ended
+    read_before_the_end = not reader.is_alive()
+    os.close(write_end)
+    reader.join()
+    assert read_before_the_end
+    assert seen == [(["text", "label"], [["hello", "pos"]])]
 
 
 def test_missing_empty_and_folder_inputs(tmp_path):
