@@ -44,6 +44,7 @@ from pipeline.labels import (
 )
 from pipeline.splits import (
     MULTI_LABEL_COLUMN,
+    DuplicateReport,
     RemovedRow,
     cap_rows,
     carve,
@@ -179,6 +180,7 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
         splits["train"], splits[split] = carve(splits["train"], share, seed, split, key)
         carved[split] = _carved_share(len(splits[split]), whole, fraction, split, key)
     splits, removed, duplicates = deduplicate(splits, config.deduplicate, SPLITS, scheme.names)
+    _require_evaluation_rows(splits, tables, duplicates)
     splits["train"] = cap_rows(splits["train"], config.max_train_samples, seed)
     for split in ("validation", "test"):
         splits[split] = cap_rows(splits[split], config.max_eval_samples, seed)
@@ -282,6 +284,33 @@ def _carved_share(rows: int, whole: int, fraction: float, split: str, key: str) 
             split,
         )
     return round(rows / whole, 4)
+
+
+def _require_evaluation_rows(
+    splits: dict[str, datasets.Dataset], tables: dict[str, Table], duplicates: DuplicateReport
+) -> None:
+    """A validation or test split whose every row repeats a text of an earlier split is left empty by
+    `data.deduplicate: across` (the one step after reading that removes rows without checking what remains): an
+    error naming the split, where its rows came from and why they went. Past here an empty split failed in batching
+    (it has no token columns: datasets maps no rows), and its tokenized cache entry, saved without a data file,
+    failed the next run in load_from_disk."""
+    for split in ("validation", "test"):
+        if len(splits[split]):
+            continue
+        earlier = " or ".join(SPLITS[: SPLITS.index(split)])
+        rows = (
+            f"rows of {tables[split].source} ({tables[split].origin})"
+            if split in tables
+            else f"{split} rows carved from {tables['train'].source} ({CARVED_KEYS[split]})"
+        )
+        within = duplicates.within.get(split, 0)
+        repeats = f" (including {within:,} repeated within {split})" if within else ""
+        raise DataError(
+            f"The {split} split is empty: data.deduplicate: {duplicates.mode} removed all {duplicates.removed[split]:,} "
+            f"{rows}, as each repeats a text of {earlier}{repeats}; set data.deduplicate=within or none to "
+            f"keep them (their scores then count texts seen before), or give a {split} file whose texts are not in "
+            f"{earlier}"
+        )
 
 
 def _require_rows(table: Table, split: str) -> None:

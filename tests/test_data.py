@@ -841,6 +841,38 @@ def test_duplicates_are_counted_removed_across_and_listed(tmp_path, caplog):
     )
 
 
+@pytest.mark.parametrize("split", ["validation", "test"])
+def test_an_evaluation_file_whose_texts_are_all_in_train_is_an_error_naming_it(tmp_path, split):
+    """data.deduplicate: across removes every row of such a file; the empty split then failed to tokenize, with an
+    error about missing columns."""
+    train = write_text(
+        tmp_path / "train.csv", "text,label\n" + "".join(f"story {i},{'ab'[i % 2]}\n" for i in range(12))
+    )
+    copies = write_text(tmp_path / f"{split}.csv", "text,label\nstory 1,b\nstory  2,a\nstory 2,a\n")
+    fresh = write_text(tmp_path / "fresh.csv", "text,label\nnews 1,b\nnews 2,a\n")
+    test, given = (fresh, {"validation_file": str(copies)}) if split == "validation" else (copies, {})
+    config = files_config(train, test, deduplicate="across", **given)
+    earlier = "train" if split == "validation" else "train or validation"
+    assert error_message(config) == (
+        f"The {split} split is empty: data.deduplicate: across removed all 3 rows of {copies} (data.{split}_file), "
+        f"as each repeats a text of {earlier} (including 1 repeated within {split}); set data.deduplicate=within or "
+        f"none to keep them (their scores then count texts seen before), or give a {split} file whose texts are not "
+        f"in {earlier}"
+    )
+    assert load_data(dataclasses.replace(config, deduplicate="within"), seed=0).summary["sizes"][split] == 2
+
+
+def test_a_carved_test_split_whose_texts_all_stay_in_train_is_an_error_naming_its_setting(tmp_path):
+    rows = "".join(f"story {i},{'ab'[i % 2]}\n" for i in range(8)) * 4  # every text 4 times: a copy stays in train
+    train = write_text(tmp_path / "train.csv", "text,label\n" + rows)
+    fresh = write_text(tmp_path / "fresh.csv", "text,label\nnews 1,b\nnews 2,a\n")
+    config = DataConfig(source="files", train_file=str(train), validation_file=str(fresh), test_fraction=0.1)
+    assert error_message(config).startswith(
+        f"The test split is empty: data.deduplicate: across removed all 4 test rows carved from {train} "
+        "(data.test_fraction), as each repeats a text of train or validation"
+    )
+
+
 def test_a_200000_character_field_loads(tmp_path):
     rows = email_rows(30)
     rows[4] = (rows[4][0], rows[4][1], "long " * 40_000)
