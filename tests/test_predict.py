@@ -566,6 +566,18 @@ def test_quoting_reads_an_input_that_quotes_nothing(run_dir, tmp_path, capsys):
     assert read_table(tmp_path / "out.csv") == read_table(tmp_path / "auto.csv")
 
 
+def test_quoting_help_gives_the_bytes_that_auto_reads(monkeypatch, capsys):
+    """The size is tables.HEAD_BYTES, the one place it is set, not a number of its own in the help."""
+    from pipeline.predict import cli
+
+    monkeypatch.setattr(cli, "HEAD_BYTES", 128 * 1024)
+    with pytest.raises(SystemExit):
+        cli.parse_args(["--help"])
+    assert "a TSV file whose first 128 KiB (from a pipe, what has arrived) hold" in " ".join(
+        capsys.readouterr().out.split()
+    )
+
+
 def test_bytes_that_are_not_utf8_report_the_line_and_the_option(run_dir, tmp_path, capsys):
     content = "id,title,description,note\n1,a,b,c\n2,Caf\xe9,cr\xe8me,x\n".encode("latin-1")
     (tmp_path / "latin.csv").write_bytes(content)

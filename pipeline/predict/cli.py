@@ -41,6 +41,7 @@ from pipeline.predict.predictor import (
 from pipeline.predict.source import PredictError, resolve_model_source
 from pipeline.tables import (
     FORMATS,
+    HEAD_BYTES,
     QUOTINGS,
     STANDARD_INPUT,
     DataError,
@@ -147,9 +148,9 @@ def _add_file_arguments(add: Any) -> None:
         default="auto",
         help="double quotes in a CSV/TSV input: csv encloses a field in them (which may then hold delimiters, line "
         "breaks and doubled quotes); none reads them as text, for files that quote nothing (GLUE's train.tsv, the SMS "
-        "Spam Collection), where a text may start with one; auto (default): csv, except for a TSV file whose first 64 "
-        'KiB hold a field that goes on after its closing quote ("Free" entry). Like --encoding, a property of the '
-        "input, not taken from the run",
+        "Spam Collection), where a text may start with one; auto (default): csv, except for a TSV file whose first "
+        f"{HEAD_BYTES // 1024} KiB (from a pipe, what has arrived) hold a field that goes on after its closing quote "
+        '("Free" entry). Like --encoding, a property of the input, not taken from the run',
     )
 
 
