@@ -340,14 +340,13 @@ def choose_chunk_length(
     windows read documents whole as `auto` promises without chunking: for each candidate (64, 128, 256, 512, up to
     the model's limit) the windows it makes times the measured seconds per window.
 
-    A document that needs more than max_chunks windows keeps the first max_chunks - 1 and the last, losing the
-    text between,
-    and the shorter the length, the more documents that cut reaches and the more of each it drops. Counting only
-    the windows kept, a short length looks cheapest because it reads less (max_chunks 4 chose 64: at most 256 of
-    ~1,000 tokens per review). So a length is a candidate only if it cuts at most `max_truncated_fraction` of train's
-    documents, the truncation budget of `auto`; among those every document but the budget is read whole, and the
-    cheapest reads the same text for less. When none keeps the budget, the longest, which cuts fewest and reads the
-    most of each document it cuts, with a warning.
+    A document that needs more than max_chunks windows keeps the first max_chunks - 1 and the last, losing the text
+    between, and the shorter the length, the more documents that cut reaches and the more of each it drops. Counting
+    only the windows kept, a short length looks cheapest because it reads less (max_chunks 4 chose 64: at most 256
+    of ~1,000 tokens per review). So a length is a candidate only if it cuts at most `max_truncated_fraction` of
+    train's documents, the truncation budget of `auto`; among those every document but the budget is read whole, and
+    the cheapest reads the same text for less. When none keeps the budget, the longest, which cuts fewest and reads
+    the most of each document it cuts, with a warning.
     """
     candidates = [length for length in CHUNK_LENGTHS if length <= limit and length - special > rule.chunk_stride]
     costs, cut = {}, {}
