@@ -10,7 +10,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from pipeline.modelcard_facts import CardFacts, published_name
-from pipeline.rundir import DECISION_FILE, MODEL_CONFIG_FILE, RANKING_METRICS, RunDirError, is_number
+from pipeline.rundir import (
+    DECISION_FILE,
+    MODEL_CONFIG_FILE,
+    RANKING_METRICS,
+    RunDirError,
+    is_number,
+    per_class_score,
+    untrained_classes,
+)
 from pipeline.thresholds import KIND_ARGMAX, KIND_BINARY, KIND_MULTI_LABEL
 
 # Beyond this many classes the confusion matrix is left to report.md: a card table that wide is unreadable.
@@ -22,8 +30,8 @@ def _pct(value: Any, digits: int = 2) -> str:
     return f"{100 * value:.{digits}f}%" if is_number(value) else "n/a"
 
 
-def _num(value: Any, digits: int = 4) -> str:
-    return f"{value:.{digits}f}" if is_number(value) else "n/a"
+def _num(value: Any, digits: int = 4, missing: str = "n/a") -> str:
+    return f"{value:.{digits}f}" if is_number(value) else missing
 
 
 # The before/after measures of a calibration record (pipeline.scoring.calibration_record), as the card names them.
@@ -327,9 +335,7 @@ class CardSections(CardFacts):
                 rows.append(
                     (
                         label,
-                        _num(scores.get("precision")),
-                        _num(scores.get("recall")),
-                        _num(scores.get("f1")),
+                        *(_num(per_class_score(scores, key), missing="—") for key in ("precision", "recall", "f1")),
                         _count(scores.get("support")),
                     )
                 )
@@ -427,6 +433,14 @@ class CardSections(CardFacts):
             lines.append(
                 f"- It always answers with one of its {len(self.labels)} labels, also for text unlike its "
                 "training data; a high score is no guarantee that the text belongs to any of them."
+            )
+        untrained = untrained_classes(self.metrics)
+        if untrained:
+            names = ", ".join(f"`{name}`" for name in untrained)
+            pronoun = "it" if len(untrained) == 1 else "them"
+            lines.append(
+                f"- No training text had {names}: the model never learned {pronoun}, so its scores for {pronoun} "
+                "mean nothing; disregard those scores, or retrain with labelled examples."
             )
         sizes = self.split_sizes()
         trained_on = "its training data"

@@ -434,6 +434,26 @@ def nested_get(mapping: Any, *keys: str) -> Any:
     return mapping
 
 
+def per_class_score(scores: Any, key: str) -> float | None:
+    """One class's test figure from metrics.json `per_class`; None (shown as missing) for recall and F1 of a class
+    without test rows, which have nothing to measure (scikit-learn reports 0 there). Its precision stays: 0 when the
+    class was predicted and wrong every time. The report and the model card both read per-class figures here."""
+    value = nested_get(scores, key)
+    if key in ("recall", "f1") and nested_get(scores, "support") == 0:
+        return None
+    return value if is_number(value) else None
+
+
+def untrained_classes(metrics: dict[str, Any]) -> list[str]:
+    """Classes with no training rows (metrics.json `data.class_counts`): named by data.label_names or a
+    data.label_columns column that is all 0 in train. The model never learned them, so its scores for them mean
+    nothing, yet they stay among its labels; the log, the report and the model card say so."""
+    per_class = nested_get(metrics, "data", "class_counts", "train", "per_class")
+    if not isinstance(per_class, dict):
+        return []
+    return [str(name) for name, count in per_class.items() if count == 0]
+
+
 # The test figures a run can be ranked by (train.selection_metric's choices), and their names in sentences.
 RANKING_METRICS = {"accuracy": "accuracy", "macro_f1": "macro-F1", "micro_f1": "micro-F1"}
 

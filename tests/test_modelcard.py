@@ -283,6 +283,24 @@ def test_the_card_says_which_columns_held_the_labels(tmp_path):
     )
 
 
+def test_a_label_train_lacked_is_a_limitation_and_has_no_recall_or_f1(tmp_path):
+    """A data.label_columns column all 0 in train (or a data.label_names class train lacks): the card that goes to
+    the Hub says the model never learned it, and shows, as the report does, no recall or F1 for a class without test
+    rows instead of scikit-learn's 0."""
+    counts = {"train": {"rows": 900, "per_class": {"World": 300, "Sports": 300, "Business": 300, "Sci/Tech": 0}}}
+    extra = {"data": {"task": "multi_label", "sizes": {"train": 900, "validation": 100, "test": 100}}}
+    extra["data"]["class_counts"] = counts
+    run_dir = fake_run(tmp_path, "data.task=multi_label", extra_metrics=extra)
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    metrics["test"]["per_class"]["Sci/Tech"] = {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0}
+    (run_dir / "metrics.json").write_text(json.dumps(metrics))
+    text = ModelCard.load(write_model_card(run_dir)).text
+    assert "| Sci/Tech | 0.0000 | — | — | 0 |" in section(text, "Evaluation")
+    assert "| Sports | 0.9500 | 0.9700 | 0.9600 | 100 |" in section(text, "Evaluation")
+    assert "- No training text had `Sci/Tech`: the model never learned it" in section(text, "Limitations")
+    assert "No training text" not in ModelCard.load(write_model_card(fake_run(tmp_path / "full"))).text
+
+
 def test_multi_label_card_compares_with_the_baseline_on_micro_f1(tmp_path):
     """Subset accuracy is not what picked a multi-label model: the baseline table leads with micro-F1 and the lead
     is measured in it, and the limitation is raised on micro-F1 even where the baseline's subset accuracy is higher."""

@@ -422,6 +422,18 @@ def test_a_class_without_test_rows_shows_no_recall_or_f1(tmp_path: Path):
     assert summary_row[1] == "—"
 
 
+def test_a_class_without_training_rows_is_named_in_a_note(tmp_path: Path):
+    """A class the model has but train lacked (data.label_names, or a data.label_columns column all 0 in train): the
+    run's log warned, and the report, which is what is read, says so too."""
+    run_dir = make_fake_run(tmp_path, "solo", seed=3, correct_share=0.7)
+    per_class = {label: (0 if label == LABELS[2] else 50) for label in LABELS}
+    update_metrics(run_dir, data={"class_counts": {"train": {"rows": 150, "per_class": per_class}}})
+    markdown = write_report([run_dir], tmp_path / "report")[0].read_text()
+    assert f"> Note: solo: no training rows for {LABELS[2]}: the model never learned it" in markdown
+    clean = make_fake_run(tmp_path, "clean", seed=3, correct_share=0.7)
+    assert "no training rows" not in write_report([clean], tmp_path / "clean_report")[0].read_text()
+
+
 def test_most_confident_mistakes_are_sorted_wrong_predictions():
     predictions = pd.DataFrame(
         {

@@ -17,7 +17,7 @@ from typing import Any
 
 from pipeline.report.formatting import format_count, format_duration, format_metric, format_percent
 from pipeline.report.runs import Run
-from pipeline.rundir import RANKING_METRICS, is_number, nested_get
+from pipeline.rundir import RANKING_METRICS, is_number, nested_get, untrained_classes
 from pipeline.windows import LongTextRule
 
 # tokenizer.max_truncated_fraction's default (pipeline.config.TokenizerConfig), for configs that do not say.
@@ -244,6 +244,16 @@ def truncation_note(run: Run) -> str | None:
         f"{format_percent(share)} of its training texts were truncated{at}, over the budget of "
         f"{format_percent(budget)} (tokenizer.max_truncated_fraction): the model never saw {dropped} of those texts."
     )
+
+
+def untrained_note(run: Run) -> str | None:
+    """Classes the model has but never saw in train: a file scored by pipeline.evaluate may hold them, and their
+    rows then count against a label the model cannot know (the run's log said so; the report is what is read)."""
+    untrained = untrained_classes(run.metrics)
+    if not untrained:
+        return None
+    pronoun = "it" if len(untrained) == 1 else "them"
+    return f"no training rows for {_join(untrained)}: the model never learned {pronoun}, so its scores for {pronoun} mean nothing."
 
 
 def _join(parts: list[str]) -> str:

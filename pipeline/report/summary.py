@@ -21,7 +21,7 @@ from pipeline.report.formatting import (
 )
 from pipeline.report.runs import Run
 from pipeline.report.scores import imbalance_sentence, is_imbalanced
-from pipeline.rundir import is_number, nested_get
+from pipeline.rundir import is_number, nested_get, per_class_score
 
 SECTION_SUMMARY = "Summary"
 
@@ -292,9 +292,5 @@ def by_support(runs: Sequence[Run], labels: list[str]) -> list[str]:
 
 
 def per_class_value(run: Run, label: str, key: str) -> float | None:
-    """A class's test metric; None (shown as missing) for recall and F1 of a class without test rows, which have
-    nothing to measure (scikit-learn reports 0 there). Its precision stays: predicting it was wrong every time."""
-    value = run.metric("test", "per_class", label, key)
-    if key in ("recall", "f1") and run.metric("test", "per_class", label, "support") == 0:
-        return None
-    return value if is_number(value) else None
+    """A class's test metric, as rundir.per_class_score reads it."""
+    return per_class_score(run.metric("test", "per_class", label), key)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pipeline.report.analysis import Comparison
 from pipeline.report.blocks import Block, Paragraph
-from pipeline.report.caveats import baseline_sentences, budget_sentence, truncation_note
+from pipeline.report.caveats import baseline_sentences, budget_sentence, truncation_note, untrained_note
 from pipeline.report.formatting import format_count, format_metric, format_percent, format_score
 from pipeline.report.runs import Run
 from pipeline.report.scores import imbalance_sentence, is_imbalanced
@@ -26,7 +26,10 @@ def header_blocks(runs: Sequence[Run], comparison: Comparison | None, generated_
     blocks += [Paragraph(evaluation_note(run), style="note") for run in runs if run.metric("evaluation")]
     blocks += [Paragraph(f"{run.name}: {note}", style="note") for run in runs for note in run.notes]
     blocks += [
-        Paragraph(f"{run.name}: {note}", style="note") for run in runs for note in [truncation_note(run)] if note
+        Paragraph(f"{run.name}: {note}", style="note")
+        for run in runs
+        for note in [truncation_note(run), untrained_note(run)]
+        if note
     ]
     return blocks
 
