@@ -890,6 +890,20 @@ def test_multi_label_runs_are_judged_and_set_against_the_baseline_on_micro_f1(tm
     assert summary_rows(markdown)["Baseline micro-F1"] == ["0.8701", "0.8701"]
 
 
+def test_a_skewed_multi_label_run_still_leads_with_micro_f1(tmp_path: Path):
+    """Multi-label classes are nearly always skewed (a rare label in 1-3% of rows), but the run has no balanced
+    accuracy and micro-F1 picked its model: the report does not switch to the single-label imbalance reading."""
+    run = update_metrics(
+        make_fake_run(tmp_path, "tags", seed=1, correct_share=0.8),
+        best={"metric": "micro_f1"},
+        test={"micro_f1": 0.7911, "samples_f1": 0.82, "hamming_loss": 0.02},
+        data={"task": "multi_label", "class_counts": {"train": {"imbalance_ratio": 59.5}}},
+    )
+    markdown = write_report([run], tmp_path / "report")[0].read_text()
+    assert "tags: test micro-F1 0.7911, subset accuracy" in header_of(markdown)
+    assert "balanced accuracy" not in markdown.lower() and "imbalanced" not in markdown
+
+
 def multi_label_run(name: str, separator: str, predicted_sets: list[set[str]], class_order: list[str]) -> Run:
     gold_sets = [{"sports"}, {"sports", "politics"}, set(), {"tech", "politics"}]
 

@@ -46,7 +46,10 @@ def imbalance_ratio(run: Run) -> float | None:
 
 
 def is_imbalanced(run: Run) -> bool:
-    return labels.is_imbalanced(imbalance_ratio(run))
+    """Whether the report leads this run with macro-F1 and balanced accuracy. Never a multi-label run, however
+    skewed its classes (they almost always are): it has no balanced accuracy, and micro-F1 picked its model whatever
+    the skew (evaluation.selection_metric), so the report leads with micro-F1 as the model card does."""
+    return not run.multi_label and labels.is_imbalanced(imbalance_ratio(run))
 
 
 def imbalance_sentence(runs: Sequence[Run]) -> str | None:
