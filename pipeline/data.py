@@ -232,7 +232,7 @@ def read_labelled_file(
     if config.label_columns and set(config.label_columns) != set(names):
         raise DataError(
             f"data.label_columns: {', '.join(config.label_columns)} are not the model's classes ({', '.join(names)}); "
-            "name one column for each"
+            "each class's column must carry the class's name (rename the file's columns to match)"
         )
     tables, config = read_indicator_columns({"test": table}, config)
     table, removed = drop_incomplete(tables["test"], "test", config)

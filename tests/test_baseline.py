@@ -139,3 +139,13 @@ def test_multi_label_baseline_is_one_vs_rest_and_finds_both_topics_of_a_two_topi
     two_topic = [row for row, labels in enumerate(test[1]) if sum(labels) == 2]
     assert len(two_topic) > 50
     assert result["subset_accuracy"] > 0.8  # most rows, two-topic ones included, get exactly their set
+
+
+def test_a_multi_label_class_without_train_rows_is_a_constant_no_without_a_warning(recwarn):
+    """An all-zero indicator column: stage 1 names the class; scikit-learn's own warning would only repeat it."""
+    texts = [f"{word} report {index}" for index in range(40) for word in ("goal", "chip")]
+    sets = [[1.0, 0.0, 0.0] if text.startswith("goal") else [0.0, 1.0, 0.0] for text in texts]
+    splits = {"train": {"text": texts, "labels": sets}, "test": {"text": texts[:10], "labels": sets[:10]}}
+    result = run_baseline("tfidf", splits, ["sports", "tech", "never_seen"])
+    assert result["per_class"]["never_seen"]["support"] == 0 and result["micro_f1"] == 1.0
+    assert not [warning for warning in recwarn if "present in all training examples" in str(warning.message)]
