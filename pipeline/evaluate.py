@@ -218,7 +218,7 @@ def evaluate_file(args: argparse.Namespace) -> Path:
         written.write_metrics(metrics)
         write_predictions(written.predictions_path, result, dataset, labels, config.data.label_separator)
         write_removed_rows(folder / REMOVED_ROWS_FILE, removed)
-        write_report([folder], folder, names=[output.name])  # before the swap: the folder arrives whole
+        write_report([folder], folder, final_dirs=[output])  # before the swap: the folder arrives whole
 
     replace_directory(output, fill)
     return output

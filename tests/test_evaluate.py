@@ -70,6 +70,7 @@ def test_the_runs_own_test_rows_score_what_stage_4_recorded(trained, tmp_path, c
         assert len(list(csv.DictReader(handle))) == count
     report = (output / "report.md").read_text(encoding="utf-8")
     assert f"the model of {config.run_dir.resolve()} scored on {path.resolve()} ({count} rows)" in report
+    assert f"Runs: again_scored ({output})." in report  # named and placed as it ends up, not as it was staged
     assert "Validation curves" in report and (output / "history.jsonl").is_file()
     assert load_config(output / "config.yaml").data.label_column == "topic"
     side_by_side, _ = write_report([config.run_dir, output], tmp_path / "side_by_side")

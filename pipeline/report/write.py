@@ -10,21 +10,22 @@ import numpy as np
 from pipeline import plots
 from pipeline.io import atomic_write_text
 from pipeline.report.render import render_html, render_markdown
-from pipeline.report.runs import load_runs, unique_names
+from pipeline.report.runs import directory_name, load_runs, unique_names
 from pipeline.report.sections import build_report
 from pipeline.rundir import REPORT_HTML, REPORT_MARKDOWN
 
 
 def write_report(
-    run_dirs: Sequence[str | Path], output_dir: str | Path, names: Sequence[str] | None = None
+    run_dirs: Sequence[str | Path], output_dir: str | Path, final_dirs: Sequence[Path] | None = None
 ) -> tuple[Path, Path]:
-    """Write the Markdown and HTML reports for the given runs into output_dir; return their paths. `names`: what
-    to call each run (default: its directory's name), e.g. a folder still being written under a staging name."""
+    """Write the Markdown and HTML reports for the given runs into output_dir; return their paths. `final_dirs`:
+    where each run directory will be once in place, for a folder still being written under a staging name: the
+    report names and locates the runs by them."""
     if isinstance(run_dirs, (str, Path)):  # a lone path would otherwise be taken as a sequence of characters
         run_dirs = [run_dirs]
     runs = load_runs(list(run_dirs))
-    for run, name in zip(runs, names or []):
-        run.name = name
+    for run, final in zip(runs, final_dirs or []):
+        run.name, run.path = directory_name(Path(final)), Path(final)
     title, blocks = build_report(runs)
     output_dir = Path(output_dir)
     markdown_path, html_path = output_dir / REPORT_MARKDOWN, output_dir / REPORT_HTML
