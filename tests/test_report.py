@@ -902,6 +902,9 @@ def test_a_skewed_multi_label_run_still_leads_with_micro_f1(tmp_path: Path):
     markdown = write_report([run], tmp_path / "report")[0].read_text()
     assert "tags: test micro-F1 0.7911, subset accuracy" in header_of(markdown)
     assert "balanced accuracy" not in markdown.lower() and "imbalanced" not in markdown
+    summary = markdown[markdown.index("## Summary") :]
+    headline = [line.split("|")[1].strip() for line in summary.splitlines()[4:7]]
+    assert headline == ["Micro-F1", "Macro-F1", "Subset accuracy"] and "Test accuracy" not in summary
 
 
 def multi_label_run(name: str, separator: str, predicted_sets: list[set[str]], class_order: list[str]) -> Run:

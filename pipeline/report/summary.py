@@ -90,13 +90,22 @@ def summary_blocks(runs: Sequence[Run]) -> list[Block]:
 
 def _headline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
     """Accuracy first, or macro-F1 and balanced accuracy first when train's classes are imbalanced (a note above
-    the table says so); multi-label runs add micro- and samples-F1 and the Hamming loss."""
+    the table says so); multi-label runs add micro- and samples-F1 and the Hamming loss, and when every run is
+    multi-label, micro-F1 (what picked the models) leads and accuracy is named what it is there: subset accuracy."""
 
     def row(label: str, key: str, formatter: Callable[[Any], str], higher: bool = True) -> list[Cell]:
         return _metric_row(label, runs, lambda r: r.metric("test", key), formatter, higher=higher)
 
-    accuracy = row("Test accuracy", "accuracy", format_percent)
     macro_f1 = row("Macro-F1", "macro_f1", format_score)
+    multi_label = [
+        row("Micro-F1", "micro_f1", format_score),
+        row("Samples-F1", "samples_f1", format_score),
+        row("Hamming loss", "hamming_loss", format_score, higher=False),
+    ]
+    if all(run.multi_label for run in runs):
+        micro_f1, *others = multi_label
+        return [micro_f1, macro_f1, row("Subset accuracy", "accuracy", format_percent), *others]
+    accuracy = row("Test accuracy", "accuracy", format_percent)
     balanced = (
         [row("Balanced accuracy", "balanced_accuracy", format_percent)]
         if any(is_number(run.metric("test", "balanced_accuracy")) for run in runs)
@@ -104,11 +113,7 @@ def _headline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
     )
     rows = [macro_f1, *balanced, accuracy] if any(map(is_imbalanced, runs)) else [accuracy, macro_f1, *balanced]
     if any(is_number(run.metric("test", "micro_f1")) for run in runs):
-        rows += [
-            row("Micro-F1", "micro_f1", format_score),
-            row("Samples-F1", "samples_f1", format_score),
-            row("Hamming loss", "hamming_loss", format_score, higher=False),
-        ]
+        rows += multi_label
     return rows
 
 
