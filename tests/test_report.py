@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -969,3 +970,20 @@ def test_validation_curves_follow_the_metric_that_selected_the_models(tmp_path: 
     section = markdown_section(write_report(runs, tmp_path / "mixed")[0].read_text(), "Validation curves")
     header, first_row, _ = markdown_table_rows(section)
     assert header[2] == "First accuracy" and re.match(r"\d+\.\d{2}% \(step ", first_row[2])
+
+
+def test_a_run_beside_its_evaluation_folders_is_one_model_not_a_ranking(tmp_path: Path):
+    """pipeline.evaluate folders name the run they scored: one model on several files is set side by side, no file
+    emphasised as the best, and notes on how the model was trained appear once, on the run."""
+    run = update_metrics(
+        make_fake_run(tmp_path, "tickets", seed=1, correct_share=0.9),
+        tokenization={"max_length": 32, "max_length_setting": 32, "truncated_fraction": {"train": 0.4, "test": 0.4}},
+    )
+    scored = shutil.copytree(run, tmp_path / "tickets_on_march")
+    update_metrics(scored, evaluation={"model": str(run.resolve()), "input": "/data/march.csv", "rows": 40})
+    update_metrics(scored, test={"accuracy": 0.5})
+    markdown = write_report([run, scored], tmp_path / "report")[0].read_text()
+    assert "One model on 2 files, by test accuracy:" in header_of(markdown)
+    assert "50.00% on march.csv" in header_of(markdown) and "Best by" not in markdown
+    assert not [row for row in markdown.split("## Summary")[1].split("\n## ")[0].splitlines() if "**" in row]
+    assert header_of(markdown).count("truncated at fixed length") == 1

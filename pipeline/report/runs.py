@@ -96,3 +96,21 @@ def unique_names(paths: Sequence[Path]) -> list[str]:
     if len(set(qualified)) == len(qualified):
         return qualified
     return [f"{name} ({index + 1})" for index, name in enumerate(names)]
+
+
+def model_of(run: Run) -> str:
+    """Which model a run holds: its own, or for a folder of pipeline.evaluate, that of the run it scored."""
+    return str(run.metric("evaluation", "model") or run.path.resolve())
+
+
+def one_model(runs: Sequence[Run]) -> bool:
+    """Whether the runs are one model scored on several files (a run beside its pipeline.evaluate folders): set side
+    by side, never ranked."""
+    return len(runs) > 1 and len({model_of(run) for run in runs}) == 1
+
+
+def repeats_its_run(run: Run, runs: Sequence[Run]) -> bool:
+    """A pipeline.evaluate folder shown beside the run it scored: its training records are that run's, said once."""
+    return bool(run.metric("evaluation")) and any(
+        other is not run and not other.metric("evaluation") and model_of(other) == model_of(run) for other in runs
+    )

@@ -11,7 +11,7 @@ from pipeline.report.analysis import Comparison
 from pipeline.report.blocks import Block, Paragraph
 from pipeline.report.caveats import baseline_sentences, budget_sentence, truncation_note, untrained_note
 from pipeline.report.formatting import format_count, format_metric, format_percent, format_score
-from pipeline.report.runs import Run
+from pipeline.report.runs import Run, one_model, repeats_its_run
 from pipeline.report.scores import imbalance_sentence, is_imbalanced
 from pipeline.report.summary import num_test_samples
 from pipeline.rundir import RANKING_METRICS, is_number
@@ -28,6 +28,7 @@ def header_blocks(runs: Sequence[Run], comparison: Comparison | None, generated_
     blocks += [
         Paragraph(f"{run.name}: {note}", style="note")
         for run in runs
+        if not repeats_its_run(run, runs)  # notes on how the model was trained: once, on the run itself
         for note in [truncation_note(run), untrained_note(run)]
         if note
     ]
@@ -67,7 +68,7 @@ def _verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
             f"{run.name}: test accuracy {format_percent(run.metric('test', 'accuracy'))}, macro-F1 "
             f"{format_score(run.metric('test', 'macro_f1'))} {samples}"
         )
-    if len(_models(runs)) == 1:
+    if one_model(runs):
         return _one_model_verdict(runs)
     if imbalanced:
         return _macro_f1_verdict(runs, comparison)
@@ -94,11 +95,6 @@ def _verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
         f"Best by test {name}: {best.name} with {format_metric(key, best_score)}, {gap_points:.2f} points "
         f"ahead of {rival}{runner_up.name} ({format_metric(key, runner_up_score)}).{caveat}"
     )
-
-
-def _models(runs: Sequence[Run]) -> set[str]:
-    """The models the runs hold: a run's own, or for a folder of pipeline.evaluate the run whose model it scored."""
-    return {str(run.metric("evaluation", "model") or run.path.resolve()) for run in runs}
 
 
 def _one_model_verdict(runs: Sequence[Run]) -> str:
