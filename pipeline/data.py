@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import logging
 import math
 import os
@@ -439,8 +440,23 @@ def _load_saved(name: str) -> datasets.DatasetDict | None:
         or (path / datasets.config.DATASET_STATE_JSON_FILENAME).is_file()
     ):
         return None
+    _refuse_empty_saved_splits(path)
     saved = datasets.load_from_disk(str(path))
     return saved if isinstance(saved, datasets.DatasetDict) else datasets.DatasetDict({"train": saved})
+
+
+def _refuse_empty_saved_splits(path: Path) -> None:
+    """A split saved with no rows has no data file, and `load_from_disk` fails on it with a bare IndexError: name
+    it instead (an empty split is an error wherever it comes from)."""
+    folders = [path] if (path / datasets.config.DATASET_STATE_JSON_FILENAME).is_file() else sorted(path.iterdir())
+    for folder in folders:
+        state = folder / datasets.config.DATASET_STATE_JSON_FILENAME
+        if state.is_file() and not json.loads(state.read_text(encoding="utf-8")).get("_data_files"):
+            split = "train" if folder == path else folder.name
+            raise DataError(
+                f"The {split} split is empty: {folder} (data.hub_name) was saved with no rows; save the dataset "
+                "without it (a missing validation or test split is carved from train)"
+            )
 
 
 def hub_cache_dir(config: DataConfig) -> str:

@@ -649,6 +649,9 @@ def test_hub_name_may_be_a_folder_that_save_to_disk_wrote(tmp_path):
     assert from_dict["test"]["text"] == [f"saved story {i}" for i in range(32, 40)]
     with pytest.raises(DataError, match=r"data\.hub_name: \./nowhere is neither a folder nor a Hub dataset id"):
         load_splits(DataConfig(source="hub", hub_name="./nowhere"), seed=0)
+    datasets.DatasetDict({"train": whole, "test": whole.select([])}).save_to_disk(str(tmp_path / "empty_test"))
+    with pytest.raises(DataError, match=r"The test split is empty: .*empty_test/test \(data\.hub_name\) was saved"):
+        load_splits(DataConfig(source="hub", hub_name=str(tmp_path / "empty_test")), seed=0)
 
 
 def test_hub_offline_without_cache_names_the_local_files_option(tmp_path):
