@@ -4,14 +4,16 @@
     python -m pipeline.evaluate --model runs/tickets --input march.csv data.label_column=queue --output reports/march
 
 The file is read as the run read its training files (its config.yaml: text columns, label column or columns,
-encoding, incomplete rows), with any `data.*` setting overridden by KEY=VALUE; its labels must be the model's
-classes (names, or ids where the names are not integers). Every usable row is scored: nothing is carved,
-deduplicated or capped. The model is the run's, calibrated and with its thresholds, in full precision by default.
+encoding, quoting, incomplete rows), with any `data.*` setting but the task and classes overridden by KEY=VALUE; its
+labels must be the model's classes, read as training read its own (metrics.json data.label_reading). Every usable
+row is scored: nothing is carved, deduplicated or capped. The model is the run's, calibrated and with its
+thresholds, in full precision by default.
 
 The output folder (default reports/<run>_on_<file name>) is laid out as a run directory, so that `python -m
 pipeline.report` reads it, alone or beside the run itself (`python -m pipeline.report runs/x reports/x_on_new`):
 metrics.json, whose `test` is this file's metrics and `evaluation` says what was scored; test_predictions.csv;
-config.yaml (the run's, with the overrides); report.md and report.html.
+removed_rows.csv; config.yaml (the run's, with the overrides and the file as data.test_file); the run's
+history.jsonl; report.md and report.html. It is built beside its place and renamed into it whole.
 """
 
 from __future__ import annotations
@@ -38,8 +40,6 @@ from pipeline.rundir import REMOVED_ROWS_FILE, RunDir, RunDirError, headline_sco
 from pipeline.splits import labels_of, write_removed_rows
 from pipeline.tables import DataError
 from pipeline.tokenization import count_tokens, truncated_share
-
-logger = logging.getLogger("pipeline")
 
 DEFAULT_OUTPUT_ROOT = Path("reports")
 
