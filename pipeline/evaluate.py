@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.calibration import ECE_BINS, expected_calibration_error, reliability_bins
-from pipeline.config import ConfigError, PipelineConfig, load_config, save_config
+from pipeline.config import ConfigError, PipelineConfig, load_config, parse_override, save_config
 from pipeline.data import RemovedRow, read_labelled_file
 from pipeline.evaluation import EvalResult, result_from_probabilities, write_predictions
 from pipeline.export.record import BACKENDS
@@ -84,8 +84,9 @@ def reading_config(run: RunDir, overrides: Sequence[str], input_path: Path) -> P
     """The run's config with `data.*` overrides: how the file is read (its path as data.test_file, so that the
     saved config.yaml says what was scored). Other keys describe training, which is done."""
     for override in overrides:
-        key = override.split("=", 1)[0].strip()
-        if not key.startswith("data."):
+        path, _ = parse_override(override)
+        key = ".".join(path)
+        if path[0] != "data":
             raise ConfigError(f"{override}: only data.* settings apply to evaluation (how the file is read)")
         if key in MODEL_DATA_KEYS:
             raise ConfigError(f"{key}: the trained model decides it (its task and classes); it cannot be overridden")
@@ -182,7 +183,8 @@ def build_metrics(
     }
 
 
-def evaluate_file(args: argparse.Namespace) -> Path:
+def evaluate_file(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
+    """Score the file and write the folder; its path and metrics.json's contents."""
     run = RunDir(Path(args.model))
     run.check_finished()
     input_path = Path(args.input).resolve()
@@ -221,18 +223,17 @@ def evaluate_file(args: argparse.Namespace) -> Path:
         write_report([folder], folder, final_dirs=[output])  # before the swap: the folder arrives whole
 
     replace_directory(output, fill)
-    return output
+    return output, metrics
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        output = evaluate_file(args)
+        output, metrics = evaluate_file(args)
     except (ConfigError, DataError, PredictError, RunDirError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    metrics = RunDir(output).read_metrics()
     print(f"{args.input}: {headline_scores(metrics)}. Written: {output} (report.md, report.html)")
     return 0
 
