@@ -18,6 +18,7 @@ from pipeline.rundir import (
     is_number,
     per_class_score,
     untrained_classes,
+    untrained_consequence,
 )
 from pipeline.thresholds import KIND_ARGMAX, KIND_BINARY, KIND_MULTI_LABEL
 
@@ -437,10 +438,9 @@ class CardSections(CardFacts):
         untrained = untrained_classes(self.metrics)
         if untrained:
             names = ", ".join(f"`{name}`" for name in untrained)
-            pronoun = "it" if len(untrained) == 1 else "them"
             lines.append(
-                f"- No training text had {names}: the model never learned {pronoun}, so its scores for {pronoun} "
-                "mean nothing; disregard those scores, or retrain with labelled examples."
+                f"- No training text had {names}: {untrained_consequence(untrained)}; disregard those scores, or "
+                "retrain with labelled examples."
             )
         sizes = self.split_sizes()
         trained_on = "its training data"

@@ -454,6 +454,12 @@ def untrained_classes(metrics: dict[str, Any]) -> list[str]:
     return [str(name) for name, count in per_class.items() if count == 0]
 
 
+def untrained_consequence(untrained: list[str]) -> str:
+    """What classes without training rows mean for the model's scores, as the report and the model card say it."""
+    pronoun = "it" if len(untrained) == 1 else "them"
+    return f"the model never learned {pronoun}, so its scores for {pronoun} mean nothing"
+
+
 # The test figures a run can be ranked by (train.selection_metric's choices), and their names in sentences.
 RANKING_METRICS = {"accuracy": "accuracy", "macro_f1": "macro-F1", "micro_f1": "micro-F1"}
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from pipeline.report.formatting import format_count, format_duration, format_metric, format_percent
 from pipeline.report.runs import Run
-from pipeline.rundir import RANKING_METRICS, is_number, nested_get, untrained_classes
+from pipeline.rundir import RANKING_METRICS, is_number, nested_get, untrained_classes, untrained_consequence
 from pipeline.windows import LongTextRule
 
 # tokenizer.max_truncated_fraction's default (pipeline.config.TokenizerConfig), for configs that do not say.
@@ -252,8 +252,7 @@ def untrained_note(run: Run) -> str | None:
     untrained = untrained_classes(run.metrics)
     if not untrained:
         return None
-    pronoun = "it" if len(untrained) == 1 else "them"
-    return f"no training rows for {_join(untrained)}: the model never learned {pronoun}, so its scores for {pronoun} mean nothing."
+    return f"no training rows for {_join(untrained)}: {untrained_consequence(untrained)}."
 
 
 def _join(parts: list[str]) -> str:
