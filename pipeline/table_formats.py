@@ -15,7 +15,6 @@ from typing import Any
 
 from pipeline.tables import (
     DELIMITERS,
-    HEAD_BYTES,
     STANDARD_INPUT,
     Chunk,
     DataError,
@@ -128,7 +127,7 @@ def csv_delimiter(lines: LineSource, width: int | None) -> str:
     whose first line has no comma but splits at semicolons into several fields (into `width`, when the column names
     are given) is read with ";"; any other is read with ",". Only the first line decides, so a semicolon inside a
     text further down never does."""
-    head = lines.head(HEAD_BYTES).decode(lines.encoding, errors="ignore").lstrip("\ufeff")
+    head = lines.head_text()
     first = next((line for line in head.splitlines() if line.strip()), "")
     if "," in first or ";" not in first:
         return ","
@@ -169,7 +168,7 @@ def reads_quotes(lines: LineSource, kind: str, quoting: str, option: str) -> boo
 def _unquoted_field_line(lines: LineSource) -> int | None:
     """The line, within the start of a TSV file, of the first field that opens with a double quote and goes on after
     its closing one, read as csv reads quotes; None when there is none."""
-    head = lines.head(HEAD_BYTES).decode(lines.encoding, errors="ignore").lstrip("\ufeff")
+    head = lines.head_text()
     # Split as LineSource splits (at newlines only); a last line cut off by the head may end inside a quoted field,
     # which csv reports as the end of data, never as text after a closing quote.
     reader = csv.reader((line + "\n" for line in head.split("\n")), delimiter="\t", strict=True)

@@ -330,6 +330,11 @@ class LineSource:
         except (OSError, EOFError, zlib.error) as error:
             raise DataError(f"{self.name}: cannot read (corrupt gzip data?): {one_line(error)}") from None
 
+    def head_text(self) -> str:
+        """The start of the content (head(HEAD_BYTES)) as text, for a look ahead at its first lines: decoded leniently
+        (its last character may be cut), without the byte-order mark."""
+        return self.head(HEAD_BYTES).decode(self.encoding, errors="ignore").lstrip("\ufeff")
+
     def position(self) -> int:
         """Bytes of the file consumed so far (compressed bytes for gzip), for a progress estimate."""
         if self.compressed:
