@@ -641,9 +641,8 @@ def texts_of(table: Table, spec: TextSpec) -> list[str]:
 def drop_incomplete(table: Table, split: str, config: DataConfig) -> tuple[Table, list[RemovedRow]]:
     """With `data.incomplete_rows: drop`, the rows that cannot be used left out: an empty text, or (single-label)
     no label (or an empty cell of data.label_columns); a multi-label row without labels is a row negative for every
-    class, not an incomplete one. Each
-    dropped row is returned with why, for removed_rows.csv. With "error" the table is returned whole, and
-    to_dataset refuses such rows with a message naming them all."""
+    class, not an incomplete one. Each dropped row is returned with why, for removed_rows.csv. With "error" the
+    table is returned whole, and to_dataset refuses such rows with a message naming them all."""
     if config.incomplete_rows != "drop":
         return table, []
     texts = texts_of(table, TextSpec.from_data_config(config))
