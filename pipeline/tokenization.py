@@ -25,7 +25,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pipeline.splits import label_column, labels_of
-from pipeline.windows import LongTextRule, encode_documents, window_starts, windows_summary
+from pipeline.windows import (
+    TOKENIZE_BATCH_SIZE,
+    EncodedDocuments,
+    LongTextRule,
+    content_ids,
+    encode_documents,
+    unknown_count,
+    window_starts,
+    windows_summary,
+)
 
 if TYPE_CHECKING:  # prediction imports the length rules below without paying for `datasets` at start-up
     from datasets import Dataset, DatasetDict
@@ -39,7 +48,6 @@ logger = logging.getLogger(__name__)
 LENGTH_MULTIPLE = 8
 # BERT's learned position table has 512 rows; most checkpoints report this as model_max_length.
 BERT_POSITION_LIMIT = 512
-TOKENIZE_BATCH_SIZE = 1000
 # Lengths `auto` weighs against each other when long texts are chunked.
 CHUNK_LENGTHS = (64, 128, 256, 512)
 # Bump when what is cached, or how the length is chosen, changes: old entries are then ignored.
@@ -117,21 +125,33 @@ class TokenCounts:
     lengths: np.ndarray  # (N,) tokens per text, special tokens ([CLS]/[SEP], <s>/</s>) included, untruncated
     unknown_share: float | None  # share of the texts' own tokens that are the unknown token; None: it has none
 
+    @classmethod
+    def of_content(
+        cls, content_lengths: np.ndarray, unknown_tokens: int | None, tokenizer: PreTrainedTokenizerBase
+    ) -> TokenCounts:
+        """From each text's content tokens (special tokens aside) and how many of them are unknown."""
+        content_lengths = np.asarray(content_lengths, dtype=np.int64)
+        lengths = content_lengths + tokenizer.num_special_tokens_to_add(pair=False)
+        share = None if unknown_tokens is None else unknown_tokens / max(int(content_lengths.sum()), 1)
+        return cls(lengths, share)
+
+    @classmethod
+    def of_encoding(cls, encoded: EncodedDocuments, tokenizer: PreTrainedTokenizerBase) -> TokenCounts:
+        """What the pass that built the model's rows measured (windows.encode_documents): no second tokenization."""
+        return cls.of_content(encoded.content_lengths, encoded.unknown_tokens, tokenizer)
+
 
 def count_tokens(texts: list[str], tokenizer: PreTrainedTokenizerBase) -> TokenCounts:
     """Each text's length in tokens without truncation, and the share of unknown tokens (None for a tokenizer
     without one, as byte-level BPE)."""
-    lengths, unknown = [], 0
-    unknown_id = tokenizer.unk_token_id
+    lengths: list[int] = []
+    unknown: int | None = 0 if tokenizer.unk_token_id is not None else None
     for start in range(0, len(texts), TOKENIZE_BATCH_SIZE):
-        encoded = tokenizer(
-            texts[start : start + TOKENIZE_BATCH_SIZE], add_special_tokens=True, truncation=False, verbose=False
-        )  # lengths beyond the model's limit are what is measured here
-        lengths.extend(len(ids) for ids in encoded["input_ids"])
-        unknown += sum(ids.count(unknown_id) for ids in encoded["input_ids"]) if unknown_id is not None else 0
-    content = sum(lengths) - len(lengths) * tokenizer.num_special_tokens_to_add(pair=False)
-    share = None if unknown_id is None else unknown / max(content, 1)
-    return TokenCounts(np.asarray(lengths, dtype=np.int64), share)
+        content = content_ids(tokenizer, texts[start : start + TOKENIZE_BATCH_SIZE])
+        lengths.extend(map(len, content))
+        if unknown is not None:
+            unknown += unknown_count(content, tokenizer)
+    return TokenCounts.of_content(np.asarray(lengths, dtype=np.int64), unknown, tokenizer)
 
 
 def truncated_share(lengths: np.ndarray, max_length: int) -> float:
@@ -230,7 +250,8 @@ def _encode_split(
         return split.map(encode, batched=True, batch_size=TOKENIZE_BATCH_SIZE, desc="Tokenizing"), None
     from datasets import Dataset
 
-    rows, documents, _ = encode_documents(tokenizer, split["text"], max_length, rule)
+    encoded = encode_documents(tokenizer, split["text"], max_length, rule)
+    rows, documents = encoded.rows, encoded.documents
     pad = tokenizer.pad_token_id or 0
     labels_name = label_column(split.column_names)
     labels = split[labels_name]

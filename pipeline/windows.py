@@ -2,8 +2,8 @@
 that each become a row, and the pooling of window scores back into one score per document.
 
     rule = LongTextRule.from_settings(config.tokenizer)
-    rows, documents = encode_documents(tokenizer, texts, max_length, rule)    # token ids with [CLS]/[SEP]
-    probabilities = pool_documents(window_probabilities, documents, len(texts), "mean")
+    encoded = encode_documents(tokenizer, texts, max_length, rule)    # encoded.rows: token ids with [CLS]/[SEP]
+    probabilities = pool_documents(window_probabilities, encoded.documents, len(texts), "mean")
 
 Training, evaluation and prediction all encode through `encode_documents`, so a document becomes the same rows
 in each. Windows are `max_length` tokens including the special tokens; consecutive windows overlap by
@@ -95,41 +95,59 @@ def content_rows(ids: Sequence[int], width: int, rule: LongTextRule) -> list[lis
     return [truncate(ids, width, rule)]
 
 
-def encode_documents(
-    tokenizer: Any, texts: Sequence[str], max_length: int, rule: LongTextRule
-) -> tuple[list[list[int]], np.ndarray, np.ndarray]:
-    """Token ids of every row (special tokens included, no padding), the document each row belongs to (R,), and
-    each document's length in content tokens (D,) (how much of it there was to read)."""
-    if rule.is_plain_head:
-        encoded = tokenizer(
-            list(texts),
-            truncation=True,
-            max_length=max_length,
-            padding=False,
-            return_attention_mask=False,
-            return_token_type_ids=False,
-        )["input_ids"]
-        return encoded, np.arange(len(texts)), np.asarray([len(ids) for ids in encoded])
+@dataclass(frozen=True)
+class EncodedDocuments:
+    """What one tokenization pass over documents gives: the rows the model reads and what there was to read."""
+
+    rows: list[list[int]]  # token ids of every row, special tokens included, no padding
+    documents: np.ndarray  # (R,) the document each row belongs to
+    content_lengths: np.ndarray  # (D,) each document's length in content tokens, before truncation or windows
+    unknown_tokens: int | None  # content tokens that are the unknown token; None: the tokenizer has none
+
+    @property
+    def row_lengths(self) -> np.ndarray:
+        """(R,) tokens per row."""
+        return np.fromiter(map(len, self.rows), dtype=np.int64, count=len(self.rows))
+
+
+def content_ids(tokenizer: Any, texts: Sequence[str]) -> list[list[int]]:
+    """Each text's token ids without special tokens and without truncation: the one tokenizer call that rows and
+    token counts are both built from."""
+    return tokenizer(
+        list(texts),
+        add_special_tokens=False,
+        truncation=False,
+        return_attention_mask=False,
+        return_token_type_ids=False,
+        verbose=False,  # lengths beyond the model's limit are expected here: they are cut or windowed after
+    )["input_ids"]
+
+
+def unknown_count(content: Sequence[Sequence[int]], tokenizer: Any) -> int | None:
+    """How many of these token ids are the unknown token ([UNK]); None for a tokenizer without one (byte-level BPE)."""
+    unknown_id = tokenizer.unk_token_id
+    return None if unknown_id is None else sum(ids.count(unknown_id) for ids in content)
+
+
+def encode_documents(tokenizer: Any, texts: Sequence[str], max_length: int, rule: LongTextRule) -> EncodedDocuments:
+    """Every document's rows (truncated by the rule, or its windows) with their special tokens, and what the texts
+    held: their untruncated lengths and unknown tokens, measured on the same pass (pipeline.evaluate records them)."""
     prefix, suffix = special_tokens_around(tokenizer)
     width = max_length - len(prefix) - len(suffix)
     rows: list[list[int]] = []
     documents: list[int] = []
     lengths: list[int] = []
+    unknown: int | None = 0 if tokenizer.unk_token_id is not None else None
     for start in range(0, len(texts), TOKENIZE_BATCH_SIZE):
-        content = tokenizer(
-            list(texts[start : start + TOKENIZE_BATCH_SIZE]),
-            add_special_tokens=False,
-            truncation=False,
-            return_attention_mask=False,
-            return_token_type_ids=False,
-            verbose=False,
-        )["input_ids"]
+        content = content_ids(tokenizer, texts[start : start + TOKENIZE_BATCH_SIZE])
+        if unknown is not None:
+            unknown += unknown_count(content, tokenizer)
         for offset, ids in enumerate(content):
             lengths.append(len(ids))
             for window in content_rows(ids, width, rule):
                 rows.append(prefix + window + suffix)
                 documents.append(start + offset)
-    return rows, np.asarray(documents, dtype=np.int64), np.asarray(lengths, dtype=np.int64)
+    return EncodedDocuments(rows, np.asarray(documents, dtype=np.int64), np.asarray(lengths, dtype=np.int64), unknown)
 
 
 def special_tokens_around(tokenizer: Any) -> tuple[list[int], list[int]]:

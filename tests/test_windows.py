@@ -9,7 +9,7 @@ from transformers import BertConfig, BertForSequenceClassification
 from pipeline.batching import TokenizedRows
 from pipeline.config import ConfigError, TokenizerConfig, load_config
 from pipeline.evaluation import predict_split
-from pipeline.tokenization import tokenize_splits
+from pipeline.tokenization import TokenCounts, tokenize_splits
 from pipeline.windows import LongTextRule, encode_documents, pool_documents, truncate, window_starts
 
 CHUNK = LongTextRule(long_text="chunk", chunk_stride=2, max_chunks=4)
@@ -33,7 +33,8 @@ def test_truncation_keeps_head_tail_or_both():
 
 def test_documents_become_windows_with_cls_and_sep(bert_tokenizer):
     texts = ["short one", " ".join(f"word{i}" for i in range(40))]
-    rows, documents, lengths = encode_documents(bert_tokenizer, texts, 16, CHUNK)
+    encoded = encode_documents(bert_tokenizer, texts, 16, CHUNK)
+    rows, documents, lengths = encoded.rows, encoded.documents, encoded.content_lengths
     cls, sep = bert_tokenizer.cls_token_id, bert_tokenizer.sep_token_id
     assert all(row[0] == cls and row[-1] == sep and len(row) <= 16 for row in rows)
     assert documents[0] == 0 and set(documents[1:]) == {1} and len(rows) == 1 + 4
@@ -46,7 +47,8 @@ def test_documents_become_windows_with_cls_and_sep(bert_tokenizer):
 
 def test_plain_head_is_the_tokenizers_own_truncation(bert_tokenizer):
     texts = ["a b c d e f g h i j k l m n o p q r s t"]
-    rows, documents, _ = encode_documents(bert_tokenizer, texts, 8, LongTextRule())
+    encoded = encode_documents(bert_tokenizer, texts, 8, LongTextRule())
+    rows, documents = encoded.rows, encoded.documents
     assert rows == bert_tokenizer(texts, truncation=True, max_length=8)["input_ids"]
     assert documents.tolist() == [0]
 
@@ -137,7 +139,8 @@ def test_prediction_pools_windows_like_evaluation(tiny_bert_dir, bert_tokenizer)
     texts = ["tiny text", " ".join(f"news{i}" for i in range(200)), "another short one"]
     _, probabilities = predictor.infer(texts)
     assert probabilities.shape == (3, 2) and np.allclose(probabilities.sum(axis=1), 1, atol=1e-5)
-    rows, documents, _ = encode_documents(bert_tokenizer, texts, 24, rule)
+    encoded = encode_documents(bert_tokenizer, texts, 24, rule)
+    rows, documents = encoded.rows, encoded.documents
     assert np.bincount(documents).tolist()[1] == 6  # the long text: capped at max_chunks windows
     window_probabilities = np.stack([predictor.infer([bert_tokenizer.decode(row[1:-1])])[1][0] for row in rows])
     by_hand = np.stack([window_probabilities[documents == doc].mean(axis=0) for doc in range(3)])
@@ -209,3 +212,16 @@ def test_a_chunked_run_counts_documents_everywhere(tiny_run_config, ag_news_test
         for model in (run.path, copied)
     )
     pd.testing.assert_frame_equal(by_folder, by_run)
+
+
+@pytest.mark.parametrize(
+    "rule", [LongTextRule(), LongTextRule(truncation="tail"), CHUNK], ids=["head", "tail", "chunk"]
+)
+def test_the_pass_that_builds_rows_measures_the_texts_as_a_whole_tokenization_does(bert_tokenizer, rule):
+    """What evaluation records (lengths before truncation, the unknown token's share) comes from the rows' own pass."""
+    texts = ["short one", " ".join(f"word{i}" for i in range(40)), "emoji 😀 and ข่าว", "x"]
+    counts = TokenCounts.of_encoding(encode_documents(bert_tokenizer, texts, 16, rule), bert_tokenizer)
+    whole = bert_tokenizer(texts, add_special_tokens=True, truncation=False)["input_ids"]
+    assert counts.lengths.tolist() == [len(ids) for ids in whole]
+    unknown = sum(ids.count(bert_tokenizer.unk_token_id) for ids in whole)
+    assert unknown > 0 and counts.unknown_share == pytest.approx(unknown / (sum(map(len, whole)) - 2 * len(texts)))

@@ -19,7 +19,7 @@ from pipeline.config import MAX_BATCH_TOKENS, DataConfig
 from pipeline.export.record import BACKEND_RUNTIMES, ExportChoice, ExportError, choose_export
 from pipeline.hardware import HardwareError, batch_token_budget, resolve_device, resolve_inference_dtype
 from pipeline.models import MULTI_LABEL_PROBLEM_TYPE, max_positions
-from pipeline.predict.backend import Backend, TorchBackend
+from pipeline.predict.backend import Backend, TorchBackend, to_probabilities
 from pipeline.predict.source import (
     ModelSource,
     PredictError,
@@ -31,7 +31,7 @@ from pipeline.rundir import DECISION_FILE, RunDirError, read_decision
 from pipeline.tables import TextSpec
 from pipeline.thresholds import KIND_BINARY, KIND_FLAG, KIND_MULTI_LABEL, Decision, default_decision
 from pipeline.tokenization import length_limit, padded_width, sorted_batches
-from pipeline.windows import LongTextRule, encode_documents, pool_documents
+from pipeline.windows import EncodedDocuments, LongTextRule, encode_documents, pool_documents
 
 logger = logging.getLogger(__name__)
 
@@ -196,53 +196,78 @@ class Predictor:
         """(texts) -> (label_ids (N,) int64, probabilities (N, K) float32): the whole per-chunk computation.
 
         A pure function of the texts (no state is kept between calls), so a distributed run can hand each
-        process a slice of a chunk and stitch the results. One fast-tokenizer call per chunk. In bf16, rows
-        whose two best classes are closer than `recheck_margin` are run again in fp32, so near-ties get the
-        full-precision label (a few percent of rows for a trained model).
+        process a slice of a chunk and stitch the results. One fast-tokenizer pass per chunk (`encode`), the
+        model's rows (`row_logits`), their probabilities per text (`document_probabilities`), labelled by the
+        decision.
         """
-        count = len(texts)
-        if count == 0:
-            return np.empty(0, dtype=np.int64), np.empty((0, len(self.labels)), dtype=np.float32)
-        token_ids, lengths, documents = self._tokenize(texts)
-        on_batch = texts_progress(on_batch, count, len(token_ids))
-        probabilities = self._forward(token_ids, lengths, np.arange(len(token_ids)), self.compute_dtype, on_batch)
+        encoded = self.encode(texts)
+        probabilities = self.document_probabilities(self.row_logits(encoded, on_batch), encoded)
+        return self.labels_of(probabilities), probabilities
+
+    def encode(self, texts: Sequence[str]) -> EncodedDocuments:
+        """The rows the model reads for `texts` (one per text, or one per window of a long text, exactly as in
+        training: pipeline.windows) and what the texts held (untruncated lengths, unknown tokens), from one
+        tokenizer pass."""
+        return encode_documents(self.tokenizer, texts, self.max_length, self.long_text)
+
+    def row_logits(self, encoded: EncodedDocuments, on_batch: Callable[[int], None] | None = None) -> np.ndarray:
+        """(R, K) float32 logits of the encoded rows, in row order. In bf16, rows whose label could flip within
+        `recheck_margin` of probability are run again in fp32, so near-ties get the full-precision label (a few
+        percent of rows for a trained model)."""
+        if len(encoded.rows) == 0:
+            return np.empty((0, len(self.labels)), dtype=np.float32)
+        lengths = encoded.row_lengths
+        on_batch = texts_progress(on_batch, len(encoded.content_lengths), len(encoded.rows))
+        rows = np.arange(len(encoded.rows))
+        logits = self._forward(encoded.rows, lengths, rows, self.compute_dtype, on_batch)
         if self.compute_dtype is not None and self.recheck_margin > 0 and (len(self.labels) > 1 or self.multi_label):
-            close = near_decision(probabilities, self.decision, self.recheck_margin)
+            close = near_decision(self._row_probabilities(logits), self.decision, self.recheck_margin)
             if len(close):
-                probabilities[close] = self._forward(token_ids, lengths, close, None, None)
-        # windows -> (N, K)
-        probabilities = pool_documents(probabilities, documents, count, self.pooling, softmax=not self.multi_label)
+                logits[close] = self._forward(encoded.rows, lengths, close, None, None)
+        return logits
+
+    def document_probabilities(
+        self, row_logits: np.ndarray, encoded: EncodedDocuments, scale: float = 1.0
+    ) -> np.ndarray:
+        """(R, K) row logits -> (N, K) probabilities per text: a softmax (multi-label: a sigmoid per class) of each
+        row, a long text's windows pooled. `scale` multiplies the logits first: the temperature folded into a
+        calibrated model gives back its probabilities before calibration (pipeline.evaluate)."""
+        probabilities = self._row_probabilities(row_logits * scale if scale != 1.0 else row_logits)
+        count = len(encoded.content_lengths)
+        return pool_documents(probabilities, encoded.documents, count, self.pooling, softmax=not self.multi_label)
+
+    def labels_of(self, probabilities: np.ndarray) -> np.ndarray:
+        """(N,) label ids of probabilities per text: the decision's (multi-label: the most probable class)."""
         if self.multi_label:
-            return probabilities.argmax(axis=1).astype(np.int64), probabilities
-        return self.decision.predict(probabilities), probabilities
+            return probabilities.argmax(axis=1).astype(np.int64)
+        return self.decision.predict(probabilities)
+
+    def _row_probabilities(self, logits: np.ndarray) -> np.ndarray:
+        return to_probabilities(torch.from_numpy(logits), self.multi_label).numpy()
 
     def logits(self, texts: Sequence[str], on_batch: Callable[[int], None] | None = None) -> np.ndarray:
         """(texts) -> (N, K) float32 logits, in text order: the same batching as `infer` (no fp32 recheck: soft
         targets for distillation, where no label is decided)."""
         if len(texts) == 0:
             return np.empty((0, len(self.labels)), dtype=np.float32)
-        token_ids, lengths, documents = self._tokenize(texts)
-        on_batch = texts_progress(on_batch, len(texts), len(token_ids))
-        logits = self._forward(token_ids, lengths, np.arange(len(token_ids)), self.compute_dtype, on_batch, "logits")
-        return pool_documents(logits, documents, len(texts), "mean", softmax=False)  # a long text's windows: mean
+        encoded = self.encode(texts)
+        on_batch = texts_progress(on_batch, len(texts), len(encoded.rows))
+        rows = np.arange(len(encoded.rows))
+        logits = self._forward(encoded.rows, encoded.row_lengths, rows, self.compute_dtype, on_batch)
+        return pool_documents(logits, encoded.documents, len(texts), "mean", softmax=False)  # windows: the mean
 
     def padded_batches(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
         """The (input_ids, attention_mask) (B, T) batches `infer` feeds the backend for `texts`, longest first (a
         static int8 export calibrates its activation ranges on them)."""
-        token_ids, lengths, _ = self._tokenize(texts)
+        encoded = self.encode(texts)
+        lengths = encoded.row_lengths
         order = np.argsort(-lengths, kind="stable")
-        return [self._pad(token_ids, lengths, batch) for batch in self._my_batches(order, lengths[order])]
+        return [self._pad(encoded.rows, lengths, batch) for batch in self._my_batches(order, lengths[order])]
 
     def _pad(self, token_ids: list[list[int]], lengths: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The given rows as one batch padded to its longest row (pad_arrays)."""
         pad_id = self.tokenizer.pad_token_id or 0
         return pad_arrays([token_ids[row] for row in rows], lengths[rows], pad_id, self.max_length)
-
-    def _tokenize(self, texts: Sequence[str]) -> tuple[list[list[int]], np.ndarray, np.ndarray]:
-        """Unpadded token ids of every row, their lengths (R,) and the text each row reads (R,): one row per
-        text, or one per window of a long text, exactly as in training (pipeline.windows)."""
-        token_ids, documents, _ = encode_documents(self.tokenizer, texts, self.max_length, self.long_text)
-        return token_ids, np.fromiter(map(len, token_ids), dtype=np.int64, count=len(token_ids)), documents
 
     def _my_batches(self, order: np.ndarray, sorted_lengths: np.ndarray) -> list[np.ndarray]:
         """This process's share of the length-sorted batches (`order` longest first, `sorted_lengths` their
@@ -258,36 +283,35 @@ class Predictor:
         rows: np.ndarray,
         compute_dtype: torch.dtype | None,
         on_batch: Callable[[int], None] | None,
-        output: str = "probabilities",
     ) -> np.ndarray:
-        """Probabilities (or, with output="logits", logits) (len(rows), K) of the given rows, in the order of `rows`.
+        """Logits (len(rows), K) of the given rows, in the order of `rows`.
 
         Rows go through the model longest first, each batch padded only to its own longest row (rounded up to
         a multiple of 8): exact, since padded keys are masked out of attention and positions are absolute.
         Longest first also means the biggest batch comes first, so a batch size too big for memory fails at once.
         """
-        probabilities = np.empty((len(rows), len(self.labels)), dtype=np.float32)
+        logits = np.empty((len(rows), len(self.labels)), dtype=np.float32)
         order = np.argsort(-lengths[rows], kind="stable")  # positions within `rows`
         mine = self._my_batches(order, lengths[rows][order])
         with self.backend.running(compute_dtype):
             for batch in mine:
                 input_ids, attention_mask = self._pad(token_ids, lengths, rows[batch])
-                probabilities[batch] = getattr(self.backend, output)(input_ids, attention_mask)  # (B, K)
+                logits[batch] = self.backend.logits(input_ids, attention_mask)  # (B, K)
                 if on_batch is not None:
                     on_batch(len(batch))
         if self.shard[1] > 1:
-            probabilities = self._gather_batches(probabilities, mine)
-        return probabilities
+            logits = self._gather_batches(logits, mine)
+        return logits
 
-    def _gather_batches(self, probabilities: np.ndarray, mine: list[np.ndarray]) -> np.ndarray:
+    def _gather_batches(self, logits: np.ndarray, mine: list[np.ndarray]) -> np.ndarray:
         """Give every process the rows the others computed. Whole batches are shared out, never split, so each
         row is computed with the same batch-mates and padding as in a single process: the same numbers."""
         from accelerate.utils import gather_object
 
         positions = np.concatenate(mine or [np.empty(0, dtype=np.int64)])
-        for their_positions, values in gather_object([(positions, probabilities[positions])]):
-            probabilities[their_positions] = values
-        return probabilities
+        for their_positions, values in gather_object([(positions, logits[positions])]):
+            logits[their_positions] = values
+        return logits
 
     def label_texts(
         self,
