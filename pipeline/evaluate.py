@@ -11,7 +11,9 @@ thresholds, in full precision by default.
 
 The output folder (default reports/<run>_on_<file name>) is laid out as a run directory, so that `python -m
 pipeline.report` reads it, alone or beside the run itself (`python -m pipeline.report runs/x reports/x_on_new`):
-metrics.json, whose `test` is this file's metrics and `evaluation` says what was scored; test_predictions.csv;
+metrics.json, whose `test` is this file's metrics, `calibration` its calibration error before and after (as a run
+records its test split's), `throughput` the prediction path's rows/s on it and `evaluation` says what was scored;
+test_predictions.csv;
 removed_rows.csv; config.yaml (the run's, with the overrides and the file as data.test_file); the run's
 history.jsonl; report.md and report.html. It is built beside its place and renamed into it whole.
 """
@@ -24,10 +26,10 @@ import shutil
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.calibration import ECE_BINS, expected_calibration_error, reliability_bins
 from pipeline.config import ConfigError, PipelineConfig, load_config, parse_override, save_config
 from pipeline.data import RemovedRow, read_labelled_file
 from pipeline.evaluation import EvalResult, result_from_probabilities, write_predictions
@@ -35,11 +37,13 @@ from pipeline.export.record import BACKENDS
 from pipeline.hardware import INFERENCE_PRECISIONS
 from pipeline.io import replace_directory
 from pipeline.predict import PredictError, Predictor, resolve_model_source
+from pipeline.predict.speed import speed_record, warm_up
 from pipeline.report.write import write_report
-from pipeline.rundir import REMOVED_ROWS_FILE, RunDir, RunDirError, headline_scores
+from pipeline.rundir import REMOVED_ROWS_FILE, RunDir, RunDirError, folded_temperature, headline_scores
+from pipeline.scoring import calibration_record
 from pipeline.splits import labels_of, write_removed_rows
 from pipeline.tables import DataError
-from pipeline.tokenization import count_tokens, truncated_share
+from pipeline.tokenization import TokenCounts, truncated_share
 
 DEFAULT_OUTPUT_ROOT = Path("reports")
 
@@ -114,36 +118,56 @@ def default_output(model: Path, input_path: str) -> Path:
     return DEFAULT_OUTPUT_ROOT / f"{model.resolve().name}_on_{stem}"
 
 
-def score(predictor: Predictor, texts: list[str], gold: Any, labels: list[str]) -> EvalResult:
-    """The model's probabilities for the texts, labelled by its decision (thresholds from validation), scored."""
-    _, probabilities = predictor.infer(texts)
-    return result_from_probabilities(probabilities, gold, labels, predictor.decision)
+@dataclass
+class Scored:
+    """One pass of the file through the model, and what it measured."""
+
+    result: EvalResult  # the saved (calibrated) model's probabilities, labelled by its decision, and the metrics
+    uncalibrated: EvalResult  # the same rows before calibration: the folded temperature taken back out
+    temperature: float  # folded into the saved model (1.0: none)
+    counts: TokenCounts  # the texts' untruncated lengths and unknown tokens, from the tokenization the model read
+    speed: dict[str, Any]  # metrics.json throughput: rows/s after a warm-up batch (pipeline.predict.speed)
 
 
-def calibration_of(result: EvalResult, run_metrics: dict[str, Any]) -> dict[str, Any]:
-    """The file's expected calibration error under the saved (calibrated) model, beside the run's own validation
-    figures; the file has no 'before': its probabilities come from the model with the temperature folded in."""
+def score(predictor: Predictor, texts: list[str], gold: Any, labels: list[str], temperature: float) -> Scored:
+    """The model's probabilities for the texts, labelled by its decision (thresholds from validation), scored. One
+    tokenization and one forward pass give both the calibrated probabilities and, with the `temperature` folded
+    into the model, those it gave before calibration (its logits times T), as stage 4 measures a run's test split.
+    Timed as the prediction path is (speed.prediction_speed): after one warm-up batch, tokenization included."""
+    warm_up(predictor, texts)
+    started = time.perf_counter()
+    encoded = predictor.encode(texts)
+    logits = predictor.row_logits(encoded)
+    probabilities = predictor.document_probabilities(logits, encoded)
+    speed = speed_record(predictor, len(texts), time.perf_counter() - started)
+    result = result_from_probabilities(probabilities, gold, labels, predictor.decision)
+    before = predictor.document_probabilities(logits, encoded, scale=temperature)
+    uncalibrated = result_from_probabilities(before, gold, labels)
+    counts = TokenCounts.of_encoding(encoded, predictor.tokenizer)
+    return Scored(result, uncalibrated, temperature, counts, speed)
+
+
+def calibration_of(scored: Scored, run_metrics: dict[str, Any]) -> dict[str, Any]:
+    """metrics.json `calibration` in a trained run's shape: the file's expected calibration error, loss and
+    reliability bins before and after calibration as `test` (scoring.calibration_record), beside the run's own
+    validation figures and any warning about its temperature."""
     run_calibration = run_metrics.get("calibration") or {}
-    return {
-        "enabled": run_calibration.get("enabled"),
-        "method": run_calibration.get("method"),
-        "temperature": run_calibration.get("temperature"),
-        "bins": ECE_BINS,
-        "ece": {
-            "validation": (run_calibration.get("ece") or {}).get("validation"),
-            "test": {"before": None, "after": expected_calibration_error(result.probabilities, result.labels)},
-        },
-        "reliability": {"test": {"before": None, "after": reliability_bins(result.probabilities, result.labels)}},
-    }
+    enabled = bool(run_calibration.get("enabled", scored.temperature != 1.0))
+    before, after = {"test": scored.uncalibrated}, {"test": scored.result}
+    record = calibration_record(enabled, scored.temperature, before, after)
+    for key in ("ece", "loss", "reliability"):
+        record[key] = {"validation": (run_calibration.get(key) or {}).get("validation"), **record[key]}
+    if run_calibration.get("warning"):
+        record["warning"] = run_calibration["warning"]
+    return record
 
 
-def tokenization_of(texts: list[str], predictor: Predictor, run_metrics: dict[str, Any]) -> dict[str, Any]:
+def tokenization_of(counts: TokenCounts, max_length: int, run_metrics: dict[str, Any]) -> dict[str, Any]:
     """The run's tokenization record with this file's figures as `test`: its share of texts longer than the fixed
     length and of unknown tokens (the run's own test split's would say nothing about this file)."""
     record = dict(run_metrics.get("tokenization") or {})
-    counts = count_tokens(texts, predictor.tokenizer)
     for key, value in (
-        ("truncated_fraction", truncated_share(counts.lengths, predictor.max_length)),
+        ("truncated_fraction", truncated_share(counts.lengths, max_length)),
         ("unknown_token_share", counts.unknown_share),
     ):
         shares = record.get(key) if isinstance(record.get(key), dict) else {}
@@ -153,7 +177,7 @@ def tokenization_of(texts: list[str], predictor: Predictor, run_metrics: dict[st
 
 def build_metrics(
     run_metrics: dict[str, Any],
-    result: EvalResult,
+    scored: Scored,
     tokenization: dict[str, Any],
     removed: list[RemovedRow],
     evaluation: dict[str, Any],
@@ -162,6 +186,7 @@ def build_metrics(
     """metrics.json of the output folder: the run's own records of how it was trained and validated, this file's
     metrics as `test`."""
     data = run_metrics.get("data") or {}
+    result = scored.result
     return {
         "run": {**(run_metrics.get("run") or {}), "name": name},
         "labels": run_metrics["labels"],
@@ -171,8 +196,8 @@ def build_metrics(
         # How the model was trained and its thresholds chosen: the run's, unchanged.
         **{key: run_metrics[key] for key in ("training", "thresholds") if key in run_metrics},
         "tokenization": tokenization,
-        "throughput": {"predict_rows_per_second": len(result.labels) / evaluation["seconds"]},
-        "calibration": calibration_of(result, run_metrics),
+        "throughput": scored.speed,
+        "calibration": calibration_of(scored, run_metrics),
         "data": {
             "task": data.get("task"),
             "class_counts": data.get("class_counts"),
@@ -196,10 +221,8 @@ def evaluate_file(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     reading = (run_metrics.get("data") or {}).get("label_reading")
     dataset, removed = read_labelled_file(config.data, args.input, "--input", labels, reading)
     predictor = Predictor.from_source(resolve_model_source(run.path), backend=args.backend, precision=args.precision)
-    texts = list(dataset["text"])
-    started = time.perf_counter()
-    result = score(predictor, texts, labels_of(dataset), labels)
-    seconds = time.perf_counter() - started
+    temperature = folded_temperature(run.model_dir)
+    scored = score(predictor, list(dataset["text"]), labels_of(dataset), labels, temperature)
     evaluation = {
         "model": str(run.path.resolve()),
         "input": str(input_path),
@@ -207,10 +230,9 @@ def evaluate_file(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
         "rows": len(dataset),
         "removed_rows": len(removed),
         "backend": predictor.describe_backend(),
-        "seconds": seconds,
     }
-    tokenization = tokenization_of(texts, predictor, run_metrics)
-    metrics = build_metrics(run_metrics, result, tokenization, removed, evaluation, output.name)
+    tokenization = tokenization_of(scored.counts, predictor.max_length, run_metrics)
+    metrics = build_metrics(run_metrics, scored, tokenization, removed, evaluation, output.name)
 
     def fill(folder: Path) -> None:
         written = RunDir(folder)
@@ -218,7 +240,7 @@ def evaluate_file(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
         if run.history_path.is_file():  # the model's own validation curves, for the report
             shutil.copyfile(run.history_path, written.history_path)
         written.write_metrics(metrics)
-        write_predictions(written.predictions_path, result, dataset, labels, config.data.label_separator)
+        write_predictions(written.predictions_path, scored.result, dataset, labels, config.data.label_separator)
         write_removed_rows(folder / REMOVED_ROWS_FILE, removed)
         write_report([folder], folder, final_dirs=[output])  # before the swap: the folder arrives whole
 

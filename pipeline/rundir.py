@@ -402,6 +402,17 @@ def read_decision(model_dir: Path) -> dict[str, Any] | None:
     return record
 
 
+def folded_temperature(model_dir: Path) -> float:
+    """The temperature folded into the saved model's output layer (model/decision.json, written by
+    pipeline.scoring): its logits are the trained model's divided by it, so multiplying them by it gives back the
+    probabilities before calibration. 1.0 when none was folded (train.calibrate false; models saved before
+    decision.json existed were never calibrated)."""
+    record = read_decision(model_dir) or {}
+    if record.get("temperature_folded") and is_number(record.get("temperature")):
+        return float(record["temperature"])
+    return 1.0
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Small helpers shared by the readers and their users
 

@@ -165,7 +165,8 @@ def input_settings(config: PipelineConfig, max_length: int) -> dict[str, Any]:
 def calibration_record(
     enabled: bool, temperature: float, before: dict[str, EvalResult], after: dict[str, EvalResult]
 ) -> dict[str, Any]:
-    """ECE (15 equal-width bins) and reliability bins before and after calibration, on validation and test."""
+    """ECE (15 equal-width bins), loss and reliability bins before and after calibration, on each split given
+    (validation and test in a run; the scored file as test in pipeline.evaluate)."""
 
     def measure(result: EvalResult) -> tuple[float, list[dict]]:
         return (
@@ -174,7 +175,7 @@ def calibration_record(
         )
 
     ece, reliability, loss = {}, {}, {}
-    for name in SPLITS:
+    for name in after:
         (ece_before, bins_before), (ece_after, bins_after) = measure(before[name]), measure(after[name])
         ece[name] = {"before": ece_before, "after": ece_after}
         reliability[name] = {"before": bins_before, "after": bins_after}

@@ -13,6 +13,8 @@ from pipeline import finetune
 from pipeline.config import load_config
 from pipeline.data import read_labelled_file
 from pipeline.evaluate import main as evaluate_main
+from pipeline.predict.predictor import DEFAULT_BATCH_SIZE
+from pipeline.predict.source import load_model_and_tokenizer
 from pipeline.report import write_report
 from pipeline.rundir import PREDICTION_GOLD, PREDICTION_TEXT, RunDir
 from pipeline.splits import labels_of
@@ -28,7 +30,7 @@ def trained(tmp_path_factory, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv
     reset_accelerate()
     root = tmp_path_factory.mktemp("evaluate")
     overrides = tiny_run_overrides(root, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv)
-    overrides += ["run.name=scored", "train.max_steps=8", "train.per_device_batch_size=16"]
+    overrides += ["run.name=scored", "train.max_steps=24", "train.per_device_batch_size=16"]
     overrides += ["train.learning_rate=1e-3", "eval.baseline=none", "eval.predict_speed_rows=0"]
     config = load_config(MINILM_CONFIG, overrides)
     metrics = finetune.run(config)
@@ -65,13 +67,26 @@ def test_the_runs_own_test_rows_score_what_stage_4_recorded(trained, tmp_path, c
     assert metrics["test"]["loss"] == pytest.approx(run_metrics["test"]["loss"], rel=1e-4)
     assert metrics["labels"] == LABELS and metrics["evaluation"]["rows"] == count
     assert metrics["validation"] == run_metrics["validation"]  # the run's own, beside the file's
-    assert metrics["calibration"]["ece"]["test"]["after"] >= 0
+    calibration, trained_calibration = metrics["calibration"], run_metrics["calibration"]
+    assert calibration["temperature"] == trained_calibration["temperature"] != 1.0  # folded into the saved model
+    for key in ("ece", "loss"):  # before (logits times T) and after, as stage 4 measured the same rows
+        for when in ("before", "after"):
+            assert calibration[key]["test"][when] == pytest.approx(trained_calibration[key]["test"][when], abs=1e-5)
+        assert calibration[key]["validation"] == trained_calibration[key]["validation"]  # the run's own
+    for when in ("before", "after"):
+        counts = [bin_["count"] for bin_ in calibration["reliability"]["test"][when]]
+        assert counts == [bin_["count"] for bin_ in trained_calibration["reliability"]["test"][when]]
+    assert metrics["throughput"]["predict_rows_timed"] == count  # every row, after a warm-up batch
+    assert metrics["throughput"]["predict_backend"] == "torch-fp32"
     with open(RunDir(output).predictions_path, newline="", encoding="utf-8") as handle:
         assert len(list(csv.DictReader(handle))) == count
     report = (output / "report.md").read_text(encoding="utf-8")
     assert f"the model of {config.run_dir.resolve()} scored on {path.resolve()} ({count} rows)" in report
     assert f"Runs: again_scored ({output})." in report  # named and placed as it ends up, not as it was staged
     assert "Validation curves" in report and (output / "history.jsonl").is_file()
+    ece = calibration["ece"]["test"]
+    assert f"{ece['before']:.4f} → {ece['after']:.4f}" in report  # the calibration table, before and after
+    assert 'alt="reliability diagram of again_scored"' in (output / "report.html").read_text(encoding="utf-8")
     assert load_config(output / "config.yaml").data.label_column == "topic"
     side_by_side, _ = write_report([config.run_dir, output], tmp_path / "side_by_side")
     score = f"{100 * run_metrics['test']['accuracy']:.2f}%"
@@ -80,6 +95,49 @@ def test_the_runs_own_test_rows_score_what_stage_4_recorded(trained, tmp_path, c
         f"again.csv ({count} texts)." in side_by_side.read_text(encoding="utf-8")
     )  # set side by side, not ranked
     assert f"accuracy {run_metrics['test']['accuracy']:.4f}" in capsys.readouterr().out
+
+
+class CountingTokenizer:
+    """A tokenizer that counts the texts it is given in lists (a one-word string is how special tokens are found)."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer, self.texts = tokenizer, 0
+
+    def __call__(self, texts, *args, **kwargs):
+        self.texts += len(texts) if isinstance(texts, list) else 0
+        return self.tokenizer(texts, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.tokenizer, name)
+
+
+def test_the_file_is_tokenized_once_for_the_model_and_its_token_counts(trained, tmp_path, monkeypatch):
+    from pipeline.predict import predictor as predictor_module
+
+    config, _ = trained
+    path, count = own_test_rows_as_a_new_file(config.run_dir, tmp_path / "again.csv")
+    tokenizers = []
+
+    def load_counting(model_dir):
+        model, tokenizer = load_model_and_tokenizer(model_dir)
+        tokenizers.append(CountingTokenizer(tokenizer))
+        return model, tokenizers[-1]
+
+    monkeypatch.setattr(predictor_module, "load_model_and_tokenizer", load_counting)
+    reading = ["data.text_columns=[story]", "data.label_column=topic", "data.column_names=null"]
+    args = ["--model", str(config.run_dir), "--input", str(path), "--output", str(tmp_path / "o"), *reading]
+    assert evaluate_main(args) == 0
+    warm_up_batch = min(count, DEFAULT_BATCH_SIZE)  # untimed, before the timed pass (pipeline.predict.speed)
+    assert [tokenizer.texts for tokenizer in tokenizers] == [count + warm_up_batch]
+    metrics = json.loads((tmp_path / "o" / "metrics.json").read_text())
+    assert metrics["tokenization"]["unknown_token_share"]["test"] == pytest.approx(
+        count_tokens(texts_of(path), load_tokenizer_of(config)).unknown_share
+    )
+
+
+def texts_of(path):
+    with open(path, newline="", encoding="utf-8") as handle:
+        return [row["story"] for row in csv.DictReader(handle)]
 
 
 def test_ids_are_read_by_the_runs_index_base_and_unknown_labels_name_the_row(trained, tmp_path, capsys):
@@ -184,6 +242,9 @@ def test_a_multi_label_run_scored_again_with_rows_left_out_and_long_texts(
     metrics = json.loads((output / "metrics.json").read_text())
     for key in ("micro_f1", "macro_f1", "accuracy", "hamming_loss", "num_samples"):
         assert metrics["test"][key] == pytest.approx(run_metrics["test"][key], abs=1e-12), key
+    for when in ("before", "after"):  # sigmoids at the folded temperature and without it, over (text, class)
+        ece = metrics["calibration"]["ece"]["test"][when]
+        assert ece == pytest.approx(run_metrics["calibration"]["ece"]["test"][when], abs=1e-5), when
     with open(output / "removed_rows.csv", newline="", encoding="utf-8") as handle:
         assert [row["row_id"] for row in csv.DictReader(handle)] == [str(len(lines))]
     lengths = count_tokens([text for text, _ in rows], load_tokenizer_of(config)).lengths

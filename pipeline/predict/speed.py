@@ -3,8 +3,9 @@
     record = prediction_speed(predictor, texts)      # {"predict_rows_per_second": ..., "predict_rows_timed": ...}
 
 A training run records it in metrics.json (throughput.predict_rows_per_second, at most eval.predict_speed_rows test
-texts) and benchmarks/distill.py compares teacher and student with it. One warm-up batch first: the first forward
-pass pays one-off costs (kernel selection, allocations) that a long prediction job does not.
+texts), pipeline.evaluate records it for the file it scores (every row) and benchmarks/distill.py compares teacher
+and student with it. One warm-up batch first (`warm_up`): the first forward pass pays one-off costs (lazy
+initialisation, kernel selection, allocations) that a long prediction job does not.
 """
 
 from __future__ import annotations
@@ -18,22 +19,31 @@ import numpy as np
 from pipeline.predict.predictor import Predictor
 
 
+def warm_up(predictor: Predictor, texts: Sequence[str]) -> None:
+    """One batch of `texts` through the prediction path, untimed, before a timed pass over them."""
+    predictor.infer(list(texts[: predictor.batch_size]))
+
+
+def speed_record(predictor: Predictor, rows: int, seconds: float) -> dict[str, float | int | str]:
+    """metrics.json's throughput entries for `rows` texts labelled in `seconds` after `warm_up`, and what ran."""
+    return {
+        "predict_rows_per_second": rows / max(seconds, 1e-9),
+        "predict_rows_timed": rows,
+        "predict_backend": predictor.backend_name
+        if predictor.backend_name != "torch"
+        else f"torch-{predictor.precision}",
+    }
+
+
 def prediction_speed(predictor: Predictor, texts: Sequence[str]) -> dict[str, float | int | str]:
     """Rows/s of `predictor.infer` over `texts` (after one warm-up batch), and what ran."""
     texts = list(texts)
     if not texts:
         return {}
-    predictor.infer(texts[: predictor.batch_size])
+    warm_up(predictor, texts)
     tick = time.perf_counter()
     predictor.infer(texts)
-    seconds = time.perf_counter() - tick
-    return {
-        "predict_rows_per_second": len(texts) / max(seconds, 1e-9),
-        "predict_rows_timed": len(texts),
-        "predict_backend": predictor.backend_name
-        if predictor.backend_name != "torch"
-        else f"torch-{predictor.precision}",
-    }
+    return speed_record(predictor, len(texts), time.perf_counter() - tick)
 
 
 def record_run_speed(run_path: str | Path) -> float:
@@ -58,7 +68,7 @@ def record_run_speed(run_path: str | Path) -> float:
 def timed_labels(predictor: Predictor, texts: Sequence[str]) -> tuple[np.ndarray, float]:
     """(label ids (N,), rows/s) over all `texts`, after one warm-up batch: accuracy and speed from one pass."""
     texts = list(texts)
-    predictor.infer(texts[: predictor.batch_size])
+    warm_up(predictor, texts)
     tick = time.perf_counter()
     label_ids, _ = predictor.infer(texts)
     return label_ids, len(texts) / max(time.perf_counter() - tick, 1e-9)
