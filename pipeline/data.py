@@ -87,6 +87,7 @@ class Table:
     origin: str  # the config key the rows came from, e.g. "data.train_file" or "data.hub_name"
     unit: str = "record"  # "line": rows are numbered by their 1-based line in the file
     numbers: list[int] | None = None  # each row's line or record number; None: records 1, 2, ...
+    quoting: str | None = None  # a CSV/TSV file's double quotes as read: "csv" or "none" (data.quoting resolved)
 
     def number(self, row: int) -> int:
         """The row's 1-based line in its file, or its record number."""
@@ -103,7 +104,8 @@ class Table:
     def subset(self, rows: list[int]) -> Table:
         """These rows only, each keeping the line or record number it has in the file."""
         frame = self.frame.iloc[rows].reset_index(drop=True)
-        return Table(frame, self.source, self.origin, self.unit, [self.number(row) for row in rows])
+        numbers = [self.number(row) for row in rows]
+        return dataclasses.replace(self, frame=frame, numbers=numbers)
 
     def where(self, row: int) -> str:
         return f"{self.source}, {self.unit} {self.number(row)}"
@@ -200,8 +202,16 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
             "setting": config.incomplete_rows,
             "removed": {split: sum(row.split == split for row in incomplete) for split in tables},
         },
+        "quoting": quoting_record(tables, config),
     }
     return LoadedData(result, incomplete + removed, summary, scheme.names, multi_label)
+
+
+def quoting_record(tables: dict[str, Table], config: DataConfig) -> dict[str, Any] | None:
+    """How each CSV/TSV file's double quotes were read ("csv" or "none", data.quoting's `auto` resolved per file by
+    its start), by split; None when no file is CSV/TSV (JSON Lines, Parquet, the Hub)."""
+    read = {split: table.quoting for split, table in tables.items() if table.quoting is not None}
+    return {"setting": config.quoting, "read": read} if read else None
 
 
 def read_indicator_columns(tables: dict[str, Table], config: DataConfig) -> tuple[dict[str, Table], DataConfig]:
@@ -223,10 +233,11 @@ def read_indicator_columns(tables: dict[str, Table], config: DataConfig) -> tupl
 
 def read_labelled_file(
     config: DataConfig, path: str, origin: str, names: list[str], reading: dict[str, Any] | None
-) -> tuple[datasets.Dataset, list[RemovedRow]]:
+) -> tuple[datasets.Dataset, list[RemovedRow], dict[str, Any] | None]:
     """One labelled file, read as training read its files (text columns, label layout, encoding, incomplete rows),
     its labels against a trained model's classes `names`, as training read labels (`reading`: the run's
-    data.label_reading; labels.trained_scheme): what pipeline.evaluate scores.
+    data.label_reading; labels.trained_scheme): what pipeline.evaluate scores, the rows left out, and how its
+    quotes were read (quoting_record, as `test`).
     Nothing is carved, deduplicated or capped: every usable row of the file is scored."""
     table = read_table(path, origin, config, config.column_names)
     _require_rows(table, "input")
@@ -237,7 +248,7 @@ def read_labelled_file(
         )
     tables, config = read_indicator_columns({"test": table}, config)
     table, removed = drop_incomplete(tables["test"], "test", config)
-    return to_dataset(table, config, trained_scheme(names, reading, config)), removed
+    return to_dataset(table, config, trained_scheme(names, reading, config)), removed, quoting_record(tables, config)
 
 
 def _warn_shared_ids(splits: dict[str, datasets.Dataset], id_column: str) -> None:
@@ -344,7 +355,7 @@ def read_table(path: str, origin: str, config: DataConfig, column_names: list[st
     records = [record for chunk in chunks for record in chunk.records]
     numbers = [number for chunk in chunks for number in chunk.numbers]
     frame = pd.DataFrame(records, columns=table.header, dtype=object)
-    return Table(frame, path, origin, table.unit, numbers)
+    return Table(frame, path, origin, table.unit, numbers, table.quoting)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -180,6 +180,7 @@ def build_metrics(
     scored: Scored,
     tokenization: dict[str, Any],
     removed: list[RemovedRow],
+    quoting: dict[str, Any] | None,
     evaluation: dict[str, Any],
     name: str,
 ) -> dict[str, Any]:
@@ -203,6 +204,7 @@ def build_metrics(
             "class_counts": data.get("class_counts"),
             "sizes": {"test": len(result.labels)},
             "incomplete_rows": {"removed": {"test": len(removed)}},
+            "quoting": quoting,
         },
         "evaluation": evaluation,
     }
@@ -219,7 +221,7 @@ def evaluate_file(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     run_metrics = run.read_metrics()
     labels = [str(label) for label in run_metrics["labels"]]
     reading = (run_metrics.get("data") or {}).get("label_reading")
-    dataset, removed = read_labelled_file(config.data, args.input, "--input", labels, reading)
+    dataset, removed, quoting = read_labelled_file(config.data, args.input, "--input", labels, reading)
     predictor = Predictor.from_source(resolve_model_source(run.path), backend=args.backend, precision=args.precision)
     temperature = folded_temperature(run.model_dir)
     scored = score(predictor, list(dataset["text"]), labels_of(dataset), labels, temperature)
@@ -232,7 +234,7 @@ def evaluate_file(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
         "backend": predictor.describe_backend(),
     }
     tokenization = tokenization_of(scored.counts, predictor.max_length, run_metrics)
-    metrics = build_metrics(run_metrics, scored, tokenization, removed, evaluation, output.name)
+    metrics = build_metrics(run_metrics, scored, tokenization, removed, quoting, evaluation, output.name)
 
     def fill(folder: Path) -> None:
         written = RunDir(folder)

@@ -35,6 +35,8 @@ def _num(value: Any, digits: int = 4, missing: str = "n/a") -> str:
     return f"{value:.{digits}f}" if is_number(value) else missing
 
 
+# A CSV/TSV file's double quotes as read (metrics.json data.quoting.read: data.quoting resolved per file), in words.
+QUOTING_READINGS = {"csv": "enclose fields", "none": "are read as text"}
 # The before/after measures of a calibration record (pipeline.scoring.calibration_record), as the card names them.
 CALIBRATION_MEASURES = {"ece": "expected calibration error", "loss": "negative log-likelihood"}
 
@@ -192,6 +194,22 @@ class CardSections(CardFacts):
         counts = ", ".join(f"{split} {_count(n)}" for split, n in removed.items() if is_number(n))
         return ["", f"Rows without a text or a label, left out (`data.incomplete_rows: drop`): {counts}."]
 
+    def quoting_lines(self) -> list[str]:
+        """data.quoting: how each CSV/TSV file's double quotes were read (`auto` decides per file, by its start).
+        Without it the card cannot say whether a text that starts with a quote kept it or was enclosed by it."""
+        record = self.get("data", "quoting")
+        read = record.get("read") if isinstance(record, dict) else None
+        if not isinstance(read, dict) or not read:
+            return []
+        splits_by_reading: dict[str, list[str]] = {}
+        for split, reading in read.items():
+            splits_by_reading.setdefault(str(reading), []).append(split)
+        parts = [
+            f"{QUOTING_READINGS.get(reading, reading)} in {', '.join(splits)}"
+            for reading, splits in splits_by_reading.items()
+        ]
+        return ["", f"Double quotes in the files (`data.quoting: {record.get('setting')}`): {'; '.join(parts)}."]
+
     def data_section(self) -> list[str]:
         lines = ["## Training data", ""]
         seed = self.get("data", "seed")
@@ -236,6 +254,7 @@ class CardSections(CardFacts):
         if duplicates:
             lines += ["", *duplicates]
         lines += self.incomplete_lines()
+        lines += self.quoting_lines()
         lines += ["", f"Seed: {seed} (splits, sampling, initialisation, dropout)."]
         return lines
 

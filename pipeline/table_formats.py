@@ -119,7 +119,7 @@ def delimited_table(
     names_from = f"the header on line {line}" if is_header else "the given column names"
     pending = [] if is_header else [first]
     rows = _checked_width(_chain(pending, records), header, names_from, lines.name, _width_hint(quoted, quoting_option))
-    return Table(lines.name, kind, header, "line", _batched(rows, chunk_size), lines)
+    return Table(lines.name, kind, header, "line", _batched(rows, chunk_size), lines, "csv" if quoted else "none")
 
 
 def csv_delimiter(lines: LineSource, width: int | None) -> str:

@@ -443,6 +443,9 @@ class Table:
     unit: str  # "line" or "record"
     chunks: Iterator[Chunk]
     lines: LineSource | None = None  # for progress: bytes read so far of a text file
+    # How a CSV/TSV file's double quotes are read, `auto` resolved for this file: "csv" or "none" (QUOTINGS); None
+    # for the formats without quoting (JSON Lines, Parquet).
+    quoting: str | None = None
 
     def where(self, number: int) -> str:
         return f"{self.name}, {self.unit} {number}"

@@ -155,6 +155,23 @@ def test_data_quoting_reads_every_file_of_the_run(tmp_path):
         assert splits[name]["text"][:2] == ['"yes" said 0', '"no" said 0'], name
 
 
+def test_how_auto_read_each_files_quotes_is_recorded(tmp_path):
+    """data.quoting auto decides per file by its start: metrics.json's data record says what it decided."""
+    unquoted = "".join(
+        f'{label}\t"{word}" said {index}\n' for index in range(8) for label, word in [("a", "x"), ("b", "y")]
+    )
+    quoted = "".join(f'{label}\t"{word}, quoted"\n' for index in range(4) for label, word in [("a", "x"), ("b", "y")])
+    train = write_text(tmp_path / "train.tsv", "label\ttext\n" + unquoted)
+    test = write_text(tmp_path / "test.tsv", "label\ttext\n" + quoted)
+    data = load_data(files_config(train, test), seed=0)
+    assert data.summary["quoting"] == {"setting": "auto", "read": {"train": "none", "test": "csv"}}
+    assert data.splits["train"]["text"][0] == '"x" said 0' and data.splits["test"]["text"][0] == "x, quoted"
+    jsonl = [tmp_path / f"{split}.jsonl" for split in ("train", "test")]
+    for path in jsonl:
+        path.write_text("".join(f'{{"text": "t {i}", "label": "{"ab"[i % 2]}"}}\n' for i in range(8)))
+    assert load_data(files_config(*jsonl), seed=0).summary["quoting"] is None  # no file has quoting to read
+
+
 SPLIT_NAMES = ("train", "validation", "test")
 
 

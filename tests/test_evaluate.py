@@ -88,6 +88,7 @@ def test_the_runs_own_test_rows_score_what_stage_4_recorded(trained, tmp_path, c
     assert f"{ece['before']:.4f} → {ece['after']:.4f}" in report  # the calibration table, before and after
     assert 'alt="reliability diagram of again_scored"' in (output / "report.html").read_text(encoding="utf-8")
     assert load_config(output / "config.yaml").data.label_column == "topic"
+    assert metrics["data"]["quoting"] == {"setting": "auto", "read": {"test": "csv"}}  # how the file was read
     side_by_side, _ = write_report([config.run_dir, output], tmp_path / "side_by_side")
     score = f"{100 * run_metrics['test']['accuracy']:.2f}%"
     assert (
@@ -208,7 +209,7 @@ def test_a_labelled_file_is_read_as_training_read_its_labels(tmp_path):
     assert labels_of(read_labelled_file(data, str(path), "--input", shifted, names_only)[0]).tolist() == [3, 0]
     path.write_text("text,a,b\nfirst,1,0\nsecond,0,0\n")
     indicators = load_config(None, ["data.task=multi_label", "data.label_columns=[a,b]"]).data
-    dataset, _ = read_labelled_file(
+    dataset, _, _ = read_labelled_file(
         indicators, str(path), "--input", ["b", "a"], {"names": True, "ids": False, "index_base": 0}
     )
     assert labels_of(dataset).tolist() == [[0.0, 1.0], [0.0, 0.0]]  # the model's class order

@@ -174,6 +174,17 @@ def test_optional_records_appear_when_metrics_json_has_them(tmp_path):
     incomplete = {**extra["data"], "incomplete_rows": {"setting": "drop", "removed": {"train": 5, "test": 0}}}
     text = ModelCard.load(write_model_card(fake_run(tmp_path / "dropped", extra_metrics={"data": incomplete}))).text
     assert "without a text or a label, left out (`data.incomplete_rows: drop`): train 5, test 0." in text
+    assert "Double quotes" not in text  # no record of them (JSON Lines, Parquet, the Hub, older runs)
+
+    quoting = {
+        **extra["data"],
+        "quoting": {"setting": "auto", "read": {"train": "none", "test": "csv", "validation": "none"}},
+    }
+    text = ModelCard.load(write_model_card(fake_run(tmp_path / "quoting", extra_metrics={"data": quoting}))).text
+    assert (
+        "Double quotes in the files (`data.quoting: auto`): are read as text in train, validation; enclose fields in "
+        "test." in section(text, "Training data")
+    )
 
     assert "baseline is more accurate" not in section(text, "Limitations")  # 87% against 80%
     beaten = {"baseline": {"description": "TF-IDF + logistic regression", "accuracy": 0.9, "macro_f1": 0.9}}
