@@ -65,6 +65,11 @@ class DataError(ValueError):
     """A problem with the data or the data settings that the user must fix; the message says where."""
 
 
+class EncodingError(DataError):
+    """Bytes that are not text in the encoding a file is read with: the message names the file, the line and the
+    setting that gives the encoding; a caller that knows a likelier encoding may add it."""
+
+
 def one_line(error: BaseException | str) -> str:
     return " ".join(str(error).split())
 
@@ -357,7 +362,7 @@ class LineSource:
                 line = decoder.decode(raw_line)
             except UnicodeDecodeError as error:
                 bad = raw_line[error.start : error.end]
-                raise DataError(
+                raise EncodingError(
                     f"{self.name}, line {self.line_number}: bytes that are not valid "
                     f"{self.encoding.removesuffix('-sig')} ({bad!r} at byte {error.start + 1} of the line); "
                     f"give the file's encoding with {self.option} (e.g. latin-1)"
@@ -376,7 +381,7 @@ class LineSource:
         try:
             decoder.decode(b"", final=True)
         except UnicodeDecodeError:
-            raise DataError(
+            raise EncodingError(
                 f"{self.name}, line {self.line_number}: the file ends inside a {self.encoding} character; "
                 f"give the file's encoding with {self.option}"
             ) from None
@@ -401,7 +406,7 @@ class LineSource:
                 self._bytes_read += len(line.encode(self.encoding, errors="replace"))
                 yield line
         except UnicodeDecodeError as error:
-            raise DataError(
+            raise EncodingError(
                 f"{self.name}, line {self.line_number + 1}: not valid {self.encoding} ({error.reason}); "
                 f"give the file's encoding with {self.option}"
             ) from None

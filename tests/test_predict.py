@@ -587,6 +587,30 @@ def test_bytes_that_are_not_utf8_report_the_line_and_the_option(run_dir, tmp_pat
     assert read_table(tmp_path / "out.csv")[2][:4] == ["2", "Café", "crème", "x"]
 
 
+def test_a_run_trained_on_another_encoding_is_named_but_not_assumed(run_dir, tmp_path, capsys):
+    """The input is read as UTF-8 unless --encoding says otherwise, whatever the run's data.encoding: UTF-8 shows a
+    bad byte, where cp1252 would read a UTF-8 file's é as Ã© without a word. The error offers the run's encoding."""
+    run = tmp_path / "cp1252_run"
+    shutil.copytree(run_dir, run)
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    (run / "config.yaml").write_text(yaml.safe_dump({**config, "data": {**config["data"], "encoding": "cp1252"}}))
+    (tmp_path / "windows.csv").write_bytes(
+        "id,title,description,note\n1,a,b,c\n2,\u2019Caf\xe9\u2019,x,y\n".encode("cp1252")
+    )
+    assert predict_cli(run, tmp_path / "windows.csv", tmp_path / "out.csv") != 0
+    assert_one_line_error(
+        capsys.readouterr().err, "windows.csv", "line 3", "not valid utf-8", "--encoding cp1252", "data.encoding"
+    )
+    assert not (tmp_path / "out.csv").exists()
+    (tmp_path / "utf8.csv").write_text("id,title,description,note\n1,Café,crème,x\n", encoding="utf-8")
+    assert predict_cli(run, tmp_path / "utf8.csv", tmp_path / "out.csv") == 0  # read as UTF-8, not as cp1252
+    assert read_table(tmp_path / "out.csv")[1][:4] == ["1", "Café", "crème", "x"]
+    assert predict_cli(run, tmp_path / "windows.csv", tmp_path / "out.csv", "--encoding", "cp1252", "--overwrite") == 0
+    assert read_table(tmp_path / "out.csv")[2][1] == "\u2019Caf\xe9\u2019"
+    assert predict_cli(run_dir, tmp_path / "windows.csv", tmp_path / "out.csv", "--overwrite") != 0
+    assert "data.encoding" not in capsys.readouterr().err  # a run read as UTF-8 offers nothing more
+
+
 def test_unknown_encoding_and_label_column_clash(run_dir, tmp_path, capsys):
     source = write_table(tmp_path / "in.csv", news_rows(2))
     assert predict_cli(run_dir, source, tmp_path / "out.csv", "--encoding", "klingon") != 0

@@ -38,13 +38,14 @@ from pipeline.predict.predictor import (
     DEFAULT_RECHECK_MARGIN,
     Predictor,
 )
-from pipeline.predict.source import PredictError, resolve_model_source
+from pipeline.predict.source import ModelSource, PredictError, resolve_model_source
 from pipeline.tables import (
     FORMATS,
     HEAD_BYTES,
     QUOTINGS,
     STANDARD_INPUT,
     DataError,
+    EncodingError,
     Table,
     one_line,
     open_table,
@@ -141,7 +142,13 @@ def _add_file_arguments(add: Any) -> None:
         choices=OUTPUT_FORMATS,
         help="output format (default: by the output's extension; for '-' the input's format)",
     )
-    add("--encoding", default="utf-8", help="encoding of a text input (default utf-8); output is always utf-8")
+    add(
+        "--encoding",
+        default="utf-8",
+        help="encoding of a text input (default utf-8, not the run's data.encoding: a byte that is not UTF-8 stops "
+        "with an error naming its line and the run's encoding, where reading in a single-byte encoding such as "
+        "latin-1 never fails and would turn a UTF-8 file's é into Ã©); output is always utf-8",
+    )
     add(
         "--quoting",
         choices=QUOTINGS,
@@ -240,8 +247,6 @@ def _column_list(text: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> RunSummary:
-    from tqdm import tqdm
-
     process_index, num_processes = distributed_shard()
     if num_processes > 1 and args.input == STANDARD_INPUT:
         raise PredictError("under several processes every process reads the input: give a file, not '-'")
@@ -250,6 +255,16 @@ def run(args: argparse.Namespace) -> RunSummary:
     source = (
         resolve_model_source(args.model).with_text_columns(args.text_columns).with_text_separator(args.text_separator)
     )
+    try:
+        return _predict_file(args, source, process_index, num_processes)
+    except EncodingError as error:
+        raise EncodingError(f"{error}{source.encoding_hint(args.encoding)}") from None
+
+
+def _predict_file(args: argparse.Namespace, source: ModelSource, process_index: int, num_processes: int) -> RunSummary:
+    """Read the input, label it chunk by chunk and write the output."""
+    from tqdm import tqdm
+
     chunk_size = args.chunk_size
     with open_table(
         args.input,

@@ -27,7 +27,7 @@ from pipeline.rundir import (
     nested_get,
     read_decision,
 )
-from pipeline.tables import TextSpec, one_line
+from pipeline.tables import DataError, TextSpec, check_encoding, one_line
 from pipeline.windows import LongTextRule
 
 logger = logging.getLogger(__name__)
@@ -56,6 +56,9 @@ class ModelSource:
     # False for a model folder that does not say how its texts were built and read (saved before decision.json
     # recorded it, or by another tool): the defaults above are a guess, and prediction warns.
     reading_recorded: bool = True
+    # The run's data.encoding: how its training files were decoded, offered when an input is not text in the
+    # encoding it is read with (None: a model folder, which does not record it).
+    encoding: str | None = None
 
     def with_text_columns(self, columns: list[str] | tuple[str, ...] | None) -> ModelSource:
         return dataclasses.replace(self, text_spec=self.text_spec.with_columns(columns))
@@ -82,6 +85,21 @@ class ModelSource:
         if not self.reading_recorded:
             return f"; {self.model_dir} does not record the columns it was trained on: name them with --text-columns"
         return self.headerless_hint()
+
+    def encoding_hint(self, used: str) -> str:
+        """Added to the error about bytes that are not text in the encoding `used`: the run's own, when it read its
+        training files otherwise. Only offered: a file read in a single-byte encoding never fails, so taking the
+        run's by default would turn a UTF-8 input into wrong text (é as Ã©) without a word."""
+        if self.encoding is None:
+            return ""
+        try:
+            if check_encoding(self.encoding) == check_encoding(used):
+                return ""
+        except DataError:  # a run's setting that names no encoding offers none
+            return ""
+        return (
+            f"; the run's training files were read as {self.encoding} (its data.encoding): --encoding {self.encoding}"
+        )
 
     def headerless_hint(self) -> str:
         """How to read an input laid out as the run's training files were, without a header row."""
@@ -144,6 +162,7 @@ def settings_source(
         LongTextRule.from_settings(settings.get("tokenizer") or {}),
         str((settings.get("eval") or {}).get("chunk_pooling", "mean")),
         run_column_names(settings),
+        encoding=(settings.get("data") or {}).get("encoding"),
     )
 
 
