@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         notes["transformers.pipeline"] = "fp32, stock"
     runners["torch fp32"] = fp32
     # The project's PyTorch bf16 path before it ran a bf16 copy of the weights: the reference of the 1.5x target.
-    autocast = TorchBackend(fp32.model, fp32.device, fp32.multi_label, bf16_weights=False)
+    autocast = TorchBackend(fp32.model, fp32.device, bf16_weights=False)
     runners["torch bf16 autocast"] = dataclasses.replace(fp32, compute_dtype=torch.bfloat16, backend=autocast)
     runners["torch bf16 weights"] = dataclasses.replace(fp32, compute_dtype=torch.bfloat16)
     bf16_note = "native bf16" if cpu_supports_bf16() else "emulated bf16 (no native support)"

@@ -59,9 +59,7 @@ def open_session(path: Path, threads: int | None = None) -> Any:
     return session
 
 
-def open_backend(
-    variant: str, path: Path, multi_label: bool = False, threads: int | None = None, precision: str | None = None
-) -> Any:
+def open_backend(variant: str, path: Path, threads: int | None = None, precision: str | None = None) -> Any:
     """The prediction backend (predict.backend.ExportBackend) of an exported model, run by its variant's runtime."""
     from pipeline.predict.backend import ExportBackend
 
@@ -72,14 +70,14 @@ def open_backend(
         def run(input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
             return request.infer({"input_ids": input_ids, "attention_mask": attention_mask})[OUTPUT_NAME]
 
-        return ExportBackend(run, variant, path, multi_label, openvino_precision(compiled))
+        return ExportBackend(run, variant, path, openvino_precision(compiled))
     session = open_session(path, threads)
 
     def run(input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         (logits,) = session.run([OUTPUT_NAME], {"input_ids": input_ids, "attention_mask": attention_mask})
         return logits
 
-    return ExportBackend(run, variant, path, multi_label)
+    return ExportBackend(run, variant, path)
 
 
 @contextlib.contextmanager

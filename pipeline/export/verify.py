@@ -297,7 +297,7 @@ def export_predictor(reference: Predictor, variant: str, path: Path, reason: str
     """`reference`'s tokenization and batching, with the exported model `variant` (at `path`) as its backend."""
     from pipeline.export.runtime import open_backend
 
-    backend = open_backend(variant, path, getattr(reference, "multi_label", False))
+    backend = open_backend(variant, path)
     return dataclasses.replace(
         reference, model=None, compute_dtype=None, backend=backend, choice=ExportChoice(variant, path, reason)
     )

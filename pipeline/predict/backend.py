@@ -1,8 +1,9 @@
 """What runs the forward pass: PyTorch (any device, fp32 or bf16) or an exported model on the CPU (ONNX Runtime or
 OpenVINO, pipeline.export).
 
-Both take the same padded numpy batch (input_ids, attention_mask: (B, T) int64) and give class probabilities
-(B, K) float32, so the predictor's batching, ordering, sharding and output do not depend on the backend.
+Both take the same padded numpy batch (input_ids, attention_mask: (B, T) int64) and give logits (B, K) float32,
+which the predictor turns into probabilities (`to_probabilities`), so its batching, ordering, sharding and output
+do not depend on the backend.
 """
 
 from __future__ import annotations
@@ -26,11 +27,8 @@ class Backend(Protocol):
     def running(self, compute_dtype: torch.dtype | None) -> contextlib.AbstractContextManager:
         """Entered once around a run of batches; `compute_dtype` None is fp32, else PyTorch's reduced precision."""
 
-    def probabilities(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
-        """(B, T) int64 ids and mask -> (B, K) float32 probabilities."""
-
     def logits(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
-        """(B, T) int64 ids and mask -> (B, K) float32 logits (distillation's soft targets)."""
+        """(B, T) int64 ids and mask -> (B, K) float32 logits."""
 
 
 def to_probabilities(logits: torch.Tensor, multi_label: bool) -> torch.Tensor:
@@ -45,12 +43,9 @@ class TorchBackend:
 
     name = "torch"
 
-    def __init__(
-        self, model: torch.nn.Module, device: torch.device, multi_label: bool = False, bf16_weights: bool = True
-    ):
+    def __init__(self, model: torch.nn.Module, device: torch.device, bf16_weights: bool = True):
         self.model = model
         self.device = device
-        self.multi_label = multi_label
         self.bf16_weights = bf16_weights
         self.running_model = model
         self._copies: dict[torch.dtype, torch.nn.Module] = {}  # compute dtype -> a copy of the model in it
@@ -70,9 +65,6 @@ class TorchBackend:
             self._copies[dtype] = copy.deepcopy(self.model).to(dtype).eval()
         return self._copies[dtype]
 
-    def probabilities(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
-        return to_probabilities(self._logits(input_ids, attention_mask), self.multi_label).cpu().numpy()
-
     def logits(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         return self._logits(input_ids, attention_mask).cpu().numpy()
 
@@ -85,29 +77,24 @@ class TorchBackend:
 
 
 class ExportBackend:
-    """An exported model; `run` is its runtime's call, (B, T) ids and mask -> (B, K) logits (export.runtime). Its
-    softmax is PyTorch's, as in TorchBackend. `precision` is what the runtime computes in, when it chooses."""
+    """An exported model; `run` is its runtime's call, (B, T) ids and mask -> (B, K) logits (export.runtime).
+    `precision` is what the runtime computes in, when it chooses."""
 
     def __init__(
         self,
         run: Callable[[np.ndarray, np.ndarray], np.ndarray],
         variant: str,
         path: Path,
-        multi_label: bool = False,
         precision: str | None = None,
     ):
         self.run = run
         self.variant = variant
         self.path = path
-        self.multi_label = multi_label
         self.precision = precision
         self.name = backend_name(variant)
 
     def running(self, compute_dtype: torch.dtype | None) -> contextlib.AbstractContextManager:
         return contextlib.nullcontext()
-
-    def probabilities(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
-        return to_probabilities(torch.from_numpy(self.logits(input_ids, attention_mask)), self.multi_label).numpy()
 
     def logits(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         return np.asarray(self.run(input_ids, attention_mask), dtype=np.float32)  # (B, K)

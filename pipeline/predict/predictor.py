@@ -91,7 +91,7 @@ class Predictor:
 
     def __post_init__(self):
         if self.backend is None:
-            self.backend = TorchBackend(self.model, self.device, self.multi_label)
+            self.backend = TorchBackend(self.model, self.device)
         if self.decision is None:
             self.decision = default_decision(self.labels, self.multi_label)
 
@@ -437,12 +437,12 @@ def _load_backend(
     if choice.variant is None:
         model, tokenizer = load_model_and_tokenizer(source.model_dir)
         model.to(device)
-        return model, tokenizer, model.config, TorchBackend(model, device, is_multi_label(model.config))
+        return model, tokenizer, model.config, TorchBackend(model, device)
     from pipeline.export.runtime import open_backend
 
     config, tokenizer = load_config_and_tokenizer(source.model_dir)
     try:
-        engine = open_backend(choice.variant, choice.path, is_multi_label(config))
+        engine = open_backend(choice.variant, choice.path)
     except ExportError as error:
         raise PredictError(str(error)) from None
     return None, tokenizer, config, engine
