@@ -32,6 +32,7 @@ from accelerate.data_loader import prepare_data_loader
 from pipeline.batching import TokenizedRows, evaluation_loader
 from pipeline.hardware import runs_weight_copy
 from pipeline.labels import ClassCounts
+from pipeline.models import to_probabilities
 from pipeline.rundir import write_test_predictions
 from pipeline.thresholds import KIND_BINARY, KIND_FLAG, Decision, default_decision
 from pipeline.windows import pool_documents
@@ -165,13 +166,7 @@ def predict_split(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Class probabilities (N, C) and per-row loss (N,), in row order, each row exactly once."""
     logits = predict_logits(model, rows, accelerator, batch_size)
-    return probabilities_of(logits, rows.multi_label), row_losses(logits, rows.labels).numpy()
-
-
-def probabilities_of(logits: torch.Tensor, multi_label: bool) -> np.ndarray:
-    """(N, C) logits -> probabilities: a softmax over classes, or a sigmoid per class for multi-label."""
-    logits = logits.float()
-    return (torch.sigmoid(logits) if multi_label else torch.softmax(logits, dim=-1)).numpy()
+    return to_probabilities(logits, rows.multi_label).numpy(), row_losses(logits, rows.labels).numpy()
 
 
 def row_losses(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -257,7 +252,7 @@ def result_from_logits(
     """Probabilities, loss and metrics of a split's logits (N, C), labelled by `decision` (default: argmax, or 0.5
     per class for multi-label)."""
     multi_label = rows.multi_label
-    probabilities = probabilities_of(logits, multi_label)
+    probabilities = to_probabilities(logits, multi_label).numpy()
     labels = rows.labels.numpy()
     losses = row_losses(logits, rows.labels).numpy()
     if rows.documents is not None:

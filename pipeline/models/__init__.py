@@ -23,6 +23,13 @@ from pipeline.models.encoder import EncoderClassifierConfig, EncoderForSequenceC
 MULTI_LABEL_PROBLEM_TYPE = "multi_label_classification"
 
 
+def to_probabilities(logits: torch.Tensor, multi_label: bool) -> torch.Tensor:
+    """(N, K) logits -> fp32 probabilities: a softmax over classes, or a sigmoid per class for a multi-label model
+    (config.json problem_type), as transformers' text-classification pipeline reads them."""
+    logits = logits.float()
+    return torch.sigmoid(logits) if multi_label else logits.softmax(dim=-1)
+
+
 # Weights are held in fp32: training keeps fp32 master weights under mixed precision, and prediction makes its own
 # reduced-precision copy. transformers 5 loads a checkpoint in the dtype its config.json names, so a checkpoint
 # saved in fp16 or bf16 (common on the Hub) would otherwise train, and predict on a CPU, in that dtype.

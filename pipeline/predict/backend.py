@@ -2,7 +2,7 @@
 OpenVINO, pipeline.export).
 
 Both take the same padded numpy batch (input_ids, attention_mask: (B, T) int64) and give logits (B, K) float32,
-which the predictor turns into probabilities (`to_probabilities`), so its batching, ordering, sharding and output
+which the predictor turns into probabilities (`pipeline.models.to_probabilities`), so its batching, ordering, sharding and output
 do not depend on the backend.
 """
 
@@ -29,11 +29,6 @@ class Backend(Protocol):
 
     def logits(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         """(B, T) int64 ids and mask -> (B, K) float32 logits."""
-
-
-def to_probabilities(logits: torch.Tensor, multi_label: bool) -> torch.Tensor:
-    """A softmax over classes, or a sigmoid per class for a multi-label model (config.json problem_type)."""
-    return torch.sigmoid(logits) if multi_label else logits.softmax(dim=-1)
 
 
 class TorchBackend:

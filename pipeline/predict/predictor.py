@@ -18,8 +18,8 @@ import torch
 from pipeline.config import MAX_BATCH_TOKENS, DataConfig
 from pipeline.export.record import BACKEND_RUNTIMES, ExportChoice, ExportError, choose_export
 from pipeline.hardware import HardwareError, batch_token_budget, resolve_device, resolve_inference_dtype
-from pipeline.models import MULTI_LABEL_PROBLEM_TYPE, max_positions
-from pipeline.predict.backend import Backend, TorchBackend, to_probabilities
+from pipeline.models import MULTI_LABEL_PROBLEM_TYPE, max_positions, to_probabilities
+from pipeline.predict.backend import Backend, TorchBackend
 from pipeline.predict.source import (
     ModelSource,
     PredictError,
