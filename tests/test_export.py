@@ -674,7 +674,10 @@ def test_eval_export_at_the_end_of_a_run_and_in_its_report(exported_run, tmp_pat
         features=datasets.Features({"text": datasets.Value("string"), "label": datasets.ClassLabel(names=LABELS)}),
     )
     config = SimpleNamespace(
-        run_dir=run, eval=SimpleNamespace(export="onnx", batch_size=16), run=SimpleNamespace(seed=0)
+        run_dir=run,
+        data=SimpleNamespace(task="single_label"),
+        eval=SimpleNamespace(export="onnx", batch_size=16),
+        run=SimpleNamespace(seed=0),
     )
     record = convert.export_after_training(config, validation)
     assert record["verification"]["source"] == "validation split" and record["verification"]["rows"] == 50
@@ -682,6 +685,32 @@ def test_eval_export_at_the_end_of_a_run_and_in_its_report(exported_run, tmp_pat
     assert "onnx fp32" in capsys.readouterr().out
     report = (run / "report.md").read_text(encoding="utf-8")
     assert "ONNX export: parity and speed" in report and "onnx fp32" in report and "--backend auto runs" in report
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # the copied run has no history or test predictions
+def test_eval_export_at_the_end_of_a_multi_label_run(bare_run, tmp_path, capsys):
+    """A multi-label run's validation split holds label sets (`labels`, multi-hot), no `label` column: the export at
+    the end of the run verifies agreement on it with no accuracy, as `python -m pipeline.export` does."""
+    import datasets
+
+    run = copy_run(bare_run, tmp_path / "multi")
+    model_config = json.loads((run / "model" / "config.json").read_text())
+    model_config["problem_type"] = "multi_label_classification"
+    (run / "model" / "config.json").write_text(json.dumps(model_config))
+    rows = texts_and_rows(30, offset=4000)
+    validation = datasets.Dataset.from_dict(
+        {"text": [" ".join(row) for row in rows], "labels": [[float(i % 4 == c) for c in range(4)] for i in range(30)]}
+    )
+    config = SimpleNamespace(
+        run_dir=run,
+        data=SimpleNamespace(task="multi_label"),
+        eval=SimpleNamespace(export="onnx", batch_size=16),
+        run=SimpleNamespace(seed=0),
+    )
+    record = convert.export_after_training(config, validation)
+    capsys.readouterr()
+    assert record["verification"]["source"] == "validation split" and record["verification"]["rows"] == 30
+    assert record["verification"]["accuracy_rows"] == 0 and record["variants"]["fp32"]["status"] == "verified"
 
 
 def test_choose_export_rules(exported_run, bare_run):

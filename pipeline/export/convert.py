@@ -509,14 +509,14 @@ def export_after_training(config: Any, validation: Any, train: Any = None, test:
     already in memory, topped up with the test and train texts when it is smaller than the sample (a static int8
     model calibrates on training rows), print the table, and rewrite the run's report so that it shows it."""
     from pipeline.export.cli import format_record
+    from pipeline.export.verify import validation_gold
     from pipeline.report import write_report
 
-    names = validation.features["label"].names
     record = export_run(
         config.run_dir,
         "int8" if config.eval.export == "int8" else None,
         texts=list(validation["text"]),
-        gold=[names[label] for label in validation["label"]],
+        gold=validation_gold(validation, config.data.task),
         source_note="validation split",
         calibration=list(train["text"]) if train is not None else None,
         top_up={name: list(split["text"]) for name, split in (("test", test), ("train", train)) if split is not None},
