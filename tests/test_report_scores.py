@@ -95,6 +95,17 @@ def test_imbalanced_runs_lead_with_macro_f1_and_balanced_accuracy_and_say_why():
     assert summary.rows[0][0].text == "Test accuracy" and "imbalanced" not in texts(balanced)
 
 
+def test_imbalanced_runs_tested_on_different_data_are_ranked_with_a_caution():
+    """Runs without test predictions to compare row by row, whose test sets differ in size: the macro-F1 ranking of
+    imbalanced runs cautions that they were tested on different data, as the accuracy ranking does."""
+    first, second = run_of("first", ratio=20.0), run_of("second", ratio=20.0)
+    second.metrics["test"].update(num_samples=500, macro_f1=0.5)
+    _, blocks = build_report([first, second])
+    verdict = next(block.text for block in blocks if isinstance(block, Paragraph) and block.style == "verdict")
+    assert verdict.startswith("Best by test macro-F1: first")
+    assert "Caution: the runs were tested on different data." in verdict
+
+
 def test_classes_by_support_and_a_row_normalised_confusion_matrix():
     _, blocks = build_report([run_of("skewed", ratio=20.0)])
     tables = [block for block in blocks if isinstance(block, Table)]

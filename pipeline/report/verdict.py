@@ -16,6 +16,8 @@ from pipeline.report.scores import imbalance_sentence, is_imbalanced
 from pipeline.report.summary import num_test_samples
 from pipeline.rundir import RANKING_METRICS, is_number
 
+DIFFERENT_DATA_CAUTION = "Caution: the runs were tested on different data."
+
 
 def header_blocks(runs: Sequence[Run], comparison: Comparison | None, generated_at: datetime) -> list[Block]:
     locations = ", ".join(f"{run.name} ({run.path})" for run in runs)
@@ -79,9 +81,8 @@ def _verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
     best, runner_up = ranked[0], ranked[1]
     best_score, runner_up_score = best.metric("test", key), runner_up.metric("test", key)
     caveat = ""
-    test_sizes = {num_test_samples(run) for run in runs} - {None}
-    if (comparison is not None and comparison.different_test_data) or len(test_sizes) > 1:
-        caveat = " Caution: the runs were tested on different data."
+    if _tested_on_different_data(runs, comparison):
+        caveat = f" {DIFFERENT_DATA_CAUTION}"
     elif key == "accuracy" and comparison is not None and comparison.mcnemar_p_value is not None and len(runs) == 2:
         # Only with exactly two runs does the test compare the same pair as the accuracy gap above (McNemar's test
         # counts rows right and wrong: it speaks to accuracy, not to micro-F1).
@@ -123,11 +124,7 @@ def _macro_f1_verdict(runs: Sequence[Run], comparison: Comparison | None) -> str
 
     ranked = sorted(runs, key=macro_f1, reverse=True)
     best, runner_up = ranked[0], ranked[1]
-    caveat = (
-        " Caution: the runs were tested on different data."
-        if (comparison is not None and comparison.different_test_data)
-        else ""
-    )
+    caveat = f" {DIFFERENT_DATA_CAUTION}" if _tested_on_different_data(runs, comparison) else ""
     reason = imbalance_sentence(runs)
     if macro_f1(best) == macro_f1(runner_up):
         return (
@@ -138,6 +135,12 @@ def _macro_f1_verdict(runs: Sequence[Run], comparison: Comparison | None) -> str
         f"{format_percent(best.metric('test', 'balanced_accuracy'))}), ahead of {runner_up.name} "
         f"({format_score(macro_f1(runner_up))}). {reason}{caveat}"
     )
+
+
+def _tested_on_different_data(runs: Sequence[Run], comparison: Comparison | None) -> bool:
+    """The runs' test predictions differ text by text, or, where a run has none to compare, their test sizes do."""
+    test_sizes = {num_test_samples(run) for run in runs} - {None}
+    return (comparison is not None and comparison.different_test_data) or len(test_sizes) > 1
 
 
 def _caveat_sentences(runs: Sequence[Run]) -> list[str]:
