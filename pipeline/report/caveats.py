@@ -15,13 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.config import TokenizerConfig
 from pipeline.report.formatting import format_count, format_duration, format_metric, format_percent
 from pipeline.report.runs import Run
 from pipeline.rundir import RANKING_METRICS, is_number, nested_get, untrained_classes, untrained_consequence
 from pipeline.windows import LongTextRule
 
-# tokenizer.max_truncated_fraction's default (pipeline.config.TokenizerConfig), for configs that do not say.
-DEFAULT_MAX_TRUNCATED_FRACTION = 0.01
 # Differences below these are rounding, not a different budget.
 SAMPLES_RELATIVE_TOLERANCE = 0.01
 EPOCHS_TOLERANCE = 0.01
@@ -217,7 +216,7 @@ def _many_budget_sentence(runs: Sequence[Run]) -> str | None:
 
 def truncation_budget(run: Run) -> float:
     budget = nested_get(run.config, "tokenizer", "max_truncated_fraction")
-    return budget if is_number(budget) else DEFAULT_MAX_TRUNCATED_FRACTION
+    return budget if is_number(budget) else TokenizerConfig().max_truncated_fraction  # a config that does not say
 
 
 def truncation_over_budget(run: Run) -> tuple[float, float] | None:
