@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.evaluation import compute_metrics, compute_multilabel_metrics
+from pipeline.rundir import first_line
 from pipeline.splits import label_column
 
 logger = logging.getLogger("pipeline")
@@ -127,7 +128,7 @@ def run_baseline(kind: str, splits: Any, label_names: Sequence[str]) -> dict[str
     try:
         result = tfidf_baseline(train["text"], train[labels], test["text"], test[labels], label_names)
     except ValueError as error:
-        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        message = first_line(error)
         logger.warning("Baseline %s skipped: %s", kind, message)
         return {"name": kind, "description": DESCRIPTIONS[kind], "error": message}
     micro_f1 = f"micro-F1 {result['micro_f1']:.4f}, subset " if "micro_f1" in result else ""

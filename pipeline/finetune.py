@@ -172,9 +172,8 @@ def load_pretrained(key: str, name: str, load):
     try:
         return load()
     except (OSError, ValueError, KeyError) as error:  # missing files or weights, an unknown architecture
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise RunError(
-            f"{key}: cannot load '{name}' ({first_line}). Give a local folder written by save_pretrained, "
+            f"{key}: cannot load '{name}' ({rundir.first_line(error)}). Give a local folder written by save_pretrained, "
             "or a Hub name with the Hub reachable (see README 'Running offline')"
         ) from None
 

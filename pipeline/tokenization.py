@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pipeline.rundir import first_line
 from pipeline.splits import label_column, labels_of
 from pipeline.windows import (
     TOKENIZE_BATCH_SIZE,
@@ -95,8 +96,7 @@ def load_tokenizer(config: TokenizerConfig) -> PreTrainedTokenizerBase:
     try:
         tokenizer = AutoTokenizer.from_pretrained(name, use_fast=True)
     except (ValueError, KeyError, TypeError) as error:  # e.g. a folder with no tokenizer files and no config
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise TokenizerNotFound(f"no tokenizer found in '{name}' ({first})") from None
+        raise TokenizerNotFound(f"no tokenizer found in '{name}' ({first_line(error)})") from None
     if not getattr(tokenizer, "is_fast", False):
         # Stage 2 and prediction tokenize in large batches through the Rust tokenizer.
         raise TokenizerNotFound(f"'{name}' has no fast tokenizer (tokenizer.json or a convertible vocabulary)")
