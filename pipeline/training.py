@@ -5,10 +5,9 @@
 
 AMP (bf16 autocast where the hardware has it, fp16 with loss scaling on older GPUs), gradient accumulation
 through `accelerator.accumulate`, AdamW without decay on biases and LayerNorm, linear warmup then decay,
-gradient clipping, evaluation every N steps, the best model by the validation's primary metric kept (accuracy;
-micro-F1 for multi-label tasks), early stopping and
-checkpoints that resume exactly (model, optimizer, scheduler, scaler, RNG, position in the data;
-pipeline/checkpoints.py).
+gradient clipping, evaluation every N steps, the best model by the validation metric of train.selection_metric
+kept (evaluation.selection_metric says which metric `auto` is), early stopping and checkpoints that resume exactly
+(model, optimizer, scheduler, scaler, RNG, position in the data; pipeline/checkpoints.py).
 """
 
 from __future__ import annotations
