@@ -206,12 +206,9 @@ class Trainer:
         steps and DDP averages over the processes, so a full window gives the exact mean; a shorter last window (end
         of epoch) is rescaled here by its true row count.
         """
-        nominal = (
-            self.config.per_device_batch_size * self.config.gradient_accumulation_steps * self.accelerator.num_processes
-        )
-        if window_total == nominal:
+        if window_total == self.effective_batch_size:
             return
-        factor = nominal / window_total
+        factor = self.effective_batch_size / window_total
         for parameter in self.model.parameters():
             if parameter.grad is not None:
                 parameter.grad.mul_(factor)
