@@ -93,7 +93,12 @@ class TrainResult:
 
     @property
     def epochs_completed(self) -> float:
-        return self.state.epoch + self.state.batches_seen_in_epoch / self.plan.batches_per_epoch
+        return epochs_completed(self.state, self.plan)
+
+
+def epochs_completed(state: TrainingState, plan: StepPlan) -> float:
+    """Where the loop stands in epochs: those completed plus the share of the current one's batches seen."""
+    return state.epoch + state.batches_seen_in_epoch / plan.batches_per_epoch
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -314,7 +319,7 @@ class Trainer:
         )
 
     def training_epochs(self) -> float:
-        return self.state.epoch + self.state.batches_seen_in_epoch / self.plan.batches_per_epoch
+        return epochs_completed(self.state, self.plan)
 
     def _run_epoch(self) -> bool:
         """Train from the current position to the end of the epoch (or of training); True on early stopping."""
