@@ -1,7 +1,7 @@
 """Knowledge distillation: a trained teacher's logits travel with every training row as soft targets.
 
     source = resolve_teacher(config.train.distill)                     # before any work: a model, or ConfigError
-    splits = with_transfer_split(config, data, tokenizer)               # + "transfer": unlabelled and augmented texts
+    splits, counts = with_transfer_split(config, data, tokenizer.mask_token)   # + "transfer": unlabelled, augmented
     rows, record = student_rows(config, splits, tokenized, labels, source, counts)   # + the teacher's logits
 
 The teacher is a run directory or model folder of this project (BERT or the encoder). Its logits for every row
