@@ -236,13 +236,14 @@ class TeacherLabeller:
         tick = time.perf_counter()
         with tqdm(total=len(texts), desc="Teacher labelling", unit="row", dynamic_ncols=True) as progress:
             logits = predictor.logits(list(texts), on_batch=progress.update)
-        self.compute_seconds += time.perf_counter() - tick
+        seconds = time.perf_counter() - tick
+        self.compute_seconds += seconds
         self.computed_rows += len(texts)
         logger.info(
             "Teacher labelled %d texts in %.1f s (%.0f rows/s); cached in %s",
             len(texts),
-            time.perf_counter() - tick,
-            len(texts) / max(time.perf_counter() - tick, 1e-9),
+            seconds,
+            len(texts) / max(seconds, 1e-9),
             path,
         )
         path.parent.mkdir(parents=True, exist_ok=True)
