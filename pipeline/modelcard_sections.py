@@ -15,6 +15,7 @@ from pipeline.rundir import (
     MODEL_CONFIG_FILE,
     RANKING_METRICS,
     RunDirError,
+    headline_metrics,
     is_number,
     per_class_score,
     untrained_classes,
@@ -151,10 +152,20 @@ class CardSections(CardFacts):
             "",
             f"A text classifier: given a text, it {self.task_phrase()}. It is {self.model_phrase()}{size}, "
             f"trained with the `pipeline` package on {self.dataset_phrase()}. On the held-out test split it reaches "
-            f"**{_pct(self.get('test', 'accuracy'))} {self.accuracy_name}** and **{_num(self.get('test', 'macro_f1'))} macro-F1** "
-            f"({_count(self.get('test', 'num_samples'))} texts).",
+            f"{self.headline()} ({_count(self.get('test', 'num_samples'))} texts).",
             *([] if not self.setting("run", "license") else ["", f"Licence: `{self.setting('run', 'license')}`."]),
         ]
+
+    def headline(self) -> str:
+        """The test figures, the one that picked the model first (rundir.headline_metrics), each in bold."""
+        keys = headline_metrics(self.metrics)
+        figures = [f"**{_metric(key, self.get('test', key))} {self.metric_name(key)}**" for key in keys]
+        return ", ".join(figures[:-1]) + " and " + figures[-1]
+
+    def metric_name(self, key: str) -> str:
+        """A ranking metric (rundir.RANKING_METRICS) as the card names it: accuracy is subset accuracy for
+        multi-label runs."""
+        return self.accuracy_name if key == "accuracy" else RANKING_METRICS[key]
 
     def labels_section(self) -> list[str]:
         rows = [(index, label) for index, label in enumerate(self.labels)]
@@ -383,7 +394,7 @@ class CardSections(CardFacts):
         if baseline is None:
             return []
         lines = ["## Baseline", ""]
-        keys = (self.ranking_metric, *[key for key in ("accuracy", "macro_f1") if key != self.ranking_metric])
+        keys = tuple(headline_metrics(self.metrics))
         entries = []
         scores = _scores(baseline, keys)
         if scores is not None:
@@ -405,7 +416,7 @@ class CardSections(CardFacts):
         for label, *base in entries:
             lead = f"{100 * (ours - base[0]):+.2f} points" if is_number(base[0]) and is_number(ours) else "n/a"
             rows.append((label, *[_metric(key, value) for key, value in zip(keys, base)], lead))
-        headers = [f"test {self.accuracy_name if key == 'accuracy' else RANKING_METRICS[key]}" for key in keys]
+        headers = [f"test {self.metric_name(key)}" for key in keys]
         return lines + [
             "A classical model fitted on the same train split and scored on the same test split:",
             "",

@@ -482,12 +482,19 @@ def ranking_metric(metrics: dict[str, Any]) -> str:
     return metric if metric in RANKING_METRICS else "accuracy"
 
 
+def headline_metrics(metrics: dict[str, Any]) -> list[str]:
+    """The test figures a run is summed up by, in order: the one that selected its model (ranking_metric), then
+    accuracy and macro-F1. The run's last console line, the model card's opening and its baseline table list them
+    so."""
+    lead = ranking_metric(metrics)
+    return [lead, *(name for name in ("accuracy", "macro_f1") if name != lead)]
+
+
 def headline_scores(metrics: dict[str, Any]) -> str:
     """The run's last console line leads with the metric that selected its model (micro-F1 for multi-label, where
     accuracy is the strict subset accuracy)."""
     test = metrics["test"]
-    lead = metrics["best"]["metric"]
-    shown = [lead, *(name for name in ("accuracy", "macro_f1") if name != lead)]
+    shown = headline_metrics(metrics)
     names = {**RANKING_METRICS, "accuracy": "subset accuracy" if "micro_f1" in test else "accuracy"}
     scores = ", ".join(f"{names[name]} {test[name]:.4f}" for name in shown if name in test)
     return f"{scores} on {test['num_samples']} rows"

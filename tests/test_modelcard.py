@@ -276,6 +276,8 @@ def test_multi_label_run_names_subset_accuracy_and_micro_f1(tmp_path):
     assert results["accuracy", None].metric_name == "Subset accuracy"
     assert results["f1", "micro"].metric_value == 0.6234 and results["f1", "macro"].metric_value == 0.8654321
     assert "says which of its 4 labels (World, Sports, Business, Sci/Tech) apply" in card.text
+    # The opening leads with what picked the model, as the report and the run's last line do.
+    assert "it reaches **0.6234 micro-F1**, **87.12% subset accuracy** and **0.8654 macro-F1**" in card.text
     assert "| micro-F1 | 0.6234 | 0.6234 |" in section(card.text, "Evaluation")
     assert "Confusion matrix" not in card.text
     assert "| model kept | step 40, the best validation micro-F1 (0.6100) |" in section(card.text, "Training")
