@@ -79,13 +79,13 @@ def calibrate_and_decide(
         )
         fold_temperature(model, temperature, _check_inputs(rows["validation"], model))
     before = {name: result_from_logits(logits[name], rows[name], labels, pooling) for name in SPLITS}
-    calibrated = {name: result_from_logits(logits[name] / temperature, rows[name], labels, pooling) for name in SPLITS}
-    validation = calibrated["validation"]
+    validation = result_from_logits(logits["validation"] / temperature, rows["validation"], labels, pooling)
     decision = choose_decision(config.eval.threshold, validation.probabilities, validation.labels, labels, multi_label)
     results = {
         name: result_from_logits(logits[name] / temperature, rows[name], labels, pooling, decision) for name in SPLITS
     }
-    calibration = calibration_record(config.train.calibrate, temperature, before, calibrated)
+    # The decision changes labels, not probabilities or losses: the results are what calibration is measured after.
+    calibration = calibration_record(config.train.calibrate, temperature, before, results)
     if warning is not None:
         calibration["warning"] = warning
     if is_main_process:
