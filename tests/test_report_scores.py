@@ -106,6 +106,17 @@ def test_imbalanced_runs_tested_on_different_data_are_ranked_with_a_caution():
     assert "Caution: the runs were tested on different data." in verdict
 
 
+def test_the_best_step_shows_the_validation_score_of_the_metric_that_picked_it():
+    """A model kept on validation macro-F1 records best.validation_macro_f1 (no validation accuracy): the summary shows
+    that score and names it, as the model card does."""
+    run = run_of("skewed", ratio=20.0)
+    run.metrics["best"] = {"step": 150, "metric": "macro_f1", "validation_macro_f1": 0.81}
+    _, blocks = build_report([run])
+    summary = next(block for block in blocks if isinstance(block, Table))
+    best_step = next(row for row in summary.rows if row[0].text == "Best step")
+    assert best_step[1].text == "150 (val. macro-F1 0.8100)"
+
+
 def test_classes_by_support_and_a_row_normalised_confusion_matrix():
     _, blocks = build_report([run_of("skewed", ratio=20.0)])
     tables = [block for block in blocks if isinstance(block, Table)]

@@ -15,13 +15,14 @@ from pipeline.report.formatting import (
     MISSING,
     format_count,
     format_duration,
+    format_metric,
     format_percent,
     format_rate,
     format_score,
 )
 from pipeline.report.runs import Run, one_model
 from pipeline.report.scores import imbalance_sentence, is_imbalanced
-from pipeline.rundir import is_number, nested_get, per_class_score
+from pipeline.rundir import RANKING_METRICS, is_number, nested_get, per_class_score
 
 SECTION_SUMMARY = "Summary"
 
@@ -229,11 +230,15 @@ def _plain(value: Any) -> str:
 
 
 def _best_step_text(run: Run) -> str:
+    """The step of the model kept, with the validation score that picked it (best.validation_<ranking metric>)."""
     step = run.metric("best", "step")
     if not is_number(step):
         return MISSING
-    accuracy = run.metric("best", "validation_accuracy")
-    return f"{format_count(step)} (val. {format_percent(accuracy)})" if is_number(accuracy) else format_count(step)
+    key = run.ranking_metric
+    score = run.metric("best", f"validation_{key}")
+    if not is_number(score):
+        return format_count(step)
+    return f"{format_count(step)} (val. {RANKING_METRICS[key]} {format_metric(key, score)})"
 
 
 def _steps_text(run: Run) -> str:
