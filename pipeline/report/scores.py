@@ -29,6 +29,7 @@ from pipeline.rundir import (
     is_number,
     nested_get,
 )
+from pipeline.thresholds import DEFAULT_THRESHOLD
 
 SECTION_CALIBRATION = "Calibration"
 SECTION_OPERATING = "Operating points"
@@ -297,9 +298,9 @@ def _setting_text(setting: Any) -> str:
 
 
 def _threshold(run: Run, name: str) -> float:
-    """The class's decision threshold; 0.5 where none was chosen (argmax of a binary task, multi-label default)."""
+    """The class's decision threshold; the default where none was chosen (argmax of a binary task, multi-label)."""
     value = nested_get(run.metrics, "thresholds", "thresholds", name)
-    return float(value) if is_number(value) else 0.5
+    return float(value) if is_number(value) else DEFAULT_THRESHOLD
 
 
 def operating_curves(run: Run) -> list[plots.OperatingCurve]:
