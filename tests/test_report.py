@@ -355,6 +355,9 @@ def test_mcnemar_reading_follows_the_p_value(tmp_path: Path):
     section = markdown_section(markdown_path.read_text(), "Where the runs disagree")
     assert f"p = {p_value:.2g} (not below 0.05: the accuracy gap may be chance)" in section
     assert "unlikely to be chance" not in section
+    # The verdict reads the same test the same way.
+    verdict = header_of(markdown_path.read_text())
+    assert f"p = {p_value:.2g} (not below 0.05: the accuracy gap may be chance)" in verdict
 
 
 def test_mcnemar_exact_p_matches_known_values():

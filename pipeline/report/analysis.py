@@ -20,6 +20,8 @@ from pipeline.rundir import (
 )
 
 MAX_MISTAKE_ROWS = 10
+# McNemar p-values below this read as an accuracy gap that is more than chance.
+SIGNIFICANCE_LEVEL = 0.05
 
 
 def most_confident_mistakes(predictions: pd.DataFrame, limit: int = MAX_MISTAKE_ROWS) -> pd.DataFrame:
@@ -127,6 +129,13 @@ def _values(run: Run, column: str) -> np.ndarray:
     values = np.empty(len(run.predictions), dtype=object)
     values[:] = run.label_values(column)
     return values
+
+
+def gap_reading(p_value: float) -> str:
+    """What McNemar's p-value says about two runs' accuracy gap, as the verdict and the disagreements section say it."""
+    if p_value < SIGNIFICANCE_LEVEL:
+        return f"below {SIGNIFICANCE_LEVEL:g}: the accuracy gap is unlikely to be chance"
+    return f"not below {SIGNIFICANCE_LEVEL:g}: the accuracy gap may be chance"
 
 
 def mcnemar_exact_p(only_first_right: int, only_second_right: int) -> float | None:

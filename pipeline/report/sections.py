@@ -14,6 +14,7 @@ from pipeline import plots
 from pipeline.report.analysis import (
     Comparison,
     compare_predictions,
+    gap_reading,
     most_confident_mistakes,
     predicted_column,
     score_column,
@@ -293,12 +294,7 @@ def _disagreement_blocks(comparison: Comparison) -> list[Block]:
     summary = f"Of those: {right}; all wrong on {comparison.all_wrong_count:,}."
     if comparison.mcnemar_p_value is not None:
         p_value = comparison.mcnemar_p_value
-        reading = (
-            "below 0.05: the accuracy gap is unlikely to be chance"
-            if p_value < 0.05
-            else "not below 0.05: the accuracy gap may be chance"
-        )
-        summary += f" McNemar's exact test on these texts: p = {p_value:.2g} ({reading})."
+        summary += f" McNemar's exact test on these texts: p = {p_value:.2g} ({gap_reading(p_value)})."
     blocks.append(Paragraph(summary))
     shown = _order_disagreements(disagreements, comparison.run_names).head(MAX_DISAGREEMENT_ROWS)
     blocks.append(

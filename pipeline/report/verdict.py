@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from pipeline.report.analysis import Comparison
+from pipeline.report.analysis import Comparison, gap_reading
 from pipeline.report.blocks import Block, Paragraph
 from pipeline.report.caveats import baseline_sentences, budget_sentence, truncation_note, untrained_note
 from pipeline.report.formatting import format_count, format_metric, format_percent, format_score
@@ -86,7 +86,8 @@ def _verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
     elif key == "accuracy" and comparison is not None and comparison.mcnemar_p_value is not None and len(runs) == 2:
         # Only with exactly two runs does the test compare the same pair as the accuracy gap above (McNemar's test
         # counts rows right and wrong: it speaks to accuracy, not to micro-F1).
-        caveat = " " + _significance_sentence(comparison.mcnemar_p_value)
+        p_value = comparison.mcnemar_p_value
+        caveat = f" McNemar's exact test: p = {p_value:.2g} ({gap_reading(p_value)})."
     if best_score == runner_up_score:
         tied = [run.name for run in ranked if run.metric("test", key) == best_score]
         return f"{' and '.join(tied)} tie on test {name} at {format_metric(key, best_score)}.{caveat}"
@@ -147,9 +148,3 @@ def _caveat_sentences(runs: Sequence[Run]) -> list[str]:
     """After the ranking: how the runs' training budgets differ, and where the classical baseline stands."""
     budget = budget_sentence(runs)
     return ([budget] if budget else []) + baseline_sentences(runs)
-
-
-def _significance_sentence(p_value: float) -> str:
-    if p_value < 0.05:
-        return f"The gap is statistically significant (McNemar p = {p_value:.2g})."
-    return f"The gap may be chance (McNemar p = {p_value:.2g})."
