@@ -180,10 +180,6 @@ class RunDir:
     def export_record_path(self) -> Path:
         return self.export_dir / EXPORT_RECORD_FILE
 
-    @property
-    def decision_path(self) -> Path:
-        return self.path / MODEL_DIR / DECISION_FILE
-
     def checkpoint_path(self, global_step: int) -> Path:
         return self.checkpoints_dir / f"{CHECKPOINT_PREFIX}{global_step}"
 
@@ -197,10 +193,6 @@ class RunDir:
             if child.is_dir() and child.name.startswith(CHECKPOINT_PREFIX) and number.isdigit():
                 steps[int(number)] = child
         return [steps[step] for step in sorted(steps)]
-
-    def latest_checkpoint(self) -> Path | None:
-        found = self.checkpoints()
-        return found[-1] if found else None
 
     # -- readers ------------------------------------------------------------------------------------------------
 

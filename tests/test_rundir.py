@@ -139,7 +139,7 @@ def test_missing_history_is_empty_with_a_note(tmp_path):
 
 def test_checkpoints_are_completed_step_folders_in_numeric_order(tmp_path):
     run = run_dir(tmp_path)
-    assert run.checkpoints() == [] and run.latest_checkpoint() is None  # no checkpoints folder at all
+    assert run.checkpoints() == []  # no checkpoints folder at all
     for name in (
         "step_10",
         "step_2",
@@ -154,7 +154,6 @@ def test_checkpoints_are_completed_step_folders_in_numeric_order(tmp_path):
         (run.checkpoints_dir / name).mkdir(parents=True)
     (run.checkpoints_dir / "step_500").write_text("a file, not a checkpoint")
     assert run.checkpoints() == [run.checkpoint_path(2), run.checkpoint_path(10), run.checkpoint_path(100)]
-    assert run.latest_checkpoint() == run.checkpoints_dir / "step_100"
     assert run.checkpoint_path(7) == tmp_path / "run" / "checkpoints" / "step_7"
 
 
