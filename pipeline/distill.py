@@ -217,8 +217,7 @@ class TeacherLabeller:
         self.predictor: Predictor | None = None
         self.computed_rows = 0
         self.compute_seconds = 0.0
-        self.hits = 0
-        self.misses = 0
+        self.misses = 0  # lists of texts not in the cache: none means every logit came from it
 
     def cache_path(self, texts: Sequence[str]) -> Path:
         return self.cache_dir / f"{self.fingerprint[:20]}-{texts_fingerprint(texts)[:20]}.npy"
@@ -228,7 +227,6 @@ class TeacherLabeller:
         path = self.cache_path(texts)
         cached = self._read(path, len(texts))
         if cached is not None:
-            self.hits += 1
             logger.info("Teacher logits for %d texts loaded from cache %s", len(texts), path)
             return cached
         self.misses += 1
