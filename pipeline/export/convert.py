@@ -368,17 +368,9 @@ def _export(
     except PredictError as error:
         raise ExportError(str(error)) from None
     model_sha256 = weights_sha256(source.model_dir)
-    if texts is not None:
-        rows = verify.VerificationRows(
-            list(texts),
-            list(gold) if gold is not None else None,
-            source_note or "texts given by the caller",
-            list(calibration or []),
-            "training rows given by the caller",
-            top_up={name: list(pool) for name, pool in (top_up or {}).items()},
-        )
-    else:
-        rows = verify.verification_rows(run)
+    rows = (
+        verify.verification_rows(run) if texts is None else _given_rows(texts, gold, source_note, calibration, top_up)
+    )
     rows = rows.sample(max_rows, seed, calibrating="openvino-int8" in openvino_variants)
     if not rows.texts:
         raise ExportError(f"{run.path}: no rows to verify the export on ({rows.source})")
@@ -386,50 +378,83 @@ def _export(
     variants = ["fp32"] + (["int8"] if quantize else []) + openvino_variants
     record: dict[str, Any] = {}
 
-    def convert(staging: Path) -> tuple[str, dict[str, Any] | None]:
-        """The traced graph and each variant made from it; what the optimizer did and the int8 calibration."""
-        calibration_note = None
-        fp32_path = staging / ONNX_MODEL_FILES["fp32"]
-        traced = staging / ".traced.onnx"
-        export_fp32(model, tokenizer, traced, reference.max_length)
-        if quantize == "int8":
-            quantize_int8(traced, staging / ONNX_MODEL_FILES["int8"])
-        if "openvino" in variants:
-            shutil.copyfile(traced, staging / ONNX_MODEL_FILES["openvino"])
-        if "openvino-int8" in variants:
-            calibration_texts, calibration_source = rows.calibration_texts(seed)
-            batches = reference.padded_batches(calibration_texts)
-            quantize_openvino_int8(traced, staging / ONNX_MODEL_FILES["openvino-int8"], batches)
-            calibration_note = {
-                "variant": "openvino-int8",
-                "rows": len(calibration_texts),
-                "source": calibration_source,
-            }
-        if optimize:
-            graph = optimize_graph(traced, fp32_path, model.config)
-            traced.unlink()
-        else:
-            graph = "none (optimize=False)"
-            traced.rename(fp32_path)
-        return graph, calibration_note
-
     def fill(staging: Path) -> None:
         staging = staging.resolve()
         with _scratch_working_directory():
-            graph, calibration_note = convert(staging)
+            graph, calibration_note = _convert(staging, model, tokenizer, reference, variants, rows, seed, optimize)
         files = {variant: staging / ONNX_MODEL_FILES[variant] for variant in variants}
         results = verify.verify_exports(reference, files, rows, rounds)
         record.update(_build_record(model_sha256, graph, rows, results, files, reference, calibration_note))
-        for variant, entry in record["variants"].items():
-            if entry["status"] == STATUS_REFUSED:
-                refused = staging / EXPORT_REFUSED_DIR / files[variant].name
-                refused.parent.mkdir(exist_ok=True)
-                files[variant].rename(refused)
-                entry["file"] = f"{EXPORT_REFUSED_DIR}/{refused.name}"
+        _set_refused_aside(staging, record, files)
         atomic_write_json(staging / EXPORT_RECORD_FILE, record)
 
     replace_directory(run.export_dir, fill)
     return record
+
+
+def _given_rows(
+    texts: Sequence[str],
+    gold: Sequence[str] | None,
+    source_note: str | None,
+    calibration: Sequence[str] | None,
+    top_up: dict[str, Sequence[str]] | None,
+) -> Any:
+    """The caller's verification rows (finetune's in-memory splits) instead of the run's re-created validation split."""
+    from pipeline.export.verify import VerificationRows
+
+    return VerificationRows(
+        list(texts),
+        list(gold) if gold is not None else None,
+        source_note or "texts given by the caller",
+        list(calibration or []),
+        "training rows given by the caller",
+        top_up={name: list(pool) for name, pool in (top_up or {}).items()},
+    )
+
+
+def _convert(
+    staging: Path,
+    model: torch.nn.Module,
+    tokenizer: Any,
+    reference: Any,
+    variants: list[str],
+    rows: Any,
+    seed: int,
+    optimize: bool,
+) -> tuple[str, dict[str, Any] | None]:
+    """The traced graph and each of `variants` made from it in `staging`; what the optimizer did and, for a static
+    int8 model, which rows it calibrated on."""
+    calibration_note = None
+    fp32_path = staging / ONNX_MODEL_FILES["fp32"]
+    traced = staging / ".traced.onnx"
+    export_fp32(model, tokenizer, traced, reference.max_length)
+    if "int8" in variants:
+        quantize_int8(traced, staging / ONNX_MODEL_FILES["int8"])
+    if "openvino" in variants:
+        shutil.copyfile(traced, staging / ONNX_MODEL_FILES["openvino"])
+    if "openvino-int8" in variants:
+        calibration_texts, calibration_source = rows.calibration_texts(seed)
+        batches = reference.padded_batches(calibration_texts)
+        quantize_openvino_int8(traced, staging / ONNX_MODEL_FILES["openvino-int8"], batches)
+        calibration_note = {"variant": "openvino-int8", "rows": len(calibration_texts), "source": calibration_source}
+    if optimize:
+        graph = optimize_graph(traced, fp32_path, model.config)
+        traced.unlink()
+    else:
+        graph = "none (optimize=False)"
+        traced.rename(fp32_path)
+    return graph, calibration_note
+
+
+def _set_refused_aside(staging: Path, record: dict[str, Any], files: dict[str, Path]) -> None:
+    """Move each export that failed verification into refused/ (kept for inspection, never used); the record names
+    its file there."""
+    for variant, entry in record["variants"].items():
+        if entry["status"] == STATUS_REFUSED:
+            refused = staging / EXPORT_REFUSED_DIR / files[variant].name
+            refused.parent.mkdir(exist_ok=True)
+            files[variant].rename(refused)
+            entry["file"] = f"{EXPORT_REFUSED_DIR}/{refused.name}"
 
 
 def _build_record(
