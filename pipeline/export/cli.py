@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from pipeline.export.convert import DEFAULT_MAX_ROWS, QUANTIZE_CHOICES, export_run
+from pipeline.export.convert import DEFAULT_BATCH_SIZE, DEFAULT_MAX_ROWS, DEFAULT_ROUNDS, QUANTIZE_CHOICES, export_run
 from pipeline.export.record import (
     MIN_VERIFICATION_ROWS,
     STATUS_REFUSED,
@@ -47,8 +47,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "or all of them topped up with the run's test and train texts; below "
         f"{MIN_VERIFICATION_ROWS:,} no export is chosen by --backend auto",
     )
-    add("--batch-size", type=positive_int, default=128, help="rows per forward pass while verifying (default 128)")
-    add("--rounds", type=positive_int, default=2, help="timed passes per backend; the best counts (default 2)")
+    add(
+        "--batch-size",
+        type=positive_int,
+        default=DEFAULT_BATCH_SIZE,
+        help=f"rows per forward pass while verifying (default {DEFAULT_BATCH_SIZE})",
+    )
+    add(
+        "--rounds",
+        type=positive_int,
+        default=DEFAULT_ROUNDS,
+        help=f"timed passes per backend; the best counts (default {DEFAULT_ROUNDS})",
+    )
     add("--no-optimize", action="store_true", help="skip ONNX Runtime's transformer graph optimizer")
     add(
         "--no-openvino",

@@ -63,6 +63,8 @@ logger = logging.getLogger("pipeline.export")
 
 OPSET = 17
 DEFAULT_MAX_ROWS = 2000
+DEFAULT_BATCH_SIZE = 128  # rows per forward pass while verifying
+DEFAULT_ROUNDS = 2  # timed passes per backend; the best counts
 QUANTIZE_CHOICES = ("int8",)
 
 
@@ -287,7 +289,7 @@ def export_run(
     quantize: str | None = None,
     *,
     max_rows: int | None = DEFAULT_MAX_ROWS,
-    batch_size: int = 128,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     optimize: bool = True,
     openvino: bool | None = None,
     texts: Sequence[str] | None = None,
@@ -295,7 +297,7 @@ def export_run(
     source_note: str | None = None,
     calibration: Sequence[str] | None = None,
     top_up: dict[str, Sequence[str]] | None = None,
-    rounds: int = 2,
+    rounds: int = DEFAULT_ROUNDS,
     seed: int = 0,
 ) -> dict[str, Any]:
     """Write the run's onnx/ folder (fp32, and int8 with quantize="int8"; the OpenVINO models too when `openvino`,

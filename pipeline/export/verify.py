@@ -224,7 +224,7 @@ class Results:
     min_rows_for_auto: int = MIN_VERIFICATION_ROWS
 
 
-def verify_exports(reference: Predictor, files: dict[str, Path], rows: VerificationRows, rounds: int = 2) -> Results:
+def verify_exports(reference: Predictor, files: dict[str, Path], rows: VerificationRows, rounds: int) -> Results:
     """Score `rows` with every backend (`rounds` timed passes, alternating the order; the best rate counts): label
     agreement on every row, accuracy on the labelled ones."""
     predictors = _predictors(reference, files)
