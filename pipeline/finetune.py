@@ -66,8 +66,8 @@ RESUME_MAY_CHANGE = (
     "train.warn_if_longer_than_minutes",
     "data.cache_dir",
     "tokenizer.cache",
-    "train.calibrate",
-)  # calibration happens after training
+    "train.calibrate",  # calibration happens after training
+)
 
 
 class RunError(RuntimeError):
