@@ -93,7 +93,7 @@ def _confusion_blocks(runs: Sequence[Run]) -> list[Block]:
     images = []
     for run in runs:
         matrix = run.metric("test", "confusion_matrix")
-        if run.metric("data", "task") == "multi_label":
+        if run.multi_label:
             blocks.append(
                 Paragraph(
                     f"{run.name}: a multi-label task has no confusion matrix; see the per-class precision and recall.",
