@@ -28,6 +28,7 @@ from tqdm.auto import tqdm
 from pipeline import rundir
 from pipeline.config import ConfigError, DataConfig, DistillConfig, PipelineConfig
 from pipeline.io import atomic_path, atomic_write_json
+from pipeline.models import class_names, is_multi_label
 from pipeline.rundir import RunDir, is_number, nested_get
 from pipeline.tables import DataError, TextSpec
 
@@ -82,16 +83,9 @@ def teacher_config(source: ModelSource) -> Any:
         raise ConfigError(f"{TEACHER_KEY}: cannot read the model config in {source.model_dir} ({error})") from None
 
 
-def teacher_labels(config: Any) -> list[str]:
-    """The teacher's class names in id order, from its model config."""
-    return [str(config.id2label[index]) for index in range(config.num_labels)]
-
-
 def check_single_label(config: Any, where: Path) -> None:
     """A multi-label teacher's logits are independent sigmoids: read as a softmax over the classes (the soft
     targets), a class it scores high takes probability from the others, which it never meant."""
-    from pipeline.predict.predictor import is_multi_label
-
     if is_multi_label(config):
         raise ConfigError(
             f"{TEACHER_KEY}: {where} is a multi-label model (a sigmoid per class), but distillation's soft targets "
@@ -491,5 +485,5 @@ def check_teacher(source: ModelSource, labels: list[str], data: DataConfig) -> N
     data's, and its texts built as the data's are (its run's data.text_columns, text_separator, unescape_newlines)."""
     config = teacher_config(source)
     check_single_label(config, source.model_dir)
-    check_labels(teacher_labels(config), labels, source.model_dir)
+    check_labels(class_names(config), labels, source.model_dir)
     check_reading(source, TextSpec.from_data_config(data))

@@ -36,8 +36,8 @@ from pipeline.export.record import (
     too_few_rows,
 )
 from pipeline.hardware import resolve_inference_dtype
-from pipeline.models import max_positions
-from pipeline.predict.predictor import Predictor, is_multi_label, load_decision
+from pipeline.models import class_names, is_multi_label, max_positions
+from pipeline.predict.predictor import Predictor, load_decision
 from pipeline.predict.source import ModelSource
 from pipeline.rundir import PREDICTION_GOLD, PREDICTION_TEXT, RunDir, RunDirError
 from pipeline.tables import one_line
@@ -192,7 +192,7 @@ def verification_rows(run: RunDir) -> VerificationRows:
 def reference_predictor(model: torch.nn.Module, tokenizer: Any, source: ModelSource, batch_size: int) -> Predictor:
     """PyTorch fp32 on the CPU, reading texts as prediction does (the run's fixed length, its long-text rule and
     window pooling, sigmoid for a multi-label model): the numbers every export is held to."""
-    labels = [str(model.config.id2label[index]) for index in range(model.config.num_labels)]
+    labels = class_names(model.config)
     limit = length_limit(tokenizer, max_positions(model))
     length = min(source.max_length or limit, limit)
     cpu = torch.device("cpu")

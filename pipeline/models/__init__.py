@@ -11,6 +11,7 @@ here; elsewhere it loads with `trust_remote_code=True` (the modelling file is sa
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -21,6 +22,16 @@ from pipeline.models.encoder import EncoderClassifierConfig, EncoderForSequenceC
 
 # transformers' name for a sigmoid per class (config.json "problem_type").
 MULTI_LABEL_PROBLEM_TYPE = "multi_label_classification"
+
+
+def is_multi_label(config: Any) -> bool:
+    """Whether a model config (config.json) scores each class with its own sigmoid."""
+    return getattr(config, "problem_type", None) == MULTI_LABEL_PROBLEM_TYPE
+
+
+def class_names(config: Any) -> list[str]:
+    """A model config's class names in id order (config.json id2label)."""
+    return [str(config.id2label[index]) for index in range(config.num_labels)]
 
 
 def to_probabilities(logits: torch.Tensor, multi_label: bool) -> torch.Tensor:

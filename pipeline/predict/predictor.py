@@ -18,7 +18,7 @@ import torch
 from pipeline.config import MAX_BATCH_TOKENS, DataConfig
 from pipeline.export.record import BACKEND_RUNTIMES, ExportChoice, ExportError, choose_export
 from pipeline.hardware import HardwareError, batch_token_budget, resolve_device, resolve_inference_dtype
-from pipeline.models import MULTI_LABEL_PROBLEM_TYPE, max_positions, to_probabilities
+from pipeline.models import class_names, is_multi_label, max_positions, to_probabilities
 from pipeline.predict.backend import Backend, TorchBackend
 from pipeline.predict.source import (
     ModelSource,
@@ -150,7 +150,7 @@ class Predictor:
         length = _fixed_length(tokenizer, config, max_length or source.max_length)
         if not source.reading_recorded:  # a guess that changes predictions if wrong: say so, once per load
             logger.warning("%s", source.unrecorded_reading_warning(length))
-        labels = [str(config.id2label[index]) for index in range(config.num_labels)]
+        labels = class_names(config)
         decision, separator = load_decision(source.model_dir, labels, is_multi_label(config))
         return cls(
             model,
@@ -357,10 +357,6 @@ def texts_progress(on_batch: Callable[[int], None] | None, texts: int, rows: int
         done["texts"] = texts_now
 
     return update
-
-
-def is_multi_label(config: Any) -> bool:
-    return getattr(config, "problem_type", None) == MULTI_LABEL_PROBLEM_TYPE
 
 
 def load_decision(model_dir: Path, labels: list[str], multi_label: bool) -> tuple[Decision, str]:
