@@ -11,7 +11,7 @@ import math
 from pathlib import Path
 
 from pipeline.config import ConfigError, PipelineConfig, TokenizerConfig
-from pipeline.tables import normalise_name
+from pipeline.tables import delimiter_problem, normalise_name
 
 
 def validate(config: PipelineConfig) -> None:
@@ -54,6 +54,9 @@ def validate(config: PipelineConfig) -> None:
         raise ConfigError("data.train_file: required when data.source is 'files'")
     if not config.data.text_columns:
         raise ConfigError("data.text_columns: name at least one column")
+    delimiter_error = delimiter_problem(config.data.delimiter) if config.data.delimiter is not None else None
+    if delimiter_error:
+        raise ConfigError(f"data.delimiter: {delimiter_error}")
     _validate_label_columns(config)
     _validate_distill(config)
     _validate_decisions(config)

@@ -345,12 +345,14 @@ def read_file_tables(config: DataConfig) -> dict[str, Table]:
 
 
 def read_table(path: str, origin: str, config: DataConfig, column_names: list[str] | None) -> Table:
-    """Read one whole file as the data settings read every file (format, encoding, quoting), its columns named by
-    `column_names` when it has no header, into a Table of raw values (strings for CSV/TSV; nothing is parsed as NA
-    or numbers)."""
+    """Read one whole file as the data settings read every file (format, encoding, quoting, delimiter), its columns
+    named by `column_names` when it has no header, into a Table of raw values (strings for CSV/TSV; nothing is parsed
+    as NA or numbers)."""
     if not Path(path).expanduser().is_file() and path != STANDARD_INPUT:
         raise DataError(f"{origin}: file not found: {path} (looked for {Path(path).expanduser().resolve()})")
-    with open_table(path, config.file_format, column_names, config.encoding, quoting=config.quoting) as table:
+    with open_table(
+        path, config.file_format, column_names, config.encoding, quoting=config.quoting, delimiter=config.delimiter
+    ) as table:
         chunks = list(table.chunks)
     records = [record for chunk in chunks for record in chunk.records]
     numbers = [number for chunk in chunks for number in chunk.numbers]

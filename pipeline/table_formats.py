@@ -103,10 +103,19 @@ def delimited_table(
     chunk_size: int | None,
     quoting: str = "auto",
     quoting_option: str = "data.quoting",
+    given_delimiter: str | None = None,
 ) -> Table:
+    """A CSV/TSV file as a Table; `given_delimiter` (data.delimiter) replaces the format's delimiter."""
     csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_SIZE_LIMIT))  # process-wide, and only ever raised
-    delimiter = csv_delimiter(lines, len(column_names) if column_names else None) if kind == "csv" else DELIMITERS[kind]
-    quoted = reads_quotes(lines, kind, quoting, quoting_option)
+    if given_delimiter is not None:
+        delimiter = given_delimiter
+    elif kind == "csv":
+        delimiter = csv_delimiter(lines, len(column_names) if column_names else None)
+    else:
+        delimiter = DELIMITERS[kind]
+    # Comma- (and a spreadsheet's semicolon-) separated files quote; texts rarely hold a tab or an "@", so files
+    # separated so (TSV, the Financial PhraseBank's sentence@label) are often written unquoted, quote-led texts and all.
+    quoted = reads_quotes(lines, quoting, quoting_option, None if delimiter in ",;" else delimiter)
     reader = csv.reader(
         iter(lines), delimiter=delimiter, strict=True, quoting=csv.QUOTE_MINIMAL if quoted else csv.QUOTE_NONE
     )
@@ -138,21 +147,23 @@ def csv_delimiter(lines: LineSource, width: int | None) -> str:
     return ";"
 
 
-def reads_quotes(lines: LineSource, kind: str, quoting: str, option: str) -> bool:
+def reads_quotes(lines: LineSource, quoting: str, option: str, detect_with: str | None) -> bool:
     """Whether double quotes enclose fields (`csv`: a quoted field may hold delimiters, line breaks and doubled
     quotes) or are text like any other character (`none`, pandas' quoting=csv.QUOTE_NONE).
 
-    `auto` reads quotes, as every CSV writer writes them, except in a TSV file whose start (HEAD_BYTES) holds a field
-    that opens with a double quote and goes on after its closing one (`"Free" entry`). No quoting writer writes that,
-    so such a file quotes nothing: much tab-separated text is written so (GLUE's train.tsv files, the SMS Spam
-    Collection), a text that starts with a quote and all. A file whose quotes are all well formed is read with quotes,
-    so a quoted file (pandas' to_csv(sep="\t")) is never read as unquoted; an unquoted one whose first such text lies
-    further on stops there, with an error naming the setting. CSV is left out: a CSV file that quotes nothing cannot
-    hold a comma in a text, and one that fails to parse is more likely quoted badly than not at all.
+    `auto` reads quotes, as every CSV writer writes them, except in a file separated by `detect_with` (a tab, or
+    data.delimiter's character) whose start (HEAD_BYTES) holds a field that opens with a double quote and goes on
+    after its closing one (`"Free" entry`). No quoting writer writes that, so such a file quotes nothing: much
+    tab-separated text is written so (GLUE's train.tsv files, the SMS Spam Collection), a text that starts with a
+    quote and all. A file whose quotes are all well formed is read with quotes, so a quoted file (pandas'
+    to_csv(sep="\t")) is never read as unquoted; an unquoted one whose first such text lies further on stops there,
+    with an error naming the setting. Comma- and semicolon-separated files (detect_with None) are left out: a CSV file
+    that quotes nothing cannot hold a comma in a text, and one that fails to parse is more likely quoted badly than
+    not at all.
     """
     if quoting != "auto":
         return quoting == "csv"
-    line = _unquoted_field_line(lines) if kind == "tsv" else None
+    line = _unquoted_field_line(lines, detect_with) if detect_with is not None else None
     if line is None:
         return True
     logger.info(
@@ -165,13 +176,13 @@ def reads_quotes(lines: LineSource, kind: str, quoting: str, option: str) -> boo
     return False
 
 
-def _unquoted_field_line(lines: LineSource) -> int | None:
-    """The line, within the start of a TSV file, of the first field that opens with a double quote and goes on after
-    its closing one, read as csv reads quotes; None when there is none."""
+def _unquoted_field_line(lines: LineSource, delimiter: str) -> int | None:
+    """The line, within the start of a file whose fields `delimiter` separates, of the first field that opens with a
+    double quote and goes on after its closing one, read as csv reads quotes; None when there is none."""
     head = lines.head_text()
     # Split as LineSource splits (at newlines only); a last line cut off by the head may end inside a quoted field,
     # which csv reports as the end of data, never as text after a closing quote.
-    reader = csv.reader((line + "\n" for line in head.split("\n")), delimiter="\t", strict=True)
+    reader = csv.reader((line + "\n" for line in head.split("\n")), delimiter=delimiter, strict=True)
     try:
         for _ in reader:
             pass

@@ -190,6 +190,16 @@ def resolve_columns(header: Sequence[str], wanted: Sequence[str], where: str, op
 # Formats
 
 
+def delimiter_problem(delimiter: str) -> str | None:
+    """Why a given field delimiter (data.delimiter, pipeline.predict's --delimiter) cannot separate fields, or None:
+    it must be one character that is not a double quote (it opens quoted fields) or a line break (it ends rows)."""
+    if len(delimiter) != 1:
+        return f"must be one character, got {delimiter!r} (a tab: \"\\t\" in YAML, $'\\t' in a shell)"
+    if delimiter in '"\r\n':
+        return f"cannot be {delimiter!r}: a double quote encloses fields and a line break ends rows"
+    return None
+
+
 def resolve_format(path: str, explicit: str | None, option: str, formats: Sequence[str] = FORMATS) -> str:
     """An explicit format wins; otherwise the file name tells (a trailing .gz is looked through); stdin is CSV.
     `formats`: those the caller handles (prediction writes fewer than it reads), the only ones an unknown name's
@@ -467,10 +477,12 @@ def open_table(
     encoding_option: str = "data.encoding",
     quoting: str = "auto",
     quoting_option: str = "data.quoting",
+    delimiter: str | None = None,
 ) -> Iterator[Table]:
     """Open a file ('-': stdin) and read its header; iterate `table.chunks` for the rows (all in one chunk when
     `chunk_size` is None). `column_names` names the columns of a header-less CSV/TSV file; `quoting` (QUOTINGS) says
-    how its double quotes are read. The options name the settings that an error message tells the user to change."""
+    how its double quotes are read, and `delimiter` what separates its fields (None: its format's). The options name
+    the settings that an error message tells the user to change."""
     codec = check_encoding(encoding)
     with _open_bytes(path) as (raw, size):
         lines = LineSource(raw, "<stdin>" if path == STANDARD_INPUT else path, codec, size, encoding_option)
@@ -488,7 +500,7 @@ def open_table(
         elif kind == "jsonl":
             yield json_table(lines, chunk_size)
         else:
-            yield delimited_table(lines, kind, column_names, chunk_size, quoting, quoting_option)
+            yield delimited_table(lines, kind, column_names, chunk_size, quoting, quoting_option, delimiter)
 
 
 @contextlib.contextmanager

@@ -80,6 +80,8 @@ def test_extends_merges_sections(tmp_path):
         ("no_equals_sign", "no_equals_sign"),
         ("train.selection_metric=f1", "train.selection_metric"),
         ("train.selection_metric=micro_f1", "train.selection_metric"),  # single-label: micro-F1 is accuracy
+        ("data.delimiter=@@", "data.delimiter"),
+        ("data.delimiter='\"'", "data.delimiter"),
     ],
 )
 def test_bad_keys_and_values_raise_naming_the_key(override, named):
@@ -132,6 +134,13 @@ def test_the_batch_token_budget_is_auto_by_default_and_takes_a_number_or_null():
     assert load_config(None, ["eval.max_batch_tokens=null"]).eval.max_batch_tokens is None
     with pytest.raises(ConfigError, match="eval.max_batch_tokens"):
         load_config(None, ["eval.max_batch_tokens=many"])
+
+
+def test_a_delimiter_is_one_character_given_as_written():
+    assert load_config(None).data.delimiter is None  # the format's own
+    assert load_config(None, ["data.delimiter=@"]).data.delimiter == "@"  # YAML cannot read a bare @: kept as text
+    with pytest.raises(ConfigError, match="data.delimiter: must be one character"):
+        load_config(None, ["data.delimiter=@@"])
 
 
 def test_yes_and_no_are_class_names_and_a_bare_true_asks_for_quotes(tmp_path):

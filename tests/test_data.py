@@ -172,6 +172,29 @@ def test_how_auto_read_each_files_quotes_is_recorded(tmp_path):
     assert load_data(files_config(*jsonl), seed=0).summary["quoting"] is None  # no file has quoting to read
 
 
+def test_data_delimiter_reads_every_file_of_the_run(tmp_path):
+    """The Financial PhraseBank's sentence@label lines (latin-1, no header), its sentences holding commas and quotes."""
+    rows = "".join(
+        f'Net sales {word} , by £ {index} , " {index} " said Ahlström .@{word}\r\n'
+        for index in range(8)
+        for word in ("up", "down")
+    )
+    paths = {split: tmp_path / f"Sentences_{split}.txt" for split in SPLIT_NAMES}
+    for path in paths.values():
+        path.write_bytes(rows.encode("latin-1"))
+    settings = {"file_format": "csv", "encoding": "latin-1", "column_names": ["sentence", "label"], "delimiter": "@"}
+    config = files_config(paths["train"], paths["test"], validation_file=str(paths["validation"]), **settings)
+    config = dataclasses.replace(config, text_columns=["sentence"])
+    splits = load_splits(config, seed=0)
+    for name in SPLIT_NAMES:
+        assert splits[name].features["label"].names == ["down", "up"], name
+        assert splits[name]["text"][:2] == [
+            'Net sales up , by £ 0 , " 0 " said Ahlström .',
+            'Net sales down , by £ 0 , " 0 " said Ahlström .',
+        ]
+    assert "3 fields, expected 2" in error_message(dataclasses.replace(config, delimiter=None))
+
+
 SPLIT_NAMES = ("train", "validation", "test")
 
 

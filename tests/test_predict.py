@@ -566,6 +566,26 @@ def test_quoting_reads_an_input_that_quotes_nothing(run_dir, tmp_path, capsys):
     assert read_table(tmp_path / "out.csv") == read_table(tmp_path / "auto.csv")
 
 
+def test_delimiter_reads_an_input_separated_by_another_character(run_dir, tmp_path, capsys):
+    """Sentences with commas and quotes, one "sentence@label" a line, as the Financial PhraseBank writes them."""
+    (tmp_path / "phrases.txt").write_text(
+        'id@title@description@note\n1@Sales up , "a" said@b@c\n2@" Net " , sales@b@c\n'
+    )
+    assert predict_cli(run_dir, tmp_path / "phrases.txt", tmp_path / "out.csv", "--format", "csv") != 0
+    assert_one_line_error(capsys.readouterr().err, "phrases.txt", "its columns: 'id@title@description@note'")
+    code = predict_cli(run_dir, tmp_path / "phrases.txt", tmp_path / "out.csv", "--format", "csv", "--delimiter", "@")
+    assert code == 0
+    written = read_table(tmp_path / "out.csv")
+    assert [row[:4] for row in written] == [
+        ["id", "title", "description", "note"],
+        ["1", 'Sales up , "a" said', "b", "c"],
+        ["2", '" Net " , sales', "b", "c"],
+    ]
+    assert all(row[4] for row in written[1:])  # labelled
+    assert predict_cli(run_dir, tmp_path / "phrases.txt", tmp_path / "bad.csv", "--delimiter", "@@") == 2
+    assert "must be one character" in capsys.readouterr().err
+
+
 def test_quoting_help_gives_the_bytes_that_auto_reads(monkeypatch, capsys):
     """The size is tables.HEAD_BYTES, the one place it is set, not a number of its own in the help."""
     from pipeline.predict import cli

@@ -408,6 +408,31 @@ def test_auto_reads_quotes_in_csv_files_and_none_reads_them_as_text(tmp_path):
     assert read_all(path, quoting="csv")[1] == [["ham", "a, b"]]
 
 
+# The Financial PhraseBank's layout: latin-1, no header, CRLF, one "sentence@label" per line; sentences hold commas
+# and quotes, some open with one that never closes.
+PHRASEBANK_RECORDS = [
+    ["Sales rose , the company said .", "positive"],
+    ['" Ahlström\'s net profit , up £ 3.5 mn , beat "forecasts" .', "positive"],
+    ['Kesko said : " We expect no change " , analysts agreed .', "neutral"],
+]
+
+
+def test_a_given_delimiter_reads_a_file_separated_by_another_character(tmp_path, caplog):
+    path = tmp_path / "Sentences_AllAgree.txt"
+    path.write_bytes("".join(f"{text}@{label}\r\n" for text, label in PHRASEBANK_RECORDS).encode("latin-1"))
+    options = {"file_format": "csv", "encoding": "latin-1", "column_names": ["sentence", "label"]}
+    assert message_of(path, **options).startswith(f"{path}, line 2: malformed CSV record")  # read at commas
+    with caplog.at_level("INFO", logger="pipeline.data"):
+        header, records, numbers, _ = read_all(path, delimiter="@", **options)
+    assert header == ["sentence", "label"] and records == PHRASEBANK_RECORDS and numbers == [1, 2, 3]
+    # Its unbalanced quotes show that it quotes nothing, as a TSV file's would.
+    assert "a field goes on after its closing double quote" in caplog.text
+    assert read_all(path, delimiter="@", quoting="none", **options)[1] == PHRASEBANK_RECORDS
+    quoted = tmp_path / "quoted.csv"  # a file that quotes its fields is still read with its quotes
+    quoted.write_text('text@label\n"two\nlines @ once"@a\n"said ""hi"""@b\n')
+    assert read_all(quoted, delimiter="@")[1] == [["two\nlines @ once", "a"], ['said "hi"', "b"]]
+
+
 def test_a_file_whose_lines_end_in_a_carriage_return_alone_is_named_so(tmp_path):
     """Excel for Mac's "CSV (Macintosh)": read as one line, it failed with csv's advice about universal-newline mode."""
     for name in ("mac.csv", "mac.jsonl", "mac.csv.gz"):

@@ -47,6 +47,7 @@ from pipeline.tables import (
     DataError,
     EncodingError,
     Table,
+    delimiter_problem,
     one_line,
     open_table,
     resolve_columns,
@@ -159,6 +160,14 @@ def _add_file_arguments(add: Any) -> None:
         f"{HEAD_BYTES // 1024} KiB (from a pipe, what has arrived) hold a field that goes on after its closing quote "
         '("Free" entry). Like --encoding, a property of the input, not taken from the run',
     )
+    add(
+        "--delimiter",
+        type=_delimiter,
+        help="the one character between the fields of a CSV/TSV input when not its format's (a comma, or a semicolon "
+        "on a first line that shows it; a tab), e.g. @ for the Financial PhraseBank's sentence@label lines; then "
+        "--quoting auto also reads a field that goes on after its closing quote as unquoted text. Not taken from "
+        "the run",
+    )
 
 
 def _add_inference_arguments(add: Any) -> None:
@@ -239,6 +248,14 @@ def batch_tokens(text: str) -> int | str:
     return "auto" if text == "auto" else positive_int(text, least=0)
 
 
+def _delimiter(text: str) -> str:
+    """argparse type for --delimiter: tables.delimiter_problem's rule, as data.delimiter's."""
+    problem = delimiter_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
 def _column_list(text: str) -> list[str]:
     columns = [part.strip() for part in text.split(",") if part.strip()]
     if not columns:
@@ -276,6 +293,7 @@ def _predict_file(args: argparse.Namespace, source: ModelSource, process_index: 
         encoding_option="--encoding",
         quoting=args.quoting,
         quoting_option="--quoting",
+        delimiter=args.delimiter,
     ) as table:
         try:
             resolve_columns(table.header, source.text_spec.columns, table.name, "--text-columns")
