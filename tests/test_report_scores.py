@@ -126,6 +126,25 @@ def test_classes_by_support_and_a_row_normalised_confusion_matrix():
     assert confusion.rows[0][1].text == "80.0% (8)" and confusion.rows[1][2].text == "90.0% (270)"
 
 
+def test_per_class_support_is_each_runs_own_when_the_runs_scored_other_rows():
+    """A run beside pipeline.evaluate's scores of another file: its F1 for `big` is over 40 rows there, not the run's
+    10; and one model on two files is not ranked, so no F1 is bold."""
+    run, same_rows, other_file = (run_of(name, ratio=20.0) for name in ("skewed", "same_rows", "skewed_on_march"))
+    other_file.metrics["test"]["per_class"]["big"].update(support=40, f1=0.5)
+    other_file.metrics["evaluation"] = {"model": str(run.path.resolve()), "rows": 370}
+    same_rows.metrics["test"]["per_class"]["big"]["f1"] = 0.5
+    tables = {}
+    for name, runs in (("same", [run, same_rows]), ("other", [run, other_file])):
+        blocks = build_report(runs)[1]
+        tables[name] = next(block for block in blocks if isinstance(block, Table) and block.header[1] == "Support")
+    cells = {name: [(row[0].text, row[1].text, row[2].text) for row in table.rows] for name, table in tables.items()}
+    assert ("big", "10", "skewed") in cells["same"] and ("", "", "same_rows") in cells["same"]
+    assert ("big", "10", "skewed") in cells["other"] and ("", "40", "skewed_on_march") in cells["other"]
+    assert ("", "300", "skewed_on_march") in cells["other"]  # every class per run, once any differs
+    bold = {name: [row[5].style for row in table.rows if row[5].style == "best"] for name, table in tables.items()}
+    assert bold["same"] and not bold["other"]
+
+
 def test_calibration_and_operating_points_are_shown():
     _, blocks = build_report([run_of("binary", ratio=1.2, binary=True)])
     tables = [block for block in blocks if isinstance(block, Table)]

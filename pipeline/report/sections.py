@@ -30,7 +30,7 @@ from pipeline.report.formatting import (
     format_score,
     truncate,
 )
-from pipeline.report.runs import Run
+from pipeline.report.runs import Run, one_model
 from pipeline.report.scores import calibration_blocks, low_confidence_blocks, operating_blocks
 from pipeline.report.summary import all_labels, by_support, per_class_value, summary_blocks
 from pipeline.report.verdict import header_blocks
@@ -248,24 +248,31 @@ def _per_class_blocks(runs: Sequence[Run]) -> list[Block]:
 
 
 def _per_class_table(runs: Sequence[Run], labels: list[str]) -> Table:
-    """One row per class and run (a column per run would need unreadably long headers), best F1 in bold; classes
-    with the most test rows first."""
+    """One row per class and run (a column per run would need unreadably long headers), best F1 in bold (not for one
+    model on several files, which is never ranked); classes with the most test rows first. Supports are printed once
+    per class when every run scored the same rows, else on each run's row (runs on other data, a run beside
+    pipeline.evaluate's scores of another file), so that no run's F1 is read as over another's rows."""
     several = len(runs) > 1
+    ranked = several and not one_model(runs)
+    supports = {label: [per_class_value(run, label, "support") for run in runs] for label in labels}
+    same_rows = all(len({value for value in values if value is not None}) <= 1 for values in supports.values())
     rows, row_styles = [], []
     for label in labels:
         f1_values = [per_class_value(run, label, "f1") for run in runs]
         best_f1 = max((value for value in f1_values if value is not None), default=None)
-        support = next(
-            (value for value in (per_class_value(run, label, "support") for run in runs) if value is not None), None
-        )
+        shared = next((value for value in supports[label] if value is not None), None)
         for index, (run, f1) in enumerate(zip(runs, f1_values)):
             first_of_class = index == 0
-            row = [Cell(label if first_of_class else ""), Cell(format_count(support) if first_of_class else "", "num")]
+            if same_rows:
+                support = format_count(shared) if first_of_class else ""
+            else:
+                support = format_count(supports[label][index])
+            row = [Cell(label if first_of_class else ""), Cell(support, "num")]
             row += [Cell(run.name)] if several else []
             row += [
                 Cell(format_score(per_class_value(run, label, "precision")), "num"),
                 Cell(format_score(per_class_value(run, label, "recall")), "num"),
-                Cell(format_score(f1), "best" if several and f1 is not None and f1 == best_f1 else "num"),
+                Cell(format_score(f1), "best" if ranked and f1 is not None and f1 == best_f1 else "num"),
             ]
             rows.append(row)
             row_styles.append("group-start" if first_of_class and several else "")
