@@ -195,7 +195,7 @@ def _unquoted_field_line(lines: LineSource, delimiter: str) -> int | None:
 def _csv_records(
     reader: Any, lines: LineSource, kind: str, quoting_option: str | None
 ) -> Iterator[tuple[int, list[str]]]:
-    """(first line of the record, fields), every field the exact string in the file; empty lines are skipped.
+    """(first line of the record, fields), every field the exact string in the file; an empty line has no field.
     `quoting_option`: the setting that reads quotes as text, when they are read as quoting."""
     previous_end = 0
     while True:
@@ -209,8 +209,7 @@ def _csv_records(
                 f"({_csv_error_detail(error, quoting_option)})"
             ) from None
         start, previous_end = previous_end + 1, reader.line_num
-        if record:
-            yield start, record
+        yield start, record  # an empty line is [], which _checked_width reads by the file's width
 
 
 def _csv_error_detail(error: csv.Error, quoting_option: str | None) -> str:
@@ -230,7 +229,8 @@ def _csv_error_detail(error: csv.Error, quoting_option: str | None) -> str:
 
 
 def _blank(record: list[str]) -> bool:
-    return len(record) == 1 and not record[0].strip()
+    """An empty line, or one of spaces."""
+    return not record or (len(record) == 1 and not record[0].strip())
 
 
 def _width_hint(quoted: bool, quoting_option: str) -> str:
@@ -246,11 +246,19 @@ def _width_hint(quoted: bool, quoting_option: str) -> str:
 def _checked_width(
     records: Iterator[tuple[int, list[str]]], header: list[str], names_from: str, name: str, hint: str
 ) -> Iterator[tuple[int, list[str]]]:
+    empty_lines: list[int] = []
     for line, record in records:
         # A line of spaces between rows of several columns is no row; in a one-column file it is a row whose text
-        # is blank (`""`, or spaces), which prediction keeps and reports rather than silently dropping.
+        # is blank (`""`, or spaces), which prediction keeps and reports rather than silently dropping. So is an
+        # empty line between its rows: a text file of one text per line (tweet_eval's test_text.txt) lines up with
+        # its labels file only if every line is a row. Empty lines after the last row end the file; they are none.
         if len(header) > 1 and _blank(record):
             continue
+        if not record:
+            empty_lines.append(line)
+            continue
+        yield from ((empty, [""]) for empty in empty_lines)
+        empty_lines.clear()
         if len(record) != len(header):
             raise DataError(
                 f"{name}, line {line}: {len(record)} fields, expected {len(header)} as in {names_from} "

@@ -506,6 +506,18 @@ def test_a_one_column_file_with_empty_texts_keeps_every_row(run_dir, tmp_path):
     assert out["error"].tolist()[1:3] == ["empty text in text"] * 2
 
 
+def test_a_text_file_of_one_text_per_line_keeps_its_empty_lines_as_rows(run_dir, tmp_path):
+    """tweet_eval's test_text.txt lines up with test_labels.txt line by line: an empty line dropped from the output
+    would shift every later prediction onto another tweet's label."""
+    source = tmp_path / "test_text.txt"
+    source.write_text("Federer wins again\n\n\nStocks fall\n\n")  # the last empty line ends the file
+    arguments = ["--format", "tsv", "--column-names", "text", "--text-columns", "text"]
+    assert predict_cli(run_dir, source, tmp_path / "out.csv", *arguments) == 0
+    out = pd.read_csv(tmp_path / "out.csv", keep_default_na=False)
+    assert out["text"].tolist() == ["Federer wins again", "", "", "Stocks fall"]
+    assert out["error"].tolist() == ["", "empty text in text", "empty text in text", ""]
+
+
 def test_missing_text_column_lists_the_columns(run_dir, tmp_path, capsys):
     source = write_table(tmp_path / "in.csv", [["1", "x"]], header=["id", "headline"])
     assert predict_cli(run_dir, source, tmp_path / "out.csv") != 0

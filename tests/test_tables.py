@@ -192,12 +192,14 @@ def test_line_numbers_count_physical_lines_of_multi_line_fields(tmp_path):
 
 def test_a_blank_text_in_a_one_column_file_is_a_row_not_a_skipped_line(tmp_path):
     """pandas writes an empty text as `""`: in a one-column file that is a row (prediction must return it), and so
-    is a line of spaces; empty lines, and lines of spaces between rows of several columns, are not rows."""
+    is a line of spaces and an empty line between rows (a text file of one text per line); empty lines before the
+    header or after the last row, and blank lines between rows of several columns, are not rows."""
     path = tmp_path / "t.csv"
-    path.write_text('\ntext\nFederer wins\n""\n   \nStocks fall\n\n')
+    path.write_text('\ntext\nFederer wins\n""\n   \n\nStocks fall\n\n\n')
     header, records, numbers, _ = read_all(path)
-    assert header == ["text"] and records == [["Federer wins"], [""], ["   "], ["Stocks fall"]]
-    assert numbers == [3, 4, 5, 6]
+    assert header == ["text"] and records == [["Federer wins"], [""], ["   "], [""], ["Stocks fall"]]
+    assert numbers == [3, 4, 5, 6, 7]
+    assert read_all(path, chunk_size=2)[1] == records
     path.write_text("id,text\n1,a\n   \n2,b\n")
     assert read_all(path)[1] == [["1", "a"], ["2", "b"]]
 
