@@ -83,8 +83,9 @@ class DataConfig:
     label_column: str = "label"
     # Class names in id order. Unset: taken from the Hub's ClassLabel, or the sorted distinct string labels.
     label_names: list[str] | None = None
-    # Integer labels count from this number (ag_news_csv's class index runs 1-4). Unset: 0 with label_names;
-    # integer labels inferred from train count from 0 when train has a 0, else from 1 (labels written 1..K).
+    # Integer labels count from this number (ag_news_csv's class index runs 1-4). Unset: 0 with label_names (a train
+    # file of ids without a 0 must set it: labels.refuse_unsaid_id_base); integer labels inferred from train count
+    # from 0 when train has a 0, else from 1 (labels written 1..K).
     label_index_base: int | None = None
     # "multi_label": a row carries a set of classes (possibly empty: all negative), a list in JSON Lines/Parquet or a
     # string joined by label_separator in CSV/TSV; the model scores each class with its own sigmoid.

@@ -41,6 +41,7 @@ from pipeline.labels import (
     label_scheme,
     label_set_scheme,
     label_sets,
+    refuse_unsaid_id_base,
     trained_scheme,
 )
 from pipeline.splits import (
@@ -166,6 +167,8 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
         if multi_label
         else label_scheme(config, tables["train"], hub_names)
     )
+    if hub_names is None:  # a Hub ClassLabel's ids count from 0
+        refuse_unsaid_id_base(config, tables["train"], scheme)
     if len(scheme.names) < 2:
         raise DataError(
             f"{tables['train'].source}, column '{config.label_column}': only one class "

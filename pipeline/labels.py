@@ -109,6 +109,32 @@ def given_scheme(config: DataConfig, hub_names: list[str] | None) -> LabelScheme
     return None if names is None else LabelScheme(names, config.label_index_base or 0)
 
 
+def refuse_unsaid_id_base(config: DataConfig, train: Table, scheme: LabelScheme) -> None:
+    """Single-label ids read against data.label_names from the unset base, 0, where no train label is 0: a file that
+    counts from 1 (DBpedia's and Yelp's CSV files, ag_news_csv's class index) and lacks its last class in train read
+    every label as the class after its own, without an error, the first class merely without rows. A file that counts
+    from 0 and lacks its first class looks the same, so the base must be said."""
+    if config.label_index_base is not None or not config.label_names or config.task != "single_label":
+        return
+    named = set(scheme.names)
+    labels = [value for value in single_labels(train, config.label_column) if not is_blank(value)]
+    ids = [as_int(value) for value in labels if str(value).strip() not in named]
+    if not ids or len(ids) < len(labels) or any(number is None for number in ids) or min(ids) < 1:
+        return  # names, a mixed column (an error of its own), or an id 0 that shows the base
+    count, where = len(scheme.names), f"{train.source}, column '{config.label_column}'"
+    if max(ids) == count:  # only 1..K fits
+        raise DataError(
+            f"{where}: the labels are ids 1 to {count}, as many as data.label_names, so they count from 1: set "
+            "data.label_index_base to 1"
+        )
+    if max(ids) < count:
+        raise DataError(
+            f"{where}: the labels are ids {min(ids)} to {max(ids)} and none is 0; counted from 0 (data.label_index_base "
+            f"unset) {scheme.names[0]!r} has no rows, and if the file counts from 1 every label names the class after "
+            f"its own: set data.label_index_base to 1 (ids 1..{count}) or 0"
+        )
+
+
 def single_labels(table: Table, column: str) -> list[Any]:
     """A single-label column's values. A JSON object or list there (JSON Lines, Parquet) is no class: read as its
     str() it became a class named "{'label': 'World', ...}" without a word, so it is an error naming the row."""

@@ -256,6 +256,29 @@ def test_integer_labels_written_from_one_get_no_phantom_class_zero(tmp_path):
         load_splits(files_config(train, zero_test, validation_fraction=0.25), seed=0)
 
 
+def test_ids_against_label_names_without_a_zero_need_their_base_said(tmp_path):
+    """DBpedia's CSV counts its 14 classes from 1. Given the names but not the base, a train file that lacks the last
+    class read every label as the class after its own, the first class merely without rows: now the base is asked
+    for (and, with the last id present, only 1 fits)."""
+    names = ["Company", "Artist", "Village", "Film"]
+    rows = "".join(f'"{1 + i % 3}","{names[i % 3]} article {i}"\n' for i in range(12))  # ids 1..3: no Film rows
+    train = write_text(tmp_path / "train.csv", rows)
+    test = write_text(tmp_path / "test.csv", '"1","Company article"\n"3","Village article"\n')
+    config = files_config(train, test, column_names=["label", "text"], label_names=names, validation_fraction=0.25)
+    message = error_message(config)
+    assert message.startswith(f"{train}, column 'label': the labels are ids 1 to 3 and none is 0;")
+    assert message.endswith("set data.label_index_base to 1 (ids 1..4) or 0")
+    one_based = load_splits(dataclasses.replace(config, label_index_base=1), seed=0)
+    assert [names[label] for label in one_based["test"]["label"]] == ["Company", "Village"]
+    assert load_splits(dataclasses.replace(config, label_index_base=0), seed=0)["test"]["label"] == [1, 3]  # as said
+    train.write_text(rows + '"4","Film article"\n"4","Film article 2"\n')
+    assert error_message(config).endswith(
+        "as many as data.label_names, so they count from 1: set data.label_index_base to 1"
+    )
+    named = write_text(tmp_path / "named.csv", "".join(f"{names[i % 4]},row {i}\n" for i in range(12)))
+    assert load_splits(dataclasses.replace(config, train_file=str(named), test_file=str(named)), seed=0)  # names
+
+
 def test_string_labels_follow_label_names_order(tmp_path):
     rows = "".join(f"{name},{name} story {i}\n" for i in range(3) for name in ("neg", "pos"))
     train = write_text(tmp_path / "train.csv", "label,text\n" + rows)
