@@ -55,12 +55,14 @@ from pipeline.splits import (
     require_rows_per_class,
 )
 from pipeline.tables import (
+    DELIMITERS,
     INCOMPLETE_ROWS_HINT,
     STANDARD_INPUT,
     DataError,
     TextSpec,
     is_blank,
     is_missing,
+    is_number_text,
     open_table,
     resolve_columns,
 )
@@ -89,6 +91,8 @@ class Table:
     unit: str = "record"  # "line": rows are numbered by their 1-based line in the file
     numbers: list[int] | None = None  # each row's line or record number; None: records 1, 2, ...
     quoting: str | None = None  # a CSV/TSV file's double quotes as read: "csv" or "none" (data.quoting resolved)
+    # Added to the error about a configured column the rows lack: how else the file could be read.
+    missing_column_hint: str = ""
 
     def number(self, row: int) -> int:
         """The row's 1-based line in its file, or its record number."""
@@ -113,7 +117,10 @@ class Table:
 
     def column(self, name: str, key: str) -> list[Any]:
         """The values of a configured column (found as tables.resolve_columns finds it), naming `key` if absent."""
-        (position,) = resolve_columns([str(c) for c in self.frame.columns], [name], self.source, key)
+        try:
+            (position,) = resolve_columns([str(c) for c in self.frame.columns], [name], self.source, key)
+        except DataError as error:
+            raise DataError(f"{error}{self.missing_column_hint}") from None
         return self.frame.iloc[:, position].tolist()
 
 
@@ -347,6 +354,21 @@ def read_file_tables(config: DataConfig) -> dict[str, Table]:
     }
 
 
+# Many corpora come without a header row (ag_news_csv, DBpedia, Yelp, the SMS Spam Collection, go_emotions' TSV):
+# read by its first row, such a file lacks every configured column, and its "columns" are that row's cells.
+HEADERLESS_HINT = "; the file has no header row? Name its columns in data.column_names"
+# Longer than a column name is written: a text.
+MAX_HEADER_NAME = 30
+
+
+def _looks_like_data(header: list[str], file_format: str) -> bool:
+    """Whether a CSV/TSV file's header row looks like a row of data: a number (a class index) or a text among its
+    names."""
+    return file_format in DELIMITERS and any(
+        is_number_text(name) or len(name.strip()) > MAX_HEADER_NAME for name in header
+    )
+
+
 def read_table(path: str, origin: str, config: DataConfig, column_names: list[str] | None) -> Table:
     """Read one whole file as the data settings read every file (format, encoding, quoting, delimiter), its columns
     named by `column_names` when it has no header, into a Table of raw values (strings for CSV/TSV; nothing is parsed
@@ -360,7 +382,8 @@ def read_table(path: str, origin: str, config: DataConfig, column_names: list[st
     records = [record for chunk in chunks for record in chunk.records]
     numbers = [number for chunk in chunks for number in chunk.numbers]
     frame = pd.DataFrame(records, columns=table.header, dtype=object)
-    return Table(frame, path, origin, table.unit, numbers, table.quoting)
+    hint = HEADERLESS_HINT if column_names is None and _looks_like_data(table.header, table.format) else ""
+    return Table(frame, path, origin, table.unit, numbers, table.quoting, hint)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -279,6 +279,18 @@ def test_ids_against_label_names_without_a_zero_need_their_base_said(tmp_path):
     assert load_splits(dataclasses.replace(config, train_file=str(named), test_file=str(named)), seed=0)  # names
 
 
+def test_a_file_without_a_header_row_read_by_its_first_row_is_told_to_name_its_columns(tmp_path):
+    """The SMS Spam Collection, DBpedia's and Yelp's CSV files have no header: their first row is no column names."""
+    rows = "".join(f"{'ham' if i % 2 else 'spam'}\tA message of some length, number {i}\n" for i in range(8))
+    train = write_text(tmp_path / "SMSSpamCollection.tsv", rows)
+    message = error_message(files_config(train, train))
+    assert message.startswith(f"{train} has no column 'label' (data.label_column); its columns: 'spam', 'A message")
+    assert message.endswith("; the file has no header row? Name its columns in data.column_names")
+    assert len(load_splits(files_config(train, train, column_names=["label", "text"]), seed=0)["test"]) == 8
+    headed = write_text(tmp_path / "headed.tsv", "category\ttext\n" + rows)  # a header, just not with `label`
+    assert error_message(files_config(headed, headed)).endswith("its columns: 'category', 'text'")
+
+
 def test_string_labels_follow_label_names_order(tmp_path):
     rows = "".join(f"{name},{name} story {i}\n" for i in range(3) for name in ("neg", "pos"))
     train = write_text(tmp_path / "train.csv", "label,text\n" + rows)
