@@ -902,6 +902,7 @@ def test_a_skewed_multi_label_run_still_leads_with_micro_f1(tmp_path: Path):
         best={"metric": "micro_f1"},
         test={"micro_f1": 0.7911, "samples_f1": 0.82, "hamming_loss": 0.02},
         data={"task": "multi_label", "class_counts": {"train": {"imbalance_ratio": 59.5}}},
+        baseline={**baseline_record(0.5), "micro_f1": 0.7},
     )
     markdown = write_report([run], tmp_path / "report")[0].read_text()
     assert "tags: test micro-F1 0.7911, subset accuracy" in header_of(markdown)
@@ -909,6 +910,7 @@ def test_a_skewed_multi_label_run_still_leads_with_micro_f1(tmp_path: Path):
     summary = markdown[markdown.index("## Summary") :]
     headline = [line.split("|")[1].strip() for line in summary.splitlines()[4:7]]
     assert headline == ["Micro-F1", "Macro-F1", "Subset accuracy"] and "Test accuracy" not in summary
+    assert summary_rows(markdown)["Baseline subset accuracy"] == ["50.00%"]  # its baseline's, named alike
 
 
 def multi_label_run(name: str, separator: str, predicted_sets: list[set[str]], class_order: list[str]) -> Run:
