@@ -571,6 +571,11 @@ def _merge(base: dict[str, Any], update: dict[str, Any], section: type = Pipelin
     return merged
 
 
+# A bare | or > starts a block of text in YAML, empty when nothing indented follows: `label_separator: |` in a file
+# reads as "", so such a value must be quoted there ("|"). As a whole override value it means the character.
+YAML_BLOCK_INDICATORS = ("|", ">")
+
+
 def parse_override(text: str) -> tuple[list[str], Any]:
     """'train.learning_rate=3e-5' -> (['train', 'learning_rate'], 3e-5); the value is read as YAML."""
     key, sep, raw = text.partition("=")
@@ -580,6 +585,8 @@ def parse_override(text: str) -> tuple[list[str], Any]:
         value = load_yaml(raw) if raw.strip() else None
     except yaml.YAMLError:
         value = raw
+    if raw.strip() in YAML_BLOCK_INDICATORS:  # YAML reads them as an empty block of text; here they are the character
+        value = raw.strip()
     return key.strip().split("."), value
 
 

@@ -112,7 +112,10 @@ def _validate_decisions(config: PipelineConfig) -> None:
             if not 0.0 < weight < math.inf:
                 raise ConfigError(f"train.class_weights.{name}: must be a finite number > 0, got {weight}")
     if not config.data.label_separator:
-        raise ConfigError("data.label_separator: must not be empty")
+        raise ConfigError(
+            'data.label_separator: must not be empty (in a YAML file quote a | or >: "|"; bare, it starts a block of '
+            "text)"
+        )
     threshold = config.eval.threshold
     if isinstance(threshold, dict) and not is_threshold_target(threshold):
         for name, setting in threshold.items():

@@ -193,6 +193,8 @@ def resolve_columns(header: Sequence[str], wanted: Sequence[str], where: str, op
 def delimiter_problem(delimiter: str) -> str | None:
     """Why a given field delimiter (data.delimiter, pipeline.predict's --delimiter) cannot separate fields, or None:
     it must be one character that is not a double quote (it opens quoted fields) or a line break (it ends rows)."""
+    if not delimiter:
+        return 'must be one character, got none (in a YAML file quote a | or >: "|"; bare, it starts a block of text)'
     if len(delimiter) != 1:
         return f"must be one character, got {delimiter!r} (a tab: \"\\t\" in YAML, $'\\t' in a shell)"
     if delimiter in '"\r\n':

@@ -143,6 +143,20 @@ def test_a_delimiter_is_one_character_given_as_written():
         load_config(None, ["data.delimiter=@@"])
 
 
+def test_a_bare_pipe_is_the_character_on_the_command_line_and_asks_for_quotes_in_a_file(tmp_path):
+    """YAML reads a bare | (or >) as an empty block of text: `data.label_separator=|` was refused as empty, and a
+    pipe-separated file could not be given its delimiter."""
+    config = load_config(None, ["data.delimiter=|", "data.label_separator=|", "data.text_separator=>"])
+    assert (config.data.delimiter, config.data.label_separator, config.data.text_separator) == ("|", "|", ">")
+    path = tmp_path / "pipe.yaml"
+    for key in ("delimiter", "label_separator"):
+        path.write_text(f"data:\n  {key}: |\n  task: multi_label\n")
+        with pytest.raises(ConfigError, match=f'data.{key}: must .* quote a \\| or >: "\\|"'):
+            load_config(path)
+        path.write_text(f'data:\n  {key}: "|"\n')
+        assert getattr(load_config(path).data, key) == "|"
+
+
 def test_yes_and_no_are_class_names_and_a_bare_true_asks_for_quotes(tmp_path):
     """Binary label sets are often yes/no: YAML 1.1 would read them as booleans."""
     overrides = ["eval.threshold={yes: 0.3}", "train.class_weights={no: 1, yes: 3}", "data.label_names=[no, yes]"]
