@@ -264,7 +264,7 @@ def _class_indices(table: Table, column: str, label_lists: list[list[Any]], sche
         others = f"; unknown labels: {', '.join(repr(name) for name in distinct[:10])}" if len(distinct) > 1 else ""
         raise DataError(
             f"{table.where(rows[0])}, column '{column}': label {unknown[rows[0]][0]!r} is not a known class"
-            f"{table.and_more(rows)}{others}; {_allowed(scheme)}"
+            f"{table.and_more(rows)}{others}; {_allowed(scheme)}{_joined_hint(distinct, by_name, scheme)}"
         )
     kind = None
     for row, (labels, results) in enumerate(zip(label_lists, read)):
@@ -276,6 +276,25 @@ def _class_indices(table: Table, column: str, label_lists: list[list[Any]], sche
                 )
             kind = this_kind
     return [[index for index, _ in results] for results in read]
+
+
+# Characters that join several classes in one cell (go_emotions' "2,27"), tried on labels that name no class.
+JOINING_CHARACTERS = (",", ";", "|", " ")
+
+
+def _joined_hint(unknown: list[str], by_name: dict[str, int], scheme: LabelScheme) -> str:
+    """When every unknown label is known classes joined by one character (go_emotions' "2,27" read with another
+    data.label_separator, or as a single label), how to read them as sets."""
+    for character in JOINING_CHARACTERS:
+        parts = [label.split(character) for label in unknown]
+        if all(len(row) > 1 for row in parts) and all(
+            _read_label(part, by_name, scheme)[0] in range(len(by_name)) for row in parts for part in row
+        ):
+            return (
+                f"; several classes joined by {character!r}? A multi-label task reads them with data.task=multi_label "
+                f"and data.label_separator={character!r}"
+            )
+    return ""
 
 
 def _read_label(value: Any, by_name: dict[str, int], scheme: LabelScheme) -> tuple[int | None, str]:

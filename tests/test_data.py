@@ -291,6 +291,24 @@ def test_a_file_without_a_header_row_read_by_its_first_row_is_told_to_name_its_c
     assert error_message(files_config(headed, headed)).endswith("its columns: 'category', 'text'")
 
 
+def test_labels_that_join_known_classes_point_to_the_multi_label_settings(tmp_path):
+    """go_emotions' raw TSV writes a comment's emotions as "2,27" (ids into its 28 names)."""
+    names = ["anger", "joy", "neutral"]
+    rows = "".join(f"comment {i}\t{['0', '1,2', '2'][i % 3]}\te{i}\n" for i in range(9))
+    train = write_text(tmp_path / "train.tsv", rows)
+    config = files_config(train, train, column_names=["text", "emotions", "id"], label_column="emotions")
+    config = dataclasses.replace(config, label_names=names)
+    hint = "; several classes joined by ','? A multi-label task reads them with data.task=multi_label and "
+    for task in ("single_label", "multi_label"):  # multi-label, with the default separator "|"
+        message = error_message(dataclasses.replace(config, task=task))
+        assert message.startswith(f"{train}, line 2, column 'emotions': label '1,2' is not a known class")
+        assert message.endswith(hint + "data.label_separator=','")
+    multi = dataclasses.replace(config, task="multi_label", label_separator=",")
+    assert load_splits(multi, seed=0)["test"]["labels"][1] == [0.0, 1.0, 1.0]
+    other = write_text(tmp_path / "other.tsv", rows.replace("1,2", "surprise"))
+    assert "several classes" not in error_message(dataclasses.replace(config, train_file=str(other)))
+
+
 def test_string_labels_follow_label_names_order(tmp_path):
     rows = "".join(f"{name},{name} story {i}\n" for i in range(3) for name in ("neg", "pos"))
     train = write_text(tmp_path / "train.csv", "label,text\n" + rows)
