@@ -83,6 +83,9 @@ class DataConfig:
     label_column: str = "label"
     # Class names in id order. Unset: taken from the Hub's ClassLabel, or the sorted distinct string labels.
     label_names: list[str] | None = None
+    # A text file of the class names, one per line in id order, read as label_names: the classes.txt that comes with
+    # ag_news_csv, DBpedia's and Yelp's CSV files (their labels are ids from 1: label_index_base 1).
+    label_names_file: str | None = None
     # Integer labels count from this number (ag_news_csv's class index runs 1-4). Unset: 0 with label_names (a train
     # file of ids without a 0 must set it: labels.refuse_unsaid_id_base); integer labels inferred from train count
     # from 0 when train has a 0, else from 1 (labels written 1..K).

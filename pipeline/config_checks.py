@@ -73,6 +73,9 @@ def _validate_label_columns(config: PipelineConfig) -> None:
                 f"data.text_columns: holds the label column '{column}' ({key}); the model would read each row's "
                 "answer in its text"
             )
+    if data.label_names_file is not None and (data.label_names or data.label_columns):
+        given = "data.label_names" if data.label_names else "data.label_columns"
+        raise ConfigError(f"data.label_names_file: the classes are named once; {given} names them too, unset one")
     if not data.label_columns:
         return
     if data.task != "multi_label":

@@ -43,6 +43,7 @@ from pipeline.labels import (
     label_sets,
     refuse_unsaid_id_base,
     trained_scheme,
+    with_listed_names,
 )
 from pipeline.splits import (
     MULTI_LABEL_COLUMN,
@@ -161,6 +162,7 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
     a seeded sample stratified by label and keep the rows in file order; `max_train_samples` touches train only,
     `max_eval_samples` validation and test.
     """
+    config = with_listed_names(config)
     tables, hub_names = read_hub_tables(config) if config.source == "hub" else (read_file_tables(config), None)
     tables, config = read_indicator_columns(tables, config)
     incomplete = []

@@ -81,7 +81,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 # Data settings the trained model decides, not the file: its task and its classes.
-MODEL_DATA_KEYS = ("data.task", "data.label_names")
+MODEL_DATA_KEYS = ("data.task", "data.label_names", "data.label_names_file")
 
 
 def reading_config(run: RunDir, overrides: Sequence[str], input_path: Path) -> PipelineConfig:

@@ -22,12 +22,14 @@ column per class (`data.label_columns`) are first read into such sets (`indicato
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import numbers
 import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -91,6 +93,39 @@ def label_scheme(config: DataConfig, train: Table, hub_names: list[str] | None) 
     """Class names in id order: `data.label_names`, else a Hub ClassLabel (ids from 0), else train's labels."""
     given = given_scheme(config, hub_names)
     return given if given is not None else _inferred_scheme(train, config.label_column, config.label_index_base)
+
+
+def with_listed_names(config: DataConfig) -> DataConfig:
+    """The data config with `data.label_names_file` read into `data.label_names`, so that every later step finds
+    the classes under one key."""
+    if config.label_names_file is None:
+        return config
+    return dataclasses.replace(config, label_names=read_names_file(config.label_names_file, config.encoding))
+
+
+def read_names_file(path: str, encoding: str) -> list[str]:
+    """Class names, one per line in id order (surrounding spaces and trailing empty lines ignored)."""
+    where = f"data.label_names_file: {path}"
+    try:
+        text = Path(path).expanduser().read_text(encoding=encoding).removeprefix("\ufeff")
+    except FileNotFoundError:
+        raise DataError(f"{where}: no such file") from None
+    except UnicodeDecodeError as error:
+        raise DataError(f"{where}: not {encoding} text (byte {error.start}); set data.encoding") from None
+    lines = text.splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    names: dict[str, int] = {}
+    for number, line in enumerate(lines, start=1):
+        name = line.strip()
+        if not name:
+            raise DataError(f"{where}, line {number}: empty; one class name per line")
+        if name in names:
+            raise DataError(f"{where}, line {number}: {name!r} repeats line {names[name]}; each class once")
+        names[name] = number
+    if len(names) < 2:
+        raise DataError(f"{where}: {len(names)} class name(s); one per line, two or more")
+    return list(names)
 
 
 def given_scheme(config: DataConfig, hub_names: list[str] | None) -> LabelScheme | None:

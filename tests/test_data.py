@@ -23,7 +23,7 @@ import datasets
 import pandas as pd
 import pytest
 
-from pipeline.config import DataConfig
+from pipeline.config import ConfigError, DataConfig, load_config
 from pipeline.data import DataError, load_data, load_splits
 from tests.helpers import REPO_ROOT
 
@@ -92,6 +92,51 @@ def test_ag_news_csv_layout_loads_by_config_alone(tmp_path):
     assert splits["test"]["label"] == [0, 1, 2, 3]
     assert len(splits["train"]) + len(splits["validation"]) == 12
     assert label_counts(splits["validation"]) == {name: 1 for name in AG_NAMES}
+
+
+def test_label_names_file_names_the_classes_as_label_names_does(tmp_path):
+    """ag_news_csv ships classes.txt beside its CSV files: read, it gives the classes label_names gives."""
+    train = write_ag_news_csv(tmp_path / "train.csv")
+    test = write_ag_news_csv(tmp_path / "test.csv", rows_per_class=1)
+    classes = tmp_path / "classes.txt"
+    classes.write_text("\ufeff" + "\n".join(f" {name} " for name in AG_NAMES) + "\n\n", encoding="utf-8")
+    listed = ag_news_config(train, test, validation_fraction=0.3, label_names=None, label_names_file=str(classes))
+
+    from_file, from_list = (
+        load_splits(listed, seed=0),
+        load_splits(ag_news_config(train, test, validation_fraction=0.3), seed=0),
+    )
+
+    for name in ("train", "validation", "test"):
+        assert from_file[name].features["label"] == datasets.ClassLabel(names=AG_NAMES)
+        assert from_file[name]["label"] == from_list[name]["label"]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "classes.txt: no such file"),
+        ("World\n\nSports\n", "classes.txt, line 2: empty"),
+        ("World\nSports\nWorld\n", "classes.txt, line 3: 'World' repeats line 1"),
+        ("World\n", "classes.txt: 1 class name(s)"),
+    ],
+)
+def test_label_names_file_errors_name_the_file_and_line(tmp_path, content, message):
+    train = write_ag_news_csv(tmp_path / "train.csv")
+    classes = tmp_path / "classes.txt"
+    if content is not None:
+        classes.write_text(content)
+    config = ag_news_config(train, train, label_names=None, label_names_file=str(classes))
+
+    assert error_message(config).startswith(f"data.label_names_file: {classes}{message.removeprefix('classes.txt')}")
+
+
+def test_label_names_file_beside_label_names_is_a_config_error():
+    with pytest.raises(ConfigError, match=r"data\.label_names_file: the classes are named once; data\.label_names"):
+        load_config(
+            None,
+            ["data.source=files", "data.train_file=t.csv", "data.label_names=[a,b]", "data.label_names_file=c.txt"],
+        )
 
 
 def test_header_and_headerless_files_load_under_one_config(tmp_path):

@@ -184,6 +184,7 @@ def test_outputs_that_would_replace_the_run_the_input_or_a_file_are_refused(trai
         "train.epochs=2": "train.epochs=2: only data.* settings apply to evaluation",
         "data.task=multi_label": "data.task: the trained model decides it",
         "data.label_names=[a,b,c,d]": "data.label_names: the trained model decides it",
+        "data.label_names_file=classes.txt": "data.label_names_file: the trained model decides it",
     }.items():
         assert evaluate_main(["--output", str(tmp_path / "fresh"), *common, setting]) == 1
         assert message in capsys.readouterr().err

@@ -219,6 +219,7 @@ def test_indicator_columns_from_a_saved_hub_dataset(tmp_path):
             r"data\.label_columns: one 0/1 column per class is a multi-label layout; set data\.task=multi_label",
         ),
         (["data.label_names=[a,b]"], r"data\.label_names: the classes are the names of data\.label_columns"),
+        (["data.label_names_file=c.txt"], r"data\.label_names_file: the classes are named once; data\.label_columns"),
         (["data.label_columns=[a,A]"], r"data\.label_columns: name two or more distinct columns"),
         (["data.label_columns=[a]"], r"data\.label_columns: name two or more distinct columns"),
         (["data.label_columns=[a|b,c]"], r"data\.label_columns: column 'a\|b' contains data\.label_separator"),
