@@ -109,6 +109,19 @@ def one_model(runs: Sequence[Run]) -> bool:
     return len(runs) > 1 and len({model_of(run) for run in runs}) == 1
 
 
+def same_classes(runs: Sequence[Run]) -> bool:
+    """Whether the runs sort texts into one set of classes (in any id order). Runs with different classes (2-class
+    and 5-class reviews, AG News and DBpedia) answer different questions: no score of one says it does the other's
+    job better."""
+    return len({frozenset(run.labels) for run in runs}) <= 1
+
+
+def ranks_models(runs: Sequence[Run]) -> bool:
+    """Whether the report ranks the runs (a verdict naming the best, best values emphasised): several models on one
+    set of classes."""
+    return len(runs) > 1 and not one_model(runs) and same_classes(runs)
+
+
 def repeats_its_run(run: Run, runs: Sequence[Run]) -> bool:
     """A pipeline.evaluate folder shown beside the run it scored: its training records are that run's, said once."""
     return bool(run.metric("evaluation")) and any(

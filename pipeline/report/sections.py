@@ -30,7 +30,7 @@ from pipeline.report.formatting import (
     format_score,
     truncate,
 )
-from pipeline.report.runs import Run, one_model
+from pipeline.report.runs import Run, ranks_models
 from pipeline.report.scores import calibration_blocks, low_confidence_blocks, operating_blocks
 from pipeline.report.summary import all_labels, by_support, per_class_value, summary_blocks
 from pipeline.report.verdict import header_blocks
@@ -248,12 +248,12 @@ def _per_class_blocks(runs: Sequence[Run]) -> list[Block]:
 
 
 def _per_class_table(runs: Sequence[Run], labels: list[str]) -> Table:
-    """One row per class and run (a column per run would need unreadably long headers), best F1 in bold (not for one
-    model on several files, which is never ranked); classes with the most test rows first. Supports are printed once
+    """One row per class and run (a column per run would need unreadably long headers), best F1 in bold where the report
+    ranks the runs (runs.ranks_models); classes with the most test rows first. Supports are printed once
     per class when every run scored the same rows, else on each run's row (runs on other data, a run beside
     pipeline.evaluate's scores of another file), so that no run's F1 is read as over another's rows."""
     several = len(runs) > 1
-    ranked = several and not one_model(runs)
+    ranked = ranks_models(runs)
     supports = {label: [per_class_value(run, label, "support") for run in runs] for label in labels}
     same_rows = all(len({value for value in values if value is not None}) <= 1 for values in supports.values())
     rows, row_styles = [], []

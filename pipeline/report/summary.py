@@ -20,7 +20,7 @@ from pipeline.report.formatting import (
     format_rate,
     format_score,
 )
-from pipeline.report.runs import Run, one_model
+from pipeline.report.runs import Run, ranks_models
 from pipeline.report.scores import imbalance_sentence, is_imbalanced
 from pipeline.rundir import RANKING_METRICS, is_number, nested_get, per_class_score
 
@@ -178,10 +178,10 @@ def _truncated_train_text(run: Run) -> str:
 def _metric_row(
     label: str, runs: Sequence[Run], value_of: Callable[[Run], Any], formatter: Callable[[Any], str], higher: bool
 ) -> list[Cell]:
-    """A numeric row; with several models the best value is emphasised (not for one model on several files)."""
+    """A numeric row; the best value emphasised where the report ranks the runs (runs.ranks_models)."""
     values = [value_of(run) for run in runs]
     numbers = [value for value in values if is_number(value)]
-    compared = len(runs) > 1 and not one_model(runs) and len(set(numbers)) > 1
+    compared = ranks_models(runs) and len(set(numbers)) > 1
     best = (max(numbers) if higher else min(numbers)) if compared else None
     cells = [Cell(formatter(value), "best" if best is not None and value == best else "num") for value in values]
     return [Cell(label), *cells]

@@ -11,7 +11,7 @@ from pipeline.report.analysis import Comparison, gap_reading
 from pipeline.report.blocks import Block, Paragraph
 from pipeline.report.caveats import baseline_sentences, budget_sentence, truncation_note, untrained_note
 from pipeline.report.formatting import format_count, format_metric, format_percent, format_score
-from pipeline.report.runs import Run, one_model, repeats_its_run
+from pipeline.report.runs import Run, one_model, repeats_its_run, same_classes
 from pipeline.report.scores import imbalance_sentence, is_imbalanced
 from pipeline.report.summary import num_test_samples
 from pipeline.rundir import RANKING_METRICS, is_number
@@ -72,6 +72,8 @@ def _verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
         )
     if one_model(runs):
         return _one_model_verdict(runs)
+    if not same_classes(runs):
+        return _unranked_verdict(runs)
     if imbalanced:
         return _macro_f1_verdict(runs, comparison)
     # Multi-label runs side by side are ranked by micro-F1; any other mix by accuracy.
@@ -109,6 +111,16 @@ def _one_model_verdict(runs: Sequence[Run]) -> str:
         for run in runs
     )
     return f"One model on {len(runs)} files, by test {RANKING_METRICS[key]}: {scores}."
+
+
+def _unranked_verdict(runs: Sequence[Run]) -> str:
+    """Each run's own headline figure and its classes, side by side, without a 'best'."""
+    scores = "; ".join(
+        f"{run.name}: {format_count(len(run.labels))} classes, test {RANKING_METRICS[run.ranking_metric]} "
+        f"{format_metric(run.ranking_metric, run.metric('test', run.ranking_metric))}"
+        for run in runs
+    )
+    return f"Not ranked: the runs classify into different classes, so their scores do not compare. {scores}."
 
 
 def _scored_file(run: Run) -> str:
