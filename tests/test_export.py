@@ -673,18 +673,22 @@ def test_eval_export_at_the_end_of_a_run_and_in_its_report(exported_run, tmp_pat
         {"text": [" ".join(row) for row in rows], "label": [i % 4 for i in range(len(rows))]},
         features=datasets.Features({"text": datasets.Value("string"), "label": datasets.ClassLabel(names=LABELS)}),
     )
-    config = SimpleNamespace(
-        run_dir=run,
-        data=SimpleNamespace(task="single_label"),
-        eval=SimpleNamespace(export="onnx", batch_size=16),
-        run=SimpleNamespace(seed=0),
-    )
-    record = convert.export_after_training(config, validation)
+    record = convert.export_after_training(end_of_run_config(run, "single_label"), validation)
     assert record["verification"]["source"] == "validation split" and record["verification"]["rows"] == 50
     assert set(record["variants"]) - {"openvino"} == {"fp32"}  # OpenVINO's model where its extra is installed
     assert "onnx fp32" in capsys.readouterr().out
     report = (run / "report.md").read_text(encoding="utf-8")
     assert "ONNX export: parity and speed" in report and "onnx fp32" in report and "--backend auto runs" in report
+
+
+def end_of_run_config(run: Path, task: str) -> SimpleNamespace:
+    """The settings export_after_training reads from a finished run's config: ONNX, on validation, in batches of 16."""
+    return SimpleNamespace(
+        run_dir=run,
+        data=SimpleNamespace(task=task),
+        eval=SimpleNamespace(export="onnx", batch_size=16),
+        run=SimpleNamespace(seed=0),
+    )
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")  # the copied run has no history or test predictions
@@ -701,13 +705,7 @@ def test_eval_export_at_the_end_of_a_multi_label_run(bare_run, tmp_path, capsys)
     validation = datasets.Dataset.from_dict(
         {"text": [" ".join(row) for row in rows], "labels": [[float(i % 4 == c) for c in range(4)] for i in range(30)]}
     )
-    config = SimpleNamespace(
-        run_dir=run,
-        data=SimpleNamespace(task="multi_label"),
-        eval=SimpleNamespace(export="onnx", batch_size=16),
-        run=SimpleNamespace(seed=0),
-    )
-    record = convert.export_after_training(config, validation)
+    record = convert.export_after_training(end_of_run_config(run, "multi_label"), validation)
     capsys.readouterr()
     assert record["verification"]["source"] == "validation split" and record["verification"]["rows"] == 30
     assert record["verification"]["accuracy_rows"] == 0 and record["variants"]["fp32"]["status"] == "verified"
