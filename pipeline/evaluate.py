@@ -68,8 +68,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--precision",
         choices=INFERENCE_PRECISIONS,
-        default="fp32",
-        help="PyTorch's: fp32 (default, the model as evaluated in training), bf16, auto",
+        default=None,
+        help=f"PyTorch's: {TORCH_DEFAULT_PRECISION} (default with --backend torch, the model as evaluated in "
+        "training), bf16, auto (the default with any other backend, which runs an export at its own precision)",
     )
     parser.add_argument(
         "overrides",
@@ -78,6 +79,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="how to read the file where it differs from the run's training files, e.g. data.label_column=topic",
     )
     return parser.parse_args(argv)
+
+
+# Scoring as stage 4 did: the model in full precision. Only the torch backend takes a precision; an export runs at
+# its own, and the predictor refuses any other setting than auto beside --backend onnx/openvino/auto.
+TORCH_DEFAULT_PRECISION = "fp32"
+
+
+def precision_for(backend: str, precision: str | None) -> str:
+    """--precision as given, else fp32 for --backend torch and auto for the others (an export's own precision)."""
+    if precision is not None:
+        return precision
+    return TORCH_DEFAULT_PRECISION if backend == "torch" else "auto"
 
 
 # Data settings the trained model decides, not the file: its task and its classes.
@@ -222,7 +235,9 @@ def evaluate_file(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     labels = [str(label) for label in run_metrics["labels"]]
     reading = (run_metrics.get("data") or {}).get("label_reading")
     dataset, removed, quoting = read_labelled_file(config.data, args.input, "--input", labels, reading)
-    predictor = Predictor.from_source(resolve_model_source(run.path), backend=args.backend, precision=args.precision)
+    predictor = Predictor.from_source(
+        resolve_model_source(run.path), backend=args.backend, precision=precision_for(args.backend, args.precision)
+    )
     temperature = folded_temperature(run.model_dir)
     scored = score(predictor, list(dataset["text"]), labels_of(dataset), labels, temperature)
     evaluation = {

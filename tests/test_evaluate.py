@@ -6,6 +6,7 @@ a new file with their class names, must score exactly what stage 4 recorded for 
 
 import csv
 import json
+import shutil
 
 import pytest
 
@@ -96,6 +97,25 @@ def test_the_runs_own_test_rows_score_what_stage_4_recorded(trained, tmp_path, c
         f"again.csv ({count} texts)." in side_by_side.read_text(encoding="utf-8")
     )  # set side by side, not ranked
     assert f"accuracy {run_metrics['test']['accuracy']:.4f}" in capsys.readouterr().out
+
+
+def test_an_exported_run_is_scored_by_its_export_with_backend_onnx(trained, tmp_path):
+    """--backend onnx alone (no --precision): the export's own precision, not the torch backend's fp32 default,
+    which the predictor refuses beside an export."""
+    pytest.importorskip("onnxruntime", reason="the optional extra 'onnx' is not installed (pip install -e '.[onnx]')")
+    from pipeline.export import export_run
+
+    config, run_metrics = trained
+    run = shutil.copytree(config.run_dir, tmp_path / "exported")
+    export_run(run, openvino=False, rounds=1, max_rows=64)
+    path, count = own_test_rows_as_a_new_file(run, tmp_path / "again.csv")
+    output = tmp_path / "again_on_onnx"
+    reading = ["data.text_columns=[story]", "data.label_column=topic", "data.column_names=null"]
+    argv = ["--model", str(run), "--input", str(path), "--output", str(output), "--backend", "onnx", *reading]
+    assert evaluate_main(argv) == 0
+    metrics = json.loads((output / "metrics.json").read_text())
+    assert metrics["evaluation"]["backend"].startswith("backend onnx") and metrics["evaluation"]["rows"] == count
+    assert metrics["test"]["accuracy"] == pytest.approx(run_metrics["test"]["accuracy"], abs=2 / count)
 
 
 class CountingTokenizer:
