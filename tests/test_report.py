@@ -992,3 +992,19 @@ def test_a_run_beside_its_evaluation_folders_is_one_model_not_a_ranking(tmp_path
     assert "50.00% on march.csv" in header_of(markdown) and "Best by" not in markdown
     assert not [row for row in markdown.split("## Summary")[1].split("\n## ")[0].splitlines() if "**" in row]
     assert header_of(markdown).count("truncated at fixed length") == 1
+
+
+def test_per_class_support_is_each_runs_own_when_their_test_data_differ(tmp_path: Path):
+    """A run beside one tested on fewer rows (an evaluated file, another data set): each run's row gives the
+    support its own metrics.json records, not the first run's."""
+    full = make_fake_run(tmp_path, "full", seed=1, correct_share=0.8)
+    fewer = make_fake_run(tmp_path, "fewer", seed=2, correct_share=0.8, texts=fake_texts(NUM_TEST_ROWS // 2))
+    markdown = write_report([full, fewer], tmp_path / "report")[0].read_text(encoding="utf-8")
+    printed, label = {}, None
+    for row in markdown_table_rows(markdown_section(markdown, "Per-class F1"))[1:]:
+        label = row[0] or label
+        printed[label, row[2]] = row[1]
+    for run in (full, fewer):
+        per_class = json.loads((run / "metrics.json").read_text())["test"]["per_class"]
+        for label in LABELS:
+            assert printed[label, run.name] == f"{per_class[label]['support']:,}", (label, run.name)
