@@ -1008,3 +1008,20 @@ def test_per_class_support_is_each_runs_own_when_their_test_data_differ(tmp_path
         per_class = json.loads((run / "metrics.json").read_text())["test"]["per_class"]
         for label in LABELS:
             assert printed[label, run.name] == f"{per_class[label]['support']:,}", (label, run.name)
+
+
+def test_a_run_scored_on_another_file_is_not_ranked_against_its_own_run(tmp_path: Path):
+    """Two models and the first one's pipeline.evaluate folder: the models are ranked on their own test split (same
+    texts, so McNemar applies), the folder, however high its score on an easier file, is neither best nor bold."""
+    tickets = make_fake_run(tmp_path, "tickets", seed=1, correct_share=0.8)
+    rival = make_fake_run(tmp_path, "rival", seed=2, correct_share=0.6)
+    scored = shutil.copytree(tickets, tmp_path / "tickets_on_march")
+    update_metrics(scored, evaluation={"model": str(tickets.resolve()), "input": "/data/march.csv", "rows": 40})
+    update_metrics(scored, test={"accuracy": 0.99})
+    markdown = write_report([tickets, scored, rival], tmp_path / "report")[0].read_text()
+    verdict = header_of(markdown)
+    accuracy = json.loads((tickets / "metrics.json").read_text())["test"]["accuracy"]
+    assert f"Best by test accuracy: tickets with {100 * accuracy:.2f}%" in verdict
+    assert "McNemar" in verdict and "different data" not in verdict
+    assert "tickets_on_march (" not in verdict.split("Best by")[1].split(".")[0]
+    assert not summary_rows(markdown)["Test accuracy"][1].startswith("**")

@@ -20,7 +20,7 @@ from pipeline.report.formatting import (
     format_rate,
     format_score,
 )
-from pipeline.report.runs import Run, ranks_models
+from pipeline.report.runs import Run, ranks_models, repeats_its_run
 from pipeline.report.scores import imbalance_sentence, is_imbalanced
 from pipeline.rundir import RANKING_METRICS, is_number, nested_get, per_class_score
 
@@ -178,12 +178,17 @@ def _truncated_train_text(run: Run) -> str:
 def _metric_row(
     label: str, runs: Sequence[Run], value_of: Callable[[Run], Any], formatter: Callable[[Any], str], higher: bool
 ) -> list[Cell]:
-    """A numeric row; the best value emphasised where the report ranks the runs (runs.ranks_models)."""
+    """A numeric row; the best value emphasised where the report ranks the runs (runs.ranks_models), never on a
+    pipeline.evaluate folder beside the run it scored: the same model on another file is no rival."""
     values = [value_of(run) for run in runs]
-    numbers = [value for value in values if is_number(value)]
+    rivals = [not repeats_its_run(run, runs) for run in runs]
+    numbers = [value for value, rival in zip(values, rivals) if rival and is_number(value)]
     compared = ranks_models(runs) and len(set(numbers)) > 1
     best = (max(numbers) if higher else min(numbers)) if compared else None
-    cells = [Cell(formatter(value), "best" if best is not None and value == best else "num") for value in values]
+    cells = [
+        Cell(formatter(value), "best" if best is not None and rival and value == best else "num")
+        for value, rival in zip(values, rivals)
+    ]
     return [Cell(label), *cells]
 
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from pipeline.report.analysis import Comparison, gap_reading
+from pipeline.report.analysis import Comparison, compare_predictions, gap_reading
 from pipeline.report.blocks import Block, Paragraph
 from pipeline.report.caveats import baseline_sentences, budget_sentence, truncation_note, untrained_note
 from pipeline.report.formatting import format_count, format_metric, format_percent, format_score
@@ -23,7 +23,7 @@ def header_blocks(runs: Sequence[Run], comparison: Comparison | None, generated_
     locations = ", ".join(f"{run.name} ({run.path})" for run in runs)
     blocks: list[Block] = [
         Paragraph(f"Generated {generated_at:%Y-%m-%d %H:%M %Z}. Runs: {locations}.", style="meta"),
-        Paragraph(" ".join([_verdict(runs, comparison), *_caveat_sentences(runs)]), style="verdict"),
+        Paragraph(" ".join(_verdict_sentences(runs, comparison)), style="verdict"),
     ]
     blocks += [Paragraph(evaluation_note(run), style="note") for run in runs if run.metric("evaluation")]
     blocks += [Paragraph(f"{run.name}: {note}", style="note") for run in runs for note in run.notes]
@@ -49,6 +49,18 @@ def evaluation_note(run: Run) -> str:
     )
 
 
+def _verdict_sentences(runs: Sequence[Run], comparison: Comparison | None) -> list[str]:
+    """The verdict and its caveats. A pipeline.evaluate folder beside the run it scored is that run's model on
+    another file, not a rival: runs are ranked (and their budgets set against each other) without it, and, when it
+    is left out, compared on their own test predictions."""
+    if one_model(runs):
+        return [_one_model_verdict(runs)]
+    competing = [run for run in runs if not repeats_its_run(run, runs)]
+    if len(competing) < len(runs):
+        comparison = compare_predictions(competing) if len(competing) > 1 else None
+    return [_verdict(competing, comparison), *_caveat_sentences(competing)]
+
+
 def _verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
     imbalanced = any(map(is_imbalanced, runs))
     if len(runs) == 1:
@@ -70,8 +82,6 @@ def _verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
             f"{run.name}: test accuracy {format_percent(run.metric('test', 'accuracy'))}, macro-F1 "
             f"{format_score(run.metric('test', 'macro_f1'))} {samples}"
         )
-    if one_model(runs):
-        return _one_model_verdict(runs)
     if not same_classes(runs):
         return _unranked_verdict(runs)
     if imbalanced:
