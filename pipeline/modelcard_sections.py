@@ -21,7 +21,7 @@ from pipeline.rundir import (
     untrained_classes,
     untrained_consequence,
 )
-from pipeline.thresholds import KIND_ARGMAX, KIND_BINARY, KIND_MULTI_LABEL
+from pipeline.thresholds import DEFAULT_THRESHOLD, KIND_ARGMAX, KIND_BINARY, KIND_MULTI_LABEL
 
 # Beyond this many classes the confusion matrix is left to report.md: a card table that wide is unreadable.
 MAX_CONFUSION_CLASSES = 12
@@ -587,6 +587,11 @@ class CardSections(CardFacts):
             KIND_MULTI_LABEL: "a label applies when its score is at least its threshold",
             KIND_BINARY: "the positive class is predicted when its score is at least its threshold",
         }.get(kind, "a row whose top score is below its class's threshold is flagged as low-confidence")
+        if len(thresholds) < len(self.labels):  # eval.threshold named some classes: what the others get
+            rule += {
+                KIND_MULTI_LABEL: f" (the other classes' threshold is {DEFAULT_THRESHOLD})",
+                KIND_BINARY: "",
+            }.get(kind, " (a row of another class is never flagged)")
         return [
             f"Decision thresholds, chosen on validation, are stored in `{DECISION_FILE}` next to the weights "
             f"({listed}): {rule}. `transformers.pipeline` returns the scores only; `pipeline.predict` applies the "

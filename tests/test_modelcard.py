@@ -284,6 +284,16 @@ def test_multi_label_run_names_subset_accuracy_and_micro_f1(tmp_path):
     usage = section(card.text, "How to use")
     assert "top_k=None)  # every label's sigmoid score" in usage  # else transformers.pipeline returns one label
     assert "`decision.json`" in usage and "World 0.3100, Sports 0.5000, Business 0.2700" in usage
+    assert "(the other classes' threshold is 0.5)" in usage  # Sci/Tech was given none: 0.5, as predict applies
+
+
+def test_a_flagging_run_with_some_classes_thresholded_says_the_others_are_never_flagged(tmp_path):
+    extra = {"thresholds": {"kind": "flag", "thresholds": {"Sports": 0.6}}}
+    usage = section(ModelCard.load(write_model_card(fake_run(tmp_path, extra_metrics=extra))).text, "How to use")
+    assert (
+        "(Sports 0.6000): a row whose top score is below its class's threshold is flagged as low-confidence " in usage
+    )
+    assert "(a row of another class is never flagged)" in usage
 
 
 def test_the_card_says_which_columns_held_the_labels(tmp_path):
