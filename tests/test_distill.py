@@ -366,6 +366,29 @@ def test_student_embeddings_start_from_the_teachers_principal_components(teacher
         load_config(MINILM_CONFIG, ["train.distill.teacher=runs/t", "train.distill.init_embeddings=true"])
 
 
+def test_a_from_scratch_teacher_gives_the_student_its_embeddings(tmp_path, teacher_dir, bert_tokenizer):
+    """README: the teacher may be the encoder as well as BERT; init_embeddings then reads the encoder's token table
+    (transformers' get_input_embeddings did not know where it is: NotImplementedError)."""
+
+    def encoder(hidden_size: int) -> EncoderForSequenceClassification:
+        settings = dict(num_layers=1, num_heads=2, intermediate_size=32, id2label=dict(enumerate(LABELS)))
+        return EncoderForSequenceClassification(
+            EncoderClassifierConfig(vocab_size=bert_tokenizer.vocab_size, hidden_size=hidden_size, **settings)
+        )
+
+    teacher = encoder(hidden_size=24)
+    teacher.save_pretrained(tmp_path / "teacher")
+    bert_tokenizer.save_pretrained(tmp_path / "teacher")
+    student = encoder(hidden_size=16)
+    source = distill.resolve_teacher(DistillConfig(teacher=str(tmp_path / "teacher")))
+    assert distill.init_student_embeddings(student, source, bert_tokenizer)["dimensions"] == 16
+    table = teacher.encoder.embeddings.token.weight.detach().double().numpy()
+    centred = table - table.mean(0)
+    expected = centred @ np.linalg.svd(centred, full_matrices=False)[2][:16].T
+    got = student.encoder.embeddings.token.weight.detach().double().numpy()
+    assert all(abs(np.corrcoef(got[:, column], expected[:, column])[0, 1]) > 0.999 for column in range(16))
+
+
 def test_transfer_settings_without_a_teacher_are_refused():
     with pytest.raises(ConfigError, match=r"data\.unlabeled_file: needs a teacher"):
         load_config(MINILM_CONFIG, ["data.unlabeled_file=more.csv"])

@@ -421,6 +421,14 @@ class EncoderForSequenceClassification(PreTrainedModel):
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()  # runs `_init_weights` on every sub-module (transformers' initialisation machinery)
 
+    # The token table, as every Hugging Face model exposes it (transformers finds it only under names it knows):
+    # what a student's embeddings start from when this encoder is the teacher, and what resizing reaches.
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.encoder.embeddings.token
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.encoder.embeddings.token = value
+
     @torch.no_grad()
     def _init_weights(self, module: nn.Module):
         # `init` is transformers.initialization: its functions skip tensors already loaded by `from_pretrained`
