@@ -44,7 +44,7 @@ from pipeline.models import load_classifier
 from pipeline.models.cls_only import restrict_last_layer_to_cls
 from pipeline.report import ReportError, plot_confusion_matrix, write_report
 from pipeline.rundir import METRICS_FILE, RunDir, RunDirError
-from pipeline.scoring import Scoring, calibrate_and_decide
+from pipeline.scoring import Scoring, calibrate_and_decide, unfold_earlier_calibration
 from pipeline.splits import write_removed_rows
 from pipeline.thresholds import check_setting
 from pipeline.tokenization import TokenizationInfo, load_tokenizer, tokenize_splits
@@ -178,12 +178,17 @@ def load_pretrained(key: str, name: str, load):
         ) from None
 
 
-def save_model_dir(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, path: Path) -> None:
-    """model/ is replaced in one rename, so a crash mid-save leaves the previous best model intact."""
+def save_model_dir(
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, path: Path, decision: dict[str, Any] | None = None
+) -> None:
+    """model/ is replaced in one rename, so a crash mid-save leaves the previous best model intact; `decision`
+    (stage 4's, with the temperature folded into these weights) goes in with them."""
 
     def fill(staging: Path) -> None:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
+        if decision is not None:
+            rundir.write_decision(staging, decision)
 
     replace_directory(path, fill)
 
@@ -304,6 +309,7 @@ def evaluate(
     accelerator.wait_for_everyone()
     run = RunDir(config.run_dir)
     best_model = load_classifier(run.model_dir)
+    unfold_earlier_calibration(best_model, run.model_dir)  # resumed after stage 4 had calibrated it
     if prepared.last_layer_cls_only:  # scored as it was trained and validated
         restrict_last_layer_to_cls(best_model)
     best_model = accelerator.prepare_model(best_model, evaluation_mode=True)
@@ -328,7 +334,7 @@ def evaluate(
         prepared.rows,
         prepared.labels,
         accelerator.unwrap_model(best_model, keep_fp32_wrapper=False),
-        lambda model: save_model_dir(model, prepared.tokenizer, run.model_dir),
+        lambda model, decision: save_model_dir(model, prepared.tokenizer, run.model_dir, decision),
         accelerator.is_main_process,
         prepared.tokenization.max_length,
     )

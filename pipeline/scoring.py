@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,7 @@ from pipeline.calibration import (
 )
 from pipeline.config import PipelineConfig
 from pipeline.evaluation import EvalResult, result_from_logits
-from pipeline.rundir import DECISION_INPUT_KEY, RunDir, write_decision
+from pipeline.rundir import DECISION_INPUT_KEY, RunDir, folded_temperature, write_decision
 from pipeline.tables import TextSpec
 from pipeline.thresholds import Decision, choose_decision
 from pipeline.windows import LongTextRule
@@ -63,12 +64,14 @@ def calibrate_and_decide(
     rows: dict[str, TokenizedRows],
     labels: list[str],
     model: torch.nn.Module,
-    save_model: Callable[[torch.nn.Module], None],
+    save_model: Callable[[torch.nn.Module, dict[str, Any]], None],
     is_main_process: bool,
     max_length: int,
 ) -> Scoring:
     """`logits`: the best (uncalibrated) model's validation and test logits; `model` is that model, changed in place
-    when calibrated; `save_model` replaces model/ with it (called on the main process only). `max_length`: the
+    when calibrated; `save_model(model, decision)` replaces model/ with it and its decision.json in one rename
+    (called on the main process only), so that a folded temperature is never on disk without the record that
+    says so (see unfold_earlier_calibration). `max_length`: the
     fixed length the run tokenized to (resolved, where the setting may be auto), recorded with the decision."""
     pooling, multi_label = config.eval.chunk_pooling, rows["validation"].multi_label
     temperature, warning = 1.0, None
@@ -89,10 +92,11 @@ def calibrate_and_decide(
     if warning is not None:
         calibration["warning"] = warning
     if is_main_process:
-        if config.train.calibrate:
-            save_model(model)  # replaces model/ whole: decision.json goes in after
         record = decision_record(config, temperature, decision, max_length)
-        write_decision(RunDir(config.run_dir).model_dir, record)
+        if config.train.calibrate:
+            save_model(model, record)  # replaces model/ whole, decision.json inside
+        else:
+            write_decision(RunDir(config.run_dir).model_dir, record)
     logger.info(
         "Calibration: temperature %.3f; validation ECE %.4f -> %.4f",
         temperature,
@@ -100,6 +104,17 @@ def calibrate_and_decide(
         calibration["ece"]["validation"]["after"],
     )
     return Scoring(temperature, decision, results, calibration)
+
+
+def unfold_earlier_calibration(model: torch.nn.Module, model_dir: Path) -> float:
+    """Undo a temperature stage 4 folded into model/ before: a run resumed after calibration but before it
+    finished (no metrics.json) finds the calibrated weights there. Calibrating them again would fit T ~ 1 and
+    record that calibration changed nothing (and evaluate would take them for the trained model's). Returns the
+    temperature undone, 1.0 when model/ holds the trained weights (decision.json: none folded, or no record)."""
+    temperature = folded_temperature(model_dir)
+    if temperature != 1.0:
+        fold_temperature(model, 1.0 / temperature)  # logits * T: the trained model's again
+    return temperature
 
 
 def trusted_temperature(

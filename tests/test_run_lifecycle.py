@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
+from safetensors.torch import load_file
 from transformers import BertTokenizerFast
 
 from pipeline import finetune, rundir
@@ -18,6 +20,7 @@ from pipeline.config import ConfigError, load_config, save_config
 from pipeline.io import atomic_write_json
 from pipeline.rundir import RunDir, RunDirError
 from pipeline.tokenization import tokenizer_fingerprint
+from tests.helpers import reset_accelerate
 
 
 @pytest.mark.parametrize("name", ["", " ", ".", "..", "a/b", "../elsewhere", "/tmp/abs", "a\\b"])
@@ -270,3 +273,24 @@ def test_leftovers_of_an_interrupted_run_are_cleaned_on_the_next_start(tmp_path)
     removed = rundir.clean_staging_leftovers(run)
     assert len(removed) == 3
     assert sorted(p.name for p in run.rglob("*")) == ["checkpoints", "step_2"]
+
+
+@pytest.mark.slow  # two tiny training runs, ~10 s
+def test_resuming_after_stage_4_calibrated_the_model_calibrates_the_trained_weights_once(tiny_run_config):
+    """Killed after stage 4 folded the temperature into model/ but before metrics.json: the resumed run starts
+    stage 4 from the trained weights again, so it finds the same temperature and the same calibrated model (it
+    fitted T ~ 1 on the calibrated weights and recorded that calibration did nothing)."""
+    settings = ["run.name=calibrated", "train.max_steps=24", "train.save_every_steps=24", "train.learning_rate=1e-3"]
+    settings += ["train.per_device_batch_size=16"]
+    settings += ["eval.baseline=none", "eval.predict_speed_rows=0"]
+    first = finetune.run(tiny_run_config(*settings))["calibration"]["temperature"]
+    assert not math.isclose(first, 1.0, rel_tol=0.05)  # a temperature worth folding
+    run = RunDir(tiny_run_config(*settings).run_dir)
+    weights = load_file(run.model_dir / "model.safetensors")
+    run.metrics_path.unlink()  # as if killed between stage 4's model/ and metrics.json
+    reset_accelerate()
+    resumed = finetune.run(tiny_run_config(*settings, "train.resume=true"))
+    assert resumed["calibration"]["temperature"] == pytest.approx(first, rel=1e-4)
+    assert rundir.folded_temperature(run.model_dir) == pytest.approx(first, rel=1e-4)
+    again = load_file(run.model_dir / "model.safetensors")
+    assert all(torch.allclose(again[name], weights[name], rtol=1e-4, atol=1e-6) for name in weights)
