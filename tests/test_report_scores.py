@@ -107,15 +107,21 @@ def test_imbalanced_runs_tested_on_different_data_are_ranked_with_a_caution():
 
 
 def test_runs_with_different_classes_are_set_side_by_side_not_ranked():
-    """A 2-class and a 3-class run answer different questions: the verdict names no best run. The same classes in
-    another order are the same task, ranked as usual."""
+    """A 2-class and a 3-class run answer different questions, as do a single- and a multi-label run on the same
+    classes: the verdict names no best run. The same classes in another order are the same task, ranked as usual."""
     three, two = run_of("three", ratio=1.5), run_of("two", ratio=1.5, binary=True)
     two.metrics["test"]["accuracy"] = 0.99
     _, blocks = build_report([three, two])
     verdict = next(block.text for block in blocks if isinstance(block, Paragraph) and block.style == "verdict")
-    assert verdict.startswith("Not ranked: the runs classify into different classes")
+    assert verdict.startswith("Not ranked: the runs do different tasks")
     assert "three: 3 classes, test accuracy" in verdict and "two: 2 classes, test accuracy 99.00%" in verdict
     assert "Best" not in verdict
+
+    multi = run_of("multi", ratio=1.5)
+    multi.metrics["data"]["task"] = "multi_label"
+    _, blocks = build_report([three, multi])
+    verdict = next(block.text for block in blocks if isinstance(block, Paragraph) and block.style == "verdict")
+    assert verdict.startswith("Not ranked: the runs do different tasks")
 
     reordered = run_of("reordered", ratio=1.5)
     reordered.metrics["labels"] = list(reversed(reordered.metrics["labels"]))

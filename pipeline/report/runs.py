@@ -109,17 +109,18 @@ def one_model(runs: Sequence[Run]) -> bool:
     return len(runs) > 1 and len({model_of(run) for run in runs}) == 1
 
 
-def same_classes(runs: Sequence[Run]) -> bool:
-    """Whether the runs sort texts into one set of classes (in any id order). Runs with different classes (2-class
-    and 5-class reviews, AG News and DBpedia) answer different questions: no score of one says it does the other's
+def same_task(runs: Sequence[Run]) -> bool:
+    """Whether the runs do one task: one set of classes (in any id order), and all single- or all multi-label. Runs
+    with different classes (2-class and 5-class reviews, AG News and DBpedia) answer different questions, and a
+    single-label run's accuracy is not a multi-label run's subset accuracy: no score of one says it does the other's
     job better."""
-    return len({frozenset(run.labels) for run in runs}) <= 1
+    return len({(frozenset(run.labels), run.multi_label) for run in runs}) <= 1
 
 
 def ranks_models(runs: Sequence[Run]) -> bool:
     """Whether the report ranks the runs (a verdict naming the best, best values emphasised): several models on one
-    set of classes."""
-    return len(runs) > 1 and not one_model(runs) and same_classes(runs)
+    task (same_task)."""
+    return len(runs) > 1 and not one_model(runs) and same_task(runs)
 
 
 def repeats_its_run(run: Run, runs: Sequence[Run]) -> bool:

@@ -11,7 +11,7 @@ from pipeline.report.analysis import Comparison, compare_predictions, gap_readin
 from pipeline.report.blocks import Block, Paragraph
 from pipeline.report.caveats import baseline_sentences, budget_sentence, truncation_note, untrained_note
 from pipeline.report.formatting import format_count, format_metric, format_percent, format_score
-from pipeline.report.runs import Run, one_model, repeats_its_run, same_classes
+from pipeline.report.runs import Run, one_model, repeats_its_run, same_task
 from pipeline.report.scores import imbalance_sentence, is_imbalanced
 from pipeline.report.summary import num_test_samples
 from pipeline.rundir import RANKING_METRICS, is_number
@@ -82,7 +82,7 @@ def _verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
             f"{run.name}: test accuracy {format_percent(run.metric('test', 'accuracy'))}, macro-F1 "
             f"{format_score(run.metric('test', 'macro_f1'))} {samples}"
         )
-    if not same_classes(runs):
+    if not same_task(runs):
         return _unranked_verdict(runs)
     if imbalanced:
         return _macro_f1_verdict(runs, comparison)
@@ -130,7 +130,7 @@ def _unranked_verdict(runs: Sequence[Run]) -> str:
         f"{format_metric(run.ranking_metric, run.metric('test', run.ranking_metric))}"
         for run in runs
     )
-    return f"Not ranked: the runs classify into different classes, so their scores do not compare. {scores}."
+    return f"Not ranked: the runs do different tasks (other classes, or single- beside multi-label), so their scores do not compare. {scores}."
 
 
 def _scored_file(run: Run) -> str:
