@@ -950,6 +950,13 @@ def test_multi_label_runs_are_compared_by_class_sets_whatever_their_separators()
     assert comparison.right_counts == {"pipes": 1, "semicolons": 1}
     assert comparison.all_wrong_count == 0
 
+    from pipeline.report.sections import _disagreement_blocks
+
+    note = " ".join(
+        block.text for block in _disagreement_blocks(comparison, multi_label=True) if hasattr(block, "text")
+    )
+    assert "score: probability of the predicted class; for a multi-label run, its highest class probability" in note
+
     second.predictions.loc[3, "label"] = "tech"
     assert "gold labels differ between pipes and semicolons first at row 3" in (
         compare_predictions([first, second]).unavailable_reason

@@ -77,7 +77,7 @@ def build_report(runs: Sequence[Run], generated_at: datetime | None = None) -> t
     if len(runs) == 1:
         blocks += _export_blocks(runs[0])
     if comparison is not None:
-        blocks += _disagreement_blocks(comparison)
+        blocks += _disagreement_blocks(comparison, any(run.multi_label for run in runs))
     blocks += _mistake_blocks(runs)
     return title, blocks
 
@@ -283,7 +283,15 @@ def _per_class_table(runs: Sequence[Run], labels: list[str]) -> Table:
 # --- 6. Disagreements
 
 
-def _disagreement_blocks(comparison: Comparison) -> list[Block]:
+def _score_meaning(multi_label: bool) -> str:
+    """What test_predictions.csv's score is (docs/run-directory.md): the predicted class's probability, or for a
+    multi-label run, whose prediction is a set, its highest class probability."""
+    if multi_label:
+        return "probability of the predicted class; for a multi-label run, its highest class probability"
+    return "probability of the predicted class"
+
+
+def _disagreement_blocks(comparison: Comparison, multi_label: bool) -> list[Block]:
     blocks: list[Block] = [Heading(SECTION_DISAGREEMENTS)]
     if comparison.unavailable_reason:
         return blocks + [Paragraph(f"No comparison: {comparison.unavailable_reason}.", style="note")]
@@ -308,8 +316,7 @@ def _disagreement_blocks(comparison: Comparison) -> list[Block]:
         Paragraph(
             f"{'All' if len(shown) == count else f'The first {len(shown)}'} of them, those where every run was surest "
             f"of its answer first (row: the text's id in the data, or for older runs its position in {PREDICTIONS_FILE}; "
-            "✓ right, ✗ wrong; score: "
-            "probability of the predicted class).",
+            f"✓ right, ✗ wrong; score: {_score_meaning(multi_label)}).",
             style="meta",
         )
     )
