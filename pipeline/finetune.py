@@ -385,6 +385,8 @@ def build_metrics(
         },
         "training": {
             "global_steps": training.state.global_step,
+            # Rows trained on, counted batch by batch (a short last batch counts its own rows), over every process.
+            "samples_seen": training.state.samples_seen,
             "epochs_completed": training.epochs_completed,
             "effective_batch_size": training.effective_batch_size,
             "mixed_precision": training.mixed_precision,

@@ -145,6 +145,19 @@ def test_run_directory_holds_every_file_and_each_loads(finished_run):
     assert saved["train"]["learning_rate"] == pytest.approx(1e-3)
 
 
+def test_samples_seen_counts_the_rows_trained_on(finished_run):
+    """metrics.json counts rows as trained, batch by batch: the full run's 600 rows in batches of 16 end each epoch
+    on a batch of 8, which steps times the batch size would count as 16; the quick run's six steps are full."""
+    config, metrics = finished_run
+    training = metrics["training"]
+    if config.train.max_steps is None and not training["stopped_early"]:
+        expected = metrics["data"]["sizes"]["train"] * config.train.epochs
+        assert expected < training["global_steps"] * training["effective_batch_size"]
+    else:
+        expected = training["global_steps"] * training["effective_batch_size"]
+    assert training["samples_seen"] == expected
+
+
 def test_the_model_folder_records_how_the_run_reads_its_texts(finished_run, tmp_path):
     """model/decision.json holds the run's text rule and its resolved length (tokenizer.max_length is auto here),
     so the folder copied out of the run reads texts as the run does."""

@@ -766,6 +766,20 @@ def test_side_by_side_verdict_names_budget_differences(tmp_path: Path):
     ) in header
 
 
+def test_samples_seen_are_the_runs_own_count_where_it_recorded_one(tmp_path: Path):
+    """Steps times the batch counts a short last batch as full; a run's recorded count is taken over it."""
+    counted = update_metrics(
+        make_fake_run(tmp_path, "counted", seed=1, correct_share=0.85),
+        training={"global_steps": 38, "effective_batch_size": 16, "samples_seen": 600, "epochs_completed": 1.0},
+    )
+    older = update_metrics(
+        make_fake_run(tmp_path, "older", seed=2, correct_share=0.8),
+        training={"global_steps": 100, "effective_batch_size": 16, "epochs_completed": 1.0},
+    )
+    header = header_of(write_report([counted, older], tmp_path / "report")[0].read_text())
+    assert "older saw 2.7x the training samples of counted (1,600 vs 600)" in header
+
+
 def test_budget_differences_without_a_samples_gap_and_among_three_runs(tmp_path: Path):
     first = make_fake_run(tmp_path, "first", seed=1, correct_share=0.85)
     second = update_metrics(

@@ -121,12 +121,17 @@ class Budget:
 
 
 def budget_of(run: Run) -> Budget:
+    """A run's training budget. Samples seen: as the loop counted them, or for runs that predate that record, steps
+    times the effective batch (which counts a short last batch as full)."""
+    seen = run.metric("training", "samples_seen")
     steps, batch = run.metric("training", "global_steps"), run.metric("training", "effective_batch_size")
+    if not is_number(seen):
+        seen = steps * batch if is_number(steps) and is_number(batch) else None
     epochs = run.metric("training", "epochs_completed")
     length = run.metric("tokenization", "max_length")
     truncated = run.metric("tokenization", "truncated_fraction", "train")
     return Budget(
-        samples_seen=steps * batch if is_number(steps) and is_number(batch) else None,
+        samples_seen=seen,
         epochs=epochs if is_number(epochs) else None,
         max_length=length if is_number(length) else None,
         truncated_train=truncated if is_number(truncated) else None,
