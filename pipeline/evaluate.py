@@ -47,6 +47,10 @@ from pipeline.tokenization import TokenCounts, truncated_share
 
 DEFAULT_OUTPUT_ROOT = Path("reports")
 
+# Scoring as stage 4 did: the model in full precision. Only the torch backend takes a precision; an export runs at
+# its own, and the predictor refuses any other setting than auto beside --backend onnx/openvino/auto.
+TORCH_DEFAULT_PRECISION = "fp32"
+
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
@@ -79,11 +83,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="how to read the file where it differs from the run's training files, e.g. data.label_column=topic",
     )
     return parser.parse_args(argv)
-
-
-# Scoring as stage 4 did: the model in full precision. Only the torch backend takes a precision; an export runs at
-# its own, and the predictor refuses any other setting than auto beside --backend onnx/openvino/auto.
-TORCH_DEFAULT_PRECISION = "fp32"
 
 
 def precision_for(backend: str, precision: str | None) -> str:
