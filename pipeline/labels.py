@@ -145,14 +145,15 @@ def given_scheme(config: DataConfig, hub_names: list[str] | None) -> LabelScheme
 
 
 def refuse_unsaid_id_base(config: DataConfig, train: Table, scheme: LabelScheme) -> None:
-    """Single-label ids read against data.label_names from the unset base, 0, where no train label is 0: a file that
-    counts from 1 (DBpedia's and Yelp's CSV files, ag_news_csv's class index) and lacks its last class in train read
-    every label as the class after its own, without an error, the first class merely without rows. A file that counts
-    from 0 and lacks its first class looks the same, so the base must be said."""
-    if config.label_index_base is not None or not config.label_names or config.task != "single_label":
+    """Ids read against data.label_names from the unset base, 0, where no train label is 0: a file that counts from 1
+    (DBpedia's and Yelp's CSV files, ag_news_csv's class index) and lacks its last class in train read every label as
+    the class after its own, without an error, the first class merely without rows. A file that counts from 0 and
+    lacks its first class looks the same, so the base must be said. Multi-label sets of ids ("2,27") are read by the
+    same rule, item by item; indicator columns (data.label_columns) hold no ids."""
+    if config.label_index_base is not None or not config.label_names or config.label_columns:
         return
     named = set(scheme.names)
-    labels = [value for value in single_labels(train, config.label_column) if not is_blank(value)]
+    labels = _train_label_items(config, train)
     ids = [as_int(value) for value in labels if str(value).strip() not in named]
     if not ids or len(ids) < len(labels) or any(number is None for number in ids) or min(ids) < 1:
         return  # names, a mixed column (an error of its own), or an id 0 that shows the base
@@ -168,6 +169,13 @@ def refuse_unsaid_id_base(config: DataConfig, train: Table, scheme: LabelScheme)
             f"unset) {scheme.names[0]!r} has no rows, and if the file counts from 1 every label names the class after "
             f"its own: set data.label_index_base to 1 (ids 1..{count}) or 0"
         )
+
+
+def _train_label_items(config: DataConfig, train: Table) -> list[Any]:
+    """Every label written in train's label column: one per row (single-label), each item of each set (multi-label)."""
+    if config.task == "multi_label":
+        return [item for row in _raw_sets(train, config.label_column, config.label_separator) for item in row]
+    return [value for value in single_labels(train, config.label_column) if not is_blank(value)]
 
 
 def single_labels(table: Table, column: str) -> list[Any]:

@@ -93,7 +93,8 @@ def test_label_sets_of_class_ids_index_the_named_classes_and_are_read_one_way(tm
         "".join(json.dumps({"text": f"story {i}", "label": [i % 4, 3] if i % 2 else []}) + "\n" for i in range(40)),
         encoding="utf-8",
     )
-    data = load_data(files_config(ids, "data.label_names=[health,politics,sports,tech]").data, seed=0)
+    said = "data.label_index_base=0"  # its rows never use id 0, so the base is said (test below)
+    data = load_data(files_config(ids, "data.label_names=[health,politics,sports,tech]", said).data, seed=0)
     rows = {row: labels for split in data.splits.values() for row, labels in zip(split["row_id"], split["labels"])}
     assert data.labels == CLASSES
     assert rows["2"] == [0.0, 1.0, 0.0, 1.0] and rows["4"] == [0.0, 0.0, 0.0, 1.0] and rows["1"] == [0.0] * 4
@@ -104,7 +105,26 @@ def test_label_sets_of_class_ids_index_the_named_classes_and_are_read_one_way(tm
     ):
         load_data(files_config(mixed, "data.label_names=[health,politics,sports,tech]").data, seed=0)
     with pytest.raises(DataError, match=r"ids\.jsonl, line 2, column 'label': label '3' is not a known class"):
-        load_data(files_config(ids, "data.label_names=[health,politics,sports]").data, seed=0)
+        load_data(files_config(ids, "data.label_names=[health,politics,sports]", said).data, seed=0)
+
+
+def test_label_sets_of_ids_without_a_zero_need_their_base_said(tmp_path):
+    """A go_emotions subset written as ids ("2,3") that never uses id 0: counted from 0 or from 1 both fit, and the
+    wrong one reads every label as its neighbour class without an error; the base is asked for, as for single ids."""
+    path = tmp_path / "subset.csv"
+    path.write_text("text,label\n" + "".join(f"story {i},{1 + i % 3}|3\n" for i in range(30)), encoding="utf-8")
+    with pytest.raises(DataError) as caught:
+        load_data(files_config(path, "data.label_names=[health,politics,sports,tech]").data, seed=0)
+    assert str(caught.value) == (
+        f"{path}, column 'label': the labels are ids 1 to 3 and none is 0; counted from 0 (data.label_index_base "
+        "unset) 'health' has no rows, and if the file counts from 1 every label names the class after its own: set "
+        "data.label_index_base to 1 (ids 1..4) or 0"
+    )
+    said = load_data(
+        files_config(path, "data.label_names=[health,politics,sports,tech]", "data.label_index_base=1").data, seed=0
+    )
+    train = labels_of(said.splits["train"])
+    assert train[:, 3].sum() == 0 and train[:, 2].all()  # id 3, in every row, is the third class counted from 1
 
 
 def write_indicator_csv(path, sets, cells=("0", "1")):
