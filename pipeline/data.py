@@ -6,11 +6,12 @@ Every split has `text` (str), `label` (a `datasets.ClassLabel` carrying the clas
 task (`data.task: multi_label`) has `labels` instead of `label`: a multi-hot float32 list, one entry per class, with
 the class names beside it (`LoadedData.labels`).
 Sources are the Hugging Face Hub (`data.source: hub`) or local files (`data.source: files`: CSV, TSV, JSON Lines,
-Parquet, optionally gzip-compressed). Bad input fails here, before any tokenizing or training, with a `DataError`
+Parquet, optionally gzip-compressed, or a folder of class folders: pipeline/folders.py). Bad input fails here, before any tokenizing or training, with a `DataError`
 whose message names the file (or Hub split), the row and the column, so a user can fix the file and rerun.
 
 Rows are named as people look for them: "line N" is the 1-based physical line in a CSV/TSV/JSON Lines file,
-counting the header line; "record N" is the 1-based position in a Parquet file, a JSON array or a Hub split.
+counting the header line; "record N" is the 1-based position in a Parquet file, a JSON array or a Hub split; "file
+pos/0_9.txt" is a file of a folder of class folders, by its path in the folder.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import datasets
 import pandas as pd
 
+from pipeline.folders import ID_COLUMN, LABEL_COLUMN, TEXT_COLUMN, is_folder, read_class_folders
 from pipeline.labels import (
     INDICATOR_SETS_COLUMN,
     ClassCounts,
@@ -89,14 +91,17 @@ class Table:
     frame: pd.DataFrame
     source: str  # the file path as configured, or "Hub dataset 'name' split 'train'"
     origin: str  # the config key the rows came from, e.g. "data.train_file" or "data.hub_name"
-    unit: str = "record"  # "line": rows are numbered by their 1-based line in the file
-    numbers: list[int] | None = None  # each row's line or record number; None: records 1, 2, ...
+    unit: str = "record"  # "line": rows are numbered by their 1-based line in the file; "file": named by their file
+    # Each row's line or record number, or (a folder of class folders) its file's path in the folder; None: records
+    # 1, 2, ...
+    numbers: list[int | str] | None = None
     quoting: str | None = None  # a CSV/TSV file's double quotes as read: "csv" or "none" (data.quoting resolved)
     # Added to the error about a configured column the rows lack: how else the file could be read.
     missing_column_hint: str = ""
+    files_per_class: dict[str, int] | None = None  # a folder of class folders: the files read from each class folder
 
-    def number(self, row: int) -> int:
-        """The row's 1-based line in its file, or its record number."""
+    def number(self, row: int) -> int | str:
+        """The row's 1-based line in its file, its record number, or its file's path in a folder."""
         return self.numbers[row] if self.numbers is not None else row + 1
 
     def and_more(self, rows: list[int]) -> str:
@@ -214,9 +219,16 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
             "setting": config.incomplete_rows,
             "removed": {split: sum(row.split == split for row in incomplete) for split in tables},
         },
-        "quoting": quoting_record(tables, config),
+        **source_records(tables, config),
     }
     return LoadedData(result, incomplete + removed, summary, scheme.names, multi_label)
+
+
+def source_records(tables: dict[str, Table], config: DataConfig) -> dict[str, Any]:
+    """How the sources were read, for metrics.json `data`: the CSV/TSV files' quotes (`quoting`), and the files read
+    per class folder from each split read from a folder of class folders (`class_folders`; None when none was)."""
+    folders = {split: table.files_per_class for split, table in tables.items() if table.files_per_class is not None}
+    return {"quoting": quoting_record(tables, config), "class_folders": folders or None}
 
 
 def quoting_record(tables: dict[str, Table], config: DataConfig) -> dict[str, Any] | None:
@@ -245,13 +257,16 @@ def read_indicator_columns(tables: dict[str, Table], config: DataConfig) -> tupl
 
 def read_labelled_file(
     config: DataConfig, path: str, origin: str, names: list[str], reading: dict[str, Any] | None
-) -> tuple[datasets.Dataset, list[RemovedRow], dict[str, Any] | None]:
+) -> tuple[datasets.Dataset, list[RemovedRow], dict[str, Any]]:
     """One labelled file, read as training read its files (text columns, label layout, encoding, incomplete rows),
     its labels against a trained model's classes `names`, as training read labels (`reading`: the run's
-    data.label_reading; labels.trained_scheme): what pipeline.evaluate scores, the rows left out, and how its
-    quotes were read (quoting_record, as `test`).
-    Nothing is carved, deduplicated or capped: every usable row of the file is scored."""
-    table = read_table(path, origin, config, config.column_names)
+    data.label_reading; labels.trained_scheme): what pipeline.evaluate scores, the rows left out, and how it was
+    read (source_records, as `test`). A folder of class folders is read for the model's classes, and need not hold
+    all of them. Nothing is carved, deduplicated or capped: every usable row of the file is scored."""
+    if is_folder(path):
+        table = read_folder(path, origin, config, names, "the model's classes", every_class=False)
+    else:
+        table = read_table(path, origin, config, config.column_names)
     _require_rows(table, "input")
     if config.label_columns and set(config.label_columns) != set(names):
         raise DataError(
@@ -260,7 +275,7 @@ def read_labelled_file(
         )
     tables, config = read_indicator_columns({"test": table}, config)
     table, removed = drop_incomplete(tables["test"], "test", config)
-    return to_dataset(table, config, trained_scheme(names, reading, config)), removed, quoting_record(tables, config)
+    return to_dataset(table, config, trained_scheme(names, reading, config)), removed, source_records(tables, config)
 
 
 def _warn_shared_ids(splits: dict[str, datasets.Dataset], id_column: str) -> None:
@@ -374,7 +389,10 @@ def _looks_like_data(header: list[str], file_format: str) -> bool:
 def read_table(path: str, origin: str, config: DataConfig, column_names: list[str] | None) -> Table:
     """Read one whole file as the data settings read every file (format, encoding, quoting, delimiter), its columns
     named by `column_names` when it has no header, into a Table of raw values (strings for CSV/TSV; nothing is parsed
-    as NA or numbers)."""
+    as NA or numbers). A folder is read as a folder of class folders, for the classes data.label_names lists."""
+    if is_folder(path):
+        listed_in = "data.label_names_file" if config.label_names_file else "data.label_names"
+        return read_folder(path, origin, config, config.label_names, listed_in, every_class=True)
     if not Path(path).expanduser().is_file() and path != STANDARD_INPUT:
         raise DataError(f"{origin}: file not found: {path} (looked for {Path(path).expanduser().resolve()})")
     with open_table(
@@ -386,6 +404,36 @@ def read_table(path: str, origin: str, config: DataConfig, column_names: list[st
     frame = pd.DataFrame(records, columns=table.header, dtype=object)
     hint = HEADERLESS_HINT if column_names is None and _looks_like_data(table.header, table.format) else ""
     return Table(frame, path, origin, table.unit, numbers, table.quoting, hint)
+
+
+# Data settings that describe a file's layout, which a folder of class folders does not have.
+FILE_LAYOUT_KEYS = ("file_format", "column_names", "delimiter", "quoting")
+# Added to the error about a configured column that a folder's rows lack.
+FOLDER_COLUMNS_HINT = (
+    f"; a folder of class folders gives the columns {TEXT_COLUMN} (a file's whole text), {LABEL_COLUMN} (its class "
+    f"folder) and {ID_COLUMN} (its path in the folder): set data.text_columns=[{TEXT_COLUMN}] and "
+    f"data.label_column={LABEL_COLUMN} (and leave data.id_column unset: rows are named by that path)"
+)
+
+
+def read_folder(
+    path: str, origin: str, config: DataConfig, classes: list[str] | None, classes_from: str, every_class: bool
+) -> Table:
+    """A folder of class folders (pipeline/folders.py) as the Table of its files, each named by its path in the
+    folder; `classes` (from `classes_from`) are the class folders read."""
+    defaults = {setting.name: setting.default for setting in dataclasses.fields(config)}
+    unused = [f"data.{key}" for key in FILE_LAYOUT_KEYS if getattr(config, key) != defaults[key]]
+    if unused:
+        logger.warning(
+            "%s (%s) is a folder of class folders, which these file settings do not describe: %s",
+            path,
+            origin,
+            ", ".join(unused),
+        )
+    folder = read_class_folders(path, config.encoding, classes, classes_from, every_class, origin)
+    return Table(
+        folder.frame, path, origin, "file", list(folder.paths), None, FOLDER_COLUMNS_HINT, folder.files_per_class
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------

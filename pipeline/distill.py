@@ -27,6 +27,7 @@ from tqdm.auto import tqdm
 
 from pipeline import rundir
 from pipeline.config import ConfigError, DataConfig, DistillConfig, PipelineConfig
+from pipeline.folders import is_folder
 from pipeline.io import atomic_path, atomic_write_json
 from pipeline.models import class_names, is_multi_label
 from pipeline.rundir import RunDir, is_number, nested_get
@@ -280,6 +281,10 @@ def read_unlabeled(config: DataConfig) -> list[str]:
     from pipeline.data import build_texts, read_table, texts_of
 
     path, key = config.unlabeled_file, "data.unlabeled_file"
+    if is_folder(path):  # its texts have no classes: a folder of class folders would have them read as unlabelled
+        raise DataError(
+            f"{key}: {path} is a folder; unlabelled texts are read from a file (CSV, TSV, JSON Lines, Parquet)"
+        )
     spec = TextSpec.from_data_config(config)
     attempts = [config.column_names, None] if config.column_names else [None]
     for number, column_names in enumerate(attempts, 1):

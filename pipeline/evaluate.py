@@ -3,8 +3,8 @@
     python -m pipeline.evaluate --model runs/ag_news_minilm --input new_labelled.csv
     python -m pipeline.evaluate --model runs/tickets --input march.csv data.label_column=queue --output reports/march
 
-The file is read as the run read its training files (its config.yaml: text columns, label column or columns,
-encoding, quoting, incomplete rows), with any `data.*` setting but the task and classes overridden by KEY=VALUE; its
+The file (or a folder of class folders, read for the model's classes: pipeline/folders.py) is read as the run read
+its training files (its config.yaml: text columns, label column or columns, encoding, quoting, incomplete rows), with any `data.*` setting but the task and classes overridden by KEY=VALUE; its
 labels must be the model's classes, read as training read its own (metrics.json data.label_reading). Every usable
 row is scored: nothing is carved, deduplicated or capped. The model is the run's, calibrated and with its
 thresholds, in full precision by default.
@@ -58,7 +58,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         description="Score a trained run's model on a labelled file and write its metrics and report.",
     )
     parser.add_argument("--model", required=True, help="run directory (runs/<name>)")
-    parser.add_argument("--input", required=True, help="labelled CSV, TSV, JSON Lines or Parquet file")
+    parser.add_argument(
+        "--input", required=True, help="labelled CSV, TSV, JSON Lines or Parquet file, or a folder of class folders"
+    )
     parser.add_argument(
         "--output", help="folder to write (default: reports/<run>_on_<file name>); refused if it exists"
     )
@@ -113,8 +115,11 @@ def reading_config(run: RunDir, overrides: Sequence[str], input_path: Path) -> P
 
 def check_paths(run: RunDir, input_path: Path, output: Path, overwrite: bool) -> None:
     """The output folder may replace an earlier one (--overwrite), never a file, the run directory or the input."""
-    if not input_path.is_file():
-        raise DataError(f"--input: file not found: {input_path} (evaluation reads a file whole; not stdin)")
+    if not input_path.is_file() and not input_path.is_dir():
+        raise DataError(
+            f"--input: file not found: {input_path} (evaluation reads a file whole, or a folder of class folders; "
+            "not stdin)"
+        )
     target = output.resolve()
     for protected, what in ((run.path.resolve(), "the run directory"), (input_path, "the input file")):
         if target == protected or target in protected.parents or protected in target.parents:
@@ -192,12 +197,12 @@ def build_metrics(
     scored: Scored,
     tokenization: dict[str, Any],
     removed: list[RemovedRow],
-    quoting: dict[str, Any] | None,
+    read: dict[str, Any],
     evaluation: dict[str, Any],
     name: str,
 ) -> dict[str, Any]:
     """metrics.json of the output folder: the run's own records of how it was trained and validated, this file's
-    metrics as `test`."""
+    metrics as `test` (`read`: how it was read, data.source_records)."""
     data = run_metrics.get("data") or {}
     result = scored.result
     return {
@@ -216,7 +221,7 @@ def build_metrics(
             "class_counts": data.get("class_counts"),
             "sizes": {"test": len(result.labels)},
             "incomplete_rows": {"removed": {"test": len(removed)}},
-            "quoting": quoting,
+            **read,
         },
         "evaluation": evaluation,
     }
@@ -233,7 +238,7 @@ def evaluate_file(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     run_metrics = run.read_metrics()
     labels = [str(label) for label in run_metrics["labels"]]
     reading = (run_metrics.get("data") or {}).get("label_reading")
-    dataset, removed, quoting = read_labelled_file(config.data, args.input, "--input", labels, reading)
+    dataset, removed, read = read_labelled_file(config.data, args.input, "--input", labels, reading)
     predictor = Predictor.from_source(
         resolve_model_source(run.path), backend=args.backend, precision=precision_for(args.backend, args.precision)
     )
@@ -248,7 +253,7 @@ def evaluate_file(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
         "backend": predictor.describe_backend(),
     }
     tokenization = tokenization_of(scored.counts, predictor.max_length, run_metrics)
-    metrics = build_metrics(run_metrics, scored, tokenization, removed, quoting, evaluation, output.name)
+    metrics = build_metrics(run_metrics, scored, tokenization, removed, read, evaluation, output.name)
 
     def fill(folder: Path) -> None:
         written = RunDir(folder)

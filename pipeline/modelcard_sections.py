@@ -221,6 +221,25 @@ class CardSections(CardFacts):
         ]
         return ["", f"Double quotes in the files (`data.quoting: {record.get('setting')}`): {'; '.join(parts)}."]
 
+    def class_folder_lines(self) -> list[str]:
+        """data.class_folders: the splits read from a folder of class folders, and the files read from each class
+        folder (before rows were left out, carved or capped)."""
+        record = self.get("data", "class_folders")
+        if not isinstance(record, dict):
+            return []
+        parts = [
+            f"{split}: {', '.join(f'`{name}` {_count(files)}' for name, files in counts.items())}"
+            for split, counts in record.items()
+            if isinstance(counts, dict)
+        ]
+        if not parts:
+            return []
+        return [
+            "",
+            "Read from folders of class folders, each file one text labelled by the name of its folder; files per "
+            f"class: {'; '.join(parts)}.",
+        ]
+
     def data_section(self) -> list[str]:
         lines = ["## Training data", ""]
         seed = self.get("data", "seed")
@@ -234,7 +253,10 @@ class CardSections(CardFacts):
                 if self.data.get(f"{split}_file")
             ]
             lines.append(f"Source: local files: {', '.join(files)}.")
-        lines.append(f"Each text is {self.text_rule()}; {self.label_rule()}.")
+        folders = self.get("data", "class_folders")
+        files = [split for split in ("train", "validation", "test") if self.data.get(f"{split}_file")]
+        if not (isinstance(folders, dict) and files and set(files) <= set(folders)):  # else class_folder_lines says
+            lines.append(f"Each text is {self.text_rule()}; {self.label_rule()}.")
         carved = self.get("data", "carved_from_train")
         if isinstance(carved, dict):
             for split, fraction in carved.items():
@@ -266,6 +288,7 @@ class CardSections(CardFacts):
             lines += ["", *duplicates]
         lines += self.incomplete_lines()
         lines += self.quoting_lines()
+        lines += self.class_folder_lines()
         lines += ["", f"Seed: {seed} (splits, sampling, initialisation, dropout)."]
         return lines
 

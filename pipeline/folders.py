@@ -1,0 +1,161 @@
+"""A folder of class folders as labelled data: aclImdb's train/pos/0_9.txt, 20 Newsgroups' alt.atheism/49960, BBC
+News' business/001.txt, the layout scikit-learn's `load_files` reads.
+
+    folder = read_class_folders("aclImdb/train", "utf-8", ["neg", "pos"], "data.label_names", True, "data.train_file")
+
+Each immediate subfolder is a class, named by its folder; each file directly inside it is one row, whose text is
+the whole file decoded as every text file is (tables.LineSource: the encoding, its byte-order mark, an error naming
+the file and line of a byte that does not decode). A row is named by its file's path in the folder ("pos/0_9.txt"),
+rows come sorted by class folder, then file name, so that every run reads them in one order. Names that start with
+"." (.DS_Store, .ipynb_checkpoints) are not data. Stage 1 turns the rows into the Table a file gives
+(data.read_table), of the columns text, label and id, so that nothing after it knows where they came from.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from pipeline.tables import DataError, LineSource, check_encoding
+
+logger = logging.getLogger("pipeline.data")
+
+# The columns of a folder's rows: a file's whole text, its class folder's name and its path in the folder.
+TEXT_COLUMN, LABEL_COLUMN, ID_COLUMN = "text", "label", "id"
+# Names listed in a log line about what was not read, at most.
+NAMES_LOGGED = 5
+
+
+@dataclass(frozen=True)
+class ClassFolders:
+    """The rows of a folder of class folders."""
+
+    frame: pd.DataFrame  # TEXT_COLUMN, LABEL_COLUMN, ID_COLUMN: one row per file
+    paths: list[str]  # each row's file in the folder, "pos/0_9.txt": its id and how an error names it
+    files_per_class: dict[str, int]  # files read from each class folder read, in folder order
+
+
+def is_folder(path: str) -> bool:
+    return Path(path).expanduser().is_dir()
+
+
+def read_class_folders(
+    path: str, encoding: str, classes: Sequence[str] | None, classes_from: str, every_class: bool, origin: str
+) -> ClassFolders:
+    """Every file of the class folders of `path` as a row. `classes` (None: every class folder) are the folders read,
+    the others left out with a warning; `every_class`: a class without a folder is an error naming the folder looked
+    for (a misspelt class in training), else only a log line (an evaluation file need not hold every class).
+    `classes_from` and `origin` name the settings that an error points at."""
+    root = Path(path).expanduser()
+    folders, loose = _entries(root, path)
+    if not folders:
+        beside = f"; the {_files(len(loose))} directly in it are no class's" if loose else " (it is empty)"
+        raise DataError(
+            f"{path} ({origin}) has no class folders: a folder of data holds one folder per class, each holding that "
+            f"class's documents, one per file{beside}"
+        )
+    if loose:
+        logger.info("%s: %s beside the class folders, not rows: %s", path, _files(len(loose)), _listed(loose))
+    chosen = _chosen(folders, classes, classes_from, every_class, path, origin)
+    codec = check_encoding(encoding)
+    texts, labels, paths, files_per_class = [], [], [], {}
+    for name in chosen:
+        files = _documents(folders[name], path, origin)
+        files_per_class[name] = len(files)
+        for file in files:
+            texts.append(_read_document(file, str(Path(path) / name / file.name), codec))
+            labels.append(name)
+            paths.append(f"{name}/{file.name}")
+    frame = pd.DataFrame({TEXT_COLUMN: texts, LABEL_COLUMN: labels, ID_COLUMN: paths}, dtype=object)
+    return ClassFolders(frame, paths, files_per_class)
+
+
+def _visible(folder: Path, shown: str) -> list[Path]:
+    """The entries of a folder but hidden ones (a name starting with "."), sorted by name."""
+    try:
+        return sorted((entry for entry in folder.iterdir() if not entry.name.startswith(".")), key=lambda e: e.name)
+    except OSError as error:
+        raise DataError(f"cannot read the folder {shown}: {error.strerror or error}") from None
+
+
+def _entries(root: Path, path: str) -> tuple[dict[str, Path], list[str]]:
+    """The class folders by name, and the names of the other entries (aclImdb's labeledBow.feat, urls_pos.txt)."""
+    entries = _visible(root, path)
+    folders = {entry.name: entry for entry in entries if entry.is_dir()}
+    return folders, [entry.name for entry in entries if entry.name not in folders]
+
+
+def _chosen(
+    folders: dict[str, Path],
+    classes: Sequence[str] | None,
+    classes_from: str,
+    every_class: bool,
+    path: str,
+    origin: str,
+) -> list[str]:
+    """The class folders to read, in folder order."""
+    if classes is None:
+        return list(folders)
+    wanted = set(classes)
+    missing = [name for name in classes if name not in folders]
+    if missing and every_class:
+        raise DataError(
+            f"{path} ({origin}): no folder {str(Path(path) / missing[0])!r} for class {missing[0]!r} of {classes_from}"
+            f"{f' (nor for {len(missing) - 1} more)' if len(missing) > 1 else ''}; its class folders: "
+            f"{_listed(list(folders))}"
+        )
+    chosen = [name for name in folders if name in wanted]
+    if not chosen:
+        raise DataError(
+            f"{path} ({origin}): none of its folders ({_listed(list(folders))}) is a class of "
+            f"{classes_from} ({', '.join(classes)})"
+        )
+    if missing:
+        logger.info("%s: no folder for the classes %s: none of its rows are of them", path, ", ".join(missing))
+    left_out = [name for name in folders if name not in wanted]
+    if left_out:
+        logger.warning("%s: folders left out, not a class of %s: %s", path, classes_from, _listed(left_out))
+    return chosen
+
+
+def _documents(folder: Path, path: str, origin: str) -> list[Path]:
+    """The files of one class folder, sorted by name. A folder inside it is an error rather than a class's documents
+    silently left out: most often the folder given is a level above the class folders (aclImdb/ holds train/pos/)."""
+    shown = str(Path(path) / folder.name)
+    entries = _visible(folder, shown)
+    nested = [entry.name for entry in entries if entry.is_dir()]
+    if nested:
+        raise DataError(
+            f"{shown} holds folders ({_listed(nested)}), but a class folder holds its documents as files: are the "
+            f"classes a level deeper? Then give the folder that holds them (e.g. {shown}) as {origin}"
+        )
+    files = [entry for entry in entries if entry.is_file()]
+    if not files:
+        raise DataError(
+            f"{shown}: the class folder {folder.name!r} holds no files; give it its documents (one per file) or "
+            "remove it"
+        )
+    return files
+
+
+def _read_document(file: Path, shown: str, codec: str) -> str:
+    try:
+        handle = open(file, "rb")  # noqa: SIM115 -- closed below; only open() maps to this error
+    except OSError as error:
+        raise DataError(f"cannot read {shown}: {error.strerror or error}") from None
+    with handle:
+        return "".join(LineSource(handle, shown, codec, file.stat().st_size))
+
+
+def _files(count: int) -> str:
+    return f"{count:,} file{'' if count == 1 else 's'}"
+
+
+def _listed(names: list[str]) -> str:
+    """The first NAMES_LOGGED names, and how many more there are."""
+    shown = ", ".join(names[:NAMES_LOGGED])
+    return shown if len(names) <= NAMES_LOGGED else f"{shown} and {len(names) - NAMES_LOGGED:,} more"

@@ -1,0 +1,226 @@
+"""A folder of class folders as a data source (pipeline/folders.py, read through data.read_table): aclImdb's,
+20 Newsgroups' and BBC News' layout, one subfolder per class and one document per file.
+
+Every folder is written to tmp_path; the end-to-end run writes AG News rows from ../shared (skipped without it).
+"""
+
+import csv
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from pipeline.config import DataConfig
+from pipeline.data import load_data, read_labelled_file
+from pipeline.distill import read_unlabeled
+from pipeline.splits import labels_of
+from pipeline.tables import DataError, EncodingError
+
+DATA_LOGGER = "pipeline.data"
+
+
+def write_folder(root: Path, files: dict[str, str | bytes]) -> Path:
+    """`files` by their path under `root` ("pos/0_9.txt"); bytes are written as they are."""
+    for name, content in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+    return root
+
+
+def reviews(root: Path, per_class: int = 6, classes=("neg", "pos")) -> Path:
+    """aclImdb's layout: a class folder per label, files named id_rating.txt."""
+    return write_folder(
+        root,
+        {f"{label}/{index}_7.txt": f"review {index} of {label}" for label in classes for index in range(per_class)},
+    )
+
+
+def folder_config(train: Path, **settings) -> DataConfig:
+    return DataConfig(**{"source": "files", "train_file": str(train), "deduplicate": "none", **settings})
+
+
+def test_each_file_of_a_class_folder_is_a_row_named_by_its_path(tmp_path, caplog):
+    """aclImdb/train as it ships: class folders, an unlabelled unsup/ folder, loose files at the top, hidden files.
+    Rows are whole files, in class-folder then file-name order, named by their path in the folder."""
+    train = reviews(tmp_path / "train", per_class=3)
+    write_folder(
+        train,
+        {
+            "pos/10_9.txt": "First line.\nSecond line, same review.\n",
+            "unsup/0_0.txt": "no label",
+            "urls_pos.txt": "http://",
+            "labeledBow.feat": "0:9 1:1",
+            "pos/.DS_Store": b"\x00\x01\xff",
+            ".ipynb_checkpoints/x.txt": "not data",
+        },
+    )
+    with caplog.at_level(logging.INFO, logger=DATA_LOGGER):
+        data = load_data(folder_config(train, label_names=["neg", "pos"], deduplicate="none"), seed=0)
+    rows = {row_id: text for split in data.splits.values() for row_id, text in zip(split["row_id"], split["text"])}
+    assert set(rows) == {f"{label}/{index}_7.txt" for label in ("neg", "pos") for index in range(3)} | {"pos/10_9.txt"}
+    assert rows["pos/10_9.txt"] == "First line.\nSecond line, same review."  # the whole file, stripped as any text
+    assert data.labels == ["neg", "pos"]
+    assert data.summary["class_folders"] == {"train": {"neg": 3, "pos": 4}}
+    assert data.summary["quoting"] is None
+    messages = [record.getMessage() for record in caplog.records]
+    (loose,) = [message for message in messages if "beside the class folders" in message]
+    assert "2 files" in loose and "labeledBow.feat, urls_pos.txt" in loose
+    (left_out,) = [message for message in messages if "folders left out" in message]
+    assert "unsup" in left_out and "data.label_names" in left_out
+    assert not any(".ipynb_checkpoints" in message or ".DS_Store" in message for message in messages)
+
+
+def test_rows_come_in_folder_then_file_order_whatever_the_creation_order(tmp_path):
+    train = write_folder(tmp_path / "train", {name: name for name in ("b/2", "a/9", "b/10", "a/1", "b/1", "a/2")})
+    test = write_folder(tmp_path / "test", {name: f"other {name}" for name in ("b/x", "a/y", "a/x", "b/y")})
+    data = load_data(folder_config(train, test_file=str(test), validation_file=str(test)), seed=0)
+    assert data.labels == ["a", "b"]  # every class folder, none listed
+    assert data.splits["test"]["row_id"] == ["a/x", "a/y", "b/x", "b/y"]
+    assert data.summary["class_folders"]["test"] == {"a": 2, "b": 2}
+    assert sorted(data.splits["train"]["row_id"]) == ["a/1", "a/2", "a/9", "b/1", "b/10", "b/2"]
+
+
+@pytest.mark.parametrize(
+    ("files", "settings", "message"),
+    [
+        ({"neg/1.txt": "a", "pos/1.txt": "b"}, {"label_names": ["negative", "pos"]}, r"no folder '.*train/negative' "),
+        ({"1.txt": "a", "2.txt": "b"}, {}, r"train \(data\.train_file\) has no class folders: .*the 2 files directly"),
+        ({}, {}, r"has no class folders: .*\(it is empty\)"),
+        ({"neg/1.txt": "a", "pos/.DS_Store": "b"}, {}, r"train/pos: the class folder 'pos' holds no files"),
+        # The folder given one level too high (aclImdb/ rather than aclImdb/train): its "classes" hold folders.
+        ({"train/neg/1.txt": "a", "test/pos/1.txt": "b"}, {}, r"train/test holds folders \(pos\).*level deeper"),
+        (
+            {"neg/1.txt": "a", "pos/1.txt": "b"},
+            {"text_columns": ["body"]},
+            r"no column 'body'.*data.text_columns=\[text\]",
+        ),
+    ],
+    ids=["listed-class-without-folder", "no-class-folders", "empty", "empty-class-folder", "nested", "columns"],
+)
+def test_a_folder_that_is_not_class_folders_of_files_is_an_error_naming_it(tmp_path, files, settings, message):
+    train = write_folder(tmp_path / "train", files)
+    train.mkdir(exist_ok=True)
+    with pytest.raises(DataError, match=message):
+        load_data(folder_config(train, **settings), seed=0)
+
+
+def all_texts(train: Path, **settings) -> list[str]:
+    """Every text of a folder read as train, validation and test alike (nothing carved)."""
+    both = {"validation_file": str(train), "test_file": str(train), **settings}
+    return load_data(folder_config(train, **both), seed=0).splits["train"]["text"]
+
+
+def test_files_are_decoded_with_data_encoding_and_an_undecodable_one_is_named(tmp_path):
+    train = write_folder(tmp_path / "train", {"neg/1.txt": "plain", "pos/1.txt": "caf\xe9 cr\xe8me".encode("latin-1")})
+    with pytest.raises(
+        EncodingError, match=r"train/pos/1\.txt, line 1: bytes that are not valid utf-8.*data\.encoding"
+    ):
+        all_texts(train)
+    assert all_texts(train, encoding="latin-1") == ["plain", "café crème"]
+    utf8 = write_folder(tmp_path / "utf8", {"neg/bom.txt": "\ufeffwith a byte-order mark", "pos/1.txt": "b"})
+    assert all_texts(utf8) == ["with a byte-order mark", "b"]  # utf-8 drops a byte-order mark, as from a table
+    wide = write_folder(tmp_path / "wide", {"neg/1.txt": "zwei".encode("utf-16"), "pos/1.txt": "drei".encode("utf-16")})
+    assert all_texts(wide, encoding="utf-16") == ["zwei", "drei"]
+
+
+def test_empty_files_follow_data_incomplete_rows(tmp_path):
+    train = reviews(tmp_path / "train")
+    write_folder(train, {"neg/empty.txt": "", "pos/blank.txt": " \n\n"})
+    with pytest.raises(
+        DataError, match=r"train, file neg/empty\.txt: empty text .*\(and 1 more: file pos/blank\.txt\)"
+    ):
+        load_data(folder_config(train), seed=0)
+    data = load_data(folder_config(train, incomplete_rows="drop"), seed=0)
+    assert {(row.split, row.row_id) for row in data.removed} == {("train", "neg/empty.txt"), ("train", "pos/blank.txt")}
+    assert data.summary["class_folders"] == {"train": {"neg": 7, "pos": 7}}  # files read, before any are left out
+    assert sum(data.summary["sizes"].values()) == 12
+
+
+def test_file_settings_that_do_not_apply_to_a_folder_are_named_in_a_warning(tmp_path, caplog):
+    train = reviews(tmp_path / "train")
+    with caplog.at_level(logging.WARNING, logger=DATA_LOGGER):
+        load_data(folder_config(train, column_names=["label", "text"], delimiter="@", file_format="csv"), seed=0)
+    (warning,) = [record.getMessage() for record in caplog.records if "folder of class folders" in record.getMessage()]
+    assert "data.file_format, data.column_names, data.delimiter" in warning and "data.quoting" not in warning
+
+
+def test_a_labelled_folder_is_read_for_the_models_classes(tmp_path, caplog):
+    """pipeline.evaluate's reader: a folder of the model's classes (some may be missing), other folders left out."""
+    folder = write_folder(tmp_path / "test", {"pos/1.txt": "good", "pos/2.txt": "fine", "unsup/1.txt": "?"})
+    data = DataConfig(source="files", train_file="unused.csv")
+    reading = {"names": True, "ids": False, "index_base": 0}
+    with caplog.at_level(logging.WARNING, logger=DATA_LOGGER):
+        dataset, removed, read = read_labelled_file(data, str(folder), "--input", ["neg", "pos"], reading)
+    assert labels_of(dataset).tolist() == [1, 1] and dataset["row_id"] == ["pos/1.txt", "pos/2.txt"]
+    assert read == {"quoting": None, "class_folders": {"test": {"pos": 2}}} and removed == []
+    assert any("unsup" in record.getMessage() for record in caplog.records)
+    with pytest.raises(DataError, match=r"none of its folders \(unsup\) is a class of the model's classes"):
+        read_labelled_file(
+            data, str(write_folder(tmp_path / "other", {"unsup/1.txt": "?"})), "--input", ["a", "b"], None
+        )
+
+
+def test_an_unlabeled_file_that_is_a_folder_is_refused(tmp_path):
+    unsup = write_folder(tmp_path / "unsup", {"0_0.txt": "a review"})
+    config = folder_config(reviews(tmp_path / "train"), unlabeled_file=str(unsup))
+    with pytest.raises(DataError, match=r"data\.unlabeled_file: .*unsup is a folder"):
+        read_unlabeled(config)
+
+
+def ag_news_folders(csv_path: Path, root: Path, rows_per_class: int) -> Path:
+    """AG News rows of three classes written one file per row, as BBC News ships (Sci/Tech cannot name a folder)."""
+    counts = {"1": 0, "2": 0, "3": 0}
+    names = {"1": "World", "2": "Sports", "3": "Business"}
+    with open(csv_path, newline="", encoding="utf-8") as handle:
+        for index, title, description in csv.reader(handle):
+            if counts.get(index, rows_per_class) < rows_per_class:
+                counts[index] += 1
+                write_folder(root, {f"{names[index]}/{counts[index]:03d}.txt": f"{title}\n\n{description}\n"})
+    return root
+
+
+def test_a_run_trains_and_is_described_from_class_folders(tmp_path, tiny_run_config, ag_news_test_csv):
+    from pipeline import finetune
+    from pipeline.evaluate import main as evaluate_main
+    from pipeline.rundir import PREDICTION_ROW_ID, RunDir
+
+    train = ag_news_folders(ag_news_test_csv, tmp_path / "news" / "train", 30)
+    config = tiny_run_config(
+        "run.name=folders",
+        f"data.train_file={train}",
+        f"data.test_file={train}",  # overridden below: a test folder of its own
+        "data.column_names=null",
+        "data.text_columns=[text]",
+        "data.label_column=label",
+        "data.label_names=null",
+        "data.label_index_base=null",
+        "train.max_steps=1",
+        "eval.baseline=none",
+        "eval.predict_speed_rows=0",
+    )
+    test = write_folder(tmp_path / "news" / "test", {"Sports/a.txt": "match report", "World/b.txt": "summit talks"})
+    config.data.test_file = str(test)
+    metrics = finetune.run(config)
+    run = RunDir(config.run_dir)
+    assert metrics["labels"] == ["Business", "Sports", "World"]
+    assert metrics["data"]["class_folders"] == {
+        "train": {"Business": 30, "Sports": 30, "World": 30},
+        "test": {"Sports": 1, "World": 1},
+    }
+    with open(run.predictions_path, newline="", encoding="utf-8") as handle:
+        assert sorted(row[PREDICTION_ROW_ID] for row in csv.DictReader(handle)) == ["Sports/a.txt", "World/b.txt"]
+    card = (run.model_dir / "README.md").read_text(encoding="utf-8")
+    assert "files per class: train: `Business` 30, `Sports` 30, `World` 30; test: `Sports` 1, `World` 1." in card
+    assert "the `text` column" not in card.split("## Training data")[1].split("\n## ")[0]
+    assert json.loads(run.metrics_path.read_text())["data"]["sizes"]["test"] == 2
+
+    # pipeline.evaluate on a folder of new documents: the model's classes (here one of them), the rest left out.
+    more = write_folder(tmp_path / "news" / "more", {"Business/1.txt": "shares fell", "Business/2.txt": "profits rose"})
+    write_folder(more, {"unsup/1.txt": "unlabelled"})
+    scored = tmp_path / "scored"
+    assert evaluate_main(["--model", str(run.path), "--input", str(more), "--output", str(scored)]) == 0
+    scored_metrics = json.loads(RunDir(scored).metrics_path.read_text())
+    assert scored_metrics["data"]["class_folders"] == {"test": {"Business": 2}}
+    assert scored_metrics["evaluation"]["rows"] == 2 and scored_metrics["test"]["num_samples"] == 2
