@@ -6,8 +6,9 @@ Every split has `text` (str), `label` (a `datasets.ClassLabel` carrying the clas
 task (`data.task: multi_label`) has `labels` instead of `label`: a multi-hot float32 list, one entry per class, with
 the class names beside it (`LoadedData.labels`).
 Sources are the Hugging Face Hub (`data.source: hub`) or local files (`data.source: files`: CSV, TSV, JSON Lines,
-Parquet, optionally gzip-compressed, or a folder of class folders: pipeline/folders.py). Bad input fails here, before any tokenizing or training, with a `DataError`
-whose message names the file (or Hub split), the row and the column, so a user can fix the file and rerun.
+Parquet, optionally gzip-compressed, or a folder of class folders: pipeline/folders.py). Bad input fails here, before
+any tokenizing or training, with a `DataError` whose message names the file (or Hub split), the row and the column,
+so a user can fix the file and rerun.
 
 Rows are named as people look for them: "line N" is the 1-based physical line in a CSV/TSV/JSON Lines file,
 counting the header line; "record N" is the 1-based position in a Parquet file, a JSON array or a Hub split; "file
@@ -412,7 +413,7 @@ FILE_LAYOUT_KEYS = ("file_format", "column_names", "delimiter", "quoting")
 FOLDER_COLUMNS_HINT = (
     f"; a folder of class folders gives the columns {TEXT_COLUMN} (a file's whole text), {LABEL_COLUMN} (its class "
     f"folder) and {ID_COLUMN} (its path in the folder): set data.text_columns=[{TEXT_COLUMN}] and "
-    f"data.label_column={LABEL_COLUMN} (and leave data.id_column unset: rows are named by that path)"
+    f"data.label_column={LABEL_COLUMN} (rows are named by that path with data.id_column unset, or {ID_COLUMN})"
 )
 
 

@@ -4,10 +4,10 @@
     python -m pipeline.evaluate --model runs/tickets --input march.csv data.label_column=queue --output reports/march
 
 The file (or a folder of class folders, read for the model's classes: pipeline/folders.py) is read as the run read
-its training files (its config.yaml: text columns, label column or columns, encoding, quoting, incomplete rows), with any `data.*` setting but the task and classes overridden by KEY=VALUE; its
-labels must be the model's classes, read as training read its own (metrics.json data.label_reading). Every usable
-row is scored: nothing is carved, deduplicated or capped. The model is the run's, calibrated and with its
-thresholds, in full precision by default.
+its training files (its config.yaml: text columns, label column or columns, encoding, quoting, incomplete rows),
+with any `data.*` setting but the task and classes overridden by KEY=VALUE; its labels must be the model's classes,
+read as training read its own (metrics.json data.label_reading). Every usable row is scored: nothing is carved,
+deduplicated or capped. The model is the run's, calibrated and with its thresholds, in full precision by default.
 
 The output folder (default reports/<run>_on_<file name>) is laid out as a run directory, so that `python -m
 pipeline.report` reads it, alone or beside the run itself (`python -m pipeline.report runs/x reports/x_on_new`):
