@@ -22,7 +22,7 @@ from typing import Any, Literal, Union
 
 import yaml
 
-from pipeline.tables import STANDARD_INPUT
+from pipeline.tables import FASTTEXT_LABEL_PREFIX, STANDARD_INPUT
 
 
 class ConfigError(ValueError):
@@ -61,8 +61,11 @@ class DataConfig:
     train_file: str | None = None
     validation_file: str | None = None
     test_file: str | None = None
-    # csv, tsv, jsonl, parquet; "auto" reads it off the file name (.csv, .tsv, .jsonl/.json, .parquet, also .gz).
-    file_format: Literal["auto", "csv", "tsv", "jsonl", "parquet"] = "auto"
+    # csv, tsv, jsonl, parquet, fasttext; "auto" reads it off the file name (.csv, .tsv, .jsonl/.json, .parquet, also
+    # .gz), and a file whose name tells none is fastText when its first lines all start with label_prefix.
+    file_format: Literal["auto", "csv", "tsv", "jsonl", "parquet", "fasttext"] = "auto"
+    # What marks a label in a fastText file (`__label__sports Some text`), as fastText's -label option sets it.
+    label_prefix: str = FASTTEXT_LABEL_PREFIX
     # Of CSV/TSV/JSON Lines files (utf-8 also accepts a byte-order mark); e.g. latin-1, cp1252, utf-16.
     encoding: str = "utf-8"
     # Double quotes in CSV/TSV files: "csv" encloses a field in them (which may then hold delimiters, line breaks and

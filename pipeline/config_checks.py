@@ -11,7 +11,7 @@ import math
 from pathlib import Path
 
 from pipeline.config import ConfigError, PipelineConfig, TokenizerConfig
-from pipeline.tables import delimiter_problem, normalise_name
+from pipeline.tables import delimiter_problem, label_prefix_problem, normalise_name
 
 
 def validate(config: PipelineConfig) -> None:
@@ -57,6 +57,9 @@ def validate(config: PipelineConfig) -> None:
     delimiter_error = delimiter_problem(config.data.delimiter) if config.data.delimiter is not None else None
     if delimiter_error:
         raise ConfigError(f"data.delimiter: {delimiter_error}")
+    prefix_error = label_prefix_problem(config.data.label_prefix)
+    if prefix_error:
+        raise ConfigError(f"data.label_prefix: {prefix_error}")
     _validate_label_columns(config)
     _validate_distill(config)
     _validate_decisions(config)

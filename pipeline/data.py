@@ -6,13 +6,13 @@ Every split has `text` (str), `label` (a `datasets.ClassLabel` carrying the clas
 task (`data.task: multi_label`) has `labels` instead of `label`: a multi-hot float32 list, one entry per class, with
 the class names beside it (`LoadedData.labels`).
 Sources are the Hugging Face Hub (`data.source: hub`) or local files (`data.source: files`: CSV, TSV, JSON Lines,
-Parquet, optionally gzip-compressed, or a folder of class folders: pipeline/folders.py). Bad input fails here, before
-any tokenizing or training, with a `DataError` whose message names the file (or Hub split), the row and the column,
-so a user can fix the file and rerun.
+Parquet, fastText, optionally gzip-compressed, or a folder of class folders: pipeline/folders.py). Bad input fails
+here, before any tokenizing or training, with a `DataError` whose message names the file (or Hub split), the row and
+the column, so a user can fix the file and rerun.
 
-Rows are named as people look for them: "line N" is the 1-based physical line in a CSV/TSV/JSON Lines file,
-counting the header line; "record N" is the 1-based position in a Parquet file, a JSON array or a Hub split; "file
-pos/0_9.txt" is a file of a folder of class folders, by its path in the folder.
+Rows are named as people look for them: "line N" is the 1-based physical line in a CSV/TSV/JSON Lines/fastText
+file, counting the header line; "record N" is the 1-based position in a Parquet file, a JSON array or a Hub split;
+"file pos/0_9.txt" is a file of a folder of class folders, by its path in the folder.
 """
 
 from __future__ import annotations
@@ -388,16 +388,23 @@ def _looks_like_data(header: list[str], file_format: str) -> bool:
 
 
 def read_table(path: str, origin: str, config: DataConfig, column_names: list[str] | None) -> Table:
-    """Read one whole file as the data settings read every file (format, encoding, quoting, delimiter), its columns
-    named by `column_names` when it has no header, into a Table of raw values (strings for CSV/TSV; nothing is parsed
-    as NA or numbers). A folder is read as a folder of class folders, for the classes data.label_names lists."""
+    """Read one whole file as the data settings read every file (format, encoding, quoting, delimiter, label prefix),
+    its columns named by `column_names` when it has no header, into a Table of raw values (strings for CSV/TSV;
+    nothing is parsed as NA or numbers). A folder is read as a folder of class folders, for the classes
+    data.label_names lists."""
     if is_folder(path):
         listed_in = "data.label_names_file" if config.label_names_file else "data.label_names"
         return read_folder(path, origin, config, config.label_names, listed_in, every_class=True)
     if not Path(path).expanduser().is_file() and path != STANDARD_INPUT:
         raise DataError(f"{origin}: file not found: {path} (looked for {Path(path).expanduser().resolve()})")
     with open_table(
-        path, config.file_format, column_names, config.encoding, quoting=config.quoting, delimiter=config.delimiter
+        path,
+        config.file_format,
+        column_names,
+        config.encoding,
+        quoting=config.quoting,
+        delimiter=config.delimiter,
+        label_prefix=config.label_prefix,
     ) as table:
         chunks = list(table.chunks)
     records = [record for chunk in chunks for record in chunk.records]
@@ -408,7 +415,7 @@ def read_table(path: str, origin: str, config: DataConfig, column_names: list[st
 
 
 # Data settings that describe a file's layout, which a folder of class folders does not have.
-FILE_LAYOUT_KEYS = ("file_format", "column_names", "delimiter", "quoting")
+FILE_LAYOUT_KEYS = ("file_format", "column_names", "delimiter", "quoting", "label_prefix")
 # Added to the error about a configured column that a folder's rows lack.
 FOLDER_COLUMNS_HINT = (
     f"; a folder of class folders gives the columns {TEXT_COLUMN} (a file's whole text), {LABEL_COLUMN} (its class "

@@ -59,7 +59,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--model", required=True, help="run directory (runs/<name>)")
     parser.add_argument(
-        "--input", required=True, help="labelled CSV, TSV, JSON Lines or Parquet file, or a folder of class folders"
+        "--input",
+        required=True,
+        help="labelled CSV, TSV, JSON Lines, Parquet or fastText file, or a folder of class folders",
     )
     parser.add_argument(
         "--output", help="folder to write (default: reports/<run>_on_<file name>); refused if it exists"

@@ -1,5 +1,5 @@
-"""Each file format's reader: how CSV/TSV (and the header rule), JSON Lines (or one JSON array of objects) and
-Parquet become a `Table` (pipeline/tables.py) of a header and numbered chunks of rows.
+"""Each file format's reader: how CSV/TSV (and the header rule), JSON Lines (or one JSON array of objects), Parquet
+and fastText's `__label__` lines become a `Table` (pipeline/tables.py) of a header and numbered chunks of rows.
 
 `open_table` picks the reader; every malformed row is a `DataError` naming the file and its line or record.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -407,3 +408,71 @@ def _parquet_chunks(parquet: Any, header: list[str], path: str, chunk_size: int 
         raise DataError(f"{path}: not a readable Parquet file ({one_line(error)})") from None
     if pending.records:
         yield pending
+
+
+# -- fastText ---------------------------------------------------------------------------------------------------
+
+# The columns a fastText line becomes: data.label_column's and data.text_columns' defaults, so that such a file is
+# read by data.file_format alone.
+FASTTEXT_LABEL_COLUMN, FASTTEXT_TEXT_COLUMN = "label", "text"
+# Lines of a file's start that must all start with the label prefix for a file of no known ending to be fastText.
+FASTTEXT_DETECTION_LINES = 20
+
+
+def starts_like_fasttext(lines: LineSource, label_prefix: str) -> bool:
+    """Whether the first non-blank lines of a file's start (up to FASTTEXT_DETECTION_LINES) all start with the label
+    prefix: a fastText file whose labels lead its lines. A last line cut off by the head is left out, since it may
+    end inside the prefix."""
+    head = lines.head_text()
+    starts = head.split("\n")
+    if len(starts) > 1 and not head.endswith("\n"):
+        starts.pop()
+    first = [line.lstrip() for line in starts if line.strip()][:FASTTEXT_DETECTION_LINES]
+    return bool(first) and all(line.startswith(label_prefix) for line in first)
+
+
+def fasttext_table(lines: LineSource, chunk_size: int | None, label_prefix: str) -> Table:
+    """fastText's layout: one row per non-blank line, its `__label__<name>` words as the label (None: no label; a
+    name; a list of names for several, as a JSON list column holds them) and the rest of the line as the text."""
+    records = _fasttext_records(lines, FastTextLabels(label_prefix))
+    first = next(records, None)
+    if first is None:
+        raise DataError(f"{lines.name} is empty")
+    header = [FASTTEXT_LABEL_COLUMN, FASTTEXT_TEXT_COLUMN]
+    return Table(lines.name, "fasttext", header, "line", _batched(_chain([first], records), chunk_size), lines)
+
+
+def _fasttext_records(lines: LineSource, labels: FastTextLabels) -> Iterator[tuple[int, list]]:
+    for line in lines:
+        if line.strip():
+            names, text = labels.split(line, f"{lines.name}, line {lines.line_number}")
+            yield lines.line_number, [None if not names else names[0] if len(names) == 1 else names, text]
+
+
+class FastTextLabels:
+    """How a fastText line's labels are told from its text: words that start with the prefix, up to whitespace or a
+    comma, separated from the next word by whitespace or a comma. The comma is that of the CSV file many fastText
+    files were made from by putting the prefix before its label field (`__label__1,Some text`; fastText's own
+    dbpedia.train has `__label__1 , some text`): a separator, part of neither the label nor the text."""
+
+    def __init__(self, prefix: str):
+        self.prefix = prefix
+        label = re.escape(prefix) + r"([^\s,]*)"
+        self._leading = re.compile(rf"\s*{label}(?:\s*,\s*|\s+|$)")
+        self._trailing = re.compile(rf"(?:^|\s*,\s*|\s+){label}\s*,?\s*$")
+
+    def split(self, line: str, where: str) -> tuple[list[str], str]:
+        """A line's labels (each once, in order) and its text. Labels lead the line, or end it (some files put them
+        last), or both, as fastText reads them; a label word within the text is left there (fastText would take it
+        as a label, but inside a sentence it is far more likely text). A prefix without a name is an error."""
+        labels, position = [], 0
+        while match := self._leading.match(line, position):
+            labels.append(match.group(1))
+            position = match.end()
+        text, ending = line[position:], []
+        while match := self._trailing.search(text):
+            ending.insert(0, match.group(1))
+            text = text[: match.start()]
+        if "" in labels + ending:
+            raise DataError(f"{where}: {self.prefix} with no label name after it; write {self.prefix}<name>")
+        return list(dict.fromkeys(labels + ending)), text.strip()

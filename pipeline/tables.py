@@ -1,5 +1,5 @@
-"""Tables in, text out: the one reader of CSV, TSV, JSON Lines and Parquet files (optionally gzip-compressed), and
-the one rule that turns a row's columns into the text a model reads.
+"""Tables in, text out: the one reader of CSV, TSV, JSON Lines, Parquet and fastText files (optionally
+gzip-compressed), and the one rule that turns a row's columns into the text a model reads.
 
     with open_table("emails.csv.gz", column_names=None, chunk_size=10_000) as table:
         columns = resolve_columns(table.header, ["subject", "body"], table.name, "data.text_columns")
@@ -8,9 +8,9 @@ the one rule that turns a row's columns into the text a model reads.
 
 Stage 1 reads a whole file through it (data.py) and prediction streams it chunk by chunk (predict/), so a row
 becomes exactly the same text in training and in prediction, by construction. Every error is a `DataError` naming
-the file and the line (CSV, TSV, JSON Lines: the 1-based physical line, header included) or record (Parquet, a
-JSON array: the 1-based position) and, where it applies, the column. Each format's reader (and the CSV/TSV header
-rule): pipeline/table_formats.py.
+the file and the line (CSV, TSV, JSON Lines, fastText: the 1-based physical line, header included) or record
+(Parquet, a JSON array: the 1-based position) and, where it applies, the column. Each format's reader (and the
+CSV/TSV header rule): pipeline/table_formats.py.
 """
 
 from __future__ import annotations
@@ -30,8 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-FORMATS = ("csv", "tsv", "jsonl", "parquet")
+FORMATS = ("csv", "tsv", "jsonl", "parquet", "fasttext")
 DELIMITERS = {"csv": ",", "tsv": "\t"}
+# What marks a label in a fastText file (`__label__sports Some text`): fastText's own default, which its `-label` option
+# changes; data.label_prefix and pipeline.predict's --label-prefix default to it.
+FASTTEXT_LABEL_PREFIX = "__label__"
 # How a CSV/TSV file's double quotes are read (data.quoting, pipeline.predict's --quoting): table_formats.reads_quotes.
 QUOTINGS = ("auto", "csv", "none")
 STANDARD_INPUT = "-"  # a file name that reads standard input
@@ -199,6 +202,17 @@ def delimiter_problem(delimiter: str) -> str | None:
         return f"must be one character, got {delimiter!r} (a tab: \"\\t\" in YAML, $'\\t' in a shell)"
     if delimiter in '"\r\n':
         return f"cannot be {delimiter!r}: a double quote encloses fields and a line break ends rows"
+    return None
+
+
+def label_prefix_problem(prefix: str) -> str | None:
+    """Why a given fastText label prefix (data.label_prefix, pipeline.predict's --label-prefix) cannot mark labels,
+    or None: fastText splits a line into words at whitespace, so a prefix must be a non-empty run of non-space
+    characters."""
+    if not prefix:
+        return f"must not be empty (fastText's is {FASTTEXT_LABEL_PREFIX})"
+    if any(character.isspace() for character in prefix):
+        return f"cannot hold whitespace, which separates a line's words, got {prefix!r}"
     return None
 
 
@@ -480,29 +494,55 @@ def open_table(
     quoting: str = "auto",
     quoting_option: str = "data.quoting",
     delimiter: str | None = None,
+    label_prefix: str = FASTTEXT_LABEL_PREFIX,
 ) -> Iterator[Table]:
     """Open a file ('-': stdin) and read its header; iterate `table.chunks` for the rows (all in one chunk when
     `chunk_size` is None). `column_names` names the columns of a header-less CSV/TSV file; `quoting` (QUOTINGS) says
-    how its double quotes are read, and `delimiter` what separates its fields (None: its format's). The options name
-    the settings that an error message tells the user to change."""
+    how its double quotes are read, and `delimiter` what separates its fields (None: its format's); `label_prefix`
+    marks a fastText file's labels. The options name the settings that an error message tells the user to change."""
     codec = check_encoding(encoding)
     with _open_bytes(path) as (raw, size):
         lines = LineSource(raw, "<stdin>" if path == STANDARD_INPUT else path, codec, size, encoding_option)
         head = lines.head(4)  # magic numbers and byte-order marks: what the content is, whatever its name says
         _refuse_workbook(head, lines.name)
-        kind = resolve_format(path, file_format, format_option)
+        kind = _format_of(lines, path, file_format, format_option, label_prefix)
         _check_content_matches(head, kind, lines.name, format_option)
         if kind != "parquet":  # Parquet is binary: its text encoding is its own
             _check_not_wide(head, codec, lines.name, encoding_option)
             _check_line_ends(lines.head(LINE_END_BYTES), codec, lines.name)
-        from pipeline.table_formats import delimited_table, json_table, parquet_table  # they import this module
+        # They import this module.
+        from pipeline.table_formats import delimited_table, fasttext_table, json_table, parquet_table
 
         if kind == "parquet":
             yield parquet_table(lines, path, chunk_size)
         elif kind == "jsonl":
             yield json_table(lines, chunk_size)
+        elif kind == "fasttext":
+            yield fasttext_table(lines, chunk_size, label_prefix)
         else:
             yield delimited_table(lines, kind, column_names, chunk_size, quoting, quoting_option, delimiter)
+
+
+def _format_of(lines: LineSource, path: str, explicit: str | None, option: str, label_prefix: str) -> str:
+    """The format by resolve_format, and by the file's start where its name cannot tell it. fastText files have no
+    ending of their own (.txt, .train, .valid), so a file whose name tells no format is read as fastText when its first
+    lines all start with the label prefix; a CSV/TSV file whose first lines all do is refused, naming the format: read
+    as one column of text (a plain text file of one text per line is read so), every text would hold its labels."""
+    from pipeline.table_formats import starts_like_fasttext  # it imports this module
+
+    try:
+        kind = resolve_format(path, explicit, option)
+    except DataError:
+        if not starts_like_fasttext(lines, label_prefix):
+            raise
+        logger.info("%s: its first lines start with %s, read as fastText (%s: auto)", lines.name, label_prefix, option)
+        return "fasttext"
+    if kind in DELIMITERS and starts_like_fasttext(lines, label_prefix):
+        raise DataError(
+            f"{lines.name}: its first lines start with {label_prefix}, as a fastText file's do ({label_prefix}sports "
+            f"Some text), not a {kind.upper()} file's; set {option} to fasttext"
+        )
+    return kind
 
 
 @contextlib.contextmanager

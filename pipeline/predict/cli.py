@@ -40,6 +40,7 @@ from pipeline.predict.predictor import (
 )
 from pipeline.predict.source import ModelSource, PredictError, resolve_model_source
 from pipeline.tables import (
+    FASTTEXT_LABEL_PREFIX,
     FORMATS,
     HEAD_BYTES,
     QUOTINGS,
@@ -48,6 +49,7 @@ from pipeline.tables import (
     EncodingError,
     Table,
     delimiter_problem,
+    label_prefix_problem,
     one_line,
     open_table,
     resolve_columns,
@@ -106,8 +108,9 @@ def _update_total_estimate(progress: Any, table: Table, rows_read: int) -> None:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m pipeline.predict",
-        description="Label the rows of a CSV, TSV, JSON Lines or Parquet file with a trained text classifier. "
-        "Output: every input row, in order and unchanged, then label, label_id, score, [prob_<class>...], error.",
+        description="Label the rows of a CSV, TSV, JSON Lines, Parquet or fastText file with a trained text "
+        "classifier. Output: every input row, in order and unchanged, then label, label_id, score, "
+        "[prob_<class>...], error.",
     )
     _add_file_arguments(parser.add_argument)
     _add_inference_arguments(parser.add_argument)
@@ -118,7 +121,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def _add_file_arguments(add: Any) -> None:
     """Which model, which input and output files, and how to read the input."""
     add("--model", required=True, help="run directory (runs/<name>) or saved Hugging Face model directory")
-    add("--input", required=True, help="CSV/TSV/JSON Lines (optionally .gz) or Parquet file; '-' for stdin")
+    add("--input", required=True, help="CSV/TSV/JSON Lines/fastText (optionally .gz) or Parquet file; '-' for stdin")
     add("--output", required=True, help="CSV/TSV/JSON Lines file to write (.gz compresses); '-' for stdout")
     add(
         "--text-columns",
@@ -137,7 +140,12 @@ def _add_file_arguments(add: Any) -> None:
         help="names for the columns of a file without a header row (e.g. class_index,title,description); "
         "a first row repeating the names is still read as a header; one holding some of them otherwise is an error",
     )
-    add("--format", choices=FORMATS, help="input format (default: by extension; csv for '-')")
+    add(
+        "--format",
+        choices=FORMATS,
+        help="input format (default: by extension; a name with none of those endings, as a fastText file's .txt or "
+        ".valid, is fasttext when its first lines all start with --label-prefix; csv for '-')",
+    )
     add(
         "--output-format",
         choices=OUTPUT_FORMATS,
@@ -167,6 +175,13 @@ def _add_file_arguments(add: Any) -> None:
         "on a first line that shows it; a tab), e.g. @ for the Financial PhraseBank's sentence@label lines; then "
         "--quoting auto also reads a field that goes on after its closing quote as unquoted text. Not taken from "
         "the run",
+    )
+    add(
+        "--label-prefix",
+        type=_label_prefix,
+        default=FASTTEXT_LABEL_PREFIX,
+        help=f"what marks a label in a fastText input (default {FASTTEXT_LABEL_PREFIX}, fastText's): its label words "
+        "are left out of the text and kept as the input's label column. Not taken from the run",
     )
 
 
@@ -256,6 +271,14 @@ def _delimiter(text: str) -> str:
     return text
 
 
+def _label_prefix(text: str) -> str:
+    """argparse type for --label-prefix: tables.label_prefix_problem's rule, as data.label_prefix's."""
+    problem = label_prefix_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
 def _column_list(text: str) -> list[str]:
     columns = [part.strip() for part in text.split(",") if part.strip()]
     if not columns:
@@ -294,6 +317,7 @@ def _predict_file(args: argparse.Namespace, source: ModelSource, process_index: 
         quoting=args.quoting,
         quoting_option="--quoting",
         delimiter=args.delimiter,
+        label_prefix=args.label_prefix,
     ) as table:
         try:
             resolve_columns(table.header, source.text_spec.columns, table.name, "--text-columns")
