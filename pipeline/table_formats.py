@@ -470,7 +470,8 @@ class FastTextLabels:
             labels.append(match.group(1))
             position = match.end()
         text, ending = line[position:], []
-        while match := self._trailing.search(text):
+        # A substring test first: the search tries every position of a line, and most texts hold no prefix at all.
+        while self.prefix in text and (match := self._trailing.search(text)):
             ending.insert(0, match.group(1))
             text = text[: match.start()]
         if "" in labels + ending:
