@@ -62,14 +62,18 @@ def read_class_folders(
         logger.info("%s: %s beside the class folders, not rows: %s", path, _files(len(loose)), _listed(loose))
     chosen = _chosen(folders, classes, classes_from, every_class, path, origin)
     codec = check_encoding(encoding)
-    texts, labels, paths, files_per_class = [], [], [], {}
+    texts, labels, paths, files_per_class, with_controls = [], [], [], {}, 0
     for name in chosen:
         files = _documents(folders[name], path, origin)
         files_per_class[name] = len(files)
         for file in files:
-            texts.append(_read_document(file, str(Path(path) / name / file.name), codec))
+            text, controls = _read_document(file, str(Path(path) / name / file.name), codec, not with_controls)
+            texts.append(text)
             labels.append(name)
             paths.append(f"{name}/{file.name}")
+            with_controls += controls
+    if with_controls > 1:  # the first was warned about, naming its line; one line for the rest, not one per file
+        logger.warning("%s: %s more read with control characters, as the first", path, _files(with_controls - 1))
     frame = pd.DataFrame({TEXT_COLUMN: texts, LABEL_COLUMN: labels, ID_COLUMN: paths}, dtype=object)
     return ClassFolders(frame, paths, files_per_class)
 
@@ -142,13 +146,16 @@ def _documents(folder: Path, path: str, origin: str) -> list[Path]:
     return files
 
 
-def _read_document(file: Path, shown: str, codec: str) -> str:
+def _read_document(file: Path, shown: str, codec: str, warn_controls: bool) -> tuple[str, bool]:
+    """A file's whole text, and whether bytes 0x80-0x9F in it were read as control characters (the wrong encoding:
+    tables.LineSource warns, naming the line, when `warn_controls`)."""
     try:
         handle = open(file, "rb")  # noqa: SIM115 -- closed below; only open() maps to this error
     except OSError as error:
         raise DataError(f"cannot read {shown}: {error.strerror or error}") from None
     with handle:
-        return "".join(LineSource(handle, shown, codec, file.stat().st_size))
+        lines = LineSource(handle, shown, codec, file.stat().st_size, warn_controls=warn_controls)
+        return "".join(lines), lines.controls_seen
 
 
 def _files(count: int) -> str:

@@ -336,13 +336,25 @@ class LineSource:
     its line; UTF-16 and UTF-32 are decoded as a stream first (their newline is not the byte 0x0A).
     """
 
-    def __init__(self, raw: IO[bytes], name: str, encoding: str, size: int | None, option: str = "data.encoding"):
+    def __init__(
+        self,
+        raw: IO[bytes],
+        name: str,
+        encoding: str,
+        size: int | None,
+        option: str = "data.encoding",
+        warn_controls: bool = True,
+    ):
         self.raw = raw
         self.option = option  # the setting that gives the encoding, named in errors
         self.name = name
         self.encoding = encoding
         self.size = size  # bytes on disk (compressed size for gzip); None for a pipe
         self.line_number = 0
+        # Whether a line read as control characters is warned about (once per source), and whether one was seen: a
+        # folder of class folders reads thousands of files and warns about its first such file only.
+        self.warn_controls = warn_controls
+        self.controls_seen = False
         self._bytes_read = 0
         buffered = raw if hasattr(raw, "peek") else io.BufferedReader(raw)
         self.compressed = buffered.peek(2)[:2] == GZIP_MAGIC
@@ -394,15 +406,16 @@ class LineSource:
                     f"give the file's encoding with {self.option} (e.g. latin-1)"
                 ) from None
             if watch_controls and _C1_CONTROLS.search(line):
-                watch_controls = False  # once per file
-                logger.warning(
-                    "%s, line %d: bytes 0x80-0x9F read as %s are control characters, not text; give %s %s",
-                    self.name,
-                    self.line_number,
-                    self.encoding,
-                    self.option,
-                    _likely_encoding(raw_line),
-                )
+                watch_controls, self.controls_seen = False, True  # once per file
+                if self.warn_controls:
+                    logger.warning(
+                        "%s, line %d: bytes 0x80-0x9F read as %s are control characters, not text; give %s %s",
+                        self.name,
+                        self.line_number,
+                        self.encoding,
+                        self.option,
+                        _likely_encoding(raw_line),
+                    )
             yield line
         try:
             decoder.decode(b"", final=True)

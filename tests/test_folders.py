@@ -125,6 +125,20 @@ def test_files_are_decoded_with_data_encoding_and_an_undecodable_one_is_named(tm
     assert all_texts(wide, encoding="utf-16") == ["zwei", "drei"]
 
 
+def test_files_read_with_control_characters_are_warned_about_once_for_the_folder(tmp_path, caplog):
+    """cp1252 files (its quotes are bytes 0x92-0x94) read as latin-1 become control characters: one warning naming
+    the first file and its line, one line counting the rest, not a warning per file of a folder of thousands."""
+    quoted = "it\u2019s \u201cgood\u201d".encode("cp1252")
+    files = {f"{label}/{index}.txt": quoted for label in ("neg", "pos") for index in range(4)}
+    train = write_folder(tmp_path / "train", {**files, "neg/plain.txt": "plain"})
+    with caplog.at_level(logging.WARNING):
+        load_data(folder_config(train, encoding="latin-1", deduplicate="within"), seed=0)
+    warnings = [record.getMessage() for record in caplog.records if "control characters" in record.getMessage()]
+    assert len(warnings) == 2
+    assert warnings[0].startswith(f"{train}/neg/0.txt, line 1: bytes 0x80-0x9F read as")
+    assert warnings[1] == f"{train}: 7 files more read with control characters, as the first"
+
+
 def test_empty_files_follow_data_incomplete_rows(tmp_path):
     train = reviews(tmp_path / "train")
     write_folder(train, {"neg/empty.txt": "", "pos/blank.txt": " \n\n"})
