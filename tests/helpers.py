@@ -122,3 +122,25 @@ def multi_label_overrides(root: Path, train_csv: Path, test_csv: Path) -> list[s
         path.write_text("".join(json.dumps(document) + "\n" for document in documents), encoding="utf-8")
         overrides.append(f"data.{split}_file={path}")
     return overrides
+
+
+def tiny_bert_classifier(tokenizer, labels: Sequence[str], layers: int = 2, positions: int = 512, seed: int = 0):
+    """A random BERT classifier of hidden size 32 over the tokenizer's vocabulary, naming `labels` (in eval mode),
+    `positions` its longest input: the smallest model that every path (prediction, export, windows) treats as a real
+    one."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=positions,  # BERT's 512 unless a test needs a smaller cap
+        num_labels=len(labels),
+        id2label=dict(enumerate(labels)),
+        label2id={name: index for index, name in enumerate(labels)},
+    )
+    torch.manual_seed(seed)
+    return BertForSequenceClassification(config).eval()

@@ -39,7 +39,7 @@ from pipeline.export.record import MIN_VERIFICATION_ROWS, RUNTIMES, installed  #
 from pipeline.export.runtime import onnx_threads, open_session  # noqa: E402
 from pipeline.predict import PredictError, Predictor, main, predict_dataframe, predict_texts  # noqa: E402
 from pipeline.rundir import RunDir  # noqa: E402
-from tests.helpers import run_with_private_home  # noqa: E402
+from tests.helpers import run_with_private_home, tiny_bert_classifier  # noqa: E402
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
 TOPICS = [
@@ -92,19 +92,7 @@ def spread_head(model: BertForSequenceClassification, tokenizer) -> None:
 
 
 def tiny_bert(tokenizer) -> BertForSequenceClassification:
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=128,
-        num_labels=4,
-        id2label=dict(enumerate(LABELS)),
-        label2id={name: i for i, name in enumerate(LABELS)},
-    )
-    torch.manual_seed(0)
-    model = BertForSequenceClassification(config).eval()
+    model = tiny_bert_classifier(tokenizer, LABELS, positions=128)
     spread_head(model, tokenizer)
     return model
 

@@ -13,14 +13,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
-from transformers import BertConfig, BertForSequenceClassification
 
 from pipeline.config import ConfigError, DataConfig, load_config
 from pipeline.data import load_data, read_labelled_file
 from pipeline.predict import main as predict_main
 from pipeline.splits import labels_of
 from pipeline.tables import DataError, open_table
+from tests.helpers import tiny_bert_classifier
 
 TOPICS = {"sports": "goal", "tech": "chip", "food": "bread"}
 
@@ -273,18 +272,7 @@ def test_evaluation_reads_a_fasttext_file_with_a_run_trained_on_csv(tmp_path):
 def run_dir(tmp_path_factory, bert_tokenizer) -> Path:
     """A tiny random BERT saved as a finished run trained on a `text` column."""
     run = tmp_path_factory.mktemp("runs") / "tiny"
-    config = BertConfig(
-        vocab_size=bert_tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=64,
-        num_labels=3,
-        id2label=dict(enumerate(sorted(TOPICS))),
-        label2id={name: index for index, name in enumerate(sorted(TOPICS))},
-    )
-    torch.manual_seed(0)
-    BertForSequenceClassification(config).save_pretrained(run / "model")
+    tiny_bert_classifier(bert_tokenizer, sorted(TOPICS), layers=1).save_pretrained(run / "model")
     bert_tokenizer.save_pretrained(run / "model")
     (run / "config.yaml").write_text("data:\n  text_columns: [text]\n")
     (run / "metrics.json").write_text(json.dumps({"labels": sorted(TOPICS), "tokenization": {"max_length": 32}}))

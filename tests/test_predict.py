@@ -29,7 +29,7 @@ from transformers import BertConfig, BertForSequenceClassification
 from pipeline.config import MAX_BATCH_TOKENS
 from pipeline.models import encoder
 from pipeline.predict import PredictError, Predictor, main, predict_dataframe, predict_texts
-from tests.helpers import REPO_ROOT
+from tests.helpers import REPO_ROOT, tiny_bert_classifier
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
 HEADER = ["id", "title", "description", "note"]
@@ -46,18 +46,7 @@ def single_thread():
 
 
 def save_tiny_bert(model_dir: Path, tokenizer) -> BertForSequenceClassification:
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        num_labels=4,
-        id2label=dict(enumerate(LABELS)),
-        label2id={name: index for index, name in enumerate(LABELS)},
-    )
-    torch.manual_seed(0)
-    model = BertForSequenceClassification(config).eval()
+    model = tiny_bert_classifier(tokenizer, LABELS)
     spread_head(model, tokenizer)
     model.save_pretrained(model_dir)
     tokenizer.save_pretrained(model_dir)
@@ -281,7 +270,7 @@ def test_bf16_near_ties_are_rechecked_in_fp32(run_dir, predictor):
 
 def test_bf16_runs_a_bf16_copy_of_the_weights_and_keeps_the_fp32_model():
     import torch
-    from transformers import BertConfig, BertForSequenceClassification
+    from transformers import BertForSequenceClassification
 
     from pipeline.predict.backend import TorchBackend
 

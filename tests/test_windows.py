@@ -2,15 +2,14 @@
 
 import numpy as np
 import pytest
-import torch
 from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
-from transformers import BertConfig, BertForSequenceClassification
 
 from pipeline.batching import TokenizedRows
 from pipeline.config import ConfigError, TokenizerConfig, load_config
 from pipeline.evaluation import predict_split
 from pipeline.tokenization import TokenCounts, tokenize_splits
 from pipeline.windows import LongTextRule, encode_documents, pool_documents, truncate, window_starts
+from tests.helpers import tiny_bert_classifier
 
 CHUNK = LongTextRule(long_text="chunk", chunk_stride=2, max_chunks=4)
 
@@ -89,17 +88,7 @@ def test_evaluation_counts_documents_not_windows(bert_tokenizer, tmp_path):
     config = TokenizerConfig(max_length=16, long_text="chunk", chunk_stride=2)
     tokenized, _ = tokenize_splits(long_splits(), bert_tokenizer, config, None)
     rows = TokenizedRows(tokenized["test"])
-    torch.manual_seed(0)
-    model = BertForSequenceClassification(
-        BertConfig(
-            vocab_size=bert_tokenizer.vocab_size,
-            hidden_size=32,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            intermediate_size=64,
-            num_labels=2,
-        )
-    ).eval()
+    model = tiny_bert_classifier(bert_tokenizer, ["a", "b"], layers=1)
     window_probabilities, _ = predict_split(model, rows, Accelerator(cpu=True), batch_size=3)
     from pipeline.evaluation import evaluate_split
 
