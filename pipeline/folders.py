@@ -9,18 +9,22 @@ the file and line of a byte that does not decode). A row is named by its file's 
 rows come sorted by class folder, then file name, so that every run reads them in one order. Names that start with
 "." (.DS_Store, .ipynb_checkpoints) are not data. Stage 1 turns the rows into the Table a file gives
 (data.read_table), of the columns text, label and id, so that nothing after it knows where they came from.
+
+`pipeline.predict --input` reads a folder as a Table streamed file by file (`open_folder_table`): a folder of class
+folders as training reads it (every class folder), or a folder of files (an inbox: `0001.txt`, `0002.txt`), each file
+a row of the columns text and id.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from pipeline.tables import DataError, LineSource, check_encoding
+from pipeline.tables import Chunk, DataError, LineSource, Table, check_encoding
 
 logger = logging.getLogger("pipeline.data")
 
@@ -28,6 +32,9 @@ logger = logging.getLogger("pipeline.data")
 TEXT_COLUMN, LABEL_COLUMN, ID_COLUMN = "text", "label", "id"
 # Names listed in a log line about what was not read, at most.
 NAMES_LOGGED = 5
+# A folder's format, as a Table names it: what pipeline.predict's output takes for "the input's format" (none it
+# writes, so CSV for stdout).
+FOLDER_FORMAT = "folder"
 
 
 @dataclass(frozen=True)
@@ -76,6 +83,82 @@ def read_class_folders(
         logger.warning("%s: %s more read with control characters, as the first", path, _files(with_controls - 1))
     frame = pd.DataFrame({TEXT_COLUMN: texts, LABEL_COLUMN: labels, ID_COLUMN: paths}, dtype=object)
     return ClassFolders(frame, paths, files_per_class)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A folder to label (pipeline.predict --input), streamed file by file
+
+
+@dataclass(frozen=True)
+class Document:
+    """One file of a folder to label, not read yet."""
+
+    file: Path  # on disk
+    path: str  # in the folder ("pos/0_9.txt", "0001.txt"): its id, and how an error names it
+    label: str | None  # its class folder's name; None in a folder of files
+
+
+@dataclass(frozen=True)
+class FolderDocuments:
+    """The files of a folder to label, in reading order, and which kind of folder holds them."""
+
+    documents: list[Document]
+    class_folders: bool  # a folder of class folders (rows with a label), else a folder of files
+
+    @property
+    def columns(self) -> list[str]:
+        """The columns of its rows: training's, without the label for a folder of files."""
+        return [TEXT_COLUMN, LABEL_COLUMN, ID_COLUMN] if self.class_folders else [TEXT_COLUMN, ID_COLUMN]
+
+
+def list_documents(path: str, origin: str) -> FolderDocuments:
+    """The files of a folder to label, unread, in training's order. A folder that holds folders is a folder of class
+    folders, read by training's rules: every class folder; the files beside them are not rows (a WARNING here, where
+    every document given is to be labelled); a folder inside a class folder, or a class folder without files, is an
+    error. A folder that holds files only is a folder of files, each one row."""
+    root = Path(path).expanduser()
+    folders, loose = _entries(root, path)
+    if folders:
+        if loose:
+            logger.warning("%s: %s beside the class folders, not rows: %s", path, _files(len(loose)), _listed(loose))
+        documents = [
+            Document(file, f"{name}/{file.name}", name)
+            for name, folder in folders.items()
+            for file in _documents(folder, path, origin)
+        ]
+        return FolderDocuments(documents, class_folders=True)
+    files = [root / name for name in loose if (root / name).is_file()]
+    if not files:
+        raise DataError(f"{path} ({origin}): the folder holds no files to label (names starting with '.' are not read)")
+    return FolderDocuments([Document(file, file.name, None) for file in files], class_folders=False)
+
+
+def open_folder_table(path: str, encoding: str, chunk_size: int | None, origin: str, encoding_option: str) -> Table:
+    """A folder to label (list_documents) as a Table whose chunks are read file by file, `chunk_size` files at a
+    time (None: all in one), so that memory holds one chunk's texts and the list of names whatever the number of
+    files, as for a CSV file. Each file is decoded as training decodes it; `encoding_option` is named in errors."""
+    codec = check_encoding(encoding)
+    listing = list_documents(path, origin)
+    size = chunk_size or len(listing.documents)
+    chunks = _document_chunks(listing, path, codec, encoding_option, size)
+    return Table(path, FOLDER_FORMAT, listing.columns, "file", chunks, row_count=len(listing.documents))
+
+
+def _document_chunks(listing: FolderDocuments, path: str, codec: str, option: str, size: int) -> Iterator[Chunk]:
+    """The rows of `listing`, `size` files at a time, each named by its path in the folder."""
+    with_controls = 0
+    for start in range(0, len(listing.documents), size):
+        batch = listing.documents[start : start + size]
+        records = []
+        for document in batch:
+            shown = str(Path(path) / document.path)
+            text, controls = _read_document(document.file, shown, codec, not with_controls, option)
+            with_controls += controls
+            values = {TEXT_COLUMN: text, LABEL_COLUMN: document.label, ID_COLUMN: document.path}
+            records.append([values[column] for column in listing.columns])
+        yield Chunk(records, [document.path for document in batch])
+    if with_controls > 1:  # the first was warned about, naming its line; one line for the rest, not one per file
+        logger.warning("%s: %s more read with control characters, as the first", path, _files(with_controls - 1))
 
 
 def _visible(folder: Path, shown: str) -> list[Path]:
@@ -146,15 +229,17 @@ def _documents(folder: Path, path: str, origin: str) -> list[Path]:
     return files
 
 
-def _read_document(file: Path, shown: str, codec: str, warn_controls: bool) -> tuple[str, bool]:
+def _read_document(
+    file: Path, shown: str, codec: str, warn_controls: bool, option: str = "data.encoding"
+) -> tuple[str, bool]:
     """A file's whole text, and whether bytes 0x80-0x9F in it were read as control characters (the wrong encoding:
-    tables.LineSource warns, naming the line, when `warn_controls`)."""
+    tables.LineSource warns, naming the line, when `warn_controls`). `option` gives the encoding, named in errors."""
     try:
         handle = open(file, "rb")  # noqa: SIM115 -- closed below; only open() maps to this error
     except OSError as error:
         raise DataError(f"cannot read {shown}: {error.strerror or error}") from None
     with handle:
-        lines = LineSource(handle, shown, codec, file.stat().st_size, warn_controls=warn_controls)
+        lines = LineSource(handle, shown, codec, file.stat().st_size, option, warn_controls=warn_controls)
         return "".join(lines), lines.controls_seen
 
 

@@ -473,7 +473,7 @@ class Chunk:
     """Consecutive rows: their values in header order, and the line (or record) number where each starts."""
 
     records: list[list[Any]]
-    numbers: list[int]
+    numbers: list[int] | list[str]  # a folder's (pipeline/folders.py): each file's path in it
 
 
 @dataclass
@@ -490,6 +490,8 @@ class Table:
     # How a CSV/TSV file's double quotes are read, `auto` resolved for this file: "csv" or "none" (QUOTINGS); None
     # for the formats without quoting (JSON Lines, Parquet).
     quoting: str | None = None
+    # Rows in all, where known before reading them (a folder: its files); else progress estimates them from `lines`.
+    row_count: int | None = None
 
     def where(self, number: int) -> str:
         return f"{self.name}, {self.unit} {number}"

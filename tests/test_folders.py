@@ -14,6 +14,7 @@ import pytest
 from pipeline.config import DataConfig
 from pipeline.data import load_data, read_labelled_file
 from pipeline.distill import read_unlabeled
+from pipeline.folders import open_folder_table
 from pipeline.splits import labels_of
 from pipeline.tables import DataError, EncodingError
 
@@ -181,6 +182,36 @@ def test_an_unlabeled_file_that_is_a_folder_is_refused(tmp_path):
     config = folder_config(reviews(tmp_path / "train"), unlabeled_file=str(unsup))
     with pytest.raises(DataError, match=r"data\.unlabeled_file: .*unsup is a folder"):
         read_unlabeled(config)
+
+
+def test_a_folder_to_label_is_streamed_in_chunks_of_files_counted_before_reading(tmp_path):
+    """pipeline.predict's reader: a folder of files, `chunk_size` files read at a time, each named by its name."""
+    inbox = write_folder(tmp_path / "inbox", {f"{index:02d}.txt": f"text {index}" for index in range(5)})
+    table = open_folder_table(str(inbox), "utf-8", 2, "--input", "--encoding")
+    assert table.row_count == 5 and table.header == ["text", "id"]
+    chunks = list(table.chunks)
+    assert [chunk.numbers for chunk in chunks] == [["00.txt", "01.txt"], ["02.txt", "03.txt"], ["04.txt"]]
+    assert chunks[2].records == [["text 4", "04.txt"]]
+
+
+def test_a_folder_to_label_with_class_folders_is_read_by_trainings_rules(tmp_path, caplog):
+    """Every class folder (none is left out: there are no model classes to choose by), the files beside them not
+    rows (a WARNING: they go unlabelled), hidden names ignored, decoding errors naming the option given."""
+    test = write_folder(
+        tmp_path / "test",
+        {"pos/1.txt": "good", "unsup/1.txt": "?", "neg/1.txt": b"caf\xe9", "notes.txt": "x", ".hidden/1.txt": "x"},
+    )
+    with caplog.at_level(logging.WARNING, logger=DATA_LOGGER):
+        table = open_folder_table(str(test), "latin-1", None, "--input", "--encoding")
+    assert table.header == ["text", "label", "id"]
+    assert next(table.chunks).records == [
+        ["café", "neg", "neg/1.txt"],
+        ["good", "pos", "pos/1.txt"],
+        ["?", "unsup", "unsup/1.txt"],
+    ]
+    assert "1 file beside the class folders, not rows: notes.txt" in caplog.text
+    with pytest.raises(EncodingError, match=r"test/neg/1\.txt, line 1: .*give the file's encoding with --encoding"):
+        list(open_folder_table(str(test), "utf-8", None, "--input", "--encoding").chunks)
 
 
 def ag_news_folders(csv_path: Path, root: Path, rows_per_class: int) -> Path:
