@@ -465,13 +465,18 @@ def test_missing_input_file(run_dir, tmp_path, capsys):
 
 
 def test_unreadable_input(run_dir, tmp_path, capsys):
-    assert predict_cli(run_dir, tmp_path, tmp_path / "out.csv") != 0  # a directory
-    assert_one_line_error(capsys.readouterr().err, "is a directory", str(tmp_path))
-    if os.geteuid() != 0:  # root reads files whatever their mode
-        locked = write_table(tmp_path / "locked.csv", news_rows(2))
-        locked.chmod(0)
-        assert predict_cli(run_dir, locked, tmp_path / "out.csv") != 0
-        assert_one_line_error(capsys.readouterr().err, "cannot read", "locked.csv")
+    if os.geteuid() == 0:
+        pytest.skip("root reads files whatever their mode")
+    locked = write_table(tmp_path / "locked.csv", news_rows(2))
+    locked.chmod(0)
+    assert predict_cli(run_dir, locked, tmp_path / "out.csv") != 0
+    assert_one_line_error(capsys.readouterr().err, "cannot read", "locked.csv")
+    inbox = tmp_path / "inbox"  # a folder's file: named by its path
+    inbox.mkdir()
+    (inbox / "1.txt").write_text("Stocks fall")
+    (inbox / "1.txt").chmod(0)
+    assert predict_cli(run_dir, inbox, tmp_path / "out.csv", "--text-columns", "text") != 0
+    assert_one_line_error(capsys.readouterr().err, f"cannot read {inbox}/1.txt")
 
 
 def test_empty_input_file(run_dir, tmp_path, capsys):
@@ -1006,3 +1011,120 @@ def test_an_unfinished_run_is_refused_unless_its_model_folder_is_named(run_dir, 
         predictor = Predictor.from_path(unfinished / "model", device="cpu", precision="fp32", max_length=64)
     assert "has not finished" in caplog.text
     assert predictor.text_spec.columns == ("title", "description"), "the run's settings still apply"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A folder as the input (pipeline/folders.py): a folder of files, or of class folders
+
+
+@pytest.fixture(scope="module")
+def folder_run(run_dir, tmp_path_factory) -> Path:
+    """The tiny run as a run trained on a folder reads texts: from the column `text`, each file's whole text."""
+    run = tmp_path_factory.mktemp("folder_runs") / "tiny"
+    shutil.copytree(run_dir, run)
+    (run / "config.yaml").write_text("data:\n  text_columns: [text]\n")
+    return run
+
+
+def write_files(root: Path, files: dict[str, str | bytes]) -> Path:
+    """`files` by their path under `root` ("pos/0_9.txt"); bytes are written as they are."""
+    for name, content in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+INBOX = {
+    "0010.txt": "Stocks fell sharply on Wall Street\n",
+    "0002.txt": 'A late goal, then "extra time", then penalties.\n\nSecond paragraph, with a comma.\n',
+    "0001.txt": "Chip maker launches new processors " * 40,  # longer than the run's 64 tokens: written back whole
+    "empty.txt": "",
+    ".DS_Store": b"\x00\x01\xff",  # hidden: not a document, nor is anything in a hidden folder
+    ".ipynb_checkpoints/0001-checkpoint.txt": "not data",
+}
+
+
+def test_a_folder_of_files_is_a_row_per_file_in_name_order_each_text_written_back_whole(folder_run, tmp_path, capsys):
+    inbox = write_files(tmp_path / "inbox", INBOX)
+    assert predict_cli(folder_run, inbox, tmp_path / "out.csv") == 0
+    out = pd.read_csv(tmp_path / "out.csv", keep_default_na=False, dtype=str)
+    assert list(out.columns[:2]) == ["text", "id"] and list(out.columns[-1:]) == ["error"]
+    names = sorted(name for name in INBOX if not name.startswith("."))
+    assert out["id"].tolist() == names
+    assert out["text"].tolist() == [INBOX[name] for name in names]  # the whole file, as it is, line breaks and all
+    expected = predict_texts(folder_run, [INBOX[name] for name in names[:3]], device="cpu", precision="fp32")
+    assert out["label"].tolist()[:3] == [label for label, _ in expected]
+    assert out["label"].tolist()[3] == "" and out["error"].tolist()[3] == "empty text in text"
+    assert "labelled 4 rows" in capsys.readouterr().err
+    assert predict_cli(folder_run, inbox, tmp_path / "chunked.csv", "--chunk-size", "1") == 0
+    chunked = pd.read_csv(tmp_path / "chunked.csv", keep_default_na=False, dtype=str)
+    assert chunked.drop(columns="score").equals(out.drop(columns="score"))  # a score may differ in its last digit
+
+
+def test_a_folder_of_class_folders_keeps_its_label_column_which_needs_a_prefix(folder_run, tmp_path, capsys, caplog):
+    """aclImdb/test as it ships: class folders, loose files beside them (not rows, said in a warning)."""
+    test = write_files(
+        tmp_path / "test",
+        {
+            "pos/1_9.txt": "A wonderful film",
+            "neg/2_1.txt": "Dull and too long",
+            "neg/0_2.txt": "Not worth it",
+            "urls_pos.txt": "http://",
+            "pos/.DS_Store": b"\x00",
+        },
+    )
+    assert predict_cli(folder_run, test, tmp_path / "out.csv") != 0
+    assert_one_line_error(capsys.readouterr().err, str(test), "'label'", "--prefix")
+    assert not (tmp_path / "out.csv").exists()
+    with caplog.at_level(logging.WARNING, logger="pipeline.data"):
+        assert predict_cli(folder_run, test, tmp_path / "out.csv", "--prefix", "pred_") == 0
+    assert any("1 file beside the class folders, not rows: urls_pos.txt" in r.getMessage() for r in caplog.records)
+    output = read_table(tmp_path / "out.csv")
+    assert output[0] == ["text", "label", "id", "pred_label", "pred_label_id", "pred_score", "pred_error"]
+    assert [row[:3] for row in output[1:]] == [
+        ["Not worth it", "neg", "neg/0_2.txt"],
+        ["Dull and too long", "neg", "neg/2_1.txt"],
+        ["A wonderful film", "pos", "pos/1_9.txt"],
+    ]
+    assert all(row[3] in LABELS for row in output[1:])
+
+
+def test_a_folder_that_training_would_refuse_is_refused_naming_it(folder_run, run_dir, tmp_path, capsys):
+    empty = write_files(tmp_path / "empty", {})
+    hidden = write_files(tmp_path / "hidden", {".DS_Store": "x", ".git/HEAD": "ref"})
+    for folder in (empty, hidden):
+        assert predict_cli(folder_run, folder, tmp_path / "out.csv") != 0
+        assert_one_line_error(capsys.readouterr().err, f"{folder} (--input)", "holds no files to label")
+    nested = write_files(tmp_path / "aclImdb", {"test/pos/1_9.txt": "good", "test/neg/1_1.txt": "bad"})
+    assert predict_cli(folder_run, nested, tmp_path / "out.csv") != 0
+    assert_one_line_error(capsys.readouterr().err, "aclImdb/test holds folders (neg, pos)", "level deeper")
+    inbox = write_files(tmp_path / "inbox", {"1.txt": "Stocks fall"})
+    assert predict_cli(run_dir, inbox, tmp_path / "out.csv") != 0  # a run trained on a CSV's title, description
+    assert_one_line_error(capsys.readouterr().err, "'title', 'description'", "'text', 'id'", "--text-columns text")
+    assert predict_cli(run_dir, inbox, tmp_path / "out.csv", "--text-columns", "text") == 0
+    capsys.readouterr()
+    for output in (inbox / "out.csv", inbox / "new" / "out.csv"):  # a later run would read it as a document
+        assert predict_cli(folder_run, inbox, output) != 0
+        assert_one_line_error(capsys.readouterr().err, f"output {output} is inside the input folder {inbox}")
+    assert sorted(path.name for path in inbox.iterdir()) == ["1.txt"]
+
+
+def test_an_undecodable_file_of_a_folder_is_named_with_its_line(folder_run, tmp_path, capsys):
+    inbox = write_files(tmp_path / "inbox", {"1.txt": "plain", "2.txt": "one\ncaf\xe9 cr\xe8me".encode("latin-1")})
+    assert predict_cli(folder_run, inbox, tmp_path / "out.csv") != 0
+    assert_one_line_error(capsys.readouterr().err, f"{inbox}/2.txt, line 2", "not valid utf-8", "--encoding")
+    assert not (tmp_path / "out.csv").exists()
+    assert predict_cli(folder_run, inbox, tmp_path / "out.csv", "--encoding", "latin-1") == 0
+    assert read_table(tmp_path / "out.csv")[2][:2] == ["one\ncafé crème", "2.txt"]
+
+
+def test_file_layout_options_given_for_a_folder_are_named_in_a_warning(folder_run, tmp_path, caplog):
+    inbox = write_files(tmp_path / "inbox", {"1.txt": "Stocks fall", "2.txt": "Federer wins"})
+    options = ["--format", "tsv", "--delimiter", "@", "--quoting", "auto", "--encoding", "utf-8"]
+    with caplog.at_level(logging.WARNING, logger="pipeline.predict.cli"):
+        assert predict_cli(folder_run, inbox, tmp_path / "out.csv", *options) == 0
+    (warning,) = [record.getMessage() for record in caplog.records if "file options" in record.getMessage()]
+    assert warning.endswith("do not describe: --format, --delimiter")  # --quoting auto is its default
+    assert len(read_table(tmp_path / "out.csv")) == 3

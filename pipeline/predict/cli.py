@@ -1,7 +1,8 @@
 """`python -m pipeline.predict`: stream a table through a model and write every row back, labelled.
 
 Validates everything cheap first (output, input, columns), then loads the model and streams chunk by chunk, so
-memory stays one chunk deep whatever the file's size. Errors print one line on stderr and exit non-zero.
+memory stays one chunk deep whatever the file's size. A folder is read file by file (pipeline/folders.py: a folder of
+files, or of class folders as training reads it). Errors print one line on stderr and exit non-zero.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import torch
 from pipeline import hardware
 from pipeline.config import MAX_BATCH_TOKENS
 from pipeline.export.record import BACKEND_RUNTIMES, BACKENDS
+from pipeline.folders import TEXT_COLUMN, is_folder, open_folder_table
 from pipeline.predict.output import (
     OUTPUT_FORMATS,
     added_values,
@@ -56,6 +58,10 @@ from pipeline.tables import (
 )
 
 DEFAULT_CHUNK_SIZE = 10_000
+# The options that describe an input file's layout (by their argparse names), which a folder does not have.
+FILE_LAYOUT_OPTIONS = ("format", "column_names", "delimiter", "quoting", "label_prefix")
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -106,22 +112,33 @@ def _update_total_estimate(progress: Any, table: Table, rows_read: int) -> None:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    return _parser().parse_args(argv)
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m pipeline.predict",
-        description="Label the rows of a CSV, TSV, JSON Lines, Parquet or fastText file with a trained text "
-        "classifier. Output: every input row, in order and unchanged, then label, label_id, score, "
-        "[prob_<class>...], error.",
+        description="Label the rows of a CSV, TSV, JSON Lines, Parquet or fastText file, or the files of a folder, "
+        "with a trained text classifier. Output: every input row, in order and unchanged, then label, label_id, "
+        "score, [prob_<class>...], error.",
     )
     _add_file_arguments(parser.add_argument)
     _add_inference_arguments(parser.add_argument)
     _add_output_arguments(parser.add_argument)
-    return parser.parse_args(argv)
+    return parser
 
 
 def _add_file_arguments(add: Any) -> None:
     """Which model, which input and output files, and how to read the input."""
     add("--model", required=True, help="run directory (runs/<name>) or saved Hugging Face model directory")
-    add("--input", required=True, help="CSV/TSV/JSON Lines/fastText (optionally .gz) or Parquet file; '-' for stdin")
+    add(
+        "--input",
+        required=True,
+        help="CSV/TSV/JSON Lines/fastText (optionally .gz) or Parquet file; '-' for stdin; or a folder: of files, "
+        "each one row of the columns text (the whole file, decoded with --encoding) and id (its name), in name "
+        "order; or of class folders (aclImdb/test/pos/0_9.txt), read as training reads it, whose rows keep their "
+        "label column (then add --prefix pred_)",
+    )
     add("--output", required=True, help="CSV/TSV/JSON Lines file to write (.gz compresses); '-' for stdout")
     add(
         "--text-columns",
@@ -305,24 +322,13 @@ def _predict_file(args: argparse.Namespace, source: ModelSource, process_index: 
     """Read the input, label it chunk by chunk and write the output."""
     from tqdm import tqdm
 
-    chunk_size = args.chunk_size
-    with open_table(
-        args.input,
-        args.format,
-        args.column_names,
-        args.encoding,
-        chunk_size,
-        format_option="--format",
-        encoding_option="--encoding",
-        quoting=args.quoting,
-        quoting_option="--quoting",
-        delimiter=args.delimiter,
-        label_prefix=args.label_prefix,
-    ) as table:
+    folder = args.input != STANDARD_INPUT and is_folder(args.input)
+    with _open_input(args, folder) as table:
         try:
             resolve_columns(table.header, source.text_spec.columns, table.name, "--text-columns")
         except DataError as error:
-            raise DataError(f"{error}{source.missing_columns_hint()}") from None
+            hint = _FOLDER_COLUMNS_HINT if folder else source.missing_columns_hint()
+            raise DataError(f"{error}{hint}") from None
         out_format = output_format(args.output, args.output_format, table.format)
         predictor = Predictor.from_source(
             source,
@@ -339,7 +345,7 @@ def _predict_file(args: argparse.Namespace, source: ModelSource, process_index: 
         check_no_clash(table.header, added, table.name)
         # None: off when stderr is not a terminal; only the main process shows one
         progress = tqdm(
-            total=None,
+            total=table.row_count,  # None: estimated from the bytes read as chunks arrive
             unit=" rows",
             file=sys.stderr,
             dynamic_ncols=True,
@@ -354,6 +360,48 @@ def _predict_file(args: argparse.Namespace, source: ModelSource, process_index: 
             summary.backend = predictor.describe_backend()
             progress.total = progress.n
     return summary
+
+
+# Added to the error about a folder's rows without the run's text columns (a run trained on a CSV's title and
+# description): the one column of a folder's texts.
+_FOLDER_COLUMNS_HINT = (
+    f"; a folder's text is its files' whole text, the column {TEXT_COLUMN}: pass --text-columns {TEXT_COLUMN}"
+)
+
+
+def _open_input(args: argparse.Namespace, folder: bool) -> contextlib.AbstractContextManager[Table]:
+    """The input as a Table streamed in chunks: a file through tables.open_table, a folder file by file."""
+    if folder:
+        _warn_file_options(args)
+        return contextlib.nullcontext(
+            open_folder_table(args.input, args.encoding, args.chunk_size, "--input", encoding_option="--encoding")
+        )
+    return open_table(
+        args.input,
+        args.format,
+        args.column_names,
+        args.encoding,
+        args.chunk_size,
+        format_option="--format",
+        encoding_option="--encoding",
+        quoting=args.quoting,
+        quoting_option="--quoting",
+        delimiter=args.delimiter,
+        label_prefix=args.label_prefix,
+    )
+
+
+def _warn_file_options(args: argparse.Namespace) -> None:
+    """Options set that describe a file's layout do not apply to a folder: said, as training says it of the data
+    settings, rather than silently ignored."""
+    parser = _parser()
+    given = [name for name in FILE_LAYOUT_OPTIONS if getattr(args, name) != parser.get_default(name)]
+    if given:
+        logger.warning(
+            "%s (--input) is a folder, which these file options do not describe: %s",
+            args.input,
+            ", ".join(f"--{name.replace('_', '-')}" for name in given),
+        )
 
 
 def distributed_shard() -> tuple[int, int]:

@@ -174,9 +174,15 @@ def writes_through(path: str) -> bool:
 
 def check_output(path: str, overwrite: bool, input_path: str | None = None) -> None:
     """Before any work: never replace an existing file silently, nor the input even with --overwrite (the labelled
-    copy would take the place of the only copy of the data); a symlink is refused (it would be replaced)."""
+    copy would take the place of the only copy of the data), nor write into an input folder (the output would be a
+    document of the next run); a symlink is refused (it would be replaced)."""
     if writes_through(path):
         return
+    if is_inside_folder(path, input_path):
+        raise PredictError(
+            f"output {path} is inside the input folder {input_path}, whose files a later run would read as "
+            "documents; write it outside that folder"
+        )
     if is_same_file(path, input_path):
         raise PredictError(f"output {path} is the input file {input_path}; write the labelled rows to another file")
     target = Path(path)
@@ -196,6 +202,13 @@ def check_output_folder(path: str) -> None:
     existing = next(ancestor for ancestor in (folder, *folder.parents) if ancestor.exists())
     if not existing.is_dir():
         raise PredictError(f"cannot write output {path}: {existing} is a file, not a folder")
+
+
+def is_inside_folder(path: str, folder: str | None) -> bool:
+    """Whether `path` (existing or not) lies anywhere under `folder`, an existing folder; links resolved."""
+    if folder is None or folder == "-" or not Path(folder).is_dir():
+        return False
+    return Path(folder).resolve() in Path(path).resolve().parents
 
 
 def is_same_file(path: str, other: str | None) -> bool:
