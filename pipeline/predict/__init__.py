@@ -6,7 +6,8 @@
 `--model` is a run directory (its `model/`, plus the text columns, separator and fixed length of the run) or any
 saved Hugging Face sequence-classification directory, BERT or the from-scratch encoder alike; a run's `model/`
 copied on its own reads those from its decision.json. Input is read by the same reader and text rule as training
-(pipeline.tables), so a row becomes the same text in both.
+(pipeline.tables; a folder, of files or of class folders, by pipeline.folders), so a row becomes the same text in
+both.
 
 The output holds every input row, in input order, with its input columns unchanged, then `label` (class name),
 `label_id`, `score` (probability of that label), optionally `prob_<class>` for every class, and `error`: empty for
