@@ -493,7 +493,7 @@ class Table:
     # Rows in all, where known before reading them (a folder: its files); else progress estimates them from `lines`.
     row_count: int | None = None
 
-    def where(self, number: int) -> str:
+    def where(self, number: int | str) -> str:
         return f"{self.name}, {self.unit} {number}"
 
 
