@@ -18,6 +18,7 @@ a row of the columns text and id.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,36 +67,57 @@ def read_class_folders(
             f"class's documents, one per file{beside}"
         )
     if loose:
-        logger.info("%s: %s beside the class folders, not rows: %s", path, _files(len(loose)), _listed(loose))
+        _say_loose(path, loose, logging.INFO)
     chosen = _chosen(folders, classes, classes_from, every_class, path, origin)
-    codec = check_encoding(encoding)
-    texts, labels, paths, files_per_class, with_controls = [], [], [], {}, 0
-    for name in chosen:
-        files = _documents(folders[name], path, origin)
-        files_per_class[name] = len(files)
-        for file in files:
-            text, controls = _read_document(file, str(Path(path) / name / file.name), codec, not with_controls)
-            texts.append(text)
-            labels.append(name)
-            paths.append(f"{name}/{file.name}")
-            with_controls += controls
-    if with_controls > 1:  # the first was warned about, naming its line; one line for the rest, not one per file
-        logger.warning("%s: %s more read with control characters, as the first", path, _files(with_controls - 1))
+    documents = _class_documents(folders, chosen, path, origin)
+    texts = list(_read_texts(documents, path, check_encoding(encoding), "data.encoding"))
+    paths = [document.path for document in documents]
+    labels = [document.label for document in documents]
     frame = pd.DataFrame({TEXT_COLUMN: texts, LABEL_COLUMN: labels, ID_COLUMN: paths}, dtype=object)
+    counts = Counter(labels)
+    files_per_class = {name: counts[name] for name in chosen}
     return ClassFolders(frame, paths, files_per_class)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# A folder to label (pipeline.predict --input), streamed file by file
 
 
 @dataclass(frozen=True)
 class Document:
-    """One file of a folder to label, not read yet."""
+    """One file of a folder, not read yet."""
 
     file: Path  # on disk
     path: str  # in the folder ("pos/0_9.txt", "0001.txt"): its id, and how an error names it
     label: str | None  # its class folder's name; None in a folder of files
+
+
+def _class_documents(folders: dict[str, Path], names: Sequence[str], path: str, origin: str) -> list[Document]:
+    """The files of the class folders `names`, in folder then file order."""
+    return [
+        Document(file, f"{name}/{file.name}", name)
+        for name in names
+        for file in _documents(folders[name], path, origin)
+    ]
+
+
+def _read_texts(documents: Sequence[Document], path: str, codec: str, option: str) -> Iterator[str]:
+    """Each document's whole text, read one at a time. Files read as control characters (cp1252 read as latin-1)
+    are warned about once, naming the first file and its line, and counted in one line at the end, not one warning
+    per file of a folder of thousands."""
+    with_controls = 0
+    for document in documents:
+        shown = str(Path(path) / document.path)
+        text, controls = _read_document(document.file, shown, codec, not with_controls, option)
+        with_controls += controls
+        yield text
+    if with_controls > 1:
+        logger.warning("%s: %s more read with control characters, as the first", path, _files(with_controls - 1))
+
+
+def _say_loose(path: str, loose: list[str], level: int) -> None:
+    """Files beside the class folders (aclImdb's urls_pos.txt) are no class's, so not rows: said once."""
+    logger.log(level, "%s: %s beside the class folders, not rows: %s", path, _files(len(loose)), _listed(loose))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A folder to label (pipeline.predict --input), streamed file by file
 
 
 @dataclass(frozen=True)
@@ -120,13 +142,8 @@ def list_documents(path: str, origin: str) -> FolderDocuments:
     folders, loose = _entries(root, path)
     if folders:
         if loose:
-            logger.warning("%s: %s beside the class folders, not rows: %s", path, _files(len(loose)), _listed(loose))
-        documents = [
-            Document(file, f"{name}/{file.name}", name)
-            for name, folder in folders.items()
-            for file in _documents(folder, path, origin)
-        ]
-        return FolderDocuments(documents, class_folders=True)
+            _say_loose(path, loose, logging.WARNING)
+        return FolderDocuments(_class_documents(folders, list(folders), path, origin), class_folders=True)
     files = [root / name for name in loose if (root / name).is_file()]
     if not files:
         raise DataError(f"{path} ({origin}): the folder holds no files to label (names starting with '.' are not read)")
@@ -146,19 +163,15 @@ def open_folder_table(path: str, encoding: str, chunk_size: int | None, origin: 
 
 def _document_chunks(listing: FolderDocuments, path: str, codec: str, option: str, size: int) -> Iterator[Chunk]:
     """The rows of `listing`, `size` files at a time, each named by its path in the folder."""
-    with_controls = 0
+    texts = _read_texts(listing.documents, path, codec, option)
     for start in range(0, len(listing.documents), size):
         batch = listing.documents[start : start + size]
         records = []
-        for document in batch:
-            shown = str(Path(path) / document.path)
-            text, controls = _read_document(document.file, shown, codec, not with_controls, option)
-            with_controls += controls
+        for document, text in zip(batch, texts):
             values = {TEXT_COLUMN: text, LABEL_COLUMN: document.label, ID_COLUMN: document.path}
             records.append([values[column] for column in listing.columns])
         yield Chunk(records, [document.path for document in batch])
-    if with_controls > 1:  # the first was warned about, naming its line; one line for the rest, not one per file
-        logger.warning("%s: %s more read with control characters, as the first", path, _files(with_controls - 1))
+    next(texts, None)  # ends the reading, which then counts the files read as control characters
 
 
 def _visible(folder: Path, shown: str) -> list[Path]:
