@@ -18,6 +18,7 @@ a row of the columns text and id.
 from __future__ import annotations
 
 import logging
+import os
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -68,6 +69,7 @@ def read_class_folders(
         )
     if loose:
         _say_loose(path, loose, logging.INFO)
+    _refuse_split_folders(folders, path, origin)
     chosen = _chosen(folders, classes, classes_from, every_class, path, origin)
     documents = _class_documents(folders, chosen, path, origin)
     texts = list(_read_texts(documents, path, check_encoding(encoding), "data.encoding"))
@@ -177,9 +179,14 @@ def _document_chunks(listing: FolderDocuments, path: str, codec: str, option: st
 def _visible(folder: Path, shown: str) -> list[Path]:
     """The entries of a folder but hidden ones (a name starting with "."), sorted by name."""
     try:
-        return sorted((entry for entry in folder.iterdir() if not entry.name.startswith(".")), key=lambda e: e.name)
+        return sorted((entry for entry in folder.iterdir() if not _hidden(entry.name)), key=lambda e: e.name)
     except OSError as error:
         raise DataError(f"cannot read the folder {shown}: {error.strerror or error}") from None
+
+
+def _hidden(name: str) -> bool:
+    """Names that start with "." (.DS_Store, .ipynb_checkpoints) are not data."""
+    return name.startswith(".")
 
 
 def _entries(root: Path, path: str) -> tuple[dict[str, Path], list[str]]:
@@ -187,6 +194,29 @@ def _entries(root: Path, path: str) -> tuple[dict[str, Path], list[str]]:
     entries = _visible(root, path)
     folders = {entry.name: entry for entry in entries if entry.is_dir()}
     return folders, [entry.name for entry in entries if entry.name not in folders]
+
+
+def _refuse_split_folders(folders: dict[str, Path], path: str, origin: str) -> None:
+    """A folder whose every folder holds folders is a level above the class folders: a data set's folder of split
+    folders (20news-bydate/ holding 20news-bydate-train/alt.atheism/, aclImdb/ holding train/neg/). Said before the
+    classes are looked for, which would otherwise name the split folders as classes without a folder, or suggest
+    the first of them (a test split) as the folder to give."""
+    if not all(_holds_folders(folder) for folder in folders.values()):
+        return
+    splits = [str(Path(path) / name) for name in folders]
+    raise DataError(
+        f"{path} ({origin}) holds folders of class folders ({_listed(list(folders))}), not class folders: give "
+        f"this split's folder as {origin} (one of {_listed(splits)})"
+    )
+
+
+def _holds_folders(folder: Path) -> bool:
+    """Whether a folder holds a folder that is not hidden."""
+    try:
+        with os.scandir(folder) as entries:  # the entry's type comes with the listing: no stat per file
+            return any(entry.is_dir() and not _hidden(entry.name) for entry in entries)
+    except OSError:
+        return False  # reading it fails with its own error naming it, when its files are listed
 
 
 def _chosen(
@@ -224,7 +254,7 @@ def _chosen(
 
 def _documents(folder: Path, path: str, origin: str) -> list[Path]:
     """The files of one class folder, sorted by name. A folder inside it is an error rather than a class's documents
-    silently left out: most often the folder given is a level above the class folders (aclImdb/ holds train/pos/)."""
+    silently left out (a folder whose every folder holds folders was refused before, by _refuse_split_folders)."""
     shown = str(Path(path) / folder.name)
     entries = _visible(folder, shown)
     nested = [entry.name for entry in entries if entry.is_dir()]

@@ -90,8 +90,8 @@ def test_rows_come_in_folder_then_file_order_whatever_the_creation_order(tmp_pat
         ({"1.txt": "a", "2.txt": "b"}, {}, r"train \(data\.train_file\) has no class folders: .*the 2 files directly"),
         ({}, {}, r"has no class folders: .*\(it is empty\)"),
         ({"neg/1.txt": "a", "pos/.DS_Store": "b"}, {}, r"train/pos: the class folder 'pos' holds no files"),
-        # The folder given one level too high (aclImdb/ rather than aclImdb/train): its "classes" hold folders.
-        ({"train/neg/1.txt": "a", "test/pos/1.txt": "b"}, {}, r"train/test holds folders \(pos\).*level deeper"),
+        # One "class" holding folders (the classes a level deeper, beside another folder) names it.
+        ({"neg/1.txt": "a", "pos/x/1.txt": "b"}, {}, r"train/pos holds folders \(x\).*level deeper"),
         (
             {"neg/1.txt": "a", "pos/1.txt": "b"},
             {"text_columns": ["body"]},
@@ -105,6 +105,25 @@ def test_a_folder_that_is_not_class_folders_of_files_is_an_error_naming_it(tmp_p
     train.mkdir(exist_ok=True)
     with pytest.raises(DataError, match=message):
         load_data(folder_config(train, **settings), seed=0)
+
+
+@pytest.mark.parametrize("listed", [None, ["neg", "pos"]], ids=["classes-unset", "classes-listed"])
+def test_a_folder_of_split_folders_is_named_as_such_with_each_split_folder(tmp_path, listed):
+    """aclImdb/ (or 20news-bydate/) given rather than its split's folder: every folder in it holds class folders.
+    The error names the split folders to choose from, not a split folder as a class, nor the test split's folder as
+    the one to train on."""
+    root = write_folder(
+        tmp_path / "aclImdb",
+        {
+            "README": "?",
+            **{f"{split}/{label}/1_7.txt": label for split in ("train", "test") for label in ("neg", "pos")},
+        },
+    )
+    expected = r"aclImdb \({}\) holds folders of class folders \(test, train\).*one of .*aclImdb/test, .*aclImdb/train"
+    with pytest.raises(DataError, match=expected.format(r"data\.train_file")):
+        load_data(folder_config(root, label_names=listed), seed=0)
+    with pytest.raises(DataError, match=expected.format("--input")):
+        read_labelled_file(folder_config(root), str(root), "--input", ["neg", "pos"], None)
 
 
 def all_texts(train: Path, **settings) -> list[str]:
