@@ -12,21 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.rundir import RunDir, is_number, nested_get, ranking_metric
+from pipeline.tables import format_read
 from pipeline.windows import LongTextRule
 
 # What the Hub accepts as a model or dataset id: "name" or "owner/name".
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
-# Local data files are named in the model-index by the `datasets` builder that reads them.
-_FILE_BUILDERS = {
-    ".csv": "csv",
-    ".tsv": "csv",
-    ".tab": "csv",
-    ".jsonl": "json",
-    ".json": "json",
-    ".ndjson": "json",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-}
+# Local data is named in the model-index by the `datasets` builder that reads its format (tables.FORMATS); fastText
+# lines and a folder of class folders' documents are plain text files, which its `text` builder reads.
+_FORMAT_BUILDERS = {"csv": "csv", "tsv": "csv", "jsonl": "json", "parquet": "parquet", "fasttext": "text"}
+_FOLDER_BUILDER = "text"
 
 
 def published_name(name: Any) -> str | None:
@@ -77,10 +71,20 @@ class CardFacts:
         if self.from_hub:
             name = str(self.data.get("hub_name") or "unknown")
             return name, name, self.data.get("hub_config")
-        test_file = self.data.get("test_file") or self.data.get("train_file") or ""
-        builder = _FILE_BUILDERS.get(Path(str(test_file).removesuffix(".gz")).suffix.lower(), "csv")
-        folder = Path(str(test_file)).parent.name or "local data"
-        return builder, f"{folder} (local files)", None
+        split = "test" if self.data.get("test_file") else "train"
+        path = str(self.data.get(f"{split}_file") or "")
+        folders = self.get("data", "class_folders")
+        if isinstance(folders, dict) and split in folders:  # read from a folder of class folders
+            return _FOLDER_BUILDER, f"{self._class_folders_name(Path(path))} (local files)", None
+        builder = _FORMAT_BUILDERS.get(format_read(path, self.data.get("file_format")), "csv")
+        return builder, f"{Path(path).parent.name or 'local data'} (local files)", None
+
+    def _class_folders_name(self, folder: Path) -> str:
+        """A folder of class folders is its data set (bbc/), unless train's and test's lie side by side: then the
+        folder holding both is (aclImdb/ of aclImdb/train and aclImdb/test)."""
+        train, test = (self.data.get(f"{split}_file") for split in ("train", "test"))
+        side_by_side = train and test and train != test and Path(str(train)).parent == Path(str(test)).parent
+        return (folder.parent.name if side_by_side else folder.name) or "local data"
 
     def split_sizes(self) -> dict[str, Any]:
         """Rows per split: metrics.json's data.sizes; older runs recorded only validation and test."""

@@ -560,6 +560,15 @@ def _format_of(lines: LineSource, path: str, explicit: str | None, option: str, 
     return kind
 
 
+def format_read(path: str, explicit: str | None) -> str:
+    """The format a file was read as, by its settings and name alone (a finished run's files may be gone): that of
+    resolve_format, or fastText for a name of no known ending, the one format _format_of reads such a name as."""
+    try:
+        return resolve_format(path, explicit, "data.file_format")
+    except DataError:
+        return "fasttext"
+
+
 @contextlib.contextmanager
 def _open_bytes(path: str) -> Iterator[tuple[IO[bytes], int | None]]:
     if path == STANDARD_INPUT:

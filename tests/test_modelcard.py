@@ -237,6 +237,33 @@ def test_local_checkpoint_and_files_give_no_hub_ids_and_encoder_card_says_trust_
     assert hub_id("bert-base-uncased") == "bert-base-uncased" and hub_id("../shared/models/x") is None
 
 
+@pytest.mark.parametrize(
+    ("files", "class_folders", "dataset_type", "dataset_name"),
+    [
+        (["data/ag/train.csv", "data/ag/test.csv.gz"], None, "csv", "ag"),
+        (["data/ag/train.jsonl", None], None, "json", "ag"),
+        # fastText's own files: no ending of their own, read as fastText by their content, or by the setting.
+        (["data/dbpedia/dbpedia.train", "data/dbpedia/dbpedia.test"], None, "text", "dbpedia"),
+        (["data/cooking/cooking.txt", None, "data.file_format=fasttext"], None, "text", "cooking"),
+        # Folders of class folders: the folder given alone is the data set; train and test side by side, their folder.
+        (["data/bbc", None], ["train"], "text", "bbc"),
+        (["data/aclImdb/train", "data/aclImdb/test"], ["train", "test"], "text", "aclImdb"),
+    ],
+    ids=["csv", "jsonl", "fasttext-by-content", "fasttext-set", "folder", "folders-side-by-side"],
+)
+def test_local_data_is_named_by_its_format_and_folder(tmp_path, files, class_folders, dataset_type, dataset_name):
+    train, test, *settings = files
+    overrides = ["data.source=files", f"data.train_file={train}", *settings]
+    overrides += [f"data.test_file={test}"] if test else []
+    data = {"sizes": {"train": 3600, "validation": 400, "test": 400}, "seed": 42}
+    if class_folders:
+        data["class_folders"] = {split: {"World": 1800, "Sports": 1800} for split in class_folders}
+    card = ModelCard.load(write_model_card(fake_run(tmp_path, *overrides, extra_metrics={"data": data})))
+    (result, *_) = card.data.eval_results
+    assert (result.dataset_type, result.dataset_name) == (dataset_type, f"{dataset_name} (local files)")
+    assert f"trained with the `pipeline` package on local files ({dataset_name})" in card.text
+
+
 def test_missing_metrics_is_a_one_line_error_naming_the_file(tmp_path, capsys):
     run_dir = fake_run(tmp_path)
     (run_dir / "metrics.json").unlink()
