@@ -367,9 +367,36 @@ def read_file_tables(config: DataConfig) -> dict[str, Table]:
     if not config.train_file:
         raise DataError("data.train_file is required when data.source is 'files'")
     paths = {"train": config.train_file, "validation": config.validation_file, "test": config.test_file}
-    return {
+    tables = {
         split: read_table(path, FILE_KEYS[split], config, config.column_names) for split, path in paths.items() if path
     }
+    _warn_class_folders_only_in_train(tables, config)
+    return tables
+
+
+def _warn_class_folders_only_in_train(tables: dict[str, Table], config: DataConfig) -> None:
+    """Unlisted, the classes are train's class folders, all of them: aclImdb/train's unsup/ (unlabelled reviews,
+    which aclImdb/test lacks) becomes a class that the model learns and no test row has. A validation or test folder
+    without some of train's class folders is most often that: say so, pointing to data.label_names."""
+    trained = tables["train"].files_per_class
+    if config.label_names is not None or trained is None:
+        return
+    for split in ("validation", "test"):
+        held_out = tables[split].files_per_class if split in tables else None
+        missing = [name for name in trained if held_out is not None and name not in held_out]
+        if missing:
+            logger.warning(
+                "%s (%s) lacks the class folder%s %s of %s (data.train_file): with data.label_names unset each of its "
+                "class folders is a class, and the model learns %s that no %s row has; if that is not meant "
+                "(aclImdb's unsup/ holds unlabelled reviews), list the classes in data.label_names",
+                tables[split].source,
+                FILE_KEYS[split],
+                "s" if len(missing) > 1 else "",
+                ", ".join(missing),
+                tables["train"].source,
+                "classes" if len(missing) > 1 else "a class",
+                split,
+            )
 
 
 # Many corpora come without a header row (ag_news_csv, DBpedia, Yelp, the SMS Spam Collection, go_emotions' TSV):

@@ -132,6 +132,24 @@ def all_texts(train: Path, **settings) -> list[str]:
     return load_data(folder_config(train, **both), seed=0).splits["train"]["text"]
 
 
+def test_a_test_folder_without_one_of_trains_class_folders_is_warned_about_when_classes_are_unlisted(tmp_path, caplog):
+    """aclImdb as it ships: train/ holds unsup/ (unlabelled reviews), test/ does not. Unlisted, unsup is a class no
+    test row has; a warning points to data.label_names, which reads the same folders without one."""
+    train = write_folder(
+        reviews(tmp_path / "train"), {f"unsup/{index}_0.txt": f"unlabelled {index}" for index in range(6)}
+    )
+    test = reviews(tmp_path / "test", per_class=3)
+    with caplog.at_level(logging.WARNING, logger=DATA_LOGGER):
+        data = load_data(folder_config(train, test_file=str(test)), seed=0)
+    assert data.labels == ["neg", "pos", "unsup"]
+    (warning,) = [record.getMessage() for record in caplog.records if "lacks the class folder" in record.getMessage()]
+    assert "test (data.test_file) lacks the class folder unsup of" in warning and "data.label_names" in warning
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger=DATA_LOGGER):
+        load_data(folder_config(train, test_file=str(test), label_names=["neg", "pos"]), seed=0)
+    assert not any("lacks the class folder" in record.getMessage() for record in caplog.records)
+
+
 def test_files_are_decoded_with_data_encoding_and_an_undecodable_one_is_named(tmp_path):
     train = write_folder(tmp_path / "train", {"neg/1.txt": "plain", "pos/1.txt": "caf\xe9 cr\xe8me".encode("latin-1")})
     with pytest.raises(
