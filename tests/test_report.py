@@ -1015,6 +1015,20 @@ def test_a_run_beside_its_evaluation_folders_is_one_model_not_a_ranking(tmp_path
     assert header_of(markdown).count("truncated at fixed length") == 1
 
 
+def test_an_evaluated_folder_of_class_folders_is_named_with_its_parent_not_as_a_split(tmp_path: Path):
+    """pipeline.evaluate --input aclImdb/test (and aclImdb/train): "on test", "on train" would read as the run's own
+    splits beside its test split; the folder is named as one."""
+    run = make_fake_run(tmp_path, "imdb", seed=1, correct_share=0.9)
+    scored = {}
+    for split in ("test", "train"):
+        scored[split] = shutil.copytree(run, tmp_path / f"imdb_on_{split}")
+        evaluation = {"model": str(run.resolve()), "input": f"/data/aclImdb/{split}", "rows": 40}
+        update_metrics(scored[split], evaluation=evaluation, data={"class_folders": {"test": {"neg": 20, "pos": 20}}})
+    header = header_of(write_report([run, *scored.values()], tmp_path / "report")[0].read_text())
+    assert "on imdb's test split (" in header
+    assert "on aclImdb/test/ (" in header and "on aclImdb/train/ (" in header
+
+
 def test_per_class_support_is_each_runs_own_when_their_test_data_differ(tmp_path: Path):
     """A run beside one tested on fewer rows (an evaluated file, another data set): each run's row gives the
     support its own metrics.json records, not the first run's."""

@@ -134,8 +134,16 @@ def _unranked_verdict(runs: Sequence[Run]) -> str:
 
 
 def _scored_file(run: Run) -> str:
+    """What a run's test figures were scored on: an evaluated file by its name, a folder of class folders by its
+    parent's and its own with a closing slash (aclImdb/test/: a bare "test" or "train" reads as a split of the
+    run), else the run's own test split."""
     scored = run.metric("evaluation", "input")
-    return Path(scored).name if scored else f"{run.name}'s test split"
+    if not scored:
+        return f"{run.name}'s test split"
+    path = Path(scored)
+    if run.metric("data", "class_folders"):
+        return f"{path.parent.name}/{path.name}/" if path.parent.name else f"{path.name}/"
+    return path.name
 
 
 def _macro_f1_verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
