@@ -520,10 +520,12 @@ def open_table(
         lines = LineSource(raw, "<stdin>" if path == STANDARD_INPUT else path, codec, size, encoding_option)
         head = lines.head(4)  # magic numbers and byte-order marks: what the content is, whatever its name says
         _refuse_workbook(head, lines.name)
+        if not head.startswith(PARQUET_MAGIC):  # Parquet is binary: its text encoding is its own
+            # Before the format: a fastText file is told by its decoded start, which a wrong wide encoding garbles.
+            _check_not_wide(head, codec, lines.name, encoding_option)
         kind = _format_of(lines, path, file_format, format_option, label_prefix)
         _check_content_matches(head, kind, lines.name, format_option)
-        if kind != "parquet":  # Parquet is binary: its text encoding is its own
-            _check_not_wide(head, codec, lines.name, encoding_option)
+        if kind != "parquet":
             _check_line_ends(lines.head(LINE_END_BYTES), codec, lines.name)
         # They import this module.
         from pipeline.table_formats import delimited_table, fasttext_table, json_table, parquet_table
