@@ -58,6 +58,7 @@ from pipeline.splits import (
     labels_of,
     require_rows_per_class,
 )
+from pipeline.table_formats import FASTTEXT_LABEL_COLUMN
 from pipeline.tables import (
     DELIMITERS,
     INCOMPLETE_ROWS_HINT,
@@ -437,6 +438,11 @@ def read_table(path: str, origin: str, config: DataConfig, column_names: list[st
     records = [record for chunk in chunks for record in chunk.records]
     numbers = [number for chunk in chunks for number in chunk.numbers]
     frame = pd.DataFrame(records, columns=table.header, dtype=object)
+    if table.format == "fasttext" and config.task == "multi_label":
+        # A fastText line's labels are words, already apart: one is a set of one, as a JSON list holds it, never a
+        # string to split at data.label_separator (__label__c|sharp is one class, or an error naming the line).
+        labels = frame[FASTTEXT_LABEL_COLUMN]
+        frame[FASTTEXT_LABEL_COLUMN] = [[value] if isinstance(value, str) else value for value in labels]
     hint = HEADERLESS_HINT if column_names is None and _looks_like_data(table.header, table.format) else ""
     return Table(frame, path, origin, table.unit, numbers, table.quoting, hint)
 

@@ -249,6 +249,21 @@ def test_multi_label_lines_give_the_same_label_sets_as_a_json_list_column(tmp_pa
     assert (labels_of(from_fasttext.splits["train"]).sum(axis=1) == 0).any()
 
 
+def test_a_multi_label_line_s_one_label_is_not_split_at_the_label_separator(tmp_path):
+    """A line's labels are whitespace-separated words: `__label__c|sharp` alone was split at data.label_separator
+    into the classes c and sharp, without a word, where beside another label it was an error; now always the error
+    a JSON list's label holding the separator gets, naming the line."""
+    lines = [
+        f"__label__c|sharp question {index}" if index % 2 else f"__label__java question {index}" for index in range(20)
+    ]
+    path = write_lines(tmp_path / "tags.train", lines)
+    with pytest.raises(
+        DataError, match=r"tags.train, line 2, column 'label': label 'c\|sharp' contains data.label_sep"
+    ):
+        load_data(files_config(path, task="multi_label"), seed=1)
+    assert load_data(files_config(path, task="multi_label", label_separator=";"), seed=1).labels == ["c|sharp", "java"]
+
+
 def test_data_label_prefix_is_read_by_stage_1_and_checked_when_loaded(tmp_path):
     lines = [line.replace("__label__", "__class__") for line in topic_lines(30)]
     path = write_lines(tmp_path / "train.txt", lines)
