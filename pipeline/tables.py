@@ -52,6 +52,14 @@ GZIP_MAGIC = b"\x1f\x8b"
 PARQUET_MAGIC = b"PAR1"
 ZIP_MAGIC = b"PK\x03\x04"  # .xlsx, .ods, .docx, .zip
 OLE_MAGIC = b"\xd0\xcf\x11\xe0"  # .xls (Excel 97-2003)
+# Compressions other than gzip, by their magic numbers (bzip2's with its first block's, as "BZh" may start a text):
+# Kaggle's Amazon reviews ship as train.ft.txt.bz2, and their bytes read as text failed as a wrong encoding.
+OTHER_COMPRESSIONS = (
+    (re.compile(rb"BZh[1-9]1AY&SY"), "bzip2", "bunzip2 -k"),
+    (re.compile(re.escape(b"\xfd7zXZ\x00")), "xz", "unxz -k"),
+    (re.compile(re.escape(b"\x28\xb5\x2f\xfd")), "zstd", "unzstd"),
+)
+MAGIC_BYTES = 10  # the longest magic number above: bzip2's with its first block's
 # Wide encodings by their byte-order mark; UTF-32's come first, as UTF-32-LE's begins with UTF-16-LE's.
 WIDE_BYTE_ORDER_MARKS = (
     (codecs.BOM_UTF32_LE, "utf-32"),
@@ -249,6 +257,17 @@ def _refuse_workbook(head: bytes, name: str) -> None:
             f"{name} is an Excel 97-2003 workbook (.xls), which is not read: save the sheet as CSV UTF-8 "
             "(Excel: File > Save As > CSV UTF-8) and give that file"
         )
+
+
+def _refuse_other_compression(head: bytes, name: str) -> None:
+    """A file compressed other than by gzip is named as such: its bytes read as text fail as a wrong encoding, whose
+    advice (latin-1) would read them as garbage."""
+    for magic, compression, command in OTHER_COMPRESSIONS:
+        if magic.match(head):
+            raise DataError(
+                f"{name} is {compression}-compressed, which is not read (gzip is): decompress it ({command} {name}) "
+                "and give the file it writes, or compress with gzip instead"
+            )
 
 
 def _check_content_matches(head: bytes, kind: str, name: str, option: str) -> None:
@@ -518,8 +537,9 @@ def open_table(
     codec = check_encoding(encoding)
     with _open_bytes(path) as (raw, size):
         lines = LineSource(raw, "<stdin>" if path == STANDARD_INPUT else path, codec, size, encoding_option)
-        head = lines.head(4)  # magic numbers and byte-order marks: what the content is, whatever its name says
+        head = lines.head(MAGIC_BYTES)  # magic numbers and byte-order marks: what the content is, whatever its name
         _refuse_workbook(head, lines.name)
+        _refuse_other_compression(head, lines.name)
         if not head.startswith(PARQUET_MAGIC):  # Parquet is binary: its text encoding is its own
             # Before the format: a fastText file is told by its decoded start, which a wrong wide encoding garbles.
             _check_not_wide(head, codec, lines.name, encoding_option)

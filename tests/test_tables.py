@@ -5,8 +5,10 @@ Files are built in tmp_path with pandas/pyarrow, so the reader is checked agains
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import io
+import lzma
 import math
 import os
 import sys
@@ -164,6 +166,26 @@ def test_a_workbook_is_named_by_its_content_whatever_its_name(tmp_path, name, st
         path.write_bytes(start + b"\x00" * 64)
         message = message_of(path)
         assert message.startswith(str(path)) and kind in message and "save the sheet as CSV UTF-8" in message
+
+
+@pytest.mark.parametrize(
+    ("compress", "compression", "command"),
+    [(bz2.compress, "bzip2", "bunzip2 -k"), (lzma.compress, "xz", "unxz -k")],
+)
+def test_a_file_compressed_otherwise_than_by_gzip_is_named_with_the_command_that_decompresses_it(
+    tmp_path, compress, compression, command
+):
+    """Kaggle's Amazon reviews ship as train.ft.txt.bz2: read as text, its bytes failed as a wrong encoding, whose
+    advice (latin-1) reads garbage. A CSV whose first field merely starts with BZh is still a CSV."""
+    content = b"label,text\n1,some text\n2,other text\n"
+    for name in ("train.ft.txt", "renamed.csv"):
+        path = tmp_path / f"{name}.{compression}"
+        path.write_bytes(compress(content))
+        message = message_of(path)
+        assert message.startswith(f"{path} is {compression}-compressed") and f"({command} {path})" in message
+    plain = tmp_path / "plain.csv"
+    plain.write_bytes(b"text,label\nBZh91AY is a code,1\n")
+    assert read_all(plain)[1] == [["BZh91AY is a code", "1"]]
 
 
 def test_a_whole_read_is_one_chunk_for_parquet_too(tmp_path):
