@@ -22,7 +22,7 @@ from typing import Any, Literal, Union
 
 import yaml
 
-from pipeline.tables import FASTTEXT_LABEL_PREFIX, STANDARD_INPUT
+from pipeline.tables import FASTTEXT_LABEL_PREFIX, LABEL_COLUMN, STANDARD_INPUT, TEXT_COLUMN
 
 
 class ConfigError(ValueError):
@@ -79,11 +79,11 @@ class DataConfig:
     # Names for the columns of header-less CSV/TSV files (the original ag_news_csv layout has no header).
     # With column_names set, a file whose first row repeats these names is read as having a header.
     column_names: list[str] | None = None
-    text_columns: list[str] = field(default_factory=lambda: ["text"])
+    text_columns: list[str] = field(default_factory=lambda: [TEXT_COLUMN])
     text_separator: str = " "
     # ag_news_csv writes a newline inside a field as a backslash followed by "n".
     unescape_newlines: bool = False
-    label_column: str = "label"
+    label_column: str = LABEL_COLUMN
     # Class names in id order. Unset: taken from the Hub's ClassLabel, or the sorted distinct string labels.
     label_names: list[str] | None = None
     # A text file of the class names, one per line in id order, read as label_names: the classes.txt that comes with

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import datasets
 import pandas as pd
 
-from pipeline.folders import ID_COLUMN, LABEL_COLUMN, TEXT_COLUMN, is_folder, read_class_folders
+from pipeline.folders import ID_COLUMN, is_folder, read_class_folders
 from pipeline.labels import (
     INDICATOR_SETS_COLUMN,
     ClassCounts,
@@ -58,11 +58,12 @@ from pipeline.splits import (
     labels_of,
     require_rows_per_class,
 )
-from pipeline.table_formats import FASTTEXT_LABEL_COLUMN
 from pipeline.tables import (
     DELIMITERS,
     INCOMPLETE_ROWS_HINT,
+    LABEL_COLUMN,
     STANDARD_INPUT,
+    TEXT_COLUMN,
     DataError,
     TextSpec,
     is_blank,
@@ -441,8 +442,7 @@ def read_table(path: str, origin: str, config: DataConfig, column_names: list[st
     if table.format == "fasttext" and config.task == "multi_label":
         # A fastText line's labels are words, already apart: one is a set of one, as a JSON list holds it, never a
         # string to split at data.label_separator (__label__c|sharp is one class, or an error naming the line).
-        labels = frame[FASTTEXT_LABEL_COLUMN]
-        frame[FASTTEXT_LABEL_COLUMN] = [[value] if isinstance(value, str) else value for value in labels]
+        frame[LABEL_COLUMN] = [[value] if isinstance(value, str) else value for value in frame[LABEL_COLUMN]]
     hint = HEADERLESS_HINT if column_names is None and _looks_like_data(table.header, table.format) else ""
     return Table(frame, path, origin, table.unit, numbers, table.quoting, hint)
 

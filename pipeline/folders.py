@@ -26,12 +26,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from pipeline.tables import Chunk, DataError, LineSource, Table, check_encoding
+from pipeline.tables import LABEL_COLUMN, TEXT_COLUMN, Chunk, DataError, LineSource, Table, check_encoding
 
 logger = logging.getLogger("pipeline.data")
 
-# The columns of a folder's rows: a file's whole text, its class folder's name and its path in the folder.
-TEXT_COLUMN, LABEL_COLUMN, ID_COLUMN = "text", "label", "id"
+# The columns of a folder's rows: a file's whole text (TEXT_COLUMN), its class folder's name (LABEL_COLUMN) and its
+# path in the folder.
+ID_COLUMN = "id"
 # Names listed in a log line about what was not read, at most.
 NAMES_LOGGED = 5
 # A folder's format, as a Table names it: what pipeline.predict's output takes for "the input's format" (none it

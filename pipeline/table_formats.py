@@ -16,7 +16,9 @@ from typing import Any
 
 from pipeline.tables import (
     DELIMITERS,
+    LABEL_COLUMN,
     STANDARD_INPUT,
+    TEXT_COLUMN,
     Chunk,
     DataError,
     LineSource,
@@ -412,9 +414,6 @@ def _parquet_chunks(parquet: Any, header: list[str], path: str, chunk_size: int 
 
 # -- fastText ---------------------------------------------------------------------------------------------------
 
-# The columns a fastText line becomes: data.label_column's and data.text_columns' defaults, so that such a file is
-# read by data.file_format alone.
-FASTTEXT_LABEL_COLUMN, FASTTEXT_TEXT_COLUMN = "label", "text"
 # Lines of a file's start that must all start with the label prefix for a file of no known ending to be fastText.
 FASTTEXT_DETECTION_LINES = 20
 
@@ -438,7 +437,7 @@ def fasttext_table(lines: LineSource, chunk_size: int | None, label_prefix: str)
     first = next(records, None)
     if first is None:
         raise DataError(f"{lines.name} is empty")
-    header = [FASTTEXT_LABEL_COLUMN, FASTTEXT_TEXT_COLUMN]
+    header = [LABEL_COLUMN, TEXT_COLUMN]  # data.label_column's and data.text_columns' defaults
     return Table(lines.name, "fasttext", header, "line", _batched(_chain([first], records), chunk_size), lines)
 
 

@@ -38,6 +38,9 @@ FASTTEXT_LABEL_PREFIX = "__label__"
 # How a CSV/TSV file's double quotes are read (data.quoting, pipeline.predict's --quoting): table_formats.reads_quotes.
 QUOTINGS = ("auto", "csv", "none")
 STANDARD_INPUT = "-"  # a file name that reads standard input
+# The columns of data that names none of its own (fastText lines, a folder of class folders' files): its texts and its
+# labels, the defaults of data.text_columns and data.label_column, so that such data is read by the defaults alone.
+TEXT_COLUMN, LABEL_COLUMN = "text", "label"
 EXTENSIONS = {
     ".csv": "csv",
     ".tsv": "tsv",

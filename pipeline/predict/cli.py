@@ -24,7 +24,7 @@ import torch
 from pipeline import hardware
 from pipeline.config import MAX_BATCH_TOKENS
 from pipeline.export.record import BACKEND_RUNTIMES, BACKENDS
-from pipeline.folders import TEXT_COLUMN, is_folder, open_folder_table
+from pipeline.folders import is_folder, open_folder_table
 from pipeline.predict.output import (
     OUTPUT_FORMATS,
     added_values,
@@ -47,6 +47,7 @@ from pipeline.tables import (
     HEAD_BYTES,
     QUOTINGS,
     STANDARD_INPUT,
+    TEXT_COLUMN,
     DataError,
     EncodingError,
     Table,
