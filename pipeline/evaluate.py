@@ -45,6 +45,8 @@ from pipeline.splits import labels_of, write_removed_rows
 from pipeline.tables import DataError
 from pipeline.tokenization import TokenCounts, truncated_share
 
+logger = logging.getLogger(__name__)
+
 DEFAULT_OUTPUT_ROOT = Path("reports")
 
 # Scoring as stage 4 did: the model in full precision. Only the torch backend takes a precision; an export runs at
@@ -130,6 +132,22 @@ def check_paths(run: RunDir, input_path: Path, output: Path, overwrite: bool) ->
         raise RunDirError(f"--output {output}: is a file, not a folder")
     if output.exists() and not overwrite:
         raise RunDirError(f"{output} exists; pass --overwrite to replace it, or --output another folder")
+
+
+# The run's own files that an input may be by mistake: the model learnt from train's rows (validation and test may be
+# carved from them) and chose its best step, temperature and thresholds on validation's.
+RUN_FILE_KEYS = ("data.train_file", "data.validation_file")
+
+
+def run_file_of(run: RunDir, input_path: Path) -> str | None:
+    """The key of the run's own file that the input is (RUN_FILE_KEYS; config.yaml holds them absolute), or None.
+    Its scores then overstate how the model does on new text: a warning says so, and the report's note on it."""
+    data = run.read_config().get("data") or {}
+    for key in RUN_FILE_KEYS:
+        path = data.get(key.removeprefix("data."))
+        if path and Path(str(path)).expanduser().resolve() == input_path:
+            return key
+    return None
 
 
 def default_output(model: Path, input_path: str) -> Path:
@@ -241,6 +259,14 @@ def evaluate_file(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     labels = [str(label) for label in run_metrics["labels"]]
     reading = (run_metrics.get("data") or {}).get("label_reading")
     dataset, removed, read = read_labelled_file(config.data, args.input, "--input", labels, reading)
+    run_file = run_file_of(run, input_path)
+    if run_file:
+        logger.warning(
+            "--input %s is the run's own %s: the model learnt from (or was chosen on) its rows, so its scores here "
+            "overstate how it does on new text",
+            args.input,
+            run_file,
+        )
     predictor = Predictor.from_source(
         resolve_model_source(run.path), backend=args.backend, precision=precision_for(args.backend, args.precision)
     )
@@ -249,6 +275,7 @@ def evaluate_file(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     evaluation = {
         "model": str(run.path.resolve()),
         "input": str(input_path),
+        "run_file": run_file,  # the run's own data.train_file or data.validation_file, which the input is; or None
         "overrides": list(args.overrides),
         "rows": len(dataset),
         "removed_rows": len(removed),

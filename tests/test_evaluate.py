@@ -9,6 +9,7 @@ import json
 import shutil
 
 import pytest
+import yaml
 
 from pipeline import finetune
 from pipeline.config import load_config
@@ -97,6 +98,31 @@ def test_the_runs_own_test_rows_score_what_stage_4_recorded(trained, tmp_path, c
         f"again.csv ({count} texts)." in side_by_side.read_text(encoding="utf-8")
     )  # set side by side, not ranked
     assert f"accuracy {run_metrics['test']['accuracy']:.4f}" in capsys.readouterr().out
+
+
+def test_the_runs_own_train_file_as_input_is_said_to_overstate_its_scores(trained, tmp_path, caplog):
+    """aclImdb/train scored by a model trained on it read '96.50% on train' beside the test split's 99%, with no word
+    that the model had learnt those rows: a warning, the evaluation record and the report's note now say so."""
+    config, _ = trained
+    run = shutil.copytree(config.run_dir, tmp_path / "run")
+    path, _ = own_test_rows_as_a_new_file(run, tmp_path / "seen.csv")
+    saved = yaml.safe_load(RunDir(run).config_path.read_text())
+    saved["data"]["train_file"] = str(path)  # as if the run had trained on this file
+    RunDir(run).config_path.write_text(yaml.safe_dump(saved))
+    reading = ["data.text_columns=[story]", "data.label_column=topic", "data.column_names=null"]
+    outputs = {name: tmp_path / f"on_{name}" for name in ("seen", "new")}
+    new = shutil.copyfile(path, tmp_path / "new.csv")
+    for name, scored in (("seen", path), ("new", new)):
+        argv = ["--model", str(run), "--input", str(scored), "--output", str(outputs[name]), *reading]
+        assert evaluate_main(argv) == 0
+    (warning,) = [record.getMessage() for record in caplog.records if "is the run's own" in record.getMessage()]
+    assert f"--input {path} is the run's own data.train_file" in warning
+    records = {
+        name: json.loads((output / "metrics.json").read_text())["evaluation"] for name, output in outputs.items()
+    }
+    assert records["seen"]["run_file"] == "data.train_file" and records["new"]["run_file"] is None
+    assert "It is the run's own data.train_file: these figures overstate" in (outputs["seen"] / "report.md").read_text()
+    assert "overstate" not in (outputs["new"] / "report.md").read_text()
 
 
 def test_an_exported_run_is_scored_by_its_export_with_backend_onnx(trained, tmp_path):

@@ -42,10 +42,15 @@ def evaluation_note(run: Run) -> str:
     record = run.metric("evaluation")
     left_out = record.get("removed_rows") or 0
     removed = f", {format_count(left_out)} incomplete rows left out" if left_out else ""
+    run_file = record.get("run_file")
+    # The run's own train or validation file: the model learnt from (or was chosen on) the rows scored.
+    seen = (
+        f" It is the run's own {run_file}: these figures overstate how the model does on new text." if run_file else ""
+    )
     return (
         f"{run.name}: the model of {record.get('model')} scored on {record.get('input')} "
         f"({format_count(record.get('rows'))} rows{removed}) by python -m pipeline.evaluate. Test figures are that "
-        "file's; validation figures, thresholds and training records are the run's own."
+        f"file's; validation figures, thresholds and training records are the run's own.{seen}"
     )
 
 
