@@ -202,15 +202,14 @@ def _gradients_of_one_step(tiny_bert_dir, run_dir, batch: int, accumulation: int
         class_counts=ClassCounts(["a", "b"], [6, 2], 8),
     )
     seen = {}
-    step = trainer.optimizer.step
 
-    def recording_step(*args, **kwargs):
+    def record_gradients(optimizer, args, kwargs):
         seen.update(
             {name: p.grad.detach().clone() for name, p in trainer.model.named_parameters() if p.grad is not None}
         )
-        return step(*args, **kwargs)
 
-    trainer.optimizer.step = recording_step
+    # A pre-step hook on the wrapped torch optimizer, not a replaced .step(): the scheduler warns about the latter.
+    trainer.optimizer.optimizer.register_step_pre_hook(record_gradients)
     trainer.run()
     reset_accelerate()
     return seen
