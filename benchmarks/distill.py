@@ -34,6 +34,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))  # run as a script from anywhere
 
 from pipeline.predict import Predictor  # noqa: E402
+from pipeline.predict.speed import warm_up  # noqa: E402
 from pipeline.rundir import PREDICTION_GOLD, PREDICTION_TEXT, RunDir  # noqa: E402
 
 
@@ -63,8 +64,8 @@ def test_rows(run: Path, limit: int | None) -> tuple[list[str], list[str]]:
 
 def timed_turns(predictors: list[Predictor], texts: list[str], segments: int) -> tuple[list[np.ndarray], list[float]]:
     """Each predictor's label ids for all texts, and its summed seconds, the models taking turns per segment."""
-    for predictor in predictors:  # warm-up: kernel selection and first allocations are not timed
-        predictor.infer(texts[: predictor.batch_size])
+    for predictor in predictors:  # kernel selection and first allocations are not timed
+        warm_up(predictor, texts)
     bounds = np.linspace(0, len(texts), max(1, segments) + 1).astype(int)
     labels = [[] for _ in predictors]
     seconds = [0.0 for _ in predictors]

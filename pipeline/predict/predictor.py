@@ -403,14 +403,6 @@ def pad_arrays(
     return input_ids, attention_mask
 
 
-def pad_batch(
-    token_ids: Sequence[Sequence[int]], lengths: np.ndarray, pad_id: int, max_length: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """pad_arrays as torch tensors (shared memory, no copy)."""
-    input_ids, attention_mask = pad_arrays(token_ids, lengths, pad_id, max_length)
-    return torch.from_numpy(input_ids), torch.from_numpy(attention_mask)
-
-
 def _choose_backend(source: ModelSource, backend: str, precision: str, device: torch.device) -> ExportChoice:
     """--backend -> what runs (see Predictor.from_source); errors become PredictError."""
     if backend in BACKEND_RUNTIMES and precision != "auto":

@@ -3,9 +3,9 @@
     record = prediction_speed(predictor, texts)      # {"predict_rows_per_second": ..., "predict_rows_timed": ...}
 
 A training run records it in metrics.json (throughput.predict_rows_per_second, at most eval.predict_speed_rows test
-texts), pipeline.evaluate records it for the file it scores (every row) and benchmarks/distill.py compares teacher
-and student with it. One warm-up batch first (`warm_up`): the first forward pass pays one-off costs (lazy
-initialisation, kernel selection, allocations) that a long prediction job does not.
+texts) and pipeline.evaluate for the file it scores (every row). One warm-up batch first (`warm_up`, which
+benchmarks/distill.py uses too): the first forward pass pays one-off costs (lazy initialisation, kernel selection,
+allocations) that a long prediction job does not.
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
-
-import numpy as np
 
 from pipeline.predict.predictor import Predictor
 
@@ -63,12 +61,3 @@ def record_run_speed(run_path: str | Path) -> float:
     metrics.setdefault("throughput", {}).update(prediction_speed(Predictor.from_path(run.path, backend="torch"), texts))
     run.write_metrics(metrics)
     return metrics["throughput"]["predict_rows_per_second"]
-
-
-def timed_labels(predictor: Predictor, texts: Sequence[str]) -> tuple[np.ndarray, float]:
-    """(label ids (N,), rows/s) over all `texts`, after one warm-up batch: accuracy and speed from one pass."""
-    texts = list(texts)
-    warm_up(predictor, texts)
-    tick = time.perf_counter()
-    label_ids, _ = predictor.infer(texts)
-    return label_ids, len(texts) / max(time.perf_counter() - tick, 1e-9)
