@@ -5,10 +5,11 @@ Test files import from here (`from tests.helpers import ...`), never from tests.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,20 @@ def selects_gpu_tests(mark_expression: str) -> bool:
         return expression.evaluate(lambda name, **_: name in marks)
 
     return selects("gpu") and not selects() and not selects("slow")
+
+
+@contextlib.contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """PyTorch on one thread inside the block: the tests' matrices are tiny and gain nothing from intra-op threads,
+    and on a busy 2-core machine the threads' hand-offs dominate (a second one can cost 20x, never gains)."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def reset_accelerate() -> None:

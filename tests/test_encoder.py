@@ -21,6 +21,7 @@ from pipeline.models.encoder import (
     scaled_dot_product_attention_math,
     settings_of,
 )
+from tests.helpers import one_torch_thread
 
 VOCAB = 100
 PAD = 0
@@ -29,11 +30,8 @@ TINY = dict(hidden_size=32, num_layers=2, num_heads=4, intermediate_size=64, max
 
 @pytest.fixture(autouse=True)
 def single_thread():
-    """Tiny matrices gain nothing from intra-op threads, and on a busy 2-core machine the thread hand-offs dominate."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+    with one_torch_thread():
+        yield
 
 
 def count_parameters_by_formula(config: EncoderClassifierConfig) -> int:

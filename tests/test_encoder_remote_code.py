@@ -24,6 +24,7 @@ from pipeline.models import modeling_encoder
 from pipeline.models.encoder import EncoderClassifierConfig, EncoderForSequenceClassification
 from pipeline.predict import predict_texts
 from pipeline.report.cli import main as report_main
+from tests.helpers import one_torch_thread
 
 CODE_FILE = Path(modeling_encoder.__file__)
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
@@ -84,15 +85,11 @@ def saved_encoder(tmp_path_factory, bert_tokenizer) -> Path:
     # A few steps on the test texts themselves, so that they get different labels and a mix-up would show.
     batch = bert_tokenizer(TEXTS, padding=True, return_tensors="pt", return_token_type_ids=False)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny matrices: on a busy 2-core machine a second thread costs 20x, never gains
-    try:
+    with one_torch_thread():
         for _ in range(20):
             optimizer.zero_grad()
             model(**batch, labels=torch.tensor(TEXT_LABELS)).loss.backward()
             optimizer.step()
-    finally:
-        torch.set_num_threads(threads)
     model.eval()
     path = tmp_path_factory.mktemp("encoder_run") / "model"
     save_model_dir(model, bert_tokenizer, path)

@@ -39,7 +39,7 @@ from pipeline.export.record import MIN_VERIFICATION_ROWS, RUNTIMES, installed  #
 from pipeline.export.runtime import onnx_threads, open_session  # noqa: E402
 from pipeline.predict import PredictError, Predictor, main, predict_dataframe, predict_texts  # noqa: E402
 from pipeline.rundir import RunDir  # noqa: E402
-from tests.helpers import run_with_private_home, tiny_bert_classifier  # noqa: E402
+from tests.helpers import one_torch_thread, run_with_private_home, tiny_bert_classifier  # noqa: E402
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
 TOPICS = [
@@ -61,11 +61,8 @@ ADDED = ["label", "label_id", "score", *[f"prob_{name}" for name in LABELS], "er
 
 @pytest.fixture(autouse=True, scope="module")
 def single_thread():
-    """Tiny matrices gain nothing from intra-op threads; on a busy 2-core machine the hand-offs dominate."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+    with one_torch_thread():
+        yield
 
 
 @pytest.fixture(autouse=True)

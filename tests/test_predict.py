@@ -29,7 +29,7 @@ from transformers import BertConfig, BertForSequenceClassification
 from pipeline.config import MAX_BATCH_TOKENS
 from pipeline.models import encoder
 from pipeline.predict import PredictError, Predictor, main, predict_dataframe, predict_texts
-from tests.helpers import REPO_ROOT, tiny_bert_classifier
+from tests.helpers import REPO_ROOT, one_torch_thread, tiny_bert_classifier
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
 HEADER = ["id", "title", "description", "note"]
@@ -38,11 +38,8 @@ ADDED = ["label", "label_id", "score", "error"]
 
 @pytest.fixture(autouse=True, scope="module")
 def single_thread():
-    """Tiny matrices gain nothing from intra-op threads; on a busy 2-core machine the hand-offs dominate."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+    with one_torch_thread():
+        yield
 
 
 def save_tiny_bert(model_dir: Path, tokenizer) -> BertForSequenceClassification:

@@ -568,11 +568,10 @@ def two_real_runs(tmp_path_factory, tiny_bert_dir, ag_news_train_csv, ag_news_te
     80 steps are what it takes both models to leave the one-class stage (at 20 they each predict a single class,
     often the same one), so that the runs have real, different predictions to compare.
     """
-    import torch
 
     from pipeline import finetune
     from pipeline.config import load_config
-    from tests.helpers import MINILM_CONFIG, reset_accelerate, tiny_run_overrides
+    from tests.helpers import MINILM_CONFIG, one_torch_thread, reset_accelerate, tiny_run_overrides
 
     root = tmp_path_factory.mktemp("real_runs")
     common = tiny_run_overrides(root, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv) + [
@@ -591,19 +590,16 @@ def two_real_runs(tmp_path_factory, tiny_bert_dir, ag_news_train_csv, ag_news_te
         "model.encoder.intermediate_size=64",
         "model.encoder.pooling=mean",
     ]
-    # Matrices this small gain nothing from a second thread, and on a busy CPU the threads wait for each other.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
     run_dirs = []
     try:
-        for overrides in (bert, encoder):
-            reset_accelerate()  # accelerate's process-wide singletons must not carry over from one run to the next
-            config = load_config(MINILM_CONFIG, common + overrides)
-            finetune.run(config)
-            run_dirs.append(config.run_dir)
+        with one_torch_thread():
+            for overrides in (bert, encoder):
+                reset_accelerate()  # accelerate's process-wide singletons must not carry over from one run to the next
+                config = load_config(MINILM_CONFIG, common + overrides)
+                finetune.run(config)
+                run_dirs.append(config.run_dir)
     finally:
         reset_accelerate()
-        torch.set_num_threads(threads)
     return run_dirs[0], run_dirs[1]
 
 

@@ -24,7 +24,7 @@ from pipeline.config import TokenizerConfig, load_config
 from pipeline.models import max_positions
 from pipeline.predict import predict_texts
 from pipeline.tokenization import TokenizerNotFound, load_tokenizer, tokenize_splits
-from tests.helpers import MINILM_CONFIG, reset_accelerate, tiny_run_overrides
+from tests.helpers import MINILM_CONFIG, one_torch_thread, reset_accelerate, tiny_run_overrides
 
 USABLE_POSITIONS = 48
 PAD = 1
@@ -94,15 +94,13 @@ def roberta_run(tmp_path_factory, tiny_roberta_dir, ag_news_train_csv, ag_news_t
         "run.license=mit",
         "train.mixed_precision=no",  # fp32 throughout, so evaluation and prediction must agree to float rounding
     ]
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny matrices: on a busy 2-core machine a second thread only adds waiting
     reset_accelerate()
     try:
-        config = load_config(MINILM_CONFIG, overrides)
-        metrics = finetune.run(config)
+        with one_torch_thread():
+            config = load_config(MINILM_CONFIG, overrides)
+            metrics = finetune.run(config)
     finally:
         reset_accelerate()
-        torch.set_num_threads(threads)
     return config.run_dir, metrics
 
 
