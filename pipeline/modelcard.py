@@ -17,7 +17,6 @@ pipeline/modelcard_facts.py, the readable sections are written in pipeline/model
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from pipeline.rundir import (
     is_model_dir,
     is_number,
     note,
+    saved_model_config,
 )
 
 TASK_TYPE = "text-classification"
@@ -109,13 +109,10 @@ def card_data(facts: CardFacts) -> Any:
 def warn_if_not_portable(run_dir: str | Path, notes: list[str] | None = None) -> None:
     """A from-scratch encoder saved before its code was stored with it: say how to fix that (RunDirWarning)."""
     run = RunDir(Path(run_dir))
-    try:
-        saved = json.loads((run.model_dir / MODEL_CONFIG_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return
+    saved = saved_model_config(run.model_dir) or {}
     from pipeline.models.modeling_encoder import MODEL_TYPE
 
-    if isinstance(saved, dict) and saved.get("model_type") == MODEL_TYPE and not saved.get("auto_map"):
+    if saved.get("model_type") == MODEL_TYPE and not saved.get("auto_map"):
         note(
             [] if notes is None else notes,
             f"{run.model_dir}: saved before the encoder's code was stored with it, so it loads only where the "

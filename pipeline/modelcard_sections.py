@@ -12,12 +12,12 @@ from typing import Any
 from pipeline.modelcard_facts import CardFacts, published_name
 from pipeline.rundir import (
     DECISION_FILE,
-    MODEL_CONFIG_FILE,
     RANKING_METRICS,
     RunDirError,
     headline_metrics,
     is_number,
     per_class_score,
+    saved_model_config,
     untrained_classes,
     untrained_consequence,
 )
@@ -628,11 +628,8 @@ class CardSections(CardFacts):
         return f", truncation=True, max_length={int(length)}" if is_number(length) else ""
 
     def has_auto_map(self) -> bool:
-        try:
-            saved = json.loads((self.run.model_dir / MODEL_CONFIG_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return False
-        return isinstance(saved, dict) and "AutoModelForSequenceClassification" in (saved.get("auto_map") or {})
+        saved = saved_model_config(self.run.model_dir) or {}
+        return "AutoModelForSequenceClassification" in (saved.get("auto_map") or {})
 
     def example_text(self) -> str:
         """The first test text (from test_predictions.csv), shortened; a neutral sentence when there is none."""

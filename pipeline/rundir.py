@@ -405,6 +405,16 @@ def folded_temperature(model_dir: Path) -> float:
     return 1.0
 
 
+def saved_model_config(model_dir: Path) -> dict[str, Any] | None:
+    """A saved model's config.json (save_pretrained's), or None where it is missing, unreadable or not a JSON
+    object: for readers that only describe the model (the model card) and leave out what they cannot read."""
+    try:
+        saved = json.loads((Path(model_dir) / MODEL_CONFIG_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return saved if isinstance(saved, dict) else None
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Small helpers shared by the readers and their users
 
