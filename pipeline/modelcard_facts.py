@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from pipeline.config import DataConfig
 from pipeline.rundir import RunDir, is_number, nested_get, ranking_metric
 from pipeline.tables import format_read
 from pipeline.windows import LongTextRule
@@ -21,6 +22,8 @@ _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?
 # lines and a folder of class folders' documents are plain text files, which its `text` builder reads.
 _FORMAT_BUILDERS = {"csv": "csv", "tsv": "csv", "jsonl": "json", "parquet": "parquet", "fasttext": "text"}
 _FOLDER_BUILDER = "text"
+# What a data setting missing from config.yaml (an older run's) was: its default, the same then as now.
+DATA_DEFAULTS = DataConfig()
 
 
 def published_name(name: Any) -> str | None:
@@ -51,7 +54,7 @@ class CardFacts:
         self.is_encoder = kind == "encoder"
         self.base = None if self.is_encoder else nested_get(config, "model", "name_or_path")
         self.data = config.get("data") if isinstance(config.get("data"), dict) else {}
-        self.from_hub = self.data.get("source", "hub") == "hub"
+        self.from_hub = self.data.get("source", DATA_DEFAULTS.source) == "hub"
         # Multi-label runs (data.task: multi_label): any number of labels per text; `accuracy` is subset accuracy.
         self.multi_label = "multi_label" in (self.get("data", "task"), self.data.get("task"))
         self.accuracy_name = "subset accuracy" if self.multi_label else "accuracy"
@@ -71,13 +74,19 @@ class CardFacts:
         if self.from_hub:
             name = str(self.data.get("hub_name") or "unknown")
             return name, name, self.data.get("hub_config")
+        builder, name = self._local_data()
+        return builder, f"{name} (local files)", None
+
+    def _local_data(self) -> tuple[str, str]:
+        """Local data as (the `datasets` builder that reads it, its name: the folder of its test file, else of its
+        train file)."""
         split = "test" if self.data.get("test_file") else "train"
         path = str(self.data.get(f"{split}_file") or "")
         folders = self.get("data", "class_folders")
         if isinstance(folders, dict) and split in folders:  # read from a folder of class folders
-            return _FOLDER_BUILDER, f"{self._class_folders_name(Path(path))} (local files)", None
+            return _FOLDER_BUILDER, self._class_folders_name(Path(path))
         builder = _FORMAT_BUILDERS.get(format_read(path, self.data.get("file_format")), "csv")
-        return builder, f"{Path(path).parent.name or 'local data'} (local files)", None
+        return builder, Path(path).parent.name or "local data"
 
     def _class_folders_name(self, folder: Path) -> str:
         """A folder of class folders is its data set (bbc/), unless train's and test's lie side by side: then the
@@ -98,11 +107,11 @@ class CardFacts:
         return sizes
 
     def text_rule(self) -> str:
-        columns = self.data.get("text_columns") or ["text"]
+        columns = self.data.get("text_columns") or DATA_DEFAULTS.text_columns
         columns = [columns] if isinstance(columns, str) else [str(c) for c in columns]
         if len(columns) == 1:
             return f"the `{columns[0]}` column"
-        separator = self.data.get("text_separator", " ")
+        separator = self.data.get("text_separator", DATA_DEFAULTS.text_separator)
         return f"the columns {', '.join(f'`{c}`' for c in columns)} joined by {json.dumps(separator)}"
 
     def model_phrase(self) -> str:
@@ -128,4 +137,4 @@ class CardFacts:
             link = f"[{name}](https://huggingface.co/datasets/{name})" if hub_id(name) else f"`{name}`"
             config = self.data.get("hub_config")
             return f"the Hub dataset {link}" + (f" (config `{config}`)" if config else "")
-        return f"local files ({self.dataset_reference()[1].removesuffix(' (local files)')})"
+        return f"local files ({self._local_data()[1]})"

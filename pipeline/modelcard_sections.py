@@ -9,9 +9,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from pipeline.modelcard_facts import CardFacts, published_name
+from pipeline.modelcard_facts import DATA_DEFAULTS, CardFacts, published_name
 from pipeline.rundir import (
     DECISION_FILE,
+    PREDICTION_TEXT,
     RANKING_METRICS,
     RunDirError,
     headline_metrics,
@@ -298,7 +299,7 @@ class CardSections(CardFacts):
         if indicators:
             columns = ", ".join(f"`{column}`" for column in indicators)
             return f"a row has each class whose own column ({columns}) holds 1, true or yes"
-        return f"the label is the `{self.data.get('label_column', 'label')}` column"
+        return f"the label is the `{self.data.get('label_column', DATA_DEFAULTS.label_column)}` column"
 
     def training_section(self) -> list[str]:
         train = self.config.get("train") if isinstance(self.config.get("train"), dict) else {}
@@ -523,7 +524,7 @@ class CardSections(CardFacts):
         return lines
 
     def usage_section(self) -> list[str]:
-        model_path = (self.run.path / "model").as_posix()
+        model_path = self.run.model_dir.as_posix()
         remote = ", trust_remote_code=True" if self.is_encoder else ""
         lines = [
             "## How to use",
@@ -640,7 +641,7 @@ class CardSections(CardFacts):
             except RunDirError:
                 predictions = None
             if predictions is not None and len(predictions):
-                text = str(predictions.iloc[0]["text"])
+                text = str(predictions.iloc[0][PREDICTION_TEXT])
         text = " ".join(text.split()) or "Replace this with the text to classify."
         if len(text) > MAX_EXAMPLE_CHARS:
             text = text[:MAX_EXAMPLE_CHARS].rsplit(" ", 1)[0] + " ..."
