@@ -73,7 +73,8 @@ DECISION_INPUT_KEY = "input"
 TEACHER_LOGITS_CACHE_DIR = "teacher_logits"  # <key>.npy: (N, K) float32 teacher logits of one list of texts
 TRANSFER_CACHE_DIR = "transfer_texts"  # <key>.json: the augmented texts of one train split and setting
 
-# test_predictions.csv: these columns, then the id column when the data has one, then prob_<class> per class.
+# test_predictions.csv: these columns, then the row's id (the data's id column, else its line or record number),
+# then low_confidence where the decision flags rows, then prob_<class> per class.
 PREDICTION_TEXT, PREDICTION_GOLD, PREDICTION_PREDICTED, PREDICTION_SCORE = "text", "label", "predicted", "score"
 PREDICTION_COLUMNS = (PREDICTION_TEXT, PREDICTION_GOLD, PREDICTION_PREDICTED, PREDICTION_SCORE)
 PREDICTION_ROW_ID = "row_id"
