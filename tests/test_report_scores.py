@@ -1,6 +1,7 @@
 """Reports read imbalance right (macro-F1 and balanced accuracy lead above a 3:1 class ratio, classes by support,
 row-normalised confusion matrix) and show calibration and operating points."""
 
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ from pipeline.calibration import reliability_bins
 from pipeline.report.blocks import Images, Paragraph, Table
 from pipeline.report.runs import Run
 from pipeline.report.sections import build_report
+from pipeline.report.verdict import header_blocks
 
 
 def run_of(name: str, ratio: float, binary: bool = False) -> Run:
@@ -104,6 +106,17 @@ def test_imbalanced_runs_tested_on_different_data_are_ranked_with_a_caution():
     verdict = next(block.text for block in blocks if isinstance(block, Paragraph) and block.style == "verdict")
     assert verdict.startswith("Best by test macro-F1: first")
     assert "Caution: the runs were tested on different data." in verdict
+
+
+def test_imbalanced_runs_tied_on_macro_f1_are_all_named():
+    """Three imbalanced runs at one macro-F1 tie, all three, as the accuracy ranking names every tied run; a run
+    below them is not named among the tied."""
+    runs = [run_of(name, ratio=20.0) for name in ("first", "second", "third", "fourth")]
+    runs[3].metrics["test"]["macro_f1"] = 0.5
+    blocks = header_blocks(runs, None, datetime.now(timezone.utc))  # the opening alone: no figures to draw
+    verdict = next(block.text for block in blocks if isinstance(block, Paragraph) and block.style == "verdict")
+    assert verdict.startswith("first and second and third tie on test macro-F1 at 0.6000.")
+    assert "fourth tie" not in verdict and "and fourth" not in verdict
 
 
 def test_runs_with_different_classes_are_set_side_by_side_not_ranked():

@@ -163,9 +163,8 @@ def _macro_f1_verdict(runs: Sequence[Run], comparison: Comparison | None) -> str
     caveat = f" {DIFFERENT_DATA_CAUTION}" if _tested_on_different_data(runs, comparison) else ""
     reason = imbalance_sentence(runs)
     if macro_f1(best) == macro_f1(runner_up):
-        return (
-            f"{best.name} and {runner_up.name} tie on test macro-F1 at {format_score(macro_f1(best))}. {reason}{caveat}"
-        )
+        tied = [run.name for run in ranked if macro_f1(run) == macro_f1(best)]
+        return f"{' and '.join(tied)} tie on test macro-F1 at {format_score(macro_f1(best))}. {reason}{caveat}"
     return (
         f"Best by test macro-F1: {best.name} with {format_score(macro_f1(best))} (balanced accuracy "
         f"{format_percent(best.metric('test', 'balanced_accuracy'))}), ahead of {runner_up.name} "
