@@ -283,6 +283,22 @@ def evaluate_file(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     }
     tokenization = tokenization_of(scored.counts, predictor.max_length, run_metrics)
     metrics = build_metrics(run_metrics, scored, tokenization, removed, read, evaluation, output.name)
+    write_folder(output, run, config, metrics, scored.result, dataset, removed)
+    return output, metrics
+
+
+def write_folder(
+    output: Path,
+    run: RunDir,
+    config: PipelineConfig,
+    metrics: dict[str, Any],
+    result: EvalResult,
+    dataset: Any,
+    removed: list[RemovedRow],
+) -> None:
+    """The output folder, laid out as a run directory (see the module docstring), built beside its place and
+    renamed into it whole, its report included."""
+    labels = [str(label) for label in metrics["labels"]]
 
     def fill(folder: Path) -> None:
         written = RunDir(folder)
@@ -290,12 +306,11 @@ def evaluate_file(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
         if run.history_path.is_file():  # the model's own validation curves, for the report
             shutil.copyfile(run.history_path, written.history_path)
         written.write_metrics(metrics)
-        write_predictions(written.predictions_path, scored.result, dataset, labels, config.data.label_separator)
+        write_predictions(written.predictions_path, result, dataset, labels, config.data.label_separator)
         write_removed_rows(folder / REMOVED_ROWS_FILE, removed)
         write_report([folder], folder, final_dirs=[output])  # before the swap: the folder arrives whole
 
     replace_directory(output, fill)
-    return output, metrics
 
 
 def main(argv: Sequence[str] | None = None) -> int:
