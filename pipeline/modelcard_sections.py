@@ -242,20 +242,27 @@ class CardSections(CardFacts):
         ]
 
     def data_section(self) -> list[str]:
-        lines = ["## Training data", ""]
         seed = self.get("data", "seed")
         seed = seed if seed is not None else self.setting("run", "seed")
-        if self.from_hub:
-            lines.append(f"Source: {self.dataset_phrase()}.")
-        else:
-            files = [
-                f"{split} `{self.data[f'{split}_file']}`"
-                for split in ("train", "validation", "test")
-                if self.data.get(f"{split}_file")
-            ]
-            lines.append(f"Source: local files: {', '.join(files)}.")
-        folders = self.get("data", "class_folders")
+        lines = ["## Training data", "", *self.source_lines(seed), *self.sizes_lines()]
+        duplicates = self.duplicates_lines()
+        if duplicates:
+            lines += ["", *duplicates]
+        lines += self.incomplete_lines()
+        lines += self.quoting_lines()
+        lines += self.class_folder_lines()
+        lines += ["", f"Seed: {seed} (splits, sampling, initialisation, dropout)."]
+        return lines
+
+    def source_lines(self, seed: Any) -> list[str]:
+        """Where the rows came from, how a row became a text and its label, and how splits were carved and capped."""
         files = [split for split in ("train", "validation", "test") if self.data.get(f"{split}_file")]
+        if self.from_hub:
+            lines = [f"Source: {self.dataset_phrase()}."]
+        else:
+            named = [f"{split} `{self.data[f'{split}_file']}`" for split in files]
+            lines = [f"Source: local files: {', '.join(named)}."]
+        folders = self.get("data", "class_folders")
         if not (isinstance(folders, dict) and files and set(files) <= set(folders)):  # else class_folder_lines says
             lines.append(f"Each text is {self.text_rule()}; {self.label_rule()}.")
         carved = self.get("data", "carved_from_train")
@@ -272,25 +279,17 @@ class CardSections(CardFacts):
                 + ", ".join(f"`data.{key}={value}`" for key, value in caps)
                 + "."
             )
+        return lines
+
+    def sizes_lines(self) -> list[str]:
+        """The rows per split as a table, and a line where the run did not record train's."""
         sizes = self.split_sizes()
+        lines = []
         if sizes:
-            lines += [
-                "",
-                *_table(
-                    ["split", "rows"],
-                    [(split, _count(sizes.get(split))) for split in ("train", "validation", "test") if split in sizes],
-                    "lr",
-                ),
-            ]
+            rows = [(split, _count(sizes.get(split))) for split in ("train", "validation", "test") if split in sizes]
+            lines += ["", *_table(["split", "rows"], rows, "lr")]
         if "train" not in sizes:
             lines += ["", "The run did not record the number of training rows."]
-        duplicates = self.duplicates_lines()
-        if duplicates:
-            lines += ["", *duplicates]
-        lines += self.incomplete_lines()
-        lines += self.quoting_lines()
-        lines += self.class_folder_lines()
-        lines += ["", f"Seed: {seed} (splits, sampling, initialisation, dropout)."]
         return lines
 
     def label_rule(self) -> str:
@@ -382,34 +381,37 @@ class CardSections(CardFacts):
                 "lrr",
             ),
         ]
+        return lines + self.per_class_lines(test) + self.confusion_lines(test)
+
+    def per_class_lines(self, test: dict[str, Any]) -> list[str]:
+        """The test split's precision, recall, F1 and support of every class, as a table."""
         per_class = test.get("per_class")
-        if isinstance(per_class, dict) and per_class:
-            rows = []
-            for label in self.labels:
-                scores = per_class.get(label) if isinstance(per_class.get(label), dict) else {}
-                rows.append(
-                    (
-                        label,
-                        *(_num(per_class_score(scores, key), missing="—") for key in ("precision", "recall", "f1")),
-                        _count(scores.get("support")),
-                    )
+        if not isinstance(per_class, dict) or not per_class:
+            return []
+        rows = []
+        for label in self.labels:
+            scores = per_class.get(label) if isinstance(per_class.get(label), dict) else {}
+            rows.append(
+                (
+                    label,
+                    *(_num(per_class_score(scores, key), missing="—") for key in ("precision", "recall", "f1")),
+                    _count(scores.get("support")),
                 )
-            lines += [
-                "",
-                "Per class (test):",
-                "",
-                *_table(["label", "precision", "recall", "F1", "support"], rows, "lrrrr"),
-            ]
+            )
+        return ["", "Per class (test):", "", *_table(["label", "precision", "recall", "F1", "support"], rows, "lrrrr")]
+
+    def confusion_lines(self, test: dict[str, Any]) -> list[str]:
+        """The test split's confusion matrix as a table, up to MAX_CONFUSION_CLASSES classes."""
         matrix = test.get("confusion_matrix")
-        if isinstance(matrix, list) and len(matrix) == len(self.labels) <= MAX_CONFUSION_CLASSES:
-            rows = [(self.labels[i], *[_count(v) for v in row]) for i, row in enumerate(matrix)]
-            lines += [
-                "",
-                "Confusion matrix (test; rows: true label, columns: predicted):",
-                "",
-                *_table(["true \\ predicted", *self.labels], rows, "l" + "r" * len(self.labels)),
-            ]
-        return lines
+        if not (isinstance(matrix, list) and len(matrix) == len(self.labels) <= MAX_CONFUSION_CLASSES):
+            return []
+        rows = [(self.labels[i], *[_count(v) for v in row]) for i, row in enumerate(matrix)]
+        return [
+            "",
+            "Confusion matrix (test; rows: true label, columns: predicted):",
+            "",
+            *_table(["true \\ predicted", *self.labels], rows, "l" + "r" * len(self.labels)),
+        ]
 
     def baseline_section(self) -> list[str]:
         """This model against the classical baseline, led by the figure that picked the model (rundir.ranking_metric:
