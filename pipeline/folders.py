@@ -46,7 +46,7 @@ class ClassFolders:
 
     frame: pd.DataFrame  # TEXT_COLUMN, LABEL_COLUMN, ID_COLUMN: one row per file
     paths: list[str]  # each row's file in the folder, "pos/0_9.txt": its id and how an error names it
-    files_per_class: dict[str, int]  # files read from each class folder read, in folder order
+    files_per_class: dict[str, int]  # files read from each class folder, in folder order
 
 
 def is_folder(path: str) -> bool:
@@ -273,9 +273,7 @@ def _documents(folder: Path, path: str, origin: str) -> list[Path]:
     return files
 
 
-def _read_document(
-    file: Path, shown: str, codec: str, warn_controls: bool, option: str = "data.encoding"
-) -> tuple[str, bool]:
+def _read_document(file: Path, shown: str, codec: str, warn_controls: bool, option: str) -> tuple[str, bool]:
     """A file's whole text, and whether bytes 0x80-0x9F in it were read as control characters (the wrong encoding:
     tables.LineSource warns, naming the line, when `warn_controls`). `option` gives the encoding, named in errors."""
     try:

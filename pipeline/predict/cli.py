@@ -121,7 +121,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m pipeline.predict",
         description="Label the rows of a CSV, TSV, JSON Lines, Parquet or fastText file, or the files of a folder, "
         "with a trained text classifier. Output: every input row, in order and unchanged, then label, label_id, "
-        "score, [prob_<class>...], error.",
+        "score, [prob_<class>...], [low_confidence], error (a multi-label model: labels, [prob_<class>...], error).",
     )
     _add_file_arguments(parser.add_argument)
     _add_inference_arguments(parser.add_argument)

@@ -92,7 +92,7 @@ def added_values(
 
 
 def output_format(path: str, explicit: str | None, input_format: str) -> str:
-    """--format wins; otherwise the output's name, and for stdout the input's format when it can be written."""
+    """--output-format wins; otherwise the output's name, and for stdout the input's format when it can be written."""
     if explicit:
         return explicit
     if writes_through(path):  # stdout, a device or a pipe: no name to read a format from
