@@ -467,18 +467,8 @@ def run(config: PipelineConfig) -> dict:
         )
         metrics["calibration"], metrics["thresholds"] = scoring.calibration, scoring.thresholds
         metrics["device"].update(threads, freed_memory_kept=memory_kept)
-        # Seconds on one CPU thread, main process only (nothing collective runs meanwhile); not in the timings above.
-        baseline = (
-            run_baseline(config.eval.baseline, prepared.data.splits, prepared.labels)
-            if accelerator.is_main_process
-            else None
-        )
-        if baseline is not None:
-            metrics["baseline"] = baseline
-        if accelerator.is_main_process and config.eval.predict_speed_rows:
-            metrics["throughput"].update(prediction_speed(config, prepared))
         if accelerator.is_main_process:
-            write_outputs(config, metrics, results["test"], prepared.data.splits["test"])
+            finish_run(config, prepared, metrics, results["test"])
         accelerator.wait_for_everyone()
     # Closes the trackers and, under several processes, the process group: nothing collective may follow.
     accelerator.end_training()
@@ -488,6 +478,18 @@ def run(config: PipelineConfig) -> dict:
         splits = prepared.data.splits
         export_after_training(config, splits["validation"], splits["train"], splits["test"])
     return metrics
+
+
+def finish_run(config: PipelineConfig, prepared: Prepared, metrics: dict, test: EvalResult) -> None:
+    """Main process, after stage 4: the TF-IDF baseline and the prediction path's speed added to `metrics`, then
+    metrics.json, the test predictions, reports and model card written."""
+    # Seconds on one CPU thread (nothing collective runs meanwhile); not in metrics.json's timings.
+    baseline = run_baseline(config.eval.baseline, prepared.data.splits, prepared.labels)
+    if baseline is not None:
+        metrics["baseline"] = baseline
+    if config.eval.predict_speed_rows:
+        metrics["throughput"].update(prediction_speed(config, prepared))
+    write_outputs(config, metrics, test, prepared.data.splits["test"])
 
 
 def write_outputs(config: PipelineConfig, metrics: dict, test: EvalResult, test_split: datasets.Dataset) -> None:
