@@ -39,7 +39,7 @@ from pipeline.io import replace_directory
 from pipeline.predict import PredictError, Predictor, resolve_model_source
 from pipeline.predict.speed import speed_record, warm_up
 from pipeline.report.write import write_report
-from pipeline.rundir import REMOVED_ROWS_FILE, RunDir, RunDirError, folded_temperature, headline_scores
+from pipeline.rundir import REMOVED_ROWS_FILE, RunDir, RunDirError, folded_temperature, foreign_names, headline_scores
 from pipeline.scoring import calibration_record
 from pipeline.splits import labels_of, write_removed_rows
 from pipeline.tables import DataError
@@ -68,7 +68,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--output", help="folder to write (default: reports/<run>_on_<file name>); refused if it exists"
     )
-    parser.add_argument("--overwrite", action="store_true", help="replace the output folder if it exists")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the output folder if it exists and holds only an earlier evaluation",
+    )
     parser.add_argument(
         "--backend",
         choices=BACKENDS,
@@ -125,13 +129,32 @@ def check_paths(run: RunDir, input_path: Path, output: Path, overwrite: bool) ->
             "not stdin)"
         )
     target = output.resolve()
-    for protected, what in ((run.path.resolve(), "the run directory"), (input_path, "the input file")):
+    input_kind = "the input folder" if input_path.is_dir() else "the input file"
+    for protected, what in ((run.path.resolve(), "the run directory"), (input_path, input_kind)):
         if target == protected or target in protected.parents or protected in target.parents:
             raise RunDirError(f"--output {output}: overlaps {what} {protected}; write the evaluation elsewhere")
     if output.exists() and not output.is_dir():
         raise RunDirError(f"--output {output}: is a file, not a folder")
     if output.exists() and not overwrite:
         raise RunDirError(f"{output} exists; pass --overwrite to replace it, or --output another folder")
+    if output.exists():
+        check_replaceable(output)
+
+
+def check_replaceable(output: Path) -> None:
+    """--overwrite replaces a whole folder: only an earlier evaluation's, never a training run or a folder of the
+    user's own files."""
+    foreign = foreign_names(output)
+    if foreign:
+        raise RunDirError(
+            f"--output {output}: holds files evaluation did not write ({', '.join(foreign[:5])}); --overwrite replaces "
+            "only an earlier evaluation's folder"
+        )
+    if RunDir(output).model_dir.exists():
+        raise RunDirError(
+            f"--output {output}: holds a trained run (its model folder); --overwrite replaces only an earlier "
+            "evaluation's folder"
+        )
 
 
 # The run's own files that an input may be by mistake: the model learnt from train's rows (validation and test may be

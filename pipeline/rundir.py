@@ -572,13 +572,18 @@ def clean_staging_leftovers(path: Path) -> list[str]:
     return removed
 
 
-def clear_for_overwrite(path: Path) -> None:
-    """Delete an earlier run's files before a new run writes its own; refuse a folder holding anything else."""
-    foreign = sorted(
+def foreign_names(path: Path) -> list[str]:
+    """The names in a folder that the pipeline did not write there (owned_names), sorted: what an overwrite must keep."""
+    return sorted(
         child.name
         for child in path.iterdir()
         if child.name not in owned_names() and not is_staging_leftover(child.name)
     )
+
+
+def clear_for_overwrite(path: Path) -> None:
+    """Delete an earlier run's files before a new run writes its own; refuse a folder holding anything else."""
+    foreign = foreign_names(path)
     if foreign:
         raise RunDirError(
             f"{path} holds files the pipeline did not write ({', '.join(foreign[:5])}); run.overwrite deletes only "

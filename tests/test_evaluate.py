@@ -219,12 +219,18 @@ def test_outputs_that_would_replace_the_run_the_input_or_a_file_are_refused(trai
         str(test_file.parent): "overlaps the input file",
         str(test_file): "overlaps the input file",
         str(tmp_path / "taken" / "keep.txt"): "is a file, not a folder",
+        # --overwrite replaces a whole folder: only an earlier evaluation's
+        str(tmp_path / "taken") + "/": "holds files evaluation did not write (keep.txt)",
+        str(tmp_path / "other_run"): "holds a trained run (its model folder)",
     }
+    (tmp_path / "other_run" / "model").mkdir(parents=True)
+    (tmp_path / "other_run" / "model" / "config.json").write_text("{}")
     for output, message in refusals.items():
         args = ["--output", output, *(common[:-1] if message.startswith("taken") else common)]
         assert evaluate_main(args) == 1, output
         assert message in capsys.readouterr().err, output
     assert (tmp_path / "taken" / "keep.txt").read_text() == "mine"
+    assert (tmp_path / "other_run" / "model" / "config.json").is_file()
     assert (config.run_dir / "model" / "config.json").is_file() and test_file.is_file()
     for setting, message in {
         "train.epochs=2": "train.epochs=2: only data.* settings apply to evaluation",

@@ -263,7 +263,7 @@ def ag_news_folders(csv_path: Path, root: Path, rows_per_class: int) -> Path:
     return root
 
 
-def test_a_run_trains_and_is_described_from_class_folders(tmp_path, tiny_run_config, ag_news_test_csv):
+def test_a_run_trains_and_is_described_from_class_folders(tmp_path, tiny_run_config, ag_news_test_csv, capsys):
     from pipeline import finetune
     from pipeline.evaluate import main as evaluate_main
     from pipeline.rundir import PREDICTION_ROW_ID, RunDir
@@ -306,3 +306,8 @@ def test_a_run_trains_and_is_described_from_class_folders(tmp_path, tiny_run_con
     scored_metrics = json.loads(RunDir(scored).metrics_path.read_text())
     assert scored_metrics["data"]["class_folders"] == {"test": {"Business": 2}}
     assert scored_metrics["evaluation"]["rows"] == 2 and scored_metrics["test"]["num_samples"] == 2
+    # Scored again with --overwrite: the earlier evaluation is replaced; an output inside the folder is refused.
+    assert evaluate_main(["--model", str(run.path), "--input", str(more), "--output", str(scored), "--overwrite"]) == 0
+    inside = ["--model", str(run.path), "--input", str(more), "--output", str(more / "scored")]
+    assert evaluate_main(inside) == 1
+    assert f"overlaps the input folder {more}" in capsys.readouterr().err
