@@ -161,14 +161,6 @@ def _mean_defined(values) -> float | None:
     return float(np.mean(defined)) if defined else None
 
 
-def predict_split(
-    model: torch.nn.Module, rows: TokenizedRows, accelerator: Accelerator, batch_size: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Class probabilities (N, C) and per-row loss (N,), in row order, each row exactly once."""
-    logits = predict_logits(model, rows, accelerator, batch_size)
-    return to_probabilities(logits, rows.multi_label).numpy(), row_losses(logits, rows.labels).numpy()
-
-
 def row_losses(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """(N,) cross-entropy per row, or binary cross-entropy summed over classes for (N, C) multi-hot labels."""
     if labels.ndim == 2:

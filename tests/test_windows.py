@@ -6,7 +6,7 @@ from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
 
 from pipeline.batching import TokenizedRows
 from pipeline.config import ConfigError, TokenizerConfig, load_config
-from pipeline.evaluation import predict_split
+from pipeline.evaluation import predict_logits
 from pipeline.tokenization import TokenCounts, tokenize_splits
 from pipeline.windows import LongTextRule, encode_documents, pool_documents, truncate, window_starts
 from tests.helpers import tiny_bert_classifier
@@ -89,7 +89,7 @@ def test_evaluation_counts_documents_not_windows(bert_tokenizer, tmp_path):
     tokenized, _ = tokenize_splits(long_splits(), bert_tokenizer, config, None)
     rows = TokenizedRows(tokenized["test"])
     model = tiny_bert_classifier(bert_tokenizer, ["a", "b"], layers=1)
-    window_probabilities, _ = predict_split(model, rows, Accelerator(cpu=True), batch_size=3)
+    window_probabilities = predict_logits(model, rows, Accelerator(cpu=True), batch_size=3).softmax(-1).numpy()
     from pipeline.evaluation import evaluate_split
 
     result = evaluate_split(model, rows, Accelerator(cpu=True), 3, ["a", "b"], "mean")
