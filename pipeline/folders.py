@@ -147,7 +147,7 @@ def list_documents(path: str, origin: str) -> FolderDocuments:
         if loose:
             _say_loose(path, loose, logging.WARNING)
         return FolderDocuments(_class_documents(folders, list(folders), path, origin), class_folders=True)
-    files = [root / name for name in loose if (root / name).is_file()]
+    files = _files_among([root / name for name in loose], path)
     if not files:
         raise DataError(f"{path} ({origin}): the folder holds no files to label (names starting with '.' are not read)")
     return FolderDocuments([Document(file, file.name, None) for file in files], class_folders=False)
@@ -264,12 +264,22 @@ def _documents(folder: Path, path: str, origin: str) -> list[Path]:
             f"{shown} holds folders ({_listed(nested)}), but a class folder holds its documents as files: are the "
             f"classes a level deeper? Then give the folder that holds them (e.g. {shown}) as {origin}"
         )
-    files = [entry for entry in entries if entry.is_file()]
+    files = _files_among(entries, shown)
     if not files:
         raise DataError(
             f"{shown}: the class folder {folder.name!r} holds no files; give it its documents (one per file) or "
             "remove it"
         )
+    return files
+
+
+def _files_among(entries: list[Path], shown: str) -> list[Path]:
+    """The regular files among a folder's entries (not folders). Anything else (a broken link, a pipe) is left out
+    with a WARNING naming it, rather than a document silently missing from the rows."""
+    files = [entry for entry in entries if entry.is_file()]
+    others = [entry.name for entry in entries if not entry.is_file() and not entry.is_dir()]
+    if others:
+        logger.warning("%s: left out, neither a file nor a folder (a broken link?): %s", shown, _listed(others))
     return files
 
 

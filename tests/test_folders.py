@@ -231,6 +231,30 @@ def test_a_folder_to_label_is_streamed_in_chunks_of_files_counted_before_reading
     assert chunks[2].records == [["text 4", "04.txt"]]
 
 
+def test_broken_links_are_left_out_with_a_warning_naming_them(tmp_path, caplog):
+    """A link whose target is gone is neither a file nor a folder: a document missing from the rows is said, in a
+    class folder for training as in a folder to label."""
+    train = reviews(tmp_path / "train", per_class=3)
+    (train / "pos" / "moved.txt").symlink_to(tmp_path / "nowhere.txt")
+    with caplog.at_level(logging.WARNING, logger=DATA_LOGGER):
+        data = load_data(folder_config(train), seed=0)
+    assert sum(len(split) for split in data.splits.values()) == 6
+    (warning,) = [
+        record.getMessage() for record in caplog.records if "neither a file nor a folder" in record.getMessage()
+    ]
+    assert warning.startswith(f"{train / 'pos'}: left out") and warning.endswith("(a broken link?): moved.txt")
+
+    caplog.clear()
+    inbox = write_folder(tmp_path / "inbox", {"1.txt": "text"})
+    (inbox / "2.txt").symlink_to(tmp_path / "nowhere.txt")
+    with caplog.at_level(logging.WARNING, logger=DATA_LOGGER):
+        table = open_folder_table(str(inbox), "utf-8", None, "--input", "--encoding")
+    assert table.row_count == 1 and [chunk.numbers for chunk in table.chunks] == [["1.txt"]]
+    assert [record.getMessage() for record in caplog.records] == [
+        f"{inbox}: left out, neither a file nor a folder (a broken link?): 2.txt"
+    ]
+
+
 def test_a_folder_to_label_with_class_folders_is_read_by_trainings_rules(tmp_path, caplog):
     """Every class folder (none is left out: there are no model classes to choose by), the files beside them not
     rows (a WARNING: they go unlabelled), hidden names ignored, decoding errors naming the option given."""
