@@ -22,6 +22,7 @@ column per class (`data.label_columns`) are first read into such sets (`indicato
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import logging
 import numbers
@@ -427,7 +428,10 @@ def _raw_sets(table: Table, column: str, separator: str) -> list[list[str]]:
 
 
 def _read_set(value: Any, separator: str, table: Table, row: int, column: str) -> list[str]:
-    """A list value (JSON, Parquet) item by item; a string split at the separator; missing or empty: no class."""
+    """A list value (JSON, Parquet) item by item, and so a CSV cell that writes one ("['a', 'b']", '["a"]', "[]"); a
+    string split at the separator; missing or empty: no class."""
+    if isinstance(value, str) and _LIST_CELL.fullmatch(value):
+        value = _list_cell(value, table, row, column)
     if isinstance(value, (list, tuple, np.ndarray)):
         items = [str(item).strip() for item in value]
         joined = [item for item in items if separator in item]
@@ -442,6 +446,29 @@ def _read_set(value: Any, separator: str, table: Table, row: int, column: str) -
         items = [item.strip() for item in str(value).split(separator)]
     if "" in items:
         raise DataError(f"{table.where(row)}, column '{column}': an empty label in {value!r}")
+    return items
+
+
+# A CSV/TSV cell holding a list as pandas' to_csv writes a list column (its str(): "['a', 'b']") or as JSON does
+# ('["a", "b"]'). Split at the separator, each such set was one class named by the whole cell, without an error.
+_LIST_CELL = re.compile(r"\s*\[.*\]\s*", re.DOTALL)
+
+
+def _list_cell(text: str, table: Table, row: int, column: str) -> list[Any]:
+    """The list a cell writes, as a Python or JSON literal of names or ids; anything else is an error naming the row."""
+    try:
+        items = ast.literal_eval(text.strip())  # a JSON list of names or ids is a Python literal too
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        items = None
+    names_or_ids = isinstance(items, list) and all(
+        isinstance(item, str) or (isinstance(item, int) and not isinstance(item, bool)) for item in items
+    )
+    if not names_or_ids:
+        raise DataError(
+            f"{table.where(row)}, column '{column}': label {shorten(text, 60)!r} starts and ends like a list but is "
+            "not a list of class names or ids (as \"['a', 'b']\" or '[\"a\", \"b\"]'); write it as one, or as "
+            "the names joined by data.label_separator"
+        )
     return items
 
 

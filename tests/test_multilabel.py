@@ -59,6 +59,29 @@ def test_list_column_and_delimited_string_give_the_same_multi_hot_rows(tmp_path)
     )
 
 
+def test_csv_cells_that_write_a_list_read_as_the_list(tmp_path):
+    """pandas' to_csv writes a list column as its str() ("['a', 'b']"): each such cell was one class named by the
+    whole cell, without an error."""
+    sets = label_sets(120, seed=2)
+    cells = [str(labels) if index % 2 else json.dumps(labels) for index, labels in enumerate(sets)]
+    pd.DataFrame({"text": [f"story {i}" for i in range(120)], "label": cells}).to_csv(tmp_path / "lists.csv")
+    pd.DataFrame({"text": [f"story {i}" for i in range(120)], "label": ["|".join(s) for s in sets]}).to_csv(
+        tmp_path / "joined.csv"
+    )
+    from_lists = load_data(files_config(tmp_path / "lists.csv").data, seed=3)
+    from_joined = load_data(files_config(tmp_path / "joined.csv").data, seed=3)
+    assert from_lists.labels == from_joined.labels == CLASSES
+    for split in ("train", "validation", "test"):
+        np.testing.assert_array_equal(labels_of(from_lists.splits[split]), labels_of(from_joined.splits[split]))
+    (tmp_path / "bad.csv").write_text("text,label\na,['health']\nb,\"[health, tech]\"\n", encoding="utf-8")
+    with pytest.raises(
+        DataError,
+        match=r"bad\.csv, line 3, column 'label': label '\[health, tech\]' starts and ends like a list but is not a "
+        r"list of class names or ids",
+    ):
+        load_data(files_config(tmp_path / "bad.csv").data, seed=0)
+
+
 def test_parquet_list_column_reads_as_label_sets(tmp_path):
     sets = label_sets(60, seed=1)
     path = tmp_path / "train.parquet"
