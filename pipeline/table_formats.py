@@ -314,6 +314,17 @@ def _refuse_table_as_one_object(record: dict, name: str) -> None:
             "orient='records'?), not one record per row; write it with df.to_json(path, orient='records', "
             "lines=True)"
         )
+    # A file of splits, each a list of rows: clinc_oos's data_full.json ({"train": [[text, intent], ...], "val": ...}).
+    first_rows = [value[0] for value in values if isinstance(value, list) and value]
+    lists = all(isinstance(value, list) for value in values)
+    if lists and first_rows and all(isinstance(row, (list, dict)) for row in first_rows):
+        keys = ", ".join(repr(key) for key in list(record)[:6])
+        raise DataError(
+            f"{name}: one JSON object whose keys ({keys}) each hold a list of rows (a file of splits, as clinc_oos's "
+            "data_full.json), not one record per row; write each split as its own JSON Lines file, one object per "
+            'row ({"text": ..., "label": ...}), and give them as data.train_file, data.validation_file and '
+            "data.test_file"
+        )
 
 
 def _all_indices(mapping: dict) -> bool:

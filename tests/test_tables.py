@@ -8,6 +8,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import io
+import json
 import lzma
 import math
 import os
@@ -243,6 +244,22 @@ def test_a_table_written_as_one_json_object_is_an_error_not_one_row(tmp_path, or
     message = message_of(path)
     assert message.startswith(f"{path}: the first record is a whole table in one JSON object")
     assert "orient='records', lines=True" in message
+
+
+def test_a_file_of_splits_in_one_json_object_is_an_error_not_one_row(tmp_path):
+    """clinc_oos's data_full.json: one object of splits, each a list of [text, intent] pairs. Read as a record it
+    was one row whose columns were the splits."""
+    path = tmp_path / "data_full.json"
+    splits = {"oos_val": [["play a song", "oos"]], "val": [["how is the weather", "weather"]], "train": []}
+    path.write_text(json.dumps(splits))
+    assert message_of(path) == (
+        f"{path}: one JSON object whose keys ('oos_val', 'val', 'train') each hold a list of rows (a file of splits, "
+        "as clinc_oos's data_full.json), not one record per row; write each split as its own JSON Lines file, one "
+        'object per row ({"text": ..., "label": ...}), and give them as data.train_file, data.validation_file and '
+        "data.test_file"
+    )
+    path.write_text('{"text": "a", "tokens": [["a", "DT"]], "labels": [{"start": 0}]}\n')  # one row of lists
+    assert read_all(path)[1] == [["a", [["a", "DT"]], [{"start": 0}]]]
 
 
 def test_a_record_of_nested_objects_is_a_record(tmp_path):
