@@ -322,8 +322,7 @@ def _refuse_table_as_one_object(record: dict, name: str) -> None:
         raise DataError(
             f"{name}: one JSON object whose keys ({keys}) each hold a list of rows (a file of splits, as clinc_oos's "
             "data_full.json), not one record per row; write each split as its own JSON Lines file, one object per "
-            'row ({"text": ..., "label": ...}), and give them as data.train_file, data.validation_file and '
-            "data.test_file"
+            'row ({"text": ..., "label": ...})'
         )
 
 

@@ -255,8 +255,7 @@ def test_a_file_of_splits_in_one_json_object_is_an_error_not_one_row(tmp_path):
     assert message_of(path) == (
         f"{path}: one JSON object whose keys ('oos_val', 'val', 'train') each hold a list of rows (a file of splits, "
         "as clinc_oos's data_full.json), not one record per row; write each split as its own JSON Lines file, one "
-        'object per row ({"text": ..., "label": ...}), and give them as data.train_file, data.validation_file and '
-        "data.test_file"
+        'object per row ({"text": ..., "label": ...})'
     )
     path.write_text('{"text": "a", "tokens": [["a", "DT"]], "labels": [{"start": 0}]}\n')  # one row of lists
     assert read_all(path)[1] == [["a", [["a", "DT"]], [{"start": 0}]]]
