@@ -218,6 +218,7 @@ def _inferred_scheme(train: Table, column: str, base: int | None) -> LabelScheme
     _refuse_unlike_classes(values, train, column)
     ids = [as_int(value) for value in values]
     if values and all(value is not None for value in ids):
+        base_said = base is not None
         if base is None:  # labels written 1..K are common (ag_news_csv): no phantom class 0 for them
             base = 0 if min(ids) <= 0 else 1
             logger.info("Integer labels counted from %d (data.label_index_base unset; set it to change)", base)
@@ -228,6 +229,7 @@ def _inferred_scheme(train: Table, column: str, base: int | None) -> LabelScheme
                 f"{distinct} distinct values appear; list the classes in data.label_names (or fix the stray value, "
                 f"or set data.label_index_base)"
             )
+        _refuse_id_gaps(sorted(set(ids)), base, count, base_said, train, column)
         return LabelScheme([str(base + index) for index in range(count)], base, accepts_names=False)
     names = sorted({str(value).strip() for value in values} - {""})
     if len(names) > MAX_INFERRED_CLASSES:
@@ -240,6 +242,27 @@ def _inferred_scheme(train: Table, column: str, base: int | None) -> LabelScheme
     return LabelScheme(
         names, base or 0, accepts_ids=False, origin="the classes found in train; set data.label_names to use ids"
     )
+
+
+def _refuse_id_gaps(present: list[int], base: int, count: int, base_said: bool, train: Table, column: str) -> None:
+    """Inferred ids that skip numbers made a class of each number skipped, which no row teaches: sentiment140's
+    polarity 0 and 4 became five classes, three of them never predicted, and the run lost the binary task's
+    thresholds and curves. Whether the numbers are codes of their own (two classes) or ids of classes absent here
+    only the user knows: data.label_names says it, either way. A base the user gave rules below the lowest label
+    written: those ids are classes this file lacks (a guessed base has none below)."""
+    missing = sorted(set(range(present[0] if base_said else base, base + count)) - set(present))
+    if missing:
+        raise DataError(
+            f"{train.source}, column '{column}': integer labels {_numbers(present)} read as class ids {base} to "
+            f"{base + count - 1} leave {_numbers(missing)} without a row, classes the model could never learn; list "
+            f"the classes in data.label_names: {[str(number) for number in present]} for only the labels written "
+            f"(codes, as sentiment140's 0 and 4), or all {count} ids' names if the others merely lack rows here"
+        )
+
+
+def _numbers(numbers: list[int], limit: int = 8) -> str:
+    shown = ", ".join(str(number) for number in numbers[:limit])
+    return shown if len(numbers) <= limit else f"{shown}, ... ({len(numbers)} in all)"
 
 
 def _refuse_unlike_classes(values: list[Any], train: Table, column: str) -> None:

@@ -1083,6 +1083,18 @@ def test_a_stray_id_does_not_make_thousands_of_classes(tmp_path):
     assert "2004" in message and "data.label_names" in message
 
 
+def test_integer_labels_that_skip_ids_are_refused_until_the_classes_are_listed(tmp_path):
+    """sentiment140's polarity 0 and 4 made five classes, three of which no row teaches; listed, they are two."""
+    train = write_text(tmp_path / "train.csv", "label,text\n" + "".join(f"{4 * (i % 2)},t{i}\n" for i in range(30)))
+    assert error_message(files_config(train, None, test_file=None)) == (
+        f"{train}, column 'label': integer labels 0, 4 read as class ids 0 to 4 leave 1, 2, 3 without a row, classes "
+        "the model could never learn; list the classes in data.label_names: ['0', '4'] for only the labels written "
+        "(codes, as sentiment140's 0 and 4), or all 5 ids' names if the others merely lack rows here"
+    )
+    data = load_data(files_config(train, None, test_file=None, label_names=["0", "4"]), seed=0)
+    assert data.labels == ["0", "4"] and sorted(set(data.splits["train"]["label"])) == [0, 1]
+
+
 def test_a_regression_target_chosen_as_label_column_is_refused_before_splitting(tmp_path):
     scores = [f"{0.01 * (index + 1):.2f}" for index in range(25)]
     rows = "".join(f"story {index} of {score},{score}\n" for index, score in enumerate(scores * 2))
