@@ -63,12 +63,14 @@ OTHER_COMPRESSIONS = (
     (re.compile(re.escape(b"\x28\xb5\x2f\xfd")), "zstd", "unzstd"),
 )
 MAGIC_BYTES = 10  # the longest magic number above: bzip2's with its first block's
-# Wide encodings by their byte-order mark; UTF-32's come first, as UTF-32-LE's begins with UTF-16-LE's.
-WIDE_BYTE_ORDER_MARKS = (
+# Encodings by their byte-order mark; UTF-32's come first, as UTF-32-LE's begins with UTF-16-LE's. UTF-8's is what
+# Excel's "CSV UTF-8" starts with.
+BYTE_ORDER_MARKS = (
     (codecs.BOM_UTF32_LE, "utf-32"),
     (codecs.BOM_UTF32_BE, "utf-32"),
     (codecs.BOM_UTF16_LE, "utf-16"),
     (codecs.BOM_UTF16_BE, "utf-16"),
+    (codecs.BOM_UTF8, "utf-8"),
 )
 
 
@@ -281,17 +283,18 @@ def _check_content_matches(head: bytes, kind: str, name: str, option: str) -> No
         raise DataError(f"{name} is not a Parquet file (it does not start with PAR1); check {option}")
 
 
-def _check_not_wide(head: bytes, codec: str, name: str, option: str) -> None:
+def _check_byte_order_mark(head: bytes, codec: str, name: str, option: str) -> None:
     """A UTF-16 file (a spreadsheet's "Unicode text", PowerShell's default) read as UTF-8 fails on its first byte,
-    and read as latin-1, which the generic hint offers, gives column names full of NULs; its byte-order mark says
-    which encoding to give."""
+    and read as latin-1, which the generic hint offers, gives column names full of NULs; Excel's "CSV UTF-8" read as
+    latin-1 or cp1252 gives its first column's name a prefix "ï»¿" (which then matches no setting) and every accented
+    letter two letters (é as Ã©) without an error. Its byte-order mark says which encoding to give."""
     if not _splits_on_newline_bytes(codec):  # already a wide encoding
         return
-    for mark, wide in WIDE_BYTE_ORDER_MARKS:
-        if head.startswith(mark):
+    for mark, marked in BYTE_ORDER_MARKS:
+        if head.startswith(mark) and codec.removesuffix("-sig") != marked:
             raise DataError(
-                f"{name} starts with a {wide.upper()} byte-order mark, so it is not {codec.removesuffix('-sig')}; "
-                f"give its encoding with {option} (e.g. {wide})"
+                f"{name} starts with a {marked.upper()} byte-order mark, so it is not {codec.removesuffix('-sig')}; "
+                f"give its encoding with {option} (e.g. {marked})"
             )
 
 
@@ -545,7 +548,7 @@ def open_table(
         _refuse_other_compression(head, lines.name)
         if not head.startswith(PARQUET_MAGIC):  # Parquet is binary: its text encoding is its own
             # Before the format: a fastText file is told by its decoded start, which a wrong wide encoding garbles.
-            _check_not_wide(head, codec, lines.name, encoding_option)
+            _check_byte_order_mark(head, codec, lines.name, encoding_option)
         kind = _format_of(lines, path, file_format, format_option, label_prefix)
         _check_content_matches(head, kind, lines.name, format_option)
         if kind != "parquet":

@@ -317,6 +317,19 @@ def test_utf8_byte_order_mark_is_dropped_from_the_header(tmp_path):
     assert read_all(path)[0] == COLUMNS
 
 
+@pytest.mark.parametrize("read_as, codec", [("latin-1", "iso8859-1"), ("cp1252", "cp1252")])
+def test_a_utf8_file_with_a_byte_order_mark_read_as_a_single_byte_encoding_names_utf8(tmp_path, read_as, codec):
+    """Excel's "CSV UTF-8" read as latin-1: the first column was named 'ï»¿id', which no setting matched, and
+    'Café' read as 'CafÃ©' without an error."""
+    path = tmp_path / "excel.csv"
+    path.write_bytes("\ufeffid;text\r\n1;Café\r\n".encode("utf-8"))
+    assert message_of(path, encoding=read_as, encoding_option="--encoding") == (
+        f"{path} starts with a UTF-8 byte-order mark, so it is not {codec}; give its encoding with --encoding "
+        "(e.g. utf-8)"
+    )
+    assert read_all(path, encoding="utf-8-sig")[:2] == (["id", "text"], [["1", "Café"]])
+
+
 @pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16"])
 def test_a_semicolon_separated_csv_is_read_as_such(tmp_path, encoding):
     # As a spreadsheet program saves "CSV" where the comma is the decimal mark; commas stay inside the texts.
