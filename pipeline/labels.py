@@ -190,10 +190,12 @@ def single_labels(table: Table, column: str) -> list[Any]:
                 f"({shorten(value, 60)}), not a class; nested fields are not read: give each record its label as a "
                 "top-level key"
             )
-        if isinstance(value, (list, tuple, np.ndarray)):
+        written = _written_list(value)  # a CSV cell that writes one ("['joy', 'love']") made a class of it
+        if isinstance(value, (list, tuple, np.ndarray)) or written is not None:
             raise DataError(
                 f"{table.where(row)}, column '{column}' (data.label_column): the label is a list "
-                f"({shorten(list(value), 60)}), not a class; for several classes per row set data.task=multi_label"
+                f"({shorten(list(value) if written is None else written, 60)}), not a class; for several classes "
+                "per row set data.task=multi_label"
             )
     return values
 
@@ -453,8 +455,14 @@ def _raw_sets(table: Table, column: str, separator: str) -> list[list[str]]:
 def _read_set(value: Any, separator: str, table: Table, row: int, column: str) -> list[str]:
     """A list value (JSON, Parquet) item by item, and so a CSV cell that writes one ("['a', 'b']", '["a"]', "[]"); a
     string split at the separator; missing or empty: no class."""
-    if isinstance(value, str) and _LIST_CELL.fullmatch(value):
-        value = _list_cell(value, table, row, column)
+    written = _written_list(value)
+    if written is None and isinstance(value, str) and _LIST_CELL.fullmatch(value):
+        raise DataError(
+            f"{table.where(row)}, column '{column}': label {shorten(value, 60)!r} starts and ends like a list but is "
+            "not a list of class names or ids (as \"['a', 'b']\" or '[\"a\", \"b\"]'); write it as one, or as "
+            "the names joined by data.label_separator"
+        )
+    value = value if written is None else written
     if isinstance(value, (list, tuple, np.ndarray)):
         items = [str(item).strip() for item in value]
         joined = [item for item in items if separator in item]
@@ -477,22 +485,18 @@ def _read_set(value: Any, separator: str, table: Table, row: int, column: str) -
 _LIST_CELL = re.compile(r"\s*\[.*\]\s*", re.DOTALL)
 
 
-def _list_cell(text: str, table: Table, row: int, column: str) -> list[Any]:
-    """The list a cell writes, as a Python or JSON literal of names or ids; anything else is an error naming the row."""
+def _written_list(value: Any) -> list[str | int] | None:
+    """The list a string writes, as a Python or JSON literal of names or ids; None when it writes none."""
+    if not isinstance(value, str) or not _LIST_CELL.fullmatch(value):
+        return None
     try:
-        items = ast.literal_eval(text.strip())  # a JSON list of names or ids is a Python literal too
+        items = ast.literal_eval(value.strip())  # a JSON list of names or ids is a Python literal too
     except (ValueError, SyntaxError, MemoryError, RecursionError):
-        items = None
+        return None
     names_or_ids = isinstance(items, list) and all(
         isinstance(item, str) or (isinstance(item, int) and not isinstance(item, bool)) for item in items
     )
-    if not names_or_ids:
-        raise DataError(
-            f"{table.where(row)}, column '{column}': label {shorten(text, 60)!r} starts and ends like a list but is "
-            "not a list of class names or ids (as \"['a', 'b']\" or '[\"a\", \"b\"]'); write it as one, or as "
-            "the names joined by data.label_separator"
-        )
-    return items
+    return items if names_or_ids else None
 
 
 # ---------------------------------------------------------------------------------------------------------------

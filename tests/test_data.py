@@ -1075,6 +1075,18 @@ def test_an_object_or_a_list_as_a_single_label_is_an_error_not_a_class(tmp_path)
     assert "data.task=multi_label" in message
 
 
+def test_a_single_label_csv_cell_that_writes_a_list_is_an_error_pointing_to_multi_label(tmp_path):
+    """pandas' to_csv writes a list column as its str(): each set ("['Sports', 'World']") became a class."""
+    rows = "".join(f'"{labels}",t{i}\n' for i, labels in enumerate([["World"], ["Sports", "World"]] * 3))
+    train = write_text(tmp_path / "train.csv", "label,text\n" + rows)
+    assert error_message(files_config(train, None, test_file=None)) == (
+        f"{train}, line 2, column 'label' (data.label_column): the label is a list (['World']), not a class; for "
+        "several classes per row set data.task=multi_label"
+    )
+    brackets = write_text(tmp_path / "brackets.csv", "label,text\n" + "".join(f"[{i % 2}x],t{i}\n" for i in range(9)))
+    assert load_data(files_config(brackets, None, test_file=None), seed=0).labels == ["[0x]", "[1x]"]  # no list
+
+
 def test_a_stray_id_does_not_make_thousands_of_classes(tmp_path):
     train = write_text(
         tmp_path / "train.csv", "label,text\n" + "".join(f"{i % 3},t{i}\n" for i in range(30)) + "2004,odd\n"
