@@ -225,7 +225,15 @@ def _inferred_scheme(train: Table, column: str, base: int | None) -> LabelScheme
             base = 0 if min(ids) <= 0 else 1
             logger.info("Integer labels counted from %d (data.label_index_base unset; set it to change)", base)
         distinct, count = len(set(ids)), max(ids) - base + 1
-        if min(ids) < base or count > max(2 * distinct, distinct + 10) or count > MAX_INFERRED_CLASSES:
+        if min(ids) < base:  # polarity -1/0/1 (the base unset: 0), or -1 marking a missing label
+            said = f"data.label_index_base {base}" if base_said else f"{base}, data.label_index_base being unset"
+            raise DataError(
+                f"{train.source}, column '{column}': integer label {min(ids)} is below {said}, where ids count "
+                f"from; if the labels are classes from {min(ids)} up (polarity -1, 0, 1), set data.label_index_base "
+                f"to {min(ids)} or list the classes in data.label_names; if {min(ids)} marks a row without a label "
+                "(as -1 does in GLUE's test files), remove those rows"
+            )
+        if count > max(2 * distinct, distinct + 10) or count > MAX_INFERRED_CLASSES:
             raise DataError(
                 f"{train.source}, column '{column}': integer labels run from {min(ids)} to {max(ids)} but only "
                 f"{distinct} distinct values appear; list the classes in data.label_names (or fix the stray value, "

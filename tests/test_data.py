@@ -1107,6 +1107,22 @@ def test_integer_labels_that_skip_ids_are_refused_until_the_classes_are_listed(t
     assert data.labels == ["0", "4"] and sorted(set(data.splits["train"]["label"])) == [0, 1]
 
 
+def test_negative_integer_labels_say_which_base_reads_them(tmp_path):
+    """Polarity -1/0/1 (as floats: Kaggle's Twitter_Data.csv) was refused as "from -1 to 1 but only 3 distinct
+    values appear", which all of them did."""
+    rows = "".join(f"{['-1.0', '0.0', '1.0'][i % 3]},t{i}\n" for i in range(30))
+    train = write_text(tmp_path / "train.csv", "category,text\n" + rows)
+    config = files_config(train, None, test_file=None, label_column="category")
+    assert error_message(config) == (
+        f"{train}, column 'category': integer label -1 is below 0, data.label_index_base being unset, where ids count "
+        "from; if the labels are classes from -1 up (polarity -1, 0, 1), set data.label_index_base to -1 or list the "
+        "classes in data.label_names; if -1 marks a row without a label (as -1 does in GLUE's test files), remove "
+        "those rows"
+    )
+    data = load_data(dataclasses.replace(config, label_index_base=-1), seed=0)
+    assert data.labels == ["-1", "0", "1"]
+
+
 def test_a_regression_target_chosen_as_label_column_is_refused_before_splitting(tmp_path):
     scores = [f"{0.01 * (index + 1):.2f}" for index in range(25)]
     rows = "".join(f"story {index} of {score},{score}\n" for index, score in enumerate(scores * 2))
