@@ -107,6 +107,9 @@ class DataConfig:
     # Shares of train carved out (stratified, seeded) as test / validation when the data has no such split.
     test_fraction: float = 0.1
     validation_fraction: float = 0.1
+    # A column of the train file (or of a Hub dataset with only a train split) saying each row's split: train,
+    # validation (valid, val, dev) or test, in any case (data.SPLIT_VALUES). A split it never names is carved as above.
+    split_column: str | None = None
     # A column of unique row ids, carried into test_predictions.csv and reports; unset: the row's line number.
     id_column: str | None = None
     # Exact duplicate texts (after whitespace normalisation) are always counted. "within": repeats inside a split

@@ -61,6 +61,7 @@ def validate(config: PipelineConfig) -> None:
     if prefix_error:
         raise ConfigError(f"data.label_prefix: {prefix_error}")
     _validate_label_columns(config)
+    _validate_split_column(config)
     _validate_distill(config)
     _validate_decisions(config)
 
@@ -102,6 +103,35 @@ def _validate_label_columns(config: PipelineConfig) -> None:
             f"data.label_columns: column {joined[0]!r} contains data.label_separator {data.label_separator!r}, which "
             "joins classes in predictions; set another separator"
         )
+
+
+def _validate_split_column(config: PipelineConfig) -> None:
+    """data.split_column says each row's split: not beside files that say it too, and not a column read as
+    something else (a row's text, label or id)."""
+    data = config.data
+    column = data.split_column
+    if column is None:
+        return
+    if not column.strip():
+        raise ConfigError("data.split_column: empty; name the column that says each row's split, or leave it unset")
+    given = [key for key in ("validation_file", "test_file") if getattr(data, key)]
+    if data.source == "files" and given:
+        raise ConfigError(
+            f"data.split_column: the column '{column}' says which rows are validation and test, and data.{given[0]} "
+            "gives them too; unset one (a file to score a trained run: python -m pipeline.evaluate)"
+        )
+    label_key = "data.label_columns" if data.label_columns else "data.label_column"
+    roles = {
+        label_key: data.label_columns or [data.label_column],
+        "data.text_columns": data.text_columns,
+        "data.id_column": [data.id_column] if data.id_column else [],
+    }
+    for key, columns in roles.items():
+        if normalise_name(column) in {normalise_name(name) for name in columns}:
+            raise ConfigError(
+                f"data.split_column: '{column}' is also read by {key}; the split column only says which split a "
+                "row is in, name another column"
+            )
 
 
 THRESHOLD_TARGETS = ("precision", "recall")

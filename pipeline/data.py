@@ -172,6 +172,7 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
     """
     config = with_listed_names(config)
     tables, hub_names = read_hub_tables(config) if config.source == "hub" else (read_file_tables(config), None)
+    tables, split_record = split_by_column(tables, config.split_column)
     tables, config = read_indicator_columns(tables, config)
     incomplete = []
     for split, table in tables.items():
@@ -216,6 +217,7 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
         "sizes": {split: len(result[split]) for split in SPLITS},
         "seed": seed,
         "carved_from_train": carved,
+        "split_column": split_record,
         "id_column": config.id_column,
         "duplicates": duplicates.to_dict(),
         "incomplete_rows": {
@@ -301,6 +303,97 @@ def _warn_shared_ids(splits: dict[str, datasets.Dataset], id_column: str) -> Non
             row_id,
             one,
             other,
+        )
+
+
+# What a value of data.split_column says, read stripped and in any case: the split its row belongs to.
+SPLIT_VALUES = {
+    "train": "train",
+    "validation": "validation",
+    "valid": "validation",
+    "val": "validation",
+    "dev": "validation",
+    "test": "test",
+}
+
+
+def split_by_column(tables: dict[str, Table], column: str | None) -> tuple[dict[str, Table], dict[str, Any] | None]:
+    """With data.split_column, the one train table divided into the splits its column names (SPLIT_VALUES), each
+    row keeping its line or record number in the file; a split no row names is left out, to be carved from train
+    as when a file is missing. Also what was read, for metrics.json `data.split_column` (None when unset). Done
+    first, so that every later step (indicator columns, incomplete rows, the classes: from train's rows only) runs
+    as it does on separate files."""
+    if column is None:
+        return tables, None
+    _refuse_given_splits(tables, column)
+    table = tables["train"]
+    _require_rows(table, "train")
+    names = _split_names(table, column)
+    rows: dict[str, list[int]] = {split: [] for split in SPLITS}
+    for row, name in enumerate(names):
+        rows[SPLIT_VALUES[name.casefold()]].append(row)
+    if not rows["train"]:
+        given = ", ".join(f"{split} {len(rows[split]):,}" for split in SPLITS if rows[split])
+        raise DataError(
+            f"{table.source}, column '{column}' (data.split_column): no row is in train (rows per split: {given}); "
+            f"the model learns from the train rows, so mark some as {', '.join(values_naming('train'))}"
+        )
+    divided = {
+        split: dataclasses.replace(
+            table.subset(chosen), origin=f"{table.origin}, its {split} rows by data.split_column"
+        )
+        for split, chosen in rows.items()
+        if chosen
+    }
+    record = {
+        "column": column,
+        "rows": {split: len(chosen) for split, chosen in rows.items()},
+        "values": {name: SPLIT_VALUES[name.casefold()] for name in dict.fromkeys(names)},
+    }
+    return divided, record
+
+
+def _split_names(table: Table, column: str) -> list[str]:
+    """Each row's value of the split column, stripped; an empty one, or one that names no split (MASSIVE's `unsup`,
+    a typo), is an error naming the first row and how many more there are, so that one pass fixes them all."""
+    values = table.column(column, "data.split_column")
+    where = f"column '{column}' (data.split_column)"
+    empty = [row for row, value in enumerate(values) if is_blank(value)]
+    if empty:
+        raise DataError(
+            f"{table.where(empty[0])}, {where}: no split given{table.and_more(empty)}; give each row "
+            f"one of {_accepted_values()}, or remove the row"
+        )
+    names = [str(value).strip() for value in values]
+    unknown = [row for row, name in enumerate(names) if name.casefold() not in SPLIT_VALUES]
+    if unknown:
+        others = sorted({names[row] for row in unknown} - {names[unknown[0]]})
+        also = f"; other values naming no split: {', '.join(map(repr, others[:5]))}" if others else ""
+        raise DataError(
+            f"{table.where(unknown[0])}, {where}: {names[unknown[0]]!r} names no split{table.and_more(unknown)}{also}; "
+            f"the accepted values (in any case): {_accepted_values()}; relabel or remove these rows"
+        )
+    return names
+
+
+def values_naming(split: str) -> list[str]:
+    """The values of data.split_column that name `split`."""
+    return [value for value, named in SPLIT_VALUES.items() if named == split]
+
+
+def _accepted_values() -> str:
+    """The values of data.split_column by the split they name: "train; validation, valid, val, dev; test"."""
+    return "; ".join(", ".join(values_naming(split)) for split in SPLITS)
+
+
+def _refuse_given_splits(tables: dict[str, Table], column: str) -> None:
+    """The column divides a source with a train split only; a Hub dataset that has validation or test rows already
+    says the split twice (files: config_checks refuses data.split_column beside a validation or test file)."""
+    given = [split for split in tables if split != "train"]
+    if given:
+        raise DataError(
+            f"data.split_column '{column}': {tables[given[0]].source} ({tables[given[0]].origin}) already holds the "
+            f"{' and '.join(given)} rows; the column divides a source that has only a train split: unset it"
         )
 
 
@@ -499,8 +592,10 @@ def read_hub_tables(config: DataConfig) -> tuple[dict[str, Table], list[str] | N
         if split not in loaded:
             continue
         source = f"Hub dataset '{config.hub_name}' split '{split}'"
-        _require_columns(loaded[split].column_names, needed, source, config)
-        frame = loaded[split].select_columns(needed).to_pandas()
+        # The split column is read from train only: divided by it, train is the one split (split_by_column).
+        columns = [*needed, config.split_column] if config.split_column and split == "train" else needed
+        _require_columns(loaded[split].column_names, columns, source, config)
+        frame = loaded[split].select_columns(list(dict.fromkeys(columns))).to_pandas()
         if hub_names is not None and config.task == "single_label":
             frame[config.label_column] = _hidden_labels_missing(frame[config.label_column])
             if split != "train" and frame[config.label_column].isna().all():
@@ -679,6 +774,8 @@ def _require_columns(available: list[str], needed: list[str], source: str, confi
         key = "data.text_columns"
         if column in label_columns_of(config):
             key = "data.label_columns" if config.label_columns else "data.label_column"
+        elif column == config.split_column:
+            key = "data.split_column"
         resolve_columns(available, [column], source, key)
 
 

@@ -118,6 +118,9 @@ def reading_config(run: RunDir, overrides: Sequence[str], input_path: Path) -> P
             raise ConfigError(f"{key}: the trained model decides it (its task and classes); it cannot be overridden")
     config = load_config(run.config_path, list(overrides))
     config.data.test_file = str(input_path)  # set, not parsed: a path is no YAML value
+    # The file is scored whole, as the test split: a split column divided the run's training file, not this one,
+    # and beside data.test_file the saved config.yaml would be refused when read back (config_checks).
+    config.data.split_column = None
     return config
 
 

@@ -262,6 +262,7 @@ class CardSections(CardFacts):
         else:
             named = [f"{split} `{self.data[f'{split}_file']}`" for split in files]
             lines = [f"Source: local files: {', '.join(named)}."]
+        lines += self.split_column_lines()
         folders = self.get("data", "class_folders")
         if not (isinstance(folders, dict) and files and set(files) <= set(folders)):  # else class_folder_lines says
             lines.append(f"Each text is {self.text_rule()}; {self.label_rule()}.")
@@ -280,6 +281,14 @@ class CardSections(CardFacts):
                 + "."
             )
         return lines
+
+    def split_column_lines(self) -> list[str]:
+        """Where the splits came from when a column of the train data said each row's (data.split_column)."""
+        record = self.get("data", "split_column")
+        if not isinstance(record, dict) or not isinstance(record.get("rows"), dict):
+            return []
+        rows = ", ".join(f"{split} {_count(count)}" for split, count in record["rows"].items() if count)
+        return [f"Each row's split is the `{record.get('column')}` column of the train data ({rows} rows)."]
 
     def sizes_lines(self) -> list[str]:
         """The rows per split as a table, and a line where the run did not record train's."""

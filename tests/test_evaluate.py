@@ -125,6 +125,25 @@ def test_the_runs_own_train_file_as_input_is_said_to_overstate_its_scores(traine
     assert "overstate" not in (outputs["new"] / "report.md").read_text()
 
 
+def test_a_run_divided_by_a_split_column_scores_a_file_whose_config_reads_back(trained, tmp_path):
+    """A run whose one train file was divided by data.split_column: the file evaluation scores is its test split,
+    whole; the saved config.yaml, which names it as data.test_file, leaves the split column out (the config check
+    refuses the two together)."""
+    config, run_metrics = trained
+    run = shutil.copytree(config.run_dir, tmp_path / "run")
+    saved = yaml.safe_load(RunDir(run).config_path.read_text())
+    saved["data"].update(split_column="partition", test_file=None)  # as if trained on one file with that column
+    RunDir(run).config_path.write_text(yaml.safe_dump(saved))
+    path, count = own_test_rows_as_a_new_file(run, tmp_path / "again.csv")
+    output = tmp_path / "again_scored"
+    reading = ["data.text_columns=[story]", "data.label_column=topic", "data.column_names=null"]
+    assert evaluate_main(["--model", str(run), "--input", str(path), "--output", str(output), *reading]) == 0
+    metrics = json.loads((output / "metrics.json").read_text())
+    assert metrics["evaluation"]["rows"] == count and metrics["test"]["accuracy"] == run_metrics["test"]["accuracy"]
+    read_back = load_config(output / "config.yaml")
+    assert read_back.data.split_column is None and read_back.data.test_file == str(path)
+
+
 def test_an_exported_run_is_scored_by_its_export_with_backend_onnx(trained, tmp_path):
     """--backend onnx alone (no --precision): the export's own precision, not the torch backend's fp32 default,
     which the predictor refuses beside an export."""
