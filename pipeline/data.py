@@ -102,6 +102,7 @@ class Table:
     # Added to the error about a configured column the rows lack: how else the file could be read.
     missing_column_hint: str = ""
     files_per_class: dict[str, int] | None = None  # a folder of class folders: the files read from each class folder
+    delimiter: str | None = None  # a CSV/TSV file's field delimiter as read (tables.Table.delimiter)
 
     def number(self, row: int) -> int | str:
         """The row's 1-based line in its file, its record number, or its file's path in a folder."""
@@ -230,17 +231,25 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
 
 
 def source_records(tables: dict[str, Table], config: DataConfig) -> dict[str, Any]:
-    """How the sources were read, for metrics.json `data`: the CSV/TSV files' quotes (`quoting`), and the files read
-    per class folder from each split read from a folder of class folders (`class_folders`; None when none was)."""
+    """How the sources were read, for metrics.json `data`: the CSV/TSV files' quotes (`quoting`) and field delimiter
+    (`delimiter`), and the files read per class folder from each split read from a folder of class folders
+    (`class_folders`; None when none was)."""
     folders = {split: table.files_per_class for split, table in tables.items() if table.files_per_class is not None}
-    return {"quoting": quoting_record(tables, config), "class_folders": folders or None}
+    return {
+        "quoting": csv_reading_record(tables, "quoting", config.quoting),
+        "delimiter": csv_reading_record(tables, "delimiter", config.delimiter),
+        "class_folders": folders or None,
+    }
 
 
-def quoting_record(tables: dict[str, Table], config: DataConfig) -> dict[str, Any] | None:
-    """How each CSV/TSV file's double quotes were read ("csv" or "none", data.quoting's `auto` resolved per file by
-    its start), by split; None when no file is CSV/TSV (JSON Lines, Parquet, the Hub)."""
-    read = {split: table.quoting for split, table in tables.items() if table.quoting is not None}
-    return {"setting": config.quoting, "read": read} if read else None
+def csv_reading_record(tables: dict[str, Table], attribute: str, setting: Any) -> dict[str, Any] | None:
+    """How each CSV/TSV file was read by the setting that `auto` (or unset) resolves per file by its start: its
+    double quotes ("csv" or "none") or its delimiter, by split, beside the setting; None when no file is CSV/TSV
+    (JSON Lines, Parquet, fastText, a folder, the Hub)."""
+    read = {
+        split: getattr(table, attribute) for split, table in tables.items() if getattr(table, attribute) is not None
+    }
+    return {"setting": setting, "read": read} if read else None
 
 
 def read_indicator_columns(tables: dict[str, Table], config: DataConfig) -> tuple[dict[str, Table], DataConfig]:
@@ -537,7 +546,7 @@ def read_table(path: str, origin: str, config: DataConfig, column_names: list[st
         # string to split at data.label_separator (__label__c|sharp is one class, or an error naming the line).
         frame[LABEL_COLUMN] = [[value] if isinstance(value, str) else value for value in frame[LABEL_COLUMN]]
     hint = HEADERLESS_HINT if column_names is None and _looks_like_data(table.header, table.format) else ""
-    return Table(frame, path, origin, table.unit, numbers, table.quoting, hint)
+    return Table(frame, path, origin, table.unit, numbers, table.quoting, hint, delimiter=table.delimiter)
 
 
 # Data settings that describe a file's layout, which a folder of class folders does not have.

@@ -222,6 +222,21 @@ class CardSections(CardFacts):
         ]
         return ["", f"Double quotes in the files (`data.quoting: {record.get('setting')}`): {'; '.join(parts)}."]
 
+    def delimiter_lines(self) -> list[str]:
+        """data.delimiter: said when a CSV/TSV file's fields were separated by other than a comma or a tab (a
+        spreadsheet's semicolon, the Financial PhraseBank's @), which a reader of the files would otherwise assume."""
+        record = self.get("data", "delimiter")
+        read = record.get("read") if isinstance(record, dict) else None
+        if not isinstance(read, dict) or all(delimiter in (",", "\t") for delimiter in read.values()):
+            return []
+        splits_by_delimiter: dict[str, list[str]] = {}
+        for split, delimiter in read.items():
+            splits_by_delimiter.setdefault("tab" if delimiter == "\t" else f"`{delimiter}`", []).append(split)
+        parts = [f"{delimiter} in {', '.join(splits)}" for delimiter, splits in splits_by_delimiter.items()]
+        setting = record.get("setting")
+        how = f"`data.delimiter: {setting}`" if setting else "`data.delimiter` unset: read off each file's first line"
+        return ["", f"Fields separated by {'; '.join(parts)} ({how})."]
+
     def class_folder_lines(self) -> list[str]:
         """data.class_folders: the splits read from a folder of class folders, and the files read from each class
         folder (before rows were left out, carved or capped)."""
@@ -250,6 +265,7 @@ class CardSections(CardFacts):
             lines += ["", *duplicates]
         lines += self.incomplete_lines()
         lines += self.quoting_lines()
+        lines += self.delimiter_lines()
         lines += self.class_folder_lines()
         lines += ["", f"Seed: {seed} (splits, sampling, initialisation, dropout)."]
         return lines

@@ -131,7 +131,16 @@ def delimited_table(
     names_from = f"the header on line {line}" if is_header else "the given column names"
     pending = [] if is_header else [first]
     rows = _checked_width(_chain(pending, records), header, names_from, lines.name, _width_hint(quoted, quoting_option))
-    return Table(lines.name, kind, header, "line", _batched(rows, chunk_size), lines, "csv" if quoted else "none")
+    return Table(
+        lines.name,
+        kind,
+        header,
+        "line",
+        _batched(rows, chunk_size),
+        lines,
+        quoting="csv" if quoted else "none",
+        delimiter=delimiter,
+    )
 
 
 def csv_delimiter(lines: LineSource, width: int | None) -> str:

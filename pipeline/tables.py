@@ -515,6 +515,9 @@ class Table:
     # How a CSV/TSV file's double quotes are read, `auto` resolved for this file: "csv" or "none" (QUOTINGS); None
     # for the formats without quoting (JSON Lines, Parquet).
     quoting: str | None = None
+    # The one character between a CSV/TSV file's fields, as read (data.delimiter, or the format's: a comma, a semicolon
+    # the first line shows, a tab); None for the other formats.
+    delimiter: str | None = None
     # Rows in all, where known before reading them (a folder: its files); else progress estimates them from `lines`.
     row_count: int | None = None
 

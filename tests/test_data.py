@@ -200,8 +200,9 @@ def test_data_quoting_reads_every_file_of_the_run(tmp_path):
         assert splits[name]["text"][:2] == ['"yes" said 0', '"no" said 0'], name
 
 
-def test_how_auto_read_each_files_quotes_is_recorded(tmp_path):
-    """data.quoting auto decides per file by its start: metrics.json's data record says what it decided."""
+def test_how_auto_read_each_files_quotes_and_delimiter_is_recorded(tmp_path):
+    """data.quoting auto, and the delimiter when data.delimiter is unset, are decided per file by its start:
+    metrics.json's data record says what was decided."""
     unquoted = "".join(
         f'{label}\t"{word}" said {index}\n' for index in range(8) for label, word in [("a", "x"), ("b", "y")]
     )
@@ -210,11 +211,22 @@ def test_how_auto_read_each_files_quotes_is_recorded(tmp_path):
     test = write_text(tmp_path / "test.tsv", "label\ttext\n" + quoted)
     data = load_data(files_config(train, test), seed=0)
     assert data.summary["quoting"] == {"setting": "auto", "read": {"train": "none", "test": "csv"}}
+    assert data.summary["delimiter"] == {"setting": None, "read": {"train": "\t", "test": "\t"}}
     assert data.splits["train"]["text"][0] == '"x" said 0' and data.splits["test"]["text"][0] == "x, quoted"
+    # A spreadsheet's semicolon CSV beside a comma one: each file's delimiter as its first line showed it.
+    semicolons = write_text(
+        tmp_path / "train.csv", "label;text\n" + "".join(f"{'ab'[i % 2]};t {i}\n" for i in range(8))
+    )
+    commas = write_text(tmp_path / "test.csv", "label,text\na,t 8\nb,t 9\n")
+    assert load_data(files_config(semicolons, commas), seed=0).summary["delimiter"] == {
+        "setting": None,
+        "read": {"train": ";", "test": ","},
+    }
     jsonl = [tmp_path / f"{split}.jsonl" for split in ("train", "test")]
     for path in jsonl:
         path.write_text("".join(f'{{"text": "t {i}", "label": "{"ab"[i % 2]}"}}\n' for i in range(8)))
-    assert load_data(files_config(*jsonl), seed=0).summary["quoting"] is None  # no file has quoting to read
+    summary = load_data(files_config(*jsonl), seed=0).summary
+    assert summary["quoting"] is None and summary["delimiter"] is None  # no file has quotes or delimiters to read
 
 
 def test_data_delimiter_reads_every_file_of_the_run(tmp_path):

@@ -185,6 +185,23 @@ def test_optional_records_appear_when_metrics_json_has_them(tmp_path):
         "Double quotes in the files (`data.quoting: auto`): are read as text in train, validation; enclose fields in "
         "test." in section(text, "Training data")
     )
+    assert "Fields separated" not in text  # no delimiter record: nothing to say
+
+    commas_and_tabs = {"setting": None, "read": {"train": ",", "test": "\t"}}
+    semicolons = {"setting": None, "read": {"train": ";", "validation": ";", "test": ","}}
+    for index, (delimiter, said) in enumerate(
+        [
+            (commas_and_tabs, None),  # what a reader of CSV and TSV files assumes
+            (semicolons, "Fields separated by `;` in train, validation; `,` in test (`data.delimiter` unset: read off"),
+            ({"setting": "@", "read": {"train": "@"}}, "Fields separated by `@` in train (`data.delimiter: @`)."),
+        ]
+    ):
+        data = {**extra["data"], "delimiter": delimiter}
+        text = ModelCard.load(
+            write_model_card(fake_run(tmp_path / f"delimiter{index}", extra_metrics={"data": data}))
+        ).text
+        training_data = section(text, "Training data")
+        assert (said in training_data) if said else ("Fields separated" not in training_data)
 
     assert "baseline is more accurate" not in section(text, "Limitations")  # 87% against 80%
     beaten = {"baseline": {"description": "TF-IDF + logistic regression", "accuracy": 0.9, "macro_f1": 0.9}}
