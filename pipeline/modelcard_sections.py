@@ -6,7 +6,7 @@ calibration where metrics.json records them, limitations, how to use it and the 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pipeline.modelcard_facts import DATA_DEFAULTS, CardFacts, published_name
@@ -41,6 +41,14 @@ def _num(value: Any, digits: int = 4, missing: str = "n/a") -> str:
 QUOTING_READINGS = {"csv": "enclose fields", "none": "are read as text"}
 # The before/after measures of a calibration record (pipeline.scoring.calibration_record), as the card names them.
 CALIBRATION_MEASURES = {"ece": "expected calibration error", "loss": "negative log-likelihood"}
+
+
+def _grouped_by_reading(read: dict[str, Any], phrase: Callable[[str], str]) -> str:
+    """A per-file reading by split, the splits read alike grouped: "<phrase> in train, validation; <phrase> in test"."""
+    splits_by_reading: dict[str, list[str]] = {}
+    for split, reading in read.items():
+        splits_by_reading.setdefault(str(reading), []).append(split)
+    return "; ".join(f"{phrase(reading)} in {', '.join(splits)}" for reading, splits in splits_by_reading.items())
 
 
 def _calibration_rows(calibration: dict[str, Any]) -> list[tuple[str, str]]:
@@ -209,33 +217,28 @@ class CardSections(CardFacts):
     def quoting_lines(self) -> list[str]:
         """data.quoting: how each CSV/TSV file's double quotes were read (`auto` decides per file, by its start).
         Without it the card cannot say whether a text that starts with a quote kept it or was enclosed by it."""
-        record = self.get("data", "quoting")
-        read = record.get("read") if isinstance(record, dict) else None
-        if not isinstance(read, dict) or not read:
+        setting, read = self.read_per_file("quoting")
+        if not read:
             return []
-        splits_by_reading: dict[str, list[str]] = {}
-        for split, reading in read.items():
-            splits_by_reading.setdefault(str(reading), []).append(split)
-        parts = [
-            f"{QUOTING_READINGS.get(reading, reading)} in {', '.join(splits)}"
-            for reading, splits in splits_by_reading.items()
-        ]
-        return ["", f"Double quotes in the files (`data.quoting: {record.get('setting')}`): {'; '.join(parts)}."]
+        parts = _grouped_by_reading(read, lambda reading: QUOTING_READINGS.get(reading, reading))
+        return ["", f"Double quotes in the files (`data.quoting: {setting}`): {parts}."]
 
     def delimiter_lines(self) -> list[str]:
         """data.delimiter: said when a CSV/TSV file's fields were separated by other than a comma or a tab (a
         spreadsheet's semicolon, the Financial PhraseBank's @), which a reader of the files would otherwise assume."""
-        record = self.get("data", "delimiter")
-        read = record.get("read") if isinstance(record, dict) else None
-        if not isinstance(read, dict) or all(delimiter in (",", "\t") for delimiter in read.values()):
+        setting, read = self.read_per_file("delimiter")
+        if not read or all(delimiter in (",", "\t") for delimiter in read.values()):
             return []
-        splits_by_delimiter: dict[str, list[str]] = {}
-        for split, delimiter in read.items():
-            splits_by_delimiter.setdefault("tab" if delimiter == "\t" else f"`{delimiter}`", []).append(split)
-        parts = [f"{delimiter} in {', '.join(splits)}" for delimiter, splits in splits_by_delimiter.items()]
-        setting = record.get("setting")
+        parts = _grouped_by_reading(read, lambda delimiter: "tab" if delimiter == "\t" else f"`{delimiter}`")
         how = f"`data.delimiter: {setting}`" if setting else "`data.delimiter` unset: read off each file's first line"
-        return ["", f"Fields separated by {'; '.join(parts)} ({how})."]
+        return ["", f"Fields separated by {parts} ({how})."]
+
+    def read_per_file(self, key: str) -> tuple[Any, dict[str, Any]]:
+        """A metrics.json data record of how each CSV/TSV file was read (data.csv_reading_record): its setting and
+        its readings by split ({} where there is no such record)."""
+        record = self.get("data", key)
+        read = record.get("read") if isinstance(record, dict) else None
+        return (record.get("setting"), read) if isinstance(read, dict) else (None, {})
 
     def class_folder_lines(self) -> list[str]:
         """data.class_folders: the splits read from a folder of class folders, and the files read from each class
