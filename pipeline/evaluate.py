@@ -136,12 +136,13 @@ def check_paths(run: RunDir, input_path: Path, output: Path, overwrite: bool) ->
     for protected, what in ((run.path.resolve(), "the run directory"), (input_path, input_kind)):
         if target == protected or target in protected.parents or protected in target.parents:
             raise RunDirError(f"--output {output}: overlaps {what} {protected}; write the evaluation elsewhere")
-    if output.exists() and not output.is_dir():
+    if not output.exists():
+        return
+    if not output.is_dir():
         raise RunDirError(f"--output {output}: is a file, not a folder")
-    if output.exists() and not overwrite:
+    if not overwrite:
         raise RunDirError(f"{output} exists; pass --overwrite to replace it, or --output another folder")
-    if output.exists():
-        check_replaceable(output)
+    check_replaceable(output)
 
 
 def check_replaceable(output: Path) -> None:
