@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import logging
 import math
 import os
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -197,15 +198,16 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
     if config.id_column:
         _warn_shared_ids(splits, config.id_column)
     to_carve = [(split, key) for split, key in CARVED_KEYS.items() if split not in splits]
-    require_rows_per_class(splits["train"], to_carve)
+    give = functools.partial(give_split, split_column=config.split_column)
+    require_rows_per_class(splits["train"], to_carve, give)
     carved, whole = {}, len(splits["train"])
     for split, key in to_carve:  # both fractions are shares of the whole train file
         fraction = getattr(config, key.removeprefix("data."))
         share = min(fraction * whole / len(splits["train"]), 1.0)
-        splits["train"], splits[split] = carve(splits["train"], share, seed, split, key)
-        carved[split] = _carved_share(len(splits[split]), whole, fraction, split, key)
+        splits["train"], splits[split] = carve(splits["train"], share, seed, split, key, give)
+        carved[split] = _carved_share(len(splits[split]), whole, fraction, split, key, give)
     splits, removed, duplicates = deduplicate(splits, config.deduplicate, SPLITS, scheme.names)
-    _require_evaluation_rows(splits, tables, duplicates)
+    _require_evaluation_rows(splits, tables, duplicates, give)
     splits["train"] = cap_rows(splits["train"], config.max_train_samples, seed)
     for split in ("validation", "test"):
         splits[split] = cap_rows(splits[split], config.max_eval_samples, seed)
@@ -410,14 +412,25 @@ def _refuse_given_splits(tables: dict[str, Table], column: str) -> None:
 CARVED_KEYS = {"test": "data.test_fraction", "validation": "data.validation_fraction"}
 
 
-def _carved_share(rows: int, whole: int, fraction: float, split: str, key: str) -> float:
+def give_split(split: str, split_column: str | None, which: str = "") -> str:
+    """The advice that ends every message about a split carved from train (or emptied): how the user gives `split`
+    instead. Its own file; or, when one file is divided by data.split_column (which refuses split files beside it),
+    rows marked in that column by a value naming the split. `which` narrows the rows (" whose texts are ...")."""
+    if split_column is None:
+        return f"give a {split} file{which}"
+    first, *others = values_naming(split)
+    also = f" (or {', '.join(others)})" if others else ""
+    return f"mark rows{which} as {first}{also} in the column '{split_column}' (data.split_column)"
+
+
+def _carved_share(rows: int, whole: int, fraction: float, split: str, key: str, give: Callable[[str], str]) -> float:
     """The share of the train file that became `split`. Stratified carving gives every class at least one row, so
     with many small classes the share grows past the one asked for: say so, since the rows go to evaluation."""
     asked = math.ceil(fraction * whole)
     if rows > asked * 1.1 and rows - asked >= 2:
         logger.warning(
             "%s %g asks for %d of the %d train rows; to keep a row of every class in %s it holds %d (%.0f%%), "
-            "which leaves train that much smaller: add rows to the small classes, or give a %s file",
+            "which leaves train that much smaller: add rows to the small classes, or %s",
             key,
             fraction,
             asked,
@@ -425,13 +438,16 @@ def _carved_share(rows: int, whole: int, fraction: float, split: str, key: str) 
             split,
             rows,
             100 * rows / whole,
-            split,
+            give(split),
         )
     return round(rows / whole, 4)
 
 
 def _require_evaluation_rows(
-    splits: dict[str, datasets.Dataset], tables: dict[str, Table], duplicates: DuplicateReport
+    splits: dict[str, datasets.Dataset],
+    tables: dict[str, Table],
+    duplicates: DuplicateReport,
+    give: Callable[..., str],
 ) -> None:
     """A validation or test split whose every row repeats a text of an earlier split is left empty by
     `data.deduplicate: across` (the one step after reading that removes rows without checking what remains): an
@@ -452,8 +468,8 @@ def _require_evaluation_rows(
         raise DataError(
             f"The {split} split is empty: data.deduplicate: {duplicates.mode} removed all {duplicates.removed[split]:,} "
             f"{rows}, as each repeats a text of {earlier}{repeats}; set data.deduplicate=within or none to "
-            f"keep them (their scores then count texts seen before), or give a {split} file whose texts are not in "
-            f"{earlier}"
+            f"keep them (their scores then count texts seen before), or "
+            f"{give(split, which=f' whose texts are not in {earlier}')}"
         )
 
 

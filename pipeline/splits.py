@@ -1,7 +1,7 @@
 """Splits of one labelled set: carving validation and test out of train, caps, and duplicate texts.
 
     splits, removed, duplicates = deduplicate(splits, mode="across")
-    train, test = carve(train, fraction=0.1, seed=42, split="test", key="data.test_fraction")
+    train, test = carve(train, 0.1, seed=42, split="test", key="data.test_fraction", give=lambda s: f"give a {s} file")
 
 Every split is a `datasets.Dataset` with `text`, `label` (ClassLabel) and `row_id` (the data's id column, or the
 row's line or record number in its file). Carving and caps are stratified by label and seeded, and keep rows in
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,23 +53,25 @@ def label_column(column_names: list[str]) -> str:
 
 
 def carve(
-    train: datasets.Dataset, fraction: float, seed: int, split: str, key: str
+    train: datasets.Dataset, fraction: float, seed: int, split: str, key: str, give: Callable[[str], str]
 ) -> tuple[datasets.Dataset, datasets.Dataset]:
     """Split `fraction` of train off as `split`, stratified by label and seeded; both keep file order.
 
     Every class must keep rows on both sides: a class with fewer than 2 rows is an error naming it and its count.
+    `give(split)` is the advice that ends such an error: how the user gives the split instead of carving it (the
+    caller knows whether that is a file or rows marked in a split column).
     """
     size = math.ceil(fraction * len(train))
     if size >= len(train):
         raise DataError(
             f"The train split has {len(train)} rows: too few to carve a {split} split of {fraction:g} ({key}); "
-            f"add rows or give a {split} file"
+            f"add rows or {give(split)}"
         )
     labels = labels_of(train)
     if labels.ndim == 2:  # multi-label: iterative stratification, no per-class minimum (see the module's note)
         chosen, rest = sample_indices(labels, size, seed)
         return train.select(rest), train.select(chosen)
-    require_rows_per_class(train, [(split, key)])
+    require_rows_per_class(train, [(split, key)], give)
     chosen, rest = sample_indices(labels, size, seed, minimum=1)
     return train.select(rest), train.select(chosen)
 
@@ -77,9 +80,10 @@ def carve(
 MAX_NAMED_CLASSES = 10
 
 
-def require_rows_per_class(train: datasets.Dataset, carved: list[tuple[str, str]]) -> None:
+def require_rows_per_class(train: datasets.Dataset, carved: list[tuple[str, str]], give: Callable[[str], str]) -> None:
     """Stratified carving keeps a row of every class in train and in each carved split (`(split, config key)`
-    pairs): a class with fewer rows than that is an error naming it, its count and the rows it needs."""
+    pairs): a class with fewer rows than that is an error naming it, its count, the rows it needs and how to give
+    the last carved split instead (`give`, as for `carve`)."""
     labels = labels_of(train)
     if labels.ndim == 2 or not carved:
         return
@@ -96,7 +100,7 @@ def require_rows_per_class(train: datasets.Dataset, carved: list[tuple[str, str]
     which = f"the class {small[0]} has" if len(small) == 1 else f"the classes {shown} have"
     raise DataError(
         f"cannot carve stratified {splits} out of train ({keys}): a class needs {needed} rows, one in train and one "
-        f"in each carved split, but {which} fewer; add rows, drop the class, or give a {carved[-1][0]} file"
+        f"in each carved split, but {which} fewer; add rows, drop the class, or {give(carved[-1][0])}"
     )
 
 

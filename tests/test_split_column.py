@@ -86,6 +86,57 @@ def test_a_split_the_column_never_names_is_carved_from_train(tmp_path):
     assert loaded.summary["split_column"]["rows"] == {"train": 20, "validation": 0, "test": 4}
 
 
+# The advice that ends a message about a split carved from train when the file is divided by its split column.
+MARK_VALIDATION = "mark rows as validation (or valid, val, dev) in the column 'partition' (data.split_column)"
+
+
+@pytest.mark.parametrize(
+    ("rows", "overrides", "message"),
+    [
+        (  # too few train rows to carve validation from
+            rows_for(["train"] * 4 + ["test"] * 2),
+            {"validation_fraction": 0.9},
+            "The train split has 4 rows: too few to carve a validation split of 0.9 (data.validation_fraction); "
+            f"add rows or {MARK_VALIDATION}",
+        ),
+        (  # a class with one train row cannot keep a row in train and one in validation
+            rows_for(["train"] * 6 + ["test"] * 2) + [("the one odd story", "odd", "train")],
+            {},
+            "cannot carve stratified validation out of train (data.validation_fraction): a class needs 2 rows, one in "
+            "train and one in each carved split, but the class 'odd' (1 row) has fewer; add rows, drop the class, or "
+            f"{MARK_VALIDATION}",
+        ),
+        (  # the test rows the column names all repeat a train text
+            rows_for(["train"] * 8 + ["dev"] * 2) + [("story number 0", "pos", "test")] * 2,
+            {"deduplicate": "across"},
+            "The test split is empty: data.deduplicate: across removed all 2 rows of {path} (data.train_file, its test "
+            "rows by data.split_column), as each repeats a text of train or validation (including 1 repeated within "
+            "test); set data.deduplicate=within or none to keep them (their scores then count texts seen before), or "
+            "mark rows whose texts are not in train or validation as test in the column 'partition' "
+            "(data.split_column)",
+        ),
+    ],
+)
+def test_a_message_about_a_split_the_column_does_not_give_says_to_mark_rows_not_to_give_a_file(
+    tmp_path, rows, overrides, message
+):
+    """Split files are refused beside data.split_column: the advice is the column and its values for the split."""
+    path = write_rows(tmp_path / "all.csv", rows)
+    with pytest.raises(DataError) as caught:
+        load_data(split_config(path, **overrides), seed=0)
+    assert str(caught.value) == message.format(path=path)
+
+
+def test_carving_more_than_asked_from_the_train_rows_advises_marking_rows(tmp_path, caplog):
+    classes = [f"c{c}" for c in range(10)]
+    path = write_rows(tmp_path / "all.csv", rows_for(["train"] * 30 + ["test"] * 10, classes))
+    with caplog.at_level("WARNING", logger="pipeline.data"):
+        load_data(split_config(path, validation_fraction=0.1), seed=0)
+    assert "asks for 3 of the 30 train rows; to keep a row of every class in validation it holds 10" in caplog.text
+    assert f"add rows to the small classes, or {MARK_VALIDATION}" in caplog.text
+    assert "file" not in caplog.text
+
+
 def test_the_classes_are_those_of_the_train_rows_only(tmp_path):
     """As with separate files: a class only the test rows have is an unknown label there, not a class."""
     rows = rows_for(["train"] * 6) + [("story only in test", "odd", "test")]
