@@ -283,11 +283,12 @@ def _check_content_matches(head: bytes, kind: str, name: str, option: str) -> No
         raise DataError(f"{name} is not a Parquet file (it does not start with PAR1); check {option}")
 
 
-def _check_byte_order_mark(head: bytes, codec: str, name: str, option: str) -> None:
+def _check_wide_encoding(head: bytes, codec: str, name: str, option: str) -> None:
     """A UTF-16 file (a spreadsheet's "Unicode text", PowerShell's default) read as UTF-8 fails on its first byte,
     and read as latin-1, which the generic hint offers, gives column names full of NULs; Excel's "CSV UTF-8" read as
     latin-1 or cp1252 gives its first column's name a prefix "ï»¿" (which then matches no setting) and every accented
-    letter two letters (é as Ã©) without an error. Its byte-order mark says which encoding to give."""
+    letter two letters (é as Ã©) without an error. Its byte-order mark says which encoding to give; without one (some
+    Windows exports), the NUL bytes of its ASCII characters say which UTF-16 it is."""
     if not _splits_on_newline_bytes(codec):  # already a wide encoding
         return
     for mark, marked in BYTE_ORDER_MARKS:
@@ -296,6 +297,29 @@ def _check_byte_order_mark(head: bytes, codec: str, name: str, option: str) -> N
                 f"{name} starts with a {marked.upper()} byte-order mark, so it is not {codec.removesuffix('-sig')}; "
                 f"give its encoding with {option} (e.g. {marked})"
             )
+    unmarked = _utf16_without_mark(head)
+    if unmarked:
+        raise DataError(
+            f"{name} is {unmarked.upper()} text without a byte-order mark (every other byte of its start is NUL), so "
+            f"it is not {codec.removesuffix('-sig')}; set {option} to {unmarked}"
+        )
+
+
+# Bytes of a file's start looked at for a byte-order mark and, without one, for the NUL bytes of UTF-16.
+WIDE_HEAD_BYTES = 1024
+
+
+def _utf16_without_mark(head: bytes) -> str | None:
+    """Which UTF-16 ("utf-16-le" or "utf-16-be") a file's start without a byte-order mark is by its NULs, or None.
+    Each ASCII or latin-1 character is its byte and a NUL, in that order in UTF-16-LE (NULs at odd offsets) and the
+    other in UTF-16-BE (even offsets): a quarter of one side's bytes NUL is far more than text in a narrow encoding
+    holds (none), and a tenth as many on the other side leaves out UTF-32 (NULs on both sides)."""
+    pairs = len(head) // 2
+    even, odd = head[0 : 2 * pairs : 2].count(0), head[1 : 2 * pairs : 2].count(0)
+    for nuls, others, encoding in ((odd, even, "utf-16-le"), (even, odd, "utf-16-be")):
+        if pairs and nuls >= pairs / 4 and others * 10 <= nuls:
+            return encoding
+    return None
 
 
 # Bytes of a text file's start in which a line break must show which bytes end its lines.
@@ -551,7 +575,7 @@ def open_table(
         _refuse_other_compression(head, lines.name)
         if not head.startswith(PARQUET_MAGIC):  # Parquet is binary: its text encoding is its own
             # Before the format: a fastText file is told by its decoded start, which a wrong wide encoding garbles.
-            _check_byte_order_mark(head, codec, lines.name, encoding_option)
+            _check_wide_encoding(lines.head(WIDE_HEAD_BYTES), codec, lines.name, encoding_option)
         kind = _format_of(lines, path, file_format, format_option, label_prefix)
         _check_content_matches(head, kind, lines.name, format_option)
         if kind != "parquet":

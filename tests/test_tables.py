@@ -311,6 +311,26 @@ def test_a_wide_file_read_as_a_narrow_encoding_names_its_encoding(tmp_path, enco
     assert read_all(path, encoding=named)[1] == [["1", "Café"]]
 
 
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+@pytest.mark.parametrize("read_as, codec", [("utf-8", "utf-8"), ("cp1252", "cp1252")])
+def test_a_utf16_file_without_a_byte_order_mark_names_its_encoding(tmp_path, encoding, read_as, codec):
+    """Some Windows exports write UTF-16 without a mark: read as UTF-8 its text was full of NULs, without an error."""
+    path = tmp_path / "export.csv"
+    path.write_bytes("id,text\r\n1,Café au lait\r\n2,naïve\r\n".encode(encoding))
+    message = f"{path} is {encoding.upper()} text without a byte-order mark (every other byte of its start is NUL)"
+    assert message_of(path, encoding=read_as) == f"{message}, so it is not {codec}; set data.encoding to {encoding}"
+    assert message_of(gzipped(path), encoding=read_as, encoding_option="--encoding").endswith(
+        f"--encoding to {encoding}"
+    )
+    assert read_all(path, encoding=encoding)[:2] == (["id", "text"], [["1", "Café au lait"], ["2", "naïve"]])
+
+
+def test_a_few_nul_bytes_in_a_narrow_file_are_not_taken_for_utf16(tmp_path):
+    path = tmp_path / "nul.csv"
+    path.write_bytes(b"id,text\n1,a stray\x00 NUL\n2,another \x00\n")
+    assert read_all(path)[1] == [["1", "a stray\x00 NUL"], ["2", "another \x00"]]
+
+
 def test_utf8_byte_order_mark_is_dropped_from_the_header(tmp_path):
     path = tmp_path / "excel.csv"
     frame().to_csv(path, index=False, encoding="utf-8-sig")
