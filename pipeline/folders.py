@@ -73,7 +73,7 @@ def read_class_folders(
     _refuse_split_folders(folders, path, origin)
     chosen = _chosen(folders, classes, classes_from, every_class, path, origin)
     documents = _class_documents(folders, chosen, path, origin)
-    texts = list(_read_texts(documents, path, check_encoding(encoding), "data.encoding"))
+    texts = list(_read_texts(documents, path, encoding, "data.encoding"))
     paths = [document.path for document in documents]
     labels = [document.label for document in documents]
     frame = pd.DataFrame({TEXT_COLUMN: texts, LABEL_COLUMN: labels, ID_COLUMN: paths}, dtype=object)
@@ -100,14 +100,14 @@ def _class_documents(folders: dict[str, Path], names: Sequence[str], path: str, 
     ]
 
 
-def _read_texts(documents: Sequence[Document], path: str, codec: str, option: str) -> Iterator[str]:
+def _read_texts(documents: Sequence[Document], path: str, encoding: str, option: str) -> Iterator[str]:
     """Each document's whole text, read one at a time. Files read as control characters (cp1252 read as latin-1)
     are warned about once, naming the first file and its line, and counted in one line at the end, not one warning
     per file of a folder of thousands."""
     with_controls = 0
     for document in documents:
         shown = str(Path(path) / document.path)
-        text, controls = _read_document(document.file, shown, codec, not with_controls, option)
+        text, controls = _read_document(document.file, shown, encoding, not with_controls, option)
         with_controls += controls
         yield text
     if with_controls > 1:
@@ -157,16 +157,16 @@ def open_folder_table(path: str, encoding: str, chunk_size: int | None, origin: 
     """A folder to label (list_documents) as a Table whose chunks are read file by file, `chunk_size` files at a
     time (None: all in one), so that memory holds one chunk's texts and the list of names whatever the number of
     files, as for a CSV file. Each file is decoded as training decodes it; `encoding_option` is named in errors."""
-    codec = check_encoding(encoding)
+    check_encoding(encoding)  # an unknown encoding fails here, not when the first chunk is read
     listing = list_documents(path, origin)
     size = chunk_size or len(listing.documents)
-    chunks = _document_chunks(listing, path, codec, encoding_option, size)
+    chunks = _document_chunks(listing, path, encoding, encoding_option, size)
     return Table(path, FOLDER_FORMAT, listing.columns, "file", chunks, row_count=len(listing.documents))
 
 
-def _document_chunks(listing: FolderDocuments, path: str, codec: str, option: str, size: int) -> Iterator[Chunk]:
+def _document_chunks(listing: FolderDocuments, path: str, encoding: str, option: str, size: int) -> Iterator[Chunk]:
     """The rows of `listing`, `size` files at a time, each named by its path in the folder."""
-    texts = _read_texts(listing.documents, path, codec, option)
+    texts = _read_texts(listing.documents, path, encoding, option)
     for start in range(0, len(listing.documents), size):
         batch = listing.documents[start : start + size]
         records = []
@@ -283,15 +283,16 @@ def _files_among(entries: list[Path], shown: str) -> list[Path]:
     return files
 
 
-def _read_document(file: Path, shown: str, codec: str, warn_controls: bool, option: str) -> tuple[str, bool]:
+def _read_document(file: Path, shown: str, encoding: str, warn_controls: bool, option: str) -> tuple[str, bool]:
     """A file's whole text, and whether bytes 0x80-0x9F in it were read as control characters (the wrong encoding:
-    tables.LineSource warns, naming the line, when `warn_controls`). `option` gives the encoding, named in errors."""
+    tables.LineSource warns, naming the line, when `warn_controls`). `option` gives the encoding, named in errors as
+    the user wrote it."""
     try:
         handle = open(file, "rb")  # noqa: SIM115 -- closed below; only open() maps to this error
     except OSError as error:
         raise DataError(f"cannot read {shown}: {error.strerror or error}") from None
     with handle:
-        lines = LineSource(handle, shown, codec, file.stat().st_size, option, warn_controls=warn_controls)
+        lines = LineSource(handle, shown, encoding, file.stat().st_size, option, warn_controls=warn_controls)
         return "".join(lines), lines.controls_seen
 
 

@@ -283,25 +283,26 @@ def _check_content_matches(head: bytes, kind: str, name: str, option: str) -> No
         raise DataError(f"{name} is not a Parquet file (it does not start with PAR1); check {option}")
 
 
-def _check_wide_encoding(head: bytes, codec: str, name: str, option: str) -> None:
+def _check_wide_encoding(lines: LineSource) -> None:
     """A UTF-16 file (a spreadsheet's "Unicode text", PowerShell's default) read as UTF-8 fails on its first byte,
     and read as latin-1, which the generic hint offers, gives column names full of NULs; Excel's "CSV UTF-8" read as
     latin-1 or cp1252 gives its first column's name a prefix "ï»¿" (which then matches no setting) and every accented
     letter two letters (é as Ã©) without an error. Its byte-order mark says which encoding to give; without one (some
     Windows exports), the NUL bytes of its ASCII characters say which UTF-16 it is."""
-    if not _splits_on_newline_bytes(codec):  # already a wide encoding
+    if not _splits_on_newline_bytes(lines.encoding):  # already a wide encoding
         return
+    head = lines.head(WIDE_HEAD_BYTES)
     for mark, marked in BYTE_ORDER_MARKS:
-        if head.startswith(mark) and codec.removesuffix("-sig") != marked:
+        if head.startswith(mark) and lines.encoding.removesuffix("-sig") != marked:
             raise DataError(
-                f"{name} starts with a {marked.upper()} byte-order mark, so it is not {codec.removesuffix('-sig')}; "
-                f"give its encoding with {option} (e.g. {marked})"
+                f"{lines.name} starts with a {marked.upper()} byte-order mark, so it is not {lines.named_encoding}; "
+                f"give its encoding with {lines.option} (e.g. {marked})"
             )
     unmarked = _utf16_without_mark(head)
     if unmarked:
         raise DataError(
-            f"{name} is {unmarked.upper()} text without a byte-order mark (every other byte of its start is NUL), so "
-            f"it is not {codec.removesuffix('-sig')}; set {option} to {unmarked}"
+            f"{lines.name} is {unmarked.upper()} text without a byte-order mark (every other byte of its start is "
+            f"NUL), so it is not {lines.named_encoding}; set {lines.option} to {unmarked}"
         )
 
 
@@ -344,7 +345,8 @@ def _check_line_ends(head: bytes, codec: str, name: str) -> None:
 
 
 def check_encoding(encoding: str) -> str:
-    """The codec to decode with: utf-8 also drops a byte-order mark (Excel writes one) from the header."""
+    """The codec to decode with: utf-8 also drops a byte-order mark (Excel writes one) from the header. Python's
+    name for it ("iso8859-1" for "latin1"), which messages do not quote: they name the encoding as the user gave it."""
     try:
         name = codecs.lookup(encoding).name
     except LookupError:
@@ -382,7 +384,9 @@ class LineSource:
     """Decoded physical lines of a (possibly gzip-compressed) byte stream, counting lines and bytes read.
 
     ASCII-compatible encodings are split on newline bytes and decoded line by line, so a bad byte is reported with
-    its line; UTF-16 and UTF-32 are decoded as a stream first (their newline is not the byte 0x0A).
+    its line; UTF-16 and UTF-32 are decoded as a stream first (their newline is not the byte 0x0A). `encoding` is the
+    value of the setting `option` as the user wrote it: `self.encoding` is its codec, which decodes, and
+    `self.named_encoding` that value, which messages quote.
     """
 
     def __init__(
@@ -397,7 +401,10 @@ class LineSource:
         self.raw = raw
         self.option = option  # the setting that gives the encoding, named in errors
         self.name = name
-        self.encoding = encoding
+        # Before anything is read (from a pipe, the first bytes may be long in coming): an unknown encoding fails here.
+        self.encoding = check_encoding(encoding)
+        # As the user wrote it ("latin1", not Python's "iso8859-1"), so that a message points at the setting's value.
+        self.named_encoding = encoding
         self.size = size  # bytes on disk (compressed size for gzip); None for a pipe
         self.line_number = 0
         # Whether a line read as control characters is warned about (once per source), and whether one was seen: a
@@ -450,9 +457,9 @@ class LineSource:
             except UnicodeDecodeError as error:
                 bad = raw_line[error.start : error.end]
                 raise EncodingError(
-                    f"{self.name}, line {self.line_number}: bytes that are not valid "
-                    f"{self.encoding.removesuffix('-sig')} ({bad!r} at byte {error.start + 1} of the line); "
-                    f"give the file's encoding with {self.option} (e.g. latin-1)"
+                    f"{self.name}, line {self.line_number}: bytes that are not valid {self.named_encoding} "
+                    f"({bad!r} at byte {error.start + 1} of the line); give the file's encoding with {self.option} "
+                    "(e.g. latin-1)"
                 ) from None
             if watch_controls and _C1_CONTROLS.search(line):
                 watch_controls, self.controls_seen = False, True  # once per file
@@ -461,7 +468,7 @@ class LineSource:
                         "%s, line %d: bytes 0x80-0x9F read as %s are control characters, not text; give %s %s",
                         self.name,
                         self.line_number,
-                        self.encoding,
+                        self.named_encoding,
                         self.option,
                         _likely_encoding(raw_line),
                     )
@@ -470,7 +477,7 @@ class LineSource:
             decoder.decode(b"", final=True)
         except UnicodeDecodeError:
             raise EncodingError(
-                f"{self.name}, line {self.line_number}: the file ends inside a {self.encoding} character; "
+                f"{self.name}, line {self.line_number}: the file ends inside a {self.named_encoding} character; "
                 f"give the file's encoding with {self.option}"
             ) from None
 
@@ -495,7 +502,7 @@ class LineSource:
                 yield line
         except UnicodeDecodeError as error:
             raise EncodingError(
-                f"{self.name}, line {self.line_number + 1}: not valid {self.encoding} ({error.reason}); "
+                f"{self.name}, line {self.line_number + 1}: not valid {self.named_encoding} ({error.reason}); "
                 f"give the file's encoding with {self.option}"
             ) from None
         except (OSError, EOFError, zlib.error) as error:
@@ -567,19 +574,18 @@ def open_table(
     `chunk_size` is None). `column_names` names the columns of a header-less CSV/TSV file; `quoting` (QUOTINGS) says
     how its double quotes are read, and `delimiter` what separates its fields (None: its format's); `label_prefix`
     marks a fastText file's labels. The options name the settings that an error message tells the user to change."""
-    codec = check_encoding(encoding)
     with _open_bytes(path) as (raw, size):
-        lines = LineSource(raw, "<stdin>" if path == STANDARD_INPUT else path, codec, size, encoding_option)
-        head = lines.head(MAGIC_BYTES)  # magic numbers and byte-order marks: what the content is, whatever its name
+        lines = LineSource(raw, "<stdin>" if path == STANDARD_INPUT else path, encoding, size, encoding_option)
+        head = lines.head(MAGIC_BYTES)  # magic numbers: what the content is, whatever its name
         _refuse_workbook(head, lines.name)
         _refuse_other_compression(head, lines.name)
         if not head.startswith(PARQUET_MAGIC):  # Parquet is binary: its text encoding is its own
             # Before the format: a fastText file is told by its decoded start, which a wrong wide encoding garbles.
-            _check_wide_encoding(lines.head(WIDE_HEAD_BYTES), codec, lines.name, encoding_option)
+            _check_wide_encoding(lines)
         kind = _format_of(lines, path, file_format, format_option, label_prefix)
         _check_content_matches(head, kind, lines.name, format_option)
         if kind != "parquet":
-            _check_line_ends(lines.head(LINE_END_BYTES), codec, lines.name)
+            _check_line_ends(lines.head(LINE_END_BYTES), lines.encoding, lines.name)
         # They import this module.
         from pipeline.table_formats import delimited_table, fasttext_table, json_table, parquet_table
 

@@ -157,6 +157,8 @@ def test_files_are_decoded_with_data_encoding_and_an_undecodable_one_is_named(tm
     ):
         all_texts(train)
     assert all_texts(train, encoding="latin-1") == ["plain", "café crème"]
+    with pytest.raises(EncodingError, match=r"pos/1\.txt, line 1: bytes that are not valid UTF8 "):
+        all_texts(train, encoding="UTF8")  # as written in data.encoding, not Python's "utf-8"
     utf8 = write_folder(tmp_path / "utf8", {"neg/bom.txt": "\ufeffwith a byte-order mark", "pos/1.txt": "b"})
     assert all_texts(utf8) == ["with a byte-order mark", "b"]  # utf-8 drops a byte-order mark, as from a table
     wide = write_folder(tmp_path / "wide", {"neg/1.txt": "zwei".encode("utf-16"), "pos/1.txt": "drei".encode("utf-16")})

@@ -606,6 +606,8 @@ def test_bytes_that_are_not_utf8_report_the_line_and_the_option(run_dir, tmp_pat
     (tmp_path / "latin.csv").write_bytes(content)
     assert predict_cli(run_dir, tmp_path / "latin.csv", tmp_path / "out.csv") != 0
     assert_one_line_error(capsys.readouterr().err, "latin.csv", "line 3", "utf-8", "--encoding")
+    assert predict_cli(run_dir, tmp_path / "latin.csv", tmp_path / "out.csv", "--encoding", "UTF8") != 0
+    assert_one_line_error(capsys.readouterr().err, "not valid UTF8 (")  # as given, not Python's name for it (utf-8)
     assert predict_cli(run_dir, tmp_path / "latin.csv", tmp_path / "out.csv", "--encoding", "latin-1") == 0
     assert read_table(tmp_path / "out.csv")[2][:4] == ["2", "Café", "crème", "x"]
 

@@ -337,14 +337,14 @@ def test_utf8_byte_order_mark_is_dropped_from_the_header(tmp_path):
     assert read_all(path)[0] == COLUMNS
 
 
-@pytest.mark.parametrize("read_as, codec", [("latin-1", "iso8859-1"), ("cp1252", "cp1252")])
-def test_a_utf8_file_with_a_byte_order_mark_read_as_a_single_byte_encoding_names_utf8(tmp_path, read_as, codec):
+@pytest.mark.parametrize("read_as", ["latin-1", "cp1252"])
+def test_a_utf8_file_with_a_byte_order_mark_read_as_a_single_byte_encoding_names_utf8(tmp_path, read_as):
     """Excel's "CSV UTF-8" read as latin-1: the first column was named 'ï»¿id', which no setting matched, and
     'Café' read as 'CafÃ©' without an error."""
     path = tmp_path / "excel.csv"
     path.write_bytes("\ufeffid;text\r\n1;Café\r\n".encode("utf-8"))
     assert message_of(path, encoding=read_as, encoding_option="--encoding") == (
-        f"{path} starts with a UTF-8 byte-order mark, so it is not {codec}; give its encoding with --encoding "
+        f"{path} starts with a UTF-8 byte-order mark, so it is not {read_as}; give its encoding with --encoding "
         "(e.g. utf-8)"
     )
     assert read_all(path, encoding="utf-8-sig")[:2] == (["id", "text"], [["1", "Café"]])
@@ -390,6 +390,22 @@ def test_bytes_that_are_not_utf8_name_the_line_and_the_option(tmp_path):
     assert "unknown encoding 'klingon'" in message_of(path, encoding="klingon")
 
 
+@pytest.mark.parametrize(
+    ("content", "encoding", "says"),
+    [
+        (b"id,text\n2,Caf\xe9\n", "UTF8", "line 2: bytes that are not valid UTF8 (b'\\xe9' at byte 6 of the line)"),
+        ("\ufeffid,text\n".encode(), "ISO-8859-1", "starts with a UTF-8 byte-order mark, so it is not ISO-8859-1;"),
+        ("id,text\n".encode("utf-16-le"), "latin1", "every other byte of its start is NUL), so it is not latin1;"),
+        ("id,text\n".encode("utf-16") + b"!", "UTF16", "line 2: not valid UTF16 (truncated data)"),
+    ],
+)
+def test_an_encoding_error_quotes_the_encoding_as_the_user_wrote_it(tmp_path, content, encoding, says):
+    """Not Python's name for its codec ("utf-8", "iso8859-1", "utf-16"): the value to look for in the config."""
+    path = tmp_path / "spelled.csv"
+    path.write_bytes(content)
+    assert says in message_of(path, encoding=encoding)
+
+
 def test_a_windows_file_read_as_latin1_is_warned_about_once(tmp_path, caplog):
     """Read as latin-1, cp1252's ’ and € become control characters, which the tokenizer drops without a word."""
     path = tmp_path / "sms.csv"
@@ -397,7 +413,7 @@ def test_a_windows_file_read_as_latin1_is_warned_about_once(tmp_path, caplog):
     with caplog.at_level("WARNING", logger="pipeline.tables"):
         assert read_all(path, encoding="latin-1")[1][1] == ["ham", "I\x92m on my way"]
     assert [record.getMessage() for record in caplog.records] == [
-        f"{path}, line 3: bytes 0x80-0x9F read as iso8859-1 are control characters, not text; give data.encoding "
+        f"{path}, line 3: bytes 0x80-0x9F read as latin-1 are control characters, not text; give data.encoding "
         "cp1252 (a file saved on Windows: ’ “ ” – €)"
     ]
     caplog.clear()
