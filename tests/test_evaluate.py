@@ -21,7 +21,7 @@ from pipeline.report import write_report
 from pipeline.rundir import PREDICTION_GOLD, PREDICTION_TEXT, RunDir
 from pipeline.splits import labels_of
 from pipeline.tables import DataError
-from pipeline.tokenization import count_tokens
+from pipeline.tokenization import count_tokens, truncated_share
 from tests.helpers import MINILM_CONFIG, multi_label_overrides, reset_accelerate, tiny_run_overrides
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
@@ -182,6 +182,9 @@ def test_the_file_is_tokenized_once_for_the_model_and_its_token_counts(trained, 
 
     config, _ = trained
     path, count = own_test_rows_as_a_new_file(config.run_dir, tmp_path / "again.csv")
+    with open(path, "a", newline="", encoding="utf-8") as handle:  # a text past the fixed length; unknown tokens
+        csv.writer(handle).writerows([(" ".join(["news"] * 600), "World"), ("☃ ☄ ♞ snow", "Sports")])
+    count += 2
     tokenizers = []
 
     def load_counting(model_dir):
@@ -196,9 +199,11 @@ def test_the_file_is_tokenized_once_for_the_model_and_its_token_counts(trained, 
     warm_up_batch = min(count, DEFAULT_BATCH_SIZE)  # untimed, before the timed pass (pipeline.predict.speed)
     assert [tokenizer.texts for tokenizer in tokenizers] == [count + warm_up_batch]
     metrics = json.loads((tmp_path / "o" / "metrics.json").read_text())
-    assert metrics["tokenization"]["unknown_token_share"]["test"] == pytest.approx(
-        count_tokens(texts_of(path), load_tokenizer_of(config)).unknown_share
-    )
+    counted = count_tokens(texts_of(path), load_tokenizer_of(config))  # a separate pass, as before: the same figures
+    record = metrics["tokenization"]
+    assert record["unknown_token_share"]["test"] == pytest.approx(counted.unknown_share) and counted.unknown_share > 0
+    truncated = truncated_share(counted.lengths, record["max_length"])
+    assert record["truncated_fraction"]["test"] == pytest.approx(truncated) and truncated > 0
 
 
 def texts_of(path):
