@@ -20,6 +20,10 @@ from pipeline.tokenization import padded_width, sorted_batches
 # Pools of this many batches are sorted by length before being cut into batches (as in HF's LengthGroupedSampler):
 # big enough that batches are homogeneous in length, small enough that the order stays random.
 LENGTH_POOL_BATCHES = 50
+# The segment ids of sentence pairs (tokenization adds the column only then; BERT reads absent ones as all 0).
+TOKEN_TYPES = "token_type_ids"
+# A batch's tensors that the model's forward takes.
+MODEL_INPUTS = ("input_ids", "attention_mask", TOKEN_TYPES)
 
 
 class TokenizedRows(torch.utils.data.Dataset):
@@ -32,6 +36,11 @@ class TokenizedRows(torch.utils.data.Dataset):
         columns = split.with_format("numpy", columns=["input_ids", "attention_mask", labels, "length"])[:]
         self.input_ids = torch.from_numpy(np.asarray(columns["input_ids"], dtype=np.int32))  # (N, T)
         self.attention_mask = torch.from_numpy(np.asarray(columns["attention_mask"], dtype=np.int8))  # (N, T)
+        # Sentence pairs: each token's segment (0: first text, 1: second); None for single texts (all 0).
+        self.token_type_ids = None
+        if TOKEN_TYPES in split.column_names:
+            types = split.with_format("numpy", columns=[TOKEN_TYPES])[:][TOKEN_TYPES]
+            self.token_type_ids = torch.from_numpy(np.asarray(types, dtype=np.int8))  # (N, T)
         label_type = np.float32 if self.multi_label else np.int64
         self.labels = torch.from_numpy(np.asarray(columns[labels], dtype=label_type))  # (N,) or (N, C)
         self.lengths = np.asarray(columns["length"], dtype=np.int64)  # (N,)
@@ -65,6 +74,8 @@ class TokenizedRows(torch.utils.data.Dataset):
             "labels": self.labels[index],
             "row_index": self.row_index[index],
         }
+        if self.token_type_ids is not None:
+            batch[TOKEN_TYPES] = self.token_type_ids[index]
         if self.teacher_logits is not None:
             batch["teacher_logits"] = self.teacher_logits[index]  # (B, C)
         return batch
@@ -86,6 +97,8 @@ def collate_trimmed(batch: dict[str, torch.Tensor] | list[dict[str, torch.Tensor
         "labels": batch["labels"],  # (B,), or (B, C) multi-hot
         "row_index": batch["row_index"],  # (B,)
     }
+    if TOKEN_TYPES in batch:
+        trimmed[TOKEN_TYPES] = batch[TOKEN_TYPES][:, :keep].long()  # (B, T')
     if "teacher_logits" in batch:
         trimmed["teacher_logits"] = batch["teacher_logits"]  # (B, C)
     return trimmed
@@ -94,7 +107,12 @@ def collate_trimmed(batch: dict[str, torch.Tensor] | list[dict[str, torch.Tensor
 def collate_fixed(batch: dict[str, torch.Tensor] | list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
     if isinstance(batch, list):
         batch = {key: torch.stack([row[key] for row in batch]) for key in batch[0]}
-    return {**batch, "input_ids": batch["input_ids"].long(), "attention_mask": batch["attention_mask"].long()}
+    return {**batch, **{name: batch[name].long() for name in MODEL_INPUTS if name in batch}}
+
+
+def model_inputs(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """What the model's forward takes of a batch: input_ids and attention_mask, and token_type_ids for pairs."""
+    return {name: batch[name] for name in MODEL_INPUTS if name in batch}
 
 
 class ShuffledBatchSampler(Sampler[list[int]]):

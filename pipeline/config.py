@@ -81,6 +81,10 @@ class DataConfig:
     column_names: list[str] | None = None
     text_columns: list[str] = field(default_factory=lambda: [TEXT_COLUMN])
     text_separator: str = " "
+    # Sentence-pair tasks (NLI's premise and hypothesis, paraphrase pairs, a question and a passage): the columns of
+    # the second text, joined as text_columns are. The model reads [CLS] first [SEP] second [SEP] with segment ids,
+    # as BERT was pretrained on pairs; a text longer than max_length loses tokens from the end of the longer side.
+    text_pair_columns: list[str] | None = None
     # ag_news_csv writes a newline inside a field as a backslash followed by "n".
     unescape_newlines: bool = False
     label_column: str = LABEL_COLUMN

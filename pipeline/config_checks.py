@@ -61,9 +61,37 @@ def validate(config: PipelineConfig) -> None:
     if prefix_error:
         raise ConfigError(f"data.label_prefix: {prefix_error}")
     _validate_label_columns(config)
+    _validate_text_pair(config)
     _validate_split_column(config)
     _validate_distill(config)
     _validate_decisions(config)
+
+
+def _validate_text_pair(config: PipelineConfig) -> None:
+    """data.text_pair_columns: distinct from the first text's and the label's columns, and read whole or cut as
+    pairs are (windows and head/tail cuts are rules for one text)."""
+    data, rule = config.data, config.tokenizer
+    if data.text_pair_columns is None:
+        return
+    if not data.text_pair_columns:
+        raise ConfigError("data.text_pair_columns: name at least one column, or leave it unset for single texts")
+    first = {normalise_name(column) for column in data.text_columns}
+    labels = {normalise_name(column) for column in data.label_columns or [data.label_column]}
+    for column in data.text_pair_columns:
+        if normalise_name(column) in first:
+            raise ConfigError(f"data.text_pair_columns: '{column}' is also in data.text_columns; a pair has two texts")
+        if normalise_name(column) in labels:
+            raise ConfigError(f"data.text_pair_columns: holds the label column '{column}'")
+    if rule.long_text == "chunk":
+        raise ConfigError(
+            "tokenizer.long_text: chunk reads one long text in windows; with data.text_pair_columns a pair longer "
+            "than max_length is cut from the end of its longer text (long_text: truncate)"
+        )
+    if rule.truncation != "head":
+        raise ConfigError(
+            f"tokenizer.truncation: {rule.truncation} cuts one text; with data.text_pair_columns a pair longer than "
+            "max_length is cut from the end of its longer text (truncation: head)"
+        )
 
 
 def _validate_label_columns(config: PipelineConfig) -> None:

@@ -611,7 +611,7 @@ def read_hub_tables(config: DataConfig) -> tuple[dict[str, Table], list[str] | N
     feature = None if config.label_columns else loaded["train"].features.get(config.label_column)
     feature = getattr(feature, "feature", feature)  # a multi-label column is a list (Sequence) of ClassLabel
     hub_names = list(feature.names) if isinstance(feature, datasets.ClassLabel) else None
-    needed = list(dict.fromkeys([*config.text_columns, *label_columns_of(config)]))
+    needed = list(dict.fromkeys([*TextSpec.from_data_config(config).input_columns, *label_columns_of(config)]))
     tables = {}
     for split in SPLITS:
         if split not in loaded:
@@ -796,7 +796,7 @@ def label_columns_of(config: DataConfig) -> list[str]:
 
 def _require_columns(available: list[str], needed: list[str], source: str, config: DataConfig) -> None:
     for column in needed:
-        key = "data.text_columns"
+        key = "data.text_pair_columns" if column in (config.text_pair_columns or []) else "data.text_columns"
         if column in label_columns_of(config):
             key = "data.label_columns" if config.label_columns else "data.label_column"
         elif column == config.split_column:
@@ -886,7 +886,8 @@ def _warn_if_numbers_only(texts: list[str], table: Table, spec: TextSpec) -> Non
 
 def texts_of(table: Table, spec: TextSpec) -> list[str]:
     """Each row's text by the one rule of tables.TextSpec ("" where every text column is empty)."""
-    values = [table.column(column, "data.text_columns") for column in spec.columns]
+    keys = ["data.text_columns"] * len(spec.columns) + ["data.text_pair_columns"] * len(spec.pair_columns)
+    values = [table.column(column, key) for column, key in zip(spec.input_columns, keys)]
     return [spec.text_of(parts) for parts in zip(*values)]
 
 

@@ -31,7 +31,7 @@ from pipeline.folders import is_folder
 from pipeline.io import atomic_path, atomic_write_json
 from pipeline.models import class_names, is_multi_label
 from pipeline.rundir import RunDir, is_number, nested_get
-from pipeline.tables import DataError, TextSpec
+from pipeline.tables import PAIR_MARK, DataError, TextSpec, segments_of
 
 if TYPE_CHECKING:
     import datasets
@@ -106,6 +106,8 @@ def check_reading(source: ModelSource, student: TextSpec) -> None:
         settings["data.text_columns"] = (list(student.columns), list(teacher.columns))
     if len(student.columns) > 1 and student.separator != teacher.separator:  # one column: nothing is joined
         settings["data.text_separator"] = (student.separator, teacher.separator)
+    if len(student.pair_columns) != len(teacher.pair_columns):
+        settings["data.text_pair_columns"] = (list(student.pair_columns) or None, list(teacher.pair_columns) or None)
     if student.unescape_newlines != teacher.unescape_newlines:
         settings["data.unescape_newlines"] = (student.unescape_newlines, teacher.unescape_newlines)
     if not settings:
@@ -324,7 +326,12 @@ def augment(texts: Sequence[str], distill: DistillConfig, seed: int, mask_token:
 
 
 def augment_text(text: str, distill: DistillConfig, rng: np.random.Generator, mask_token: str) -> str:
-    """One copy of one text by train.distill.augment (words are whitespace-separated)."""
+    """One copy of one text by train.distill.augment (words are whitespace-separated); a sentence pair's two texts
+    are each changed, and stay a pair."""
+    return PAIR_MARK.join(augment_words(segment, distill, rng, mask_token) for segment in segments_of(text))
+
+
+def augment_words(text: str, distill: DistillConfig, rng: np.random.Generator, mask_token: str) -> str:
     words = text.split()
     if not words:
         return text

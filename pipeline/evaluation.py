@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from accelerate import Accelerator
 from accelerate.data_loader import prepare_data_loader
 
-from pipeline.batching import TokenizedRows, evaluation_loader
+from pipeline.batching import TokenizedRows, evaluation_loader, model_inputs
 from pipeline.hardware import runs_weight_copy
 from pipeline.labels import ClassCounts
 from pipeline.models import to_probabilities
@@ -204,7 +204,7 @@ def predict_logits(
     gathered_index, gathered_logits = [], []
     for batch in loader:
         with precision():
-            logits = scorer(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits  # (B, C)
+            logits = scorer(**model_inputs(batch)).logits  # (B, C)
         # Batches may differ in size between processes: padded to the largest, the padding's row index is -1.
         row_index = accelerator.pad_across_processes(batch["row_index"], pad_index=-1)
         gathered_index.append(accelerator.gather(row_index).cpu())

@@ -234,7 +234,9 @@ def prepare(
         model, new_parameters = load_pretrained(
             "model.name_or_path",
             config.model.name_or_path,
-            lambda: models.build_model(config.model, labels, tokenizer, data.multi_label),
+            lambda: models.build_model(
+                config.model, labels, tokenizer, data.multi_label, pairs=bool(config.data.text_pair_columns)
+            ),
         )
         cls_only = config.model.last_layer_cls_only and restrict_last_layer_to_cls(model)
         tick = time.perf_counter()

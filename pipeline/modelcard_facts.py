@@ -13,7 +13,7 @@ from typing import Any
 
 from pipeline.config import DataConfig
 from pipeline.rundir import RunDir, is_number, nested_get, ranking_metric
-from pipeline.tables import format_read
+from pipeline.tables import TextSpec, format_read
 from pipeline.windows import LongTextRule
 
 # What the Hub accepts as a model or dataset id: "name" or "owner/name".
@@ -106,13 +106,22 @@ class CardFacts:
                 sizes[split] = self.get(split, "num_samples")
         return sizes
 
+    @property
+    def text_spec(self) -> TextSpec:
+        """How the run built its texts from its data's columns."""
+        return TextSpec.from_settings(self.data, DATA_DEFAULTS)
+
     def text_rule(self) -> str:
-        columns = self.data.get("text_columns") or DATA_DEFAULTS.text_columns
-        columns = [columns] if isinstance(columns, str) else [str(c) for c in columns]
-        if len(columns) == 1:
-            return f"the `{columns[0]}` column"
-        separator = self.data.get("text_separator", DATA_DEFAULTS.text_separator)
-        return f"the columns {', '.join(f'`{c}`' for c in columns)} joined by {json.dumps(separator)}"
+        spec = self.text_spec
+
+        def built(columns: tuple[str, ...]) -> str:
+            if len(columns) == 1:
+                return f"the `{columns[0]}` column"
+            return f"the columns {', '.join(f'`{c}`' for c in columns)} joined by {json.dumps(spec.separator)}"
+
+        if spec.pair_columns:
+            return f"a sentence pair: its first text {built(spec.columns)}, its second {built(spec.pair_columns)}"
+        return built(spec.columns)
 
     def model_phrase(self) -> str:
         if self.is_encoder:

@@ -22,6 +22,7 @@ from pipeline.rundir import (
     untrained_classes,
     untrained_consequence,
 )
+from pipeline.tables import segments_of
 from pipeline.thresholds import DEFAULT_THRESHOLD, KIND_ARGMAX, KIND_BINARY, KIND_MULTI_LABEL
 
 # Beyond this many classes the confusion matrix is left to report.md: a card table that wide is unreadable.
@@ -565,7 +566,7 @@ class CardSections(CardFacts):
             "from transformers import pipeline",
             "",
             f'classifier = pipeline("text-classification", model="{model_path}"{remote})',
-            f"classifier({json.dumps(self.example_text(), ensure_ascii=False)}{self.truncation()}"
+            f"classifier({self.example_input()}{self.truncation()}"
             + (
                 ", top_k=None)  # every label's sigmoid score"
                 if self.multi_label
@@ -662,8 +663,20 @@ class CardSections(CardFacts):
         saved = saved_model_config(self.run.model_dir) or {}
         return "AutoModelForSequenceClassification" in (saved.get("auto_map") or {})
 
+    def example_input(self) -> str:
+        """transformers.pipeline's argument for the example: a text, or for a pair model a {text, text_pair} dict."""
+        segments = [_example_length(segment) for segment in segments_of(self.example_text())]
+        if not self.text_spec.pair_columns:
+            return json.dumps(segments[0] or "Replace this with the text to classify.", ensure_ascii=False)
+        first, second = segments if len(segments) == 2 else ("", "")
+        example = {
+            "text": first or "Replace this with the first text.",
+            "text_pair": second or "And this with the second.",
+        }
+        return json.dumps(example, ensure_ascii=False)
+
     def example_text(self) -> str:
-        """The first test text (from test_predictions.csv), shortened; a neutral sentence when there is none."""
+        """The first test text (from test_predictions.csv); "" when there is none."""
         text = ""
         if self.run.predictions_path.is_file():
             try:
@@ -672,9 +685,6 @@ class CardSections(CardFacts):
                 predictions = None
             if predictions is not None and len(predictions):
                 text = str(predictions.iloc[0][PREDICTION_TEXT])
-        text = " ".join(text.split()) or "Replace this with the text to classify."
-        if len(text) > MAX_EXAMPLE_CHARS:
-            text = text[:MAX_EXAMPLE_CHARS].rsplit(" ", 1)[0] + " ..."
         return text
 
     def environment_section(self) -> list[str]:
@@ -697,3 +707,9 @@ class CardSections(CardFacts):
             rows.append(("finished", str(finished)))
         rows.append(("total run time", _duration(self.get("timings", "total_seconds"))))
         return ["## Environment", "", *_table(["component", "version or value"], rows)]
+
+
+def _example_length(text: str) -> str:
+    """A text on one line, cut at a word to about MAX_EXAMPLE_CHARS characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_EXAMPLE_CHARS else text[:MAX_EXAMPLE_CHARS].rsplit(" ", 1)[0] + " ..."

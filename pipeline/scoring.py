@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from pipeline.batching import TokenizedRows
+from pipeline.batching import TokenizedRows, model_inputs
 from pipeline.calibration import (
     ECE_BINS,
     at_search_bound,
@@ -212,6 +212,5 @@ def _check_inputs(rows: TokenizedRows, model: torch.nn.Module) -> dict[str, torc
         return None
     device = next(model.parameters()).device
     return {
-        "input_ids": rows.input_ids[:count].long().to(device),
-        "attention_mask": rows.attention_mask[:count].long().to(device),
+        name: tensor.long().to(device) for name, tensor in model_inputs(rows.__getitems__(list(range(count)))).items()
     }

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import dataclasses
 import gzip
 import io
 import json
@@ -131,37 +132,101 @@ def join_text(parts: Sequence[str], separator: str, unescape_newlines: bool) -> 
     return separator.join(part for part in (part.strip() for part in cleaned) if part)
 
 
+# A sentence pair (data.text_pair_columns: NLI's premise and hypothesis, a question and a passage) travels through
+# stage 1, the caches and the written files as one text, its two segments joined by this mark; only encoding
+# (pipeline.windows) parts them again, into BERT's [CLS] A [SEP] B [SEP] with segment ids 0 and 1. One text per row
+# keeps deduplication, splits, caches and outputs the same code for pairs. The mark is the printable "symbol for
+# record separator", so a written pair reads "question␞passage"; a cell's own ␞ is read as a space, so only the text
+# rule makes pairs.
+PAIR_MARK = "\u241e"
+
+
+def segments_of(text: str) -> list[str]:
+    """A text's segments: [text], or [first, second] for a pair that TextSpec joined."""
+    return text.split(PAIR_MARK, 1)
+
+
 @dataclass(frozen=True)
 class TextSpec:
-    """Which columns make a row's text, and how they are joined (data.text_columns, text_separator, unescape)."""
+    """Which columns make a row's text, and how they are joined (data.text_columns, text_separator, unescape); with
+    pair_columns (data.text_pair_columns), the text is a pair: text_columns' text, PAIR_MARK, pair_columns' text."""
 
     columns: tuple[str, ...]
     separator: str
     unescape_newlines: bool
+    pair_columns: tuple[str, ...] = ()
 
     @classmethod
     def from_data_config(cls, data: Any) -> TextSpec:
-        """From a DataConfig (or anything with its three attributes)."""
-        return cls(tuple(data.text_columns), data.text_separator, data.unescape_newlines)
+        """From a DataConfig (or anything with its attributes)."""
+        pair_columns = tuple(getattr(data, "text_pair_columns", None) or ())
+        return cls(tuple(data.text_columns), data.text_separator, data.unescape_newlines, pair_columns)
+
+    @classmethod
+    def from_settings(cls, data: dict[str, Any], defaults: Any) -> TextSpec:
+        """From config.yaml's data mapping as recorded (a hand-written one may omit keys: the DataConfig `defaults`'
+        values) or model/decision.json's record (to_settings)."""
+
+        def names(columns: Any) -> tuple[str, ...]:  # one name, or a list of them
+            return tuple(str(column) for column in ([columns] if isinstance(columns, str) else columns or ()))
+
+        return cls(
+            names(data.get("text_columns", defaults.text_columns)),
+            str(data.get("text_separator", defaults.text_separator)),
+            bool(data.get("unescape_newlines", defaults.unescape_newlines)),
+            names(data.get("text_pair_columns")),
+        )
+
+    @property
+    def input_columns(self) -> tuple[str, ...]:
+        """Every column a row's text reads, in the order text_of takes their values."""
+        return self.columns + self.pair_columns
 
     def with_columns(self, columns: Sequence[str] | None) -> TextSpec:
-        return self if not columns else TextSpec(tuple(columns), self.separator, self.unescape_newlines)
+        return self if not columns else dataclasses.replace(self, columns=tuple(columns))
+
+    def with_pair_columns(self, columns: Sequence[str] | None) -> TextSpec:
+        return self if not columns else dataclasses.replace(self, pair_columns=tuple(columns))
+
+    def positions(self, header: Sequence[str], where: str, options: tuple[str, str]) -> list[int]:
+        """Where input_columns are in a header (resolve_columns); a missing one is an error naming the option that
+        names it: options are (that of text columns, that of pair columns), e.g. ("--text-columns",
+        "--text-pair-columns")."""
+        return resolve_columns(header, self.columns, where, options[0]) + resolve_columns(
+            header, self.pair_columns, where, options[1]
+        )
 
     def with_separator(self, separator: str | None) -> TextSpec:
-        return self if separator is None else TextSpec(self.columns, separator, self.unescape_newlines)
+        return self if separator is None else dataclasses.replace(self, separator=separator)
 
     def to_settings(self) -> dict[str, Any]:
-        """The rule as config.yaml's data settings (text_columns, text_separator, unescape_newlines): how
-        model/decision.json records it, read back by pipeline.predict as a run's config.yaml is."""
+        """The rule as config.yaml's data settings (text_columns, text_separator, unescape_newlines,
+        text_pair_columns): how model/decision.json records it, read back by pipeline.predict as a run's config.yaml
+        is."""
         return {
             "text_columns": list(self.columns),
             "text_separator": self.separator,
             "unescape_newlines": self.unescape_newlines,
+            "text_pair_columns": list(self.pair_columns) or None,
         }
 
     def text_of(self, values: Sequence[Any]) -> str:
-        """The text of one row from its text-column values (in `columns` order); "" when every part is empty. A list
-        value (JSON Lines, Parquet: sentences, paragraphs) is its items joined as parts are."""
+        """The text of one row from its values of input_columns, in that order; "" when it has no text (for a pair:
+        when either segment has none, as a pair with one side missing cannot be read as a pair)."""
+        if not self.pair_columns:
+            return self.segment_of(values)
+        return self.join_pair(
+            self.segment_of(values[: len(self.columns)]), self.segment_of(values[len(self.columns) :])
+        )
+
+    @staticmethod
+    def join_pair(first: str, second: str) -> str:
+        """A pair's one text from its two texts (each already joined); "" when either is empty."""
+        return f"{first}{PAIR_MARK}{second}" if first and second else ""
+
+    def segment_of(self, values: Sequence[Any]) -> str:
+        """One segment's text from its columns' values. A list value (JSON Lines, Parquet: sentences, paragraphs)
+        is its items joined as parts are."""
         return join_text([self.cell_text(value) for value in values], self.separator, self.unescape_newlines)
 
     def cell_text(self, value: Any) -> str:
@@ -169,11 +234,14 @@ class TextSpec:
         if is_missing(value):
             return ""
         if isinstance(value, (list, tuple)) or type(value).__name__ == "ndarray":
-            return self.text_of(list(value))
-        return json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else str(value)
+            return self.segment_of(list(value))
+        text = json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else str(value)
+        return text.replace(PAIR_MARK, " ")
 
-    def describe_empty(self) -> str:
-        return f"empty text in {', '.join(self.columns)}"
+    def describe_empty(self, what: str = "empty text") -> str:
+        if self.pair_columns:
+            return f"{what} in {', '.join(self.columns)} or in {', '.join(self.pair_columns)} (a pair needs both)"
+        return f"{what} in {', '.join(self.columns)}"
 
 
 def normalise_name(name: str) -> str:

@@ -26,12 +26,15 @@ import numpy as np
 
 from pipeline.rundir import first_line
 from pipeline.splits import label_column, labels_of
+from pipeline.tables import PAIR_MARK
 from pipeline.windows import (
     TOKENIZE_BATCH_SIZE,
     EncodedDocuments,
     LongTextRule,
-    content_ids,
+    content_length,
     encode_documents,
+    pair_extra_tokens,
+    segment_ids,
     unknown_count,
     window_starts,
     windows_summary,
@@ -146,9 +149,10 @@ def count_tokens(texts: list[str], tokenizer: PreTrainedTokenizerBase) -> TokenC
     without one, as byte-level BPE)."""
     lengths: list[int] = []
     unknown: int | None = 0 if tokenizer.unk_token_id is not None else None
+    pair_extra = pair_extra_tokens(tokenizer)
     for start in range(0, len(texts), TOKENIZE_BATCH_SIZE):
-        content = content_ids(tokenizer, texts[start : start + TOKENIZE_BATCH_SIZE])
-        lengths.extend(map(len, content))
+        content = segment_ids(tokenizer, texts[start : start + TOKENIZE_BATCH_SIZE])
+        lengths.extend(content_length(first, second, pair_extra) for first, second in content)
         if unknown is not None:
             unknown += unknown_count(content, tokenizer)
     return TokenCounts.of_content(np.asarray(lengths, dtype=np.int64), unknown, tokenizer)
@@ -237,8 +241,9 @@ def _cache_key(splits: DatasetDict, tokenizer: PreTrainedTokenizerBase, config: 
 def _encode_split(
     split: Dataset, tokenizer: PreTrainedTokenizerBase, max_length: int, rule: LongTextRule
 ) -> tuple[Dataset, dict | None]:
-    """The split's rows padded to `max_length`; with chunking, one row per window and a `document` column."""
-    if rule.is_plain_head:
+    """The split's rows padded to `max_length`; with chunking, one row per window and a `document` column; with
+    sentence pairs, their segment ids (`token_type_ids`)."""
+    if rule.is_plain_head and not any(PAIR_MARK in text for text in split["text"]):
 
         def encode(batch: dict) -> dict:
             encoded = tokenizer(
@@ -261,6 +266,8 @@ def _encode_split(
         "length": [len(ids) for ids in rows],
         labels_name: [labels[document] for document in documents.tolist()],
     }
+    if encoded.token_types is not None:
+        columns["token_type_ids"] = [types + [0] * (max_length - len(types)) for types in encoded.token_types]
     if rule.long_text != "chunk":
         return Dataset.from_dict(columns), None
     columns["document"] = documents.tolist()

@@ -26,7 +26,7 @@ from accelerate.utils import ProjectConfiguration
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, get_linear_schedule_with_warmup
 
-from pipeline.batching import TokenizedRows, training_loader
+from pipeline.batching import TokenizedRows, model_inputs, training_loader
 from pipeline.checkpoints import History, TrainingState, restore_checkpoint, save_checkpoint
 from pipeline.config import TrainConfig
 from pipeline.dropout import use_fast_dropout
@@ -351,7 +351,7 @@ class Trainer:
         config, accelerator = self.config, self.accelerator
         batch_size = batch["labels"].shape[0]
         with accelerator.accumulate(self.model):
-            logits = self.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits  # (B, C)
+            logits = self.model(**model_inputs(batch)).logits  # (B, C)
             loss_sum = self.loss(logits, batch)  # summed over the micro-batch's rows
             # accelerate divides by the accumulation steps; dividing by the per-device batch makes the window's
             # gradient the mean over its samples (see _rescale_short_window).

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from pipeline.tables import PAIR_MARK, segments_of
+
 TOKENIZE_BATCH_SIZE = 1000
 
 
@@ -101,8 +103,12 @@ class EncodedDocuments:
 
     rows: list[list[int]]  # token ids of every row, special tokens included, no padding
     documents: np.ndarray  # (R,) the document each row belongs to
-    content_lengths: np.ndarray  # (D,) each document's length in content tokens, before truncation or windows
+    # (D,) each document's length in tokens before truncation or windows, less the special tokens around one text
+    # (a pair's middle separator counts: a pair is too long when this exceeds what a text may hold)
+    content_lengths: np.ndarray
     unknown_tokens: int | None  # content tokens that are the unknown token; None: the tokenizer has none
+    # segment ids of every row, as `rows`, when any document is a sentence pair; None: all single texts (all 0)
+    token_types: list[list[int]] | None = None
 
     @property
     def row_lengths(self) -> np.ndarray:
@@ -123,42 +129,169 @@ def content_ids(tokenizer: Any, texts: Sequence[str]) -> list[list[int]]:
     )["input_ids"]
 
 
-def unknown_count(content: Sequence[Sequence[int]], tokenizer: Any) -> int | None:
-    """How many of these token ids are the unknown token ([UNK]); None for a tokenizer without one (byte-level BPE)."""
+def segment_ids(tokenizer: Any, texts: Sequence[str]) -> list[tuple[list[int], list[int] | None]]:
+    """Each text's (first, second) content token ids: second is None for a single text, the pair's second text for
+    a pair (tables.PAIR_MARK)."""
+    parts = [segments_of(text) for text in texts]
+    firsts = content_ids(tokenizer, [segments[0] for segments in parts])
+    paired = [index for index, segments in enumerate(parts) if len(segments) == 2]
+    seconds: list[list[int] | None] = [None] * len(parts)
+    if paired:
+        for index, ids in zip(paired, content_ids(tokenizer, [parts[index][1] for index in paired])):
+            seconds[index] = ids
+    return list(zip(firsts, seconds))
+
+
+def unknown_count(content: Sequence[tuple[list[int], list[int] | None]], tokenizer: Any) -> int | None:
+    """How many of these segments' token ids are the unknown token ([UNK]); None for a tokenizer without one
+    (byte-level BPE)."""
     unknown_id = tokenizer.unk_token_id
-    return None if unknown_id is None else sum(ids.count(unknown_id) for ids in content)
+    if unknown_id is None:
+        return None
+    return sum(first.count(unknown_id) + (second or []).count(unknown_id) for first, second in content)
 
 
-def encode_documents(tokenizer: Any, texts: Sequence[str], max_length: int, rule: LongTextRule) -> EncodedDocuments:
-    """Every document's rows (truncated by the rule, or its windows) with their special tokens, and what the texts
-    held: their untruncated lengths and unknown tokens, measured on the same pass (pipeline.evaluate records them)."""
-    prefix, suffix = special_tokens_around(tokenizer)
-    width = max_length - len(prefix) - len(suffix)
-    rows: list[list[int]] = []
-    documents: list[int] = []
-    lengths: list[int] = []
-    unknown: int | None = 0 if tokenizer.unk_token_id is not None else None
-    for start in range(0, len(texts), TOKENIZE_BATCH_SIZE):
-        content = content_ids(tokenizer, texts[start : start + TOKENIZE_BATCH_SIZE])
-        if unknown is not None:
-            unknown += unknown_count(content, tokenizer)
-        for offset, ids in enumerate(content):
-            lengths.append(len(ids))
-            for window in content_rows(ids, width, rule):
-                rows.append(prefix + window + suffix)
-                documents.append(start + offset)
-    return EncodedDocuments(rows, np.asarray(documents, dtype=np.int64), np.asarray(lengths, dtype=np.int64), unknown)
+def pair_extra_tokens(tokenizer: Any) -> int:
+    """Special tokens a pair has beyond those around one text (BERT's middle [SEP]: 1; RoBERTa's </s></s>: 2)."""
+    return tokenizer.num_special_tokens_to_add(pair=True) - tokenizer.num_special_tokens_to_add(pair=False)
+
+
+def content_length(first: list[int], second: list[int] | None, pair_extra: int) -> int:
+    """A document's length less the special tokens around one text: a pair counts its middle separator, so that
+    a pair is too long exactly when this exceeds what a single text may hold."""
+    return len(first) if second is None else len(first) + len(second) + pair_extra
+
+
+@dataclass(frozen=True)
+class Part:
+    """Token ids and their segment ids: a stretch of a template."""
+
+    ids: list[int]
+    types: list[int]
+
+
+@dataclass(frozen=True)
+class Template:
+    """Where the tokenizer puts its special tokens around one text ([CLS] a [SEP]) or a pair ([CLS] a [SEP] b [SEP]
+    for BERT, <s> a </s></s> b </s> for RoBERTa) and the segment id of each part, read off its own encodings, so
+    that every checkpoint gets its own layout."""
+
+    prefix: Part
+    suffix: Part
+    first_type: int
+    middle: Part | None = None  # pairs only
+    second_type: int = 0
+
+    @property
+    def special_count(self) -> int:
+        return len(self.prefix.ids) + len(self.suffix.ids) + (len(self.middle.ids) if self.middle else 0)
+
+    def row(self, first: list[int], second: list[int] | None = None) -> Part:
+        """One row's ids and segment ids."""
+        parts = [self.prefix, Part(first, [self.first_type] * len(first))]
+        if second is not None and self.middle is not None:
+            parts += [self.middle, Part(second, [self.second_type] * len(second))]
+        parts.append(self.suffix)
+        return Part([i for part in parts for i in part.ids], [t for part in parts for t in part.types])
+
+
+def template_of(tokenizer: Any, pair: bool = False) -> Template:
+    """The tokenizer's template for one text, or a pair, read off its encoding of one-word texts."""
+    words = ["a", "b"] if pair else ["a"]
+    encoded = tokenizer(*words, add_special_tokens=True, return_token_type_ids=True)
+    ids, types = encoded["input_ids"], encoded.get("token_type_ids") or [0] * len(encoded["input_ids"])
+    cuts, position = [], 0
+    for word in words:
+        content = tokenizer(word, add_special_tokens=False)["input_ids"]
+        start = _find(ids, content, position)
+        cuts.append((start, start + len(content)))
+        position = start + len(content)
+
+    def part(start: int, stop: int) -> Part:
+        return Part(list(ids[start:stop]), list(types[start:stop]))
+
+    (first_start, first_stop) = cuts[0]
+    if not pair:
+        return Template(part(0, first_start), part(first_stop, len(ids)), types[first_start])
+    (second_start, second_stop) = cuts[1]
+    return Template(
+        part(0, first_start),
+        part(second_stop, len(ids)),
+        types[first_start],
+        part(first_stop, second_start),
+        types[second_start],
+    )
+
+
+def _find(ids: Sequence[int], content: Sequence[int], position: int) -> int:
+    for start in range(position, len(ids) - len(content) + 1):
+        if list(ids[start : start + len(content)]) == list(content):
+            return start
+    raise ValueError("cannot tell where the tokenizer puts its special tokens")
 
 
 def special_tokens_around(tokenizer: Any) -> tuple[list[int], list[int]]:
     """The special tokens the tokenizer puts before and after one text ([CLS] .. [SEP] for BERT, <s> .. </s> for
-    RoBERTa), read off its own encoding of a one-word text."""
-    with_special = tokenizer("a", add_special_tokens=True)["input_ids"]
-    content = tokenizer("a", add_special_tokens=False)["input_ids"]
-    for start in range(len(with_special) - len(content) + 1):
-        if with_special[start : start + len(content)] == content:
-            return with_special[:start], with_special[start + len(content) :]
-    raise ValueError("cannot tell where the tokenizer puts its special tokens")
+    RoBERTa)."""
+    template = template_of(tokenizer)
+    return template.prefix.ids, template.suffix.ids
+
+
+def truncate_pair(first: list[int], second: list[int], width: int) -> tuple[list[int], list[int]]:
+    """At most `width` content tokens of a pair, cut from the ends as the fast tokenizers' "longest_first" cuts
+    (checked against it in tests): the shorter side is kept whole when it fits in half the width, else the two
+    share it, the longer (the second on a tie) taking the odd token. So pipeline.predict and transformers.pipeline
+    read a long pair alike."""
+    if len(first) + len(second) <= width:
+        return first, second
+    half = width // 2
+    if min(len(first), len(second)) <= half:
+        keep_first = len(first) if len(first) <= len(second) else width - len(second)
+    else:
+        keep_first = width - half if len(first) > len(second) else half
+    return first[:keep_first], second[: width - keep_first]
+
+
+def encode_documents(tokenizer: Any, texts: Sequence[str], max_length: int, rule: LongTextRule) -> EncodedDocuments:
+    """Every document's rows (truncated by the rule, or its windows) with their special tokens, and what the texts
+    held: their untruncated lengths and unknown tokens, measured on the same pass (pipeline.evaluate records them).
+    A pair (tables.PAIR_MARK) is one row, [CLS] first [SEP] second [SEP], cut as truncate_pair cuts it."""
+    single = template_of(tokenizer)
+    pair = template_of(tokenizer, pair=True) if any(PAIR_MARK in text for text in texts) else None
+    pair_extra = pair_extra_tokens(tokenizer)
+    rows: list[list[int]] = []
+    types: list[list[int]] = []
+    documents: list[int] = []
+    lengths: list[int] = []
+    unknown: int | None = 0 if tokenizer.unk_token_id is not None else None
+    for start in range(0, len(texts), TOKENIZE_BATCH_SIZE):
+        content = segment_ids(tokenizer, texts[start : start + TOKENIZE_BATCH_SIZE])
+        if unknown is not None:
+            unknown += unknown_count(content, tokenizer)
+        for offset, (first, second) in enumerate(content):
+            lengths.append(content_length(first, second, pair_extra))
+            if second is None:
+                windows = content_rows(first, max_length - single.special_count, rule)
+                encoded = [single.row(window) for window in windows]
+            else:
+                encoded = [pair.row(*truncate_pair(first, second, max_length - pair.special_count))]
+            for row in encoded:
+                rows.append(row.ids)
+                types.append(row.types)
+                documents.append(start + offset)
+    return EncodedDocuments(
+        rows,
+        np.asarray(documents, dtype=np.int64),
+        np.asarray(lengths, dtype=np.int64),
+        unknown,
+        types if pair is not None and reads_segments(tokenizer) else None,
+    )
+
+
+def reads_segments(tokenizer: Any) -> bool:
+    """Whether the tokenizer's model takes segment ids (BERT does; DistilBERT and RoBERTa take none, and read a
+    pair by its separator tokens alone)."""
+    return "token_type_ids" in tokenizer.model_input_names
 
 
 def pool_documents(

@@ -923,5 +923,7 @@ def test_verification_reads_long_texts_as_prediction_does(bare_run, tmp_path):
     model, tokenizer = load_model_and_tokenizer(source.model_dir)
     reference = verify.reference_predictor(model, tokenizer, source, 4)
     as_predicted = Predictor.from_source(source, device="cpu", precision="fp32", backend="torch", batch_size=4)
-    assert sum(len(ids) for ids, _ in reference.padded_batches(texts)) > len(texts)  # several windows per text
+    assert sum(len(batch["input_ids"]) for batch in reference.padded_batches(texts)) > len(
+        texts
+    )  # several windows per text
     np.testing.assert_allclose(reference.infer(texts)[1], as_predicted.infer(texts)[1], atol=1e-5)

@@ -282,7 +282,7 @@ def test_bf16_runs_a_bf16_copy_of_the_weights_and_keeps_the_fp32_model():
 
     def logits(backend, dtype):
         with backend.running(dtype):
-            return backend.logits(ids, mask), backend.running_model
+            return backend.logits({"input_ids": ids, "attention_mask": mask}), backend.running_model
 
     backend = TorchBackend(model, torch.device("cpu"))
     fp32, ran_fp32 = logits(backend, None)
@@ -887,8 +887,8 @@ def test_a_token_budget_cuts_batches_by_length_and_changes_no_probability(run_di
     capped = Predictor.from_path(run_dir, device="cpu", precision="fp32", batch_size=16, max_batch_tokens=96)
     uncapped = Predictor.from_path(run_dir, device="cpu", precision="fp32", batch_size=16, max_batch_tokens=None)
     batches = capped.padded_batches(texts)
-    assert sum(len(ids) for ids, _ in batches) == 40
-    assert all(ids.shape[0] * ids.shape[1] <= 96 or ids.shape[0] == 1 for ids, _ in batches)
+    assert sum(len(batch["input_ids"]) for batch in batches) == 40
+    assert all(batch["input_ids"].size <= 96 or len(batch["input_ids"]) == 1 for batch in batches)
     assert len(batches) > len(uncapped.padded_batches(texts)) == 3  # long rows went in smaller batches
     (capped_ids, capped_probabilities), (ids, probabilities) = capped.infer(texts), uncapped.infer(texts)
     assert capped_ids.tolist() == ids.tolist()

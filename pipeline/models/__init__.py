@@ -53,11 +53,16 @@ def load_classifier(name_or_path: str | Path, **options) -> PreTrainedModel:
 
 
 def build_model(
-    config: ModelConfig, labels: list[str], tokenizer: PreTrainedTokenizerBase, multi_label: bool = False
+    config: ModelConfig,
+    labels: list[str],
+    tokenizer: PreTrainedTokenizerBase,
+    multi_label: bool = False,
+    pairs: bool = False,
 ) -> tuple[PreTrainedModel, frozenset[str]]:
     """The model, and the names of the parameters a pretrained checkpoint did not have (its new classification head;
     none for the from-scratch encoder, which is new throughout). `multi_label`: config.json says problem_type
-    "multi_label_classification", so that transformers (pipeline, the models' own loss) uses a sigmoid per class."""
+    "multi_label_classification", so that transformers (pipeline, the models' own loss) uses a sigmoid per class.
+    `pairs`: the texts are sentence pairs; the encoder gets segment embeddings (a pretrained model has its own)."""
     id2label = dict(enumerate(labels))
     label2id = {name: index for index, name in id2label.items()}
     problem_type = MULTI_LABEL_PROBLEM_TYPE if multi_label else None  # None: transformers' default, a softmax
@@ -80,8 +85,13 @@ def build_model(
         pad_token_id=tokenizer.pad_token_id,
         id2label=id2label,
         problem_type=problem_type,
+        type_vocab_size=SEGMENTS if pairs else 0,
     )
     return EncoderForSequenceClassification(encoder_config), frozenset()
+
+
+# The segments of a sentence pair: its first and its second text (BERT's token type ids 0 and 1).
+SEGMENTS = 2
 
 
 def _new_parameter_names(loading: dict) -> frozenset[str]:

@@ -144,14 +144,20 @@ class EncoderClassifierConfig(PretrainedConfig):
         layer_norm_eps: float = 1e-12,
         initializer_range: float = 0.02,
         pad_token_id: int | None = 0,
+        # Segment embeddings for sentence pairs (2: first and second text, as BERT's token_type_ids); 0: none, the
+        # model reads single texts (and models saved before segments existed load as such).
+        type_vocab_size: int = 0,
         **kwargs,
     ):
         given = locals()
         architecture = check_architecture({name: given[name] for name in ARCHITECTURE_FIELDS})
         if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
             raise ValueError(f"vocab_size must be a positive integer, got {vocab_size!r}")
+        if isinstance(type_vocab_size, bool) or not isinstance(type_vocab_size, int) or type_vocab_size < 0:
+            raise ValueError(f"type_vocab_size must be an integer >= 0, got {type_vocab_size!r}")
         self.vocab_size = vocab_size
         self.pad_token_id = pad_token_id
+        self.type_vocab_size = type_vocab_size
         for name, value in architecture.items():
             setattr(self, name, value)
         super().__init__(**kwargs)
@@ -177,6 +183,7 @@ class EncoderClassifierConfig(PretrainedConfig):
         pad_token_id: int | None,
         id2label: Mapping[int, str] | Sequence[str],
         problem_type: str | None = None,
+        type_vocab_size: int = 0,
     ) -> "EncoderClassifierConfig":
         """Build a config from architecture settings (a dataclass or a mapping holding exactly the fields of
         ARCHITECTURE_FIELDS, e.g. the pipeline's `EncoderSettings`), the vocabulary size and the label names."""
@@ -197,6 +204,7 @@ class EncoderClassifierConfig(PretrainedConfig):
             id2label=id2label,
             label2id=label2id,
             problem_type=problem_type,
+            type_vocab_size=type_vocab_size,
             **values,
         )
 
@@ -234,7 +242,8 @@ class SinusoidalPositionEmbedding(nn.Module):
 
 
 class Embeddings(nn.Module):
-    """token embedding + position embedding, then (post-LN only) LayerNorm, then dropout."""
+    """token embedding + position embedding (+ segment embedding for pairs), then (post-LN only) LayerNorm, then
+    dropout."""
 
     def __init__(self, config):
         super().__init__()
@@ -243,17 +252,21 @@ class Embeddings(nn.Module):
             self.position = nn.Embedding(config.max_position_embeddings, config.hidden_size)
         else:
             self.position = SinusoidalPositionEmbedding(config.max_position_embeddings, config.hidden_size)
+        type_vocab_size = getattr(config, "type_vocab_size", 0)
+        self.segment = nn.Embedding(type_vocab_size, config.hidden_size) if type_vocab_size else None
         # Post-LN blocks only normalise *after* each residual add, so the first block would see the raw sum of
         # embeddings; BERT puts a LayerNorm here for that reason. Pre-LN blocks normalise their own input.
         self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps) if config.norm == "post" else None
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         T = input_ids.size(1)
         if self.position.num_embeddings < T:
             raise ValueError(f"sequence length {T} exceeds max_position_embeddings ({self.position.num_embeddings})")
         position_ids = torch.arange(T, device=input_ids.device)  # (T,)
         x = self.token(input_ids) + self.position(position_ids)  # (B, T, C) + (T, C) -> (B, T, C)
+        if self.segment is not None and token_type_ids is not None:
+            x = x + self.segment(token_type_ids)  # (B, T, C)
         if self.norm is not None:
             x = self.norm(x)  # (B, T, C)
         return self.dropout(x)  # (B, T, C)
@@ -389,9 +402,13 @@ class Encoder(nn.Module):
         self.final_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps) if config.norm == "pre" else None
 
     def forward(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, output_attentions: bool = False
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        output_attentions: bool = False,
+        token_type_ids: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
-        x = self.embeddings(input_ids)  # (B, T) -> (B, T, C)
+        x = self.embeddings(input_ids, token_type_ids)  # (B, T) -> (B, T, C)
         attentions = []
         for layer in self.layers:
             x, weights = layer(x, attention_mask, output_attentions)  # (B, T, C), (B, H, T, T) or None
@@ -461,7 +478,7 @@ class EncoderForSequenceClassification(PreTrainedModel):
         self,
         input_ids: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,  # accepted for BERT tokenizers / pipelines; single-segment model
+        token_type_ids: torch.Tensor | None = None,  # (B, T) segment ids of pairs; ignored without type_vocab_size
         labels: torch.Tensor | None = None,
         output_attentions: bool = False,
         return_dict: bool | None = True,
@@ -469,7 +486,9 @@ class EncoderForSequenceClassification(PreTrainedModel):
     ) -> SequenceClassifierOutput | tuple:
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)  # (B, T): every token is real
-        hidden, attentions = self.encoder(input_ids, attention_mask, bool(output_attentions))  # (B, T, C)
+        hidden, attentions = self.encoder(
+            input_ids, attention_mask, bool(output_attentions), token_type_ids
+        )  # (B, T, C)
         pooled = self.pool(hidden, attention_mask)  # (B, C)
         logits = self.classifier(self.dropout(pooled))  # (B, K)
 

@@ -16,7 +16,7 @@ from typing import Any
 from pipeline.predict.output import check_no_clash, predictor_columns
 from pipeline.predict.predictor import DEFAULT_BATCH_SIZE, Predictor, as_predictor
 from pipeline.predict.source import PredictError
-from pipeline.tables import DataError, resolve_columns
+from pipeline.tables import DataError, TextSpec, shorten
 
 
 def predict_texts(
@@ -30,6 +30,8 @@ def predict_texts(
 ) -> list[tuple]:
     """(label, score) for each text, in order; an empty or missing text (None, NaN: a column's gaps) gives ("", nan),
     and any other value is read as predict_dataframe reads a cell (tables.TextSpec.cell_text). A single string is one text.
+    A sentence-pair model (data.text_pair_columns) takes pairs: (text, text_pair) tuples, or {"text": ...,
+    "text_pair": ...} dicts as transformers.pipeline takes them; a pair with an empty side gives ("", nan).
     A multi-label model gives (labels, scores): the predicted classes and their probabilities ([] for none).
     Probabilities are calibrated and labels follow the model's thresholds (model/decision.json) when it has them.
     `flags`: each tuple gains a third item, True where a multi-class model with thresholds flags the row
@@ -37,7 +39,7 @@ def predict_texts(
     Pass a Predictor to load the model once. `backend`: "auto" (the run's verified ONNX export when it is faster
     than PyTorch, else PyTorch), "torch" or "onnx" (an error when the run has no verified export)."""
     predictor = as_predictor(model_dir, batch_size=batch_size, device=device, precision=precision, backend=backend)
-    texts = [predictor.text_spec.cell_text(text) for text in ([texts] if isinstance(texts, str) else texts)]
+    texts = [input_text(predictor.text_spec, item) for item in ([texts] if isinstance(texts, str) else texts)]
     result = predictor.label_texts(texts)
     if result.label_sets is not None:
         predictions = [
@@ -58,6 +60,20 @@ def predict_texts(
     ]
 
 
+def input_text(spec: TextSpec, item: Any) -> str:
+    """One item of predict_texts as the text the model reads: a cell's text, or for a pair model a pair's."""
+    if not spec.pair_columns:
+        return spec.cell_text(item)
+    if isinstance(item, dict) and set(item) <= {"text", "text_pair"}:
+        item = (item.get("text"), item.get("text_pair"))
+    if not isinstance(item, (tuple, list)) or len(item) != 2:
+        raise PredictError(
+            f"the model reads sentence pairs ({', '.join(spec.columns)}; {', '.join(spec.pair_columns)}): give each "
+            f"as a (text, text_pair) tuple or a {{'text': ..., 'text_pair': ...}} dict, got {shorten(repr(item), 80)}"
+        )
+    return spec.join_pair(spec.cell_text(item[0]), spec.cell_text(item[1]))
+
+
 def predict_dataframe(
     model_dir: str | Path | Predictor,
     df: Any,
@@ -69,11 +85,13 @@ def predict_dataframe(
     prefix: str = "",
     backend: str = "auto",
     text_separator: str | None = None,
+    text_pair_columns: Sequence[str] | str | None = None,
 ) -> Any:
     """A copy of `df` with label, label_id (nullable Int64), score, [prob_<class>...], error columns added.
 
     Text columns default to those the model was trained with, found as stage 1 finds them, and are joined by its
-    separator (or `text_separator`); `text_columns="body"` names one column. Rows whose text is empty or missing
+    separator (or `text_separator`); `text_columns="body"` names one column; `text_pair_columns` likewise the second
+    text's columns of a sentence-pair model (default: those it was trained with). Rows whose text is empty or missing
     (NaN, None) are kept, unlabelled, with the reason in `error`. `prefix` goes before every added column's name.
     `backend` as for predict_texts.
     """
@@ -88,17 +106,22 @@ def predict_dataframe(
     predictor = as_predictor(model_dir, batch_size=batch_size, device=device, precision=precision, backend=backend)
     # A bare string is one column's name, not a sequence of one-letter names.
     columns = [text_columns] if isinstance(text_columns, str) else text_columns
-    spec = predictor.text_spec.with_columns(columns).with_separator(text_separator)
+    pair_columns = [text_pair_columns] if isinstance(text_pair_columns, str) else text_pair_columns
+    if pair_columns and not predictor.text_spec.pair_columns:
+        raise PredictError("text_pair_columns: the model was trained on single texts; a pair would be read as one text")
+    spec = predictor.text_spec.with_columns(columns).with_pair_columns(pair_columns).with_separator(text_separator)
     header = [str(column) for column in df.columns]
     try:
-        positions = resolve_columns(header, spec.columns, "the DataFrame", "the text_columns argument")
+        positions = spec.positions(
+            header, "the DataFrame", ("the text_columns argument", "the text_pair_columns argument")
+        )
     except DataError as error:
         raise PredictError(str(error)) from None
     added = predictor_columns(predictor, probabilities, prefix)
     check_no_clash(header, added, "the DataFrame", "prefix=")
     parts = zip(*(df.iloc[:, position].tolist() for position in positions))
     texts = [spec.text_of(values) for values in parts]
-    result = predictor.label_texts(texts, empty_error=f"empty or missing text in {', '.join(spec.columns)}")
+    result = predictor.label_texts(texts, empty_error=spec.describe_empty("empty or missing text"))
     labelled = df.copy()
     if result.label_sets is not None:  # multi-label: labels, [prob_<class>...], error
         labels_column, *probability_columns, error_column = added

@@ -1,7 +1,8 @@
 """What runs the forward pass: PyTorch (any device, fp32 or bf16) or an exported model on the CPU (ONNX Runtime or
 OpenVINO, pipeline.export).
 
-Both take the same padded numpy batch (input_ids, attention_mask: (B, T) int64) and give logits (B, K) float32,
+Both take the same padded numpy batch (input_ids, attention_mask, and token_type_ids for sentence pairs: (B, T)
+int64, by name) and give logits (B, K) float32,
 which the predictor turns into probabilities (`pipeline.models.to_probabilities`), so its batching, ordering, sharding and output
 do not depend on the backend.
 """
@@ -27,8 +28,8 @@ class Backend(Protocol):
     def running(self, compute_dtype: torch.dtype | None) -> contextlib.AbstractContextManager:
         """Entered once around a run of batches; `compute_dtype` None is fp32, else PyTorch's reduced precision."""
 
-    def logits(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
-        """(B, T) int64 ids and mask -> (B, K) float32 logits."""
+    def logits(self, batch: dict[str, np.ndarray]) -> np.ndarray:
+        """(B, T) int64 arrays by input name (input_ids, attention_mask[, token_type_ids]) -> (B, K) float32 logits."""
 
 
 class TorchBackend:
@@ -60,15 +61,9 @@ class TorchBackend:
             self._copies[dtype] = copy.deepcopy(self.model).to(dtype).eval()
         return self._copies[dtype]
 
-    def logits(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
-        return self._logits(input_ids, attention_mask).cpu().numpy()
-
-    def _logits(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> torch.Tensor:
-        logits = self.running_model(
-            input_ids=torch.from_numpy(input_ids).to(self.device),
-            attention_mask=torch.from_numpy(attention_mask).to(self.device),
-        ).logits  # (B, K)
-        return logits.float()
+    def logits(self, batch: dict[str, np.ndarray]) -> np.ndarray:
+        inputs = {name: torch.from_numpy(array).to(self.device) for name, array in batch.items()}
+        return self.running_model(**inputs).logits.float().cpu().numpy()  # (B, K)
 
 
 class ExportBackend:
@@ -91,5 +86,7 @@ class ExportBackend:
     def running(self, compute_dtype: torch.dtype | None) -> contextlib.AbstractContextManager:
         return contextlib.nullcontext()
 
-    def logits(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
-        return np.asarray(self.run(input_ids, attention_mask), dtype=np.float32)  # (B, K)
+    def logits(self, batch: dict[str, np.ndarray]) -> np.ndarray:
+        if "token_type_ids" in batch:  # pipeline.export refuses pair models; a graph without the input cannot read them
+            raise ValueError("an exported model takes single texts; sentence pairs run on the torch backend")
+        return np.asarray(self.run(batch["input_ids"], batch["attention_mask"]), dtype=np.float32)  # (B, K)

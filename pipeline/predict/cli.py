@@ -55,12 +55,13 @@ from pipeline.tables import (
     label_prefix_problem,
     one_line,
     open_table,
-    resolve_columns,
 )
 
 DEFAULT_CHUNK_SIZE = 10_000
 # The options that describe an input file's layout (by their argparse names), which a folder does not have.
 FILE_LAYOUT_OPTIONS = ("format", "column_names", "delimiter", "quoting", "label_prefix")
+# The options naming the text's columns and, for a sentence-pair model, its second text's (TextSpec.positions).
+COLUMN_OPTIONS = ("--text-columns", "--text-pair-columns")
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ def predict_table(
     summary = RunSummary()
     started = time.perf_counter()
     spec = predictor.text_spec
-    columns = resolve_columns(table.header, spec.columns, table.name, "--text-columns")
+    columns = spec.positions(table.header, table.name, COLUMN_OPTIONS)
     header = table.header + added
     if writer is not None:
         writer.write_header(header)
@@ -146,6 +147,12 @@ def _add_file_arguments(add: Any) -> None:
         type=_column_list,
         help="comma-separated columns joined into the text (default: those the model was trained with; "
         "'text' for a model folder that does not record them)",
+    )
+    add(
+        "--text-pair-columns",
+        type=_column_list,
+        help="comma-separated columns joined into the second text of a sentence-pair model (default: those the "
+        "model was trained with, its data.text_pair_columns)",
     )
     add(
         "--text-separator",
@@ -311,7 +318,10 @@ def run(args: argparse.Namespace) -> RunSummary:
     if process_index == 0:
         check_output(args.output, args.overwrite, args.input)
     source = (
-        resolve_model_source(args.model).with_text_columns(args.text_columns).with_text_separator(args.text_separator)
+        resolve_model_source(args.model)
+        .with_text_columns(args.text_columns)
+        .with_text_pair_columns(args.text_pair_columns)
+        .with_text_separator(args.text_separator)
     )
     try:
         return _predict_file(args, source, process_index, num_processes)
@@ -326,7 +336,7 @@ def _predict_file(args: argparse.Namespace, source: ModelSource, process_index: 
     folder = args.input != STANDARD_INPUT and is_folder(args.input)
     with _open_input(args, folder) as table:
         try:
-            resolve_columns(table.header, source.text_spec.columns, table.name, "--text-columns")
+            source.text_spec.positions(table.header, table.name, COLUMN_OPTIONS)
         except DataError as error:
             hint = _FOLDER_COLUMNS_HINT if folder else source.missing_columns_hint()
             raise DataError(f"{error}{hint}") from None

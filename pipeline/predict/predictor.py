@@ -219,11 +219,11 @@ class Predictor:
         lengths = encoded.row_lengths
         on_batch = texts_progress(on_batch, len(encoded.content_lengths), len(encoded.rows))
         rows = np.arange(len(encoded.rows))
-        logits = self._forward(encoded.rows, lengths, rows, self.compute_dtype, on_batch)
+        logits = self._forward(encoded, lengths, rows, self.compute_dtype, on_batch)
         if self.compute_dtype is not None and self.recheck_margin > 0 and (len(self.labels) > 1 or self.multi_label):
             close = near_decision(self._row_probabilities(logits), self.decision, self.recheck_margin)
             if len(close):
-                logits[close] = self._forward(encoded.rows, lengths, close, None, None)
+                logits[close] = self._forward(encoded, lengths, close, None, None)
         return logits
 
     def document_probabilities(
@@ -253,21 +253,29 @@ class Predictor:
         encoded = self.encode(texts)
         on_batch = texts_progress(on_batch, len(texts), len(encoded.rows))
         rows = np.arange(len(encoded.rows))
-        logits = self._forward(encoded.rows, encoded.row_lengths, rows, self.compute_dtype, on_batch)
+        logits = self._forward(encoded, encoded.row_lengths, rows, self.compute_dtype, on_batch)
         return pool_documents(logits, encoded.documents, len(texts), "mean", softmax=False)  # windows: the mean
 
-    def padded_batches(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-        """The (input_ids, attention_mask) (B, T) batches `infer` feeds the backend for `texts`, longest first (a
-        static int8 export calibrates its activation ranges on them)."""
+    def padded_batches(self, texts: Sequence[str]) -> list[dict[str, np.ndarray]]:
+        """The batches `infer` feeds the backend for `texts` (input_ids, attention_mask and, for pairs,
+        token_type_ids: (B, T) int64), longest first (a static int8 export calibrates its activation ranges on
+        them)."""
         encoded = self.encode(texts)
         lengths = encoded.row_lengths
         order = np.argsort(-lengths, kind="stable")
-        return [self._pad(encoded.rows, lengths, batch) for batch in self._my_batches(order, lengths[order])]
+        return [self._pad(encoded, lengths, batch) for batch in self._my_batches(order, lengths[order])]
 
-    def _pad(self, token_ids: list[list[int]], lengths: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The given rows as one batch padded to its longest row (pad_arrays)."""
+    def _pad(self, encoded: EncodedDocuments, lengths: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]:
+        """The given rows as one batch padded to its longest row (pad_arrays), by input name."""
         pad_id = self.tokenizer.pad_token_id or 0
-        return pad_arrays([token_ids[row] for row in rows], lengths[rows], pad_id, self.max_length)
+        input_ids, attention_mask = pad_arrays(
+            [encoded.rows[row] for row in rows], lengths[rows], pad_id, self.max_length
+        )
+        batch = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if encoded.token_types is not None:
+            types = [encoded.token_types[row] for row in rows]
+            batch["token_type_ids"] = pad_arrays(types, lengths[rows], 0, self.max_length)[0]
+        return batch
 
     def _my_batches(self, order: np.ndarray, sorted_lengths: np.ndarray) -> list[np.ndarray]:
         """This process's share of the length-sorted batches (`order` longest first, `sorted_lengths` their
@@ -278,7 +286,7 @@ class Predictor:
 
     def _forward(
         self,
-        token_ids: Sequence[Sequence[int]],
+        encoded: EncodedDocuments,
         lengths: np.ndarray,
         rows: np.ndarray,
         compute_dtype: torch.dtype | None,
@@ -295,8 +303,7 @@ class Predictor:
         mine = self._my_batches(order, lengths[rows][order])
         with self.backend.running(compute_dtype):
             for batch in mine:
-                input_ids, attention_mask = self._pad(token_ids, lengths, rows[batch])
-                logits[batch] = self.backend.logits(input_ids, attention_mask)  # (B, K)
+                logits[batch] = self.backend.logits(self._pad(encoded, lengths, rows[batch]))  # (B, K)
                 if on_batch is not None:
                     on_batch(len(batch))
         if self.shard[1] > 1:
@@ -393,8 +400,8 @@ def near_decision(probabilities: np.ndarray, decision: Decision, margin: float) 
 def pad_arrays(
     token_ids: Sequence[Sequence[int]], lengths: np.ndarray, pad_id: int, max_length: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Pad a batch to its longest row rounded up to a multiple of 8 (never beyond max_length): (B, T) int64 ids and
-    mask, what every backend takes."""
+    """Pad a batch to its longest row rounded up to a multiple of 8 (never beyond max_length): (B, T) int64 ids (or
+    segment ids) and mask, what every backend takes."""
     width = padded_width(int(lengths.max()), max_length)
     input_ids = np.full((len(token_ids), width), pad_id, dtype=np.int64)  # (B, T)
     for row, ids in enumerate(token_ids):

@@ -63,6 +63,13 @@ class ModelSource:
     def with_text_columns(self, columns: list[str] | tuple[str, ...] | None) -> ModelSource:
         return dataclasses.replace(self, text_spec=self.text_spec.with_columns(columns))
 
+    def with_text_pair_columns(self, columns: list[str] | tuple[str, ...] | None) -> ModelSource:
+        if columns and not self.text_spec.pair_columns:
+            raise PredictError(
+                f"--text-pair-columns: {self.model_dir} was trained on single texts; a pair would be read as one text"
+            )
+        return dataclasses.replace(self, text_spec=self.text_spec.with_pair_columns(columns))
+
     def with_text_separator(self, separator: str | None) -> ModelSource:
         return dataclasses.replace(self, text_spec=self.text_spec.with_separator(separator))
 
@@ -118,14 +125,7 @@ def default_text_spec() -> TextSpec:
 def run_text_spec(config: dict[str, Any]) -> TextSpec:
     """The text the run's model was trained on, from its config.yaml or the model folder's record of its data section
     (defaults for keys a hand-written one omits)."""
-    defaults = DataConfig()
-    data = config.get("data") or {}
-    columns = data.get("text_columns", defaults.text_columns)
-    return TextSpec(
-        tuple(str(column) for column in ([columns] if isinstance(columns, str) else columns)),
-        str(data.get("text_separator", defaults.text_separator)),
-        bool(data.get("unescape_newlines", defaults.unescape_newlines)),
-    )
+    return TextSpec.from_settings(config.get("data") or {}, DataConfig())
 
 
 def run_column_names(config: dict[str, Any]) -> tuple[str, ...] | None:

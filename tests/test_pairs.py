@@ -1,0 +1,282 @@
+"""Sentence-pair tasks (data.text_pair_columns): the pair as one text, its encoding with segment ids exactly as the
+tokenizer's own pair encoding, the checks, and a run whose model pipeline.predict, predict_texts and
+transformers.pipeline all read alike."""
+
+from __future__ import annotations
+
+import csv
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pipeline.config import ConfigError, load_config
+from pipeline.tables import PAIR_MARK, DataError, TextSpec, segments_of
+from pipeline.windows import LongTextRule, encode_documents
+from tests.helpers import AG_NEWS_TRAIN_CSV, MINILM_CONFIG, require, tiny_run_overrides
+
+PAIR_SPEC = TextSpec(("question",), " ", False, ("passage",))
+
+
+def test_a_pair_is_one_text_of_two_segments():
+    text = PAIR_SPEC.text_of(["Who won?", "  The home side won 2-1. "])
+    assert text == f"Who won?{PAIR_MARK}The home side won 2-1."
+    assert segments_of(text) == ["Who won?", "The home side won 2-1."]
+    # A pair with a side missing has no text: it is an incomplete row, not a single text.
+    assert PAIR_SPEC.text_of(["Who won?", None]) == PAIR_SPEC.text_of(["", "passage"]) == ""
+    # A cell's own mark is read as a space, so that only the rule makes pairs.
+    assert segments_of(TextSpec(("text",), " ", False).text_of([f"a{PAIR_MARK}b"])) == ["a b"]
+
+
+def test_several_columns_per_side_are_joined_as_text_columns_are():
+    spec = TextSpec(("title", "question"), " | ", False, ("passage", "notes"))
+    assert spec.input_columns == ("title", "question", "passage", "notes")
+    assert segments_of(spec.text_of(["T", "Q", "P", None])) == ["T | Q", "P"]
+
+
+def test_the_rule_is_recorded_and_read_back():
+    from pipeline.config import DataConfig
+
+    assert TextSpec.from_settings(PAIR_SPEC.to_settings(), DataConfig()) == PAIR_SPEC
+    single = TextSpec(("body",), " ", False)
+    assert TextSpec.from_settings(single.to_settings(), DataConfig()) == single
+    assert TextSpec.from_settings({}, DataConfig()) == TextSpec.from_data_config(DataConfig())  # a bare config
+
+
+PAIRS = [
+    ("a short question", "a short answer"),
+    ("what " * 40, "yes"),  # the first side is the longer: it is cut
+    ("why?", "because " * 50),  # the second side is the longer
+    ("one two three " * 9, "four five six " * 11),  # both long: cut alternately, as the tokenizer cuts
+    ("same length here " * 4, "same length there " * 4),
+]
+
+
+@pytest.mark.parametrize("max_length", [16, 23, 64])
+def test_pairs_are_encoded_as_the_tokenizer_encodes_them(bert_tokenizer, max_length):
+    """Rows, segment ids and cuts equal the tokenizer's own pair encoding (longest_first), which
+    transformers.pipeline uses: a long pair reads alike in pipeline.predict and in transformers."""
+    texts = [PAIR_SPEC.join_pair(first, second.strip()) for first, second in PAIRS]
+    encoded = encode_documents(bert_tokenizer, texts, max_length, LongTextRule())
+    expected = bert_tokenizer(
+        [first for first, _ in PAIRS],
+        [second.strip() for _, second in PAIRS],
+        truncation="longest_first",
+        max_length=max_length,
+        return_token_type_ids=True,
+    )
+    assert encoded.rows == expected["input_ids"]
+    assert encoded.token_types == expected["token_type_ids"]
+    untruncated = bert_tokenizer([f for f, _ in PAIRS], [s.strip() for _, s in PAIRS])["input_ids"]
+    # content_lengths leave out the tokens around one text ([CLS], [SEP]): a pair counts its middle [SEP].
+    assert encoded.content_lengths.tolist() == [len(ids) - 2 for ids in untruncated]
+
+
+def test_single_texts_beside_pairs_keep_segment_zero(bert_tokenizer):
+    encoded = encode_documents(bert_tokenizer, ["just one text", PAIR_SPEC.join_pair("a", "b")], 32, LongTextRule())
+    assert set(encoded.token_types[0]) == {0}
+    assert encoded.token_types[1] == [0, 0, 0, 1, 1]  # [CLS] a [SEP] | b [SEP]
+    assert encode_documents(bert_tokenizer, ["only single texts"], 32, LongTextRule()).token_types is None
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["data.text_pair_columns=[description]"], "'description' is also in data.text_columns"),
+        (["data.text_pair_columns=[class_index]"], "holds the label column 'class_index'"),
+        (["data.text_pair_columns=[body]", "tokenizer.long_text=chunk"], "tokenizer.long_text: chunk"),
+        (["data.text_pair_columns=[body]", "tokenizer.truncation=head_tail"], "tokenizer.truncation: head_tail"),
+        (["data.text_pair_columns=[]"], "data.text_pair_columns: name at least one column"),
+    ],
+)
+def test_settings_a_pair_cannot_have_are_refused(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(MINILM_CONFIG, overrides)
+
+
+def write_pairs(path: Path, rows: list[tuple[str, str, str]], header=("headline", "body", "label")) -> Path:
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+def matching_pairs(count: int, seed: int, skip: int = 0) -> list[tuple[str, str, str]]:
+    """AG News headlines with their own description ("match") or another row's ("mismatch"): a task only a model
+    reading both texts together can learn (a bag of words cannot)."""
+    with require(AG_NEWS_TRAIN_CSV).open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))[skip : skip + count]
+    rng = random.Random(seed)
+    pairs = []
+    for index, row in enumerate(rows):
+        if index % 2:
+            other = rows[(index + 1 + rng.randrange(len(rows) - 1)) % len(rows)]
+            pairs.append((row["title"], other["description"], "mismatch"))
+        else:
+            pairs.append((row["title"], row["description"], "match"))
+    return pairs
+
+
+def pair_overrides(root: Path, model_dir: Path, train: Path, test: Path) -> list[str]:
+    return [
+        *tiny_run_overrides(root, model_dir, train, test),
+        "data.column_names=null",
+        "data.text_columns=[headline]",
+        "data.text_pair_columns=[body]",
+        "data.label_column=label",
+        "data.label_names=null",
+        "data.label_index_base=null",
+    ]
+
+
+def test_a_missing_second_text_is_refused_naming_the_row(tmp_path, tiny_bert_dir):
+    from pipeline.data import load_splits
+
+    rows = matching_pairs(40, seed=0)
+    rows[7] = (rows[7][0], "", rows[7][2])
+    train = write_pairs(tmp_path / "train.csv", rows)
+    config = load_config(MINILM_CONFIG, pair_overrides(tmp_path, tiny_bert_dir, train, train))
+    with pytest.raises(DataError, match=r"line 9: empty text in headline or in body \(a pair needs both\)"):
+        load_splits(config.data, 0)
+
+
+def test_a_missing_pair_column_names_its_setting(tmp_path, tiny_bert_dir):
+    from pipeline.data import load_splits
+
+    train = write_pairs(tmp_path / "train.csv", matching_pairs(40, seed=0), header=("headline", "text", "label"))
+    config = load_config(MINILM_CONFIG, pair_overrides(tmp_path, tiny_bert_dir, train, train))
+    with pytest.raises(DataError, match=r"'body'.*data\.text_pair_columns"):
+        load_splits(config.data, 0)
+
+
+def test_the_tokenized_splits_and_batches_carry_segment_ids(tmp_path, tiny_bert_dir, bert_tokenizer):
+    from pipeline.batching import TokenizedRows, collate_trimmed, model_inputs
+    from pipeline.data import load_splits
+    from pipeline.tokenization import tokenize_splits
+
+    train = write_pairs(tmp_path / "train.csv", matching_pairs(60, seed=0))
+    test = write_pairs(tmp_path / "test.csv", matching_pairs(20, seed=0, skip=60))
+    config = load_config(MINILM_CONFIG, pair_overrides(tmp_path, tiny_bert_dir, train, test))
+    splits = load_splits(config.data, 0)
+    tokenized, info = tokenize_splits(splits, bert_tokenizer, config.tokenizer, None)
+    first = splits["train"][0]["text"]
+    expected = bert_tokenizer(*segments_of(first), truncation=True, max_length=info.max_length)
+    row = tokenized["train"][0]
+    assert row["input_ids"][: row["length"]] == expected["input_ids"]
+    assert row["token_type_ids"][: row["length"]] == expected["token_type_ids"]
+    batch = collate_trimmed(TokenizedRows(tokenized["train"]).__getitems__([0, 1, 2]))
+    inputs = model_inputs(batch)
+    assert set(inputs) == {"input_ids", "attention_mask", "token_type_ids"}
+    assert inputs["token_type_ids"].shape == inputs["input_ids"].shape
+    assert int(inputs["token_type_ids"].max()) == 1
+
+
+@pytest.fixture(scope="module")
+def pair_run(tmp_path_factory, tiny_bert_dir) -> Path:
+    """A tiny BERT trained for one epoch on headline/body pairs: what prediction must read as training did."""
+    from pipeline.finetune import main
+    from tests.helpers import reset_accelerate
+
+    root = tmp_path_factory.mktemp("pairs")
+    train = write_pairs(root / "train.csv", matching_pairs(300, seed=0))
+    test = write_pairs(root / "test.csv", matching_pairs(60, seed=1, skip=300))
+    reset_accelerate()
+    main(["--config", str(MINILM_CONFIG), *pair_overrides(root, tiny_bert_dir, train, test), "run.name=pairs"])
+    reset_accelerate()
+    return root / "runs" / "pairs"
+
+
+def test_predict_reads_the_pair_columns_as_training_did(pair_run, tmp_path):
+    import pandas as pd
+
+    from pipeline.predict.cli import main as predict
+
+    test = pair_run.parent.parent / "test.csv"
+    output = tmp_path / "labelled.csv"
+    predict(["--model", str(pair_run), "--input", str(test), "--output", str(output), "--prefix", "pred_"])
+    labelled = pd.read_csv(output)
+    recorded = pd.read_csv(pair_run / "test_predictions.csv")
+    assert list(labelled["pred_label"]) == list(recorded["predicted"])
+    assert recorded["text"].str.contains(PAIR_MARK).all()  # the written texts show the pair
+
+
+def test_predict_texts_takes_tuples_and_dicts_and_refuses_a_bare_text(pair_run):
+    import pandas as pd
+
+    from pipeline.predict import Predictor, predict_dataframe, predict_texts
+    from pipeline.predict.source import PredictError
+
+    predictor = Predictor.from_path(pair_run, device="cpu", precision="fp32")
+    test = pd.read_csv(pair_run.parent.parent / "test.csv")
+    pairs = list(zip(test["headline"], test["body"]))
+    as_tuples = predict_texts(predictor, pairs)
+    as_dicts = predict_texts(predictor, [{"text": first, "text_pair": second} for first, second in pairs])
+    assert as_tuples == as_dicts
+    frame = predict_dataframe(predictor, test, prefix="pred_")
+    assert list(frame["pred_label"]) == [label for label, _ in as_tuples]
+    assert predict_texts(predictor, [("a headline", None)]) == [("", pytest.approx(np.nan, nan_ok=True))]
+    with pytest.raises(PredictError, match=r"reads sentence pairs \(headline; body\)"):
+        predict_texts(predictor, ["a headline alone"])
+
+
+def test_transformers_pipeline_reads_the_saved_model_as_pipeline_predict(pair_run):
+    import pandas as pd
+    from transformers import pipeline
+
+    from pipeline.predict import Predictor, predict_texts
+
+    test = pd.read_csv(pair_run.parent.parent / "test.csv")
+    pairs = list(zip(test["headline"], test["body"]))
+    predictor = Predictor.from_path(pair_run, device="cpu", precision="fp32")
+    ours = predict_texts(predictor, pairs)
+    max_length = predictor.max_length
+    classifier = pipeline("text-classification", model=str(pair_run / "model"), device="cpu")
+    theirs = classifier([{"text": a, "text_pair": b} for a, b in pairs], truncation=True, max_length=max_length)
+    assert [row["label"] for row in theirs] == [label for label, _ in ours]
+    np.testing.assert_allclose([row["score"] for row in theirs], [score for _, score in ours], atol=1e-4)
+    card = (pair_run / "model" / "README.md").read_text()
+    assert 'classifier({"text": ' in card and '"text_pair": ' in card
+    assert "a sentence pair: its first text the `headline` column, its second the `body` column" in card
+
+
+def test_export_refuses_a_pair_model(pair_run):
+    pytest.importorskip("onnxruntime")
+    from pipeline.export import ExportError, export_run
+
+    with pytest.raises(ExportError, match="reads sentence pairs"):
+        export_run(pair_run)
+
+
+def test_augmented_copies_of_a_pair_stay_pairs():
+    from pipeline.config import DistillConfig
+    from pipeline.distill import augment
+
+    distill = DistillConfig(augment="mask_ngram", augment_copies=3, augment_word_probability=0.5)
+    texts = [PAIR_SPEC.join_pair("who scored the late goal", "the striker scored in the last minute")]
+    copies = augment(texts, distill, seed=0, mask_token="[MASK]")
+    assert copies and all(len(segments_of(text)) == 2 for _, text in copies)
+
+
+def test_the_encoder_learns_segment_embeddings_for_pairs(bert_tokenizer, tmp_path):
+    import torch
+
+    from pipeline.config import ModelConfig
+    from pipeline.models import build_model, load_classifier
+
+    config = ModelConfig(kind="encoder")
+    model, _ = build_model(config, ["match", "mismatch"], bert_tokenizer, pairs=True)
+    model.eval()
+    encoded = bert_tokenizer("a headline", "its story", return_tensors="pt")
+    all_first = {**encoded, "token_type_ids": torch.zeros_like(encoded["token_type_ids"])}
+    with torch.no_grad():
+        logits = model(**encoded).logits
+        assert not torch.allclose(logits, model(**all_first).logits)  # the segments are read
+        model.save_pretrained(tmp_path)
+        reloaded = load_classifier(tmp_path)
+        torch.testing.assert_close(reloaded.eval()(**encoded).logits, logits)
+    single, _ = build_model(config, ["match", "mismatch"], bert_tokenizer)
+    assert single.encoder.embeddings.segment is None  # single texts: no table, segment ids ignored
+    with torch.no_grad():
+        torch.testing.assert_close(single.eval()(**encoded).logits, single(**all_first).logits)
