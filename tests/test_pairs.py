@@ -241,12 +241,18 @@ def test_transformers_pipeline_reads_the_saved_model_as_pipeline_predict(pair_ru
     assert "a sentence pair: its first text the `headline` column, its second the `body` column" in card
 
 
-def test_export_refuses_a_pair_model(pair_run):
+def test_export_refuses_a_pair_model_and_prediction_runs_it_on_torch(pair_run):
     pytest.importorskip("onnxruntime")
     from pipeline.export import ExportError, export_run
+    from pipeline.predict import Predictor
+    from pipeline.predict.source import PredictError
 
     with pytest.raises(ExportError, match="reads sentence pairs"):
         export_run(pair_run)
+    predictor = Predictor.from_path(pair_run, device="cpu")
+    assert predictor.backend_name == "torch" and "sentence pairs" in predictor.describe_backend()
+    with pytest.raises(PredictError, match="--backend onnx: the model reads sentence pairs"):
+        Predictor.from_path(pair_run, device="cpu", backend="onnx")
 
 
 def test_augmented_copies_of_a_pair_stay_pairs():
