@@ -292,7 +292,7 @@ def read_unlabeled(config: DataConfig) -> list[str]:
     for number, column_names in enumerate(attempts, 1):
         try:
             table = read_table(path, key, config, column_names)
-            for column in spec.columns:
+            for column in spec.input_columns:
                 table.column(column, key)
         except DataError:
             if number == len(attempts):
