@@ -241,18 +241,24 @@ def test_transformers_pipeline_reads_the_saved_model_as_pipeline_predict(pair_ru
     assert "a sentence pair: its first text the `headline` column, its second the `body` column" in card
 
 
-def test_export_refuses_a_pair_model_and_prediction_runs_it_on_torch(pair_run):
+def test_a_pair_model_exports_with_segment_ids_and_predicts_as_pytorch(pair_run):
     pytest.importorskip("onnxruntime")
-    from pipeline.export import ExportError, export_run
-    from pipeline.predict import Predictor
-    from pipeline.predict.source import PredictError
+    import pandas as pd
 
-    with pytest.raises(ExportError, match="reads sentence pairs"):
-        export_run(pair_run)
-    predictor = Predictor.from_path(pair_run, device="cpu")
-    assert predictor.backend_name == "torch" and "sentence pairs" in predictor.describe_backend()
-    with pytest.raises(PredictError, match="--backend onnx: the model reads sentence pairs"):
-        Predictor.from_path(pair_run, device="cpu", backend="onnx")
+    from pipeline.export import export_run
+    from pipeline.predict import Predictor, predict_texts
+
+    record = export_run(pair_run, openvino=False)
+    assert record["inputs"] == ["input_ids", "attention_mask", "token_type_ids"]
+    assert record["variants"]["fp32"]["status"] == "verified"
+    test = pd.read_csv(pair_run.parent.parent / "test.csv")
+    pairs = list(zip(test["headline"], test["body"]))
+    exported = Predictor.from_path(pair_run, device="cpu", backend="onnx")
+    assert exported.backend_name.startswith("onnx")
+    reference = Predictor.from_path(pair_run, device="cpu", precision="fp32", backend="torch")
+    ours, theirs = predict_texts(exported, pairs), predict_texts(reference, pairs)
+    assert [label for label, _ in ours] == [label for label, _ in theirs]
+    np.testing.assert_allclose([p for _, p in ours], [p for _, p in theirs], atol=1e-4)
 
 
 def test_augmented_copies_of_a_pair_stay_pairs():

@@ -2,8 +2,8 @@
 
     python -m pipeline.export --model runs/<name> [--format onnx] [--quantize int8]
 
-writes `runs/<name>/onnx/` (names in pipeline.rundir): `model.onnx` (fp32; inputs input_ids and attention_mask,
-output logits, batch and sequence axes dynamic), with `--quantize int8` also `model.int8.onnx` (dynamic int8
+writes `runs/<name>/onnx/` (names in pipeline.rundir): `model.onnx` (fp32; inputs input_ids and attention_mask, and
+token_type_ids for sentence pairs; output logits, batch and sequence axes dynamic), with `--quantize int8` also `model.int8.onnx` (dynamic int8
 quantization), and `export.json`: each model scored against PyTorch fp32 on the run's validation rows, topped up
 with its test and train texts when there are fewer than --max-rows (label agreement and largest probability
 difference on every row, accuracy on the labelled ones, rows/s on this machine) and the sha256 of the weights it was

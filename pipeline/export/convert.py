@@ -47,6 +47,7 @@ from pipeline.export.record import (
     too_few_rows,
     weights_sha256,
 )
+from pipeline.export.runtime import INPUT_NAMES, graph_inputs
 from pipeline.io import atomic_write_json, replace_directory
 from pipeline.rundir import (
     EXPORT_RECORD_FILE,
@@ -58,6 +59,7 @@ from pipeline.rundir import (
     claimed,
 )
 from pipeline.tables import one_line
+from pipeline.windows import reads_segments
 
 logger = logging.getLogger("pipeline.export")
 
@@ -69,14 +71,14 @@ QUANTIZE_CHOICES = ("int8",)
 
 
 class _LogitsOnly(torch.nn.Module):
-    """(input_ids, attention_mask) -> logits: the exported graph's whole interface."""
+    """(input_ids, attention_mask[, token_type_ids]) -> logits: the exported graph's whole interface."""
 
     def __init__(self, model: torch.nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        return self.model(input_ids=input_ids, attention_mask=attention_mask).logits  # (B, K)
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        return self.model(**dict(zip(graph_inputs(len(inputs) > len(INPUT_NAMES)), inputs))).logits  # (B, K)
 
 
 @contextlib.contextmanager
@@ -125,31 +127,31 @@ def check_sequence_classifier(model_dir: Path) -> None:
         raise ExportError(f"{model_dir} is not a sequence-classification model (architectures: {named})")
 
 
-def export_fp32(model: torch.nn.Module, tokenizer: Any, path: Path, max_length: int) -> None:
-    """torch.onnx.export of (input_ids, attention_mask) -> logits, batch and sequence dynamic."""
+def export_fp32(model: torch.nn.Module, tokenizer: Any, path: Path, max_length: int, segments: bool = False) -> None:
+    """torch.onnx.export of (input_ids, attention_mask) -> logits, batch and sequence dynamic; with `segments`
+    (sentence pairs) token_type_ids is an input too."""
     # Two rows, one padded: the traced graph then keeps the attention mask for every batch, padded or not.
+    texts = ["export", "an export sample text, long enough that the first row is padded"]
     encoded = tokenizer(
-        ["export", "an export sample text, long enough that the first row is padded"],
+        texts,
+        *([["a second text", "and another"]] if segments else []),
         padding=True,
         truncation=True,
         max_length=max_length,
         return_tensors="pt",
-        return_token_type_ids=False,
+        return_token_type_ids=segments,
     )
+    inputs = graph_inputs(segments)
     wrapper = _LogitsOnly(model).eval()
     eager = _eager_attention(model)
-    axes = {
-        "input_ids": {0: "batch", 1: "sequence"},
-        "attention_mask": {0: "batch", 1: "sequence"},
-        "logits": {0: "batch"},
-    }
+    axes = {**{name: {0: "batch", 1: "sequence"} for name in inputs}, "logits": {0: "batch"}}
     try:
         with eager, _quiet(), torch.inference_mode(False), torch.no_grad():
             torch.onnx.export(
                 wrapper,
-                (encoded["input_ids"], encoded["attention_mask"]),
+                tuple(encoded[name] for name in inputs),
                 str(path),
-                input_names=["input_ids", "attention_mask"],
+                input_names=list(inputs),
                 output_names=["logits"],
                 dynamic_axes=axes,
                 opset_version=OPSET,
@@ -319,11 +321,6 @@ def export_run(
             f"{path} is a saved model but not in a run directory: an export is written into a run (runs/<name>/onnx) "
             "and verified on the run's validation split"
         )
-    if source.text_spec.pair_columns:
-        raise ExportError(
-            f"{path} reads sentence pairs (data.text_pair_columns), whose segment ids the exported graph (input_ids, "
-            "attention_mask) does not take; pairs are not exported yet: predict with --backend torch"
-        )
     run = RunDir(source.run_dir)
     check_sequence_classifier(source.model_dir)
     try:
@@ -381,16 +378,20 @@ def _export(
     if not rows.texts:
         raise ExportError(f"{run.path}: no rows to verify the export on ({rows.source})")
     reference = verify.reference_predictor(model, tokenizer, source, batch_size)
+    # A sentence-pair model's graph takes the segment ids that prediction feeds it (windows.reads_segments).
+    segments = bool(source.text_spec.pair_columns) and reads_segments(tokenizer)
     variants = ["fp32"] + (["int8"] if quantize else []) + openvino_variants
     record: dict[str, Any] = {}
 
     def fill(staging: Path) -> None:
         staging = staging.resolve()
         with _scratch_working_directory():
-            graph, calibration_note = _convert(staging, model, tokenizer, reference, variants, rows, seed, optimize)
+            graph, calibration_note = _convert(
+                staging, model, tokenizer, reference, variants, rows, seed, optimize, segments
+            )
         files = {variant: staging / ONNX_MODEL_FILES[variant] for variant in variants}
         results = verify.verify_exports(reference, files, rows, rounds)
-        record.update(_build_record(model_sha256, graph, rows, results, files, reference, calibration_note))
+        record.update(_build_record(model_sha256, graph, rows, results, files, reference, calibration_note, segments))
         _set_refused_aside(staging, record, files)
         atomic_write_json(staging / EXPORT_RECORD_FILE, record)
 
@@ -427,13 +428,14 @@ def _convert(
     rows: Any,
     seed: int,
     optimize: bool,
+    segments: bool,
 ) -> tuple[str, dict[str, Any] | None]:
     """The traced graph and each of `variants` made from it in `staging`; what the optimizer did and, for a static
     int8 model, which rows it calibrated on."""
     calibration_note = None
     fp32_path = staging / ONNX_MODEL_FILES["fp32"]
     traced = staging / ".traced.onnx"
-    export_fp32(model, tokenizer, traced, reference.max_length)
+    export_fp32(model, tokenizer, traced, reference.max_length, segments)
     if "int8" in variants:
         quantize_int8(traced, staging / ONNX_MODEL_FILES["int8"])
     if "openvino" in variants:
@@ -471,6 +473,7 @@ def _build_record(
     files: dict[str, Path],
     reference: Any,
     calibration: dict[str, Any] | None,
+    segments: bool,
 ) -> dict[str, Any]:
     import importlib.metadata
 
@@ -498,7 +501,7 @@ def _build_record(
         "opset": OPSET,
         "exporter": "torch.onnx.export (TorchScript, dynamo=False; transformers models traced with eager attention)",
         "graph_optimization": graph,
-        "inputs": ["input_ids", "attention_mask"],
+        "inputs": list(graph_inputs(segments)),
         "outputs": ["logits"],
         "verification": {
             # label agreement and probability differences: every row; accuracy: the labelled rows

@@ -67,19 +67,22 @@ class TorchBackend:
 
 
 class ExportBackend:
-    """An exported model; `run` is its runtime's call, (B, T) ids and mask -> (B, K) logits (export.runtime).
-    `precision` is what the runtime computes in, when it chooses."""
+    """An exported model; `run` is its runtime's call, (B, T) arrays by input name -> (B, K) logits
+    (export.runtime); `inputs` the names its graph takes. `precision` is what the runtime computes in, when it
+    chooses."""
 
     def __init__(
         self,
-        run: Callable[[np.ndarray, np.ndarray], np.ndarray],
+        run: Callable[[dict[str, np.ndarray]], np.ndarray],
         variant: str,
         path: Path,
+        inputs: set[str],
         precision: str | None = None,
     ):
         self.run = run
         self.variant = variant
         self.path = path
+        self.inputs = inputs
         self.precision = precision
         self.name = backend_name(variant)
 
@@ -87,6 +90,6 @@ class ExportBackend:
         return contextlib.nullcontext()
 
     def logits(self, batch: dict[str, np.ndarray]) -> np.ndarray:
-        if "token_type_ids" in batch:  # pipeline.export refuses pair models; a graph without the input cannot read them
-            raise ValueError("an exported model takes single texts; sentence pairs run on the torch backend")
-        return np.asarray(self.run(batch["input_ids"], batch["attention_mask"]), dtype=np.float32)  # (B, K)
+        if set(batch) != self.inputs:  # a pair's segment ids for a single-text graph, or none for a pair graph
+            raise ValueError(f"{self.path} takes {', '.join(sorted(self.inputs))}, given {', '.join(sorted(batch))}")
+        return np.asarray(self.run(batch), dtype=np.float32)  # (B, K)

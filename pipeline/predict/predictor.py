@@ -416,11 +416,6 @@ def _choose_backend(source: ModelSource, backend: str, precision: str, device: t
         raise PredictError(
             f"--precision {precision} applies to the torch backend; leave it at auto with --backend {backend}"
         )
-    if source.text_spec.pair_columns and backend != "torch":  # pipeline.export refuses pair models
-        pairs = "the model reads sentence pairs, which exported models do not take yet"
-        if backend in BACKEND_RUNTIMES:
-            raise PredictError(f"--backend {backend}: {pairs}; use --backend torch")
-        return ExportChoice(None, None, pairs)
     try:
         if backend == "auto" and precision != "auto":
             return ExportChoice(None, None, f"--precision {precision} asked for (a PyTorch setting)")
