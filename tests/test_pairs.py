@@ -202,6 +202,27 @@ def test_predict_reads_the_pair_columns_as_training_did(pair_run, tmp_path):
     assert recorded["text"].str.contains(PAIR_MARK).all()  # the written texts show the pair
 
 
+def test_predict_takes_other_column_names_for_both_texts(pair_run, tmp_path):
+    import pandas as pd
+
+    from pipeline.predict.cli import main as predict
+
+    test = pd.read_csv(pair_run.parent.parent / "test.csv").rename(columns={"headline": "q", "body": "p"})
+    test.drop(columns="label").to_csv(tmp_path / "renamed.csv", index=False)
+    output = tmp_path / "labelled.csv"
+    arguments = ["--model", str(pair_run), "--input", str(tmp_path / "renamed.csv"), "--output", str(output)]
+    predict([*arguments, "--text-columns", "q", "--text-pair-columns", "p"])
+    recorded = pd.read_csv(pair_run / "test_predictions.csv")
+    assert list(pd.read_csv(output)["label"]) == list(recorded["predicted"])
+
+
+def test_a_single_text_model_refuses_pair_columns(tiny_bert_dir):
+    from pipeline.predict.source import PredictError, resolve_model_source
+
+    with pytest.raises(PredictError, match="--text-pair-columns: .* was trained on single texts"):
+        resolve_model_source(tiny_bert_dir).with_text_pair_columns(["passage"])
+
+
 def test_predict_texts_takes_tuples_and_dicts_and_refuses_a_bare_text(pair_run):
     import pandas as pd
 
