@@ -245,8 +245,8 @@ def test_a_broken_export_is_refused_and_never_used(bare_run, tmp_path, monkeypat
     run = copy_run(bare_run, tmp_path / "broken")
     original = convert.export_fp32
 
-    def export_then_break(model, tokenizer, path, max_length):
-        original(model, tokenizer, path, max_length)
+    def export_then_break(model, tokenizer, path, max_length, segments):
+        original(model, tokenizer, path, max_length, segments)
         graph = onnx.load(str(path))
         for tensor in graph.graph.initializer:
             if "classifier.weight" in tensor.name:
