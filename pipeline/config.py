@@ -61,9 +61,13 @@ class DataConfig:
     train_file: str | None = None
     validation_file: str | None = None
     test_file: str | None = None
-    # csv, tsv, jsonl, parquet, fasttext; "auto" reads it off the file name (.csv, .tsv, .jsonl/.json, .parquet, also
-    # .gz), and a file whose name tells none is fastText when its first lines all start with label_prefix.
-    file_format: Literal["auto", "csv", "tsv", "jsonl", "parquet", "fasttext"] = "auto"
+    # csv, tsv, jsonl, parquet, fasttext, xlsx; "auto" reads it off the file name (.csv, .tsv, .jsonl/.json, .parquet,
+    # also .gz; .xlsx), an Excel workbook off its content whatever its name, and a file whose name tells none is
+    # fastText when its first lines all start with label_prefix.
+    file_format: Literal["auto", "csv", "tsv", "jsonl", "parquet", "fasttext", "xlsx"] = "auto"
+    # The worksheet of every Excel workbook of the run to read, by its name. Unset: the first. A workbook handed over
+    # often holds notes, a pivot table or another period's rows beside its data, in a sheet that need not come last.
+    sheet: str | None = None
     # What marks a label in a fastText file (`__label__sports Some text`), as fastText's -label option sets it.
     label_prefix: str = FASTTEXT_LABEL_PREFIX
     # Of CSV/TSV/JSON Lines files (utf-8 also accepts a byte-order mark); e.g. latin-1, cp1252, utf-16.

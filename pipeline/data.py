@@ -6,13 +6,14 @@ Every split has `text` (str), `label` (a `datasets.ClassLabel` carrying the clas
 task (`data.task: multi_label`) has `labels` instead of `label`: a multi-hot float32 list, one entry per class, with
 the class names beside it (`LoadedData.labels`).
 Sources are the Hugging Face Hub (`data.source: hub`) or local files (`data.source: files`: CSV, TSV, JSON Lines,
-Parquet, fastText, optionally gzip-compressed, or a folder of class folders: pipeline/folders.py). Bad input fails
-here, before any tokenizing or training, with a `DataError` whose message names the file (or Hub split), the row and
-the column, so a user can fix the file and rerun.
+Parquet, fastText, optionally gzip-compressed, an Excel workbook's sheet: pipeline/workbooks.py, or a folder of class
+folders: pipeline/folders.py). Bad input fails here, before any tokenizing or training, with a `DataError` whose
+message names the file (or Hub split), the row and the column, so a user can fix the file and rerun.
 
 Rows are named as people look for them: "line N" is the 1-based physical line in a CSV/TSV/JSON Lines/fastText
 file, counting the header line; "record N" is the 1-based position in a Parquet file, a JSON array or a Hub split;
-"file pos/0_9.txt" is a file of a folder of class folders, by its path in the folder.
+"row N" is the row of an Excel sheet as Excel numbers it; "file pos/0_9.txt" is a file of a folder of class folders,
+by its path in the folder.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import math
 import os
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,11 +61,12 @@ from pipeline.splits import (
     require_rows_per_class,
 )
 from pipeline.tables import (
-    DELIMITERS,
+    HEADED_FORMATS,
     INCOMPLETE_ROWS_HINT,
     LABEL_COLUMN,
     STANDARD_INPUT,
     TEXT_COLUMN,
+    WORKBOOK_SETTINGS,
     DataError,
     TextSpec,
     is_blank,
@@ -72,6 +74,7 @@ from pipeline.tables import (
     is_number_text,
     open_table,
     resolve_columns,
+    settings_not_read,
 )
 
 if TYPE_CHECKING:  # only for annotations: keeps stage 1 importable on its own
@@ -95,7 +98,9 @@ class Table:
     frame: pd.DataFrame
     source: str  # the file path as configured, or "Hub dataset 'name' split 'train'"
     origin: str  # the config key the rows came from, e.g. "data.train_file" or "data.hub_name"
-    unit: str = "record"  # "line": rows are numbered by their 1-based line in the file; "file": named by their file
+    # "line": rows are numbered by their 1-based line in the file; "row": by their row in a sheet; "file": named by
+    # their file
+    unit: str = "record"
     # Each row's line or record number, or (a folder of class folders) its file's path in the folder; None: records
     # 1, 2, ...
     numbers: list[int | str] | None = None
@@ -104,6 +109,7 @@ class Table:
     missing_column_hint: str = ""
     files_per_class: dict[str, int] | None = None  # a folder of class folders: the files read from each class folder
     delimiter: str | None = None  # a CSV/TSV file's field delimiter as read (tables.Table.delimiter)
+    sheet: str | None = None  # an Excel workbook's sheet read (tables.Table.sheet)
 
     def number(self, row: int) -> int | str:
         """The row's 1-based line in its file, its record number, or its file's path in a folder."""
@@ -234,20 +240,21 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
 
 def source_records(tables: dict[str, Table], config: DataConfig) -> dict[str, Any]:
     """How the sources were read, for metrics.json `data`: the CSV/TSV files' quotes (`quoting`) and field delimiter
-    (`delimiter`), and the files read per class folder from each split read from a folder of class folders
-    (`class_folders`; None when none was)."""
+    (`delimiter`), the sheet read of each Excel workbook (`sheet`), and the files read per class folder from each
+    split read from a folder of class folders (`class_folders`; None when none was)."""
     folders = {split: table.files_per_class for split, table in tables.items() if table.files_per_class is not None}
     return {
-        "quoting": csv_reading_record(tables, "quoting", config.quoting),
-        "delimiter": csv_reading_record(tables, "delimiter", config.delimiter),
+        "quoting": reading_record(tables, "quoting", config.quoting),
+        "delimiter": reading_record(tables, "delimiter", config.delimiter),
+        "sheet": reading_record(tables, "sheet", config.sheet),
         "class_folders": folders or None,
     }
 
 
-def csv_reading_record(tables: dict[str, Table], attribute: str, setting: Any) -> dict[str, Any] | None:
-    """How each CSV/TSV file was read by the setting that `auto` (or unset) resolves per file by its start: its
-    double quotes ("csv" or "none") or its delimiter, by split, beside the setting; None when no file is CSV/TSV
-    (JSON Lines, Parquet, fastText, a folder, the Hub)."""
+def reading_record(tables: dict[str, Table], attribute: str, setting: Any) -> dict[str, Any] | None:
+    """How each file was read by a setting that `auto` (or unset) resolves per file: a CSV/TSV file's double quotes
+    ("csv" or "none") or delimiter by its start, a workbook's sheet (its first), by split, beside the setting; None
+    when no file has it (JSON Lines, Parquet, fastText, a folder, the Hub; no CSV/TSV file, no workbook)."""
     read = {
         split: getattr(table, attribute) for split, table in tables.items() if getattr(table, attribute) is not None
     }
@@ -527,9 +534,9 @@ MAX_HEADER_NAME = 30
 
 
 def _looks_like_data(header: list[str], file_format: str) -> bool:
-    """Whether a CSV/TSV file's header row looks like a row of data: a number (a class index) or a text among its
-    names."""
-    return file_format in DELIMITERS and any(
+    """Whether a CSV/TSV file's (or a sheet's) header row looks like a row of data: a number (a class index) or a text
+    among its names."""
+    return file_format in HEADED_FORMATS and any(
         is_number_text(name) or len(name.strip()) > MAX_HEADER_NAME for name in header
     )
 
@@ -552,8 +559,10 @@ def read_table(path: str, origin: str, config: DataConfig, column_names: list[st
         quoting=config.quoting,
         delimiter=config.delimiter,
         label_prefix=config.label_prefix,
+        sheet=config.sheet,
     ) as table:
         chunks = list(table.chunks)
+    _warn_settings_not_read(path, origin, config, *settings_not_read(table.format))
     records = [record for chunk in chunks for record in chunk.records]
     numbers = [number for chunk in chunks for number in chunk.numbers]
     frame = pd.DataFrame(records, columns=table.header, dtype=object)
@@ -562,11 +571,24 @@ def read_table(path: str, origin: str, config: DataConfig, column_names: list[st
         # string to split at data.label_separator (__label__c|sharp is one class, or an error naming the line).
         frame[LABEL_COLUMN] = [[value] if isinstance(value, str) else value for value in frame[LABEL_COLUMN]]
     hint = HEADERLESS_HINT if column_names is None and _looks_like_data(table.header, table.format) else ""
-    return Table(frame, path, origin, table.unit, numbers, table.quoting, hint, delimiter=table.delimiter)
+    return Table(
+        frame, path, origin, table.unit, numbers, table.quoting, hint, delimiter=table.delimiter, sheet=table.sheet
+    )
+
+
+def _warn_settings_not_read(path: str, origin: str, config: DataConfig, keys: Sequence[str], what: str) -> None:
+    """Settings given (other than their defaults) that do not describe the source read, `what` it is (a folder of
+    class folders, a workbook): said in a warning, rather than silently ignored."""
+    defaults = {setting.name: setting.default for setting in dataclasses.fields(config)}
+    given = [f"data.{key}" for key in keys if getattr(config, key) != defaults[key]]
+    if given:
+        logger.warning(
+            "%s (%s) is %s, which these file settings do not describe: %s", path, origin, what, ", ".join(given)
+        )
 
 
 # Data settings that describe a file's layout, which a folder of class folders does not have.
-FILE_LAYOUT_KEYS = ("file_format", "column_names", "delimiter", "quoting", "label_prefix")
+FILE_LAYOUT_KEYS = ("file_format", "column_names", "delimiter", "quoting", "label_prefix", *WORKBOOK_SETTINGS)
 # Added to the error about a configured column that a folder's rows lack.
 FOLDER_COLUMNS_HINT = (
     f"; a folder of class folders gives the columns {TEXT_COLUMN} (a file's whole text), {LABEL_COLUMN} (its class "
@@ -580,15 +602,7 @@ def read_folder(
 ) -> Table:
     """A folder of class folders (pipeline/folders.py) as the Table of its files, each named by its path in the
     folder; `classes` (from `classes_from`) are the class folders read."""
-    defaults = {setting.name: setting.default for setting in dataclasses.fields(config)}
-    unused = [f"data.{key}" for key in FILE_LAYOUT_KEYS if getattr(config, key) != defaults[key]]
-    if unused:
-        logger.warning(
-            "%s (%s) is a folder of class folders, which these file settings do not describe: %s",
-            path,
-            origin,
-            ", ".join(unused),
-        )
+    _warn_settings_not_read(path, origin, config, FILE_LAYOUT_KEYS, "a folder of class folders")
     folder = read_class_folders(path, config.encoding, classes, classes_from, every_class, origin)
     return Table(
         folder.frame, path, origin, "file", list(folder.paths), None, FOLDER_COLUMNS_HINT, folder.files_per_class

@@ -63,7 +63,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--input",
         required=True,
-        help="labelled CSV, TSV, JSON Lines, Parquet or fastText file, or a folder of class folders",
+        help="labelled CSV, TSV, JSON Lines, Parquet or fastText file, Excel workbook (.xlsx; its sheet: "
+        "data.sheet=NAME), or a folder of class folders",
     )
     parser.add_argument(
         "--output", help="folder to write (default: reports/<run>_on_<file name>); refused if it exists"

@@ -235,7 +235,7 @@ class CardSections(CardFacts):
         return ["", f"Fields separated by {parts} ({how})."]
 
     def read_per_file(self, key: str) -> tuple[Any, dict[str, Any]]:
-        """A metrics.json data record of how each CSV/TSV file was read (data.csv_reading_record): its setting and
+        """A metrics.json data record of how each CSV/TSV file was read (data.reading_record): its setting and
         its readings by split ({} where there is no such record)."""
         record = self.get("data", key)
         read = record.get("read") if isinstance(record, dict) else None

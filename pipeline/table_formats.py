@@ -1,5 +1,6 @@
-"""Each file format's reader: how CSV/TSV (and the header rule), JSON Lines (or one JSON array of objects), Parquet
-and fastText's `__label__` lines become a `Table` (pipeline/tables.py) of a header and numbered chunks of rows.
+"""Each file format's reader: how CSV/TSV (and the header rule, which an Excel sheet's rows share:
+pipeline/workbooks.py), JSON Lines (or one JSON array of objects), Parquet and fastText's `__label__` lines become a
+`Table` (pipeline/tables.py) of a header and numbered chunks of rows.
 
 `open_table` picks the reader; every malformed row is a `DataError` naming the file and its line or record.
 """
@@ -35,7 +36,7 @@ logger = logging.getLogger("pipeline.data")
 CSV_FIELD_SIZE_LIMIT = min(sys.maxsize, 2**31 - 1)
 
 
-def _batched(rows: Iterator[tuple[int, list[Any]]], chunk_size: int | None) -> Iterator[Chunk]:
+def batched(rows: Iterator[tuple[int, list[Any]]], chunk_size: int | None) -> Iterator[Chunk]:
     chunk = Chunk([], [])
     for number, record in rows:
         chunk.records.append(record)
@@ -123,24 +124,40 @@ def delimited_table(
         iter(lines), delimiter=delimiter, strict=True, quoting=csv.QUOTE_MINIMAL if quoted else csv.QUOTE_NONE
     )
     records = _csv_records(reader, lines, kind, quoting_option if quoted else None)
-    first = next((record for record in records if not _blank(record[1])), None)
-    if first is None:
-        raise DataError(f"{lines.name} is empty")
-    line, first_record = first
-    header, is_header = header_of(first_record, column_names, f"{lines.name}, line {line}")
-    names_from = f"the header on line {line}" if is_header else "the given column names"
-    pending = [] if is_header else [first]
-    rows = _checked_width(_chain(pending, records), header, names_from, lines.name, _width_hint(quoted, quoting_option))
+    hint = _width_hint(quoted, quoting_option)
+    header, rows = read_header(records, column_names, lines.name, "line", hint, f"{lines.name} is empty")
     return Table(
         lines.name,
         kind,
         header,
         "line",
-        _batched(rows, chunk_size),
+        batched(rows, chunk_size),
         lines,
         quoting="csv" if quoted else "none",
         delimiter=delimiter,
     )
+
+
+def read_header(
+    records: Iterator[tuple[int, list[str]]],
+    column_names: Sequence[str] | None,
+    name: str,
+    unit: str,
+    width_hint: str,
+    empty: str,
+) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
+    """The header rule over (number, fields) records, a CSV/TSV file's or an Excel sheet's: the column names (the
+    first non-blank record, or `column_names`: header_of) and the data records, each checked to be as wide.
+    `unit` names a record's number in errors ("line", a sheet's "row"), `width_hint` says what a record of another
+    width most likely holds, `empty` is the error for records that are all blank."""
+    first = next((record for record in records if not _blank(record[1])), None)
+    if first is None:
+        raise DataError(empty)
+    number, first_record = first
+    header, is_header = header_of(first_record, column_names, f"{name}, {unit} {number}")
+    names_from = f"the header on {unit} {number}" if is_header else "the given column names"
+    pending = [] if is_header else [first]
+    return header, _checked_width(_chain(pending, records), header, names_from, name, unit, width_hint)
 
 
 def csv_delimiter(lines: LineSource, width: int | None) -> str:
@@ -256,7 +273,7 @@ def _width_hint(quoted: bool, quoting_option: str) -> str:
 
 
 def _checked_width(
-    records: Iterator[tuple[int, list[str]]], header: list[str], names_from: str, name: str, hint: str
+    records: Iterator[tuple[int, list[str]]], header: list[str], names_from: str, name: str, unit: str, hint: str
 ) -> Iterator[tuple[int, list[str]]]:
     empty_lines: list[int] = []
     for line, record in records:
@@ -273,7 +290,7 @@ def _checked_width(
         empty_lines.clear()
         if len(record) != len(header):
             raise DataError(
-                f"{name}, line {line}: {len(record)} fields, expected {len(header)} as in {names_from} "
+                f"{name}, {unit} {line}: {len(record)} fields, expected {len(header)} as in {names_from} "
                 f"({', '.join(header)}); {hint}"
             )
         yield line, record
@@ -301,7 +318,7 @@ def json_table(lines: LineSource, chunk_size: int | None) -> Table:
     unit = "record" if first_batch[0][0] < 0 else "line"  # a JSON array's objects are numbered as records
     header = list(dict.fromkeys(key for _, record in first_batch for key in record))
     rows = _json_rows(_chain(first_batch, objects), header, lines.name, unit)
-    return Table(lines.name, "jsonl", header, unit, _batched(rows, chunk_size), lines)
+    return Table(lines.name, "jsonl", header, unit, batched(rows, chunk_size), lines)
 
 
 def _refuse_table_as_one_object(record: dict, name: str) -> None:
@@ -457,7 +474,7 @@ def fasttext_table(lines: LineSource, chunk_size: int | None, label_prefix: str)
     if first is None:
         raise DataError(f"{lines.name} is empty")
     header = [LABEL_COLUMN, TEXT_COLUMN]  # data.label_column's and data.text_columns' defaults
-    return Table(lines.name, "fasttext", header, "line", _batched(_chain([first], records), chunk_size), lines)
+    return Table(lines.name, "fasttext", header, "line", batched(_chain([first], records), chunk_size), lines)
 
 
 def _fasttext_records(lines: LineSource, labels: FastTextLabels) -> Iterator[tuple[int, list]]:

@@ -1,5 +1,5 @@
 """Tables in, text out: the one reader of CSV, TSV, JSON Lines, Parquet and fastText files (optionally
-gzip-compressed), and the one rule that turns a row's columns into the text a model reads.
+gzip-compressed) and Excel workbooks, and the one rule that turns a row's columns into the text a model reads.
 
     with open_table("emails.csv.gz", column_names=None, chunk_size=10_000) as table:
         columns = resolve_columns(table.header, ["subject", "body"], table.name, "data.text_columns")
@@ -9,8 +9,9 @@ gzip-compressed), and the one rule that turns a row's columns into the text a mo
 Stage 1 reads a whole file through it (data.py) and prediction streams it chunk by chunk (predict/), so a row
 becomes exactly the same text in training and in prediction, by construction. Every error is a `DataError` naming
 the file and the line (CSV, TSV, JSON Lines, fastText: the 1-based physical line, header included) or record
-(Parquet, a JSON array: the 1-based position) and, where it applies, the column. Each format's reader (and the
-CSV/TSV header rule): pipeline/table_formats.py.
+(Parquet, a JSON array: the 1-based position) or row (an Excel sheet: the row number Excel shows) and, where it
+applies, the column. Each format's reader (and the CSV/TSV header rule): pipeline/table_formats.py; a workbook's
+sheet: pipeline/workbooks.py.
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-FORMATS = ("csv", "tsv", "jsonl", "parquet", "fasttext")
+FORMATS = ("csv", "tsv", "jsonl", "parquet", "fasttext", "xlsx")
 DELIMITERS = {"csv": ",", "tsv": "\t"}
+# The formats whose first row is a header, or data.column_names name their columns (table_formats.read_header).
+HEADED_FORMATS = ("csv", "tsv", "xlsx")
 # What marks a label in a fastText file (`__label__sports Some text`): fastText's own default, which its `-label` option
 # changes; data.label_prefix and pipeline.predict's --label-prefix default to it.
 FASTTEXT_LABEL_PREFIX = "__label__"
@@ -51,7 +54,14 @@ EXTENSIONS = {
     ".ndjson": "jsonl",
     ".parquet": "parquet",
     ".pq": "parquet",
+    ".xlsx": "xlsx",
+    ".xlsm": "xlsx",  # a workbook with macros: its cells are read as any workbook's
 }
+# Reading settings of text files (data.* keys; pipeline.predict's options of the same names), which a workbook, whose
+# cells are neither decoded nor split, does not have; and the one setting a workbook has that no other file has. Given
+# with a file they do not describe, they are named in a warning rather than silently ignored (settings_not_read).
+TEXT_FILE_SETTINGS = ("encoding", "delimiter", "quoting", "label_prefix")
+WORKBOOK_SETTINGS = ("sheet",)
 GZIP_MAGIC = b"\x1f\x8b"
 PARQUET_MAGIC = b"PAR1"
 ZIP_MAGIC = b"PK\x03\x04"  # .xlsx, .ods, .docx, .zip
@@ -316,20 +326,37 @@ def resolve_format(path: str, explicit: str | None, option: str, formats: Sequen
     return kind
 
 
-def _refuse_workbook(head: bytes, name: str) -> None:
-    """A spreadsheet workbook is named by its content, before its name is read as a format: an .xlsx would
-    otherwise be told to set a file format, which could not read it either."""
-    if head.startswith(ZIP_MAGIC):
-        raise DataError(
-            f"{name} is a zip archive (an Excel or OpenDocument workbook?), which is not read: save the sheet as "
-            "CSV UTF-8 (Excel: File > Save As > CSV UTF-8) and give that file, or unzip it if it holds a CSV file "
-            "(gzip is read as it is)"
-        )
+def settings_not_read(file_format: str) -> tuple[tuple[str, ...], str]:
+    """The reading settings that do not describe a file of this format (TEXT_FILE_SETTINGS, WORKBOOK_SETTINGS), and
+    what the file is, as a warning naming them says."""
+    if file_format == "xlsx":
+        return TEXT_FILE_SETTINGS, "an Excel workbook"
+    return WORKBOOK_SETTINGS, f"read as {file_format}"
+
+
+def _is_workbook(head: bytes, lines: LineSource, path: str) -> bool:
+    """Whether the file is an Excel workbook, told by its content before its name is read as a format (a zip
+    archive holding a workbook's part), so that one under any name is read as such. Other workbooks are refused,
+    named by their content: an .xls or .ods would otherwise be told to set a file format, which could not read it
+    either."""
     if head.startswith(OLE_MAGIC):
         raise DataError(
-            f"{name} is an Excel 97-2003 workbook (.xls), which is not read: save the sheet as CSV UTF-8 "
+            f"{lines.name} is an Excel 97-2003 workbook (.xls), which is not read: save the sheet as CSV UTF-8 "
             "(Excel: File > Save As > CSV UTF-8) and give that file"
         )
+    if not head.startswith(ZIP_MAGIC):
+        return False
+    from pipeline.workbooks import is_workbook  # it imports this module
+
+    if path == STANDARD_INPUT or lines.compressed:  # a zip archive's index is at its end: read from a file only
+        raise DataError(f"{lines.name}: a zip archive (an Excel workbook?) is read from a file, not a stream or .gz")
+    if is_workbook(lines.raw, lines.name):
+        return True
+    raise DataError(
+        f"{lines.name} is a zip archive (an OpenDocument workbook?), which is not read: save the sheet as CSV UTF-8 "
+        "(Excel: File > Save As > CSV UTF-8) and give that file, or unzip it if it holds a CSV file (gzip is read as "
+        "it is)"
+    )
 
 
 def _refuse_other_compression(head: bytes, name: str) -> None:
@@ -343,8 +370,12 @@ def _refuse_other_compression(head: bytes, name: str) -> None:
             )
 
 
-def _check_content_matches(head: bytes, kind: str, name: str, option: str) -> None:
-    """A Parquet file under a CSV name would otherwise fail as a confusing parse error."""
+def _check_content_matches(head: bytes, workbook: bool, kind: str, name: str, option: str) -> None:
+    """A Parquet file (or a workbook) under a CSV name would otherwise fail as a confusing parse error."""
+    if workbook and kind != "xlsx":
+        raise DataError(f"{name} is an Excel workbook, not {kind.upper()}; set {option} to xlsx (or auto)")
+    if kind == "xlsx" and not workbook:
+        raise DataError(f"{name} is not an Excel workbook (.xlsx: a zip archive of its parts); check {option}")
     if head.startswith(PARQUET_MAGIC) and kind != "parquet":
         raise DataError(f"{name} is a Parquet file, not {kind.upper()}; set {option} to parquet (or rename it)")
     if kind == "parquet" and not head.startswith(PARQUET_MAGIC):
@@ -608,7 +639,7 @@ class Table:
     name: str
     format: str
     header: list[str]
-    unit: str  # "line" or "record"
+    unit: str  # "line", "record" or (a workbook's sheet) "row"
     chunks: Iterator[Chunk]
     lines: LineSource | None = None  # for progress: bytes read so far of a text file
     # How a CSV/TSV file's double quotes are read, `auto` resolved for this file: "csv" or "none" (QUOTINGS); None
@@ -619,6 +650,7 @@ class Table:
     delimiter: str | None = None
     # Rows in all, where known before reading them (a folder: its files); else progress estimates them from `lines`.
     row_count: int | None = None
+    sheet: str | None = None  # the worksheet read, of an Excel workbook (data.sheet, or its first)
 
     def where(self, number: int | str) -> str:
         return f"{self.name}, {self.unit} {number}"
@@ -637,27 +669,35 @@ def open_table(
     quoting_option: str = "data.quoting",
     delimiter: str | None = None,
     label_prefix: str = FASTTEXT_LABEL_PREFIX,
+    sheet: str | None = None,
+    sheet_option: str = "data.sheet",
 ) -> Iterator[Table]:
     """Open a file ('-': stdin) and read its header; iterate `table.chunks` for the rows (all in one chunk when
-    `chunk_size` is None). `column_names` names the columns of a header-less CSV/TSV file; `quoting` (QUOTINGS) says
-    how its double quotes are read, and `delimiter` what separates its fields (None: its format's); `label_prefix`
-    marks a fastText file's labels. The options name the settings that an error message tells the user to change."""
+    `chunk_size` is None). `column_names` names the columns of a header-less CSV/TSV file or sheet; `quoting`
+    (QUOTINGS) says how its double quotes are read, and `delimiter` what separates its fields (None: its format's);
+    `label_prefix` marks a fastText file's labels; `sheet` names an Excel workbook's sheet (None: its first). The
+    options name the settings that an error message tells the user to change."""
     with _open_bytes(path) as (raw, size):
         lines = LineSource(raw, "<stdin>" if path == STANDARD_INPUT else path, encoding, size, encoding_option)
         head = lines.head(MAGIC_BYTES)  # magic numbers: what the content is, whatever its name
-        _refuse_workbook(head, lines.name)
+        workbook = _is_workbook(head, lines, path)
         _refuse_other_compression(head, lines.name)
-        if not head.startswith(PARQUET_MAGIC):  # Parquet is binary: its text encoding is its own
+        if not workbook and not head.startswith(PARQUET_MAGIC):  # binary: no text encoding of their own
             # Before the format: a fastText file is told by its decoded start, which a wrong wide encoding garbles.
             _check_wide_encoding(lines)
-        kind = _format_of(lines, path, file_format, format_option, label_prefix)
-        _check_content_matches(head, kind, lines.name, format_option)
-        if kind != "parquet":
+        kind = _format_of(lines, path, file_format, format_option, label_prefix, workbook)
+        _check_content_matches(head, workbook, kind, lines.name, format_option)
+        if kind not in ("parquet", "xlsx"):
             _check_line_ends(lines.head(LINE_END_BYTES), lines.encoding, lines.name)
         # They import this module.
         from pipeline.table_formats import delimited_table, fasttext_table, json_table, parquet_table
 
-        if kind == "parquet":
+        if kind == "xlsx":
+            from pipeline.workbooks import workbook_table  # it imports this module
+
+            with workbook_table(raw, lines.name, column_names, chunk_size, sheet, sheet_option) as table:
+                yield table
+        elif kind == "parquet":
             yield parquet_table(lines, path, chunk_size)
         elif kind == "jsonl":
             yield json_table(lines, chunk_size)
@@ -667,13 +707,18 @@ def open_table(
             yield delimited_table(lines, kind, column_names, chunk_size, quoting, quoting_option, delimiter)
 
 
-def _format_of(lines: LineSource, path: str, explicit: str | None, option: str, label_prefix: str) -> str:
-    """The format by resolve_format, and by the file's start where its name cannot tell it. fastText files have no
-    ending of their own (.txt, .train, .valid), so a file whose name tells no format is read as fastText when its first
-    lines all start with the label prefix; a CSV/TSV file whose first lines all do is refused, naming the format: read
-    as one column of text (a plain text file of one text per line is read so), every text would hold its labels."""
+def _format_of(
+    lines: LineSource, path: str, explicit: str | None, option: str, label_prefix: str, workbook: bool
+) -> str:
+    """The format by resolve_format, and by the file's start where its name cannot tell it. A workbook (`workbook`:
+    told by its content) is one whatever its name. fastText files have no ending of their own (.txt, .train, .valid),
+    so a file whose name tells no format is read as fastText when its first lines all start with the label prefix; a
+    CSV/TSV file whose first lines all do is refused, naming the format: read as one column of text (a plain text file
+    of one text per line is read so), every text would hold its labels."""
     from pipeline.table_formats import starts_like_fasttext  # it imports this module
 
+    if workbook and explicit in (None, "auto"):
+        return "xlsx"
     try:
         kind = resolve_format(path, explicit, option)
     except DataError:

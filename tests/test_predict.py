@@ -662,15 +662,15 @@ def test_an_output_name_without_a_known_ending_offers_only_the_formats_predictio
     from pipeline.tables import EXTENSIONS
 
     source = write_table(tmp_path / "in.csv", news_rows(2))
-    assert predict_cli(run_dir, source, tmp_path / "out" / "x6.xlsx") != 0
+    assert predict_cli(run_dir, source, tmp_path / "out" / "x6.ods") != 0
     error = capsys.readouterr().err
-    assert_one_line_error(error, "x6.xlsx", "cannot tell the file format")
+    assert_one_line_error(error, "x6.ods", "cannot tell the file format")
     offered = error.strip().split("set --output-format to ")[1].split(", ")
     endings = error.split("known endings: ")[1].split(", optionally")[0].split(", ")
     assert offered == list(OUTPUT_FORMATS) and "parquet" not in error
     assert endings and all(EXTENSIONS[ending] in OUTPUT_FORMATS for ending in endings)
     for format_ in offered:  # every format the hint offers is one prediction writes
-        assert predict_cli(run_dir, source, tmp_path / f"x6_{format_}.xlsx", "--output-format", format_) == 0
+        assert predict_cli(run_dir, source, tmp_path / f"x6_{format_}.ods", "--output-format", format_) == 0
 
 
 def test_bad_model_path(tmp_path, capsys):

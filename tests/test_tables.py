@@ -14,6 +14,7 @@ import math
 import os
 import sys
 import threading
+import zipfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -158,13 +159,24 @@ def test_a_csv_file_named_parquet_and_compressed_parquet_are_refused(tmp_path):
     assert "uncompressed file" in message_of(compressed)
 
 
+def opendocument_spreadsheet() -> bytes:
+    """An .ods: a zip archive of OpenDocument parts, without the part an Excel workbook holds."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("mimetype", "application/vnd.oasis.opendocument.spreadsheet")
+        archive.writestr("content.xml", "<office:document-content/>")
+    return buffer.getvalue()
+
+
 @pytest.mark.parametrize(
-    ("name", "start", "kind"), [("sheet.xlsx", b"PK\x03\x04", "zip"), ("old.xls", b"\xd0\xcf\x11\xe0", "97")]
+    ("name", "content", "kind"),
+    [("sheet.ods", opendocument_spreadsheet(), "zip"), ("old.xls", b"\xd0\xcf\x11\xe0" + b"\x00" * 64, "97")],
 )
-def test_a_workbook_is_named_by_its_content_whatever_its_name(tmp_path, name, start, kind):
-    """An .xlsx was told to set data.file_format (which could not read it either): it is told to save as CSV."""
+def test_a_workbook_not_read_is_named_by_its_content_whatever_its_name(tmp_path, name, content, kind):
+    """An .ods or .xls was told to set data.file_format (which could not read it either): it is told to save as CSV.
+    (An .xlsx is read: tests/test_xlsx.py.)"""
     for path in (tmp_path / name, tmp_path / "renamed.csv"):
-        path.write_bytes(start + b"\x00" * 64)
+        path.write_bytes(content)
         message = message_of(path)
         assert message.startswith(str(path)) and kind in message and "save the sheet as CSV UTF-8" in message
 

@@ -48,6 +48,7 @@ from pipeline.tables import (
     QUOTINGS,
     STANDARD_INPUT,
     TEXT_COLUMN,
+    WORKBOOK_SETTINGS,
     DataError,
     EncodingError,
     Table,
@@ -55,11 +56,12 @@ from pipeline.tables import (
     label_prefix_problem,
     one_line,
     open_table,
+    settings_not_read,
 )
 
 DEFAULT_CHUNK_SIZE = 10_000
 # The options that describe an input file's layout (by their argparse names), which a folder does not have.
-FILE_LAYOUT_OPTIONS = ("format", "column_names", "delimiter", "quoting", "label_prefix")
+FILE_LAYOUT_OPTIONS = ("format", "column_names", "delimiter", "quoting", "label_prefix", *WORKBOOK_SETTINGS)
 # The options naming the text's columns and, for a sentence-pair model, its second text's (TextSpec.positions).
 COLUMN_OPTIONS = ("--text-columns", "--text-pair-columns")
 
@@ -120,7 +122,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m pipeline.predict",
-        description="Label the rows of a CSV, TSV, JSON Lines, Parquet or fastText file, or the files of a folder, "
+        description="Label the rows of a CSV, TSV, JSON Lines, Parquet or fastText file, an Excel workbook's sheet, "
+        "or the files of a folder, "
         "with a trained text classifier. Output: every input row, in order and unchanged, then label, label_id, "
         "score, [prob_<class>...], [low_confidence], error (a multi-label model: labels, [prob_<class>...], error).",
     )
@@ -136,7 +139,8 @@ def _add_file_arguments(add: Any) -> None:
     add(
         "--input",
         required=True,
-        help="CSV/TSV/JSON Lines/fastText (optionally .gz) or Parquet file; '-' for stdin; or a folder: of files, "
+        help="CSV/TSV/JSON Lines/fastText (optionally .gz) or Parquet file; an Excel workbook (.xlsx: its first "
+        "sheet, or --sheet; with the optional extra excel); '-' for stdin; or a folder: of files, "
         "each one row of the columns text (the whole file, decoded with --encoding) and id (its name), in name "
         "order; or of class folders (aclImdb/test/pos/0_9.txt), read as training reads it, whose rows keep their "
         "label column (then add --prefix pred_)",
@@ -169,12 +173,14 @@ def _add_file_arguments(add: Any) -> None:
         "--format",
         choices=FORMATS,
         help="input format (default: by extension; a name with none of those endings, as a fastText file's .txt or "
-        ".valid, is fasttext when its first lines all start with --label-prefix; csv for '-')",
+        ".valid, is fasttext when its first lines all start with --label-prefix; an Excel workbook is told by its "
+        "content, whatever its name; csv for '-')",
     )
     add(
         "--output-format",
         choices=OUTPUT_FORMATS,
-        help="output format (default: by the output's extension; for '-' the input's format)",
+        help="output format (default: by the output's extension; for '-' the input's format, or csv where prediction "
+        "does not write it: an Excel workbook's, Parquet's, fastText's or a folder's predictions)",
     )
     add(
         "--encoding",
@@ -207,6 +213,10 @@ def _add_file_arguments(add: Any) -> None:
         default=FASTTEXT_LABEL_PREFIX,
         help=f"what marks a label in a fastText input (default {FASTTEXT_LABEL_PREFIX}, fastText's): its label words "
         "are left out of the text and kept as the input's label column. Not taken from the run",
+    )
+    add(
+        "--sheet",
+        help="the sheet of an Excel workbook input to read, by its name (default: its first). Not taken from the run",
     )
 
 
@@ -335,6 +345,8 @@ def _predict_file(args: argparse.Namespace, source: ModelSource, process_index: 
 
     folder = args.input != STANDARD_INPUT and is_folder(args.input)
     with _open_input(args, folder) as table:
+        if not folder:
+            _warn_file_options(args, *settings_not_read(table.format))
         try:
             source.text_spec.positions(table.header, table.name, COLUMN_OPTIONS)
         except DataError as error:
@@ -383,7 +395,7 @@ _FOLDER_COLUMNS_HINT = (
 def _open_input(args: argparse.Namespace, folder: bool) -> contextlib.AbstractContextManager[Table]:
     """The input as a Table streamed in chunks: a file through tables.open_table, a folder file by file."""
     if folder:
-        _warn_file_options(args)
+        _warn_file_options(args, FILE_LAYOUT_OPTIONS, "a folder")
         return contextlib.nullcontext(
             open_folder_table(args.input, args.encoding, args.chunk_size, "--input", encoding_option="--encoding")
         )
@@ -399,18 +411,21 @@ def _open_input(args: argparse.Namespace, folder: bool) -> contextlib.AbstractCo
         quoting_option="--quoting",
         delimiter=args.delimiter,
         label_prefix=args.label_prefix,
+        sheet=args.sheet,
+        sheet_option="--sheet",
     )
 
 
-def _warn_file_options(args: argparse.Namespace) -> None:
-    """Options set that describe a file's layout do not apply to a folder: said, as training says it of the data
-    settings, rather than silently ignored."""
+def _warn_file_options(args: argparse.Namespace, names: Sequence[str], what: str) -> None:
+    """Options set that do not describe the input, `what` it is (a folder, a workbook, a text file): said, as training
+    says it of the data settings, rather than silently ignored."""
     parser = _parser()
-    given = [name for name in FILE_LAYOUT_OPTIONS if getattr(args, name) != parser.get_default(name)]
+    given = [name for name in names if getattr(args, name) != parser.get_default(name)]
     if given:
         logger.warning(
-            "%s (--input) is a folder, which these file options do not describe: %s",
+            "%s (--input) is %s, which these file options do not describe: %s",
             args.input,
+            what,
             ", ".join(f"--{name.replace('_', '-')}" for name in given),
         )
 
