@@ -16,14 +16,14 @@ from torch.utils.data import DataLoader, Sampler
 
 from pipeline.splits import MULTI_LABEL_COLUMN, label_column
 from pipeline.tokenization import padded_width, sorted_batches
+from pipeline.windows import SEGMENT_IDS
 
 # Pools of this many batches are sorted by length before being cut into batches (as in HF's LengthGroupedSampler):
 # big enough that batches are homogeneous in length, small enough that the order stays random.
 LENGTH_POOL_BATCHES = 50
-# The segment ids of sentence pairs (tokenization adds the column only then; BERT reads absent ones as all 0).
-TOKEN_TYPES = "token_type_ids"
-# A batch's tensors that the model's forward takes.
-MODEL_INPUTS = ("input_ids", "attention_mask", TOKEN_TYPES)
+# A batch's tensors that the model's forward takes: segment ids only for sentence pairs (tokenization adds that
+# column only then; BERT reads absent ones as all 0).
+MODEL_INPUTS = ("input_ids", "attention_mask", SEGMENT_IDS)
 
 
 class TokenizedRows(torch.utils.data.Dataset):
@@ -38,8 +38,8 @@ class TokenizedRows(torch.utils.data.Dataset):
         self.attention_mask = torch.from_numpy(np.asarray(columns["attention_mask"], dtype=np.int8))  # (N, T)
         # Sentence pairs: each token's segment (0: first text, 1: second); None for single texts (all 0).
         self.token_type_ids = None
-        if TOKEN_TYPES in split.column_names:
-            types = split.with_format("numpy", columns=[TOKEN_TYPES])[:][TOKEN_TYPES]
+        if SEGMENT_IDS in split.column_names:
+            types = split.with_format("numpy", columns=[SEGMENT_IDS])[:][SEGMENT_IDS]
             self.token_type_ids = torch.from_numpy(np.asarray(types, dtype=np.int8))  # (N, T)
         label_type = np.float32 if self.multi_label else np.int64
         self.labels = torch.from_numpy(np.asarray(columns[labels], dtype=label_type))  # (N,) or (N, C)
@@ -75,7 +75,7 @@ class TokenizedRows(torch.utils.data.Dataset):
             "row_index": self.row_index[index],
         }
         if self.token_type_ids is not None:
-            batch[TOKEN_TYPES] = self.token_type_ids[index]
+            batch[SEGMENT_IDS] = self.token_type_ids[index]
         if self.teacher_logits is not None:
             batch["teacher_logits"] = self.teacher_logits[index]  # (B, C)
         return batch
@@ -97,8 +97,8 @@ def collate_trimmed(batch: dict[str, torch.Tensor] | list[dict[str, torch.Tensor
         "labels": batch["labels"],  # (B,), or (B, C) multi-hot
         "row_index": batch["row_index"],  # (B,)
     }
-    if TOKEN_TYPES in batch:
-        trimmed[TOKEN_TYPES] = batch[TOKEN_TYPES][:, :keep].long()  # (B, T')
+    if SEGMENT_IDS in batch:
+        trimmed[SEGMENT_IDS] = batch[SEGMENT_IDS][:, :keep].long()  # (B, T')
     if "teacher_logits" in batch:
         trimmed["teacher_logits"] = batch["teacher_logits"]  # (B, C)
     return trimmed

@@ -11,7 +11,7 @@ import math
 from pathlib import Path
 
 from pipeline.config import ConfigError, PipelineConfig, TokenizerConfig
-from pipeline.tables import delimiter_problem, label_prefix_problem, normalise_name
+from pipeline.tables import PAIR_MARK, delimiter_problem, label_prefix_problem, normalise_name
 
 
 def validate(config: PipelineConfig) -> None:
@@ -71,6 +71,10 @@ def _validate_text_pair(config: PipelineConfig) -> None:
     """data.text_pair_columns: distinct from the first text's and the label's columns, and read whole or cut as
     pairs are (windows and head/tail cuts are rules for one text)."""
     data, rule = config.data, config.tokenizer
+    if PAIR_MARK in data.text_separator:  # it would make a pair of a single text's columns
+        raise ConfigError(
+            f"data.text_separator: {data.text_separator!r} holds {PAIR_MARK}, the mark of a pair's two texts"
+        )
     if data.text_pair_columns is None:
         return
     if not data.text_pair_columns:
@@ -152,6 +156,7 @@ def _validate_split_column(config: PipelineConfig) -> None:
     roles = {
         label_key: data.label_columns or [data.label_column],
         "data.text_columns": data.text_columns,
+        "data.text_pair_columns": data.text_pair_columns or [],
         "data.id_column": [data.id_column] if data.id_column else [],
     }
     for key, columns in roles.items():

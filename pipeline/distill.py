@@ -104,7 +104,8 @@ def check_reading(source: ModelSource, student: TextSpec) -> None:
     settings = {}  # key -> (this run's value, the teacher's)
     if len(student.columns) != len(teacher.columns):
         settings["data.text_columns"] = (list(student.columns), list(teacher.columns))
-    if len(student.columns) > 1 and student.separator != teacher.separator:  # one column: nothing is joined
+    joins = len(student.columns) > 1 or len(student.pair_columns) > 1  # one column a side: nothing is joined
+    if joins and student.separator != teacher.separator:
         settings["data.text_separator"] = (student.separator, teacher.separator)
     if len(student.pair_columns) != len(teacher.pair_columns):
         settings["data.text_pair_columns"] = (list(student.pair_columns) or None, list(teacher.pair_columns) or None)

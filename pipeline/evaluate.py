@@ -118,11 +118,23 @@ def reading_config(run: RunDir, overrides: Sequence[str], input_path: Path) -> P
         if key in MODEL_DATA_KEYS:
             raise ConfigError(f"{key}: the trained model decides it (its task and classes); it cannot be overridden")
     config = load_config(run.config_path, list(overrides))
+    check_same_kind_of_text(load_config(run.config_path).data.text_pair_columns, config.data.text_pair_columns)
     config.data.test_file = str(input_path)  # set, not parsed: a path is no YAML value
     # The file is scored whole, as the test split: a split column divided the run's training file, not this one,
     # and beside data.test_file the saved config.yaml would be refused when read back (config_checks).
     config.data.split_column = None
     return config
+
+
+def check_same_kind_of_text(trained: list[str] | None, given: list[str] | None) -> None:
+    """The file's columns may be named otherwise, but a pair model reads pairs and a single-text model single texts:
+    the other kind is a text it was never trained on, scored without a word of warning."""
+    if bool(trained) != bool(given):
+        kind = "sentence pairs (data.text_pair_columns)" if trained else "single texts"
+        raise ConfigError(
+            f"data.text_pair_columns: the model was trained on {kind}; an override may rename the columns, not "
+            "change what the model reads"
+        )
 
 
 def check_paths(run: RunDir, input_path: Path, output: Path, overwrite: bool) -> None:

@@ -49,6 +49,7 @@ from pipeline.splits import write_removed_rows
 from pipeline.thresholds import check_setting
 from pipeline.tokenization import TokenizationInfo, load_tokenizer, tokenize_splits
 from pipeline.training import Trainer, TrainingDiverged, TrainResult, create_accelerator, seconds_per_row
+from pipeline.windows import reads_segments
 
 logger = logging.getLogger("pipeline")
 
@@ -235,7 +236,11 @@ def prepare(
             "model.name_or_path",
             config.model.name_or_path,
             lambda: models.build_model(
-                config.model, labels, tokenizer, data.multi_label, pairs=bool(config.data.text_pair_columns)
+                config.model,
+                labels,
+                tokenizer,
+                data.multi_label,
+                pairs=bool(config.data.text_pair_columns) and reads_segments(tokenizer),
             ),
         )
         cls_only = config.model.last_layer_cls_only and restrict_last_layer_to_cls(model)

@@ -24,6 +24,7 @@ from pipeline.rundir import (
 )
 from pipeline.tables import segments_of
 from pipeline.thresholds import DEFAULT_THRESHOLD, KIND_ARGMAX, KIND_BINARY, KIND_MULTI_LABEL
+from pipeline.windows import PAIR_CUT
 
 # Beyond this many classes the confusion matrix is left to report.md: a card table that wide is unreadable.
 MAX_CONFUSION_CLASSES = 12
@@ -160,7 +161,8 @@ class CardSections(CardFacts):
         return [
             f"# {self.name}",
             "",
-            f"A text classifier: given a text, it {self.task_phrase()}. It is {self.model_phrase()}{size}, "
+            f"A text classifier: given a {'pair of texts' if self.text_spec.pair_columns else 'text'}, it "
+            f"{self.task_phrase()}. It is {self.model_phrase()}{size}, "
             f"trained with the `pipeline` package on {self.dataset_phrase()}. On the held-out test split it reaches "
             f"{self.headline()} ({_count(self.get('test', 'num_samples'))} texts).",
             *([] if not self.setting("run", "license") else ["", f"Licence: `{self.setting('run', 'license')}`."]),
@@ -605,6 +607,8 @@ class CardSections(CardFacts):
     def long_text_limit(self, length: int) -> str:
         """What the model reads of a text longer than `length` tokens, by the run's tokenizer settings."""
         rule = self.long_text_rule
+        if self.text_spec.pair_columns:
+            return f"A pair longer than {length} tokens is cut to that length, keeping {PAIR_CUT}."
         if rule.long_text == "chunk":
             return (
                 f"A text longer than {length} tokens is read as overlapping windows of {length} tokens (at most "

@@ -26,14 +26,17 @@ import numpy as np
 
 from pipeline.rundir import first_line
 from pipeline.splits import label_column, labels_of
-from pipeline.tables import PAIR_MARK
 from pipeline.windows import (
+    PAIR_CUT,
+    SEGMENT_IDS,
     TOKENIZE_BATCH_SIZE,
     EncodedDocuments,
     LongTextRule,
     content_length,
     encode_documents,
+    has_pairs,
     pair_extra_tokens,
+    reads_segments,
     segment_ids,
     unknown_count,
     window_starts,
@@ -224,7 +227,7 @@ def _cache_key(splits: DatasetDict, tokenizer: PreTrainedTokenizerBase, config: 
     digest = hashlib.sha256()
     settings = (
         f"v{CACHE_FORMAT}|{config.max_length}|{config.max_truncated_fraction}|{limit}|"
-        f"{LongTextRule.from_settings(config).cache_key()}|"
+        f"{LongTextRule.from_settings(config).cache_key()}|segments {reads_segments(tokenizer)}|"
     )
     digest.update(settings.encode())
     digest.update(tokenizer_fingerprint(tokenizer).encode())
@@ -243,7 +246,7 @@ def _encode_split(
 ) -> tuple[Dataset, dict | None]:
     """The split's rows padded to `max_length`; with chunking, one row per window and a `document` column; with
     sentence pairs, their segment ids (`token_type_ids`)."""
-    if rule.is_plain_head and not any(PAIR_MARK in text for text in split["text"]):
+    if rule.is_plain_head and not has_pairs(split["text"]):
 
         def encode(batch: dict) -> dict:
             encoded = tokenizer(
@@ -267,7 +270,7 @@ def _encode_split(
         labels_name: [labels[document] for document in documents.tolist()],
     }
     if encoded.token_types is not None:
-        columns["token_type_ids"] = [types + [0] * (max_length - len(types)) for types in encoded.token_types]
+        columns[SEGMENT_IDS] = [types + [0] * (max_length - len(types)) for types in encoded.token_types]
     if rule.long_text != "chunk":
         return Dataset.from_dict(columns), None
     columns["document"] = documents.tolist()
@@ -296,7 +299,8 @@ def tokenize_splits(
             tokenized = load_from_disk(str(cache_dir))
             info = _read_info(cache_dir / "info.json")
             logger.info("Tokenized splits loaded from cache %s (max_length %d)", cache_dir, info.max_length)
-            _log_length(config, rule, info.max_length, info.truncated_fraction, limit)  # as a fresh run says it
+            pairs = has_pairs(splits["train"]["text"])
+            _log_length(config, rule, info.max_length, info.truncated_fraction, limit, pairs)  # as a fresh run says
             _warn_unknown_tokens(info.unknown_token_share, tokenizer)
             return tokenized, info
 
@@ -306,7 +310,7 @@ def tokenize_splits(
     _warn_unknown_tokens(unknown, tokenizer)
     max_length = _fixed_length(config, rule, raw_lengths["train"], limit, tokenizer, seconds_per_window)
     truncated = {name: truncated_share(lengths, max_length) for name, lengths in raw_lengths.items()}
-    _log_length(config, rule, max_length, truncated, limit)
+    _log_length(config, rule, max_length, truncated, limit, has_pairs(splits["train"]["text"]))
 
     from datasets import DatasetDict
 
@@ -410,7 +414,12 @@ def choose_chunk_length(
 
 
 def _log_length(
-    config: TokenizerConfig, rule: LongTextRule, max_length: int, truncated: dict[str, float], limit: int
+    config: TokenizerConfig,
+    rule: LongTextRule,
+    max_length: int,
+    truncated: dict[str, float],
+    limit: int,
+    pairs: bool,
 ) -> None:
     logger.info(
         "Fixed length %d (%s); longer than it: %s",
@@ -419,17 +428,22 @@ def _log_length(
         ", ".join(f"{name} {share:.2%}" for name, share in truncated.items()),
     )
     if truncated.get("train", 0.0) > config.max_truncated_fraction and rule.long_text == "truncate":
-        head_tail = "" if rule.truncation == "head_tail" else ", tokenizer.truncation=head_tail"
+        # Sentence pairs are cut one way only (the end of the longer text): a larger length is their one option.
+        options = ""
+        if not pairs:
+            head_tail = "" if rule.truncation == "head_tail" else ", tokenizer.truncation=head_tail"
+            options = f"{head_tail}, or tokenizer.long_text=chunk (README 'Long texts')"
         logger.warning(
             "Fixed length %d truncates %.1f%% of train, above the %.1f%% budget (tokenizer.max_truncated_fraction): "
-            "the model reads only %s of those texts. Options: a larger tokenizer.max_length (the model takes up to "
-            "%d)%s, or tokenizer.long_text=chunk (README 'Long texts')",
+            "the model reads only %s of those %s. Options: a larger tokenizer.max_length (the model takes up to "
+            "%d)%s",
             max_length,
             100 * truncated["train"],
             100 * config.max_truncated_fraction,
-            rule.kept_part,
+            PAIR_CUT if pairs else rule.kept_part,
+            "pairs" if pairs else "texts",
             limit,
-            head_tail,
+            options,
         )
 
 

@@ -23,6 +23,8 @@ import numpy as np
 from pipeline.tables import PAIR_MARK, segments_of
 
 TOKENIZE_BATCH_SIZE = 1000
+# The model input that holds each token's segment (0: a pair's first text, 1: its second), as transformers names it.
+SEGMENT_IDS = "token_type_ids"
 
 
 @dataclass(frozen=True)
@@ -189,7 +191,9 @@ class Template:
     def row(self, first: list[int], second: list[int] | None = None) -> Part:
         """One row's ids and segment ids."""
         parts = [self.prefix, Part(first, [self.first_type] * len(first))]
-        if second is not None and self.middle is not None:
+        if second is not None:
+            if self.middle is None:
+                raise ValueError("a pair given to the template of one text (template_of(tokenizer, pair=True))")
             parts += [self.middle, Part(second, [self.second_type] * len(second))]
         parts.append(self.suffix)
         return Part([i for part in parts for i in part.ids], [t for part in parts for t in part.types])
@@ -199,7 +203,7 @@ def template_of(tokenizer: Any, pair: bool = False) -> Template:
     """The tokenizer's template for one text, or a pair, read off its encoding of one-word texts."""
     words = ["a", "b"] if pair else ["a"]
     encoded = tokenizer(*words, add_special_tokens=True, return_token_type_ids=True)
-    ids, types = encoded["input_ids"], encoded.get("token_type_ids") or [0] * len(encoded["input_ids"])
+    ids, types = encoded["input_ids"], encoded.get(SEGMENT_IDS) or [0] * len(encoded["input_ids"])
     cuts, position = [], 0
     for word in words:
         content = tokenizer(word, add_special_tokens=False)["input_ids"]
@@ -230,11 +234,8 @@ def _find(ids: Sequence[int], content: Sequence[int], position: int) -> int:
     raise ValueError("cannot tell where the tokenizer puts its special tokens")
 
 
-def special_tokens_around(tokenizer: Any) -> tuple[list[int], list[int]]:
-    """The special tokens the tokenizer puts before and after one text ([CLS] .. [SEP] for BERT, <s> .. </s> for
-    RoBERTa)."""
-    template = template_of(tokenizer)
-    return template.prefix.ids, template.suffix.ids
+# What a pair longer than the fixed length keeps (truncate_pair), as messages and the model card say it.
+PAIR_CUT = "the start of both texts (the longer one cut at its end)"
 
 
 def truncate_pair(first: list[int], second: list[int], width: int) -> tuple[list[int], list[int]]:
@@ -257,7 +258,7 @@ def encode_documents(tokenizer: Any, texts: Sequence[str], max_length: int, rule
     held: their untruncated lengths and unknown tokens, measured on the same pass (pipeline.evaluate records them).
     A pair (tables.PAIR_MARK) is one row, [CLS] first [SEP] second [SEP], cut as truncate_pair cuts it."""
     single = template_of(tokenizer)
-    pair = template_of(tokenizer, pair=True) if any(PAIR_MARK in text for text in texts) else None
+    pair = template_of(tokenizer, pair=True) if has_pairs(texts) else None
     pair_extra = pair_extra_tokens(tokenizer)
     rows: list[list[int]] = []
     types: list[list[int]] = []
@@ -291,7 +292,12 @@ def encode_documents(tokenizer: Any, texts: Sequence[str], max_length: int, rule
 def reads_segments(tokenizer: Any) -> bool:
     """Whether the tokenizer's model takes segment ids (BERT does; DistilBERT and RoBERTa take none, and read a
     pair by its separator tokens alone)."""
-    return "token_type_ids" in tokenizer.model_input_names
+    return SEGMENT_IDS in tokenizer.model_input_names
+
+
+def has_pairs(texts: Sequence[str]) -> bool:
+    """Whether any of these texts is a sentence pair (tables.PAIR_MARK)."""
+    return any(PAIR_MARK in text for text in texts)
 
 
 def pool_documents(

@@ -88,6 +88,11 @@ def test_single_texts_beside_pairs_keep_segment_zero(bert_tokenizer):
         (["data.text_pair_columns=[body]", "tokenizer.long_text=chunk"], "tokenizer.long_text: chunk"),
         (["data.text_pair_columns=[body]", "tokenizer.truncation=head_tail"], "tokenizer.truncation: head_tail"),
         (["data.text_pair_columns=[]"], "data.text_pair_columns: name at least one column"),
+        (
+            ["data.text_pair_columns=[body]", "data.split_column=body", "data.test_file=null"],
+            "is also read by data.text_pair",
+        ),
+        (["data.text_separator=\u241e"], "data.text_separator: .* the mark of a pair"),
     ],
 )
 def test_settings_a_pair_cannot_have_are_refused(overrides, message):
@@ -216,11 +221,13 @@ def test_predict_takes_other_column_names_for_both_texts(pair_run, tmp_path):
     assert list(pd.read_csv(output)["label"]) == list(recorded["predicted"])
 
 
-def test_a_single_text_model_refuses_pair_columns(tiny_bert_dir):
-    from pipeline.predict.source import PredictError, resolve_model_source
+def test_a_single_text_model_refuses_pair_columns(pair_run):
+    from pipeline.predict.source import PredictError, check_pair_columns
 
-    with pytest.raises(PredictError, match="--text-pair-columns: .* was trained on single texts"):
-        resolve_model_source(tiny_bert_dir).with_text_pair_columns(["passage"])
+    single = TextSpec(("text",), " ", False)
+    with pytest.raises(PredictError, match="--text-pair-columns: the model was trained on single texts"):
+        check_pair_columns(single, ["passage"], True, "--text-pair-columns")
+    check_pair_columns(single, ["passage"], False, "--text-pair-columns")  # a folder that records nothing: believed
 
 
 def test_predict_texts_takes_tuples_and_dicts_and_refuses_a_bare_text(pair_run):
@@ -260,6 +267,8 @@ def test_transformers_pipeline_reads_the_saved_model_as_pipeline_predict(pair_ru
     card = (pair_run / "model" / "README.md").read_text()
     assert 'classifier({"text": ' in card and '"text_pair": ' in card
     assert "a sentence pair: its first text the `headline` column, its second the `body` column" in card
+    assert "given a pair of texts, it" in card
+    assert f"A pair longer than {max_length} tokens is cut to that length, keeping the start of both texts" in card
 
 
 def test_a_pair_model_exports_with_segment_ids_and_predicts_as_pytorch(pair_run):
@@ -313,3 +322,56 @@ def test_the_encoder_learns_segment_embeddings_for_pairs(bert_tokenizer, tmp_pat
     assert single.encoder.embeddings.segment is None  # single texts: no table, segment ids ignored
     with torch.no_grad():
         torch.testing.assert_close(single.eval()(**encoded).logits, single(**all_first).logits)
+
+
+def test_evaluate_overrides_may_rename_pair_columns_but_not_change_what_the_model_reads(pair_run):
+    from pipeline.evaluate import check_same_kind_of_text, reading_config
+    from pipeline.rundir import RunDir
+
+    run, test = RunDir(pair_run), pair_run.parent.parent / "test.csv"
+    renamed = reading_config(run, ["data.text_columns=[q]", "data.text_pair_columns=[p]"], test)
+    assert renamed.data.text_pair_columns == ["p"]
+    with pytest.raises(ConfigError, match="trained on sentence pairs .*not change what the model reads"):
+        reading_config(run, ["data.text_pair_columns=null"], test)
+    with pytest.raises(ConfigError, match="trained on single texts"):
+        check_same_kind_of_text(None, ["passage"])
+
+
+def test_a_pair_teacher_and_its_student_join_columns_alike(tmp_path):
+    from pipeline.distill import check_reading
+    from pipeline.predict.source import ModelSource
+
+    teacher = ModelSource(tmp_path, TextSpec(("q",), " ", False, ("title", "body")), 64)
+    check_reading(teacher, TextSpec(("question",), " ", False, ("heading", "text")))  # other names: the same texts
+    with pytest.raises(ConfigError, match="data.text_separator"):
+        check_reading(teacher, TextSpec(("question",), " | ", False, ("heading", "text")))
+    with pytest.raises(ConfigError, match="data.text_pair_columns"):
+        check_reading(teacher, TextSpec(("question",), " ", False))
+
+
+def test_a_long_pair_budget_warning_offers_what_pairs_allow(tmp_path, tiny_bert_dir, bert_tokenizer, caplog):
+    from pipeline.data import load_splits
+    from pipeline.tokenization import tokenize_splits
+
+    train = write_pairs(tmp_path / "train.csv", matching_pairs(60, seed=0))
+    test = write_pairs(tmp_path / "test.csv", matching_pairs(20, seed=0, skip=60))
+    config = load_config(
+        MINILM_CONFIG, [*pair_overrides(tmp_path, tiny_bert_dir, train, test), "tokenizer.max_length=16"]
+    )
+    with caplog.at_level("WARNING", logger="pipeline.tokenization"):
+        tokenize_splits(load_splits(config.data, 0), bert_tokenizer, config.tokenizer, None)
+    warning = " ".join(record.getMessage() for record in caplog.records)
+    assert "reads only the start of both texts (the longer one cut at its end) of those pairs" in warning
+    assert "head_tail" not in warning and "chunk" not in warning
+
+
+def test_a_folder_that_records_nothing_may_be_read_as_pairs(tiny_bert_dir):
+    from pipeline.predict import Predictor, predict_texts
+    from pipeline.predict.source import PredictError
+
+    pairs = Predictor.from_path(tiny_bert_dir, device="cpu", text_pair_columns=["passage"])
+    one = predict_texts(pairs, {"text": "a question", "text_pair": "its passage"})  # one pair, as transformers takes
+    assert len(one) == 1 and one == predict_texts(pairs, [("a question", "its passage")])
+    single = Predictor.from_path(tiny_bert_dir, device="cpu")
+    with pytest.raises(PredictError, match="pair given to a model trained on single texts"):
+        predict_texts(single, [{"text": "a question", "text_pair": "its passage"}])

@@ -14,10 +14,11 @@ import numpy as np
 from pipeline.export.record import RUNTIMES, ExportError, require
 from pipeline.hardware import configured_threads, cores_per_process
 from pipeline.tables import one_line
+from pipeline.windows import SEGMENT_IDS
 
 INPUT_NAMES = ("input_ids", "attention_mask")
 # A sentence-pair model's graph takes its segment ids too (a model that reads none, as RoBERTa, has no such input).
-SEGMENT_INPUT = "token_type_ids"
+SEGMENT_INPUT = SEGMENT_IDS
 OUTPUT_NAME = "logits"
 # What OpenVINO computes in besides int8, per variant; None lets it choose (bf16 where the CPU has it natively).
 # The int8 model keeps f32 for the rest: on MiniLM (2,000 validation rows) int8 with bf16 around it changed 0.60% of

@@ -15,7 +15,7 @@ from typing import Any
 
 from pipeline.predict.output import check_no_clash, predictor_columns
 from pipeline.predict.predictor import DEFAULT_BATCH_SIZE, Predictor, as_predictor
-from pipeline.predict.source import PredictError
+from pipeline.predict.source import PredictError, check_pair_columns
 from pipeline.tables import DataError, TextSpec, shorten
 
 
@@ -39,7 +39,8 @@ def predict_texts(
     Pass a Predictor to load the model once. `backend`: "auto" (the run's verified ONNX export when it is faster
     than PyTorch, else PyTorch), "torch" or "onnx" (an error when the run has no verified export)."""
     predictor = as_predictor(model_dir, batch_size=batch_size, device=device, precision=precision, backend=backend)
-    texts = [input_text(predictor.text_spec, item) for item in ([texts] if isinstance(texts, str) else texts)]
+    one = isinstance(texts, str) or is_pair_dict(texts)  # a single text, or a single pair as transformers takes it
+    texts = [input_text(predictor.text_spec, item) for item in ([texts] if one else texts)]
     result = predictor.label_texts(texts)
     if result.label_sets is not None:
         predictions = [
@@ -60,12 +61,25 @@ def predict_texts(
     ]
 
 
+# The keys of one pair as transformers.pipeline takes it.
+PAIR_KEYS = ("text", "text_pair")
+
+
+def is_pair_dict(item: Any) -> bool:
+    return isinstance(item, dict) and bool(item) and set(item) <= set(PAIR_KEYS)
+
+
 def input_text(spec: TextSpec, item: Any) -> str:
     """One item of predict_texts as the text the model reads: a cell's text, or for a pair model a pair's."""
     if not spec.pair_columns:
+        if is_pair_dict(item) and "text_pair" in item:
+            raise PredictError(
+                "a {'text': ..., 'text_pair': ...} pair given to a model trained on single texts; give texts (a folder "
+                "that does not record how it was trained: Predictor.from_path(..., text_pair_columns=[...]))"
+            )
         return spec.cell_text(item)
-    if isinstance(item, dict) and set(item) <= {"text", "text_pair"}:
-        item = (item.get("text"), item.get("text_pair"))
+    if is_pair_dict(item):
+        item = tuple(item.get(key) for key in PAIR_KEYS)
     if not isinstance(item, (tuple, list)) or len(item) != 2:
         raise PredictError(
             f"the model reads sentence pairs ({', '.join(spec.columns)}; {', '.join(spec.pair_columns)}): give each "
@@ -107,8 +121,7 @@ def predict_dataframe(
     # A bare string is one column's name, not a sequence of one-letter names.
     columns = [text_columns] if isinstance(text_columns, str) else text_columns
     pair_columns = [text_pair_columns] if isinstance(text_pair_columns, str) else text_pair_columns
-    if pair_columns and not predictor.text_spec.pair_columns:
-        raise PredictError("text_pair_columns: the model was trained on single texts; a pair would be read as one text")
+    check_pair_columns(predictor.text_spec, pair_columns, predictor.reading_recorded, "text_pair_columns")
     spec = predictor.text_spec.with_columns(columns).with_pair_columns(pair_columns).with_separator(text_separator)
     header = [str(column) for column in df.columns]
     try:

@@ -31,7 +31,7 @@ from pipeline.rundir import DECISION_FILE, RunDirError, read_decision
 from pipeline.tables import TextSpec
 from pipeline.thresholds import KIND_BINARY, KIND_FLAG, KIND_MULTI_LABEL, Decision, default_decision
 from pipeline.tokenization import length_limit, padded_width, sorted_batches
-from pipeline.windows import EncodedDocuments, LongTextRule, encode_documents, pool_documents
+from pipeline.windows import SEGMENT_IDS, EncodedDocuments, LongTextRule, encode_documents, pool_documents
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +88,8 @@ class Predictor:
     decision: Decision | None = None
     # Joins a multi-label row's classes in the output (the run's data.label_separator).
     label_separator: str = field(default_factory=lambda: DataConfig().label_separator)
+    # Whether text_spec is the model's recorded one (False: a folder that records none, read by the defaults).
+    reading_recorded: bool = True
 
     def __post_init__(self):
         if self.backend is None:
@@ -102,12 +104,18 @@ class Predictor:
         *,
         text_columns: Sequence[str] | None = None,
         text_separator: str | None = None,
+        text_pair_columns: Sequence[str] | None = None,
         **options: Any,
     ) -> Predictor:
-        """Load a run directory or saved model; `text_columns` and `text_separator` override those the run recorded.
-        Options: device, precision, batch_size, max_batch_tokens, max_length, recheck_margin, backend (as
-        `from_source`)."""
-        source = resolve_model_source(path).with_text_columns(text_columns).with_text_separator(text_separator)
+        """Load a run directory or saved model; `text_columns`, `text_pair_columns` and `text_separator` override
+        those the run recorded. Options: device, precision, batch_size, max_batch_tokens, max_length,
+        recheck_margin, backend (as `from_source`)."""
+        source = (
+            resolve_model_source(path)
+            .with_text_columns(text_columns)
+            .with_text_pair_columns(text_pair_columns, "text_pair_columns")
+            .with_text_separator(text_separator)
+        )
         return cls.from_source(source, **options)
 
     @classmethod
@@ -170,6 +178,7 @@ class Predictor:
             multi_label=is_multi_label(config),
             decision=decision,
             label_separator=separator,
+            reading_recorded=source.reading_recorded,
         )
 
     @property
@@ -274,7 +283,7 @@ class Predictor:
         batch = {"input_ids": input_ids, "attention_mask": attention_mask}
         if encoded.token_types is not None:
             types = [encoded.token_types[row] for row in rows]
-            batch["token_type_ids"] = pad_arrays(types, lengths[rows], 0, self.max_length)[0]
+            batch[SEGMENT_IDS] = pad_arrays(types, lengths[rows], 0, self.max_length)[0]
         return batch
 
     def _my_batches(self, order: np.ndarray, sorted_lengths: np.ndarray) -> list[np.ndarray]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,11 +63,10 @@ class ModelSource:
     def with_text_columns(self, columns: list[str] | tuple[str, ...] | None) -> ModelSource:
         return dataclasses.replace(self, text_spec=self.text_spec.with_columns(columns))
 
-    def with_text_pair_columns(self, columns: list[str] | tuple[str, ...] | None) -> ModelSource:
-        if columns and not self.text_spec.pair_columns:
-            raise PredictError(
-                f"--text-pair-columns: {self.model_dir} was trained on single texts; a pair would be read as one text"
-            )
+    def with_text_pair_columns(
+        self, columns: list[str] | tuple[str, ...] | None, option: str = "--text-pair-columns"
+    ) -> ModelSource:
+        check_pair_columns(self.text_spec, columns, self.reading_recorded, option)
         return dataclasses.replace(self, text_spec=self.text_spec.with_pair_columns(columns))
 
     def with_text_separator(self, separator: str | None) -> ModelSource:
@@ -115,6 +114,13 @@ class ModelSource:
         return (
             f"; for a file without a header row, as the run's were, pass --column-names {','.join(self.column_names)}"
         )
+
+
+def check_pair_columns(spec: TextSpec, columns: Sequence[str] | None, recorded: bool, option: str) -> None:
+    """Pair columns given for a model that records it was trained on single texts would make it read what it never
+    saw; a folder that records nothing (another tool's, or a Hub checkpoint) may be a pair model, and is believed."""
+    if columns and recorded and not spec.pair_columns:
+        raise PredictError(f"{option}: the model was trained on single texts; a pair would be read as one text")
 
 
 def default_text_spec() -> TextSpec:
