@@ -84,6 +84,7 @@ def test_eval_baseline_config_key():
         load_config(None, ["eval.baseline=bow"])
 
 
+@pytest.mark.slow  # a whole tiny run (about 10 s): the default tier stays under 5 minutes
 def test_finetune_with_baseline_none_writes_no_baseline(tiny_run_config):
     from pipeline import finetune
 

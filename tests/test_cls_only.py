@@ -202,6 +202,7 @@ def test_saving_is_untouched_and_the_full_layer_comes_back(tmp_path):
     assert model.eval().base_model(**batch).last_hidden_state.shape == (5, 19, 32)
 
 
+@pytest.mark.slow  # a whole tiny run (about 10 s): the default tier stays under 5 minutes
 def test_training_stage_4_and_prediction_apply_it(tiny_run_config, fresh_accelerate_state):
     from pipeline import finetune
     from pipeline.predict import Predictor

@@ -99,6 +99,7 @@ def test_a_model_with_fast_dropout_evaluates_exactly_as_before_and_saves_a_plain
     assert ATTENTION not in json.dumps(json.loads((tmp_path / "config.json").read_text()))
 
 
+@pytest.mark.slow  # a whole tiny run (about 10 s): the default tier stays under 5 minutes
 def test_the_run_records_the_swapped_modules_and_false_keeps_torch_dropout(tiny_run_config, fresh_accelerate_state):
     from pipeline import finetune
 

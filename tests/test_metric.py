@@ -74,6 +74,7 @@ def test_stage_4_uses_the_same_module_and_returns_the_same_dict(metric):
     assert classification_metric().name == "classification"
 
 
+@pytest.mark.slow  # a fresh interpreter importing the package (about 8 s): the default tier stays under 5 minutes
 def test_stage_4_writes_nothing_to_the_hugging_face_caches(tmp_path):
     """evaluate.load would copy the module into HF_MODULES_CACHE (under the home folder): stage 4 builds it from its
     file instead."""
