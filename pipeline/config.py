@@ -56,6 +56,10 @@ class DataConfig:
     source: Literal["hub", "files"] = "hub"
     hub_name: str = "fancyzhx/ag_news"
     hub_config: str | None = None
+    # Which split of the Hub dataset is train, validation or test, where it names them otherwise: GLUE MNLI's
+    # {validation: validation_matched, test: validation_mismatched} (its test splits hide their labels). Unset, or
+    # for a split it leaves out: the split of that name, and for validation one named valid, val or dev.
+    hub_splits: dict[str, str] | None = None
     # An unreachable Hub must fail fast: datasets' own retries take minutes.
     hub_timeout_seconds: float = 15.0
     train_file: str | None = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from pipeline.config import ConfigError, PipelineConfig, TokenizerConfig
+from pipeline.config import ConfigError, DataConfig, PipelineConfig, TokenizerConfig
 from pipeline.tables import PAIR_MARK, delimiter_problem, label_prefix_problem, normalise_name
 
 
@@ -52,6 +52,7 @@ def validate(config: PipelineConfig) -> None:
     _validate_long_text(config.tokenizer)
     if config.data.source == "files" and not config.data.train_file:
         raise ConfigError("data.train_file: required when data.source is 'files'")
+    _validate_hub_splits(config.data)
     if not config.data.text_columns:
         raise ConfigError("data.text_columns: name at least one column")
     delimiter_error = delimiter_problem(config.data.delimiter) if config.data.delimiter is not None else None
@@ -65,6 +66,20 @@ def validate(config: PipelineConfig) -> None:
     _validate_split_column(config)
     _validate_distill(config)
     _validate_decisions(config)
+
+
+def _validate_hub_splits(data: DataConfig) -> None:
+    """data.hub_splits: for the Hub only, each a distinct Hub split (its keys are checked with the splits,
+    data.hub_split_names)."""
+    if not data.hub_splits:
+        return
+    if data.source != "hub":
+        raise ConfigError("data.hub_splits: names the splits of a Hub dataset; data.source is 'files'")
+    names = list(data.hub_splits.values())
+    if len(set(names)) < len(names):
+        raise ConfigError(
+            f"data.hub_splits: {data.hub_splits} gives one Hub split to two splits, whose rows would be both"
+        )
 
 
 def _validate_text_pair(config: PipelineConfig) -> None:

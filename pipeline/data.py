@@ -616,25 +616,22 @@ def read_folder(
 def read_hub_tables(config: DataConfig) -> tuple[dict[str, Table], list[str] | None]:
     """The Hub dataset's train/test (and validation, if it has one) as Tables, and its ClassLabel names if any."""
     loaded = load_hub_dataset(config)
-    if not isinstance(loaded, datasets.DatasetDict) or "train" not in loaded:
-        found = ", ".join(loaded) if isinstance(loaded, datasets.DatasetDict) else "a single unnamed split"
+    if not isinstance(loaded, datasets.DatasetDict):
         raise DataError(
-            f"Hub dataset '{config.hub_name}' has {found}; the pipeline needs a 'train' split "
-            "(and uses 'validation' and 'test' when present; otherwise they are carved from train)"
+            f"Hub dataset '{config.hub_name}' has a single unnamed split; the pipeline needs a 'train' split"
         )
-    feature = None if config.label_columns else loaded["train"].features.get(config.label_column)
+    chosen = hub_split_names(config, list(loaded))
+    feature = None if config.label_columns else loaded[chosen["train"]].features.get(config.label_column)
     feature = getattr(feature, "feature", feature)  # a multi-label column is a list (Sequence) of ClassLabel
     hub_names = list(feature.names) if isinstance(feature, datasets.ClassLabel) else None
     needed = list(dict.fromkeys([*TextSpec.from_data_config(config).input_columns, *label_columns_of(config)]))
     tables = {}
-    for split in SPLITS:
-        if split not in loaded:
-            continue
-        source = f"Hub dataset '{config.hub_name}' split '{split}'"
+    for split, name in chosen.items():
+        source = f"Hub dataset '{config.hub_name}' split '{name}'"
         # The split column is read from train only: divided by it, train is the one split (split_by_column).
         columns = [*needed, config.split_column] if config.split_column and split == "train" else needed
-        _require_columns(loaded[split].column_names, columns, source, config)
-        frame = loaded[split].select_columns(list(dict.fromkeys(columns))).to_pandas()
+        _require_columns(loaded[name].column_names, columns, source, config)
+        frame = loaded[name].select_columns(list(dict.fromkeys(columns))).to_pandas()
         if hub_names is not None and config.task == "single_label":
             frame[config.label_column] = _hidden_labels_missing(frame[config.label_column])
             if split != "train" and frame[config.label_column].isna().all():
@@ -647,6 +644,49 @@ def read_hub_tables(config: DataConfig) -> tuple[dict[str, Table], list[str] | N
                 continue
         tables[split] = Table(frame, source, "data.hub_name")
     return tables, hub_names
+
+
+def hub_split_names(config: DataConfig, available: list[str]) -> dict[str, str]:
+    """Which of the Hub dataset's splits is train, validation and test (those it has): data.hub_splits where it
+    names one, else the split of that name, else one that data.SPLIT_VALUES reads as it (a `dev` or `valid` split is
+    validation, as in a split column). Splits left unused are logged, and warned about when validation or test is
+    carved from train instead: a split of the data's own (MNLI's validation_matched) may be the one meant."""
+    given = config.hub_splits or {}
+    unknown = [key for key in given if key not in SPLITS]
+    if unknown:
+        raise DataError(
+            f"data.hub_splits: {unknown[0]!r} is not a split of the pipeline; map train, validation or test"
+        )
+    chosen: dict[str, str] = {}
+    for split in SPLITS:
+        if split in given:
+            if given[split] not in available:
+                raise DataError(
+                    f"data.hub_splits: Hub dataset '{config.hub_name}' has no split '{given[split]}' for {split} (its "
+                    f"splits: {', '.join(available)})"
+                )
+            chosen[split] = given[split]
+            continue
+        candidates = [name for name in available if SPLIT_VALUES.get(name.casefold()) == split]
+        exact = [name for name in candidates if name == split]
+        if exact or candidates:
+            chosen[split] = (exact or candidates)[0]
+    if "train" not in chosen:
+        raise DataError(
+            f"Hub dataset '{config.hub_name}' has the splits {', '.join(available)} and none is train: name it in "
+            "data.hub_splits (e.g. {train: <split>}); validation and test are carved from train where it has none"
+        )
+    unused = [name for name in available if name not in chosen.values()]
+    carved = [split for split in SPLITS if split not in chosen]
+    if unused:
+        (logger.warning if carved else logger.info)(
+            "Hub dataset '%s': split%s %s not used%s; data.hub_splits maps a split to train, validation or test",
+            config.hub_name,
+            "s" if len(unused) > 1 else "",
+            ", ".join(unused),
+            f", and {' and '.join(carved)} carved from train" if carved else "",
+        )
+    return chosen
 
 
 def _hidden_labels_missing(labels: pd.Series) -> pd.Series:

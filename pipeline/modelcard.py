@@ -63,14 +63,14 @@ def card_data(facts: CardFacts) -> Any:
     and the model-index of test metrics."""
     from huggingface_hub import EvalResult, ModelCardData
 
-    dataset_type, dataset_name, dataset_config = facts.dataset_reference()
+    dataset_type, dataset_name, dataset_config, dataset_split = facts.dataset_reference()
     common = dict(
         task_type=TASK_TYPE,
         task_name=TASK_NAME,
         dataset_type=dataset_type,
         dataset_name=dataset_name,
         dataset_config=dataset_config,
-        dataset_split="test",
+        dataset_split=dataset_split,
     )
     results = [
         EvalResult(

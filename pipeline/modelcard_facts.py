@@ -69,13 +69,15 @@ class CardFacts:
     def setting(self, *keys: str) -> Any:
         return nested_get(self.config, *keys)
 
-    def dataset_reference(self) -> tuple[str, str, str | None]:
-        """(model-index dataset type, dataset name, dataset config)."""
+    def dataset_reference(self) -> tuple[str, str, str | None, str]:
+        """(model-index dataset type, dataset name, dataset config, the split scored as test: a Hub dataset's own
+        name for it where data.hub_splits maps one, as GLUE MNLI's validation_mismatched)."""
         if self.from_hub:
             name = str(self.data.get("hub_name") or "unknown")
-            return name, name, self.data.get("hub_config")
+            test_split = str((self.data.get("hub_splits") or {}).get("test", "test"))
+            return name, name, self.data.get("hub_config"), test_split
         builder, name = self._local_data()
-        return builder, f"{name} (local files)", None
+        return builder, f"{name} (local files)", None, "test"
 
     def _local_data(self) -> tuple[str, str]:
         """Local data as (the `datasets` builder that reads it, its name: the folder of its test file, else of its

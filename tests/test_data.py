@@ -804,6 +804,74 @@ def test_hub_name_may_be_a_folder_that_save_to_disk_wrote(tmp_path):
         load_splits(DataConfig(source="hub", hub_name=str(tmp_path / "empty_test")), seed=0)
 
 
+def save_hub_splits(folder: Path, names: list[str], rows: int = 40) -> str:
+    """A DatasetDict of these split names (each its own texts, labels cycling through the classes), saved to disk:
+    what data.hub_name reads as a Hub dataset."""
+    features = datasets.Features({"text": datasets.Value("string"), "label": datasets.ClassLabel(names=AG_NAMES)})
+    splits = {
+        name: datasets.Dataset.from_dict(
+            {"text": [f"{name} story {i}" for i in range(rows)], "label": [i % 4 for i in range(rows)]},
+            features=features,
+        )
+        for name in names
+    }
+    datasets.DatasetDict(splits).save_to_disk(str(folder))
+    return str(folder)
+
+
+def first_texts(splits) -> dict[str, str]:
+    return {split: dataset["text"][0].split(" story")[0] for split, dataset in splits.items()}
+
+
+def test_hub_splits_by_another_name_are_read_as_the_pipelines(tmp_path, caplog):
+    imdb_like = save_hub_splits(tmp_path / "dev", ["train", "dev", "test", "unsupervised"])
+    with caplog.at_level("INFO", logger="pipeline.data"):
+        splits = load_splits(DataConfig(source="hub", hub_name=imdb_like), seed=0)
+    assert first_texts(splits) == {"train": "train", "validation": "dev", "test": "test"}  # dev is validation
+    assert "split unsupervised not used; data.hub_splits maps" in caplog.text
+
+    mnli_like = save_hub_splits(
+        tmp_path / "mnli", ["train", "validation_matched", "validation_mismatched", "test_matched"]
+    )
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="pipeline.data"):
+        carved = load_splits(DataConfig(source="hub", hub_name=mnli_like), seed=0)
+    assert first_texts(carved) == {"train": "train", "validation": "train", "test": "train"}
+    assert "splits validation_matched, validation_mismatched, test_matched not used, and validation and test" in (
+        caplog.text
+    )
+    mapped = DataConfig(
+        source="hub",
+        hub_name=mnli_like,
+        hub_splits={"validation": "validation_matched", "test": "validation_mismatched"},
+    )
+    assert first_texts(load_splits(mapped, seed=0)) == {
+        "train": "train",
+        "validation": "validation_matched",
+        "test": "validation_mismatched",
+    }
+
+
+def test_hub_splits_that_do_not_fit_are_named(tmp_path):
+    unnamed = save_hub_splits(tmp_path / "unnamed", ["training", "testing"])
+    with pytest.raises(
+        DataError, match=r"has the splits training, testing and none is train: name it in data\.hub_splits"
+    ):
+        load_splits(DataConfig(source="hub", hub_name=unnamed), seed=0)
+    named = DataConfig(source="hub", hub_name=unnamed, hub_splits={"train": "training", "test": "testing"})
+    assert first_texts(load_splits(named, seed=0))["test"] == "testing"
+    with pytest.raises(
+        DataError, match=r"data\.hub_splits: .* has no split 'dev' for validation \(its splits: training"
+    ):
+        load_splits(dataclasses.replace(named, hub_splits={"train": "training", "validation": "dev"}), seed=0)
+    with pytest.raises(DataError, match=r"data\.hub_splits: 'eval' is not a split of the pipeline"):
+        load_splits(dataclasses.replace(named, hub_splits={"train": "training", "eval": "testing"}), seed=0)
+    with pytest.raises(ConfigError, match="data.hub_splits: names the splits of a Hub dataset; data.source is 'files'"):
+        load_config(None, ["data.source=files", "data.train_file=x.csv", "data.hub_splits={test: testing}"])
+    with pytest.raises(ConfigError, match="gives one Hub split to two splits"):
+        load_config(None, ["data.hub_splits={validation: testing, test: testing}"])
+
+
 def test_hub_offline_without_cache_names_the_local_files_option(tmp_path):
     started = time.monotonic()
     message = error_message(DataConfig(source="hub", cache_dir=str(tmp_path / "empty")))

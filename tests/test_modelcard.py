@@ -404,3 +404,13 @@ def test_the_card_says_how_long_texts_were_read(tmp_path, overrides, read_as, di
     usage = section(text, "How to use")
     assert ("on texts longer than its training length its scores can differ" in usage) is differs
     assert "reads long texts as training did" in usage
+
+
+def test_the_model_index_names_the_hub_split_scored_as_test(tmp_path):
+    run_dir = fake_run(
+        tmp_path, "data.hub_name=nyu-mll/glue", "data.hub_config=mnli", "data.hub_splits={test: validation_mismatched}"
+    )
+    _, results = model_index_to_eval_results(ModelCard.load(write_model_card(run_dir)).data.to_dict()["model-index"])
+    assert {(result.dataset_type, result.dataset_config, result.dataset_split) for result in results} == {
+        ("nyu-mll/glue", "mnli", "validation_mismatched")
+    }
