@@ -940,9 +940,12 @@ def _warn_if_numbers_only(texts: list[str], table: Table, spec: TextSpec) -> Non
 
 def texts_of(table: Table, spec: TextSpec) -> list[str]:
     """Each row's text by the one rule of tables.TextSpec ("" where every text column is empty)."""
-    keys = ["data.text_columns"] * len(spec.columns) + ["data.text_pair_columns"] * len(spec.pair_columns)
-    values = [table.column(column, key) for column, key in zip(spec.input_columns, keys)]
-    return [spec.text_of(parts) for parts in zip(*values)]
+    return [spec.text_of(parts) for parts in input_values(table, spec)]
+
+
+def input_values(table: Table, spec: TextSpec) -> list[tuple[Any, ...]]:
+    """Each row's values of the text's columns (TextSpec.input_columns), in that order."""
+    return list(zip(*(table.column(column, key) for column, key in spec.named_columns())))
 
 
 def drop_incomplete(table: Table, split: str, config: DataConfig) -> tuple[Table, list[RemovedRow]]:
@@ -952,17 +955,19 @@ def drop_incomplete(table: Table, split: str, config: DataConfig) -> tuple[Table
     table is returned whole, and to_dataset refuses such rows with a message naming them all."""
     if config.incomplete_rows != "drop":
         return table, []
-    texts = texts_of(table, TextSpec.from_data_config(config))
+    spec = TextSpec.from_data_config(config)
+    values = input_values(table, spec)
     labels = table.column(config.label_column, "data.label_column")
     ids = row_ids(table, config.id_column)
     needs_label = config.task == "single_label" or bool(config.label_columns)  # an indicator cell left empty
     kept, dropped, removed = [], [], []
-    for row, (text, label) in enumerate(zip(texts, labels)):
-        missing = [what for what, absent in (("text", not text), ("label", needs_label and is_blank(label))) if absent]
+    for row, (parts, label) in enumerate(zip(values, labels)):
+        missing = [spec.what_is_empty(parts), "label" if needs_label and is_blank(label) else None]
+        missing = [what for what in missing if what]
         if missing:
             dropped.append(row)
             reason = f"incomplete: no {' and no '.join(missing)} (data.incomplete_rows: drop)"
-            removed.append(RemovedRow(split, ids[row], reason, text))
+            removed.append(RemovedRow(split, ids[row], reason, spec.partial_text(parts)))
         else:
             kept.append(row)
     if dropped:
@@ -971,15 +976,15 @@ def drop_incomplete(table: Table, split: str, config: DataConfig) -> tuple[Table
             "in removed_rows.csv",
             table.source,
             len(removed),
-            len(texts),
+            len(values),
             table.unit,
             table.number(dropped[0]),
             table.and_more(dropped),
         )
     if not kept:
         raise DataError(
-            f"The {split} split is empty: every one of the {len(texts)} rows of {table.source} ({table.origin}) "
-            "lacks a text or a label; check data.text_columns and data.label_column"
+            f"The {split} split is empty: every one of the {len(values)} rows of {table.source} ({table.origin}) "
+            f"lacks a text or a label; check {' and '.join(spec.keys())}, and data.label_column"
         )
     return table.subset(kept), removed
 

@@ -187,6 +187,16 @@ class TextSpec:
             names(data.get("text_pair_columns")),
         )
 
+    def named_columns(self) -> list[tuple[str, str]]:
+        """(column, the setting that names it) for each of input_columns, in order."""
+        return [(column, "data.text_columns") for column in self.columns] + [
+            (column, "data.text_pair_columns") for column in self.pair_columns
+        ]
+
+    def keys(self) -> list[str]:
+        """The settings that name the text's columns."""
+        return list(dict.fromkeys(key for _, key in self.named_columns()))
+
     @property
     def input_columns(self) -> tuple[str, ...]:
         """Every column a row's text reads, in the order text_of takes their values."""
@@ -225,9 +235,24 @@ class TextSpec:
         when either segment has none, as a pair with one side missing cannot be read as a pair)."""
         if not self.pair_columns:
             return self.segment_of(values)
-        return self.join_pair(
-            self.segment_of(values[: len(self.columns)]), self.segment_of(values[len(self.columns) :])
-        )
+        return self.join_pair(*self.sides(values))
+
+    def sides(self, values: Sequence[Any]) -> tuple[str, str]:
+        """A pair's two texts from its values of input_columns ("" for a side without text)."""
+        return self.segment_of(values[: len(self.columns)]), self.segment_of(values[len(self.columns) :])
+
+    def what_is_empty(self, values: Sequence[Any]) -> str | None:
+        """What a row without a text lacks, as removed_rows.csv says it: "text", or for a pair "text in" the columns
+        of each empty side; None when it has a text."""
+        if not self.pair_columns:
+            return None if self.segment_of(values) else "text"
+        empty = [columns for columns, side in zip((self.columns, self.pair_columns), self.sides(values)) if not side]
+        return " and no ".join(f"text in {', '.join(columns)}" for columns in empty) or None
+
+    def partial_text(self, values: Sequence[Any]) -> str:
+        """The row's text as far as it has one: for a pair with a side missing, both sides joined by the mark anyway,
+        so that removed_rows.csv shows the side that was there."""
+        return PAIR_MARK.join(self.sides(values)) if self.pair_columns else self.segment_of(values)
 
     @staticmethod
     def join_pair(first: str, second: str) -> str:

@@ -375,3 +375,19 @@ def test_a_folder_that_records_nothing_may_be_read_as_pairs(tiny_bert_dir):
     single = Predictor.from_path(tiny_bert_dir, device="cpu")
     with pytest.raises(PredictError, match="pair given to a model trained on single texts"):
         predict_texts(single, [{"text": "a question", "text_pair": "its passage"}])
+
+
+def test_dropped_half_pairs_are_listed_with_the_side_they_had(tmp_path, tiny_bert_dir):
+    from pipeline.data import load_data
+
+    rows = matching_pairs(40, seed=0)
+    rows[3] = (rows[3][0], "", rows[3][2])  # no body
+    rows[5] = ("", rows[5][1], rows[5][2])  # no headline
+    train = write_pairs(tmp_path / "train.csv", rows)
+    test = write_pairs(tmp_path / "test.csv", matching_pairs(20, seed=0, skip=40))
+    overrides = [*pair_overrides(tmp_path, tiny_bert_dir, train, test), "data.incomplete_rows=drop"]
+    removed = {row.row_id: row for row in load_data(load_config(MINILM_CONFIG, overrides).data, 0).removed}
+    assert removed["5"].reason == "incomplete: no text in body (data.incomplete_rows: drop)"
+    assert removed["5"].text == f"{rows[3][0]}{PAIR_MARK}"
+    assert removed["7"].reason == "incomplete: no text in headline (data.incomplete_rows: drop)"
+    assert removed["7"].text == f"{PAIR_MARK}{rows[5][1]}"
