@@ -849,8 +849,9 @@ def label_columns_of(config: DataConfig) -> list[str]:
 
 
 def _require_columns(available: list[str], needed: list[str], source: str, config: DataConfig) -> None:
+    text_keys = dict(TextSpec.from_data_config(config).named_columns())  # a text column and the setting naming it
     for column in needed:
-        key = "data.text_pair_columns" if column in (config.text_pair_columns or []) else "data.text_columns"
+        key = text_keys.get(column, "data.text_columns")
         if column in label_columns_of(config):
             key = "data.label_columns" if config.label_columns else "data.label_column"
         elif column == config.split_column:

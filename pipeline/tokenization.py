@@ -32,12 +32,12 @@ from pipeline.windows import (
     TOKENIZE_BATCH_SIZE,
     EncodedDocuments,
     LongTextRule,
+    content_ids_by_segment,
     content_length,
     encode_documents,
     has_pairs,
     pair_extra_tokens,
     reads_segments,
-    segment_ids,
     unknown_count,
     window_starts,
     windows_summary,
@@ -154,7 +154,7 @@ def count_tokens(texts: list[str], tokenizer: PreTrainedTokenizerBase) -> TokenC
     unknown: int | None = 0 if tokenizer.unk_token_id is not None else None
     pair_extra = pair_extra_tokens(tokenizer)
     for start in range(0, len(texts), TOKENIZE_BATCH_SIZE):
-        content = segment_ids(tokenizer, texts[start : start + TOKENIZE_BATCH_SIZE])
+        content = content_ids_by_segment(tokenizer, texts[start : start + TOKENIZE_BATCH_SIZE])
         lengths.extend(content_length(first, second, pair_extra) for first, second in content)
         if unknown is not None:
             unknown += unknown_count(content, tokenizer)

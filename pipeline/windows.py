@@ -131,7 +131,7 @@ def content_ids(tokenizer: Any, texts: Sequence[str]) -> list[list[int]]:
     )["input_ids"]
 
 
-def segment_ids(tokenizer: Any, texts: Sequence[str]) -> list[tuple[list[int], list[int] | None]]:
+def content_ids_by_segment(tokenizer: Any, texts: Sequence[str]) -> list[tuple[list[int], list[int] | None]]:
     """Each text's (first, second) content token ids: second is None for a single text, the pair's second text for
     a pair (tables.PAIR_MARK)."""
     parts = [segments_of(text) for text in texts]
@@ -266,7 +266,7 @@ def encode_documents(tokenizer: Any, texts: Sequence[str], max_length: int, rule
     lengths: list[int] = []
     unknown: int | None = 0 if tokenizer.unk_token_id is not None else None
     for start in range(0, len(texts), TOKENIZE_BATCH_SIZE):
-        content = segment_ids(tokenizer, texts[start : start + TOKENIZE_BATCH_SIZE])
+        content = content_ids_by_segment(tokenizer, texts[start : start + TOKENIZE_BATCH_SIZE])
         if unknown is not None:
             unknown += unknown_count(content, tokenizer)
         for offset, (first, second) in enumerate(content):
