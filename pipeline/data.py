@@ -69,11 +69,13 @@ from pipeline.tables import (
     WORKBOOK_SETTINGS,
     DataError,
     TextSpec,
+    in_sheet,
     is_blank,
     is_missing,
     is_number_text,
     open_table,
     resolve_columns,
+    segments_of,
     settings_not_read,
 )
 
@@ -130,7 +132,7 @@ class Table:
         return dataclasses.replace(self, frame=frame, numbers=numbers)
 
     def where(self, row: int) -> str:
-        return f"{self.source}, {self.unit} {self.number(row)}"
+        return f"{in_sheet(self.source, self.sheet)}, {self.unit} {self.number(row)}"
 
     def column(self, name: str, key: str) -> list[Any]:
         """The values of a configured column (found as tables.resolve_columns finds it), naming `key` if absent."""
@@ -927,16 +929,18 @@ MIN_ROWS_FOR_NUMBER_WARNING = 10
 
 
 def _warn_if_numbers_only(texts: list[str], table: Table, spec: TextSpec) -> None:
-    numeric = sum(1 for text in texts if _NUMBER_ONLY.fullmatch(text))
-    if len(texts) >= MIN_ROWS_FOR_NUMBER_WARNING and numeric >= NUMBER_ONLY_SHARE * len(texts):
-        logger.warning(
-            "%s: %d of %d texts are numbers only (data.text_columns: %s): an id or a numeric column? The model "
-            "learns from words",
-            table.source,
-            numeric,
-            len(texts),
-            ", ".join(spec.columns),
-        )
+    """Judged per side of a pair (segments_of), since one side of numbers beside a side of words is as suspect."""
+    for side, (columns, key) in enumerate(spec.side_columns()):
+        numeric = sum(1 for text in texts if _NUMBER_ONLY.fullmatch(segments_of(text)[side]))
+        if len(texts) >= MIN_ROWS_FOR_NUMBER_WARNING and numeric >= NUMBER_ONLY_SHARE * len(texts):
+            logger.warning(
+                "%s: %d of %d texts are numbers only (%s: %s): an id or a numeric column? The model learns from words",
+                table.source,
+                numeric,
+                len(texts),
+                key,
+                ", ".join(columns),
+            )
 
 
 def texts_of(table: Table, spec: TextSpec) -> list[str]:

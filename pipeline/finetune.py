@@ -232,17 +232,14 @@ def prepare(
         tokenizer = load_pretrained(
             "tokenizer.name_or_path", config.tokenizer.name_or_path, lambda: load_tokenizer(config.tokenizer)
         )
+        segments = bool(config.data.text_pair_columns) and reads_segments(tokenizer)
         model, new_parameters = load_pretrained(
             "model.name_or_path",
             config.model.name_or_path,
-            lambda: models.build_model(
-                config.model,
-                labels,
-                tokenizer,
-                data.multi_label,
-                pairs=bool(config.data.text_pair_columns) and reads_segments(tokenizer),
-            ),
+            lambda: models.build_model(config.model, labels, tokenizer, data.multi_label, pairs=segments),
         )
+        if segments:
+            models.require_segments(model, "model.name_or_path")
         cls_only = config.model.last_layer_cls_only and restrict_last_layer_to_cls(model)
         tick = time.perf_counter()
         splits, transfer_counts = distill.with_transfer_split(config, data, tokenizer.mask_token)

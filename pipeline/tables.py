@@ -187,11 +187,14 @@ class TextSpec:
             names(data.get("text_pair_columns")),
         )
 
+    def side_columns(self) -> list[tuple[tuple[str, ...], str]]:
+        """(columns, the setting that names them) for each side: the text's, and a pair's second text's."""
+        sides = [(self.columns, "data.text_columns")]
+        return [*sides, (self.pair_columns, "data.text_pair_columns")] if self.pair_columns else sides
+
     def named_columns(self) -> list[tuple[str, str]]:
         """(column, the setting that names it) for each of input_columns, in order."""
-        return [(column, "data.text_columns") for column in self.columns] + [
-            (column, "data.text_pair_columns") for column in self.pair_columns
-        ]
+        return [(column, key) for columns, key in self.side_columns() for column in columns]
 
     def keys(self) -> list[str]:
         """The settings that name the text's columns."""
@@ -678,7 +681,13 @@ class Table:
     sheet: str | None = None  # the worksheet read, of an Excel workbook (data.sheet, or its first)
 
     def where(self, number: int | str) -> str:
-        return f"{self.name}, {self.unit} {number}"
+        return f"{in_sheet(self.name, self.sheet)}, {self.unit} {number}"
+
+
+def in_sheet(name: str, sheet: str | None) -> str:
+    """A file as errors name it, with the worksheet read where it is a workbook ("book.xlsx, sheet 'Train'"), so
+    that a row number leads to the sheet it counts in."""
+    return f"{name}, sheet {sheet!r}" if sheet else name
 
 
 @contextlib.contextmanager

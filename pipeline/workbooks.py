@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
 from pipeline.table_formats import batched, read_header
-from pipeline.tables import DataError, Table, normalise_name, one_line
+from pipeline.tables import DataError, Table, in_sheet, normalise_name, one_line
 
 logger = logging.getLogger("pipeline.data")
 
@@ -64,7 +64,7 @@ def workbook_table(
         worksheet.reset_dimensions()
         records = _records(_values(worksheet, name), column_names)
         empty = f"{name}: the sheet {worksheet.title!r} is empty"
-        header, rows = read_header(records, column_names, name, "row", WIDTH_HINT, empty)
+        header, rows = read_header(records, column_names, in_sheet(name, worksheet.title), "row", WIDTH_HINT, empty)
         yield Table(name, "xlsx", header, "row", batched(rows, chunk_size), sheet=worksheet.title)
     finally:
         workbook.close()

@@ -1273,3 +1273,8 @@ def test_a_text_column_of_numbers_only_is_warned_about(tmp_path, caplog):
     with caplog.at_level("WARNING", logger="pipeline.data"):
         load_splits(files_config(train, None, test_file=None, text_columns=["body"]), seed=0)
     assert not [r for r in caplog.records if "numbers only" in r.getMessage()]
+    # A pair is judged per side: the id as the second text is named by its own setting.
+    with caplog.at_level("WARNING", logger="pipeline.data"):
+        load_splits(files_config(train, None, test_file=None, text_columns=["body"], text_pair_columns=["id"]), 0)
+    (message,) = [r.getMessage() for r in caplog.records if "numbers only" in r.getMessage()]
+    assert "train.csv: 24 of 24 texts are numbers only (data.text_pair_columns: id)" in message

@@ -192,20 +192,22 @@ def test_a_header_less_sheet_is_read_by_column_names(tmp_path):
     )
 
 
-def test_errors_name_the_sheets_row_as_excel_numbers_it(tmp_path):
-    """A missing text (the rows start on row 3 under a title row's blank) and a value right of the header."""
+def test_errors_name_the_sheet_and_its_row_as_excel_numbers_it(tmp_path):
+    """A missing text (the rows start on row 3 under a title row's blank) and a value right of the header, in the
+    second of two sheets: the error leads to the sheet and its row."""
     rows = [[], HEADER, *news_rows(12)]
     rows[6][1] = rows[6][2] = None  # row 7 of the sheet
-    path = write_workbook(tmp_path / "train.xlsx", {"Sheet1": rows})
+    sheets = {"Notes": [["read me"]], "Train": rows}
+    path = write_workbook(tmp_path / "train.xlsx", sheets)
     with pytest.raises(DataError) as caught:
-        load_data(files_config(path), seed=1)
-    assert str(caught.value).startswith(f"{path}, row 7: empty text in title, body")
+        load_data(files_config(path, sheet="Train"), seed=1)
+    assert str(caught.value).startswith(f"{path}, sheet 'Train', row 7: empty text in title, body")
     rows[6][1] = "Back"
     rows[9].append("stray note")
-    write_workbook(path, {"Sheet1": rows})
-    message = error_of(path)
+    write_workbook(path, sheets)
+    message = error_of(path, sheet="Train")
     assert message.startswith(
-        f"{path}, row 10: 5 fields, expected 4 as in the header on row 2 (id, title, body, label)"
+        f"{path}, sheet 'Train', row 10: 5 fields, expected 4 as in the header on row 2 (id, title, body, label)"
     )
     assert "right of the header's last column" in message
 

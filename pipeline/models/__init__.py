@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from transformers import AutoModelForSequenceClassification, PreTrainedModel, PreTrainedTokenizerBase
 
-from pipeline.config import ModelConfig
+from pipeline.config import ConfigError, ModelConfig
 from pipeline.models.encoder import EncoderClassifierConfig, EncoderForSequenceClassification
 
 # transformers' name for a sigmoid per class (config.json "problem_type").
@@ -92,6 +92,19 @@ def build_model(
 
 # The segments of a sentence pair: its first and its second text (BERT's token type ids 0 and 1).
 SEGMENTS = 2
+
+
+def require_segments(model: PreTrainedModel, key: str) -> None:
+    """A model fed sentence pairs with segment ids must have an embedding for each segment: one with a single row
+    (type_vocab_size 1, a checkpoint pretrained on single texts) would fail on the second text's first batch with
+    an index error. Raises ConfigError naming `key` and what to do instead."""
+    segments = getattr(model.config, "type_vocab_size", SEGMENTS)
+    if segments < SEGMENTS:
+        raise ConfigError(
+            f"{key}: '{model.config.name_or_path}' has type_vocab_size {segments}, so it cannot tell a pair's second "
+            "text from its first (data.text_pair_columns); join the two texts instead (list both sides' columns in "
+            "data.text_columns) or choose a checkpoint pretrained on pairs"
+        )
 
 
 def _new_parameter_names(loading: dict) -> frozenset[str]:
