@@ -19,7 +19,8 @@ Settings, for every class or per class (a mapping class -> setting):
   precision), `{recall: r}` (the highest threshold whose validation recall is still r: the most precision).
 For a multi-class task a class's precision and recall count only rows whose argmax is that class (the others can
 never be labelled it). A precision that no threshold reaches on validation falls back to best_f1, with a warning
-and a note in the record; a class without validation rows keeps 0.5.
+and a note in the record; a class without validation rows keeps 0.5. Each kind of problem is one warning naming the
+classes it hit (a 28-class task would otherwise log 28 lines), each class's record its own.
 
 A chosen threshold sits midway between the validation score it admits and the next lower one (0 below the lowest):
 the same validation decisions, with the widest margin, so that a score a rounding error away (another runtime, bf16,
@@ -36,6 +37,7 @@ import numpy as np
 
 from pipeline.config import ConfigError
 from pipeline.config_checks import is_threshold_target
+from pipeline.rundir import DECISION_FILE, MODEL_DIR
 
 logger = logging.getLogger(__name__)
 
@@ -149,19 +151,63 @@ def choose_decision(
     per_class = _settings_per_class(setting, names, kind)
     decision = Decision(kind, list(names), setting=setting)
     probabilities, labels = np.asarray(probabilities, dtype=np.float64), np.asarray(labels)
+    problems: dict[str, list[str]] = {}  # kind of problem -> the classes it hit, each with its detail
     for index, name in enumerate(names):
         if name not in per_class:
             continue
         scores, positives = _scores_and_positives(probabilities, labels, index, kind)
-        threshold, record = choose_threshold(per_class[name], scores, positives)
-        if "fallback" in record:
-            logger.warning("eval.threshold for class %r: %s", name, record["fallback"])
-        elif not isinstance(per_class[name], float) and 0 < positives.sum() < FEW_POSITIVES:
+        threshold, record, problem = _choose_threshold(per_class[name], scores, positives)
+        if problem is None and not isinstance(per_class[name], float) and 0 < positives.sum() < FEW_POSITIVES:
             record["note"] = f"chosen on only {int(positives.sum())} validation rows of the class: a rough estimate"
-            logger.warning("eval.threshold for class %r: %s", name, record["note"])
+            problem = Problem(FEW_ROWS, f"{int(positives.sum())} rows")
+        if problem is not None:
+            problems.setdefault(problem.kind, []).append(problem.naming(name))
         decision.thresholds[name] = threshold
         decision.chosen[name] = record
+    for problem_kind, classes in problems.items():
+        logger.warning(problems_message(problem_kind, classes))
     return decision
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why a class's threshold is not what was asked, or not to be trusted: one of the kinds below (the same words for
+    every class it hits, so that classes are logged together) and this class's figures."""
+
+    kind: str
+    detail: str = ""
+
+    def naming(self, name: str) -> str:
+        return f"{name!r} ({self.detail})" if self.detail else repr(name)
+
+
+# The kinds of Problem. Each class's own record (model/decision.json, metrics.json `thresholds.chosen`) keeps its
+# `fallback` or `note` in its own words.
+NO_POSITIVES = f"no positive validation rows: kept {DEFAULT_THRESHOLD}"
+NEVER_PREDICTED = f"no validation row is predicted as the class: kept {DEFAULT_THRESHOLD}"
+PRECISION_UNREACHED = "no threshold reaches the precision asked on validation: best_f1 used instead"
+RECALL_UNKEPT = (
+    "no threshold keeps the recall asked on validation: a threshold below every validation score of the class "
+    "used instead"
+)
+FEW_ROWS = (
+    f"chosen on fewer than {FEW_POSITIVES} validation rows of the class: a rough estimate; for more validation rows, "
+    "raise data.validation_fraction (when validation is carved from train) or give a larger data.validation_file"
+)
+# Classes named in one warning; a 28-class task would otherwise make a line of every class (the records hold all).
+NAMED_CLASSES = 5
+
+
+def problems_message(kind: str, classes: list[str]) -> str:
+    """One warning for every class one kind of problem hit: the first few named, the rest counted."""
+    if len(classes) == 1:
+        return f"eval.threshold for class {classes[0]}: {kind}"
+    named = ", ".join(classes[:NAMED_CLASSES])
+    more = f" and {len(classes) - NAMED_CLASSES:,} more" if len(classes) > NAMED_CLASSES else ""
+    return (
+        f"eval.threshold for {len(classes):,} classes ({named}{more}): {kind} "
+        f"(each class's record: {MODEL_DIR}/{DECISION_FILE})"
+    )
 
 
 def _settings_per_class(setting: Any, names: list[str], kind: str) -> dict[str, Any]:
@@ -187,19 +233,27 @@ def _scores_and_positives(
 
 def choose_threshold(setting: Any, scores: np.ndarray, positives: np.ndarray) -> tuple[float, dict[str, Any]]:
     """(threshold, record) for one class: record holds the setting and the validation precision / recall there."""
+    threshold, record, _ = _choose_threshold(setting, scores, positives)
+    return threshold, record
+
+
+def _choose_threshold(
+    setting: Any, scores: np.ndarray, positives: np.ndarray
+) -> tuple[float, dict[str, Any], Problem | None]:
+    """choose_threshold, and the Problem when the setting could not be met (the record's `fallback` says it too)."""
     if isinstance(setting, float):
-        return setting, _record(setting, setting, scores, positives)
+        return setting, _record(setting, setting, scores, positives), None
     if not positives.any():
         record = _record(setting, DEFAULT_THRESHOLD, scores, positives)
         record["fallback"] = f"no positive validation rows: kept {DEFAULT_THRESHOLD}"
-        return DEFAULT_THRESHOLD, record
+        return DEFAULT_THRESHOLD, record, Problem(NO_POSITIVES)
     candidates, precision, recall = _curve(scores, positives)
     if not len(candidates):  # multi-class: no validation row has this class as its top prediction
         record = _record(setting, DEFAULT_THRESHOLD, scores, positives)
         record["fallback"] = f"no validation row is predicted as this class: kept {DEFAULT_THRESHOLD}"
-        return DEFAULT_THRESHOLD, record
+        return DEFAULT_THRESHOLD, record, Problem(NEVER_PREDICTED)
     if setting == "best_f1":
-        return _best_f1(setting, candidates, precision, recall, scores, positives)
+        return *_best_f1(setting, candidates, precision, recall, scores, positives), None
     ((target, value),) = setting.items()
     if target == "precision":
         reaching = np.flatnonzero(precision >= value - 1e-12)
@@ -209,7 +263,7 @@ def choose_threshold(setting: Any, scores: np.ndarray, positives: np.ndarray) ->
                 f"no threshold reaches precision {value:g} on validation (best "
                 f"{precision.max():.4f}): best_f1 used instead"
             )
-            return threshold, record
+            return threshold, record, Problem(PRECISION_UNREACHED, f"precision {value:g}, best {precision.max():.4f}")
         best = reaching[np.argmax(recall[reaching])]  # the most recall among those reaching the precision
     else:
         keeping = np.flatnonzero(recall >= value - 1e-12)
@@ -220,10 +274,10 @@ def choose_threshold(setting: Any, scores: np.ndarray, positives: np.ndarray) ->
                 f"no threshold keeps recall {value:g} on validation (at most {recall.max():.4f}): {threshold:.4f}, "
                 "below every validation score of the class, used instead"
             )
-            return threshold, record
+            return threshold, record, Problem(RECALL_UNKEPT, f"recall {value:g}, at most {recall.max():.4f}")
         best = keeping[np.argmax(candidates[keeping])]  # the highest threshold still keeping the recall
     threshold = _midway(candidates, int(best))
-    return threshold, _record(setting, threshold, scores, positives)
+    return threshold, _record(setting, threshold, scores, positives), None
 
 
 def _midway(candidates: np.ndarray, index: int) -> float:

@@ -279,7 +279,38 @@ def test_a_threshold_chosen_on_few_positive_rows_is_marked_rough(caplog):
     with caplog.at_level(logging.WARNING, logger="pipeline.thresholds"):
         decision = choose_decision({"precision": 0.8}, probabilities, gold, ["neg", "pos"], multi_label=False)
     note = f"chosen on only {int(gold.sum())} validation rows of the class: a rough estimate"
-    assert decision.chosen["pos"]["note"] == note and note in caplog.text
+    assert decision.chosen["pos"]["note"] == note
+    # The warning says how to get more rows, naming the keys.
+    assert f"eval.threshold for class 'pos' ({int(gold.sum())} rows): chosen on fewer than 20" in caplog.text
+    assert "raise data.validation_fraction" in caplog.text and "data.validation_file" in caplog.text
     assert "note" not in choose_decision(0.4, probabilities, gold, ["neg", "pos"], multi_label=False).chosen["pos"]
     plenty = choose_decision("best_f1", *binary_validation(rows=400), ["neg", "pos"], multi_label=False)
     assert "note" not in plenty.chosen["pos"]
+
+
+def test_one_warning_per_kind_of_problem_names_the_classes(caplog):
+    """A 28-class multi-label task with best_f1 where most classes have no positive validation row: one WARNING for
+    them all (the first few named, the rest counted), one for the rough ones; each class keeps its own record."""
+    names = [f"class{index:02d}" for index in range(28)]
+    rng = np.random.default_rng(0)
+    gold = np.zeros((60, 28), dtype=np.float32)
+    gold[:, 0] = rng.random(60) < 0.5  # plenty of positives: no problem
+    gold[:5, 1] = 1  # 5 positives: rough
+    gold[:3, 2] = 1  # 3 positives: rough
+    probabilities = np.clip(gold * 0.5 + rng.random((60, 28)) * 0.5, 0, 1)
+    with caplog.at_level(logging.WARNING, logger="pipeline.thresholds"):
+        decision = choose_decision("best_f1", probabilities, gold, names, multi_label=True)
+    warnings = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+    assert len(warnings) == 2, warnings
+    empty, rough = (next(line for line in warnings if phrase in line) for phrase in ("no positive", "fewer than 20"))
+    assert empty.startswith(
+        "eval.threshold for 25 classes ('class03', 'class04', 'class05', 'class06', 'class07' and 20 more): "
+        "no positive validation rows: kept 0.5"
+    )
+    assert empty.endswith("(each class's record: model/decision.json)")
+    assert "class08" not in empty
+    assert rough.startswith("eval.threshold for 2 classes ('class01' (5 rows), 'class02' (3 rows)): chosen on fewer")
+    assert "raise data.validation_fraction" in rough
+    assert all(decision.chosen[name]["fallback"] == "no positive validation rows: kept 0.5" for name in names[3:])
+    assert decision.chosen["class02"]["note"] == "chosen on only 3 validation rows of the class: a rough estimate"
+    assert "note" not in decision.chosen["class00"] and "fallback" not in decision.chosen["class00"]
