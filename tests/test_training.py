@@ -431,3 +431,28 @@ def test_on_imbalanced_classes_the_best_model_is_the_one_with_the_best_validatio
     assert first[0] > second[0] and first[1] < second[1]
     assert trainer.selection_metric == "macro_f1" and kept == [1, 2] and trainer.state.best_step == 2
     reset_accelerate()
+
+
+def test_a_multi_label_progress_bar_shows_the_selection_f1_not_subset_accuracy():
+    """Subset accuracy (every class of a row right) stays near 0 for long on many classes and reads as a broken run:
+    a multi-label run's bar shows the F1 that selects its model, under its name, counted since the last log line."""
+    from pipeline.training import RunningMeter, progress_score
+
+    meter = RunningMeter(torch.device("cpu"), global_step=0, train_seconds=0.0)
+    # Rows x classes: class 0 right on both rows, class 1 one false positive, class 2 one false negative.
+    logits = torch.tensor([[2.0, 1.0, -1.0], [3.0, -1.0, -2.0]])
+    labels = torch.tensor([[1.0, 0.0, 1.0], [1.0, 0.0, 0.0]])
+    meter.add(torch.tensor(1.0), logits, labels)
+    record = meter.read_and_reset(global_step=2, train_seconds=1.0, effective_batch_size=2)
+    assert record["train_accuracy"] == 0.5  # row 1 has every class right, row 0 does not
+    assert record["train_micro_f1"] == pytest.approx(2 * 2 / (2 * 2 + 2))  # 2 true positives, 1 FP, 1 FN
+    assert record["train_macro_f1"] == pytest.approx((1.0 + 0.0 + 0.0) / 3)  # classes 1 and 2 occur or are predicted
+    assert progress_score(record, "micro_f1") == {"micro_f1": "0.667"}
+    assert progress_score(record, "macro_f1") == {"macro_f1": "0.333"}
+    assert progress_score(record, "accuracy") == {"subset_acc": "0.500"}
+    # Counts start afresh after each reading; a single-label run keeps its accuracy.
+    meter.add(torch.tensor(1.0), logits[:1], labels[:1])
+    assert meter.read_and_reset(3, 2.0, 2)["train_micro_f1"] == pytest.approx(2 * 1 / (2 * 1 + 2))
+    meter.add(torch.tensor(1.0), logits, torch.tensor([0, 1]))
+    single = meter.read_and_reset(4, 3.0, 2)
+    assert "train_micro_f1" not in single and progress_score(single, "macro_f1") == {"acc": "0.500"}
