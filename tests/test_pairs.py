@@ -423,3 +423,32 @@ def test_dropped_half_pairs_are_listed_with_the_side_they_had(tmp_path, tiny_ber
     assert removed["5"].text == f"{rows[3][0]}{PAIR_MARK}"
     assert removed["7"].reason == "incomplete: no text in headline (data.incomplete_rows: drop)"
     assert removed["7"].text == f"{PAIR_MARK}{rows[5][1]}"
+
+
+def test_a_half_empty_pair_to_label_names_its_empty_side(tiny_bert_dir, tmp_path):
+    """The error cell of a pair with one text missing names that side's columns (as removed_rows.csv does), not
+    both sides' as if either could be the one."""
+    import pandas as pd
+
+    from pipeline.predict import Predictor, predict_dataframe
+    from pipeline.predict.cli import main as predict
+
+    frame = pd.DataFrame(
+        {"question": ["Who won?", "Who won?", "", None], "passage": ["Federer won.", "", "Federer won.", " "]}
+    )
+    expected = [
+        "",
+        "no text in passage (a pair needs both)",
+        "no text in question (a pair needs both)",
+        "no text in question and no text in passage",
+    ]
+    pairs = Predictor.from_path(tiny_bert_dir, device="cpu", text_pair_columns=["passage"])
+    labelled = predict_dataframe(pairs, frame, text_columns=["question"])
+    assert labelled["error"].tolist() == expected
+    assert labelled["label"].tolist()[0] != "" and labelled["label"].tolist()[1:] == ["", "", ""]
+
+    frame.to_csv(tmp_path / "pairs.csv", index=False)
+    output = tmp_path / "labelled.csv"
+    arguments = ["--model", str(tiny_bert_dir), "--input", str(tmp_path / "pairs.csv"), "--output", str(output)]
+    predict([*arguments, "--text-columns", "question", "--text-pair-columns", "passage"])
+    assert pd.read_csv(output, keep_default_na=False)["error"].tolist() == expected

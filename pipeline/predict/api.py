@@ -15,7 +15,7 @@ from typing import Any
 
 from pipeline.predict.output import check_no_clash, predictor_columns
 from pipeline.predict.predictor import DEFAULT_BATCH_SIZE, Predictor, as_predictor
-from pipeline.predict.source import PredictError, check_pair_columns
+from pipeline.predict.source import PredictError, check_pair_columns, empty_text_errors
 from pipeline.tables import DataError, TextSpec, shorten
 
 
@@ -132,9 +132,9 @@ def predict_dataframe(
         raise PredictError(str(error)) from None
     added = predictor_columns(predictor, probabilities, prefix)
     check_no_clash(header, added, "the DataFrame", "prefix=")
-    parts = zip(*(df.iloc[:, position].tolist() for position in positions))
+    parts = list(zip(*(df.iloc[:, position].tolist() for position in positions)))
     texts = [spec.text_of(values) for values in parts]
-    result = predictor.label_texts(texts, empty_error=spec.describe_empty("empty or missing text"))
+    result = predictor.label_texts(texts, empty_error=empty_text_errors(spec, parts, "empty or missing text"))
     labelled = df.copy()
     if result.label_sets is not None:  # multi-label: labels, [prob_<class>...], error
         labels_column, *probability_columns, error_column = added

@@ -40,7 +40,7 @@ from pipeline.predict.predictor import (
     DEFAULT_RECHECK_MARGIN,
     Predictor,
 )
-from pipeline.predict.source import ModelSource, PredictError, resolve_model_source
+from pipeline.predict.source import ModelSource, PredictError, empty_text_errors, resolve_model_source
 from pipeline.tables import (
     FASTTEXT_LABEL_PREFIX,
     FORMATS,
@@ -92,8 +92,9 @@ def predict_table(
     for chunk in table.chunks:
         summary.rows += len(chunk.records)
         _update_total_estimate(progress, table, summary.rows)
-        texts = [spec.text_of([record[column] for column in columns]) for record in chunk.records]
-        result = predictor.label_texts(texts, on_batch=progress.update, empty_error=spec.describe_empty())
+        values = [[record[column] for column in columns] for record in chunk.records]
+        texts = [spec.text_of(row) for row in values]
+        result = predictor.label_texts(texts, on_batch=progress.update, empty_error=empty_text_errors(spec, values))
         without_text = sum(1 for error in result.errors if error)
         summary.rows_without_text += without_text
         if result.low_confidence is not None:

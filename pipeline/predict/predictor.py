@@ -333,9 +333,10 @@ class Predictor:
         self,
         texts: Sequence[str | None],
         on_batch: Callable[[int], None] | None = None,
-        empty_error: str = "empty text",
+        empty_error: str | Callable[[int], str] = "empty text",
     ) -> LabelledTexts:
-        """`infer` on the rows that have text; empty or missing texts stay in place, unlabelled, with an error."""
+        """`infer` on the rows that have text; empty or missing texts stay in place, unlabelled, with an error:
+        `empty_error`, or what it says for the row's position (source.empty_text_error: a pair's empty side)."""
         has_text = np.fromiter((bool(text and text.strip()) for text in texts), dtype=bool, count=len(texts))
         kept = np.flatnonzero(has_text)
         label_ids = np.full(len(texts), -1, dtype=np.int64)
@@ -343,7 +344,8 @@ class Predictor:
         kept_ids, kept_probabilities = self.infer([texts[index] for index in kept], on_batch)
         label_ids[kept] = kept_ids
         probabilities[kept] = kept_probabilities
-        errors = ["" if ok else empty_error for ok in has_text]
+        why = empty_error if callable(empty_error) else lambda _: empty_error
+        errors = ["" if ok else why(row) for row, ok in enumerate(has_text)]
         result = LabelledTexts(label_ids, probabilities, errors)
         if self.multi_label:
             result.label_sets = np.zeros((len(texts), len(self.labels)), dtype=bool)

@@ -123,6 +123,21 @@ def check_pair_columns(spec: TextSpec, columns: Sequence[str] | None, recorded: 
         raise PredictError(f"{option}: the model was trained on single texts; a pair would be read as one text")
 
 
+def empty_text_error(spec: TextSpec, values: Sequence[Any], what: str = "empty text") -> str:
+    """The error cell of a row without text, from its values of the text's columns: the text's columns
+    (TextSpec.describe_empty), or for a pair the columns of the side that is empty, as removed_rows.csv names them
+    (TextSpec.what_is_empty): "no text in question2", not "question1 or question2"."""
+    if not spec.pair_columns:
+        return spec.describe_empty(what)
+    missing = f"no {spec.what_is_empty(values) or 'text'}"
+    return f"{missing} (a pair needs both)" if any(spec.sides(values)) else missing
+
+
+def empty_text_errors(spec: TextSpec, rows: Sequence[Sequence[Any]], what: str = "empty text") -> Callable[[int], str]:
+    """empty_text_error of each row by its position, for Predictor.label_texts (asked of the rows without text only)."""
+    return lambda row: empty_text_error(spec, rows[row], what)
+
+
 def default_text_spec() -> TextSpec:
     """A bare model directory is read as a run with the default data settings."""
     return TextSpec.from_data_config(DataConfig())
