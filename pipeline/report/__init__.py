@@ -11,7 +11,8 @@ twice: Markdown (tables only, small and diffable) and HTML (tables plus embedded
 external fetches, so the one file can be mailed or archived).
 
 The package, by role: `runs` loads run directories, `analysis` compares predictions, `caveats` says what qualifies
-a ranking (the classical baseline, unequal training budgets, over-truncation), `sections` builds the report's blocks
+a ranking (the classical baseline, unequal training budgets, over-truncation, a model collapsed onto one class),
+`removed` counts the rows stage 1 left out of each split and why, `sections` builds the report's blocks
 (`blocks`) with `verdict` (the opening) and `summary` (the summary table), `scores` builds the imbalance,
 calibration and operating-point sections, `formatting` formats numbers, `render` turns blocks into Markdown and
 HTML, `write` writes the files, `cli` is the command line. This module re-exports the public names.

@@ -1,12 +1,15 @@
-"""What a reader must know before trusting a ranking: the classical baseline, unequal budgets, over-truncation.
+"""What a reader must know before trusting a ranking: the classical baseline, unequal budgets, over-truncation, a
+model collapsed onto one class.
 
     baseline_of(run)                 # the run's TF-IDF + logistic regression record, or None (old runs)
     baseline_sentences(runs)         # "The TF-IDF + logistic regression baseline beats <run> on test accuracy ..."
     budget_sentence(runs)            # "<a> saw 5.0x the training samples of <b> ...; the comparison is of recipes ..."
     truncation_over_budget(run)      # (train truncated share, budget) when the share exceeds the budget
+    collapse_note(run)               # "predicts World for 97.0% of the test rows ..., a class that is 25.0% ..."
 
-All of it reads metrics.json (`baseline`, `training`, `tokenization`) and config.yaml
-(`tokenizer.max_truncated_fraction`); a run that lacks a record simply contributes nothing.
+All of it reads metrics.json (`baseline`, `training`, `tokenization`, `test.confusion_matrix`), config.yaml
+(`tokenizer.max_truncated_fraction`, `train`) and, for a collapse, test_predictions.csv where the matrix is absent; a
+run that lacks a record simply contributes nothing.
 """
 
 from __future__ import annotations
@@ -18,7 +21,15 @@ from typing import Any
 from pipeline.config import TokenizerConfig
 from pipeline.report.formatting import format_count, format_duration, format_metric, format_percent
 from pipeline.report.runs import Run
-from pipeline.rundir import RANKING_METRICS, is_number, nested_get, untrained_classes, untrained_consequence
+from pipeline.rundir import (
+    PREDICTION_GOLD,
+    PREDICTION_PREDICTED,
+    RANKING_METRICS,
+    is_number,
+    nested_get,
+    untrained_classes,
+    untrained_consequence,
+)
 from pipeline.windows import LongTextRule
 
 # Differences below these are rounding, not a different budget.
@@ -257,6 +268,54 @@ def untrained_note(run: Run) -> str | None:
     if not untrained:
         return None
     return f"no training rows for {_join(untrained)}: {untrained_consequence(untrained)}."
+
+
+# A run whose test predictions put at least this share of the rows in one class, a class that is under
+# COLLAPSE_TRUE_SHARE of the rows, has collapsed onto it: the loss fell to the majority's level and stayed there (a
+# learning rate too high for the data, too few rows or steps). A model that is merely skewed towards a large class
+# predicts it far less often than this.
+COLLAPSE_PREDICTED_SHARE = 0.95
+COLLAPSE_TRUE_SHARE = 0.70
+
+
+def predicted_and_true_counts(run: Run) -> tuple[list[float], list[float]] | None:
+    """Test rows predicted as each class and truly of each, in the order of `labels`: from the confusion matrix
+    (columns, rows), else from test_predictions.csv; None for a multi-label run or where neither is usable."""
+    if run.multi_label:
+        return None
+    matrix = run.test_confusion_matrix()
+    if matrix is not None:
+        return [sum(column) for column in zip(*matrix)], [sum(row) for row in matrix]
+    if run.predictions is None or not {PREDICTION_GOLD, PREDICTION_PREDICTED} <= set(run.predictions.columns):
+        return None
+    predicted = run.predictions[PREDICTION_PREDICTED].astype(str).value_counts()
+    gold = run.predictions[PREDICTION_GOLD].astype(str).value_counts()
+    return [float(predicted.get(name, 0)) for name in run.labels], [float(gold.get(name, 0)) for name in run.labels]
+
+
+def collapse_note(run: Run) -> str | None:
+    """A single-label run that predicts one class for (nearly) every test row, far more often than that class
+    occurs: which class, how often predicted against how often true, and what to try."""
+    counts = predicted_and_true_counts(run)
+    total = sum(counts[0]) if counts else 0
+    if not counts or not total:
+        return None
+    predicted, true = counts
+    top = max(range(len(predicted)), key=predicted.__getitem__)
+    share, true_share = predicted[top] / total, true[top] / total
+    if share < COLLAPSE_PREDICTED_SHARE or true_share >= COLLAPSE_TRUE_SHARE:
+        return None
+    learning_rate = nested_get(run.config, "train", "learning_rate")
+    epochs = nested_get(run.config, "train", "epochs")
+    now_rate = f" (now {learning_rate:g})" if is_number(learning_rate) else ""
+    now_epochs = f" (now {epochs:g})" if is_number(epochs) else ""
+    return (
+        f"predicts {run.labels[top]} for {format_percent(share, 1)} of the test rows ({format_count(predicted[top])} of "
+        f"{format_count(total)}), a class that is {format_percent(true_share, 1)} of them: the model has collapsed onto "
+        f"one class, as a learning rate too high for the data or too few rows or steps make it. Try a lower "
+        f"train.learning_rate{now_rate}, more train.epochs{now_epochs} or training rows, or "
+        "train.class_weights: balanced."
+    )
 
 
 def _join(parts: list[str]) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.config import DataConfig
-from pipeline.rundir import RunDir, RunDirError, nested_get, ranking_metric
+from pipeline.rundir import RunDir, RunDirError, is_number, nested_get, ranking_metric
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -47,6 +47,17 @@ class Run:
             return values
         separator = nested_get(self.config, "data", "label_separator") or DataConfig().label_separator
         return [frozenset(value.split(separator)) if value else frozenset() for value in values]
+
+    def test_confusion_matrix(self) -> list[list[float]] | None:
+        """metrics.json's test confusion matrix ([true][predicted], in the order of `labels`); None where it is absent
+        or not a square of numbers of that size (multi-label runs have none)."""
+        matrix, size = self.metric("test", "confusion_matrix"), len(self.labels)
+        valid = (
+            isinstance(matrix, list)
+            and len(matrix) == size
+            and all(isinstance(row, list) and len(row) == size and all(map(is_number, row)) for row in matrix)
+        )
+        return matrix if valid else None
 
     @property
     def ranking_metric(self) -> str:

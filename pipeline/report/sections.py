@@ -1,6 +1,7 @@
 """The report's content as blocks: `build_report` puts the sections in order (the opening from `verdict`, the
-summary table from `summary`, calibration and operating points from `scores`) and builds the others here: confusion
-matrices, validation curves, per-class F1, ONNX export, disagreements and most confident mistakes."""
+summary table from `summary`, the rows left out from `removed`, calibration and operating points from `scores`) and
+builds the others here: confusion matrices, validation curves, per-class F1, ONNX export, disagreements and most
+confident mistakes."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from pipeline.report.formatting import (
     format_score,
     truncate,
 )
+from pipeline.report.removed import removed_blocks
 from pipeline.report.runs import Run, ranks_models
 from pipeline.report.scores import calibration_blocks, low_confidence_blocks, operating_blocks
 from pipeline.report.summary import all_labels, by_support, per_class_value, summary_blocks
@@ -68,6 +70,7 @@ def build_report(runs: Sequence[Run], generated_at: datetime | None = None) -> t
     blocks: list[Block] = [Heading(title, level=1)]
     blocks += header_blocks(runs, comparison, generated_at or datetime.now().astimezone())
     blocks += summary_blocks(runs)
+    blocks += removed_blocks(runs)
     blocks += _confusion_blocks(runs)
     blocks += _curve_blocks(runs)
     blocks += _per_class_blocks(runs)
@@ -92,7 +95,7 @@ def _confusion_blocks(runs: Sequence[Run]) -> list[Block]:
     ]
     images = []
     for run in runs:
-        matrix = run.metric("test", "confusion_matrix")
+        matrix = run.test_confusion_matrix()
         if run.multi_label:
             blocks.append(
                 Paragraph(
@@ -101,7 +104,7 @@ def _confusion_blocks(runs: Sequence[Run]) -> list[Block]:
                 )
             )
             continue
-        if not _valid_matrix(matrix, len(run.labels)):
+        if matrix is None:
             blocks.append(Paragraph(f"{run.name}: {METRICS_FILE} has no usable test confusion matrix.", style="note"))
             continue
         title = f"{run.name} (test accuracy {format_percent(run.metric('test', 'accuracy'))})"
@@ -112,14 +115,6 @@ def _confusion_blocks(runs: Sequence[Run]) -> list[Block]:
     if images:
         blocks.append(Images(images, only="html"))
     return blocks
-
-
-def _valid_matrix(matrix: Any, size: int) -> bool:
-    return (
-        isinstance(matrix, list)
-        and len(matrix) == size
-        and all(isinstance(row, list) and len(row) == size and all(map(is_number, row)) for row in matrix)
-    )
 
 
 def _confusion_table(matrix: list[list[float]], labels: list[str]) -> list[Block]:

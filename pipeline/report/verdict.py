@@ -9,7 +9,13 @@ from pathlib import Path
 
 from pipeline.report.analysis import Comparison, compare_predictions, gap_reading
 from pipeline.report.blocks import Block, Paragraph
-from pipeline.report.caveats import baseline_sentences, budget_sentence, truncation_note, untrained_note
+from pipeline.report.caveats import (
+    baseline_sentences,
+    budget_sentence,
+    collapse_note,
+    truncation_note,
+    untrained_note,
+)
 from pipeline.report.formatting import format_count, format_metric, format_percent, format_score
 from pipeline.report.runs import Run, one_model, repeats_its_run, same_task
 from pipeline.report.scores import imbalance_sentence, is_imbalanced
@@ -34,14 +40,14 @@ def header_blocks(runs: Sequence[Run], comparison: Comparison | None, generated_
         for note in [truncation_note(run), untrained_note(run)]
         if note
     ]
+    # Each test file's predictions, a pipeline.evaluate folder's too: a model may collapse on one file only.
+    blocks += [Paragraph(f"{run.name}: {note}", style="note") for run in runs if (note := collapse_note(run))]
     return blocks
 
 
 def evaluation_note(run: Run) -> str:
     """A folder of python -m pipeline.evaluate: its test figures are another file's, the rest the run's own."""
     record = run.metric("evaluation")
-    left_out = record.get("removed_rows") or 0
-    removed = f", {format_count(left_out)} incomplete rows left out" if left_out else ""
     run_file = record.get("run_file")
     # The run's own train or validation file: the model learnt from (or was chosen on) the rows scored.
     seen = (
@@ -49,7 +55,7 @@ def evaluation_note(run: Run) -> str:
     )
     return (
         f"{run.name}: the model of {record.get('model')} scored on {record.get('input')} "
-        f"({format_count(record.get('rows'))} rows{removed}) by python -m pipeline.evaluate. Test figures are that "
+        f"({format_count(record.get('rows'))} rows) by python -m pipeline.evaluate. Test figures are that "
         f"file's; validation figures, thresholds and training records are the run's own.{seen}"
     )
 

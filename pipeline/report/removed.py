@@ -1,0 +1,135 @@
+"""The report's account of the rows stage 1 left out of each split, and why (metrics.json `data`: incomplete rows,
+duplicate texts within a split, texts of a split found in an earlier one, labels that conflict), pointing to each
+run's removed_rows.csv, which lists them one by one; and a multi-label run's training rows without any class. Nothing
+when no run left a row out.
+
+    removed_blocks(runs)      # [] or the section: one table of counts (reason x split), then a sentence per run
+    removed_counts(run)       # [(reason, {split: rows})] for the reasons that left out any row
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pipeline.report.blocks import Block, Cell, Heading, Paragraph, Table
+from pipeline.report.formatting import format_count, format_percent, truncate
+from pipeline.report.runs import Run, repeats_its_run
+from pipeline.rundir import REMOVED_ROWS_FILE, is_number
+
+SECTION_REMOVED = "Rows left out of the data"
+INCOMPLETE = "no text or no label (data.incomplete_rows: drop)"
+
+
+def removed_counts(run: Run) -> list[tuple[str, dict[str, int]]]:
+    """Each reason that left out rows, with the rows it left out of each split, from metrics.json's `data` record
+    (`incomplete_rows.removed`; `duplicates`: `within` and `across` count the repeats, which `mode` says were
+    removed). A split a reason never touched is absent from its counts."""
+    incomplete = _counts(run.metric("data", "incomplete_rows", "removed"))
+    duplicates = run.metric("data", "duplicates") or {}
+    mode = duplicates.get("mode") if isinstance(duplicates, dict) else None
+    within = _counts(duplicates.get("within")) if mode in ("within", "across") else {}
+    across = {
+        split.removesuffix("_in_earlier_splits"): count
+        for split, count in _counts(duplicates.get("across") if mode == "across" else None).items()
+    }
+    reasons = [
+        (INCOMPLETE, incomplete),
+        (f"repeats a text of its own split (data.deduplicate: {mode})", within),
+        ("its text is in an earlier split, train then validation (data.deduplicate: across)", across),
+    ]
+    return [(reason, counts) for reason, counts in reasons if any(counts.values())]
+
+
+def _counts(record: Any) -> dict[str, int]:
+    """{split: rows} from a metrics.json mapping, its non-numbers (a run of another version) left out."""
+    if not isinstance(record, dict):
+        return {}
+    return {str(split): int(count) for split, count in record.items() if is_number(count)}
+
+
+def removed_blocks(runs: Sequence[Run]) -> list[Block]:
+    """The section, when any run left out rows or trained on multi-label rows without a class; else nothing."""
+    counted = [(run, removed_counts(run)) for run in runs]
+    removing = [(run, reasons) for run, reasons in counted if reasons]
+    notes = [note for run in runs for note in [_conflict_note(run), _no_class_note(run, runs)] if note]
+    if not removing and not notes:
+        return []
+    blocks: list[Block] = [Heading(SECTION_REMOVED)]
+    if removing:
+        files = "; ".join(f"{run.name}: {run.path / REMOVED_ROWS_FILE}" for run, _ in removing)
+        carved = any(
+            run.metric("data", "carved_from_train") and reasons[0][0] == INCOMPLETE for run, reasons in removing
+        )
+        blocks += [
+            Paragraph(
+                "Rows left out of each split before training and scoring, by reason; each is listed, with its id, its "
+                f"reason and its text, in {REMOVED_ROWS_FILE} ({files})."
+                + (
+                    " Rows without a text or a label are left out of the files as read: those of a split carved "
+                    "from train count under train."
+                    if carved
+                    else ""
+                ),
+                style="meta",
+            ),
+            _removed_table(removing, several=len(runs) > 1),
+        ]
+    blocks += [Paragraph(note, style="note") for note in notes]
+    return blocks
+
+
+def _removed_table(removing: list[tuple[Run, list[tuple[str, dict[str, int]]]]], several: bool) -> Table:
+    """Reasons as rows, splits as columns (those any run records, in the run's order: train, validation, test)."""
+    splits = list(dict.fromkeys(split for run, reasons in removing for split in _split_order(run, reasons)))
+    rows = []
+    for run, reasons in removing:
+        for reason, counts in reasons:
+            cells = [Cell(run.name)] if several else []
+            cells += [Cell(reason), *(Cell(format_count(counts.get(split, 0)), "num") for split in splits)]
+            rows.append(cells)
+    header = [*(["Run"] if several else []), "Why left out", *(split.capitalize() for split in splits)]
+    return Table(header, rows)
+
+
+def _split_order(run: Run, reasons: list[tuple[str, dict[str, int]]]) -> list[str]:
+    """The run's splits as metrics.json's `data.sizes` orders them, then any other a count names."""
+    sizes = run.metric("data", "sizes")
+    known = list(sizes) if isinstance(sizes, dict) else []
+    return list(dict.fromkeys([*known, *(split for _, counts in reasons for split in counts)]))
+
+
+def _conflict_note(run: Run) -> str | None:
+    """Texts whose copies carry different labels, where duplicates were removed: which label stayed."""
+    duplicates = run.metric("data", "duplicates")
+    if not isinstance(duplicates, dict) or duplicates.get("mode") not in ("within", "across"):
+        return None
+    conflicts = duplicates.get("conflicts")
+    if not is_number(conflicts) or conflicts <= 0:
+        return None
+    examples = duplicates.get("conflict_examples") or []
+    example = ""
+    if examples and isinstance(examples[0], dict):
+        labels = " vs ".join(str(label) for label in examples[0].get("labels") or [])
+        example = f" (e.g. “{truncate(str(examples[0].get('text', '')), 60)}”: {labels})"
+    texts = "text carries" if conflicts == 1 else "texts carry"
+    return (
+        f"{run.name}: {format_count(conflicts)} {texts} more than one label{example}; where copies were removed, "
+        f"the first copy's label stayed, and {REMOVED_ROWS_FILE} names the labels of each removed copy."
+    )
+
+
+def _no_class_note(run: Run, runs: Sequence[Run]) -> str | None:
+    """A multi-label run's training rows with an empty label set: kept, as rows negative for every class (not left
+    out), but a share of them large enough teaches the model to predict nothing. Said once, on the run itself."""
+    if not run.multi_label or repeats_its_run(run, runs):
+        return None
+    without = run.metric("data", "class_counts", "train", "rows_without_labels")
+    rows = run.metric("data", "class_counts", "train", "rows")
+    if not is_number(without) or without <= 0:
+        return None
+    share = f" ({format_percent(without / rows, 1)})" if is_number(rows) and rows else ""
+    return (
+        f"{run.name}: {format_count(without)} training rows{share} have no class at all: kept, as rows negative for "
+        "every class."
+    )
