@@ -80,13 +80,21 @@ def removed_blocks(runs: Sequence[Run]) -> list[Block]:
 
 
 def _removed_table(removing: list[tuple[Run, list[tuple[str, dict[str, int]]]]], several: bool) -> Table:
-    """Reasons as rows, splits as columns (those any run records, in the run's order: train, validation, test)."""
-    splits = list(dict.fromkeys(split for run, reasons in removing for split in _split_order(run, reasons)))
+    """Reasons as rows, splits as columns (those any run records, in the run's order: train, validation, test); a
+    split the run does not have (a file scored by pipeline.evaluate is a test split only) is blank, not 0."""
+    orders = {run.name: _split_order(run, reasons) for run, reasons in removing}
+    splits = list(dict.fromkeys(split for order in orders.values() for split in order))
     rows = []
     for run, reasons in removing:
         for reason, counts in reasons:
             cells = [Cell(run.name)] if several else []
-            cells += [Cell(reason), *(Cell(format_count(counts.get(split, 0)), "num") for split in splits)]
+            cells += [
+                Cell(reason),
+                *(
+                    Cell(format_count(counts.get(split, 0)) if split in orders[run.name] else "", "num")
+                    for split in splits
+                ),
+            ]
             rows.append(cells)
     header = [*(["Run"] if several else []), "Why left out", *(split.capitalize() for split in splits)]
     return Table(header, rows)
