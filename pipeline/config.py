@@ -114,6 +114,10 @@ class DataConfig:
     # is 1 (or true, yes) and lacks those at 0 (false, no). The classes are these columns, in this order; then
     # label_column and label_names are not used.
     label_columns: list[str] | None = None
+    # Label cells that mean "no label" (stripped, any case): what pandas and spreadsheets write for a missing value.
+    # Such a row is incomplete (incomplete_rows), as one with an empty label cell. Not "-" (SNLI's "no gold label"),
+    # which a "+"/"-" labelling uses as a class: add it where it marks none.
+    missing_label_values: list[str] = field(default_factory=lambda: ["NaN", "N/A", "#N/A", "null", "<NA>"])
     max_train_samples: int | None = None
     max_eval_samples: int | None = None
     # Shares of train carved out (stratified, seeded) as test / validation when the data has no such split.

@@ -62,6 +62,7 @@ def validate(config: PipelineConfig) -> None:
     if prefix_error:
         raise ConfigError(f"data.label_prefix: {prefix_error}")
     _validate_label_columns(config)
+    _validate_missing_label_values(config.data)
     _validate_text_pair(config)
     _validate_split_column(config)
     _validate_distill(config)
@@ -149,6 +150,24 @@ def _validate_label_columns(config: PipelineConfig) -> None:
         raise ConfigError(
             f"data.label_columns: column {joined[0]!r} contains data.label_separator {data.label_separator!r}, which "
             "joins classes in predictions; set another separator"
+        )
+
+
+def _validate_missing_label_values(data: DataConfig) -> None:
+    """data.missing_label_values: written values (an empty cell is always a missing label), none of them a class
+    that data.label_names lists (a row of it would be dropped, or refused, rather than learnt)."""
+    for index, value in enumerate(data.missing_label_values):
+        if not value.strip():
+            raise ConfigError(
+                f"data.missing_label_values[{index}]: empty; an empty label cell is always a missing label, list only "
+                "written marks (NaN, N/A, -)"
+            )
+    marks = {value.strip().casefold(): value for value in data.missing_label_values}
+    named = [name for name in data.label_names or [] if name.strip().casefold() in marks]
+    if named:
+        raise ConfigError(
+            f"data.missing_label_values: {marks[named[0].strip().casefold()]!r} is the class {named[0]!r} of "
+            "data.label_names; remove it from one of them"
         )
 
 

@@ -40,12 +40,16 @@ from pipeline.labels import (
     INDICATOR_SETS_COLUMN,
     ClassCounts,
     LabelScheme,
+    MissingLabel,
     class_counts,
+    describe_missing,
+    given_scheme,
     indicator_sets,
     label_ids,
     label_scheme,
     label_set_scheme,
     label_sets,
+    missing_label_rows,
     refuse_unsaid_id_base,
     trained_scheme,
     with_listed_names,
@@ -112,6 +116,7 @@ class Table:
     files_per_class: dict[str, int] | None = None  # a folder of class folders: the files read from each class folder
     delimiter: str | None = None  # a CSV/TSV file's field delimiter as read (tables.Table.delimiter)
     sheet: str | None = None  # an Excel workbook's sheet read (tables.Table.sheet)
+    class_names: dict[str, list[str]] | None = None  # a Parquet file's ClassLabel columns (tables.Table.class_names)
 
     def number(self, row: int) -> int | str:
         """The row's 1-based line in its file, its record number, or its file's path in a folder."""
@@ -181,13 +186,18 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
     `max_eval_samples` validation and test.
     """
     config = with_listed_names(config)
-    tables, hub_names = read_hub_tables(config) if config.source == "hub" else (read_file_tables(config), None)
+    if config.source == "hub":
+        tables, hub_names = read_hub_tables(config)
+    else:
+        tables = read_file_tables(config)
+        hub_names = file_class_names(tables, config)
     tables, split_record = split_by_column(tables, config.split_column)
     tables, config = read_indicator_columns(tables, config)
+    missing = MissingLabel.of(config, given_scheme(config, hub_names))
     incomplete = []
     for split, table in tables.items():
         _require_rows(table, split)
-        tables[split], dropped = drop_incomplete(table, split, config)
+        tables[split], dropped = drop_incomplete(table, split, config, missing)
         incomplete.extend(dropped)
     multi_label = config.task == "multi_label"
     scheme = (
@@ -195,7 +205,7 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
         if multi_label
         else label_scheme(config, tables["train"], hub_names)
     )
-    if hub_names is None:  # a Hub ClassLabel's ids count from 0
+    if hub_names is None:  # a ClassLabel's ids count from 0
         refuse_unsaid_id_base(config, tables["train"], scheme)
     if len(scheme.names) < 2:
         raise DataError(
@@ -263,17 +273,56 @@ def reading_record(tables: dict[str, Table], attribute: str, setting: Any) -> di
     return {"setting": setting, "read": read} if read else None
 
 
+def file_class_names(tables: dict[str, Table], config: DataConfig) -> list[str] | None:
+    """The class names a Parquet train file records for the label column (a ClassLabel, or a list of them: written by
+    `datasets`), read as a Hub dataset's are (ids from 0, -1 no label) where neither data.label_names nor
+    data.label_names_file names the classes; None otherwise. Another file recording other names is warned about."""
+    if config.label_columns:
+        return None
+    names = _recorded_names(tables["train"], config.label_column)
+    if names is None or config.label_names is not None:
+        return None
+    logger.info("Classes from %s's ClassLabel column '%s': %s", tables["train"].source, config.label_column, names)
+    for table in tables.values():
+        warn_other_class_names(table, config.label_column, names, f"those of {tables['train'].source}")
+    return names
+
+
+def _recorded_names(table: Table, column: str) -> list[str] | None:
+    """The class names a file records for `column` (Table.class_names), found as the column is."""
+    recorded = table.class_names or {}
+    try:
+        (position,) = resolve_columns(list(recorded), [column], table.source, "data.label_column")
+    except DataError:
+        return None
+    return recorded[list(recorded)[position]]
+
+
+def warn_other_class_names(table: Table, column: str, names: list[str], whose: str) -> None:
+    """A file whose ClassLabel column names other classes than the run's: its ids may mean other classes."""
+    recorded = _recorded_names(table, column)
+    if recorded is not None and recorded != list(names):
+        logger.warning(
+            "%s, column '%s': the file's ClassLabel names (%s) are not %s (%s); its ids are read as the latter's",
+            table.source,
+            column,
+            ", ".join(recorded),
+            whose,
+            ", ".join(names),
+        )
+
+
 def read_indicator_columns(tables: dict[str, Table], config: DataConfig) -> tuple[dict[str, Table], DataConfig]:
     """With `data.label_columns` (one 0/1 column per class), each row's classes gathered into one list column, and
     the data config the rest of stage 1 then reads: that column as the label column, the indicator columns' names
     as the classes, in their order. So this layout and the list/delimited one share every later step."""
     if not config.label_columns:
         return tables, config
-    drop = config.incomplete_rows == "drop"
+    missing = MissingLabel.of(config, None, hidden_id=True)  # an indicator cell is 0 or 1: -1 is never a class
     with_sets = {}
     for split, table in tables.items():
         frame = table.frame.copy()
-        frame[INDICATOR_SETS_COLUMN] = indicator_sets(table, config.label_columns, drop)
+        frame[INDICATOR_SETS_COLUMN] = indicator_sets(table, config.label_columns, missing)
         with_sets[split] = dataclasses.replace(table, frame=frame)
     return with_sets, dataclasses.replace(
         config, label_column=INDICATOR_SETS_COLUMN, label_names=list(config.label_columns)
@@ -299,8 +348,11 @@ def read_labelled_file(
             "each class's column must carry the class's name (rename the file's columns to match)"
         )
     tables, config = read_indicator_columns({"test": table}, config)
-    table, removed = drop_incomplete(tables["test"], "test", config)
-    return to_dataset(table, config, trained_scheme(names, reading, config)), removed, source_records(tables, config)
+    scheme = trained_scheme(names, reading, config)
+    if not config.label_columns:
+        warn_other_class_names(table, config.label_column, names, "the model's classes")
+    table, removed = drop_incomplete(tables["test"], "test", config, MissingLabel.of(config, scheme))
+    return to_dataset(table, config, scheme), removed, source_records(tables, config)
 
 
 def _warn_shared_ids(splits: dict[str, datasets.Dataset], id_column: str) -> None:
@@ -574,7 +626,16 @@ def read_table(path: str, origin: str, config: DataConfig, column_names: list[st
         frame[LABEL_COLUMN] = [[value] if isinstance(value, str) else value for value in frame[LABEL_COLUMN]]
     hint = HEADERLESS_HINT if column_names is None and _looks_like_data(table.header, table.format) else ""
     return Table(
-        frame, path, origin, table.unit, numbers, table.quoting, hint, delimiter=table.delimiter, sheet=table.sheet
+        frame,
+        path,
+        origin,
+        table.unit,
+        numbers,
+        table.quoting,
+        hint,
+        delimiter=table.delimiter,
+        sheet=table.sheet,
+        class_names=table.class_names,
     )
 
 
@@ -953,25 +1014,28 @@ def input_values(table: Table, spec: TextSpec) -> list[tuple[Any, ...]]:
     return list(zip(*(table.column(column, key) for column, key in spec.named_columns())))
 
 
-def drop_incomplete(table: Table, split: str, config: DataConfig) -> tuple[Table, list[RemovedRow]]:
-    """With `data.incomplete_rows: drop`, the rows that cannot be used left out: an empty text, or (single-label)
-    no label (or an empty cell of data.label_columns); a multi-label row without labels is a row negative for every
-    class, not an incomplete one. Each dropped row is returned with why, for removed_rows.csv. With "error" the
-    table is returned whole, and to_dataset refuses such rows with a message naming them all."""
-    if config.incomplete_rows != "drop":
-        return table, []
+def drop_incomplete(
+    table: Table, split: str, config: DataConfig, missing: MissingLabel
+) -> tuple[Table, list[RemovedRow]]:
+    """The rows that cannot be used (`incomplete_rows`): with `data.incomplete_rows: drop` left out, each returned
+    with why, for removed_rows.csv; with "error" one message names them all, every kind at once (labels.MissingLabel
+    says which labels are none), so that one pass over the file fixes them."""
     spec = TextSpec.from_data_config(config)
+    no_label = missing_label_rows(table, config, missing)  # first: a file lacking its columns is told its label's
     values = input_values(table, spec)
-    labels = table.column(config.label_column, "data.label_column")
+    no_text = {row: what for row, parts in enumerate(values) if (what := spec.what_is_empty(parts))}
+    if config.incomplete_rows != "drop":
+        _refuse_incomplete(table, config, spec, no_text, no_label)
+        return table, []
     ids = row_ids(table, config.id_column)
-    needs_label = config.task == "single_label" or bool(config.label_columns)  # an indicator cell left empty
     kept, dropped, removed = [], [], []
-    for row, (parts, label) in enumerate(zip(values, labels)):
-        missing = [spec.what_is_empty(parts), "label" if needs_label and is_blank(label) else None]
-        missing = [what for what in missing if what]
-        if missing:
+    for row, parts in enumerate(values):
+        label = no_label.get(row)
+        missing_parts = [no_text.get(row), None if label is None else _lacking_label(label[1])]
+        missing_parts = [what for what in missing_parts if what]
+        if missing_parts:
             dropped.append(row)
-            reason = f"incomplete: no {' and no '.join(missing)} (data.incomplete_rows: drop)"
+            reason = f"incomplete: no {' and no '.join(missing_parts)} (data.incomplete_rows: drop)"
             removed.append(RemovedRow(split, ids[row], reason, spec.partial_text(parts)))
         else:
             kept.append(row)
@@ -994,18 +1058,47 @@ def drop_incomplete(table: Table, split: str, config: DataConfig) -> tuple[Table
     return table.subset(kept), removed
 
 
+def _lacking_label(written: str) -> str:
+    """A row's missing label as removed_rows.csv says it: "label", and what marked it as none when not empty."""
+    return f"label ({written!r} marks none)" if written else "label"
+
+
+def _refuse_incomplete(
+    table: Table, config: DataConfig, spec: TextSpec, no_text: dict[int, str], no_label: dict[int, tuple[str, str]]
+) -> None:
+    """One error naming the rows without a text and those without a label: the first of each and how many more."""
+    problems = []
+    if no_text:
+        rows = list(no_text)
+        problems.append(f"{table.where(rows[0])}: {spec.describe_empty()}{table.and_more(rows)}")
+    if no_label:
+        rows = list(no_label)
+        column = no_label[rows[0]][0]
+        written = [text for _, text in no_label.values()]
+        if config.label_columns:
+            what = f"column '{column}' (data.label_columns): {describe_missing(written, indicator=True)}"
+        else:
+            what = f"column '{column}': {describe_missing(written)}"
+        problems.append(f"{table.where(rows[0])}, {what}{table.and_more(rows)}")
+    if problems:
+        raise DataError(f"{'; '.join(problems)}; fill or remove these rows, {INCOMPLETE_ROWS_HINT}")
+
+
 # Classes named in each split's log line; more would make one line of thousands of characters (metrics.json and
 # the report's per-class table hold every class).
 LOGGED_CLASSES = 30
 
 
 def _log_summary(splits: datasets.DatasetDict, names: list[str]) -> None:
-    counts = {split: class_counts(labels_of(dataset), names).counts for split, dataset in splits.items()}
+    counts = {split: class_counts(labels_of(dataset), names) for split, dataset in splits.items()}
     for split, dataset in splits.items():
-        per_class = ", ".join(f"{name} {count}" for name, count in zip(names[:LOGGED_CLASSES], counts[split]))
+        per_class = ", ".join(f"{name} {count}" for name, count in zip(names[:LOGGED_CLASSES], counts[split].counts))
         if len(names) > LOGGED_CLASSES:
             per_class += f", and {len(names) - LOGGED_CLASSES:,} more classes"
         logger.info("%s: %d rows (%s)", split, len(dataset), per_class)
-    untrained = [name for name, count in zip(names, counts["train"]) if not count]
+        without = counts[split].rows_without_labels
+        if without:  # multi-label: learnt from, as a negative of every class; none of the counts above shows them
+            logger.info("%d of %d %s rows have no label: negative for every class", without, len(dataset), split)
+    untrained = [name for name, count in zip(names, counts["train"].counts) if not count]
     if untrained:
         logger.warning("No training rows for the classes %s: the model cannot learn them", ", ".join(untrained))

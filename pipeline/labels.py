@@ -9,6 +9,10 @@ are ids (their names are the numbers as written; counted from 1 when train has n
 else is names (sorted). Inferred names are never
 indexed by ids, so a test file with ids against a train file with names is an error, not a silent permutation.
 
+A row may have no label (`MissingLabel`): an empty cell, a mark of `data.missing_label_values` (NaN, N/A, ...), or
+-1 where labels are ids of named classes (the datasets library's mark of a hidden label). Such a row is incomplete
+(`data.incomplete_rows`), found by `missing_label_rows` before any label is read as a class.
+
 Multi-label (`data.task: multi_label`): a row's label is a *set* of classes, a list (JSON Lines, Parquet) or a
 string joined by `data.label_separator` (CSV/TSV); the classes are `data.label_names` (or a Hub list-of-ClassLabel's
 names), whose sets may hold names or ids as single labels may, else the sorted union of train's sets. An empty set
@@ -58,6 +62,17 @@ MIN_ROWS_PER_FRACTIONAL_CLASS = 5
 MIN_ONE_OFF_ROWS = 20
 # Where inferred multi-label classes come from, for the error that lists them.
 _FOUND = "the classes found in train; list them all in data.label_names"
+# The datasets library's mark of a row without a label in a ClassLabel column (GLUE's test splits, SNLI's pairs
+# without a gold label), which Jigsaw's test labels use too: no label wherever labels are ids of named classes.
+HIDDEN_LABEL = -1
+# Labels that more often mark a missing label than name a class (SNLI's and MNLI's "-": no gold label). Not read as
+# missing by default (a "+"/"-" labelling has a class "-"), but named in a warning when they become a class, and in
+# the error about an unknown label, pointing to data.missing_label_values. Compared case-folded.
+MISSING_LOOKING_LABELS = frozenset({"-", "--", "?", "na", "none", "unknown", "missing"})
+# Characters that join several classes in one cell (go_emotions' "2,27"), looked for in class names and unknown labels.
+SET_SEPARATORS = (",", ";", "|")
+# A boolean label is written True (Python, pandas), true (JSON) or TRUE (spreadsheets): one class, however spelled.
+_BOOLEAN_NAMES = ("true", "false")
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +91,91 @@ class LabelScheme:
     def reading(self) -> dict[str, Any]:
         """How labels were read, as metrics.json records it (data.label_reading), for a file scored later."""
         return {"names": self.accepts_names, "ids": self.accepts_ids, "index_base": self.index_base}
+
+    @property
+    def hides_labels(self) -> bool:
+        """Whether -1 (HIDDEN_LABEL) is no label: the labels are ids of named classes (data.label_names, a
+        ClassLabel's names) that count from 0 or more, and no class is named -1. Where the classes are the values
+        found, -1 is a class as any other (sentiment -1/0/1), or an error naming the base."""
+        return (
+            self.accepts_names
+            and self.accepts_ids
+            and self.index_base > HIDDEN_LABEL
+            and str(HIDDEN_LABEL) not in self.names
+        )
+
+
+@dataclass(frozen=True)
+class MissingLabel:
+    """Which label cells give no label: an empty one, one of data.missing_label_values (compared stripped and
+    case-folded), and -1 where `hidden_id` (LabelScheme.hides_labels; every indicator cell). A row with such a label
+    is incomplete (data.incomplete_rows), exactly as one with an empty cell: one rule for training and evaluation."""
+
+    marks: frozenset[str]
+    hidden_id: bool = False
+
+    @classmethod
+    def of(cls, config: DataConfig, scheme: LabelScheme | None, hidden_id: bool | None = None) -> MissingLabel:
+        """For labels read by `scheme` (None: classes not named before reading train, so never mapped); a mark that
+        is one of its classes names that class."""
+        names = {name.strip().casefold() for name in scheme.names} if scheme is not None else set()
+        marks = frozenset(mark.strip().casefold() for mark in config.missing_label_values) - names
+        if hidden_id is None:
+            hidden_id = scheme is not None and scheme.hides_labels
+        return cls(marks, hidden_id)
+
+    def written(self, value: Any) -> str | None:
+        """What a label that gives none holds ("" for an empty cell, else the mark as written); None for a label."""
+        if is_blank(value):
+            return ""
+        if isinstance(value, (bool, np.bool_)):
+            return None
+        text = str(value).strip()
+        if text.casefold() in self.marks or (self.hidden_id and as_int(value) == HIDDEN_LABEL):
+            return text
+        return None
+
+
+def missing_label_rows(table: Table, config: DataConfig, missing: MissingLabel) -> dict[int, tuple[str, str]]:
+    """The rows without a label, in order, each with the column that lacks it and what that holds ("" empty, else
+    the mark): single-label a missing label; multi-label a set holding a mark (an empty set is a row negative for
+    every class, not one without a label); indicator columns (data.label_columns) the row's first cell that is
+    missing (empty, a mark, -1: Jigsaw's test rows left out of scoring)."""
+    if config.label_columns:
+        found: dict[int, tuple[str, str]] = {}
+        for column in config.label_columns:
+            for row, value in enumerate(table.column(column, "data.label_columns")):
+                written = missing.written(value)
+                if written is not None:
+                    found.setdefault(row, (column, written))
+        return dict(sorted(found.items()))
+    column = config.label_column
+    if config.task == "multi_label":
+        sets = _raw_sets(table, column, config.label_separator)
+        marked = [next((item for item in items if missing.written(item) is not None), None) for items in sets]
+        return {row: (column, mark) for row, mark in enumerate(marked) if mark is not None}
+    written = [missing.written(value) for value in single_labels(table, column)]
+    return {row: (column, text) for row, text in enumerate(written) if text is not None}
+
+
+def describe_missing(written: list[str], indicator: bool = False) -> str:
+    """What rows without a label hold (missing_label_rows), for an error: "the label is empty" ("the cell is empty" of
+    an indicator column), or the marks read as no label and why."""
+    marks = list(dict.fromkeys(text for text in written if text))
+    if not marks:
+        return f"the {'cell' if indicator else 'label'} is empty"
+    hidden = [mark for mark in marks if as_int(mark) == HIDDEN_LABEL]
+    listed = [mark for mark in marks if mark not in hidden]
+    notes = ["empty cells"] if "" in written else []
+    if listed:
+        notes.append(f"{', '.join(repr(mark) for mark in listed[:5])}: data.missing_label_values")
+    if hidden and indicator:
+        notes.append(f"{hidden[0]!r}: not scored (Jigsaw's test labels)")
+    elif hidden:
+        notes.append(
+            f"{hidden[0]!r}: none where labels are ids of named classes (for a class -1 set data.label_index_base=-1)"
+        )
+    return f"no label ({'; '.join(notes)})"
 
 
 def as_int(value: Any) -> int | None:
@@ -101,11 +201,17 @@ def with_listed_names(config: DataConfig) -> DataConfig:
     the classes under one key."""
     if config.label_names_file is None:
         return config
-    return dataclasses.replace(config, label_names=read_names_file(config.label_names_file, config.encoding))
+    names = read_names_file(config.label_names_file, config.encoding, config.label_index_base)
+    return dataclasses.replace(config, label_names=names)
 
 
-def read_names_file(path: str, encoding: str) -> list[str]:
-    """Class names, one per line in id order (surrounding spaces and trailing empty lines ignored)."""
+# A line of an id -> name mapping file (tweet_eval's mapping.txt: "0\tanger"): an integer id, a tab or spaces, a name.
+_ID_AND_NAME = re.compile(r"([+-]?[0-9]+)([ \t]+)(\S.*)")
+
+
+def read_names_file(path: str, encoding: str, index_base: int | None = None) -> list[str]:
+    """Class names in id order: one per line (classes.txt; surrounding spaces and trailing empty lines ignored), or
+    an id -> name mapping (`mapping_names`)."""
     where = f"data.label_names_file: {path}"
     try:
         text = Path(path).expanduser().read_text(encoding=encoding).removeprefix("\ufeff")
@@ -116,8 +222,10 @@ def read_names_file(path: str, encoding: str) -> list[str]:
     lines = text.splitlines()
     while lines and not lines[-1].strip():
         lines.pop()
+    mapped = mapping_names(lines, index_base, where)
+    numbered = list(enumerate(lines, start=1)) if mapped is None else mapped
     names: dict[str, int] = {}
-    for number, line in enumerate(lines, start=1):
+    for number, line in numbered:
         name = line.strip()
         if not name:
             raise DataError(f"{where}, line {number}: empty; one class name per line")
@@ -127,6 +235,44 @@ def read_names_file(path: str, encoding: str) -> list[str]:
     if len(names) < 2:
         raise DataError(f"{where}: {len(names)} class name(s); one per line, two or more")
     return list(names)
+
+
+def mapping_names(lines: list[str], index_base: int | None, where: str) -> list[tuple[int, str]] | None:
+    """The (line number, name) of each class in id order when every non-blank line maps an id to a name (tweet_eval's
+    mapping.txt: "0<tab>anger"); None for a file of plain names. Ids separated by a tab must run from 0 or
+    data.label_index_base without a gap or a repeat (an error naming the line otherwise); by spaces only, a file
+    whose ids do not is plain names ("1 star", "2 stars" are names with spaces)."""
+    numbered = [(number, _ID_AND_NAME.fullmatch(line.strip())) for number, line in enumerate(lines, 1) if line.strip()]
+    if not numbered or any(match is None for _, match in numbered):
+        return None
+    tabbed = all("\t" in match.group(2) for _, match in numbered)
+    by_id: dict[int, tuple[int, str]] = {}
+    for number, match in numbered:
+        key = int(match.group(1))
+        if key in by_id:
+            if not tabbed:
+                return None
+            raise DataError(f"{where}, line {number}: id {key} repeats line {by_id[key][0]}; each id once")
+        by_id[key] = (number, match.group(3))
+    starts = sorted({0, index_base or 0})
+    first = min(by_id)
+    gap = next((key for key in range(first, first + len(by_id)) if key not in by_id), None)
+    if first in starts and gap is None:
+        return [by_id[key] for key in sorted(by_id)]
+    if not tabbed:
+        return None
+    if first not in starts:
+        line = by_id[first][0]
+        raise DataError(
+            f"{where}, line {line}: the ids (id, tab, name) start at {first}; they count from "
+            f"{' or '.join(map(str, starts))} (data.label_index_base{'' if index_base is None else f' {index_base}'})"
+            f": number the classes from there, or set data.label_index_base to {first}"
+        )
+    after = min(key for key in by_id if key > gap)
+    raise DataError(
+        f"{where}, line {by_id[after][0]}: id {after} follows a gap (no line for id {gap}); the ids (id, tab, name) "
+        "run without gaps, one line per class"
+    )
 
 
 def given_scheme(config: DataConfig, hub_names: list[str] | None) -> LabelScheme | None:
@@ -249,9 +395,61 @@ def _inferred_scheme(train: Table, column: str, base: int | None) -> LabelScheme
             "data.label_names"
         )
     _warn_case_variants(names, train, column)
+    _warn_unlike_names(Counter(str(value).strip() for value in values), train, column, None)
     return LabelScheme(
         names, base or 0, accepts_ids=False, origin="the classes found in train; set data.label_names to use ids"
     )
+
+
+def _warn_unlike_names(rows: Counter[str], train: Table, column: str, separator: str | None) -> None:
+    """Classes found in train (and how many rows have each) that look like something else, each named in a WARNING
+    before a run learns them: a mark of a missing label (MISSING_LOOKING_LABELS: SNLI's "-"), or label sets joined by
+    a character other than `separator` (None: single-label, whose classes are not sets at all)."""
+    for name, count in rows.items():
+        if name.casefold() in MISSING_LOOKING_LABELS:
+            logger.warning(
+                "%s, column '%s': the class %r (%d rows) looks like a mark of a missing label (SNLI's '-': no gold "
+                "label); if it is one, add it to data.missing_label_values",
+                train.source,
+                column,
+                name,
+                count,
+            )
+    character = joining_character(list(rows), separator)
+    if character is None:
+        return
+    joined = [name for name in rows if character in name]
+    advice = (
+        f"data.label_separator={character!r}"
+        if separator is not None
+        else f"data.task=multi_label data.label_separator={character!r}"
+    )
+    logger.warning(
+        "%s, column '%s': %d classes look like several classes joined by %r (%s): a set of labels per row? Set %s",
+        train.source,
+        column,
+        len(joined),
+        character,
+        _examples(joined),
+        advice,
+    )
+
+
+def joining_character(names: list[str], separator: str | None) -> str | None:
+    """The character (SET_SEPARATORS, other than `separator`) that joins classes in these class names: several of
+    them hold it, and each of those has a part that is itself a class or recurs in another (go_emotions' "0,3" and
+    "3,27" beside "3"; "Arts, Culture" beside "Science, Tech" is two names with commas). None when none does."""
+    known = set(names)
+    for character in SET_SEPARATORS:
+        if character == separator:
+            continue
+        parts = [[part.strip() for part in name.split(character)] for name in names if character in name]
+        if len(parts) < 2:
+            continue
+        recurring = Counter(part for row in parts for part in set(row))
+        if all(any(part in known or recurring[part] > 1 for part in row if part) for row in parts):
+            return character
+    return None
 
 
 def _refuse_id_gaps(present: list[int], base: int, count: int, base_said: bool, train: Table, column: str) -> None:
@@ -323,12 +521,14 @@ def label_ids(table: Table, column: str, scheme: LabelScheme) -> list[int]:
     return [index for (index,) in _class_indices(table, column, [[value] for value in values], scheme)]
 
 
-def _class_indices(table: Table, column: str, label_lists: list[list[Any]], scheme: LabelScheme) -> list[list[int]]:
+def _class_indices(
+    table: Table, column: str, label_lists: list[list[Any]], scheme: LabelScheme, separator: str | None = None
+) -> list[list[int]]:
     """Each row's labels as class indices, each label read once. Labels that name no class are one error: the
     first row, how many more, and which labels they are (a test file's classes the train file never had, often).
     Then a column is read one way only: a label written as a name where earlier ones were ids (or the reverse) is
-    an error naming its row."""
-    by_name = {name: index for index, name in enumerate(scheme.names)}
+    an error naming its row. `separator`: a multi-label task's data.label_separator (None: single-label)."""
+    by_name = names_by_spelling(scheme.names)
     read = [[_read_label(label, by_name, scheme) for label in labels] for labels in label_lists]
     unknown = {
         row: [label for label, (index, _) in zip(labels, results) if index is None or not 0 <= index < len(by_name)]
@@ -339,9 +539,10 @@ def _class_indices(table: Table, column: str, label_lists: list[list[Any]], sche
         rows = list(unknown)
         distinct = list(dict.fromkeys(str(label).strip() for labels in unknown.values() for label in labels))
         others = f"; unknown labels: {', '.join(repr(name) for name in distinct[:10])}" if len(distinct) > 1 else ""
+        hints = _joined_hint(distinct, by_name, scheme, separator) + _missing_hint(distinct)
         raise DataError(
             f"{table.where(rows[0])}, column '{column}': label {unknown[rows[0]][0]!r} is not a known class"
-            f"{table.and_more(rows)}{others}; {_allowed(scheme)}{_joined_hint(distinct, by_name, scheme)}"
+            f"{table.and_more(rows)}{others}; {_allowed(scheme)}{hints}"
         )
     kind = None
     for row, (labels, results) in enumerate(zip(label_lists, read)):
@@ -356,12 +557,44 @@ def _class_indices(table: Table, column: str, label_lists: list[list[Any]], sche
 
 
 # Characters that join several classes in one cell (go_emotions' "2,27"), tried on labels that name no class.
-JOINING_CHARACTERS = (",", ";", "|", " ")
+JOINING_CHARACTERS = (*SET_SEPARATORS, " ")
 
 
-def _joined_hint(unknown: list[str], by_name: dict[str, int], scheme: LabelScheme) -> str:
+def names_by_spelling(names: list[str]) -> dict[str, int]:
+    """Each class's index by the ways its label may be written: its name, and a boolean class (true, False) in any
+    of a boolean's spellings, since JSON writes true where Python and pandas write True and spreadsheets TRUE."""
+    by_name = {name: index for index, name in enumerate(names)}
+    for index, name in enumerate(names):
+        if name.strip().casefold() in _BOOLEAN_NAMES:
+            word = name.strip().casefold()
+            for spelling in (word, word.capitalize(), word.upper()):
+                by_name.setdefault(spelling, index)
+    return by_name
+
+
+def _missing_hint(unknown: list[str]) -> str:
+    """Unknown labels that look like a mark of a missing label (SNLI's "-"): how to read them as one."""
+    marks = [label for label in unknown if label.casefold() in MISSING_LOOKING_LABELS]
+    if not marks:
+        return ""
+    return (
+        f"; {marks[0]!r} marks a row without a label? Add it to data.missing_label_values (such rows are then "
+        "incomplete: data.incomplete_rows=drop leaves them out)"
+    )
+
+
+def _joined_hint(unknown: list[str], by_name: dict[str, int], scheme: LabelScheme, separator: str | None) -> str:
     """When every unknown label is known classes joined by one character (go_emotions' "2,27" read with another
-    data.label_separator, or as a single label), how to read them as sets."""
+    data.label_separator, or as a single label), how to read them as sets. Multi-label, unknown labels holding
+    another of SET_SEPARATORS than data.label_separator are enough: the classes may be inferred from sets joined so."""
+    if separator is not None:
+        held = Counter(c for label in unknown for c in SET_SEPARATORS if c != separator and c in label)
+        if held:
+            character = held.most_common(1)[0][0]
+            return (
+                f"; labels joined by {character!r}, not data.label_separator {separator!r}? Set "
+                f"data.label_separator={character!r}"
+            )
     for character in JOINING_CHARACTERS:
         parts = [label.split(character) for label in unknown]
         if all(len(row) > 1 for row in parts) and all(
@@ -375,6 +608,7 @@ def _joined_hint(unknown: list[str], by_name: dict[str, int], scheme: LabelSchem
 
 
 def _read_label(value: Any, by_name: dict[str, int], scheme: LabelScheme) -> tuple[int | None, str]:
+    """A label's class index and how it is written ("name" or "id"); `by_name` from names_by_spelling."""
     text = str(value).strip()
     if scheme.accepts_names and text in by_name:
         return by_name[text], "name"
@@ -422,6 +656,8 @@ def label_set_scheme(config: DataConfig, train: Table, hub_names: list[str] | No
     if found and all(as_int(name) is not None for name in found):
         return LabelScheme(sorted(found, key=as_int), 0, accepts_ids=False, origin=_FOUND)
     _warn_case_variants(sorted(found), train, config.label_column)
+    rows = Counter(name for row in _raw_sets(train, config.label_column, separator) for name in set(row))
+    _warn_unlike_names(rows, train, config.label_column, separator)
     return LabelScheme(sorted(found), 0, accepts_ids=False, origin=_FOUND)
 
 
@@ -448,7 +684,8 @@ def _warn_case_variants(names: list[str], train: Table, column: str) -> None:
 def label_sets(table: Table, column: str, scheme: LabelScheme, separator: str) -> np.ndarray:
     """(N, C) float32 multi-hot rows; a class outside the scheme is an error naming the row and the classes."""
     multi_hot = np.zeros((len(table.frame), len(scheme.names)), dtype=np.float32)
-    for row, indices in enumerate(_class_indices(table, column, _raw_sets(table, column, separator), scheme)):
+    sets = _raw_sets(table, column, separator)
+    for row, indices in enumerate(_class_indices(table, column, sets, scheme, separator)):
         multi_hot[row, indices] = 1.0
     return multi_hot
 
@@ -518,15 +755,16 @@ _ABSENT_WORDS = {"false", "no"}
 INDICATOR_SETS_COLUMN = "<classes of data.label_columns>"
 
 
-def indicator_sets(table: Table, columns: list[str], drop_incomplete: bool) -> list[list[str] | None]:
+def indicator_sets(table: Table, columns: list[str], missing: MissingLabel) -> list[list[str] | None]:
     """Each row's classes: the columns whose cell says present (1, true, yes), in `columns` order. A cell that says
-    neither present nor absent (0, false, no) is an error naming the row and column; an empty cell is one too, or,
-    with `drop_incomplete`, makes the row's set None, for data.drop_incomplete to leave the row out."""
+    neither present nor absent (0, false, no) is an error naming the row and column; a missing one (empty, a mark
+    of `missing`, -1: Jigsaw's test rows left out of scoring) makes the row's set None: an incomplete row
+    (missing_label_rows names it, data.incomplete_rows says what becomes of it)."""
     cells = [table.column(column, "data.label_columns") for column in columns]
     sets: list[list[str] | None] = [[] for _ in range(len(table.frame))]
     for column, values in zip(columns, cells):
-        read = [_read_indicator(value) for value in values]
-        _refuse_unread(table, column, values, read, drop_incomplete)
+        read = [None if missing.written(value) is not None else _read_indicator(value) for value in values]
+        _refuse_unread(table, column, values, read)
         for row, present in enumerate(read):
             if present is None:
                 sets[row] = None
@@ -535,10 +773,8 @@ def indicator_sets(table: Table, columns: list[str], drop_incomplete: bool) -> l
     return sets
 
 
-def _read_indicator(value: Any) -> bool | str | None:
-    """True (present), False (absent), None (an empty cell), or "?" (anything else)."""
-    if is_blank(value):
-        return None
+def _read_indicator(value: Any) -> bool | str:
+    """True (present), False (absent), or "?" (anything else)."""
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     number = as_int(value)
@@ -548,19 +784,14 @@ def _read_indicator(value: Any) -> bool | str | None:
     return True if word in _PRESENT_WORDS else False if word in _ABSENT_WORDS else "?"
 
 
-def _refuse_unread(table: Table, column: str, values: list[Any], read: list[Any], drop_incomplete: bool) -> None:
+def _refuse_unread(table: Table, column: str, values: list[Any], read: list[Any]) -> None:
     where = f"column '{column}' (data.label_columns)"
     other = [row for row, present in enumerate(read) if present == "?"]
     if other:
         raise DataError(
             f"{table.where(other[0])}, {where}: {shorten(values[other[0]], 40)!r} is not 0 or 1 (nor true/false, "
-            f"yes/no){table.and_more(other)}; each class column says whether the row has that class"
-        )
-    empty = [row for row, present in enumerate(read) if present is None]
-    if empty and not drop_incomplete:
-        raise DataError(
-            f"{table.where(empty[0])}, {where}: the cell is empty{table.and_more(empty)}; fill or remove these rows, "
-            f"{INCOMPLETE_ROWS_HINT}"
+            f"yes/no){table.and_more(other)}; each class column says whether the row has that class (-1 or an empty "
+            "cell: not scored, an incomplete row)"
         )
 
 
@@ -586,6 +817,8 @@ class ClassCounts:
     counts: list[int]
     rows: int
     multi_label: bool = False
+    # Multi-label rows with no class at all (negative for every class): none of the counts shows them.
+    rows_without_labels: int = 0
 
     @property
     def imbalance_ratio(self) -> float | None:
@@ -598,10 +831,12 @@ class ClassCounts:
         return is_imbalanced(self.imbalance_ratio)
 
     def to_dict(self) -> dict[str, Any]:
+        without = {"rows_without_labels": self.rows_without_labels} if self.multi_label else {}
         return {
             "rows": self.rows,
             "per_class": dict(zip(self.names, self.counts)),
             "imbalance_ratio": self.imbalance_ratio,
+            **without,
         }
 
 
@@ -609,7 +844,9 @@ def class_counts(labels: np.ndarray, names: list[str]) -> ClassCounts:
     """From class ids (N,) or multi-hot rows (N, C)."""
     labels = np.asarray(labels)
     if labels.ndim == 2:
-        counts = (labels > 0.5).sum(axis=0)
-        return ClassCounts(list(names), [int(count) for count in counts], len(labels), multi_label=True)
+        present = labels > 0.5
+        counts = present.sum(axis=0)
+        empty = int((~present.any(axis=1)).sum())
+        return ClassCounts(list(names), [int(count) for count in counts], len(labels), True, empty)
     counts = np.bincount(labels.astype(np.int64), minlength=len(names))
     return ClassCounts(list(names), [int(count) for count in counts], len(labels))

@@ -426,7 +426,29 @@ def parquet_table(lines: LineSource, path: str, chunk_size: int | None) -> Table
     except Exception as error:  # pyarrow raises several unrelated types for a damaged file
         raise DataError(f"{path}: not a readable Parquet file ({type(error).__name__}: {one_line(error)})") from None
     header = [str(name) for name in parquet.schema_arrow.names]
-    return Table(lines.name, "parquet", header, "record", _parquet_chunks(parquet, header, path, chunk_size))
+    chunks = _parquet_chunks(parquet, header, path, chunk_size)
+    return Table(
+        lines.name, "parquet", header, "record", chunks, class_names=class_label_names(parquet.schema_arrow.metadata)
+    )
+
+
+def class_label_names(metadata: dict[bytes, bytes] | None) -> dict[str, list[str]] | None:
+    """The class names of each ClassLabel column (or list of ClassLabel) that the `datasets` library recorded in a
+    Parquet file's schema metadata (`Dataset.to_parquet`, the Hub's own Parquet files): the ids alone are stored, and
+    read without these names a run's classes were 0, 1, 2, ... Metadata it cannot read names none."""
+    try:
+        features = json.loads((metadata or {}).get(b"huggingface", b"{}"))["info"]["features"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    names = {}
+    for column, feature in features.items() if isinstance(features, dict) else ():
+        if isinstance(feature, list) and len(feature) == 1:  # an older writer's list of one feature
+            feature = feature[0]
+        elif isinstance(feature, dict) and isinstance(feature.get("feature"), dict):  # List / Sequence of it
+            feature = feature["feature"]
+        if isinstance(feature, dict) and feature.get("_type") == "ClassLabel" and feature.get("names"):
+            names[str(column)] = [str(name) for name in feature["names"]]
+    return names or None
 
 
 def _parquet_chunks(parquet: Any, header: list[str], path: str, chunk_size: int | None) -> Iterator[Chunk]:

@@ -679,6 +679,9 @@ class Table:
     # Rows in all, where known before reading them (a folder: its files); else progress estimates them from `lines`.
     row_count: int | None = None
     sheet: str | None = None  # the worksheet read, of an Excel workbook (data.sheet, or its first)
+    # The class names of columns a Parquet file stores as ClassLabel ids (a file `datasets` wrote: its schema's
+    # metadata), a list of ClassLabel's too (multi-label); None for the other formats, or where none is recorded.
+    class_names: dict[str, list[str]] | None = None
 
     def where(self, number: int | str) -> str:
         return f"{in_sheet(self.name, self.sheet)}, {self.unit} {number}"

@@ -355,11 +355,16 @@ def test_labels_that_join_known_classes_point_to_the_multi_label_settings(tmp_pa
     train = write_text(tmp_path / "train.tsv", rows)
     config = files_config(train, train, column_names=["text", "emotions", "id"], label_column="emotions")
     config = dataclasses.replace(config, label_names=names)
-    hint = "; several classes joined by ','? A multi-label task reads them with data.task=multi_label and "
-    for task in ("single_label", "multi_label"):  # multi-label, with the default separator "|"
+    hints = {
+        "single_label": "; several classes joined by ','? A multi-label task reads them with data.task=multi_label "
+        "and data.label_separator=','",
+        # Multi-label, with the default separator "|": only the separator is wrong.
+        "multi_label": "; labels joined by ',', not data.label_separator '|'? Set data.label_separator=','",
+    }
+    for task, hint in hints.items():
         message = error_message(dataclasses.replace(config, task=task))
         assert message.startswith(f"{train}, line 2, column 'emotions': label '1,2' is not a known class")
-        assert message.endswith(hint + "data.label_separator=','")
+        assert message.endswith(hint)
     multi = dataclasses.replace(config, task="multi_label", label_separator=",")
     assert load_splits(multi, seed=0)["test"]["labels"][1] == [0.0, 1.0, 1.0]
     other = write_text(tmp_path / "other.tsv", rows.replace("1,2", "surprise"))

@@ -207,14 +207,39 @@ def indicator_csv_with(tmp_path, edit):
 
 
 def test_indicator_cells_that_say_neither_are_errors_naming_row_and_column(tmp_path):
-    # Jigsaw's test labels mark rows left out of scoring with -1: here in the last column of lines 4 and 8.
-    path, columns = indicator_csv_with(tmp_path, lambda number, line: line[:-1] + "-1" if number in (4, 8) else line)
+    # A count where a flag belongs: the last column of lines 4 and 8.
+    path, columns = indicator_csv_with(tmp_path, lambda number, line: line[:-1] + "2" if number in (4, 8) else line)
     with pytest.raises(
         DataError,
-        match=r"train\.csv, line 4, column 'politics' \(data\.label_columns\): '-1' is not 0 or 1 \(nor true/false, "
+        match=r"train\.csv, line 4, column 'politics' \(data\.label_columns\): '2' is not 0 or 1 \(nor true/false, "
         r"yes/no\) \(and 1 more: line 8\)",
     ):
         load_data(indicator_config(path, columns).data, seed=0)
+
+
+def test_minus_one_in_indicator_columns_marks_a_row_left_out_of_scoring(tmp_path):
+    """Jigsaw's test_labels.csv writes -1 in every class column of a row not scored: a row without a label (an
+    incomplete row), as an empty cell is, never an error about the value nor a class."""
+    not_scored = {4: ",-1,-1,-1,-1", 8: ",-1,-1,-1,-1", 9: ",0,N/A,0,0"}
+
+    def edit(number, line):
+        return line.split(",", 2)[0] + "," + line.split(",", 2)[1] + not_scored[number] if number in not_scored else line
+
+    path, columns = indicator_csv_with(tmp_path, edit)
+    with pytest.raises(DataError) as caught:
+        load_data(indicator_config(path, columns).data, seed=0)
+    assert str(caught.value).startswith(
+        f"{path}, line 4, column 'tech' (data.label_columns): no label ('N/A': data.missing_label_values; '-1': not "
+        "scored (Jigsaw's test labels)) (and 2 more: lines 8, 9); fill or remove these rows, or set "
+        "data.incomplete_rows=drop"
+    )
+    data = load_data(indicator_config(path, columns, "data.incomplete_rows=drop").data, seed=0)
+    assert [(row.row_id, row.reason) for row in data.removed] == [
+        ("4", "incomplete: no label ('-1' marks none) (data.incomplete_rows: drop)"),
+        ("8", "incomplete: no label ('-1' marks none) (data.incomplete_rows: drop)"),
+        ("9", "incomplete: no label ('N/A' marks none) (data.incomplete_rows: drop)"),
+    ]
+    assert sum(len(split) for split in data.splits.values()) == 40 - 3
 
 
 def test_an_empty_indicator_cell_is_an_incomplete_row(tmp_path):
