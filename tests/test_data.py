@@ -1283,3 +1283,300 @@ def test_a_text_column_of_numbers_only_is_warned_about(tmp_path, caplog):
         load_splits(files_config(train, None, test_file=None, text_columns=["body"], text_pair_columns=["id"]), 0)
     (message,) = [r.getMessage() for r in caplog.records if "numbers only" in r.getMessage()]
     assert "train.csv: 24 of 24 texts are numbers only (data.text_pair_columns: id)" in message
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Rows without a label, class names that files record, label names files, boolean labels
+
+
+def write_labelled_csv(path: Path, labels: list[str]) -> Path:
+    """A CSV of `labels` (written as given) beside distinct texts."""
+    return write_text(path, "label,text\n" + "".join(f"{label},story {index}\n" for index, label in enumerate(labels)))
+
+
+def removed_reasons(data) -> dict[str, str]:
+    return {row.row_id: row.reason for row in data.removed}
+
+
+def write_class_label_parquet(path: Path, labels: list, names: list[str], multi_label: bool = False) -> Path:
+    """A Parquet file as `datasets` writes one (Dataset.to_parquet, the Hub's own files): a ClassLabel column (a list
+    of them for multi-label) whose names live in the schema's metadata only."""
+    feature = datasets.ClassLabel(names=names)
+    features = datasets.Features(
+        {"text": datasets.Value("string"), "label": datasets.List(feature) if multi_label else feature}
+    )
+    texts = [f"record story {index}" for index in range(len(labels))]
+    datasets.Dataset.from_dict({"text": texts, "label": labels}, features=features).to_parquet(str(path))
+    return path
+
+
+def test_parquet_written_by_datasets_gives_its_class_label_names_and_minus_one_is_no_label(tmp_path, caplog):
+    names = ["negative", "neutral", "positive"]
+    labels = [index % 3 for index in range(30)]
+    labels[4] = labels[9] = -1  # SNLI's pairs without a gold label, as datasets writes them
+    train = write_class_label_parquet(tmp_path / "train-00000-of-00001.parquet", labels, names)
+    config = files_config(train, None, test_file=None)
+
+    with pytest.raises(DataError) as caught:
+        load_data(config, seed=0)
+    assert str(caught.value).startswith(
+        f"{train}, record 5, column 'label': no label ('-1': none where labels are ids of named classes (for a class "
+        "-1 set data.label_index_base=-1)) (and 1 more: record 10); fill or remove these rows, or set "
+        "data.incomplete_rows=drop"
+    )
+    with caplog.at_level("INFO", logger="pipeline.data"):
+        data = load_data(dataclasses.replace(config, incomplete_rows="drop"), seed=0)
+
+    assert data.labels == names  # not 0, 1, 2
+    assert "Classes from" in caplog.text and "ClassLabel column 'label'" in caplog.text
+    assert removed_reasons(data) == {
+        "5": "incomplete: no label ('-1' marks none) (data.incomplete_rows: drop)",
+        "10": "incomplete: no label ('-1' marks none) (data.incomplete_rows: drop)",
+    }
+    assert data.summary["label_reading"] == {"names": True, "ids": True, "index_base": 0}
+    assert sum(len(split) for split in data.splits.values()) == 28
+    # data.label_names names the classes instead; -1 is still no label, as the ids are ids of named classes.
+    listed = load_data(dataclasses.replace(config, incomplete_rows="drop", label_names=["neg", "neu", "pos"]), seed=0)
+    assert listed.labels == ["neg", "neu", "pos"] and len(listed.removed) == 2
+
+
+def test_parquet_list_of_class_labels_gives_a_multi_label_task_its_class_names(tmp_path):
+    names = ["sports", "health", "tech"]
+    sets = [[0], [1, 2], [], [2]] * 8
+    train = write_class_label_parquet(tmp_path / "train.parquet", sets, names, multi_label=True)
+    data = load_data(files_config(train, None, test_file=None, task="multi_label"), seed=0)
+    assert data.labels == names
+    rows = {text: labels for split in data.splits.values() for text, labels in zip(split["text"], split["labels"])}
+    assert rows["record story 1"] == [0.0, 1.0, 1.0]
+
+
+def test_class_label_names_read_from_each_metadata_layout():
+    from pipeline.table_formats import class_label_names
+
+    def metadata(features):
+        return {b"huggingface": json.dumps({"info": {"features": features}}).encode()}
+
+    class_label = {"names": ["a", "b"], "_type": "ClassLabel"}
+    assert class_label_names(metadata({"text": {"dtype": "string", "_type": "Value"}, "label": class_label})) == {
+        "label": ["a", "b"]
+    }
+    assert class_label_names(metadata({"labels": {"feature": class_label, "_type": "Sequence"}})) == {
+        "labels": ["a", "b"]
+    }
+    assert class_label_names(metadata({"labels": [class_label]})) == {"labels": ["a", "b"]}  # an older writer's
+    assert class_label_names(metadata({"text": {"dtype": "string", "_type": "Value"}})) is None
+    assert class_label_names({b"huggingface": b"not json"}) is None and class_label_names(None) is None
+
+
+def test_minus_one_is_no_label_where_ids_are_mapped_to_names_and_a_class_where_they_are_not(tmp_path):
+    labels = ["0", "1", "2"] * 8
+    labels[3] = "-1"  # line 5
+    train = write_labelled_csv(tmp_path / "train.csv", labels)
+    mapped = files_config(train, None, test_file=None, label_names=["anger", "joy", "sadness"])
+    assert "line 5, column 'label': no label ('-1'" in error_message(mapped)
+    data = load_data(dataclasses.replace(mapped, incomplete_rows="drop"), seed=0)
+    assert data.labels == ["anger", "joy", "sadness"] and list(removed_reasons(data)) == ["5"]
+    # Classes named from -1 up: -1 is the first class's id, not a missing label.
+    polarity = dataclasses.replace(mapped, label_names=["negative", "neutral", "positive"], label_index_base=-1)
+    labels_from_minus_one = write_labelled_csv(tmp_path / "polarity.csv", [str(i % 3 - 1) for i in range(24)])
+    data = load_data(dataclasses.replace(polarity, train_file=str(labels_from_minus_one)), seed=0)
+    assert data.removed == [] and sum(label_counts(split)["negative"] for split in data.splits.values()) == 8
+    # Not mapped to names: the classes are the values found, and -1 one of them, as before.
+    inferred = files_config(labels_from_minus_one, None, test_file=None, label_index_base=-1)
+    assert load_data(inferred, seed=0).labels == ["-1", "0", "1"]
+
+
+def test_a_file_scored_later_reads_minus_one_and_missing_marks_as_no_label(tmp_path):
+    """pipeline.evaluate reads a labelled file through read_labelled_file: the rule of training, from one place."""
+    from pipeline.data import read_labelled_file
+
+    path = write_labelled_csv(tmp_path / "new.csv", ["0", "-1", "1", "N/A", "1"])
+    config = files_config(path, None, incomplete_rows="drop")
+    mapped = {"names": True, "ids": True, "index_base": 0}
+    dataset, removed, _ = read_labelled_file(config, str(path), "--input", ["anger", "joy"], mapped)
+    assert dataset["label"] == [0, 1, 1]
+    assert [(row.row_id, row.reason) for row in removed] == [
+        ("3", "incomplete: no label ('-1' marks none) (data.incomplete_rows: drop)"),
+        ("5", "incomplete: no label ('N/A' marks none) (data.incomplete_rows: drop)"),
+    ]
+    with pytest.raises(DataError, match=r"new\.csv, line 3, column 'label': no label \("):
+        read_labelled_file(
+            dataclasses.replace(config, incomplete_rows="error"), str(path), "--input", ["anger", "joy"], mapped
+        )
+
+
+def test_missing_value_marks_are_missing_labels_not_classes(tmp_path):
+    labels = ["pos", "neg"] * 10 + ["NaN", " n/a ", "#N/A", "NULL", "<NA>"]  # lines 22 to 26
+    train = write_labelled_csv(tmp_path / "train.csv", labels)
+    config = files_config(train, None, test_file=None)
+    message = error_message(config)
+    assert message.startswith(
+        f"{train}, line 22, column 'label': no label ('NaN', 'n/a', '#N/A', 'NULL', '<NA>': "
+        "data.missing_label_values) (and 4 more: lines 23, 24, 25, 26); fill or remove these rows"
+    )
+    data = load_data(dataclasses.replace(config, incomplete_rows="drop"), seed=0)
+    assert data.labels == ["neg", "pos"] and len(data.removed) == 5
+    assert removed_reasons(data)["23"] == "incomplete: no label ('n/a' marks none) (data.incomplete_rows: drop)"
+    # The setting replaces the list: "N/A" is then a class, and SNLI's "-" a missing label.
+    own = dataclasses.replace(
+        config,
+        missing_label_values=["-"],
+        train_file=str(
+            write_labelled_csv(tmp_path / "snli.csv", ["entailment", "contradiction"] * 10 + ["-"] + ["N/A"] * 3)
+        ),
+        incomplete_rows="drop",
+    )
+    data = load_data(own, seed=0)
+    assert data.labels == ["N/A", "contradiction", "entailment"] and list(removed_reasons(data)) == ["22"]
+
+
+def test_a_class_that_looks_like_a_missing_mark_is_named_in_a_warning_and_in_an_unknown_label_error(tmp_path, caplog):
+    train = write_labelled_csv(tmp_path / "train.csv", ["entailment", "contradiction", "neutral"] * 6 + ["-"] * 3)
+    config = files_config(train, None, test_file=None)
+    with caplog.at_level("WARNING", logger="pipeline.labels"):
+        assert "-" in load_data(config, seed=0).labels  # a class still: a "+"/"-" labelling has one
+    assert (
+        f"{train}, column 'label': the class '-' (3 rows) looks like a mark of a missing label (SNLI's '-': no gold "
+        "label); if it is one, add it to data.missing_label_values" in caplog.text
+    )
+    named = dataclasses.replace(config, label_names=["entailment", "neutral", "contradiction"])
+    assert error_message(named).endswith(
+        "; '-' marks a row without a label? Add it to data.missing_label_values (such rows are then incomplete: "
+        "data.incomplete_rows=drop leaves them out)"
+    )
+
+
+def test_a_missing_mark_in_a_label_set_makes_the_row_incomplete(tmp_path):
+    train = write_labelled_csv(tmp_path / "train.csv", ["a|b", "a", "b", "", "a|null", "b"] * 4)  # lines 6, 12, ...
+    config = files_config(train, None, test_file=None, task="multi_label")
+    assert error_message(config).startswith(f"{train}, line 6, column 'label': no label ('null': ")
+    data = load_data(dataclasses.replace(config, incomplete_rows="drop"), seed=0)
+    assert data.labels == ["a", "b"]  # not a class "null"
+    assert list(removed_reasons(data)) == ["6", "12", "18", "24"]  # the empty sets stay: negative for every class
+
+
+def test_missing_label_values_is_checked_against_label_names():
+    with pytest.raises(
+        ConfigError, match=r"data\.missing_label_values: 'none' is the class 'None' of data\.label_names"
+    ):
+        load_config(None, ["data.label_names=[None, Some]", "data.missing_label_values=[none]"])
+    with pytest.raises(ConfigError, match=r"data\.missing_label_values\[1\]: empty"):
+        load_config(None, ["data.missing_label_values=['-', ' ']"])
+    assert load_config(None, []).data.missing_label_values == ["NaN", "N/A", "#N/A", "null", "<NA>"]
+
+
+def test_tweet_eval_mapping_file_of_ids_and_names_names_the_classes(tmp_path):
+    mapping = write_text(tmp_path / "mapping.txt", "0\tanger\n1\tjoy\n2\toptimism\n3\tsadness\n")
+    train = write_labelled_csv(tmp_path / "train.csv", [str(index % 4) for index in range(24)])
+    config = files_config(train, None, test_file=None, label_names_file=str(mapping))
+    assert load_data(config, seed=0).labels == ["anger", "joy", "optimism", "sadness"]
+    # Lines in another order are read by their ids; a base said lets them count from it.
+    shuffled = write_text(tmp_path / "shuffled.txt", "2\toptimism\n1\tjoy\n4\tsadness\n3\tanger\n")
+    from_one = dataclasses.replace(config, label_names_file=str(shuffled), label_index_base=1)
+    assert load_data(
+        dataclasses.replace(
+            from_one,
+            train_file=str(write_labelled_csv(tmp_path / "one.csv", [str(index % 4 + 1) for index in range(24)])),
+        ),
+        seed=0,
+    ).labels == ["joy", "optimism", "anger", "sadness"]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (
+            "1\tanger\n2\tjoy\n",
+            ", line 1: the ids (id, tab, name) start at 1; they count from 0 (data.label_index_base)",
+        ),
+        ("0\tanger\n1\tjoy\n3\tsadness\n", ", line 3: id 3 follows a gap (no line for id 2)"),
+        ("0\tanger\n1\tjoy\n1\tsadness\n", ", line 3: id 1 repeats line 2; each id once"),
+    ],
+)
+def test_mapping_file_ids_must_run_from_zero_or_the_base(tmp_path, content, message):
+    mapping = write_text(tmp_path / "mapping.txt", content)
+    train = write_labelled_csv(tmp_path / "train.csv", ["0", "1"] * 6)
+    config = files_config(train, None, test_file=None, label_names_file=str(mapping))
+    assert error_message(config).startswith(f"data.label_names_file: {mapping}{message}")
+
+
+def test_a_names_file_of_names_with_spaces_and_numbers_stays_names(tmp_path):
+    from pipeline.labels import read_names_file
+
+    stars = write_text(tmp_path / "stars.txt", "1 star\n2 stars\n3 stars\n")  # spaces, ids not from 0: names
+    assert read_names_file(str(stars), "utf-8") == ["1 star", "2 stars", "3 stars"]
+    plain = write_text(tmp_path / "classes.txt", "very negative\nnegative\nneutral\n")
+    assert read_names_file(str(plain), "utf-8") == ["very negative", "negative", "neutral"]
+    spaced = write_text(tmp_path / "spaced.txt", "0 negative\n1 positive\n")  # ids from 0: a mapping
+    assert read_names_file(str(spaced), "utf-8") == ["negative", "positive"]
+
+
+def test_single_label_classes_that_look_like_label_sets_point_to_multi_label(tmp_path, caplog):
+    """go_emotions' raw TSV ("2,27") read without data.task: each combination became a class, silently."""
+    train = write_labelled_csv(tmp_path / "train.tsv", [])
+    rows = "".join(f"comment {i}\t{['0', '3', '0,3', '3,27', '27'][i % 5]}\n" for i in range(25))
+    train = write_text(tmp_path / "train.tsv", "text\tlabel\n" + rows)
+    with caplog.at_level("WARNING", logger="pipeline.labels"):
+        load_data(files_config(train, None, test_file=None, validation_fraction=0.2, test_fraction=0.2), seed=0)
+    assert (
+        "column 'label': 2 classes look like several classes joined by ',' ('0,3', '3,27'): a set of labels per row? "
+        "Set data.task=multi_label data.label_separator=','" in caplog.text
+    )
+    caplog.clear()
+    names = write_text(
+        tmp_path / "names.csv",
+        "label,text\n"
+        + "".join(f"{['Arts, Culture', 'Science, Tech', 'Sports'][i % 3]},story {i}\n" for i in range(15))
+        .replace("Arts, Culture", '"Arts, Culture"')
+        .replace("Science, Tech", '"Science, Tech"'),
+    )
+    with caplog.at_level("WARNING", logger="pipeline.labels"):
+        assert load_data(files_config(names, None, test_file=None), seed=0).labels[0] == "Arts, Culture"
+    assert "joined by" not in caplog.text  # names with commas, whose parts are no classes
+
+
+def test_multi_label_rows_without_a_label_are_counted_and_recorded(tmp_path, caplog):
+    train = write_labelled_csv(tmp_path / "train.csv", ["a|b", "", "a", "b", "", "a"] * 5)
+    config = files_config(train, None, test_file=None, task="multi_label", validation_fraction=0.2, test_fraction=0.2)
+    with caplog.at_level("INFO", logger="pipeline.data"):
+        data = load_data(config, seed=0)
+    counts = data.summary["class_counts"]["train"]
+    assert counts["rows_without_labels"] == sum(1 for row in data.splits["train"]["labels"] if not any(row)) > 0
+    assert (
+        f"{counts['rows_without_labels']} of {counts['rows']} train rows have no label: negative for every class"
+        in (caplog.text)
+    )
+    single = write_labelled_csv(tmp_path / "single.csv", ["a", "b"] * 10)
+    assert (
+        "rows_without_labels"
+        not in load_data(files_config(single, None, test_file=None), seed=0).summary["class_counts"]["train"]
+    )
+
+
+def test_one_error_names_the_rows_without_a_text_and_those_without_a_label(tmp_path):
+    train = write_text(tmp_path / "train.csv", "label,text\npos,a\nneg,\nneg,c\n,d\npos,\nN/A,f\n")
+    assert error_message(files_config(train, train)) == (
+        f"{train}, line 3: empty text in text (and 1 more: line 6); {train}, line 5, column 'label': no label (empty "
+        "cells; 'N/A': data.missing_label_values) (and 1 more: line 7); fill or remove these rows, or set "
+        "data.incomplete_rows=drop to leave such rows out (listed in removed_rows.csv)"
+    )
+
+
+def test_boolean_labels_match_label_names_in_any_spelling(tmp_path):
+    """JSON writes true and false; read, they are True and False, which data.label_names as JSON spells them lacked."""
+    lines = "".join(json.dumps({"text": f"claim {i}", "label": i % 2 == 0}) + "\n" for i in range(20))
+    train = write_text(tmp_path / "train.jsonl", lines)
+    config = files_config(train, None, test_file=None)
+    assert load_data(config, seed=0).labels == ["False", "True"]  # unnamed: the values found, as before
+    named = load_data(dataclasses.replace(config, label_names=["false", "true"]), seed=0)
+    assert named.labels == ["false", "true"]  # as the user spelled them
+    test = named.splits["test"]
+    assert all(
+        (text.split()[1] in {str(i) for i in range(0, 20, 2)}) == (label == 1)
+        for text, label in zip(test["text"], test["label"])
+    )
+    spreadsheet = write_labelled_csv(tmp_path / "sheet.csv", ["TRUE", "FALSE"] * 10)
+    assert load_data(files_config(spreadsheet, None, test_file=None, label_names=["False", "True"]), seed=0).labels == [
+        "False",
+        "True",
+    ]

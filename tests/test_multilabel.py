@@ -223,7 +223,9 @@ def test_minus_one_in_indicator_columns_marks_a_row_left_out_of_scoring(tmp_path
     not_scored = {4: ",-1,-1,-1,-1", 8: ",-1,-1,-1,-1", 9: ",0,N/A,0,0"}
 
     def edit(number, line):
-        return line.split(",", 2)[0] + "," + line.split(",", 2)[1] + not_scored[number] if number in not_scored else line
+        return (
+            line.split(",", 2)[0] + "," + line.split(",", 2)[1] + not_scored[number] if number in not_scored else line
+        )
 
     path, columns = indicator_csv_with(tmp_path, edit)
     with pytest.raises(DataError) as caught:
