@@ -81,8 +81,11 @@ class DataConfig:
     # Collection), where a text may start with one; "auto": csv, except for a TSV file whose start shows that it
     # quotes nothing (table_formats.reads_quotes). Every file of the run (train, validation, test, unlabeled).
     quoting: Literal["auto", "csv", "none"] = "auto"
-    # The one character between the fields of a CSV/TSV file. Unset: the format's (a comma, or a semicolon on a first
-    # line that shows it; a tab). Files separated by another one, as the Financial PhraseBank's "sentence@label" lines.
+    # The key of a JSON file's one object whose value is the list of records: SQuAD's and many exports' {"version":
+    # ..., "data": [{...}, ...]} (HF datasets' load_dataset("json", field=...)). Unset: one record per line, or an array.
+    json_field: str | None = None
+    # The one character between the fields of a CSV/TSV file. Unset: the format's (a comma, or a semicolon or a tab on
+    # a first line that shows it; a tab for TSV). Files separated by another one, as the Financial PhraseBank's "sentence@label" lines.
     delimiter: str | None = None
     # Names for the columns of header-less CSV/TSV files (the original ag_news_csv layout has no header).
     # With column_names set, a file whose first row repeats these names is read as having a header.
@@ -612,7 +615,34 @@ def parse_override(text: str) -> tuple[list[str], Any]:
         value = raw
     if raw.strip() in YAML_BLOCK_INDICATORS:  # YAML reads them as an empty block of text; here they are the character
         value = raw.strip()
-    return key.strip().split("."), value
+    path = key.strip().split(".")
+    return path, _as_written(raw, value, _field_type(path))
+
+
+# The words YAML reads as null; nothing at all after the "=" is null too.
+YAML_NULL_WORDS = ("~", "null", "Null", "NULL")
+# The types of string settings (str, or str | None), whose overrides keep the text YAML would read as another value.
+STRING_TYPES = (str, str | None)
+
+
+def _as_written(raw: str, value: Any, tp: Any) -> Any:
+    """An override's value for a string setting as the text written, where YAML reads it as a mapping
+    (`data.label_column=DESC:`, a TREC-style label) or as null from text that says no null (`data.delimiter= `, a
+    space, which YAML strips to nothing). Any other value, and any other setting's, is YAML's reading."""
+    if tp not in STRING_TYPES:
+        return value
+    written_null = raw == "" or raw.strip() in YAML_NULL_WORDS
+    return raw if isinstance(value, dict) or (value is None and not written_null) else value
+
+
+def _field_type(path: list[str]) -> Any:
+    """The annotated type of the setting at a dotted path (data.delimiter: str | None); None for no such setting."""
+    section: Any = PipelineConfig
+    for part in path:
+        if not dataclasses.is_dataclass(section):
+            return None
+        section = typing.get_type_hints(section).get(part)
+    return section
 
 
 def apply_overrides(values: dict[str, Any], overrides: list[str]) -> dict[str, Any]:

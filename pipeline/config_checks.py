@@ -58,6 +58,8 @@ def validate(config: PipelineConfig) -> None:
     delimiter_error = delimiter_problem(config.data.delimiter) if config.data.delimiter is not None else None
     if delimiter_error:
         raise ConfigError(f"data.delimiter: {delimiter_error}")
+    if config.data.json_field is not None and not config.data.json_field.strip():
+        raise ConfigError("data.json_field: name the key of the object that holds the records, or leave it unset")
     prefix_error = label_prefix_problem(config.data.label_prefix)
     if prefix_error:
         raise ConfigError(f"data.label_prefix: {prefix_error}")

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import datasets
 import pandas as pd
 
-from pipeline.folders import ID_COLUMN, is_folder, read_class_folders
+from pipeline.folders import ID_COLUMN, is_folder, is_saved_dataset, read_class_folders
 from pipeline.labels import (
     INDICATOR_SETS_COLUMN,
     ClassCounts,
@@ -65,14 +65,17 @@ from pipeline.splits import (
     require_rows_per_class,
 )
 from pipeline.tables import (
+    ESCAPED_NEWLINE,
     HEADED_FORMATS,
     INCOMPLETE_ROWS_HINT,
+    JSON_SETTINGS,
     LABEL_COLUMN,
     STANDARD_INPUT,
     TEXT_COLUMN,
     WORKBOOK_SETTINGS,
     DataError,
     TextSpec,
+    UnknownFormatError,
     in_sheet,
     is_blank,
     is_missing,
@@ -556,9 +559,10 @@ def read_file_tables(config: DataConfig) -> dict[str, Table]:
 
 
 def _warn_class_folders_only_in_train(tables: dict[str, Table], config: DataConfig) -> None:
-    """Unlisted, the classes are train's class folders, all of them: aclImdb/train's unsup/ (unlabelled reviews,
-    which aclImdb/test lacks) becomes a class that the model learns and no test row has. A validation or test folder
-    without some of train's class folders is most often that: say so, pointing to data.label_names."""
+    """Unlisted, the classes are train's class folders, all of them but those named as unlabelled (aclImdb's unsup/:
+    folders.UNLABELLED_FOLDERS); a folder of unlabelled texts under another name becomes a class that the model
+    learns and no test row has. A validation or test folder without some of train's class folders is most often
+    that: say so, pointing to data.label_names."""
     trained = tables["train"].files_per_class
     if config.label_names is not None or trained is None:
         return
@@ -569,7 +573,7 @@ def _warn_class_folders_only_in_train(tables: dict[str, Table], config: DataConf
             logger.warning(
                 "%s (%s) lacks the class folder%s %s of %s (data.train_file): with data.label_names unset each of its "
                 "class folders is a class, and the model learns %s that no %s row has; if that is not meant "
-                "(aclImdb's unsup/ holds unlabelled reviews), list the classes in data.label_names",
+                "(a folder of unlabelled texts), list the classes in data.label_names",
                 tables[split].source,
                 FILE_KEYS[split],
                 "s" if len(missing) > 1 else "",
@@ -585,6 +589,20 @@ def _warn_class_folders_only_in_train(tables: dict[str, Table], config: DataConf
 HEADERLESS_HINT = "; the file has no header row? Name its columns in data.column_names"
 # Longer than a column name is written: a text.
 MAX_HEADER_NAME = 30
+# How labels that are not in the file of texts are brought into it: a text file of one text per line with its labels
+# in another file (tweet_eval's train_text.txt and train_labels.txt), or a label leading each line (TREC's
+# train_5500.label): neither is a layout of its own, and both are one command away from a TSV file.
+SEPARATE_LABELS_HINT = (
+    "labels in a separate file (tweet_eval's train_text.txt and train_labels.txt) are not read: join them line by "
+    "line (paste train_labels.txt train_text.txt > train.tsv) and read that with data.column_names=[label, text]; a "
+    "label leading each line before a space (TREC's 'DESC:manner How did ...') becomes a column once a tab replaces "
+    "that space (sed 's/ /\\t/' train.txt > train.tsv)"
+)
+# Added to the error about a label column that a file with the text columns lacks (GLUE's test.tsv: index, sentence).
+UNLABELLED_HINT = (
+    "; the file has no labels: a file without them is not trained on or scored but labelled by a trained model, with "
+    "python -m pipeline.predict --model <run> --input <file>"
+)
 
 
 def _looks_like_data(header: list[str], file_format: str) -> bool:
@@ -605,17 +623,21 @@ def read_table(path: str, origin: str, config: DataConfig, column_names: list[st
         return read_folder(path, origin, config, config.label_names, listed_in, every_class=True)
     if not Path(path).expanduser().is_file() and path != STANDARD_INPUT:
         raise DataError(f"{origin}: file not found: {path} (looked for {Path(path).expanduser().resolve()})")
-    with open_table(
-        path,
-        config.file_format,
-        column_names,
-        config.encoding,
-        quoting=config.quoting,
-        delimiter=config.delimiter,
-        label_prefix=config.label_prefix,
-        sheet=config.sheet,
-    ) as table:
-        chunks = list(table.chunks)
+    try:
+        with open_table(
+            path,
+            config.file_format,
+            column_names,
+            config.encoding,
+            quoting=config.quoting,
+            delimiter=config.delimiter,
+            label_prefix=config.label_prefix,
+            sheet=config.sheet,
+            json_field=config.json_field,
+        ) as table:
+            chunks = list(table.chunks)
+    except UnknownFormatError as error:  # most often a text file of one text per line, whose labels are elsewhere
+        raise UnknownFormatError(f"{error}; if it holds one text per line: {SEPARATE_LABELS_HINT}") from None
     _warn_settings_not_read(path, origin, config, *settings_not_read(table.format))
     records = [record for chunk in chunks for record in chunk.records]
     numbers = [number for chunk in chunks for number in chunk.numbers]
@@ -625,6 +647,7 @@ def read_table(path: str, origin: str, config: DataConfig, column_names: list[st
         # string to split at data.label_separator (__label__c|sharp is one class, or an error naming the line).
         frame[LABEL_COLUMN] = [[value] if isinstance(value, str) else value for value in frame[LABEL_COLUMN]]
     hint = HEADERLESS_HINT if column_names is None and _looks_like_data(table.header, table.format) else ""
+    hint += _missing_labels_hint(table.header, config) + table.missing_column_hint
     return Table(
         frame,
         path,
@@ -639,6 +662,27 @@ def read_table(path: str, origin: str, config: DataConfig, column_names: list[st
     )
 
 
+def _missing_labels_hint(header: list[str], config: DataConfig) -> str:
+    """What a file without the label column(s) most likely is, added to the error about them: a file of one column
+    (texts whose labels are elsewhere: SEPARATE_LABELS_HINT), or one of the text columns only (a test file without
+    labels, which prediction labels); "" for a file that has its labels."""
+    if not _finds(header, label_columns_of(config)):
+        if len(header) == 1:
+            return f"; the file has one column: {SEPARATE_LABELS_HINT}"
+        if _finds(header, TextSpec.from_data_config(config).input_columns):
+            return UNLABELLED_HINT
+    return ""
+
+
+def _finds(header: list[str], columns: Sequence[str]) -> bool:
+    """Whether every one of `columns` is in the header (as resolve_columns finds them)."""
+    try:
+        resolve_columns(header, columns, "", "")
+    except DataError:
+        return False
+    return True
+
+
 def _warn_settings_not_read(path: str, origin: str, config: DataConfig, keys: Sequence[str], what: str) -> None:
     """Settings given (other than their defaults) that do not describe the source read, `what` it is (a folder of
     class folders, a workbook): said in a warning, rather than silently ignored."""
@@ -651,7 +695,15 @@ def _warn_settings_not_read(path: str, origin: str, config: DataConfig, keys: Se
 
 
 # Data settings that describe a file's layout, which a folder of class folders does not have.
-FILE_LAYOUT_KEYS = ("file_format", "column_names", "delimiter", "quoting", "label_prefix", *WORKBOOK_SETTINGS)
+FILE_LAYOUT_KEYS = (
+    "file_format",
+    "column_names",
+    "delimiter",
+    "quoting",
+    "label_prefix",
+    *WORKBOOK_SETTINGS,
+    *JSON_SETTINGS,
+)
 # Added to the error about a configured column that a folder's rows lack.
 FOLDER_COLUMNS_HINT = (
     f"; a folder of class folders gives the columns {TEXT_COLUMN} (a file's whole text), {LABEL_COLUMN} (its class "
@@ -802,10 +854,7 @@ def _load_saved(name: str) -> datasets.DatasetDict | None:
         if name.startswith((".", "/", "~")):
             raise DataError(f"data.hub_name: {name} is neither a folder nor a Hub dataset id ('owner/name')")
         return None
-    if not (
-        (path / datasets.config.DATASETDICT_JSON_FILENAME).is_file()
-        or (path / datasets.config.DATASET_STATE_JSON_FILENAME).is_file()
-    ):
+    if not is_saved_dataset(path):
         return None
     _refuse_empty_saved_splits(path)
     saved = datasets.load_from_disk(str(path))
@@ -979,7 +1028,30 @@ def build_texts(table: Table, spec: TextSpec) -> list[str]:
             f"{INCOMPLETE_ROWS_HINT}"
         )
     _warn_if_numbers_only(texts, table, spec)
+    _suggest_unescaping(texts, table, spec)
     return texts
+
+
+# A line break written as backslash-n (tables.ESCAPED_NEWLINE) and read as it is reaches the model as two stray
+# characters. A few texts may hold one for other reasons (a Windows path, code), so the suggestion comes only when many
+# do.
+ESCAPED_NEWLINE_SHARE = 0.05
+MIN_ESCAPED_NEWLINE_ROWS = 3
+
+
+def _suggest_unescaping(texts: list[str], table: Table, spec: TextSpec) -> None:
+    """One line per file when data.unescape_newlines is off and many of its texts hold a literal backslash-n."""
+    if spec.unescape_newlines:
+        return
+    escaped = sum(1 for text in texts if ESCAPED_NEWLINE in text)
+    if escaped >= MIN_ESCAPED_NEWLINE_ROWS and escaped >= ESCAPED_NEWLINE_SHARE * len(texts):
+        logger.warning(
+            "%s: %d of %d texts hold a literal backslash-n (\\n), the line break of Yelp's, Amazon's and AG News's "
+            "CSV files; set data.unescape_newlines=true to read it as one",
+            table.source,
+            escaped,
+            len(texts),
+        )
 
 
 # Texts made of digits and number punctuation only: an id, a price or a date chosen as data.text_columns, most

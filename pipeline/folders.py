@@ -38,6 +38,13 @@ NAMES_LOGGED = 5
 # A folder's format, as a Table names it: what pipeline.predict's output takes for "the input's format" (none it
 # writes, so CSV for stdout).
 FOLDER_FORMAT = "folder"
+# The files `datasets`' save_to_disk writes at the top of its folder: a DatasetDict's dataset_dict.json (its splits
+# are subfolders), a single Dataset's state.json (datasets.config.DATASETDICT_JSON_FILENAME and
+# DATASET_STATE_JSON_FILENAME). Such a folder is Arrow data, read by data.hub_name, not class folders of documents.
+SAVED_DATASET_FILES = ("dataset_dict.json", "state.json")
+# Folders that, by the convention of the data sets that ship them (aclImdb's train/unsup/), hold unlabelled texts:
+# not a class, unless the classes listed name one.
+UNLABELLED_FOLDERS = ("unsup", "unlabeled", "unlabelled", "unlabelled_data")
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,33 @@ def is_folder(path: str) -> bool:
     return Path(path).expanduser().is_dir()
 
 
+def is_saved_dataset(folder: Path) -> bool:
+    """Whether a folder is one that `datasets`' save_to_disk wrote (SAVED_DATASET_FILES)."""
+    return any((folder / name).is_file() for name in SAVED_DATASET_FILES)
+
+
+def refuse_saved_dataset(path: str, origin: str) -> None:
+    """A save_to_disk folder read as class folders made its split folders classes and its .arrow files documents
+    (failing on their bytes, or "training" on them under a single-byte encoding); read as a folder of files, each
+    .arrow file a text to label. Training reads it by data.hub_name; elsewhere its split is written to a file."""
+    if not is_saved_dataset(Path(path).expanduser()):
+        return
+    if origin.startswith("data."):
+        how = f"set data.source=hub data.hub_name={path}, which reads its splits"
+    else:
+        how = (
+            f"write the split to a file (datasets.load_from_disk({path!r})['test'].to_json('test.jsonl')) and give that"
+        )
+    raise DataError(
+        f"{path} ({origin}) is a dataset saved by the datasets library (save_to_disk: {_listed(_saved_files(path))}), "
+        f"not a folder of documents: {how}"
+    )
+
+
+def _saved_files(path: str) -> list[str]:
+    return [name for name in SAVED_DATASET_FILES if (Path(path).expanduser() / name).is_file()]
+
+
 def read_class_folders(
     path: str, encoding: str, classes: Sequence[str] | None, classes_from: str, every_class: bool, origin: str
 ) -> ClassFolders:
@@ -60,6 +94,7 @@ def read_class_folders(
     the others left out with a warning; `every_class`: a class without a folder is an error naming the folder looked
     for (a misspelt class in training), else only a log line (an evaluation file need not hold every class).
     `classes_from` and `origin` name the settings that an error points at."""
+    refuse_saved_dataset(path, origin)
     root = Path(path).expanduser()
     folders, loose = _entries(root, path)
     if not folders:
@@ -141,6 +176,7 @@ def list_documents(path: str, origin: str) -> FolderDocuments:
     folders, read by training's rules: every class folder; the files beside them are not rows (a WARNING here, where
     every document given is to be labelled); a folder inside a class folder, or a class folder without files, is an
     error. A folder that holds files only is a folder of files, each one row."""
+    refuse_saved_dataset(path, origin)
     root = Path(path).expanduser()
     folders, loose = _entries(root, path)
     if folders:
@@ -228,9 +264,9 @@ def _chosen(
     path: str,
     origin: str,
 ) -> list[str]:
-    """The class folders to read, in folder order."""
+    """The class folders to read, in folder order: unlisted, every one but those of unlabelled texts."""
     if classes is None:
-        return list(folders)
+        return _without_unlabelled(folders, classes_from, path, origin)
     wanted = set(classes)
     missing = [name for name in classes if name not in folders]
     if missing and every_class:
@@ -250,6 +286,29 @@ def _chosen(
     left_out = [name for name in folders if name not in wanted]
     if left_out:
         logger.warning("%s: folders left out, not a class of %s: %s", path, classes_from, _listed(left_out))
+    return chosen
+
+
+def _without_unlabelled(folders: dict[str, Path], classes_from: str, path: str, origin: str) -> list[str]:
+    """Every class folder but those named as holding unlabelled texts (UNLABELLED_FOLDERS: aclImdb's train/unsup/,
+    50,000 reviews that made a third class), each left out with a WARNING naming it and its files."""
+    unlabelled = [name for name in folders if name.casefold() in UNLABELLED_FOLDERS]
+    for name in unlabelled:
+        files = _files(sum(entry.is_file() for entry in _visible(folders[name], str(Path(path) / name))))
+        logger.warning(
+            "%s: the folder %s (%s) left out: by its name it holds unlabelled texts, not a class; name it in %s to "
+            "read it as one",
+            path,
+            name,
+            files,
+            classes_from,
+        )
+    chosen = [name for name in folders if name not in unlabelled]
+    if not chosen:
+        raise DataError(
+            f"{path} ({origin}) has no class folders: {_listed(unlabelled)} holds unlabelled texts; name it in "
+            f"{classes_from} to read it as a class"
+        )
     return chosen
 
 

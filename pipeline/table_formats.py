@@ -108,8 +108,10 @@ def delimited_table(
     quoting: str = "auto",
     quoting_option: str = "data.quoting",
     given_delimiter: str | None = None,
+    delimiter_option: str = "data.delimiter",
 ) -> Table:
-    """A CSV/TSV file as a Table; `given_delimiter` (data.delimiter) replaces the format's delimiter."""
+    """A CSV/TSV file as a Table; `given_delimiter` (`delimiter_option`: data.delimiter) replaces the format's
+    delimiter."""
     csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_SIZE_LIMIT))  # process-wide, and only ever raised
     if given_delimiter is not None:
         delimiter = given_delimiter
@@ -125,7 +127,10 @@ def delimited_table(
     )
     records = _csv_records(reader, lines, kind, quoting_option if quoted else None)
     hint = _width_hint(quoted, quoting_option)
-    header, rows = read_header(records, column_names, lines.name, "line", hint, f"{lines.name} is empty")
+    # A CSV file read as one column whose later rows split into several: its fields are separated by another
+    # character than those csv_delimiter tells by the first line (TSV is told by its name or first line).
+    unsplit = _unsplit_hint(delimiter_option) if kind == "csv" else ""
+    header, rows = read_header(records, column_names, lines.name, "line", hint, f"{lines.name} is empty", unsplit)
     return Table(
         lines.name,
         kind,
@@ -145,11 +150,13 @@ def read_header(
     unit: str,
     width_hint: str,
     empty: str,
+    one_column_hint: str = "",
 ) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
     """The header rule over (number, fields) records, a CSV/TSV file's or an Excel sheet's: the column names (the
     first non-blank record, or `column_names`: header_of) and the data records, each checked to be as wide.
     `unit` names a record's number in errors ("line", a sheet's "row"), `width_hint` says what a record of another
-    width most likely holds, `empty` is the error for records that are all blank."""
+    width most likely holds, and `one_column_hint` what else it may mean when the names are one column; `empty` is
+    the error for records that are all blank."""
     first = next((record for record in records if not _blank(record[1])), None)
     if first is None:
         raise DataError(empty)
@@ -157,23 +164,44 @@ def read_header(
     header, is_header = header_of(first_record, column_names, f"{name}, {unit} {number}")
     names_from = f"the header on {unit} {number}" if is_header else "the given column names"
     pending = [] if is_header else [first]
-    return header, _checked_width(_chain(pending, records), header, names_from, name, unit, width_hint)
+    hint = f"{one_column_hint}; or {width_hint}" if one_column_hint and len(header) == 1 else width_hint
+    return header, _checked_width(_chain(pending, records), header, names_from, name, unit, hint)
+
+
+# The delimiters a file named (or given as) CSV may be written with, besides the comma, by what a first line with no
+# comma shows: a spreadsheet's "CSV" where the comma is the decimal mark (semicolons), and a tab-separated file saved
+# under a .csv name (the name most tools give any table).
+CSV_DELIMITERS = ((";", "semicolons"), ("\t", "tabs"))
 
 
 def csv_delimiter(lines: LineSource, width: int | None) -> str:
-    """ "," or ";": spreadsheet programs in locales whose decimal mark is a comma save "CSV" with semicolons. A file
-    whose first line has no comma but splits at semicolons into several fields (into `width`, when the column names
-    are given) is read with ";"; any other is read with ",". Only the first line decides, so a semicolon inside a
-    text further down never does."""
+    """ ",", ";" or a tab. A file whose first line has no comma, and no semicolon for a tab, but splits at one of
+    CSV_DELIMITERS into several fields (into `width`, when the column names are given) is read with it, with an INFO
+    line; any other is read with ",". Only the first line decides, so a semicolon or tab inside a text further down
+    never does."""
     head = lines.head_text()
     first = next((line for line in head.splitlines() if line.strip()), "")
-    if "," in first or ";" not in first:
-        return ","
-    fields = len(next(csv.reader([first], delimiter=";")))
-    if fields < 2 or (width is not None and fields != width):
-        return ","
-    logger.info("%s: fields separated by semicolons (its first line has no comma), read so", lines.name)
-    return ";"
+    others = ","
+    for delimiter, name in CSV_DELIMITERS:
+        if not any(other in first for other in others) and _splits_into_fields(first, delimiter, width):
+            logger.info("%s: fields separated by %s (its first line has no %s), read so", lines.name, name, _no(others))
+            return delimiter
+        others += delimiter
+    return ","
+
+
+def _splits_into_fields(line: str, delimiter: str, width: int | None) -> bool:
+    """Whether a line splits at `delimiter` into several fields, and into `width` of them when that is given."""
+    if delimiter not in line:
+        return False
+    fields = len(next(csv.reader([line], delimiter=delimiter)))
+    return fields >= 2 and (width is None or fields == width)
+
+
+def _no(delimiters: str) -> str:
+    """The delimiters a first line lacked, as the INFO line says it: "comma", "comma or semicolon"."""
+    names = {",": "comma", ";": "semicolon"}
+    return " or ".join(names[delimiter] for delimiter in delimiters)
 
 
 def reads_quotes(lines: LineSource, quoting: str, option: str, detect_with: str | None) -> bool:
@@ -272,6 +300,12 @@ def _width_hint(quoted: bool, quoting_option: str) -> str:
     )
 
 
+def _unsplit_hint(delimiter_option: str) -> str:
+    """What a CSV file whose names are one column, but whose rows are wider, most likely is: separated by another
+    character, which `delimiter_option` gives."""
+    return f"one column named: if a character other than a comma separates the fields, set {delimiter_option} to it"
+
+
 def _checked_width(
     records: Iterator[tuple[int, list[str]]], header: list[str], names_from: str, name: str, unit: str, hint: str
 ) -> Iterator[tuple[int, list[str]]]:
@@ -304,24 +338,51 @@ def _chain(first: list, rest: Iterator) -> Iterator:
 # -- JSON Lines -------------------------------------------------------------------------------------------------
 
 
-def json_table(lines: LineSource, chunk_size: int | None) -> Table:
-    """JSON Lines (one object per line); a file that is one JSON array of objects is accepted too.
+def json_table(
+    lines: LineSource, chunk_size: int | None, field: str | None = None, field_option: str = "data.json_field"
+) -> Table:
+    """JSON Lines (one object per line); a file that is one JSON array of objects is accepted too, and with `field`
+    (`field_option`: data.json_field) one JSON object whose key `field` holds the list of records (SQuAD's
+    {"version": ..., "data": [...]}, as HF datasets' load_dataset("json", field=...) reads it).
 
     The header is every key of the first chunk, in order of appearance; a key first seen in a later chunk is an
     error (the output's columns are fixed by then), which a whole-file read (chunk_size None) never meets.
     """
-    objects = _json_objects(lines)
+    objects = _field_records(lines, field, field_option) if field is not None else _json_objects(lines)
     first_batch = list(_take(objects, chunk_size))
     if not first_batch:
-        raise DataError(f"{lines.name} is empty")
-    _refuse_table_as_one_object(first_batch[0][1], lines.name)
+        raise DataError(
+            f"{lines.name}: the list {field!r} ({field_option}) is empty" if field else f"{lines.name} is empty"
+        )
+    hint = ""
+    if field is None:
+        _refuse_table_as_one_object(first_batch[0][1], lines.name, field_option)
+        # One record in the whole file (a first chunk of one, unless chunks are of one row): the file is one object.
+        if len(first_batch) == 1 and chunk_size != 1:
+            hint = records_field_hint(first_batch[0][1], field_option)
     unit = "record" if first_batch[0][0] < 0 else "line"  # a JSON array's objects are numbered as records
     header = list(dict.fromkeys(key for _, record in first_batch for key in record))
     rows = _json_rows(_chain(first_batch, objects), header, lines.name, unit)
-    return Table(lines.name, "jsonl", header, unit, batched(rows, chunk_size), lines)
+    return Table(lines.name, "jsonl", header, unit, batched(rows, chunk_size), lines, missing_column_hint=hint)
 
 
-def _refuse_table_as_one_object(record: dict, name: str) -> None:
+def records_field_hint(record: dict, field_option: str) -> str:
+    """What a file of one JSON object (read as one record) most likely holds when a key of it is a list of objects:
+    the records, which `field_option` names; "" when no key's value is one."""
+    keys = [key for key, value in record.items() if _is_list_of_objects(value)]
+    if not keys:
+        return ""
+    return (
+        f"; the file is one JSON object whose {keys[0]!r} holds a list of objects: if those are the records, set "
+        f"{field_option}={keys[0]}"
+    )
+
+
+def _is_list_of_objects(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(item, dict) for item in value)
+
+
+def _refuse_table_as_one_object(record: dict, name: str, field_option: str) -> None:
     """pandas' `DataFrame.to_json()` writes a whole table as one object: by default of columns ({"text": {"0": ...,
     "1": ...}}), or of rows by index, or split into columns and data. Read as a record it was one row whose text is
     the JSON of a whole column, and prediction labelled that row without a word."""
@@ -345,10 +406,13 @@ def _refuse_table_as_one_object(record: dict, name: str) -> None:
     lists = all(isinstance(value, list) for value in values)
     if lists and first_rows and all(isinstance(row, (list, dict)) for row in first_rows):
         keys = ", ".join(repr(key) for key in list(record)[:6])
+        # A list of objects is read as the records where a key names it (data.json_field); a list of lists is not.
+        objects = [key for key, value in record.items() if _is_list_of_objects(value)]
+        read_one = f", or read one list of objects with {field_option}={objects[0]}" if objects else ""
         raise DataError(
             f"{name}: one JSON object whose keys ({keys}) each hold a list of rows (a file of splits, as clinc_oos's "
             "data_full.json), not one record per row; write each split as its own JSON Lines file, one object per "
-            'row ({"text": ..., "label": ...})'
+            f'row ({{"text": ..., "label": ...}}){read_one}'
         )
 
 
@@ -365,16 +429,34 @@ def _take(iterator: Iterator, count: int | None) -> Iterator:
 
 
 def _json_objects(lines: LineSource) -> Iterator[tuple[int, dict]]:
-    """(line number, object); for a JSON array, (-record number, object)."""
+    """(line number, object); for a JSON array, or one object written over several lines, (-record number, object)."""
     source = iter(lines)
+    first = True
     for text in source:
         if not text.strip():
             continue
         if text.lstrip().startswith("["):
-            yield from _json_array(text + "".join(source), lines.name)
+            yield from _json_records(_whole_json(text + "".join(source), lines.name), lines.name)
             return
-        yield lines.line_number, _parse_json_line(text, lines.line_number, lines.name)
+        number = lines.line_number
+        if first and text.lstrip().startswith("{") and _json_or_none(text) is None:
+            # One object indented over several lines (json.dump(..., indent=2)): read whole, as an array is; a JSON
+            # Lines file whose first line is broken fails on that line, as before.
+            whole = _json_or_none(text + "".join(source))
+            if isinstance(whole, dict):
+                yield -1, whole
+                return
+        first = False
+        yield number, _parse_json_line(text, number, lines.name)
     # (lines split on "\n" only: JSON strings may hold U+2028, which str.splitlines would split on)
+
+
+def _json_or_none(text: str) -> Any:
+    """The JSON value of `text`, or None where it is not valid JSON."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return None
 
 
 def _parse_json_line(text: str, line: int, name: str) -> dict:
@@ -387,15 +469,37 @@ def _parse_json_line(text: str, line: int, name: str) -> dict:
     return record
 
 
-def _json_array(content: str, name: str) -> Iterator[tuple[int, dict]]:
+def _whole_json(content: str, name: str, setting: str = "") -> Any:
+    """A whole file's one JSON value; an error names the line. `setting`: why the file must be one value."""
     try:
-        records = json.loads(content)
+        return json.loads(content)
     except json.JSONDecodeError as error:
-        raise DataError(f"{name}, line {error.lineno}: not valid JSON ({error.msg})") from None
+        raise DataError(f"{name}, line {error.lineno}: not valid JSON ({error.msg}){setting}") from None
+
+
+def _json_records(records: Any, name: str) -> Iterator[tuple[int, dict]]:
+    """The objects of a list of records, numbered (negated) by their position in it."""
     for index, record in enumerate(records):
         if not isinstance(record, dict):
             raise DataError(f"{name}, record {index + 1}: expected a JSON object with named fields")
         yield -(index + 1), record
+
+
+def _field_records(lines: LineSource, field: str, option: str) -> Iterator[tuple[int, dict]]:
+    """The records of a file that is one JSON object whose key `field` (the setting `option`) holds their list."""
+    reads = f"; {option} reads a file that is one JSON object holding a list of records"
+    document = _whole_json("".join(lines), lines.name, f"{reads} (unset it for JSON Lines)")
+    if not isinstance(document, dict):
+        raise DataError(f"{lines.name}: the file is a JSON {type(document).__name__}, not an object{reads}")
+    if field not in document:
+        keys = ", ".join(repr(key) for key in list(document)[:10])
+        raise DataError(f"{lines.name}: no key {field!r} ({option}); the object's keys: {keys or 'none'}")
+    records = document[field]
+    if not isinstance(records, list):
+        raise DataError(
+            f"{lines.name}: {field!r} ({option}) holds a JSON {type(records).__name__}, not a list of records"
+        )
+    yield from _json_records(records, lines.name)
 
 
 def _json_rows(

@@ -62,6 +62,8 @@ EXTENSIONS = {
 # with a file they do not describe, they are named in a warning rather than silently ignored (settings_not_read).
 TEXT_FILE_SETTINGS = ("encoding", "delimiter", "quoting", "label_prefix")
 WORKBOOK_SETTINGS = ("sheet",)
+# The setting that only a JSON file has: the key of one object that holds the list of records (data.json_field).
+JSON_SETTINGS = ("json_field",)
 GZIP_MAGIC = b"\x1f\x8b"
 PARQUET_MAGIC = b"PAR1"
 ZIP_MAGIC = b"PK\x03\x04"  # .xlsx, .ods, .docx, .zip
@@ -90,6 +92,11 @@ logger = logging.getLogger(__name__)
 
 class DataError(ValueError):
     """A problem with the data or the data settings that the user must fix; the message says where."""
+
+
+class UnknownFormatError(DataError):
+    """A file whose format neither its name nor its start tells: a caller that knows what such files hold (a text
+    file of one text per line, labels elsewhere) may add how to read them."""
 
 
 class EncodingError(DataError):
@@ -135,10 +142,15 @@ def is_blank(value: Any) -> bool:
     return is_missing(value) or not str(value).strip()
 
 
+# A line break written as a backslash and an "n", as Yelp's, Amazon's and AG News's CSV files write one inside a text:
+# read as a line break with data.unescape_newlines.
+ESCAPED_NEWLINE = "\\n"
+
+
 def join_text(parts: Sequence[str], separator: str, unescape_newlines: bool) -> str:
     """Each part unescaped (backslash-n -> newline, if asked) and stripped; empty parts skipped, so that a missing
     title or description never leaves a doubled or dangling separator."""
-    cleaned = (part.replace("\\n", "\n") if unescape_newlines else part for part in parts)
+    cleaned = (part.replace(ESCAPED_NEWLINE, "\n") if unescape_newlines else part for part in parts)
     return separator.join(part for part in (part.strip() for part in cleaned) if part)
 
 
@@ -347,7 +359,7 @@ def resolve_format(path: str, explicit: str | None, option: str, formats: Sequen
     kind = EXTENSIONS.get(Path(name).suffix)
     if kind is None:
         endings = sorted(ending for ending, format_ in EXTENSIONS.items() if format_ in formats)
-        raise DataError(
+        raise UnknownFormatError(
             f"{path}: cannot tell the file format from its name (known endings: {', '.join(endings)}, "
             f"optionally + .gz); set {option} to {', '.join(formats)}"
         )
@@ -355,11 +367,13 @@ def resolve_format(path: str, explicit: str | None, option: str, formats: Sequen
 
 
 def settings_not_read(file_format: str) -> tuple[tuple[str, ...], str]:
-    """The reading settings that do not describe a file of this format (TEXT_FILE_SETTINGS, WORKBOOK_SETTINGS), and
-    what the file is, as a warning naming them says."""
+    """The reading settings that do not describe a file of this format (TEXT_FILE_SETTINGS, WORKBOOK_SETTINGS,
+    JSON_SETTINGS), and what the file is, as a warning naming them says."""
     if file_format == "xlsx":
-        return TEXT_FILE_SETTINGS, "an Excel workbook"
-    return WORKBOOK_SETTINGS, f"read as {file_format}"
+        return TEXT_FILE_SETTINGS + JSON_SETTINGS, "an Excel workbook"
+    if file_format == "jsonl":
+        return WORKBOOK_SETTINGS, "read as jsonl"
+    return WORKBOOK_SETTINGS + JSON_SETTINGS, f"read as {file_format}"
 
 
 def _is_workbook(head: bytes, lines: LineSource, path: str) -> bool:
@@ -502,6 +516,16 @@ def _likely_encoding(raw_line: bytes) -> str:
     return "utf-8 (the line is valid UTF-8)"
 
 
+def _suggested_encoding(raw_line: bytes, codec: str) -> str:
+    """The encoding an undecodable line was most likely written in. Bytes 0x80-0x9F that `codec` cannot decode are
+    cp1252's ’ “ ” – … € (Windows, and Excel's "CSV" export), which latin-1 would read as control characters without
+    an error; other high bytes are any single-byte encoding's letters, which latin-1 reads."""
+    undecodable = raw_line.decode(codec, errors="surrogateescape")
+    if any("\udc80" <= character <= "\udc9f" for character in undecodable):
+        return 'cp1252, as Windows and Excel\'s "CSV" export write: its bytes 0x80-0x9F are ’ “ ” – €'
+    return "latin-1"
+
+
 def _splits_on_newline_bytes(encoding: str) -> bool:
     """Whether b"\\n" ends a line in this encoding (ASCII-compatible ones); UTF-16/32 must be decoded first."""
     return "\n".encode(encoding.removesuffix("-sig")) == b"\n"
@@ -586,7 +610,7 @@ class LineSource:
                 raise EncodingError(
                     f"{self.name}, line {self.line_number}: bytes that are not valid {self.named_encoding} "
                     f"({bad!r} at byte {error.start + 1} of the line); give the file's encoding with {self.option} "
-                    "(e.g. latin-1)"
+                    f"(e.g. {_suggested_encoding(raw_line, self.encoding)})"
                 ) from None
             if watch_controls and _C1_CONTROLS.search(line):
                 watch_controls, self.controls_seen = False, True  # once per file
@@ -682,6 +706,9 @@ class Table:
     # The class names of columns a Parquet file stores as ClassLabel ids (a file `datasets` wrote: its schema's
     # metadata), a list of ClassLabel's too (multi-label); None for the other formats, or where none is recorded.
     class_names: dict[str, list[str]] | None = None
+    # Added to the error about a column the rows lack: what the file most likely is instead (a JSON object holding
+    # the records' list: table_formats.records_field_hint).
+    missing_column_hint: str = ""
 
     def where(self, number: int | str) -> str:
         return f"{in_sheet(self.name, self.sheet)}, {self.unit} {number}"
@@ -708,12 +735,16 @@ def open_table(
     label_prefix: str = FASTTEXT_LABEL_PREFIX,
     sheet: str | None = None,
     sheet_option: str = "data.sheet",
+    delimiter_option: str = "data.delimiter",
+    json_field: str | None = None,
+    json_field_option: str = "data.json_field",
 ) -> Iterator[Table]:
     """Open a file ('-': stdin) and read its header; iterate `table.chunks` for the rows (all in one chunk when
     `chunk_size` is None). `column_names` names the columns of a header-less CSV/TSV file or sheet; `quoting`
     (QUOTINGS) says how its double quotes are read, and `delimiter` what separates its fields (None: its format's);
-    `label_prefix` marks a fastText file's labels; `sheet` names an Excel workbook's sheet (None: its first). The
-    options name the settings that an error message tells the user to change."""
+    `label_prefix` marks a fastText file's labels; `sheet` names an Excel workbook's sheet (None: its first);
+    `json_field` the key of a JSON file's one object that holds the records' list (None: one record per line, or an
+    array). The options name the settings that an error message tells the user to change."""
     with _open_bytes(path) as (raw, size):
         lines = LineSource(raw, "<stdin>" if path == STANDARD_INPUT else path, encoding, size, encoding_option)
         head = lines.head(MAGIC_BYTES)  # magic numbers: what the content is, whatever its name
@@ -737,11 +768,13 @@ def open_table(
         elif kind == "parquet":
             yield parquet_table(lines, path, chunk_size)
         elif kind == "jsonl":
-            yield json_table(lines, chunk_size)
+            yield json_table(lines, chunk_size, json_field, json_field_option)
         elif kind == "fasttext":
             yield fasttext_table(lines, chunk_size, label_prefix)
         else:
-            yield delimited_table(lines, kind, column_names, chunk_size, quoting, quoting_option, delimiter)
+            yield delimited_table(
+                lines, kind, column_names, chunk_size, quoting, quoting_option, delimiter, delimiter_option
+            )
 
 
 def _format_of(

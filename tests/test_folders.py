@@ -133,21 +133,47 @@ def all_texts(train: Path, **settings) -> list[str]:
 
 
 def test_a_test_folder_without_one_of_trains_class_folders_is_warned_about_when_classes_are_unlisted(tmp_path, caplog):
-    """aclImdb as it ships: train/ holds unsup/ (unlabelled reviews), test/ does not. Unlisted, unsup is a class no
-    test row has; a warning points to data.label_names, which reads the same folders without one."""
+    """A train folder of a class the test folder lacks (unlabelled texts under a name of its own, say). Unlisted, it
+    is a class no test row has; a warning points to data.label_names, which reads the same folders without one."""
     train = write_folder(
-        reviews(tmp_path / "train"), {f"unsup/{index}_0.txt": f"unlabelled {index}" for index in range(6)}
+        reviews(tmp_path / "train"), {f"extra/{index}_0.txt": f"unlabelled {index}" for index in range(6)}
     )
     test = reviews(tmp_path / "test", per_class=3)
     with caplog.at_level(logging.WARNING, logger=DATA_LOGGER):
         data = load_data(folder_config(train, test_file=str(test)), seed=0)
-    assert data.labels == ["neg", "pos", "unsup"]
+    assert data.labels == ["extra", "neg", "pos"]
     (warning,) = [record.getMessage() for record in caplog.records if "lacks the class folder" in record.getMessage()]
-    assert "test (data.test_file) lacks the class folder unsup of" in warning and "data.label_names" in warning
+    assert "test (data.test_file) lacks the class folder extra of" in warning and "data.label_names" in warning
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger=DATA_LOGGER):
         load_data(folder_config(train, test_file=str(test), label_names=["neg", "pos"]), seed=0)
     assert not any("lacks the class folder" in record.getMessage() for record in caplog.records)
+
+
+@pytest.mark.parametrize("name", ["unsup", "unlabeled", "Unlabelled", "unlabelled_data"])
+def test_a_folder_of_unlabelled_texts_is_no_class_unless_listed(tmp_path, caplog, name):
+    """aclImdb/train as it ships holds unsup/ (50,000 unlabelled reviews), which made a third class, learnt by the model
+    and in no test row. By its name it is left out, with a WARNING naming it and its files; listed, it is a class."""
+    train = write_folder(
+        reviews(tmp_path / "train"), {f"{name}/{index}_0.txt": f"unlabelled {index}" for index in range(4)}
+    )
+    test = reviews(tmp_path / "test", per_class=3)
+    with caplog.at_level(logging.WARNING, logger=DATA_LOGGER):
+        data = load_data(folder_config(train, test_file=str(test)), seed=0)
+    assert data.labels == ["neg", "pos"]
+    assert data.summary["class_folders"]["train"] == {"neg": 6, "pos": 6}
+    (warning,) = [record.getMessage() for record in caplog.records if "left out" in record.getMessage()]
+    assert warning == (
+        f"{train}: the folder {name} (4 files) left out: by its name it holds unlabelled texts, not a class; name it "
+        "in data.label_names to read it as one"
+    )
+    assert "lacks the class folder" not in caplog.text
+    listed = load_data(folder_config(train, label_names=["neg", "pos", name]), seed=0)
+    assert listed.labels == ["neg", "pos", name]
+    with pytest.raises(
+        DataError, match=rf"has no class folders: {name} holds unlabelled texts; name it in data\.label"
+    ):
+        load_data(folder_config(write_folder(tmp_path / "only", {f"{name}/1.txt": "a"})), seed=0)
 
 
 def test_files_are_decoded_with_data_encoding_and_an_undecodable_one_is_named(tmp_path):

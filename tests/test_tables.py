@@ -671,10 +671,12 @@ def test_one_config_reads_files_with_and_without_a_header(tmp_path):
 
 
 def test_a_tsv_read_as_csv_gets_a_hint(tmp_path):
+    """A first line with a comma is read as a CSV's (csv_delimiter reads tabs only on a first line without one)."""
     path = tmp_path / "data.csv"
-    path.write_text("id\ttitle\tlabel\n1\tStocks fell\tBusiness\n")
+    path.write_text("id\ttitle, subtitle\tlabel\n1\tStocks fell, again\tBusiness\n")
     header = read_all(path)[0]
-    with pytest.raises(DataError, match=r"its columns: 'id\\ttitle\\tlabel' \(tab-separated\? read it as TSV\)$"):
+    expected = r"its columns: 'id\\ttitle', ' subtitle\\tlabel' \(tab-separated\? read it as TSV\)$"
+    with pytest.raises(DataError, match=expected):
         resolve_columns(header, ["title"], "data.csv", "data.text_columns")
 
 
@@ -733,3 +735,125 @@ def test_text_spec_from_config_and_with_columns():
     assert spec == TextSpec(("title", "description"), "|", True)
     assert spec.with_columns(None) is spec and spec.with_columns([]) is spec
     assert spec.with_columns(["body"]) == TextSpec(("body",), "|", True)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Layouts that real data sets ship: a TSV named .csv, cp1252 bytes, one JSON object holding the records
+
+
+def test_a_tab_separated_file_named_csv_is_read_with_tabs(tmp_path, caplog):
+    """Told by its first line, as a semicolon-separated one is: no comma, no semicolon, several tab-separated fields
+    (as many as the column names given, when given). It used to fail on line 4 ("3 fields, expected 1")."""
+    path = tmp_path / "train.csv"
+    path.write_text('id\ttitle\tlabel\n1\tStocks fell, again\tBusiness\n2\tA "quoted" win\tSports\n')
+    with caplog.at_level("INFO", logger="pipeline.data"), open_table(str(path)) as table:
+        assert table.format == "csv" and table.delimiter == "\t"
+        records = [record for chunk in table.chunks for record in chunk.records]
+    assert records == [["1", "Stocks fell, again", "Business"], ["2", 'A "quoted" win', "Sports"]]
+    assert f"{path}: fields separated by tabs (its first line has no comma or semicolon), read so" in caplog.text
+    headerless = tmp_path / "headerless.csv"
+    headerless.write_text("1\tStocks fell\tBusiness\n")
+    assert read_all(headerless, column_names=COLUMNS)[1] == [["1", "Stocks fell", "Business"]]
+    # Given names of another width, or a first line with a semicolon, leave the file a CSV's: one field per line.
+    assert read_all(headerless, column_names=["text"])[1] == [["1\tStocks fell\tBusiness"]]
+    semicolons = tmp_path / "semicolons.csv"
+    semicolons.write_text("id;title\tx\n1;a\tb\n")
+    assert read_all(semicolons)[0] == ["id", "title\tx"]
+
+
+def test_a_csv_read_as_one_column_whose_rows_are_wider_names_the_delimiter_setting(tmp_path):
+    """A header line of one field, a later line of several: most likely another delimiter (a pipe)."""
+    path = tmp_path / "pipes.csv"
+    path.write_text("sentence|label\nGood|positive\nBad, really|negative\n")
+    message = message_of(path)
+    assert message.startswith(f"{path}, line 3: 2 fields, expected 1 as in the header on line 1 (sentence|label); ")
+    assert (
+        "one column named: if a character other than a comma separates the fields, set data.delimiter to it" in message
+    )
+    assert "set --delimiter to it" in message_of(path, delimiter_option="--delimiter")
+    assert read_all(path, delimiter="|")[1] == [["Good", "positive"], ["Bad, really", "negative"]]
+    wider = tmp_path / "wider.csv"
+    wider.write_text("id,text\n1,a,b\n")
+    assert "data.delimiter" not in message_of(wider)  # a header of two fields: a stray comma, not another delimiter
+
+
+@pytest.mark.parametrize(
+    ("line", "suggested"),
+    [
+        (b"1,I\x92m on my way\n", '(e.g. cp1252, as Windows and Excel\'s "CSV" export write: its bytes 0x80-0x9F are'),
+        (b"1,Caf\xe9 cr\xe8me\n", "(e.g. latin-1)"),
+        (b"1,Caf\xe9 \xe2\x80\x99s\n", "(e.g. latin-1)"),  # UTF-8's ’ holds 0x80, but decodes: only é does not
+        (b"1,Caf\xe9 \x80 5\n", "(e.g. cp1252"),
+    ],
+    ids=["smart-quote", "accents", "utf8-and-latin1", "euro-after-accent"],
+)
+def test_undecodable_bytes_0x80_to_0x9f_suggest_cp1252_others_latin1(tmp_path, line, suggested):
+    """Read as latin-1, cp1252's quotes, dashes and euro sign are control characters: the hint names cp1252 for them."""
+    path = tmp_path / "windows.csv"
+    path.write_bytes(b"id,text\n" + line)
+    message = message_of(path)
+    assert message.startswith(f"{path}, line 2: bytes that are not valid utf-8")
+    assert f"give the file's encoding with data.encoding {suggested}" in message
+
+
+SQUAD_LIKE = {
+    "version": "1.1",
+    "data": [{"text": "Stocks fell", "label": "Business"}, {"text": "Team wins", "label": "Sports"}],
+}
+
+
+@pytest.mark.parametrize("indent", [None, 2], ids=["one-line", "indented"])
+def test_json_field_reads_the_records_list_of_one_json_object(tmp_path, indent):
+    path = tmp_path / "squad.json"
+    path.write_text(json.dumps(SQUAD_LIKE, indent=indent))
+    header, records, numbers, unit = read_all(path, json_field="data")
+    assert header == ["text", "label"] and records == [["Stocks fell", "Business"], ["Team wins", "Sports"]]
+    assert (numbers, unit) == ([1, 2], "record")
+    assert read_all(path, json_field="data", chunk_size=1)[1] == records
+    # Without it the object is one record (indented over lines, too), whose missing columns name the setting.
+    with open_table(str(path)) as table:
+        assert table.header == ["version", "data"] and table.unit == ("line" if indent is None else "record")
+        assert table.missing_column_hint == (
+            "; the file is one JSON object whose 'data' holds a list of objects: if those are the records, set "
+            "data.json_field=data"
+        )
+    with open_table(str(path), json_field_option="--json-field") as table:
+        assert table.missing_column_hint.endswith("set --json-field=data")
+
+
+def test_json_lines_have_no_records_field_hint(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"text": "a", "spans": [{"start": 0}]}\n{"text": "b", "spans": []}\n')
+    with open_table(str(path)) as table:
+        assert table.missing_column_hint == ""
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"text": "a",\n"b": 1}\n{"text": "c"}\n')  # not one object either: the first line's error
+    assert message_of(broken).startswith(f"{broken}, line 1: not valid JSON")
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ({"version": "1"}, "no key 'data' (data.json_field); the object's keys: 'version'"),
+        ({"data": {"a": 1}}, "'data' (data.json_field) holds a JSON dict, not a list of records"),
+        ({"data": [{"a": 1}, 2]}, ", record 2: expected a JSON object with named fields"),
+        ({"data": []}, "the list 'data' (data.json_field) is empty"),
+        ([{"a": 1}], "the file is a JSON list, not an object; data.json_field reads a file that is one JSON object"),
+    ],
+)
+def test_json_field_errors_name_the_file_and_the_setting(tmp_path, content, says):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(content))
+    assert says in message_of(path, json_field="data")
+    lines = tmp_path / "t.jsonl"
+    lines.write_text('{"a": 1}\n{"a": 2}\n')
+    assert "not valid JSON (Extra data); data.json_field reads a file that is one JSON object" in message_of(
+        lines, json_field="data"
+    )
+
+
+def test_a_file_of_splits_whose_lists_hold_objects_suggests_json_field(tmp_path):
+    path = tmp_path / "splits.json"
+    path.write_text(json.dumps({"train": [{"text": "a", "label": "x"}], "test": [{"text": "b", "label": "y"}]}))
+    assert message_of(path).endswith("or read one list of objects with data.json_field=train")
+    assert read_all(path, json_field="test")[1] == [["b", "y"]]

@@ -45,6 +45,7 @@ from pipeline.tables import (
     FASTTEXT_LABEL_PREFIX,
     FORMATS,
     HEAD_BYTES,
+    JSON_SETTINGS,
     QUOTINGS,
     STANDARD_INPUT,
     TEXT_COLUMN,
@@ -61,7 +62,15 @@ from pipeline.tables import (
 
 DEFAULT_CHUNK_SIZE = 10_000
 # The options that describe an input file's layout (by their argparse names), which a folder does not have.
-FILE_LAYOUT_OPTIONS = ("format", "column_names", "delimiter", "quoting", "label_prefix", *WORKBOOK_SETTINGS)
+FILE_LAYOUT_OPTIONS = (
+    "format",
+    "column_names",
+    "delimiter",
+    "quoting",
+    "label_prefix",
+    *WORKBOOK_SETTINGS,
+    *JSON_SETTINGS,
+)
 # The options naming the text's columns and, for a sentence-pair model, its second text's (TextSpec.positions).
 COLUMN_OPTIONS = ("--text-columns", "--text-pair-columns")
 
@@ -219,6 +228,11 @@ def _add_file_arguments(add: Any) -> None:
         "--sheet",
         help="the sheet of an Excel workbook input to read, by its name (default: its first). Not taken from the run",
     )
+    add(
+        "--json-field",
+        help='the key of a JSON input\'s one object that holds the list of records ({"version": ..., "data": '
+        "[{...}, ...]}: data), as data.json_field (default: one record per line, or a JSON array). Not taken from the run",
+    )
 
 
 def _add_inference_arguments(add: Any) -> None:
@@ -351,7 +365,7 @@ def _predict_file(args: argparse.Namespace, source: ModelSource, process_index: 
         try:
             source.text_spec.positions(table.header, table.name, COLUMN_OPTIONS)
         except DataError as error:
-            hint = _FOLDER_COLUMNS_HINT if folder else source.missing_columns_hint()
+            hint = _FOLDER_COLUMNS_HINT if folder else table.missing_column_hint + source.missing_columns_hint()
             raise DataError(f"{error}{hint}") from None
         out_format = output_format(args.output, args.output_format, table.format)
         predictor = Predictor.from_source(
@@ -414,6 +428,9 @@ def _open_input(args: argparse.Namespace, folder: bool) -> contextlib.AbstractCo
         label_prefix=args.label_prefix,
         sheet=args.sheet,
         sheet_option="--sheet",
+        delimiter_option="--delimiter",
+        json_field=args.json_field,
+        json_field_option="--json-field",
     )
 
 
