@@ -598,10 +598,11 @@ SEPARATE_LABELS_HINT = (
     "label leading each line before a space (TREC's 'DESC:manner How did ...') becomes a column once a tab replaces "
     "that space (sed 's/ /\\t/' train.txt > train.tsv)"
 )
-# Added to the error about a label column that a file with the text columns lacks (GLUE's test.tsv: index, sentence).
+# Added to the error about a label column that a file to evaluate on (not train: its labels are more likely in a column
+# named otherwise) lacks beside the text columns: GLUE's test.tsv (index, sentence), whose labels are held back.
 UNLABELLED_HINT = (
-    "; the file has no labels: a file without them is not trained on or scored but labelled by a trained model, with "
-    "python -m pipeline.predict --model <run> --input <file>"
+    "; if the file has no labels (a test set's held back, as GLUE's test.tsv): it is not scored but labelled by a "
+    "trained model, with python -m pipeline.predict --model <run> --input <file>"
 )
 
 
@@ -647,7 +648,7 @@ def read_table(path: str, origin: str, config: DataConfig, column_names: list[st
         # string to split at data.label_separator (__label__c|sharp is one class, or an error naming the line).
         frame[LABEL_COLUMN] = [[value] if isinstance(value, str) else value for value in frame[LABEL_COLUMN]]
     hint = HEADERLESS_HINT if column_names is None and _looks_like_data(table.header, table.format) else ""
-    hint += _missing_labels_hint(table.header, config) + table.missing_column_hint
+    hint += _missing_labels_hint(table.header, config, origin) + table.missing_column_hint
     return Table(
         frame,
         path,
@@ -662,15 +663,16 @@ def read_table(path: str, origin: str, config: DataConfig, column_names: list[st
     )
 
 
-def _missing_labels_hint(header: list[str], config: DataConfig) -> str:
+def _missing_labels_hint(header: list[str], config: DataConfig, origin: str) -> str:
     """What a file without the label column(s) most likely is, added to the error about them: a file of one column
-    (texts whose labels are elsewhere: SEPARATE_LABELS_HINT), or one of the text columns only (a test file without
-    labels, which prediction labels); "" for a file that has its labels."""
-    if not _finds(header, label_columns_of(config)):
-        if len(header) == 1:
-            return f"; the file has one column: {SEPARATE_LABELS_HINT}"
-        if _finds(header, TextSpec.from_data_config(config).input_columns):
-            return UNLABELLED_HINT
+    (texts whose labels are elsewhere: SEPARATE_LABELS_HINT), or a file to evaluate on with the text columns (a test
+    set whose labels are held back, which prediction labels); "" for a file that has its labels."""
+    if _finds(header, label_columns_of(config)):
+        return ""
+    if len(header) == 1:
+        return f"; the file has one column: {SEPARATE_LABELS_HINT}"
+    if origin != FILE_KEYS["train"] and _finds(header, TextSpec.from_data_config(config).input_columns):
+        return UNLABELLED_HINT
     return ""
 
 

@@ -229,3 +229,17 @@ def test_extends_a_list_later_files_win(tmp_path):
     (tmp_path / "c.yaml").write_text("extends: [a.yaml, b.yaml]\nrun:\n  name: c\n")
     config = load_config(tmp_path / "c.yaml")
     assert (config.train.epochs, config.train.learning_rate, config.run.name) == (7.0, 1e-4, "c")
+
+
+def test_a_string_override_keeps_the_text_that_yaml_reads_as_a_mapping_or_null():
+    """TREC's labels (`DESC:`) read as a mapping, and a space as null: a string setting takes the text written."""
+    config = load_config(None, ["data.label_column=DESC:", "data.delimiter= ", "data.text_separator=  "])
+    assert (config.data.label_column, config.data.delimiter, config.data.text_separator) == ("DESC:", " ", "  ")
+    assert load_config(None, ["data.hub_config=a: b"]).data.hub_config == "a: b"
+    # Null written as null, ~ or nothing at all still unsets an optional string.
+    for written in ("", "null", "~", " NULL "):
+        assert load_config(None, [f"data.delimiter={written}"]).data.delimiter is None
+    # Other settings keep YAML's reading: a mapping for a mapping, and a mapping where none is taken is an error.
+    assert load_config(None, ["data.hub_splits={test: dev}"]).data.hub_splits == {"test": "dev"}
+    with pytest.raises(ConfigError, match=r"data\.text_columns: expected a list of strings, got \{'DESC': None\}"):
+        load_config(None, ["data.text_columns=DESC:"])

@@ -718,6 +718,123 @@ def test_unknown_extension_asks_for_file_format(tmp_path):
     assert len(load_splits(files_config(train, train, file_format="csv", validation_file=str(train)), 0)["test"]) == 2
 
 
+def test_a_text_file_of_unknown_ending_says_how_labels_in_another_file_are_joined(tmp_path):
+    """tweet_eval's train_text.txt (its labels in train_labels.txt) and TREC's train_5500.label ("DESC:manner How
+    did ..."): neither name tells a format, and neither file holds a label column."""
+    texts = write_text(tmp_path / "train_text.txt", "first tweet\nsecond tweet\n")
+    message = error_message(files_config(texts, texts))
+    assert "cannot tell the file format from its name" in message
+    assert "if it holds one text per line: labels in a separate file (tweet_eval's" in message
+    assert (
+        "paste train_labels.txt train_text.txt > train.tsv) and read that with data.column_names=[label, text]"
+        in message
+    )
+    assert "TREC's 'DESC:manner How did ...'" in message and "sed 's/ /\\t/' train.txt > train.tsv" in message
+    # Read as a one-column TSV, it lacks the labels: the error says the same.
+    one_column = files_config(texts, texts, file_format="tsv", column_names=["text"])
+    message = error_message(one_column)
+    assert "has no column 'label' (data.label_column); its columns: 'text'; the file has one column: labels in a" in (
+        message
+    )
+    # Joined as the hint says, it loads.
+    labels = write_text(tmp_path / "train_labels.txt", "0\n1\n")
+    joined = tmp_path / "train.tsv"
+    joined.write_text(
+        "".join(f"{label}\t{text}" for label, text in zip(labels.open(), texts.open())).replace("\n\t", "\t")
+    )
+    loaded = load_data(files_config(joined, joined, validation_file=str(joined), column_names=["label", "text"]), 0)
+    assert loaded.splits["test"]["text"] == ["first tweet", "second tweet"]
+
+
+def test_a_test_file_without_labels_points_to_prediction(tmp_path):
+    """GLUE's test.tsv: index and sentence, its labels held back."""
+    train = write_text(tmp_path / "train.tsv", "sentence\tlabel\ngood film\t1\nbad film\t0\nfine\t1\ndull\t0\n")
+    test = write_text(tmp_path / "test.tsv", "index\tsentence\n0\tnew film\n1\tother film\n")
+    message = error_message(files_config(train, test, text_columns=["sentence"]))
+    assert message.endswith(
+        "test.tsv has no column 'label' (data.label_column); its columns: 'index', 'sentence'; if the file has no "
+        "labels (a test set's held back, as GLUE's test.tsv): it is not scored but labelled by a trained model, with "
+        "python -m pipeline.predict --model <run> --input <file>"
+    )
+    # A file that lacks a text column too is not said to be an unlabelled one.
+    other = write_text(tmp_path / "other.tsv", "index\tbody\n0\tnew film\n")
+    assert "pipeline.predict" not in error_message(files_config(train, other, text_columns=["sentence"]))
+
+
+def test_json_field_reads_a_file_that_is_one_object_holding_the_records(tmp_path, caplog):
+    rows = [{"text": f"story {index}", "label": "ab"[index % 2]} for index in range(8)]
+    train = tmp_path / "train.json"
+    train.write_text(json.dumps({"version": "1.1", "data": rows}, indent=2))
+    message = error_message(files_config(train, train))
+    assert "has no column 'label' (data.label_column); its columns: 'version', 'data'; the file is one JSON " in message
+    assert message.endswith("if those are the records, set data.json_field=data")
+    loaded = load_data(files_config(train, train, validation_file=str(train), json_field="data"), 0)
+    assert loaded.splits["test"]["text"] == [row["text"] for row in rows]
+    assert loaded.splits["test"]["row_id"] == [str(index) for index in range(1, 9)]  # records, by their position
+    csv_train = write_text(tmp_path / "train.csv", "text,label\na,x\nb,y\nc,x\nd,y\n")
+    with caplog.at_level(logging.WARNING, logger="pipeline.data"):
+        load_data(files_config(csv_train, csv_train, validation_file=str(csv_train), json_field="data"), 0)
+    assert "which these file settings do not describe: data.json_field" in caplog.text
+    with pytest.raises(ConfigError, match=r"data\.json_field: name the key"):
+        load_config(None, ["data.json_field=''"])
+
+
+def test_a_save_to_disk_folder_given_as_a_file_is_refused_naming_data_hub_name(tmp_path):
+    """Read as class folders, its split folders were classes and its .arrow files documents."""
+    saved = save_hub_splits(tmp_path / "saved", ["train", "test"])
+    with pytest.raises(DataError) as caught:
+        load_data(files_config(Path(saved), Path(saved)), seed=0)
+    assert str(caught.value) == (
+        f"{saved} (data.train_file) is a dataset saved by the datasets library (save_to_disk: dataset_dict.json), not "
+        f"a folder of documents: set data.source=hub data.hub_name={saved}, which reads its splits"
+    )
+    single = tmp_path / "single"
+    datasets.load_from_disk(saved)["train"].save_to_disk(str(single))
+    with pytest.raises(DataError, match=r"\(save_to_disk: state\.json\)"):
+        load_data(files_config(single, single, encoding="latin-1"), seed=0)
+
+
+def test_the_saved_dataset_files_are_those_datasets_writes():
+    from pipeline.folders import SAVED_DATASET_FILES
+
+    assert SAVED_DATASET_FILES == (
+        datasets.config.DATASETDICT_JSON_FILENAME,
+        datasets.config.DATASET_STATE_JSON_FILENAME,
+    )
+
+
+def escaped_rows(count: int, escaped: int) -> str:
+    """A CSV of `count` rows, the first `escaped` of whose texts hold a literal backslash-n (as Yelp's CSVs)."""
+    lines = ["text,label"]
+    for index in range(count):
+        text = f"Great food.\\nWould return {index}" if index < escaped else f"Fine {index}"
+        lines.append(f'"{text}",{"ab"[index % 2]}')
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("count", "escaped", "unescape", "warned"),
+    [(40, 3, False, True), (40, 2, False, False), (100, 4, False, False), (40, 40, True, False)],
+    ids=["three-of-40", "only-two", "under-5-percent", "unescaping"],
+)
+def test_many_texts_with_a_literal_backslash_n_suggest_unescape_newlines(
+    tmp_path, caplog, count, escaped, unescape, warned
+):
+    train = write_text(tmp_path / "train.csv", escaped_rows(count, escaped))
+    config = files_config(train, train, validation_file=str(train), unescape_newlines=unescape)
+    with caplog.at_level(logging.WARNING, logger="pipeline.data"):
+        load_data(config, seed=0)
+    warnings = [record.getMessage() for record in caplog.records if "backslash-n" in record.getMessage()]
+    if not warned:
+        assert warnings == []
+        return
+    assert len(warnings) == 3  # one per file read (train, validation, test)
+    assert warnings[0] == (
+        f"{train}: {escaped} of {count} texts hold a literal backslash-n (\\n), the line break of Yelp's, Amazon's "
+        "and AG News's CSV files; set data.unescape_newlines=true to read it as one"
+    )
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The Hub, without the network
 

@@ -1127,3 +1127,46 @@ def test_file_layout_options_given_for_a_folder_are_named_in_a_warning(folder_ru
     (warning,) = [record.getMessage() for record in caplog.records if "file options" in record.getMessage()]
     assert warning.endswith("do not describe: --format, --delimiter")  # --quoting auto is its default
     assert len(read_table(tmp_path / "out.csv")) == 3
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Layouts real data sets ship: a saved dataset, one JSON object holding the records, another delimiter
+
+
+def test_a_folder_that_save_to_disk_wrote_is_refused_not_labelled_file_by_file(folder_run, tmp_path, capsys):
+    """Read as a folder of class folders (its split folders) or of files, its .arrow files were texts to label."""
+    import datasets
+
+    saved = tmp_path / "saved"
+    datasets.DatasetDict({"test": datasets.Dataset.from_dict({"text": ["a", "b"]})}).save_to_disk(str(saved))
+    capsys.readouterr()  # its progress bar
+    assert predict_cli(folder_run, saved, tmp_path / "out.csv") != 0
+    assert_one_line_error(
+        capsys.readouterr().err,
+        f"{saved} (--input) is a dataset saved by the datasets library (save_to_disk: dataset_dict.json)",
+        f"datasets.load_from_disk('{saved}')['test'].to_json('test.jsonl')",
+    )
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_json_field_reads_the_records_of_one_json_object(run_dir, tmp_path, capsys, caplog):
+    rows = [{"title": f"Report {index}", "description": f"Details {index}."} for index in range(3)]
+    source = tmp_path / "export.json"
+    source.write_text(json.dumps({"version": "2", "data": rows}, indent=2))
+    assert predict_cli(run_dir, source, tmp_path / "out.csv") != 0
+    assert_one_line_error(capsys.readouterr().err, "its columns: 'version', 'data'", "set --json-field=data")
+    assert predict_cli(run_dir, source, tmp_path / "out.jsonl", "--json-field", "data") == 0
+    written = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [row["title"] for row in written] == ["Report 0", "Report 1", "Report 2"] and "label" in written[0]
+    plain = write_table(tmp_path / "in.csv", news_rows(2))
+    with caplog.at_level(logging.WARNING, logger="pipeline.predict.cli"):
+        assert predict_cli(run_dir, plain, tmp_path / "plain.csv", "--json-field", "data") == 0
+    assert any(record.getMessage().endswith("do not describe: --json-field") for record in caplog.records)
+
+
+def test_a_csv_of_another_delimiter_names_the_delimiter_option(folder_run, tmp_path, capsys):
+    source = tmp_path / "pipes.csv"
+    source.write_text("text|source\nStocks fell, sharply|wire\nMatch won|desk\n")
+    assert predict_cli(folder_run, source, tmp_path / "out.csv", "--column-names", "text") != 0
+    assert_one_line_error(capsys.readouterr().err, "pipes.csv, line 2: 2 fields, expected 1", "set --delimiter to it")
+    assert predict_cli(folder_run, source, tmp_path / "out.csv", "--delimiter", "|") == 0
