@@ -1048,8 +1048,8 @@ def _suggest_unescaping(texts: list[str], table: Table, spec: TextSpec) -> None:
     escaped = sum(1 for text in texts if ESCAPED_NEWLINE in text)
     if escaped >= MIN_ESCAPED_NEWLINE_ROWS and escaped >= ESCAPED_NEWLINE_SHARE * len(texts):
         logger.warning(
-            "%s: %d of %d texts hold a literal backslash-n (\\n), the line break of Yelp's, Amazon's and AG News's "
-            "CSV files; set data.unescape_newlines=true to read it as one",
+            "%s: %d of %d texts hold a literal backslash-n (\\n), the line break of the Yelp and Amazon review CSV "
+            "files; set data.unescape_newlines=true to read it as one",
             table.source,
             escaped,
             len(texts),

@@ -142,8 +142,8 @@ def is_blank(value: Any) -> bool:
     return is_missing(value) or not str(value).strip()
 
 
-# A line break written as a backslash and an "n", as Yelp's, Amazon's and AG News's CSV files write one inside a text:
-# read as a line break with data.unescape_newlines.
+# A line break written as a backslash and an "n", as the Yelp and Amazon review CSV files write one inside a text: read
+# as a line break with data.unescape_newlines.
 ESCAPED_NEWLINE = "\\n"
 
 

@@ -830,8 +830,8 @@ def test_many_texts_with_a_literal_backslash_n_suggest_unescape_newlines(
         return
     assert len(warnings) == 3  # one per file read (train, validation, test)
     assert warnings[0] == (
-        f"{train}: {escaped} of {count} texts hold a literal backslash-n (\\n), the line break of Yelp's, Amazon's "
-        "and AG News's CSV files; set data.unescape_newlines=true to read it as one"
+        f"{train}: {escaped} of {count} texts hold a literal backslash-n (\\n), the line break of the Yelp and Amazon "
+        "review CSV files; set data.unescape_newlines=true to read it as one"
     )
 
 
