@@ -81,11 +81,13 @@ class DataConfig:
     # Collection), where a text may start with one; "auto": csv, except for a TSV file whose start shows that it
     # quotes nothing (table_formats.reads_quotes). Every file of the run (train, validation, test, unlabeled).
     quoting: Literal["auto", "csv", "none"] = "auto"
-    # The key of a JSON file's one object whose value is the list of records: SQuAD's and many exports' {"version":
-    # ..., "data": [{...}, ...]} (HF datasets' load_dataset("json", field=...)). Unset: one record per line, or an array.
+    # The key of a JSON file's one object whose value is the list of records: SQuAD's and many exports'
+    # {"version": ..., "data": [{...}, ...]} (HF datasets' load_dataset("json", field=...)). Unset: one record per
+    # line, or an array.
     json_field: str | None = None
     # The one character between the fields of a CSV/TSV file. Unset: the format's (a comma, or a semicolon or a tab on
-    # a first line that shows it; a tab for TSV). Files separated by another one, as the Financial PhraseBank's "sentence@label" lines.
+    # a first line that shows it; a tab for TSV). Files separated by another one, as the Financial PhraseBank's
+    # "sentence@label" lines.
     delimiter: str | None = None
     # Names for the columns of header-less CSV/TSV files (the original ag_news_csv layout has no header).
     # With column_names set, a file whose first row repeats these names is read as having a header.

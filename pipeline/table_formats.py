@@ -168,25 +168,25 @@ def read_header(
     return header, _checked_width(_chain(pending, records), header, names_from, name, unit, hint)
 
 
-# The delimiters a file named (or given as) CSV may be written with, besides the comma, by what a first line with no
-# comma shows: a spreadsheet's "CSV" where the comma is the decimal mark (semicolons), and a tab-separated file saved
-# under a .csv name (the name most tools give any table).
-CSV_DELIMITERS = ((";", "semicolons"), ("\t", "tabs"))
+# The delimiters a file named (or given as) CSV may be written with besides the comma, each told by a first line that
+# lacks the characters listed (as the INFO line names them): a spreadsheet's "CSV" where the comma is the decimal mark
+# (semicolons), and a tab-separated file saved under a .csv name (the name most tools give any table).
+CSV_DELIMITERS = ((";", "semicolons", ",", "comma"), ("\t", "tabs", ",;", "comma or semicolon"))
 
 
 def csv_delimiter(lines: LineSource, width: int | None) -> str:
-    """ ",", ";" or a tab. A file whose first line has no comma, and no semicolon for a tab, but splits at one of
-    CSV_DELIMITERS into several fields (into `width`, when the column names are given) is read with it, with an INFO
-    line; any other is read with ",". Only the first line decides, so a semicolon or tab inside a text further down
-    never does."""
+    """ ",", ";" or a tab. A file whose first line lacks a delimiter's listed characters (CSV_DELIMITERS) but splits
+    at it into several fields (into `width`, when the column names are given) is read with it, with an INFO line; any
+    other is read with ",". Only the first line decides, so a semicolon or tab inside a text further down never
+    does."""
     head = lines.head_text()
     first = next((line for line in head.splitlines() if line.strip()), "")
-    others = ","
-    for delimiter, name in CSV_DELIMITERS:
-        if not any(other in first for other in others) and _splits_into_fields(first, delimiter, width):
-            logger.info("%s: fields separated by %s (its first line has no %s), read so", lines.name, name, _no(others))
+    for delimiter, name, lacked, lacked_names in CSV_DELIMITERS:
+        if not any(character in first for character in lacked) and _splits_into_fields(first, delimiter, width):
+            logger.info(
+                "%s: fields separated by %s (its first line has no %s), read so", lines.name, name, lacked_names
+            )
             return delimiter
-        others += delimiter
     return ","
 
 
@@ -196,12 +196,6 @@ def _splits_into_fields(line: str, delimiter: str, width: int | None) -> bool:
         return False
     fields = len(next(csv.reader([line], delimiter=delimiter)))
     return fields >= 2 and (width is None or fields == width)
-
-
-def _no(delimiters: str) -> str:
-    """The delimiters a first line lacked, as the INFO line says it: "comma", "comma or semicolon"."""
-    names = {",": "comma", ";": "semicolon"}
-    return " or ".join(names[delimiter] for delimiter in delimiters)
 
 
 def reads_quotes(lines: LineSource, quoting: str, option: str, detect_with: str | None) -> bool:
@@ -490,16 +484,20 @@ def _field_records(lines: LineSource, field: str, option: str) -> Iterator[tuple
     reads = f"; {option} reads a file that is one JSON object holding a list of records"
     document = _whole_json("".join(lines), lines.name, f"{reads} (unset it for JSON Lines)")
     if not isinstance(document, dict):
-        raise DataError(f"{lines.name}: the file is a JSON {type(document).__name__}, not an object{reads}")
+        raise DataError(f"{lines.name}: the file is a JSON {_json_kind(document)}, not an object{reads}")
     if field not in document:
         keys = ", ".join(repr(key) for key in list(document)[:10])
         raise DataError(f"{lines.name}: no key {field!r} ({option}); the object's keys: {keys or 'none'}")
     records = document[field]
     if not isinstance(records, list):
-        raise DataError(
-            f"{lines.name}: {field!r} ({option}) holds a JSON {type(records).__name__}, not a list of records"
-        )
+        raise DataError(f"{lines.name}: {field!r} ({option}) holds a JSON {_json_kind(records)}, not a list of records")
     yield from _json_records(records, lines.name)
+
+
+def _json_kind(value: Any) -> str:
+    """What a parsed JSON value is, in JSON's words."""
+    kinds = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+    return kinds.get(type(value), "null")
 
 
 def _json_rows(

@@ -835,10 +835,10 @@ def test_json_lines_have_no_records_field_hint(tmp_path):
     ("content", "says"),
     [
         ({"version": "1"}, "no key 'data' (data.json_field); the object's keys: 'version'"),
-        ({"data": {"a": 1}}, "'data' (data.json_field) holds a JSON dict, not a list of records"),
+        ({"data": {"a": 1}}, "'data' (data.json_field) holds a JSON object, not a list of records"),
         ({"data": [{"a": 1}, 2]}, ", record 2: expected a JSON object with named fields"),
         ({"data": []}, "the list 'data' (data.json_field) is empty"),
-        ([{"a": 1}], "the file is a JSON list, not an object; data.json_field reads a file that is one JSON object"),
+        ([{"a": 1}], "the file is a JSON array, not an object; data.json_field reads a file that is one JSON object"),
     ],
 )
 def test_json_field_errors_name_the_file_and_the_setting(tmp_path, content, says):

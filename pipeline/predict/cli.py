@@ -231,7 +231,8 @@ def _add_file_arguments(add: Any) -> None:
     add(
         "--json-field",
         help='the key of a JSON input\'s one object that holds the list of records ({"version": ..., "data": '
-        "[{...}, ...]}: data), as data.json_field (default: one record per line, or a JSON array). Not taken from the run",
+        "[{...}, ...]}: data), as data.json_field (default: one record per line, or a JSON array). Not taken from "
+        "the run",
     )
 
 
