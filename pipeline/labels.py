@@ -71,8 +71,6 @@ HIDDEN_LABEL = -1
 MISSING_LOOKING_LABELS = frozenset({"-", "--", "?", "na", "none", "unknown", "missing"})
 # Characters that join several classes in one cell (go_emotions' "2,27"), looked for in class names and unknown labels.
 SET_SEPARATORS = (",", ";", "|")
-# A boolean label is written True (Python, pandas), true (JSON) or TRUE (spreadsheets): one class, however spelled.
-_BOOLEAN_NAMES = ("true", "false")
 
 logger = logging.getLogger(__name__)
 
@@ -528,10 +526,11 @@ def _class_indices(
     first row, how many more, and which labels they are (a test file's classes the train file never had, often).
     Then a column is read one way only: a label written as a name where earlier ones were ids (or the reverse) is
     an error naming its row. `separator`: a multi-label task's data.label_separator (None: single-label)."""
-    by_name = names_by_spelling(scheme.names)
-    read = [[_read_label(label, by_name, scheme) for label in labels] for labels in label_lists]
+    spellings = Spellings.of(scheme.names)
+    read = [[_read_label(label, spellings, scheme) for label in labels] for labels in label_lists]
+    classes = len(scheme.names)
     unknown = {
-        row: [label for label, (index, _) in zip(labels, results) if index is None or not 0 <= index < len(by_name)]
+        row: [label for label, (index, _) in zip(labels, results) if index is None or not 0 <= index < classes]
         for row, (labels, results) in enumerate(zip(label_lists, read))
     }
     unknown = {row: labels for row, labels in unknown.items() if labels}
@@ -539,7 +538,7 @@ def _class_indices(
         rows = list(unknown)
         distinct = list(dict.fromkeys(str(label).strip() for labels in unknown.values() for label in labels))
         others = f"; unknown labels: {', '.join(repr(name) for name in distinct[:10])}" if len(distinct) > 1 else ""
-        hints = _joined_hint(distinct, by_name, scheme, separator) + _missing_hint(distinct)
+        hints = _joined_hint(distinct, spellings, scheme, separator) + _missing_hint(distinct)
         raise DataError(
             f"{table.where(rows[0])}, column '{column}': label {unknown[rows[0]][0]!r} is not a known class"
             f"{table.and_more(rows)}{others}; {_allowed(scheme)}{hints}"
@@ -560,16 +559,26 @@ def _class_indices(
 JOINING_CHARACTERS = (*SET_SEPARATORS, " ")
 
 
-def names_by_spelling(names: list[str]) -> dict[str, int]:
-    """Each class's index by the ways its label may be written: its name, and a boolean class (true, False) in any
-    of a boolean's spellings, since JSON writes true where Python and pandas write True and spreadsheets TRUE."""
-    by_name = {name: index for index, name in enumerate(names)}
-    for index, name in enumerate(names):
-        if name.strip().casefold() in _BOOLEAN_NAMES:
-            word = name.strip().casefold()
-            for spelling in (word, word.capitalize(), word.upper()):
-                by_name.setdefault(spelling, index)
-    return by_name
+@dataclass(frozen=True)
+class Spellings:
+    """How labels name the classes: a class's name exactly, or in any letter case where no other class has the same
+    letters ("POSITIVE", " Positive" for positive; JSON's true for a class True, spreadsheets' TRUE), so that listing
+    the classes in data.label_names reads a column's messy spellings as one class each."""
+
+    exact: dict[str, int]
+    folded: dict[str, int]  # case-folded name -> class index, for the names no other class shares case-folded
+
+    @classmethod
+    def of(cls, names: list[str]) -> Spellings:
+        folds = Counter(name.strip().casefold() for name in names)
+        folded = {name.strip().casefold(): index for index, name in enumerate(names)}
+        return cls(
+            {name: index for index, name in enumerate(names)},
+            {fold: index for fold, index in folded.items() if folds[fold] == 1},
+        )
+
+    def index(self, text: str) -> int | None:
+        return self.exact.get(text, self.folded.get(text.casefold()))
 
 
 def _missing_hint(unknown: list[str]) -> str:
@@ -583,7 +592,7 @@ def _missing_hint(unknown: list[str]) -> str:
     )
 
 
-def _joined_hint(unknown: list[str], by_name: dict[str, int], scheme: LabelScheme, separator: str | None) -> str:
+def _joined_hint(unknown: list[str], spellings: Spellings, scheme: LabelScheme, separator: str | None) -> str:
     """When every unknown label is known classes joined by one character (go_emotions' "2,27" read with another
     data.label_separator, or as a single label), how to read them as sets. Multi-label, unknown labels holding
     another of SET_SEPARATORS than data.label_separator are enough: the classes may be inferred from sets joined so."""
@@ -598,7 +607,7 @@ def _joined_hint(unknown: list[str], by_name: dict[str, int], scheme: LabelSchem
     for character in JOINING_CHARACTERS:
         parts = [label.split(character) for label in unknown]
         if all(len(row) > 1 for row in parts) and all(
-            _read_label(part, by_name, scheme)[0] in range(len(by_name)) for row in parts for part in row
+            _read_label(part, spellings, scheme)[0] in range(len(scheme.names)) for row in parts for part in row
         ):
             return (
                 f"; several classes joined by {character!r}? A multi-label task reads them with data.task=multi_label "
@@ -607,11 +616,12 @@ def _joined_hint(unknown: list[str], by_name: dict[str, int], scheme: LabelSchem
     return ""
 
 
-def _read_label(value: Any, by_name: dict[str, int], scheme: LabelScheme) -> tuple[int | None, str]:
-    """A label's class index and how it is written ("name" or "id"); `by_name` from names_by_spelling."""
+def _read_label(value: Any, spellings: Spellings, scheme: LabelScheme) -> tuple[int | None, str]:
+    """A label's class index and how it is written ("name" or "id")."""
     text = str(value).strip()
-    if scheme.accepts_names and text in by_name:
-        return by_name[text], "name"
+    index = spellings.index(text) if scheme.accepts_names else None
+    if index is not None:
+        return index, "name"
     number = as_int(value) if scheme.accepts_ids else None
     if number is not None:
         return number - scheme.index_base, "id"
@@ -674,7 +684,7 @@ def _warn_case_variants(names: list[str], train: Table, column: str) -> None:
         logger.warning(
             "%s, column '%s': labels that differ only in case or number format are separate classes: %s; write "
             "each class one way "
-            "(or list the classes in data.label_names, which then refuses the other spellings by row)",
+            "(or list the classes in data.label_names: a label then reads as the class it names in any letter case)",
             train.source,
             column,
             "; ".join(", ".join(repr(name) for name in group) for group in variants),

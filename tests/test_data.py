@@ -393,6 +393,27 @@ def test_labels_that_differ_only_in_case_are_named_in_a_warning(tmp_path, caplog
     assert "Sports" not in message
 
 
+def test_listed_classes_read_their_labels_in_any_letter_case(tmp_path):
+    """The way out the case warning offers: data.label_names lists each class once, and a label spelled in another
+    case is that class; where two listed classes differ only in case, each takes only its exact spelling."""
+    spellings = ["World", "world", " WORLD ", "Sports", "sports"]
+    rows = "".join(f"{name},story {i} {name.strip()}\n" for i in range(4) for name in spellings)
+    train = write_text(tmp_path / "train.csv", "label,text\n" + rows)
+    test = write_text(tmp_path / "test.csv", "label,text\nWORLD,a\nSPORTS,b\nworld,c\n")
+    splits = load_splits(files_config(train, test, label_names=["World", "Sports"], deduplicate="none"), seed=0)
+    assert splits["test"]["label"] == [0, 1, 0]
+    assert sorted(set(splits["train"]["label"])) == [0, 1]
+    both = write_text(
+        tmp_path / "both.csv", "label,text\n" + "".join(f"{n},t {i} {n}\n" for i in range(4) for n in "aA")
+    )
+    strict = load_splits(files_config(both, None, test_file=None, label_names=["a", "A"], deduplicate="none"), seed=0)
+    assert all(
+        text.endswith(" a") == (label == 0) for text, label in zip(strict["train"]["text"], strict["train"]["label"])
+    )
+    with pytest.raises(DataError, match="label 'Sports' is not a known class"):
+        load_splits(files_config(train, test, label_names=["World", "A", "a"], deduplicate="none"), seed=0)
+
+
 def test_integer_labels_exported_as_decimals_are_the_same_classes(tmp_path, caplog):
     """Spreadsheets write 1 as "1.0": with "0" and "1" in the same column that is one class each, not four."""
     rows = "".join(f"story {i},{label}\n" for i in range(4) for label in ("0", "0.0", "1", "1.0"))
