@@ -634,7 +634,9 @@ def _as_written(raw: str, value: Any, tp: Any) -> Any:
     if tp not in STRING_TYPES:
         return value
     written_null = raw == "" or raw.strip() in YAML_NULL_WORDS
-    return raw if isinstance(value, dict) or (value is None and not written_null) else value
+    if isinstance(value, dict):  # the text of a key and a colon, as a label_column=DESC: names a column
+        return raw.strip()
+    return raw if value is None and not written_null else value
 
 
 def _field_type(path: list[str]) -> Any:

@@ -156,21 +156,15 @@ def _validate_label_columns(config: PipelineConfig) -> None:
 
 
 def _validate_missing_label_values(data: DataConfig) -> None:
-    """data.missing_label_values: written values (an empty cell is always a missing label), none of them a class
-    that data.label_names lists (a row of it would be dropped, or refused, rather than learnt)."""
+    """data.missing_label_values: written values (an empty cell is always a missing label). One that is also a class
+    of data.label_names names that class (labels.MissingLabel.of), so that listing a class "N/A" needs no other
+    setting."""
     for index, value in enumerate(data.missing_label_values):
         if not value.strip():
             raise ConfigError(
                 f"data.missing_label_values[{index}]: empty; an empty label cell is always a missing label, list only "
                 "written marks (NaN, N/A, -)"
             )
-    marks = {value.strip().casefold(): value for value in data.missing_label_values}
-    named = [name for name in data.label_names or [] if name.strip().casefold() in marks]
-    if named:
-        raise ConfigError(
-            f"data.missing_label_values: {marks[named[0].strip().casefold()]!r} is the class {named[0]!r} of "
-            "data.label_names; remove it from one of them"
-        )
 
 
 def _validate_split_column(config: PipelineConfig) -> None:

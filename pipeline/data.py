@@ -283,7 +283,11 @@ def file_class_names(tables: dict[str, Table], config: DataConfig) -> list[str] 
     if config.label_columns:
         return None
     names = _recorded_names(tables["train"], config.label_column)
-    if names is None or config.label_names is not None:
+    if names is None:
+        return None
+    if config.label_names is not None:  # the user's names win; a file whose ids mean others is said to
+        for table in tables.values():
+            warn_other_class_names(table, config.label_column, config.label_names, "data.label_names")
         return None
     logger.info("Classes from %s's ClassLabel column '%s': %s", tables["train"].source, config.label_column, names)
     for table in tables.values():
@@ -321,7 +325,7 @@ def read_indicator_columns(tables: dict[str, Table], config: DataConfig) -> tupl
     as the classes, in their order. So this layout and the list/delimited one share every later step."""
     if not config.label_columns:
         return tables, config
-    missing = MissingLabel.of(config, None, hidden_id=True)  # an indicator cell is 0 or 1: -1 is never a class
+    missing = MissingLabel.of(config, None)
     with_sets = {}
     for split, table in tables.items():
         frame = table.frame.copy()

@@ -113,14 +113,13 @@ class MissingLabel:
     hidden_id: bool = False
 
     @classmethod
-    def of(cls, config: DataConfig, scheme: LabelScheme | None, hidden_id: bool | None = None) -> MissingLabel:
+    def of(cls, config: DataConfig, scheme: LabelScheme | None) -> MissingLabel:
         """For labels read by `scheme` (None: classes not named before reading train, so never mapped); a mark that
-        is one of its classes names that class."""
+        is one of its classes names that class. An indicator cell (data.label_columns) says 0 or 1, so -1 there is
+        never a class, whatever data.label_index_base says."""
         names = {name.strip().casefold() for name in scheme.names} if scheme is not None else set()
         marks = frozenset(mark.strip().casefold() for mark in config.missing_label_values) - names
-        if hidden_id is None:
-            hidden_id = scheme is not None and scheme.hides_labels
-        return cls(marks, hidden_id)
+        return cls(marks, bool(config.label_columns) or (scheme is not None and scheme.hides_labels))
 
     def written(self, value: Any) -> str | None:
         """What a label that gives none holds ("" for an empty cell, else the mark as written); None for a label."""
@@ -203,8 +202,8 @@ def with_listed_names(config: DataConfig) -> DataConfig:
     return dataclasses.replace(config, label_names=names)
 
 
-# A line of an id -> name mapping file (tweet_eval's mapping.txt: "0\tanger"): an integer id, a tab or spaces, a name.
-_ID_AND_NAME = re.compile(r"([+-]?[0-9]+)([ \t]+)(\S.*)")
+# A line of an id -> name mapping file (tweet_eval's mapping.txt: "0\tanger"): an integer id, a tab, a name.
+_ID_AND_NAME = re.compile(r"([+-]?[0-9]+)\t[ \t]*(\S.*)")
 
 
 def read_names_file(path: str, encoding: str, index_base: int | None = None) -> list[str]:
@@ -236,41 +235,34 @@ def read_names_file(path: str, encoding: str, index_base: int | None = None) -> 
 
 
 def mapping_names(lines: list[str], index_base: int | None, where: str) -> list[tuple[int, str]] | None:
-    """The (line number, name) of each class in id order when every non-blank line maps an id to a name (tweet_eval's
-    mapping.txt: "0<tab>anger"); None for a file of plain names. Ids separated by a tab must run from 0 or
-    data.label_index_base without a gap or a repeat (an error naming the line otherwise); by spaces only, a file
-    whose ids do not is plain names ("1 star", "2 stars" are names with spaces)."""
+    """The (line number, name) of each class in id order when every non-blank line maps an id to a name, tab
+    separated (tweet_eval's mapping.txt: "0<tab>anger"); None for a file of plain names, whatever their spaces ("1
+    star", "2 stars" are names). The ids must run from data.label_index_base (unset: 0), the base the labels' ids
+    count from, without a gap or a repeat: an error naming the line otherwise, not classes read one off."""
     numbered = [(number, _ID_AND_NAME.fullmatch(line.strip())) for number, line in enumerate(lines, 1) if line.strip()]
     if not numbered or any(match is None for _, match in numbered):
         return None
-    tabbed = all("\t" in match.group(2) for _, match in numbered)
     by_id: dict[int, tuple[int, str]] = {}
     for number, match in numbered:
         key = int(match.group(1))
         if key in by_id:
-            if not tabbed:
-                return None
             raise DataError(f"{where}, line {number}: id {key} repeats line {by_id[key][0]}; each id once")
-        by_id[key] = (number, match.group(3))
-    starts = sorted({0, index_base or 0})
-    first = min(by_id)
-    gap = next((key for key in range(first, first + len(by_id)) if key not in by_id), None)
-    if first in starts and gap is None:
-        return [by_id[key] for key in sorted(by_id)]
-    if not tabbed:
-        return None
-    if first not in starts:
-        line = by_id[first][0]
+        by_id[key] = (number, match.group(2))
+    base, first = index_base or 0, min(by_id)
+    if first != base:
+        said = "data.label_index_base" if index_base is not None else "data.label_index_base, unset: 0"
         raise DataError(
-            f"{where}, line {line}: the ids (id, tab, name) start at {first}; they count from "
-            f"{' or '.join(map(str, starts))} (data.label_index_base{'' if index_base is None else f' {index_base}'})"
-            f": number the classes from there, or set data.label_index_base to {first}"
+            f"{where}, line {by_id[first][0]}: the ids (id, tab, name) start at {first}, but labels count from {base} "
+            f"({said}): number the classes from {base}, or set data.label_index_base to {first}"
         )
-    after = min(key for key in by_id if key > gap)
-    raise DataError(
-        f"{where}, line {by_id[after][0]}: id {after} follows a gap (no line for id {gap}); the ids (id, tab, name) "
-        "run without gaps, one line per class"
-    )
+    gap = next((key for key in range(first, first + len(by_id)) if key not in by_id), None)
+    if gap is not None:
+        after = min(key for key in by_id if key > gap)
+        raise DataError(
+            f"{where}, line {by_id[after][0]}: id {after} follows a gap (no line for id {gap}); the ids (id, tab, "
+            "name) run without gaps, one line per class"
+        )
+    return [by_id[key] for key in sorted(by_id)]
 
 
 def given_scheme(config: DataConfig, hub_names: list[str] | None) -> LabelScheme | None:

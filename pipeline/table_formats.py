@@ -287,7 +287,7 @@ def _blank(record: list[str]) -> bool:
 def _width_hint(quoted: bool, quoting_option: str) -> str:
     """What a row of the wrong width most likely holds, as its error says."""
     if quoted:
-        return "a stray delimiter or quote? (tab-separated files are TSV)"
+        return "a stray delimiter or quote?"
     return (
         f"a stray delimiter? Quotes were read as text ({quoting_option}); if the file quotes fields that hold "
         f"delimiters, set {quoting_option} to csv"

@@ -245,12 +245,12 @@ def _choose_threshold(
         return setting, _record(setting, setting, scores, positives), None
     if not positives.any():
         record = _record(setting, DEFAULT_THRESHOLD, scores, positives)
-        record["fallback"] = f"no positive validation rows: kept {DEFAULT_THRESHOLD}"
+        record["fallback"] = NO_POSITIVES
         return DEFAULT_THRESHOLD, record, Problem(NO_POSITIVES)
     candidates, precision, recall = _curve(scores, positives)
     if not len(candidates):  # multi-class: no validation row has this class as its top prediction
         record = _record(setting, DEFAULT_THRESHOLD, scores, positives)
-        record["fallback"] = f"no validation row is predicted as this class: kept {DEFAULT_THRESHOLD}"
+        record["fallback"] = NEVER_PREDICTED
         return DEFAULT_THRESHOLD, record, Problem(NEVER_PREDICTED)
     if setting == "best_f1":
         return *_best_f1(setting, candidates, precision, recall, scores, positives), None

@@ -1474,8 +1474,12 @@ def test_parquet_written_by_datasets_gives_its_class_label_names_and_minus_one_i
     assert data.summary["label_reading"] == {"names": True, "ids": True, "index_base": 0}
     assert sum(len(split) for split in data.splits.values()) == 28
     # data.label_names names the classes instead; -1 is still no label, as the ids are ids of named classes.
-    listed = load_data(dataclasses.replace(config, incomplete_rows="drop", label_names=["neg", "neu", "pos"]), seed=0)
+    with caplog.at_level("WARNING", logger="pipeline.data"):
+        listed = load_data(dataclasses.replace(config, incomplete_rows="drop", label_names=["neg", "neu", "pos"]), 0)
     assert listed.labels == ["neg", "neu", "pos"] and len(listed.removed) == 2
+    assert "the file's ClassLabel names (negative, neutral, positive) are not data.label_names (neg, neu, pos)" in (
+        caplog.text
+    )
 
 
 def test_parquet_list_of_class_labels_gives_a_multi_label_task_its_class_names(tmp_path):
@@ -1593,11 +1597,15 @@ def test_a_missing_mark_in_a_label_set_makes_the_row_incomplete(tmp_path):
     assert list(removed_reasons(data)) == ["6", "12", "18", "24"]  # the empty sets stay: negative for every class
 
 
-def test_missing_label_values_is_checked_against_label_names():
-    with pytest.raises(
-        ConfigError, match=r"data\.missing_label_values: 'none' is the class 'None' of data\.label_names"
-    ):
-        load_config(None, ["data.label_names=[None, Some]", "data.missing_label_values=[none]"])
+def test_a_listed_class_spelled_as_a_missing_mark_stays_a_class(tmp_path):
+    """data.label_names naming a class "N/A" (a default mark) needs no other setting: the class wins."""
+    train = write_labelled_csv(tmp_path / "train.csv", ["yes", "no", "N/A", "n/a "] * 6)
+    data = load_data(files_config(train, None, test_file=None, label_names=["yes", "no", "N/A"]), seed=0)
+    assert data.labels == ["yes", "no", "N/A"] and not removed_reasons(data)
+    assert sorted(set(data.splits["train"]["label"])) == [0, 1, 2]
+
+
+def test_missing_label_values_must_be_written_marks():
     with pytest.raises(ConfigError, match=r"data\.missing_label_values\[1\]: empty"):
         load_config(None, ["data.missing_label_values=['-', ' ']"])
     assert load_config(None, []).data.missing_label_values == ["NaN", "N/A", "#N/A", "null", "<NA>"]
@@ -1625,7 +1633,7 @@ def test_tweet_eval_mapping_file_of_ids_and_names_names_the_classes(tmp_path):
     [
         (
             "1\tanger\n2\tjoy\n",
-            ", line 1: the ids (id, tab, name) start at 1; they count from 0 (data.label_index_base)",
+            ", line 1: the ids (id, tab, name) start at 1, but labels count from 0 (data.label_index_base, unset: 0)",
         ),
         ("0\tanger\n1\tjoy\n3\tsadness\n", ", line 3: id 3 follows a gap (no line for id 2)"),
         ("0\tanger\n1\tjoy\n1\tsadness\n", ", line 3: id 1 repeats line 2; each id once"),
@@ -1638,6 +1646,17 @@ def test_mapping_file_ids_must_run_from_zero_or_the_base(tmp_path, content, mess
     assert error_message(config).startswith(f"data.label_names_file: {mapping}{message}")
 
 
+def test_a_mapping_file_from_zero_is_refused_for_labels_counted_from_one(tmp_path):
+    """Read against labels 1..K, ids 0..K-1 would name every class one off: refused, naming the setting."""
+    mapping = write_text(tmp_path / "mapping.txt", "0\tanger\n1\tjoy\n")
+    train = write_labelled_csv(tmp_path / "train.csv", ["1", "2"] * 6)
+    config = files_config(train, None, test_file=None, label_names_file=str(mapping), label_index_base=1)
+    assert error_message(config).startswith(
+        f"data.label_names_file: {mapping}, line 1: the ids (id, tab, name) start at 0, but labels count from 1 "
+        "(data.label_index_base)"
+    )
+
+
 def test_a_names_file_of_names_with_spaces_and_numbers_stays_names(tmp_path):
     from pipeline.labels import read_names_file
 
@@ -1645,8 +1664,10 @@ def test_a_names_file_of_names_with_spaces_and_numbers_stays_names(tmp_path):
     assert read_names_file(str(stars), "utf-8") == ["1 star", "2 stars", "3 stars"]
     plain = write_text(tmp_path / "classes.txt", "very negative\nnegative\nneutral\n")
     assert read_names_file(str(plain), "utf-8") == ["very negative", "negative", "neutral"]
-    spaced = write_text(tmp_path / "spaced.txt", "0 negative\n1 positive\n")  # ids from 0: a mapping
-    assert read_names_file(str(spaced), "utf-8") == ["negative", "positive"]
+    # Separated by spaces, numbers are part of the name whatever the base (Yelp's labels count from 1).
+    assert read_names_file(str(stars), "utf-8", index_base=1) == ["1 star", "2 stars", "3 stars"]
+    spaced = write_text(tmp_path / "spaced.txt", "0 negative\n1 positive\n")
+    assert read_names_file(str(spaced), "utf-8") == ["0 negative", "1 positive"]
 
 
 def test_single_label_classes_that_look_like_label_sets_point_to_multi_label(tmp_path, caplog):

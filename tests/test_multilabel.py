@@ -242,6 +242,9 @@ def test_minus_one_in_indicator_columns_marks_a_row_left_out_of_scoring(tmp_path
         ("9", "incomplete: no label ('N/A' marks none) (data.incomplete_rows: drop)"),
     ]
     assert sum(len(split) for split in data.splits.values()) == 40 - 3
+    # data.label_index_base says how ids of a label column count; an indicator cell is 0 or 1, so -1 stays no label.
+    based = indicator_config(path, columns, "data.incomplete_rows=drop", "data.label_index_base=-1").data
+    assert len(load_data(based, seed=0).removed) == 3
 
 
 def test_an_empty_indicator_cell_is_an_incomplete_row(tmp_path):

@@ -188,6 +188,22 @@ def test_a_checkpoint_with_one_segment_embedding_is_refused_for_pairs(tmp_path, 
     assert not list((tmp_path / "runs").glob("*/model"))
 
 
+def test_a_model_without_segment_embeddings_reads_pairs_by_its_separators():
+    """DeBERTa-v2/v3 have type_vocab_size 0 (no segment embedding at all) and ignore the segment ids their tokenizer
+    gives: not refused, unlike a single segment embedding, which the second text's ids would index past."""
+    from types import SimpleNamespace
+
+    from pipeline.models import require_segments
+
+    def model(segments):
+        return SimpleNamespace(config=SimpleNamespace(type_vocab_size=segments, name_or_path="m"))
+
+    require_segments(model(0), "model.name_or_path")
+    require_segments(model(2), "model.name_or_path")
+    with pytest.raises(ConfigError, match="model.name_or_path: 'm' has type_vocab_size 1"):
+        require_segments(model(1), "model.name_or_path")
+
+
 def test_the_tokenized_splits_and_batches_carry_segment_ids(tmp_path, tiny_bert_dir, bert_tokenizer):
     from pipeline.batching import TokenizedRows, collate_trimmed, model_inputs
     from pipeline.data import load_splits

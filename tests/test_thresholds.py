@@ -128,7 +128,7 @@ def test_a_class_that_validation_never_predicts_falls_back_with_a_warning(settin
     with caplog.at_level(logging.WARNING, logger="pipeline.thresholds"):
         decision = choose_decision(setting, probabilities, gold, ["x", "y", "z"], multi_label=False)
     assert decision.thresholds["z"] == 0.5
-    assert "no validation row is predicted as this class" in decision.chosen["z"]["fallback"]
+    assert "no validation row is predicted as the class" in decision.chosen["z"]["fallback"]
     assert "'z'" in caplog.text
 
 

@@ -97,9 +97,10 @@ SEGMENTS = 2
 def require_segments(model: PreTrainedModel, key: str) -> None:
     """A model fed sentence pairs with segment ids must have an embedding for each segment: one with a single row
     (type_vocab_size 1, a checkpoint pretrained on single texts) would fail on the second text's first batch with
-    an index error. Raises ConfigError naming `key` and what to do instead."""
+    an index error. Raises ConfigError naming `key` and what to do instead. A model with none (type_vocab_size 0:
+    DeBERTa-v2/v3, whose tokenizer still gives segment ids) ignores them, and reads pairs by its separator tokens."""
     segments = getattr(model.config, "type_vocab_size", SEGMENTS)
-    if segments < SEGMENTS:
+    if 0 < segments < SEGMENTS:
         raise ConfigError(
             f"{key}: '{model.config.name_or_path}' has type_vocab_size {segments}, so it cannot tell a pair's second "
             "text from its first (data.text_pair_columns); join the two texts instead (list both sides' columns in "
