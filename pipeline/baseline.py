@@ -28,7 +28,7 @@ import numpy as np
 
 from pipeline.evaluation import compute_metrics, compute_multilabel_metrics
 from pipeline.rundir import first_line
-from pipeline.splits import label_column
+from pipeline.splits import column_values, label_column
 
 logger = logging.getLogger("pipeline")
 
@@ -126,7 +126,13 @@ def run_baseline(kind: str, splits: Any, label_names: Sequence[str]) -> dict[str
     train, test = splits["train"], splits["test"]
     labels = label_column(train.column_names if hasattr(train, "column_names") else list(train))
     try:
-        result = tfidf_baseline(train["text"], train[labels], test["text"], test[labels], label_names)
+        result = tfidf_baseline(
+            column_values(train, "text"),
+            column_values(train, labels),
+            column_values(test, "text"),
+            column_values(test, labels),
+            label_names,
+        )
     except ValueError as error:
         message = first_line(error)
         logger.warning("Baseline %s skipped: %s", kind, message)

@@ -60,6 +60,7 @@ from pipeline.splits import (
     RemovedRow,
     cap_rows,
     carve,
+    column_values,
     deduplicate,
     labels_of,
     require_rows_per_class,
@@ -171,7 +172,7 @@ class LoadedData:
         return class_counts(labels_of(self.splits["train"]), self.labels)
 
     def row_ids(self) -> dict[str, list[str]]:
-        return {name: list(split["row_id"]) for name, split in self.splits.items()}
+        return {name: column_values(split, "row_id") for name, split in self.splits.items()}
 
 
 def load_splits(config: DataConfig, seed: int) -> datasets.DatasetDict:
@@ -368,7 +369,7 @@ def _warn_shared_ids(splits: dict[str, datasets.Dataset], id_column: str) -> Non
     first_split: dict[str, str] = {}
     shared = []
     for split, dataset in splits.items():
-        for row_id in dataset["row_id"]:
+        for row_id in column_values(dataset, "row_id"):
             if first_split.setdefault(row_id, split) != split:
                 shared.append((row_id, first_split[row_id], split))
     if shared:

@@ -31,6 +31,7 @@ from pipeline.folders import is_folder
 from pipeline.io import atomic_path, atomic_write_json
 from pipeline.models import class_names, is_multi_label
 from pipeline.rundir import RunDir, is_number, nested_get
+from pipeline.splits import column_values
 from pipeline.tables import PAIR_MARK, DataError, TextSpec, segments_of
 
 if TYPE_CHECKING:
@@ -385,7 +386,9 @@ def transfer_dataset(config: PipelineConfig, data: LoadedData, mask_token: str) 
 
     texts, row_ids, counts = [], [], {"unlabeled": 0, "unlabeled_dropped_as_eval_duplicates": 0, "augmented": 0}
     if config.data.unlabeled_file:
-        held_out = {duplicate_key(text) for name in ("validation", "test") for text in data.splits[name]["text"]}
+        held_out = {
+            duplicate_key(text) for name in ("validation", "test") for text in column_values(data.splits[name], "text")
+        }
         for line, text in enumerate(read_unlabeled(config.data), 1):
             if duplicate_key(text) in held_out:
                 counts["unlabeled_dropped_as_eval_duplicates"] += 1
@@ -396,9 +399,13 @@ def transfer_dataset(config: PipelineConfig, data: LoadedData, mask_token: str) 
     if config.train.distill.augment != "none":
         train = data.splits["train"]
         copies = augmented_texts(
-            train["text"], config.train.distill, config.run.seed, mask_token, Path(config.data.cache_dir).expanduser()
+            column_values(train, "text"),
+            config.train.distill,
+            config.run.seed,
+            mask_token,
+            Path(config.data.cache_dir).expanduser(),
         )
-        train_ids = train["row_id"]
+        train_ids = column_values(train, "row_id")
         texts += [text for _, text in copies]
         row_ids += [f"{config.train.distill.augment}:{train_ids[row]}" for row, _ in copies]
         counts["augmented"] = len(copies)
@@ -438,10 +445,10 @@ def student_rows(
     distill = config.train.distill
     labeller = TeacherLabeller(source, labels, Path(config.data.cache_dir).expanduser(), distill.teacher_batch_size)
     names = ["train"] + ([TRANSFER_SPLIT] if TRANSFER_SPLIT in tokenized else [])
-    logits = np.concatenate([labeller.logits(splits[name]["text"]) for name in names])  # (N, K)
+    logits = np.concatenate([labeller.logits(column_values(splits[name], "text")) for name in names])  # (N, K)
     parts = [tokenized[name] for name in names]
     rows = datasets.concatenate_datasets(parts) if len(parts) > 1 else parts[0]
-    gold = np.asarray(tokenized["train"]["label"], dtype=np.int64)
+    gold = np.asarray(column_values(tokenized["train"], "label"), dtype=np.int64)
     record = {
         "teacher": distill.teacher,
         "teacher_model_dir": str(source.model_dir),

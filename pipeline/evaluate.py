@@ -41,7 +41,7 @@ from pipeline.predict.speed import speed_record, warm_up
 from pipeline.report.write import write_report
 from pipeline.rundir import REMOVED_ROWS_FILE, RunDir, RunDirError, folded_temperature, foreign_names, headline_scores
 from pipeline.scoring import calibration_record
-from pipeline.splits import labels_of, write_removed_rows
+from pipeline.splits import column_values, labels_of, write_removed_rows
 from pipeline.tables import DataError
 from pipeline.tokenization import TokenCounts, truncated_share
 
@@ -311,7 +311,7 @@ def evaluate_file(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
         resolve_model_source(run.path), backend=args.backend, precision=precision_for(args.backend, args.precision)
     )
     temperature = folded_temperature(run.model_dir)
-    scored = score(predictor, list(dataset["text"]), labels_of(dataset), labels, temperature)
+    scored = score(predictor, column_values(dataset, "text"), labels_of(dataset), labels, temperature)
     evaluation = {
         "model": str(run.path.resolve()),
         "input": str(input_path),

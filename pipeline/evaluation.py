@@ -34,6 +34,7 @@ from pipeline.hardware import runs_weight_copy
 from pipeline.labels import ClassCounts
 from pipeline.models import to_probabilities
 from pipeline.rundir import write_test_predictions
+from pipeline.splits import column_values
 from pipeline.thresholds import KIND_BINARY, KIND_FLAG, Decision, default_decision
 from pipeline.windows import pool_documents
 
@@ -316,11 +317,11 @@ def write_predictions(path: Path, result: EvalResult, split: Any, label_names: l
     (rundir.write_test_predictions): gold, the decision's label, probabilities, flags."""
     write_test_predictions(
         path,
-        split["text"],
+        column_values(split, "text"),
         result.labels,
         result.probabilities,
         label_names,
-        row_ids=split["row_id"],
+        row_ids=column_values(split, "row_id"),
         predicted=result.predictions,
         separator=separator,
         low_confidence=result.low_confidence,

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pipeline.rundir import first_line
-from pipeline.splits import label_column, labels_of
+from pipeline.splits import column_values, label_column, labels_of
 from pipeline.windows import (
     PAIR_CUT,
     SEGMENT_IDS,
@@ -233,7 +233,7 @@ def _cache_key(splits: DatasetDict, tokenizer: PreTrainedTokenizerBase, config: 
     digest.update(tokenizer_fingerprint(tokenizer).encode())
     for name in sorted(splits):
         digest.update(f"|{name}|{len(splits[name])}|".encode())
-        for text in splits[name]["text"]:
+        for text in column_values(splits[name], "text"):
             digest.update(text.encode("utf-8"))
             digest.update(b"\x00")
         labels = labels_of(splits[name])  # class ids, or multi-hot rows
@@ -246,7 +246,7 @@ def _encode_split(
 ) -> tuple[Dataset, dict | None]:
     """The split's rows padded to `max_length`; with chunking, one row per window and a `document` column; with
     sentence pairs, their segment ids (`token_type_ids`)."""
-    if rule.is_plain_head and not has_pairs(split["text"]):
+    if rule.is_plain_head and not has_pairs(column_values(split, "text")):
 
         def encode(batch: dict) -> dict:
             encoded = tokenizer(
@@ -258,11 +258,11 @@ def _encode_split(
         return split.map(encode, batched=True, batch_size=TOKENIZE_BATCH_SIZE, desc="Tokenizing"), None
     from datasets import Dataset
 
-    encoded = encode_documents(tokenizer, split["text"], max_length, rule)
+    encoded = encode_documents(tokenizer, column_values(split, "text"), max_length, rule)
     rows, documents = encoded.rows, encoded.documents
     pad = tokenizer.pad_token_id or 0
     labels_name = label_column(split.column_names)
-    labels = split[labels_name]
+    labels = column_values(split, labels_name)
     columns = {
         "input_ids": [ids + [pad] * (max_length - len(ids)) for ids in rows],
         "attention_mask": [[1] * len(ids) + [0] * (max_length - len(ids)) for ids in rows],
@@ -299,18 +299,18 @@ def tokenize_splits(
             tokenized = load_from_disk(str(cache_dir))
             info = _read_info(cache_dir / "info.json")
             logger.info("Tokenized splits loaded from cache %s (max_length %d)", cache_dir, info.max_length)
-            pairs = has_pairs(splits["train"]["text"])
+            pairs = has_pairs(column_values(splits["train"], "text"))
             _log_length(config, rule, info.max_length, info.truncated_fraction, limit, pairs)  # as a fresh run says
             _warn_unknown_tokens(info.unknown_token_share, tokenizer)
             return tokenized, info
 
-    measured = {name: count_tokens(splits[name]["text"], tokenizer) for name in splits}
+    measured = {name: count_tokens(column_values(splits[name], "text"), tokenizer) for name in splits}
     raw_lengths = {name: counts.lengths for name, counts in measured.items()}
     unknown = {name: counts.unknown_share for name, counts in measured.items()}
     _warn_unknown_tokens(unknown, tokenizer)
     max_length = _fixed_length(config, rule, raw_lengths["train"], limit, tokenizer, seconds_per_window)
     truncated = {name: truncated_share(lengths, max_length) for name, lengths in raw_lengths.items()}
-    _log_length(config, rule, max_length, truncated, limit, has_pairs(splits["train"]["text"]))
+    _log_length(config, rule, max_length, truncated, limit, has_pairs(column_values(splits["train"], "text")))
 
     from datasets import DatasetDict
 

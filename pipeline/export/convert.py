@@ -58,6 +58,7 @@ from pipeline.rundir import (
     RunDirError,
     claimed,
 )
+from pipeline.splits import column_values
 from pipeline.tables import one_line
 from pipeline.windows import reads_segments
 
@@ -549,11 +550,11 @@ def export_after_training(config: Any, validation: Any, train: Any = None, test:
     record = export_run(
         config.run_dir,
         "int8" if config.eval.export == "int8" else None,
-        texts=list(validation["text"]),
+        texts=column_values(validation, "text"),
         gold=validation_gold(validation, config.data.task),
         source_note="validation split",
-        calibration=list(train["text"]) if train is not None else None,
-        top_up={name: list(split["text"]) for name, split in (("test", test), ("train", train)) if split is not None},
+        calibration=column_values(train, "text") if train is not None else None,
+        top_up={name: column_values(split, "text") for name, split in (("test", test), ("train", train)) if split},
         batch_size=config.eval.batch_size,
         seed=config.run.seed,
     )

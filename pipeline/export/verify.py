@@ -40,6 +40,7 @@ from pipeline.models import class_names, is_multi_label, max_positions
 from pipeline.predict.predictor import Predictor, load_decision
 from pipeline.predict.source import ModelSource
 from pipeline.rundir import PREDICTION_GOLD, PREDICTION_TEXT, RunDir, RunDirError
+from pipeline.splits import column_values
 from pipeline.tables import one_line
 from pipeline.tokenization import length_limit
 
@@ -132,7 +133,7 @@ def validation_gold(validation: Any, task: str) -> list[str] | None:
     if task == "multi_label":
         return None
     names = validation.features["label"].names
-    return [names[label] for label in validation["label"]]
+    return [names[label] for label in column_values(validation, "label")]
 
 
 def seeded_indices(size: int, count: int, seed: int) -> np.ndarray:
@@ -160,12 +161,12 @@ def verification_rows(run: RunDir) -> VerificationRows:
         splits = load_splits(config.data, config.run.seed)
         validation = splits["validation"]
         return VerificationRows(
-            list(validation["text"]),
+            column_values(validation, "text"),
             validation_gold(validation, config.data.task),
             "validation split (re-created from config.yaml)",
-            list(splits["train"]["text"]),
+            column_values(splits["train"], "text"),
             "train split",
-            top_up={name: list(splits[name]["text"]) for name in ("test", "train")},
+            top_up={name: column_values(splits[name], "text") for name in ("test", "train")},
         )
     except Exception as error:  # data moved, Hub offline, config from another version: fall back
         reason = one_line(error)
