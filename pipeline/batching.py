@@ -14,7 +14,7 @@ import torch
 from datasets import Dataset
 from torch.utils.data import DataLoader, Sampler
 
-from pipeline.splits import MULTI_LABEL_COLUMN, label_column
+from pipeline.splits import MULTI_LABEL_COLUMN, column_values, label_column
 from pipeline.tokenization import padded_width, sorted_batches
 from pipeline.windows import SEGMENT_IDS
 
@@ -50,7 +50,9 @@ class TokenizedRows(torch.utils.data.Dataset):
         if self.teacher_logits is not None and self.teacher_logits.shape[0] != len(self.labels):
             raise ValueError(f"{self.teacher_logits.shape[0]} teacher logit rows for {len(self.labels)} rows")
         # Chunked long texts: the document each row (window) belongs to; None when a row is a whole text.
-        self.documents = np.asarray(split["document"], dtype=np.int64) if "document" in split.column_names else None
+        self.documents = (
+            np.asarray(column_values(split, "document"), dtype=np.int64) if "document" in split.column_names else None
+        )
 
     @property
     def num_documents(self) -> int:
