@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 from accelerate import Accelerator
 from accelerate.data_loader import prepare_data_loader
+from tqdm.auto import tqdm
 
 from pipeline.batching import TokenizedRows, evaluation_loader, model_inputs
 from pipeline.hardware import runs_weight_copy
@@ -181,6 +182,10 @@ def inference_model(
     return model, accelerator.autocast
 
 
+# Rows below which a scoring pass shows no progress bar: a few seconds' work even on a CPU.
+SCORING_PROGRESS_ROWS = 1000
+
+
 @torch.inference_mode()
 def predict_logits(
     model: torch.nn.Module,
@@ -203,6 +208,16 @@ def predict_logits(
     model.eval()
     scorer, precision = inference_model(model, accelerator)
     gathered_index, gathered_logits = [], []
+    # A pass over tens of thousands of rows takes minutes on a CPU: shown as it goes, gone when done (leave=False), so
+    # that the training bar it interrupts reads on; passes under a few seconds' worth of rows show nothing.
+    progress = tqdm(
+        total=len(rows),
+        desc="Scoring",
+        unit="row",
+        leave=False,
+        disable=not accelerator.is_local_main_process or len(rows) < SCORING_PROGRESS_ROWS,
+        dynamic_ncols=True,
+    )
     for batch in loader:
         with precision():
             logits = scorer(**model_inputs(batch)).logits  # (B, C)
@@ -210,6 +225,8 @@ def predict_logits(
         row_index = accelerator.pad_across_processes(batch["row_index"], pad_index=-1)
         gathered_index.append(accelerator.gather(row_index).cpu())
         gathered_logits.append(accelerator.gather(accelerator.pad_across_processes(logits.float())).cpu())
+        progress.update(int((gathered_index[-1] >= 0).sum()))
+    progress.close()
     model.train(was_training)
     row_index = torch.cat(gathered_index).numpy()
     logits = torch.cat(gathered_logits)[row_index >= 0]

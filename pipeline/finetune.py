@@ -37,7 +37,7 @@ from pipeline.batching import TokenizedRows
 from pipeline.config import ConfigError, PipelineConfig, load_config, save_config, to_dict, with_absolute_paths
 from pipeline.data import DataError, LoadedData, load_data
 from pipeline.evaluation import EvalResult, predict_logits, write_predictions
-from pipeline.io import atomic_write_csv, replace_directory
+from pipeline.io import atomic_write_csv, interrupted_exit_code, replace_directory, terminated_as_interrupt
 from pipeline.losses import resolve_class_weights
 from pipeline.modelcard import write_model_card
 from pipeline.models import load_classifier
@@ -536,10 +536,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         config = resolve_config(args)
-        run(config)
+        with terminated_as_interrupt():  # `kill` unwinds as Ctrl-C does: temporary files go, the lock is released
+            run(config)
     except (ConfigError, DataError, RunError, RunDirError, ReportError, TrainingDiverged, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as interrupt:
+        print(
+            "error: interrupted; the same command with train.resume=true continues from the run's last checkpoint",
+            file=sys.stderr,
+        )
+        return interrupted_exit_code(interrupt)
     return 0
 
 

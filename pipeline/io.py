@@ -1,6 +1,7 @@
 """Atomic file output: everything is written to a temporary file beside the target, then renamed into place.
 
-A crash or Ctrl-C midway therefore never leaves a truncated file under the final name.
+A crash or Ctrl-C midway therefore never leaves a truncated file under the final name; `terminated_as_interrupt`
+makes SIGTERM (`kill`, a job scheduler's stop) unwind the same way.
 """
 
 from __future__ import annotations
@@ -11,10 +12,39 @@ import json
 import math
 import os
 import shutil
+import signal
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, unwound like Ctrl-C: temporary files removed, the run directory's lock released."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated
+
+
+@contextlib.contextmanager
+def terminated_as_interrupt() -> Iterator[None]:
+    """While the block runs, SIGTERM raises Terminated instead of ending the process where it stands. Only the main
+    thread may set handlers: called from another (a notebook's worker thread), the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def interrupted_exit_code(interrupt: KeyboardInterrupt) -> int:
+    """The exit status a shell gives a process ended by the signal: 143 for SIGTERM, 130 for Ctrl-C."""
+    return 128 + (signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT)
 
 
 @contextlib.contextmanager

@@ -264,6 +264,27 @@ def test_broken_config_files_are_one_line_errors(tmp_path, capsys):
         assert len(lines) == 1 and name in lines[0] and fragment in lines[0]
 
 
+def test_sigterm_unwinds_a_run_as_ctrl_c_does(tmp_path, monkeypatch, capsys):
+    """`kill` (a scheduler's stop) ended the process where it stood: the run directory kept its lock and the shell
+    saw no reason. Now it unwinds: the lock is released, one line says how to continue, the status is 143."""
+    import signal
+
+    run_dir = tmp_path / "run"
+
+    def run_until_killed(config):
+        with rundir.claimed(run_dir):
+            assert (run_dir / rundir.LOCK_FILE).exists()
+            os.kill(os.getpid(), signal.SIGTERM)
+            raise AssertionError("SIGTERM did not interrupt the run")
+
+    monkeypatch.setattr(finetune, "run", run_until_killed)
+    previous = signal.getsignal(signal.SIGTERM)
+    assert finetune.main(["data.max_train_samples=10"]) == 128 + signal.SIGTERM
+    assert not (run_dir / rundir.LOCK_FILE).exists()
+    assert capsys.readouterr().err.strip().endswith("continues from the run's last checkpoint")
+    assert signal.getsignal(signal.SIGTERM) is previous  # the handler was the run's only
+
+
 def test_leftovers_of_an_interrupted_run_are_cleaned_on_the_next_start(tmp_path):
     run = tmp_path / "run"
     (run / ".model.abc123.partial").mkdir(parents=True)

@@ -11,9 +11,7 @@ import argparse
 import contextlib
 import logging
 import os
-import signal
 import sys
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,6 +23,7 @@ from pipeline import hardware
 from pipeline.config import MAX_BATCH_TOKENS
 from pipeline.export.record import BACKEND_RUNTIMES, BACKENDS
 from pipeline.folders import is_folder, open_folder_table
+from pipeline.io import interrupted_exit_code, terminated_as_interrupt
 from pipeline.predict.output import (
     OUTPUT_FORMATS,
     added_values,
@@ -477,40 +476,25 @@ def _quiet_libraries() -> None:
     logging.getLogger("torch").setLevel(logging.ERROR)
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM, unwound like Ctrl-C so that the temporary output file is removed."""
-
-
-def _raise_terminated(signum: int, frame: Any) -> None:
-    raise _Terminated
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     """The command. Errors print one line on stderr and raise SystemExit with a non-zero code."""
     args = parse_args(argv)
     _quiet_libraries()
-    # Only the main thread may set handlers (main() can be called from a worker thread, e.g. in a notebook).
-    in_main_thread = threading.current_thread() is threading.main_thread()
-    previous_handler = signal.signal(signal.SIGTERM, _raise_terminated) if in_main_thread else None
     try:
         # The command owns its process: glibc keeps freed memory for the next batches (1.1x the rows/s of a
         # 7,600-row file with PyTorch; hardware.freed_memory_kept) and hands it back at the end.
-        with hardware.freed_memory_kept():
+        with terminated_as_interrupt(), hardware.freed_memory_kept():
             summary = run(args)
     except (PredictError, DataError) as error:
         _fail(one_line(error), 1)
     except KeyboardInterrupt as interrupt:
-        code = 128 + (signal.SIGTERM if isinstance(interrupt, _Terminated) else signal.SIGINT)
-        _fail("interrupted; no output was written", code)
+        _fail("interrupted; no output was written", interrupted_exit_code(interrupt))
     except BrokenPipeError:  # the reader of stdout went away (e.g. `| head`): nothing more to say
         with contextlib.suppress(OSError):
             sys.stderr.close()
         raise SystemExit(1) from None
     except OSError as error:  # disk full, permission denied while writing
         _fail(one_line(error), 1)
-    finally:
-        if in_main_thread:
-            signal.signal(signal.SIGTERM, previous_handler)
     if os.environ.get("RANK", "0") == "0":  # under several processes the main one reports
         _report(summary, args.output)
 
