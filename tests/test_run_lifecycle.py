@@ -20,7 +20,7 @@ from pipeline.config import ConfigError, load_config, save_config
 from pipeline.io import atomic_write_json
 from pipeline.rundir import RunDir, RunDirError
 from pipeline.tokenization import tokenizer_fingerprint
-from tests.helpers import reset_accelerate
+from tests.helpers import REPO_ROOT, reset_accelerate
 
 
 @pytest.mark.parametrize("name", ["", " ", ".", "..", "a/b", "../elsewhere", "/tmp/abs", "a\\b"])
@@ -264,25 +264,34 @@ def test_broken_config_files_are_one_line_errors(tmp_path, capsys):
         assert len(lines) == 1 and name in lines[0] and fragment in lines[0]
 
 
-def test_sigterm_unwinds_a_run_as_ctrl_c_does(tmp_path, monkeypatch, capsys):
+# A process of its own: SIGTERM sent to the test process itself crashed it (native threads of earlier tests).
+SIGTERM_DURING_A_RUN = """
+import os, signal, sys
+from pathlib import Path
+from pipeline import finetune, rundir
+
+def run_until_killed(config):
+    with rundir.claimed(Path(sys.argv[1])):
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise AssertionError("SIGTERM did not interrupt the run")
+
+finetune.run = run_until_killed
+sys.exit(finetune.main(["data.max_train_samples=10"]))
+"""
+
+
+@pytest.mark.slow  # a Python process that imports torch and transformers
+def test_sigterm_unwinds_a_run_as_ctrl_c_does(tmp_path):
     """`kill` (a scheduler's stop) ended the process where it stood: the run directory kept its lock and the shell
     saw no reason. Now it unwinds: the lock is released, one line says how to continue, the status is 143."""
-    import signal
-
     run_dir = tmp_path / "run"
-
-    def run_until_killed(config):
-        with rundir.claimed(run_dir):
-            assert (run_dir / rundir.LOCK_FILE).exists()
-            os.kill(os.getpid(), signal.SIGTERM)
-            raise AssertionError("SIGTERM did not interrupt the run")
-
-    monkeypatch.setattr(finetune, "run", run_until_killed)
-    previous = signal.getsignal(signal.SIGTERM)
-    assert finetune.main(["data.max_train_samples=10"]) == 128 + signal.SIGTERM
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    result = subprocess.run(
+        [sys.executable, "-c", SIGTERM_DURING_A_RUN, str(run_dir)], cwd=REPO_ROOT, env=env, capture_output=True
+    )
+    assert result.returncode == 128 + 15, result.stderr.decode()
+    assert result.stderr.decode().strip().endswith("continues from the run's last checkpoint")
     assert not (run_dir / rundir.LOCK_FILE).exists()
-    assert capsys.readouterr().err.strip().endswith("continues from the run's last checkpoint")
-    assert signal.getsignal(signal.SIGTERM) is previous  # the handler was the run's only
 
 
 def test_leftovers_of_an_interrupted_run_are_cleaned_on_the_next_start(tmp_path):
