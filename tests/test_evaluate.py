@@ -294,6 +294,7 @@ def test_a_labelled_file_is_read_as_training_read_its_labels(tmp_path):
         read_labelled_file(indicators, str(path), "--input", ["a", "c"], None)
 
 
+@pytest.mark.slow  # 5-10 s of training or export: the default tier stays under five minutes
 def test_a_multi_label_run_scored_again_with_rows_left_out_and_long_texts(
     tmp_path_factory, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv, tmp_path
 ):

@@ -273,6 +273,7 @@ def test_a_broken_export_is_refused_and_never_used(bare_run, tmp_path, monkeypat
     assert "refused fp32: labels differ" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # 5-10 s of training or export: the default tier stays under five minutes
 def test_files_a_converter_leaves_in_the_working_directory_stay_out_of_it(bare_run, tmp_path, monkeypatch):
     """ONNX Runtime's shape inference, when it gives up, saves sym_shape_infer_temp.onnx and a uuid-named .data file
     as large as the model into the working directory: the converters run from a scratch one, and a run named by a

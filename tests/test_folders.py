@@ -316,6 +316,7 @@ def ag_news_folders(csv_path: Path, root: Path, rows_per_class: int) -> Path:
     return root
 
 
+@pytest.mark.slow  # 5-10 s of training or export: the default tier stays under five minutes
 def test_a_run_trains_and_is_described_from_class_folders(tmp_path, tiny_run_config, ag_news_test_csv, capsys):
     from pipeline import finetune
     from pipeline.evaluate import main as evaluate_main

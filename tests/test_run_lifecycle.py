@@ -194,6 +194,7 @@ def test_resume_without_a_checkpoint_says_what_the_folder_holds(tiny_run_config)
     assert "train.resume" not in str(caught.value)  # nothing to resume: not offered
 
 
+@pytest.mark.slow  # 5-10 s of training or export: the default tier stays under five minutes
 def test_divergence_stops_with_a_message_and_metrics_stay_json(tiny_run_config, capsys, tmp_path):
     config = tiny_run_config(
         "run.name=diverged",
@@ -223,6 +224,7 @@ def test_tokenizers_that_normalise_differently_do_not_share_a_cache_entry(vocab_
     )
 
 
+@pytest.mark.slow  # 5-10 s of training or export: the default tier stays under five minutes
 def test_checkpoints_hold_no_pickled_state(tiny_run_config):
     """Resume must not unpickle code from a received run directory: the loop's state is JSON, the rest tensors."""
     config = tiny_run_config(

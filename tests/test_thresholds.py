@@ -220,6 +220,7 @@ def test_a_binary_run_stores_its_threshold_and_prediction_uses_it(tmp_path, tiny
     assert labelled["label"].tolist() == expected.tolist()
 
 
+@pytest.mark.slow  # 5-10 s of training or export: the default tier stays under five minutes
 def test_a_multi_class_threshold_flags_low_confidence_rows_in_prediction(tiny_run_config, tmp_path, capsys):
     import pandas as pd
 

@@ -155,6 +155,7 @@ def test_progress_counts_texts_not_windows(tiny_bert_dir):
         assert sum(counted) == 3 and min(counted) >= 0 and len(counted) == 4  # 8 windows in batches of 2
 
 
+@pytest.mark.slow  # 5-10 s of training or export: the default tier stays under five minutes
 def test_a_chunked_run_counts_documents_everywhere(tiny_run_config, ag_news_test_csv, tmp_path, capsys):
     """Through finetune, the run directory and pipeline.predict: windows train, documents are scored; the model
     folder copied out of the run predicts as the run (its windows, its text separator and length)."""
