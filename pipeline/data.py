@@ -69,11 +69,10 @@ from pipeline.tables import (
     ESCAPED_NEWLINE,
     HEADED_FORMATS,
     INCOMPLETE_ROWS_HINT,
-    JSON_SETTINGS,
     LABEL_COLUMN,
+    LAYOUT_SETTINGS,
     STANDARD_INPUT,
     TEXT_COLUMN,
-    WORKBOOK_SETTINGS,
     DataError,
     TextSpec,
     UnknownFormatError,
@@ -702,15 +701,7 @@ def _warn_settings_not_read(path: str, origin: str, config: DataConfig, keys: Se
 
 
 # Data settings that describe a file's layout, which a folder of class folders does not have.
-FILE_LAYOUT_KEYS = (
-    "file_format",
-    "column_names",
-    "delimiter",
-    "quoting",
-    "label_prefix",
-    *WORKBOOK_SETTINGS,
-    *JSON_SETTINGS,
-)
+FILE_LAYOUT_KEYS = ("file_format", *LAYOUT_SETTINGS)
 # Added to the error about a configured column that a folder's rows lack.
 FOLDER_COLUMNS_HINT = (
     f"; a folder of class folders gives the columns {TEXT_COLUMN} (a file's whole text), {LABEL_COLUMN} (its class "

@@ -62,14 +62,20 @@ def is_folder(path: str) -> bool:
 
 def is_saved_dataset(folder: Path) -> bool:
     """Whether a folder is one that `datasets`' save_to_disk wrote (SAVED_DATASET_FILES)."""
-    return any((folder / name).is_file() for name in SAVED_DATASET_FILES)
+    return bool(_saved_files(folder))
+
+
+def _saved_files(folder: Path) -> list[str]:
+    """The SAVED_DATASET_FILES the folder holds."""
+    return [name for name in SAVED_DATASET_FILES if (folder / name).is_file()]
 
 
 def refuse_saved_dataset(path: str, origin: str) -> None:
     """A save_to_disk folder read as class folders made its split folders classes and its .arrow files documents
     (failing on their bytes, or "training" on them under a single-byte encoding); read as a folder of files, each
     .arrow file a text to label. Training reads it by data.hub_name; elsewhere its split is written to a file."""
-    if not is_saved_dataset(Path(path).expanduser()):
+    saved = _saved_files(Path(path).expanduser())
+    if not saved:
         return
     if origin.startswith("data."):
         how = f"set data.source=hub data.hub_name={path}, which reads its splits"
@@ -78,13 +84,9 @@ def refuse_saved_dataset(path: str, origin: str) -> None:
             f"write the split to a file (datasets.load_from_disk({path!r})['test'].to_json('test.jsonl')) and give that"
         )
     raise DataError(
-        f"{path} ({origin}) is a dataset saved by the datasets library (save_to_disk: {_listed(_saved_files(path))}), "
+        f"{path} ({origin}) is a dataset saved by the datasets library (save_to_disk: {_listed(saved)}), "
         f"not a folder of documents: {how}"
     )
-
-
-def _saved_files(path: str) -> list[str]:
-    return [name for name in SAVED_DATASET_FILES if (Path(path).expanduser() / name).is_file()]
 
 
 def read_class_folders(

@@ -649,7 +649,9 @@ def label_set_scheme(config: DataConfig, train: Table, hub_names: list[str] | No
                 "choose another separator"
             )
         return given
-    found = {name for row in _raw_sets(train, config.label_column, separator) for name in row}
+    # Each class found, with the rows that hold it (a label written twice in one set counts once).
+    rows = Counter(name for row in _raw_sets(train, config.label_column, separator) for name in set(row))
+    found = set(rows)
     if len(found) > MAX_INFERRED_CLASSES:
         raise DataError(
             f"{train.source}, column '{config.label_column}': {len(found)} distinct labels, more than "
@@ -658,7 +660,6 @@ def label_set_scheme(config: DataConfig, train: Table, hub_names: list[str] | No
     if found and all(as_int(name) is not None for name in found):
         return LabelScheme(sorted(found, key=as_int), 0, accepts_ids=False, origin=_FOUND)
     _warn_case_variants(sorted(found), train, config.label_column)
-    rows = Counter(name for row in _raw_sets(train, config.label_column, separator) for name in set(row))
     _warn_unlike_names(rows, train, config.label_column, separator)
     return LabelScheme(sorted(found), 0, accepts_ids=False, origin=_FOUND)
 

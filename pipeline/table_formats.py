@@ -363,7 +363,7 @@ def json_table(
 def records_field_hint(record: dict, field_option: str) -> str:
     """What a file of one JSON object (read as one record) most likely holds when a key of it is a list of objects:
     the records, which `field_option` names; "" when no key's value is one."""
-    keys = [key for key, value in record.items() if _is_list_of_objects(value)]
+    keys = _record_list_keys(record)
     if not keys:
         return ""
     return (
@@ -372,8 +372,13 @@ def records_field_hint(record: dict, field_option: str) -> str:
     )
 
 
-def _is_list_of_objects(value: Any) -> bool:
-    return isinstance(value, list) and bool(value) and all(isinstance(item, dict) for item in value)
+def _record_list_keys(record: dict) -> list[str]:
+    """The keys of a JSON object whose value is a non-empty list of objects: where records may be (data.json_field)."""
+    return [
+        key
+        for key, value in record.items()
+        if isinstance(value, list) and value and all(isinstance(item, dict) for item in value)
+    ]
 
 
 def _refuse_table_as_one_object(record: dict, name: str, field_option: str) -> None:
@@ -401,7 +406,7 @@ def _refuse_table_as_one_object(record: dict, name: str, field_option: str) -> N
     if lists and first_rows and all(isinstance(row, (list, dict)) for row in first_rows):
         keys = ", ".join(repr(key) for key in list(record)[:6])
         # A list of objects is read as the records where a key names it (data.json_field); a list of lists is not.
-        objects = [key for key, value in record.items() if _is_list_of_objects(value)]
+        objects = _record_list_keys(record)
         read_one = f", or read one list of objects with {field_option}={objects[0]}" if objects else ""
         raise DataError(
             f"{name}: one JSON object whose keys ({keys}) each hold a list of rows (a file of splits, as clinc_oos's "

@@ -64,6 +64,9 @@ TEXT_FILE_SETTINGS = ("encoding", "delimiter", "quoting", "label_prefix")
 WORKBOOK_SETTINGS = ("sheet",)
 # The setting that only a JSON file has: the key of one object that holds the list of records (data.json_field).
 JSON_SETTINGS = ("json_field",)
+# The settings that describe a file's layout, which a folder of class folders does not have: by their data.* names,
+# which pipeline.predict's options share (the format's own setting is data.file_format there, --format here).
+LAYOUT_SETTINGS = ("column_names", "delimiter", "quoting", "label_prefix", *WORKBOOK_SETTINGS, *JSON_SETTINGS)
 GZIP_MAGIC = b"\x1f\x8b"
 PARQUET_MAGIC = b"PAR1"
 ZIP_MAGIC = b"PK\x03\x04"  # .xlsx, .ods, .docx, .zip

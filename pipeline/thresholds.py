@@ -156,7 +156,7 @@ def choose_decision(
         if name not in per_class:
             continue
         scores, positives = _scores_and_positives(probabilities, labels, index, kind)
-        threshold, record, problem = _choose_threshold(per_class[name], scores, positives)
+        threshold, record, problem = choose_threshold(per_class[name], scores, positives)
         if problem is None and not isinstance(per_class[name], float) and 0 < positives.sum() < FEW_POSITIVES:
             record["note"] = f"chosen on only {int(positives.sum())} validation rows of the class: a rough estimate"
             problem = Problem(FEW_ROWS, f"{int(positives.sum())} rows")
@@ -231,16 +231,12 @@ def _scores_and_positives(
     return scores, labels == index
 
 
-def choose_threshold(setting: Any, scores: np.ndarray, positives: np.ndarray) -> tuple[float, dict[str, Any]]:
-    """(threshold, record) for one class: record holds the setting and the validation precision / recall there."""
-    threshold, record, _ = _choose_threshold(setting, scores, positives)
-    return threshold, record
-
-
-def _choose_threshold(
+def choose_threshold(
     setting: Any, scores: np.ndarray, positives: np.ndarray
 ) -> tuple[float, dict[str, Any], Problem | None]:
-    """choose_threshold, and the Problem when the setting could not be met (the record's `fallback` says it too)."""
+    """(threshold, record, problem) for one class: record holds the setting and the validation precision / recall
+    there; problem, when the setting could not be met, is what choose_decision logs (the record's `fallback` says it
+    too)."""
     if isinstance(setting, float):
         return setting, _record(setting, setting, scores, positives), None
     if not positives.any():

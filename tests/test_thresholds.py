@@ -69,7 +69,7 @@ def test_a_chosen_threshold_sits_midway_between_validation_scores(setting):
 
 def test_best_f1_beats_every_other_threshold():
     probabilities, gold = binary_validation(2)
-    threshold, record = choose_threshold("best_f1", probabilities[:, 1], gold == 1)
+    threshold, record, _ = choose_threshold("best_f1", probabilities[:, 1], gold == 1)
 
     def f1(t):
         precision, recall = precision_recall(probabilities[:, 1] >= t, gold == 1)

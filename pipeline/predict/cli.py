@@ -44,11 +44,10 @@ from pipeline.tables import (
     FASTTEXT_LABEL_PREFIX,
     FORMATS,
     HEAD_BYTES,
-    JSON_SETTINGS,
+    LAYOUT_SETTINGS,
     QUOTINGS,
     STANDARD_INPUT,
     TEXT_COLUMN,
-    WORKBOOK_SETTINGS,
     DataError,
     EncodingError,
     Table,
@@ -61,15 +60,7 @@ from pipeline.tables import (
 
 DEFAULT_CHUNK_SIZE = 10_000
 # The options that describe an input file's layout (by their argparse names), which a folder does not have.
-FILE_LAYOUT_OPTIONS = (
-    "format",
-    "column_names",
-    "delimiter",
-    "quoting",
-    "label_prefix",
-    *WORKBOOK_SETTINGS,
-    *JSON_SETTINGS,
-)
+FILE_LAYOUT_OPTIONS = ("format", *LAYOUT_SETTINGS)
 # The options naming the text's columns and, for a sentence-pair model, its second text's (TextSpec.positions).
 COLUMN_OPTIONS = ("--text-columns", "--text-pair-columns")
 
