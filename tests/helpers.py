@@ -139,10 +139,12 @@ def multi_label_overrides(root: Path, train_csv: Path, test_csv: Path) -> list[s
     return overrides
 
 
-def tiny_bert_classifier(tokenizer, labels: Sequence[str], layers: int = 2, positions: int = 512, seed: int = 0):
+def tiny_bert_classifier(
+    tokenizer, labels: Sequence[str], layers: int = 2, positions: int = 512, seed: int = 0, segments: int = 2
+):
     """A random BERT classifier of hidden size 32 over the tokenizer's vocabulary, naming `labels` (in eval mode),
-    `positions` its longest input: the smallest model that every path (prediction, export, windows) treats as a real
-    one."""
+    `positions` its longest input, `segments` its segment embeddings (type_vocab_size): the smallest model that every
+    path (prediction, export, windows) treats as a real one."""
     import torch
     from transformers import BertConfig, BertForSequenceClassification
 
@@ -153,6 +155,7 @@ def tiny_bert_classifier(tokenizer, labels: Sequence[str], layers: int = 2, posi
         num_attention_heads=2,
         intermediate_size=64,
         max_position_embeddings=positions,  # BERT's 512 unless a test needs a smaller cap
+        type_vocab_size=segments,
         num_labels=len(labels),
         id2label=dict(enumerate(labels)),
         label2id={name: index for index, name in enumerate(labels)},

@@ -159,21 +159,11 @@ def test_a_missing_pair_column_names_its_setting(tmp_path, tiny_bert_dir):
 def test_a_checkpoint_with_one_segment_embedding_is_refused_for_pairs(tmp_path, bert_tokenizer, capsys):
     """BERT-style checkpoints pretrained on single texts (type_vocab_size 1) cannot embed the second text's segment
     id: the run stops before training with the key and the way out, not with an index error mid-step."""
-    from transformers import BertConfig, BertForSequenceClassification
-
     from pipeline import finetune
-    from tests.helpers import reset_accelerate
+    from tests.helpers import reset_accelerate, tiny_bert_classifier
 
-    config = BertConfig(
-        vocab_size=bert_tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=64,
-        type_vocab_size=1,
-    )
     model_dir = tmp_path / "one_segment"
-    BertForSequenceClassification(config).save_pretrained(model_dir)
+    tiny_bert_classifier(bert_tokenizer, ["match", "mismatch"], layers=1, segments=1).save_pretrained(model_dir)
     bert_tokenizer.save_pretrained(model_dir)
     train = write_pairs(tmp_path / "train.csv", matching_pairs(40, seed=0))
     test = write_pairs(tmp_path / "test.csv", matching_pairs(20, seed=1, skip=40))
