@@ -58,7 +58,7 @@ BERT_POSITION_LIMIT = 512
 # Lengths `auto` weighs against each other when long texts are chunked.
 CHUNK_LENGTHS = (64, 128, 256, 512)
 # Bump when what is cached, or how the length is chosen, changes: old entries are then ignored.
-CACHE_FORMAT = 6
+CACHE_FORMAT = 7
 # Above this share of train's tokens being the unknown token ([UNK]) the vocabulary does not cover the texts' script
 # (Thai, emoji, or Chinese with an English uncased BERT): the model reads little but [UNK], and nothing else says so.
 # English news has about 0.01%.
@@ -242,39 +242,40 @@ def _cache_key(splits: DatasetDict, tokenizer: PreTrainedTokenizerBase, config: 
 
 
 def _encode_split(
-    split: Dataset, tokenizer: PreTrainedTokenizerBase, max_length: int, rule: LongTextRule
-) -> tuple[Dataset, dict | None]:
-    """The split's rows padded to `max_length`; with chunking, one row per window and a `document` column; with
-    sentence pairs, their segment ids (`token_type_ids`)."""
-    if rule.is_plain_head and not has_pairs(column_values(split, "text")):
-
-        def encode(batch: dict) -> dict:
-            encoded = tokenizer(
-                batch["text"], padding="max_length", truncation=True, max_length=max_length, return_token_type_ids=False
-            )
-            encoded["length"] = [int(sum(mask)) for mask in encoded["attention_mask"]]
-            return encoded
-
-        return split.map(encode, batched=True, batch_size=TOKENIZE_BATCH_SIZE, desc="Tokenizing"), None
+    split: Dataset, tokenizer: PreTrainedTokenizerBase, max_length: int, rule: LongTextRule, name: str
+) -> tuple[Dataset, dict | None, TokenCounts]:
+    """The split's rows padded to `max_length` (one per text; with chunking, one per window and a `document`
+    column; with sentence pairs, their segment ids), and its token counts, measured on the same tokenizer pass."""
     from datasets import Dataset
 
-    encoded = encode_documents(tokenizer, column_values(split, "text"), max_length, rule)
-    rows, documents = encoded.rows, encoded.documents
-    pad = tokenizer.pad_token_id or 0
+    texts = column_values(split, "text")
+    encoded = encode_documents(tokenizer, texts, max_length, rule, progress=f"Tokenizing {name}")
+    documents = encoded.documents
+    lengths = encoded.row_lengths  # (R,)
     labels_name = label_column(split.column_names)
     labels = column_values(split, labels_name)
+    whole_texts = len(documents) == len(texts)  # no text became several windows
     columns = {
-        "input_ids": [ids + [pad] * (max_length - len(ids)) for ids in rows],
-        "attention_mask": [[1] * len(ids) + [0] * (max_length - len(ids)) for ids in rows],
-        "length": [len(ids) for ids in rows],
-        labels_name: [labels[document] for document in documents.tolist()],
+        "input_ids": _padded(encoded.rows, max_length, tokenizer.pad_token_id or 0),  # (R, T)
+        "attention_mask": (np.arange(max_length)[None, :] < lengths[:, None]).astype(np.int8),  # (R, T)
+        "length": lengths,
+        labels_name: labels if whole_texts else [labels[document] for document in documents.tolist()],
     }
     if encoded.token_types is not None:
-        columns[SEGMENT_IDS] = [types + [0] * (max_length - len(types)) for types in encoded.token_types]
+        columns[SEGMENT_IDS] = _padded(encoded.token_types, max_length, 0).astype(np.int8)
+    counts = TokenCounts.of_encoding(encoded, tokenizer)
     if rule.long_text != "chunk":
-        return Dataset.from_dict(columns), None
-    columns["document"] = documents.tolist()
-    return Dataset.from_dict(columns), windows_summary(documents, len(split))
+        return Dataset.from_dict(columns), None, counts
+    columns["document"] = documents
+    return Dataset.from_dict(columns), windows_summary(documents, len(split)), counts
+
+
+def _padded(rows: list[list[int]], width: int, pad: int) -> np.ndarray:
+    """(R, width) int32: each row's values, then `pad`."""
+    padded = np.full((len(rows), width), pad, dtype=np.int32)
+    for index, row in enumerate(rows):
+        padded[index, : len(row)] = row
+    return padded
 
 
 def tokenize_splits(
@@ -304,19 +305,22 @@ def tokenize_splits(
             _warn_unknown_tokens(info.unknown_token_share, tokenizer)
             return tokenized, info
 
-    measured = {name: count_tokens(column_values(splits[name], "text"), tokenizer) for name in splits}
-    raw_lengths = {name: counts.lengths for name, counts in measured.items()}
-    unknown = {name: counts.unknown_share for name, counts in measured.items()}
+    # `auto` chooses the length from train's untruncated lengths, so only then is train counted before its rows are
+    # built; otherwise each split is tokenized once, its counts measured on the pass that builds its rows.
+    train_lengths = (
+        count_tokens(column_values(splits["train"], "text"), tokenizer).lengths if config.max_length == "auto" else None
+    )
+    max_length = _fixed_length(config, rule, train_lengths, limit, tokenizer, seconds_per_window)
+    encoded = {name: _encode_split(split, tokenizer, max_length, rule, name) for name, split in splits.items()}
+    unknown = {name: counts.unknown_share for name, (_, _, counts) in encoded.items()}
     _warn_unknown_tokens(unknown, tokenizer)
-    max_length = _fixed_length(config, rule, raw_lengths["train"], limit, tokenizer, seconds_per_window)
-    truncated = {name: truncated_share(lengths, max_length) for name, lengths in raw_lengths.items()}
+    truncated = {name: truncated_share(counts.lengths, max_length) for name, (_, _, counts) in encoded.items()}
     _log_length(config, rule, max_length, truncated, limit, has_pairs(column_values(splits["train"], "text")))
 
     from datasets import DatasetDict
 
-    encoded = {name: _encode_split(split, tokenizer, max_length, rule) for name, split in splits.items()}
-    tokenized = DatasetDict({name: dataset for name, (dataset, _) in encoded.items()})
-    windows = {name: summary for name, (_, summary) in encoded.items() if summary is not None}
+    tokenized = DatasetDict({name: dataset for name, (dataset, _, _) in encoded.items()})
+    windows = {name: summary for name, (_, summary, _) in encoded.items() if summary is not None}
     info = TokenizationInfo(
         max_length,
         config.max_length,
@@ -333,11 +337,13 @@ def tokenize_splits(
 def _fixed_length(
     config: TokenizerConfig,
     rule: LongTextRule,
-    train_lengths: np.ndarray,
+    train_lengths: np.ndarray | None,
     limit: int,
     tokenizer: PreTrainedTokenizerBase,
     seconds_per_window: Callable[[int], float] | None,
 ) -> int:
+    """The fixed length rows are padded to: the setting, or under `auto` chosen from `train_lengths` (train's
+    untruncated lengths, count_tokens; None when the setting is a number)."""
     from pipeline.config import ConfigError
 
     if config.max_length == "auto":

@@ -77,6 +77,24 @@ def test_tokenize_pads_to_one_length_and_records_truncation(bert_tokenizer, tmp_
     assert tokenized["validation"]["length"] == [3, 8]
 
 
+@pytest.mark.parametrize("max_length", ["auto", 16])
+def test_rows_are_what_the_tokenizer_itself_gives_at_that_length(bert_tokenizer, max_length):
+    """One pass builds the rows and measures the lengths: the rows are still exactly the stock encoding (truncated,
+    padded to the fixed length), so transformers.pipeline reads a text as training did."""
+    texts = ["Stocks fell sharply on Monday, traders said.", " ".join(["word"] * 30), "", "naïve café costs €5"]
+    splits = _splits({"train": texts * 30, "validation": texts[::-1], "test": texts[:2]})
+    tokenized, info = tokenize_splits(splits, bert_tokenizer, TokenizerConfig(max_length=max_length), None)
+    for name, split in tokenized.items():
+        texts_here = list(splits[name]["text"])
+        stock = bert_tokenizer(texts_here, padding="max_length", truncation=True, max_length=info.max_length)
+        assert list(split["input_ids"]) == stock["input_ids"]
+        assert list(split["attention_mask"]) == stock["attention_mask"]
+        assert list(split["length"]) == [sum(mask) for mask in stock["attention_mask"]]
+        assert list(split["label"]) == list(splits[name]["label"])
+    # auto reads the 30 words whole (a quarter of train); 16 tokens cut them, as counted on the same pass
+    assert info.truncated_fraction["validation"] == (0.0 if max_length == "auto" else 0.25)
+
+
 def test_fixed_length_and_cache_hit(bert_tokenizer, tmp_path):
     splits = _splits({"train": ["one two three"] * 10, "validation": ["four"], "test": ["five six"]})
     config = TokenizerConfig(max_length=16)
