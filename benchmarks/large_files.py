@@ -2,12 +2,13 @@
 
     python benchmarks/large_files.py                          # 20,000 and 100,000 rows
     python benchmarks/large_files.py --rows 100000 300000 --out /tmp/large
+    python benchmarks/large_files.py --max-length auto        # stage 2 as configs leave it by default
 
 Each file is one CSV (id, text, label) built from ../shared AG News: a text joins one to three random rows (title and
 description), its label the first row's class, with 2% of the rows repeating an earlier text, as real exports do.
 Validation and test are carved out of it (stratified, seeded) and duplicates counted and removed, as
 configs/own_data_example.yaml reads a user's one file. For each size the script times, in this process, `load_data`
-(stage 1) and `tokenize_splits` (stage 2, MiniLM's WordPiece at a fixed 128 tokens, no cache), then prints one row:
+(stage 1) and `tokenize_splits` (stage 2, MiniLM's WordPiece at a fixed 128 tokens or `--max-length`, no cache), then prints one row:
 rows, seconds and rows/s of each stage, and the process's peak memory so far. Nothing is trained.
 """
 
@@ -55,14 +56,14 @@ def peak_memory_gib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # Linux reports KiB
 
 
-def measure(path: Path, rows: int, seed: int) -> str:
+def measure(path: Path, rows: int, seed: int, max_length: int | str) -> str:
     config = DataConfig(source="files", train_file=str(path), text_columns=["text"], id_column="id", test_file=None)
     start = time.perf_counter()
     data = load_data(config, seed)
     loaded = time.perf_counter() - start
     tokenizer = load_tokenizer(TokenizerConfig(name_or_path=str(MINILM)))
     start = time.perf_counter()
-    tokenize_splits(data.splits, tokenizer, TokenizerConfig(name_or_path=str(MINILM), max_length=128), None)
+    tokenize_splits(data.splits, tokenizer, TokenizerConfig(name_or_path=str(MINILM), max_length=max_length), None)
     tokenized = time.perf_counter() - start
     return (
         f"| {rows:,} | {loaded:.1f} | {rows / loaded:,.0f} | {tokenized:.1f} | {rows / tokenized:,.0f} | "
@@ -70,11 +71,16 @@ def measure(path: Path, rows: int, seed: int) -> str:
     )
 
 
+def _length(value: str) -> int | str:
+    return value if value == "auto" else int(value)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[20_000, 100_000])
     parser.add_argument("--out", type=Path, default=Path("/tmp/large_files"), help="where the CSV files are written")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-length", type=_length, default=128, help="tokenizer.max_length: a number or auto")
     args = parser.parse_args(argv)
     if not AG_NEWS_TRAIN.is_file() or not MINILM.is_dir():
         print(f"needs {AG_NEWS_TRAIN} and {MINILM}", file=sys.stderr)
@@ -85,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     for rows in args.rows:
         path = args.out / f"rows_{rows}.csv"
         write_file(path, rows, args.seed)
-        print(measure(path, rows, args.seed), flush=True)
+        print(measure(path, rows, args.seed, args.max_length), flush=True)
     return 0
 
 
