@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -37,6 +38,7 @@ class TrainingState:
     samples_seen: int = 0
     train_seconds: float = 0.0
     best_score: float = -1.0  # of the validation metric that selects (evaluation.selection_metric)
+    best_loss: float = math.inf  # the best model's validation loss: breaks ties of best_score
     best_step: int = 0
     evals_without_improvement: int = 0
 

@@ -12,6 +12,7 @@ kept (evaluation.selection_metric says which metric `auto` is), early stopping a
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import time
@@ -36,6 +37,8 @@ from pipeline.labels import ClassCounts
 from pipeline.losses import build_loss
 from pipeline.optimization import StepPlan, build_optimizer, plan_steps
 from pipeline.rundir import RunDir
+
+logger = logging.getLogger(__name__)
 
 # Optimizer steps timed before the run's duration is estimated.
 ESTIMATE_AFTER_STEPS = 5
@@ -245,8 +248,9 @@ class Trainer:
             }
         )
         self.accelerator.log({"eval/accuracy": accuracy, "eval/loss": result.loss}, step=state.global_step)
-        if score > state.best_score:
-            state.best_score, state.best_step, state.evals_without_improvement = score, state.global_step, 0
+        if is_better(score, result.loss, state.best_score, state.best_loss):
+            state.best_score, state.best_loss, state.best_step = score, result.loss, state.global_step
+            state.evals_without_improvement = 0
             self.best_validation_logits = logits
             if self.accelerator.is_main_process:
                 self.save_best(self.accelerator.unwrap_model(self.model))
@@ -255,6 +259,23 @@ class Trainer:
             state.evals_without_improvement += 1
         patience = self.config.early_stopping_patience
         return patience is not None and state.evals_without_improvement >= patience
+
+    def _warn_if_undecided(self) -> None:
+        """The selection metric was the same at every evaluation (a multi-label micro-F1 of 0 while no class yet
+        scores above 0.5): it told no checkpoint from another, so the validation loss chose; say so."""
+        key = f"eval_{self.selection_metric}"
+        evaluations = [record[key] for record in self.history.records if key in record]
+        scores = set(evaluations)
+        if len(evaluations) < 2 or len(scores) > 1 or not self.accelerator.is_main_process:
+            return
+        logger.warning(
+            "Validation %s was %.4f at every one of %d evaluations, so the model kept (step %d) is the one with the "
+            "lowest validation loss; a longer run (train.epochs) or a higher train.learning_rate lets the scores move",
+            self.selection_metric,
+            scores.pop(),
+            len(evaluations),
+            self.state.best_step,
+        )
 
     def _announce_estimate(self, seconds_per_step: float) -> None:
         remaining = seconds_per_step * (self.plan.total_steps - self.state.global_step)
@@ -302,6 +323,7 @@ class Trainer:
 
         if self.evaluated_at_step != state.global_step and state.global_step > 0 and not stopped_early:
             self._validate(self.training_epochs())
+        self._warn_if_undecided()
         if stopped_early:
             accelerator.print(
                 f"Early stopping at step {state.global_step}: no better validation {self.selection_metric} in "
@@ -429,6 +451,13 @@ class Trainer:
                 "samples_s": f"{record['samples_per_second']:.1f}",
             }
         )
+
+
+def is_better(score: float, loss: float, best_score: float, best_loss: float) -> bool:
+    """Whether a validation result beats the best so far: a higher selection score, or the same score at a lower
+    loss. A score is often tied (a multi-label micro-F1 stays 0 until some class scores above 0.5; accuracy on a
+    small split moves in steps of 1/N) while the loss still tells the better model."""
+    return score > best_score or (score == best_score and loss < best_loss)
 
 
 def progress_score(record: dict[str, float], metric: str) -> dict[str, str]:

@@ -433,6 +433,44 @@ def test_on_imbalanced_classes_the_best_model_is_the_one_with_the_best_validatio
     reset_accelerate()
 
 
+def test_a_tied_validation_score_keeps_the_model_with_the_lower_loss_and_says_so(tiny_bert_dir, tmp_path, caplog):
+    """A score that does not move (accuracy in steps of 1/N here; a multi-label micro-F1 of 0 before any class passes
+    0.5) cannot choose the checkpoint: the lower validation loss does, and a run whose score never moved says so."""
+    from transformers import BertForSequenceClassification
+
+    from pipeline.training import Trainer, create_accelerator
+
+    reset_accelerate()
+    rows = _tiny_rows()  # gold: 0 0 1 0 0 0 1 0
+    config = TrainConfig(per_device_batch_size=4, max_steps=3, learning_rate=1e-3)
+    kept = []
+    trainer = Trainer(
+        BertForSequenceClassification.from_pretrained(tiny_bert_dir),
+        rows,
+        rows,
+        config,
+        create_accelerator(config, tmp_path),
+        tmp_path,
+        0,
+        ["a", "b"],
+        8,
+        lambda best: kept.append(trainer.state.global_step),
+    )
+    trainer.history.start_fresh()
+    hesitant = torch.tensor([[0.2, 0.0]] * 8)  # all "a": accuracy 0.75 each time, the loss differs
+    for step, logits in enumerate([hesitant, 5 * hesitant, 10 * hesitant], start=1):
+        trainer.state.global_step = step
+        trainer._record_validation(logits, step / 3)
+    losses = [record["eval_loss"] for record in trainer.history.records]
+    assert losses[1] < losses[2] < losses[0]
+    assert kept == [1, 2] and trainer.state.best_step == 2 and trainer.state.evals_without_improvement == 1
+    with caplog.at_level("WARNING", logger="pipeline.training"):
+        trainer._warn_if_undecided()
+    assert "Validation accuracy was 0.7500 at every one of 3 evaluations" in caplog.text
+    assert "model kept (step 2) is the one with the lowest validation loss" in caplog.text
+    reset_accelerate()
+
+
 def test_a_multi_label_progress_bar_shows_the_selection_f1_not_subset_accuracy():
     """Subset accuracy (every class of a row right) stays near 0 for long on many classes and reads as a broken run:
     a multi-label run's bar shows the F1 that selects its model, under its name, counted since the last log line."""
