@@ -1,5 +1,6 @@
 """A folder of class folders as labelled data: aclImdb's train/pos/0_9.txt, 20 Newsgroups' alt.atheism/49960, BBC
-News' business/001.txt, the layout scikit-learn's `load_files` reads.
+News' business/001.txt, the layout scikit-learn's `load_files` reads; or a folder of class files, one text per line
+(rotten_tomatoes' rt-polarity.pos and rt-polarity.neg).
 
     folder = read_class_folders("aclImdb/train", "utf-8", ["neg", "pos"], "data.label_names", True, "data.train_file")
 
@@ -10,29 +11,59 @@ rows come sorted by class folder, then file name, so that every run reads them i
 "." (.DS_Store, .ipynb_checkpoints) are not data. Stage 1 turns the rows into the Table a file gives
 (data.read_table), of the columns text, label and id, so that nothing after it knows where they came from.
 
+A folder that holds files only is a folder of class files when the files are named apart (the part of their names
+that differs: neg, pos of neg.txt, pos.txt or of rt-polarity.neg, rt-polarity.pos) and each holds more non-blank lines
+than there are files (`class_files`): each non-blank line is a row of the class its file names, named
+"rt-polarity.pos:12" (file and line). Class folders that each hold one such file (rt-polarity.pos put into pos/) are
+said in a WARNING: each file is read whole, as one text.
+
 `pipeline.predict --input` reads a folder as a Table streamed file by file (`open_folder_table`): a folder of class
-folders as training reads it (every class folder), or a folder of files (an inbox: `0001.txt`, `0002.txt`), each file
-a row of the columns text and id.
+folders as training reads it (every class folder), a folder of class files as training reads it where the files also
+share the first part of their names (rt-polarity.pos, rt-polarity.neg: an inbox's documents are named apart from the
+start, and may well hold more lines than there are files), or else a folder of files (an inbox: `0001.txt`,
+`0002.txt`), each file a row of the columns text and id.
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import logging
 import os
+import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from pipeline.tables import LABEL_COLUMN, TEXT_COLUMN, Chunk, DataError, LineSource, Table, check_encoding
+from pipeline.tables import (
+    EXTENSIONS,
+    LABEL_COLUMN,
+    TEXT_COLUMN,
+    Chunk,
+    DataError,
+    LineSource,
+    Table,
+    check_encoding,
+)
 
 logger = logging.getLogger("pipeline.data")
 
 # The columns of a folder's rows: a file's whole text (TEXT_COLUMN), its class folder's name (LABEL_COLUMN) and its
 # path in the folder.
 ID_COLUMN = "id"
+# A labelled folder's rows, as a Table's columns.
+ROW_COLUMNS = [TEXT_COLUMN, LABEL_COLUMN, ID_COLUMN]
+# What a folder of data holds, for the error about one that holds neither.
+LAYOUTS = (
+    "a folder of data holds one folder per class, each holding that class's documents, one per file, or one file per "
+    "class (rt-polarity.pos, rt-polarity.neg), one text per line"
+)
+# The setting that gives the encoding in training, named in its errors (pipeline.predict names --encoding).
+ENCODING_SETTING = "data.encoding"
 # Names listed in a log line about what was not read, at most.
 NAMES_LOGGED = 5
 # A folder's format, as a Table names it: what pipeline.predict's output takes for "the input's format" (none it
@@ -49,11 +80,11 @@ UNLABELLED_FOLDERS = ("unsup", "unlabeled", "unlabelled", "unlabelled_data")
 
 @dataclass(frozen=True)
 class ClassFolders:
-    """The rows of a folder of class folders."""
+    """The rows of a folder of class folders, or of class files."""
 
-    frame: pd.DataFrame  # TEXT_COLUMN, LABEL_COLUMN, ID_COLUMN: one row per file
-    paths: list[str]  # each row's file in the folder, "pos/0_9.txt": its id and how an error names it
-    files_per_class: dict[str, int]  # files read from each class folder, in folder order
+    frame: pd.DataFrame  # TEXT_COLUMN, LABEL_COLUMN, ID_COLUMN: one row per file (per line of class files)
+    paths: list[str]  # each row's file in the folder, "pos/0_9.txt" ("rt-polarity.pos:12"): its id, how errors name it
+    files_per_class: dict[str, int] | None  # files read from each class folder, in folder order; None: class files
 
 
 def is_folder(path: str) -> bool:
@@ -92,31 +123,49 @@ def refuse_saved_dataset(path: str, origin: str) -> None:
 def read_class_folders(
     path: str, encoding: str, classes: Sequence[str] | None, classes_from: str, every_class: bool, origin: str
 ) -> ClassFolders:
-    """Every file of the class folders of `path` as a row. `classes` (None: every class folder) are the folders read,
-    the others left out with a warning; `every_class`: a class without a folder is an error naming the folder looked
-    for (a misspelt class in training), else only a log line (an evaluation file need not hold every class).
-    `classes_from` and `origin` name the settings that an error points at."""
+    """Every file of the class folders of `path` as a row (or, a folder of files only, every line of its class
+    files). `classes` (None: every class folder) are the folders read, the others left out with a warning;
+    `every_class`: a class without a folder is an error naming the folder looked for (a misspelt class in training),
+    else only a log line (an evaluation file need not hold every class). `classes_from` and `origin` name the
+    settings that an error points at."""
     refuse_saved_dataset(path, origin)
     root = Path(path).expanduser()
     folders, loose = _entries(root, path)
     if not folders:
-        beside = f"; the {_files(len(loose))} directly in it are no class's" if loose else " (it is empty)"
-        raise DataError(
-            f"{path} ({origin}) has no class folders: a folder of data holds one folder per class, each holding that "
-            f"class's documents, one per file{beside}"
-        )
+        found = class_files(_files_among([root / name for name in loose], path), path, encoding, ENCODING_SETTING)
+        if found is None:
+            raise DataError(f"{path} ({origin}) has no class folders: {LAYOUTS}{_not_class_files(loose)}")
+        by_class = {document.label: document.file for document in found}
+        chosen = _chosen(by_class, classes, classes_from, every_class, path, origin, kind="file")
+        documents = [document for document in found if document.label in chosen]
+        rows = _line_rows(documents, path, encoding, ENCODING_SETTING)
+        return _class_rows(list(rows), None)
     if loose:
         _say_loose(path, loose, logging.INFO)
     _refuse_split_folders(folders, path, origin)
     chosen = _chosen(folders, classes, classes_from, every_class, path, origin)
     documents = _class_documents(folders, chosen, path, origin)
-    texts = list(_read_texts(documents, path, encoding, "data.encoding"))
-    paths = [document.path for document in documents]
-    labels = [document.label for document in documents]
-    frame = pd.DataFrame({TEXT_COLUMN: texts, LABEL_COLUMN: labels, ID_COLUMN: paths}, dtype=object)
-    counts = Counter(labels)
-    files_per_class = {name: counts[name] for name in chosen}
-    return ClassFolders(frame, paths, files_per_class)
+    _warn_class_files_in_folders(documents, path, encoding, ENCODING_SETTING)
+    rows = list(_file_rows(documents, path, encoding, ENCODING_SETTING))
+    counts = Counter(row[LABEL_COLUMN] for row in rows)
+    return _class_rows(rows, {name: counts[name] for name in chosen})
+
+
+def _class_rows(rows: list[dict[str, Any]], files_per_class: dict[str, int] | None) -> ClassFolders:
+    return ClassFolders(
+        pd.DataFrame(rows, columns=ROW_COLUMNS, dtype=object), [row[ID_COLUMN] for row in rows], files_per_class
+    )
+
+
+def _not_class_files(loose: list[str]) -> str:
+    """Why the files of a folder without class folders are no class files, for the error about it."""
+    if not loose:
+        return " (it is empty)"
+    return (
+        f"; the {_files(len(loose))} directly in it are no class's: class files are named apart by their class "
+        "(neg.txt, pos.txt; not a table's train.csv, nor a split's train.txt) and each holds more lines than there "
+        "are files"
+    )
 
 
 @dataclass(frozen=True)
@@ -137,18 +186,42 @@ def _class_documents(folders: dict[str, Path], names: Sequence[str], path: str, 
     ]
 
 
-def _read_texts(documents: Sequence[Document], path: str, encoding: str, option: str) -> Iterator[str]:
-    """Each document's whole text, read one at a time. Files read as control characters (cp1252 read as latin-1)
-    are warned about once, naming the first file and its line, and counted in one line at the end, not one warning
-    per file of a folder of thousands."""
+def _file_rows(documents: Sequence[Document], path: str, encoding: str, option: str) -> Iterator[dict[str, Any]]:
+    """Each document as a row (its whole text, its class, its path as id), read one at a time. Files read as control
+    characters (cp1252 read as latin-1) are warned about once, naming the first file and its line, and counted in one
+    line at the end, not one warning per file of a folder of thousands."""
     with_controls = 0
     for document in documents:
         shown = str(Path(path) / document.path)
-        text, controls = _read_document(document.file, shown, encoding, not with_controls, option)
-        with_controls += controls
-        yield text
+        with _lines_of(document.file, shown, encoding, option, not with_controls) as lines:
+            text = "".join(lines)
+            with_controls += lines.controls_seen
+        yield {TEXT_COLUMN: text, LABEL_COLUMN: document.label, ID_COLUMN: document.path}
     if with_controls > 1:
         logger.warning("%s: %s more read with control characters, as the first", path, _files(with_controls - 1))
+
+
+def _line_rows(documents: Sequence[Document], path: str, encoding: str, option: str) -> Iterator[dict[str, Any]]:
+    """Each non-blank line of class files as a row of the class its file names (document.label), named by file and
+    line ("rt-polarity.pos:12"), in file then line order. Lines read as control characters are warned about once."""
+    _say_class_files(path, documents)
+    seen_controls = False
+    for document in documents:
+        with _lines_of(document.file, str(Path(path) / document.path), encoding, option, not seen_controls) as lines:
+            for line in lines:
+                text = line.rstrip("\r\n")
+                if text.strip():
+                    row_id = f"{document.path}:{lines.line_number}"
+                    yield {TEXT_COLUMN: text, LABEL_COLUMN: document.label, ID_COLUMN: row_id}
+            seen_controls = seen_controls or lines.controls_seen
+
+
+def _say_class_files(path: str, documents: Sequence[Document]) -> None:
+    """Which class each class file's lines are of: the name part that tells the files apart, said at INFO."""
+    mapping = ", ".join(f"{document.path} -> {document.label}" for document in documents)
+    logger.info(
+        "%s: a folder of class files, each non-blank line a text of the class its file names: %s", path, mapping
+    )
 
 
 def _say_loose(path: str, loose: list[str], level: int) -> None:
@@ -165,54 +238,138 @@ class FolderDocuments:
     """The files of a folder to label, in reading order, and which kind of folder holds them."""
 
     documents: list[Document]
-    class_folders: bool  # a folder of class folders (rows with a label), else a folder of files
+    labelled: bool  # a folder of class folders or of class files (rows with a label), else a folder of files
+    lines: bool = False  # a folder of class files: a row per non-blank line, not per file
 
     @property
     def columns(self) -> list[str]:
         """The columns of its rows: training's, without the label for a folder of files."""
-        return [TEXT_COLUMN, LABEL_COLUMN, ID_COLUMN] if self.class_folders else [TEXT_COLUMN, ID_COLUMN]
+        return ROW_COLUMNS if self.labelled else [TEXT_COLUMN, ID_COLUMN]
 
 
-def list_documents(path: str, origin: str) -> FolderDocuments:
-    """The files of a folder to label, unread, in training's order. A folder that holds folders is a folder of class
-    folders, read by training's rules: every class folder; the files beside them are not rows (a WARNING here, where
-    every document given is to be labelled); a folder inside a class folder, or a class folder without files, is an
-    error. A folder that holds files only is a folder of files, each one row."""
+def list_documents(path: str, origin: str, encoding: str, option: str) -> FolderDocuments:
+    """The files of a folder to label, unread (but for the lines that tell class files), in training's order. A
+    folder that holds folders is a folder of class folders, read by training's rules: every class folder; the files
+    beside them are not rows (a WARNING here, where every document given is to be labelled); a folder inside a class
+    folder, or a class folder without files, is an error. A folder that holds files only is a folder of class files
+    where training reads one and the files share the first part of their names (rt-polarity.pos, rt-polarity.neg),
+    else a folder of files, each one row. `option` names the encoding's setting in errors."""
     refuse_saved_dataset(path, origin)
     root = Path(path).expanduser()
     folders, loose = _entries(root, path)
     if folders:
         if loose:
             _say_loose(path, loose, logging.WARNING)
-        return FolderDocuments(_class_documents(folders, list(folders), path, origin), class_folders=True)
+        documents = _class_documents(folders, list(folders), path, origin)
+        _warn_class_files_in_folders(documents, path, encoding, option)
+        return FolderDocuments(documents, labelled=True)
     files = _files_among([root / name for name in loose], path)
     if not files:
         raise DataError(f"{path} ({origin}): the folder holds no files to label (names starting with '.' are not read)")
-    return FolderDocuments([Document(file, file.name, None) for file in files], class_folders=False)
+    shared_start = len({file.name.split(".")[0] for file in files}) == 1
+    found = class_files(files, path, encoding, option) if shared_start else None
+    if found is not None:
+        return FolderDocuments(found, labelled=True, lines=True)
+    return FolderDocuments([Document(file, file.name, None) for file in files], labelled=False)
 
 
 def open_folder_table(path: str, encoding: str, chunk_size: int | None, origin: str, encoding_option: str) -> Table:
-    """A folder to label (list_documents) as a Table whose chunks are read file by file, `chunk_size` files at a
+    """A folder to label (list_documents) as a Table whose chunks are read file by file, `chunk_size` rows at a
     time (None: all in one), so that memory holds one chunk's texts and the list of names whatever the number of
-    files, as for a CSV file. Each file is decoded as training decodes it; `encoding_option` is named in errors."""
+    files, as for a CSV file. Each file is decoded as training decodes it; `encoding_option` is named in errors. The
+    rows are counted before reading where they are files, not where they are the lines of class files."""
     check_encoding(encoding)  # an unknown encoding fails here, not when the first chunk is read
-    listing = list_documents(path, origin)
-    size = chunk_size or len(listing.documents)
-    chunks = _document_chunks(listing, path, encoding, encoding_option, size)
-    return Table(path, FOLDER_FORMAT, listing.columns, "file", chunks, row_count=len(listing.documents))
+    listing = list_documents(path, origin, encoding, encoding_option)
+    chunks = _document_chunks(listing, path, encoding, encoding_option, chunk_size)
+    count = None if listing.lines else len(listing.documents)
+    return Table(path, FOLDER_FORMAT, listing.columns, "file", chunks, row_count=count)
 
 
-def _document_chunks(listing: FolderDocuments, path: str, encoding: str, option: str, size: int) -> Iterator[Chunk]:
-    """The rows of `listing`, `size` files at a time, each named by its path in the folder."""
-    texts = _read_texts(listing.documents, path, encoding, option)
-    for start in range(0, len(listing.documents), size):
-        batch = listing.documents[start : start + size]
-        records = []
-        for document, text in zip(batch, texts):
-            values = {TEXT_COLUMN: text, LABEL_COLUMN: document.label, ID_COLUMN: document.path}
-            records.append([values[column] for column in listing.columns])
-        yield Chunk(records, [document.path for document in batch])
-    next(texts, None)  # ends the reading, which then counts the files read as control characters
+def _document_chunks(
+    listing: FolderDocuments, path: str, encoding: str, option: str, size: int | None
+) -> Iterator[Chunk]:
+    """The rows of `listing`, `size` at a time (None: all), each named by its path in the folder (and line)."""
+    read = _line_rows if listing.lines else _file_rows
+    rows = read(listing.documents, path, encoding, option)
+    while batch := list(itertools.islice(rows, size or None)):
+        records = [[row[column] for column in listing.columns] for row in batch]
+        yield Chunk(records, [row[ID_COLUMN] for row in batch])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Class files: one text per line, a file per class
+
+
+def class_files(files: Sequence[Path], path: str, encoding: str, option: str) -> list[Document] | None:
+    """The files of a folder that holds files only as documents of the class each names, when they are class files:
+    named apart (_class_file_names), no data set's own files (_data_file), and each of more non-blank lines than
+    there are files; else None. The lines tell a class file, many texts, from a document: a class's folder of
+    documents given by mistake holds more files than its documents have lines (20 Newsgroups' alt.atheism/: 480
+    posts; aclImdb's pos/: 12,500 reviews of a line each)."""
+    named = None if any(_data_file(file) for file in files) else _class_file_names(files)
+    if named is None:
+        return None
+    documents = [Document(file, file.name, name) for name, file in named.items()]
+    if not all(_more_lines_than(document, len(files), path, encoding, option) for document in documents):
+        return None
+    return documents
+
+
+def _data_file(file: Path) -> bool:
+    """Whether a file is a data set's own rather than a class's lines: a table (its ending one of tables.EXTENSIONS:
+    train.csv) or a split's file (a word of its name one of data.SPLIT_VALUES: cooking.train, tweet_eval's
+    train_text.txt). A folder of them given for one file (data/ for data/train.csv) was refused, not read as the
+    lines of classes "train" and "test"."""
+    from pipeline.data import SPLIT_VALUES  # data reads folders through this module
+
+    name = file.name.lower().removesuffix(".gz")
+    return Path(name).suffix in EXTENSIONS or any(word in SPLIT_VALUES for word in re.split(r"[^a-z0-9]+", name))
+
+
+def _class_file_names(files: Sequence[Path]) -> dict[str, Path] | None:
+    """Each file by its class: the part of its name (split at dots) that differs between the files, the parts they
+    all share before and after it left out: neg, pos of neg.txt, pos.txt and of rt-polarity.neg, rt-polarity.pos.
+    None for fewer than two files, or names that leave no such part, or the same one twice."""
+    if len(files) < 2:
+        return None
+    parts = [file.name.split(".") for file in files]
+    leading = _shared_length(parts)
+    trailing = _shared_length([list(reversed(name)) for name in parts])
+    names = [".".join(name[leading : len(name) - trailing]) for name in parts]
+    if "" in names or len(set(names)) < len(names):
+        return None
+    return dict(zip(names, files))
+
+
+def _shared_length(names: Sequence[Sequence[str]]) -> int:
+    """How many leading parts every name shares."""
+    return next((index for index, parts in enumerate(zip(*names)) if len(set(parts)) > 1), min(map(len, names)))
+
+
+def _more_lines_than(document: Document, count: int, path: str, encoding: str, option: str) -> bool:
+    """Whether a document holds more than `count` non-blank lines, read only as far as needed to tell."""
+    shown = str(Path(path) / document.path)
+    with _lines_of(document.file, shown, encoding, option, warn_controls=False) as lines:
+        return len(list(itertools.islice((line for line in lines if line.strip()), count + 1))) > count
+
+
+def _warn_class_files_in_folders(documents: Sequence[Document], path: str, encoding: str, option: str) -> None:
+    """Class folders that each hold a single file of more lines than there are such files (rt-polarity.pos put into
+    pos/, rt-polarity.neg into neg/) hold class files, each read whole as one text: a run of two rows, without a
+    word. Said, with the fix; not refused, since a class folder may hold one long document."""
+    if len(documents) < 2 or len({document.label for document in documents}) < len(documents):
+        return
+    if not all(_more_lines_than(document, len(documents), path, encoding, option) for document in documents):
+        return
+    logger.warning(
+        "%s: each class folder holds a single file (%s), of many lines, read whole as one text: %d rows in all. If each "
+        "line is a text, put the files side by side in one folder (a folder of class files: each named by its "
+        "class, as %s) and give that folder",
+        path,
+        _listed([document.path for document in documents]),
+        len(documents),
+        _listed([f"{document.label}.txt" for document in documents]),
+    )
 
 
 def _visible(folder: Path, shown: str) -> list[Path]:
@@ -259,35 +416,38 @@ def _holds_folders(folder: Path) -> bool:
 
 
 def _chosen(
-    folders: dict[str, Path],
+    entries: dict[str, Path],
     classes: Sequence[str] | None,
     classes_from: str,
     every_class: bool,
     path: str,
     origin: str,
+    kind: str = "folder",
 ) -> list[str]:
-    """The class folders to read, in folder order: unlisted, every one but those of unlabelled texts."""
+    """The classes to read, in folder order, of `entries`: class folders, or (`kind` "file") class files by the class
+    each names. Unlisted, every one but the folders of unlabelled texts."""
     if classes is None:
-        return _without_unlabelled(folders, classes_from, path, origin)
+        return _without_unlabelled(entries, classes_from, path, origin) if kind == "folder" else list(entries)
     wanted = set(classes)
-    missing = [name for name in classes if name not in folders]
+    missing = [name for name in classes if name not in entries]
     if missing and every_class:
+        looked_for = f"{kind} {str(Path(path) / missing[0])!r}" if kind == "folder" else kind
         raise DataError(
-            f"{path} ({origin}): no folder {str(Path(path) / missing[0])!r} for class {missing[0]!r} of {classes_from}"
-            f"{f' (nor for {len(missing) - 1} more)' if len(missing) > 1 else ''}; its class folders: "
-            f"{_listed(list(folders))}"
+            f"{path} ({origin}): no {looked_for} for class {missing[0]!r} of {classes_from}"
+            f"{f' (nor for {len(missing) - 1} more)' if len(missing) > 1 else ''}; its class {kind}s: "
+            f"{_listed(list(entries))}"
         )
-    chosen = [name for name in folders if name in wanted]
+    chosen = [name for name in entries if name in wanted]
     if not chosen:
         raise DataError(
-            f"{path} ({origin}): none of its folders ({_listed(list(folders))}) is a class of "
+            f"{path} ({origin}): none of its {kind}s ({_listed(list(entries))}) is a class of "
             f"{classes_from} ({', '.join(classes)})"
         )
     if missing:
-        logger.info("%s: no folder for the classes %s: none of its rows are of them", path, ", ".join(missing))
-    left_out = [name for name in folders if name not in wanted]
+        logger.info("%s: no %s for the classes %s: none of its rows are of them", path, kind, ", ".join(missing))
+    left_out = [name for name in entries if name not in wanted]
     if left_out:
-        logger.warning("%s: folders left out, not a class of %s: %s", path, classes_from, _listed(left_out))
+        logger.warning("%s: %ss left out, not a class of %s: %s", path, kind, classes_from, _listed(left_out))
     return chosen
 
 
@@ -344,17 +504,17 @@ def _files_among(entries: list[Path], shown: str) -> list[Path]:
     return files
 
 
-def _read_document(file: Path, shown: str, encoding: str, warn_controls: bool, option: str) -> tuple[str, bool]:
-    """A file's whole text, and whether bytes 0x80-0x9F in it were read as control characters (the wrong encoding:
-    tables.LineSource warns, naming the line, when `warn_controls`). `option` gives the encoding, named in errors as
-    the user wrote it."""
+@contextlib.contextmanager
+def _lines_of(file: Path, shown: str, encoding: str, option: str, warn_controls: bool) -> Iterator[LineSource]:
+    """A file's decoded lines (tables.LineSource: its encoding, byte-order mark, an error naming the file and line of
+    a byte that does not decode; bytes 0x80-0x9F read as control characters warned about when `warn_controls`).
+    `shown` names the file and `option` the setting that gives the encoding, in errors."""
     try:
         handle = open(file, "rb")  # noqa: SIM115 -- closed below; only open() maps to this error
     except OSError as error:
         raise DataError(f"cannot read {shown}: {error.strerror or error}") from None
     with handle:
-        lines = LineSource(handle, shown, encoding, file.stat().st_size, option, warn_controls=warn_controls)
-        return "".join(lines), lines.controls_seen
+        yield LineSource(handle, shown, encoding, file.stat().st_size, option, warn_controls=warn_controls)
 
 
 def _files(count: int) -> str:

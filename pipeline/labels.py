@@ -14,8 +14,9 @@ A row may have no label (`MissingLabel`): an empty cell, a mark of `data.missing
 (`data.incomplete_rows`), found by `missing_label_rows` before any label is read as a class.
 
 Multi-label (`data.task: multi_label`): a row's label is a *set* of classes, a list (JSON Lines, Parquet) or a
-string joined by `data.label_separator` (CSV/TSV); the classes are `data.label_names` (or a Hub list-of-ClassLabel's
-names), whose sets may hold names or ids as single labels may, else the sorted union of train's sets. An empty set
+string joined by `data.label_separator` (CSV/TSV) or written as tags ("<python><pandas>"); the classes are
+`data.label_names` (or a Hub list-of-ClassLabel's names), whose sets may hold names or ids as single labels may,
+else the sorted union of train's sets. An empty set
 (empty cell, empty list, missing value) is allowed: the row is negative for every class. Files with one 0/1
 column per class (`data.label_columns`) are first read into such sets (`indicator_sets`), so both layouts share the rest.
 
@@ -71,6 +72,22 @@ HIDDEN_LABEL = -1
 MISSING_LOOKING_LABELS = frozenset({"-", "--", "?", "na", "none", "unknown", "missing"})
 # Characters that join several classes in one cell (go_emotions' "2,27"), looked for in class names and unknown labels.
 SET_SEPARATORS = (",", ";", "|")
+# ... and a space (arXiv's "cs.LG stat.ML", Kaggle's space-joined tags), which also joins the words of one name
+# ("very negative", "Science and Technology"): class names joined by it are told apart by _spaces_join_classes.
+JOINING_CHARACTERS = (*SET_SEPARATORS, " ")
+# Several classes written as tags, a StackExchange data dump's Tags ("<python><pandas>"): in a multi-label task read
+# as the set {python, pandas} whatever data.label_separator, as a written list is; single-label, class names so
+# written are warned about. Named thus beside JOINING_CHARACTERS in what set_joining returns.
+TAG_SET = "<a><b>"
+_TAGS = re.compile(r"(?:<[^<>]+>)+")
+_TAG = re.compile(r"<([^<>]+)>")
+# A part of a space-joined name that looks like a code rather than a word: a digit, ".", "_", "+" or "#" in it, or
+# a hyphen inside it (arXiv's cs.LG and q-bio.NC, ICD-9's 401.9, tags c++, c#, python-3.x, ruby-on-rails).
+_CODE = re.compile(r"[0-9._+#]|\w-\w")
+# Of the parts of space-joined names, at least this share must recur (in two names, or alone as a class) for them to
+# be sets: tag sets reuse nearly every tag (0.96 and more for Zipf-drawn tags), while the words of names (banking77's
+# intents: 0.39, HuffPost's categories: 0.38) and of texts (AG News titles: 0.43) are mostly one-offs.
+MIN_REUSED_PART_SHARE = 0.75
 
 logger = logging.getLogger(__name__)
 
@@ -382,7 +399,7 @@ def _inferred_scheme(train: Table, column: str, base: int | None) -> LabelScheme
         raise DataError(
             f"{train.source}, column '{column}': {len(names)} distinct labels in {len(values)} rows, more than "
             f"{MAX_INFERRED_CLASSES}: is data.label_column a text or id column? If not, list the classes in "
-            "data.label_names"
+            f"data.label_names{_set_hint(names, None)}"
         )
     _warn_case_variants(names, train, column)
     _warn_unlike_names(Counter(str(value).strip() for value in values), train, column, None)
@@ -393,8 +410,8 @@ def _inferred_scheme(train: Table, column: str, base: int | None) -> LabelScheme
 
 def _warn_unlike_names(rows: Counter[str], train: Table, column: str, separator: str | None) -> None:
     """Classes found in train (and how many rows have each) that look like something else, each named in a WARNING
-    before a run learns them: a mark of a missing label (MISSING_LOOKING_LABELS: SNLI's "-"), or label sets joined by
-    a character other than `separator` (None: single-label, whose classes are not sets at all)."""
+    before a run learns them: a mark of a missing label (MISSING_LOOKING_LABELS: SNLI's "-"), or label sets joined
+    otherwise than by `separator` (None: single-label, whose classes are not sets at all): set_joining."""
     for name, count in rows.items():
         if name.casefold() in MISSING_LOOKING_LABELS:
             logger.warning(
@@ -405,41 +422,87 @@ def _warn_unlike_names(rows: Counter[str], train: Table, column: str, separator:
                 name,
                 count,
             )
-    character = joining_character(list(rows), separator)
-    if character is None:
+    joining = set_joining(list(rows), separator)
+    if joining is None:
         return
-    joined = [name for name in rows if character in name]
-    advice = (
-        f"data.label_separator={character!r}"
-        if separator is not None
-        else f"data.task=multi_label data.label_separator={character!r}"
-    )
+    joined = [name for name in rows if len(_parts(name, joining)) > 1]
     logger.warning(
-        "%s, column '%s': %d classes look like several classes joined by %r (%s): a set of labels per row? Set %s",
+        "%s, column '%s': %d classes look like several classes %s (%s): a set of labels per row? Set %s",
         train.source,
         column,
         len(joined),
-        character,
+        _joined_by(joining),
         _examples(joined),
-        advice,
+        " ".join(_set_settings(joining, separator)),
     )
 
 
-def joining_character(names: list[str], separator: str | None) -> str | None:
-    """The character (SET_SEPARATORS, other than `separator`) that joins classes in these class names: several of
-    them hold it, and each of those has a part that is itself a class or recurs in another (go_emotions' "0,3" and
-    "3,27" beside "3"; "Arts, Culture" beside "Science, Tech" is two names with commas). None when none does."""
-    known = set(names)
-    for character in SET_SEPARATORS:
-        if character == separator:
+def set_joining(names: list[str], separator: str | None) -> str | None:
+    """How these class names join several classes each, if they do: TAG_SET, or the character of JOINING_CHARACTERS
+    (other than `separator`) that joins them. Several names must be joined, each with a part that is itself a class
+    or recurs in another (go_emotions' "0,3" and "3,27" beside "3"; "Arts, Culture" beside "Science, Tech" is two
+    names with commas), and joined by a space, they must also look like sets (_spaces_join_classes). None: names."""
+    for joining in (TAG_SET, *JOINING_CHARACTERS):
+        if joining == separator:
             continue
-        parts = [[part.strip() for part in name.split(character)] for name in names if character in name]
-        if len(parts) < 2:
+        rows = [_parts(name, joining) for name in names]
+        known = {row[0] for row in rows if len(row) == 1}
+        joined = [row for row in rows if len(row) > 1]
+        if len(joined) < 2:
             continue
-        recurring = Counter(part for row in parts for part in set(row))
-        if all(any(part in known or recurring[part] > 1 for part in row if part) for row in parts):
-            return character
+        recurring = Counter(part for row in joined for part in set(row))
+        if not all(any(part in known or recurring[part] > 1 for part in row) for row in joined):
+            continue
+        if joining != " " or _spaces_join_classes(joined, known):
+            return joining
     return None
+
+
+def _spaces_join_classes(joined: list[list[str]], known: set[str]) -> bool:
+    """Whether names joined by spaces (`joined`, each split into its parts; `known`: the names without a space) are
+    sets rather than names of several words ("very negative", "Arts and Culture", banking77's "card arrival"): where
+    every part looks like a code (_CODE: arXiv's "cs.LG stat.ML"), or where the parts combine as members of sets do:
+    more combinations than parts, in no fixed order (a part leads one name and follows in another, unlike a grid of
+    two places: "light on", "fan off"), and most parts reused (MIN_REUSED_PART_SHARE; the words of names and texts are
+    mostly one-offs)."""
+    parts = Counter(part for row in joined for part in set(row))
+    if parts and all(_CODE.search(part) for part in parts):
+        return True
+    leading = {row[0] for row in joined}
+    following = {part for row in joined for part in row[1:]}
+    reused = sum(count > 1 or part in known for part, count in parts.items())
+    return len(joined) > len(parts) and bool(leading & following) and reused >= MIN_REUSED_PART_SHARE * len(parts)
+
+
+def _parts(name: str, joining: str) -> list[str]:
+    """The classes a name joins by `joining` (TAG_SET, or a character): [name] when it joins none."""
+    if joining == TAG_SET:
+        return _written_tags(name) or [name]
+    return [part for part in _split_joined(name, joining) if part] or [name]
+
+
+def _joined_by(joining: str) -> str:
+    return "written as tags" if joining == TAG_SET else f"joined by {joining!r}"
+
+
+def _set_settings(joining: str, separator: str | None) -> list[str]:
+    """The settings that read labels joined by `joining` as sets, in a task whose data.label_separator is `separator`
+    (None: a single-label task). Tags are read as sets whatever the separator."""
+    task = ["data.task=multi_label"] if separator is None else []
+    return task if joining == TAG_SET else [*task, f"data.label_separator={joining!r}"]
+
+
+def _set_hint(names: list[str], separator: str | None) -> str:
+    """For an error about too many classes: the advice of _warn_unlike_names when they look like sets ("" if not):
+    arXiv's or StackOverflow's combinations number in the thousands, beyond what is read as classes."""
+    joining = set_joining(names, separator)
+    if joining is None:
+        return ""
+    joined = [name for name in names if len(_parts(name, joining)) > 1]
+    return (
+        f"; or are they sets of labels, several classes {_joined_by(joining)} ({_examples(joined)})? Set "
+        f"{' '.join(_set_settings(joining, separator))}"
+    )
 
 
 def _refuse_id_gaps(present: list[int], base: int, count: int, base_said: bool, train: Table, column: str) -> None:
@@ -483,7 +546,7 @@ def _refuse_unlike_classes(values: list[Any], train: Table, column: str) -> None
         raise DataError(
             f"{train.source}, column '{column}' (data.label_column): {len(one_offs):,} of {len(values):,} rows have a "
             f"label no other row has ({_examples(one_offs)}, ...): is it a text or id column? A class needs rows to learn "
-            f"from; {insist}"
+            f"from; {insist}{_set_hint(list(counts), None)}"
         )
 
 
@@ -547,10 +610,6 @@ def _class_indices(
     return [[index for index, _ in results] for results in read]
 
 
-# Characters that join several classes in one cell (go_emotions' "2,27"), tried on labels that name no class.
-JOINING_CHARACTERS = (*SET_SEPARATORS, " ")
-
-
 @dataclass(frozen=True)
 class Spellings:
     """How labels name the classes: a class's name exactly, or in any letter case where no other class has the same
@@ -585,9 +644,11 @@ def _missing_hint(unknown: list[str]) -> str:
 
 
 def _joined_hint(unknown: list[str], spellings: Spellings, scheme: LabelScheme, separator: str | None) -> str:
-    """When every unknown label is known classes joined by one character (go_emotions' "2,27" read with another
-    data.label_separator, or as a single label), how to read them as sets. Multi-label, unknown labels holding
-    another of SET_SEPARATORS than data.label_separator are enough: the classes may be inferred from sets joined so."""
+    """When unknown labels are several classes in one label, how to read them as sets: every unknown label joins known
+    classes (go_emotions' "2,27" read with another data.label_separator, or as a single label; tags "<a><b>"), or
+    the classes with them look joined (set_joining: train's classes were such combinations, arXiv's "cs.LG stat.ML",
+    and the unknown label is a new one). Multi-label, unknown labels holding another of SET_SEPARATORS than
+    data.label_separator are enough: the classes may be inferred from sets joined so."""
     if separator is not None:
         held = Counter(c for label in unknown for c in SET_SEPARATORS if c != separator and c in label)
         if held:
@@ -596,16 +657,32 @@ def _joined_hint(unknown: list[str], spellings: Spellings, scheme: LabelScheme, 
                 f"; labels joined by {character!r}, not data.label_separator {separator!r}? Set "
                 f"data.label_separator={character!r}"
             )
-    for character in JOINING_CHARACTERS:
-        parts = [label.split(character) for label in unknown]
-        if all(len(row) > 1 for row in parts) and all(
-            _read_label(part, spellings, scheme)[0] in range(len(scheme.names)) for row in parts for part in row
+    joining = _joining_classes(unknown, spellings, scheme, separator) or set_joining(
+        [*scheme.names, *unknown], separator
+    )
+    if joining is None:
+        return ""
+    return (
+        f"; several classes {_joined_by(joining)}? A multi-label task reads them with "
+        f"{' and '.join(_set_settings(joining, separator))}"
+    )
+
+
+def _joining_classes(
+    unknown: list[str], spellings: Spellings, scheme: LabelScheme, separator: str | None
+) -> str | None:
+    """How every unknown label joins known classes (TAG_SET, or a character of JOINING_CHARACTERS other than
+    `separator`); None when none does so."""
+    classes = range(len(scheme.names))
+    for joining in (TAG_SET, *JOINING_CHARACTERS):
+        rows = [_parts(label, joining) for label in unknown]
+        if (
+            joining != separator
+            and all(len(row) > 1 for row in rows)
+            and all(_read_label(part, spellings, scheme)[0] in classes for row in rows for part in row)
         ):
-            return (
-                f"; several classes joined by {character!r}? A multi-label task reads them with data.task=multi_label "
-                f"and data.label_separator={character!r}"
-            )
-    return ""
+            return joining
+    return None
 
 
 def _read_label(value: Any, spellings: Spellings, scheme: LabelScheme) -> tuple[int | None, str]:
@@ -655,7 +732,7 @@ def label_set_scheme(config: DataConfig, train: Table, hub_names: list[str] | No
     if len(found) > MAX_INFERRED_CLASSES:
         raise DataError(
             f"{train.source}, column '{config.label_column}': {len(found)} distinct labels, more than "
-            f"{MAX_INFERRED_CLASSES}: list the classes in data.label_names"
+            f"{MAX_INFERRED_CLASSES}: list the classes in data.label_names{_set_hint(sorted(found), separator)}"
         )
     if found and all(as_int(name) is not None for name in found):
         return LabelScheme(sorted(found, key=as_int), 0, accepts_ids=False, origin=_FOUND)
@@ -701,9 +778,10 @@ def _raw_sets(table: Table, column: str, separator: str) -> list[list[str]]:
 
 
 def _read_set(value: Any, separator: str, table: Table, row: int, column: str) -> list[str]:
-    """A list value (JSON, Parquet) item by item, and so a CSV cell that writes one ("['a', 'b']", '["a"]', "[]"); a
-    string split at the separator; missing or empty: no class."""
+    """A list value (JSON, Parquet) item by item, and so a CSV cell that writes one ("['a', 'b']", '["a"]', "[]") or
+    tags ("<a><b>": TAG_SET); a string split at the separator (_split_joined); missing or empty: no class."""
     written = _written_list(value)
+    written = _written_tags(value) if written is None else written
     if written is None and isinstance(value, str) and _LIST_CELL.fullmatch(value):
         raise DataError(
             f"{table.where(row)}, column '{column}': label {shorten(value, 60)!r} starts and ends like a list but is "
@@ -722,10 +800,26 @@ def _read_set(value: Any, separator: str, table: Table, row: int, column: str) -
     elif is_blank(value):
         return []
     else:
-        items = [item.strip() for item in str(value).split(separator)]
+        items = _split_joined(str(value), separator)
     if "" in items:
         raise DataError(f"{table.where(row)}, column '{column}': an empty label in {value!r}")
     return items
+
+
+def _split_joined(text: str, separator: str) -> list[str]:
+    """The labels a string joins by `separator`, stripped. A separator that both begins and ends it encloses the set
+    (newer StackExchange dumps' "|python|pandas|"): it makes no empty label."""
+    text = text.strip()
+    if len(text) > len(separator) and text.startswith(separator) and text.endswith(separator):
+        text = text[len(separator) : -len(separator)]
+    return [item.strip() for item in text.split(separator)]
+
+
+def _written_tags(value: Any) -> list[str] | None:
+    """The classes a string writes as tags ("<python><pandas>": TAG_SET); None when it writes none."""
+    if not isinstance(value, str) or not _TAGS.fullmatch(value.strip()):
+        return None
+    return [tag.strip() for tag in _TAG.findall(value)]
 
 
 # A CSV/TSV cell holding a list as pandas' to_csv writes a list column (its str(): "['a', 'b']") or as JSON does

@@ -304,6 +304,122 @@ def test_a_folder_to_label_with_class_folders_is_read_by_trainings_rules(tmp_pat
         list(open_folder_table(str(test), "utf-8", None, "--input", "--encoding").chunks)
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# A folder of class files: one text per line, a file per class (rotten_tomatoes' rt-polarity.pos and .neg)
+
+
+def sentences(label: str, count: int) -> str:
+    """A class file's lines as rt-polarity writes them: one lower-cased sentence per line, latin-1."""
+    return "".join(f"the {label} sentence number {index} , caf\xe9 .\n" for index in range(count))
+
+
+@pytest.mark.parametrize(
+    ("names", "classes"),
+    [
+        (("rt-polarity.neg", "rt-polarity.pos"), ("neg", "pos")),
+        (("negative.txt", "positive.txt"), ("negative", "positive")),
+    ],
+    ids=["told-by-suffix", "told-by-stem"],
+)
+def test_a_folder_of_class_files_is_a_row_per_line_of_the_class_its_file_names(tmp_path, caplog, names, classes):
+    """rotten_tomatoes' original layout: the folder "had no class folders", and the files put into class folders
+    trained on two rows. The class is the part of the names that differs; blank lines are no rows."""
+    lines = {name: sentences(label, 6).encode("latin-1") for name, label in zip(names, classes)}
+    lines[names[0]] = lines[names[0]].replace(b"number 2 ", b"number 2\n\n \n")  # blank lines, numbers kept
+    train = write_folder(tmp_path / "train", lines)
+    with caplog.at_level(logging.INFO, logger=DATA_LOGGER):
+        texts = all_texts(train, encoding="latin-1")
+    data = load_data(folder_config(train, encoding="latin-1", test_file=str(train), validation_file=str(train)), seed=0)
+    assert data.labels == list(classes)
+    assert len(texts) == 13 and texts[0] == f"the {classes[0]} sentence number 0 , café ."
+    rows = dict(zip(data.splits["test"]["row_id"], data.splits["test"]["text"]))
+    assert rows[f"{names[0]}:6"] == ", café ." and not {f"{names[0]}:4", f"{names[0]}:5"} & set(rows)  # blank
+    assert data.summary["class_folders"] is None  # no class folders' files to count
+    mapping = f"{names[0]} -> {classes[0]}, {names[1]} -> {classes[1]}"
+    assert f"{train}: a folder of class files, each non-blank line a text of the class its file names: {mapping}" in (
+        caplog.text
+    )
+    # data.label_names chooses among them as among class folders; a class without a file is an error naming it.
+    assert load_data(folder_config(train, encoding="latin-1", label_names=list(classes)), seed=0).labels == list(
+        classes
+    )
+    with pytest.raises(DataError, match=r"train \(data\.train_file\): no file for class 'other' .*class files: "):
+        load_data(folder_config(train, encoding="latin-1", label_names=[classes[0], "other"]), seed=0)
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {f"{index}.txt": "From: someone\nSubject: a post\n" for index in range(3)},  # a class's folder of documents
+        {"train.txt": sentences("a", 9), "test.txt": sentences("b", 9)},  # a split's files, not classes
+        {"train.csv": "text,label\n" + sentences("a,x", 9), "test.csv": "text,label\n" + sentences("b,y", 9)},
+        {"neg.txt": sentences("neg", 9)},  # one file: nothing tells a class
+    ],
+    ids=["documents", "split-files", "tables", "one-file"],
+)
+def test_files_that_are_not_class_files_are_no_class_folders(tmp_path, files):
+    """20 Newsgroups' alt.atheism/ given for its parent (480 posts of fewer lines each than files), or a folder of a
+    data set's split files given for one of them, stays the error it was rather than classes made of lines."""
+    with pytest.raises(DataError, match=r"has no class folders: .*one file per class .* directly in it are no class's"):
+        load_data(folder_config(write_folder(tmp_path / "train", files)), seed=0)
+
+
+def test_class_folders_that_each_hold_one_file_of_many_lines_are_warned_about(tmp_path, caplog):
+    """rt-polarity.pos put into pos/ and rt-polarity.neg into neg/: a run trained on two rows without a word."""
+    files = {f"{label}/rt-polarity.{label}": sentences(label, 5) for label in ("neg", "pos")}
+    train = write_folder(tmp_path / "train", files)
+    with caplog.at_level(logging.WARNING, logger=DATA_LOGGER):
+        assert len(all_texts(train)) == 2
+    assert (
+        f"{train}: each class folder holds a single file (neg/rt-polarity.neg, pos/rt-polarity.pos), of many lines, "
+        "read whole as one text: 2 rows in all. If each line is a text, put the files side by side in one folder (a "
+        "folder of class files: each named by its class, as neg.txt, pos.txt) and give that folder"
+    ) in caplog.text
+    caplog.clear()
+    one_review_each = write_folder(tmp_path / "short", {"neg/1.txt": "bad\nvery bad", "pos/1.txt": "good\nfine"})
+    several = write_folder(tmp_path / "several", {**files, "pos/other.txt": "another review"})
+    with caplog.at_level(logging.WARNING, logger=DATA_LOGGER):
+        all_texts(one_review_each)
+        all_texts(several)
+    assert "single file" not in caplog.text
+
+
+def test_a_folder_to_label_of_class_files_is_read_a_line_per_row_where_their_names_share_their_start(tmp_path, caplog):
+    """pipeline.predict's reader: rt-polarity.pos and .neg are read as training reads them, the rows counted only as
+    they are read. An inbox of files named apart (two letters, several lines each) stays a row per file, as does
+    neg.txt beside pos.txt, which an inbox's documents may be named like."""
+    test = write_folder(
+        tmp_path / "test", {"rt-polarity.neg": "bad\n\nawful\nworse\n", "rt-polarity.pos": "good\nfine\ngreat\n"}
+    )
+    with caplog.at_level(logging.INFO, logger=DATA_LOGGER):
+        table = open_folder_table(str(test), "utf-8", 2, "--input", "--encoding")
+        chunks = list(table.chunks)
+    assert table.header == ["text", "label", "id"] and table.row_count is None
+    assert [chunk.numbers for chunk in chunks] == [
+        ["rt-polarity.neg:1", "rt-polarity.neg:3"],
+        ["rt-polarity.neg:4", "rt-polarity.pos:1"],
+        ["rt-polarity.pos:2", "rt-polarity.pos:3"],
+    ]
+    assert chunks[0].records == [["bad", "neg", "rt-polarity.neg:1"], ["awful", "neg", "rt-polarity.neg:3"]]
+    assert "a folder of class files" in caplog.text
+    letters = {"a.txt": "Dear team,\nthe order is late.\nRegards\n", "b.txt": "Hello,\nplease refund me.\nThanks\n"}
+    for files in (letters, {"neg.txt": "bad\nawful\nworse\n", "pos.txt": "good\nfine\ngreat\n"}):
+        inbox = write_folder(tmp_path / next(iter(files)).split(".")[0], files)
+        table = open_folder_table(str(inbox), "utf-8", None, "--input", "--encoding")
+        assert table.header == ["text", "id"] and table.row_count == 2
+        assert [chunk.numbers for chunk in table.chunks] == [sorted(files)]
+
+
+def test_a_labelled_folder_of_class_files_is_scored_for_the_models_classes(tmp_path):
+    """pipeline.evaluate's reader: class files of the model's classes, a line per row."""
+    folder = write_folder(tmp_path / "test", {"neg.txt": "bad\nawful\nworse\n", "pos.txt": "good\nfine\ngreat\n"})
+    data = DataConfig(source="files", train_file="unused.csv")
+    reading = {"names": True, "ids": False, "index_base": 0}
+    dataset, _, read = read_labelled_file(data, str(folder), "--input", ["neg", "pos"], reading)
+    assert labels_of(dataset).tolist() == [0, 0, 0, 1, 1, 1]
+    assert dataset["row_id"][:2] == ["neg.txt:1", "neg.txt:2"] and read["class_folders"] is None
+
+
 def ag_news_folders(csv_path: Path, root: Path, rows_per_class: int) -> Path:
     """AG News rows of three classes written one file per row, as BBC News ships (Sci/Tech cannot name a folder)."""
     counts = {"1": 0, "2": 0, "3": 0}

@@ -1,0 +1,263 @@
+"""Label sets written in one cell (pipeline/labels.py): StackExchange tags ("<python><pandas>", "|python|pandas|"),
+and class names that join several classes (by a separator, by a space, as tags), told apart from names of several
+words. Files are small CSVs in tmp_path."""
+
+import csv
+import logging
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pipeline.config import DataConfig
+from pipeline.data import load_data
+from pipeline.labels import _spaces_join_classes, set_joining
+from pipeline.splits import labels_of
+from pipeline.tables import DataError
+
+LABELS_LOGGER = "pipeline.labels"
+TAGS = ["c++", "java", "pandas", "python", "spring"]
+# Words that StackOverflow's tags are made of, plain (no digit, dot or hyphen in them): sets of them are told from
+# names of several words by how they combine, not by how they look.
+WORDS_WRITTEN = (
+    "python pandas java spring android ios swift kotlin react angular django flask numpy regex sql mysql postgresql "
+    "docker linux bash git json xml html css php ruby rails scala rust go haskell excel vba matlab arrays string "
+    "csv api http windows"
+)
+WORDS = WORDS_WRITTEN.split()
+# arXiv's categories, as the data set's "categories" field joins them (by a space), in the user's sweep.
+ARXIV = {1: "cs.LG", 2: "math.ST stat.ML", 3: "cs.LG stat.ML", 4: "cs.CL cs.LG"}
+# Class names of several words that must not read as sets.
+SST5 = ["very negative", "negative", "neutral", "positive", "very positive"]
+TOPICS = ["Science and Technology", "Arts and Culture", "Business and Finance", "Sports", "World"]
+CITIES = ["New York", "Los Angeles", "New Jersey", "New Mexico", "Chicago"]
+DBPEDIA = ["Company", "EducationalInstitution", "Artist", "MeanOfTransportation", "NaturalPlace", "WrittenWork"]
+BANKING77_INTENTS = (
+    "activate_my_card age_limit apple_pay_or_google_pay atm_support automatic_top_up "
+    "balance_not_updated_after_bank_transfer balance_not_updated_after_cheque_or_cash_deposit "
+    "beneficiary_not_allowed cancel_transfer card_about_to_expire card_acceptance card_arrival "
+    "card_delivery_estimate card_linking card_not_working card_payment_fee_charged card_payment_not_recognised "
+    "card_payment_wrong_exchange_rate card_swallowed cash_withdrawal_charge cash_withdrawal_not_recognised "
+    "change_pin compromised_card contactless_not_working country_support declined_card_payment "
+    "declined_cash_withdrawal declined_transfer direct_debit_payment_not_recognised disposable_card_limits "
+    "edit_personal_details exchange_charge exchange_rate exchange_via_app extra_charge_on_statement "
+    "failed_transfer fiat_currency_support get_disposable_virtual_card get_physical_card getting_spare_card "
+    "getting_virtual_card lost_or_stolen_card lost_or_stolen_phone order_physical_card passcode_forgotten "
+    "pending_card_payment pending_cash_withdrawal pending_top_up pending_transfer pin_blocked receiving_money "
+    "Refund_not_showing_up request_refund reverted_card_payment? supported_cards_and_currencies "
+    "terminate_account top_up_by_bank_transfer_charge top_up_by_card_charge top_up_by_cash_or_cheque "
+    "top_up_failed top_up_limits top_up_reverted topping_up_by_card transaction_charged_twice "
+    "transfer_fee_charged transfer_into_account transfer_not_received_by_recipient transfer_timing "
+    "unable_to_verify_identity verify_my_identity verify_source_of_funds verify_top_up "
+    "virtual_card_not_working visa_or_mastercard why_verify_identity wrong_amount_of_cash_received "
+    "wrong_exchange_rate_for_cash_withdrawal"
+)
+BANKING77 = [name.replace("_", " ") for name in BANKING77_INTENTS.split()]
+HUFFPOST = [
+    "POLITICS", "WELLNESS", "ENTERTAINMENT", "TRAVEL", "STYLE & BEAUTY", "PARENTING", "HEALTHY LIVING",
+    "QUEER VOICES", "FOOD & DRINK", "BUSINESS", "COMEDY", "SPORTS", "BLACK VOICES", "HOME & LIVING", "PARENTS",
+    "THE WORLDPOST", "WEDDINGS", "WOMEN", "IMPACT", "DIVORCE", "CRIME", "MEDIA", "WEIRD NEWS", "GREEN", "WORLDPOST",
+    "RELIGION", "STYLE", "SCIENCE", "WORLD NEWS", "TASTE", "TECH", "MONEY", "ARTS", "FIFTY", "GOOD NEWS",
+    "ARTS & CULTURE", "ENVIRONMENT", "COLLEGE", "LATINO VOICES", "CULTURE & ARTS", "EDUCATION", "U.S. NEWS",
+]  # fmt: skip
+# A grid of two places (device, action): more combinations than words, every word reused, but each in its place.
+SMART_HOME = [
+    f"{device} {action}" for device in ("light", "fan", "tv", "heater", "door") for action in ("on", "off", "up")
+]
+
+
+def tag_sets(count: int, seed: int = 0) -> list[list[str]]:
+    rng = np.random.default_rng(seed)
+    return [sorted(rng.choice(TAGS, size=rng.choice([1, 1, 2, 3]), replace=False).tolist()) for _ in range(count)]
+
+
+def word_sets(count: int, seed: int = 0) -> list[str]:
+    """`count` distinct sets of WORDS joined by spaces, drawn by Zipf's law (a few tags common, most rare), in the
+    order drawn: StackOverflow's tags at the scale of a dump, not of a test file."""
+    rng = random.Random(seed)
+    weights = [1 / (rank + 1) for rank in range(len(WORDS))]
+    found: dict[str, None] = {}
+    while len(found) < count:
+        drawn: list[str] = []
+        for _ in range(rng.choice([2, 2, 3, 4])):
+            word = rng.choices(WORDS, weights)[0]
+            drawn += [] if word in drawn else [word]
+        found[" ".join(drawn)] = None
+    return list(found)
+
+
+def write_csv(path: Path, header: list[str], rows: list[list[str]]) -> Path:
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+def labelled(path: Path, labels: list[str]) -> Path:
+    """A CSV of `labels`, each beside a distinct text, as StackExchange's dump and arXiv's metadata give them."""
+    return write_csv(
+        path, ["text", "label"], [[f"question {index} about code", label] for index, label in enumerate(labels)]
+    )
+
+
+def config(train: Path, **settings) -> DataConfig:
+    return DataConfig(**{"source": "files", "train_file": str(train), "deduplicate": "none", **settings})
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tags in a multi-label task
+
+
+@pytest.mark.parametrize(
+    ("cell", "settings"),
+    [
+        (lambda tags: "".join(f"<{tag}>" for tag in tags), {}),  # the data dump's Tags column
+        (lambda tags: "".join(f"<{tag}>" for tag in tags), {"label_separator": "><"}),  # the sweep's attempt
+        (lambda tags: f"|{'|'.join(tags)}|", {}),  # newer dumps: the separator encloses the set
+    ],
+    ids=["tags", "tags-with-separator-between-tags", "enclosing-separator"],
+)
+def test_stackexchange_tag_cells_read_as_the_sets_they_write(tmp_path, cell, settings):
+    """Each combination of tags was one class ('<python><pandas>'), or split at '><' into '<python', 'pandas>'."""
+    sets = tag_sets(90)
+    written = load_data(
+        config(labelled(tmp_path / "tags.csv", [cell(tags) for tags in sets]), task="multi_label", **settings), seed=3
+    )
+    joined = load_data(
+        config(labelled(tmp_path / "joined.csv", ["|".join(tags) for tags in sets]), task="multi_label"), seed=3
+    )
+    assert written.labels == joined.labels == sorted({tag for tags in sets for tag in tags})
+    for split in ("train", "validation", "test"):
+        np.testing.assert_array_equal(labels_of(written.splits[split]), labels_of(joined.splits[split]))
+
+
+@pytest.mark.parametrize(
+    ("cell", "message"),
+    [
+        ("|python|pandas", r"line 3, column 'label': an empty label in '\|python\|pandas'"),  # begins, does not end
+        ("<python><c|sharp>", r"line 3, column 'label': label 'c\|sharp' contains data.label_separator '\|'"),
+    ],
+    ids=["separator-at-one-end", "tag-holding-the-separator"],
+)
+def test_tag_cells_that_cannot_be_read_as_sets_are_errors_naming_the_row(tmp_path, cell, message):
+    train = labelled(tmp_path / "train.csv", ["python", cell, *["java", "python"] * 5])
+    with pytest.raises(DataError, match=message):
+        load_data(config(train, task="multi_label"), seed=0)
+
+
+def test_single_label_tag_sets_are_warned_about_naming_the_setting(tmp_path, caplog):
+    cells = ["<python>", "<python><pandas>", "<java><spring>", "<c++><java>"] * 10
+    train = labelled(tmp_path / "train.csv", cells)
+    with caplog.at_level(logging.WARNING, logger=LABELS_LOGGER):
+        assert "<python><pandas>" in load_data(config(train), seed=0).labels
+    assert (
+        "3 classes look like several classes written as tags ('<python><pandas>', '<java><spring>', '<c++><java>'): "
+        "a set of labels per row? Set data.task=multi_label" in caplog.text
+    )
+    assert load_data(config(train, task="multi_label"), seed=0).labels == TAGS  # the setting said
+    caplog.clear()
+    single = labelled(tmp_path / "single.csv", ["<python>", "<java>", "<c++>"] * 10)  # one tag each: classes
+    with caplog.at_level(logging.WARNING, logger=LABELS_LOGGER):
+        load_data(config(single), seed=0)
+    assert "look like several classes" not in caplog.text
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Classes joined by a space, told from names of several words
+
+
+def spaced(names: list[str]) -> tuple[list[list[str]], set[str]]:
+    """Names as set_joining hands them to _spaces_join_classes: the parts of those holding a space, and the others."""
+    return [name.split() for name in names if " " in name], {name for name in names if " " not in name}
+
+
+@pytest.mark.parametrize(
+    "names",
+    [list(ARXIV.values()), ["401.9", "250.00 401.9", "272.4 401.9", "250.00 272.4"], word_sets(300)],
+    ids=["arxiv-codes", "icd9-codes", "plain-word-tags-at-scale"],
+)
+def test_space_joined_sets_are_found_whether_coded_or_combined_at_scale(names):
+    assert set_joining(names, None) == " "
+    assert set_joining(names, " ") is None  # already the separator: read as sets
+
+
+@pytest.mark.parametrize(
+    "names",
+    [SST5, TOPICS, CITIES, DBPEDIA, BANKING77, HUFFPOST, SMART_HOME, word_sets(12)],
+    ids=["sst5", "topics-with-and", "cities", "dbpedia", "banking77", "huffpost", "grid-of-two-places", "few-sets"],
+)
+def test_names_of_several_words_are_not_read_as_space_joined_sets(names):
+    """Whatever set_joining's first test (each joined name has a part that is a class or recurs) lets through, the
+    space's own rule refuses: words of names are few combinations, in fixed places, or mostly one-offs. A dozen
+    plain-word sets are too few to tell from names: the warning waits for the scale of real data (or codes)."""
+    assert set_joining(names, None) is None
+    assert not _spaces_join_classes(*spaced(names))
+
+
+def test_titles_are_not_read_as_space_joined_sets(ag_news_train_csv):
+    """A text column chosen as the label column: its words combine into more texts than there are words at scale,
+    in every order, but most words are one-offs."""
+    with open(ag_news_train_csv, newline="", encoding="utf-8") as handle:
+        titles = sorted({row["title"].strip() for row in csv.DictReader(handle)})
+    assert not _spaces_join_classes(*spaced(titles))
+
+
+def test_space_joined_categories_warn_in_a_single_label_task_with_the_setting_that_reads_them(tmp_path, caplog):
+    """arXiv's categories ("cs.LG stat.ML") became classes without a word, while "cs.LG|stat.ML" warned."""
+    train = labelled(tmp_path / "arxiv.csv", [ARXIV[index % 4 + 1] for index in range(40)])
+    with caplog.at_level(logging.WARNING, logger=LABELS_LOGGER):
+        assert load_data(config(train), seed=0).labels == sorted(ARXIV.values())
+    assert (
+        "3 classes look like several classes joined by ' ' ('math.ST stat.ML', 'cs.LG stat.ML', 'cs.CL cs.LG'): a set "
+        "of labels per row? Set data.task=multi_label data.label_separator=' '" in caplog.text
+    )
+    assert load_data(config(train, task="multi_label", label_separator=" "), seed=0).labels == [
+        "cs.CL", "cs.LG", "math.ST", "stat.ML",
+    ]  # fmt: skip
+    caplog.clear()
+    sst = labelled(tmp_path / "sst.csv", SST5 * 8)
+    with caplog.at_level(logging.WARNING, logger=LABELS_LOGGER):
+        assert load_data(config(sst), seed=0).labels == sorted(SST5)
+    assert "look like several classes" not in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("train_labels", "test_label", "settings", "hint"),
+    [
+        # Train's classes are combinations; the test file has a new one, whose parts are not all classes alone.
+        (list(ARXIV.values()), "cs.CL stat.ML", {}, "joined by ' '? A multi-label task reads them with "
+         "data.task=multi_label and data.label_separator=' '"),
+        (TAGS, "<python><pandas>", {"label_names": TAGS}, "written as tags? A multi-label task reads them with "
+         "data.task=multi_label"),
+    ],
+    ids=["space-joined", "tags"],
+)  # fmt: skip
+def test_an_unknown_label_joining_classes_names_the_setting_in_its_error(
+    tmp_path, train_labels, test_label, settings, hint
+):
+    train = labelled(tmp_path / "train.csv", train_labels * 10)
+    test = labelled(tmp_path / "test.csv", [train_labels[0], test_label])
+    with pytest.raises(DataError, match=r"test\.csv, line 3, column 'label': label .* is not a known class") as error:
+        load_data(config(train, test_file=str(test), **settings), seed=0)
+    assert str(error.value).endswith(f"; several classes {hint}")
+
+
+def test_too_many_combinations_to_be_classes_are_named_as_sets_in_the_error(tmp_path):
+    """At the scale of a dump (thousands of combinations) the classes are refused before any warning: the error
+    that refuses them says what they look like, with the setting, in either task."""
+    combinations = word_sets(1001)
+    train = labelled(tmp_path / "train.csv", combinations * 2)  # each twice: no one-off labels
+    with pytest.raises(DataError, match="more than 1000: is data.label_column a text or id column") as error:
+        load_data(config(train), seed=0)
+    first = ", ".join([repr(name) for name in sorted(combinations) if " " in name][:3])  # a draw may repeat a tag
+    assert str(error.value).endswith(
+        f"; or are they sets of labels, several classes joined by ' ' ({first})? Set data.task=multi_label "
+        "data.label_separator=' '"
+    )
+    with pytest.raises(DataError, match=r"more than 1000: list the classes in data.label_names; or are they sets"):
+        load_data(config(train, task="multi_label"), seed=0)  # read with '|': each combination one class
+    assert load_data(config(train, task="multi_label", label_separator=" "), seed=0).labels == sorted(
+        {word for combination in combinations for word in combination.split()}
+    )
