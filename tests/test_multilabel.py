@@ -409,6 +409,9 @@ def test_a_multi_label_run_saves_a_model_every_loader_reads_as_multi_label(
     for name, score in zip(labels, label_scores):  # the pipeline's and predict's probabilities agree
         assert score == pytest.approx(by_name[name], abs=1e-4)
         assert score >= metrics["thresholds"]["thresholds"][name]
+    # A gap predicts no class, as a text under every threshold may: the flags tell a gap (None) from such a text.
+    gap, text = predict_texts(run_dir, [None, "story doctor goal"], flags=True)
+    assert gap == ([], [], None) and text[:2] == (labels, label_scores) and text[2] is False
 
     source = tmp_path / "in.csv"
     source.write_text("text\nstory doctor goal\nstory chip\n", encoding="utf-8")

@@ -32,7 +32,8 @@ def predict_texts(
     and any other value is read as predict_dataframe reads a cell (tables.TextSpec.cell_text). A single string is one text.
     A sentence-pair model (data.text_pair_columns) takes pairs: (text, text_pair) tuples, or {"text": ...,
     "text_pair": ...} dicts as transformers.pipeline takes them; a pair with an empty side gives ("", nan).
-    A multi-label model gives (labels, scores): the predicted classes and their probabilities ([] for none).
+    A multi-label model gives (labels, scores): the predicted classes and their probabilities ([] for none, and for
+    an empty text: flags tell the two apart).
     Probabilities are calibrated and labels follow the model's thresholds (model/decision.json) when it has them.
     `flags`: each tuple gains a third item, True where a multi-class model with thresholds flags the row
     low-confidence (its label is kept); False for other models; None for an empty text.
