@@ -22,7 +22,7 @@ from typing import Any, Literal, Union
 
 import yaml
 
-from pipeline.tables import FASTTEXT_LABEL_PREFIX, LABEL_COLUMN, STANDARD_INPUT, TEXT_COLUMN
+from pipeline.tables import DEFAULT_ENCODING, FASTTEXT_LABEL_PREFIX, LABEL_COLUMN, STANDARD_INPUT, TEXT_COLUMN
 
 
 class ConfigError(ValueError):
@@ -74,8 +74,9 @@ class DataConfig:
     sheet: str | None = None
     # What marks a label in a fastText file (`__label__sports Some text`), as fastText's -label option sets it.
     label_prefix: str = FASTTEXT_LABEL_PREFIX
-    # Of CSV/TSV/JSON Lines files (utf-8 also accepts a byte-order mark); e.g. latin-1, cp1252, utf-16.
-    encoding: str = "utf-8"
+    # Of CSV/TSV/JSON Lines files (utf-8 also accepts a byte-order mark, and reads a file whose byte-order mark says
+    # UTF-16 or UTF-32 as such); e.g. latin-1, cp1252, utf-16.
+    encoding: str = DEFAULT_ENCODING
     # Double quotes in CSV/TSV files: "csv" encloses a field in them (which may then hold delimiters, line breaks and
     # doubled quotes); "none" reads them as text, for files that quote nothing (GLUE's train.tsv, the SMS Spam
     # Collection), where a text may start with one; "auto": csv, except for a TSV file whose start shows that it

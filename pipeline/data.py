@@ -27,7 +27,7 @@ import math
 import os
 import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -67,20 +67,22 @@ from pipeline.splits import (
 )
 from pipeline.tables import (
     ESCAPED_NEWLINE,
-    HEADED_FORMATS,
     INCOMPLETE_ROWS_HINT,
     LABEL_COLUMN,
     LAYOUT_SETTINGS,
+    REPEATED_HEADER,
     STANDARD_INPUT,
     TEXT_COLUMN,
     DataError,
     TextSpec,
     UnknownFormatError,
+    and_more,
     in_sheet,
     is_blank,
     is_missing,
-    is_number_text,
+    looks_like_data,
     open_table,
+    repeated_header_warning,
     resolve_columns,
     segments_of,
     settings_not_read,
@@ -120,6 +122,9 @@ class Table:
     delimiter: str | None = None  # a CSV/TSV file's field delimiter as read (tables.Table.delimiter)
     sheet: str | None = None  # an Excel workbook's sheet read (tables.Table.sheet)
     class_names: dict[str, list[str]] | None = None  # a Parquet file's ClassLabel columns (tables.Table.class_names)
+    # The file's rows that repeated its header row (tables.Table.repeats_header), left out of `frame` as read: a Table
+    # of their own, for removed_rows.csv (repeated_header_rows); None when there were none.
+    repeated_headers: Table | None = None
 
     def number(self, row: int) -> int | str:
         """The row's 1-based line in its file, its record number, or its file's path in a folder."""
@@ -127,11 +132,7 @@ class Table:
 
     def and_more(self, rows: list[int]) -> str:
         """ " (and 3 more: lines 7, 9, 12)" after the first of `rows` is named; "" for one row."""
-        if len(rows) < 2:
-            return ""
-        shown = ", ".join(str(self.number(row)) for row in rows[1:6])
-        units = self.unit if len(rows) == 2 else f"{self.unit}s"
-        return f" (and {len(rows) - 1:,} more: {units} {shown}{', ...' if len(rows) > 6 else ''})"
+        return and_more(self.unit, [self.number(row) for row in rows])
 
     def subset(self, rows: list[int]) -> Table:
         """These rows only, each keeping the line or record number it has in the file."""
@@ -194,6 +195,7 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
     else:
         tables = read_file_tables(config)
         hub_names = file_class_names(tables, config)
+    as_read = dict(tables)  # the files' repeated header rows are theirs, not those of the splits a column divides
     tables, split_record = split_by_column(tables, config.split_column)
     tables, config = read_indicator_columns(tables, config)
     missing = MissingLabel.of(config, given_scheme(config, hub_names))
@@ -216,6 +218,8 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
             f"({', '.join(scheme.names) or 'none'}); a classifier needs at least two"
         )
     splits = {split: to_dataset(table, config, scheme) for split, table in tables.items()}
+    # After to_dataset: the columns they are read by (text, id) are known to be there.
+    headers = [row for split, table in as_read.items() for row in repeated_header_rows(table, split, config)]
     if config.id_column:
         _warn_shared_ids(splits, config.id_column)
     to_carve = [(split, key) for split, key in CARVED_KEYS.items() if split not in splits]
@@ -248,9 +252,15 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
             "setting": config.incomplete_rows,
             "removed": {split: sum(row.split == split for row in incomplete) for split in tables},
         },
+        "repeated_headers": repeated_header_record(headers, tables),
         **source_records(tables, config),
     }
-    return LoadedData(result, incomplete + removed, summary, scheme.names, multi_label)
+    return LoadedData(result, headers + incomplete + removed, summary, scheme.names, multi_label)
+
+
+def repeated_header_record(headers: list[RemovedRow], splits: Iterable[str]) -> dict[str, Any]:
+    """metrics.json `data.repeated_headers`: the rows of each split's file left out as its header row again."""
+    return {"removed": {split: sum(row.split == split for row in headers) for split in splits}}
 
 
 def source_records(tables: dict[str, Table], config: DataConfig) -> dict[str, Any]:
@@ -341,9 +351,10 @@ def read_labelled_file(
 ) -> tuple[datasets.Dataset, list[RemovedRow], dict[str, Any]]:
     """One labelled file, read as training read its files (text columns, label layout, encoding, incomplete rows),
     its labels against a trained model's classes `names`, as training read labels (`reading`: the run's
-    data.label_reading; labels.trained_scheme): what pipeline.evaluate scores, the rows left out, and how it was
-    read (source_records, as `test`). A folder of class folders is read for the model's classes, and need not hold
-    all of them. Nothing is carved, deduplicated or capped: every usable row of the file is scored."""
+    data.label_reading; labels.trained_scheme): what pipeline.evaluate scores, the rows left out (repeated header
+    rows, incomplete rows), and how it was read (source_records, and its repeated header rows: as `test`). A folder
+    of class folders is read for the model's classes, and need not hold all of them. Nothing is carved, deduplicated
+    or capped: every usable row of the file is scored."""
     if is_folder(path):
         table = read_folder(path, origin, config, names, "the model's classes", every_class=False)
     else:
@@ -359,7 +370,10 @@ def read_labelled_file(
     if not config.label_columns:
         warn_other_class_names(table, config.label_column, names, "the model's classes")
     table, removed = drop_incomplete(tables["test"], "test", config, MissingLabel.of(config, scheme))
-    return to_dataset(table, config, scheme), removed, source_records(tables, config)
+    dataset = to_dataset(table, config, scheme)
+    headers = repeated_header_rows(tables["test"], "test", config)
+    read = {**source_records(tables, config), "repeated_headers": repeated_header_record(headers, ["test"])}
+    return dataset, headers + removed, read
 
 
 def _warn_shared_ids(splits: dict[str, datasets.Dataset], id_column: str) -> None:
@@ -591,8 +605,6 @@ def _warn_class_folders_only_in_train(tables: dict[str, Table], config: DataConf
 # Many corpora come without a header row (ag_news_csv, DBpedia, Yelp, the SMS Spam Collection, go_emotions' TSV):
 # read by its first row, such a file lacks every configured column, and its "columns" are that row's cells.
 HEADERLESS_HINT = "; the file has no header row? Name its columns in data.column_names"
-# Longer than a column name is written: a text.
-MAX_HEADER_NAME = 30
 # How labels that are not in the file of texts are brought into it: a text file of one text per line with its labels
 # in another file (tweet_eval's train_text.txt and train_labels.txt), or a label leading each line (TREC's
 # train_5500.label): neither is a layout of its own, and both are one command away from a TSV file.
@@ -608,14 +620,6 @@ UNLABELLED_HINT = (
     "; if the file has no labels (a test set's held back, as GLUE's test.tsv): it is not scored but labelled by a "
     "trained model, with python -m pipeline.predict --model <run> --input <file>"
 )
-
-
-def _looks_like_data(header: list[str], file_format: str) -> bool:
-    """Whether a CSV/TSV file's (or a sheet's) header row looks like a row of data: a number (a class index) or a text
-    among its names."""
-    return file_format in HEADED_FORMATS and any(
-        is_number_text(name) or len(name.strip()) > MAX_HEADER_NAME for name in header
-    )
 
 
 def read_table(path: str, origin: str, config: DataConfig, column_names: list[str] | None) -> Table:
@@ -644,14 +648,24 @@ def read_table(path: str, origin: str, config: DataConfig, column_names: list[st
     except UnknownFormatError as error:  # most often a text file of one text per line, whose labels are elsewhere
         raise UnknownFormatError(f"{error}; if it holds one text per line: {SEPARATE_LABELS_HINT}") from None
     _warn_settings_not_read(path, origin, config, *settings_not_read(table.format))
-    records = [record for chunk in chunks for record in chunk.records]
-    numbers = [number for chunk in chunks for number in chunk.numbers]
+    records, numbers, repeats = [], [], []
+    for chunk in chunks:
+        for number, record in zip(chunk.numbers, chunk.records):
+            if table.repeats_header(record):
+                repeats.append((number, record))
+            else:
+                records.append(record)
+                numbers.append(number)
     frame = pd.DataFrame(records, columns=table.header, dtype=object)
+    repeated = None
+    if repeats:  # numbered by their own lines, as the data rows are
+        repeated_frame = pd.DataFrame([record for _, record in repeats], columns=table.header, dtype=object)
+        repeated = Table(repeated_frame, path, origin, table.unit, [number for number, _ in repeats], sheet=table.sheet)
     if table.format == "fasttext" and config.task == "multi_label":
         # A fastText line's labels are words, already apart: one is a set of one, as a JSON list holds it, never a
         # string to split at data.label_separator (__label__c|sharp is one class, or an error naming the line).
         frame[LABEL_COLUMN] = [[value] if isinstance(value, str) else value for value in frame[LABEL_COLUMN]]
-    hint = HEADERLESS_HINT if column_names is None and _looks_like_data(table.header, table.format) else ""
+    hint = HEADERLESS_HINT if column_names is None and looks_like_data(table.header, table.format) else ""
     hint += _missing_labels_hint(table.header, config, origin) + table.missing_column_hint
     return Table(
         frame,
@@ -664,7 +678,40 @@ def read_table(path: str, origin: str, config: DataConfig, column_names: list[st
         delimiter=table.delimiter,
         sheet=table.sheet,
         class_names=table.class_names,
+        repeated_headers=repeated,
     )
+
+
+def warn_repeated_headers(table: Table, outcome: str) -> None:
+    """One warning for the rows of a file that repeated its header row, if any: where, and `outcome`."""
+    headers = table.repeated_headers
+    if headers is not None:
+        rows = list(range(len(headers.frame)))
+        where, header_row = headers.where(0), headers.frame.iloc[0].tolist()
+        logger.warning("%s", repeated_header_warning(where, header_row, headers.and_more(rows), outcome))
+
+
+def repeated_header_rows(table: Table, split: str, config: DataConfig) -> list[RemovedRow]:
+    """The rows of `split`'s file that repeated its header row, left out as it was read (read_table): one warning
+    naming the file and where they are, and each as removed_rows.csv lists it, its line in the reason (with
+    data.id_column its id is that column's name, which says nothing of where it is)."""
+    headers = table.repeated_headers
+    if headers is None:
+        return []
+    warn_repeated_headers(table, "left out of the data, listed in removed_rows.csv")
+    rows = list(range(len(headers.frame)))
+    spec = TextSpec.from_data_config(config)
+    ids = headers.column(config.id_column, "data.id_column") if config.id_column else list(map(headers.number, rows))
+    values = input_values(headers, spec)
+    return [
+        RemovedRow(
+            split,
+            str(ids[row]),
+            f"{REPEATED_HEADER}, {headers.unit} {headers.number(row)}",
+            spec.partial_text(values[row]),
+        )
+        for row in rows
+    ]
 
 
 def _missing_labels_hint(header: list[str], config: DataConfig, origin: str) -> str:

@@ -282,7 +282,7 @@ def read_unlabeled(config: DataConfig) -> list[str]:
     The file is read in the train file's layout (data.column_names) when it has that many columns, else its first
     row is the header: a file of just the text columns needs no label column.
     """
-    from pipeline.data import build_texts, read_table, texts_of
+    from pipeline.data import build_texts, read_table, texts_of, warn_repeated_headers
 
     path, key = config.unlabeled_file, "data.unlabeled_file"
     if is_folder(path):  # its texts have no classes: a folder of class folders would have them read as unlabelled
@@ -302,6 +302,7 @@ def read_unlabeled(config: DataConfig) -> list[str]:
             continue
         if len(table.frame) == 0:
             raise DataError(f"{key}: {path} has no data rows")
+        warn_repeated_headers(table, "left out")
         if config.incomplete_rows != "drop":
             return build_texts(table, spec)
         texts = texts_of(table, spec)

@@ -265,6 +265,7 @@ def build_metrics(
     metrics as `test` (`read`: how it was read, data.source_records)."""
     data = run_metrics.get("data") or {}
     result = scored.result
+    repeated_headers = sum(read["repeated_headers"]["removed"].values())  # the rest of `removed` were incomplete
     return {
         "run": {**(run_metrics.get("run") or {}), "name": name},
         "labels": run_metrics["labels"],
@@ -280,7 +281,7 @@ def build_metrics(
             "task": data.get("task"),
             "class_counts": data.get("class_counts"),
             "sizes": {"test": len(result.labels)},
-            "incomplete_rows": {"removed": {"test": len(removed)}},
+            "incomplete_rows": {"removed": {"test": len(removed) - repeated_headers}},
             **read,
         },
         "evaluation": evaluation,

@@ -171,7 +171,8 @@ def input_settings(config: PipelineConfig, max_length: int) -> dict[str, Any]:
     one (metrics.json's tokenization.max_length, which the model card's transformers example also passes), never
     the setting "auto"."""
     return {
-        "data": TextSpec.from_data_config(config.data).to_settings(),
+        # The names of header-less files too, which prediction names for (or reads) an input laid out as they were.
+        "data": {**TextSpec.from_data_config(config.data).to_settings(), "column_names": config.data.column_names},
         "tokenizer": {"max_length": max_length, **LongTextRule.from_settings(config.tokenizer).to_settings()},
         "eval": {"chunk_pooling": config.eval.chunk_pooling},
     }

@@ -130,7 +130,9 @@ def delimited_table(
     # A CSV file read as one column whose later rows split into several: its fields are separated by another
     # character than those csv_delimiter tells by the first line (TSV is told by its name or first line).
     unsplit = _unsplit_hint(delimiter_option) if kind == "csv" else ""
-    header, rows = read_header(records, column_names, lines.name, "line", hint, f"{lines.name} is empty", unsplit)
+    header, rows, header_row = read_header(
+        records, column_names, lines.name, "line", hint, f"{lines.name} is empty", unsplit
+    )
     return Table(
         lines.name,
         kind,
@@ -140,6 +142,7 @@ def delimited_table(
         lines,
         quoting="csv" if quoted else "none",
         delimiter=delimiter,
+        header_row=header_row,
     )
 
 
@@ -151,9 +154,10 @@ def read_header(
     width_hint: str,
     empty: str,
     one_column_hint: str = "",
-) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
+) -> tuple[list[str], Iterator[tuple[int, list[str]]], list[str]]:
     """The header rule over (number, fields) records, a CSV/TSV file's or an Excel sheet's: the column names (the
-    first non-blank record, or `column_names`: header_of) and the data records, each checked to be as wide.
+    first non-blank record, or `column_names`: header_of), the data records, each checked to be as wide, and the
+    row that a repeat of the header equals (Table.header_row: the header's record as written, or the given names).
     `unit` names a record's number in errors ("line", a sheet's "row"), `width_hint` says what a record of another
     width most likely holds, and `one_column_hint` what else it may mean when the names are one column; `empty` is
     the error for records that are all blank."""
@@ -165,7 +169,8 @@ def read_header(
     names_from = f"the header on {unit} {number}" if is_header else "the given column names"
     pending = [] if is_header else [first]
     hint = f"{one_column_hint}; or {width_hint}" if one_column_hint and len(header) == 1 else width_hint
-    return header, _checked_width(_chain(pending, records), header, names_from, name, unit, hint)
+    header_row = list(first_record if is_header else header)
+    return header, _checked_width(_chain(pending, records), header, names_from, name, unit, hint), header_row
 
 
 # The delimiters a file named (or given as) CSV may be written with besides the comma, each told by a first line that

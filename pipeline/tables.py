@@ -1,5 +1,6 @@
 """Tables in, text out: the one reader of CSV, TSV, JSON Lines, Parquet and fastText files (optionally
-gzip-compressed) and Excel workbooks, and the one rule that turns a row's columns into the text a model reads.
+gzip-compressed; a text file alone in a zip archive too) and Excel workbooks, and the one rule that turns a row's
+columns into the text a model reads.
 
     with open_table("emails.csv.gz", column_names=None, chunk_size=10_000) as table:
         columns = resolve_columns(table.header, ["subject", "body"], table.name, "data.text_columns")
@@ -26,6 +27,7 @@ import logging
 import math
 import re
 import sys
+import zipfile
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -42,6 +44,9 @@ FASTTEXT_LABEL_PREFIX = "__label__"
 # How a CSV/TSV file's double quotes are read (data.quoting, pipeline.predict's --quoting): table_formats.reads_quotes.
 QUOTINGS = ("auto", "csv", "none")
 STANDARD_INPUT = "-"  # a file name that reads standard input
+# The encoding of text files unless said otherwise (data.encoding, pipeline.predict's --encoding): a byte-order mark
+# of UTF-16 or UTF-32 overrides it (_check_wide_encoding).
+DEFAULT_ENCODING = "utf-8"
 # The columns of data that names none of its own (fastText lines, a folder of class folders' files): its texts and its
 # labels, the defaults of data.text_columns and data.label_column, so that such data is read by the defaults alone.
 TEXT_COLUMN, LABEL_COLUMN = "text", "label"
@@ -69,7 +74,8 @@ JSON_SETTINGS = ("json_field",)
 LAYOUT_SETTINGS = ("column_names", "delimiter", "quoting", "label_prefix", *WORKBOOK_SETTINGS, *JSON_SETTINGS)
 GZIP_MAGIC = b"\x1f\x8b"
 PARQUET_MAGIC = b"PAR1"
-ZIP_MAGIC = b"PK\x03\x04"  # .xlsx, .ods, .docx, .zip
+# .xlsx, .ods, .docx, .zip: a zip archive starts with its first file's header, or an empty one with its directory's end.
+ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 OLE_MAGIC = b"\xd0\xcf\x11\xe0"  # .xls (Excel 97-2003)
 # Compressions other than gzip, by their magic numbers (bzip2's with its first block's, as "BZh" may start a text):
 # Kaggle's Amazon reviews ship as train.ft.txt.bz2, and their bytes read as text failed as a wrong encoding.
@@ -118,6 +124,18 @@ _NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)
 def is_number_text(text: object) -> bool:
     """Whether a cell or label is a number written out (surrounding spaces aside)."""
     return _NUMBER_TEXT.fullmatch(str(text).strip()) is not None
+
+
+# Longer than a column name is written: a text.
+MAX_HEADER_NAME = 30
+
+
+def looks_like_data(header: Sequence[str], file_format: str) -> bool:
+    """Whether a CSV/TSV file's (or a sheet's) header row looks like a row of data: a number (a class index) or a text
+    among its names."""
+    return file_format in HEADED_FORMATS and any(
+        is_number_text(name) or len(str(name).strip()) > MAX_HEADER_NAME for name in header
+    )
 
 
 def shorten(text: object, limit: int) -> str:
@@ -383,7 +401,7 @@ def _is_workbook(head: bytes, lines: LineSource, path: str) -> bool:
     """Whether the file is an Excel workbook, told by its content before its name is read as a format (a zip
     archive holding a workbook's part), so that one under any name is read as such. Other workbooks are refused,
     named by their content: an .xls or .ods would otherwise be told to set a file format, which could not read it
-    either."""
+    either (an .xls here; an .ods, a zip archive of other parts, by _zipped_file)."""
     if head.startswith(OLE_MAGIC):
         raise DataError(
             f"{lines.name} is an Excel 97-2003 workbook (.xls), which is not read: save the sheet as CSV UTF-8 "
@@ -395,13 +413,67 @@ def _is_workbook(head: bytes, lines: LineSource, path: str) -> bool:
 
     if path == STANDARD_INPUT or lines.compressed:  # a zip archive's index is at its end: read from a file only
         raise DataError(f"{lines.name}: a zip archive (an Excel workbook?) is read from a file, not a stream or .gz")
-    if is_workbook(lines.raw, lines.name):
-        return True
-    raise DataError(
-        f"{lines.name} is a zip archive (an OpenDocument workbook?), which is not read: save the sheet as CSV UTF-8 "
-        "(Excel: File > Save As > CSV UTF-8) and give that file, or unzip it if it holds a CSV file (gzip is read as "
-        "it is)"
-    )
+    return is_workbook(lines.raw, lines.name)
+
+
+# What an OpenDocument file's first part, `mimetype`, starts with: an .ods (or another OpenDocument file), by content.
+OPENDOCUMENT_MIMETYPE = b"application/vnd.oasis.opendocument"
+# Entries of a zip archive that hold no data of their own: what macOS's "Compress" adds beside the files (each one's
+# resource fork under __MACOSX/, a folder's .DS_Store); folders are none either.
+ZIP_METADATA_FOLDER, ZIP_METADATA_FILE = "__MACOSX/", ".DS_Store"
+# Magic numbers of a zip archive's one file that is not read from inside it: Parquet's (read from a file of its own,
+# whose footer is sought), another zip's (a workbook, a nested archive) and an .xls's.
+NOT_READ_ZIPPED = (PARQUET_MAGIC, *ZIP_MAGIC, OLE_MAGIC)
+
+
+@contextlib.contextmanager
+def _zipped_file(lines: LineSource) -> Iterator[LineSource]:
+    """The one file of a zip archive that is not a workbook (a CSV, TSV, JSON Lines or JSON file zipped, as pandas
+    reads one) as the lines of a file of its own, named "train.zip/train.csv" (so that its name tells its format and
+    errors say where the line is), in the encoding given; an archive of no file or of several, or an OpenDocument
+    workbook, is an error naming what it holds."""
+    try:
+        archive = zipfile.ZipFile(lines.raw)
+    except (zipfile.BadZipFile, OSError) as error:
+        raise DataError(f"{lines.name}: a damaged zip archive: {one_line(error)}") from None
+    with archive:
+        names = archive.namelist()
+        if names and names[0] == "mimetype" and archive.read("mimetype").startswith(OPENDOCUMENT_MIMETYPE):
+            raise DataError(
+                f"{lines.name} is an OpenDocument file (.ods: a zip archive of its parts), which is not read: save "
+                "the sheet as CSV UTF-8 and give that file"
+            )
+        files = [
+            info
+            for info in archive.infolist()
+            if not info.is_dir()
+            and not info.filename.startswith(ZIP_METADATA_FOLDER)
+            and Path(info.filename).name != ZIP_METADATA_FILE
+        ]
+        if len(files) != 1:
+            held = ", ".join(info.filename for info in files[:5]) + (", ..." if len(files) > 5 else "")
+            raise DataError(
+                f"{lines.name} is a zip archive of {len(files)} files{f' ({held})' if files else ''}; one is read "
+                f"from a zip archive that holds it alone (CSV, TSV, JSON Lines): unzip it (unzip {lines.name}) and "
+                "give the file to read"
+            )
+        (info,) = files
+        try:
+            stream = archive.open(info)
+        except (zipfile.BadZipFile, RuntimeError, NotImplementedError) as error:  # encrypted, or compressed unknowingly
+            raise DataError(f"{lines.name}: cannot read {info.filename} in it: {one_line(error)}") from None
+        with stream:
+            name = f"{lines.name}/{info.filename}"
+            try:  # its first bytes are read here: a small file's whole, and its checksum
+                zipped = LineSource(stream, name, lines.named_encoding, info.file_size, lines.option)
+            except READ_ERRORS as error:
+                raise DataError(f"{name}: cannot read (corrupt zip data?): {one_line(error)}") from None
+            if any(zipped.head(MAGIC_BYTES).startswith(magic) for magic in NOT_READ_ZIPPED):
+                raise DataError(
+                    f"{lines.name} holds {info.filename}, which is not read from inside a zip archive: unzip it "
+                    f"(unzip {lines.name}) and give the file it writes"
+                )
+            yield zipped
 
 
 def _refuse_other_compression(head: bytes, name: str) -> None:
@@ -431,13 +503,26 @@ def _check_wide_encoding(lines: LineSource) -> None:
     """A UTF-16 file (a spreadsheet's "Unicode text", PowerShell's default) read as UTF-8 fails on its first byte,
     and read as latin-1, which the generic hint offers, gives column names full of NULs; Excel's "CSV UTF-8" read as
     latin-1 or cp1252 gives its first column's name a prefix "ï»¿" (which then matches no setting) and every accented
-    letter two letters (é as Ã©) without an error. Its byte-order mark says which encoding to give; without one (some
-    Windows exports), the NUL bytes of its ASCII characters say which UTF-16 it is."""
+    letter two letters (é as Ã©) without an error. Its byte-order mark says which encoding it is: read as UTF-8 (the
+    default), a UTF-16 or UTF-32 file is read in the encoding its mark says, with an INFO line (its mark's bytes are
+    no UTF-8, so UTF-8, given or not, could only fail on it); read as another encoding it is an error naming the
+    mark's, since a single-byte encoding given on purpose may be the file's after all. Without a mark (some Windows
+    exports), the NUL bytes of its ASCII characters say which UTF-16 it is."""
     if not _splits_on_newline_bytes(lines.encoding):  # already a wide encoding
         return
     head = lines.head(WIDE_HEAD_BYTES)
     for mark, marked in BYTE_ORDER_MARKS:
         if head.startswith(mark) and lines.encoding.removesuffix("-sig") != marked:
+            if lines.encoding == check_encoding(DEFAULT_ENCODING) and marked != DEFAULT_ENCODING:
+                logger.info(
+                    "%s: read as %s, as its byte-order mark says (%s: %s cannot read it)",
+                    lines.name,
+                    marked,
+                    lines.option,
+                    lines.named_encoding,
+                )
+                lines.read_as(marked)
+                return
             raise DataError(
                 f"{lines.name} starts with a {marked.upper()} byte-order mark, so it is not {lines.named_encoding}; "
                 f"give its encoding with {lines.option} (e.g. {marked})"
@@ -450,6 +535,8 @@ def _check_wide_encoding(lines: LineSource) -> None:
         )
 
 
+# What reading a damaged gzip file, or a zip archive's damaged file (a wrong CRC), raises.
+READ_ERRORS = (OSError, EOFError, zlib.error, zipfile.BadZipFile)
 # Bytes of a file's start looked at for a byte-order mark and, without one, for the NUL bytes of UTF-16.
 WIDE_HEAD_BYTES = 1024
 
@@ -573,6 +660,10 @@ class LineSource:
         # waiting for 64 KiB or the end of input before the header is read (a slow producer streams nothing).
         self._stream: IO[bytes] = io.BufferedReader(content, buffer_size=HEAD_BYTES) if _is_file(raw) else content
 
+    def read_as(self, encoding: str) -> None:
+        """Decode with another encoding, before any line is read: the one a file's byte-order mark says."""
+        self.encoding, self.named_encoding = check_encoding(encoding), encoding
+
     def head(self, count: int) -> bytes:
         """The first bytes of the (decompressed) content, without consuming them: from a file, up to HEAD_BYTES;
         from a pipe, what the stream's own peek gives (what has arrived, up to its buffer's size), without waiting
@@ -580,8 +671,8 @@ class LineSource:
         peek = getattr(self._stream, "peek", None)
         try:
             return peek(count)[:count] if peek else b""
-        except (OSError, EOFError, zlib.error) as error:
-            raise DataError(f"{self.name}: cannot read (corrupt gzip data?): {one_line(error)}") from None
+        except READ_ERRORS as error:
+            raise DataError(f"{self.name}: cannot read (corrupt gzip or zip data?): {one_line(error)}") from None
 
     def head_text(self) -> str:
         """The start of the content (head(HEAD_BYTES)) as text, for a look ahead at its first lines: decoded leniently
@@ -642,9 +733,9 @@ class LineSource:
                 yield next(lines)
             except StopIteration:
                 return
-            except (OSError, EOFError, zlib.error) as error:
+            except READ_ERRORS as error:
                 raise DataError(
-                    f"{self.name}: cannot read (truncated or corrupt gzip data?): {one_line(error)}"
+                    f"{self.name}: cannot read (truncated or corrupt gzip or zip data?): {one_line(error)}"
                 ) from None
 
     def _decoded_stream_lines(self) -> Iterator[str]:
@@ -659,8 +750,10 @@ class LineSource:
                 f"{self.name}, line {self.line_number + 1}: not valid {self.named_encoding} ({error.reason}); "
                 f"give the file's encoding with {self.option}"
             ) from None
-        except (OSError, EOFError, zlib.error) as error:
-            raise DataError(f"{self.name}: cannot read (truncated or corrupt gzip data?): {one_line(error)}") from None
+        except READ_ERRORS as error:
+            raise DataError(
+                f"{self.name}: cannot read (truncated or corrupt gzip or zip data?): {one_line(error)}"
+            ) from None
         finally:
             text.detach()
 
@@ -712,9 +805,39 @@ class Table:
     # Added to the error about a column the rows lack: what the file most likely is instead (a JSON object holding
     # the records' list: table_formats.records_field_hint).
     missing_column_hint: str = ""
+    # The row a CSV/TSV file's or a sheet's header was read from, as written (or the given column names of one without
+    # a header): a later row equal to it is that header again (repeats_header); None for the formats without one.
+    header_row: list[str] | None = None
 
     def where(self, number: int | str) -> str:
         return f"{in_sheet(self.name, self.sheet)}, {self.unit} {number}"
+
+    def repeats_header(self, record: Sequence[Any]) -> bool:
+        """Whether a row is the header row again, every cell as written (`cat a.csv b.csv` repeats b.csv's header
+        between the two files' rows): no data, which read as a row became a class named after the label column's
+        name in training and a labelled row in prediction. A file without a header repeats only the given column
+        names, exactly; a data row that merely holds the column names' words differs in some cell."""
+        return self.header_row is not None and list(record) == self.header_row
+
+
+def and_more(unit: str, numbers: Sequence[int | str]) -> str:
+    """ " (and 3 more: lines 7, 9, 12)" after the first of `numbers` (lines, records, rows) is named; "" for one."""
+    if len(numbers) < 2:
+        return ""
+    shown = ", ".join(str(number) for number in numbers[1:6])
+    units = unit if len(numbers) == 2 else f"{unit}s"
+    return f" (and {len(numbers) - 1:,} more: {units} {shown}{', ...' if len(numbers) > 6 else ''})"
+
+
+# What a row that repeats its file's header row is, as removed_rows.csv, the report and prediction's error cell say.
+REPEATED_HEADER = "the header row again (files joined with cat?)"
+
+
+def repeated_header_warning(where: str, header_row: Sequence[str], more: str, outcome: str) -> str:
+    """The one warning about a file's rows that repeat its header row (Table.repeats_header): `where` the first is,
+    `more` the others (and_more), and `outcome`, what the reader's caller did with them."""
+    names = shorten(", ".join(header_row), 80)
+    return f"{where}: the header row ({names}) again, as files joined with cat repeat it{more}; {outcome}"
 
 
 def in_sheet(name: str, sheet: str | None) -> str:
@@ -728,7 +851,7 @@ def open_table(
     path: str,
     file_format: str | None = None,
     column_names: Sequence[str] | None = None,
-    encoding: str = "utf-8",
+    encoding: str = DEFAULT_ENCODING,
     chunk_size: int | None = None,
     format_option: str = "data.file_format",
     encoding_option: str = "data.encoding",
@@ -748,15 +871,19 @@ def open_table(
     `label_prefix` marks a fastText file's labels; `sheet` names an Excel workbook's sheet (None: its first);
     `json_field` the key of a JSON file's one object that holds the records' list (None: one record per line, or an
     array). The options name the settings that an error message tells the user to change."""
-    with _open_bytes(path) as (raw, size):
+    with _open_bytes(path) as (raw, size), contextlib.ExitStack() as archive:
         lines = LineSource(raw, "<stdin>" if path == STANDARD_INPUT else path, encoding, size, encoding_option)
         head = lines.head(MAGIC_BYTES)  # magic numbers: what the content is, whatever its name
         workbook = _is_workbook(head, lines, path)
+        named = path  # the name that tells the format: a zip archive's, its one file's
+        if head.startswith(ZIP_MAGIC) and not workbook:
+            lines = archive.enter_context(_zipped_file(lines))
+            head, named = lines.head(MAGIC_BYTES), lines.name
         _refuse_other_compression(head, lines.name)
         if not workbook and not head.startswith(PARQUET_MAGIC):  # binary: no text encoding of their own
             # Before the format: a fastText file is told by its decoded start, which a wrong wide encoding garbles.
             _check_wide_encoding(lines)
-        kind = _format_of(lines, path, file_format, format_option, label_prefix, workbook)
+        kind = _format_of(lines, named, file_format, format_option, label_prefix, workbook)
         _check_content_matches(head, workbook, kind, lines.name, format_option)
         if kind not in ("parquet", "xlsx"):
             _check_line_ends(lines.head(LINE_END_BYTES), lines.encoding, lines.name)

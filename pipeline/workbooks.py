@@ -64,8 +64,11 @@ def workbook_table(
         worksheet.reset_dimensions()
         records = _records(_values(worksheet, name), column_names)
         empty = f"{name}: the sheet {worksheet.title!r} is empty"
-        header, rows = read_header(records, column_names, in_sheet(name, worksheet.title), "row", WIDTH_HINT, empty)
-        yield Table(name, "xlsx", header, "row", batched(rows, chunk_size), sheet=worksheet.title)
+        where = in_sheet(name, worksheet.title)
+        header, rows, header_row = read_header(records, column_names, where, "row", WIDTH_HINT, empty)
+        yield Table(
+            name, "xlsx", header, "row", batched(rows, chunk_size), sheet=worksheet.title, header_row=header_row
+        )
     finally:
         workbook.close()
 

@@ -634,6 +634,49 @@ def test_incomplete_rows_drop_leaves_out_rows_without_text_or_label(tmp_path):
     assert data.summary["incomplete_rows"] == {"setting": "drop", "removed": {"train": 3, "test": 1}}
 
 
+def joined_with_cat(path: Path, *parts: pd.DataFrame) -> Path:
+    """The files `cat a.csv b.csv` joins: each part written with its own header row."""
+    path.write_text("".join(part.to_csv(index=False) for part in parts))
+    return path
+
+
+@pytest.mark.parametrize("id_column", [None, "id"])
+def test_a_header_row_repeated_by_cat_is_left_out_listed_and_warned_about_once_per_file(tmp_path, caplog, id_column):
+    """Read as a row, b.csv's header in the middle of `cat a.csv b.csv` became a class 'label' of 1 row (or an error
+    about it); it is no data: left out, with one warning per file naming where, and listed in removed_rows.csv."""
+    rows = [[f"r{i}", f"story {i} on {'goals' if i % 2 else 'markets'}", "ab"[i % 2]] for i in range(24)]
+    parts = [pd.DataFrame(rows[start : start + 8], columns=["id", "text", "label"]) for start in (0, 8, 16)]
+    train = joined_with_cat(tmp_path / "train.csv", *parts)  # lines 1 and 10 and 19 are the header
+    test = joined_with_cat(tmp_path / "test.csv", parts[0].assign(id=lambda f: "t" + f["id"]))
+    config = files_config(train, test, id_column=id_column, validation_fraction=0.25)
+    with caplog.at_level("WARNING", logger="pipeline.data"):
+        data = load_data(config, seed=0)
+    assert data.labels == ["a", "b"]
+    assert sum(len(data.splits[split]) for split in ("train", "validation")) == 24
+    repeated = [row for row in data.removed if "header row" in row.reason]
+    assert [(row.split, row.reason, row.text) for row in repeated] == [
+        ("train", f"the header row again (files joined with cat?), line {line}", "text") for line in (10, 19)
+    ]
+    assert [row.row_id for row in repeated] == (["id", "id"] if id_column else ["10", "19"])
+    assert data.summary["repeated_headers"] == {"removed": {"train": 2, "test": 0}}
+    (warning,) = [record.getMessage() for record in caplog.records if "header row" in record.getMessage()]
+    assert warning == (
+        f"{train}, line 10: the header row (id, text, label) again, as files joined with cat repeat it (and 1 more: "
+        "line 19); left out of the data, listed in removed_rows.csv"
+    )
+
+
+def test_a_file_without_a_header_loses_a_row_that_is_its_column_names(tmp_path):
+    """data.column_names: no header row of its own to repeat, but a row that is those names exactly (a header-less
+    file joined with one that has the header) is no data either. Which rows are: tests/test_tables.py."""
+    lines = [f"{'ab'[i % 2]}\tstory {i}" for i in range(12)]
+    train = write_text(tmp_path / "train.tsv", "\n".join([*lines[:6], "label\ttext", *lines[6:]]) + "\n")
+    test = write_text(tmp_path / "test.tsv", "a\tnew story\nb\tanother\n")
+    data = load_data(files_config(train, test, column_names=["label", "text"]), seed=0)
+    assert data.labels == ["a", "b"]
+    assert [(row.row_id, row.text) for row in data.removed] == [("7", "text")]
+
+
 def test_incomplete_rows_keep_their_file_numbers_for_later_errors(tmp_path):
     # After rows are dropped, a bad label further down is still named by its own line.
     train = write_text(tmp_path / "train.csv", "label,text\npos,a\nneg,\npos,b\nmaybe,c\n")

@@ -5,8 +5,10 @@ a new file with their class names, must score exactly what stage 4 recorded for 
 """
 
 import csv
+import dataclasses
 import json
 import shutil
+import zipfile
 
 import pytest
 import yaml
@@ -19,7 +21,7 @@ from pipeline.predict.predictor import DEFAULT_BATCH_SIZE
 from pipeline.predict.source import load_model_and_tokenizer
 from pipeline.report import write_report
 from pipeline.rundir import PREDICTION_GOLD, PREDICTION_TEXT, RunDir
-from pipeline.splits import labels_of
+from pipeline.splits import column_values, labels_of
 from pipeline.tables import DataError
 from pipeline.tokenization import count_tokens, truncated_share
 from tests.helpers import MINILM_CONFIG, multi_label_overrides, reset_accelerate, tiny_run_overrides
@@ -292,6 +294,23 @@ def test_a_labelled_file_is_read_as_training_read_its_labels(tmp_path):
     assert labels_of(dataset).tolist() == [[0.0, 1.0], [0.0, 0.0]]  # the model's class order
     with pytest.raises(DataError, match=r"data\.label_columns: a, b are not the model's classes \(a, c\)"):
         read_labelled_file(indicators, str(path), "--input", ["a", "c"], None)
+
+
+def test_a_file_to_score_is_read_as_training_reads_one_its_repeated_header_rows_left_out(tmp_path):
+    """Excel's "Unicode text" (UTF-16 with its mark), zipped, two files joined with cat: read by the run's settings
+    (data.encoding left at utf-8), the header row between them left out, listed, and recorded apart from incomplete
+    rows (metrics.json data.repeated_headers)."""
+    data = load_config(None, ["data.source=files", "data.train_file=unused.csv"]).data
+    part = "story\ttopic\r\nMarkets fell\tBusiness\r\nA late goal\tSports\r\n"
+    path = tmp_path / "march.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("march.txt", (part + part).encode("utf-16"))
+    data = dataclasses.replace(data, file_format="tsv", text_columns=["story"], label_column="topic")
+    dataset, removed, read = read_labelled_file(data, str(path), "--input", LABELS, None)
+    assert column_values(dataset, "text") == ["Markets fell", "A late goal"] * 2
+    reason = "the header row again (files joined with cat?), line 4"
+    assert [(row.row_id, row.reason) for row in removed] == [("4", reason)]
+    assert read["repeated_headers"] == {"removed": {"test": 1}}
 
 
 @pytest.mark.slow  # 5-10 s of training or export: the default tier stays under five minutes

@@ -166,12 +166,14 @@ def test_a_name_of_no_known_format_is_fasttext_when_its_first_lines_start_with_t
     assert read_rows(path)[3] == "fasttext"
 
 
-def test_a_utf16_file_of_no_known_ending_read_as_utf8_is_told_by_its_encoding_not_its_format(tmp_path):
+def test_a_utf16_file_of_no_known_ending_is_told_by_its_mark_then_its_format(tmp_path):
     """Notepad's "Unicode" .txt: its start, decoded as UTF-8, shows no prefix, and the format error sent the user
-    to data.file_format, after which the encoding error came; its byte-order mark says what is wrong first."""
+    to data.file_format, after which the encoding error came; its byte-order mark says its encoding first, and read
+    in it, its start shows the prefix (by default; a single-byte encoding given is told what the mark says)."""
     path = write_lines(tmp_path / "train.txt", topic_lines(30), encoding="utf-16")
-    assert "UTF-16 byte-order mark" in error_of(path) and "data.encoding" in error_of(path)
-    assert read_rows(path, encoding="utf-16")[3] == "fasttext"
+    assert read_rows(path)[3] == "fasttext" == read_rows(path, encoding="utf-16")[3]
+    message = error_of(path, encoding="latin-1")
+    assert "UTF-16 byte-order mark" in message and "data.encoding" in message
 
 
 def test_a_file_whose_first_lines_do_not_all_start_with_the_prefix_needs_its_format_said(tmp_path):

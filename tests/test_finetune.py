@@ -169,6 +169,8 @@ def test_the_model_folder_records_how_the_run_reads_its_texts(finished_run, tmp_
     assert config.tokenizer.max_length == "auto"
     assert by_folder.max_length == by_run.max_length == metrics["tokenization"]["max_length"]
     assert by_folder.text_spec == by_run.text_spec and by_folder.text_spec.columns == ("title", "description")
+    # The names of the run's header-less files, which prediction reads (or names for) an input laid out so.
+    assert by_folder.column_names == by_run.column_names == ("class_index", "title", "description")
     assert (by_folder.long_text, by_folder.pooling, by_folder.reading_recorded) == (
         by_run.long_text,
         by_run.pooling,

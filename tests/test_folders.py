@@ -234,7 +234,13 @@ def test_a_labelled_folder_is_read_for_the_models_classes(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger=DATA_LOGGER):
         dataset, removed, read = read_labelled_file(data, str(folder), "--input", ["neg", "pos"], reading)
     assert labels_of(dataset).tolist() == [1, 1] and dataset["row_id"] == ["pos/1.txt", "pos/2.txt"]
-    assert read == {"quoting": None, "delimiter": None, "sheet": None, "class_folders": {"test": {"pos": 2}}}
+    assert read == {
+        "quoting": None,
+        "delimiter": None,
+        "sheet": None,
+        "class_folders": {"test": {"pos": 2}},
+        "repeated_headers": {"removed": {"test": 0}},  # a folder has no header row to repeat
+    }
     assert removed == []
     assert any("unsup" in record.getMessage() for record in caplog.records)
     with pytest.raises(DataError, match=r"none of its folders \(unsup\) is a class of the model's classes"):

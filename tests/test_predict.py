@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -451,6 +452,34 @@ def test_empty_text_rows_are_kept_with_an_error(run_dir, tmp_path, capsys):
     assert "2 rows had no text, left unlabelled" in capsys.readouterr().err
 
 
+def test_a_header_row_repeated_by_cat_is_kept_in_its_place_unlabelled(run_dir, tmp_path, capsys, caplog):
+    """`cat a.csv b.csv` leaves b.csv's header row among the rows: it was labelled as a text. It is no row to label,
+    but the output keeps every input row in its place (as any reader, pandas included, counts the rows), with the
+    error column saying why it has no label; the other rows are labelled as without it."""
+    rows = news_rows(6)
+    first = write_table(tmp_path / "a.csv", rows[:3]).read_bytes()
+    source = tmp_path / "joined.csv"
+    source.write_bytes(first + write_table(tmp_path / "b.csv", rows[3:]).read_bytes())
+    with caplog.at_level(logging.WARNING):
+        assert predict_cli(run_dir, source, tmp_path / "out.csv") == 0
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith("; 1 row repeated the header row, left unlabelled (see the error column)")
+    )
+    output = read_table(tmp_path / "out.csv")
+    assert output[0] == [*HEADER, *ADDED]
+    assert [row[:4] for row in output[1:]] == [*rows[:3], HEADER, *rows[3:]]
+    assert output[4][4:] == ["", "", "", "the header row again (files joined with cat?): not labelled"]
+    assert predict_cli(run_dir, write_table(tmp_path / "plain.csv", rows), tmp_path / "plain_out.csv") == 0
+    assert output[1:4] + output[5:] == read_table(tmp_path / "plain_out.csv")[1:]
+    line = first.count(b"\n") + 1  # the physical line b.csv's header starts on
+    assert caplog.messages == [
+        f"{source}, line {line}: the header row (id, title, description, note) again, as files joined with cat repeat "
+        "it; not labelled, kept in its place in the output with the error column saying so"
+    ]
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Bad input: non-zero exit, one line on stderr naming the file, line or columns
 
@@ -519,24 +548,52 @@ def test_missing_text_column_lists_the_columns(run_dir, tmp_path, capsys):
     assert_one_line_error(capsys.readouterr().err, "'title'", "'id', 'headline'")
 
 
-def test_missing_text_columns_of_a_run_trained_on_headerless_files_name_its_column_names(
-    run_dir, tmp_path, ag_news_test_csv, capsys
+def test_a_run_trained_on_headerless_files_reads_an_input_laid_out_as_they_were(
+    run_dir, tmp_path, ag_news_test_csv, capsys, caplog
 ):
+    """Trained with data.column_names: an input whose first row is plainly data (a class index, a text) is read by
+    those names, with a warning saying so and how to name the columns otherwise; one whose first row is a header of
+    other names is an error naming the exact --column-names. So from the run, and from its model folder copied out
+    (decision.json records the names)."""
+    from pipeline.config import load_config, save_config
+    from pipeline.rundir import write_decision
+    from pipeline.scoring import decision_record
+    from pipeline.thresholds import default_decision
+
     run = tmp_path / "headerless_run"
     shutil.copytree(run_dir, run)
-    config = yaml.safe_load((run / "config.yaml").read_text())
-    config["data"]["column_names"] = ["class_index", "title", "description"]
-    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    names = "class_index,title,description"
+    config = load_config(None, [f"data.column_names=[{names}]", "data.text_columns=[title,description]"])
+    config.data.unescape_newlines = True
+    save_config(config, run / "config.yaml")
+    write_decision(run / "model", decision_record(config, 1.0, default_decision(LABELS, False), 64))
+    copied = tmp_path / "elsewhere" / "model"
+    shutil.copytree(run / "model", copied)
     source = tmp_path / "test5.csv"
     source.write_text("".join(ag_news_test_csv.read_text(encoding="utf-8").splitlines(keepends=True)[:5]))
-    assert predict_cli(run, source, tmp_path / "out.csv") != 0
-    assert_one_line_error(
-        capsys.readouterr().err,
-        "'title', 'description'",
-        "for a file without a header row, as the run's were, pass --column-names class_index,title,description",
-    )
-    assert predict_cli(run, source, tmp_path / "out.csv", "--column-names", "class_index,title,description") == 0
-    assert predict_cli(run_dir, source, tmp_path / "other.csv") != 0  # a run without column names: no such hint
+
+    assert predict_cli(run, source, tmp_path / "named.csv", "--column-names", names) == 0
+    capsys.readouterr()
+    for model in (run, copied):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            assert predict_cli(model, source, tmp_path / "out.csv", "--overwrite") == 0
+        assert read_table(tmp_path / "out.csv") == read_table(tmp_path / "named.csv")  # 5 rows, the names as header
+        capsys.readouterr()
+        assert caplog.messages == [
+            f"{source}: its first row (3, Fears for T N pension after talks, Unions representing w…) is data, not a "
+            "header naming title, description: read without a header row, as the run's training files were, by their "
+            f"data.column_names (--column-names {names}); pass --column-names to name the columns otherwise"
+        ]
+    other = write_table(tmp_path / "other.csv", [["1", "Wall St. Bears", "Short-sellers"]], ["id", "headline", "body"])
+    for model in (run, copied):
+        assert predict_cli(model, other, tmp_path / "other_out.csv") != 0
+        assert_one_line_error(
+            capsys.readouterr().err,
+            "'title', 'description'",
+            f"for a file without a header row, as the run's were, pass --column-names {names}",
+        )
+    assert predict_cli(run_dir, source, tmp_path / "plain.csv") != 0  # a run without column names: no such hint
     assert "--column-names" not in capsys.readouterr().err
 
 
@@ -970,7 +1027,12 @@ def test_other_formats_and_encodings_read_as_training_does(run_dir, tmp_path):
     expected = read_table(tmp_path / "csv_out.csv")
     assert predict_cli(run_dir, tmp_path / "in.parquet", tmp_path / "parquet_out.csv") == 0
     assert predict_cli(run_dir, tmp_path / "in16.csv", tmp_path / "utf16_out.csv", "--encoding", "utf-16") == 0
-    for name in ("parquet_out.csv", "utf16_out.csv"):
+    # By default too: the byte-order mark says UTF-16 (README "Batch prediction"); and a zip archive of one CSV file.
+    assert predict_cli(run_dir, tmp_path / "in16.csv", tmp_path / "utf16_marked_out.csv") == 0
+    with zipfile.ZipFile(tmp_path / "in.zip", "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.write(tmp_path / "in.csv", "in.csv")
+    assert predict_cli(run_dir, tmp_path / "in.zip", tmp_path / "zip_out.csv") == 0
+    for name in ("parquet_out.csv", "utf16_out.csv", "utf16_marked_out.csv", "zip_out.csv"):
         assert [row[4:] for row in read_table(tmp_path / name)] == [row[4:] for row in expected], name
     assert predict_cli(run_dir, tmp_path / "in.jsonl", tmp_path / "out.jsonl") == 0
     records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]

@@ -61,6 +61,7 @@ def test_the_left_out_rows_are_counted_as_stage_1_removed_them(tmp_path):
     ]
     train += [train[0], train[1], train[2]]  # 3 repeats within train
     train += [("", "0"), ("a text without its label", "")]  # 2 incomplete rows
+    train.insert(30, ("text", "label"))  # the header row again, as `cat` of two files leaves it
     test = [(f"test story {index} on {'goals' if index % 2 else 'markets'}", str(index % 2)) for index in range(20)]
     test += [train[5], train[6]]  # 2 test texts seen in train
     test += [("", "1")]  # 1 incomplete row
@@ -75,10 +76,11 @@ def test_the_left_out_rows_are_counted_as_stage_1_removed_them(tmp_path):
     listed = Counter((row.split, row.reason.split(" (")[0].split(":")[0]) for row in data.removed)
     run = Run("stage1", tmp_path, {}, {"labels": data.labels, "data": data.summary}, [], None)
     counts = dict(removed_counts(run))
-    incomplete, within, across = (
+    repeated_header, incomplete, within, across = (
         next(counts[key] for key in counts if phrase in key)
-        for phrase in ("no text or no label", "repeats a text", "earlier split")
+        for phrase in ("header row again", "no text or no label", "repeats a text", "earlier split")
     )
+    assert repeated_header == {"train": 1, "test": 0} and listed[("train", "the header row again")] == 1
     assert (
         incomplete
         == {"train": 2, "test": 1}
@@ -102,6 +104,7 @@ def test_the_report_shows_left_out_rows_per_split_and_reason_pointing_to_the_fil
             "removed": {"train": 12, "validation": 2, "test": 8},
         },
         "incomplete_rows": {"setting": "drop", "removed": {"train": 4, "test": 0}},
+        "repeated_headers": {"removed": {"train": 2, "test": 1}},
     }
     run = run_of("dirty", data)
     blocks = removed_blocks([run])
@@ -110,6 +113,7 @@ def test_the_report_shows_left_out_rows_per_split_and_reason_pointing_to_the_fil
     assert table.header == ["Why left out", "Train", "Validation", "Test"]
     rows = {row[0].text: [cell.text for cell in row[1:]] for row in table.rows}
     assert rows == {
+        "the header row again (files joined with cat?)": ["2", "0", "1"],
         "no text or no label (data.incomplete_rows: drop)": ["4", "0", "0"],
         "repeats a text of its own split (data.deduplicate: across)": ["12", "0", "1"],
         "its text is in an earlier split, train then validation (data.deduplicate: across)": ["0", "2", "7"],

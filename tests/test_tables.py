@@ -9,6 +9,7 @@ import bz2
 import gzip
 import io
 import json
+import logging
 import lzma
 import math
 import os
@@ -305,13 +306,31 @@ def test_utf16_input_reads_with_its_encoding(tmp_path):
     header, records, numbers, _ = read_all(path, encoding="utf-16")
     assert header == COLUMNS and records == ROWS
     assert numbers == [2, 3, 4, 6, 7]  # the "Two\nlines" row spans lines 4-5
-    assert "wide.csv" in message_of(path)  # as UTF-8 it is not readable, and the error names the file
 
 
 @pytest.mark.parametrize("encoding, named", [("utf-16", "utf-16"), ("utf-16-be", "utf-16"), ("utf-32", "utf-32")])
-@pytest.mark.parametrize("read_as", ["utf-8", "latin-1"])
+@pytest.mark.parametrize("gzip_it", [False, True])
+def test_a_wide_file_with_a_byte_order_mark_is_read_in_its_encoding_by_default(
+    tmp_path, caplog, encoding, named, gzip_it
+):
+    """Excel's "Unicode text" (UTF-16 LE, a mark, tabs) was refused until data.encoding=utf-16 was given, though its
+    mark says so; bytes that UTF-8 could never read. An INFO line says how it was read."""
+    path = tmp_path / "wide.tsv"
+    text = "id\ttext\r\n1\tCafé\r\n2\t“quoted”\r\n"
+    # Python's utf-16 and utf-32 write the mark themselves; a codec of a given byte order does not.
+    path.write_bytes(("\ufeff" + text).encode(encoding) if encoding.endswith("-be") else text.encode(encoding))
+    path = gzipped(path) if gzip_it else path
+    expected = (["id", "text"], [["1", "Café"], ["2", "“quoted”"]])
+    with caplog.at_level(logging.INFO, logger="pipeline.tables"):
+        assert read_all(path)[:2] == expected == read_all(path, encoding="UTF8")[:2]
+    assert f"{path}: read as {named}, as its byte-order mark says (data.encoding: utf-8 cannot read it)" in caplog.text
+
+
+@pytest.mark.parametrize("encoding, named", [("utf-16", "utf-16"), ("utf-16-be", "utf-16"), ("utf-32", "utf-32")])
+@pytest.mark.parametrize("read_as", ["latin-1", "cp1252"])
 def test_a_wide_file_read_as_a_narrow_encoding_names_its_encoding(tmp_path, encoding, named, read_as):
-    # Read as latin-1, as the generic hint for bad UTF-8 bytes suggests, it gave column names full of NULs.
+    # Read as latin-1, as the generic hint for bad UTF-8 bytes suggests, it gave column names full of NULs. Given on
+    # purpose, a single-byte encoding is not overridden: the error says what the mark says.
     path = tmp_path / "wide.csv"
     path.write_bytes("\ufeff".encode(encoding) + "id,text\n1,Café\n".encode(encoding))
     message = message_of(path, encoding=read_as, encoding_option="--encoding")
@@ -645,6 +664,93 @@ def test_with_column_names_a_first_record_naming_some_of_them_is_another_header(
     path.write_text("id,title,description\n007,Wall St.,Short-sellers\n")
     assert "own_header.csv, line 1: the first row (id, title, description)" in message_of(path, column_names=names)
     assert read_all(path)[:2] == (["id", "title", "description"], [["007", "Wall St.", "Short-sellers"]])
+
+
+def repeated_header_lines(path: Path, **options) -> list[int]:
+    """The lines (rows) of a file whose record the table tells as its header row again."""
+    with open_table(str(path), **options) as table:
+        return [
+            number
+            for chunk in table.chunks
+            for number, record in zip(chunk.numbers, chunk.records)
+            if table.repeats_header(record)
+        ]
+
+
+@pytest.mark.parametrize("delimiter, name", [(",", "joined.csv"), ("\t", "joined.tsv")])
+def test_the_header_row_again_in_the_middle_of_a_file_is_told_apart_from_data(tmp_path, delimiter, name):
+    """`cat a.csv b.csv` leaves b.csv's header row between the two files' rows: a row of no data, which read as one
+    became a class named after the label column. Told by every cell as written: rows that merely hold the names'
+    words (a text "text", the names in another case or order) are data."""
+    part = pd.DataFrame([["1", "text", "label"], ["2", "Text", "LABEL"], ["3", "label", "text"]], columns=COLUMNS)
+    path = tmp_path / name
+    path.write_text(part.to_csv(index=False, sep=delimiter) * 3)  # three files joined: header, 3 rows, each
+    header, records, numbers, _ = read_all(path)
+    assert header == COLUMNS and len(records) == 11  # the reader gives every row; each caller says what it does
+    assert [record == COLUMNS for record in records] == [number in (5, 9) for number in numbers]
+    assert repeated_header_lines(path) == [5, 9]
+
+
+def test_a_file_without_a_header_repeats_only_the_given_column_names_exactly(tmp_path):
+    """A header-less file has no header row of its own to repeat: only a row that is the given names, exactly, is one
+    (a first row repeating them in another case is still read as the header, as before)."""
+    path = tmp_path / "headerless.tsv"
+    path.write_text("pos\tgood\nlabel\ttext\nLabel\ttext\nneg\tbad\n")
+    assert repeated_header_lines(path, column_names=["label", "text"]) == [2]
+    assert read_all(path, column_names=["label", "text"])[1][1:3] == [["label", "text"], ["Label", "text"]]
+    headed = tmp_path / "headed.tsv"
+    headed.write_text("LABEL\tText\npos\tgood\nLABEL\tText\nlabel\ttext\n")
+    assert repeated_header_lines(headed, column_names=["label", "text"]) == [3]  # the file's own header, as written
+
+
+def test_formats_without_a_header_row_have_none_to_repeat(tmp_path):
+    """JSON Lines and Parquet name their columns in every record or in their schema: a record of the names is data."""
+    part = pd.DataFrame([COLUMNS, ["1", "a", "b"]], columns=COLUMNS)
+    part.to_json(tmp_path / "names.jsonl", orient="records", lines=True)
+    part.to_parquet(tmp_path / "names.parquet", index=False)
+    for path in (tmp_path / "names.jsonl", tmp_path / "names.parquet"):
+        assert read_all(path)[1][0] == COLUMNS and repeated_header_lines(path) == []
+
+
+def zip_archive(path: Path, members: dict[str, bytes]) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, content in members.items():
+            archive.writestr(name, content)
+    return path
+
+
+@pytest.mark.parametrize("kind", ["csv", "tsv", "jsonl", "json", "csv.gz"])
+def test_a_zip_archive_of_one_file_is_read_as_that_file(tmp_path, kind):
+    """As pandas reads one (`train.csv.zip`, as Kaggle hands data out): was "a zip archive (an OpenDocument
+    workbook?), which is not read". Its format is its file's, its lines are that file's, named inside the archive."""
+    plain = write_format(tmp_path, kind)
+    archived = zip_archive(tmp_path / "data.zip", {f"data/{plain.name}": plain.read_bytes()})
+    assert read_all(archived) == read_all(plain)
+    # What macOS's "Compress" adds beside the file holds no data, and is not counted.
+    with zipfile.ZipFile(archived, "a") as archive:
+        archive.writestr(f"__MACOSX/data/._{plain.name}", b"\x00\x05\x16\x07")
+        archive.writestr("data/", b"")
+    assert read_all(archived) == read_all(plain)
+    broken = zip_archive(tmp_path / "broken.zip", {"broken.csv": b"id,title\n1,a,EXTRA\n"})
+    assert message_of(broken).startswith(f"{broken}/broken.csv, line 2: 3 fields")
+    damaged = bytearray(archived.read_bytes())
+    damaged[damaged.index(b"PK\x03\x04") + 60] ^= 0xFF  # a byte of the file's compressed data
+    (tmp_path / "damaged.zip").write_bytes(bytes(damaged))
+    assert "damaged.zip/data/" in message_of(tmp_path / "damaged.zip")  # a DataError naming it, not a traceback
+
+
+def test_a_zip_archive_of_several_files_or_none_or_of_a_file_not_read_zipped_is_named_by_what_it_holds(tmp_path):
+    several = zip_archive(tmp_path / "splits.zip", {"train.csv": b"a,b\n1,2\n", "test.csv": b"a,b\n3,4\n"})
+    message = message_of(several)
+    assert message.startswith(f"{several} is a zip archive of 2 files (train.csv, test.csv)") and "unzip" in message
+    empty = zip_archive(tmp_path / "empty.zip", {})
+    assert message_of(empty).startswith(f"{empty} is a zip archive of 0 files;")
+    parquet = write_format(tmp_path, "parquet")
+    zipped = zip_archive(tmp_path / "parquet.zip", {"table.parquet": parquet.read_bytes()})
+    assert message_of(zipped) == (
+        f"{zipped} holds table.parquet, which is not read from inside a zip archive: unzip it (unzip {zipped}) and "
+        "give the file it writes"
+    )
 
 
 def test_a_number_in_a_column_named_by_numbers_is_data():

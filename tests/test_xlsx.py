@@ -192,6 +192,19 @@ def test_a_header_less_sheet_is_read_by_column_names(tmp_path):
     )
 
 
+def test_a_sheet_pasted_below_another_with_its_header_row_loses_that_row(tmp_path, caplog):
+    """Two sheets' rows pasted one below the other keep the second's header row: the CSV rule, by Excel's row
+    number and the sheet's name."""
+    path = write_workbook(tmp_path / "pasted.xlsx", {"Tickets": [HEADER, *news_rows(20), HEADER, *news_rows(20, 20)]})
+    with caplog.at_level(logging.WARNING, logger=DATA_LOGGER):
+        loaded = load_data(files_config(path), seed=1)
+    assert sum(len(split) for split in loaded.splits.values()) == 40 and loaded.labels == sorted(TOPICS)
+    assert [(row.row_id, row.reason) for row in loaded.removed] == [
+        ("id", "the header row again (files joined with cat?), row 22")
+    ]
+    assert caplog.messages[0].startswith(f"{path}, sheet 'Tickets', row 22: the header row (id, title, body, label)")
+
+
 def test_errors_name_the_sheet_and_its_row_as_excel_numbers_it(tmp_path):
     """A missing text (the rows start on row 3 under a title row's blank) and a value right of the header, in the
     second of two sheets: the error leads to the sheet and its row."""

@@ -13,8 +13,8 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -41,21 +41,28 @@ from pipeline.predict.predictor import (
 )
 from pipeline.predict.source import ModelSource, PredictError, empty_text_errors, resolve_model_source
 from pipeline.tables import (
+    DEFAULT_ENCODING,
     FASTTEXT_LABEL_PREFIX,
     FORMATS,
     HEAD_BYTES,
     LAYOUT_SETTINGS,
     QUOTINGS,
+    REPEATED_HEADER,
     STANDARD_INPUT,
     TEXT_COLUMN,
     DataError,
     EncodingError,
     Table,
+    TextSpec,
+    and_more,
     delimiter_problem,
     label_prefix_problem,
+    looks_like_data,
     one_line,
     open_table,
+    repeated_header_warning,
     settings_not_read,
+    shorten,
 )
 
 DEFAULT_CHUNK_SIZE = 10_000
@@ -67,10 +74,18 @@ COLUMN_OPTIONS = ("--text-columns", "--text-pair-columns")
 logger = logging.getLogger(__name__)
 
 
+# The error cell of a row that repeats the input's header row (tables.Table.repeats_header): not labelled, but kept in
+# its place, as a row without text is, so that the output lines up row for row with the input as any other reader
+# (pandas included) reads it, and its ids stay beside their rows.
+REPEATED_HEADER_ERROR = f"{REPEATED_HEADER}: not labelled"
+
+
 @dataclass
 class RunSummary:
     rows: int = 0
     rows_without_text: int = 0
+    # The lines (sheet rows) that repeated the header row: written back unlabelled, with REPEATED_HEADER_ERROR.
+    repeated_headers: list[int | str] = field(default_factory=list)
     # Rows a multi-class model with thresholds flags low-confidence: the ones its user means to check by hand.
     rows_flagged: int = 0
     seconds: float = 0.0
@@ -92,10 +107,14 @@ def predict_table(
         summary.rows += len(chunk.records)
         _update_total_estimate(progress, table, summary.rows)
         values = [[record[column] for column in columns] for record in chunk.records]
-        texts = [spec.text_of(row) for row in values]
-        result = predictor.label_texts(texts, on_batch=progress.update, empty_error=empty_text_errors(spec, values))
+        repeats = {row for row, record in enumerate(chunk.records) if table.repeats_header(record)}
+        texts = [None if row in repeats else spec.text_of(parts) for row, parts in enumerate(values)]
+        result = predictor.label_texts(
+            texts, on_batch=progress.update, empty_error=_why_unlabelled(spec, values, repeats)
+        )
         without_text = sum(1 for error in result.errors if error)
-        summary.rows_without_text += without_text
+        summary.rows_without_text += without_text - len(repeats)
+        summary.repeated_headers += [chunk.numbers[row] for row in sorted(repeats)]
         if result.low_confidence is not None:
             summary.rows_flagged += int(result.low_confidence.sum())
         progress.update(without_text)
@@ -104,6 +123,13 @@ def predict_table(
             writer.write_rows(header, chunk.records, added_values(result, predictor.labels, probabilities, separator))
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def _why_unlabelled(spec: TextSpec, values: list[list[Any]], repeats: set[int]) -> Callable[[int], str]:
+    """The error cell of each row of a chunk that gets no label, by its position: it repeats the header row, or it has
+    no text (source.empty_text_error)."""
+    empty = empty_text_errors(spec, values)
+    return lambda row: REPEATED_HEADER_ERROR if row in repeats else empty(row)
 
 
 def _update_total_estimate(progress: Any, table: Table, rows_read: int) -> None:
@@ -184,10 +210,11 @@ def _add_file_arguments(add: Any) -> None:
     )
     add(
         "--encoding",
-        default="utf-8",
-        help="encoding of a text input (default utf-8, not the run's data.encoding: a byte that is not UTF-8 stops "
-        "with an error naming its line and the run's encoding, where reading in a single-byte encoding such as "
-        "latin-1 never fails and would turn a UTF-8 file's é into Ã©); output is always utf-8",
+        default=DEFAULT_ENCODING,
+        help=f"encoding of a text input (default {DEFAULT_ENCODING}, not the run's data.encoding: a byte that is not "
+        "UTF-8 stops with an error naming its line and the run's encoding, where reading in a single-byte encoding "
+        "such as latin-1 never fails and would turn a UTF-8 file's é into Ã©; a file whose byte-order mark says "
+        "UTF-16 or UTF-32 is read as such); output is always utf-8",
     )
     add(
         "--quoting",
@@ -350,7 +377,8 @@ def _predict_file(args: argparse.Namespace, source: ModelSource, process_index: 
     from tqdm import tqdm
 
     folder = args.input != STANDARD_INPUT and is_folder(args.input)
-    with _open_input(args, folder) as table:
+    column_names = args.column_names if folder else _input_column_names(args, source)
+    with _open_input(args, folder, column_names) as table:
         if not folder:
             _warn_file_options(args, *settings_not_read(table.format))
         try:
@@ -388,7 +416,50 @@ def _predict_file(args: argparse.Namespace, source: ModelSource, process_index: 
             summary = predict_table(predictor, table, writer, added, args.probabilities, progress)
             summary.backend = predictor.describe_backend()
             progress.total = progress.n
+        if summary.repeated_headers and process_index == 0:  # every process reads every row: one says it
+            numbers = summary.repeated_headers
+            outcome = "not labelled, kept in its place in the output with the error column saying so"
+            more = and_more(table.unit, numbers)
+            logger.warning(
+                "%s", repeated_header_warning(table.where(numbers[0]), table.header_row or [], more, outcome)
+            )
     return summary
+
+
+def _input_column_names(args: argparse.Namespace, source: ModelSource) -> list[str] | None:
+    """--column-names; else, for a run trained on files without a header row (its data.column_names), those names
+    where the input's first row is plainly a row of such a file: no header naming the text columns, as many fields
+    as the names (which hold the text columns), and a number or a text among them (tables.looks_like_data), as a
+    header never has. A header of other names (id,headline,body) is none of these, and stays an error naming the
+    exact --column-names; stdin, which cannot be read twice, too."""
+    names = source.column_names
+    if args.column_names or not names or args.input == STANDARD_INPUT:
+        return args.column_names
+    with _open_input(args, False, None) as table:  # its header only: no row is read past the first
+        header, first_row, file_format, name = table.header, table.header_row, table.format, table.name
+    spec = source.text_spec
+    if _has_columns(spec, header) or not _has_columns(spec, names) or len(header) != len(names):
+        return None
+    if first_row is None or not looks_like_data(first_row, file_format):  # as written: an empty cell, not "Unnamed"
+        return None
+    logger.warning(
+        "%s: its first row (%s) is data, not a header naming %s: read without a header row, as the run's training "
+        "files were, by their data.column_names (--column-names %s); pass --column-names to name the columns otherwise",
+        name,
+        shorten(", ".join(first_row), 60),
+        ", ".join(spec.input_columns),
+        ",".join(names),
+    )
+    return list(names)
+
+
+def _has_columns(spec: TextSpec, header: Sequence[str]) -> bool:
+    """Whether every column of the text is in `header` (as tables.resolve_columns finds it)."""
+    try:
+        spec.positions(header, "", COLUMN_OPTIONS)
+    except DataError:
+        return False
+    return True
 
 
 # Added to the error about a folder's rows without the run's text columns (a run trained on a CSV's title and
@@ -398,8 +469,11 @@ _FOLDER_COLUMNS_HINT = (
 )
 
 
-def _open_input(args: argparse.Namespace, folder: bool) -> contextlib.AbstractContextManager[Table]:
-    """The input as a Table streamed in chunks: a file through tables.open_table, a folder file by file."""
+def _open_input(
+    args: argparse.Namespace, folder: bool, column_names: list[str] | None
+) -> contextlib.AbstractContextManager[Table]:
+    """The input as a Table streamed in chunks: a file through tables.open_table (its columns named by `column_names`
+    when it has no header row), a folder file by file."""
     if folder:
         _warn_file_options(args, FILE_LAYOUT_OPTIONS, "a folder")
         return contextlib.nullcontext(
@@ -408,7 +482,7 @@ def _open_input(args: argparse.Namespace, folder: bool) -> contextlib.AbstractCo
     return open_table(
         args.input,
         args.format,
-        args.column_names,
+        column_names,
         args.encoding,
         args.chunk_size,
         format_option="--format",
@@ -506,6 +580,10 @@ def _report(summary: RunSummary, output: str) -> None:
         note += "low_confidence column)"
     if summary.rows_without_text:
         note += f"; {_rows(summary.rows_without_text)} had no text, left unlabelled (see the error column)"
+    if summary.repeated_headers:
+        note += (
+            f"; {_rows(len(summary.repeated_headers))} repeated the header row, left unlabelled (see the error column)"
+        )
     print(f"labelled {_rows(summary.rows)} -> {destination} ({rate:.0f} rows/s){note}", file=sys.stderr)
 
 

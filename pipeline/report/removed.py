@@ -16,15 +16,19 @@ from pipeline.report.blocks import Block, Cell, Heading, Paragraph, Table
 from pipeline.report.formatting import format_count, format_percent, truncate
 from pipeline.report.runs import Run, repeats_its_run
 from pipeline.rundir import REMOVED_ROWS_FILE, is_number
+from pipeline.tables import REPEATED_HEADER
 
 SECTION_REMOVED = "Rows left out of the data"
 INCOMPLETE = "no text or no label (data.incomplete_rows: drop)"
+# The reasons that leave rows out of a file as it is read, before validation or test is carved from train.
+AS_READ = (REPEATED_HEADER, INCOMPLETE)
 
 
 def removed_counts(run: Run) -> list[tuple[str, dict[str, int]]]:
     """Each reason that left out rows, with the rows it left out of each split, from metrics.json's `data` record
-    (`incomplete_rows.removed`; `duplicates`: `within` and `across` count the repeats, which `mode` says were
-    removed). A split a reason never touched is absent from its counts."""
+    (`repeated_headers.removed`, `incomplete_rows.removed`; `duplicates`: `within` and `across` count the repeats,
+    which `mode` says were removed). A split a reason never touched is absent from its counts."""
+    repeated_headers = _counts(run.metric("data", "repeated_headers", "removed"))
     incomplete = _counts(run.metric("data", "incomplete_rows", "removed"))
     duplicates = run.metric("data", "duplicates") or {}
     mode = duplicates.get("mode") if isinstance(duplicates, dict) else None
@@ -34,6 +38,7 @@ def removed_counts(run: Run) -> list[tuple[str, dict[str, int]]]:
         for split, count in _counts(duplicates.get("across") if mode == "across" else None).items()
     }
     reasons = [
+        (REPEATED_HEADER, repeated_headers),
         (INCOMPLETE, incomplete),
         (f"repeats a text of its own split (data.deduplicate: {mode})", within),
         ("its text is in an earlier split, train then validation (data.deduplicate: across)", across),
@@ -58,16 +63,14 @@ def removed_blocks(runs: Sequence[Run]) -> list[Block]:
     blocks: list[Block] = [Heading(SECTION_REMOVED)]
     if removing:
         files = "; ".join(f"{run.name}: {run.path / REMOVED_ROWS_FILE}" for run, _ in removing)
-        carved = any(
-            run.metric("data", "carved_from_train") and reasons[0][0] == INCOMPLETE for run, reasons in removing
-        )
+        carved = any(run.metric("data", "carved_from_train") and reasons[0][0] in AS_READ for run, reasons in removing)
         blocks += [
             Paragraph(
                 "Rows left out of each split before training and scoring, by reason; each is listed, with its id, its "
                 f"reason and its text, in {REMOVED_ROWS_FILE} ({files})."
                 + (
-                    " Rows without a text or a label are left out of the files as read: those of a split carved "
-                    "from train count under train."
+                    " Header rows repeated and rows without a text or a label are left out of the files as read: "
+                    "those of a split carved from train count under train."
                     if carved
                     else ""
                 ),
