@@ -751,9 +751,10 @@ def _warn_settings_not_read(path: str, origin: str, config: DataConfig, keys: Se
 FILE_LAYOUT_KEYS = ("file_format", *LAYOUT_SETTINGS)
 # Added to the error about a configured column that a folder's rows lack.
 FOLDER_COLUMNS_HINT = (
-    f"; a folder of class folders gives the columns {TEXT_COLUMN} (a file's whole text), {LABEL_COLUMN} (its class "
-    f"folder) and {ID_COLUMN} (its path in the folder): set data.text_columns=[{TEXT_COLUMN}] and "
-    f"data.label_column={LABEL_COLUMN} (rows are named by that path with data.id_column unset, or {ID_COLUMN})"
+    f"; a folder of class folders or class files gives the columns {TEXT_COLUMN} (a file's whole text, or a line of "
+    f"a class file), {LABEL_COLUMN} (its class folder or class file) and {ID_COLUMN} (its path in the folder, and "
+    f"line): set data.text_columns=[{TEXT_COLUMN}] and data.label_column={LABEL_COLUMN} (rows are named by that path "
+    f"with data.id_column unset, or {ID_COLUMN})"
 )
 
 

@@ -465,7 +465,8 @@ def _has_columns(spec: TextSpec, header: Sequence[str]) -> bool:
 # Added to the error about a folder's rows without the run's text columns (a run trained on a CSV's title and
 # description): the one column of a folder's texts.
 _FOLDER_COLUMNS_HINT = (
-    f"; a folder's text is its files' whole text, the column {TEXT_COLUMN}: pass --text-columns {TEXT_COLUMN}"
+    f"; a folder's text is each file's whole text (a class file's: each line), the column {TEXT_COLUMN}: pass "
+    f"--text-columns {TEXT_COLUMN}"
 )
 
 
