@@ -134,9 +134,17 @@ def confusion_matrix_figure(
     return figure
 
 
+def shared_metric_name(curves: Sequence[EvalCurve]) -> str | None:
+    """The name of the metric every curve is drawn in; None where the runs were selected by different metrics."""
+    names = {curve.metric_name for curve in curves}
+    return names.pop() if len(names) == 1 else None
+
+
 def validation_curves_figure(curves: Sequence[EvalCurve]) -> Figure:
-    """A validation metric (the curves' own, accuracy in percent) against optimizer steps (left) and training
-    wall-clock time (right), one line per run."""
+    """Each curve's validation metric (accuracy in percent where every curve is accuracy) against optimizer steps
+    (left) and training wall-clock time (right), one line per run. Curves in different metrics share the axis
+    (each is a share from 0 to 1) and name their metric in the legend."""
+    shared = shared_metric_name(curves)
     figure = Figure(figsize=(11.0, 4.2), layout="constrained")
     by_step, by_time = figure.subplots(1, 2, sharey=True)
     longest_seconds = max((s for curve in curves for s in curve.elapsed_seconds if s is not None), default=0.0)
@@ -146,21 +154,20 @@ def validation_curves_figure(curves: Sequence[EvalCurve]) -> Figure:
     for index, curve in enumerate(curves):
         color = run_color(index)
         marker = "o" if len(curve.steps) <= 40 else None
-        by_step.plot(
-            curve.steps, curve.values, color=color, marker=marker, markersize=3.5, label=literal(curve.run_name)
-        )
+        label = literal(curve.run_name if shared else f"{curve.run_name} ({curve.metric_name})")
+        by_step.plot(curve.steps, curve.values, color=color, marker=marker, markersize=3.5, label=label)
         timed = [(s / time_divisor, a) for s, a in zip(curve.elapsed_seconds, curve.values) if s is not None]
         if timed:
-            by_time.plot(*zip(*timed), color=color, marker=marker, markersize=3.5, label=literal(curve.run_name))
+            by_time.plot(*zip(*timed), color=color, marker=marker, markersize=3.5, label=label)
         _mark_best(by_step, by_time, curve, color, time_divisor)
 
     by_step.set_xlabel("optimizer step")
-    by_step.set_ylabel(f"validation {curves[0].metric_name}")
+    by_step.set_ylabel(f"validation {shared}" if shared else "validation metric that selected each model")
     by_step.xaxis.set_major_locator(MaxNLocator(integer=True))
     by_time.set_xlabel(f"training time ({time_unit})")
     # Steps of 1, 2 or 5 (times a power of ten) keep _PercentTicks' decimal count exact.
     by_step.yaxis.set_major_locator(MaxNLocator(nbins=7, steps=[1, 2, 5, 10]))
-    if curves[0].metric == "accuracy":
+    if all(curve.metric == "accuracy" for curve in curves):
         by_step.yaxis.set_major_formatter(_PercentTicks())
     for axes in (by_step, by_time):
         axes.grid(alpha=0.3)

@@ -960,11 +960,9 @@ def test_multi_label_runs_are_compared_by_class_sets_whatever_their_separators()
     assert comparison.right_counts == {"pipes": 1, "semicolons": 1}
     assert comparison.all_wrong_count == 0
 
-    from pipeline.report.sections import _disagreement_blocks
+    from pipeline.report.sections import _comparison_blocks
 
-    note = " ".join(
-        block.text for block in _disagreement_blocks(comparison, multi_label=True) if hasattr(block, "text")
-    )
+    note = " ".join(block.text for block in _comparison_blocks(comparison, multi_label=True) if hasattr(block, "text"))
     assert "score: probability of the predicted class; for a multi-label run, its highest class probability" in note
 
     second.predictions.loc[3, "label"] = "tech"
@@ -974,8 +972,8 @@ def test_multi_label_runs_are_compared_by_class_sets_whatever_their_separators()
 
 
 def test_validation_curves_follow_the_metric_that_selected_the_models(tmp_path: Path):
-    """Runs picked by macro-F1 are drawn and tabled in macro-F1 (as scores); runs picked by different metrics fall
-    back to accuracy, which every history records."""
+    """Runs picked by macro-F1 are drawn and tabled in macro-F1 (as scores); runs picked by different metrics are
+    each tabled in their own, named in a column (tests/test_report_mixed.py draws a multi-label run beside them)."""
     runs = [
         update_metrics(make_fake_run(tmp_path, name, seed=seed, correct_share=0.8), best={"metric": "macro_f1"})
         for name, seed in (("a", 1), ("b", 2))
@@ -990,8 +988,10 @@ def test_validation_curves_follow_the_metric_that_selected_the_models(tmp_path: 
 
     update_metrics(runs[1], best={"metric": "accuracy"})
     section = markdown_section(write_report(runs, tmp_path / "mixed")[0].read_text(), "Validation curves")
-    header, first_row, _ = markdown_table_rows(section)
-    assert header[2] == "First accuracy" and re.match(r"\d+\.\d{2}% \(step ", first_row[2])
+    header, macro_row, accuracy_row = markdown_table_rows(section)
+    assert header[1:4] == ["Metric (selected the model)", "Evaluations", "First"]
+    assert macro_row[1] == "macro-F1" and re.match(r"0\.\d{4} \(step ", macro_row[3])
+    assert accuracy_row[1] == "accuracy" and re.match(r"\d+\.\d{2}% \(step ", accuracy_row[3])
 
 
 def test_a_run_beside_its_evaluation_folders_is_one_model_not_a_ranking(tmp_path: Path):

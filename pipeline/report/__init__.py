@@ -23,9 +23,12 @@ from __future__ import annotations
 from pipeline.report.analysis import (
     MAX_MISTAKE_ROWS,
     Comparison,
+    Comparisons,
     compare_predictions,
+    compare_where_possible,
     mcnemar_exact_p,
     most_confident_mistakes,
+    threshold_mistakes,
 )
 from pipeline.report.blocks import Block, Cell, Chart, Heading, Images, Paragraph, Table
 from pipeline.report.cli import main
@@ -76,6 +79,7 @@ __all__ = [
     "Cell",
     "Chart",
     "Comparison",
+    "Comparisons",
     "Heading",
     "Images",
     "Paragraph",
@@ -85,6 +89,7 @@ __all__ = [
     "Table",
     "build_report",
     "compare_predictions",
+    "compare_where_possible",
     "default_output_dir",
     "eval_curve",
     "format_count",
@@ -100,5 +105,6 @@ __all__ = [
     "plot_confusion_matrix",
     "render_html",
     "render_markdown",
+    "threshold_mistakes",
     "write_report",
 ]

@@ -1,15 +1,17 @@
-"""Analyses over the runs' test predictions: text-by-text comparison, McNemar's exact test, confident mistakes."""
+"""Analyses over the runs' test predictions: text-by-text comparison (of every set of runs tested on the same rows),
+McNemar's exact test, confident mistakes."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import combinations
 
 import numpy as np
 import pandas as pd
 
-from pipeline.report.runs import Run
+from pipeline.report.runs import Run, same_task
 from pipeline.rundir import (
     PREDICTION_GOLD,
     PREDICTION_PREDICTED,
@@ -17,6 +19,7 @@ from pipeline.rundir import (
     PREDICTION_SCORE,
     PREDICTION_TEXT,
     PREDICTIONS_FILE,
+    PROBABILITY_PREFIX,
 )
 
 MAX_MISTAKE_ROWS = 10
@@ -24,10 +27,73 @@ MAX_MISTAKE_ROWS = 10
 SIGNIFICANCE_LEVEL = 0.05
 
 
+# Columns threshold_mistakes adds to a run's wrong rows.
+SURENESS = "sureness"
+WRONG_DECISION = "wrong_decision"
+
+
 def most_confident_mistakes(predictions: pd.DataFrame, limit: int = MAX_MISTAKE_ROWS) -> pd.DataFrame:
-    """Wrong predictions with the highest scores first: the errors a model is surest of, often label noise."""
+    """Wrong predictions with the highest scores first: the errors a model is surest of, often label noise. Right
+    where the label is the argmax (the score is then the probability of the predicted class); where a threshold
+    decides the label, threshold_mistakes."""
     mistakes = predictions[predictions[PREDICTION_PREDICTED] != predictions[PREDICTION_GOLD]]
     return mistakes.sort_values(PREDICTION_SCORE, ascending=False, kind="stable").head(limit)
+
+
+def threshold_mistakes(run: Run, limit: int = MAX_MISTAKE_ROWS) -> pd.DataFrame | None:
+    """A binary or multi-label run's wrong rows, surest first, with their surest wrong class decision (WRONG_DECISION)
+    and its SURENESS; None where the argmax decides the label (three or more single-label classes) or
+    test_predictions.csv lacks the probabilities.
+
+    A threshold, not the argmax, decides these labels, so the predicted class's probability does not say how sure a
+    mistake was: a binary row labelled "no" because P(yes) 0.954 fell short of a 0.97 threshold has score 0.046, and
+    a multi-label row's score, its highest probability, may be a class it got right. Each class decision the row
+    got wrong is instead measured past its threshold t, as a share of the way to certainty: (p - t) / (1 - t) for a
+    class wrongly given, (t - p) / t for one wrongly left out. 0 is a near miss, 1 a certain mistake, whatever t;
+    at t = 0.5 it orders rows as the probability of the predicted class does."""
+    predictions, classes = run.predictions, run.thresholded_classes()
+    columns = [f"{PROBABILITY_PREFIX}{name}" for name in classes]
+    if predictions is None or not classes or not set(columns) <= set(predictions.columns):
+        return None
+    probabilities = predictions[columns].astype(float).to_numpy()
+    thresholds = np.array([run.threshold(name) for name in classes])
+    given, true = (_class_matrix(run, column, classes) for column in (PREDICTION_PREDICTED, PREDICTION_GOLD))
+    tiny = np.finfo(float).tiny  # a threshold of 0 or 1 leaves no room on one side: nothing can be past it there
+    sureness = np.where(
+        given,
+        (probabilities - thresholds) / np.maximum(1 - thresholds, tiny),
+        (thresholds - probabilities) / np.maximum(thresholds, tiny),
+    )
+    sureness = np.where(given != true, sureness, -np.inf)
+    wrong = np.isfinite(sureness).any(axis=1)
+    surest = sureness.argmax(axis=1)
+    mistakes = predictions.assign(
+        **{
+            SURENESS: sureness[np.arange(len(sureness)), surest],
+            WRONG_DECISION: [
+                _decision_text(classes[column], probabilities[row, column], thresholds[column], given[row, column])
+                for row, column in enumerate(surest)
+            ],
+        }
+    )[wrong]
+    return mistakes.sort_values(SURENESS, ascending=False, kind="stable").head(limit)
+
+
+def _class_matrix(run: Run, column: str, classes: list[str]) -> np.ndarray:
+    """(N, C) booleans: whether each row's label in `column` holds each class."""
+    values = run.label_values(column)
+    sets = values if run.multi_label else [{value} for value in values]
+    return np.array([[name in label_set for name in classes] for label_set in sets], dtype=bool).reshape(
+        len(sets), len(classes)
+    )
+
+
+def _decision_text(name: str, probability: float, threshold: float, given: bool) -> str:
+    """'yes left out: P 0.954 under threshold 0.970' - the decision, the class's probability and its threshold (in
+    words: a "<" would be escaped in the Markdown file)."""
+    if given:
+        return f"{name} given: P {probability:.3f} ≥ threshold {threshold:.3f}"
+    return f"{name} left out: P {probability:.3f} under threshold {threshold:.3f}"
 
 
 @dataclass
@@ -47,6 +113,63 @@ class Comparison:
     all_wrong_count: int = 0
     # Exact McNemar test on the disagreements (two runs only): is the accuracy gap more than chance?
     mcnemar_p_value: float | None = None
+
+
+@dataclass
+class NotCompared:
+    """Runs (with test predictions) that could not be compared with some others, and why."""
+
+    runs: list[str]
+    others: list[str]
+    reason: str
+
+
+@dataclass
+class Comparisons:
+    """The runs' test predictions compared within each set of runs tested on the same rows of the same task."""
+
+    groups: list[Comparison]
+    # Every two sets of runs that could not be compared with each other, and why.
+    not_compared: list[NotCompared]
+    # Runs without test predictions, compared with nothing.
+    left_out: list[str]
+
+
+def compare_where_possible(runs: Sequence[Run]) -> Comparisons:
+    """Group the runs by the test rows they were scored on (and their task), compare each group of two or more text
+    by text (compare_predictions), and say why each group could not be compared with each other one. A run on
+    other data beside two that share theirs leaves those two compared."""
+    groups: list[list[Run]] = []
+    for run in runs:
+        if run.predictions is None:
+            continue
+        group = next((group for group in groups if why_not_comparable(group[0], run) is None), None)
+        if group is None:
+            groups.append([run])
+        else:
+            group.append(run)
+    return Comparisons(
+        groups=[compare_predictions(group) for group in groups if len(group) > 1],
+        not_compared=[
+            NotCompared(
+                [run.name for run in first], [run.name for run in second], why_not_comparable(first[0], second[0])
+            )
+            for first, second in combinations(groups, 2)
+        ],
+        left_out=[run.name for run in runs if run.predictions is None],
+    )
+
+
+def why_not_comparable(first: Run, second: Run) -> str | None:
+    """Why two runs' test predictions cannot be compared text by text; None when they can (the same task, the same
+    rows with the same gold labels, in the same order)."""
+    if not same_task([first, second]):
+        if first.multi_label != second.multi_label:
+            return "they do different tasks (single- beside multi-label)"
+        sizes = f": {len(first.labels)} against {len(second.labels)}" if len(first.labels) != len(second.labels) else ""
+        return f"they do different tasks (other classes{sizes})"
+    mismatch = _test_data_mismatch([first, second])
+    return f"they were tested on different data ({mismatch})" if mismatch else None
 
 
 def predicted_column(run_name: str) -> str:

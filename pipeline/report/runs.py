@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipeline.config import DataConfig
 from pipeline.rundir import RunDir, RunDirError, is_number, nested_get, ranking_metric
+from pipeline.thresholds import DEFAULT_THRESHOLD
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,6 +59,19 @@ class Run:
             and all(isinstance(row, list) and len(row) == size and all(map(is_number, row)) for row in matrix)
         )
         return matrix if valid else None
+
+    def threshold(self, name: str) -> float:
+        """The class's decision threshold (metrics.json `thresholds.thresholds`); the default where none was chosen
+        (argmax of a binary task, multi-label without eval.threshold)."""
+        value = self.metric("thresholds", "thresholds", name)
+        return float(value) if is_number(value) else DEFAULT_THRESHOLD
+
+    def thresholded_classes(self) -> list[str]:
+        """The classes whose labels a threshold decides (pipeline.thresholds): every class of a multi-label run, the
+        positive (second) class of a binary one; none for three or more classes, labelled by the argmax."""
+        if self.multi_label:
+            return self.labels
+        return self.labels[1:] if len(self.labels) == 2 else []
 
     @property
     def ranking_metric(self) -> str:

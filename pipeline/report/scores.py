@@ -27,9 +27,7 @@ from pipeline.rundir import (
     PROBABILITY_PREFIX,
     REPORT_HTML,
     is_number,
-    nested_get,
 )
-from pipeline.thresholds import DEFAULT_THRESHOLD
 
 SECTION_CALIBRATION = "Calibration"
 SECTION_OPERATING = "Operating points"
@@ -98,6 +96,8 @@ def calibration_blocks(runs: Sequence[Run]) -> list[Block]:
     for run in with_record:
         if run.metric("calibration", "warning"):
             blocks.append(Paragraph(f"{run.name}: {run.metric('calibration', 'warning')}.", style="note"))
+        if note := ece_rise_note(run):
+            blocks.append(Paragraph(note, style="note"))
     charts = [_reliability_chart(run) for run in with_record]
     blocks.append(Images([chart for chart in charts if chart is not None], only="html"))
     blocks.append(Paragraph(f"Reliability diagrams (test split) are drawn in {REPORT_HTML}.", style="meta", only="md"))
@@ -128,6 +128,42 @@ def _ece_text(run: Run, split: str) -> str:
     before, after = run.metric("calibration", "ece", split, "before"), run.metric("calibration", "ece", split, "after")
     if run.metric("calibration", "enabled") is False:
         return format_score(before)
+    worse = " (worse)" if _ece_rose(run, split) else ""
+    return f"{format_score(before)} → {format_score(after)}{worse}"
+
+
+def _ece_rose(run: Run, split: str) -> bool:
+    """Whether temperature scaling raised the split's expected calibration error."""
+    before, after = run.metric("calibration", "ece", split, "before"), run.metric("calibration", "ece", split, "after")
+    applied = run.metric("calibration", "enabled") is not False
+    return applied and is_number(before) and is_number(after) and after > before
+
+
+def ece_rise_note(run: Run) -> str | None:
+    """Where temperature scaling raised the ECE: that it can (it minimises the validation NLL, not ECE), and the
+    honest reading: the saved model gives the scaled probabilities, so the higher ECE is the one its probabilities
+    have, and the NLL is all the scaling improved, if the test NLL fell at all."""
+    risen = [split for split in ("validation", "test") if _ece_rose(run, split)]
+    if not risen:
+        return None
+    changes = ", ".join(f"{split} {_change(run, 'ece', split)}" for split in risen)
+    note = (
+        f"{run.name}: temperature scaling made the expected calibration error worse ({changes}). Scaling fits the "
+        f"temperature that minimises the validation NLL ({_change(run, 'loss', 'validation')}), and the NLL can "
+        "fall while ECE rises. The saved model gives the scaled probabilities, so read the higher ECE as theirs: "
+        f"by ECE on {' and '.join(risen)} they are worse calibrated than the unscaled ones were"
+    )
+    test_before, test_after = (run.metric("calibration", "loss", "test", key) for key in ("before", "after"))
+    if not (is_number(test_before) and is_number(test_after)):
+        return note + "."
+    if test_after < test_before:
+        return f"{note}; what scaling bought is a lower NLL (test {_change(run, 'loss', 'test')})."
+    return f"{note}, and the test NLL did not fall either ({_change(run, 'loss', 'test')}): on test, scaling bought nothing."
+
+
+def _change(run: Run, record: str, split: str) -> str:
+    """A calibration figure's before → after (record: "ece" or "loss")."""
+    before, after = (run.metric("calibration", record, split, key) for key in ("before", "after"))
     return f"{format_score(before)} → {format_score(after)}"
 
 
@@ -185,8 +221,8 @@ def _operating_table(run: Run, curves: dict[str, plots.OperatingCurve]) -> Table
         rows.append(
             [
                 Cell(name),
-                Cell(format_score(_threshold(run, name)), "num"),
-                Cell(_setting_text(chosen.get("setting"))),
+                Cell(format_score(run.threshold(name)), "num"),
+                Cell(applied_setting_text(chosen)),
                 Cell(format_score(chosen.get("validation_precision")), "num"),
                 Cell(format_score(chosen.get("validation_recall")), "num"),
                 Cell(format_score(point[2] if point else None), "num"),
@@ -270,7 +306,7 @@ def _flag_table(run: Run) -> Table:
             [
                 Cell(name),
                 Cell(format_score(threshold), "num"),
-                Cell(_setting_text(chosen.get("setting")) if chosen else "none: never flagged"),
+                Cell(applied_setting_text(chosen) if chosen else "none: never flagged"),
                 Cell(format_score(chosen.get("validation_precision")), "num"),
                 Cell(format_score(chosen.get("validation_recall")), "num"),
                 Cell(format_count(flagged.get(name, 0)) if flagged is not None else MISSING, "num"),
@@ -289,6 +325,21 @@ def _flagged_per_class(run: Run) -> dict[str, int] | None:
     return predictions.loc[flagged, PREDICTION_PREDICTED].astype(str).value_counts().to_dict()
 
 
+def applied_setting_text(chosen: dict[str, Any]) -> str:
+    """What set a class's threshold (its metrics.json `thresholds.chosen` record): the setting asked for, or where it
+    could not be met, what was used instead of it, e.g. "best_f1 (instead of precision ≥ 0.6)"; the note below the
+    table says why. pipeline.thresholds words each fallback "<why>: <what> used instead" or "<why>: kept <t>"."""
+    asked = _setting_text(chosen.get("setting"))
+    fallback = chosen.get("fallback")
+    if not fallback:
+        return asked
+    why, _, used = str(fallback).rpartition(": ")
+    if not why:  # a fallback worded otherwise: said whole rather than misread
+        return f"{asked} (not met: {fallback})"
+    used = used.removesuffix(" used instead").removesuffix(",").removeprefix("kept ")
+    return f"{used} (instead of {asked})"
+
+
 def _setting_text(setting: Any) -> str:
     if setting is None:
         return "default"
@@ -297,19 +348,14 @@ def _setting_text(setting: Any) -> str:
     return str(setting)
 
 
-def _threshold(run: Run, name: str) -> float:
-    """The class's decision threshold; the default where none was chosen (argmax of a binary task, multi-label)."""
-    value = nested_get(run.metrics, "thresholds", "thresholds", name)
-    return float(value) if is_number(value) else DEFAULT_THRESHOLD
-
-
 def operating_curves(run: Run) -> list[plots.OperatingCurve]:
     """Each scored class's test curves from test_predictions.csv, the classes with the most positives first."""
-    from sklearn.metrics import average_precision_score, precision_recall_curve, roc_auc_score, roc_curve
-
     predictions = run.predictions
     if predictions is None:
         return []
+    # Imported here, once there is something to draw: scikit-learn takes a second or two to import.
+    from sklearn.metrics import average_precision_score, precision_recall_curve, roc_auc_score, roc_curve
+
     curves = []
     for name in run.metric("test", "areas", "per_class"):
         column = f"{PROBABILITY_PREFIX}{name}"
@@ -330,7 +376,7 @@ def operating_curves(run: Run) -> list[plots.OperatingCurve]:
                 precision,
                 float(roc_auc_score(positive, scores)),
                 float(average_precision_score(positive, scores)),
-                _point(scores, positive, _threshold(run, name)),
+                _point(scores, positive, run.threshold(name)),
             )
         )
     return sorted(curves, key=lambda curve: -int(_positives(run, curve.name).sum()))

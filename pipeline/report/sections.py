@@ -13,12 +13,17 @@ import numpy as np
 
 from pipeline import plots
 from pipeline.report.analysis import (
+    SURENESS,
+    WRONG_DECISION,
     Comparison,
+    Comparisons,
     compare_predictions,
+    compare_where_possible,
     gap_reading,
     most_confident_mistakes,
     predicted_column,
     score_column,
+    threshold_mistakes,
 )
 from pipeline.report.blocks import Block, Cell, Chart, Heading, Images, Paragraph, Table
 from pipeline.report.formatting import (
@@ -79,8 +84,8 @@ def build_report(runs: Sequence[Run], generated_at: datetime | None = None) -> t
     blocks += low_confidence_blocks(runs)
     if len(runs) == 1:
         blocks += _export_blocks(runs[0])
-    if comparison is not None:
-        blocks += _disagreement_blocks(comparison, any(run.multi_label for run in runs))
+    if len(runs) >= 2:
+        blocks += _disagreement_blocks(compare_where_possible(runs), runs)
     blocks += _mistake_blocks(runs)
     return title, blocks
 
@@ -171,44 +176,58 @@ def eval_curve(run: Run, metric: str | None = None) -> plots.EvalCurve:
 
 
 def _curve_blocks(runs: Sequence[Run]) -> list[Block]:
+    """Each run's curve in the metric that selected its model (eval_curve): runs picked by different metrics (a
+    multi-label run by micro-F1 beside one picked by accuracy) are each drawn in their own, named, not all in
+    accuracy, which says nothing of a multi-label run at the start of training."""
     blocks: list[Block] = [Heading(SECTION_CURVES)]
-    metric = _curve_metric(runs)
-    curves = [eval_curve(run, metric) for run in runs]
-    with_points = [curve for curve in curves if curve.steps]
-    for curve in curves:
-        if not curve.steps:
-            blocks.append(
-                Paragraph(f"{curve.run_name}: {HISTORY_FILE} has no evaluation lines, so no curve.", style="note")
-            )
-    if not with_points:
+    curves = [(run, eval_curve(run)) for run in runs]
+    drawn = [(run, curve) for run, curve in curves if curve.steps]
+    blocks += [
+        Paragraph(f"{run.name}: {HISTORY_FILE} has no evaluation lines, so no curve.", style="note")
+        for run, curve in curves
+        if not curve.steps
+    ]
+    if not drawn:
         return blocks
-    name = with_points[0].metric_name
+    with_points = [curve for _, curve in drawn]
+    shared = plots.shared_metric_name(with_points)
     figure = plots.validation_curves_figure(with_points)
-    caption = f"Validation {name} by optimizer step and by training time; ★ marks the selected (best) model."
-    blocks.append(Images([Chart(plots.figure_to_png(figure), f"validation {name} curves", caption)], only="html"))
+    caption = (
+        f"Validation {shared} by optimizer step and by training time"
+        if shared
+        else "Validation curves by optimizer step and by training time, each run in the metric that selected its "
+        "model (in the legend)"
+    ) + "; ★ marks the selected (best) model."
+    blocks.append(
+        Images([Chart(plots.figure_to_png(figure), f"validation {shared or 'metric'} curves", caption)], only="html")
+    )
     blocks.append(Paragraph(f"The curves are drawn in {REPORT_HTML}.", style="meta", only="md"))
     rows = [
         [
             Cell(curve.run_name),
+            *([] if shared else [Cell(_curve_metric_text(run, curve))]),
             Cell(format_count(len(curve.steps)), "num"),
             Cell(_curve_point(curve, 0), "num"),
             Cell(_curve_point(curve, int(np.argmax(curve.values))), "num"),
             Cell(_curve_point(curve, -1), "num"),
         ]
-        for curve in with_points
+        for run, curve in drawn
     ]
-    blocks.append(Table(["Run", "Evaluations", f"First {name}", "Highest", "Last"], rows))
+    header = (
+        ["Run", "Evaluations", f"First {shared}", "Highest", "Last"]
+        if shared
+        else ["Run", "Metric (selected the model)", "Evaluations", "First", "Highest", "Last"]
+    )
+    blocks.append(Table(header, rows))
     return blocks
 
 
-def _curve_metric(runs: Sequence[Run]) -> str:
-    """The metric that selected the models where they agree on one and their histories record it, else accuracy,
-    which every history records."""
-    selected = {run.ranking_metric for run in runs}
-    if len(selected) != 1:
-        return "accuracy"
-    metric = selected.pop()
-    return metric if all(_records(run, metric) for run in runs) else "accuracy"
+def _curve_metric_text(run: Run, curve: plots.EvalCurve) -> str:
+    """The metric a run's curve is drawn in; where its history lacks the one that selected its model (runs older
+    than the metric), the accuracy drawn instead says so."""
+    if curve.metric == run.ranking_metric:
+        return curve.metric_name
+    return f"{curve.metric_name} ({HISTORY_FILE} has no {RANKING_METRICS[run.ranking_metric]})"
 
 
 def _records(run: Run, metric: str) -> bool:
@@ -286,14 +305,45 @@ def _score_meaning(multi_label: bool) -> str:
     return "probability of the predicted class"
 
 
-def _disagreement_blocks(comparison: Comparison, multi_label: bool) -> list[Block]:
+def _disagreement_blocks(comparisons: Comparisons, runs: Sequence[Run]) -> list[Block]:
+    """Each set of runs tested on the same rows compared text by text (under its own heading where there are
+    several), then which runs could not be compared with which, and why."""
     blocks: list[Block] = [Heading(SECTION_DISAGREEMENTS)]
-    if comparison.unavailable_reason:
-        return blocks + [Paragraph(f"No comparison: {comparison.unavailable_reason}.", style="note")]
-    if comparison.left_out:
+    if comparisons.left_out:
         blocks.append(
-            Paragraph(f"Left out for lack of {PREDICTIONS_FILE}: {', '.join(comparison.left_out)}.", style="note")
+            Paragraph(f"Left out for lack of {PREDICTIONS_FILE}: {', '.join(comparisons.left_out)}.", style="note")
         )
+    if not comparisons.groups:
+        reason = (
+            "no two runs were tested on the same rows of the same task"
+            if comparisons.not_compared
+            else f"fewer than two runs have {PREDICTIONS_FILE}"
+        )
+        blocks.append(Paragraph(f"No comparison: {reason}.", style="note"))
+    multi_label = {run.name: run.multi_label for run in runs}
+    titled = len(comparisons.groups) > 1 or bool(comparisons.not_compared)
+    for comparison in comparisons.groups:
+        if titled:
+            blocks.append(Heading(" vs ".join(comparison.run_names), level=3))
+        blocks += _comparison_blocks(comparison, any(multi_label[name] for name in comparison.run_names))
+    blocks += [
+        Paragraph(
+            f"Not compared: {_names(pair.runs)} with {_names(pair.others)}: {pair.reason}, so their predictions "
+            "cannot be compared text by text.",
+            style="note",
+        )
+        for pair in comparisons.not_compared
+    ]
+    return blocks
+
+
+def _names(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _comparison_blocks(comparison: Comparison, multi_label: bool) -> list[Block]:
+    """One set of runs tested on the same rows: how often they disagree, who was right, the texts."""
+    blocks: list[Block] = []
     disagreements = comparison.disagreements
     count, total = len(disagreements), comparison.num_rows
     share = f" ({100 * count / total:.1f}%)" if total else ""
@@ -408,21 +458,51 @@ def _mistake_blocks(runs: Sequence[Run]) -> list[Block]:
         if run.predictions is None:
             blocks.append(Paragraph(f"No {PREDICTIONS_FILE} in this run, so no mistakes to show.", style="note"))
             continue
-        mistakes = most_confident_mistakes(run.predictions)
-        if mistakes.empty:
+        num_wrong = int((run.predictions[PREDICTION_PREDICTED] != run.predictions[PREDICTION_GOLD]).sum())
+        if num_wrong == 0:
             blocks.append(Paragraph("No mistakes: every test text was classified correctly."))
             continue
-        num_wrong = int((run.predictions[PREDICTION_PREDICTED] != run.predictions[PREDICTION_GOLD]).sum())
-        blocks.append(
-            Paragraph(f"{len(mistakes)} of {num_wrong:,} wrong predictions, highest score first.", style="meta")
+        thresholded = threshold_mistakes(run)
+        blocks += (
+            _argmax_mistakes(run, num_wrong) if thresholded is None else _threshold_mistakes(thresholded, num_wrong)
         )
-        rows = [
-            [
-                *_row_text_gold_cells(row_index, row),
-                Cell(str(row[PREDICTION_PREDICTED])),
-                Cell(f"{row[PREDICTION_SCORE]:.3f}", "num"),
-            ]
-            for row_index, row in mistakes.iterrows()
-        ]
-        blocks.append(Table(["Row", "Text", "Gold", "Predicted", "Score"], rows))
     return blocks
+
+
+def _argmax_mistakes(run: Run, num_wrong: int) -> list[Block]:
+    """Labels by the argmax: the probability of the predicted class says how sure each mistake was."""
+    mistakes = most_confident_mistakes(run.predictions)
+    meta = f"{len(mistakes)} of {num_wrong:,} wrong predictions, the highest probability of the predicted class first."
+    rows = [
+        [
+            *_row_text_gold_cells(row_index, row),
+            Cell(str(row[PREDICTION_PREDICTED])),
+            Cell(f"{row[PREDICTION_SCORE]:.3f}", "num"),
+        ]
+        for row_index, row in mistakes.iterrows()
+    ]
+    return [Paragraph(meta, style="meta"), Table(["Row", "Text", "Gold", "Predicted", "P(predicted)"], rows)]
+
+
+def _threshold_mistakes(mistakes: pd.DataFrame, num_wrong: int) -> list[Block]:
+    """Labels by thresholds (binary, multi-label): each mistake's surest wrong class decision, by how far its
+    probability went past the class's threshold (analysis.threshold_mistakes)."""
+    meta = (
+        f"{len(mistakes)} of {num_wrong:,} wrong predictions, surest first. A threshold decides these labels, so each "
+        "row shows the class decision it got wrong that the model was surest of (its probability against the "
+        "class's threshold), and sureness: how far that probability went past the threshold, as a share of the way "
+        "to certainty (0: at the threshold; 1: probability 1 for a class wrongly given, 0 for one wrongly left out)."
+    )
+    rows = [
+        [
+            *_row_text_gold_cells(row_index, row),
+            Cell(str(row[PREDICTION_PREDICTED])),
+            Cell(row[WRONG_DECISION]),
+            Cell(f"{row[SURENESS]:.3f}", "num"),
+        ]
+        for row_index, row in mistakes.iterrows()
+    ]
+    return [
+        Paragraph(meta, style="meta"),
+        Table(["Row", "Text", "Gold", "Predicted", "Surest wrong decision", "Sureness"], rows),
+    ]

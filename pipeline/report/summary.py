@@ -25,6 +25,9 @@ from pipeline.report.scores import imbalance_sentence, is_imbalanced
 from pipeline.rundir import RANKING_METRICS, is_number, nested_get, per_class_score
 
 SECTION_SUMMARY = "Summary"
+# A multi-label run's accuracy, named so beside single-label runs: a text counts as right only when its whole class
+# set is (subset accuracy), a far stricter figure than a single-label accuracy.
+EXACT_MATCH = "exact-match"
 
 
 def num_test_samples(run: Run) -> Any:
@@ -92,7 +95,8 @@ def summary_blocks(runs: Sequence[Run]) -> list[Block]:
 def _headline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
     """Accuracy first, or macro-F1 and balanced accuracy first when train's classes are imbalanced (a note above
     the table says so); multi-label runs add micro- and samples-F1 and the Hamming loss, and when every run is
-    multi-label, micro-F1 (what picked the models) leads and accuracy is named what it is there: subset accuracy."""
+    multi-label, micro-F1 (what picked the models) leads and accuracy is named what it is there: subset accuracy.
+    Beside single-label runs a multi-label run's accuracy cell says it is exact-match accuracy."""
 
     def row(label: str, key: str, formatter: Callable[[Any], str], higher: bool = True) -> list[Cell]:
         return _metric_row(label, runs, lambda r: r.metric("test", key), formatter, higher=higher)
@@ -106,7 +110,9 @@ def _headline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
     if all(run.multi_label for run in runs):
         micro_f1, *others = multi_label
         return [micro_f1, macro_f1, row("Subset accuracy", "accuracy", format_percent), *others]
-    accuracy = row("Test accuracy", "accuracy", format_percent)
+    accuracy = _metric_row(
+        "Test accuracy", runs, lambda r: r.metric("test", "accuracy"), format_percent, True, qualifier=_exact_match
+    )
     balanced = (
         [row("Balanced accuracy", "balanced_accuracy", format_percent)]
         if any(is_number(run.metric("test", "balanced_accuracy")) for run in runs)
@@ -128,11 +134,17 @@ def _baseline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
         if any(run.ranking_metric == "micro_f1" for run in runs)
         else []
     )
-    # Named as the runs' own row is: a multi-label baseline's accuracy is subset accuracy too.
-    accuracy = "Baseline subset accuracy" if all(run.multi_label for run in runs) else "Baseline test accuracy"
+    # Named as the runs' own row is: a multi-label baseline's accuracy is subset accuracy too (exact-match in its
+    # cell beside single-label runs).
+    subset = all(run.multi_label for run in runs)
+
+    def accuracy_text(run: Run) -> str:
+        accuracy = nested_get(baseline_of(run), "accuracy")
+        return format_percent(accuracy) + (_exact_match(run) if not subset and is_number(accuracy) else "")
+
     return [
         *micro_f1,
-        _text_row(accuracy, runs, lambda r: format_percent(nested_get(baseline_of(r), "accuracy"))),
+        _text_row("Baseline subset accuracy" if subset else "Baseline test accuracy", runs, accuracy_text),
         _text_row("Baseline macro-F1", runs, lambda r: format_score(nested_get(baseline_of(r), "macro_f1"))),
         _text_row(
             "Baseline training time", runs, lambda r: format_duration(nested_get(baseline_of(r), "train_seconds"))
@@ -175,19 +187,33 @@ def _truncated_train_text(run: Run) -> str:
     return f"{text} (over the {format_percent(over[1])} budget)" if over else text
 
 
+def _exact_match(run: Run) -> str:
+    """Added to a multi-label run's accuracy (its own, or its baseline's) in a row named "accuracy"."""
+    return f" ({EXACT_MATCH})" if run.multi_label else ""
+
+
 def _metric_row(
-    label: str, runs: Sequence[Run], value_of: Callable[[Run], Any], formatter: Callable[[Any], str], higher: bool
+    label: str,
+    runs: Sequence[Run],
+    value_of: Callable[[Run], Any],
+    formatter: Callable[[Any], str],
+    higher: bool,
+    qualifier: Callable[[Run], str] | None = None,
 ) -> list[Cell]:
-    """A numeric row; the best value emphasised where the report ranks the runs (runs.ranks_models), never on a
-    pipeline.evaluate folder beside the run it scored: the same model on another file is no rival."""
+    """A numeric row, each value followed by its run's `qualifier`; the best value emphasised where the report ranks
+    the runs (runs.ranks_models), never on a pipeline.evaluate folder beside the run it scored: the same model on
+    another file is no rival."""
     values = [value_of(run) for run in runs]
     rivals = [not repeats_its_run(run, runs) for run in runs]
     numbers = [value for value, rival in zip(values, rivals) if rival and is_number(value)]
     compared = ranks_models(runs) and len(set(numbers)) > 1
     best = (max(numbers) if higher else min(numbers)) if compared else None
     cells = [
-        Cell(formatter(value), "best" if best is not None and rival and value == best else "num")
-        for value, rival in zip(values, rivals)
+        Cell(
+            formatter(value) + (qualifier(run) if qualifier and is_number(value) else ""),
+            "best" if best is not None and rival and value == best else "num",
+        )
+        for run, value, rival in zip(runs, values, rivals)
     ]
     return [Cell(label), *cells]
 
