@@ -182,7 +182,7 @@ class Problem:
 
 
 # The kinds of Problem. Each class's own record (model/decision.json, metrics.json `thresholds.chosen`) keeps its
-# `fallback` or `note` in its own words.
+# `fallback` or `note` in its own words, and a fallback's `applied`: what set the threshold instead of the setting.
 NO_POSITIVES = f"no positive validation rows: kept {DEFAULT_THRESHOLD}"
 NEVER_PREDICTED = f"no validation row is predicted as the class: kept {DEFAULT_THRESHOLD}"
 PRECISION_UNREACHED = "no threshold reaches the precision asked on validation: best_f1 used instead"
@@ -241,12 +241,12 @@ def choose_threshold(
         return setting, _record(setting, setting, scores, positives), None
     if not positives.any():
         record = _record(setting, DEFAULT_THRESHOLD, scores, positives)
-        record["fallback"] = NO_POSITIVES
+        record["fallback"], record["applied"] = NO_POSITIVES, f"{DEFAULT_THRESHOLD}"
         return DEFAULT_THRESHOLD, record, Problem(NO_POSITIVES)
     candidates, precision, recall = _curve(scores, positives)
     if not len(candidates):  # multi-class: no validation row has this class as its top prediction
         record = _record(setting, DEFAULT_THRESHOLD, scores, positives)
-        record["fallback"] = NEVER_PREDICTED
+        record["fallback"], record["applied"] = NEVER_PREDICTED, f"{DEFAULT_THRESHOLD}"
         return DEFAULT_THRESHOLD, record, Problem(NEVER_PREDICTED)
     if setting == "best_f1":
         return *_best_f1(setting, candidates, precision, recall, scores, positives), None
@@ -259,6 +259,7 @@ def choose_threshold(
                 f"no threshold reaches precision {value:g} on validation (best "
                 f"{precision.max():.4f}): best_f1 used instead"
             )
+            record["applied"] = "best_f1"
             return threshold, record, Problem(PRECISION_UNREACHED, f"precision {value:g}, best {precision.max():.4f}")
         best = reaching[np.argmax(recall[reaching])]  # the most recall among those reaching the precision
     else:
@@ -270,6 +271,7 @@ def choose_threshold(
                 f"no threshold keeps recall {value:g} on validation (at most {recall.max():.4f}): {threshold:.4f}, "
                 "below every validation score of the class, used instead"
             )
+            record["applied"] = f"{threshold:.4f}"
             return threshold, record, Problem(RECALL_UNKEPT, f"recall {value:g}, at most {recall.max():.4f}")
         best = keeping[np.argmax(candidates[keeping])]  # the highest threshold still keeping the recall
     threshold = _midway(candidates, int(best))

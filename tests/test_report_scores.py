@@ -224,7 +224,12 @@ def test_a_multi_class_run_with_thresholds_shows_its_low_confidence_rows():
                 "validation_precision": 0.92,
                 "note": "chosen on only 9 validation rows of the class: a rough estimate",
             },
-            "mid": {"setting": "best_f1", "threshold": 0.5, "fallback": "no positive validation rows: kept 0.5"},
+            "mid": {
+                "setting": "best_f1",
+                "threshold": 0.5,
+                "fallback": "no positive validation rows: kept 0.5",
+                "applied": "0.5",
+            },
         },
     }
     run.predictions = pd.DataFrame(

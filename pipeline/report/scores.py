@@ -327,17 +327,13 @@ def _flagged_per_class(run: Run) -> dict[str, int] | None:
 
 def applied_setting_text(chosen: dict[str, Any]) -> str:
     """What set a class's threshold (its metrics.json `thresholds.chosen` record): the setting asked for, or where it
-    could not be met, what was used instead of it, e.g. "best_f1 (instead of precision ≥ 0.6)"; the note below the
-    table says why. pipeline.thresholds words each fallback "<why>: <what> used instead" or "<why>: kept <t>"."""
+    could not be met, what was used instead of it (the record's `applied`), e.g. "best_f1 (instead of precision ≥
+    0.6)"; the note below the table says why."""
     asked = _setting_text(chosen.get("setting"))
-    fallback = chosen.get("fallback")
-    if not fallback:
+    if not chosen.get("fallback"):
         return asked
-    why, _, used = str(fallback).rpartition(": ")
-    if not why:  # a fallback worded otherwise: said whole rather than misread
-        return f"{asked} (not met: {fallback})"
-    used = used.removesuffix(" used instead").removesuffix(",").removeprefix("kept ")
-    return f"{used} (instead of {asked})"
+    applied = chosen.get("applied")
+    return f"{applied} (instead of {asked})" if applied else f"{asked} (not met)"  # runs from before `applied`
 
 
 def _setting_text(setting: Any) -> str:
