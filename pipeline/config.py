@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import os
 import re
+import shlex
 import types
 import typing
 from dataclasses import dataclass, field
@@ -620,6 +622,20 @@ def parse_override(text: str) -> tuple[list[str], Any]:
         value = raw.strip()
     path = key.strip().split(".")
     return path, _as_written(raw, value, _field_type(path))
+
+
+def override_text(key: str, values: list[str]) -> str:
+    """A list of texts as an override a shell passes and parse_override reads back as that list: each item as it is
+    where YAML reads it so (Health, N/A), else quoted ("null", "#N/A", "9")."""
+    return shlex.quote(f"{key}=[{', '.join(_flow_item(value) for value in values)}]")
+
+
+def _flow_item(value: str) -> str:
+    try:
+        plain = load_yaml(f"[{value}]") == [value]
+    except yaml.YAMLError:
+        plain = False
+    return value if plain else json.dumps(value, ensure_ascii=False)
 
 
 # The words YAML reads as null; nothing at all after the "=" is null too.

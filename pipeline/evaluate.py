@@ -35,14 +35,15 @@ from pipeline.data import RemovedRow, read_labelled_file
 from pipeline.evaluation import EvalResult, result_from_probabilities, write_predictions
 from pipeline.export.record import BACKENDS
 from pipeline.hardware import INFERENCE_PRECISIONS
-from pipeline.io import replace_directory
+from pipeline.io import check_can_write, replace_directory
+from pipeline.labels import UnknownLabels, leave_out_hint
 from pipeline.predict import PredictError, Predictor, resolve_model_source
 from pipeline.predict.speed import speed_record, warm_up
 from pipeline.report.write import write_report
 from pipeline.rundir import REMOVED_ROWS_FILE, RunDir, RunDirError, folded_temperature, foreign_names, headline_scores
 from pipeline.scoring import calibration_record
 from pipeline.splits import column_values, labels_of, write_removed_rows
-from pipeline.tables import DataError
+from pipeline.tables import DataError, one_line
 from pipeline.tokenization import TokenCounts, truncated_share
 
 logger = logging.getLogger(__name__)
@@ -138,7 +139,8 @@ def check_same_kind_of_text(trained: list[str] | None, given: list[str] | None) 
 
 
 def check_paths(run: RunDir, input_path: Path, output: Path, overwrite: bool) -> None:
-    """The output folder may replace an earlier one (--overwrite), never a file, the run directory or the input."""
+    """The output folder may replace an earlier one (--overwrite), never a file, the run directory or the input; and
+    its place must be writable, said before the file is scored."""
     if not input_path.is_file() and not input_path.is_dir():
         raise DataError(
             f"--input: file not found: {input_path} (evaluation reads a file whole, or a folder of class folders; "
@@ -149,6 +151,7 @@ def check_paths(run: RunDir, input_path: Path, output: Path, overwrite: bool) ->
     for protected, what in ((run.path.resolve(), "the run directory"), (input_path, input_kind)):
         if target == protected or target in protected.parents or protected in target.parents:
             raise RunDirError(f"--output {output}: overlaps {what} {protected}; write the evaluation elsewhere")
+    check_can_write(output, "--output")
     if not output.exists():
         return
     if not output.is_dir():
@@ -299,7 +302,10 @@ def evaluate_file(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     run_metrics = run.read_metrics()
     labels = [str(label) for label in run_metrics["labels"]]
     reading = (run_metrics.get("data") or {}).get("label_reading")
-    dataset, removed, read = read_labelled_file(config.data, args.input, "--input", labels, reading)
+    try:
+        dataset, removed, read = read_labelled_file(config.data, args.input, "--input", labels, reading)
+    except UnknownLabels as error:  # a class the model never saw: how to score the file without those rows
+        raise DataError(f"{error}{leave_out_hint(config.data, error.labels)}") from None
     run_file = run_file_of(run, input_path)
     if run_file:
         logger.warning(
@@ -361,6 +367,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         output, metrics = evaluate_file(args)
     except (ConfigError, DataError, PredictError, RunDirError) as error:
         print(f"error: {error}", file=sys.stderr)
+        return 1
+    except OSError as error:  # a read-only folder, a full disk: io.OutputError names the output, not a temporary file
+        print(f"error: {one_line(error)}", file=sys.stderr)
         return 1
     print(f"{args.input}: {headline_scores(metrics)}. Written: {output} (report.md, report.html)")
     return 0

@@ -37,7 +37,14 @@ from pipeline.batching import TokenizedRows
 from pipeline.config import ConfigError, PipelineConfig, load_config, save_config, to_dict, with_absolute_paths
 from pipeline.data import DataError, LoadedData, load_data
 from pipeline.evaluation import EvalResult, predict_logits, write_predictions
-from pipeline.io import atomic_write_csv, interrupted_exit_code, replace_directory, terminated_as_interrupt
+from pipeline.io import (
+    atomic_write_csv,
+    check_can_write,
+    interrupted_exit_code,
+    replace_directory,
+    terminated_as_interrupt,
+)
+from pipeline.labels import UnknownLabels, leave_out_hint
 from pipeline.losses import resolve_class_weights
 from pipeline.modelcard import write_model_card
 from pipeline.models import load_classifier
@@ -46,6 +53,7 @@ from pipeline.report import ReportError, plot_confusion_matrix, write_report
 from pipeline.rundir import METRICS_FILE, RunDir, RunDirError
 from pipeline.scoring import Scoring, calibrate_and_decide, unfold_earlier_calibration
 from pipeline.splits import write_removed_rows
+from pipeline.tables import one_line
 from pipeline.thresholds import check_setting
 from pipeline.tokenization import TokenizationInfo, load_tokenizer, tokenize_splits
 from pipeline.training import Trainer, TrainingDiverged, TrainResult, create_accelerator, seconds_per_row
@@ -99,7 +107,8 @@ def resolve_config(args: argparse.Namespace) -> PipelineConfig:
 
 
 def check_run_dir(config: PipelineConfig) -> None:
-    """Refuse, before any work, a run that would clobber an earlier one or resume what cannot be resumed."""
+    """Refuse, before any work, a run that would clobber an earlier one, resume what cannot be resumed or write
+    where it cannot."""
     run = RunDir(config.run_dir)
     if config.train.resume:
         if not run.path.is_dir():
@@ -121,6 +130,7 @@ def check_run_dir(config: PipelineConfig) -> None:
     elif rundir.holds_run(run.path) and not config.run.overwrite:
         hint = " (or train.resume=true to continue from its last checkpoint)" if run.checkpoints() else ""
         raise RunError(f"{run.path} already holds a run; choose another run.name, or set run.overwrite=true{hint}")
+    check_can_write(run.path, "run directory", inside=True)
 
 
 def check_resume_config(run: RunDir, config: PipelineConfig) -> None:
@@ -538,8 +548,14 @@ def main(argv: list[str] | None = None) -> int:
         config = resolve_config(args)
         with terminated_as_interrupt():  # `kill` unwinds as Ctrl-C does: temporary files go, the lock is released
             run(config)
-    except (ConfigError, DataError, RunError, RunDirError, ReportError, TrainingDiverged, FileNotFoundError) as error:
+    except UnknownLabels as error:  # a validation or test file's class that train lacks: how to leave its rows out
+        print(f"error: {error}{leave_out_hint(config.data, error.labels)}", file=sys.stderr)
+        return 2
+    except (ConfigError, DataError, RunError, RunDirError, ReportError, TrainingDiverged) as error:
         print(f"error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:  # a file not found; a read-only folder or a full disk (io.OutputError names the output)
+        print(f"error: {one_line(error)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as interrupt:
         print(

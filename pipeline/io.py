@@ -1,13 +1,16 @@
 """Atomic file output: everything is written to a temporary file beside the target, then renamed into place.
 
 A crash or Ctrl-C midway therefore never leaves a truncated file under the final name; `terminated_as_interrupt`
-makes SIGTERM (`kill`, a job scheduler's stop) unwind the same way.
+makes SIGTERM (`kill`, a job scheduler's stop) unwind the same way. Every command checks that its output can be
+written before any work (`check_can_write`), and a write that fails later is an `OutputError` naming the output the
+user gave, never the temporary file beside it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import json
 import math
 import os
@@ -47,12 +50,76 @@ def interrupted_exit_code(interrupt: KeyboardInterrupt) -> int:
     return 128 + (signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT)
 
 
+class OutputError(OSError):
+    """An output that cannot be written, said in one line naming the path the user gave (and `what` the command
+    calls it: "output", "--output", "run directory"), never the temporary file or folder standing in for it."""
+
+    def __init__(self, path: str | Path, reason: str, code: int | None = None, what: str = ""):
+        super().__init__(code, reason, str(path))
+        self.what = what
+
+    def __str__(self) -> str:
+        named = f"{self.what} {self.filename}" if self.what else str(self.filename)
+        return f"cannot write {named}: {self.strerror}"
+
+    def __reduce__(self) -> tuple[Any, ...]:  # OSError's would pass (errno, strerror, filename) to __init__
+        return type(self), (self.filename, self.strerror, self.errno, self.what)
+
+
+def check_can_write(path: str | Path, what: str = "", inside: bool = False) -> None:
+    """Before any work, an OutputError unless `path` can be written: put in place beside its name (atomic_path,
+    replace_directory) or, `inside`, written into (a run directory). Its nearest existing folder must take a new
+    file: one is made there and removed, since os.access says yes to root on a read-only file system."""
+    path = Path(path)
+    start = path.absolute() if inside else path.absolute().parent
+    existing = next(folder for folder in (start, *start.parents) if folder.exists())
+    if not existing.is_dir():
+        raise OutputError(path, f"{existing} is a file, not a folder", errno.ENOTDIR, what)
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=existing)
+    except OSError as error:
+        raise OutputError(path, f"{existing}: {error.strerror}", error.errno, what) from None
+    os.close(handle)
+    os.unlink(probe)
+
+
+def _unwritable(path: Path, error: OSError) -> OutputError:
+    """Making `path`'s folder, or a temporary file or folder in it, failed: why, as check_can_write says it."""
+    try:
+        check_can_write(path)
+    except OutputError as reason:
+        return reason
+    return OutputError(path, error.strerror or str(error), error.errno)
+
+
+# A write that fails for want of space names no file: it is the output being written.
+FULL_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def _naming_target(error: OSError, temporary: Path, target: Path) -> OutputError | None:
+    """`error` naming `target` where it names `temporary` (a file inside it: that file inside `target`) or says the
+    disk is full without naming a file; None where it concerns another file, which it names itself."""
+    if error.filename is None and error.errno in FULL_DISK_ERRNOS:
+        return OutputError(target, error.strerror, error.errno)
+    what = error.what if isinstance(error, OutputError) else ""
+    for name in (error.filename, error.filename2):
+        if isinstance(name, (str, bytes, os.PathLike)):
+            inside = os.path.relpath(os.path.abspath(os.fsdecode(name)), os.path.abspath(temporary))
+            if inside != os.pardir and not inside.startswith(os.pardir + os.sep):
+                return OutputError(target / inside, error.strerror or str(error), error.errno, what)
+    return None
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path in the target's folder; rename it onto `path` only if the block succeeds."""
+    """Yield a temporary path in the target's folder; rename it onto `path` only if the block succeeds. An OSError
+    about the temporary file is raised as an OutputError naming `path`."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as error:
+        raise _unwritable(path, error) from None
     os.close(handle)
     temp_path = Path(temp_name)
     try:
@@ -60,6 +127,11 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         # mkstemp creates the file owner-only; give it the permissions a plain open() would have.
         os.chmod(temp_path, 0o666 & ~_current_umask())
         os.replace(temp_path, path)
+    except OSError as error:
+        named = _naming_target(error, temp_path, path)
+        if named is None:
+            raise
+        raise named from None
     finally:
         temp_path.unlink(missing_ok=True)
 
@@ -120,25 +192,38 @@ def atomic_write_csv(path: str | Path, header: list[str], rows: Iterable[Sequenc
 
 
 def replace_directory(path: str | Path, fill) -> None:
-    """Build a directory with `fill(staging_path)` beside `path`, then swap it into place in one rename."""
+    """Build a directory with `fill(staging_path)` beside `path`, then swap it into place in one rename. An OSError
+    about the staging folder or a file in it is raised as an OutputError naming `path` or that file in it."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
+    except OSError as error:
+        raise _unwritable(path, error) from None
     # mkdtemp creates the folder owner-only (0700); give it the permissions a plain mkdir would have.
     os.chmod(staging, 0o777 & ~_current_umask())
-    retired = path.with_name(f".{path.name}.old")
     try:
-        fill(staging)
-        shutil.rmtree(retired, ignore_errors=True)
-        had_old = path.exists()
-        if had_old:
-            os.replace(path, retired)
-        try:
-            os.replace(staging, path)
-        except OSError:
-            if had_old:  # put the previous folder back: a failed swap must not lose it
-                os.replace(retired, path)
+        _fill_and_swap(path, staging, fill)
+    except OSError as error:
+        named = _naming_target(error, staging, path)
+        if named is None:
             raise
-        shutil.rmtree(retired, ignore_errors=True)
+        raise named from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _fill_and_swap(path: Path, staging: Path, fill) -> None:
+    retired = path.with_name(f".{path.name}.old")
+    fill(staging)
+    shutil.rmtree(retired, ignore_errors=True)
+    had_old = path.exists()
+    if had_old:
+        os.replace(path, retired)
+    try:
+        os.replace(staging, path)
+    except OSError:
+        if had_old:  # put the previous folder back: a failed swap must not lose it
+            os.replace(retired, path)
+        raise
+    shutil.rmtree(retired, ignore_errors=True)

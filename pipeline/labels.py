@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pipeline.config import override_text
 from pipeline.tables import INCOMPLETE_ROWS_HINT, DataError, is_blank, is_number_text, shorten
 
 if TYPE_CHECKING:
@@ -594,9 +595,10 @@ def _class_indices(
         distinct = list(dict.fromkeys(str(label).strip() for labels in unknown.values() for label in labels))
         others = f"; unknown labels: {', '.join(repr(name) for name in distinct[:10])}" if len(distinct) > 1 else ""
         hints = _joined_hint(distinct, spellings, scheme, separator) + _missing_hint(distinct)
-        raise DataError(
+        raise UnknownLabels(
             f"{table.where(rows[0])}, column '{column}': label {unknown[rows[0]][0]!r} is not a known class"
-            f"{table.and_more(rows)}{others}; {_allowed(scheme)}{hints}"
+            f"{table.and_more(rows)}{others}; {_allowed(scheme)}{hints}",
+            [] if hints or len(distinct) > 10 else distinct,
         )
     kind = None
     for row, (labels, results) in enumerate(zip(label_lists, read)):
@@ -630,6 +632,26 @@ class Spellings:
 
     def index(self, text: str) -> int | None:
         return self.exact.get(text, self.folded.get(text.casefold()))
+
+
+class UnknownLabels(DataError):
+    """Labels that name no class; the message names their rows. `labels`: those labels where leaving their rows out
+    is the way forward (none where the message offers another reading of them), for leave_out_hint."""
+
+    def __init__(self, message: str, labels: list[str]):
+        super().__init__(message)
+        self.labels = labels
+
+
+def leave_out_hint(config: DataConfig, labels: list[str]) -> str:
+    """Added to an UnknownLabels error where the settings are known: the settings that leave its rows out, for the
+    command line (the labels added to data.missing_label_values, the marks it holds kept; data.incomplete_rows=drop)."""
+    if not labels:
+        return ""
+    settings = [override_text("data.missing_label_values", [*config.missing_label_values, *labels])]
+    if config.incomplete_rows != "drop":
+        settings.append("data.incomplete_rows=drop")
+    return f"; to leave those rows out (listed in removed_rows.csv), add {' '.join(settings)}"
 
 
 def _missing_hint(unknown: list[str]) -> str:

@@ -13,6 +13,7 @@ import contextlib
 import json
 import math
 import os
+import shlex
 import shutil
 import warnings
 from collections.abc import Iterator, Sequence
@@ -206,15 +207,45 @@ class RunDir:
             raise RunDirError(f"{path}: not a directory (expected a run directory such as runs/<name>)")
         if holds_run(path) or self.metrics_path.exists():
             if not self.metrics_path.is_file():
-                raise RunDirError(
-                    f"{path}: {METRICS_FILE} is missing — the run did not finish evaluation (is it still training?)"
-                )
+                raise RunDirError(self.unfinished())
             if not self.config_path.is_file():
                 raise RunDirError(f"{path}: {CONFIG_FILE} is missing — every finished run directory holds its config")
             return
         runs_inside = sorted(child.name for child in path.iterdir() if (child / METRICS_FILE).is_file())
         hint = f"; run directories inside it: {', '.join(runs_inside[:5])}" if runs_inside else ""
         raise RunDirError(f"{path}: not a run directory (no {CONFIG_FILE}, {METRICS_FILE} or {HISTORY_FILE}){hint}")
+
+    def unfinished(self) -> str:
+        """The one message for a run directory without a finished model (no metrics.json), as prediction,
+        evaluation, reports and model cards say it: still training, or stopped, and then how to go on."""
+        missing = f"{self.path}: {METRICS_FILE} is missing, so the run has not finished"
+        owner = live_lock_owner(self.path)
+        if owner is not None:
+            return f"{missing} — it is still training (process {owner} holds it); wait for it to finish"
+        checkpoints = self.checkpoints()
+        if checkpoints:
+            return (
+                f"{missing} — it stopped (interrupted, or it failed); continue it from its last checkpoint "
+                f"({checkpoints[-1].name}): {self.finetune_command('train.resume=true')}"
+            )
+        return (
+            f"{missing} — it stopped (interrupted, or it failed) without a checkpoint to continue from "
+            f"(train.save_every_steps); train it again: {self.finetune_command('run.overwrite=true')}"
+        )
+
+    def finetune_command(self, *settings: str) -> str:
+        """`python -m pipeline.finetune` on this run's config.yaml with `settings`, naming the run's place where it
+        was moved since training (run.output_dir and run.name, which a resumed run may change); the settings alone
+        where config.yaml cannot be read."""
+        try:
+            saved = self.read_config().get("run") or {}
+        except RunDirError:
+            return " ".join(settings)
+        words = ["python", "-m", "pipeline.finetune", "--config", str(self.config_path), *settings]
+        place = Path(str(saved.get("output_dir", ""))).expanduser() / str(saved.get("name", ""))
+        if place.resolve() != self.path.resolve():
+            words += [f"run.output_dir={self.path.parent}", f"run.name={self.path.name}"]
+        return " ".join(shlex.quote(word) for word in words)
 
     def read_config(self) -> dict[str, Any]:
         """config.yaml as plain nested dicts (the resolved PipelineConfig)."""
@@ -521,14 +552,23 @@ def _process_alive(pid: int) -> bool:
     return True
 
 
-def refuse_if_in_use(path: Path) -> None:
-    """A RunDirError when another live process holds the run directory's lock (a run of the same name, or one
-    being resumed): checked before anything else is said about the folder's content, which that run is changing."""
+def live_lock_owner(path: Path) -> int | None:
+    """The id of the live process, other than this one, that holds the run directory's lock; None where none does
+    (a lock left by a process that no longer runs is no one's)."""
     try:
         owner = (path / LOCK_FILE).read_text().strip()
     except (FileNotFoundError, NotADirectoryError):
-        return
+        return None
     if owner.isdigit() and _process_alive(int(owner)) and int(owner) != os.getpid():
+        return int(owner)
+    return None
+
+
+def refuse_if_in_use(path: Path) -> None:
+    """A RunDirError when another live process holds the run directory's lock (a run of the same name, or one
+    being resumed): checked before anything else is said about the folder's content, which that run is changing."""
+    owner = live_lock_owner(path)
+    if owner is not None:
         raise RunDirError(f"{path} is in use by another run (process {owner}); wait for it, or choose another run.name")
 
 

@@ -57,6 +57,28 @@ def require(path: Path) -> Path:
     return path
 
 
+# Folders no output can be written into: one made read-only with chmod, and a path through a regular file.
+UNWRITABLE_KINDS = ("read-only folder", "path through a file")
+
+
+def unwritable_folder(root: Path, kind: str) -> Path:
+    """A folder under `root` that nothing can be written into, of a kind in UNWRITABLE_KINDS. chmod does not stop
+    root (as the user sweep ran), so the read-only kind skips where a file can still be made in it; a path through a
+    file is refused to root too."""
+    if kind == "path through a file":
+        (root / "somefile.txt").write_text("not a folder\n")
+        return root / "somefile.txt" / "out"
+    folder = root / "read-only"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        (folder / "probe").touch()
+    except PermissionError:
+        return folder
+    (folder / "probe").unlink()
+    pytest.skip("chmod does not stop this user's writes (root); the path through a file is the same check")
+
+
 def selects_gpu_tests(mark_expression: str) -> bool:
     """Whether `pytest -m <expression>` selects gpu-marked tests and nothing else (`gpu`, `gpu and not slow`), read by
     pytest's own parser: `slow or gpu` would show the GPU to the CPU tiers' exactness tests too."""

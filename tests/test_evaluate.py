@@ -6,7 +6,9 @@ a new file with their class names, must score exactly what stage 4 recorded for 
 
 import csv
 import dataclasses
+import errno
 import json
+import shlex
 import shutil
 import zipfile
 
@@ -17,6 +19,7 @@ from pipeline import finetune
 from pipeline.config import load_config
 from pipeline.data import read_labelled_file
 from pipeline.evaluate import main as evaluate_main
+from pipeline.evaluate import reading_config
 from pipeline.predict.predictor import DEFAULT_BATCH_SIZE
 from pipeline.predict.source import load_model_and_tokenizer
 from pipeline.report import write_report
@@ -24,7 +27,14 @@ from pipeline.rundir import PREDICTION_GOLD, PREDICTION_TEXT, RunDir
 from pipeline.splits import column_values, labels_of
 from pipeline.tables import DataError
 from pipeline.tokenization import count_tokens, truncated_share
-from tests.helpers import MINILM_CONFIG, multi_label_overrides, reset_accelerate, tiny_run_overrides
+from tests.helpers import (
+    MINILM_CONFIG,
+    UNWRITABLE_KINDS,
+    multi_label_overrides,
+    reset_accelerate,
+    tiny_run_overrides,
+    unwritable_folder,
+)
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
 
@@ -267,6 +277,71 @@ def test_outputs_that_would_replace_the_run_the_input_or_a_file_are_refused(trai
         assert evaluate_main(["--output", str(tmp_path / "fresh"), *common, setting]) == 1
         assert message in capsys.readouterr().err
     assert not (tmp_path / "fresh").exists()
+
+
+def test_a_class_the_model_never_saw_is_refused_with_the_settings_that_leave_its_rows_out(trained, tmp_path, capsys):
+    config, metrics = trained
+    path = tmp_path / "new.csv"
+    path.write_text("story,topic\nCup final,Sports\nA new vaccine,Health\nChips,Sci/Tech\nFlu season,Health\n")
+    common = ["--model", str(config.run_dir), "--input", str(path), "--output", str(tmp_path / "o")]
+    overrides = ["data.column_names=null", "data.text_columns=[story]", "data.label_column=topic"]
+    assert evaluate_main([*common, *overrides]) == 1
+    error = capsys.readouterr().err
+    assert "line 3, column 'topic': label 'Health' is not a known class (and 1 more: line 5)" in error
+    hint = error.strip().split("; to leave those rows out (listed in removed_rows.csv), add ")[1]
+    assert hint == """'data.missing_label_values=[NaN, N/A, "#N/A", "null", <NA>, Health]' data.incomplete_rows=drop"""
+    # The settings as a shell passes them read the file with those rows left out (what the command then scores).
+    reading = reading_config(RunDir(config.run_dir), [*overrides, *shlex.split(hint)], path)
+    dataset, removed, _ = read_labelled_file(reading.data, str(path), "--input", metrics["labels"], None)
+    assert dataset["text"] == ["Cup final", "Chips"] and [row.text for row in removed] == [
+        "A new vaccine",
+        "Flu season",
+    ]
+
+
+@pytest.mark.parametrize("kind", UNWRITABLE_KINDS)
+def test_an_output_that_cannot_be_written_is_one_line_before_the_file_is_scored(
+    trained, tmp_path, capsys, monkeypatch, kind
+):
+    """The user sweep: a read-only --output scored the whole file, then ended in a traceback naming a .partial folder."""
+    config, _ = trained
+    path = tmp_path / "new.csv"
+    path.write_text('"2","Cup final","The home side won 3-1"\n')
+    output = unwritable_folder(tmp_path, kind) / "ev"
+    monkeypatch.setattr("pipeline.evaluate.read_labelled_file", lambda *args: pytest.fail("the file was read"))
+    assert evaluate_main(["--model", str(config.run_dir), "--input", str(path), "--output", str(output)]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: cannot write --output {output}: "), lines
+
+
+def test_a_write_that_fails_names_the_output_file_not_its_staging_folder(trained, tmp_path, capsys, monkeypatch):
+    config, _ = trained
+    path = tmp_path / "new.csv"
+    path.write_text('"2","Cup final","The home side won 3-1"\n"4","Chips","A faster processor"\n')
+
+    def refused(target, removed):  # as a full or read-only disk refuses the file, named as the writer named it
+        raise PermissionError(errno.EACCES, "Permission denied", str(target))
+
+    monkeypatch.setattr("pipeline.evaluate.write_removed_rows", refused)
+    output = tmp_path / "reports" / "ev"
+    assert evaluate_main(["--model", str(config.run_dir), "--input", str(path), "--output", str(output)]) == 1
+    error = capsys.readouterr().err  # after the model's loading bar
+    assert error.strip().splitlines()[-1] == f"error: cannot write {output / 'removed_rows.csv'}: Permission denied"
+    assert "Traceback" not in error and ".partial" not in error
+    assert list(output.parent.iterdir()) == []  # nor a staging folder left behind
+
+
+def test_an_unfinished_run_is_refused_with_the_command_that_continues_it(trained, tmp_path, capsys):
+    config, _ = trained
+    stopped = tmp_path / "stopped"
+    (stopped / "checkpoints" / "step_12").mkdir(parents=True)
+    shutil.copy(config.run_dir / "config.yaml", stopped / "config.yaml")
+    shutil.copy(config.run_dir / "history.jsonl", stopped / "history.jsonl")
+    path = tmp_path / "new.csv"
+    path.write_text('"2","Cup final","The home side won 3-1"\n')
+    assert evaluate_main(["--model", str(stopped), "--input", str(path), "--output", str(tmp_path / "o")]) == 1
+    assert capsys.readouterr().err == f"error: {RunDir(stopped).unfinished()}\n"
+    assert "(step_12): python -m pipeline.finetune --config" in RunDir(stopped).unfinished()
 
 
 def test_a_labelled_file_is_read_as_training_read_its_labels(tmp_path):

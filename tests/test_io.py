@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import csv
+import errno
 import json
 import os
+import pickle
 import stat
 from pathlib import Path
 
 import pytest
 
-from pipeline.io import atomic_path, atomic_write_csv, atomic_write_json, atomic_write_text, replace_directory
+from pipeline.io import (
+    OutputError,
+    atomic_path,
+    atomic_write_csv,
+    atomic_write_json,
+    atomic_write_text,
+    check_can_write,
+    replace_directory,
+)
+from tests.helpers import UNWRITABLE_KINDS, unwritable_folder
 
 
 class Boom(RuntimeError):
@@ -179,3 +190,72 @@ def test_replace_directory_keeps_the_old_folder_when_the_final_rename_fails(tmp_
         replace_directory(target, fill_with({"config.json": "new"}))
     monkeypatch.undo()
     assert tree(target) == {"config.json": "old"}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# An output that cannot be written: checked before any work, and named as the user gave it, never its temporary file
+
+
+@pytest.mark.parametrize("kind", UNWRITABLE_KINDS)
+def test_an_unwritable_place_is_refused_naming_the_path_given(tmp_path, kind):
+    folder = unwritable_folder(tmp_path, kind)
+    for path, inside in ((folder / "labelled.csv", False), (folder / "ev", False), (folder / "run", True)):
+        with pytest.raises(OutputError) as caught:
+            check_can_write(path, "--output", inside=inside)
+        message = str(caught.value)
+        assert message.startswith(f"cannot write --output {path}: ") and ".tmp" not in message, message
+    with pytest.raises(OutputError, match=f"cannot write {folder / 'x.csv'}: "):
+        atomic_write_text(folder / "x.csv", "a\n")
+    with pytest.raises(OutputError, match=f"cannot write {folder / 'ev'}: "):
+        replace_directory(folder / "ev", fill_with({"metrics.json": "{}"}))
+
+
+def test_a_writable_place_passes_and_is_left_as_it_was(tmp_path):
+    check_can_write(tmp_path / "new" / "deeper" / "labelled.csv")  # folders still to make: their existing parent
+    check_can_write(tmp_path / "run", inside=True)
+    (tmp_path / "run").mkdir()
+    check_can_write(tmp_path / "run", inside=True)
+    assert [p.name for p in tmp_path.iterdir()] == ["run"] and not any((tmp_path / "run").iterdir())
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc, which takes no new file")
+def test_a_folder_that_takes_no_file_is_named_not_the_temporary_file(tmp_path):
+    """The user sweep's `/proc/x.csv`: the error named '/proc/.x.csv.xkyc3f69.tmp'."""
+    with pytest.raises(OutputError) as caught, atomic_path("/proc/x.csv"):
+        pass
+    assert str(caught.value).startswith("cannot write /proc/x.csv: ") and ".x.csv." not in str(caught.value)
+
+
+def test_errors_about_the_temporary_file_name_the_output_and_others_pass_unchanged(tmp_path):
+    target = tmp_path / "labelled.csv"
+    with pytest.raises(OutputError) as caught, atomic_path(target) as temp:
+        raise PermissionError(errno.EACCES, "Permission denied", str(temp))
+    assert str(caught.value) == f"cannot write {target}: Permission denied"
+    assert str(pickle.loads(pickle.dumps(caught.value))) == str(caught.value)  # as it crosses processes
+    with pytest.raises(OutputError) as caught, atomic_path(target):
+        raise OSError(errno.ENOSPC, "No space left on device")  # a failed write names no file: it is the output's
+    assert str(caught.value) == f"cannot write {target}: No space left on device"
+    with pytest.raises(FileNotFoundError) as not_ours, atomic_path(target):
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(tmp_path / "input.csv"))
+    assert not_ours.type is FileNotFoundError and not_ours.value.filename == str(tmp_path / "input.csv")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_errors_inside_the_staging_folder_name_that_file_in_the_output(tmp_path):
+    output = tmp_path / "reports" / "ev"
+
+    def fill(staging: Path) -> None:
+        (staging / "report.md").write_text("# ok\n")
+        with atomic_path(staging / "metrics.json"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(OutputError) as caught:
+        replace_directory(output, fill)
+    assert str(caught.value) == f"cannot write {output / 'metrics.json'}: No space left on device"
+
+    def refused(staging: Path) -> None:
+        raise PermissionError(errno.EACCES, "Permission denied", str(staging / "model" / "config.json"))
+
+    with pytest.raises(OutputError, match=f"cannot write {output / 'model' / 'config.json'}: Permission denied$"):
+        replace_directory(output, refused)
+    assert not output.exists() and list(output.parent.iterdir()) == []

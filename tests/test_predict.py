@@ -29,8 +29,9 @@ from transformers import BertConfig, BertForSequenceClassification
 
 from pipeline.config import MAX_BATCH_TOKENS
 from pipeline.models import encoder
-from pipeline.predict import PredictError, Predictor, main, predict_dataframe, predict_texts
-from tests.helpers import REPO_ROOT, one_torch_thread, tiny_bert_classifier
+from pipeline.predict import PredictError, Predictor, main, predict_dataframe, predict_texts, resolve_model_source
+from pipeline.rundir import RunDir
+from tests.helpers import REPO_ROOT, UNWRITABLE_KINDS, one_torch_thread, tiny_bert_classifier, unwritable_folder
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
 HEADER = ["id", "title", "description", "note"]
@@ -792,6 +793,16 @@ def test_an_output_folder_that_cannot_be_made_is_named_before_loading_anything(t
         assert_one_line_error(capsys.readouterr().err, f"cannot write output {output}", f"{source} is a file")
 
 
+@pytest.mark.parametrize("kind", UNWRITABLE_KINDS)
+def test_an_output_folder_that_cannot_be_written_is_named_before_loading_anything(tmp_path, capsys, kind):
+    """The check pipeline.evaluate and pipeline.finetune share (io.check_can_write): a read-only folder was found
+    only once the model had labelled every row, as the temporary file's error."""
+    source = write_table(tmp_path / "in.csv", news_rows(2))
+    output = unwritable_folder(tmp_path, kind) / "labelled.csv"
+    assert run_main(["--model", tmp_path / "no-model", "--input", source, "--output", output]) != 0
+    assert_one_line_error(capsys.readouterr().err, f"cannot write output {output}: ")
+
+
 def test_existing_output_is_checked_before_loading_anything(tmp_path, capsys):
     output = tmp_path / "out.csv"
     output.write_text("precious\n")
@@ -1072,6 +1083,21 @@ def test_an_unfinished_run_is_refused_unless_its_model_folder_is_named(run_dir, 
         predictor = Predictor.from_path(unfinished / "model", device="cpu", precision="fp32", max_length=64)
     assert "has not finished" in caplog.text
     assert predictor.text_spec.columns == ("title", "description"), "the run's settings still apply"
+
+
+def test_a_run_stopped_before_saving_a_model_is_told_how_to_resume(run_dir, tmp_path):
+    """The user sweep's interrupted run (config, history and checkpoints, no model/ yet) was "neither a run
+    directory nor a saved model"; it is the unfinished run evaluation and reports describe (RunDir.unfinished)."""
+    stopped = tmp_path / "stopped"
+    (stopped / "checkpoints" / "step_6").mkdir(parents=True)
+    shutil.copy(run_dir / "config.yaml", stopped / "config.yaml")
+    (stopped / "history.jsonl").write_text('{"step": 5, "loss": 1.2}\n')
+    with pytest.raises(PredictError) as caught:
+        resolve_model_source(stopped)
+    message = str(caught.value)
+    assert message == RunDir(stopped).unfinished() and "neither" not in message
+    assert "continue it from its last checkpoint (step_6): python -m pipeline.finetune --config" in message
+    assert "train.resume=true" in message
 
 
 # ---------------------------------------------------------------------------------------------------------------

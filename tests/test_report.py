@@ -473,7 +473,12 @@ def test_missing_run_directory(tmp_path: Path):
 def test_missing_metrics_json_says_the_run_is_unfinished(tmp_path: Path):
     run_dir = make_fake_run(tmp_path, "training", seed=1, correct_share=0.8)
     (run_dir / "metrics.json").unlink()
-    with pytest.raises(ReportError, match=r"training: metrics\.json is missing .*still training"):
+    with pytest.raises(ReportError, match=r"training: metrics\.json is missing, so the run has not finished"):
+        load_run(run_dir)
+    (run_dir / "checkpoints" / "step_40").mkdir(parents=True)  # then the command that continues it, as predict says
+    with pytest.raises(
+        ReportError, match=r"checkpoint \(step_40\): python -m pipeline\.finetune .* train\.resume=true"
+    ):
         load_run(run_dir)
 
 

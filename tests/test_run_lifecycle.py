@@ -6,6 +6,7 @@ Each test reproduces a way an earlier version lost or misread data (see the issu
 import json
 import math
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -17,10 +18,11 @@ from transformers import BertTokenizerFast
 
 from pipeline import finetune, rundir
 from pipeline.config import ConfigError, load_config, save_config
+from pipeline.data import load_data
 from pipeline.io import atomic_write_json
 from pipeline.rundir import RunDir, RunDirError
 from pipeline.tokenization import tokenizer_fingerprint
-from tests.helpers import REPO_ROOT, reset_accelerate
+from tests.helpers import MINILM_CONFIG, REPO_ROOT, UNWRITABLE_KINDS, reset_accelerate, unwritable_folder
 
 
 @pytest.mark.parametrize("name", ["", " ", ".", "..", "a/b", "../elsewhere", "/tmp/abs", "a\\b"])
@@ -255,6 +257,35 @@ def test_values_that_used_to_crash_later_are_one_line_errors(override, key, tmp_
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and key in lines[0]
     assert not (tmp_path / "ag_news_minilm").exists()
+
+
+@pytest.mark.parametrize("kind", UNWRITABLE_KINDS)
+def test_a_run_directory_that_cannot_be_written_is_one_line_before_any_work(tmp_path, capsys, monkeypatch, kind):
+    """The user sweep: run.output_dir on a read-only file system ended in a traceback from rundir.claimed."""
+    folder = unwritable_folder(tmp_path, kind)
+    monkeypatch.setattr(finetune, "prepare", lambda *args: pytest.fail("the run started"))
+    assert finetune.main(["--config", "configs/ag_news_minilm.yaml", f"run.output_dir={folder}"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines == [lines[0]] and lines[0].startswith(f"error: cannot write run directory {folder}/ag_news_minilm: ")
+
+
+def test_a_test_files_class_that_train_lacks_is_refused_with_the_settings_that_leave_its_rows_out(tmp_path, capsys):
+    train = "".join(
+        f"a {word} story {i},{label}\n" for i in range(20) for word, label in (("good", "pos"), ("bad", "neg"))
+    )
+    (tmp_path / "train.csv").write_text("text,label\n" + train)
+    (tmp_path / "test.csv").write_text("text,label\ngood,pos\nso-so,meh\nbad,neg\nfine I guess,meh\n")
+    settings = ["data.source=files", f"data.train_file={tmp_path / 'train.csv'}", "data.column_names=null"]
+    settings += [f"data.test_file={tmp_path / 'test.csv'}", "data.text_columns=[text]", "data.label_column=label"]
+    settings += ["data.label_names=null", "data.label_index_base=null", f"data.cache_dir={tmp_path / 'cache'}"]
+    settings += [f"run.output_dir={tmp_path / 'runs'}"]
+    assert finetune.main(["--config", "configs/ag_news_minilm.yaml", *settings]) == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "test.csv, line 3, column 'label': label 'meh' is not a known class (and 1 more: line 5)" in error
+    hint = error.split("; to leave those rows out (listed in removed_rows.csv), add ")[1]
+    assert hint == """'data.missing_label_values=[NaN, N/A, "#N/A", "null", <NA>, meh]' data.incomplete_rows=drop"""
+    data = load_data(load_config(MINILM_CONFIG, [*settings, *shlex.split(hint)]).data, 42)
+    assert sorted(row.text for row in data.removed if row.split == "test") == ["fine I guess", "so-so"]
 
 
 def test_broken_config_files_are_one_line_errors(tmp_path, capsys):

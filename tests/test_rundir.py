@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
+from pipeline.config import PipelineConfig, load_config, save_config
 from pipeline.rundir import (
+    LOCK_FILE,
     RunDir,
     RunDirError,
     RunDirWarning,
@@ -173,8 +177,60 @@ def test_a_run_that_has_only_started_holds_a_run(tmp_path):
     run = run_dir(tmp_path)
     run.history_path.write_text(history_lines(1)[0] + "\n")
     assert holds_run(run.path) and not is_run_dir(run.path)
-    with pytest.raises(RunDirError, match="metrics.json is missing .*still training"):
+    with pytest.raises(RunDirError, match="metrics.json is missing, so the run has not finished — it stopped"):
         run.check_finished()
+
+
+def saved_run(root: Path, name: str = "run") -> RunDir:
+    """A run directory as an interrupted run leaves it: its config.yaml and history, no metrics.json or model/."""
+    config = load_config(None, ["data.source=files", "data.train_file=unused.csv", f"run.output_dir={root}"])
+    config.run.name = name
+    root.mkdir(exist_ok=True)
+    run = run_dir(root, name)
+    save_config(config, run.config_path)
+    run.history_path.write_text(history_lines(1)[0] + "\n")
+    return run
+
+
+def command_config(command: str) -> PipelineConfig:
+    """The config the suggested `python -m pipeline.finetune --config FILE KEY=VALUE ...` command would run."""
+    words = shlex.split(command)
+    assert words[:4] == ["python", "-m", "pipeline.finetune", "--config"], command
+    return load_config(words[4], words[5:])
+
+
+def test_an_unfinished_run_says_whether_it_is_still_training_and_how_to_go_on(tmp_path):
+    run = saved_run(tmp_path / "runs")
+    with pytest.raises(RunDirError) as stopped:
+        run.check_finished()
+    message = str(stopped.value)
+    assert "it stopped (interrupted, or it failed) without a checkpoint" in message and "train.resume" not in message
+    assert command_config(message.split("train it again: ")[1]).run.overwrite is True
+
+    (run.checkpoints_dir / "step_3").mkdir(parents=True)
+    (run.checkpoints_dir / "step_6").mkdir()
+    with pytest.raises(RunDirError, match=r"continue it from its last checkpoint \(step_6\): python -m pipeline"):
+        run.check_finished()
+    resumed = command_config(run.unfinished().split("(step_6): ")[1])
+    assert resumed.train.resume and resumed.run_dir == run.path
+
+    (run.path / LOCK_FILE).write_text(str(os.getppid()))  # a live process other than this one holds it
+    assert run.unfinished() == (
+        f"{run.path}: metrics.json is missing, so the run has not finished — it is still training (process "
+        f"{os.getppid()} holds it); wait for it to finish"
+    )
+
+
+def test_the_command_that_resumes_a_moved_run_names_its_new_place(tmp_path):
+    run = saved_run(tmp_path / "runs", "first")
+    (run.checkpoints_dir / "step_3").mkdir(parents=True)
+    assert "run.output_dir" not in run.unfinished()  # where it was trained: config.yaml says so
+    moved = RunDir(tmp_path / "moved" / "second")
+    moved.path.parent.mkdir()
+    run.path.rename(moved.path)
+    command = moved.unfinished().split("(step_3): ")[1]
+    assert "run.output_dir=" in command and "run.name=second" in command
+    assert command_config(command).run_dir == moved.path
 
 
 def test_check_finished_says_what_the_folder_is_instead(tmp_path):

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from pipeline.io import CsvRows, atomic_path
+from pipeline.io import CsvRows, atomic_path, check_can_write
 from pipeline.predict.predictor import LabelledTexts
 from pipeline.predict.source import PredictError
 from pipeline.rundir import PREDICTION_LOW_CONFIDENCE, PROBABILITY_PREFIX
@@ -192,16 +192,9 @@ def check_output(path: str, overwrite: bool, input_path: str | None = None) -> N
         raise PredictError(f"output is a directory, not a file: {path}")
     if target.exists() and not overwrite:
         raise PredictError(f"output file {path} already exists; pass --overwrite to replace it")
-    check_output_folder(path)
-
-
-def check_output_folder(path: str) -> None:
-    """The output's folder is made when the first rows are written, after the model has loaded; a path through a
-    file would fail only then, as "[Errno 17] File exists: 'x.csv'", without saying it was the output's folder."""
-    folder = Path(path).absolute().parent
-    existing = next(ancestor for ancestor in (folder, *folder.parents) if ancestor.exists())
-    if not existing.is_dir():
-        raise PredictError(f"cannot write output {path}: {existing} is a file, not a folder")
+    # The output's folder is made when the first rows are written, after the model has loaded: a folder that cannot
+    # be written (read-only, a path through a file) is named now, not as the temporary file's error then.
+    check_can_write(path, "output")
 
 
 def is_inside_folder(path: str, folder: str | None) -> bool:

@@ -19,9 +19,9 @@ from pipeline.models.cls_only import restrict_last_layer_to_cls
 from pipeline.rundir import (
     DECISION_FILE,
     DECISION_INPUT_KEY,
-    METRICS_FILE,
     RunDir,
     RunDirError,
+    holds_run,
     is_model_dir,
     is_run_dir,
     nested_get,
@@ -205,8 +205,8 @@ def resolve_model_source(path: str | Path, require_finished: bool = True) -> Mod
     """A run directory, a run's `model/` folder (the run's settings still apply) or a model folder on its own (its
     decision.json's record of them applies, else the defaults).
     `require_finished`: a run without metrics.json (still training, or stopped before evaluation) holds an
-    unevaluated checkpoint, without calibration or thresholds: named by its run directory it is refused, named by
-    its model/ folder it is used with a warning."""
+    unevaluated checkpoint, without calibration or thresholds: named by its run directory it is refused
+    (RunDir.unfinished, as evaluation and reports say it), named by its model/ folder it is used with a warning."""
     path = Path(path)
     if not path.exists():
         raise PredictError(f"model not found: {path}")
@@ -214,13 +214,10 @@ def resolve_model_source(path: str | Path, require_finished: bool = True) -> Mod
     if run_path is not None:
         run = RunDir(run_path)
         if require_finished and not run.metrics_path.is_file():
-            unfinished = (
-                f"{run_path}: {METRICS_FILE} is missing, so the run has not finished (still training, or stopped "
-                f"before evaluation) and {run.model_dir} is a checkpoint without calibration or thresholds"
-            )
+            checkpoint = f"{run.model_dir} is a checkpoint without calibration or thresholds"
             if path == run_path:
-                raise PredictError(f"{unfinished}; to use it anyway, pass {run.model_dir}")
-            logger.warning("%s", unfinished)
+                raise PredictError(f"{run.unfinished()}; to use it anyway ({checkpoint}), pass {run.model_dir}")
+            logger.warning("%s; %s", run.unfinished(), checkpoint)
         try:
             config = run.read_config()
             return settings_source(run.model_dir, config, run_max_length(run, config), run_path)
@@ -228,6 +225,9 @@ def resolve_model_source(path: str | Path, require_finished: bool = True) -> Mod
             raise PredictError(str(error)) from None
     if is_model_dir(path):
         return model_folder_source(path)
+    run = RunDir(path)
+    if holds_run(path) and not run.metrics_path.is_file():  # a run that has not saved its model yet
+        raise PredictError(run.unfinished())
     raise PredictError(f"{path} is neither a run directory (model/ and config.yaml) nor a saved model (config.json)")
 
 
