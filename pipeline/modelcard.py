@@ -5,9 +5,11 @@
 
 The card is YAML metadata (built with huggingface_hub's ModelCardData and EvalResult: pipeline tag, library, base
 model and dataset when they come from the Hub, licence from `run.license`, and a `model-index` holding the test
-metrics, which the Hub renders as an evaluation widget) followed by Markdown a person reads: what the model does,
-its labels, the data and splits, the training settings, the test metrics per class, a baseline and calibration
-where metrics.json records them, limitations, how to use it and the environment it was trained in.
+metrics, which the Hub renders as an evaluation widget; local data is named by its files) followed by Markdown a
+person reads: what the model does, its licence (or how to set one), its labels, the data and splits, the training
+settings, how a distilled model was distilled, the test metrics per class, a baseline and calibration where
+metrics.json records them, limitations, how to use it (by a placeholder Hub id: a published card names no path of
+this machine) and the environment it was trained in.
 
 Everything comes from config.yaml, metrics.json and (for one example) test_predictions.csv, read through
 `pipeline.rundir`; keys that older runs, or newer stages, may lack are read defensively and their lines left out.

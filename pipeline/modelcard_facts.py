@@ -1,7 +1,8 @@
 """What a run says about its model, read defensively for the model card (pipeline/modelcard.py): the run's
 config.yaml and metrics.json behind one getter each (keys that older runs, or newer stages, may lack read as None),
-the dataset as the Hub's model-index names it, the rows per split, and the phrases that name the model, its task,
-its data and its text rule.
+the dataset as the Hub's model-index names it, the rows per split, the distillation record, and the phrases that name
+the model, its task, its data and its text rule. A card is published: it names local files and folders by their own
+names, never by their paths on this machine.
 """
 
 from __future__ import annotations
@@ -12,18 +13,27 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.config import DataConfig
-from pipeline.rundir import RunDir, is_number, nested_get, ranking_metric
+from pipeline.rundir import MODEL_DIR, RunDir, is_number, nested_get, ranking_metric
 from pipeline.tables import TextSpec, format_read
 from pipeline.windows import LongTextRule
 
 # What the Hub accepts as a model or dataset id: "name" or "owner/name".
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
-# Local data is named in the model-index by the `datasets` builder that reads its format (tables.FORMATS); fastText
-# lines and a folder of class folders' documents are plain text files, which its `text` builder reads.
+# Local data has no Hub id: the model-index gives as its type the `datasets` builder that reads its format
+# (tables.FORMATS), as transformers' Trainer does for local data (TrainingSummary.from_trainer: the dataset's
+# builder_name); fastText lines and a folder of class folders' documents are plain text files, which its `text`
+# builder reads. Its name is its files' names.
 _FORMAT_BUILDERS = {"csv": "csv", "tsv": "csv", "jsonl": "json", "parquet": "parquet", "fasttext": "text"}
 _FOLDER_BUILDER = "text"
 # What a data setting missing from config.yaml (an older run's) was: its default, the same then as now.
 DATA_DEFAULTS = DataConfig()
+# The splits a data file may be given for (data.<split>_file): pipeline.data.SPLITS, not imported here, as importing
+# that module loads `datasets`, which a card does not need.
+FILE_SPLITS = ("train", "validation", "test")
+# save_pretrained's tokenizer settings file, which names the tokenizer's class.
+TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+# What usage examples call the model: its Hub id once uploaded (the card cannot know the owner's account).
+HUB_ID_PLACEHOLDER = "your-username/{name}"
 
 
 def published_name(name: Any) -> str | None:
@@ -62,6 +72,10 @@ class CardFacts:
         self.ranking_metric = ranking_metric(metrics)
         # How texts longer than the fixed length were read: cut (head, tail, head_tail) or in windows.
         self.long_text_rule = LongTextRule.from_settings(config.get("tokenizer") or {})
+        # metrics.json's record of how a distilled model was made (pipeline.distill.student_rows): the one source of
+        # the card's teacher, its accuracy and the distillation settings.
+        distill = self.get("distill")
+        self.distill: dict[str, Any] | None = distill if isinstance(distill, dict) else None
 
     def get(self, *keys: str) -> Any:
         return nested_get(self.metrics, *keys)
@@ -77,18 +91,28 @@ class CardFacts:
             test_split = str((self.data.get("hub_splits") or {}).get("test", "test"))
             return name, name, self.data.get("hub_config"), test_split
         builder, name = self._local_data()
-        return builder, f"{name} (local files)", None, "test"
+        return builder, name, None, "test"
 
     def _local_data(self) -> tuple[str, str]:
-        """Local data as (the `datasets` builder that reads it, its name: the folder of its test file, else of its
-        train file)."""
+        """Local data as (the `datasets` builder that reads it, its name: its files' names, or a folder of class
+        folders' own, with what it is: "a_train.csv (local file)", "train.csv, test.csv (local files)")."""
         split = "test" if self.data.get("test_file") else "train"
         path = str(self.data.get(f"{split}_file") or "")
         folders = self.get("data", "class_folders")
         if isinstance(folders, dict) and split in folders:  # read from a folder of class folders
-            return _FOLDER_BUILDER, self._class_folders_name(Path(path))
+            return _FOLDER_BUILDER, f"{self._class_folders_name(Path(path))} (local files)"
         builder = _FORMAT_BUILDERS.get(format_read(path, self.data.get("file_format")), "csv")
-        return builder, Path(path).parent.name or "local data"
+        names = list(dict.fromkeys(self.data_file_names().values()))
+        kind = "local file" if len(names) == 1 else "local files"
+        return builder, f"{', '.join(names) or 'local data'} ({kind})"
+
+    def data_file_names(self) -> dict[str, str]:
+        """The data's file (or folder) per split, by its own name: split -> name."""
+        return {
+            split: published_name(str(self.data[f"{split}_file"])) or ""
+            for split in FILE_SPLITS
+            if self.data.get(f"{split}_file")
+        }
 
     def _class_folders_name(self, folder: Path) -> str:
         """A folder of class folders is its data set (bbc/), unless train's and test's lie side by side: then the
@@ -126,15 +150,53 @@ class CardFacts:
         return built(spec.columns)
 
     def model_phrase(self) -> str:
+        """What the model is and how it was made, as the intro's clause."""
         if self.is_encoder:
             layers = self.setting("model", "encoder", "num_layers")
             width = self.setting("model", "encoder", "hidden_size")
             shape = f"{layers}-layer, {width}-wide " if layers and width else ""
-            return f"a {shape}Transformer encoder trained from scratch (no pretraining)"
+            if self.distill is None:
+                return f"a {shape}Transformer encoder trained from scratch, without pretraining"
+            start = (
+                ", whose token embeddings it started from"
+                if isinstance(self.distill.get("init_embeddings"), dict)
+                else ""
+            )
+            return f"a {shape}Transformer encoder without pretraining, distilled from {self.teacher_phrase()}{start}"
         base = hub_id(self.base)
+        made = "fine-tuned" if self.distill is None else f"fine-tuned by distillation from {self.teacher_phrase()}"
         if base:
-            return f"[{base}](https://huggingface.co/{base}), fine-tuned"
-        return f"the pretrained checkpoint `{published_name(self.base)}` (a local folder), fine-tuned"
+            return f"[{base}](https://huggingface.co/{base}), {made}"
+        return f"the pretrained checkpoint `{published_name(self.base)}` (a local folder), {made}"
+
+    def teacher_name(self) -> str | None:
+        """The teacher of a distilled model by its own name: its run's folder (also when train.distill.teacher named
+        the run's model/ folder)."""
+        teacher = (self.distill or {}).get("teacher")
+        if not isinstance(teacher, str) or not teacher:
+            return None
+        path = Path(teacher)
+        return published_name(str(path.parent) if path.name == MODEL_DIR and path.parent.name else teacher)
+
+    def teacher_phrase(self) -> str:
+        return f"the teacher `{self.teacher_name()}`" if self.teacher_name() else "a teacher"
+
+    def published_id(self) -> str:
+        """What usage examples load the model by: a placeholder for its Hub id (HUB_ID_PLACEHOLDER)."""
+        return HUB_ID_PLACEHOLDER.format(name=self.run.path.name)
+
+    def run_reference(self) -> str:
+        """The run directory as a command names it, relative (runs/<name>): not this machine's absolute path."""
+        return f"{self.run.path.parent.name or 'runs'}/{self.run.path.name}"
+
+    def tokenizer_class(self) -> str | None:
+        """The tokenizer class model/tokenizer_config.json names (transformers' own: BertTokenizer, ...), or None."""
+        try:
+            saved = json.loads((self.run.model_dir / TOKENIZER_CONFIG_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        name = saved.get("tokenizer_class") if isinstance(saved, dict) else None
+        return name if isinstance(name, str) and name else None
 
     def task_phrase(self) -> str:
         labels = f"{len(self.labels)} labels ({', '.join(self.labels)})"
@@ -148,4 +210,4 @@ class CardFacts:
             link = f"[{name}](https://huggingface.co/datasets/{name})" if hub_id(name) else f"`{name}`"
             config = self.data.get("hub_config")
             return f"the Hub dataset {link}" + (f" (config `{config}`)" if config else "")
-        return f"local files ({self._local_data()[1]})"
+        return self._local_data()[1]

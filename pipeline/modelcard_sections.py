@@ -9,7 +9,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pipeline.modelcard_facts import DATA_DEFAULTS, CardFacts, published_name
+from pipeline.modelcard_facts import DATA_DEFAULTS, CardFacts, hub_id, published_name
 from pipeline.rundir import (
     DECISION_FILE,
     PREDICTION_TEXT,
@@ -143,6 +143,7 @@ class CardSections(CardFacts):
             self.labels_section(),
             self.data_section(),
             self.training_section(),
+            self.distillation_section(),
             self.evaluation_section(),
             self.baseline_section(),
             self.calibration_section(),
@@ -165,8 +166,21 @@ class CardSections(CardFacts):
             f"{self.task_phrase()}. It is {self.model_phrase()}{size}, "
             f"trained with the `pipeline` package on {self.dataset_phrase()}. On the held-out test split it reaches "
             f"{self.headline()} ({_count(self.get('test', 'num_samples'))} texts).",
-            *([] if not self.setting("run", "license") else ["", f"Licence: `{self.setting('run', 'license')}`."]),
+            "",
+            self.licence_line(),
         ]
+
+    def licence_line(self) -> str:
+        """The licence `run.license` gave (also in the metadata), or how to give one: a card without a licence
+        leaves users unable to tell whether they may use the model."""
+        licence = self.setting("run", "license")
+        if licence:
+            return f"Licence: `{licence}`."
+        base = " (mind the licence of the checkpoint it was fine-tuned from)" if not self.is_encoder else ""
+        return (
+            f"Licence: none given. Set `run.license` to a Hub licence id such as `apache-2.0` or `mit`{base} and "
+            f"rewrite this card: `python -m pipeline.report --model-card {self.run_reference()}`."
+        )
 
     def headline(self) -> str:
         """The test figures, the one that picked the model first (rundir.headline_metrics), each in bold."""
@@ -278,11 +292,11 @@ class CardSections(CardFacts):
 
     def source_lines(self, seed: Any) -> list[str]:
         """Where the rows came from, how a row became a text and its label, and how splits were carved and capped."""
-        files = [split for split in ("train", "validation", "test") if self.data.get(f"{split}_file")]
+        files = list(self.data_file_names())
         if self.from_hub:
             lines = [f"Source: {self.dataset_phrase()}."]
         else:
-            named = [f"{split} `{self.data[f'{split}_file']}`" for split in files]
+            named = [f"{split} `{name}`" for split, name in self.data_file_names().items()]
             lines = [f"Source: local files: {', '.join(named)}."]
         lines += self.split_column_lines()
         folders = self.get("data", "class_folders")
@@ -339,7 +353,7 @@ class CardSections(CardFacts):
             shape = ", ".join(f"{key} {value}" for key, value in encoder.items()) if isinstance(encoder, dict) else ""
             rows.append(("model", f"from-scratch Transformer encoder ({shape})"))
         else:
-            rows.append(("base model", f"`{published_name(self.base)}`"))
+            rows.append(("base model", self.base_model_cell()))
         rows.append(("tokenizer", f"`{published_name(self.setting('tokenizer', 'name_or_path'))}`"))
         length = self.get("tokenization", "max_length")
         setting = self.get("tokenization", "max_length_setting")
@@ -381,6 +395,84 @@ class CardSections(CardFacts):
             )
         rows.append(("training time", _duration(self.get("timings", "train_seconds"))))
         return ["## Training", "", *_table(["setting", "value"], rows)]
+
+    def base_model_cell(self) -> str:
+        """The checkpoint fine-tuned: a Hub id is the metadata's base_model too; a local folder is named here only."""
+        if hub_id(self.base):
+            return f"`{self.base}`"
+        return (
+            f"`{published_name(self.base)}`, a local folder: the metadata names no base_model (add its Hub id there "
+            "if the folder is a copy of a Hub model)"
+        )
+
+    def distillation_section(self) -> list[str]:
+        """How a distilled model was made, from metrics.json's `distill` record alone (pipeline.distill)."""
+        record = self.distill
+        if record is None:
+            return []
+        alpha, temperature = record.get("alpha"), record.get("temperature")
+        rows = [("teacher", f"`{self.teacher_name() or 'unrecorded'}`")]
+        for key, name in (
+            ("teacher_test_accuracy", "teacher's test accuracy (its own run's test split)"),
+            ("teacher_train_accuracy", "teacher's accuracy on this model's train split"),
+        ):
+            if is_number(record.get(key)):
+                rows.append((name, _pct(record[key])))
+        if is_number(alpha) and is_number(temperature):
+            rows.append(
+                (
+                    "loss",
+                    f"{alpha:g} × KL(teacher ‖ student) at temperature {temperature:g} (× T²) + {1 - alpha:g} × "
+                    "cross-entropy on the gold labels; rows without a gold label: the KL term alone",
+                )
+            )
+        rows += self._transfer_rows(record)
+        embeddings = record.get("init_embeddings")
+        if isinstance(embeddings, dict):
+            kept = (
+                f", {_pct(embeddings['variance_kept'])} of their variance kept"
+                if is_number(embeddings.get("variance_kept"))
+                else ""
+            )
+            rows.append(
+                (
+                    "token embeddings",
+                    f"initialised from the teacher's, projected onto their first {embeddings.get('dimensions')} "
+                    f"principal components{kept}; the rest of the model at random",
+                )
+            )
+        return [
+            "## Distillation",
+            "",
+            f"Trained by knowledge distillation (`train.distill`): it learned the scores {self.teacher_phrase()} "
+            "gives its training texts, besides their gold labels.",
+            "",
+            *_table(["setting", "value"], rows),
+        ]
+
+    def _transfer_rows(self, record: dict[str, Any]) -> list[tuple[str, str]]:
+        """The transfer set (the texts the teacher scored) and how it was enlarged."""
+        rows = []
+        transfer = record.get("transfer_set")
+        if isinstance(transfer, dict) and is_number(transfer.get("total")):
+            parts = [
+                f"{_count(transfer[key])} {name}"
+                for key, name in (
+                    ("labelled", "labelled train texts"),
+                    ("unlabeled", "unlabelled texts"),
+                    ("augmented", "augmented copies"),
+                )
+                if is_number(transfer.get(key)) and (transfer[key] or key == "labelled")
+            ]
+            rows.append(("transfer set", f"{_count(transfer['total'])} texts: {', '.join(parts)}"))
+        if record.get("unlabeled_file"):
+            rows.append(("unlabelled texts from", f"`{published_name(str(record['unlabeled_file']))}`"))
+        augment = record.get("augment")
+        if augment and augment != "none":
+            rows.append(("augmentation", f"`{augment}`, {record.get('augment_copies')} copies per train text"))
+        elif augment:
+            rows.append(("augmentation", "none"))
+        return rows
 
     def _head_learning_rate(self, train: dict) -> list[tuple[str, str]]:
         """The new head's own rate, when it had one (runs before head_parameters was recorded show none)."""
@@ -539,8 +631,9 @@ class CardSections(CardFacts):
             "amount: measure on your own labelled sample first."
         )
         if self.is_encoder:
+            taught = f", and what {self.teacher_phrase()} showed it there" if self.distill is not None else ""
             lines.append(
-                "- Trained from scratch, it knows only the words and patterns of its training set; a "
+                f"- Without pretraining, it knows only the words and patterns of its training texts{taught}; a "
                 "pretrained model fine-tuned on the same data is usually more accurate and robust."
             )
         baseline = self.get("baseline")
@@ -557,17 +650,18 @@ class CardSections(CardFacts):
         return lines
 
     def usage_section(self) -> list[str]:
-        model_path = self.run.model_dir.as_posix()
+        model_id = self.published_id()
         remote = ", trust_remote_code=True" if self.is_encoder else ""
         lines = [
             "## How to use",
             "",
-            "With transformers (this folder, or its Hub id once uploaded):",
+            f"With transformers: `{model_id}` stands for its Hub id once uploaded; a copy of this folder loads by "
+            "its path.",
             "",
             "```python",
             "from transformers import pipeline",
             "",
-            f'classifier = pipeline("text-classification", model="{model_path}"{remote})',
+            f'classifier = pipeline("text-classification", model="{model_id}"{remote})',
             f"classifier({self.example_input()}{self.truncation()}"
             + (
                 ", top_k=None)  # every label's sigmoid score"
@@ -580,29 +674,44 @@ class CardSections(CardFacts):
             *self.transformers_long_text_note(),
         ]
         if self.is_encoder:
-            lines += [
-                "The from-scratch architecture is not part of transformers: its code, `modeling_encoder.py`, is "
-                "saved next to the weights, and `trust_remote_code=True` lets transformers run it (only "
-                "torch and transformers are needed). Read it before trusting it.",
-                "",
-            ]
-            if not self.has_auto_map():
-                lines += [
-                    f"This folder was saved before the code was stored with the model, so that option does "
-                    f"not work yet: `python -m pipeline.report --upgrade-model {self.run.path.as_posix()}` "
-                    "adds it.",
-                    "",
-                ]
+            lines += self.custom_code_lines(model_id)
         lines += [
             f"Give it texts built as in training: {self.text_rule()}. With the `pipeline` package, which does "
             "that from the run's settings and reads long texts as training did (this folder records them in "
-            "`decision.json`, so `--model` may also name the folder itself, wherever it was copied):",
+            f"`decision.json`, so `--model` may name the run directory, here `{self.run_reference()}`, or this "
+            "folder itself, wherever it was copied):",
             "",
             "```bash",
-            f"python -m pipeline.predict --model {self.run.path.as_posix()} --input texts.csv --output labelled.csv",
+            f"python -m pipeline.predict --model {self.run_reference()} --input texts.csv --output labelled.csv",
             "```",
         ]
         return lines
+
+    def custom_code_lines(self, model_id: str) -> list[str]:
+        """The from-scratch encoder: why trust_remote_code=True, and how its tokenizer loads without it."""
+        lines = [
+            "The from-scratch architecture is not part of transformers: its code, `modeling_encoder.py`, is "
+            "saved next to the weights, and `trust_remote_code=True` lets transformers run it (only "
+            "torch and transformers are needed). Read it before trusting it.",
+            "",
+        ]
+        if not self.has_auto_map():
+            return lines + [
+                f"This folder was saved before the code was stored with the model, so that option does "
+                f"not work yet: `python -m pipeline.report --upgrade-model {self.run_reference()}` "
+                "adds it.",
+                "",
+            ]
+        return lines + [
+            "Its tokenizer is transformers' own and needs none of that code; `trust_remote_code=False` says so "
+            "(transformers reads `config.json` before the tokenizer's files, and without it asks whether to run "
+            "the model's code):",
+            "",
+            "```python",
+            *tokenizer_code(model_id, self.tokenizer_class()),
+            "```",
+            "",
+        ]
 
     def long_text_limit(self, length: int) -> str:
         """What the model reads of a text longer than `length` tokens, by the run's tokenizer settings."""
@@ -711,6 +820,19 @@ class CardSections(CardFacts):
             rows.append(("finished", str(finished)))
         rows.append(("total run time", _duration(self.get("timings", "total_seconds"))))
         return ["## Environment", "", *_table(["component", "version or value"], rows)]
+
+
+def tokenizer_code(model: str, tokenizer_class: str | None) -> list[str]:
+    """Python that loads a from-scratch encoder folder's tokenizer without its custom code. transformers 5's
+    AutoTokenizer reads the model's config.json (AutoConfig) before tokenizer_config.json; its auto_map names custom
+    code, so without trust_remote_code transformers asks "Do you wish to run the custom code? [y/N]". False refuses:
+    AutoTokenizer then reads config.json as a plain config and takes the class tokenizer_config.json names."""
+    named = f"  # {tokenizer_class}" if tokenizer_class else ""
+    return [
+        "from transformers import AutoTokenizer",
+        "",
+        f'tokenizer = AutoTokenizer.from_pretrained("{model}", trust_remote_code=False){named}',
+    ]
 
 
 def _example_length(text: str) -> str:

@@ -500,6 +500,14 @@ def test_a_distilled_run_records_its_teacher_transfer_set_and_prediction_speed(t
     assert saved["distill"]["transfer_set"] == record["transfer_set"]
     report = (config.run_dir / "report.md").read_text()
     assert "Prediction rows/s" in report and "Distilled from" in report
+    # The model card says how the student was made, from this record: teacher (by its folder's name), settings,
+    # transfer set and embedding start; not "trained from scratch".
+    card = (config.run_dir / "model" / "README.md").read_text()
+    assert f"distilled from the teacher `{teacher_dir.name}`, whose token embeddings it started from" in card
+    assert "trained from scratch" not in card and str(teacher_dir) not in card
+    assert f"{record['alpha']:g} × KL(teacher ‖ student) at temperature {record['temperature']:g}" in card
+    assert f"| transfer set | {record['transfer_set']['total']:,} texts: " in card
+    assert f"first {record['init_embeddings']['dimensions']} principal components" in card
 
     # A run made before prediction speed was recorded gets it from `pipeline.report --measure-speed`.
     del saved["throughput"]["predict_rows_per_second"]

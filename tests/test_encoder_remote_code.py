@@ -20,6 +20,7 @@ import torch
 
 from pipeline.config import EncoderSettings
 from pipeline.finetune import save_model_dir
+from pipeline.modelcard_sections import tokenizer_code
 from pipeline.models import modeling_encoder
 from pipeline.models.encoder import EncoderClassifierConfig, EncoderForSequenceClassification
 from pipeline.predict import predict_texts
@@ -41,8 +42,8 @@ TEXT_LABELS = [2, 1, 3, 0, 2, 1]
 # Runs with -I -S: no script directory, no PYTHON* variables, no user site, and no .pth files, so the editable
 # install of this project is not on the path; the site-packages folders are added by hand for torch/transformers.
 CHILD = r"""
-import json, sys
-site_dirs, new_dir, old_dir, upgraded_dir, texts = json.loads(sys.argv[1])
+import builtins, json, sys
+site_dirs, new_dir, old_dir, upgraded_dir, texts, tokenizer_code = json.loads(sys.argv[1])
 sys.path.extend(site_dirs)
 result = {}
 try:
@@ -51,7 +52,23 @@ try:
 except ImportError as error:
     result["pipeline"] = None
 import transformers
-from transformers import AutoModelForSequenceClassification
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+# transformers asks "Do you wish to run the custom code? [y/N]" through input(): count the questions, answer no.
+asked = []
+builtins.input = lambda prompt="": asked.append(prompt) or "n"
+AutoTokenizer.from_pretrained(new_dir)  # as a user would first type it
+result["bare_tokenizer_prompts"] = len(asked)
+asked.clear()
+namespace = {}
+exec(tokenizer_code, namespace)  # the model card's code, before any model's code is loaded
+tokenizer = namespace["tokenizer"]
+result["card_tokenizer"] = {
+    "prompts": len(asked),
+    "class": type(tokenizer).__name__,
+    "ids": tokenizer(texts)["input_ids"],
+    "custom_code_imported": sorted(name for name in sys.modules if name.startswith("transformers_modules")),
+}
 
 for name, path in (("new", new_dir), ("upgraded", upgraded_dir)):
     model = AutoModelForSequenceClassification.from_pretrained(path, trust_remote_code=True)
@@ -134,7 +151,7 @@ def test_saved_folder_holds_the_code_and_auto_map(saved_encoder):
 
 
 def test_loads_with_trust_remote_code_without_the_package_and_predicts_as_pipeline_predict(
-    saved_encoder, tmp_path, capsys
+    saved_encoder, bert_tokenizer, tmp_path, capsys
 ):
     old = old_style_copy(saved_encoder, tmp_path / "old_model")
     upgraded = old_style_copy(saved_encoder, tmp_path / "upgraded_model")
@@ -154,7 +171,9 @@ def test_loads_with_trust_remote_code_without_the_package_and_predicts_as_pipeli
         OMP_NUM_THREADS="1",
         TOKENIZERS_PARALLELISM="false",
     )
-    arguments = json.dumps([site.getsitepackages(), str(saved_encoder), str(old), str(upgraded), TEXTS])
+    tokenizer_class = json.loads((saved_encoder / "tokenizer_config.json").read_text())["tokenizer_class"]
+    card_code = "\n".join(tokenizer_code(str(saved_encoder), tokenizer_class))
+    arguments = json.dumps([site.getsitepackages(), str(saved_encoder), str(old), str(upgraded), TEXTS, card_code])
     completed = subprocess.run(
         [sys.executable, "-I", "-S", "-c", CHILD, arguments],
         cwd=tmp_path,
@@ -168,6 +187,13 @@ def test_loads_with_trust_remote_code_without_the_package_and_predicts_as_pipeli
     result = json.loads(line.removeprefix("RESULT "))
 
     assert result["pipeline"] is None  # the package really was out of reach
+    # The tokenizer: without an argument transformers asks whether to run the model's code (config.json's auto_map,
+    # read before the tokenizer's files); the card's code loads it with none of that code, asking nothing.
+    assert result["bare_tokenizer_prompts"] >= 1
+    card_tokenizer = result["card_tokenizer"]
+    assert card_tokenizer["prompts"] == 0 and card_tokenizer["custom_code_imported"] == []
+    assert card_tokenizer["class"] == tokenizer_class
+    assert card_tokenizer["ids"] == bert_tokenizer(TEXTS)["input_ids"]
     for name in ("new", "upgraded"):
         assert result[name]["module"].startswith("transformers_modules.")  # the copied code, not the package's
         labels = [label for label, _ in result[name]["predictions"]]

@@ -35,7 +35,7 @@ from pipeline.export import (  # noqa: E402
     weights_sha256,
 )
 from pipeline.export import cli as export_cli  # noqa: E402
-from pipeline.export.record import MIN_VERIFICATION_ROWS, RUNTIMES, installed  # noqa: E402
+from pipeline.export.record import MIN_VERIFICATION_ROWS, PRECISIONS, installed  # noqa: E402
 from pipeline.export.runtime import onnx_threads, open_session  # noqa: E402
 from pipeline.predict import PredictError, Predictor, main, predict_dataframe, predict_texts  # noqa: E402
 from pipeline.rundir import RunDir  # noqa: E402
@@ -394,6 +394,92 @@ def test_a_multi_label_export_is_held_to_the_label_sets_prediction_writes(monkey
     assert results.variants["fp32"]["disagreeing_rows"] == 1 and results.variants["fp32"]["accuracy"] is None
 
 
+def measured_verification(monkeypatch, reference, measured: dict, count: int, rounds: int = 2):
+    """verify_exports on `count` rows with the probabilities `measured` by backend, no model run; the number of
+    timed passes it asked for."""
+    from pipeline.export import verify
+
+    passes = []
+
+    def measure(predictors, texts, rounds):
+        passes.append(rounds)
+        return measured, dict.fromkeys(measured, 1.0)
+
+    monkeypatch.setattr(verify, "_predictors", lambda reference, files: dict.fromkeys(measured, reference))
+    monkeypatch.setattr(verify, "_measure", measure)
+    rows = verify.VerificationRows([f"text {i}" for i in range(count)], None, "validation split")
+    return verify.verify_exports(reference, {"fp32": Path("model.onnx")}, rows, rounds=rounds), passes
+
+
+def test_a_flagging_export_is_held_to_the_flags_prediction_writes(monkeypatch):
+    """A multi-class model with thresholds flags a row whose top score is below its class's threshold: an export
+    that moves a score across it writes another flag, though the argmax is the same (argmax agreement said 100%)."""
+    from pipeline.tables import TextSpec
+    from pipeline.thresholds import KIND_FLAG, Decision
+
+    decision = Decision(KIND_FLAG, LABELS, {"Sports": 0.6})
+    reference = Predictor(
+        None, None, LABELS, 16, torch.device("cpu"), TextSpec(("text",), " ", False), decision=decision
+    )
+    torch_probabilities = np.array([[0.1, 0.62, 0.2, 0.08], [0.7, 0.1, 0.1, 0.1]], dtype=np.float32)
+    export_probabilities = np.array([[0.1, 0.58, 0.22, 0.1], [0.7, 0.1, 0.1, 0.1]], dtype=np.float32)
+    assert (decision.predict(torch_probabilities) == decision.predict(export_probabilities)).all()
+    measured = {"torch-fp32": torch_probabilities, "onnx-fp32": export_probabilities}
+    results, _ = measured_verification(monkeypatch, reference, measured, count=2)
+    assert results.variants["fp32"]["disagreeing_rows"] == 1 and results.variants["fp32"]["label_agreement"] == 0.5
+
+
+def test_speed_is_timed_over_rounds_only_where_it_can_choose_for_auto(monkeypatch):
+    """Below MIN_VERIFICATION_ROWS no export is auto's, whatever its speed: one pass, the labelling one, is timed."""
+    from pipeline.tables import TextSpec
+
+    reference = Predictor(None, None, LABELS, 16, torch.device("cpu"), TextSpec(("text",), " ", False))
+    for count, expected in ((MIN_VERIFICATION_ROWS - 1, 1), (MIN_VERIFICATION_ROWS, 3)):
+        probabilities = np.tile(np.array([[0.7, 0.1, 0.1, 0.1]], dtype=np.float32), (count, 1))
+        measured = {"torch-fp32": probabilities, "onnx-fp32": probabilities}
+        results, passes = measured_verification(monkeypatch, reference, measured, count, rounds=3)
+        assert passes == [expected] and results.timed_passes == expected
+
+
+def verified_int8_run(exported_run, target: Path) -> Path:
+    """A copy of the exported run whose int8 model counts as verified (the tiny random model's may be refused),
+    faster than fp32 and, as in a small run, verified on too few rows for auto."""
+    run = copy_run(exported_run[0], target)
+    folder = RunDir(run).export_dir
+    record = read_export_record(run)
+    int8 = record["variants"]["int8"]
+    if int8["file"] != "model.int8.onnx":
+        (folder / int8["file"]).rename(folder / "model.int8.onnx")
+    int8.update(file="model.int8.onnx", status="verified", reason="verified")
+    int8["rows_per_second"] = 2 * record["variants"]["fp32"]["rows_per_second"]
+    record["auto"] = None
+    record["variants"] = {name: record["variants"][name] for name in ("fp32", "int8")}  # as with --no-openvino
+    assert record["verification"]["rows"] < MIN_VERIFICATION_ROWS
+    RunDir(run).export_record_path.write_text(json.dumps(record))
+    return run
+
+
+def test_backend_onnx_runs_fp32_and_int8_only_when_named(exported_run, tmp_path, capsys):
+    """A run exported with int8 (eval.export: int8): --backend onnx is its fp32 model, not the faster int8 one,
+    which a sharp model's thresholds turn into flipped labels; onnx-int8 runs int8. Each says which and how to get
+    the other."""
+    run = verified_int8_run(exported_run, tmp_path / "both")
+    onnx = choose_export(run, run / "model", "onnx")
+    assert onnx.variant == "fp32" and onnx.reason.startswith("asked for, fp32; not eligible for auto")
+    assert onnx.reason.endswith(f"Also verified: --backend onnx-int8 ({PRECISIONS['int8']})")
+    int8 = choose_export(run, run / "model", "onnx-int8")
+    assert int8.variant == "int8" and int8.reason.startswith(f"asked for, {PRECISIONS['int8']}; not eligible")
+    assert int8.reason.endswith("Also verified: --backend onnx-fp32 (fp32)")
+    assert choose_export(run, run / "model", "auto").variant is None  # too few rows, whatever the speed
+
+    source = input_csv(tmp_path / "in.csv", 8)
+    assert predict(run, source, tmp_path / "int8.csv", "--backend", "onnx-int8") == 0
+    err = capsys.readouterr().err
+    assert "backend onnx-int8" in err and f"asked for, {PRECISIONS['int8']}" in err
+    with pytest.raises(ExportError, match="has no openvino-int8 export .* the optional extra 'openvino'"):
+        choose_export(run, run / "model", "openvino-int8")
+
+
 def test_exports_verified_on_too_few_rows_are_never_chosen_by_auto(bare_run, tmp_path, capsys, caplog):
     """A 0.5% limit cannot be checked on a few hundred rows: when the run has fewer texts than
     MIN_VERIFICATION_ROWS in all, its exports are verified and kept, but auto runs PyTorch; --backend onnx still
@@ -402,7 +488,7 @@ def test_exports_verified_on_too_few_rows_are_never_chosen_by_auto(bare_run, tmp
 
     run = small_validation_run(bare_run, tmp_path / "few")
     with caplog.at_level(logging.WARNING, logger="pipeline.export"):
-        assert export_cli.main(["--model", str(run), "--no-openvino", "--rounds", "1"]) == 0
+        assert export_cli.main(["--model", str(run), "--no-openvino", "--rounds", "3"]) == 0
     printed = capsys.readouterr().out
     reason = "verified on 420 rows, fewer than the 1,000 that checking a 0.5% disagreement limit needs"
     assert reason in caplog.text
@@ -411,6 +497,8 @@ def test_exports_verified_on_too_few_rows_are_never_chosen_by_auto(bare_run, tmp
     assert verification["parts"] == {"validation": 40, "test": TEST_ROWS, "train": 360}
     assert verification["rows"] == 420 and verification["min_rows_for_auto"] == MIN_VERIFICATION_ROWS == 1000
     assert verification["eligible_for_auto"] is False
+    # Speed decides nothing on so few rows: the pass that labelled them is the only one timed, not --rounds 3.
+    assert verification["timed_passes"] == 1
     assert fp32["status"] == "verified" and fp32["label_agreement"] == 1.0
     assert fp32["reason"].startswith(f"verified, kept, but not chosen by --backend auto: {reason}")
     assert record["auto"] is None and record["auto_reason"].startswith(f"no export is eligible: {reason}")
@@ -698,21 +786,15 @@ def test_eval_export_at_the_end_of_a_multi_label_run(bare_run, tmp_path, capsys)
 
 
 def test_choose_export_rules(exported_run, bare_run):
-    run, record = exported_run
+    run, _ = exported_run
     assert choose_export(run, run / "model", "torch").backend == "torch"
     assert choose_export(run, run / "model", "auto", "cuda").backend == "torch"
     with pytest.raises(ExportError, match="run on the CPU"):
         choose_export(run, run / "model", "onnx", "cuda")
     with pytest.raises(ExportError, match="unknown backend"):
         choose_export(run, run / "model", "tensorrt")
-    verified = {
-        name
-        for name, variant in record["variants"].items()
-        if variant["status"] == "verified" and RUNTIMES[name] == "onnxruntime"
-    }
-    assert choose_export(run, run / "model", "onnx").variant == (
-        record["auto"] or max(verified, key=lambda name: record["variants"][name]["rows_per_second"])
-    )
+    assert choose_export(run, run / "model", "onnx").variant == "fp32"  # the runtime's unquantized export
+    assert choose_export(run, run / "model", "onnx-fp32").variant == "fp32"
     assert choose_export(bare_run, bare_run / "model", "auto").variant is None
 
 

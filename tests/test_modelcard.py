@@ -127,10 +127,12 @@ def test_card_parses_validates_and_carries_the_test_metrics(tmp_path):
     limitations = section(text, "Limitations")
     assert "cut to 64 tokens" in limitations and "train 0.98%" in limitations and "test 1.23%" in limitations
     usage = section(text, "How to use")
-    assert 'pipeline("text-classification", model="' in usage and "trust_remote_code" not in usage
+    assert 'pipeline("text-classification", model="your-username/card_run")' in usage
+    assert "trust_remote_code" not in usage
     # The first test text, quoted for Python, cut where training cut texts.
     assert 'classifier("Federer wins \\"again\\" in Basel", truncation=True, max_length=64)' in usage
-    assert f"python -m pipeline.predict --model {run_dir.as_posix()}" in usage
+    assert f"python -m pipeline.predict --model {run_dir.parent.name}/{run_dir.name} --input" in usage
+    assert "Licence: `apache-2.0`." in text and "Set `run.license`" not in text
     assert "| model kept | step 150, the best validation accuracy (88.00%) |" in section(text, "Training")
     assert "| transformers | 5.23.0 |" in section(text, "Environment")
     assert "## Baseline" not in text and "## Calibration" not in text and "baseline is more accurate" not in text
@@ -240,8 +242,11 @@ def test_local_checkpoint_and_files_give_no_hub_ids_and_encoder_card_says_trust_
     card = ModelCard.load(write_model_card(run_dir))
     assert card.data.base_model is None and card.data.datasets is None and card.data.license is None
     (result, *_) = card.data.eval_results
-    assert result.dataset_type == "csv" and result.dataset_name == "ag (local files)"
+    assert result.dataset_type == "csv" and result.dataset_name == "train.csv, test.csv (local files)"
     assert "`my_bert` (a local folder)" in card.text
+    assert "| base model | `my_bert`, a local folder: the metadata names no base_model" in section(
+        card.text, "Training"
+    )
     assert str(local_model) not in card.text  # a published card names no folder of this machine as its base
 
     encoder_dir = fake_run(tmp_path / "b", "model.kind=encoder", model_type="pipeline_encoder")
@@ -250,21 +255,26 @@ def test_local_checkpoint_and_files_give_no_hub_ids_and_encoder_card_says_trust_
     usage = section(card.text, "How to use")
     assert "trust_remote_code=True" in usage
     # This hand-made model/ has no auto_map, like a folder saved before the code was stored with the weights.
-    assert f"--upgrade-model {encoder_dir.as_posix()}" in usage
+    assert f"--upgrade-model {encoder_dir.parent.name}/{encoder_dir.name}` adds it" in usage
     assert hub_id("bert-base-uncased") == "bert-base-uncased" and hub_id("../shared/models/x") is None
 
 
 @pytest.mark.parametrize(
     ("files", "class_folders", "dataset_type", "dataset_name"),
     [
-        (["data/ag/train.csv", "data/ag/test.csv.gz"], None, "csv", "ag"),
-        (["data/ag/train.jsonl", None], None, "json", "ag"),
+        (["data/ag/train.csv", "data/ag/test.csv.gz"], None, "csv", "train.csv, test.csv.gz (local files)"),
+        (["data/ag/train.jsonl", None], None, "json", "train.jsonl (local file)"),
         # fastText's own files: no ending of their own, read as fastText by their content, or by the setting.
-        (["data/dbpedia/dbpedia.train", "data/dbpedia/dbpedia.test"], None, "text", "dbpedia"),
-        (["data/cooking/cooking.txt", None, "data.file_format=fasttext"], None, "text", "cooking"),
+        (
+            ["data/dbpedia/dbpedia.train", "data/dbpedia/dbpedia.test"],
+            None,
+            "text",
+            "dbpedia.train, dbpedia.test (local files)",
+        ),
+        (["data/cooking/cooking.txt", None, "data.file_format=fasttext"], None, "text", "cooking.txt (local file)"),
         # Folders of class folders: the folder given alone is the data set; train and test side by side, their folder.
-        (["data/bbc", None], ["train"], "text", "bbc"),
-        (["data/aclImdb/train", "data/aclImdb/test"], ["train", "test"], "text", "aclImdb"),
+        (["data/bbc", None], ["train"], "text", "bbc (local files)"),
+        (["data/aclImdb/train", "data/aclImdb/test"], ["train", "test"], "text", "aclImdb (local files)"),
     ],
     ids=["csv", "jsonl", "fasttext-by-content", "fasttext-set", "folder", "folders-side-by-side"],
 )
@@ -277,8 +287,8 @@ def test_local_data_is_named_by_its_format_and_folder(tmp_path, files, class_fol
         data["class_folders"] = {split: {"World": 1800, "Sports": 1800} for split in class_folders}
     card = ModelCard.load(write_model_card(fake_run(tmp_path, *overrides, extra_metrics={"data": data})))
     (result, *_) = card.data.eval_results
-    assert (result.dataset_type, result.dataset_name) == (dataset_type, f"{dataset_name} (local files)")
-    assert f"trained with the `pipeline` package on local files ({dataset_name})" in card.text
+    assert (result.dataset_type, result.dataset_name) == (dataset_type, dataset_name)
+    assert f"trained with the `pipeline` package on {dataset_name}." in card.text
 
 
 def test_missing_metrics_is_a_one_line_error_naming_the_file(tmp_path, capsys):
@@ -414,3 +424,132 @@ def test_the_model_index_names_the_hub_split_scored_as_test(tmp_path):
     assert {(result.dataset_type, result.dataset_config, result.dataset_split) for result in results} == {
         ("nyu-mll/glue", "mnli", "validation_mismatched")
     }
+
+
+def distill_record(teacher: Path, **changes) -> dict:
+    """metrics.json's `distill` record, as pipeline.distill.student_rows and init_student_embeddings write it."""
+    record = {
+        "teacher": str(teacher),
+        "teacher_model_dir": str(teacher / "model"),
+        "teacher_test_accuracy": 0.9123,
+        "teacher_train_accuracy": 0.9456,
+        "alpha": 0.3,
+        "temperature": 2.5,
+        "augment": "mask",
+        "augment_copies": 2,
+        "unlabeled_file": str(teacher.parent / "extra" / "unlabelled.csv"),
+        "transfer_set": {
+            "labelled": 3600,
+            "unlabeled": 500,
+            "unlabeled_dropped_as_eval_duplicates": 3,
+            "augmented": 7200,
+            "total": 11300,
+        },
+        "teacher_logits_from_cache": False,
+        "teacher_labelling_seconds": 12.5,
+        "teacher_rows_per_second": 904.0,
+        "init_embeddings": {"from": str(teacher / "model"), "dimensions": 32, "variance_kept": 0.6585},
+    }
+    return {**record, **changes}
+
+
+def test_a_distilled_students_card_says_how_it_was_made_from_its_distill_record(tmp_path):
+    teacher = tmp_path / "runs" / "bert_teacher"
+    record = distill_record(teacher)
+    # config.yaml's train.distill says otherwise: the card must read the record (what the run did), not the settings.
+    run_dir = fake_run(
+        tmp_path / "student",
+        "model.kind=encoder",
+        f"train.distill.teacher={tmp_path / 'elsewhere' / 'other_teacher'}",
+        "train.distill.alpha=0.9",
+        "train.distill.temperature=7",
+        model_type="pipeline_encoder",
+        extra_metrics={"distill": record},
+    )
+    text = ModelCard.load(write_model_card(run_dir)).text
+    intro = text[: text.index("\n## ")]
+    assert "distilled from the teacher `bert_teacher`, whose token embeddings it started from" in intro
+    assert "trained from scratch" not in intro and "other_teacher" not in text
+    distillation = section(text, "Distillation")
+    assert "| teacher | `bert_teacher` |" in distillation
+    assert f"| teacher's test accuracy (its own run's test split) | {100 * record['teacher_test_accuracy']:.2f}% |" in (
+        distillation
+    )
+    loss = f"{record['alpha']:g} × KL(teacher ‖ student) at temperature {record['temperature']:g}"
+    assert loss in distillation and f"+ {1 - record['alpha']:g} × cross-entropy" in distillation
+    transfer = record["transfer_set"]
+    assert (
+        f"| transfer set | {transfer['total']:,} texts: {transfer['labelled']:,} labelled train texts, "
+        f"{transfer['unlabeled']:,} unlabelled texts, {transfer['augmented']:,} augmented copies |" in distillation
+    )
+    assert "| unlabelled texts from | `unlabelled.csv` |" in distillation
+    assert f"| augmentation | `mask`, {record['augment_copies']} copies per train text |" in distillation
+    embeddings = record["init_embeddings"]
+    assert f"first {embeddings['dimensions']} principal components, {100 * embeddings['variance_kept']:.2f}%" in (
+        distillation
+    )
+    assert str(tmp_path) not in text  # teacher and files by their own names only
+
+    # train.distill.teacher may name the teacher run's model/ folder: the run is still the teacher's name. Without
+    # init_embeddings and a teacher run's metrics, those rows are left out; without a record, no section.
+    bare = {**distill_record(teacher / "model", teacher_test_accuracy=None, augment="none", unlabeled_file=None)}
+    del bare["init_embeddings"]
+    text = ModelCard.load(
+        write_model_card(
+            fake_run(
+                tmp_path / "bare", "model.kind=encoder", model_type="pipeline_encoder", extra_metrics={"distill": bare}
+            )
+        )
+    ).text
+    distillation = section(text, "Distillation")
+    assert "| teacher | `bert_teacher` |" in distillation and "| augmentation | none |" in distillation
+    assert "test accuracy" not in distillation and "token embeddings" not in distillation
+    assert "whose token embeddings" not in text and "distilled from the teacher `bert_teacher`" in text
+    plain = ModelCard.load(write_model_card(fake_run(tmp_path / "plain", "model.kind=encoder"))).text
+    assert "## Distillation" not in plain and "trained from scratch, without pretraining" in plain
+
+
+def test_without_a_licence_the_card_says_how_to_give_one_and_names_no_path_of_this_machine(tmp_path):
+    data = tmp_path / "data"
+    run_dir = fake_run(
+        tmp_path / "runs",
+        f"model.name_or_path={tmp_path / 'models' / 'my_bert'}",
+        "data.source=files",
+        f"data.train_file={data / 'tickets_train.csv'}",
+        f"data.test_file={data / 'tickets_test.csv'}",
+    )
+    path = write_model_card(run_dir)
+    card = ModelCard.load(path)
+    # The metadata the Hub reads, rebuilt strictly, and its model-index parsed back.
+    strict = ModelCardData(**card.data.to_dict(), ignore_metadata_errors=False)
+    assert strict.license is None and strict.base_model is None
+    _, results = model_index_to_eval_results(card.data.to_dict()["model-index"])
+    assert {r.dataset_name for r in results} == {"tickets_train.csv, tickets_test.csv (local files)"}
+    assert str(tmp_path) not in path.read_text()  # neither in the metadata nor in the text
+    assert "Source: local files: train `tickets_train.csv`, test `tickets_test.csv`." in card.text
+    licence = next(line for line in card.text.splitlines() if line.startswith("Licence:"))
+    assert "Set `run.license`" in licence and "the checkpoint it was fine-tuned from" in licence
+    command = licence[licence.index("`python -m") + 1 : licence.rindex("`")]
+    assert command == f"python -m pipeline.report --model-card {run_dir.parent.name}/{run_dir.name}"
+
+    # The setting the card names exists, and what it gives reaches the metadata.
+    licensed = fake_run(tmp_path / "licensed", "run.license=mit")
+    assert ModelCardData(**ModelCard.load(write_model_card(licensed)).data.to_dict()).license == "mit"
+
+
+def test_an_encoder_card_shows_how_its_tokenizer_loads_without_custom_code(tmp_path):
+    from pipeline.modelcard_sections import tokenizer_code
+
+    run_dir = fake_run(tmp_path, "model.kind=encoder", model_type="pipeline_encoder")
+    config_path = run_dir / "model" / "config.json"
+    saved = json.loads(config_path.read_text())
+    saved["auto_map"] = {"AutoModelForSequenceClassification": "modeling_encoder.EncoderForSequenceClassification"}
+    config_path.write_text(json.dumps(saved))
+    (run_dir / "model" / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "BertTokenizer"}))
+    usage = section(ModelCard.load(write_model_card(run_dir)).text, "How to use")
+    assert 'model="your-username/card_run", trust_remote_code=True)' in usage
+    # The code tests/test_encoder_remote_code.py runs where only torch and transformers are installed.
+    code = tokenizer_code("your-username/card_run", "BertTokenizer")
+    assert "trust_remote_code=False" in code[-1] and "BertTokenizer" in code[-1]
+    assert "\n".join(code) in usage
+    assert "--upgrade-model" not in usage

@@ -514,6 +514,7 @@ def _build_record(
             "max_length": reference.max_length,
             "batch_size": reference.batch_size,
             "threads": {"torch": torch.get_num_threads(), **{runtime: onnx_threads() for runtime in runtimes}},
+            "timed_passes": results.timed_passes,
             "machine": cpu_name(),
             "max_disagreement": results.max_disagreement,
             "max_accuracy_loss_points": results.max_accuracy_loss_points,

@@ -28,6 +28,13 @@ logger = logging.getLogger("pipeline.export")
 # bf16 where the CPU has it, and NNCF's static int8).
 RUNTIMES = {name: "openvino" if name.startswith("openvino") else "onnxruntime" for name in ONNX_MODEL_FILES}
 VARIANTS = tuple(RUNTIMES)
+# What each export computes in, as prediction's message says it.
+PRECISIONS = {
+    "fp32": "fp32",
+    "int8": "int8, dynamic quantization",
+    "openvino": "OpenVINO's float precision: bf16 where the CPU has it, else f32",
+    "openvino-int8": "int8, static quantization by NNCF",
+}
 STATUS_VERIFIED, STATUS_REFUSED = "verified", "refused"
 
 # What verification holds an export to. Refused: labels differ from PyTorch fp32 on more than MAX_DISAGREEMENT of
@@ -40,8 +47,19 @@ MAX_ACCURACY_LOSS_POINTS = 0.5
 # 400 rows 1.3% of the time and 1,000 rows almost never. 1,000 = 5 x 1/MAX_DISAGREEMENT: five disagreements allowed,
 # so that passing is evidence, not luck.
 MIN_VERIFICATION_ROWS = 1000
-# --backend: auto, PyTorch, or the exports one runtime runs.
-BACKEND_RUNTIMES = {"onnx": "onnxruntime", "openvino": "openvino"}
+# --backend: auto, PyTorch, or one export: by its backend_name (onnx-fp32, onnx-int8, openvino, openvino-int8), or
+# by its runtime (onnx, openvino), which runs that runtime's unquantized export. int8 runs only when named (or chosen
+# by auto): it trades agreement with PyTorch for speed, and a sharp model (a small temperature folded into its head,
+# a threshold among dense scores) turns its small differences into label flips.
+BACKEND_VARIANTS = {
+    "onnx": "fp32",
+    "onnx-fp32": "fp32",
+    "onnx-int8": "int8",
+    "openvino": "openvino",
+    "openvino-int8": "openvino-int8",
+}
+# Every backend that runs an export, and its runtime.
+BACKEND_RUNTIMES = {backend: RUNTIMES[variant] for backend, variant in BACKEND_VARIANTS.items()}
 BACKENDS = ("auto", "torch", *BACKEND_RUNTIMES)
 # The optional extra that installs each optional module, and its command.
 EXTRAS = {"onnx": "onnx", "onnxruntime": "onnx", "openvino": "openvino", "nncf": "openvino"}
@@ -84,7 +102,7 @@ def too_few_rows(rows: Any) -> str | None:
 def not_for_auto(rows: Any) -> str | None:
     """--backend auto's reason for running PyTorch when the exports were verified on too few rows; else None."""
     short = too_few_rows(rows)
-    return short and f"no export is eligible: {short}; --backend onnx or openvino still runs a verified one"
+    return short and f"no export is eligible: {short}; --backend naming one (onnx, onnx-int8, ...) still runs it"
 
 
 def verification_rows_of(record: dict[str, Any]) -> Any:
@@ -161,11 +179,11 @@ def _export_command(run_dir: Path) -> str:
 
 
 def choose_export(run_dir: Path | None, model_dir: Path, backend: str, device_type: str = "cpu") -> ExportChoice:
-    """`--backend` -> what to run. `torch`: PyTorch. `onnx` / `openvino`: the run's verified export that runtime runs
-    (the one `auto` would take, else the fastest), an error when there is none. `auto`: the export chosen at
-    verification (verified and faster than PyTorch on the machine that verified it), else PyTorch; on a GPU, PyTorch.
-    Exports verified on fewer than MIN_VERIFICATION_ROWS rows are never auto's choice; `onnx` / `openvino` still run
-    them, with a warning.
+    """`--backend` -> what to run. `torch`: PyTorch. An export's name (BACKEND_VARIANTS: `onnx` and `openvino` name
+    their runtime's unquantized export): that export when verified, else an error. `auto`: the export chosen at
+    verification (verified and faster than PyTorch on the machine that verified it), else PyTorch; on a GPU,
+    PyTorch. Exports verified on fewer than MIN_VERIFICATION_ROWS rows are never auto's choice; asked for, they still
+    run, with a warning. The reason says which export runs, in what precision, and the names of the others.
 
     An export made from other weights than the model's (sha256) is refused; a file that changed since it was
     verified is an error. Errors are ExportError with one line.
@@ -199,32 +217,42 @@ def choose_export(run_dir: Path | None, model_dir: Path, backend: str, device_ty
             f"{run.export_dir} was exported from other weights (sha256 {recorded[:12]}, the model's is {actual[:12]}): "
             f"refused; re-export with {_export_command(run.path)}"
         )
-    variants = {name: v for name, v in record["variants"].items() if runtime in (None, RUNTIMES[name])}
+    named = BACKEND_VARIANTS.get(backend)  # None for auto
+    variants = {name: v for name, v in record["variants"].items() if named in (None, name)}
+    if not variants and named is None:
+        return torch_because(f"{run.export_record_path} lists no export; re-export with {_export_command(run.path)}")
     if not variants:
+        extra = EXTRAS[runtime]
+        needs = f" when the optional extra '{extra}' is installed: {extra_install(extra)}" if extra != "onnx" else ""
         return torch_because(
-            f"{run.export_dir} has no {runtime} export (made by {_export_command(run.path)} when the optional "
-            f"extra '{EXTRAS[runtime]}' is installed: {extra_install(EXTRAS[runtime])})"
+            f"{run.export_dir} has no {backend_name(named)} export (made by {_export_command(run.path)}{needs})"
         )
     verified = {name: v for name, v in variants.items() if v.get("status") == STATUS_VERIFIED}
     if not verified:
         reasons = "; ".join(f"{name} {v.get('status', '?')}: {v.get('reason', '')}" for name, v in variants.items())
         return torch_because(f"no verified export in {run.export_dir} ({reasons})")
     short = too_few_rows(verification_rows_of(record))
-    if runtime:
-        picked = (
-            record.get("auto") if record.get("auto") in verified else max(verified, key=lambda n: _rate(verified[n]))
-        )
-        _require_runtime(picked, torch_because)
-        path = _verified_file(run, verified[picked])
+    if named:
+        _require_runtime(named, torch_because)
+        path = _verified_file(run, verified[named])
         if short:  # what the user asked for runs, but not as if verification had vouched for it
-            logger.warning(
-                "--backend %s runs %s, which auto would not choose: %s", backend, backend_name(picked), short
-            )
-            return ExportChoice(picked, path, f"asked for; not eligible for auto: {short}")
-        return ExportChoice(picked, path, "asked for")
+            logger.warning("--backend %s runs %s, which auto would not choose: %s", backend, backend_name(named), short)
+        return ExportChoice(named, path, _asked_reason(named, record, short))
     if short:  # also an export.json written before the minimum existed, whose `auto` names an export
         return ExportChoice(None, None, not_for_auto(verification_rows_of(record)))
     return _auto_choice(run, record, verified)
+
+
+def _asked_reason(variant: str, record: dict[str, Any], short: str | None) -> str:
+    """Why an export asked for runs, in prediction's message: its precision, whether auto could take it, and the
+    run's other verified exports by the --backend that runs each."""
+    reason = f"asked for, {PRECISIONS[variant]}" + (f"; not eligible for auto: {short}" if short else "")
+    others = [
+        f"--backend {backend_name(name)} ({PRECISIONS[name]})"
+        for name, entry in record["variants"].items()
+        if name != variant and entry.get("status") == STATUS_VERIFIED
+    ]
+    return reason + (f". Also verified: {'; '.join(others)}" if others else "")
 
 
 def _require_runtime(variant: str, refuse: Any) -> None:

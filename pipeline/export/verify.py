@@ -5,9 +5,13 @@ The rows: the run's validation split (a seeded sample of at most --max-rows). Ag
 label, so a smaller validation split is topped up with the run's other texts, test's then train's (never the rows a
 static int8 model calibrates on), up to --max-rows; accuracy stays on the labelled validation rows.
 
-Refused: more than 0.5% of the rows labelled differently from PyTorch fp32, or more than 0.5 accuracy points
-lost. Kept but not chosen by `--backend auto`: verified, yet not faster than PyTorch on this machine, or verified on
-fewer than MIN_VERIFICATION_ROWS rows, too few to check a 0.5% limit (pipeline.export.record holds the limits).
+A row is labelled differently when prediction would write it otherwise: another class at the model's thresholds and
+folded temperature (model/decision.json; a multi-label row's set), or, for a multi-class model with thresholds,
+another low-confidence flag. Refused: more than 0.5% of the rows labelled differently from PyTorch fp32, or more than
+0.5 accuracy points lost. Kept but not chosen by `--backend auto`: verified, yet not faster than PyTorch on this
+machine, or verified on fewer than MIN_VERIFICATION_ROWS rows, too few to check a 0.5% limit (pipeline.export.record
+holds the limits). On those few rows speed decides nothing, so each backend is timed on its one pass, the one that
+gives its labels, not `rounds` passes.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from pipeline.predict.source import ModelSource
 from pipeline.rundir import PREDICTION_GOLD, PREDICTION_TEXT, RunDir, RunDirError
 from pipeline.splits import column_values
 from pipeline.tables import one_line
+from pipeline.thresholds import Decision
 from pipeline.tokenization import length_limit
 
 logger = logging.getLogger("pipeline.export")
@@ -220,6 +225,7 @@ class Results:
     variants: dict[str, dict[str, Any]]
     auto: str | None
     auto_reason: str
+    timed_passes: int = 1  # per backend; its best rate counts
     max_disagreement: float = MAX_DISAGREEMENT
     max_accuracy_loss_points: float = MAX_ACCURACY_LOSS_POINTS
     min_rows_for_auto: int = MIN_VERIFICATION_ROWS
@@ -228,33 +234,34 @@ class Results:
 def verify_exports(reference: Predictor, files: dict[str, Path], rows: VerificationRows, rounds: int) -> Results:
     """Score `rows` with every backend (`rounds` timed passes, alternating the order; the best rate counts): label
     agreement on every row, accuracy on the labelled ones."""
+    count = len(rows.texts)
+    too_few = too_few_rows(count)
+    if too_few:
+        logger.warning("%s: the exports can be verified, but --backend auto will not choose one", too_few)
     predictors = _predictors(reference, files)
-    probabilities, rates = _measure(predictors, rows.texts, rounds)
+    passes = 1 if too_few else max(1, rounds)
+    probabilities, rates = _measure(predictors, rows.texts, passes)
 
     gold = _gold_ids(reference.labels, rows.gold)
-    decide = reference.decision.predict  # the labels prediction writes: a multi-label row's set, not its argmax
-    reference_ids = decide(probabilities["torch-fp32"])
-    reference_accuracy = _accuracy(reference_ids, gold)
+    decision = reference.decision  # the labels prediction writes: a multi-label row's set, not its argmax
+    reference_probabilities = probabilities["torch-fp32"]
+    reference_accuracy = _accuracy(decision.predict(reference_probabilities), gold)
     baseline = "torch-bf16" if "torch-bf16" in predictors else "torch-fp32"
     baseline_precision = baseline.removeprefix("torch-")
     torch_results = {
         "fp32": {"accuracy": reference_accuracy, "rows_per_second": rates["torch-fp32"]},
         "default": {
             "precision": baseline_precision,
-            "accuracy": _accuracy(decide(probabilities[baseline]), gold),
+            "accuracy": _accuracy(decision.predict(probabilities[baseline]), gold),
             "rows_per_second": rates[baseline],
-            "label_agreement": 1.0 - _differing(decide(probabilities[baseline]), reference_ids) / len(reference_ids),
+            "label_agreement": 1.0 - _differing(decision, probabilities[baseline], reference_probabilities) / count,
         },
     }
-    count = len(rows.texts)
-    too_few = too_few_rows(count)
-    if too_few:
-        logger.warning("%s: the exports can be verified, but --backend auto will not choose one", too_few)
     variants: dict[str, dict[str, Any]] = {}
     for variant in files:
         name = backend_name(variant)
-        ids = decide(probabilities[name])
-        disagreeing = _differing(ids, reference_ids)
+        ids = decision.predict(probabilities[name])
+        disagreeing = _differing(decision, probabilities[name], reference_probabilities)
         accuracy = _accuracy(ids, gold)
         change = (
             100 * (accuracy - reference_accuracy) if accuracy is not None and reference_accuracy is not None else None
@@ -278,7 +285,7 @@ def verify_exports(reference: Predictor, files: dict[str, Path], rows: Verificat
         if precision:
             variants[variant]["precision"] = precision
     auto, auto_reason = _auto_choice(variants, baseline_precision, count)
-    return Results(torch_results, variants, auto, auto_reason)
+    return Results(torch_results, variants, auto, auto_reason, timed_passes=passes)
 
 
 def _predictors(reference: Predictor, files: dict[str, Path]) -> dict[str, Predictor]:
@@ -362,10 +369,12 @@ def _measure(
     return probabilities, {name: max(values) for name, values in rates.items()}
 
 
-def _differing(labels: np.ndarray, reference: np.ndarray) -> int:
-    """Rows labelled otherwise: a class id (N,), or for multi-label any class of the row's set (N, C)."""
-    differ = labels != reference
-    return int((differ.any(axis=1) if differ.ndim == 2 else differ).sum())
+def _differing(decision: Decision, probabilities: np.ndarray, reference: np.ndarray) -> int:
+    """Rows prediction writes otherwise under `decision`: another class id, a multi-label row's set differing in any
+    class, or another low-confidence flag (a multi-class model with thresholds flags rows instead of relabelling)."""
+    differ = decision.predict(probabilities) != decision.predict(reference)
+    differ = differ.any(axis=1) if differ.ndim == 2 else differ
+    return int((differ | (decision.low_confidence(probabilities) != decision.low_confidence(reference))).sum())
 
 
 def _accuracy(ids: np.ndarray, gold: np.ndarray | None) -> float | None:

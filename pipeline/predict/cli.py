@@ -286,8 +286,8 @@ def _add_inference_arguments(add: Any) -> None:
         choices=BACKENDS,
         default="auto",
         help="auto (default): the run's export (python -m pipeline.export) that verification found fastest, when "
-        "faster than PyTorch on the CPU, else PyTorch; torch; onnx / openvino: that runtime's verified export, an "
-        "error if there is none",
+        "faster than PyTorch on the CPU, else PyTorch; torch; onnx-fp32 (or onnx), onnx-int8, openvino, "
+        "openvino-int8: that verified export, an error if there is none",
     )
     add(
         "--recheck-margin",
