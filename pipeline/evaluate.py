@@ -79,7 +79,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--backend",
         choices=BACKENDS,
         default="torch",
-        help="what runs the model: torch (default), onnx / openvino (the run's verified export), auto",
+        help="what runs the model: torch (default); onnx-fp32 (or onnx), onnx-int8, openvino, openvino-int8: the "
+        "run's verified export of that name; auto: as pipeline.predict chooses",
     )
     parser.add_argument(
         "--precision",
