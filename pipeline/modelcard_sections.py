@@ -23,7 +23,13 @@ from pipeline.rundir import (
     untrained_consequence,
 )
 from pipeline.tables import segments_of
-from pipeline.thresholds import DEFAULT_THRESHOLD, KIND_ARGMAX, KIND_BINARY, KIND_MULTI_LABEL
+from pipeline.thresholds import (
+    DEFAULT_THRESHOLD,
+    KIND_ARGMAX,
+    KIND_BINARY,
+    KIND_MULTI_LABEL,
+    selection_cut_off,
+)
 from pipeline.windows import PAIR_CUT
 
 # Beyond this many classes the confusion matrix is left to report.md: a card table that wide is unreadable.
@@ -380,10 +386,12 @@ class CardSections(CardFacts):
             metric = self.ranking_metric
             score = self.get("best", f"validation_{metric}")
             score = score if is_number(score) else self.get("best", "score")
+            cut_off = selection_cut_off(self.metrics)  # the validation table applies the thresholds; this did not
             rows.append(
                 (
                     "model kept",
-                    f"step {int(best_step)}, the best validation {RANKING_METRICS[metric]} ({_metric(metric, score)})",
+                    f"step {int(best_step)}, the best validation {RANKING_METRICS[metric]} ({_metric(metric, score)}"
+                    f"{', ' + cut_off if cut_off else ''})",
                 )
             )
         if self.get("training", "stopped_early"):

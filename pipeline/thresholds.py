@@ -198,6 +198,19 @@ FEW_ROWS = (
 NAMED_CLASSES = 5
 
 
+def selection_cut_off(metrics: dict[str, Any]) -> str:
+    """How the validation score that kept a run's model (metrics.json `best`) decided labels, where the thresholds
+    chosen after training decide them otherwise: training scores each checkpoint at the 0.5 cut-off (binary: the
+    argmax), so that score and the run's validation figures, which apply the thresholds, differ. "" otherwise."""
+    record = metrics.get("thresholds") or {}
+    thresholds = record.get("thresholds") or {}
+    if record.get("kind") not in (KIND_BINARY, KIND_MULTI_LABEL) or all(
+        value == DEFAULT_THRESHOLD for value in thresholds.values()
+    ):
+        return ""
+    return f"at the {DEFAULT_THRESHOLD} cut-off, before the thresholds chosen after training"
+
+
 def problems_message(kind: str, classes: list[str]) -> str:
     """One warning for every class one kind of problem hit: the first few named, the rest counted."""
     if len(classes) == 1:

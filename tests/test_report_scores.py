@@ -152,6 +152,12 @@ def test_the_best_step_shows_the_validation_score_of_the_metric_that_picked_it()
     summary = next(block for block in blocks if isinstance(block, Table))
     best_step = next(row for row in summary.rows if row[0].text == "Best step")
     assert best_step[1].text == "150 (val. macro-F1 0.8100)"
+    # A binary run whose threshold is not 0.5 was kept on its argmax score: the row says so.
+    run.metrics["labels"] = ["no", "yes"]
+    run.metrics["thresholds"] = {"kind": "binary", "thresholds": {"yes": 0.9}}
+    summary = next(block for block in build_report([run])[1] if isinstance(block, Table))
+    best_step = next(row for row in summary.rows if row[0].text == "Best step")
+    assert best_step[1].text.endswith("0.8100, at the 0.5 cut-off, before the thresholds chosen after training)")
 
 
 def test_classes_by_support_and_a_row_normalised_confusion_matrix():

@@ -23,6 +23,7 @@ from pipeline.report.formatting import (
 from pipeline.report.runs import Run, ranks_models, repeats_its_run
 from pipeline.report.scores import imbalance_sentence, is_imbalanced
 from pipeline.rundir import RANKING_METRICS, is_number, nested_get, per_class_score
+from pipeline.thresholds import selection_cut_off
 
 SECTION_SUMMARY = "Summary"
 # A multi-label run's accuracy, named so beside single-label runs: a text counts as right only when its whole class
@@ -271,7 +272,8 @@ def _best_step_text(run: Run) -> str:
     score = run.metric("best", f"validation_{key}")
     if not is_number(score):
         return format_count(step)
-    return f"{format_count(step)} (val. {RANKING_METRICS[key]} {format_metric(key, score)})"
+    cut_off = selection_cut_off(run.metrics)  # the run's validation figures apply its thresholds; this did not
+    return f"{format_count(step)} (val. {RANKING_METRICS[key]} {format_metric(key, score)}{', ' + cut_off if cut_off else ''})"
 
 
 def _steps_text(run: Run) -> str:
