@@ -436,9 +436,8 @@ def student_rows(
 ) -> tuple[TokenizedRows, dict[str, Any]]:
     """Train (+ transfer) rows with the teacher's logits, and the record metrics.json keeps under `distill`.
 
-    The teacher reads the texts of `splits` (with_transfer_split's): a tokenized split keeps its `text` column only
-    under plain head truncation, and distillation's one row per text (long_text: truncate) makes row i of a
-    tokenized split row i of its split."""
+    The teacher reads the texts of `splits` (with_transfer_split's): a tokenized split keeps no `text` column, and
+    distillation's one row per text (long_text: truncate) makes row i of a tokenized split row i of its split."""
     import datasets
 
     from pipeline.batching import TokenizedRows

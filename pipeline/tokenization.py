@@ -3,9 +3,12 @@
     tokenizer = load_tokenizer(config.tokenizer)
     tokenized, info = tokenize_splits(splits, tokenizer, config.tokenizer, cache_root)
 
-Each split gains `input_ids` and `attention_mask` (all rows `max_length` long) and `length`, the number of real
-tokens, which lets the training loop group rows of similar length and drop all-padding columns per batch.
-`max_length: auto` picks the shortest multiple of 8 that truncates at most `max_truncated_fraction` of train.
+Each split becomes `input_ids` and `attention_mask` (all rows `max_length` long), `length`, the number of real
+tokens, which lets the training loop group rows of similar length and drop all-padding columns per batch, and its
+labels (with chunking, a `document` column; with sentence pairs, `token_type_ids`). One tokenizer pass builds the
+rows and measures the untruncated lengths the truncation report needs (windows.encode_documents, as prediction
+encodes); `max_length: auto` picks the shortest multiple of 8 that truncates at most `max_truncated_fraction` of
+train, counted in a pass of its own before the rows are built.
 """
 
 from __future__ import annotations
@@ -241,33 +244,37 @@ def _cache_key(splits: DatasetDict, tokenizer: PreTrainedTokenizerBase, config: 
     return digest.hexdigest()[:24]
 
 
-def _encode_split(
-    split: Dataset, tokenizer: PreTrainedTokenizerBase, max_length: int, rule: LongTextRule, name: str
-) -> tuple[Dataset, dict | None, TokenCounts]:
-    """The split's rows padded to `max_length` (one per text; with chunking, one per window and a `document`
-    column; with sentence pairs, their segment ids), and its token counts, measured on the same tokenizer pass."""
-    from datasets import Dataset
+# Texts encoded at a time. A block's rows are Python lists (about 36 bytes a token) until they are packed into int32
+# arrays, so a split of a million texts costs the memory of its arrays, not of its lists.
+ENCODE_BLOCK_TEXTS = 10 * TOKENIZE_BATCH_SIZE
 
-    texts = column_values(split, "text")
-    encoded = encode_documents(tokenizer, texts, max_length, rule, progress=f"Tokenizing {name}")
-    documents = encoded.documents
-    lengths = encoded.row_lengths  # (R,)
-    labels_name = label_column(split.column_names)
-    labels = column_values(split, labels_name)
-    whole_texts = len(documents) == len(texts)  # no text became several windows
-    columns = {
-        "input_ids": _padded(encoded.rows, max_length, tokenizer.pad_token_id or 0),  # (R, T)
-        "attention_mask": (np.arange(max_length)[None, :] < lengths[:, None]).astype(np.int8),  # (R, T)
-        "length": lengths,
-        labels_name: labels if whole_texts else [labels[document] for document in documents.tolist()],
-    }
-    if encoded.token_types is not None:
-        columns[SEGMENT_IDS] = _padded(encoded.token_types, max_length, 0).astype(np.int8)
-    counts = TokenCounts.of_encoding(encoded, tokenizer)
-    if rule.long_text != "chunk":
-        return Dataset.from_dict(columns), None, counts
-    columns["document"] = documents
-    return Dataset.from_dict(columns), windows_summary(documents, len(split)), counts
+
+@dataclass(frozen=True)
+class _EncodedBlock:
+    """One block of texts encoded (windows.encode_documents), packed into arrays."""
+
+    input_ids: np.ndarray  # (R, T) int32, padded
+    token_types: np.ndarray | None  # (R, T) int8 segment ids; None: no pair in the block (all 0)
+    lengths: np.ndarray  # (R,) real tokens per row
+    documents: np.ndarray  # (R,) the split's row (text) each row comes from
+    content_lengths: np.ndarray  # (D,) untruncated, as EncodedDocuments has them
+    unknown_tokens: int | None
+
+
+def _encode_block(
+    tokenizer: PreTrainedTokenizerBase, texts: list[str], first: int, max_length: int, rule: LongTextRule
+) -> _EncodedBlock:
+    encoded = encode_documents(tokenizer, texts, max_length, rule)
+    pad = tokenizer.pad_token_id or 0
+    types = None if encoded.token_types is None else _padded(encoded.token_types, max_length, 0).astype(np.int8)
+    return _EncodedBlock(
+        _padded(encoded.rows, max_length, pad),
+        types,
+        encoded.row_lengths,
+        encoded.documents + first,
+        encoded.content_lengths,
+        encoded.unknown_tokens,
+    )
 
 
 def _padded(rows: list[list[int]], width: int, pad: int) -> np.ndarray:
@@ -276,6 +283,52 @@ def _padded(rows: list[list[int]], width: int, pad: int) -> np.ndarray:
     for index, row in enumerate(rows):
         padded[index, : len(row)] = row
     return padded
+
+
+def _encode_split(
+    split: Dataset, tokenizer: PreTrainedTokenizerBase, max_length: int, rule: LongTextRule, name: str
+) -> tuple[Dataset, dict | None, TokenCounts]:
+    """The split's rows padded to `max_length` (one per text; with chunking, one per window and a `document`
+    column; with sentence pairs, their segment ids), and its token counts, measured on the same tokenizer pass."""
+    from datasets import Dataset
+    from tqdm.auto import tqdm
+
+    texts = column_values(split, "text")
+    starts = range(0, max(len(texts), 1), ENCODE_BLOCK_TEXTS)  # an empty split is one empty block
+    blocks = []
+    with tqdm(total=len(texts), desc=f"Tokenizing {name}", unit=" texts", disable=len(starts) < 2) as progress:
+        for start in starts:
+            block = texts[start : start + ENCODE_BLOCK_TEXTS]
+            blocks.append(_encode_block(tokenizer, block, start, max_length, rule))
+            progress.update(len(block))
+    documents = np.concatenate([block.documents for block in blocks])
+    lengths = np.concatenate([block.lengths for block in blocks])
+    labels_name = label_column(split.column_names)
+    labels = column_values(split, labels_name)
+    columns = {
+        "input_ids": np.concatenate([block.input_ids for block in blocks]),  # (R, T)
+        "attention_mask": (np.arange(max_length)[None, :] < lengths[:, None]).astype(np.int8),  # (R, T)
+        "length": lengths,
+        # a text read as several windows repeats its label on each
+        labels_name: labels if len(documents) == len(texts) else [labels[document] for document in documents.tolist()],
+    }
+    if any(block.token_types is not None for block in blocks):
+        columns[SEGMENT_IDS] = np.concatenate(
+            [
+                block.token_types if block.token_types is not None else np.zeros_like(block.input_ids, np.int8)
+                for block in blocks
+            ]
+        )
+    unknown = [block.unknown_tokens for block in blocks]
+    counts = TokenCounts.of_content(
+        np.concatenate([block.content_lengths for block in blocks]),
+        None if None in unknown else sum(unknown),
+        tokenizer,
+    )
+    if rule.long_text != "chunk":
+        return Dataset.from_dict(columns), None, counts
+    columns["document"] = documents
+    return Dataset.from_dict(columns), windows_summary(documents, len(split)), counts
 
 
 def tokenize_splits(

@@ -14,7 +14,7 @@ last one, so that both its start and its end are read.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,7 +48,7 @@ class LongTextRule:
 
     @property
     def is_plain_head(self) -> bool:
-        """The classic rule (keep the first tokens): tokenized by the fast tokenizer's own truncation."""
+        """The classic rule (keep the first tokens), as the fast tokenizer's own truncation keeps them."""
         return self.truncation == "head" and self.long_text == "truncate"
 
     @property
@@ -253,13 +253,10 @@ def truncate_pair(first: list[int], second: list[int], width: int) -> tuple[list
     return first[:keep_first], second[: width - keep_first]
 
 
-def encode_documents(
-    tokenizer: Any, texts: Sequence[str], max_length: int, rule: LongTextRule, progress: str | None = None
-) -> EncodedDocuments:
+def encode_documents(tokenizer: Any, texts: Sequence[str], max_length: int, rule: LongTextRule) -> EncodedDocuments:
     """Every document's rows (truncated by the rule, or its windows) with their special tokens, and what the texts
     held: their untruncated lengths and unknown tokens, measured on the same pass (pipeline.evaluate records them).
-    A pair (tables.PAIR_MARK) is one row, [CLS] first [SEP] second [SEP], cut as truncate_pair cuts it. With
-    `progress`, a progress bar of that name shows when there is more than one batch of texts."""
+    A pair (tables.PAIR_MARK) is one row, [CLS] first [SEP] second [SEP], cut as truncate_pair cuts it."""
     single = template_of(tokenizer)
     pair = template_of(tokenizer, pair=True) if has_pairs(texts) else None
     pair_extra = pair_extra_tokens(tokenizer)
@@ -268,7 +265,8 @@ def encode_documents(
     documents: list[int] = []
     lengths: list[int] = []
     unknown: int | None = 0 if tokenizer.unk_token_id is not None else None
-    for start in _batch_starts(len(texts), progress):
+    keep_types = pair is not None and reads_segments(tokenizer)
+    for start in range(0, len(texts), TOKENIZE_BATCH_SIZE):
         content = content_ids_by_segment(tokenizer, texts[start : start + TOKENIZE_BATCH_SIZE])
         if unknown is not None:
             unknown += unknown_count(content, tokenizer)
@@ -281,29 +279,16 @@ def encode_documents(
                 encoded = [pair.row(*truncate_pair(first, second, max_length - pair.special_count))]
             for row in encoded:
                 rows.append(row.ids)
-                types.append(row.types)
+                if keep_types:
+                    types.append(row.types)
                 documents.append(start + offset)
     return EncodedDocuments(
         rows,
         np.asarray(documents, dtype=np.int64),
         np.asarray(lengths, dtype=np.int64),
         unknown,
-        types if pair is not None and reads_segments(tokenizer) else None,
+        types if keep_types else None,
     )
-
-
-def _batch_starts(count: int, progress: str | None) -> Iterator[int]:
-    """The first text of each batch of TOKENIZE_BATCH_SIZE, counted on a progress bar named `progress` if given."""
-    starts = range(0, count, TOKENIZE_BATCH_SIZE)
-    if progress is None or len(starts) < 2:
-        yield from starts
-        return
-    from tqdm.auto import tqdm
-
-    with tqdm(total=count, desc=progress, unit=" texts") as bar:
-        for start in starts:
-            yield start
-            bar.update(min(TOKENIZE_BATCH_SIZE, count - start))
 
 
 def reads_segments(tokenizer: Any) -> bool:

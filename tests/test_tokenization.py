@@ -95,6 +95,30 @@ def test_rows_are_what_the_tokenizer_itself_gives_at_that_length(bert_tokenizer,
     assert info.truncated_fraction["validation"] == (0.0 if max_length == "auto" else 0.25)
 
 
+@pytest.mark.parametrize("long_text", ["truncate", "chunk"])
+def test_a_split_encoded_in_blocks_is_the_split_encoded_at_once(bert_tokenizer, monkeypatch, long_text):
+    """Blocks keep memory to the arrays' (a block's rows are lists until packed): the windows' documents and labels,
+    the counts and the segment ids of pairs that only a later block holds come out as one block gives them."""
+    from pipeline import tokenization
+    from pipeline.tables import PAIR_MARK
+
+    texts = [" ".join(["word"] * n) for n in (3, 40, 7, 25, 1)] + [f"a question{PAIR_MARK}an answer", "last"]
+    splits = _splits({"train": texts, "validation": texts[:2], "test": texts[-2:]})
+    config = TokenizerConfig(max_length=16, long_text=long_text, chunk_stride=4)
+    whole, whole_info = tokenize_splits(splits, bert_tokenizer, config, None)
+    monkeypatch.setattr(tokenization, "ENCODE_BLOCK_TEXTS", 2)
+    blocked, blocked_info = tokenize_splits(splits, bert_tokenizer, config, None)
+    assert blocked_info == whole_info
+    for name in splits:
+        assert blocked[name].column_names == whole[name].column_names
+        for column in whole[name].column_names:
+            assert list(blocked[name][column]) == list(whole[name][column]), (name, column)
+    assert (
+        "token_type_ids" in blocked["train"].column_names and "token_type_ids" not in blocked["validation"].column_names
+    )
+    assert (len(blocked["train"]) > len(texts)) is (long_text == "chunk")
+
+
 def test_fixed_length_and_cache_hit(bert_tokenizer, tmp_path):
     splits = _splits({"train": ["one two three"] * 10, "validation": ["four"], "test": ["five six"]})
     config = TokenizerConfig(max_length=16)
