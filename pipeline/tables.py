@@ -44,6 +44,7 @@ FASTTEXT_LABEL_PREFIX = "__label__"
 # How a CSV/TSV file's double quotes are read (data.quoting, pipeline.predict's --quoting): table_formats.reads_quotes.
 QUOTINGS = ("auto", "csv", "none")
 STANDARD_INPUT = "-"  # a file name that reads standard input
+BYTE_ORDER_MARK = "\ufeff"  # as a decoded character
 # The encoding of text files unless said otherwise (data.encoding, pipeline.predict's --encoding): a byte-order mark
 # of UTF-16 or UTF-32 overrides it (_check_wide_encoding).
 DEFAULT_ENCODING = "utf-8"
@@ -677,7 +678,7 @@ class LineSource:
     def head_text(self) -> str:
         """The start of the content (head(HEAD_BYTES)) as text, for a look ahead at its first lines: decoded leniently
         (its last character may be cut), without the byte-order mark."""
-        return self.head(HEAD_BYTES).decode(self.encoding, errors="ignore").lstrip("\ufeff")
+        return self.head(HEAD_BYTES).decode(self.encoding, errors="ignore").lstrip(BYTE_ORDER_MARK)
 
     def position(self) -> int:
         """Bytes of the file consumed so far (compressed bytes for gzip), for a progress estimate."""
@@ -817,7 +818,11 @@ class Table:
         between the two files' rows): no data, which read as a row became a class named after the label column's
         name in training and a labelled row in prediction. A file without a header repeats only the given column
         names, exactly; a data row that merely holds the column names' words differs in some cell."""
-        return self.header_row is not None and list(record) == self.header_row
+        if self.header_row is None or len(record) != len(self.header_row):
+            return False
+        # The second file's byte-order mark (Excel's "CSV UTF-8") sits before its header, mid-file, as a character.
+        first = record[0].removeprefix(BYTE_ORDER_MARK) if isinstance(record[0], str) else record[0]
+        return [first, *record[1:]] == self.header_row
 
 
 def and_more(unit: str, numbers: Sequence[int | str]) -> str:

@@ -691,6 +691,16 @@ def test_the_header_row_again_in_the_middle_of_a_file_is_told_apart_from_data(tm
     assert repeated_header_lines(path) == [5, 9]
 
 
+def test_a_header_repeated_by_joining_two_excel_utf8_files_is_told_despite_its_byte_order_mark(tmp_path):
+    """Excel's "CSV UTF-8" starts with a byte-order mark; joined with cat, the second file's mark sits mid-file before
+    its header, where the decoder leaves it as a character."""
+    part = pd.DataFrame([["1", "Stocks fell", "Business"]], columns=COLUMNS).to_csv(index=False).encode("utf-8-sig")
+    path = tmp_path / "joined.csv"
+    path.write_bytes(part + part)
+    assert read_all(path)[0] == COLUMNS
+    assert repeated_header_lines(path) == [3]
+
+
 def test_a_file_without_a_header_repeats_only_the_given_column_names_exactly(tmp_path):
     """A header-less file has no header row of its own to repeat: only a row that is the given names, exactly, is one
     (a first row repeating them in another case is still read as the header, as before)."""
