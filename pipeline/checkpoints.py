@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -38,7 +37,9 @@ class TrainingState:
     samples_seen: int = 0
     train_seconds: float = 0.0
     best_score: float = -1.0  # of the validation metric that selects (evaluation.selection_metric)
-    best_loss: float = math.inf  # the best model's validation loss: breaks ties of best_score
+    # The best model's validation loss, which breaks ties of best_score; None before one is kept, and in checkpoints
+    # from before it was recorded (ties then keep the earlier model, as they did). JSON has no infinity.
+    best_loss: float | None = None
     best_step: int = 0
     evals_without_improvement: int = 0
 

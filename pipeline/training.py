@@ -266,8 +266,8 @@ class Trainer:
         key = f"eval_{self.selection_metric}"
         evaluations = [record[key] for record in self.history.records if key in record]
         scores = set(evaluations)
-        if len(evaluations) < 2 or len(scores) > 1 or not self.accelerator.is_main_process:
-            return
+        if len(evaluations) < 2 or len(scores) > 1 or scores == {1.0} or not self.accelerator.is_main_process:
+            return  # a perfect score at every evaluation leaves nothing to move
         logger.warning(
             "Validation %s was %.4f at every one of %d evaluations, so the model kept (step %d) is the one with the "
             "lowest validation loss; a longer run (train.epochs) or a higher train.learning_rate lets the scores move",
@@ -326,7 +326,8 @@ class Trainer:
         self._warn_if_undecided()
         if stopped_early:
             accelerator.print(
-                f"Early stopping at step {state.global_step}: no better validation {self.selection_metric} in "
+                f"Early stopping at step {state.global_step}: no better validation {self.selection_metric} (nor "
+                f"the same at a lower loss) in "
                 f"{config.early_stopping_patience} evaluations (best {state.best_score:.4f} at step {state.best_step})"
             )
         return TrainResult(
@@ -453,11 +454,12 @@ class Trainer:
         )
 
 
-def is_better(score: float, loss: float, best_score: float, best_loss: float) -> bool:
+def is_better(score: float, loss: float, best_score: float, best_loss: float | None) -> bool:
     """Whether a validation result beats the best so far: a higher selection score, or the same score at a lower
-    loss. A score is often tied (a multi-label micro-F1 stays 0 until some class scores above 0.5; accuracy on a
-    small split moves in steps of 1/N) while the loss still tells the better model."""
-    return score > best_score or (score == best_score and loss < best_loss)
+    loss (`best_loss` None: no loss to compare, and the earlier model stays). A score is often tied (a multi-label
+    micro-F1 stays 0 until some class scores above 0.5; accuracy on a small split moves in steps of 1/N) while the
+    loss still tells the better model."""
+    return score > best_score or (score == best_score and best_loss is not None and loss < best_loss)
 
 
 def progress_score(record: dict[str, float], metric: str) -> dict[str, str]:

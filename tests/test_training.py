@@ -468,6 +468,12 @@ def test_a_tied_validation_score_keeps_the_model_with_the_lower_loss_and_says_so
         trainer._warn_if_undecided()
     assert "Validation accuracy was 0.7500 at every one of 3 evaluations" in caplog.text
     assert "model kept (step 2) is the one with the lowest validation loss" in caplog.text
+    # A checkpoint from before the loss was recorded (best_loss None) keeps its model on a tie, as it did.
+    trainer.state.best_loss = None
+    trainer.state.global_step = 4
+    trainer._record_validation(5.5 * hesitant, 4 / 3)  # the least loss of all (a margin of ln 3)
+    assert trainer.history.records[-1]["eval_loss"] < losses[1]
+    assert kept == [1, 2] and trainer.state.best_step == 2
     reset_accelerate()
 
 
