@@ -17,11 +17,15 @@ than there are files (`class_files`): each non-blank line is a row of the class 
 "rt-polarity.pos:12" (file and line). Class folders that each hold one such file (rt-polarity.pos put into pos/) are
 said in a WARNING: each file is read whole, as one text.
 
+Documentation beside the files (readme, LICENSE.txt) is left aside; files whose lines mostly hold a label already
+(a tab, fastText's __label__) or files of as many lines, one of them labels (texts.txt, labels.txt), are not class
+files, and the error about the folder says how to read them.
+
 `pipeline.predict --input` reads a folder as a Table streamed file by file (`open_folder_table`): a folder of class
-folders as training reads it (every class folder), a folder of class files as training reads it where the files also
-share the first part of their names (rt-polarity.pos, rt-polarity.neg: an inbox's documents are named apart from the
-start, and may well hold more lines than there are files), or else a folder of files (an inbox: `0001.txt`,
-`0002.txt`), each file a row of the columns text and id.
+folders as training reads it (every class folder), a folder of class files as training reads it where every file's
+class part is one of the model's classes (rt-polarity.pos, rt-polarity.neg for neg and pos: an inbox's documents,
+ticket.1001.txt, ticket.1002.txt, are named apart too and may well hold more lines than there are files), or else a
+folder of files (an inbox: `0001.txt`, `0002.txt`), each file a row of the columns text and id.
 """
 
 from __future__ import annotations
@@ -76,6 +80,16 @@ SAVED_DATASET_FILES = ("dataset_dict.json", "state.json")
 # Folders that, by the convention of the data sets that ship them (aclImdb's train/unsup/), hold unlabelled texts:
 # not a class, unless the classes listed name one.
 UNLABELLED_FOLDERS = ("unsup", "unlabeled", "unlabelled", "unlabelled_data")
+# The first part of the names (any case, any ending) of a data set's documentation, shipped beside its data (the SMS
+# Spam Collection's readme, UCI's readme.txt): not a class's lines, left aside as aclImdb's urls files are.
+DOCUMENTATION_NAMES = frozenset({"readme", "license", "licence", "copying", "notice", "changelog"})
+# Lines of a folder's files that tell class files from data already labelled: the first this many non-blank lines of
+# each file, where more than half holding a tab or fastText's __label__ make the files labelled lines.
+LINES_LOOKED_AT = 1000
+# A file whose non-blank lines take at most this share of distinct values holds labels, not texts (tweet_eval's
+# train_labels.txt: 0, 1, 2), beside a file of texts of as many lines; class files of as many lines (rt-polarity's
+# 5,331 each) hold distinct sentences.
+LABEL_FILE_DISTINCT_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -132,9 +146,11 @@ def read_class_folders(
     root = Path(path).expanduser()
     folders, loose = _entries(root, path)
     if not folders:
-        found = class_files(_files_among([root / name for name in loose], path), path, encoding, ENCODING_SETTING)
+        files = _without_documentation(_files_among([root / name for name in loose], path), path)
+        found = class_files(files, path, encoding, ENCODING_SETTING)
         if found is None:
-            raise DataError(f"{path} ({origin}) has no class folders: {LAYOUTS}{_not_class_files(loose)}")
+            why = _not_class_files(loose, files, path, encoding)
+            raise DataError(f"{path} ({origin}) has no class folders: {LAYOUTS}{why}")
         by_class = {document.label: document.file for document in found}
         chosen = _chosen(by_class, classes, classes_from, every_class, path, origin, kind="file")
         documents = [document for document in found if document.label in chosen]
@@ -157,10 +173,14 @@ def _class_rows(rows: list[dict[str, Any]], files_per_class: dict[str, int] | No
     )
 
 
-def _not_class_files(loose: list[str]) -> str:
-    """Why the files of a folder without class folders are no class files, for the error about it."""
+def _not_class_files(loose: list[str], files: Sequence[Path], path: str, encoding: str) -> str:
+    """Why the files of a folder without class folders are no class files, for the error about it: with the way to
+    read them where their lines say what they are (_unlike_class_files)."""
     if not loose:
         return " (it is empty)"
+    hint = _unlike_class_files(files, path, encoding, ENCODING_SETTING)
+    if hint is not None:
+        return f"; its files are no class files: {hint}"
     return (
         f"; the {_files(len(loose))} directly in it are no class's: class files are named apart by their class "
         "(neg.txt, pos.txt; not a table's train.csv, nor a split's train.txt) and each holds more lines than there "
@@ -247,13 +267,15 @@ class FolderDocuments:
         return ROW_COLUMNS if self.labelled else [TEXT_COLUMN, ID_COLUMN]
 
 
-def list_documents(path: str, origin: str, encoding: str, option: str) -> FolderDocuments:
+def list_documents(
+    path: str, origin: str, encoding: str, option: str, classes: Sequence[str] | None = None
+) -> FolderDocuments:
     """The files of a folder to label, unread (but for the lines that tell class files), in training's order. A
     folder that holds folders is a folder of class folders, read by training's rules: every class folder; the files
     beside them are not rows (a WARNING here, where every document given is to be labelled); a folder inside a class
     folder, or a class folder without files, is an error. A folder that holds files only is a folder of class files
-    where training reads one and the files share the first part of their names (rt-polarity.pos, rt-polarity.neg),
-    else a folder of files, each one row. `option` names the encoding's setting in errors."""
+    where training reads one and every file's class is one of the model's `classes` (_names_classes), else a folder
+    of files, each one row. `option` names the encoding's setting in errors."""
     refuse_saved_dataset(path, origin)
     root = Path(path).expanduser()
     folders, loose = _entries(root, path)
@@ -266,23 +288,44 @@ def list_documents(path: str, origin: str, encoding: str, option: str) -> Folder
     files = _files_among([root / name for name in loose], path)
     if not files:
         raise DataError(f"{path} ({origin}): the folder holds no files to label (names starting with '.' are not read)")
-    shared_start = len({file.name.split(".")[0] for file in files}) == 1
-    found = class_files(files, path, encoding, option) if shared_start else None
+    found = class_files(files, path, encoding, option) if _names_classes(files, classes) else None
     if found is not None:
         return FolderDocuments(found, labelled=True, lines=True)
     return FolderDocuments([Document(file, file.name, None) for file in files], labelled=False)
 
 
-def open_folder_table(path: str, encoding: str, chunk_size: int | None, origin: str, encoding_option: str) -> Table:
+def open_folder_table(
+    path: str,
+    encoding: str,
+    chunk_size: int | None,
+    origin: str,
+    encoding_option: str,
+    classes: Sequence[str] | None = None,
+) -> Table:
     """A folder to label (list_documents) as a Table whose chunks are read file by file, `chunk_size` rows at a
     time (None: all in one), so that memory holds one chunk's texts and the list of names whatever the number of
     files, as for a CSV file. Each file is decoded as training decodes it; `encoding_option` is named in errors. The
-    rows are counted before reading where they are files, not where they are the lines of class files."""
+    rows are counted before reading where they are files, not where they are the lines of class files. `classes`:
+    the model's, which files must name to be read as class files (None: none are)."""
     check_encoding(encoding)  # an unknown encoding fails here, not when the first chunk is read
-    listing = list_documents(path, origin, encoding, encoding_option)
+    listing = list_documents(path, origin, encoding, encoding_option, classes)
     chunks = _document_chunks(listing, path, encoding, encoding_option, chunk_size)
     count = None if listing.lines else len(listing.documents)
     return Table(path, FOLDER_FORMAT, listing.columns, "file", chunks, row_count=count)
+
+
+def _names_classes(files: Sequence[Path], classes: Sequence[str] | None) -> bool:
+    """Whether every file's class part (_class_file_names) names one of the model's classes, spelt as labels are
+    matched (labels.Spellings: exactly, or in another case). An inbox's documents are named apart too
+    (ticket.1001.txt, ticket.1002.txt: "classes" 1001, 1002) and may hold more lines than there are files; only the
+    model's classes tell class files (rt-polarity.neg, rt-polarity.pos for a model of neg and pos) from them."""
+    from pipeline.labels import Spellings  # labels reads folders' rows through data, which imports this module
+
+    named = _class_file_names(files) if classes else None
+    if named is None:
+        return False
+    spellings = Spellings.of(list(classes))
+    return all(spellings.index(name) is not None for name in named)
 
 
 def _document_chunks(
@@ -312,7 +355,77 @@ def class_files(files: Sequence[Path], path: str, encoding: str, option: str) ->
     documents = [Document(file, file.name, name) for name, file in named.items()]
     if not all(_more_lines_than(document, len(files), path, encoding, option) for document in documents):
         return None
+    if _unlike_class_files(files, path, encoding, option) is not None:
+        return None
     return documents
+
+
+def _documentation(file: Path) -> bool:
+    """Whether a file is a data set's documentation (DOCUMENTATION_NAMES: README.md, readme, LICENSE.txt)."""
+    return file.name.split(".")[0].casefold() in DOCUMENTATION_NAMES
+
+
+def _without_documentation(files: Sequence[Path], path: str) -> list[Path]:
+    """The files but documentation (_documentation), which is said at INFO: UCI's readme beside SMSSpamCollection
+    became a class of its own, its lines texts."""
+    aside = [file.name for file in files if _documentation(file)]
+    if aside:
+        logger.info(
+            "%s: %s left aside, documentation rather than a class's lines: %s", path, _files(len(aside)), _listed(aside)
+        )
+    return [file for file in files if not _documentation(file)]
+
+
+@dataclass(frozen=True)
+class _LineCounts:
+    """What a file's non-blank lines say about it, read once: how many, how many of the first LINES_LOOKED_AT hold
+    a label already, and their distinct values (counted up to the share that makes a file of labels)."""
+
+    lines: int
+    looked_at: int
+    labelled: int
+    distinct: int
+
+
+def _unlike_class_files(files: Sequence[Path], path: str, encoding: str, option: str) -> str | None:
+    """Why files named apart are not class files, as the way to read them; None where nothing says so. Lines that
+    mostly hold a tab or a fastText label are rows already labelled (UCI's amazon_cells_labelled.txt, "text<TAB>0";
+    SMSSpamCollection, "ham<TAB>text"), read as a file each; files of as many lines, one of them labels, are texts
+    and their labels side by side (texts.txt, labels.txt), joined line by line (data.SEPARATE_LABELS_HINT)."""
+    from pipeline.data import SEPARATE_LABELS_HINT  # data reads folders through this module
+
+    counts = [_line_counts(file, path, encoding, option) for file in files]
+    looked_at = sum(count.looked_at for count in counts)
+    if looked_at and sum(count.labelled for count in counts) > looked_at / 2:
+        return (
+            "most of their lines already hold a label (after a tab, or fastText's __label__): give a file itself "
+            "as data.train_file, a tab-separated one read as TSV with its columns named in data.column_names (e.g. "
+            "[text, label] or [label, text]), a fastText one as it is"
+        )
+    if len(counts) > 1 and len({count.lines for count in counts}) == 1 and any(map(_holds_labels, counts)):
+        return f"as many lines in each, one file of labels: {SEPARATE_LABELS_HINT}"
+    return None
+
+
+def _holds_labels(count: _LineCounts) -> bool:
+    return count.distinct <= LABEL_FILE_DISTINCT_SHARE * count.lines
+
+
+def _line_counts(file: Path, path: str, encoding: str, option: str) -> _LineCounts:
+    """A file's _LineCounts, its lines decoded as rows are (an undecodable byte is the error reading gives)."""
+    lines = labelled = 0
+    distinct: set[str] = set()
+    with _lines_of(file, str(Path(path) / file.name), encoding, option, warn_controls=False) as source:
+        for line in source:
+            text = line.strip()
+            if not text:
+                continue
+            if lines < LINES_LOOKED_AT:
+                labelled += "\t" in text or text.startswith("__label__")
+            if len(distinct) <= LABEL_FILE_DISTINCT_SHARE * (lines + 1):  # past that share, no file of labels
+                distinct.add(text)
+            lines += 1
+    return _LineCounts(lines, min(lines, LINES_LOOKED_AT), labelled, len(distinct))
 
 
 def _data_file(file: Path) -> bool:

@@ -89,6 +89,14 @@ _CODE = re.compile(r"[0-9._+#]|\w-\w")
 # be sets: tag sets reuse nearly every tag (0.96 and more for Zipf-drawn tags), while the words of names (banking77's
 # intents: 0.39, HuffPost's categories: 0.38) and of texts (AG News titles: 0.43) are mostly one-offs.
 MIN_REUSED_PART_SHARE = 0.75
+# A name of more words or characters than this reads as a text, not a set of labels (StackOverflow writes at most 5
+# tags, arXiv rarely more than 6 categories): where most space-joined names do, the label column holds texts (a text
+# column given as data.label_column), whose words recur at scale like tags, and the space rule is not asked.
+MAX_SET_PARTS = 8
+MAX_SET_LENGTH = 160
+# Names, at most, that the hint about sets (_set_hint) looks at: an error about 100,000 distinct labels stays cheap,
+# and a few thousand combinations are scale enough to tell sets by.
+HINT_SAMPLE = 2000
 
 logger = logging.getLogger(__name__)
 
@@ -454,25 +462,52 @@ def set_joining(names: list[str], separator: str | None) -> str | None:
         recurring = Counter(part for row in joined for part in set(row))
         if not all(any(part in known or recurring[part] > 1 for part in row) for row in joined):
             continue
-        if joining != " " or _spaces_join_classes(joined, known):
+        if joining != " " or (not _texts(joined) and _spaces_join_classes(joined, known)):
             return joining
     return None
+
+
+def _texts(joined: list[list[str]]) -> bool:
+    """Whether most space-joined names (each split into its words) are texts rather than sets: too many words or
+    characters for labels (MAX_SET_PARTS, MAX_SET_LENGTH)."""
+    long = sum(len(row) > MAX_SET_PARTS or sum(map(len, row)) + len(row) > MAX_SET_LENGTH for row in joined)
+    return long > len(joined) / 2
 
 
 def _spaces_join_classes(joined: list[list[str]], known: set[str]) -> bool:
     """Whether names joined by spaces (`joined`, each split into its parts; `known`: the names without a space) are
     sets rather than names of several words ("very negative", "Arts and Culture", banking77's "card arrival"): where
-    every part looks like a code (_CODE: arXiv's "cs.LG stat.ML"), or where the parts combine as members of sets do:
-    more combinations than parts, in no fixed order (a part leads one name and follows in another, unlike a grid of
-    two places: "light on", "fan off"), and most parts reused (MIN_REUSED_PART_SHARE; the words of names and texts are
-    mostly one-offs)."""
+    every part looks like a code (_CODE: arXiv's "cs.LG stat.ML") outside a code's own two-place shape
+    (_two_place_codes: CPC's "A61K 31/00"), or where the parts combine as members of sets do (_combine_as_sets)."""
     parts = Counter(part for row in joined for part in set(row))
     if parts and all(_CODE.search(part) for part in parts):
-        return True
+        return not _two_place_codes(joined, known)
+    return _combine_as_sets(joined, known, parts)
+
+
+def _two_place_codes(joined: list[list[str]], known: set[str]) -> bool:
+    """Whether coded names are one code written in two places, a class and its subdivision (CPC's "A61K 31/00",
+    "A61P 35/00"), rather than codes combined: every name of exactly two parts, none of which leads one name and
+    follows in another, nor is a class alone (ICD-9's "250.00 401.9" beside "272.4 401.9" and "401.9" are sets)."""
+    leading = {row[0] for row in joined}
+    following = {part for row in joined for part in row[1:]}
+    return all(len(row) == 2 for row in joined) and not (leading & following) and not (leading | following) & known
+
+
+def _combine_as_sets(joined: list[list[str]], known: set[str], parts: Counter[str]) -> bool:
+    """Whether space-joined words combine as members of sets do: more combinations than parts, some of three or more
+    (sets vary in size; names of two words, "bus delay", "ticket refund", are compounds whatever words they share),
+    in no fixed order (a part leads one name and follows in another, unlike a grid of two places: "light on", "fan
+    off"), and most parts reused (MIN_REUSED_PART_SHARE; the words of names and texts are mostly one-offs)."""
     leading = {row[0] for row in joined}
     following = {part for row in joined for part in row[1:]}
     reused = sum(count > 1 or part in known for part, count in parts.items())
-    return len(joined) > len(parts) and bool(leading & following) and reused >= MIN_REUSED_PART_SHARE * len(parts)
+    return (
+        len(joined) > len(parts)
+        and any(len(row) > 2 for row in joined)
+        and bool(leading & following)
+        and reused >= MIN_REUSED_PART_SHARE * len(parts)
+    )
 
 
 def _parts(name: str, joining: str) -> list[str]:
@@ -495,7 +530,9 @@ def _set_settings(joining: str, separator: str | None) -> list[str]:
 
 def _set_hint(names: list[str], separator: str | None) -> str:
     """For an error about too many classes: the advice of _warn_unlike_names when they look like sets ("" if not):
-    arXiv's or StackOverflow's combinations number in the thousands, beyond what is read as classes."""
+    arXiv's or StackOverflow's combinations number in the thousands, beyond what is read as classes. Asked of an
+    even sample of HINT_SAMPLE names: the error it ends may be about a text column of 100,000 distinct values."""
+    names = names[:: -(-len(names) // HINT_SAMPLE)] if names else names
     joining = set_joining(names, separator)
     if joining is None:
         return ""

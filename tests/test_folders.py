@@ -398,7 +398,7 @@ def test_a_folder_to_label_of_class_files_is_read_a_line_per_row_where_their_nam
         tmp_path / "test", {"rt-polarity.neg": "bad\n\nawful\nworse\n", "rt-polarity.pos": "good\nfine\ngreat\n"}
     )
     with caplog.at_level(logging.INFO, logger=DATA_LOGGER):
-        table = open_folder_table(str(test), "utf-8", 2, "--input", "--encoding")
+        table = open_folder_table(str(test), "utf-8", 2, "--input", "--encoding", classes=["neg", "pos"])
         chunks = list(table.chunks)
     assert table.header == ["text", "label", "id"] and table.row_count is None
     assert [chunk.numbers for chunk in chunks] == [
@@ -414,6 +414,73 @@ def test_a_folder_to_label_of_class_files_is_read_a_line_per_row_where_their_nam
         table = open_folder_table(str(inbox), "utf-8", None, "--input", "--encoding")
         assert table.header == ["text", "id"] and table.row_count == 2
         assert [chunk.numbers for chunk in table.chunks] == [sorted(files)]
+
+
+def test_a_folder_to_label_is_class_files_only_where_its_files_name_the_models_classes(tmp_path):
+    """An inbox of multi-line tickets named ticket.1001.txt, ticket.1002.txt shares the first part of its names as
+    rt-polarity's files do, and was read line by line as classes 1001, 1002: a row per file unless every file's
+    class part is one of the model's classes, in any case (POS.txt for pos)."""
+    ticket = "Dear support,\nmy order has not arrived.\nIt was due last week.\nRegards\n"
+    inbox = write_folder(tmp_path / "inbox", {f"ticket.{number}.txt": ticket for number in (1001, 1002, 1003)})
+    table = open_folder_table(str(inbox), "utf-8", None, "--input", "--encoding", classes=["neg", "pos"])
+    assert table.header == ["text", "id"] and table.row_count == 3
+    lines = {"NEG.txt": "bad\nawful\nworse\n", "POS.txt": "good\nfine\ngreat\n"}
+    named = write_folder(tmp_path / "named", lines)
+    table = open_folder_table(str(named), "utf-8", None, "--input", "--encoding", classes=["neg", "pos"])
+    assert table.header == ["text", "label", "id"] and len([row for c in table.chunks for row in c.records]) == 6
+    other = open_folder_table(str(named), "utf-8", None, "--input", "--encoding", classes=["spam", "ham"])
+    assert other.header == ["text", "id"] and other.row_count == 2
+
+
+def test_documentation_beside_class_files_is_left_aside(tmp_path, caplog):
+    """UCI's readme beside its data became a class; documentation (any case, any ending) is not a class's lines."""
+    files = {"neg.txt": sentences("neg", 6), "pos.txt": sentences("pos", 6), "README.md": sentences("about", 9)}
+    train = write_folder(tmp_path / "train", {**files, "LICENSE": sentences("terms", 9)})
+    with caplog.at_level(logging.INFO, logger=DATA_LOGGER):
+        assert load_data(folder_config(train), seed=0).labels == ["neg", "pos"]
+    assert f"{train}: 2 files left aside, documentation rather than a class's lines: LICENSE, README.md" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("files", "hint"),
+    [
+        (  # UCI's SMS Spam Collection as its zip holds it: one file of "label<TAB>text" lines, and a readme
+            {
+                "SMSSpamCollection": "".join(f"{'ham' if i % 3 else 'spam'}\tmessage {i}\n" for i in range(20)),
+                "readme": sentences("about", 9),
+            },
+            r"its files are no class files: most of their lines already hold a label .*data\.column_names",
+        ),
+        (  # UCI's sentiment labelled sentences: "text<TAB>0" per line, a file per source
+            {
+                f"{source}_labelled.txt": "".join(f"{source} sentence {i}\t{i % 2}\n" for i in range(20))
+                for source in ("amazon_cells", "imdb", "yelp")
+            },
+            r"already hold a label \(after a tab, or fastText's __label__\)",
+        ),
+        (  # fastText lines, a file per split named otherwise than a split
+            {f"{name}.txt": "".join(f"__label__{name} text {i}\n" for i in range(9)) for name in ("a", "b")},
+            r"already hold a label",
+        ),
+        (  # texts and their labels in parallel files
+            {"texts.txt": sentences("some", 20), "labels.txt": "pos\nneg\n" * 10},
+            r"one file of labels: labels in a separate file .*paste train_labels\.txt train_text\.txt",
+        ),
+    ],
+    ids=["sms-spam-collection", "sentiment-labelled-sentences", "fasttext-lines", "parallel-texts-and-labels"],
+)
+def test_labelled_lines_and_parallel_files_are_no_class_files_and_say_how_to_read_them(tmp_path, files, hint):
+    train = write_folder(tmp_path / "train", files)
+    with pytest.raises(DataError, match=r"has no class folders: .*" + hint):
+        load_data(folder_config(train), seed=0)
+
+
+def test_class_files_of_as_many_lines_are_still_class_files(tmp_path):
+    """rt-polarity.pos and .neg hold 5,331 sentences each: as many lines, but neither file is one of labels."""
+    train = write_folder(
+        tmp_path / "rt", {"rt-polarity.neg": sentences("neg", 40), "rt-polarity.pos": sentences("pos", 40)}
+    )
+    assert load_data(folder_config(train), seed=0).labels == ["neg", "pos"]
 
 
 def test_a_labelled_folder_of_class_files_is_scored_for_the_models_classes(tmp_path):

@@ -12,7 +12,7 @@ import pytest
 
 from pipeline.config import DataConfig
 from pipeline.data import load_data
-from pipeline.labels import _spaces_join_classes, set_joining
+from pipeline.labels import _set_hint, _spaces_join_classes, set_joining
 from pipeline.splits import labels_of
 from pipeline.tables import DataError
 
@@ -29,6 +29,13 @@ WORDS = WORDS_WRITTEN.split()
 # arXiv's categories, as the data set's "categories" field joins them (by a space), in the user's sweep.
 ARXIV = {1: "cs.LG", 2: "math.ST stat.ML", 3: "cs.LG stat.ML", 4: "cs.CL cs.LG"}
 # Class names of several words that must not read as sets.
+# CPC patent codes as patent offices write them (subclass, space, main group): one code each, in two places.
+CPC = ["A61K 31/00", "A61K 9/20", "A61P 35/00", "A61P 29/00", "G06F 17/30", "G06F 3/01", "H04L 29/06", "H04L 9/32"]
+# Complaint categories of two words that share words in both places: compounds, not sets.
+COMPLAINTS = [
+    "bus delay", "train delay", "delay compensation", "bus ticket", "train ticket", "ticket refund",
+    "train cancellation", "bus cancellation", "refund request",
+]  # fmt: skip
 SST5 = ["very negative", "negative", "neutral", "positive", "very positive"]
 TOPICS = ["Science and Technology", "Arts and Culture", "Business and Finance", "Sports", "World"]
 CITIES = ["New York", "Los Angeles", "New Jersey", "New Mexico", "Chicago"]
@@ -185,8 +192,19 @@ def test_space_joined_sets_are_found_whether_coded_or_combined_at_scale(names):
 
 @pytest.mark.parametrize(
     "names",
-    [SST5, TOPICS, CITIES, DBPEDIA, BANKING77, HUFFPOST, SMART_HOME, word_sets(12)],
-    ids=["sst5", "topics-with-and", "cities", "dbpedia", "banking77", "huffpost", "grid-of-two-places", "few-sets"],
+    [SST5, TOPICS, CITIES, DBPEDIA, BANKING77, HUFFPOST, SMART_HOME, word_sets(12), CPC, COMPLAINTS],
+    ids=[
+        "sst5",
+        "topics-with-and",
+        "cities",
+        "dbpedia",
+        "banking77",
+        "huffpost",
+        "grid-of-two-places",
+        "few-sets",
+        "cpc-codes",
+        "two-word-compounds",
+    ],
 )
 def test_names_of_several_words_are_not_read_as_space_joined_sets(names):
     """Whatever set_joining's first test (each joined name has a part that is a class or recurs) lets through, the
@@ -202,6 +220,33 @@ def test_titles_are_not_read_as_space_joined_sets(ag_news_train_csv):
     with open(ag_news_train_csv, newline="", encoding="utf-8") as handle:
         titles = sorted({row["title"].strip() for row in csv.DictReader(handle)})
     assert not _spaces_join_classes(*spaced(titles))
+
+
+@pytest.mark.parametrize(
+    ("labels", "settings"),
+    [
+        (CPC, {}),
+        ([f"{a},{b}" for a, b in zip(CPC, CPC[1:] + CPC[:1])], {"task": "multi_label", "label_separator": ","}),
+        (COMPLAINTS, {}),
+    ],
+    ids=["cpc-single-label", "cpc-multi-label", "complaints"],
+)
+def test_codes_in_two_places_and_two_word_names_are_read_without_a_warning(tmp_path, caplog, labels, settings):
+    """CPC's "A61K 31/00" (a class and its group) and "bus delay" beside "delay compensation" warned as space-joined
+    sets; codes in two fixed places and names of two words are names, while arXiv's combinations still warn."""
+    train = labelled(tmp_path / "train.csv", labels * 20)
+    with caplog.at_level(logging.WARNING, logger=LABELS_LOGGER):
+        load_data(config(train, **settings), seed=0)
+    assert "look like several classes" not in caplog.text
+
+
+def test_the_hint_about_sets_is_not_given_for_texts_and_stays_cheap():
+    """A text column given as the label column: its words recur at scale like tags, which made the error end with
+    "several classes joined by ' '" after seconds of looking; texts are no sets, and a sample is enough to tell."""
+    rng = random.Random(0)
+    texts = sorted({" ".join(rng.choices(WORDS, k=12)) for _ in range(50_000)})
+    assert _set_hint(texts, None) == ""
+    assert "joined by ' '" in _set_hint(sorted(word_sets(5_000)), None)  # sets at scale: sampled, still told
 
 
 def test_space_joined_categories_warn_in_a_single_label_task_with_the_setting_that_reads_them(tmp_path, caplog):

@@ -1150,6 +1150,17 @@ def test_a_folder_of_files_is_a_row_per_file_in_name_order_each_text_written_bac
     assert chunked.drop(columns="score").equals(out.drop(columns="score"))  # a score may differ in its last digit
 
 
+def test_a_folder_of_documents_named_apart_from_a_shared_start_is_a_row_per_file(folder_run, tmp_path):
+    """An inbox of tickets (ticket.1001.txt, ...: more lines each than files) was read a line per row, labelled
+    1001, 1002, 1003 as class files: those are not the model's classes, so each file is one row."""
+    ticket = "Dear support,\nmy order has not arrived.\nIt was due last week.\nRegards\n"
+    names = [f"ticket.{number}.txt" for number in (1001, 1002, 1003)]
+    inbox = write_files(tmp_path / "inbox", dict.fromkeys(names, ticket))
+    assert predict_cli(folder_run, inbox, tmp_path / "out.csv") == 0
+    out = pd.read_csv(tmp_path / "out.csv", keep_default_na=False, dtype=str)
+    assert out["id"].tolist() == names and out["text"].tolist() == [ticket] * 3
+
+
 def test_a_folder_of_class_folders_keeps_its_label_column_which_needs_a_prefix(folder_run, tmp_path, capsys, caplog):
     """aclImdb/test as it ships: class folders, loose files beside them (not rows, said in a warning)."""
     test = write_files(

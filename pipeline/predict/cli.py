@@ -39,7 +39,13 @@ from pipeline.predict.predictor import (
     DEFAULT_RECHECK_MARGIN,
     Predictor,
 )
-from pipeline.predict.source import ModelSource, PredictError, empty_text_errors, resolve_model_source
+from pipeline.predict.source import (
+    ModelSource,
+    PredictError,
+    empty_text_errors,
+    model_classes,
+    resolve_model_source,
+)
 from pipeline.tables import (
     DEFAULT_ENCODING,
     FASTTEXT_LABEL_PREFIX,
@@ -378,7 +384,8 @@ def _predict_file(args: argparse.Namespace, source: ModelSource, process_index: 
 
     folder = args.input != STANDARD_INPUT and is_folder(args.input)
     column_names = args.column_names if folder else _input_column_names(args, source)
-    with _open_input(args, folder, column_names) as table:
+    classes = model_classes(source.model_dir) if folder else None  # which files are class files, not documents
+    with _open_input(args, folder, column_names, classes) as table:
         if not folder:
             _warn_file_options(args, *settings_not_read(table.format))
         try:
@@ -471,14 +478,16 @@ _FOLDER_COLUMNS_HINT = (
 
 
 def _open_input(
-    args: argparse.Namespace, folder: bool, column_names: list[str] | None
+    args: argparse.Namespace, folder: bool, column_names: list[str] | None, classes: list[str] | None = None
 ) -> contextlib.AbstractContextManager[Table]:
     """The input as a Table streamed in chunks: a file through tables.open_table (its columns named by `column_names`
-    when it has no header row), a folder file by file."""
+    when it has no header row), a folder file by file (class files only where they name the model's `classes`)."""
     if folder:
         _warn_file_options(args, FILE_LAYOUT_OPTIONS, "a folder")
         return contextlib.nullcontext(
-            open_folder_table(args.input, args.encoding, args.chunk_size, "--input", encoding_option="--encoding")
+            open_folder_table(
+                args.input, args.encoding, args.chunk_size, "--input", encoding_option="--encoding", classes=classes
+            )
         )
     return open_table(
         args.input,

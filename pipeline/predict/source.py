@@ -250,6 +250,18 @@ def load_config_and_tokenizer(model_dir: Path) -> tuple[Any, Any]:
     return config, tokenizer
 
 
+def model_classes(model_dir: Path) -> list[str]:
+    """The model's class names (config.json id2label), read before the weights: a folder to label is read as class
+    files only where its files name them (folders.list_documents)."""
+    from transformers import AutoConfig
+
+    import pipeline.models.encoder  # noqa: F401 -- registers the from-scratch encoder with the Auto classes
+    from pipeline.models import class_names
+
+    config = _load_user_files(lambda: AutoConfig.from_pretrained(str(model_dir)), f"the model config from {model_dir}")
+    return class_names(config)
+
+
 def _load_tokenizer(model_dir: Path) -> Any:
     from transformers import AutoTokenizer
 
