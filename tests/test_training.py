@@ -395,32 +395,40 @@ def test_the_best_models_validation_logits_are_what_its_saved_weights_give(tiny_
     reset_accelerate()
 
 
-def test_on_imbalanced_classes_the_best_model_is_the_one_with_the_best_validation_macro_f1(tiny_bert_dir, tmp_path):
-    """train.selection_metric auto, train classes at 7:1: of two validation results, the one with the higher
-    macro-F1 is kept although the other is more accurate (it labels every row with the majority class)."""
+def _validating_trainer(tiny_bert_dir, run_dir, kept: list, **settings):
+    """A Trainer over _tiny_rows (gold: 0 0 1 0 0 0 1 0) whose validation results the test hands in; `kept` gathers
+    the steps whose model it saves as the best."""
     from transformers import BertForSequenceClassification
 
-    from pipeline.labels import ClassCounts
     from pipeline.training import Trainer, create_accelerator
 
-    reset_accelerate()
-    rows = _tiny_rows()  # gold: 0 0 1 0 0 0 1 0
-    config = TrainConfig(per_device_batch_size=4, max_steps=2, learning_rate=1e-3)
-    kept = []
+    rows = _tiny_rows()
+    config = TrainConfig(per_device_batch_size=4, max_steps=3, learning_rate=1e-3)
     trainer = Trainer(
         BertForSequenceClassification.from_pretrained(tiny_bert_dir),
         rows,
         rows,
         config,
-        create_accelerator(config, tmp_path),
-        tmp_path,
+        create_accelerator(config, run_dir),
+        run_dir,
         0,
         ["a", "b"],
         8,
         lambda best: kept.append(trainer.state.global_step),
-        class_counts=ClassCounts(["a", "b"], [7, 1], 8),
+        **settings,
     )
     trainer.history.start_fresh()
+    return trainer
+
+
+def test_on_imbalanced_classes_the_best_model_is_the_one_with_the_best_validation_macro_f1(tiny_bert_dir, tmp_path):
+    """train.selection_metric auto, train classes at 7:1: of two validation results, the one with the higher
+    macro-F1 is kept although the other is more accurate (it labels every row with the majority class)."""
+    from pipeline.labels import ClassCounts
+
+    reset_accelerate()
+    kept = []
+    trainer = _validating_trainer(tiny_bert_dir, tmp_path, kept, class_counts=ClassCounts(["a", "b"], [7, 1], 8))
     majority = torch.tensor([[2.0, 0.0]] * 8)  # all "a": accuracy 0.75, macro-F1 0.43
     both = torch.tensor([[2.0, 0.0]] + [[0.0, 2.0]] * 4 + [[2.0, 0.0], [0.0, 2.0], [2.0, 0.0]])  # 0.625, 0.62
     for step, logits in enumerate([majority, both], start=1):
@@ -436,27 +444,9 @@ def test_on_imbalanced_classes_the_best_model_is_the_one_with_the_best_validatio
 def test_a_tied_validation_score_keeps_the_model_with_the_lower_loss_and_says_so(tiny_bert_dir, tmp_path, caplog):
     """A score that does not move (accuracy in steps of 1/N here; a multi-label micro-F1 of 0 before any class passes
     0.5) cannot choose the checkpoint: the lower validation loss does, and a run whose score never moved says so."""
-    from transformers import BertForSequenceClassification
-
-    from pipeline.training import Trainer, create_accelerator
-
     reset_accelerate()
-    rows = _tiny_rows()  # gold: 0 0 1 0 0 0 1 0
-    config = TrainConfig(per_device_batch_size=4, max_steps=3, learning_rate=1e-3)
     kept = []
-    trainer = Trainer(
-        BertForSequenceClassification.from_pretrained(tiny_bert_dir),
-        rows,
-        rows,
-        config,
-        create_accelerator(config, tmp_path),
-        tmp_path,
-        0,
-        ["a", "b"],
-        8,
-        lambda best: kept.append(trainer.state.global_step),
-    )
-    trainer.history.start_fresh()
+    trainer = _validating_trainer(tiny_bert_dir, tmp_path, kept)
     hesitant = torch.tensor([[0.2, 0.0]] * 8)  # all "a": accuracy 0.75 each time, the loss differs
     for step, logits in enumerate([hesitant, 5 * hesitant, 10 * hesitant], start=1):
         trainer.state.global_step = step
