@@ -39,6 +39,7 @@ from pipeline.windows import (
     content_length,
     encode_documents,
     has_pairs,
+    pad_ids,
     pair_extra_tokens,
     reads_segments,
     unknown_count,
@@ -266,23 +267,15 @@ def _encode_block(
 ) -> _EncodedBlock:
     encoded = encode_documents(tokenizer, texts, max_length, rule)
     pad = tokenizer.pad_token_id or 0
-    types = None if encoded.token_types is None else _padded(encoded.token_types, max_length, 0).astype(np.int8)
+    types = None if encoded.token_types is None else pad_ids(encoded.token_types, max_length, 0, np.int8)
     return _EncodedBlock(
-        _padded(encoded.rows, max_length, pad),
+        pad_ids(encoded.rows, max_length, pad, np.int32),
         types,
         encoded.row_lengths,
         encoded.documents + first,
         encoded.content_lengths,
         encoded.unknown_tokens,
     )
-
-
-def _padded(rows: list[list[int]], width: int, pad: int) -> np.ndarray:
-    """(R, width) int32: each row's values, then `pad`."""
-    padded = np.full((len(rows), width), pad, dtype=np.int32)
-    for index, row in enumerate(rows):
-        padded[index, : len(row)] = row
-    return padded
 
 
 def _encode_split(

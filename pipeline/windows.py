@@ -291,6 +291,15 @@ def encode_documents(tokenizer: Any, texts: Sequence[str], max_length: int, rule
     )
 
 
+def pad_ids(rows: Sequence[Sequence[int]], width: int, pad_id: int, dtype: type = np.int64) -> np.ndarray:
+    """(R, width) of `dtype`: each row's token ids (or segment ids), then `pad_id`. Stage 2 pads every row to the
+    fixed length; prediction pads a batch to its longest row (predictor.pad_arrays)."""
+    padded = np.full((len(rows), width), pad_id, dtype=dtype)
+    for index, row in enumerate(rows):
+        padded[index, : len(row)] = row
+    return padded
+
+
 def reads_segments(tokenizer: Any) -> bool:
     """Whether the tokenizer's model takes segment ids (BERT does; DistilBERT and RoBERTa take none, and read a
     pair by its separator tokens alone)."""

@@ -31,7 +31,14 @@ from pipeline.rundir import DECISION_FILE, RunDirError, read_decision
 from pipeline.tables import TextSpec
 from pipeline.thresholds import KIND_BINARY, KIND_FLAG, KIND_MULTI_LABEL, Decision, default_decision
 from pipeline.tokenization import length_limit, padded_width, sorted_batches
-from pipeline.windows import SEGMENT_IDS, EncodedDocuments, LongTextRule, encode_documents, pool_documents
+from pipeline.windows import (
+    SEGMENT_IDS,
+    EncodedDocuments,
+    LongTextRule,
+    encode_documents,
+    pad_ids,
+    pool_documents,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -414,9 +421,7 @@ def pad_arrays(
     """Pad a batch to its longest row rounded up to a multiple of 8 (never beyond max_length): (B, T) int64 ids (or
     segment ids) and mask, what every backend takes."""
     width = padded_width(int(lengths.max()), max_length)
-    input_ids = np.full((len(token_ids), width), pad_id, dtype=np.int64)  # (B, T)
-    for row, ids in enumerate(token_ids):
-        input_ids[row, : len(ids)] = ids
+    input_ids = pad_ids(token_ids, width, pad_id)  # (B, T)
     attention_mask = (np.arange(width)[None, :] < lengths[:, None]).astype(np.int64)  # (B, T)
     return input_ids, attention_mask
 
