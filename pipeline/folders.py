@@ -52,6 +52,7 @@ from pipeline.tables import (
     LineSource,
     Table,
     check_encoding,
+    check_wide_encoding,
 )
 
 logger = logging.getLogger("pipeline.data")
@@ -619,15 +620,18 @@ def _files_among(entries: list[Path], shown: str) -> list[Path]:
 
 @contextlib.contextmanager
 def _lines_of(file: Path, shown: str, encoding: str, option: str, warn_controls: bool) -> Iterator[LineSource]:
-    """A file's decoded lines (tables.LineSource: its encoding, byte-order mark, an error naming the file and line of
-    a byte that does not decode; bytes 0x80-0x9F read as control characters warned about when `warn_controls`).
+    """A file's decoded lines (tables.LineSource: its encoding, or the UTF-16 or UTF-32 its byte-order mark says as
+    tables.check_wide_encoding reads it, an error naming the file and line of a byte that does not decode; bytes
+    0x80-0x9F read as control characters warned about when `warn_controls`).
     `shown` names the file and `option` the setting that gives the encoding, in errors."""
     try:
         handle = open(file, "rb")  # noqa: SIM115 -- closed below; only open() maps to this error
     except OSError as error:
         raise DataError(f"cannot read {shown}: {error.strerror or error}") from None
     with handle:
-        yield LineSource(handle, shown, encoding, file.stat().st_size, option, warn_controls=warn_controls)
+        lines = LineSource(handle, shown, encoding, file.stat().st_size, option, warn_controls=warn_controls)
+        check_wide_encoding(lines, say=False)  # a UTF-16 file (Notepad's "Unicode") by its byte-order mark
+        yield lines
 
 
 def _files(count: int) -> str:

@@ -46,7 +46,7 @@ QUOTINGS = ("auto", "csv", "none")
 STANDARD_INPUT = "-"  # a file name that reads standard input
 BYTE_ORDER_MARK = "\ufeff"  # as a decoded character
 # The encoding of text files unless said otherwise (data.encoding, pipeline.predict's --encoding): a byte-order mark
-# of UTF-16 or UTF-32 overrides it (_check_wide_encoding).
+# of UTF-16 or UTF-32 overrides it (check_wide_encoding).
 DEFAULT_ENCODING = "utf-8"
 # The columns of data that names none of its own (fastText lines, a folder of class folders' files): its texts and its
 # labels, the defaults of data.text_columns and data.label_column, so that such data is read by the defaults alone.
@@ -500,7 +500,7 @@ def _check_content_matches(head: bytes, workbook: bool, kind: str, name: str, op
         raise DataError(f"{name} is not a Parquet file (it does not start with PAR1); check {option}")
 
 
-def _check_wide_encoding(lines: LineSource) -> None:
+def check_wide_encoding(lines: LineSource, say: bool = True) -> None:
     """A UTF-16 file (a spreadsheet's "Unicode text", PowerShell's default) read as UTF-8 fails on its first byte,
     and read as latin-1, which the generic hint offers, gives column names full of NULs; Excel's "CSV UTF-8" read as
     latin-1 or cp1252 gives its first column's name a prefix "ï»¿" (which then matches no setting) and every accented
@@ -508,14 +508,16 @@ def _check_wide_encoding(lines: LineSource) -> None:
     default), a UTF-16 or UTF-32 file is read in the encoding its mark says, with an INFO line (its mark's bytes are
     no UTF-8, so UTF-8, given or not, could only fail on it); read as another encoding it is an error naming the
     mark's, since a single-byte encoding given on purpose may be the file's after all. Without a mark (some Windows
-    exports), the NUL bytes of its ASCII characters say which UTF-16 it is."""
+    exports), the NUL bytes of its ASCII characters say which UTF-16 it is. `say`: the INFO line (else DEBUG: one per
+    file of a folder would flood the log)."""
     if not _splits_on_newline_bytes(lines.encoding):  # already a wide encoding
         return
     head = lines.head(WIDE_HEAD_BYTES)
     for mark, marked in BYTE_ORDER_MARKS:
         if head.startswith(mark) and lines.encoding.removesuffix("-sig") != marked:
             if lines.encoding == check_encoding(DEFAULT_ENCODING) and marked != DEFAULT_ENCODING:
-                logger.info(
+                logger.log(
+                    logging.INFO if say else logging.DEBUG,
                     "%s: read as %s, as its byte-order mark says (%s: %s cannot read it)",
                     lines.name,
                     marked,
@@ -887,7 +889,7 @@ def open_table(
         _refuse_other_compression(head, lines.name)
         if not workbook and not head.startswith(PARQUET_MAGIC):  # binary: no text encoding of their own
             # Before the format: a fastText file is told by its decoded start, which a wrong wide encoding garbles.
-            _check_wide_encoding(lines)
+            check_wide_encoding(lines)
         kind = _format_of(lines, named, file_format, format_option, label_prefix, workbook)
         _check_content_matches(head, workbook, kind, lines.name, format_option)
         if kind not in ("parquet", "xlsx"):

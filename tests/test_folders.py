@@ -189,6 +189,10 @@ def test_files_are_decoded_with_data_encoding_and_an_undecodable_one_is_named(tm
     assert all_texts(utf8) == ["with a byte-order mark", "b"]  # utf-8 drops a byte-order mark, as from a table
     wide = write_folder(tmp_path / "wide", {"neg/1.txt": "zwei".encode("utf-16"), "pos/1.txt": "drei".encode("utf-16")})
     assert all_texts(wide, encoding="utf-16") == ["zwei", "drei"]
+    # Notepad's "Unicode" files: their byte-order mark is read, as a table's is, with the default encoding
+    assert all_texts(wide) == ["zwei", "drei"]
+    with pytest.raises(DataError, match=r"wide/neg/1\.txt starts with a UTF-16 byte-order mark, so it is not latin-1"):
+        all_texts(wide, encoding="latin-1")
 
 
 def test_files_read_with_control_characters_are_warned_about_once_for_the_folder(tmp_path, caplog):
