@@ -119,6 +119,7 @@ class Table:
     # Added to the error about a configured column the rows lack: how else the file could be read.
     missing_column_hint: str = ""
     files_per_class: dict[str, int] | None = None  # a folder of class folders: the files read from each class folder
+    class_files: dict[str, str] | None = None  # a folder of class files: each class's file (folders.ClassFolders)
     delimiter: str | None = None  # a CSV/TSV file's field delimiter as read (tables.Table.delimiter)
     sheet: str | None = None  # an Excel workbook's sheet read (tables.Table.sheet)
     class_names: dict[str, list[str]] | None = None  # a Parquet file's ClassLabel columns (tables.Table.class_names)
@@ -265,14 +266,17 @@ def repeated_header_record(headers: list[RemovedRow], splits: Iterable[str]) -> 
 
 def source_records(tables: dict[str, Table], config: DataConfig) -> dict[str, Any]:
     """How the sources were read, for metrics.json `data`: the CSV/TSV files' quotes (`quoting`) and field delimiter
-    (`delimiter`), the sheet read of each Excel workbook (`sheet`), and the files read per class folder from each
-    split read from a folder of class folders (`class_folders`; None when none was)."""
+    (`delimiter`), the sheet read of each Excel workbook (`sheet`), the files read per class folder from each split
+    read from a folder of class folders (`class_folders`) and each class's file of a split read from a folder of
+    class files (`class_files`; each None when no split was)."""
     folders = {split: table.files_per_class for split, table in tables.items() if table.files_per_class is not None}
+    files = {split: table.class_files for split, table in tables.items() if table.class_files is not None}
     return {
         "quoting": reading_record(tables, "quoting", config.quoting),
         "delimiter": reading_record(tables, "delimiter", config.delimiter),
         "sheet": reading_record(tables, "sheet", config.sheet),
         "class_folders": folders or None,
+        "class_files": files or None,
     }
 
 
@@ -766,7 +770,15 @@ def read_folder(
     _warn_settings_not_read(path, origin, config, FILE_LAYOUT_KEYS, "a folder of class folders")
     folder = read_class_folders(path, config.encoding, classes, classes_from, every_class, origin)
     return Table(
-        folder.frame, path, origin, "file", list(folder.paths), None, FOLDER_COLUMNS_HINT, folder.files_per_class
+        folder.frame,
+        path,
+        origin,
+        "file",
+        list(folder.paths),
+        None,
+        FOLDER_COLUMNS_HINT,
+        folder.files_per_class,
+        class_files=folder.class_files,
     )
 
 

@@ -100,6 +100,7 @@ class ClassFolders:
     frame: pd.DataFrame  # TEXT_COLUMN, LABEL_COLUMN, ID_COLUMN: one row per file (per line of class files)
     paths: list[str]  # each row's file in the folder, "pos/0_9.txt" ("rt-polarity.pos:12"): its id, how errors name it
     files_per_class: dict[str, int] | None  # files read from each class folder, in folder order; None: class files
+    class_files: dict[str, str] | None = None  # class files: each class's file ("pos": "rt-polarity.pos"); else None
 
 
 def is_folder(path: str) -> bool:
@@ -156,7 +157,7 @@ def read_class_folders(
         chosen = _chosen(by_class, classes, classes_from, every_class, path, origin, kind="file")
         documents = [document for document in found if document.label in chosen]
         rows = _line_rows(documents, path, encoding, ENCODING_SETTING)
-        return _class_rows(list(rows), None)
+        return _class_rows(list(rows), None, {document.label: document.path for document in documents})
     if loose:
         _say_loose(path, loose, logging.INFO)
     _refuse_split_folders(folders, path, origin)
@@ -168,10 +169,11 @@ def read_class_folders(
     return _class_rows(rows, {name: counts[name] for name in chosen})
 
 
-def _class_rows(rows: list[dict[str, Any]], files_per_class: dict[str, int] | None) -> ClassFolders:
-    return ClassFolders(
-        pd.DataFrame(rows, columns=ROW_COLUMNS, dtype=object), [row[ID_COLUMN] for row in rows], files_per_class
-    )
+def _class_rows(
+    rows: list[dict[str, Any]], files_per_class: dict[str, int] | None, class_files: dict[str, str] | None = None
+) -> ClassFolders:
+    frame = pd.DataFrame(rows, columns=ROW_COLUMNS, dtype=object)
+    return ClassFolders(frame, [row[ID_COLUMN] for row in rows], files_per_class, class_files)
 
 
 def _not_class_files(loose: list[str], files: Sequence[Path], path: str, encoding: str) -> str:

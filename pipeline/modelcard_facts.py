@@ -98,13 +98,20 @@ class CardFacts:
         folders' own, with what it is: "a_train.csv (local file)", "train.csv, test.csv (local files)")."""
         split = "test" if self.data.get("test_file") else "train"
         path = str(self.data.get(f"{split}_file") or "")
-        folders = self.get("data", "class_folders")
-        if isinstance(folders, dict) and split in folders:  # read from a folder of class folders
+        if split in self.read_from_folders():
             return _FOLDER_BUILDER, f"{self._class_folders_name(Path(path))} (local files)"
         builder = _FORMAT_BUILDERS.get(format_read(path, self.data.get("file_format")), "csv")
         names = list(dict.fromkeys(self.data_file_names().values()))
         kind = "local file" if len(names) == 1 else "local files"
         return builder, f"{', '.join(names) or 'local data'} ({kind})"
+
+    def read_from_folders(self) -> set[str]:
+        """The splits read from a folder of class folders or of class files (data.class_folders, data.class_files)."""
+        splits = set()
+        for key in ("class_folders", "class_files"):
+            record = self.get("data", key)
+            splits |= set(record) if isinstance(record, dict) else set()
+        return splits
 
     def data_file_names(self) -> dict[str, str]:
         """The data's file (or folder) per split, by its own name: split -> name."""

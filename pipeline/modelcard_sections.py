@@ -265,22 +265,36 @@ class CardSections(CardFacts):
 
     def class_folder_lines(self) -> list[str]:
         """data.class_folders: the splits read from a folder of class folders, and the files read from each class
-        folder (before rows were left out, carved or capped)."""
-        record = self.get("data", "class_folders")
+        folder (before rows were left out, carved or capped); data.class_files: those read from a folder of class
+        files, and each class's file."""
+        folders = self.per_split_record("class_folders", lambda name, files: f"`{name}` {_count(files)}")
+        files = self.per_split_record("class_files", lambda name, file: f"`{name}` {file}")
+        lines = []
+        if folders:
+            lines += [
+                "",
+                "Read from folders of class folders, each file one text labelled by the name of its folder; files per "
+                f"class: {folders}.",
+            ]
+        if files:
+            lines += [
+                "",
+                f"Read from folders of class files, each non-blank line one text of the class its file names: {files}.",
+            ]
+        return lines
+
+    def per_split_record(self, key: str, entry: Callable[[str, Any], str]) -> str:
+        """A metrics.json data record of class -> value by split, as "train: `neg` 6, `pos` 6; test: ..." ("" where
+        there is none)."""
+        record = self.get("data", key)
         if not isinstance(record, dict):
-            return []
+            return ""
         parts = [
-            f"{split}: {', '.join(f'`{name}` {_count(files)}' for name, files in counts.items())}"
-            for split, counts in record.items()
-            if isinstance(counts, dict)
+            f"{split}: {', '.join(entry(name, value) for name, value in by_class.items())}"
+            for split, by_class in record.items()
+            if isinstance(by_class, dict)
         ]
-        if not parts:
-            return []
-        return [
-            "",
-            "Read from folders of class folders, each file one text labelled by the name of its folder; files per "
-            f"class: {'; '.join(parts)}.",
-        ]
+        return "; ".join(parts)
 
     def data_section(self) -> list[str]:
         seed = self.get("data", "seed")
@@ -305,8 +319,7 @@ class CardSections(CardFacts):
             named = [f"{split} `{name}`" for split, name in self.data_file_names().items()]
             lines = [f"Source: local files: {', '.join(named)}."]
         lines += self.split_column_lines()
-        folders = self.get("data", "class_folders")
-        if not (isinstance(folders, dict) and files and set(files) <= set(folders)):  # else class_folder_lines says
+        if not (files and set(files) <= self.read_from_folders()):  # else class_folder_lines says
             lines.append(f"Each text is {self.text_rule()}; {self.label_rule()}.")
         carved = self.get("data", "carved_from_train")
         if isinstance(carved, dict):

@@ -243,6 +243,7 @@ def test_a_labelled_folder_is_read_for_the_models_classes(tmp_path, caplog):
         "delimiter": None,
         "sheet": None,
         "class_folders": {"test": {"pos": 2}},
+        "class_files": None,
         "repeated_headers": {"removed": {"test": 0}},  # a folder has no header row to repeat
     }
     assert removed == []
@@ -345,6 +346,9 @@ def test_a_folder_of_class_files_is_a_row_per_line_of_the_class_its_file_names(t
     rows = dict(zip(data.splits["test"]["row_id"], data.splits["test"]["text"]))
     assert rows[f"{names[0]}:6"] == ", café ." and not {f"{names[0]}:4", f"{names[0]}:5"} & set(rows)  # blank
     assert data.summary["class_folders"] is None  # no class folders' files to count
+    assert data.summary["class_files"] == {
+        split: dict(zip(classes, names)) for split in ("train", "validation", "test")
+    }
     mapping = f"{names[0]} -> {classes[0]}, {names[1]} -> {classes[1]}"
     assert f"{train}: a folder of class files, each non-blank line a text of the class its file names: {mapping}" in (
         caplog.text

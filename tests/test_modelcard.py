@@ -259,36 +259,56 @@ def test_local_checkpoint_and_files_give_no_hub_ids_and_encoder_card_says_trust_
     assert hub_id("bert-base-uncased") == "bert-base-uncased" and hub_id("../shared/models/x") is None
 
 
+# How a folder's splits were read, as metrics.json `data` records it.
+FOLDERS_READ = {"class_folders": {"train": {"World": 1800, "Sports": 1800}}}
+CLASS_FILES_READ = {"class_files": {"train": {"neg": "rt-polarity.neg", "pos": "rt-polarity.pos"}}}
+
+
 @pytest.mark.parametrize(
-    ("files", "class_folders", "dataset_type", "dataset_name"),
+    ("files", "read", "dataset_type", "dataset_name"),
     [
-        (["data/ag/train.csv", "data/ag/test.csv.gz"], None, "csv", "train.csv, test.csv.gz (local files)"),
-        (["data/ag/train.jsonl", None], None, "json", "train.jsonl (local file)"),
+        (["data/ag/train.csv", "data/ag/test.csv.gz"], {}, "csv", "train.csv, test.csv.gz (local files)"),
+        (["data/ag/train.jsonl", None], {}, "json", "train.jsonl (local file)"),
         # fastText's own files: no ending of their own, read as fastText by their content, or by the setting.
         (
             ["data/dbpedia/dbpedia.train", "data/dbpedia/dbpedia.test"],
-            None,
+            {},
             "text",
             "dbpedia.train, dbpedia.test (local files)",
         ),
-        (["data/cooking/cooking.txt", None, "data.file_format=fasttext"], None, "text", "cooking.txt (local file)"),
+        (["data/cooking/cooking.txt", None, "data.file_format=fasttext"], {}, "text", "cooking.txt (local file)"),
         # Folders of class folders: the folder given alone is the data set; train and test side by side, their folder.
-        (["data/bbc", None], ["train"], "text", "bbc (local files)"),
-        (["data/aclImdb/train", "data/aclImdb/test"], ["train", "test"], "text", "aclImdb (local files)"),
+        (["data/bbc", None], FOLDERS_READ, "text", "bbc (local files)"),
+        (
+            ["data/aclImdb/train", "data/aclImdb/test"],
+            {"class_folders": {"train": {"neg": 9, "pos": 9}, "test": {"neg": 9, "pos": 9}}},
+            "text",
+            "aclImdb (local files)",
+        ),
+        # A folder of class files (rt-polarity.neg, rt-polarity.pos): a line a text.
+        (["data/rt-polaritydata", None], CLASS_FILES_READ, "text", "rt-polaritydata (local files)"),
     ],
-    ids=["csv", "jsonl", "fasttext-by-content", "fasttext-set", "folder", "folders-side-by-side"],
+    ids=["csv", "jsonl", "fasttext-by-content", "fasttext-set", "folder", "folders-side-by-side", "class-files"],
 )
-def test_local_data_is_named_by_its_format_and_folder(tmp_path, files, class_folders, dataset_type, dataset_name):
+def test_local_data_is_named_by_its_format_and_folder(tmp_path, files, read, dataset_type, dataset_name):
     train, test, *settings = files
     overrides = ["data.source=files", f"data.train_file={train}", *settings]
     overrides += [f"data.test_file={test}"] if test else []
-    data = {"sizes": {"train": 3600, "validation": 400, "test": 400}, "seed": 42}
-    if class_folders:
-        data["class_folders"] = {split: {"World": 1800, "Sports": 1800} for split in class_folders}
+    data = {"sizes": {"train": 3600, "validation": 400, "test": 400}, "seed": 42, **read}
     card = ModelCard.load(write_model_card(fake_run(tmp_path, *overrides, extra_metrics={"data": data})))
     (result, *_) = card.data.eval_results
     assert (result.dataset_type, result.dataset_name) == (dataset_type, dataset_name)
     assert f"trained with the `pipeline` package on {dataset_name}." in card.text
+    training_data = section(card.text, "Training data")
+    # A folder's rows are its files (or lines), not a table's columns: said so instead of the column rule.
+    assert ("Each text is the `text` column" in training_data) is not bool(read)
+    if read is CLASS_FILES_READ:
+        assert (
+            "Read from folders of class files, each non-blank line one text of the class its file names: train: "
+            "`neg` rt-polarity.neg, `pos` rt-polarity.pos." in training_data
+        )
+    if read is FOLDERS_READ:
+        assert "files per class: train: `World` 1,800, `Sports` 1,800." in training_data
 
 
 def test_missing_metrics_is_a_one_line_error_naming_the_file(tmp_path, capsys):
