@@ -21,6 +21,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -74,19 +75,26 @@ METRIC_FILE = f"{METRIC_DIR.name}.py"  # what evaluate.load(METRIC_DIR) runs: th
 
 
 @functools.cache
-def classification_metric():
-    """The project's `evaluate` metric module (pipeline/metrics/classification), built once per process from its
-    file: the same class `evaluate.load(path)` builds, without that call's copy of the file into the Hugging Face
-    modules cache in the user's home (a run writes nothing outside the paths it is given). keep_in_memory: no cache
-    files either, so several processes (distributed runs) do not contend for them.
-    """
+def metric_module() -> ModuleType:
+    """The project's `evaluate` metric module (pipeline/metrics/classification), imported once per process from its
+    file, without `evaluate.load(path)`'s copy of the file into the Hugging Face modules cache in the user's home (a
+    run writes nothing outside the paths it is given)."""
     import importlib.util
-
-    import evaluate
 
     spec = importlib.util.spec_from_file_location(f"pipeline_metric_{METRIC_DIR.name}", METRIC_DIR / METRIC_FILE)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+@functools.cache
+def classification_metric(config_name: str = "default"):
+    """The metric module's EvaluationModule, built once per process and configuration ("multilabel": a multi-label
+    task's metrics): the same class `evaluate.load(path, config_name)` builds. keep_in_memory: no cache files, so
+    several processes (distributed runs) do not contend for them."""
+    import evaluate
+
+    module = metric_module()
     (metric_class,) = [
         value
         for value in vars(module).values()
@@ -94,7 +102,7 @@ def classification_metric():
         and issubclass(value, evaluate.EvaluationModule)
         and value.__module__ == module.__name__
     ]
-    return metric_class(keep_in_memory=True)
+    return metric_class(config_name=config_name, keep_in_memory=True)
 
 
 def compute_metrics(labels: np.ndarray, predictions: np.ndarray, label_names: list[str]) -> dict:
@@ -103,34 +111,12 @@ def compute_metrics(labels: np.ndarray, predictions: np.ndarray, label_names: li
 
 
 def compute_multilabel_metrics(labels: np.ndarray, predicted: np.ndarray, label_names: list[str]) -> dict:
-    """Multi-label metrics of (N, C) gold and predicted indicator rows. `accuracy` is subset accuracy (every class
-    of the row right). Samples-F1 counts a row with no gold and no predicted class as 1 (nothing to find, nothing
-    claimed); undefined per-class precision or recall counts as 0, and macro-F1 averages the classes that occur or
-    are predicted, as for single-label tasks."""
-    from sklearn.metrics import accuracy_score, f1_score, hamming_loss, precision_recall_fscore_support
-
+    """Multi-label metrics of (N, C) gold and predicted indicator rows, as the metric module's "multilabel"
+    configuration computes them: subset accuracy, micro-, macro- and samples-F1, Hamming loss, per-class scores.
+    Its function is called directly: `compute` would first encode the N x C rows as Arrow lists, which takes twice
+    as long as the metrics (100,000 rows of 50 classes: 11 s against 4 s)."""
     gold, guess = np.asarray(labels) > 0.5, np.asarray(predicted).astype(bool)
-    precision, recall, f1, support = precision_recall_fscore_support(gold, guess, average=None, zero_division=0)
-    subset = float(accuracy_score(gold, guess)) if len(gold) else 0.0
-    scored = gold.any(axis=0) | guess.any(axis=0)  # as single-label macro-F1: classes that occur or are predicted
-    return {
-        "accuracy": subset,
-        "subset_accuracy": subset,
-        "micro_f1": float(f1_score(gold, guess, average="micro", zero_division=0)),
-        "macro_f1": float(f1[scored].mean()) if scored.any() else 0.0,
-        "samples_f1": float(f1_score(gold, guess, average="samples", zero_division=1.0)) if len(gold) else 0.0,
-        "hamming_loss": float(hamming_loss(gold, guess)) if len(gold) else 0.0,
-        "num_samples": int(len(gold)),
-        "per_class": {
-            str(name): {
-                "precision": float(precision[i]),
-                "recall": float(recall[i]),
-                "f1": float(f1[i]),
-                "support": int(support[i]),
-            }
-            for i, name in enumerate(label_names)
-        },
-    }
+    return metric_module().multilabel_metrics(gold, guess, list(label_names))
 
 
 def ranking_areas(probabilities: np.ndarray, labels: np.ndarray, label_names: list[str], multi_label: bool) -> dict:

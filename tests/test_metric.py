@@ -11,7 +11,13 @@ import pytest
 import tomllib
 from sklearn.metrics import classification_report, confusion_matrix, f1_score
 
-from pipeline.evaluation import METRIC_DIR, METRIC_FILE, classification_metric, compute_metrics
+from pipeline.evaluation import (
+    METRIC_DIR,
+    METRIC_FILE,
+    classification_metric,
+    compute_metrics,
+    compute_multilabel_metrics,
+)
 from tests.helpers import run_with_private_home
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,6 +78,22 @@ def test_stage_4_uses_the_same_module_and_returns_the_same_dict(metric):
     )
     assert classification_metric() is classification_metric()  # loaded once per process, not per evaluation
     assert classification_metric().name == "classification"
+
+
+def test_the_multilabel_configuration_loaded_by_path_is_stage_4s_multi_label_metrics():
+    rng = np.random.default_rng(2)
+    gold = (rng.random((300, 4)) < [0.5, 0.3, 0.1, 0.0]).astype(np.int64)  # the last class occurs nowhere
+    predicted = np.where(rng.random((300, 4)) < 0.8, gold, 1 - gold)
+    predicted[:, 3] = 0  # and is never predicted: no F1 to average into macro-F1
+    names = ["a", "b", "c", "never"]
+    multilabel = evaluate.load(str(METRIC_DIR), "multilabel", keep_in_memory=True)
+    result = multilabel.compute(predictions=predicted, references=gold, label_names=names)
+    assert result == compute_multilabel_metrics(gold.astype(np.float32), predicted.astype(bool), names)
+    assert result["micro_f1"] == pytest.approx(f1_score(gold, predicted, average="micro"))
+    assert result["macro_f1"] == pytest.approx(f1_score(gold[:, :3], predicted[:, :3], average="macro"))
+    assert result["per_class"]["never"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0}
+    with pytest.raises(ValueError, match=r"every row must hold one 0/1 per class \(4\)"):
+        multilabel.compute(predictions=[[1, 0]], references=[[1, 0]], label_names=names)
 
 
 @pytest.mark.slow  # a fresh interpreter importing the package (about 8 s): the default tier stays under 5 minutes
