@@ -559,7 +559,8 @@ def live_lock_owner(path: Path) -> int | None:
         owner = (path / LOCK_FILE).read_text().strip()
     except (FileNotFoundError, NotADirectoryError):
         return None
-    if owner.isdigit() and _process_alive(int(owner)) and int(owner) != os.getpid():
+    # os.kill(0, 0) signals this process's own group, which is always alive: 0 is no process's id.
+    if owner.isdigit() and int(owner) > 0 and int(owner) != os.getpid() and _process_alive(int(owner)):
         return int(owner)
     return None
 

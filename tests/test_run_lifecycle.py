@@ -97,9 +97,10 @@ def test_a_second_run_of_the_same_name_is_refused_while_the_first_holds_it(tmp_p
         finally:
             other.kill()
             other.wait()
-        lock.write_text("999999999")  # a process that does not exist: taken over
-        with rundir.claimed(tmp_path / "run"):
-            assert lock.read_text() == str(os.getpid())
+        for stale in ("999999999", "0", ""):  # no process's: one that does not exist, 0 (os.kill's own group), none
+            lock.write_text(stale)
+            with rundir.claimed(tmp_path / "run"):  # taken over
+                assert lock.read_text() == str(os.getpid())
     assert not lock.exists()
 
 
