@@ -65,6 +65,7 @@ from pipeline.splits import (
     labels_of,
     require_rows_per_class,
 )
+from pipeline.table_formats import unnamed_column
 from pipeline.tables import (
     ESCAPED_NEWLINE,
     INCOMPLETE_ROWS_HINT,
@@ -81,6 +82,7 @@ from pipeline.tables import (
     is_blank,
     is_missing,
     looks_like_data,
+    normalise_name,
     open_table,
     repeated_header_warning,
     resolve_columns,
@@ -577,7 +579,41 @@ def read_file_tables(config: DataConfig) -> dict[str, Table]:
         split: read_table(path, FILE_KEYS[split], config, config.column_names) for split, path in paths.items() if path
     }
     _warn_class_folders_only_in_train(tables, config)
+    for table in tables.values():
+        _warn_values_in_unnamed_columns(table, config)
     return tables
+
+
+def _warn_values_in_unnamed_columns(table: Table, config: DataConfig) -> None:
+    """Columns whose header cell is empty ("Unnamed: 2": table_formats.unnamed_column) are read by no setting that
+    does not name them. Kaggle's SMS spam.csv (v1, v2 and three unnamed columns) holds there the end of some of its
+    texts, cut at a comma the file left unquoted: one WARNING names the rows holding values in them, so that texts cut
+    short are not trained on unknowingly."""
+    read = [*TextSpec.from_data_config(config).input_columns, *label_columns_of(config)]
+    read = {normalise_name(name) for name in (*read, config.id_column, config.split_column) if name}
+    unnamed = [
+        name
+        for index, name in enumerate(table.frame.columns)
+        if name == unnamed_column(index) and normalise_name(name) not in read
+    ]
+    if not unnamed:
+        return
+    filled = {name: [not is_blank(value) for value in table.frame[name]] for name in unnamed}
+    rows = [row for row, cells in enumerate(zip(*filled.values())) if any(cells)]
+    unnamed = [name for name, cells in filled.items() if any(cells)]
+    if rows:
+        logger.warning(
+            "%s: %s, %s of %s, hold%s values in the column%s without a name in the header (%s), which no setting "
+            "reads; if they continue the text (a comma left unquoted), add %s to data.text_columns",
+            table.source,
+            f"{table.unit} {table.number(rows[0])}{table.and_more(rows)}",
+            f"{len(rows):,}",
+            f"{len(table.frame):,}",
+            "s" if len(rows) == 1 else "",
+            "s" if len(unnamed) > 1 else "",
+            ", ".join(unnamed),
+            "it" if len(unnamed) == 1 else "them",
+        )
 
 
 def _warn_class_folders_only_in_train(tables: dict[str, Table], config: DataConfig) -> None:

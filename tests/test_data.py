@@ -433,6 +433,26 @@ def test_integer_labels_exported_as_decimals_are_the_same_classes(tmp_path, capl
     assert "differ only in case or number format are separate classes: '0', '0.0'; '1', '1.0';" in caplog.text
 
 
+def test_values_in_columns_without_a_name_are_warned_about_unless_read(tmp_path, caplog):
+    """Kaggle's SMS spam.csv: `v1,v2,,,`, where a comma left unquoted put the end of some texts into the unnamed
+    columns. Read by v2 alone those texts are cut short: a WARNING names the rows and the columns holding values."""
+    rows = "".join(f"{label},message {i},,,\n" for i in range(4) for label in ("ham", "spam"))
+    rows += "spam,Free entry,call 0800,now,\nham,cut,off,,\n"
+    train = write_text(tmp_path / "spam.csv", "v1,v2,,,\n" + rows)
+    test = write_text(tmp_path / "test.csv", "v1,v2,,,\nham,fine,,,\nspam,win,,,\n")
+    config = files_config(train, test, text_columns=["v2"], label_column="v1", validation_file=str(test))
+    with caplog.at_level("WARNING", logger="pipeline.data"):
+        load_data(config, seed=0)
+    (message,) = [record.getMessage() for record in caplog.records if "without a name" in record.getMessage()]
+    assert message.startswith(f"{train}: line 10 (and 1 more: line 11), 2 of 10, hold values in the columns without")
+    assert "(Unnamed: 2, Unnamed: 3), which no setting reads;" in message  # Unnamed: 4 is empty throughout
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="pipeline.data"):
+        data = load_data(dataclasses.replace(config, text_columns=["v2", "unnamed: 2", "Unnamed: 3"]), seed=0)
+    assert "without a name" not in caplog.text
+    assert "Free entry call 0800 now" in data.splits["train"]["text"]
+
+
 def test_text_parts_are_stripped_and_empty_parts_skipped(tmp_path):
     train = write_text(
         tmp_path / "train.csv",
