@@ -118,7 +118,7 @@ class Table:
     # 1, 2, ...
     numbers: list[int | str] | None = None
     quoting: str | None = None  # a CSV/TSV file's double quotes as read: "csv" or "none" (data.quoting resolved)
-    # Added to the error about a configured column the rows lack: how else the file could be read.
+    # Added to the error about a configured column the rows lack (or about no rows): how else the file could be read.
     missing_column_hint: str = ""
     files_per_class: dict[str, int] | None = None  # a folder of class folders: the files read from each class folder
     class_files: dict[str, str] | None = None  # a folder of class files: each class's file (folders.ClassFolders)
@@ -562,8 +562,12 @@ def _require_evaluation_rows(
 
 
 def _require_rows(table: Table, split: str) -> None:
+    """A file of no rows is an error; what else it may hold (a workbook's other sheets: the data on the second)
+    is said as for a column it lacks."""
     if len(table.frame) == 0:
-        raise DataError(f"The {split} split is empty: {table.source} ({table.origin}) has no data rows")
+        raise DataError(
+            f"The {split} split is empty: {table.source} ({table.origin}) has no data rows{table.missing_column_hint}"
+        )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -705,8 +709,12 @@ def read_table(path: str, origin: str, config: DataConfig, column_names: list[st
         # A fastText line's labels are words, already apart: one is a set of one, as a JSON list holds it, never a
         # string to split at data.label_separator (__label__c|sharp is one class, or an error naming the line).
         frame[LABEL_COLUMN] = [[value] if isinstance(value, str) else value for value in frame[LABEL_COLUMN]]
-    hint = HEADERLESS_HINT if column_names is None and looks_like_data(table.header, table.format) else ""
-    hint += _missing_labels_hint(table.header, config, origin) + table.missing_column_hint
+    # What the reader saw of the file (a title above its header, a workbook's other sheets, a JSON object's list of
+    # records) says more than a guess from its header: a one-column or headerless file's advice would mislead.
+    hint = table.missing_column_hint
+    if not hint:
+        hint = HEADERLESS_HINT if column_names is None and looks_like_data(table.header, table.format) else ""
+        hint += _missing_labels_hint(table.header, config, origin)
     return Table(
         frame,
         path,

@@ -8,11 +8,12 @@ pipeline/workbooks.py), JSON Lines (or one JSON array of objects), Parquet and f
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import logging
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from pipeline.tables import (
@@ -24,7 +25,9 @@ from pipeline.tables import (
     DataError,
     LineSource,
     Table,
+    delimiter_problem,
     is_number_text,
+    names_read_as_data,
     normalise_name,
     one_line,
     shorten,
@@ -111,26 +114,37 @@ def delimited_table(
     delimiter_option: str = "data.delimiter",
 ) -> Table:
     """A CSV/TSV file as a Table; `given_delimiter` (`delimiter_option`: data.delimiter) replaces the format's
-    delimiter."""
+    delimiter, and Excel's first line `sep=;` (excel_separator) does where it is not given."""
     csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_SIZE_LIMIT))  # process-wide, and only ever raised
+    separator = excel_separator(lines)
     if given_delimiter is not None:
         delimiter = given_delimiter
+    elif separator is not None:
+        delimiter = separator
     elif kind == "csv":
         delimiter = csv_delimiter(lines, len(column_names) if column_names else None)
     else:
         delimiter = DELIMITERS[kind]
+    if separator is not None:
+        _say_separator_line(lines.name, separator, delimiter, delimiter_option)
     # Comma- (and a spreadsheet's semicolon-) separated files quote; texts rarely hold a tab or an "@", so files
     # separated so (TSV, the Financial PhraseBank's sentence@label) are often written unquoted, quote-led texts and all.
-    quoted = reads_quotes(lines, quoting, quoting_option, None if delimiter in ",;" else delimiter)
+    detect_with = None if delimiter in ",;" else delimiter
+    quoted = reads_quotes(lines, quoting, quoting_option, detect_with, separator is not None)
     reader = csv.reader(
-        iter(lines), delimiter=delimiter, strict=True, quoting=csv.QUOTE_MINIMAL if quoted else csv.QUOTE_NONE
+        _without_separator_line(lines) if separator is not None else iter(lines),
+        delimiter=delimiter,
+        strict=True,
+        quoting=csv.QUOTE_MINIMAL if quoted else csv.QUOTE_NONE,
     )
-    records = _csv_records(reader, lines, kind, quoting_option if quoted else None)
+    # Under auto, a file read with quotes is watched for a quote that is a text's, which would join rows.
+    watch = RowsInOneField(delimiter) if quoted and quoting == "auto" else None
+    records = _csv_records(reader, lines, kind, quoting_option if quoted else None, watch)
     hint = _width_hint(quoted, quoting_option)
     # A CSV file read as one column whose later rows split into several: its fields are separated by another
     # character than those csv_delimiter tells by the first line (TSV is told by its name or first line).
     unsplit = _unsplit_hint(delimiter_option) if kind == "csv" else ""
-    header, rows, header_row = read_header(
+    header, rows, header_row, below_title = read_header(
         records, column_names, lines.name, "line", hint, f"{lines.name} is empty", unsplit
     )
     return Table(
@@ -142,8 +156,49 @@ def delimited_table(
         lines,
         quoting="csv" if quoted else "none",
         delimiter=delimiter,
+        missing_column_hint=below_title,
         header_row=header_row,
     )
+
+
+# Excel's first line naming a CSV file's delimiter, which Excel writes and reads ("sep=;"): no row of the file.
+EXCEL_SEPARATOR_LINE = re.compile(r"sep=(.)\r?")
+
+
+def excel_separator(lines: LineSource) -> str | None:
+    """The delimiter that a first line exactly `sep=X` names (Excel's; X one character that can separate fields),
+    else None."""
+    match = EXCEL_SEPARATOR_LINE.fullmatch(lines.head_text().split("\n", 1)[0])
+    if match is None or delimiter_problem(match.group(1)) is not None:
+        return None
+    return match.group(1)
+
+
+def _say_separator_line(name: str, separator: str, delimiter: str, delimiter_option: str) -> None:
+    """An INFO line for a `sep=` line read, or a WARNING where the delimiter given (`delimiter_option`) is another."""
+    if separator == delimiter:
+        logger.info(
+            "%s, line 1: sep=%s, Excel's line naming the delimiter: fields separated by %r", name, separator, delimiter
+        )
+        return
+    logger.warning(
+        "%s, line 1: sep=%s names %r as the delimiter, but %s gives %r: read with %r (the line skipped)",
+        name,
+        separator,
+        separator,
+        delimiter_option,
+        delimiter,
+        delimiter,
+    )
+
+
+def _without_separator_line(lines: Iterable[str]) -> Iterator[str]:
+    """The lines with the first (Excel's `sep=` line) read as an empty one, which is no row: the lines after it keep
+    their numbers."""
+    iterator = iter(lines)
+    if next(iterator, None) is not None:
+        yield "\n"
+    yield from iterator
 
 
 def read_header(
@@ -154,13 +209,14 @@ def read_header(
     width_hint: str,
     empty: str,
     one_column_hint: str = "",
-) -> tuple[list[str], Iterator[tuple[int, list[str]]], list[str]]:
+) -> tuple[list[str], Iterator[tuple[int, list[str]]], list[str], str]:
     """The header rule over (number, fields) records, a CSV/TSV file's or an Excel sheet's: the column names (the
-    first non-blank record, or `column_names`: header_of), the data records, each checked to be as wide, and the
-    row that a repeat of the header equals (Table.header_row: the header's record as written, or the given names).
-    `unit` names a record's number in errors ("line", a sheet's "row"), `width_hint` says what a record of another
-    width most likely holds, and `one_column_hint` what else it may mean when the names are one column; `empty` is
-    the error for records that are all blank."""
+    first non-blank record, or `column_names`: header_of), the data records, each checked to be as wide, the row
+    that a repeat of the header equals (Table.header_row: the header's record as written, or the given names), and
+    where the header seems to be when a title sits above it (header_below_title; "" when none does), for the error
+    about a missing column. `unit` names a record's number in errors ("line", a sheet's "row"), `width_hint` says
+    what a record of another width most likely holds, and `one_column_hint` what else it may mean when the names are
+    one column; `empty` is the error for records that are all blank."""
     first = next((record for record in records if not _blank(record[1])), None)
     if first is None:
         raise DataError(empty)
@@ -170,7 +226,42 @@ def read_header(
     pending = [] if is_header else [first]
     hint = f"{one_column_hint}; or {width_hint}" if one_column_hint and len(header) == 1 else width_hint
     header_row = list(first_record if is_header else header)
-    return header, _checked_width(_chain(pending, records), header, names_from, name, unit, hint), header_row
+    title, below_title = None, ""
+    if is_header and _filled(first_record) == 1:
+
+        def title(ahead: list[tuple[int, list[str]]]) -> str:
+            return header_below_title(first_record, number, ahead, unit)
+
+        if len(first_record) > 1:  # a title padded with empty cells (Excel's CSV) reads as a header as wide as the rows
+            pending = list(itertools.islice(records, TITLE_ROWS))
+            below_title = title(pending)
+    rows = _checked_width(_chain(pending, records), header, names_from, name, unit, hint, title)
+    return header, rows, header_row, f"; {below_title}" if below_title else ""
+
+
+# Records after a first record of one cell (a title: "Export from helpdesk 2024-03-01") among which the header is
+# looked for: a blank row or two may lie between.
+TITLE_ROWS = 5
+
+
+def header_below_title(first_record: list[str], number: int, ahead: list[tuple[int, list[str]]], unit: str) -> str:
+    """Where the header seems to be when the first record (on `number`), read as the header, is a title above it: one
+    cell filled, and the next record with cells in it (within TITLE_ROWS of it, in `ahead`) holds two or more names
+    (neither numbers nor texts: tables.names_read_as_data) and is as wide as the record after it. There is no setting
+    that skips rows, so the rows above the header are to be deleted. "" where the first record is no such title."""
+    filled = [(line, record) for line, record in ahead if _filled(record)]
+    if _filled(first_record) != 1 or not filled or filled[0][0] - number > TITLE_ROWS:
+        return ""
+    (line, names), following = filled[0], filled[1:2]
+    if _filled(names) < 2 or names_read_as_data(names) or any(len(record) != len(names) for _, record in following):
+        return ""
+    shown = shorten(", ".join(name for name in names if name.strip()), 80)
+    return f"a title above the header? The header seems to be on {unit} {line} ({shown}): delete the {unit}s above it"
+
+
+def _filled(record: list[str]) -> int:
+    """How many of a record's cells hold more than spaces."""
+    return sum(1 for cell in record if cell.strip())
 
 
 # The delimiters a file named (or given as) CSV may be written with besides the comma, each told by a first line that
@@ -203,56 +294,117 @@ def _splits_into_fields(line: str, delimiter: str, width: int | None) -> bool:
     return fields >= 2 and (width is None or fields == width)
 
 
-def reads_quotes(lines: LineSource, quoting: str, option: str, detect_with: str | None) -> bool:
+def reads_quotes(
+    lines: LineSource, quoting: str, option: str, detect_with: str | None, skip_first: bool = False
+) -> bool:
     """Whether double quotes enclose fields (`csv`: a quoted field may hold delimiters, line breaks and doubled
     quotes) or are text like any other character (`none`, pandas' quoting=csv.QUOTE_NONE).
 
     `auto` reads quotes, as every CSV writer writes them, except in a file separated by `detect_with` (a tab, or
     data.delimiter's character) whose start (HEAD_BYTES) holds a field that opens with a double quote and goes on
-    after its closing one (`"Free" entry`). No quoting writer writes that, so such a file quotes nothing: much
-    tab-separated text is written so (GLUE's train.tsv files, the SMS Spam Collection), a text that starts with a
-    quote and all. A file whose quotes are all well formed is read with quotes, so a quoted file (pandas'
-    to_csv(sep="\t")) is never read as unquoted; an unquoted one whose first such text lies further on stops there,
-    with an error naming the setting. Comma- and semicolon-separated files (detect_with None) are left out: a CSV file
-    that quotes nothing cannot hold a comma in a text, and one that fails to parse is more likely quoted badly than
-    not at all.
+    after its closing one (`"Free" entry`), or one whose closing quote, on a later line, takes in the rows between
+    (RowsInOneField). No quoting writer writes either, so such a file quotes nothing: much tab-separated text is
+    written so (GLUE's train.tsv files, the SMS Spam Collection), a text that starts with a quote and all. A file
+    whose quotes are all well formed is read with quotes, so a quoted file (pandas' to_csv(sep="\t")) is never read
+    as unquoted; an unquoted one whose first such text lies further on stops there, with an error naming the setting.
+    Comma- and semicolon-separated files (detect_with None) are left out: a CSV file that quotes nothing cannot hold a
+    comma in a text, and one that fails to parse is more likely quoted badly than not at all. `skip_first`: the first
+    line is Excel's `sep=` line, no row.
     """
     if quoting != "auto":
         return quoting == "csv"
-    line = _unquoted_field_line(lines, detect_with) if detect_with is not None else None
-    if line is None:
+    sign = _unquoted_sign(lines, detect_with, skip_first) if detect_with is not None else None
+    if sign is None:
         return True
+    line, what = sign
     logger.info(
-        "%s, line %d: a field goes on after its closing double quote, so the file does not quote its fields: "
-        "read with quotes as text (%s: auto)",
+        "%s, line %d: %s, so the file does not quote its fields: read with quotes as text (%s: auto)",
         lines.name,
         line,
+        what,
         option,
     )
     return False
 
 
-def _unquoted_field_line(lines: LineSource, delimiter: str) -> int | None:
-    """The line, within the start of a file whose fields `delimiter` separates, of the first field that opens with a
-    double quote and goes on after its closing one, read as csv reads quotes; None when there is none."""
-    head = lines.head_text()
+def _unquoted_sign(lines: LineSource, delimiter: str, skip_first: bool) -> tuple[int, str] | None:
+    """The line, within the start of a file whose fields `delimiter` separates, and what there shows that the file
+    quotes nothing, read as csv reads quotes: a field that opens with a double quote and goes on after its closing
+    one, or rows read as one (RowsInOneField); None when there is none."""
     # Split as LineSource splits (at newlines only); a last line cut off by the head may end inside a quoted field,
     # which csv reports as the end of data, never as text after a closing quote.
-    reader = csv.reader((line + "\n" for line in head.split("\n")), delimiter=delimiter, strict=True)
+    head = (line + "\n" for line in lines.head_text().split("\n"))
+    reader = csv.reader(_without_separator_line(head) if skip_first else head, delimiter=delimiter, strict=True)
+    watch, previous_end = RowsInOneField(delimiter), 0
     try:
-        for _ in reader:
-            pass
+        for record in reader:
+            if watch.joins_rows(record):
+                return previous_end + 1, f"a quoted field takes in the line break and {delimiter!r} between rows"
+            previous_end = reader.line_num
     except csv.Error as error:
         # csv's words for a closing quote followed by text: "'\t' expected after '"'".
-        return reader.line_num if "expected after" in str(error) else None
+        return (
+            (reader.line_num, "a field goes on after its closing double quote")
+            if "expected after" in str(error)
+            else None
+        )
     return None
 
 
+# Records a comma- or semicolon-separated file must have shown without a quoted delimiter or line break before one of
+# its records is taken for rows read as one (RowsInOneField): a review's text over several lines, its commas as many
+# on each line as a row has, is that record's shape too, and a file that quotes shows it within its first rows.
+CSV_UNQUOTED_ROWS = 100
+
+
+class RowsInOneField:
+    """Watches the records of a file read with quotes for a quote that is a text's (a sentence that opens one,
+    `"We came here to win.`), which csv reads as opening a quoted field: when a later line closes it before a
+    delimiter (`That is what we did."\tBusiness`), the lines between are one record, which the width check passes
+    where the quote opened and closed in the same column, and a row is lost without a word.
+
+    Such a record's field holds the delimiter and a line break, and each of its lines, with quotes read as text, is a
+    row as wide as the first record (the header). Only a file that has quoted nothing before it is suspected: a field
+    that held a delimiter or a line break shows that the file quotes (pandas, Excel), and checking stops there. A
+    tab (or an "@") in a text over several lines is rare; commas are not, so a comma- or semicolon-separated file is
+    suspected only after CSV_UNQUOTED_ROWS records that quoted nothing.
+    """
+
+    def __init__(self, delimiter: str):
+        self.delimiter = delimiter
+        self.width: int | None = None  # the first non-blank record's: the header's, or the given column names'
+        self.quotes = False  # a field held the delimiter or a line break: the file quotes
+        self.unquoted = 0  # records read so far, none quoting
+        self.suspect_after = CSV_UNQUOTED_ROWS if delimiter in ",;" else 0
+
+    def joins_rows(self, record: list[str]) -> bool:
+        """Whether this record is rows of a file that quotes nothing, read as one."""
+        if self.quotes or not record:
+            return False
+        # Fields joined back: with quotes read as text, a line's fields are its delimiters plus one.
+        joined = self.delimiter.join(record)
+        holds_delimiter, breaks = joined.count(self.delimiter) >= len(record), "\n" in joined
+        if holds_delimiter and breaks and self.unquoted >= self.suspect_after and self._rows(joined):
+            return True
+        self.quotes = holds_delimiter or breaks
+        self.unquoted += 1
+        if self.width is None and not _blank(record):
+            self.width = len(record)
+        return False
+
+    def _rows(self, joined: str) -> bool:
+        """Whether each line of a record's fields joined back is a row as wide as the first record."""
+        return self.width is not None and all(
+            line.count(self.delimiter) + 1 == self.width for line in joined.split("\n")
+        )
+
+
 def _csv_records(
-    reader: Any, lines: LineSource, kind: str, quoting_option: str | None
+    reader: Any, lines: LineSource, kind: str, quoting_option: str | None, watch: RowsInOneField | None = None
 ) -> Iterator[tuple[int, list[str]]]:
     """(first line of the record, fields), every field the exact string in the file; an empty line has no field.
-    `quoting_option`: the setting that reads quotes as text, when they are read as quoting."""
+    `quoting_option`: the setting that reads quotes as text, when they are read as quoting; `watch`: what tells a
+    record that is several rows of a file that quotes nothing (data.quoting: auto)."""
     previous_end = 0
     while True:
         try:
@@ -265,7 +417,19 @@ def _csv_records(
                 f"({_csv_error_detail(error, quoting_option)})"
             ) from None
         start, previous_end = previous_end + 1, reader.line_num
+        if watch is not None and watch.joins_rows(record):
+            raise DataError(_joined_rows_message(lines.name, start, previous_end, watch, quoting_option or ""))
         yield start, record  # an empty line is [], which _checked_width reads by the file's width
+
+
+def _joined_rows_message(name: str, start: int, end: int, watch: RowsInOneField, quoting_option: str) -> str:
+    """The error about lines `start` to `end` read as one record (RowsInOneField)."""
+    return (
+        f"{name}, line {start}: a double quote opens a field that closes on line {end}, taking in the line break and "
+        f"{watch.delimiter!r} between rows (each of lines {start}-{end} is a row of {watch.width} fields with quotes "
+        f"read as text); if the file does not quote its fields (a text may start with a quote), set {quoting_option} "
+        "to none, or to csv to read the field as quoted"
+    )
 
 
 def _csv_error_detail(error: csv.Error, quoting_option: str | None) -> str:
@@ -306,9 +470,19 @@ def _unsplit_hint(delimiter_option: str) -> str:
 
 
 def _checked_width(
-    records: Iterator[tuple[int, list[str]]], header: list[str], names_from: str, name: str, unit: str, hint: str
+    records: Iterator[tuple[int, list[str]]],
+    header: list[str],
+    names_from: str,
+    name: str,
+    unit: str,
+    hint: str,
+    title: Callable[[list[tuple[int, list[str]]]], str] | None = None,
 ) -> Iterator[tuple[int, list[str]]]:
+    """The records, each as wide as the header. `title`: where the header seems to be when the first record read as
+    the header is a title above it (header_below_title), asked of the first row that is wider, and the one after it,
+    only once that row fails: a pipe's rows are read as they arrive."""
     empty_lines: list[int] = []
+    first_row = True
     for line, record in records:
         # A line of spaces between rows of several columns is no row; in a one-column file it is a row whose text
         # is blank (`""`, or spaces), which prediction keeps and reports rather than silently dropping. So is an
@@ -322,10 +496,12 @@ def _checked_width(
         yield from ((empty, [""]) for empty in empty_lines)
         empty_lines.clear()
         if len(record) != len(header):
+            below_title = title([(line, record), *itertools.islice(records, 1)]) if title and first_row else ""
             raise DataError(
                 f"{name}, {unit} {line}: {len(record)} fields, expected {len(header)} as in {names_from} "
-                f"({', '.join(header)}); {hint}"
+                f"({', '.join(header)}); {below_title or hint}"
             )
+        first_row = False
         yield line, record
 
 

@@ -132,11 +132,13 @@ MAX_HEADER_NAME = 30
 
 
 def looks_like_data(header: Sequence[str], file_format: str) -> bool:
-    """Whether a CSV/TSV file's (or a sheet's) header row looks like a row of data: a number (a class index) or a text
-    among its names."""
-    return file_format in HEADED_FORMATS and any(
-        is_number_text(name) or len(str(name).strip()) > MAX_HEADER_NAME for name in header
-    )
+    """Whether a CSV/TSV file's (or a sheet's) header row looks like a row of data (names_read_as_data)."""
+    return file_format in HEADED_FORMATS and names_read_as_data(header)
+
+
+def names_read_as_data(names: Sequence[str]) -> bool:
+    """Whether a row read as names is more likely data: a number (a class index) or a text among them."""
+    return any(is_number_text(name) or len(str(name).strip()) > MAX_HEADER_NAME for name in names)
 
 
 def shorten(text: object, limit: int) -> str:

@@ -65,9 +65,16 @@ def workbook_table(
         records = _records(_values(worksheet, name), column_names)
         empty = f"{name}: the sheet {worksheet.title!r} is empty"
         where = in_sheet(name, worksheet.title)
-        header, rows, header_row = read_header(records, column_names, where, "row", WIDTH_HINT, empty)
+        header, rows, header_row, below_title = read_header(records, column_names, where, "row", WIDTH_HINT, empty)
         yield Table(
-            name, "xlsx", header, "row", batched(rows, chunk_size), sheet=worksheet.title, header_row=header_row
+            name,
+            "xlsx",
+            header,
+            "row",
+            batched(rows, chunk_size),
+            sheet=worksheet.title,
+            missing_column_hint=below_title + _other_sheets_hint(workbook, worksheet.title, sheet_option),
+            header_row=header_row,
         )
     finally:
         workbook.close()
@@ -115,6 +122,18 @@ def _chosen_sheet(workbook: Any, name: str, sheet: str | None, option: str) -> A
             f"{name} has no sheet {sheet!r} ({option}); its sheets: {', '.join(repr(title) for title in titles)}"
         )
     return workbook[matching[0]]
+
+
+def _other_sheets_hint(workbook: Any, read: str, option: str) -> str:
+    """Added to the error about a column the sheet read lacks: the workbook's other sheets, one of which may hold the
+    table (a first sheet of notes, the data on the second), and the setting that reads one."""
+    others = [worksheet.title for worksheet in workbook.worksheets if worksheet.title != read]
+    if not others:
+        return ""
+    return (
+        f"; the sheet read was {read!r}, and the workbook has others ({', '.join(repr(title) for title in others)}): "
+        f"read one with {option}={others[0]}"
+    )
 
 
 def _values(worksheet: Any, name: str) -> Iterator[tuple[Any, ...]]:

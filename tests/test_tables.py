@@ -528,6 +528,105 @@ def test_auto_reads_quotes_in_csv_files_and_none_reads_them_as_text(tmp_path):
     assert read_all(path, quoting="csv")[1] == [["ham", "a, b"]]
 
 
+def sentence_lines(count: int, delimiter: str) -> list[str]:
+    """A header and `count` rows of a sentence and its topic, none holding the delimiter or a quote."""
+    return ["sentence" + delimiter + "label"] + [
+        f"Sentence {index} of the report.{delimiter}{TOPIC_NAMES[index % 2]}" for index in range(count)
+    ]
+
+
+TOPIC_NAMES = ["World", "Business"]
+# Two sentences of a quotation, one a row: the first opens the quote, the second closes it (lines 502 and 503).
+OPENS_A_QUOTE = '"We came here to win the title.\tWorld'
+CLOSES_THE_QUOTE = 'That is what we did."\tBusiness'
+
+
+def quotation_file(path: Path, count: int, delimiter: str = "\t") -> Path:
+    lines = sentence_lines(count, delimiter)
+    lines[501:503] = [OPENS_A_QUOTE.replace("\t", delimiter), CLOSES_THE_QUOTE.replace("\t", delimiter)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_quote_that_closes_on_the_next_row_of_a_tsv_file_loses_no_row(tmp_path, caplog):
+    """A sentence that opens a quotation and the next row's that closes it: read with quotes, the two rows were one
+    field (the tab and line break between them inside it) and 599 of 600 rows, without a word."""
+    path = quotation_file(tmp_path / "sentences.tsv", 600)
+    with caplog.at_level("INFO", logger="pipeline.data"):
+        _, records, numbers, _ = read_all(path)
+    assert len(records) == 600 and records[500:502] == [
+        ['"We came here to win the title.', "World"],
+        ['That is what we did."', "Business"],
+    ]
+    assert numbers[500:502] == [502, 503]
+    assert (
+        f"{path}, line 502: a quoted field takes in the line break and '\\t' between rows, so the file does not "
+        "quote its fields: read with quotes as text (data.quoting: auto)"
+    ) in caplog.text
+    # Past the start that auto decides on, the rows read as one are an error naming the lines and the setting.
+    late = quotation_file(tmp_path / "late.tsv", 600)
+    late.write_text(
+        "sentence\tlabel\n" + "A sentence of the report.\tWorld\n" * 3000 + "".join(late.open().readlines()[1:])
+    )
+    message = message_of(late)
+    assert message == (
+        f"{late}, line 3502: a double quote opens a field that closes on line 3503, taking in the line break and "
+        "'\\t' between rows (each of lines 3502-3503 is a row of 2 fields with quotes read as text); if the file does "
+        "not quote its fields (a text may start with a quote), set data.quoting to none, or to csv to read the field "
+        "as quoted"
+    )
+    assert "set --quoting to none" in message_of(late, quoting_option="--quoting")
+    assert len(read_all(late, quoting="none")[1]) == 3600
+    assert len(read_all(late, quoting="csv")[1]) == 3599  # asked for: the field is read as quoted
+
+
+def test_a_quote_that_closes_on_a_later_row_of_a_csv_file_is_an_error_after_rows_that_quote_nothing(tmp_path):
+    """A comma-separated file is read with quotes whatever its start: rows read as one are an error, once the file
+    has shown for CSV_UNQUOTED_ROWS rows that it quotes nothing."""
+    path = quotation_file(tmp_path / "sentences.csv", 600, ",")
+    assert message_of(path).startswith(f"{path}, line 502: a double quote opens a field that closes on line 503, ")
+    assert len(read_all(path, quoting="none")[1]) == 600
+
+
+@pytest.mark.parametrize("first", [0, 150], ids=["first-row", "after-150-rows"])
+def test_texts_over_several_lines_with_commas_in_a_quoted_csv_read_as_before(tmp_path, first):
+    """Reviews as pandas writes them: a text over two lines with as many commas on each as a row has (label, text:
+    one) is the shape of rows read as one, but a file that quotes is read as quoted, whether the text is its first
+    row or comes after reviews that hold commas (quoted)."""
+    texts = [f"Review {index}, fine." for index in range(first)] + [
+        "Great food!\nService was slow, though.",
+        "Bad, really bad.\nNever again, ever.",
+        "ok",
+    ]
+    labels = ["pos", "neg"] * (len(texts) // 2) + ["pos"] * (len(texts) % 2)
+    pd.DataFrame({"label": labels, "text": texts}).to_csv(tmp_path / "reviews.csv", index=False)
+    _, records, numbers, _ = read_all(tmp_path / "reviews.csv")
+    assert [record[1] for record in records] == texts and numbers[first:] == [first + 2, first + 4, first + 6]
+
+
+@pytest.mark.parametrize("line_end", ["\n", "\r\n"])
+def test_excels_sep_line_names_the_delimiter_and_is_no_row(tmp_path, caplog, line_end):
+    """Excel writes and reads a first line `sep=;`: it was read as a header (sep=, Unnamed: 1). Lines keep their
+    numbers in the file."""
+    path = tmp_path / "export.csv"
+    path.write_bytes(line_end.join(["sep=;", "text;label", "Stocks fell, again;Business", "Won;Sports;x", ""]).encode())
+    message = message_of(path)
+    assert message.startswith(f"{path}, line 4: 3 fields, expected 2 as in the header on line 2 (text, label)")
+    path.write_bytes(line_end.join(["sep=;", "text;label", "Stocks fell, again;Business", "Won;Sports", ""]).encode())
+    with caplog.at_level("INFO", logger="pipeline.data"):
+        header, records, numbers, _ = read_all(path)
+    assert header == ["text", "label"] and numbers == [3, 4]
+    assert records == [["Stocks fell, again", "Business"], ["Won", "Sports"]]
+    assert f"{path}, line 1: sep=;, Excel's line naming the delimiter: fields separated by ';'" in caplog.text
+    caplog.clear()
+    path.write_bytes(line_end.join(["sep=;", "text,label", "Stocks fell,Business", ""]).encode())
+    with caplog.at_level("INFO", logger="pipeline.data"):  # a delimiter given wins, and the line is still no row
+        assert read_all(path, delimiter=",")[1:3] == ([["Stocks fell", "Business"]], [3])
+    assert (
+        f"{path}, line 1: sep=; names ';' as the delimiter, but data.delimiter gives ',': read with ','" in caplog.text
+    )
+
+
 # The Financial PhraseBank's layout: latin-1, no header, CRLF, one "sentence@label" per line; sentences hold commas
 # and quotes, some open with one that never closes.
 PHRASEBANK_RECORDS = [
@@ -891,6 +990,25 @@ def test_a_csv_read_as_one_column_whose_rows_are_wider_names_the_delimiter_setti
     wider = tmp_path / "wider.csv"
     wider.write_text("id,text\n1,a,b\n")
     assert "data.delimiter" not in message_of(wider)  # a header of two fields: a stray comma, not another delimiter
+
+
+def test_a_title_line_above_the_header_is_named_as_such(tmp_path):
+    """`Export from helpdesk 2024-03-01` on line 1: read as a header of one column, the error advised data.delimiter;
+    Excel's CSV of such a sheet pads the title with commas, and the header then lacked every column."""
+    path = tmp_path / "export.csv"
+    path.write_text("Export from helpdesk 2024-03-01\nid,text,label\n1,Printer jams,Hardware\n2,No VPN,Network\n")
+    assert message_of(path) == (
+        f"{path}, line 2: 3 fields, expected 1 as in the header on line 1 (Export from helpdesk 2024-03-01); a title "
+        "above the header? The header seems to be on line 2 (id, text, label): delete the lines above it"
+    )
+    path.write_text("Export from helpdesk 2024-03-01,,\n,,\nid,text,label\n1,Printer jams,Hardware\n")
+    with open_table(str(path)) as table:
+        assert table.missing_column_hint == (
+            "; a title above the header? The header seems to be on line 3 (id, text, label): delete the lines above it"
+        )
+    # One text per line, a later one holding a comma: no title, the one-column advice stands.
+    path.write_text("text\nPrinter jams\nNo VPN, again\nDisk full\n")
+    assert message_of(path).endswith("set data.delimiter to it; or a stray delimiter or quote?")
 
 
 @pytest.mark.parametrize(

@@ -225,6 +225,45 @@ def test_errors_name_the_sheet_and_its_row_as_excel_numbers_it(tmp_path):
     assert "right of the header's last column" in message
 
 
+def test_a_title_row_above_the_header_is_named_as_such(tmp_path):
+    """A title on row 1, an empty row 2, the header on row 3: the error said to clear a value right of the header."""
+    path = write_workbook(tmp_path / "export.xlsx", {"Export": [["Export from helpdesk"], [], HEADER, *news_rows(3)]})
+    assert error_of(path) == (
+        f"{path}, sheet 'Export', row 3: 4 fields, expected 1 as in the header on row 1 (Export from helpdesk); a "
+        "title above the header? The header seems to be on row 3 (id, title, body, label): delete the rows above it"
+    )
+
+
+def tickets_workbook(path: Path) -> Path:
+    """A first sheet of one note, the table on the second, a third empty."""
+    rows = [
+        ["Ticket ID", "Subject", "Body", "Category"],
+        *[[i, f"Subject {i}", f"Body {i}", "ab"[i % 2]] for i in range(8)],
+    ]
+    return write_workbook(path, {"Notes": [["Ticket export, do not edit"]], "Data": rows, "Pivot": []})
+
+
+def test_a_workbook_whose_first_sheet_is_not_the_table_names_its_other_sheets(tmp_path):
+    """Read from its first sheet, the data lacked its columns, and the error advised joining a labels file."""
+    path = tickets_workbook(tmp_path / "tickets.xlsx")
+    config = files_config(path, text_columns=["Subject", "Body"], label_column="Category", id_column=None)
+    others = "the sheet read was 'Notes', and the workbook has others ('Data', 'Pivot'): read one with data.sheet=Data"
+    with pytest.raises(DataError) as caught:
+        load_data(config, seed=1)
+    assert str(caught.value) == f"The train split is empty: {path} (data.train_file) has no data rows; {others}"
+    write_workbook(path, {"Notes": [["Ticket export, do not edit"], ["Owner: support"]], "Data": [["x"]]})
+    with pytest.raises(DataError) as caught:
+        load_data(config, seed=1)
+    assert str(caught.value) == (
+        f"{path} has no column 'Category' (data.label_column); its columns: 'Ticket export, do not edit'; "
+        "the sheet read was 'Notes', and the workbook has others ('Data'): read one with data.sheet=Data"
+    )
+    tickets_workbook(path)
+    settings = {"text_columns": ["Subject", "Body"], "label_column": "Category", "id_column": None}
+    loaded = load_data(files_config(path, sheet="Data", **settings), seed=1)
+    assert sum(len(split) for split in loaded.splits.values()) == 8
+
+
 def test_settings_that_do_not_describe_the_file_are_named_in_a_warning(tmp_path, caplog):
     path = write_workbook(tmp_path / "train.xlsx", {"Sheet1": [HEADER, *news_rows(30)]})
     with caplog.at_level(logging.WARNING, logger=DATA_LOGGER):
@@ -336,3 +375,21 @@ def test_prediction_labels_a_workbooks_sheet_as_the_same_rows_in_csv(tmp_path, r
     with pytest.raises(SystemExit):
         predict_rows(run_dir, source, tmp_path / "out.xlsx", "--sheet", "Inbox")
     assert "out.xlsx: prediction writes csv, tsv, jsonl (optionally .gz), not xlsx" in capsys.readouterr().err
+
+
+def test_prediction_of_a_workbook_whose_first_sheet_is_not_the_table_names_sheet(tmp_path, run_dir, capsys):
+    source = tickets_workbook(tmp_path / "tickets.xlsx")
+    with pytest.raises(SystemExit):
+        predict_rows(run_dir, source, tmp_path / "out.csv", "--text-columns", "Subject,Body")
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith(
+            "has no column 'Subject', 'Body' (--text-columns); its columns: 'Ticket export, do not edit'; the sheet read "
+            "was 'Notes', and the workbook has others ('Data', 'Pivot'): read one with --sheet=Data"
+        )
+    )
+    assert (
+        len(predict_rows(run_dir, source, tmp_path / "out.csv", "--text-columns", "Subject,Body", "--sheet", "Data"))
+        == 8
+    )
