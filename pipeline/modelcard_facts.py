@@ -87,7 +87,7 @@ class CardFacts:
         """(model-index dataset type, dataset name, dataset config, the split scored as test: a Hub dataset's own
         name for it where data.hub_splits maps one, as GLUE MNLI's validation_mismatched)."""
         if self.from_hub:
-            name = str(self.data.get("hub_name") or "unknown")
+            name = published_name(self.data.get("hub_name")) or "unknown"
             test_split = str((self.data.get("hub_splits") or {}).get("test", "test"))
             return name, name, self.data.get("hub_config"), test_split
         builder, name = self._local_data()
@@ -214,7 +214,12 @@ class CardFacts:
     def dataset_phrase(self) -> str:
         if self.from_hub:
             name = self.data.get("hub_name")
-            link = f"[{name}](https://huggingface.co/datasets/{name})" if hub_id(name) else f"`{name}`"
             config = self.data.get("hub_config")
-            return f"the Hub dataset {link}" + (f" (config `{config}`)" if config else "")
+            # data.hub_name may be a local folder that `datasets` reads (save_to_disk's, the Hub's data/ layout of
+            # Parquet shards): named by its own name, as a local file is, not by a path on this machine.
+            if hub_id(name):
+                dataset = f"the Hub dataset [{name}](https://huggingface.co/datasets/{name})"
+            else:
+                dataset = f"the local dataset folder `{published_name(name) or 'unknown'}`"
+            return dataset + (f" (config `{config}`)" if config else "")
         return self._local_data()[1]

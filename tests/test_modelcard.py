@@ -448,6 +448,19 @@ def test_the_model_index_names_the_hub_split_scored_as_test(tmp_path):
     }
 
 
+def test_a_local_folder_read_as_a_hub_dataset_is_named_by_its_own_name(tmp_path):
+    """data.source=hub reads a local folder too (save_to_disk's, the Hub's data/ layout of Parquet shards), as the
+    README advises for both: the published card names it as a local file is named, never by its path here."""
+    folder = tmp_path / "private" / "tickets_2024"
+    folder.mkdir(parents=True)
+    card = ModelCard.load(write_model_card(fake_run(tmp_path, "data.source=hub", f"data.hub_name={folder}")))
+    (result, *_) = card.data.eval_results
+    assert (result.dataset_type, result.dataset_name) == ("tickets_2024", "tickets_2024")
+    assert card.data.datasets is None  # no Hub dataset to link in the metadata
+    assert "Source: the local dataset folder `tickets_2024`." in section(card.text, "Training data")
+    assert str(tmp_path) not in str(card)
+
+
 def distill_record(teacher: Path, **changes) -> dict:
     """metrics.json's `distill` record, as pipeline.distill.student_rows and init_student_embeddings write it."""
     record = {
