@@ -44,15 +44,16 @@ from typing import Any
 import pandas as pd
 
 from pipeline.tables import (
-    EXTENSIONS,
     LABEL_COLUMN,
     TEXT_COLUMN,
     Chunk,
     DataError,
     LineSource,
     Table,
+    UnknownFormatError,
     check_encoding,
     check_wide_encoding,
+    resolve_format,
 )
 
 logger = logging.getLogger("pipeline.data")
@@ -151,7 +152,7 @@ def read_class_folders(
         files = _without_documentation(_files_among([root / name for name in loose], path), path)
         found = class_files(files, path, encoding, ENCODING_SETTING)
         if found is None:
-            why = _not_class_files(loose, files, path, encoding)
+            why = _not_class_files(loose, files, path, encoding, origin)
             raise DataError(f"{path} ({origin}) has no class folders: {LAYOUTS}{why}")
         by_class = {document.label: document.file for document in found}
         chosen = _chosen(by_class, classes, classes_from, every_class, path, origin, kind="file")
@@ -176,11 +177,22 @@ def _class_rows(
     return ClassFolders(frame, [row[ID_COLUMN] for row in rows], files_per_class, class_files)
 
 
-def _not_class_files(loose: list[str], files: Sequence[Path], path: str, encoding: str) -> str:
-    """Why the files of a folder without class folders are no class files, for the error about it: with the way to
-    read them where their lines say what they are (_unlike_class_files)."""
+def _not_class_files(loose: list[str], files: Sequence[Path], path: str, encoding: str, origin: str) -> str:
+    """Why the files of a folder without class folders are no class files, for the error about it: a data set's own
+    files (_data_file: its tables, its splits' files) with the way to read them, or, where their lines say what they
+    are, the way to read those (_unlike_class_files)."""
     if not loose:
         return " (it is empty)"
+    tables = [file.name for file in files if _table_file(file)]
+    if tables:
+        # Not decoded as lines: a Parquet shard of the Hub's data/ layout is no text, and its bytes made a false
+        # encoding error whose advice led nowhere.
+        split = origin.removeprefix("data.").removesuffix("_file")
+        example = next((name for name in tables if split in name.lower()), tables[0])
+        how = f"give {'each split' if origin.startswith('data.') else 'one'}'s file ({origin}={Path(path) / example})"
+        if origin.startswith("data.") and any(_format_of_name(name) == "parquet" for name in tables):
+            how += f", or the folder as data.source=hub data.hub_name={path}, which reads a split's Parquet shards"
+        return f"; it holds a data set's tables ({_listed(tables)}), not class files: {how}"
     hint = _unlike_class_files(files, path, encoding, ENCODING_SETTING)
     if hint is not None:
         return f"; its files are no class files: {hint}"
@@ -439,7 +451,20 @@ def _data_file(file: Path) -> bool:
     from pipeline.data import SPLIT_VALUES  # data reads folders through this module
 
     name = file.name.lower().removesuffix(".gz")
-    return Path(name).suffix in EXTENSIONS or any(word in SPLIT_VALUES for word in re.split(r"[^a-z0-9]+", name))
+    return _table_file(file) or any(word in SPLIT_VALUES for word in re.split(r"[^a-z0-9]+", name))
+
+
+def _table_file(file: Path) -> bool:
+    """Whether a file's name gives a table's format (tables.EXTENSIONS: train.csv, test.parquet)."""
+    return _format_of_name(file.name) is not None
+
+
+def _format_of_name(name: str) -> str | None:
+    """The table format a file's name gives (tables.resolve_format: a trailing .gz looked through), or None."""
+    try:
+        return resolve_format(name, None, "data.file_format")
+    except UnknownFormatError:
+        return None
 
 
 def _class_file_names(files: Sequence[Path]) -> dict[str, Path] | None:

@@ -9,6 +9,7 @@ import json
 import logging
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from pipeline.config import DataConfig
@@ -366,16 +367,40 @@ def test_a_folder_of_class_files_is_a_row_per_line_of_the_class_its_file_names(t
     [
         {f"{index}.txt": "From: someone\nSubject: a post\n" for index in range(3)},  # a class's folder of documents
         {"train.txt": sentences("a", 9), "test.txt": sentences("b", 9)},  # a split's files, not classes
-        {"train.csv": "text,label\n" + sentences("a,x", 9), "test.csv": "text,label\n" + sentences("b,y", 9)},
         {"neg.txt": sentences("neg", 9)},  # one file: nothing tells a class
     ],
-    ids=["documents", "split-files", "tables", "one-file"],
+    ids=["documents", "split-files", "one-file"],
 )
 def test_files_that_are_not_class_files_are_no_class_folders(tmp_path, files):
     """20 Newsgroups' alt.atheism/ given for its parent (480 posts of fewer lines each than files), or a folder of a
     data set's split files given for one of them, stays the error it was rather than classes made of lines."""
     with pytest.raises(DataError, match=r"has no class folders: .*one file per class .* directly in it are no class's"):
         load_data(folder_config(write_folder(tmp_path / "train", files)), seed=0)
+
+
+@pytest.mark.parametrize("layout", ["tables", "parquet-shards"])
+def test_a_folder_of_a_data_sets_tables_says_which_file_to_give(tmp_path, layout):
+    """data/ given for data/train.csv, or the Hub's data/ layout of Parquet shards: its tables are named with the file
+    to give, and shards with data.hub_name, which reads them; a Parquet file is not decoded as lines of text (its
+    bytes made an encoding error whose advice led nowhere)."""
+    if layout == "tables":
+        files = {"test.csv": "text,label\n" + sentences("b,y", 9), "train.csv": "text,label\n" + sentences("a,x", 9)}
+    else:
+        frame = pd.DataFrame({"text": ["caf\xe9 \u2603"] * 9, "label": [0, 1, 2] * 3})
+        files = {}
+        for name in ("test-00000-of-00001.parquet", "train-00000-of-00002.parquet", "train-00001-of-00002.parquet"):
+            frame.to_parquet(tmp_path / name)
+            files[name] = (tmp_path / name).read_bytes()
+    folder = write_folder(tmp_path / "data", files)
+    with pytest.raises(DataError) as caught:
+        load_data(folder_config(folder), seed=0)
+    message = str(caught.value)
+    train = sorted(name for name in files if name.startswith("train"))[0]
+    assert f"it holds a data set's tables ({', '.join(sorted(files))}), not class files: give each split's file " in (
+        message
+    )
+    assert f"(data.train_file={folder / train})" in message
+    assert (f"data.source=hub data.hub_name={folder}" in message) is (layout == "parquet-shards")
 
 
 def test_class_folders_that_each_hold_one_file_of_many_lines_are_warned_about(tmp_path, caplog):
