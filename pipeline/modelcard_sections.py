@@ -642,6 +642,7 @@ class CardSections(CardFacts):
                 f"- No training text had {names}: {untrained_consequence(untrained)}; disregard those scores, or "
                 "retrain with labelled examples."
             )
+        lines += self.unfound_lines(untrained)
         sizes = self.split_sizes()
         trained_on = "its training data"
         if is_number(sizes.get("train")):
@@ -669,6 +670,28 @@ class CardSections(CardFacts):
             )
         lines.append("- Biases in the training texts and their labels carry over into its predictions.")
         return lines
+
+    def unfound_lines(self, untrained: list[str]) -> list[str]:
+        """Classes of test texts that the model found none of (recall 0), those without training rows aside (said
+        above): a class too rare in train to be learnt, which accuracy hides."""
+        per_class = self.get("test", "per_class")
+        if not isinstance(per_class, dict):
+            return []
+        unfound = {
+            name: scores.get("support")
+            for name, scores in per_class.items()
+            if isinstance(scores, dict) and per_class_score(scores, "recall") == 0 and name not in untrained
+        }
+        if not unfound:
+            return []
+        named = ", ".join(
+            f"`{name}` ({_count(support)} test text{'' if support == 1 else 's'})" for name, support in unfound.items()
+        )
+        pronoun = "it" if len(unfound) == 1 else "them"
+        return [
+            f"- It found none of the test texts of {named}: recall 0, most often for too few training texts of "
+            f"{pronoun}. Do not rely on this model to find {pronoun}."
+        ]
 
     def usage_section(self) -> list[str]:
         model_id = self.published_id()

@@ -400,6 +400,23 @@ def test_a_label_train_lacked_is_a_limitation_and_has_no_recall_or_f1(tmp_path):
     assert "No training text" not in ModelCard.load(write_model_card(fake_run(tmp_path / "full"))).text
 
 
+def test_a_class_the_model_found_none_of_is_a_limitation(tmp_path):
+    """A class too rare in train to be learnt (1:200) has recall 0 in the per-class table only: the card's reader is
+    told plainly not to rely on the model to find it."""
+    run_dir = fake_run(tmp_path)
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    metrics["test"]["per_class"]["Business"] = {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 3}
+    (run_dir / "metrics.json").write_text(json.dumps(metrics))
+    limitations = section(ModelCard.load(write_model_card(run_dir)).text, "Limitations")
+    assert (
+        "- It found none of the test texts of `Business` (3 test texts): recall 0, most often for too few training "
+        "texts of it. Do not rely on this model to find it." in limitations
+    )
+    assert "found none" not in section(
+        ModelCard.load(write_model_card(fake_run(tmp_path / "full"))).text, "Limitations"
+    )
+
+
 def test_multi_label_card_compares_with_the_baseline_on_micro_f1(tmp_path):
     """Subset accuracy is not what picked a multi-label model: the baseline table leads with micro-F1 and the lead
     is measured in it, and the limitation is raised on micro-F1 even where the baseline's subset accuracy is higher."""

@@ -1,5 +1,6 @@
 """What a report says about the data and the model's predictions beyond the scores: the rows stage 1 left out of each
-split and why (pipeline/report/removed.py), and a model collapsed onto one class (caveats.collapse_note)."""
+split and why (pipeline/report/removed.py), a model collapsed onto one class (caveats.collapse_note) and one that never
+predicts a class (caveats.unpredicted_note)."""
 
 from __future__ import annotations
 
@@ -225,3 +226,26 @@ def test_a_collapse_is_read_from_the_predictions_without_a_matrix():
     del multi.metrics["test"]["confusion_matrix"]
     multi.predictions = run.predictions
     assert "collapsed onto" not in header_notes(multi)
+
+
+def test_a_class_the_model_never_predicts_is_named_with_its_rows():
+    """A binary set at 1:200: the model says `no` to all, its accuracy 99%. No collapse (the class is 99% of the
+    rows), yet the class that matters has recall 0: said, with its rows in test and train."""
+    train = {"class_counts": {"train": {"per_class": {"no": 199, "yes": 1}}}}
+    run = run_of("rare", train, matrix=[[100, 0], [1, 0]])
+    run.metrics["labels"] = ["no", "yes"]
+    note = header_notes(run)
+    assert (
+        "rare: never predicts yes (1 row in test, 1 row in train): its recall of it is 0, most often for too few "
+        "training rows of it to learn from. Add rows of it, or try train.class_weights: balanced." in note
+    )
+    skewed = header_notes(run_of("skewed", matrix=collapsed_matrix(strays=10)))  # Business, Sci/Tech never predicted
+    assert (
+        "skewed: never predicts Business (25 rows in test) and Sci/Tech (25 rows in test): its recall of them" in skewed
+    )
+    assert "never predicts" not in header_notes(run_of("healthy"))
+    assert "never predicts" not in header_notes(run_of("collapsed", matrix=collapsed_matrix(strays=2)))  # said so
+    untrained = {"class_counts": {"train": {"per_class": {"no": 199, "yes": 0}}}}
+    run = run_of("untrained", untrained, matrix=[[100, 0], [1, 0]])
+    run.metrics["labels"] = ["no", "yes"]
+    assert "never predicts" not in header_notes(run)  # untrained_note's: the model never learned it

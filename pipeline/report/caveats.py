@@ -6,6 +6,7 @@ model collapsed onto one class.
     budget_sentence(runs)            # "<a> saw 5.0x the training samples of <b> ...; the comparison is of recipes ..."
     truncation_over_budget(run)      # (train truncated share, budget) when the share exceeds the budget
     collapse_note(run)               # "predicts World for 97.0% of the test rows ..., a class that is 25.0% ..."
+    unpredicted_note(run)            # "never predicts yes (1 row in test, 1 row in train): its recall of it is 0 ..."
 
 All of it reads metrics.json (`baseline`, `training`, `tokenization`, `test.confusion_matrix`), config.yaml
 (`tokenizer.max_truncated_fraction`, `train`) and, for a collapse, test_predictions.csv where the matrix is absent; a
@@ -316,6 +317,40 @@ def collapse_note(run: Run) -> str | None:
         f"train.learning_rate{now_rate}, more train.epochs{now_epochs} or training rows, or "
         "train.class_weights: balanced."
     )
+
+
+def unpredicted_note(run: Run) -> str | None:
+    """A single-label run that never predicts a class its test rows hold (recall 0), where no collapse onto one class
+    (collapse_note) says so already: a class too rare in train to be learnt (1:200, a single train row) scores 0 for
+    it, which accuracy and a majority-led summary hide. Which classes, their test and train rows, and what to try.
+    A class without training rows is untrained_note's."""
+    counts = predicted_and_true_counts(run)
+    if not counts or collapse_note(run) is not None:
+        return None
+    untrained = set(untrained_classes(run.metrics))
+    predicted, true = counts
+    missed = [
+        index
+        for index, (guessed, held) in enumerate(zip(predicted, true))
+        if held and not guessed and run.labels[index] not in untrained
+    ]
+    if not missed:
+        return None
+    train_rows = nested_get(run.metrics, "data", "class_counts", "train", "per_class") or {}
+    described = []
+    for index in missed:
+        in_train = train_rows.get(run.labels[index])  # older runs record no class counts
+        trained = f", {_rows(in_train)} in train" if is_number(in_train) else ""
+        described.append(f"{run.labels[index]} ({_rows(true[index])} in test{trained})")
+    pronoun = "it" if len(missed) == 1 else "them"
+    return (
+        f"never predicts {_join(described)}: its recall of {pronoun} is 0, most often for too few training rows of "
+        f"{pronoun} to learn from. Add rows of {pronoun}, or try train.class_weights: balanced."
+    )
+
+
+def _rows(count: Any) -> str:
+    return f"{format_count(count)} {'row' if count == 1 else 'rows'}"
 
 
 def _join(parts: list[str]) -> str:

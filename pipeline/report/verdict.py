@@ -14,6 +14,7 @@ from pipeline.report.caveats import (
     budget_sentence,
     collapse_note,
     truncation_note,
+    unpredicted_note,
     untrained_note,
 )
 from pipeline.report.formatting import format_count, format_metric, format_percent, format_score
@@ -41,7 +42,12 @@ def header_blocks(runs: Sequence[Run], comparison: Comparison | None, generated_
         if note
     ]
     # Each test file's predictions, a pipeline.evaluate folder's too: a model may collapse on one file only.
-    blocks += [Paragraph(f"{run.name}: {note}", style="note") for run in runs if (note := collapse_note(run))]
+    blocks += [
+        Paragraph(f"{run.name}: {note}", style="note")
+        for run in runs
+        for note in [collapse_note(run), unpredicted_note(run)]
+        if note
+    ]
     return blocks
 
 
