@@ -34,6 +34,7 @@ from pipeline.windows import (
     SEGMENT_IDS,
     TOKENIZE_BATCH_SIZE,
     EncodedDocuments,
+    KeptContent,
     LongTextRule,
     content_ids_by_segment,
     content_length,
@@ -154,15 +155,35 @@ class TokenCounts:
 def count_tokens(texts: list[str], tokenizer: PreTrainedTokenizerBase) -> TokenCounts:
     """Each text's length in tokens without truncation, and the share of unknown tokens (None for a tokenizer
     without one, as byte-level BPE)."""
+    return count_and_keep_tokens(texts, tokenizer, keep_up_to=0)[0]
+
+
+# Under `auto`, train's content ids are kept from its count up to this many tokens (4 bytes each: 256 MiB), so that
+# its rows are built without tokenizing it again; a larger train is tokenized again instead, since its untruncated
+# texts may hold many times the tokens its rows keep.
+KEEP_CONTENT_TOKENS = 64 * 2**20
+
+
+def count_and_keep_tokens(
+    texts: list[str], tokenizer: PreTrainedTokenizerBase, keep_up_to: int
+) -> tuple[TokenCounts, KeptContent | None]:
+    """count_tokens, and the texts' content ids as counted while they hold at most `keep_up_to` tokens (else None)."""
     lengths: list[int] = []
     unknown: int | None = 0 if tokenizer.unk_token_id is not None else None
     pair_extra = pair_extra_tokens(tokenizer)
+    kept: list[KeptContent] | None = [] if keep_up_to > 0 else None
+    kept_tokens = 0
     for start in range(0, len(texts), TOKENIZE_BATCH_SIZE):
         content = content_ids_by_segment(tokenizer, texts[start : start + TOKENIZE_BATCH_SIZE])
         lengths.extend(content_length(first, second, pair_extra) for first, second in content)
         if unknown is not None:
             unknown += unknown_count(content, tokenizer)
-    return TokenCounts.of_content(np.asarray(lengths, dtype=np.int64), unknown, tokenizer)
+        if kept is not None:
+            kept.append(KeptContent.of(content))
+            kept_tokens += kept[-1].ids.size
+            kept = kept if kept_tokens <= keep_up_to else None
+    counts = TokenCounts.of_content(np.asarray(lengths, dtype=np.int64), unknown, tokenizer)
+    return counts, None if kept is None else KeptContent.join(kept)
 
 
 def truncated_share(lengths: np.ndarray, max_length: int) -> float:
@@ -263,9 +284,14 @@ class _EncodedBlock:
 
 
 def _encode_block(
-    tokenizer: PreTrainedTokenizerBase, texts: list[str], first: int, max_length: int, rule: LongTextRule
+    tokenizer: PreTrainedTokenizerBase,
+    texts: list[str],
+    first: int,
+    max_length: int,
+    rule: LongTextRule,
+    kept: KeptContent | None,
 ) -> _EncodedBlock:
-    encoded = encode_documents(tokenizer, texts, max_length, rule)
+    encoded = encode_documents(tokenizer, texts, max_length, rule, kept)
     pad = tokenizer.pad_token_id or 0
     types = None if encoded.token_types is None else pad_ids(encoded.token_types, max_length, 0, np.int8)
     return _EncodedBlock(
@@ -279,10 +305,16 @@ def _encode_block(
 
 
 def _encode_split(
-    split: Dataset, tokenizer: PreTrainedTokenizerBase, max_length: int, rule: LongTextRule, name: str
+    split: Dataset,
+    tokenizer: PreTrainedTokenizerBase,
+    max_length: int,
+    rule: LongTextRule,
+    name: str,
+    kept: KeptContent | None = None,
 ) -> tuple[Dataset, dict | None, TokenCounts]:
     """The split's rows padded to `max_length` (one per text; with chunking, one per window and a `document`
-    column; with sentence pairs, their segment ids), and its token counts, measured on the same tokenizer pass."""
+    column; with sentence pairs, their segment ids), and its token counts, measured on the same tokenizer pass (or
+    built from `kept`, the split's content ids from the pass that counted it)."""
     from datasets import Dataset
     from tqdm.auto import tqdm
 
@@ -292,7 +324,8 @@ def _encode_split(
     with tqdm(total=len(texts), desc=f"Tokenizing {name}", unit=" texts", disable=len(starts) < 2) as progress:
         for start in starts:
             block = texts[start : start + ENCODE_BLOCK_TEXTS]
-            blocks.append(_encode_block(tokenizer, block, start, max_length, rule))
+            part = None if kept is None else kept.part(start, start + len(block))
+            blocks.append(_encode_block(tokenizer, block, start, max_length, rule, part))
             progress.update(len(block))
     documents = np.concatenate([block.documents for block in blocks])
     lengths = np.concatenate([block.lengths for block in blocks])
@@ -353,11 +386,18 @@ def tokenize_splits(
 
     # `auto` chooses the length from train's untruncated lengths, so only then is train counted before its rows are
     # built; otherwise each split is tokenized once, its counts measured on the pass that builds its rows.
-    train_lengths = (
-        count_tokens(column_values(splits["train"], "text"), tokenizer).lengths if config.max_length == "auto" else None
-    )
+    train_lengths, train_content = None, None
+    if config.max_length == "auto":
+        counts, train_content = count_and_keep_tokens(
+            column_values(splits["train"], "text"), tokenizer, KEEP_CONTENT_TOKENS
+        )
+        train_lengths = counts.lengths
     max_length = _fixed_length(config, rule, train_lengths, limit, tokenizer, seconds_per_window)
-    encoded = {name: _encode_split(split, tokenizer, max_length, rule, name) for name, split in splits.items()}
+    encoded = {
+        name: _encode_split(split, tokenizer, max_length, rule, name, train_content if name == "train" else None)
+        for name, split in splits.items()
+    }
+    del train_content
     unknown = {name: counts.unknown_share for name, (_, _, counts) in encoded.items()}
     _warn_unknown_tokens(unknown, tokenizer)
     truncated = {name: truncated_share(counts.lengths, max_length) for name, (_, _, counts) in encoded.items()}

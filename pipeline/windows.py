@@ -14,6 +14,7 @@ last one, so that both its start and its end are read.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -144,6 +145,61 @@ def content_ids_by_segment(tokenizer: Any, texts: Sequence[str]) -> list[tuple[l
     return list(zip(firsts, seconds))
 
 
+@dataclass(frozen=True)
+class KeptContent:
+    """Texts' content token ids (content_ids_by_segment) kept in flat int32 arrays, about 4 bytes a token where
+    lists of Python ints take about 36. Under `max_length: auto` train is counted before its fixed length is known;
+    its rows are then built from what that count kept (encode_documents' `kept`) instead of a second tokenizer pass,
+    which cost as much as the first."""
+
+    ids: np.ndarray  # (total,) int32: each text's first segment, then its second (a pair), text after text
+    bounds: np.ndarray  # (N + 1,) int64: text i's ids are ids[bounds[i]:bounds[i + 1]]
+    seconds: np.ndarray  # (N,) int64: where text i's second segment starts within its ids; -1 for a single text
+
+    @classmethod
+    def of(cls, content: Sequence[tuple[list[int], list[int] | None]]) -> KeptContent:
+        """From content_ids_by_segment's list, in text order."""
+        segments = [part for first, second in content for part in ((first,) if second is None else (first, second))]
+        ids = np.fromiter(itertools.chain.from_iterable(segments), dtype=np.int32, count=sum(map(len, segments)))
+        bounds = np.zeros(len(content) + 1, dtype=np.int64)
+        np.cumsum([len(first) + len(second or ()) for first, second in content], out=bounds[1:])
+        seconds = np.array([-1 if second is None else len(first) for first, second in content], dtype=np.int64)
+        return cls(ids, bounds, seconds)
+
+    @classmethod
+    def join(cls, parts: Sequence[KeptContent]) -> KeptContent:
+        """Parts one after the other, as one."""
+        starts = np.cumsum([0, *(part.ids.size for part in parts[:-1])])
+        bounds = [np.zeros(1, dtype=np.int64), *(part.bounds[1:] + start for part, start in zip(parts, starts))]
+        return cls(
+            np.concatenate([part.ids for part in parts] or [np.zeros(0, np.int32)]),
+            np.concatenate(bounds),
+            np.concatenate([part.seconds for part in parts] or [np.zeros(0, np.int64)]),
+        )
+
+    def __len__(self) -> int:
+        return len(self.seconds)
+
+    def part(self, start: int, stop: int) -> KeptContent:
+        """Texts start..stop (views, not copies)."""
+        bounds = self.bounds[start : stop + 1]
+        return KeptContent(self.ids[bounds[0] : bounds[-1]], bounds - bounds[0], self.seconds[start:stop])
+
+    def content(self, start: int, stop: int) -> list[tuple[list[int], list[int] | None]]:
+        """Texts start..stop as content_ids_by_segment gave them."""
+        base = int(self.bounds[start])
+        flat = self.ids[base : int(self.bounds[stop])].tolist()  # one conversion, then slices of one list
+        content = []
+        for begin, end, second in zip(
+            (self.bounds[start:stop] - base).tolist(),
+            (self.bounds[start + 1 : stop + 1] - base).tolist(),
+            self.seconds[start:stop].tolist(),
+        ):
+            split = end if second < 0 else begin + second
+            content.append((flat[begin:split], None if second < 0 else flat[split:end]))
+        return content
+
+
 def unknown_count(content: Sequence[tuple[list[int], list[int] | None]], tokenizer: Any) -> int | None:
     """How many of these segments' token ids are the unknown token ([UNK]); None for a tokenizer without one
     (byte-level BPE)."""
@@ -253,10 +309,13 @@ def truncate_pair(first: list[int], second: list[int], width: int) -> tuple[list
     return first[:keep_first], second[: width - keep_first]
 
 
-def encode_documents(tokenizer: Any, texts: Sequence[str], max_length: int, rule: LongTextRule) -> EncodedDocuments:
+def encode_documents(
+    tokenizer: Any, texts: Sequence[str], max_length: int, rule: LongTextRule, kept: KeptContent | None = None
+) -> EncodedDocuments:
     """Every document's rows (truncated by the rule, or its windows) with their special tokens, and what the texts
     held: their untruncated lengths and unknown tokens, measured on the same pass (pipeline.evaluate records them).
-    A pair (tables.PAIR_MARK) is one row, [CLS] first [SEP] second [SEP], cut as truncate_pair cuts it."""
+    A pair (tables.PAIR_MARK) is one row, [CLS] first [SEP] second [SEP], cut as truncate_pair cuts it. With `kept`
+    (the texts' content ids from an earlier pass), the texts are not tokenized again."""
     single = template_of(tokenizer)
     pair = template_of(tokenizer, pair=True) if has_pairs(texts) else None
     pair_extra = pair_extra_tokens(tokenizer)
@@ -267,7 +326,10 @@ def encode_documents(tokenizer: Any, texts: Sequence[str], max_length: int, rule
     unknown: int | None = 0 if tokenizer.unk_token_id is not None else None
     keep_types = pair is not None and reads_segments(tokenizer)
     for start in range(0, len(texts), TOKENIZE_BATCH_SIZE):
-        content = content_ids_by_segment(tokenizer, texts[start : start + TOKENIZE_BATCH_SIZE])
+        stop = min(start + TOKENIZE_BATCH_SIZE, len(texts))
+        content = (
+            kept.content(start, stop) if kept is not None else content_ids_by_segment(tokenizer, texts[start:stop])
+        )
         if unknown is not None:
             unknown += unknown_count(content, tokenizer)
         for offset, (first, second) in enumerate(content):

@@ -119,6 +119,47 @@ def test_a_split_encoded_in_blocks_is_the_split_encoded_at_once(bert_tokenizer, 
     assert (len(blocked["train"]) > len(texts)) is (long_text == "chunk")
 
 
+@pytest.mark.parametrize("long_text", ["truncate", "chunk"])
+def test_auto_builds_train_from_its_count_as_a_second_tokenizer_pass_would(bert_tokenizer, monkeypatch, long_text):
+    """Under `auto`, train's rows come from the content ids its count kept, block by block; with nothing kept (a
+    train over KEEP_CONTENT_TOKENS) they come from tokenizing again: both give the same splits, pairs included."""
+    from pipeline import tokenization
+    from pipeline.tables import PAIR_MARK
+
+    texts = [" ".join(["word"] * n) for n in (3, 40, 7, 25, 1)] + [f"a question{PAIR_MARK}an answer", "", "last"]
+    splits = _splits({"train": texts * 3, "validation": texts[:2], "test": texts[-3:]})
+    config = TokenizerConfig(max_length="auto", long_text=long_text, chunk_stride=4, max_truncated_fraction=0.2)
+    monkeypatch.setattr(tokenization, "ENCODE_BLOCK_TEXTS", 4)
+    kept_calls = []
+    encode = tokenization.encode_documents
+    monkeypatch.setattr(
+        tokenization, "encode_documents", lambda *args: kept_calls.append(args[-1] is not None) or encode(*args)
+    )
+    kept, kept_info = tokenize_splits(splits, bert_tokenizer, config, None)
+    assert kept_calls == [True] * 6 + [False, False]  # train's 6 blocks from what was kept; the others tokenized
+    monkeypatch.setattr(tokenization, "KEEP_CONTENT_TOKENS", 10)  # train holds more: nothing is kept
+    kept_calls.clear()
+    again, again_info = tokenize_splits(splits, bert_tokenizer, config, None)
+    assert not any(kept_calls)
+    assert kept_info == again_info
+    for name in splits:
+        for column in again[name].column_names:
+            assert list(kept[name][column]) == list(again[name][column]), (name, column)
+
+
+def test_kept_content_gives_back_what_the_tokenizer_gave(bert_tokenizer):
+    from pipeline.tables import PAIR_MARK
+    from pipeline.windows import KeptContent, content_ids_by_segment
+
+    texts = ["one two", "", f"a question{PAIR_MARK}an answer", f"{PAIR_MARK}only a second", "naïve café"]
+    content = content_ids_by_segment(bert_tokenizer, texts)
+    kept = KeptContent.join([KeptContent.of(content[:2]), KeptContent.of(content[2:])])
+    assert len(kept) == len(texts) and kept.ids.dtype == np.int32
+    assert kept.content(0, len(texts)) == content
+    assert kept.part(1, 4).content(0, 3) == content[1:4] == kept.content(1, 4)
+    assert KeptContent.join([]).content(0, 0) == []
+
+
 def test_fixed_length_and_cache_hit(bert_tokenizer, tmp_path):
     splits = _splits({"train": ["one two three"] * 10, "validation": ["four"], "test": ["five six"]})
     config = TokenizerConfig(max_length=16)
