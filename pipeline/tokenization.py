@@ -8,7 +8,8 @@ tokens, which lets the training loop group rows of similar length and drop all-p
 labels (with chunking, a `document` column; with sentence pairs, `token_type_ids`). One tokenizer pass builds the
 rows and measures the untruncated lengths the truncation report needs (windows.encode_documents, as prediction
 encodes); `max_length: auto` picks the shortest multiple of 8 that truncates at most `max_truncated_fraction` of
-train, counted in a pass of its own before the rows are built.
+train, counted before the rows are built; that count keeps train's token ids (windows.KeptContent), so train too
+is tokenized once.
 """
 
 from __future__ import annotations
