@@ -246,17 +246,24 @@ TITLE_ROWS = 5
 
 def header_below_title(first_record: list[str], number: int, ahead: list[tuple[int, list[str]]], unit: str) -> str:
     """Where the header seems to be when the first record (on `number`), read as the header, is a title above it: one
-    cell filled, and the next record with cells in it (within TITLE_ROWS of it, in `ahead`) holds two or more names
-    (neither numbers nor texts: tables.names_read_as_data) and is as wide as the record after it. There is no setting
-    that skips rows, so the rows above the header are to be deleted. "" where the first record is no such title."""
+    cell filled (of several words where it is the record's only cell: _one_column_name), and the next record with
+    cells in it (within TITLE_ROWS of it, in `ahead`) holds two or more names (neither numbers nor texts:
+    tables.names_read_as_data) and is as wide as the record after it. There is no setting that skips rows, so the rows
+    above the header are to be deleted. "" where the first record is no such title."""
     filled = [(line, record) for line, record in ahead if _filled(record)]
-    if _filled(first_record) != 1 or not filled or filled[0][0] - number > TITLE_ROWS:
+    if _filled(first_record) != 1 or _one_column_name(first_record) or not filled or filled[0][0] - number > TITLE_ROWS:
         return ""
     (line, names), following = filled[0], filled[1:2]
     if _filled(names) < 2 or names_read_as_data(names) or any(len(record) != len(names) for _, record in following):
         return ""
     shown = shorten(", ".join(name for name in names if name.strip()), 80)
     return f"a title above the header? The header seems to be on {unit} {line} ({shown}): delete the {unit}s above it"
+
+
+def _one_column_name(record: list[str]) -> bool:
+    """Whether a record of one cell, unpadded, is one word: a one-column file's name (`text`), whose texts may hold
+    an unquoted comma, more likely than a title (which has words; Excel's CSV pads one with commas)."""
+    return len(record) == 1 and " " not in record[0].strip()
 
 
 def _filled(record: list[str]) -> int:

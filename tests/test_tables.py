@@ -1011,6 +1011,17 @@ def test_a_title_line_above_the_header_is_named_as_such(tmp_path):
     assert message_of(path).endswith("set data.delimiter to it; or a stray delimiter or quote?")
 
 
+def test_a_one_column_files_name_above_texts_with_commas_is_no_title(tmp_path):
+    """`text` over texts whose first two hold an unquoted comma: the error said `text` was a title and to delete it,
+    which would make the first text the header; a one-word name is the column's, and the one-column advice stands."""
+    path = tmp_path / "inbox.csv"
+    path.write_text("text\nHello, world\nGood morning, team\nBye\n")
+    assert message_of(path) == (
+        f"{path}, line 2: 2 fields, expected 1 as in the header on line 1 (text); one column named: if a character "
+        "other than a comma separates the fields, set data.delimiter to it; or a stray delimiter or quote?"
+    )
+
+
 @pytest.mark.parametrize(
     ("line", "suggested"),
     [
