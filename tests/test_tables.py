@@ -604,6 +604,37 @@ def test_texts_over_several_lines_with_commas_in_a_quoted_csv_read_as_before(tmp
     assert [record[1] for record in records] == texts and numbers[first:] == [first + 2, first + 4, first + 6]
 
 
+@pytest.mark.parametrize("columns", [["label", "text"], ["text", "label"]])
+def test_a_quoted_text_over_lines_after_rows_without_commas_reads_as_before(tmp_path, columns):
+    """Short texts without a comma (pandas quotes none of them), then a text over two lines with as many commas on
+    each as a row has: the shape of rows read as one, after more than CSV_UNQUOTED_ROWS rows that quoted nothing. It
+    stopped the file with an error; the pieces of text where a label would be tell it apart."""
+    texts = [f"short message {index}" for index in range(150)] + ["Great food!\nService was slow, though.", "ok"]
+    if columns[0] == "text":
+        texts[150] = "Hi team,\nthanks"
+    labels = ["pos", "neg"] * (len(texts) // 2)
+    pd.DataFrame({"label": labels, "text": texts})[columns].to_csv(tmp_path / "messages.csv", index=False)
+    _, records, numbers, _ = read_all(tmp_path / "messages.csv")
+    assert [record[columns.index("text")] for record in records] == texts and numbers[150:] == [152, 154]
+
+
+def test_a_quote_that_closes_on_the_next_row_among_the_first_rows_of_a_tsv_file_is_caught(tmp_path):
+    """The labels on the lines read as one are told from the few rows before: a class seen twice is a label's."""
+    path = tmp_path / "early.tsv"
+    path.write_text(
+        "sentence\tlabel\nStocks rose.\tBusiness\nTeam won.\tSports\nMarkets fell.\tBusiness\n"
+        + OPENS_A_QUOTE.replace("World", "Sports")
+        + "\n"
+        + CLOSES_THE_QUOTE
+        + "\nShares slid.\tBusiness\n"
+    )
+    records = read_all(path)[1]
+    assert len(records) == 6 and records[3:5] == [
+        ['"We came here to win the title.', "Sports"],
+        ['That is what we did."', "Business"],
+    ]
+
+
 @pytest.mark.parametrize("line_end", ["\n", "\r\n"])
 def test_excels_sep_line_names_the_delimiter_and_is_no_row(tmp_path, caplog, line_end):
     """Excel writes and reads a first line `sep=;`: it was read as a header (sep=, Unnamed: 1). Lines keep their
