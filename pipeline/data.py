@@ -603,8 +603,11 @@ def _warn_values_in_unnamed_columns(table: Table, config: DataConfig) -> None:
     if not unnamed:
         return
     filled = {name: [not is_blank(value) for value in table.frame[name]] for name in unnamed}
+    # Stray ends of texts fill some rows; a column that fills every row is a column left without a name (pandas'
+    # index, which to_csv writes unless index=False), no text's end, and adding it to the texts would be wrong.
+    filled = {name: cells for name, cells in filled.items() if any(cells) and not all(cells)}
     rows = [row for row, cells in enumerate(zip(*filled.values())) if any(cells)]
-    unnamed = [name for name, cells in filled.items() if any(cells)]
+    unnamed = list(filled)
     if rows:
         logger.warning(
             "%s: %s, %s of %s, hold%s values in the column%s without a name in the header (%s), which no setting "

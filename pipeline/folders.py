@@ -164,6 +164,7 @@ def read_class_folders(
     _refuse_split_folders(folders, path, origin)
     chosen = _chosen(folders, classes, classes_from, every_class, path, origin)
     documents = _class_documents(folders, chosen, path, origin)
+    _refuse_binary_tables(documents, path, origin)
     _warn_class_files_in_folders(documents, path, encoding, ENCODING_SETTING)
     rows = list(_file_rows(documents, path, encoding, ENCODING_SETTING))
     counts = Counter(row[LABEL_COLUMN] for row in rows)
@@ -187,12 +188,9 @@ def _not_class_files(loose: list[str], files: Sequence[Path], path: str, encodin
     if tables:
         # Not decoded as lines: a Parquet shard of the Hub's data/ layout is no text, and its bytes made a false
         # encoding error whose advice led nowhere.
-        split = origin.removeprefix("data.").removesuffix("_file")
-        example = next((name for name in tables if split in name.lower()), tables[0])
-        how = f"give {'each split' if origin.startswith('data.') else 'one'}'s file ({origin}={Path(path) / example})"
-        if origin.startswith("data.") and any(_format_of_name(name) == "parquet" for name in tables):
-            how += f", or the folder as data.source=hub data.hub_name={path}, which reads a split's Parquet shards"
-        return f"; it holds a data set's tables ({_listed(tables)}), not class files: {how}"
+        return (
+            f"; it holds a data set's tables ({_listed(tables)}), not class files: {_tables_hint(tables, path, origin)}"
+        )
     hint = _unlike_class_files(files, path, encoding, ENCODING_SETTING)
     if hint is not None:
         return f"; its files are no class files: {hint}"
@@ -201,6 +199,33 @@ def _not_class_files(loose: list[str], files: Sequence[Path], path: str, encodin
         "(neg.txt, pos.txt; not a table's train.csv, nor a split's train.txt) and each holds more lines than there "
         "are files"
     )
+
+
+def _tables_hint(tables: list[str], path: str, origin: str) -> str:
+    """How to read a data set's tables (their paths in the folder `path`, given as `origin`): each split's file, or
+    for Parquet shards the folder as a Hub dataset, which reads them."""
+    split = origin.removeprefix("data.").removesuffix("_file")
+    example = next((name for name in tables if split in name.lower()), tables[0])
+    how = f"give {'each split' if origin.startswith('data.') else 'one'}'s file ({origin}={Path(path) / example})"
+    if origin.startswith("data.") and any(_format_of_name(name) == "parquet" for name in tables):
+        how += f", or the folder as data.source=hub data.hub_name={path}, which reads a split's Parquet shards"
+    return how
+
+
+# Table formats whose files are no text: one in a class folder is a data set's table, never a document.
+BINARY_TABLES = ("parquet", "xlsx")
+
+
+def _refuse_binary_tables(documents: Sequence[Document], path: str, origin: str) -> None:
+    """Class folders that hold Parquet files or workbooks are a data set's folders of tables: a Hub dataset's download
+    (README.md beside data/train-00000-of-00001.parquet), or split folders of shards (train/, test/). Read as
+    documents, their bytes made a false encoding error; refused, naming them and what to give."""
+    tables = [document.path for document in documents if _format_of_name(document.file.name) in BINARY_TABLES]
+    if tables:
+        raise DataError(
+            f"{path} ({origin}) holds a data set's tables in its folders ({_listed(tables)}), not class folders of "
+            f"documents: {_tables_hint(tables, path, origin)}"
+        )
 
 
 @dataclass(frozen=True)

@@ -545,7 +545,7 @@ def is_number(value: Any) -> bool:
 def _process_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # OverflowError: an id past any process's (a damaged lock)
         return False
     except PermissionError:  # it exists, under another user
         return True
@@ -559,10 +559,12 @@ def live_lock_owner(path: Path) -> int | None:
         owner = (path / LOCK_FILE).read_text().strip()
     except (FileNotFoundError, NotADirectoryError):
         return None
-    # os.kill(0, 0) signals this process's own group, which is always alive: 0 is no process's id.
-    if owner.isdigit() and int(owner) > 0 and int(owner) != os.getpid() and _process_alive(int(owner)):
-        return int(owner)
-    return None
+    # ASCII digits only: str.isdigit takes "²", which int() refuses. os.kill(0, 0) signals this process's own group,
+    # which is always alive: 0 is no process's id.
+    if not (owner.isascii() and owner.isdigit()):
+        return None
+    pid = int(owner)
+    return pid if pid > 0 and pid != os.getpid() and _process_alive(pid) else None
 
 
 def refuse_if_in_use(path: Path) -> None:

@@ -246,17 +246,24 @@ TITLE_ROWS = 5
 
 def header_below_title(first_record: list[str], number: int, ahead: list[tuple[int, list[str]]], unit: str) -> str:
     """Where the header seems to be when the first record (on `number`), read as the header, is a title above it: one
-    cell filled, and the next record with cells in it (within TITLE_ROWS of it, in `ahead`) holds two or more names
-    (neither numbers nor texts: tables.names_read_as_data) and is as wide as the record after it. There is no setting
-    that skips rows, so the rows above the header are to be deleted. "" where the first record is no such title."""
+    cell filled (of several words where it is the record's only cell: _one_column_name), and the next record with
+    cells in it (within TITLE_ROWS of it, in `ahead`) holds two or more names (neither numbers nor texts:
+    tables.names_read_as_data) and is as wide as the record after it. There is no setting that skips rows, so the rows
+    above the header are to be deleted. "" where the first record is no such title."""
     filled = [(line, record) for line, record in ahead if _filled(record)]
-    if _filled(first_record) != 1 or not filled or filled[0][0] - number > TITLE_ROWS:
+    if _filled(first_record) != 1 or _one_column_name(first_record) or not filled or filled[0][0] - number > TITLE_ROWS:
         return ""
     (line, names), following = filled[0], filled[1:2]
     if _filled(names) < 2 or names_read_as_data(names) or any(len(record) != len(names) for _, record in following):
         return ""
     shown = shorten(", ".join(name for name in names if name.strip()), 80)
     return f"a title above the header? The header seems to be on {unit} {line} ({shown}): delete the {unit}s above it"
+
+
+def _one_column_name(record: list[str]) -> bool:
+    """Whether a record of one cell, unpadded, is one word: a one-column file's name (`text`), whose texts may hold
+    an unquoted comma, more likely than a title (which has words; Excel's CSV pads one with commas)."""
+    return len(record) == 1 and " " not in record[0].strip()
 
 
 def _filled(record: list[str]) -> int:
@@ -355,6 +362,8 @@ def _unquoted_sign(lines: LineSource, delimiter: str, skip_first: bool) -> tuple
 # its records is taken for rows read as one (RowsInOneField): a review's text over several lines, its commas as many
 # on each line as a row has, is that record's shape too, and a file that quotes shows it within its first rows.
 CSV_UNQUOTED_ROWS = 100
+# A column's values are kept, to tell rows read as one, while there are at most this many (a label column's classes).
+FEW_VALUES = 200
 
 
 class RowsInOneField:
@@ -364,7 +373,10 @@ class RowsInOneField:
     where the quote opened and closed in the same column, and a row is lost without a word.
 
     Such a record's field holds the delimiter and a line break, and each of its lines, with quotes read as text, is a
-    row as wide as the first record (the header). Only a file that has quoted nothing before it is suspected: a field
+    row as wide as the first record (the header) that holds, in a column whose values repeat (a label's: FEW_VALUES),
+    a value the rows before held there (`Business`). A text over several lines with as many delimiters on each line
+    as a row has (a review as pandas quotes it: `pos,"Great food!\nService was slow, though."`) has the shape, but
+    pieces of text where the labels would be. Only a file that has quoted nothing before it is suspected: a field
     that held a delimiter or a line break shows that the file quotes (pandas, Excel), and checking stops there. A
     tab (or an "@") in a text over several lines is rare; commas are not, so a comma- or semicolon-separated file is
     suspected only after CSV_UNQUOTED_ROWS records that quoted nothing.
@@ -376,6 +388,10 @@ class RowsInOneField:
         self.quotes = False  # a field held the delimiter or a line break: the file quotes
         self.unquoted = 0  # records read so far, none quoting
         self.suspect_after = CSV_UNQUOTED_ROWS if delimiter in ",;" else 0
+        self.rows = 0  # records after the first as wide as it, whose values `values` holds
+        # (column, its values) for the columns of FEW_VALUES or fewer so far: a text's or an id's is soon dropped,
+        # and a large file that quotes nothing costs a set insertion a row (its label column's).
+        self.values: list[tuple[int, set[str]]] = []
 
     def joins_rows(self, record: list[str]) -> bool:
         """Whether this record is rows of a file that quotes nothing, read as one."""
@@ -389,13 +405,28 @@ class RowsInOneField:
         self.quotes = holds_delimiter or breaks
         self.unquoted += 1
         if self.width is None and not _blank(record):
-            self.width = len(record)
+            self.width, self.values = len(record), [(column, set()) for column in range(len(record))]
+        elif len(record) == self.width:
+            self._note(record)
         return False
 
+    def _note(self, record: list[str]) -> None:
+        """A row's values added to those of the columns still kept; a column past FEW_VALUES is no longer kept."""
+        self.rows += 1
+        crowded = False
+        for column, seen in self.values:
+            seen.add(record[column])
+            crowded |= len(seen) > FEW_VALUES
+        if crowded:
+            self.values = [(column, seen) for column, seen in self.values if len(seen) <= FEW_VALUES]
+
     def _rows(self, joined: str) -> bool:
-        """Whether each line of a record's fields joined back is a row as wide as the first record."""
-        return self.width is not None and all(
-            line.count(self.delimiter) + 1 == self.width for line in joined.split("\n")
+        """Whether each line of a record's fields joined back is a row as wide as the first record, holding a value
+        seen before in a column whose values repeat (fewer values than rows: a label's, where texts mostly differ)."""
+        repeating = [(column, seen) for column, seen in self.values if len(seen) < self.rows]
+        lines = [line.split(self.delimiter) for line in joined.split("\n")]
+        return all(
+            len(cells) == self.width and any(cells[column] in seen for column, seen in repeating) for cells in lines
         )
 
 

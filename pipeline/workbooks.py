@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
 from pipeline.table_formats import batched, read_header
-from pipeline.tables import DataError, Table, in_sheet, normalise_name, one_line
+from pipeline.tables import DataError, Table, in_sheet, looks_like_data, normalise_name, one_line
 
 logger = logging.getLogger("pipeline.data")
 
@@ -73,7 +73,7 @@ def workbook_table(
             "row",
             batched(rows, chunk_size),
             sheet=worksheet.title,
-            missing_column_hint=below_title + _other_sheets_hint(workbook, worksheet.title, sheet_option),
+            missing_column_hint=below_title + _other_sheets_hint(workbook, worksheet.title, header, sheet_option),
             header_row=header_row,
         )
     finally:
@@ -124,11 +124,13 @@ def _chosen_sheet(workbook: Any, name: str, sheet: str | None, option: str) -> A
     return workbook[matching[0]]
 
 
-def _other_sheets_hint(workbook: Any, read: str, option: str) -> str:
+def _other_sheets_hint(workbook: Any, read: str, header: list[str], option: str) -> str:
     """Added to the error about a column the sheet read lacks: the workbook's other sheets, one of which may hold the
-    table (a first sheet of notes, the data on the second), and the setting that reads one."""
+    table (a first sheet of notes, the data on the second), and the setting that reads one. Not where the sheet's
+    first row looks like data (tables.looks_like_data): the table is on this sheet without a header row, which
+    data.read_table's advice says, and a hint here would replace it (old workbooks hold empty Sheet2 and Sheet3)."""
     others = [worksheet.title for worksheet in workbook.worksheets if worksheet.title != read]
-    if not others:
+    if not others or looks_like_data(header, "xlsx"):
         return ""
     return (
         f"; the sheet read was {read!r}, and the workbook has others ({', '.join(repr(title) for title in others)}): "

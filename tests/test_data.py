@@ -453,6 +453,18 @@ def test_values_in_columns_without_a_name_are_warned_about_unless_read(tmp_path,
     assert "Free entry call 0800 now" in data.splits["train"]["text"]
 
 
+def test_pandas_index_column_is_no_text_cut_short(tmp_path, caplog):
+    """DataFrame.to_csv without index=False writes its index in a first column without a name: a value on every row,
+    a column of its own, not the ends of texts to add to data.text_columns."""
+    frame = pd.DataFrame({"text": [f"message {index}" for index in range(12)], "label": ["ham", "spam"] * 6})
+    frame.to_csv(tmp_path / "train.csv")
+    frame.head(4).to_csv(tmp_path / "test.csv")
+    config = files_config(tmp_path / "train.csv", tmp_path / "test.csv")
+    with caplog.at_level("WARNING", logger="pipeline.data"):
+        load_data(config, seed=0)
+    assert "without a name" not in caplog.text
+
+
 def test_text_parts_are_stripped_and_empty_parts_skipped(tmp_path):
     train = write_text(
         tmp_path / "train.csv",

@@ -403,6 +403,34 @@ def test_a_folder_of_a_data_sets_tables_says_which_file_to_give(tmp_path, layout
     assert (f"data.source=hub data.hub_name={folder}" in message) is (layout == "parquet-shards")
 
 
+@pytest.mark.parametrize(
+    ("shards", "to_give"),
+    [
+        (
+            ["data/test-00000-of-00001.parquet", "data/train-00000-of-00001.parquet"],
+            "data/train-00000-of-00001.parquet",
+        ),
+        (["test/0000.parquet", "train/0000.parquet"], "train/0000.parquet"),
+    ],
+    ids=["hub-download", "split-folders"],
+)
+def test_folders_of_parquet_shards_are_no_class_folders(tmp_path, shards, to_give):
+    """A Hub dataset as downloaded (README.md beside data/ of Parquet shards), or split folders of shards: the flat
+    folder of shards was named for what it is, but one level up each folder was a class and each shard a document,
+    whose bytes made a false encoding error."""
+    frame = pd.DataFrame({"text": ["caf\xe9 \u2603"] * 6, "label": [0, 1] * 3})
+    frame.to_parquet(tmp_path / "shard.parquet")
+    files = {name: (tmp_path / "shard.parquet").read_bytes() for name in shards}
+    folder = write_folder(tmp_path / "dataset", {"README.md": "# A dataset\n", **files})
+    with pytest.raises(DataError) as caught:
+        load_data(folder_config(folder), seed=0)
+    assert str(caught.value) == (
+        f"{folder} (data.train_file) holds a data set's tables in its folders ({', '.join(shards)}), not class "
+        f"folders of documents: give each split's file (data.train_file={folder / to_give}), or the folder as "
+        f"data.source=hub data.hub_name={folder}, which reads a split's Parquet shards"
+    )
+
+
 def test_class_folders_that_each_hold_one_file_of_many_lines_are_warned_about(tmp_path, caplog):
     """rt-polarity.pos put into pos/ and rt-polarity.neg into neg/: a run trained on two rows without a word."""
     files = {f"{label}/rt-polarity.{label}": sentences(label, 5) for label in ("neg", "pos")}

@@ -97,7 +97,8 @@ def test_a_second_run_of_the_same_name_is_refused_while_the_first_holds_it(tmp_p
         finally:
             other.kill()
             other.wait()
-        for stale in ("999999999", "0", ""):  # no process's: one that does not exist, 0 (os.kill's own group), none
+        # No process's: one that does not exist, 0 (os.kill's own group), none, one past any id, a digit not ASCII.
+        for stale in ("999999999", "0", "", "99999999999", "\u00b2"):
             lock.write_text(stale)
             with rundir.claimed(tmp_path / "run"):  # taken over
                 assert lock.read_text() == str(os.getpid())

@@ -604,6 +604,37 @@ def test_texts_over_several_lines_with_commas_in_a_quoted_csv_read_as_before(tmp
     assert [record[1] for record in records] == texts and numbers[first:] == [first + 2, first + 4, first + 6]
 
 
+@pytest.mark.parametrize("columns", [["label", "text"], ["text", "label"]])
+def test_a_quoted_text_over_lines_after_rows_without_commas_reads_as_before(tmp_path, columns):
+    """Short texts without a comma (pandas quotes none of them), then a text over two lines with as many commas on
+    each as a row has: the shape of rows read as one, after more than CSV_UNQUOTED_ROWS rows that quoted nothing. It
+    stopped the file with an error; the pieces of text where a label would be tell it apart."""
+    texts = [f"short message {index}" for index in range(150)] + ["Great food!\nService was slow, though.", "ok"]
+    if columns[0] == "text":
+        texts[150] = "Hi team,\nthanks"
+    labels = ["pos", "neg"] * (len(texts) // 2)
+    pd.DataFrame({"label": labels, "text": texts})[columns].to_csv(tmp_path / "messages.csv", index=False)
+    _, records, numbers, _ = read_all(tmp_path / "messages.csv")
+    assert [record[columns.index("text")] for record in records] == texts and numbers[150:] == [152, 154]
+
+
+def test_a_quote_that_closes_on_the_next_row_among_the_first_rows_of_a_tsv_file_is_caught(tmp_path):
+    """The labels on the lines read as one are told from the few rows before: a class seen twice is a label's."""
+    path = tmp_path / "early.tsv"
+    path.write_text(
+        "sentence\tlabel\nStocks rose.\tBusiness\nTeam won.\tSports\nMarkets fell.\tBusiness\n"
+        + OPENS_A_QUOTE.replace("World", "Sports")
+        + "\n"
+        + CLOSES_THE_QUOTE
+        + "\nShares slid.\tBusiness\n"
+    )
+    records = read_all(path)[1]
+    assert len(records) == 6 and records[3:5] == [
+        ['"We came here to win the title.', "Sports"],
+        ['That is what we did."', "Business"],
+    ]
+
+
 @pytest.mark.parametrize("line_end", ["\n", "\r\n"])
 def test_excels_sep_line_names_the_delimiter_and_is_no_row(tmp_path, caplog, line_end):
     """Excel writes and reads a first line `sep=;`: it was read as a header (sep=, Unnamed: 1). Lines keep their
@@ -1009,6 +1040,17 @@ def test_a_title_line_above_the_header_is_named_as_such(tmp_path):
     # One text per line, a later one holding a comma: no title, the one-column advice stands.
     path.write_text("text\nPrinter jams\nNo VPN, again\nDisk full\n")
     assert message_of(path).endswith("set data.delimiter to it; or a stray delimiter or quote?")
+
+
+def test_a_one_column_files_name_above_texts_with_commas_is_no_title(tmp_path):
+    """`text` over texts whose first two hold an unquoted comma: the error said `text` was a title and to delete it,
+    which would make the first text the header; a one-word name is the column's, and the one-column advice stands."""
+    path = tmp_path / "inbox.csv"
+    path.write_text("text\nHello, world\nGood morning, team\nBye\n")
+    assert message_of(path) == (
+        f"{path}, line 2: 2 fields, expected 1 as in the header on line 1 (text); one column named: if a character "
+        "other than a comma separates the fields, set data.delimiter to it; or a stray delimiter or quote?"
+    )
 
 
 @pytest.mark.parametrize(

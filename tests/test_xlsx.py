@@ -264,6 +264,15 @@ def test_a_workbook_whose_first_sheet_is_not_the_table_names_its_other_sheets(tm
     assert sum(len(split) for split in loaded.splits.values()) == 8
 
 
+def test_a_headerless_sheet_of_a_workbook_with_other_sheets_is_told_as_headerless(tmp_path):
+    """Data from row 1 on the first sheet, an empty Sheet2 beside it (older Excel makes three sheets): the first row
+    holds a number and texts, so the advice is the missing header, not the other sheet."""
+    path = write_workbook(tmp_path / "news.xlsx", {"Sheet1": news_rows(12), "Sheet2": []})
+    with pytest.raises(DataError) as caught:
+        load_data(files_config(path), seed=1)
+    assert str(caught.value).endswith("; the file has no header row? Name its columns in data.column_names")
+
+
 def test_settings_that_do_not_describe_the_file_are_named_in_a_warning(tmp_path, caplog):
     path = write_workbook(tmp_path / "train.xlsx", {"Sheet1": [HEADER, *news_rows(30)]})
     with caplog.at_level(logging.WARNING, logger=DATA_LOGGER):
