@@ -1104,7 +1104,8 @@ def to_dataset(table: Table, config: DataConfig, scheme: LabelScheme) -> dataset
 
 
 def row_ids(table: Table, id_column: str | None) -> list[str]:
-    """The data's own ids (non-empty and unique in the file), else the row's line or record number."""
+    """The data's own ids (non-empty, and unique in the file but for rows that repeat whole), else the row's line or
+    record number."""
     if id_column is None:
         return [str(table.number(row)) for row in range(len(table.frame))]
     ids, first_row = [], {}
@@ -1112,14 +1113,21 @@ def row_ids(table: Table, id_column: str | None) -> list[str]:
         text = "" if is_missing(value) else str(value).strip()
         if not text:
             raise DataError(f"{table.where(row)}, column '{id_column}' (data.id_column): the id is empty")
-        if text in first_row:
+        if text in first_row and not _repeats_whole(table, row, first_row[text]):
             raise DataError(
                 f"{table.where(row)}, column '{id_column}' (data.id_column): id {text!r} repeats "
-                f"{table.where(first_row[text])}; ids must be unique"
+                f"{table.where(first_row[text])} with other values; ids must be unique (rows that repeat whole are "
+                "duplicates, which data.deduplicate removes; with no column of unique ids, leave data.id_column unset)"
             )
-        first_row[text] = row
+        first_row.setdefault(text, row)
         ids.append(text)
     return ids
+
+
+def _repeats_whole(table: Table, row: int, earlier: int) -> bool:
+    """Whether a row's every cell is the earlier row's: an export appended twice, or a record written again, is a
+    duplicate row (data.deduplicate removes its text's copy and lists it by its id), not two rows one id names."""
+    return [str(value) for value in table.frame.iloc[row]] == [str(value) for value in table.frame.iloc[earlier]]
 
 
 def build_texts(table: Table, spec: TextSpec) -> list[str]:

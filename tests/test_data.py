@@ -1327,6 +1327,17 @@ def test_id_column_must_exist_and_be_unique(tmp_path):
     assert "no column 'msg' (data.id_column)" in message
 
 
+def test_a_row_repeated_whole_under_its_id_is_a_duplicate_not_an_id_error(tmp_path):
+    rows = email_rows(20)
+    path = write_emails(tmp_path / "mail.csv", rows + [rows[3]])  # the same record again: id, label and text
+    removed = load_data(own_config(path), seed=0).removed
+    assert [(row.row_id, row.reason) for row in removed] == [(rows[3][0], "duplicate within split")]
+    changed = write_emails(tmp_path / "changed.csv", rows + [(rows[3][0], rows[3][1], "another text")])
+    message = error_message(own_config(changed))
+    assert "changed.csv, line 22" in message and "changed.csv, line 5 with other values" in message
+    assert "data.deduplicate" in message and "leave data.id_column unset" in message
+
+
 def test_bad_labels_name_file_row_and_class(tmp_path):
     missing = write_text(tmp_path / "missing.csv", "category,body\nspam,a\n,b\nham,c\n")
     assert "missing.csv, line 3" in error_message(own_config(missing, id_column=None))
