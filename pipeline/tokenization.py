@@ -37,12 +37,14 @@ from pipeline.windows import (
     EncodedDocuments,
     KeptContent,
     LongTextRule,
+    TokensRead,
     content_ids_by_segment,
     content_length,
     encode_documents,
     has_pairs,
     pad_ids,
     pair_extra_tokens,
+    reads_of,
     reads_segments,
     unknown_count,
     window_starts,
@@ -166,16 +168,21 @@ KEEP_CONTENT_TOKENS = 64 * 2**20
 
 
 def count_and_keep_tokens(
-    texts: list[str], tokenizer: PreTrainedTokenizerBase, keep_up_to: int
+    texts: list[str],
+    tokenizer: PreTrainedTokenizerBase,
+    keep_up_to: int,
+    read: TokensRead | None = None,
 ) -> tuple[TokenCounts, KeptContent | None]:
-    """count_tokens, and the texts' content ids as counted while they hold at most `keep_up_to` tokens (else None)."""
+    """count_tokens, and the texts' content ids as counted while they hold at most `keep_up_to` tokens (else None).
+    With `read` (windows.reads_of), a text is counted only as far as rows that long would read it: a far longer
+    one counts as longer than them, not by its every token."""
     lengths: list[int] = []
     unknown: int | None = 0 if tokenizer.unk_token_id is not None else None
     pair_extra = pair_extra_tokens(tokenizer)
     kept: list[KeptContent] | None = [] if keep_up_to > 0 else None
     kept_tokens = 0
     for start in range(0, len(texts), TOKENIZE_BATCH_SIZE):
-        content = content_ids_by_segment(tokenizer, texts[start : start + TOKENIZE_BATCH_SIZE])
+        content = content_ids_by_segment(tokenizer, texts[start : start + TOKENIZE_BATCH_SIZE], read)
         lengths.extend(content_length(first, second, pair_extra) for first, second in content)
         if unknown is not None:
             unknown += unknown_count(content, tokenizer)
@@ -389,8 +396,10 @@ def tokenize_splits(
     # built; otherwise each split is tokenized once, its counts measured on the pass that builds its rows.
     train_lengths, train_content = None, None
     if config.max_length == "auto":
+        # Read as far as rows of the longest length could read (`auto` chooses at most that): the kept ids then
+        # build train's rows at whatever length is chosen, and a text past it counts as over every choice.
         counts, train_content = count_and_keep_tokens(
-            column_values(splits["train"], "text"), tokenizer, KEEP_CONTENT_TOKENS
+            column_values(splits["train"], "text"), tokenizer, KEEP_CONTENT_TOKENS, reads_of(tokenizer, limit, rule)
         )
         train_lengths = counts.lengths
     max_length = _fixed_length(config, rule, train_lengths, limit, tokenizer, seconds_per_window)

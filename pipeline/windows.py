@@ -119,11 +119,89 @@ class EncodedDocuments:
         return np.fromiter(map(len, self.rows), dtype=np.int64, count=len(self.rows))
 
 
-def content_ids(tokenizer: Any, texts: Sequence[str]) -> list[list[int]]:
+# A text far longer than its rows can read is cut, before the tokenizer sees it, to this many characters for each
+# token they read from each end: a 7 MB log pasted into a ticket took 30 s and 1.6 GB to tokenize for the 62 tokens
+# the model kept. Generous (English runs about 5 characters a token); a piece that still yields too few tokens (a run
+# of spaces, say) is tokenized whole instead, so the rows never change.
+CUT_CHARS_PER_TOKEN = 16
+
+
+@dataclass(frozen=True)
+class TokensRead:
+    """How many content tokens of a text its rows can read from its start and from its end, each one more than a row
+    keeps there, so that a text cut to them is still longer than the width: truncated, and counted so."""
+
+    head: int
+    tail: int
+
+    @classmethod
+    def of(cls, rule: LongTextRule, width: int) -> TokensRead:
+        """For rows of `width` content tokens, truncated (truncate) or windowed (window_starts) by `rule`."""
+        if rule.long_text == "chunk":  # past max_chunks windows: the first max_chunks - 1, one a step, and the last
+            return cls((rule.max_chunks - 1) * (width - rule.chunk_stride) + width + 1, width + 1)
+        if rule.truncation == "tail":
+            return cls(0, width + 1)
+        if rule.truncation == "head_tail":
+            head = round(width * rule.head_fraction)
+            return cls(head + 1, width - head + 1)
+        return cls(width + 1, 0)
+
+    def ends(self, text: str) -> tuple[str, str] | None:
+        """The text's start and end that hold what its rows read, or None where it is not far longer than that.
+        Cut at whitespace, which every tokenizer here splits on, so that each end tokenizes as it does within the
+        whole: the start ends before a space, the end begins with one (byte-level BPE reads ' word' as one token)."""
+        head_chars, tail_chars = self.head * CUT_CHARS_PER_TOKEN, self.tail * CUT_CHARS_PER_TOKEN
+        if len(text) <= 2 * (head_chars + tail_chars):
+            return None
+        head_stop = _last_space(text, 0, head_chars) if self.head else 0
+        tail_start = _first_space(text, len(text) - tail_chars, len(text)) if self.tail else len(text)
+        if head_stop < 0 or tail_start < 0:  # no space to cut at: one long "word", which a cut would change
+            return None
+        return text[:head_stop], text[tail_start:]
+
+
+def _last_space(text: str, start: int, stop: int) -> int:
+    """The position of the last whitespace character in text[start:stop], or -1."""
+    return next((index for index in range(stop - 1, start - 1, -1) if text[index].isspace()), -1)
+
+
+def _first_space(text: str, start: int, stop: int) -> int:
+    """The position of the first whitespace character in text[start:stop], or -1."""
+    return next((index for index in range(start, stop) if text[index].isspace()), -1)
+
+
+def reads_of(tokenizer: Any, max_length: int, rule: LongTextRule) -> TokensRead:
+    """What rows of `max_length` tokens read of a single text. A pair's sides are always tokenized whole:
+    truncate_pair shares the width by which side is longer, which a cut could change."""
+    return TokensRead.of(rule, max_length - tokenizer.num_special_tokens_to_add(pair=False))
+
+
+def content_ids(
+    tokenizer: Any, texts: Sequence[str], reads: Sequence[TokensRead | None] | None = None
+) -> list[list[int]]:
     """Each text's token ids without special tokens and without truncation: the one tokenizer call that rows and
-    token counts are both built from."""
+    token counts are both built from. With `reads` (each text's TokensRead), a text far longer than that is
+    tokenized from its two ends only (TokensRead.ends): the rows it makes are the same, and its count, a lower
+    bound, is still over the width."""
+    texts = list(texts)
+    ends = {index: cut for index, read in enumerate(reads or ()) if read and (cut := read.ends(texts[index]))}
+    batch = ["" if index in ends else text for index, text in enumerate(texts)]
+    ids = _tokenize(tokenizer, batch + [piece for cut in ends.values() for piece in cut])
+    result, whole = ids[: len(texts)], []
+    for number, index in enumerate(ends):
+        head, tail = ids[len(texts) + 2 * number], ids[len(texts) + 2 * number + 1]
+        if len(head) >= reads[index].head and len(tail) >= reads[index].tail:
+            result[index] = head + tail
+        else:  # too few tokens in a piece (whitespace, markup the tokenizer drops): the whole text after all
+            whole.append(index)
+    for index, row in zip(whole, _tokenize(tokenizer, [texts[index] for index in whole]) if whole else ()):
+        result[index] = row
+    return result
+
+
+def _tokenize(tokenizer: Any, texts: list[str]) -> list[list[int]]:
     return tokenizer(
-        list(texts),
+        texts,
         add_special_tokens=False,
         truncation=False,
         return_attention_mask=False,
@@ -132,11 +210,14 @@ def content_ids(tokenizer: Any, texts: Sequence[str]) -> list[list[int]]:
     )["input_ids"]
 
 
-def content_ids_by_segment(tokenizer: Any, texts: Sequence[str]) -> list[tuple[list[int], list[int] | None]]:
+def content_ids_by_segment(
+    tokenizer: Any, texts: Sequence[str], read: TokensRead | None = None
+) -> list[tuple[list[int], list[int] | None]]:
     """Each text's (first, second) content token ids: second is None for a single text, the pair's second text for
-    a pair (tables.PAIR_MARK)."""
+    a pair (tables.PAIR_MARK). With `read` (reads_of), a single text is tokenized only as far as its rows read it
+    (content_ids)."""
     parts = [segments_of(text) for text in texts]
-    firsts = content_ids(tokenizer, [segments[0] for segments in parts])
+    firsts = content_ids(tokenizer, [segments[0] for segments in parts], [read if len(p) == 1 else None for p in parts])
     paired = [index for index, segments in enumerate(parts) if len(segments) == 2]
     seconds: list[list[int] | None] = [None] * len(parts)
     if paired:
@@ -325,11 +406,13 @@ def encode_documents(
     lengths: list[int] = []
     unknown: int | None = 0 if tokenizer.unk_token_id is not None else None
     keep_types = pair is not None and reads_segments(tokenizer)
+    read = reads_of(tokenizer, max_length, rule)
     for start in range(0, len(texts), TOKENIZE_BATCH_SIZE):
         stop = min(start + TOKENIZE_BATCH_SIZE, len(texts))
-        content = (
-            kept.content(start, stop) if kept is not None else content_ids_by_segment(tokenizer, texts[start:stop])
-        )
+        if kept is not None:
+            content = kept.content(start, stop)
+        else:
+            content = content_ids_by_segment(tokenizer, texts[start:stop], read)
         if unknown is not None:
             unknown += unknown_count(content, tokenizer)
         for offset, (first, second) in enumerate(content):

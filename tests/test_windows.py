@@ -7,6 +7,7 @@ from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
 from pipeline.batching import TokenizedRows
 from pipeline.config import ConfigError, TokenizerConfig, load_config
 from pipeline.evaluation import predict_logits
+from pipeline.tables import PAIR_MARK
 from pipeline.tokenization import TokenCounts, tokenize_splits
 from pipeline.windows import LongTextRule, encode_documents, pool_documents, truncate, window_starts
 from tests.helpers import tiny_bert_classifier
@@ -215,3 +216,67 @@ def test_the_pass_that_builds_rows_measures_the_texts_as_a_whole_tokenization_do
     assert counts.lengths.tolist() == [len(ids) for ids in whole]
     unknown = sum(ids.count(bert_tokenizer.unk_token_id) for ids in whole)
     assert unknown > 0 and counts.unknown_share == pytest.approx(unknown / (sum(map(len, whole)) - 2 * len(texts)))
+
+
+@pytest.fixture(scope="module")
+def byte_level_tokenizer(tmp_path_factory):
+    """A small byte-level BPE (RoBERTa's kind: a space belongs to the word after it), trained on a few lines."""
+    import transformers
+    from tokenizers import ByteLevelBPETokenizer
+
+    lines = [f"Stocks fell {n} points on Monday, traders said; naïve café costs €{n}." for n in range(200)]
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(lines, vocab_size=400, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    path = tmp_path_factory.mktemp("bpe")
+    bpe.save_model(str(path))
+    return transformers.RobertaTokenizerFast.from_pretrained(str(path))
+
+
+def long_texts(seed: int, count: int) -> list[str]:
+    """Texts of 3,000 to 8,000 characters: words, punctuation, digits, accents, CJK, runs of spaces, tabs and
+    line breaks, the odd pair; and a text whose start or end is a long run of spaces, too few tokens to cut at."""
+    rng = np.random.default_rng(seed)
+    words = ["Stocks", "fell", "on", "Monday,", "traders", "said.", "naïve", "café", "€5", "東京", "(AP)", "--", "x2"]
+    spaces = [" ", " ", " ", "  ", "\t", "\n", " \n "]
+    texts = []
+    for _ in range(count):
+        pieces, length = [], rng.integers(3000, 8000)
+        while sum(map(len, pieces)) < length:
+            pieces += [words[rng.integers(len(words))], spaces[rng.integers(len(spaces))]]
+        texts.append("".join(pieces))
+    texts[1] = "Stocks fell" + " " * 20000 + "traders said"
+    texts[2] = f"{texts[2]}{PAIR_MARK}{texts[3]}"
+    return texts
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [LongTextRule(), LongTextRule("tail"), LongTextRule("head_tail", head_fraction=0.3), CHUNK],
+    ids=["head", "tail", "head_tail", "chunk"],
+)
+@pytest.mark.parametrize("kind", ["wordpiece", "byte_level"])
+def test_a_text_far_longer_than_its_rows_read_gives_the_rows_its_whole_tokenization_gives(
+    bert_tokenizer, byte_level_tokenizer, monkeypatch, rule, kind
+):
+    """Only the ends its rows read are tokenized (a 7 MB log in one cell took 30 s for 62 tokens): the rows, their
+    documents and segment ids are what tokenizing the whole texts gives, and each cut text still counts as longer
+    than the width. A piece that yields too few tokens (a run of spaces) is tokenized whole."""
+    from pipeline import windows
+
+    tokenizer = bert_tokenizer if kind == "wordpiece" else byte_level_tokenizer
+    texts = long_texts(seed=7, count=12)
+    passed = []  # every string the tokenizer is given
+    tokenize = windows._tokenize
+    monkeypatch.setattr(windows, "_tokenize", lambda tok, batch: passed.extend(batch) or tokenize(tok, batch))
+    cut = encode_documents(tokenizer, texts, 16, rule)
+    whole_texts = [text for text in passed if len(text) > 1500]
+    monkeypatch.setattr(windows, "CUT_CHARS_PER_TOKEN", 10**9)  # nothing is cut
+    whole = encode_documents(tokenizer, texts, 16, rule)
+    assert cut.rows == whole.rows and cut.token_types == whole.token_types
+    np.testing.assert_array_equal(cut.documents, whole.documents)
+    width = 16 - tokenizer.num_special_tokens_to_add(pair=False)
+    np.testing.assert_array_equal(cut.content_lengths > width, whole.content_lengths > width)
+    assert (cut.content_lengths < whole.content_lengths).sum() >= len(texts) - 3  # all but the pair and fallbacks
+    # Tokenized whole: the pair's two sides and, where spaces are no tokens (WordPiece; byte-level BPE makes tokens of
+    # them), the text whose ends are runs of spaces: its pieces held too few tokens.
+    assert len(whole_texts) == 2 + (kind == "wordpiece") and (texts[1] in whole_texts) is (kind == "wordpiece")
