@@ -7,7 +7,8 @@ A label is read one way only, and the same way in every split: as a class *name*
 from `data.label_index_base`. When `data.label_names` is unset the train split decides which: all-integer labels
 are ids (their names are the numbers as written; counted from 1 when train has no 0 and no base is set), anything
 else is names (sorted). Inferred names are never
-indexed by ids, so a test file with ids against a train file with names is an error, not a silent permutation.
+indexed by ids, so a test file with ids against a train file with names is an error, not a silent permutation; nor
+are names that are numbers, listed or inferred (named_by_value): a label "4" is the class "4.0", never the fifth.
 
 A row may have no label (`MissingLabel`): an empty cell, a mark of `data.missing_label_values` (NaN, N/A, ...), or
 -1 where labels are ids of named classes (the datasets library's mark of a hidden label). Such a row is incomplete
@@ -35,6 +36,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -111,6 +113,10 @@ class LabelScheme:
     accepts_ids: bool = True
     # Where names-only classes come from, for the error that lists them (what to change to accept other labels).
     origin: str = ""
+
+    def spellings(self) -> Spellings:
+        """How labels name the classes; numbers by value where ids are not read (named_by_value, inferred names)."""
+        return Spellings.of(self.names, by_value=not self.accepts_ids)
 
     def reading(self) -> dict[str, Any]:
         """How labels were read, as metrics.json records it (data.label_reading), for a file scored later."""
@@ -303,8 +309,18 @@ def given_scheme(config: DataConfig, hub_names: list[str] | None) -> LabelScheme
                 f"data.label_names has {len(names)} names but the Hub dataset's '{config.label_column}' column has "
                 f"{len(hub_names)} classes ({', '.join(hub_names)})"
             )
-        return LabelScheme(names or hub_names, 0)
-    return None if names is None else LabelScheme(names, config.label_index_base or 0)
+        return LabelScheme(names or hub_names, 0)  # a ClassLabel's column holds ids, whatever its names
+    if names is None:
+        return None
+    if named_by_value(names):
+        return LabelScheme(names, config.label_index_base or 0, accepts_ids=False, origin=_by_value("data.label_names"))
+    return LabelScheme(names, config.label_index_base or 0)
+
+
+def _by_value(origin: str) -> str:
+    """Where classes named by numbers come from, and how labels name them (named_by_value), for the error that
+    lists them."""
+    return f"{origin}; a number names the class of equal value, never an id"
 
 
 def refuse_unsaid_id_base(config: DataConfig, train: Table, scheme: LabelScheme) -> None:
@@ -313,7 +329,7 @@ def refuse_unsaid_id_base(config: DataConfig, train: Table, scheme: LabelScheme)
     the class after its own, without an error, the first class merely without rows. A file that counts from 0 and
     lacks its first class looks the same, so the base must be said. Multi-label sets of ids ("2,27") are read by the
     same rule, item by item; indicator columns (data.label_columns) hold no ids."""
-    if config.label_index_base is not None or not config.label_names or config.label_columns:
+    if config.label_index_base is not None or not config.label_names or config.label_columns or not scheme.accepts_ids:
         return
     named = set(scheme.names)
     labels = _train_label_items(config, train)
@@ -412,9 +428,9 @@ def _inferred_scheme(train: Table, column: str, base: int | None) -> LabelScheme
         )
     _warn_case_variants(names, train, column)
     _warn_unlike_names(Counter(str(value).strip() for value in values), train, column, None)
-    return LabelScheme(
-        names, base or 0, accepts_ids=False, origin="the classes found in train; set data.label_names to use ids"
-    )
+    found = "the classes found in train"
+    origin = _by_value(found) if named_by_value(names) else f"{found}; set data.label_names to use ids"
+    return LabelScheme(names, base or 0, accepts_ids=False, origin=origin)
 
 
 def _warn_unlike_names(rows: Counter[str], train: Table, column: str, separator: str | None) -> None:
@@ -619,7 +635,7 @@ def _class_indices(
     first row, how many more, and which labels they are (a test file's classes the train file never had, often).
     Then a column is read one way only: a label written as a name where earlier ones were ids (or the reverse) is
     an error naming its row. `separator`: a multi-label task's data.label_separator (None: single-label)."""
-    spellings = Spellings.of(scheme.names)
+    spellings = scheme.spellings()
     read = [[_read_label(label, spellings, scheme) for label in labels] for labels in label_lists]
     classes = len(scheme.names)
     unknown = {
@@ -651,24 +667,48 @@ def _class_indices(
 
 @dataclass(frozen=True)
 class Spellings:
-    """How labels name the classes: a class's name exactly, or in any letter case where no other class has the same
-    letters ("POSITIVE", " Positive" for positive; JSON's true for a class True, spreadsheets' TRUE), so that listing
-    the classes in data.label_names reads a column's messy spellings as one class each."""
+    """How labels name the classes: a class's name exactly, or written another way (`written_form`) where no other
+    class is written so: in any letter case ("POSITIVE", " Positive" for positive; JSON's true for a class True,
+    spreadsheets' TRUE), and, `by_value`, a number as any number of equal value ("4", "+4", "4.00" for a class
+    4.0), so that listing the classes in data.label_names reads a column's messy spellings as one class each."""
 
     exact: dict[str, int]
-    folded: dict[str, int]  # case-folded name -> class index, for the names no other class shares case-folded
+    forms: dict[str, int]  # written_form -> class index, for the names no other class shares it
+    by_value: bool = False
 
     @classmethod
-    def of(cls, names: list[str]) -> Spellings:
-        folds = Counter(name.strip().casefold() for name in names)
-        folded = {name.strip().casefold(): index for index, name in enumerate(names)}
+    def of(cls, names: list[str], by_value: bool = False) -> Spellings:
+        """`by_value` only where labels are never ids (LabelScheme.spellings): a number is then a value, not a
+        position."""
+        forms = [written_form(name, by_value) for name in names]
+        counts = Counter(forms)
         return cls(
             {name: index for index, name in enumerate(names)},
-            {fold: index for fold, index in folded.items() if folds[fold] == 1},
+            {form: index for index, form in enumerate(forms) if counts[form] == 1},
+            by_value,
         )
 
     def index(self, text: str) -> int | None:
-        return self.exact.get(text, self.folded.get(text.casefold()))
+        return self.exact.get(text, self.forms.get(written_form(text, self.by_value)))
+
+
+def written_form(name: str, by_value: bool) -> str:
+    """The one form of the ways of writing a name that mean one class: stripped and case-folded, and `by_value` a
+    number by its value (Decimal: exact, "4" == "4.0" == "+4", "0.5" == ".50"), so that a file's integers match
+    classes a spreadsheet wrote as decimals. Spellings matches labels by it and _warn_case_variants names the
+    classes found in train that share it."""
+    text = name.strip()
+    if by_value and is_number_text(text):
+        value = Decimal(text)
+        return "0" if value == 0 else str(value.normalize())  # "-0" is 0; the exponent form keeps 1e999 short
+    return text.casefold()
+
+
+def named_by_value(names: list[str]) -> bool:
+    """Whether labels match these class names by value and are never read as ids: where a class is named by a number,
+    a numeric label is the class of equal value ("4" is the class 4.0), never a position, which beside a class 4.5
+    read "4" as 4.5 and "1" as 2.0 (the fifth and second class counting from 0) without an error."""
+    return any(is_number_text(name) for name in names)
 
 
 class UnknownLabels(DataError):
@@ -802,12 +842,11 @@ def label_set_scheme(config: DataConfig, train: Table, hub_names: list[str] | No
 
 def _warn_case_variants(names: list[str], train: Table, column: str) -> None:
     """Labels found in train that differ only in letter case ("World", "world") or in how a number is written ("1",
-    "+1", "1.0" among names) are kept as separate classes, as written, but almost always mean one: say so, naming
-    them, before a run learns to tell them apart."""
+    "+1", "1.0" among names): written_form, by value as inferred names are read. Kept as separate classes, as
+    written, but almost always meaning one: say so, naming them, before a run learns to tell them apart."""
     groups: dict[str, list[str]] = {}
     for name in names:
-        number = as_int(name)
-        groups.setdefault(name.casefold() if number is None else str(number), []).append(name)
+        groups.setdefault(written_form(name, by_value=True), []).append(name)
     variants = [group for group in groups.values() if len(group) > 1]
     if variants:
         logger.warning(

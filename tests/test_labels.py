@@ -1,6 +1,7 @@
-"""Label sets written in one cell (pipeline/labels.py): StackExchange tags ("<python><pandas>", "|python|pandas|"),
-and class names that join several classes (by a separator, by a space, as tags), told apart from names of several
-words. Files are small CSVs in tmp_path."""
+"""How labels name classes (pipeline/labels.py): class names that are values (numbers), matched by value rather
+than read as ids; label sets written in one cell (StackExchange tags "<python><pandas>", "|python|pandas|"), and
+class names that join several classes (by a separator, by a space, as tags), told apart from names of several words.
+Files are small CSVs in tmp_path."""
 
 import csv
 import logging
@@ -111,6 +112,55 @@ def labelled(path: Path, labels: list[str]) -> Path:
 
 def config(train: Path, **settings) -> DataConfig:
     return DataConfig(**{"source": "files", "train_file": str(train), "deduplicate": "none", **settings})
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Class names that are values
+
+
+# The user sweep's ratings: train written as a spreadsheet exports them ("4.0"), with half stars ("4.5").
+STARS = ["1.0", "2.0", "3.0", "4.0", "4.5", "5.0"]
+
+
+def gold(data, split: str = "test") -> dict[str, str]:
+    """Each text of a split with the class name its label was read as."""
+    rows = data.splits[split]
+    return {text: data.labels[label] for text, label in zip(rows["text"], rows["label"])}
+
+
+@pytest.mark.parametrize("names", [None, STARS], ids=["inferred", "label-names"])
+def test_an_integer_label_is_the_class_of_equal_value_never_its_position(tmp_path, names):
+    """Test stars 1..5 against train's 1.0..5.0 and 4.5: an error without data.label_names, and with them (as the
+    error advised) each integer read as a position counting from 0, 4 as 4.5 and 1 as 2.0, without a word."""
+    train = labelled(tmp_path / "train.csv", STARS * 10)
+    test = labelled(tmp_path / "test.csv", ["4", "1", "5", "+3", "4.50", "2.00"])
+    data = load_data(config(train, test_file=str(test), label_names=names), seed=0)
+    assert data.labels == STARS
+    assert list(gold(data).values()) == ["4.0", "1.0", "5.0", "3.0", "4.5", "2.0"]
+    assert data.summary["label_reading"] == {"names": True, "ids": False, "index_base": 0}
+
+
+@pytest.mark.parametrize("names", [None, STARS], ids=["inferred", "label-names"])
+def test_a_number_that_is_no_class_is_an_error_naming_it_not_a_position(tmp_path, names):
+    train = labelled(tmp_path / "train.csv", STARS * 10)
+    test = labelled(tmp_path / "test.csv", ["4", "0", "2"])
+    with pytest.raises(DataError) as error:
+        load_data(config(train, test_file=str(test), label_names=names), seed=0)
+    origin = "data.label_names" if names else "the classes found in train"
+    assert str(error.value) == (
+        f"{test}, line 3, column 'label': label '0' is not a known class; allowed: the names "
+        f"{', '.join(STARS)} ({origin}; a number names the class of equal value, never an id)"
+    )
+
+
+def test_integers_against_listed_numbers_read_by_value_with_no_id_base_to_say(tmp_path):
+    """Train's integers 1..5 against classes "1.0".."5.0": the classes of equal value, not ids 1..5 whose missing 0
+    asked for data.label_index_base (names that are words still do: test_ids_against_label_names_without_a_zero)."""
+    written = ["1", "2", "3", "4", "5", "4.5"] * 10
+    data = load_data(config(labelled(tmp_path / "train.csv", written), label_names=STARS), seed=0)
+    for split in ("train", "validation", "test"):
+        for text, name in gold(data, split).items():
+            assert float(name) == float(written[int(text.split()[1])]), text
 
 
 # ---------------------------------------------------------------------------------------------------------------
