@@ -8,7 +8,8 @@ from `data.label_index_base`. When `data.label_names` is unset the train split d
 are ids (their names are the numbers as written; counted from 1 when train has no 0 and no base is set), anything
 else is names (sorted). Inferred names are never
 indexed by ids, so a test file with ids against a train file with names is an error, not a silent permutation; nor
-are names that are numbers, listed or inferred (named_by_value): a label "4" is the class "4.0", never the fifth.
+are names that are values, listed or inferred (value_names): a label "4" is the class "4.0", never the fifth, and
+1 is the class True, never the second.
 
 A row may have no label (`MissingLabel`): an empty cell, a mark of `data.missing_label_values` (NaN, N/A, ...), or
 -1 where labels are ids of named classes (the datasets library's mark of a hidden label). Such a row is incomplete
@@ -115,7 +116,7 @@ class LabelScheme:
     origin: str = ""
 
     def spellings(self) -> Spellings:
-        """How labels name the classes; numbers by value where ids are not read (named_by_value, inferred names)."""
+        """How labels name the classes; by value where ids are not read (value_names, inferred names)."""
         return Spellings.of(self.names, by_value=not self.accepts_ids)
 
     def reading(self) -> dict[str, Any]:
@@ -312,14 +313,19 @@ def given_scheme(config: DataConfig, hub_names: list[str] | None) -> LabelScheme
         return LabelScheme(names or hub_names, 0)  # a ClassLabel's column holds ids, whatever its names
     if names is None:
         return None
-    if named_by_value(names):
-        return LabelScheme(names, config.label_index_base or 0, accepts_ids=False, origin=_by_value("data.label_names"))
+    values = value_names(names)
+    if values is not None:
+        return LabelScheme(
+            names, config.label_index_base or 0, accepts_ids=False, origin=_by_value("data.label_names", values)
+        )
     return LabelScheme(names, config.label_index_base or 0)
 
 
-def _by_value(origin: str) -> str:
-    """Where classes named by numbers come from, and how labels name them (named_by_value), for the error that
-    lists them."""
+def _by_value(origin: str, values: str) -> str:
+    """Where classes named by values come from, and how labels name them (value_names), for the error that lists
+    them."""
+    if values == BOOLEANS:
+        return f"{origin}; 1/0, true/false and yes/no name the classes by meaning, never as ids"
     return f"{origin}; a number names the class of equal value, never an id"
 
 
@@ -429,7 +435,8 @@ def _inferred_scheme(train: Table, column: str, base: int | None) -> LabelScheme
     _warn_case_variants(names, train, column)
     _warn_unlike_names(Counter(str(value).strip() for value in values), train, column, None)
     found = "the classes found in train"
-    origin = _by_value(found) if named_by_value(names) else f"{found}; set data.label_names to use ids"
+    values = value_names(names)
+    origin = _by_value(found, values) if values is not None else f"{found}; set data.label_names to use ids"
     return LabelScheme(names, base or 0, accepts_ids=False, origin=origin)
 
 
@@ -669,46 +676,61 @@ def _class_indices(
 class Spellings:
     """How labels name the classes: a class's name exactly, or written another way (`written_form`) where no other
     class is written so: in any letter case ("POSITIVE", " Positive" for positive; JSON's true for a class True,
-    spreadsheets' TRUE), and, `by_value`, a number as any number of equal value ("4", "+4", "4.00" for a class
-    4.0), so that listing the classes in data.label_names reads a column's messy spellings as one class each."""
+    spreadsheets' TRUE), and where the names are values (`values`, value_names) by value: a number as any number of
+    equal value ("4", "+4", "4.00" for a class 4.0), a boolean by meaning (1, true, yes for a class True), so that
+    listing the classes in data.label_names reads a column's messy spellings as one class each."""
 
     exact: dict[str, int]
     forms: dict[str, int]  # written_form -> class index, for the names no other class shares it
-    by_value: bool = False
+    values: str | None = None
 
     @classmethod
     def of(cls, names: list[str], by_value: bool = False) -> Spellings:
         """`by_value` only where labels are never ids (LabelScheme.spellings): a number is then a value, not a
         position."""
-        forms = [written_form(name, by_value) for name in names]
+        values = value_names(names) if by_value else None
+        forms = [written_form(name, values) for name in names]
         counts = Counter(forms)
         return cls(
             {name: index for index, name in enumerate(names)},
             {form: index for index, form in enumerate(forms) if counts[form] == 1},
-            by_value,
+            values,
         )
 
     def index(self, text: str) -> int | None:
-        return self.exact.get(text, self.forms.get(written_form(text, self.by_value)))
+        return self.exact.get(text, self.forms.get(written_form(text, self.values)))
 
 
-def written_form(name: str, by_value: bool) -> str:
-    """The one form of the ways of writing a name that mean one class: stripped and case-folded, and `by_value` a
-    number by its value (Decimal: exact, "4" == "4.0" == "+4", "0.5" == ".50"), so that a file's integers match
-    classes a spreadsheet wrote as decimals. Spellings matches labels by it and _warn_case_variants names the
-    classes found in train that share it."""
+# What value_names calls class names every one of which is a boolean, and those of which one is a number.
+BOOLEANS = "booleans"
+NUMBERS = "numbers"
+
+
+def written_form(name: str, values: str | None) -> str:
+    """The one form of the ways of writing a name that mean one class: stripped and case-folded, and where the class
+    names are `values` (value_names) by value: a boolean by its meaning (_read_indicator, as data.label_columns reads
+    a cell: 1, true, yes), a number exactly (Decimal: "4" == "4.0" == "+4"), so that a file's integers match classes
+    a spreadsheet wrote as decimals. Spellings matches labels by it and _warn_case_variants names the classes found
+    in train that share it."""
     text = name.strip()
-    if by_value and is_number_text(text):
+    meaning = _read_indicator(text) if values == BOOLEANS else "?"
+    if meaning != "?":
+        return str(meaning).casefold()
+    if values is not None and is_number_text(text):
         value = Decimal(text)
         return "0" if value == 0 else str(value.normalize())  # "-0" is 0; the exponent form keeps 1e999 short
     return text.casefold()
 
 
-def named_by_value(names: list[str]) -> bool:
-    """Whether labels match these class names by value and are never read as ids: where a class is named by a number,
-    a numeric label is the class of equal value ("4" is the class 4.0), never a position, which beside a class 4.5
-    read "4" as 4.5 and "1" as 2.0 (the fifth and second class counting from 0) without an error."""
-    return any(is_number_text(name) for name in names)
+def value_names(names: list[str]) -> str | None:
+    """Whether labels match these class names by value and are never read as ids: BOOLEANS where every name is a
+    boolean (True/False, yes/no, 1/0: 1 is the class True, never the second class, which for names listed True,
+    False read every label inverted), else NUMBERS where a name is a number (a numeric label is the class of equal
+    value: "4" is the class 4.0, never a position, which beside a class 4.5 read "4" as 4.5 and "1" as 2.0 without an
+    error); None: names matched as written."""
+    if names and all(_read_indicator(name) != "?" for name in names):
+        return BOOLEANS
+    return NUMBERS if any(is_number_text(name) for name in names) else None
 
 
 class UnknownLabels(DataError):
@@ -842,11 +864,13 @@ def label_set_scheme(config: DataConfig, train: Table, hub_names: list[str] | No
 
 def _warn_case_variants(names: list[str], train: Table, column: str) -> None:
     """Labels found in train that differ only in letter case ("World", "world") or in how a number is written ("1",
-    "+1", "1.0" among names): written_form, by value as inferred names are read. Kept as separate classes, as
-    written, but almost always meaning one: say so, naming them, before a run learns to tell them apart."""
+    "+1", "1.0" among names) or a boolean ("1", "true" where every name is one): written_form, by value as inferred
+    names are read. Kept as separate classes, as written, but almost always meaning one: say so, naming them, before
+    a run learns to tell them apart."""
+    values = value_names(names)
     groups: dict[str, list[str]] = {}
     for name in names:
-        groups.setdefault(written_form(name, by_value=True), []).append(name)
+        groups.setdefault(written_form(name, values), []).append(name)
     variants = [group for group in groups.values() if len(group) > 1]
     if variants:
         logger.warning(
@@ -944,6 +968,7 @@ def _written_list(value: Any) -> list[str | int] | None:
 
 
 # What an indicator cell may hold, compared case-blind: spreadsheets write TRUE/FALSE, pandas True/False, surveys yes/no.
+# Read so too, class names that are booleans (value_names) and the labels that name them.
 _PRESENT_WORDS = {"true", "yes"}
 _ABSENT_WORDS = {"false", "no"}
 # The column stage 1 writes each row's set of classes into, read as a list column from then on. A name no file has.

@@ -163,6 +163,43 @@ def test_integers_against_listed_numbers_read_by_value_with_no_id_base_to_say(tm
             assert float(name) == float(written[int(text.split()[1])]), text
 
 
+@pytest.mark.parametrize("names", [None, ["True", "False"]], ids=["inferred", "label-names"])
+def test_booleans_written_as_1_and_0_are_the_classes_they_mean_never_positions(tmp_path, names):
+    """Train's True/False against a test file's 1/0: refused without data.label_names, and with ["True", "False"]
+    every 1 read as the second class (False) and every 0 as the first, each label inverted without a word."""
+    train = labelled(tmp_path / "train.csv", ["True", "False"] * 10)
+    test = labelled(tmp_path / "test.csv", ["1", "0", "1.0", "true", "FALSE", "Yes", "no"])
+    data = load_data(config(train, test_file=str(test), label_names=names), seed=0)
+    assert list(gold(data).values()) == ["True", "False", "True", "True", "False", "True", "False"]
+    assert data.summary["label_reading"]["ids"] is False
+    with pytest.raises(DataError) as error:
+        load_data(config(train, test_file=str(labelled(tmp_path / "two.csv", ["1", "2"])), label_names=names), seed=0)
+    origin = "data.label_names" if names else "the classes found in train"
+    assert str(error.value).startswith(
+        f"{tmp_path / 'two.csv'}, line 3, column 'label': label '2' is not a known class"
+    )
+    assert str(error.value).endswith(
+        f"({origin}; 1/0, true/false and yes/no name the classes by meaning, never as ids)"
+    )
+
+
+def test_a_column_mixing_boolean_spellings_is_read_by_listing_the_classes(tmp_path, caplog):
+    """The user sweep's column of true and 1, false and 0: with data.label_names ["False", "True"] '1 is a class id
+    but earlier labels of this column are class names'. Unlisted, its four spellings are four classes, as any
+    variants are, and the warning about variants names them with the way out."""
+    written = ["true", "1", "false", "0", "TRUE", "No", "yes", "0.0"] * 5
+    train = labelled(tmp_path / "train.csv", written)
+    data = load_data(config(train, label_names=["False", "True"]), seed=0)
+    meaning = {"true": "True", "1": "True", "yes": "True", "false": "False", "0": "False", "no": "False"}
+    for split in ("train", "validation", "test"):
+        for text, name in gold(data, split).items():
+            assert name == meaning[written[int(text.split()[1])].casefold().removesuffix(".0")], text
+    with caplog.at_level(logging.WARNING, logger=LABELS_LOGGER):
+        assert len(load_data(config(train), seed=0).labels) == 8
+    assert "are separate classes: '0', '0.0', 'No', 'false'; '1', 'TRUE', 'true', 'yes';" in caplog.text
+    assert "list the classes in data.label_names" in caplog.text
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Tags in a multi-label task
 
