@@ -654,7 +654,16 @@ def _class_indices(
         rows = list(unknown)
         distinct = list(dict.fromkeys(str(label).strip() for labels in unknown.values() for label in labels))
         others = f"; unknown labels: {', '.join(repr(name) for name in distinct[:10])}" if len(distinct) > 1 else ""
-        hints = _joined_hint(distinct, spellings, scheme, separator) + _missing_hint(distinct)
+        hints = (
+            _written_otherwise_hint(distinct, scheme)
+            + _joined_hint(distinct, spellings, scheme, separator)
+            + _missing_hint(distinct)
+        )
+        most = len(rows) >= NEARLY_ALL_ROWS * len(label_lists)
+        if most and not hints:
+            hints = (
+                f"; {len(rows):,} of {len(label_lists):,} rows, too many to leave out: is '{column}' the label column?"
+            )
         raise UnknownLabels(
             f"{table.where(rows[0])}, column '{column}': label {unknown[rows[0]][0]!r} is not a known class"
             f"{table.and_more(rows)}{others}; {_allowed(scheme)}{hints}",
@@ -742,6 +751,11 @@ class UnknownLabels(DataError):
         self.labels = labels
 
 
+# Unknown labels on at least this share of a file's rows are no stray classes to leave out but the classes written
+# otherwise or a column that holds no labels: the settings that leave their rows out would leave (nearly) nothing.
+NEARLY_ALL_ROWS = 0.9
+
+
 def leave_out_hint(config: DataConfig, labels: list[str]) -> str:
     """Added to an UnknownLabels error where the settings are known: the settings that leave its rows out, for the
     command line (the labels added to data.missing_label_values, the marks it holds kept; data.incomplete_rows=drop)."""
@@ -751,6 +765,24 @@ def leave_out_hint(config: DataConfig, labels: list[str]) -> str:
     if config.incomplete_rows != "drop":
         settings.append("data.incomplete_rows=drop")
     return f"; to leave those rows out (listed in removed_rows.csv), add {' '.join(settings)}"
+
+
+def _written_otherwise_hint(unknown: list[str], scheme: LabelScheme) -> str:
+    """When unknown labels are the classes written another way, read by value (value_names: "true" for a class 1,
+    "4" for 4.0), where the scheme reads ids instead (integer labels inferred from train, a ClassLabel's): say so,
+    with the listing of the classes that reads labels by value, rather than offer to leave out rows that are the
+    classes' own."""
+    by_value = Spellings.of(scheme.names, by_value=True)
+    if not scheme.accepts_ids or by_value.values is None:
+        return ""
+    classes = [by_value.index(label) for label in unknown]
+    if None in classes:
+        return ""
+    named = ", ".join(scheme.names[index] for index in dict.fromkeys(classes))
+    return (
+        f"; the classes {named} written another way? Where data.label_names lists the classes, labels match them by "
+        f"value ({unknown[0]} is {scheme.names[classes[0]]}): {override_text('data.label_names', scheme.names)}"
+    )
 
 
 def _missing_hint(unknown: list[str]) -> str:

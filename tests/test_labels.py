@@ -13,7 +13,7 @@ import pytest
 
 from pipeline.config import DataConfig
 from pipeline.data import load_data
-from pipeline.labels import _set_hint, _spaces_join_classes, set_joining
+from pipeline.labels import UnknownLabels, _set_hint, _spaces_join_classes, leave_out_hint, set_joining
 from pipeline.splits import labels_of
 from pipeline.tables import DataError
 
@@ -198,6 +198,39 @@ def test_a_column_mixing_boolean_spellings_is_read_by_listing_the_classes(tmp_pa
         assert len(load_data(config(train), seed=0).labels) == 8
     assert "are separate classes: '0', '0.0', 'No', 'false'; '1', 'TRUE', 'true', 'yes';" in caplog.text
     assert "list the classes in data.label_names" in caplog.text
+
+
+def test_unknown_labels_that_are_the_classes_written_another_way_say_so_instead_of_leaving_rows_out(tmp_path):
+    """Train's 0/1 (ids) against a test file's true/false: the error offered to add 'true', 'false' to
+    data.missing_label_values and drop, every row of the file. It names the listing that reads them by value."""
+    train = labelled(tmp_path / "train.csv", ["0", "1"] * 10)
+    test = labelled(tmp_path / "test.csv", ["true", "false", "TRUE"])
+    settings = config(train, test_file=str(test))
+    with pytest.raises(UnknownLabels) as error:
+        load_data(settings, seed=0)
+    assert str(error.value).endswith(
+        "allowed: ids 0..1 (data.label_index_base=0); the classes 1, 0 written another way? Where data.label_names "
+        """lists the classes, labels match them by value (true is 1): 'data.label_names=["0", "1"]'"""
+    )
+    assert leave_out_hint(settings, error.value.labels) == ""
+    data = load_data(config(train, test_file=str(test), label_names=["0", "1"]), seed=0)
+    assert list(gold(data).values()) == ["1", "0", "1"]
+
+
+def test_leaving_out_the_rows_of_unknown_labels_is_offered_only_where_rows_would_remain(tmp_path):
+    """Unknown labels on every row of a file (another column's values, the classes written otherwise) are no stray
+    classes: the settings that leave their rows out would leave none."""
+    train = labelled(tmp_path / "train.csv", ["pos", "neg"] * 10)
+    everywhere = labelled(tmp_path / "test.csv", ["good", "bad"] * 10)
+    settings = config(train, test_file=str(everywhere))
+    with pytest.raises(UnknownLabels) as error:
+        load_data(settings, seed=0)
+    assert str(error.value).endswith("; 20 of 20 rows, too many to leave out: is 'label' the label column?")
+    assert leave_out_hint(settings, error.value.labels) == ""
+    stray = labelled(tmp_path / "stray.csv", ["pos", "neg"] * 9 + ["meh", "meh"])
+    with pytest.raises(UnknownLabels) as error:
+        load_data(config(train, test_file=str(stray)), seed=0)
+    assert error.value.labels == ["meh"] and "too many to leave out" not in str(error.value)
 
 
 # ---------------------------------------------------------------------------------------------------------------
