@@ -685,9 +685,10 @@ def _class_indices(
 class Spellings:
     """How labels name the classes: a class's name exactly, or written another way (`written_form`) where no other
     class is written so: in any letter case ("POSITIVE", " Positive" for positive; JSON's true for a class True,
-    spreadsheets' TRUE), and where the names are values (`values`, value_names) by value: a number as any number of
-    equal value ("4", "+4", "4.00" for a class 4.0), a boolean by meaning (1, true, yes for a class True), so that
-    listing the classes in data.label_names reads a column's messy spellings as one class each."""
+    spreadsheets' TRUE) and spacing ("Toys>Games" for Toys > Games), and where the names are values (`values`,
+    value_names) by value: a number as any number of equal value ("4", "+4", "4.00" for a class 4.0), a boolean by
+    meaning (1, true, yes for a class True), so that listing the classes in data.label_names reads a column's messy
+    spellings as one class each."""
 
     exact: dict[str, int]
     forms: dict[str, int]  # written_form -> class index, for the names no other class shares it
@@ -715,12 +716,18 @@ BOOLEANS = "booleans"
 NUMBERS = "numbers"
 
 
+# Spaces beside a character that is neither a letter, a digit nor a space: "Toys > Games" and "Toys>Games", "Sci/Tech"
+# and "Sci / Tech" are one name to a reader (a hand-typed cell, a join without spaces), never two classes.
+_SPACED_PUNCTUATION = re.compile(r" ?([^\w\s]) ?")
+
+
 def written_form(name: str, values: str | None) -> str:
-    """The one form of the ways of writing a name that mean one class: stripped and case-folded, and where the class
-    names are `values` (value_names) by value: a boolean by its meaning (_read_indicator, as data.label_columns reads
-    a cell: 1, true, yes), a number exactly (Decimal: "4" == "4.0" == "+4"), so that a file's integers match classes
-    a spreadsheet wrote as decimals. Spellings matches labels by it and _warn_case_variants names the classes found
-    in train that share it."""
+    """The one form of the ways of writing a name that mean one class: case-folded, its spaces stripped, run
+    together (one between words) and dropped beside punctuation (_SPACED_PUNCTUATION), and where the class names are
+    `values` (value_names) by value: a boolean by its meaning (_read_indicator, as data.label_columns reads a cell:
+    1, true, yes), a number exactly (Decimal: "4" == "4.0" == "+4"), so that a file's integers match classes a
+    spreadsheet wrote as decimals. Spellings matches labels by it and _warn_case_variants names the classes found in
+    train that share it."""
     text = name.strip()
     meaning = _read_indicator(text) if values == BOOLEANS else "?"
     if meaning != "?":
@@ -728,7 +735,7 @@ def written_form(name: str, values: str | None) -> str:
     if values is not None and is_number_text(text):
         value = Decimal(text)
         return "0" if value == 0 else str(value.normalize())  # "-0" is 0; the exponent form keeps 1e999 short
-    return text.casefold()
+    return _SPACED_PUNCTUATION.sub(r"\1", " ".join(text.split())).casefold()
 
 
 def value_names(names: list[str]) -> str | None:
@@ -895,10 +902,10 @@ def label_set_scheme(config: DataConfig, train: Table, hub_names: list[str] | No
 
 
 def _warn_case_variants(names: list[str], train: Table, column: str) -> None:
-    """Labels found in train that differ only in letter case ("World", "world") or in how a number is written ("1",
-    "+1", "1.0" among names) or a boolean ("1", "true" where every name is one): written_form, by value as inferred
-    names are read. Kept as separate classes, as written, but almost always meaning one: say so, naming them, before
-    a run learns to tell them apart."""
+    """Labels found in train that differ only in letter case ("World", "world"), in spacing ("Toys > Games",
+    "Toys>Games"), in how a number is written ("1", "+1", "1.0" among names) or a boolean ("1", "true" where every
+    name is one): written_form, by value as inferred names are read. Kept as separate classes, as written, but almost
+    always meaning one: say so, naming them, before a run learns to tell them apart."""
     values = value_names(names)
     groups: dict[str, list[str]] = {}
     for name in names:
@@ -906,9 +913,9 @@ def _warn_case_variants(names: list[str], train: Table, column: str) -> None:
     variants = [group for group in groups.values() if len(group) > 1]
     if variants:
         logger.warning(
-            "%s, column '%s': labels that differ only in case or number format are separate classes: %s; write "
-            "each class one way "
-            "(or list the classes in data.label_names: a label then reads as the class it names in any letter case)",
+            "%s, column '%s': labels that differ only in case, spacing, number or boolean format are separate "
+            "classes: %s; write each class one way (or list the classes in data.label_names: a label then reads as "
+            "the class it names, written any of these ways)",
             train.source,
             column,
             "; ".join(", ".join(repr(name) for name in group) for group in variants),

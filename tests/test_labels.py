@@ -234,6 +234,51 @@ def test_leaving_out_the_rows_of_unknown_labels_is_offered_only_where_rows_would
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# Class names written another way
+
+
+# The user sweep's product categories, one of them typed without its spaces ("accessories;Toys>Games").
+PRODUCTS = ["Accessories", "Electronics > Phones", "Home & Garden > Kitchen", "Toys > Games"]
+
+
+@pytest.mark.parametrize("task", ["single_label", "multi_label"])
+def test_names_that_differ_only_in_spacing_are_warned_about_and_listed_read_as_one(tmp_path, caplog, task):
+    """'Toys>Games' beside 'Toys > Games' became a class of its own without a word, where 'accessories' beside
+    'Accessories' was named in a warning: spacing is one more way of writing a name, warned about alike, and the
+    way out the warning gives (data.label_names) reads it as the class."""
+    written = [*PRODUCTS, "Toys>Games", "Home&Garden > Kitchen", "Electronics  >  Phones"] * 5
+    train = labelled(tmp_path / "train.csv", written)
+    settings = {"task": task, "label_separator": ";"} if task == "multi_label" else {}
+    with caplog.at_level(logging.WARNING, logger=LABELS_LOGGER):
+        assert len(load_data(config(train, **settings), seed=0).labels) == 7
+    assert (
+        "labels that differ only in case, spacing, number or boolean format are separate classes: 'Electronics  >  "
+        "Phones', 'Electronics > Phones'; 'Home & Garden > Kitchen', 'Home&Garden > Kitchen'; 'Toys > Games', "
+        "'Toys>Games'; write each class one way" in caplog.text
+    )
+    data = load_data(config(train, label_names=PRODUCTS, **settings), seed=0)
+    rows = data.splits["train"]
+    for text, label in zip(rows["text"], rows["labels" if task == "multi_label" else "label"]):
+        index = label.index(1.0) if task == "multi_label" else label
+        assert written[int(text.split()[1])].replace(" ", "") == PRODUCTS[index].replace(" ", ""), text
+
+
+def test_names_that_are_one_name_spaced_otherwise_each_keep_their_exact_spelling(tmp_path):
+    """Two listed classes spaced apart only ('a>b', 'a > b') are ambiguous by their form: each takes only its own
+    spelling, as two classes differing only in case do, and a third spelling names neither."""
+    train = labelled(tmp_path / "train.csv", ["a>b", "a > b"] * 10)
+    listed = ["a>b", "a > b"]
+    exact = labelled(tmp_path / "exact.csv", ["a > b", "a>b"])
+    assert list(gold(load_data(config(train, test_file=str(exact), label_names=listed), seed=0)).values()) == [
+        "a > b",
+        "a>b",
+    ]
+    other = labelled(tmp_path / "other.csv", ["a > b", "a >b"])
+    with pytest.raises(DataError, match=r"other\.csv, line 3, column 'label': label 'a >b' is not a known class"):
+        load_data(config(train, test_file=str(other), label_names=listed), seed=0)
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Tags in a multi-label task
 
 
