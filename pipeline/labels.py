@@ -950,7 +950,8 @@ def _read_set(value: Any, separator: str, table: Table, row: int, column: str) -
             "the names joined by data.label_separator"
         )
     value = value if written is None else written
-    if isinstance(value, (list, tuple, np.ndarray)):
+    listed = isinstance(value, (list, tuple, np.ndarray))
+    if listed:
         items = [str(item).strip() for item in value]
         joined = [item for item in items if separator in item]
         if joined:
@@ -963,16 +964,28 @@ def _read_set(value: Any, separator: str, table: Table, row: int, column: str) -
     else:
         items = _split_joined(str(value), separator)
     if "" in items:
-        raise DataError(f"{table.where(row)}, column '{column}': an empty label in {value!r}")
+        raise DataError(
+            f"{table.where(row)}, column '{column}': an empty label in {value!r}; {_empty_label_fix(listed, separator)}"
+        )
     return items
 
 
+def _empty_label_fix(listed: bool, separator: str) -> str:
+    if listed:
+        return "remove the empty name from the list"
+    return (
+        f"two data.label_separator {separator!r} with nothing between: remove one (a separator at either end of a "
+        "cell is read as none)"
+    )
+
+
 def _split_joined(text: str, separator: str) -> list[str]:
-    """The labels a string joins by `separator`, stripped. A separator that both begins and ends it encloses the set
-    (newer StackExchange dumps' "|python|pandas|"): it makes no empty label."""
+    """The labels a string joins by `separator`, stripped. A separator at either end, spaces aside, joins nothing
+    and makes no empty label: newer StackExchange dumps' "|python|pandas|" encloses the set, a join that writes one
+    after each label (a spreadsheet's, "Toys > Games; ") ends with one. Only a separator alone is left to split."""
     text = text.strip()
-    if len(text) > len(separator) and text.startswith(separator) and text.endswith(separator):
-        text = text[len(separator) : -len(separator)]
+    if text != separator:
+        text = text.removeprefix(separator).removesuffix(separator)
     return [item.strip() for item in text.split(separator)]
 
 

@@ -308,15 +308,37 @@ def test_stackexchange_tag_cells_read_as_the_sets_they_write(tmp_path, cell, set
 @pytest.mark.parametrize(
     ("cell", "message"),
     [
-        ("|python|pandas", r"line 3, column 'label': an empty label in '\|python\|pandas'"),  # begins, does not end
+        (
+            "python||pandas",
+            r"line 3, column 'label': an empty label in 'python\|\|pandas'; two data.label_separator '\|' with "
+            r"nothing between: remove one \(a separator at either end of a cell is read as none\)$",
+        ),
+        ('["python", ""]', r"line 3, column 'label': an empty label in \['python', ''\]; remove the empty name"),
         ("<python><c|sharp>", r"line 3, column 'label': label 'c\|sharp' contains data.label_separator '\|'"),
     ],
-    ids=["separator-at-one-end", "tag-holding-the-separator"],
+    ids=["separators-with-nothing-between", "empty-name-in-a-list", "tag-holding-the-separator"],
 )
 def test_tag_cells_that_cannot_be_read_as_sets_are_errors_naming_the_row(tmp_path, cell, message):
     train = labelled(tmp_path / "train.csv", ["python", cell, *["java", "python"] * 5])
     with pytest.raises(DataError, match=message):
         load_data(config(train, task="multi_label"), seed=0)
+
+
+@pytest.mark.parametrize(
+    "cells",
+    [["Toys > Games; ", "Toys > Games; Accessories; "], [" ; Toys > Games", "; Toys > Games ; Accessories"]],
+    ids=["trailing", "leading"],
+)
+def test_a_separator_at_one_end_of_a_cell_joins_nothing(tmp_path, cells):
+    """A join that writes the separator after each label (the user sweep's 'Toys > Games; ') stopped with 'an empty
+    label', no fix offered, where '|python|pandas|' enclosing the set was read: either end, spaces aside, is none."""
+    settings = {"task": "multi_label", "label_separator": ";"}
+    written = load_data(config(labelled(tmp_path / "ends.csv", cells * 10), **settings), seed=0)
+    plain = ["Toys > Games", "Toys > Games; Accessories"]
+    joined = load_data(config(labelled(tmp_path / "plain.csv", plain * 10), **settings), seed=0)
+    assert written.labels == joined.labels == ["Accessories", "Toys > Games"]
+    for split in ("train", "validation", "test"):
+        np.testing.assert_array_equal(labels_of(written.splits[split]), labels_of(joined.splits[split]))
 
 
 def test_single_label_tag_sets_are_warned_about_naming_the_setting(tmp_path, caplog):
