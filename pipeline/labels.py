@@ -390,12 +390,13 @@ def trained_scheme(names: list[str], reading: dict[str, Any] | None, config: Dat
     only where data.label_names named the classes, as training then did: ids never index inferred names."""
     if reading is None:
         reading = {"names": True, "ids": bool(config.label_names), "index_base": config.label_index_base or 0}
+    origin, values = "the model's classes, read as in training", value_names(list(names))
     return LabelScheme(
         list(names),
         int(reading["index_base"]),
         accepts_names=bool(reading["names"]),
         accepts_ids=bool(reading["ids"]),
-        origin="the model's classes, read as in training",
+        origin=origin if reading["ids"] or values is None else _by_value(origin, values),
     )
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from pipeline.config import DataConfig
-from pipeline.data import load_data
+from pipeline.data import load_data, read_labelled_file
 from pipeline.labels import UnknownLabels, _set_hint, _spaces_join_classes, leave_out_hint, set_joining
 from pipeline.splits import labels_of
 from pipeline.tables import DataError
@@ -161,6 +161,21 @@ def test_integers_against_listed_numbers_read_by_value_with_no_id_base_to_say(tm
     for split in ("train", "validation", "test"):
         for text, name in gold(data, split).items():
             assert float(name) == float(written[int(text.split()[1])]), text
+
+
+def test_a_file_scored_against_a_model_of_number_classes_reads_its_labels_by_value(tmp_path):
+    """pipeline.evaluate reads a file's labels as training read its own (data.label_reading): by value, no ids."""
+    settings = config(labelled(tmp_path / "train.csv", STARS * 10), label_names=STARS)
+    reading = load_data(settings, seed=0).summary["label_reading"]
+    scored = labelled(tmp_path / "scored.csv", ["4", "1.00"])
+    dataset, _, _ = read_labelled_file(settings, str(scored), "--input", STARS, reading)
+    assert [STARS[label] for label in labels_of(dataset)] == ["4.0", "1.0"]
+    with pytest.raises(DataError) as error:
+        read_labelled_file(settings, str(labelled(scored, ["4", "7", "2"])), "--input", STARS, reading)
+    assert str(error.value) == (
+        f"{scored}, line 3, column 'label': label '7' is not a known class; allowed: the names {', '.join(STARS)} "
+        "(the model's classes, read as in training; a number names the class of equal value, never an id)"
+    )
 
 
 @pytest.mark.parametrize("names", [None, ["True", "False"]], ids=["inferred", "label-names"])
