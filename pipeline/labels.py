@@ -7,7 +7,9 @@ A label is read one way only, and the same way in every split: as a class *name*
 from `data.label_index_base`. When `data.label_names` is unset the train split decides which: all-integer labels
 are ids (their names are the numbers as written; counted from 1 when train has no 0 and no base is set), anything
 else is names (sorted). Inferred names are never
-indexed by ids, so a test file with ids against a train file with names is an error, not a silent permutation.
+indexed by ids, so a test file with ids against a train file with names is an error, not a silent permutation; nor
+are names that are values, listed or inferred (value_names): a label "4" is the class "4.0", never the fifth, and
+1 is the class True, never the second.
 
 A row may have no label (`MissingLabel`): an empty cell, a mark of `data.missing_label_values` (NaN, N/A, ...), or
 -1 where labels are ids of named classes (the datasets library's mark of a hidden label). Such a row is incomplete
@@ -35,6 +37,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -111,6 +114,10 @@ class LabelScheme:
     accepts_ids: bool = True
     # Where names-only classes come from, for the error that lists them (what to change to accept other labels).
     origin: str = ""
+
+    def spellings(self) -> Spellings:
+        """How labels name the classes; by value where ids are not read (value_names, inferred names)."""
+        return Spellings.of(self.names, by_value=not self.accepts_ids)
 
     def reading(self) -> dict[str, Any]:
         """How labels were read, as metrics.json records it (data.label_reading), for a file scored later."""
@@ -303,8 +310,23 @@ def given_scheme(config: DataConfig, hub_names: list[str] | None) -> LabelScheme
                 f"data.label_names has {len(names)} names but the Hub dataset's '{config.label_column}' column has "
                 f"{len(hub_names)} classes ({', '.join(hub_names)})"
             )
-        return LabelScheme(names or hub_names, 0)
-    return None if names is None else LabelScheme(names, config.label_index_base or 0)
+        return LabelScheme(names or hub_names, 0)  # a ClassLabel's column holds ids, whatever its names
+    if names is None:
+        return None
+    values = value_names(names)
+    if values is not None:
+        return LabelScheme(
+            names, config.label_index_base or 0, accepts_ids=False, origin=_by_value("data.label_names", values)
+        )
+    return LabelScheme(names, config.label_index_base or 0)
+
+
+def _by_value(origin: str, values: str) -> str:
+    """Where classes named by values come from, and how labels name them (value_names), for the error that lists
+    them."""
+    if values == BOOLEANS:
+        return f"{origin}; 1/0, true/false and yes/no name the classes by meaning, never as ids"
+    return f"{origin}; a number names the class of equal value, never an id"
 
 
 def refuse_unsaid_id_base(config: DataConfig, train: Table, scheme: LabelScheme) -> None:
@@ -313,7 +335,7 @@ def refuse_unsaid_id_base(config: DataConfig, train: Table, scheme: LabelScheme)
     the class after its own, without an error, the first class merely without rows. A file that counts from 0 and
     lacks its first class looks the same, so the base must be said. Multi-label sets of ids ("2,27") are read by the
     same rule, item by item; indicator columns (data.label_columns) hold no ids."""
-    if config.label_index_base is not None or not config.label_names or config.label_columns:
+    if config.label_index_base is not None or not config.label_names or config.label_columns or not scheme.accepts_ids:
         return
     named = set(scheme.names)
     labels = _train_label_items(config, train)
@@ -368,12 +390,13 @@ def trained_scheme(names: list[str], reading: dict[str, Any] | None, config: Dat
     only where data.label_names named the classes, as training then did: ids never index inferred names."""
     if reading is None:
         reading = {"names": True, "ids": bool(config.label_names), "index_base": config.label_index_base or 0}
+    origin, values = "the model's classes, read as in training", value_names(list(names))
     return LabelScheme(
         list(names),
         int(reading["index_base"]),
         accepts_names=bool(reading["names"]),
         accepts_ids=bool(reading["ids"]),
-        origin="the model's classes, read as in training",
+        origin=origin if reading["ids"] or values is None else _by_value(origin, values),
     )
 
 
@@ -412,9 +435,10 @@ def _inferred_scheme(train: Table, column: str, base: int | None) -> LabelScheme
         )
     _warn_case_variants(names, train, column)
     _warn_unlike_names(Counter(str(value).strip() for value in values), train, column, None)
-    return LabelScheme(
-        names, base or 0, accepts_ids=False, origin="the classes found in train; set data.label_names to use ids"
-    )
+    found = "the classes found in train"
+    values = value_names(names)
+    origin = _by_value(found, values) if values is not None else f"{found}; set data.label_names to use ids"
+    return LabelScheme(names, base or 0, accepts_ids=False, origin=origin)
 
 
 def _warn_unlike_names(rows: Counter[str], train: Table, column: str, separator: str | None) -> None:
@@ -619,7 +643,7 @@ def _class_indices(
     first row, how many more, and which labels they are (a test file's classes the train file never had, often).
     Then a column is read one way only: a label written as a name where earlier ones were ids (or the reverse) is
     an error naming its row. `separator`: a multi-label task's data.label_separator (None: single-label)."""
-    spellings = Spellings.of(scheme.names)
+    spellings = scheme.spellings()
     read = [[_read_label(label, spellings, scheme) for label in labels] for labels in label_lists]
     classes = len(scheme.names)
     unknown = {
@@ -631,7 +655,16 @@ def _class_indices(
         rows = list(unknown)
         distinct = list(dict.fromkeys(str(label).strip() for labels in unknown.values() for label in labels))
         others = f"; unknown labels: {', '.join(repr(name) for name in distinct[:10])}" if len(distinct) > 1 else ""
-        hints = _joined_hint(distinct, spellings, scheme, separator) + _missing_hint(distinct)
+        hints = (
+            _written_otherwise_hint(distinct, scheme)
+            + _joined_hint(distinct, spellings, scheme, separator)
+            + _missing_hint(distinct)
+        )
+        most = len(rows) >= NEARLY_ALL_ROWS * len(label_lists)
+        if most and not hints:
+            hints = (
+                f"; {len(rows):,} of {len(label_lists):,} rows, too many to leave out: is '{column}' the label column?"
+            )
         raise UnknownLabels(
             f"{table.where(rows[0])}, column '{column}': label {unknown[rows[0]][0]!r} is not a known class"
             f"{table.and_more(rows)}{others}; {_allowed(scheme)}{hints}",
@@ -651,24 +684,70 @@ def _class_indices(
 
 @dataclass(frozen=True)
 class Spellings:
-    """How labels name the classes: a class's name exactly, or in any letter case where no other class has the same
-    letters ("POSITIVE", " Positive" for positive; JSON's true for a class True, spreadsheets' TRUE), so that listing
-    the classes in data.label_names reads a column's messy spellings as one class each."""
+    """How labels name the classes: a class's name exactly, or written another way (`written_form`) where no other
+    class is written so: in any letter case ("POSITIVE", " Positive" for positive; JSON's true for a class True,
+    spreadsheets' TRUE) and spacing ("Toys>Games" for Toys > Games), and where the names are values (`values`,
+    value_names) by value: a number as any number of equal value ("4", "+4", "4.00" for a class 4.0), a boolean by
+    meaning (1, true, yes for a class True), so that listing the classes in data.label_names reads a column's messy
+    spellings as one class each."""
 
     exact: dict[str, int]
-    folded: dict[str, int]  # case-folded name -> class index, for the names no other class shares case-folded
+    forms: dict[str, int]  # written_form -> class index, for the names no other class shares it
+    values: str | None = None
 
     @classmethod
-    def of(cls, names: list[str]) -> Spellings:
-        folds = Counter(name.strip().casefold() for name in names)
-        folded = {name.strip().casefold(): index for index, name in enumerate(names)}
+    def of(cls, names: list[str], by_value: bool = False) -> Spellings:
+        """`by_value` only where labels are never ids (LabelScheme.spellings): a number is then a value, not a
+        position."""
+        values = value_names(names) if by_value else None
+        forms = [written_form(name, values) for name in names]
+        counts = Counter(forms)
         return cls(
             {name: index for index, name in enumerate(names)},
-            {fold: index for fold, index in folded.items() if folds[fold] == 1},
+            {form: index for index, form in enumerate(forms) if counts[form] == 1},
+            values,
         )
 
     def index(self, text: str) -> int | None:
-        return self.exact.get(text, self.folded.get(text.casefold()))
+        return self.exact.get(text, self.forms.get(written_form(text, self.values)))
+
+
+# What value_names calls class names every one of which is a boolean, and those of which one is a number.
+BOOLEANS = "booleans"
+NUMBERS = "numbers"
+
+
+# Spaces beside a character that is neither a letter, a digit nor a space: "Toys > Games" and "Toys>Games", "Sci/Tech"
+# and "Sci / Tech" are one name to a reader (a hand-typed cell, a join without spaces), never two classes.
+_SPACED_PUNCTUATION = re.compile(r" ?([^\w\s]) ?")
+
+
+def written_form(name: str, values: str | None) -> str:
+    """The one form of the ways of writing a name that mean one class: case-folded, its spaces stripped, run
+    together (one between words) and dropped beside punctuation (_SPACED_PUNCTUATION), and where the class names are
+    `values` (value_names) by value: a boolean by its meaning (_read_indicator, as data.label_columns reads a cell:
+    1, true, yes), a number exactly (Decimal: "4" == "4.0" == "+4"), so that a file's integers match classes a
+    spreadsheet wrote as decimals. Spellings matches labels by it and _warn_case_variants names the classes found in
+    train that share it."""
+    text = name.strip()
+    meaning = _read_indicator(text) if values == BOOLEANS else "?"
+    if meaning != "?":
+        return str(meaning).casefold()
+    if values is not None and is_number_text(text):
+        value = Decimal(text)
+        return "0" if value == 0 else str(value.normalize())  # "-0" is 0; the exponent form keeps 1e999 short
+    return _SPACED_PUNCTUATION.sub(r"\1", " ".join(text.split())).casefold()
+
+
+def value_names(names: list[str]) -> str | None:
+    """Whether labels match these class names by value and are never read as ids: BOOLEANS where every name is a
+    boolean (True/False, yes/no, 1/0: 1 is the class True, never the second class, which for names listed True,
+    False read every label inverted), else NUMBERS where a name is a number (a numeric label is the class of equal
+    value: "4" is the class 4.0, never a position, which beside a class 4.5 read "4" as 4.5 and "1" as 2.0 without an
+    error); None: names matched as written."""
+    if names and all(_read_indicator(name) != "?" for name in names):
+        return BOOLEANS
+    return NUMBERS if any(is_number_text(name) for name in names) else None
 
 
 class UnknownLabels(DataError):
@@ -680,6 +759,11 @@ class UnknownLabels(DataError):
         self.labels = labels
 
 
+# Unknown labels on at least this share of a file's rows are no stray classes to leave out but the classes written
+# otherwise or a column that holds no labels: the settings that leave their rows out would leave (nearly) nothing.
+NEARLY_ALL_ROWS = 0.9
+
+
 def leave_out_hint(config: DataConfig, labels: list[str]) -> str:
     """Added to an UnknownLabels error where the settings are known: the settings that leave its rows out, for the
     command line (the labels added to data.missing_label_values, the marks it holds kept; data.incomplete_rows=drop)."""
@@ -689,6 +773,24 @@ def leave_out_hint(config: DataConfig, labels: list[str]) -> str:
     if config.incomplete_rows != "drop":
         settings.append("data.incomplete_rows=drop")
     return f"; to leave those rows out (listed in removed_rows.csv), add {' '.join(settings)}"
+
+
+def _written_otherwise_hint(unknown: list[str], scheme: LabelScheme) -> str:
+    """When unknown labels are the classes written another way, read by value (value_names: "true" for a class 1,
+    "4" for 4.0), where the scheme reads ids instead (integer labels inferred from train, a ClassLabel's): say so,
+    with the listing of the classes that reads labels by value, rather than offer to leave out rows that are the
+    classes' own."""
+    by_value = Spellings.of(scheme.names, by_value=True)
+    if not scheme.accepts_ids or by_value.values is None:
+        return ""
+    classes = [by_value.index(label) for label in unknown]
+    if None in classes:
+        return ""
+    named = ", ".join(scheme.names[index] for index in dict.fromkeys(classes))
+    return (
+        f"; the classes {named} written another way? Where data.label_names lists the classes, labels match them by "
+        f"value ({unknown[0]} is {scheme.names[classes[0]]}): {override_text('data.label_names', scheme.names)}"
+    )
 
 
 def _missing_hint(unknown: list[str]) -> str:
@@ -801,19 +903,20 @@ def label_set_scheme(config: DataConfig, train: Table, hub_names: list[str] | No
 
 
 def _warn_case_variants(names: list[str], train: Table, column: str) -> None:
-    """Labels found in train that differ only in letter case ("World", "world") or in how a number is written ("1",
-    "+1", "1.0" among names) are kept as separate classes, as written, but almost always mean one: say so, naming
-    them, before a run learns to tell them apart."""
+    """Labels found in train that differ only in letter case ("World", "world"), in spacing ("Toys > Games",
+    "Toys>Games"), in how a number is written ("1", "+1", "1.0" among names) or a boolean ("1", "true" where every
+    name is one): written_form, by value as inferred names are read. Kept as separate classes, as written, but almost
+    always meaning one: say so, naming them, before a run learns to tell them apart."""
+    values = value_names(names)
     groups: dict[str, list[str]] = {}
     for name in names:
-        number = as_int(name)
-        groups.setdefault(name.casefold() if number is None else str(number), []).append(name)
+        groups.setdefault(written_form(name, values), []).append(name)
     variants = [group for group in groups.values() if len(group) > 1]
     if variants:
         logger.warning(
-            "%s, column '%s': labels that differ only in case or number format are separate classes: %s; write "
-            "each class one way "
-            "(or list the classes in data.label_names: a label then reads as the class it names in any letter case)",
+            "%s, column '%s': labels that differ only in case, spacing, number or boolean format are separate "
+            "classes: %s; write each class one way (or list the classes in data.label_names: a label then reads as "
+            "the class it names, written any of these ways)",
             train.source,
             column,
             "; ".join(", ".join(repr(name) for name in group) for group in variants),
@@ -848,7 +951,8 @@ def _read_set(value: Any, separator: str, table: Table, row: int, column: str) -
             "the names joined by data.label_separator"
         )
     value = value if written is None else written
-    if isinstance(value, (list, tuple, np.ndarray)):
+    listed = isinstance(value, (list, tuple, np.ndarray))
+    if listed:
         items = [str(item).strip() for item in value]
         joined = [item for item in items if separator in item]
         if joined:
@@ -861,16 +965,28 @@ def _read_set(value: Any, separator: str, table: Table, row: int, column: str) -
     else:
         items = _split_joined(str(value), separator)
     if "" in items:
-        raise DataError(f"{table.where(row)}, column '{column}': an empty label in {value!r}")
+        raise DataError(
+            f"{table.where(row)}, column '{column}': an empty label in {value!r}; {_empty_label_fix(listed, separator)}"
+        )
     return items
 
 
+def _empty_label_fix(listed: bool, separator: str) -> str:
+    if listed:
+        return "remove the empty name from the list"
+    return (
+        f"two data.label_separator {separator!r} with nothing between: remove one (a separator at either end of a "
+        "cell is read as none)"
+    )
+
+
 def _split_joined(text: str, separator: str) -> list[str]:
-    """The labels a string joins by `separator`, stripped. A separator that both begins and ends it encloses the set
-    (newer StackExchange dumps' "|python|pandas|"): it makes no empty label."""
+    """The labels a string joins by `separator`, stripped. A separator at either end, spaces aside, joins nothing
+    and makes no empty label: newer StackExchange dumps' "|python|pandas|" encloses the set, a join that writes one
+    after each label (a spreadsheet's, "Toys > Games; ") ends with one. Only a separator alone is left to split."""
     text = text.strip()
-    if len(text) > len(separator) and text.startswith(separator) and text.endswith(separator):
-        text = text[len(separator) : -len(separator)]
+    if text != separator:
+        text = text.removeprefix(separator).removesuffix(separator)
     return [item.strip() for item in text.split(separator)]
 
 
@@ -905,6 +1021,7 @@ def _written_list(value: Any) -> list[str | int] | None:
 
 
 # What an indicator cell may hold, compared case-blind: spreadsheets write TRUE/FALSE, pandas True/False, surveys yes/no.
+# Read so too, class names that are booleans (value_names) and the labels that name them.
 _PRESENT_WORDS = {"true", "yes"}
 _ABSENT_WORDS = {"false", "no"}
 # The column stage 1 writes each row's set of classes into, read as a list column from then on. A name no file has.

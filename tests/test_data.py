@@ -430,7 +430,9 @@ def test_integer_labels_exported_as_decimals_are_the_same_classes(tmp_path, capl
             "1.0",
             "other",
         ]
-    assert "differ only in case or number format are separate classes: '0', '0.0'; '1', '1.0';" in caplog.text
+    assert "differ only in case, spacing, number or boolean format are separate classes: '0', '0.0'; '1', '1.0';" in (
+        caplog.text
+    )
 
 
 def test_values_in_columns_without_a_name_are_warned_about_unless_read(tmp_path, caplog):

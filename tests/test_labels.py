@@ -1,6 +1,7 @@
-"""Label sets written in one cell (pipeline/labels.py): StackExchange tags ("<python><pandas>", "|python|pandas|"),
-and class names that join several classes (by a separator, by a space, as tags), told apart from names of several
-words. Files are small CSVs in tmp_path."""
+"""How labels name classes (pipeline/labels.py): class names that are values (numbers), matched by value rather
+than read as ids; label sets written in one cell (StackExchange tags "<python><pandas>", "|python|pandas|"), and
+class names that join several classes (by a separator, by a space, as tags), told apart from names of several words.
+Files are small CSVs in tmp_path."""
 
 import csv
 import logging
@@ -11,8 +12,8 @@ import numpy as np
 import pytest
 
 from pipeline.config import DataConfig
-from pipeline.data import load_data
-from pipeline.labels import _set_hint, _spaces_join_classes, set_joining
+from pipeline.data import load_data, read_labelled_file
+from pipeline.labels import UnknownLabels, _set_hint, _spaces_join_classes, leave_out_hint, set_joining
 from pipeline.splits import labels_of
 from pipeline.tables import DataError
 
@@ -114,6 +115,185 @@ def config(train: Path, **settings) -> DataConfig:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# Class names that are values
+
+
+# The user sweep's ratings: train written as a spreadsheet exports them ("4.0"), with half stars ("4.5").
+STARS = ["1.0", "2.0", "3.0", "4.0", "4.5", "5.0"]
+
+
+def gold(data, split: str = "test") -> dict[str, str]:
+    """Each text of a split with the class name its label was read as."""
+    rows = data.splits[split]
+    return {text: data.labels[label] for text, label in zip(rows["text"], rows["label"])}
+
+
+@pytest.mark.parametrize("names", [None, STARS], ids=["inferred", "label-names"])
+def test_an_integer_label_is_the_class_of_equal_value_never_its_position(tmp_path, names):
+    """Test stars 1..5 against train's 1.0..5.0 and 4.5: an error without data.label_names, and with them (as the
+    error advised) each integer read as a position counting from 0, 4 as 4.5 and 1 as 2.0, without a word."""
+    train = labelled(tmp_path / "train.csv", STARS * 10)
+    test = labelled(tmp_path / "test.csv", ["4", "1", "5", "+3", "4.50", "2.00"])
+    data = load_data(config(train, test_file=str(test), label_names=names), seed=0)
+    assert data.labels == STARS
+    assert list(gold(data).values()) == ["4.0", "1.0", "5.0", "3.0", "4.5", "2.0"]
+    assert data.summary["label_reading"] == {"names": True, "ids": False, "index_base": 0}
+
+
+@pytest.mark.parametrize("names", [None, STARS], ids=["inferred", "label-names"])
+def test_a_number_that_is_no_class_is_an_error_naming_it_not_a_position(tmp_path, names):
+    train = labelled(tmp_path / "train.csv", STARS * 10)
+    test = labelled(tmp_path / "test.csv", ["4", "0", "2"])
+    with pytest.raises(DataError) as error:
+        load_data(config(train, test_file=str(test), label_names=names), seed=0)
+    origin = "data.label_names" if names else "the classes found in train"
+    assert str(error.value) == (
+        f"{test}, line 3, column 'label': label '0' is not a known class; allowed: the names "
+        f"{', '.join(STARS)} ({origin}; a number names the class of equal value, never an id)"
+    )
+
+
+def test_integers_against_listed_numbers_read_by_value_with_no_id_base_to_say(tmp_path):
+    """Train's integers 1..5 against classes "1.0".."5.0": the classes of equal value, not ids 1..5 whose missing 0
+    asked for data.label_index_base (names that are words still do: test_ids_against_label_names_without_a_zero)."""
+    written = ["1", "2", "3", "4", "5", "4.5"] * 10
+    data = load_data(config(labelled(tmp_path / "train.csv", written), label_names=STARS), seed=0)
+    for split in ("train", "validation", "test"):
+        for text, name in gold(data, split).items():
+            assert float(name) == float(written[int(text.split()[1])]), text
+
+
+def test_a_file_scored_against_a_model_of_number_classes_reads_its_labels_by_value(tmp_path):
+    """pipeline.evaluate reads a file's labels as training read its own (data.label_reading): by value, no ids."""
+    settings = config(labelled(tmp_path / "train.csv", STARS * 10), label_names=STARS)
+    reading = load_data(settings, seed=0).summary["label_reading"]
+    scored = labelled(tmp_path / "scored.csv", ["4", "1.00"])
+    dataset, _, _ = read_labelled_file(settings, str(scored), "--input", STARS, reading)
+    assert [STARS[label] for label in labels_of(dataset)] == ["4.0", "1.0"]
+    with pytest.raises(DataError) as error:
+        read_labelled_file(settings, str(labelled(scored, ["4", "7", "2"])), "--input", STARS, reading)
+    assert str(error.value) == (
+        f"{scored}, line 3, column 'label': label '7' is not a known class; allowed: the names {', '.join(STARS)} "
+        "(the model's classes, read as in training; a number names the class of equal value, never an id)"
+    )
+
+
+@pytest.mark.parametrize("names", [None, ["True", "False"]], ids=["inferred", "label-names"])
+def test_booleans_written_as_1_and_0_are_the_classes_they_mean_never_positions(tmp_path, names):
+    """Train's True/False against a test file's 1/0: refused without data.label_names, and with ["True", "False"]
+    every 1 read as the second class (False) and every 0 as the first, each label inverted without a word."""
+    train = labelled(tmp_path / "train.csv", ["True", "False"] * 10)
+    test = labelled(tmp_path / "test.csv", ["1", "0", "1.0", "true", "FALSE", "Yes", "no"])
+    data = load_data(config(train, test_file=str(test), label_names=names), seed=0)
+    assert list(gold(data).values()) == ["True", "False", "True", "True", "False", "True", "False"]
+    assert data.summary["label_reading"]["ids"] is False
+    with pytest.raises(DataError) as error:
+        load_data(config(train, test_file=str(labelled(tmp_path / "two.csv", ["1", "2"])), label_names=names), seed=0)
+    origin = "data.label_names" if names else "the classes found in train"
+    assert str(error.value).startswith(
+        f"{tmp_path / 'two.csv'}, line 3, column 'label': label '2' is not a known class"
+    )
+    assert str(error.value).endswith(
+        f"({origin}; 1/0, true/false and yes/no name the classes by meaning, never as ids)"
+    )
+
+
+def test_a_column_mixing_boolean_spellings_is_read_by_listing_the_classes(tmp_path, caplog):
+    """The user sweep's column of true and 1, false and 0: with data.label_names ["False", "True"] '1 is a class id
+    but earlier labels of this column are class names'. Unlisted, its four spellings are four classes, as any
+    variants are, and the warning about variants names them with the way out."""
+    written = ["true", "1", "false", "0", "TRUE", "No", "yes", "0.0"] * 5
+    train = labelled(tmp_path / "train.csv", written)
+    data = load_data(config(train, label_names=["False", "True"]), seed=0)
+    meaning = {"true": "True", "1": "True", "yes": "True", "false": "False", "0": "False", "no": "False"}
+    for split in ("train", "validation", "test"):
+        for text, name in gold(data, split).items():
+            assert name == meaning[written[int(text.split()[1])].casefold().removesuffix(".0")], text
+    with caplog.at_level(logging.WARNING, logger=LABELS_LOGGER):
+        assert len(load_data(config(train), seed=0).labels) == 8
+    assert "are separate classes: '0', '0.0', 'No', 'false'; '1', 'TRUE', 'true', 'yes';" in caplog.text
+    assert "list the classes in data.label_names" in caplog.text
+
+
+def test_unknown_labels_that_are_the_classes_written_another_way_say_so_instead_of_leaving_rows_out(tmp_path):
+    """Train's 0/1 (ids) against a test file's true/false: the error offered to add 'true', 'false' to
+    data.missing_label_values and drop, every row of the file. It names the listing that reads them by value."""
+    train = labelled(tmp_path / "train.csv", ["0", "1"] * 10)
+    test = labelled(tmp_path / "test.csv", ["true", "false", "TRUE"])
+    settings = config(train, test_file=str(test))
+    with pytest.raises(UnknownLabels) as error:
+        load_data(settings, seed=0)
+    assert str(error.value).endswith(
+        "allowed: ids 0..1 (data.label_index_base=0); the classes 1, 0 written another way? Where data.label_names "
+        """lists the classes, labels match them by value (true is 1): 'data.label_names=["0", "1"]'"""
+    )
+    assert leave_out_hint(settings, error.value.labels) == ""
+    data = load_data(config(train, test_file=str(test), label_names=["0", "1"]), seed=0)
+    assert list(gold(data).values()) == ["1", "0", "1"]
+
+
+def test_leaving_out_the_rows_of_unknown_labels_is_offered_only_where_rows_would_remain(tmp_path):
+    """Unknown labels on every row of a file (another column's values, the classes written otherwise) are no stray
+    classes: the settings that leave their rows out would leave none."""
+    train = labelled(tmp_path / "train.csv", ["pos", "neg"] * 10)
+    everywhere = labelled(tmp_path / "test.csv", ["good", "bad"] * 10)
+    settings = config(train, test_file=str(everywhere))
+    with pytest.raises(UnknownLabels) as error:
+        load_data(settings, seed=0)
+    assert str(error.value).endswith("; 20 of 20 rows, too many to leave out: is 'label' the label column?")
+    assert leave_out_hint(settings, error.value.labels) == ""
+    stray = labelled(tmp_path / "stray.csv", ["pos", "neg"] * 9 + ["meh", "meh"])
+    with pytest.raises(UnknownLabels) as error:
+        load_data(config(train, test_file=str(stray)), seed=0)
+    assert error.value.labels == ["meh"] and "too many to leave out" not in str(error.value)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Class names written another way
+
+
+# The user sweep's product categories, one of them typed without its spaces ("accessories;Toys>Games").
+PRODUCTS = ["Accessories", "Electronics > Phones", "Home & Garden > Kitchen", "Toys > Games"]
+
+
+@pytest.mark.parametrize("task", ["single_label", "multi_label"])
+def test_names_that_differ_only_in_spacing_are_warned_about_and_listed_read_as_one(tmp_path, caplog, task):
+    """'Toys>Games' beside 'Toys > Games' became a class of its own without a word, where 'accessories' beside
+    'Accessories' was named in a warning: spacing is one more way of writing a name, warned about alike, and the
+    way out the warning gives (data.label_names) reads it as the class."""
+    written = [*PRODUCTS, "Toys>Games", "Home&Garden > Kitchen", "Electronics  >  Phones"] * 5
+    train = labelled(tmp_path / "train.csv", written)
+    settings = {"task": task, "label_separator": ";"} if task == "multi_label" else {}
+    with caplog.at_level(logging.WARNING, logger=LABELS_LOGGER):
+        assert len(load_data(config(train, **settings), seed=0).labels) == 7
+    assert (
+        "labels that differ only in case, spacing, number or boolean format are separate classes: 'Electronics  >  "
+        "Phones', 'Electronics > Phones'; 'Home & Garden > Kitchen', 'Home&Garden > Kitchen'; 'Toys > Games', "
+        "'Toys>Games'; write each class one way" in caplog.text
+    )
+    data = load_data(config(train, label_names=PRODUCTS, **settings), seed=0)
+    rows = data.splits["train"]
+    for text, label in zip(rows["text"], rows["labels" if task == "multi_label" else "label"]):
+        index = label.index(1.0) if task == "multi_label" else label
+        assert written[int(text.split()[1])].replace(" ", "") == PRODUCTS[index].replace(" ", ""), text
+
+
+def test_names_that_are_one_name_spaced_otherwise_each_keep_their_exact_spelling(tmp_path):
+    """Two listed classes spaced apart only ('a>b', 'a > b') are ambiguous by their form: each takes only its own
+    spelling, as two classes differing only in case do, and a third spelling names neither."""
+    train = labelled(tmp_path / "train.csv", ["a>b", "a > b"] * 10)
+    listed = ["a>b", "a > b"]
+    exact = labelled(tmp_path / "exact.csv", ["a > b", "a>b"])
+    assert list(gold(load_data(config(train, test_file=str(exact), label_names=listed), seed=0)).values()) == [
+        "a > b",
+        "a>b",
+    ]
+    other = labelled(tmp_path / "other.csv", ["a > b", "a >b"])
+    with pytest.raises(DataError, match=r"other\.csv, line 3, column 'label': label 'a >b' is not a known class"):
+        load_data(config(train, test_file=str(other), label_names=listed), seed=0)
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Tags in a multi-label task
 
 
@@ -143,15 +323,37 @@ def test_stackexchange_tag_cells_read_as_the_sets_they_write(tmp_path, cell, set
 @pytest.mark.parametrize(
     ("cell", "message"),
     [
-        ("|python|pandas", r"line 3, column 'label': an empty label in '\|python\|pandas'"),  # begins, does not end
+        (
+            "python||pandas",
+            r"line 3, column 'label': an empty label in 'python\|\|pandas'; two data.label_separator '\|' with "
+            r"nothing between: remove one \(a separator at either end of a cell is read as none\)$",
+        ),
+        ('["python", ""]', r"line 3, column 'label': an empty label in \['python', ''\]; remove the empty name"),
         ("<python><c|sharp>", r"line 3, column 'label': label 'c\|sharp' contains data.label_separator '\|'"),
     ],
-    ids=["separator-at-one-end", "tag-holding-the-separator"],
+    ids=["separators-with-nothing-between", "empty-name-in-a-list", "tag-holding-the-separator"],
 )
 def test_tag_cells_that_cannot_be_read_as_sets_are_errors_naming_the_row(tmp_path, cell, message):
     train = labelled(tmp_path / "train.csv", ["python", cell, *["java", "python"] * 5])
     with pytest.raises(DataError, match=message):
         load_data(config(train, task="multi_label"), seed=0)
+
+
+@pytest.mark.parametrize(
+    "cells",
+    [["Toys > Games; ", "Toys > Games; Accessories; "], [" ; Toys > Games", "; Toys > Games ; Accessories"]],
+    ids=["trailing", "leading"],
+)
+def test_a_separator_at_one_end_of_a_cell_joins_nothing(tmp_path, cells):
+    """A join that writes the separator after each label (the user sweep's 'Toys > Games; ') stopped with 'an empty
+    label', no fix offered, where '|python|pandas|' enclosing the set was read: either end, spaces aside, is none."""
+    settings = {"task": "multi_label", "label_separator": ";"}
+    written = load_data(config(labelled(tmp_path / "ends.csv", cells * 10), **settings), seed=0)
+    plain = ["Toys > Games", "Toys > Games; Accessories"]
+    joined = load_data(config(labelled(tmp_path / "plain.csv", plain * 10), **settings), seed=0)
+    assert written.labels == joined.labels == ["Accessories", "Toys > Games"]
+    for split in ("train", "validation", "test"):
+        np.testing.assert_array_equal(labels_of(written.splits[split]), labels_of(joined.splits[split]))
 
 
 def test_single_label_tag_sets_are_warned_about_naming_the_setting(tmp_path, caplog):
