@@ -245,11 +245,13 @@ def calibration_of(scored: Scored, run_metrics: dict[str, Any]) -> dict[str, Any
 
 def tokenization_of(counts: TokenCounts, max_length: int, run_metrics: dict[str, Any]) -> dict[str, Any]:
     """The run's tokenization record with this file's figures as `test`: its share of texts longer than the fixed
-    length and of unknown tokens (the run's own test split's would say nothing about this file)."""
+    length, of unknown tokens and of texts mostly unknown (the run's own test split's would say nothing about this
+    file)."""
     record = dict(run_metrics.get("tokenization") or {})
     for key, value in (
         ("truncated_fraction", truncated_share(counts.lengths, max_length)),
         ("unknown_token_share", counts.unknown_share),
+        ("mostly_unknown_share", counts.mostly_unknown_share),
     ):
         shares = record.get(key) if isinstance(record.get(key), dict) else {}
         record[key] = {**{split: share for split, share in shares.items() if split == "train"}, "test": value}
@@ -320,6 +322,9 @@ def evaluate_file(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     )
     temperature = folded_temperature(run.model_dir)
     scored = score(predictor, column_values(dataset, "text"), labels_of(dataset), labels, temperature)
+    unknown = scored.counts.unknown and scored.counts.unknown.warning("the input's", predictor.tokenizer)
+    if unknown:  # the report's note says it too (report.caveats.unknown_tokens_note)
+        logger.warning("%s", unknown)
     evaluation = {
         "model": str(run.path.resolve()),
         "input": str(input_path),

@@ -215,3 +215,16 @@ def test_the_pass_that_builds_rows_measures_the_texts_as_a_whole_tokenization_do
     assert counts.lengths.tolist() == [len(ids) for ids in whole]
     unknown = sum(ids.count(bert_tokenizer.unk_token_id) for ids in whole)
     assert unknown > 0 and counts.unknown_share == pytest.approx(unknown / (sum(map(len, whole)) - 2 * len(texts)))
+
+
+def test_unknown_tokens_counted_in_chunks_add_up_to_the_whole(bert_tokenizer):
+    """Prediction reads its input chunk by chunk and warns once, of all of it: the chunks' counts of [UNK] and of
+    texts mostly [UNK] add up to those of the texts read at once."""
+    texts = ["快递太慢了，等了两个星期", "football news", "emoji 😀 and ข่าว", "ข่าวกีฬา", "x y z", "ok 🤷"]
+    whole = encode_documents(bert_tokenizer, texts, 16, LongTextRule()).unknown
+    parts = [
+        encode_documents(bert_tokenizer, texts[start : start + 2], 16, LongTextRule()).unknown for start in (0, 2, 4)
+    ]
+    assert parts[0] + parts[1] + parts[2] == whole
+    assert whole.texts == 6 and whole.mostly_unknown == 2  # the Chinese and the Thai text; the emoji ones are not
+    assert whole.text_share == pytest.approx(2 / 6) and whole.token_share == pytest.approx(whole.unknown / whole.tokens)

@@ -1,5 +1,5 @@
 """What a reader must know before trusting a ranking: the classical baseline, unequal budgets, over-truncation, a
-model collapsed onto one class.
+model collapsed onto one class, texts its vocabulary cannot read.
 
     baseline_of(run)                 # the run's TF-IDF + logistic regression record, or None (old runs)
     baseline_sentences(runs)         # "The TF-IDF + logistic regression baseline beats <run> on test accuracy ..."
@@ -7,10 +7,11 @@ model collapsed onto one class.
     truncation_over_budget(run)      # (train truncated share, budget) when the share exceeds the budget
     collapse_note(run)               # "predicts World for 97.0% of the test rows ..., a class that is 25.0% ..."
     unpredicted_note(run)            # "never predicts yes (1 row in test, 1 row in train): its recall of it is 0 ..."
+    unknown_tokens_note(run)         # "72.0% of the scored file's tokens are the unknown token, and ...: use ..."
 
 All of it reads metrics.json (`baseline`, `training`, `tokenization`, `test.confusion_matrix`), config.yaml
-(`tokenizer.max_truncated_fraction`, `train`) and, for a collapse, test_predictions.csv where the matrix is absent; a
-run that lacks a record simply contributes nothing.
+(`tokenizer.max_truncated_fraction`, `tokenizer.name_or_path`, `train`) and, for a collapse, test_predictions.csv
+where the matrix is absent; a run that lacks a record simply contributes nothing.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from pipeline.rundir import (
     untrained_classes,
     untrained_consequence,
 )
-from pipeline.windows import LongTextRule
+from pipeline.windows import LongTextRule, unknown_tokens_warning
 
 # Differences below these are rounding, not a different budget.
 SAMPLES_RELATIVE_TOLERANCE = 0.01
@@ -347,6 +348,22 @@ def unpredicted_note(run: Run) -> str | None:
         f"never predicts {_join(described)}: its recall of {pronoun} is 0, most often for too few training rows of "
         f"{pronoun} to learn from. Add rows of {pronoun}, or try train.class_weights: balanced."
     )
+
+
+def unknown_tokens_note(run: Run) -> str | None:
+    """Texts the vocabulary cannot read, as training, pipeline.evaluate and pipeline.predict warn of them
+    (windows.unknown_tokens_warning): train's for a run, the scored file's for a pipeline.evaluate folder, whose test
+    figures are that file's. The log's warning is easily missed; the report is what is read."""
+    split, whose = ("test", "the scored file's") if run.metric("evaluation") else ("train", "train's")
+    token_share = run.metric("tokenization", "unknown_token_share", split)
+    text_share = run.metric("tokenization", "mostly_unknown_share", split)
+    warning = unknown_tokens_warning(
+        token_share if is_number(token_share) else None,
+        text_share if is_number(text_share) else None,
+        whose,
+        str(nested_get(run.config, "tokenizer", "name_or_path") or "its tokenizer"),
+    )
+    return f"{warning}." if warning else None
 
 
 def _rows(count: Any) -> str:

@@ -14,6 +14,7 @@ from pipeline.report.caveats import (
     budget_sentence,
     collapse_note,
     truncation_note,
+    unknown_tokens_note,
     unpredicted_note,
     untrained_note,
 )
@@ -41,11 +42,12 @@ def header_blocks(runs: Sequence[Run], comparison: Comparison | None, generated_
         for note in [truncation_note(run), untrained_note(run)]
         if note
     ]
-    # Each test file's predictions, a pipeline.evaluate folder's too: a model may collapse on one file only.
+    # Each test file's texts and predictions, a pipeline.evaluate folder's too: a model may collapse on one file only,
+    # and one file may be in a script the vocabulary lacks.
     blocks += [
         Paragraph(f"{run.name}: {note}", style="note")
         for run in runs
-        for note in [collapse_note(run), unpredicted_note(run)]
+        for note in [unknown_tokens_note(run), collapse_note(run), unpredicted_note(run)]
         if note
     ]
     return blocks
