@@ -163,6 +163,23 @@ def test_a_file_the_vocabulary_cannot_read_is_warned_about_in_the_log_and_the_re
     assert "multilingual" in report
 
 
+def test_fewer_text_columns_than_the_run_read_are_said_in_one_line(trained, tmp_path, caplog):
+    """data.text_columns naming one column where the run joined title and description is said, as pipeline.predict
+    says --text-columns; a rename of both is no loss."""
+    config, _ = trained
+    run, path = RunDir(config.run_dir), tmp_path / "new.csv"
+    with caplog.at_level("WARNING", logger="pipeline.evaluate"):
+        reading_config(run, ["data.text_columns=[story]"], path)
+    (warning,) = [record.getMessage() for record in caplog.records]
+    assert warning.startswith(
+        "the model was trained on 2 columns joined (title, description); data.text_columns reads 1 now (story)"
+    )
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="pipeline.evaluate"):
+        reading_config(run, ["data.text_columns=[headline, story]"], path)
+    assert not caplog.records
+
+
 def test_a_run_divided_by_a_split_column_scores_a_file_whose_config_reads_back(trained, tmp_path):
     """A run whose one train file was divided by data.split_column: the file evaluation scores is its test split,
     whole; the saved config.yaml, which names it as data.test_file, leaves the split column out (the config check

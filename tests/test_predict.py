@@ -456,6 +456,26 @@ def test_text_separator_joins_the_columns_in_the_command_and_the_dataframe(run_d
     assert not np.allclose(predict_dataframe(predictor, frame)["score"], labelled["score"])  # " " as recorded
 
 
+def test_fewer_text_columns_than_the_model_was_trained_on_are_said_in_one_line(run_dir, tmp_path, caplog):
+    """A model trained on title and description, given the description alone, labelled every row without a word: one
+    warning names what it was trained on and what it reads now. Renamed columns of the same count are no loss."""
+    rows = news_rows(12)[len(TRICKY_ROWS) :]
+    source = write_table(tmp_path / "in.csv", rows)
+    with caplog.at_level(logging.WARNING, logger="pipeline.predict.source"):
+        assert predict_cli(run_dir, source, tmp_path / "one.csv", "--text-columns", "description") == 0
+    (warning,) = [record.getMessage() for record in caplog.records if "trained on" in record.getMessage()]
+    assert warning.startswith(
+        "the model was trained on 2 columns joined (title, description); --text-columns reads 1 now (description)"
+    )
+    assert "\n" not in warning
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="pipeline.predict.source"):
+        assert predict_cli(run_dir, source, tmp_path / "two.csv", "--text-columns", "note,description") == 0
+        Predictor.from_path(run_dir, text_columns=["title"], device="cpu")
+    (warning,) = [record.getMessage() for record in caplog.records if "trained on" in record.getMessage()]
+    assert "; text_columns reads 1 now (title)" in warning  # the Python API's argument, named as such
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Rows without text
 

@@ -122,7 +122,7 @@ class Predictor:
         recheck_margin, backend (as `from_source`)."""
         source = (
             resolve_model_source(path)
-            .with_text_columns(text_columns)
+            .with_text_columns(text_columns, "text_columns")
             .with_text_pair_columns(text_pair_columns, "text_pair_columns")
             .with_text_separator(text_separator)
         )
