@@ -204,6 +204,9 @@ def test_a_run_predicting_one_class_for_nearly_every_row_is_flagged_with_what_to
     assert "lower train.learning_rate (now 0.001), more train.epochs (now 1) or training rows" in note
     assert "train.class_weights: balanced" in note
     assert "collapsed onto" not in header_notes(run_of("healthy"))
+    # A run that train.max_steps ended (a 15-row run capped at 2 steps): more epochs would change nothing.
+    run.config["train"]["max_steps"] = 2
+    assert "lower train.learning_rate (now 0.001), more train.max_steps (now 2) or training rows" in header_notes(run)
 
 
 def test_a_skewed_but_not_collapsed_run_and_a_dominant_class_are_not_flagged():

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.config import TokenizerConfig
+from pipeline.config import TokenizerConfig, run_length_setting
 from pipeline.report.formatting import format_count, format_duration, format_metric, format_percent
 from pipeline.report.runs import Run
 from pipeline.rundir import (
@@ -308,15 +308,13 @@ def collapse_note(run: Run) -> str | None:
     if share < COLLAPSE_PREDICTED_SHARE or true_share >= COLLAPSE_TRUE_SHARE:
         return None
     learning_rate = nested_get(run.config, "train", "learning_rate")
-    epochs = nested_get(run.config, "train", "epochs")
     now_rate = f" (now {learning_rate:g})" if is_number(learning_rate) else ""
-    now_epochs = f" (now {epochs:g})" if is_number(epochs) else ""
+    longer = run_length_setting(nested_get(run.config, "train", "epochs"), nested_get(run.config, "train", "max_steps"))
     return (
         f"predicts {run.labels[top]} for {format_percent(share, 1)} of the test rows ({format_count(predicted[top])} of "
         f"{format_count(total)}), a class that is {format_percent(true_share, 1)} of them: the model has collapsed onto "
         f"one class, as a learning rate too high for the data or too few rows or steps make it. Try a lower "
-        f"train.learning_rate{now_rate}, more train.epochs{now_epochs} or training rows, or "
-        "train.class_weights: balanced."
+        f"train.learning_rate{now_rate}, more {longer} or training rows, or train.class_weights: balanced."
     )
 
 
