@@ -1,8 +1,9 @@
-"""What a reader must know before trusting a ranking: the classical baseline, unequal budgets, over-truncation, a
-model collapsed onto one class, texts its vocabulary cannot read.
+"""What a reader must know before trusting a ranking: the classical baseline, a test split too small to judge by,
+unequal budgets, over-truncation, a model collapsed onto one class, texts its vocabulary cannot read.
 
     baseline_of(run)                 # the run's TF-IDF + logistic regression record, or None (old runs)
     baseline_sentences(runs)         # "The TF-IDF + logistic regression baseline beats <run> on test accuracy ..."
+    small_test_note(run)             # "only 3 test rows: its test accuracy of 33.33% has a 95% confidence interval ..."
     budget_sentence(runs)            # "<a> saw 5.0x the training samples of <b> ...; the comparison is of recipes ..."
     truncation_over_budget(run)      # (train truncated share, budget) when the share exceeds the budget
     collapse_note(run)               # "predicts World for 97.0% of the test rows ..., a class that is 25.0% ..."
@@ -21,8 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.config import TokenizerConfig, run_length_setting
+from pipeline.report.analysis import SIGNIFICANCE_LEVEL, accuracy_interval
 from pipeline.report.formatting import format_count, format_duration, format_metric, format_percent
-from pipeline.report.runs import Run
+from pipeline.report.runs import Run, num_test_samples
 from pipeline.rundir import (
     PREDICTION_GOLD,
     PREDICTION_PREDICTED,
@@ -74,7 +76,9 @@ def baseline_sentences(runs: Sequence[Run]) -> list[str]:
         score = run.metric("test", key)
         if record is None or not is_number(score) or not is_number(record.get(key)):
             continue
-        if record[key] >= score:
+        if within_test_noise(run, record[key] - score):
+            sentences.append(_untold_sentence(run, record, key))
+        elif record[key] >= score:
             sentences.append(_beaten_sentence(run, record, key))
         else:
             ahead.append((run, record, key))
@@ -100,6 +104,18 @@ def _beaten_sentence(run: Run, record: dict[str, Any], key: str) -> str:
     return f"{sentence}: fine-tuning did not pay for itself on this data."
 
 
+def _untold_sentence(run: Run, record: dict[str, Any], key: str) -> str:
+    """A run and its baseline whose gap is within the noise of a small test split (within_test_noise): neither is
+    called the better, whichever scored higher."""
+    low, high = small_test_interval(run)
+    return (
+        f"On {_test_rows(run)}, {run.name} ({format_metric(key, run.metric('test', key))}) and the "
+        f"{baseline_description(record)} baseline ({format_metric(key, record[key])}) cannot be told apart on test "
+        f"{RANKING_METRICS[key]}: the gap is within the noise of so few rows ({run.name}'s test accuracy: "
+        f"{_confidence()} interval {format_percent(low)} to {format_percent(high)})."
+    )
+
+
 def _ahead_sentence(ahead: list[tuple[Run, dict[str, Any], str]], single: bool) -> str:
     def gap(run: Run, record: dict[str, Any], key: str) -> str:
         return f"{100 * (run.metric('test', key) - record[key]):.2f} points of {RANKING_METRICS[key]}"
@@ -120,6 +136,64 @@ def _ahead_sentence(ahead: list[tuple[Run, dict[str, Any], str]], single: bool) 
         for run, record, key in ahead
     ]
     return f"Ahead of the {what} baseline: {_join(parts)}."
+
+
+# --- A test split too small to judge by
+
+# A test split whose accuracy's confidence interval (analysis.accuracy_interval) is wider than this, under about 40
+# rows at 50% accuracy, is too small for its figures to mean much: a note says so, and a baseline within that noise
+# is neither beaten nor ahead. A 3-row split's 33.33% spans 6% to 79%.
+SMALL_TEST_INTERVAL_WIDTH = 0.30
+
+
+def small_test_interval(run: Run) -> tuple[float, float] | None:
+    """The confidence interval of the run's test accuracy where it is wider than SMALL_TEST_INTERVAL_WIDTH, else
+    None (also where the accuracy or the row count is not recorded)."""
+    accuracy, rows = run.metric("test", "accuracy"), num_test_samples(run)
+    if not is_number(accuracy) or not is_number(rows) or rows < 1:
+        return None
+    low, high = accuracy_interval(accuracy, int(rows))
+    return (low, high) if high - low > SMALL_TEST_INTERVAL_WIDTH else None
+
+
+def within_test_noise(run: Run, gap: float) -> bool:
+    """Whether a gap in a test figure is no larger than the distance from the run's accuracy to the far end of its
+    interval, on a test split too small to judge by (small_test_interval). The interval is the accuracy's; it
+    stands for the noise of the split's other figures too, which are measured on the same few rows."""
+    interval = small_test_interval(run)
+    if interval is None:
+        return False
+    accuracy = run.metric("test", "accuracy")
+    return abs(gap) <= max(accuracy - interval[0], interval[1] - accuracy)
+
+
+def small_test_note(run: Run) -> str | None:
+    """A test split too small for its figures to mean much (small_test_interval): its size, the interval of its
+    accuracy, and how to get a larger one."""
+    interval = small_test_interval(run)
+    if interval is None:
+        return None
+    name = "subset accuracy" if run.multi_label else "accuracy"
+    larger = (
+        "a scored file of more rows"
+        if run.metric("evaluation")
+        else "a larger test split (data.test_fraction, or a data.test_file)"
+    )
+    return (
+        f"only {_test_rows(run)}: its test {name} of {format_percent(run.metric('test', 'accuracy'))} "
+        f"has a {_confidence()} confidence interval of {format_percent(interval[0])} to {format_percent(interval[1])}, "
+        f"so its test figures, and any gap between them and another model's, may be chance; {larger} gives figures "
+        "to act on."
+    )
+
+
+def _confidence() -> str:
+    return f"{1 - SIGNIFICANCE_LEVEL:.0%}"
+
+
+def _test_rows(run: Run) -> str:
+    rows = num_test_samples(run)
+    return f"{format_count(rows)} test {'row' if rows == 1 else 'rows'}"
 
 
 # --- Training budgets
