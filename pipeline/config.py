@@ -317,6 +317,17 @@ class TrainConfig:
     distill: DistillConfig = field(default_factory=DistillConfig)
 
 
+def run_length_setting(epochs: Any, max_steps: Any) -> str:
+    """The setting that makes a run longer, with its value, as advice names it: train.max_steps where set, since it
+    ends training whatever train.epochs says (optimization.plan_steps), so more epochs would change nothing; else
+    train.epochs. Takes config.yaml's values as read (the report's) or TrainConfig's."""
+    if isinstance(max_steps, int) and not isinstance(max_steps, bool) and max_steps > 0:
+        return f"train.max_steps (now {max_steps})"
+    if isinstance(epochs, (int, float)) and not isinstance(epochs, bool):
+        return f"train.epochs (now {epochs:g})"
+    return "train.epochs"
+
+
 LEARNING_RATES = {"pretrained": 5e-5, "bert": 5e-5, "encoder": 2e-3}
 
 

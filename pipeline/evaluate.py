@@ -43,7 +43,7 @@ from pipeline.report.write import write_report
 from pipeline.rundir import REMOVED_ROWS_FILE, RunDir, RunDirError, folded_temperature, foreign_names, headline_scores
 from pipeline.scoring import calibration_record
 from pipeline.splits import column_values, labels_of, write_removed_rows
-from pipeline.tables import DataError, one_line
+from pipeline.tables import DataError, fewer_columns_warning, one_line
 from pipeline.tokenization import TokenCounts, truncated_share
 
 logger = logging.getLogger(__name__)
@@ -120,7 +120,12 @@ def reading_config(run: RunDir, overrides: Sequence[str], input_path: Path) -> P
         if key in MODEL_DATA_KEYS:
             raise ConfigError(f"{key}: the trained model decides it (its task and classes); it cannot be overridden")
     config = load_config(run.config_path, list(overrides))
-    check_same_kind_of_text(load_config(run.config_path).data.text_pair_columns, config.data.text_pair_columns)
+    trained = load_config(run.config_path).data
+    check_same_kind_of_text(trained.text_pair_columns, config.data.text_pair_columns)
+    for key in ("text_columns", "text_pair_columns"):
+        warning = fewer_columns_warning(getattr(trained, key) or (), getattr(config.data, key), f"data.{key}")
+        if warning:
+            logger.warning("%s", warning)
     config.data.test_file = str(input_path)  # set, not parsed: a path is no YAML value
     # The file is scored whole, as the test split: a split column divided the run's training file, not this one,
     # and beside data.test_file the saved config.yaml would be refused when read back (config_checks).
@@ -245,11 +250,13 @@ def calibration_of(scored: Scored, run_metrics: dict[str, Any]) -> dict[str, Any
 
 def tokenization_of(counts: TokenCounts, max_length: int, run_metrics: dict[str, Any]) -> dict[str, Any]:
     """The run's tokenization record with this file's figures as `test`: its share of texts longer than the fixed
-    length and of unknown tokens (the run's own test split's would say nothing about this file)."""
+    length, of unknown tokens and of texts mostly unknown (the run's own test split's would say nothing about this
+    file)."""
     record = dict(run_metrics.get("tokenization") or {})
     for key, value in (
         ("truncated_fraction", truncated_share(counts.lengths, max_length)),
         ("unknown_token_share", counts.unknown_share),
+        ("mostly_unknown_share", counts.mostly_unknown_share),
     ):
         shares = record.get(key) if isinstance(record.get(key), dict) else {}
         record[key] = {**{split: share for split, share in shares.items() if split == "train"}, "test": value}
@@ -320,6 +327,9 @@ def evaluate_file(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     )
     temperature = folded_temperature(run.model_dir)
     scored = score(predictor, column_values(dataset, "text"), labels_of(dataset), labels, temperature)
+    unknown = scored.counts.unknown and scored.counts.unknown.warning("the input's", predictor.tokenizer)
+    if unknown:  # the report's note says it too (report.caveats.unknown_tokens_note)
+        logger.warning("%s", unknown)
     evaluation = {
         "model": str(run.path.resolve()),
         "input": str(input_path),

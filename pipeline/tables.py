@@ -318,6 +318,19 @@ class TextSpec:
         return f"{what} in {', '.join(self.columns)}"
 
 
+def fewer_columns_warning(trained: Sequence[str], given: Sequence[str] | None, option: str) -> str | None:
+    """One line when `option` names fewer of the text's columns than the model was trained on, else None. A model
+    trained on a subject and a body, given the body alone (--text-columns message), reads less than it learnt from
+    and labels every row without a word; a renamed column of the same count is no loss."""
+    if not given or len(given) >= len(trained):
+        return None
+    return (
+        f"the model was trained on {len(trained)} columns joined ({', '.join(trained)}); {option} reads "
+        f"{len(given)} now ({', '.join(given)}): where that is only part of what the model learnt from, its labels may "
+        "be worse than its test scores say"
+    )
+
+
 def normalise_name(name: str) -> str:
     """Header names match ignoring case and surrounding spaces ("Title " is "title")."""
     return str(name).strip().casefold()

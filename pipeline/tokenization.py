@@ -38,6 +38,7 @@ from pipeline.windows import (
     KeptContent,
     LongTextRule,
     TokensRead,
+    UnknownTokens,
     content_ids_by_segment,
     content_length,
     encode_documents,
@@ -46,7 +47,8 @@ from pipeline.windows import (
     pair_extra_tokens,
     reads_of,
     reads_segments,
-    unknown_count,
+    unknown_counts,
+    unknown_tokens_warning,
     window_starts,
     windows_summary,
 )
@@ -66,11 +68,7 @@ BERT_POSITION_LIMIT = 512
 # Lengths `auto` weighs against each other when long texts are chunked.
 CHUNK_LENGTHS = (64, 128, 256, 512)
 # Bump when what is cached, or how the length is chosen, changes: old entries are then ignored.
-CACHE_FORMAT = 7
-# Above this share of train's tokens being the unknown token ([UNK]) the vocabulary does not cover the texts' script
-# (Thai, emoji, or Chinese with an English uncased BERT): the model reads little but [UNK], and nothing else says so.
-# English news has about 0.01%.
-UNKNOWN_TOKEN_WARNING = 0.05
+CACHE_FORMAT = 8
 
 
 @dataclass
@@ -85,6 +83,8 @@ class TokenizationInfo:
     windows_per_document: dict[str, dict] | None = None
     # Share of each split's tokens (special tokens aside) that are the unknown token; None: the tokenizer has none.
     unknown_token_share: dict[str, float | None] | None = None
+    # Share of each split's texts more than MOSTLY_UNKNOWN of whose tokens are the unknown token; None: as above.
+    mostly_unknown_share: dict[str, float | None] | None = None
 
     def to_dict(self) -> dict:
         return {
@@ -95,6 +95,7 @@ class TokenizationInfo:
             "from_cache": self.from_cache,
             "from_cache_by_process": self.from_cache_by_process,
             "unknown_token_share": self.unknown_token_share,
+            "mostly_unknown_share": self.mostly_unknown_share,
         }
 
 
@@ -137,22 +138,31 @@ class TokenCounts:
     """What one tokenization pass over texts measures."""
 
     lengths: np.ndarray  # (N,) tokens per text, special tokens ([CLS]/[SEP], <s>/</s>) included, untruncated
-    unknown_share: float | None  # share of the texts' own tokens that are the unknown token; None: it has none
+    unknown: UnknownTokens | None  # how much of the texts is the unknown token; None: the tokenizer has none
 
     @classmethod
     def of_content(
-        cls, content_lengths: np.ndarray, unknown_tokens: int | None, tokenizer: PreTrainedTokenizerBase
+        cls, content_lengths: np.ndarray, unknown_counts: np.ndarray | None, tokenizer: PreTrainedTokenizerBase
     ) -> TokenCounts:
         """From each text's content tokens (special tokens aside) and how many of them are unknown."""
         content_lengths = np.asarray(content_lengths, dtype=np.int64)
         lengths = content_lengths + tokenizer.num_special_tokens_to_add(pair=False)
-        share = None if unknown_tokens is None else unknown_tokens / max(int(content_lengths.sum()), 1)
-        return cls(lengths, share)
+        return cls(lengths, UnknownTokens.of_content(content_lengths, unknown_counts))
 
     @classmethod
     def of_encoding(cls, encoded: EncodedDocuments, tokenizer: PreTrainedTokenizerBase) -> TokenCounts:
         """What the pass that built the model's rows measured (windows.encode_documents): no second tokenization."""
-        return cls.of_content(encoded.content_lengths, encoded.unknown_tokens, tokenizer)
+        return cls.of_content(encoded.content_lengths, encoded.unknown_counts, tokenizer)
+
+    @property
+    def unknown_share(self) -> float | None:
+        """Share of the texts' own tokens that are the unknown token; None: the tokenizer has none."""
+        return None if self.unknown is None else self.unknown.token_share
+
+    @property
+    def mostly_unknown_share(self) -> float | None:
+        """Share of the texts more than MOSTLY_UNKNOWN of whose tokens are the unknown token; None: as above."""
+        return None if self.unknown is None else self.unknown.text_share
 
 
 def count_tokens(texts: list[str], tokenizer: PreTrainedTokenizerBase) -> TokenCounts:
@@ -177,7 +187,7 @@ def count_and_keep_tokens(
     With `read` (windows.reads_of), a text is counted only as far as rows that long would read it: a far longer
     one counts as longer than them, not by its every token."""
     lengths: list[int] = []
-    unknown: int | None = 0 if tokenizer.unk_token_id is not None else None
+    unknown: list[int] | None = [] if tokenizer.unk_token_id is not None else None
     pair_extra = pair_extra_tokens(tokenizer)
     kept: list[KeptContent] | None = [] if keep_up_to > 0 else None
     kept_tokens = 0
@@ -185,12 +195,13 @@ def count_and_keep_tokens(
         content = content_ids_by_segment(tokenizer, texts[start : start + TOKENIZE_BATCH_SIZE], read)
         lengths.extend(content_length(first, second, pair_extra) for first, second in content)
         if unknown is not None:
-            unknown += unknown_count(content, tokenizer)
+            unknown += unknown_counts(content, tokenizer)
         if kept is not None:
             kept.append(KeptContent.of(content))
             kept_tokens += kept[-1].ids.size
             kept = kept if kept_tokens <= keep_up_to else None
-    counts = TokenCounts.of_content(np.asarray(lengths, dtype=np.int64), unknown, tokenizer)
+    unknown_array = None if unknown is None else np.asarray(unknown, dtype=np.int64)
+    counts = TokenCounts.of_content(np.asarray(lengths, dtype=np.int64), unknown_array, tokenizer)
     return counts, None if kept is None else KeptContent.join(kept)
 
 
@@ -288,7 +299,7 @@ class _EncodedBlock:
     lengths: np.ndarray  # (R,) real tokens per row
     documents: np.ndarray  # (R,) the split's row (text) each row comes from
     content_lengths: np.ndarray  # (D,) untruncated, as EncodedDocuments has them
-    unknown_tokens: int | None
+    unknown_counts: np.ndarray | None  # (D,), as EncodedDocuments has them
 
 
 def _encode_block(
@@ -308,7 +319,7 @@ def _encode_block(
         encoded.row_lengths,
         encoded.documents + first,
         encoded.content_lengths,
-        encoded.unknown_tokens,
+        encoded.unknown_counts,
     )
 
 
@@ -353,10 +364,10 @@ def _encode_split(
                 for block in blocks
             ]
         )
-    unknown = [block.unknown_tokens for block in blocks]
+    unknown = [block.unknown_counts for block in blocks]
     counts = TokenCounts.of_content(
         np.concatenate([block.content_lengths for block in blocks]),
-        None if None in unknown else sum(unknown),
+        None if any(part is None for part in unknown) else np.concatenate(unknown),
         tokenizer,
     )
     if rule.long_text != "chunk":
@@ -389,7 +400,7 @@ def tokenize_splits(
             logger.info("Tokenized splits loaded from cache %s (max_length %d)", cache_dir, info.max_length)
             pairs = has_pairs(column_values(splits["train"], "text"))
             _log_length(config, rule, info.max_length, info.truncated_fraction, limit, pairs)  # as a fresh run says
-            _warn_unknown_tokens(info.unknown_token_share, tokenizer)
+            _warn_unknown_tokens(info, tokenizer)
             return tokenized, info
 
     # `auto` chooses the length from train's untruncated lengths, so only then is train counted before its rows are
@@ -408,8 +419,6 @@ def tokenize_splits(
         for name, split in splits.items()
     }
     del train_content
-    unknown = {name: counts.unknown_share for name, (_, _, counts) in encoded.items()}
-    _warn_unknown_tokens(unknown, tokenizer)
     truncated = {name: truncated_share(counts.lengths, max_length) for name, (_, _, counts) in encoded.items()}
     _log_length(config, rule, max_length, truncated, limit, has_pairs(column_values(splits["train"], "text")))
 
@@ -423,8 +432,10 @@ def tokenize_splits(
         truncated,
         from_cache=False,
         windows_per_document=windows or None,
-        unknown_token_share=unknown,
+        unknown_token_share={name: counts.unknown_share for name, (_, _, counts) in encoded.items()},
+        mostly_unknown_share={name: counts.mostly_unknown_share for name, (_, _, counts) in encoded.items()},
     )
+    _warn_unknown_tokens(info, tokenizer)
     if cache_dir is not None:
         _write_cache(tokenized, info, cache_dir)
     return tokenized, info
@@ -549,17 +560,16 @@ def _log_length(
         )
 
 
-def _warn_unknown_tokens(shares: dict[str, float | None] | None, tokenizer: PreTrainedTokenizerBase) -> None:
-    share = (shares or {}).get("train")
-    if share is not None and share > UNKNOWN_TOKEN_WARNING:
-        logger.warning(
-            "%.1f%% of train's tokens are the unknown token %s: the vocabulary of %s lacks much of these texts' "
-            "script (emoji, or a language it was not trained on), so the model reads little of them; use a tokenizer "
-            "and model made for this language (e.g. bert-base-multilingual-cased or xlm-roberta-base)",
-            100 * share,
-            tokenizer.unk_token,
-            tokenizer.name_or_path,
-        )
+def _warn_unknown_tokens(info: TokenizationInfo, tokenizer: PreTrainedTokenizerBase) -> None:
+    warning = unknown_tokens_warning(
+        (info.unknown_token_share or {}).get("train"),
+        (info.mostly_unknown_share or {}).get("train"),
+        "train's",
+        tokenizer.name_or_path,
+        tokenizer.unk_token,
+    )
+    if warning:
+        logger.warning("%s", warning)
 
 
 def _write_cache(tokenized: DatasetDict, info: TokenizationInfo, cache_dir: Path) -> None:
@@ -587,4 +597,5 @@ def _read_info(path: Path) -> TokenizationInfo:
         from_cache=True,
         windows_per_document=data.get("windows_per_document"),
         unknown_token_share=data.get("unknown_token_share"),
+        mostly_unknown_share=data.get("mostly_unknown_share"),
     )

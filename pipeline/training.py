@@ -29,7 +29,7 @@ from transformers import PreTrainedModel, get_linear_schedule_with_warmup
 
 from pipeline.batching import TokenizedRows, model_inputs, training_loader
 from pipeline.checkpoints import History, TrainingState, restore_checkpoint, save_checkpoint
-from pipeline.config import TrainConfig
+from pipeline.config import TrainConfig, run_length_setting
 from pipeline.dropout import use_fast_dropout
 from pipeline.evaluation import predict_logits, result_from_logits, selection_metric
 from pipeline.hardware import resolve_mixed_precision
@@ -270,11 +270,12 @@ class Trainer:
             return  # a perfect score at every evaluation leaves nothing to move
         logger.warning(
             "Validation %s was %.4f at every one of %d evaluations, so the model kept (step %d) is the one with the "
-            "lowest validation loss; a longer run (train.epochs) or a higher train.learning_rate lets the scores move",
+            "lowest validation loss; more %s or a higher train.learning_rate lets the scores move",
             self.selection_metric,
             scores.pop(),
             len(evaluations),
             self.state.best_step,
+            run_length_setting(self.config.epochs, self.config.max_steps),
         )
 
     def _announce_estimate(self, seconds_per_step: float) -> None:

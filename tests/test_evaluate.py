@@ -137,6 +137,49 @@ def test_the_runs_own_train_file_as_input_is_said_to_overstate_its_scores(traine
     assert "overstate" not in (outputs["new"] / "report.md").read_text()
 
 
+def test_a_file_the_vocabulary_cannot_read_is_warned_about_in_the_log_and_the_report(trained, tmp_path, caplog):
+    """Chinese through the run's English vocabulary: metrics.json recorded its share of [UNK], but neither the log nor
+    the report said it. Both now say it as training says it of train (windows.unknown_tokens_warning)."""
+    config, _ = trained
+    path = tmp_path / "chinese.csv"
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["story", "topic"])
+        writer.writerows((f"快递太慢了，等了两个星期 {index}", LABELS[index % 4]) for index in range(8))
+    output = tmp_path / "on_chinese"
+    reading = ["data.text_columns=[story]", "data.label_column=topic", "data.column_names=null"]
+    with caplog.at_level("WARNING", logger="pipeline.evaluate"):
+        assert (
+            evaluate_main(["--model", str(config.run_dir), "--input", str(path), "--output", str(output), *reading])
+            == 0
+        )
+    (warning,) = [record.getMessage() for record in caplog.records if "unknown token" in record.getMessage()]
+    record = json.loads((output / "metrics.json").read_text())["tokenization"]
+    share = 100 * record["unknown_token_share"]["test"]
+    assert record["mostly_unknown_share"]["test"] == 1.0
+    assert f"{share:.1f}% of the input's tokens are the unknown token [UNK], and 100.0% of its texts" in warning
+    report = (output / "report.md").read_text(encoding="utf-8")
+    assert f"on_chinese: {share:.1f}% of the scored file's tokens are the unknown token, and 100.0% of its" in report
+    assert "multilingual" in report
+
+
+def test_fewer_text_columns_than_the_run_read_are_said_in_one_line(trained, tmp_path, caplog):
+    """data.text_columns naming one column where the run joined title and description is said, as pipeline.predict
+    says --text-columns; a rename of both is no loss."""
+    config, _ = trained
+    run, path = RunDir(config.run_dir), tmp_path / "new.csv"
+    with caplog.at_level("WARNING", logger="pipeline.evaluate"):
+        reading_config(run, ["data.text_columns=[story]"], path)
+    (warning,) = [record.getMessage() for record in caplog.records]
+    assert warning.startswith(
+        "the model was trained on 2 columns joined (title, description); data.text_columns reads 1 now (story)"
+    )
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="pipeline.evaluate"):
+        reading_config(run, ["data.text_columns=[headline, story]"], path)
+    assert not caplog.records
+
+
 def test_a_run_divided_by_a_split_column_scores_a_file_whose_config_reads_back(trained, tmp_path):
     """A run whose one train file was divided by data.split_column: the file evaluation scores is its test split,
     whole; the saved config.yaml, which names it as data.test_file, leaves the split column out (the config check

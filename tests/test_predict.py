@@ -381,6 +381,28 @@ def test_bare_model_directory_reads_text_column(run_dir, tmp_path, caplog, capsy
     assert_one_line_error(capsys.readouterr().err, "'text'", "does not record the columns it was trained on")
 
 
+def test_texts_the_vocabulary_cannot_read_are_warned_about_once_for_the_whole_input(run_dir, tmp_path, caplog):
+    """A quarter of the rows Chinese, which an English vocabulary reads as [UNK]: one warning, as training gives of
+    train's, counted over every chunk (its wording and thresholds are windows.unknown_tokens_warning's); none for
+    English rows."""
+    rows = news_rows(12)
+    for row in rows[2::4]:
+        row[1:3] = ["快递太慢了", "等了两个星期"]
+    mixed = write_table(tmp_path / "mixed.csv", rows)
+    with caplog.at_level(logging.WARNING, logger="pipeline.predict.cli"):
+        assert predict_cli(run_dir, mixed, tmp_path / "mixed_out.csv", "--chunk-size", "3") == 0
+    (warning,) = [record.getMessage() for record in caplog.records if "unknown token" in record.getMessage()]
+    assert (
+        "of the input's tokens are the unknown token [UNK], and 25.0% of its texts are more than 50% [UNK]" in warning
+    )
+    assert "multilingual" in warning
+    caplog.clear()
+    english = write_table(tmp_path / "english.csv", news_rows(12)[8:])
+    with caplog.at_level(logging.WARNING, logger="pipeline.predict.cli"):
+        assert predict_cli(run_dir, english, tmp_path / "english_out.csv") == 0
+    assert "unknown token" not in caplog.text
+
+
 def test_a_model_folder_copied_out_of_its_run_predicts_as_the_run(run_dir, tmp_path, caplog):
     """model/decision.json records how the run built and read its texts (what stage 4 saves), so the folder alone,
     copied anywhere, reads them as the run does: two columns, a separator other than the default, a short length,
@@ -432,6 +454,26 @@ def test_text_separator_joins_the_columns_in_the_command_and_the_dataframe(run_d
     labelled = predict_dataframe(predictor, frame, text_separator=" || ")
     np.testing.assert_allclose(labelled["score"], [score for _, score in expected], rtol=1e-6)
     assert not np.allclose(predict_dataframe(predictor, frame)["score"], labelled["score"])  # " " as recorded
+
+
+def test_fewer_text_columns_than_the_model_was_trained_on_are_said_in_one_line(run_dir, tmp_path, caplog):
+    """A model trained on title and description, given the description alone, labelled every row without a word: one
+    warning names what it was trained on and what it reads now. Renamed columns of the same count are no loss."""
+    rows = news_rows(12)[len(TRICKY_ROWS) :]
+    source = write_table(tmp_path / "in.csv", rows)
+    with caplog.at_level(logging.WARNING, logger="pipeline.predict.source"):
+        assert predict_cli(run_dir, source, tmp_path / "one.csv", "--text-columns", "description") == 0
+    (warning,) = [record.getMessage() for record in caplog.records if "trained on" in record.getMessage()]
+    assert warning.startswith(
+        "the model was trained on 2 columns joined (title, description); --text-columns reads 1 now (description)"
+    )
+    assert "\n" not in warning
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="pipeline.predict.source"):
+        assert predict_cli(run_dir, source, tmp_path / "two.csv", "--text-columns", "note,description") == 0
+        Predictor.from_path(run_dir, text_columns=["title"], device="cpu")
+    (warning,) = [record.getMessage() for record in caplog.records if "trained on" in record.getMessage()]
+    assert "; text_columns reads 1 now (title)" in warning  # the Python API's argument, named as such
 
 
 # ---------------------------------------------------------------------------------------------------------------

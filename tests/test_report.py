@@ -30,6 +30,7 @@ from pipeline.report import (
     plot_confusion_matrix,
     write_report,
 )
+from pipeline.report.analysis import accuracy_interval
 from pipeline.report.runs import Run
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -358,6 +359,18 @@ def test_mcnemar_reading_follows_the_p_value(tmp_path: Path):
     # The verdict reads the same test the same way.
     verdict = header_of(markdown_path.read_text())
     assert f"p = {p_value:.2g} (not below 0.05: the accuracy gap may be chance)" in verdict
+
+
+def test_accuracy_interval_is_the_wilson_score_interval():
+    low, high = accuracy_interval(1 / 3, 3)  # by hand: 3 rows at 33.33%
+    assert (round(100 * low, 2), round(100 * high, 2)) == (6.15, 79.23)
+    assert accuracy_interval(1.0, 10)[1] == pytest.approx(1.0) and accuracy_interval(0.0, 5)[0] == pytest.approx(0.0)
+    stats = pytest.importorskip("scipy.stats")
+    for right, rows in [(1, 3), (0, 5), (10, 10), (37, 50), (6840, 7600)]:
+        expected = stats.binomtest(right, rows).proportion_ci(method="wilson")
+        assert accuracy_interval(right / rows, rows) == pytest.approx(
+            (expected.low, expected.high), rel=1e-9, abs=1e-12
+        )
 
 
 def test_mcnemar_exact_p_matches_known_values():

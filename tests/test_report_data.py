@@ -204,6 +204,39 @@ def test_a_run_predicting_one_class_for_nearly_every_row_is_flagged_with_what_to
     assert "lower train.learning_rate (now 0.001), more train.epochs (now 1) or training rows" in note
     assert "train.class_weights: balanced" in note
     assert "collapsed onto" not in header_notes(run_of("healthy"))
+    # A run that train.max_steps ended (a 15-row run capped at 2 steps): more epochs would change nothing.
+    run.config["train"]["max_steps"] = 2
+    assert "lower train.learning_rate (now 0.001), more train.max_steps (now 2) or training rows" in header_notes(run)
+
+
+BASELINE = {"name": "tfidf", "description": "TF-IDF + logistic regression", "macro_f1": 0.5}
+
+
+def test_a_test_split_too_small_to_judge_by_is_said_and_a_gap_within_its_noise_is_no_verdict():
+    """15 rows, 3 of them test: 33.33% beside the baseline's 66.67% read 'the baseline beats tiny15', with nothing
+    to say that 3 rows cannot tell the two apart. A note gives the accuracy's 95% interval, and a gap to the
+    baseline within it is called a gap within the noise; a gap beyond it is still judged."""
+    tiny = run_of("tiny15", matrix=[[0, 1, 0, 0], [0, 1, 0, 0], [0, 1, 0, 0], [0, 0, 0, 0]])
+    tiny.metrics.update(test={**tiny.metrics["test"], "accuracy": 1 / 3}, baseline={**BASELINE, "accuracy": 2 / 3})
+    said = header_notes(tiny)
+    assert (
+        "tiny15: only 3 test rows: its test accuracy of 33.33% has a 95% confidence interval of 6.15% to 79.23%, so "
+        "its test figures, and any gap between them and another model's, may be chance; a larger test split"
+    ) in said
+    assert (
+        "On 3 test rows, tiny15 (33.33%) and the TF-IDF + logistic regression baseline (66.67%) cannot be told apart "
+        "on test accuracy: the gap is within the noise of so few rows (tiny15's test accuracy: 95% interval 6.15% to "
+        "79.23%)."
+    ) in said
+    assert "beats" not in said
+    # 8 of 8 right (interval 67.56% to 100%) against a baseline at 25%: still few rows, but a gap beyond their noise.
+    sure = run_of("sure", matrix=[[2, 0, 0, 0], [0, 2, 0, 0], [0, 0, 2, 0], [0, 0, 0, 2]])
+    sure.metrics.update(test={**sure.metrics["test"], "accuracy": 1.0}, baseline={**BASELINE, "accuracy": 0.25})
+    said = header_notes(sure)
+    assert "sure: only 8 test rows" in said and "sure beats the TF-IDF + logistic regression baseline" in said
+    assert "cannot be told apart" not in said
+    healthy = run_of("healthy", baseline={**BASELINE, "accuracy": 0.79})  # 100 rows at 80%: 72% to 87%
+    assert "test rows:" not in header_notes(healthy) and "beats the TF-IDF" in header_notes(healthy)
 
 
 def test_a_skewed_but_not_collapsed_run_and_a_dominant_class_are_not_flagged():

@@ -6,7 +6,7 @@ from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
 
 from pipeline.config import TokenizerConfig
 from pipeline.tokenization import choose_chunk_length, choose_max_length, tokenize_splits
-from pipeline.windows import LongTextRule
+from pipeline.windows import UNKNOWN_ROWS_WARNING, UNKNOWN_TOKEN_WARNING, LongTextRule
 
 
 def test_auto_length_is_the_shortest_multiple_of_8_within_the_budget():
@@ -212,3 +212,26 @@ def test_a_script_the_vocabulary_lacks_is_measured_and_warned_about(bert_tokeniz
     caplog.clear()
     _, info = tokenize_splits(english, bert_tokenizer, TokenizerConfig(max_length=16), tmp_path)
     assert info.unknown_token_share["train"] == 0.0 and "unknown token" not in caplog.text
+
+
+# Short Chinese rows among long English ones: few of train's tokens are [UNK], but every Chinese row is little else.
+CHINESE = "快递太慢了，等了两个星期"
+LONG_ENGLISH = "Oil prices rose on Monday as traders weighed supply and demand across markets in Asia and Europe. " * 5
+
+
+def test_rows_mostly_unknown_are_warned_about_where_the_token_share_stays_low(bert_tokenizer, tmp_path, caplog):
+    """A quarter of train Chinese, the rest long English: 3% of its tokens are [UNK], under the token share's 5%,
+    yet a quarter of the rows read as [UNK] alone. The share of such rows gives the same warning, and is recorded."""
+    train = [f"{CHINESE} {index}" for index in range(2)] + [f"{LONG_ENGLISH} {index}" for index in range(6)]
+    splits = _splits({"train": train, "validation": [CHINESE], "test": ["sports today"]})
+    for cache in (True, True):  # fresh, then from the cache: each says it
+        caplog.clear()
+        _, info = tokenize_splits(splits, bert_tokenizer, TokenizerConfig(max_length=16, cache=cache), tmp_path)
+        assert info.unknown_token_share["train"] < UNKNOWN_TOKEN_WARNING and UNKNOWN_ROWS_WARNING < 0.25
+        assert info.mostly_unknown_share == {"train": 0.25, "validation": 1.0, "test": 0.0}
+        (warning,) = [record.getMessage() for record in caplog.records if "unknown token" in record.getMessage()]
+        share = 100 * info.unknown_token_share["train"]
+        assert (
+            f"{share:.1f}% of train's tokens are the unknown token [UNK], and 25.0% of its texts are more " in warning
+        )
+        assert "than 50% [UNK]" in warning and "multilingual" in warning

@@ -458,6 +458,13 @@ def test_a_tied_validation_score_keeps_the_model_with_the_lower_loss_and_says_so
         trainer._warn_if_undecided()
     assert "Validation accuracy was 0.7500 at every one of 3 evaluations" in caplog.text
     assert "model kept (step 2) is the one with the lowest validation loss" in caplog.text
+    # train.max_steps, not train.epochs, ended this run: the advice names the setting that makes it longer.
+    assert "; more train.max_steps (now 3) or a higher train.learning_rate lets the scores move" in caplog.text
+    caplog.clear()
+    trainer.config.max_steps = None
+    with caplog.at_level("WARNING", logger="pipeline.training"):
+        trainer._warn_if_undecided()
+    assert "; more train.epochs (now 3) or a higher train.learning_rate" in caplog.text
     # A checkpoint from before the loss was recorded (best_loss None) keeps its model on a tie, as it did.
     trainer.state.best_loss = None
     trainer.state.global_step = 4

@@ -280,3 +280,16 @@ def test_a_text_far_longer_than_its_rows_read_gives_the_rows_its_whole_tokenizat
     # Tokenized whole: the pair's two sides and, where spaces are no tokens (WordPiece; byte-level BPE makes tokens of
     # them), the text whose ends are runs of spaces: its pieces held too few tokens.
     assert len(whole_texts) == 2 + (kind == "wordpiece") and (texts[1] in whole_texts) is (kind == "wordpiece")
+
+
+def test_unknown_tokens_counted_in_chunks_add_up_to_the_whole(bert_tokenizer):
+    """Prediction reads its input chunk by chunk and warns once, of all of it: the chunks' counts of [UNK] and of
+    texts mostly [UNK] add up to those of the texts read at once."""
+    texts = ["快递太慢了，等了两个星期", "football news", "emoji 😀 and ข่าว", "ข่าวกีฬา", "x y z", "ok 🤷"]
+    whole = encode_documents(bert_tokenizer, texts, 16, LongTextRule()).unknown
+    parts = [
+        encode_documents(bert_tokenizer, texts[start : start + 2], 16, LongTextRule()).unknown for start in (0, 2, 4)
+    ]
+    assert parts[0] + parts[1] + parts[2] == whole
+    assert whole.texts == 6 and whole.mostly_unknown == 2  # the Chinese and the Thai text; the emoji ones are not
+    assert whole.text_share == pytest.approx(2 / 6) and whole.token_share == pytest.approx(whole.unknown / whole.tokens)

@@ -70,6 +70,7 @@ from pipeline.tables import (
     settings_not_read,
     shorten,
 )
+from pipeline.windows import UnknownTokens
 
 DEFAULT_CHUNK_SIZE = 10_000
 # The options that describe an input file's layout (by their argparse names), which a folder does not have.
@@ -96,6 +97,9 @@ class RunSummary:
     rows_flagged: int = 0
     seconds: float = 0.0
     backend: str = ""  # which backend ran and why (printed on stderr after a successful run, not before an error)
+    # How much of all the rows' texts is the unknown token: warned of once, after the last chunk, as training warns
+    # of train's (a chunk of a mixed file may hold none of its unreadable rows). None: the tokenizer has none.
+    unknown: UnknownTokens | None = None
 
 
 def predict_table(
@@ -123,6 +127,8 @@ def predict_table(
         summary.repeated_headers += [chunk.numbers[row] for row in sorted(repeats)]
         if result.low_confidence is not None:
             summary.rows_flagged += int(result.low_confidence.sum())
+        if result.unknown is not None:
+            summary.unknown = result.unknown if summary.unknown is None else summary.unknown + result.unknown
         progress.update(without_text)
         if writer is not None:
             separator = None if writer.keeps_lists else predictor.label_separator
@@ -423,6 +429,9 @@ def _predict_file(args: argparse.Namespace, source: ModelSource, process_index: 
             summary = predict_table(predictor, table, writer, added, args.probabilities, progress)
             summary.backend = predictor.describe_backend()
             progress.total = progress.n
+        unknown = summary.unknown and summary.unknown.warning("the input's", predictor.tokenizer)
+        if unknown and process_index == 0:  # every process reads every row: one says it
+            logger.warning("%s", unknown)
         if summary.repeated_headers and process_index == 0:  # every process reads every row: one says it
             numbers = summary.repeated_headers
             outcome = "not labelled, kept in its place in the output with the error column saying so"

@@ -35,6 +35,7 @@ from pipeline.windows import (
     SEGMENT_IDS,
     EncodedDocuments,
     LongTextRule,
+    UnknownTokens,
     encode_documents,
     pad_ids,
     pool_documents,
@@ -58,6 +59,8 @@ class LabelledTexts:
     errors: list[str]
     label_sets: np.ndarray | None = None  # (N, K) bool, multi-label models only: the classes predicted
     low_confidence: np.ndarray | None = None  # (N,) bool, multi-class thresholds only: top probability too low
+    # How much of the texts is the unknown token, from the pass that tokenized them; None: the tokenizer has none.
+    unknown: UnknownTokens | None = None
 
     def scores(self) -> np.ndarray:
         """(N,) the probability of each row's label; NaN for rows without one."""
@@ -119,7 +122,7 @@ class Predictor:
         recheck_margin, backend (as `from_source`)."""
         source = (
             resolve_model_source(path)
-            .with_text_columns(text_columns)
+            .with_text_columns(text_columns, "text_columns")
             .with_text_pair_columns(text_pair_columns, "text_pair_columns")
             .with_text_separator(text_separator)
         )
@@ -216,7 +219,12 @@ class Predictor:
         model's rows (`row_logits`), their probabilities per text (`document_probabilities`), labelled by the
         decision.
         """
-        encoded = self.encode(texts)
+        return self._infer_encoded(self.encode(texts), on_batch)
+
+    def _infer_encoded(
+        self, encoded: EncodedDocuments, on_batch: Callable[[int], None] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """`infer` of texts already encoded."""
         probabilities = self.document_probabilities(self.row_logits(encoded, on_batch), encoded)
         return self.labels_of(probabilities), probabilities
 
@@ -343,17 +351,19 @@ class Predictor:
         empty_error: str | Callable[[int], str] = "empty text",
     ) -> LabelledTexts:
         """`infer` on the rows that have text; empty or missing texts stay in place, unlabelled, with an error:
-        `empty_error`, or what it says for the row's position (source.empty_text_error: a pair's empty side)."""
+        `empty_error`, or what it says for the row's position (source.empty_text_error: a pair's empty side). What
+        the texts held of the unknown token comes with them (pipeline.predict warns of it once per input)."""
         has_text = np.fromiter((bool(text and text.strip()) for text in texts), dtype=bool, count=len(texts))
         kept = np.flatnonzero(has_text)
         label_ids = np.full(len(texts), -1, dtype=np.int64)
         probabilities = np.full((len(texts), len(self.labels)), np.nan, dtype=np.float32)
-        kept_ids, kept_probabilities = self.infer([texts[index] for index in kept], on_batch)
+        encoded = self.encode([texts[index] for index in kept])
+        kept_ids, kept_probabilities = self._infer_encoded(encoded, on_batch)
         label_ids[kept] = kept_ids
         probabilities[kept] = kept_probabilities
         why = empty_error if callable(empty_error) else lambda _: empty_error
         errors = ["" if ok else why(row) for row, ok in enumerate(has_text)]
-        result = LabelledTexts(label_ids, probabilities, errors)
+        result = LabelledTexts(label_ids, probabilities, errors, unknown=encoded.unknown)
         if self.multi_label:
             result.label_sets = np.zeros((len(texts), len(self.labels)), dtype=bool)
             result.label_sets[kept] = self.decision.predict(kept_probabilities)

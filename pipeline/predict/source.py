@@ -27,7 +27,7 @@ from pipeline.rundir import (
     nested_get,
     read_decision,
 )
-from pipeline.tables import DataError, TextSpec, check_encoding, one_line
+from pipeline.tables import DataError, TextSpec, check_encoding, fewer_columns_warning, one_line
 from pipeline.windows import LongTextRule
 
 logger = logging.getLogger(__name__)
@@ -60,14 +60,25 @@ class ModelSource:
     # encoding it is read with (None: a model folder, which does not record it).
     encoding: str | None = None
 
-    def with_text_columns(self, columns: list[str] | tuple[str, ...] | None) -> ModelSource:
+    def with_text_columns(
+        self, columns: list[str] | tuple[str, ...] | None, option: str = "--text-columns"
+    ) -> ModelSource:
+        self._warn_fewer_columns(self.text_spec.columns, columns, option)
         return dataclasses.replace(self, text_spec=self.text_spec.with_columns(columns))
 
     def with_text_pair_columns(
         self, columns: list[str] | tuple[str, ...] | None, option: str = "--text-pair-columns"
     ) -> ModelSource:
         check_pair_columns(self.text_spec, columns, self.reading_recorded, option)
+        self._warn_fewer_columns(self.text_spec.pair_columns, columns, option)
         return dataclasses.replace(self, text_spec=self.text_spec.with_pair_columns(columns))
+
+    def _warn_fewer_columns(self, trained: Sequence[str], given: Sequence[str] | None, option: str) -> None:
+        """tables.fewer_columns_warning, for a model that records its columns (a folder that does not is read by
+        defaults, which say nothing of how it was trained)."""
+        warning = fewer_columns_warning(trained, given, option) if self.reading_recorded else None
+        if warning:
+            logger.warning("%s", warning)
 
     def with_text_separator(self, separator: str | None) -> ModelSource:
         return dataclasses.replace(self, text_spec=self.text_spec.with_separator(separator))

@@ -1,5 +1,5 @@
 """Analyses over the runs' test predictions: text-by-text comparison (of every set of runs tested on the same rows),
-McNemar's exact test, confident mistakes."""
+McNemar's exact test, the confidence interval of an accuracy, confident mistakes."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
@@ -25,6 +26,8 @@ from pipeline.rundir import (
 MAX_MISTAKE_ROWS = 10
 # McNemar p-values below this read as an accuracy gap that is more than chance.
 SIGNIFICANCE_LEVEL = 0.05
+# The normal quantile of a two-sided interval at that level: 95% confidence, z = 1.96.
+CONFIDENCE_Z = NormalDist().inv_cdf(1 - SIGNIFICANCE_LEVEL / 2)
 
 
 # Columns threshold_mistakes adds to a run's wrong rows.
@@ -259,6 +262,16 @@ def gap_reading(p_value: float) -> str:
     if p_value < SIGNIFICANCE_LEVEL:
         return f"below {SIGNIFICANCE_LEVEL:g}: the accuracy gap is unlikely to be chance"
     return f"not below {SIGNIFICANCE_LEVEL:g}: the accuracy gap may be chance"
+
+
+def accuracy_interval(accuracy: float, rows: int) -> tuple[float, float]:
+    """The Wilson score interval of an accuracy measured on `rows` rows, at 1 - SIGNIFICANCE_LEVEL confidence: the
+    range of accuracies those rows cannot tell apart. Unlike the normal approximation it stays within 0..1 and does
+    not shrink to a point at 0% or 100% on a few rows (3 rows at 33.33%: 6.15% to 79.23%)."""
+    squared = CONFIDENCE_Z**2 / rows
+    centre = (accuracy + squared / 2) / (1 + squared)
+    half = CONFIDENCE_Z * math.sqrt(accuracy * (1 - accuracy) / rows + squared / (4 * rows)) / (1 + squared)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def mcnemar_exact_p(only_first_right: int, only_second_right: int) -> float | None:

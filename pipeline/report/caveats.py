@@ -1,16 +1,18 @@
-"""What a reader must know before trusting a ranking: the classical baseline, unequal budgets, over-truncation, a
-model collapsed onto one class.
+"""What a reader must know before trusting a ranking: the classical baseline, a test split too small to judge by,
+unequal budgets, over-truncation, a model collapsed onto one class, texts its vocabulary cannot read.
 
     baseline_of(run)                 # the run's TF-IDF + logistic regression record, or None (old runs)
     baseline_sentences(runs)         # "The TF-IDF + logistic regression baseline beats <run> on test accuracy ..."
+    small_test_note(run)             # "only 3 test rows: its test accuracy of 33.33% has a 95% confidence interval ..."
     budget_sentence(runs)            # "<a> saw 5.0x the training samples of <b> ...; the comparison is of recipes ..."
     truncation_over_budget(run)      # (train truncated share, budget) when the share exceeds the budget
     collapse_note(run)               # "predicts World for 97.0% of the test rows ..., a class that is 25.0% ..."
     unpredicted_note(run)            # "never predicts yes (1 row in test, 1 row in train): its recall of it is 0 ..."
+    unknown_tokens_note(run)         # "72.0% of the scored file's tokens are the unknown token, and ...: use ..."
 
 All of it reads metrics.json (`baseline`, `training`, `tokenization`, `test.confusion_matrix`), config.yaml
-(`tokenizer.max_truncated_fraction`, `train`) and, for a collapse, test_predictions.csv where the matrix is absent; a
-run that lacks a record simply contributes nothing.
+(`tokenizer.max_truncated_fraction`, `tokenizer.name_or_path`, `train`) and, for a collapse, test_predictions.csv
+where the matrix is absent; a run that lacks a record simply contributes nothing.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.config import TokenizerConfig
+from pipeline.config import TokenizerConfig, run_length_setting
+from pipeline.report.analysis import SIGNIFICANCE_LEVEL, accuracy_interval
 from pipeline.report.formatting import format_count, format_duration, format_metric, format_percent
-from pipeline.report.runs import Run
+from pipeline.report.runs import Run, num_test_samples
 from pipeline.rundir import (
     PREDICTION_GOLD,
     PREDICTION_PREDICTED,
@@ -31,7 +34,7 @@ from pipeline.rundir import (
     untrained_classes,
     untrained_consequence,
 )
-from pipeline.windows import LongTextRule
+from pipeline.windows import LongTextRule, unknown_tokens_warning
 
 # Differences below these are rounding, not a different budget.
 SAMPLES_RELATIVE_TOLERANCE = 0.01
@@ -73,7 +76,9 @@ def baseline_sentences(runs: Sequence[Run]) -> list[str]:
         score = run.metric("test", key)
         if record is None or not is_number(score) or not is_number(record.get(key)):
             continue
-        if record[key] >= score:
+        if within_test_noise(run, record[key] - score):
+            sentences.append(_untold_sentence(run, record, key))
+        elif record[key] >= score:
             sentences.append(_beaten_sentence(run, record, key))
         else:
             ahead.append((run, record, key))
@@ -99,6 +104,18 @@ def _beaten_sentence(run: Run, record: dict[str, Any], key: str) -> str:
     return f"{sentence}: fine-tuning did not pay for itself on this data."
 
 
+def _untold_sentence(run: Run, record: dict[str, Any], key: str) -> str:
+    """A run and its baseline whose gap is within the noise of a small test split (within_test_noise): neither is
+    called the better, whichever scored higher."""
+    low, high = small_test_interval(run)
+    return (
+        f"On {_test_rows(run)}, {run.name} ({format_metric(key, run.metric('test', key))}) and the "
+        f"{baseline_description(record)} baseline ({format_metric(key, record[key])}) cannot be told apart on test "
+        f"{RANKING_METRICS[key]}: the gap is within the noise of so few rows ({run.name}'s test accuracy: "
+        f"{_confidence()} interval {format_percent(low)} to {format_percent(high)})."
+    )
+
+
 def _ahead_sentence(ahead: list[tuple[Run, dict[str, Any], str]], single: bool) -> str:
     def gap(run: Run, record: dict[str, Any], key: str) -> str:
         return f"{100 * (run.metric('test', key) - record[key]):.2f} points of {RANKING_METRICS[key]}"
@@ -119,6 +136,64 @@ def _ahead_sentence(ahead: list[tuple[Run, dict[str, Any], str]], single: bool) 
         for run, record, key in ahead
     ]
     return f"Ahead of the {what} baseline: {_join(parts)}."
+
+
+# --- A test split too small to judge by
+
+# A test split whose accuracy's confidence interval (analysis.accuracy_interval) is wider than this, under about 40
+# rows at 50% accuracy, is too small for its figures to mean much: a note says so, and a baseline within that noise
+# is neither beaten nor ahead. A 3-row split's 33.33% spans 6% to 79%.
+SMALL_TEST_INTERVAL_WIDTH = 0.30
+
+
+def small_test_interval(run: Run) -> tuple[float, float] | None:
+    """The confidence interval of the run's test accuracy where it is wider than SMALL_TEST_INTERVAL_WIDTH, else
+    None (also where the accuracy or the row count is not recorded)."""
+    accuracy, rows = run.metric("test", "accuracy"), num_test_samples(run)
+    if not is_number(accuracy) or not is_number(rows) or rows < 1:
+        return None
+    low, high = accuracy_interval(accuracy, int(rows))
+    return (low, high) if high - low > SMALL_TEST_INTERVAL_WIDTH else None
+
+
+def within_test_noise(run: Run, gap: float) -> bool:
+    """Whether a gap in a test figure is no larger than the distance from the run's accuracy to the far end of its
+    interval, on a test split too small to judge by (small_test_interval). The interval is the accuracy's; it
+    stands for the noise of the split's other figures too, which are measured on the same few rows."""
+    interval = small_test_interval(run)
+    if interval is None:
+        return False
+    accuracy = run.metric("test", "accuracy")
+    return abs(gap) <= max(accuracy - interval[0], interval[1] - accuracy)
+
+
+def small_test_note(run: Run) -> str | None:
+    """A test split too small for its figures to mean much (small_test_interval): its size, the interval of its
+    accuracy, and how to get a larger one."""
+    interval = small_test_interval(run)
+    if interval is None:
+        return None
+    name = "subset accuracy" if run.multi_label else "accuracy"
+    larger = (
+        "a scored file of more rows"
+        if run.metric("evaluation")
+        else "a larger test split (data.test_fraction, or a data.test_file)"
+    )
+    return (
+        f"only {_test_rows(run)}: its test {name} of {format_percent(run.metric('test', 'accuracy'))} "
+        f"has a {_confidence()} confidence interval of {format_percent(interval[0])} to {format_percent(interval[1])}, "
+        f"so its test figures, and any gap between them and another model's, may be chance; {larger} gives figures "
+        "to act on."
+    )
+
+
+def _confidence() -> str:
+    return f"{1 - SIGNIFICANCE_LEVEL:.0%}"
+
+
+def _test_rows(run: Run) -> str:
+    rows = num_test_samples(run)
+    return f"{format_count(rows)} test {'row' if rows == 1 else 'rows'}"
 
 
 # --- Training budgets
@@ -307,15 +382,13 @@ def collapse_note(run: Run) -> str | None:
     if share < COLLAPSE_PREDICTED_SHARE or true_share >= COLLAPSE_TRUE_SHARE:
         return None
     learning_rate = nested_get(run.config, "train", "learning_rate")
-    epochs = nested_get(run.config, "train", "epochs")
     now_rate = f" (now {learning_rate:g})" if is_number(learning_rate) else ""
-    now_epochs = f" (now {epochs:g})" if is_number(epochs) else ""
+    longer = run_length_setting(nested_get(run.config, "train", "epochs"), nested_get(run.config, "train", "max_steps"))
     return (
         f"predicts {run.labels[top]} for {format_percent(share, 1)} of the test rows ({format_count(predicted[top])} of "
         f"{format_count(total)}), a class that is {format_percent(true_share, 1)} of them: the model has collapsed onto "
         f"one class, as a learning rate too high for the data or too few rows or steps make it. Try a lower "
-        f"train.learning_rate{now_rate}, more train.epochs{now_epochs} or training rows, or "
-        "train.class_weights: balanced."
+        f"train.learning_rate{now_rate}, more {longer} or training rows, or train.class_weights: balanced."
     )
 
 
@@ -347,6 +420,22 @@ def unpredicted_note(run: Run) -> str | None:
         f"never predicts {_join(described)}: its recall of {pronoun} is 0, most often for too few training rows of "
         f"{pronoun} to learn from. Add rows of {pronoun}, or try train.class_weights: balanced."
     )
+
+
+def unknown_tokens_note(run: Run) -> str | None:
+    """Texts the vocabulary cannot read, as training, pipeline.evaluate and pipeline.predict warn of them
+    (windows.unknown_tokens_warning): train's for a run, the scored file's for a pipeline.evaluate folder, whose test
+    figures are that file's. The log's warning is easily missed; the report is what is read."""
+    split, whose = ("test", "the scored file's") if run.metric("evaluation") else ("train", "train's")
+    token_share = run.metric("tokenization", "unknown_token_share", split)
+    text_share = run.metric("tokenization", "mostly_unknown_share", split)
+    warning = unknown_tokens_warning(
+        token_share if is_number(token_share) else None,
+        text_share if is_number(text_share) else None,
+        whose,
+        str(nested_get(run.config, "tokenizer", "name_or_path") or "its tokenizer"),
+    )
+    return f"{warning}." if warning else None
 
 
 def _rows(count: Any) -> str:

@@ -79,6 +79,13 @@ class Run:
         return ranking_metric(self.metrics)
 
 
+def num_test_samples(run: Run) -> Any:
+    """The rows its test figures were measured on: metrics.json's count, else test_predictions.csv's rows."""
+    if is_number(run.metric("test", "num_samples")):
+        return run.metric("test", "num_samples")
+    return len(run.predictions) if run.predictions is not None else None
+
+
 def load_run(run_dir: str | Path) -> Run:
     """Read one run directory; raise ReportError naming the directory and what is missing or broken."""
     path = Path(run_dir)

@@ -20,7 +20,7 @@ from pipeline.report.formatting import (
     format_rate,
     format_score,
 )
-from pipeline.report.runs import Run, ranks_models, repeats_its_run
+from pipeline.report.runs import Run, num_test_samples, ranks_models, repeats_its_run
 from pipeline.report.scores import imbalance_sentence, is_imbalanced
 from pipeline.rundir import RANKING_METRICS, is_number, nested_get, per_class_score
 from pipeline.thresholds import selection_cut_off
@@ -29,12 +29,6 @@ SECTION_SUMMARY = "Summary"
 # A multi-label run's accuracy, named so beside single-label runs: a text counts as right only when its whole class
 # set is (subset accuracy), a far stricter figure than a single-label accuracy.
 EXACT_MATCH = "exact-match"
-
-
-def num_test_samples(run: Run) -> Any:
-    if is_number(run.metric("test", "num_samples")):
-        return run.metric("test", "num_samples")
-    return len(run.predictions) if run.predictions is not None else None
 
 
 def summary_blocks(runs: Sequence[Run]) -> list[Block]:

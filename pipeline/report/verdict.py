@@ -13,14 +13,15 @@ from pipeline.report.caveats import (
     baseline_sentences,
     budget_sentence,
     collapse_note,
+    small_test_note,
     truncation_note,
+    unknown_tokens_note,
     unpredicted_note,
     untrained_note,
 )
 from pipeline.report.formatting import format_count, format_metric, format_percent, format_score
-from pipeline.report.runs import Run, one_model, repeats_its_run, same_task
+from pipeline.report.runs import Run, num_test_samples, one_model, repeats_its_run, same_task
 from pipeline.report.scores import imbalance_sentence, is_imbalanced
-from pipeline.report.summary import num_test_samples
 from pipeline.rundir import RANKING_METRICS, is_number
 
 DIFFERENT_DATA_CAUTION = "Caution: the runs were tested on different data."
@@ -41,11 +42,12 @@ def header_blocks(runs: Sequence[Run], comparison: Comparison | None, generated_
         for note in [truncation_note(run), untrained_note(run)]
         if note
     ]
-    # Each test file's predictions, a pipeline.evaluate folder's too: a model may collapse on one file only.
+    # Each test file's size, texts and predictions, a pipeline.evaluate folder's too: a file may be too small to judge
+    # by, or in a script the vocabulary lacks, and a model may collapse on one file only.
     blocks += [
         Paragraph(f"{run.name}: {note}", style="note")
         for run in runs
-        for note in [collapse_note(run), unpredicted_note(run)]
+        for note in [small_test_note(run), unknown_tokens_note(run), collapse_note(run), unpredicted_note(run)]
         if note
     ]
     return blocks
