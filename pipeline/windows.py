@@ -188,7 +188,7 @@ def content_ids(
     """Each text's token ids without special tokens and without truncation: the one tokenizer call that rows and
     token counts are both built from. With `reads` (each text's TokensRead), a text far longer than that is
     tokenized from its two ends only (TokensRead.ends): the rows it makes are the same, and its count, a lower
-    bound, is still over the width."""
+    bound, is still over the width (its tokens and unknown tokens are counted over those ends)."""
     texts = list(texts)
     ends = {index: cut for index, read in enumerate(reads or ()) if read and (cut := read.ends(texts[index]))}
     batch = ["" if index in ends else text for index, text in enumerate(texts)]
