@@ -9,7 +9,7 @@ The work, by default, is the issue's: MiniLM (../shared/models/minilm-l6-h384-un
 rows of ../shared/data/ag_news/train_20k.csv for one epoch, learning rate 1e-4, bf16, batch 32, then scored on the
 7,600 rows of test.csv. bf16 where the CPU runs it natively: on a CPU without it (AVX2 only, say) emulated bf16 runs
 many times slower than full precision, so there every recipe trains in full precision, ours by its own
-`train.mixed_precision: auto` and the Trainer's by `--peer-precision auto` (the default; pipeline.hardware's rule). Each run is a fresh subprocess, timed from start to exit (the "whole run": start-up,
+`train.mixed_precision: auto` and the Trainer's by `--peer-precision auto` (the default; pipeline.common.hardware's rule). Each run is a fresh subprocess, timed from start to exit (the "whole run": start-up,
 loading, tokenization, training, evaluation, reports):
 
   stock   benchmarks/trainer_peer.py --eval: transformers.Trainer, every row padded to 128 tokens.
@@ -46,7 +46,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from pipeline.rundir import RunDir
+from pipeline.run.directory import RunDir
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PEER_SCRIPT = Path(__file__).resolve().with_name("trainer_peer.py")

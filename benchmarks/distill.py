@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO_ROOT))  # run as a script from anywhere
 
 from pipeline.predict import Predictor  # noqa: E402
 from pipeline.predict.speed import warm_up  # noqa: E402
-from pipeline.rundir import PREDICTION_GOLD, PREDICTION_TEXT, RunDir  # noqa: E402
+from pipeline.run.directory import PREDICTION_GOLD, PREDICTION_TEXT, RunDir  # noqa: E402
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -4,11 +4,11 @@
     python benchmarks/exact_savings.py --rounds 1 --steps 10 --rows 256     # smoke run
 
 1. `model.last_layer_cls_only`: the last encoder layer computes only the [CLS] token (pipeline/models/cls_only.py).
-   Training steps (forward, cross-entropy, backward, fused AdamW, fast dropout, as in pipeline.training) on the same
+   Training steps (forward, cross-entropy, backward, fused AdamW, fast dropout, as in pipeline.train.loop) on the same
    length-grouped batches of 32 AG News rows, and scoring test rows longest first, with the full last layer and with
    the restricted one. Also checks that both give the same logits.
 2. `eval.max_batch_tokens`: scoring the same test rows (restricted model) in batches of 128 rows whatever their
-   length, against batches of at most 4,096 tokens (pipeline.tokenization.sorted_batches).
+   length, against batches of at most 4,096 tokens (pipeline.text.tokenization.sorted_batches).
 
 Each measurement alternates its two sides over `--rounds` rounds (the order flips every round) and prints every
 round and the median ratio. The precision is the pipeline's own choice for this CPU (bf16 autocast in training and a
@@ -35,11 +35,11 @@ import torch
 import torch.nn.functional as F
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-from pipeline.config import MAX_BATCH_TOKENS
-from pipeline.dropout import use_fast_dropout
-from pipeline.hardware import cpu_supports_bf16
+from pipeline.common.hardware import cpu_supports_bf16
+from pipeline.config.schema import MAX_BATCH_TOKENS
 from pipeline.models.cls_only import restrict_last_layer_to_cls
-from pipeline.tokenization import padded_width, sorted_batches
+from pipeline.text.tokenization import padded_width, sorted_batches
+from pipeline.train.dropout import use_fast_dropout
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = REPO_ROOT.parent / "shared"

@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 from runs import REPO_ROOT, finetune_run
 
-from pipeline.calibration import expected_calibration_error
-from pipeline.rundir import PROBABILITY_PREFIX, RunDir
+from pipeline.run.directory import PROBABILITY_PREFIX, RunDir
+from pipeline.scoring.calibration import expected_calibration_error
 
 SHARED = REPO_ROOT.parent / "shared"
 MAJORITY = ("World", "Sports")  # kept whole

@@ -22,9 +22,9 @@ import sys
 import time
 from pathlib import Path
 
-from pipeline.config import DataConfig, TokenizerConfig
-from pipeline.data import load_data
-from pipeline.tokenization import load_tokenizer, tokenize_splits
+from pipeline.config.schema import DataConfig, TokenizerConfig
+from pipeline.data.load import load_data
+from pipeline.text.tokenization import load_tokenizer, tokenize_splits
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 AG_NEWS_TRAIN = REPO_ROOT.parent / "shared" / "data" / "ag_news" / "train_20k.csv"

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pipeline.rundir import RunDir
+from pipeline.run.directory import RunDir
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 AG_NEWS = REPO_ROOT.parent / "shared" / "data" / "ag_news"

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 from runs import REPO_ROOT, finetune_run, offline_env
 
-from pipeline.rundir import RunDir, read_decision
+from pipeline.run.directory import RunDir, read_decision
 
 SHARED = REPO_ROOT.parent / "shared" / "data" / "ag_news"
 CLASSES = ("World", "Sports", "Business", "Sci/Tech")  # class_index 1-4

@@ -44,14 +44,14 @@ import torch
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))  # run as a script from anywhere
 
+from pipeline.common.hardware import cpu_name, cpu_supports_bf16  # noqa: E402
+from pipeline.data.tables import open_table, resolve_columns  # noqa: E402
 from pipeline.export import verify  # noqa: E402
-from pipeline.export.record import VARIANTS, backend_name, read_export_record  # noqa: E402
-from pipeline.export.runtime import onnx_threads  # noqa: E402
-from pipeline.hardware import cpu_name, cpu_supports_bf16  # noqa: E402
 from pipeline.predict import Predictor, resolve_model_source  # noqa: E402
 from pipeline.predict.backend import TorchBackend  # noqa: E402
-from pipeline.rundir import RunDir  # noqa: E402
-from pipeline.tables import open_table, resolve_columns  # noqa: E402
+from pipeline.predict.runtime import onnx_threads  # noqa: E402
+from pipeline.run.directory import RunDir  # noqa: E402
+from pipeline.run.exports import VARIANTS, backend_name, read_export_record  # noqa: E402
 
 WARMUP_ROWS = 64
 

@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from pipeline.rundir import RunDir
+from pipeline.run.directory import RunDir
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"

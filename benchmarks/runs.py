@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pipeline.rundir import RunDir
+from pipeline.run.directory import RunDir
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,7 +9,7 @@ Stock (the default) does what transformers' text-classification example does wit
 everything to a fixed 128 tokens, BertForSequenceClassification, `transformers.Trainer` with bf16 autocast on the
 CPU, one epoch at batch size 32. Nothing is tuned. `--mixed-precision auto` gives the Trainer what an expert would
 set on this machine: bf16 where the CPU runs it natively, full precision where bf16 would only be emulated (many
-times slower), by the same rule as our pipeline's `train.mixed_precision: auto` (pipeline.hardware). `--tuned` is what an expert Trainer user turns on, and differs
+times slower), by the same rule as our pipeline's `train.mixed_precision: auto` (pipeline.common.hardware). `--tuned` is what an expert Trainer user turns on, and differs
 only there: texts are tokenized without padding (still truncated at 128), `DataCollatorWithPadding` pads each batch
 to its longest row, and `train_sampling_strategy="group_by_length"` batches rows of similar length together. Same
 model, learning rate, batch size, epochs, precision and seed. Where a GPU is visible the Trainer trains there, as our
@@ -100,7 +100,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help=(
             "Trainer's precision: bf16 autocast (default, the HF example's --bf16), full precision ('no'), or 'auto': "
             "bf16 where this CPU or GPU runs it natively, fp16 on an older GPU, else full precision "
-            "(pipeline.hardware's rule)"
+            "(pipeline.common.hardware's rule)"
         ),
     )
     parser.add_argument("--eval", action="store_true", help="after training, report accuracy on the test file")
@@ -153,7 +153,7 @@ def resolve_precision(setting: str) -> str:
     on the device the Trainer picks (a GPU when one is visible)."""
     if setting != "auto":
         return setting
-    from pipeline.hardware import resolve_mixed_precision
+    from pipeline.common.hardware import resolve_mixed_precision
 
     return resolve_mixed_precision("auto", use_cuda=torch.cuda.is_available())
 

@@ -7,7 +7,7 @@ against plain bf16 autocast, back to back in one process on the same batches.
 Each lever trains a fresh copy of the model (same seed) for `--batches` steps of `--batch-size` rows from the
 shared AG News train file, padded to a multiple of 8 (the loop's own padding), after `--warmup` steps that are not
 timed; a step is forward, cross-entropy, backward, gradient clipping and a fused AdamW step, as in
-pipeline.training. Levers:
+pipeline.train.loop. Levers:
 
 - autocast: the loop as it is (fp32 weights, bf16 autocast): the reference.
 - copy: a bf16 copy of the weights runs forward and backward; its gradients go to fp32 master weights, AdamW steps

@@ -3,7 +3,7 @@
     python -m pipeline.evaluate --model runs/ag_news_minilm --input new_labelled.csv
     python -m pipeline.evaluate --model runs/tickets --input march.csv data.label_column=queue --output reports/march
 
-The file (or a folder of class folders, read for the model's classes: pipeline/folders.py) is read as the run read
+The file (or a folder of class folders, read for the model's classes: pipeline/data/folders.py) is read as the run read
 its training files (its config.yaml: text columns, label column or columns, encoding, quoting, incomplete rows),
 with any `data.*` setting but the task and classes overridden by KEY=VALUE; its labels must be the model's classes,
 read as training read its own (metrics.json data.label_reading). Every usable row is scored: nothing is carved,
@@ -30,21 +30,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.config import ConfigError, PipelineConfig, load_config, parse_override, save_config
-from pipeline.data import RemovedRow, read_labelled_file
-from pipeline.evaluation import EvalResult, result_from_probabilities, write_predictions
-from pipeline.export.record import BACKENDS
-from pipeline.hardware import INFERENCE_PRECISIONS
-from pipeline.io import check_can_write, replace_directory
-from pipeline.labels import UnknownLabels, leave_out_hint
+from pipeline.common.hardware import INFERENCE_PRECISIONS
+from pipeline.common.io import check_can_write, replace_directory
+from pipeline.config.schema import ConfigError, PipelineConfig, load_config, parse_override, save_config
+from pipeline.data.labels import UnknownLabels, leave_out_hint
+from pipeline.data.load import RemovedRow, read_labelled_file
+from pipeline.data.splits import column_values, labels_of, write_removed_rows
+from pipeline.data.tables import DataError, fewer_columns_warning, one_line
 from pipeline.predict import PredictError, Predictor, resolve_model_source
 from pipeline.predict.speed import speed_record, warm_up
 from pipeline.report.write import write_report
-from pipeline.rundir import REMOVED_ROWS_FILE, RunDir, RunDirError, folded_temperature, foreign_names, headline_scores
-from pipeline.scoring import calibration_record
-from pipeline.splits import column_values, labels_of, write_removed_rows
-from pipeline.tables import DataError, fewer_columns_warning, one_line
-from pipeline.tokenization import TokenCounts, truncated_share
+from pipeline.run.directory import (
+    REMOVED_ROWS_FILE,
+    RunDir,
+    RunDirError,
+    folded_temperature,
+    foreign_names,
+    headline_scores,
+)
+from pipeline.run.exports import BACKENDS
+from pipeline.scoring.decide import calibration_record
+from pipeline.scoring.evaluation import EvalResult, result_from_probabilities, write_predictions
+from pipeline.text.tokenization import TokenCounts, truncated_share
 
 logger = logging.getLogger(__name__)
 

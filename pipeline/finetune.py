@@ -31,33 +31,36 @@ from accelerate import Accelerator
 from accelerate.utils import gather_object, set_seed
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from pipeline import distill, hardware, models, rundir
-from pipeline.baseline import run_baseline
-from pipeline.batching import TokenizedRows
-from pipeline.config import ConfigError, PipelineConfig, load_config, save_config, to_dict, with_absolute_paths
-from pipeline.data import DataError, LoadedData, load_data
-from pipeline.evaluation import EvalResult, predict_logits, write_predictions
-from pipeline.io import (
+from pipeline import models
+from pipeline.card.write import write_model_card
+from pipeline.common import hardware
+from pipeline.common.io import (
     atomic_write_csv,
     check_can_write,
     interrupted_exit_code,
     replace_directory,
     terminated_as_interrupt,
 )
-from pipeline.labels import UnknownLabels, leave_out_hint
-from pipeline.losses import resolve_class_weights
-from pipeline.modelcard import write_model_card
+from pipeline.config.schema import ConfigError, PipelineConfig, load_config, save_config, to_dict, with_absolute_paths
+from pipeline.data.labels import UnknownLabels, leave_out_hint
+from pipeline.data.load import DataError, LoadedData, load_data
+from pipeline.data.splits import write_removed_rows
+from pipeline.data.tables import one_line
+from pipeline.distill import teacher as distill
 from pipeline.models import load_classifier
 from pipeline.models.cls_only import restrict_last_layer_to_cls
 from pipeline.report import ReportError, plot_confusion_matrix, write_report
-from pipeline.rundir import METRICS_FILE, RunDir, RunDirError
-from pipeline.scoring import Scoring, calibrate_and_decide, unfold_earlier_calibration
-from pipeline.splits import write_removed_rows
-from pipeline.tables import one_line
-from pipeline.thresholds import check_setting
-from pipeline.tokenization import TokenizationInfo, load_tokenizer, tokenize_splits
-from pipeline.training import Trainer, TrainingDiverged, TrainResult, create_accelerator, seconds_per_row
-from pipeline.windows import reads_segments
+from pipeline.run import directory as rundir
+from pipeline.run.directory import METRICS_FILE, RunDir, RunDirError
+from pipeline.scoring.baseline import run_baseline
+from pipeline.scoring.decide import Scoring, calibrate_and_decide, unfold_earlier_calibration
+from pipeline.scoring.evaluation import EvalResult, predict_logits, write_predictions
+from pipeline.scoring.thresholds import check_setting
+from pipeline.text.batching import TokenizedRows
+from pipeline.text.tokenization import TokenizationInfo, load_tokenizer, tokenize_splits
+from pipeline.text.windows import reads_segments
+from pipeline.train.loop import Trainer, TrainingDiverged, TrainResult, create_accelerator, seconds_per_row
+from pipeline.train.losses import resolve_class_weights
 
 logger = logging.getLogger("pipeline")
 
@@ -227,7 +230,7 @@ def prepare(
 ) -> Prepared:
     """Stage 1 (data) and 2 (tokenizer, model, fixed-length tokens). The main process goes first, so that
     downloads and caches are made once and reused by the others. With a `teacher` (distill.resolve_teacher), train
-    also gets the transfer rows and every row the teacher's logits (pipeline/distill.py)."""
+    also gets the transfer rows and every row the teacher's logits (pipeline/distill/teacher.py)."""
     tick = time.perf_counter()
     with accelerator.main_process_first():
         data = load_data(config.data, config.run.seed)

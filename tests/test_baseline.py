@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from pipeline.baseline import run_baseline, tfidf_baseline
-from pipeline.config import ConfigError, load_config
-from pipeline.evaluation import compute_metrics
+from pipeline.config.schema import ConfigError, load_config
+from pipeline.scoring.baseline import run_baseline, tfidf_baseline
+from pipeline.scoring.evaluation import compute_metrics
 from tests.helpers import MINILM_CONFIG
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
@@ -97,7 +97,7 @@ def test_finetune_with_baseline_none_writes_no_baseline(tiny_run_config):
 
 def test_ag_news_5000_rows_scores_like_a_real_baseline(tmp_path, ag_news_train_csv, ag_news_test_csv):
     """configs/ag_news_minilm.yaml's data section with 5,000 training rows; scored on all 7,600 test rows."""
-    from pipeline.data import load_splits
+    from pipeline.data.load import load_splits
 
     config = load_config(
         MINILM_CONFIG,

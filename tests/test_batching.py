@@ -1,4 +1,4 @@
-"""Batches for training and evaluation (pipeline/batching.py): length-grouped seeded sampling, exact padding trims."""
+"""Batches for training and evaluation (pipeline/text/batching.py): length-grouped seeded sampling, exact padding trims."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import torch
 from datasets import Dataset
 from transformers import BertConfig, BertForSequenceClassification
 
-from pipeline.batching import (
+from pipeline.config.schema import TokenizerConfig
+from pipeline.text.batching import (
     LENGTH_POOL_BATCHES,
     ShuffledBatchSampler,
     TokenizedRows,
@@ -17,8 +18,7 @@ from pipeline.batching import (
     evaluation_loader,
     training_loader,
 )
-from pipeline.config import TokenizerConfig
-from pipeline.tokenization import tokenize_splits
+from pipeline.text.tokenization import tokenize_splits
 
 VOCAB_SIZE = 100
 PAD_ID = 0

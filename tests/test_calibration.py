@@ -1,11 +1,11 @@
-"""Calibration (pipeline.calibration): the temperature fitted on validation, folded into the saved model so that
+"""Calibration (pipeline.scoring.calibration): the temperature fitted on validation, folded into the saved model so that
 every way of loading it gives calibrated probabilities; expected calibration error."""
 
 import numpy as np
 import pytest
 import torch
 
-from pipeline.calibration import (
+from pipeline.scoring.calibration import (
     at_search_bound,
     expected_calibration_error,
     fit_temperature,
@@ -13,7 +13,7 @@ from pipeline.calibration import (
     negative_log_likelihood,
     reliability_bins,
 )
-from pipeline.scoring import trusted_temperature
+from pipeline.scoring.decide import trusted_temperature
 
 
 def overconfident(rows: int = 4000, classes: int = 4, factor: float = 3.0, seed: int = 0):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from pipeline.config import ConfigError, PipelineConfig, apply_overrides, load_config, save_config
+from pipeline.config.schema import ConfigError, PipelineConfig, apply_overrides, load_config, save_config
 from tests.helpers import REPO_ROOT
 
 CONFIGS = REPO_ROOT / "configs"

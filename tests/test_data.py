@@ -1,4 +1,4 @@
-"""Tests for stage 1, data loading (pipeline/data.py).
+"""Tests for stage 1, data loading (pipeline/data/load.py).
 
 Everything runs offline on small files written to tmp_path, plus the shared AG News CSVs (skipped when absent).
 The Hub is exercised only through a fake local cache, and through subprocesses whose Hub endpoint is a local
@@ -23,8 +23,8 @@ import datasets
 import pandas as pd
 import pytest
 
-from pipeline.config import ConfigError, DataConfig, load_config
-from pipeline.data import DataError, load_data, load_splits
+from pipeline.config.schema import ConfigError, DataConfig, load_config
+from pipeline.data.load import DataError, load_data, load_splits
 from tests.helpers import REPO_ROOT
 
 AG_NAMES = ["World", "Sports", "Business", "Sci/Tech"]
@@ -385,7 +385,7 @@ def test_string_labels_follow_label_names_order(tmp_path):
 def test_labels_that_differ_only_in_case_are_named_in_a_warning(tmp_path, caplog, task):
     rows = "".join(f"{name},story {i} {name}\n" for i in range(3) for name in ("World", "world", "Sports", " WORLD "))
     train = write_text(tmp_path / "train.csv", "label,text\n" + rows)
-    with caplog.at_level("WARNING", logger="pipeline.labels"):
+    with caplog.at_level("WARNING", logger="pipeline.data.labels"):
         data = load_data(files_config(train, train, task=task, deduplicate="none"), seed=0)
     assert data.labels == ["Sports", "WORLD", "World", "world"]  # kept as written (spaces stripped)
     (message,) = [record.getMessage() for record in caplog.records if "differ only in case" in record.getMessage()]
@@ -422,7 +422,7 @@ def test_integer_labels_exported_as_decimals_are_the_same_classes(tmp_path, capl
     assert data.labels == ["0", "1"] and sorted(set(data.splits["test"]["label"])) == [0, 1]
     # Among names, numbers written two ways stay as written, and a warning names them.
     named = write_text(tmp_path / "named.csv", "text,label\n" + rows + "".join(f"more {i},other\n" for i in range(4)))
-    with caplog.at_level("WARNING", logger="pipeline.labels"):
+    with caplog.at_level("WARNING", logger="pipeline.data.labels"):
         assert load_data(files_config(named, named, deduplicate="none"), seed=0).labels == [
             "0",
             "0.0",
@@ -443,13 +443,13 @@ def test_values_in_columns_without_a_name_are_warned_about_unless_read(tmp_path,
     train = write_text(tmp_path / "spam.csv", "v1,v2,,,\n" + rows)
     test = write_text(tmp_path / "test.csv", "v1,v2,,,\nham,fine,,,\nspam,win,,,\n")
     config = files_config(train, test, text_columns=["v2"], label_column="v1", validation_file=str(test))
-    with caplog.at_level("WARNING", logger="pipeline.data"):
+    with caplog.at_level("WARNING", logger="pipeline.data.load"):
         load_data(config, seed=0)
     (message,) = [record.getMessage() for record in caplog.records if "without a name" in record.getMessage()]
     assert message.startswith(f"{train}: line 10 (and 1 more: line 11), 2 of 10, hold values in the columns without")
     assert "(Unnamed: 2, Unnamed: 3), which no setting reads;" in message  # Unnamed: 4 is empty throughout
     caplog.clear()
-    with caplog.at_level("WARNING", logger="pipeline.data"):
+    with caplog.at_level("WARNING", logger="pipeline.data.load"):
         data = load_data(dataclasses.replace(config, text_columns=["v2", "unnamed: 2", "Unnamed: 3"]), seed=0)
     assert "without a name" not in caplog.text
     assert "Free entry call 0800 now" in data.splits["train"]["text"]
@@ -462,7 +462,7 @@ def test_pandas_index_column_is_no_text_cut_short(tmp_path, caplog):
     frame.to_csv(tmp_path / "train.csv")
     frame.head(4).to_csv(tmp_path / "test.csv")
     config = files_config(tmp_path / "train.csv", tmp_path / "test.csv")
-    with caplog.at_level("WARNING", logger="pipeline.data"):
+    with caplog.at_level("WARNING", logger="pipeline.data.load"):
         load_data(config, seed=0)
     assert "without a name" not in caplog.text
 
@@ -592,7 +592,7 @@ def test_without_a_test_file_test_is_carved_from_train(tmp_path):
 def test_many_small_classes_make_carved_splits_larger_than_asked_and_say_so(tmp_path, caplog):
     rows = "".join(f"story {i} of c{c},c{c}\n" for c in range(28) for i in range(3))  # 28 classes x 3 rows
     train = write_text(tmp_path / "train.csv", "text,label\n" + rows)
-    with caplog.at_level("WARNING", logger="pipeline.data"):
+    with caplog.at_level("WARNING", logger="pipeline.data.load"):
         data = load_data(files_config(train, None, test_file=None, test_fraction=0.1, validation_fraction=0.1), seed=0)
     assert {name: len(split) for name, split in data.splits.items()} == {"train": 28, "validation": 28, "test": 28}
     assert data.summary["carved_from_train"] == {"test": 0.3333, "validation": 0.3333}  # the shares they hold
@@ -683,7 +683,7 @@ def test_a_header_row_repeated_by_cat_is_left_out_listed_and_warned_about_once_p
     train = joined_with_cat(tmp_path / "train.csv", *parts)  # lines 1 and 10 and 19 are the header
     test = joined_with_cat(tmp_path / "test.csv", parts[0].assign(id=lambda f: "t" + f["id"]))
     config = files_config(train, test, id_column=id_column, validation_fraction=0.25)
-    with caplog.at_level("WARNING", logger="pipeline.data"):
+    with caplog.at_level("WARNING", logger="pipeline.data.load"):
         data = load_data(config, seed=0)
     assert data.labels == ["a", "b"]
     assert sum(len(data.splits[split]) for split in ("train", "validation")) == 24
@@ -723,7 +723,7 @@ def test_ids_shared_by_two_split_files_are_named_in_a_warning(tmp_path, caplog):
         tmp_path / "train.csv", "id,label,text\n" + "".join(f"d{i},{'ab'[i % 2]},t {i}\n" for i in range(8))
     )
     test = write_text(tmp_path / "test.csv", "id,label,text\nd1,a,new one\nx9,b,new two\nd3,b,new three\n")
-    with caplog.at_level("WARNING", logger="pipeline.data"):
+    with caplog.at_level("WARNING", logger="pipeline.data.load"):
         load_data(files_config(train, test, id_column="id"), seed=0)
     assert (
         "data.id_column 'id': 2 ids appear in more than one split file (first: 'd1' in train and test)" in caplog.text
@@ -870,7 +870,7 @@ def test_json_field_reads_a_file_that_is_one_object_holding_the_records(tmp_path
     assert loaded.splits["test"]["text"] == [row["text"] for row in rows]
     assert loaded.splits["test"]["row_id"] == [str(index) for index in range(1, 9)]  # records, by their position
     csv_train = write_text(tmp_path / "train.csv", "text,label\na,x\nb,y\nc,x\nd,y\n")
-    with caplog.at_level(logging.WARNING, logger="pipeline.data"):
+    with caplog.at_level(logging.WARNING, logger="pipeline.data.load"):
         load_data(files_config(csv_train, csv_train, validation_file=str(csv_train), json_field="data"), 0)
     assert "which these file settings do not describe: data.json_field" in caplog.text
     with pytest.raises(ConfigError, match=r"data\.json_field: name the key"):
@@ -893,7 +893,7 @@ def test_a_save_to_disk_folder_given_as_a_file_is_refused_naming_data_hub_name(t
 
 
 def test_the_saved_dataset_files_are_those_datasets_writes():
-    from pipeline.folders import SAVED_DATASET_FILES
+    from pipeline.data.folders import SAVED_DATASET_FILES
 
     assert SAVED_DATASET_FILES == (
         datasets.config.DATASETDICT_JSON_FILENAME,
@@ -920,7 +920,7 @@ def test_many_texts_with_a_literal_backslash_n_suggest_unescape_newlines(
 ):
     train = write_text(tmp_path / "train.csv", escaped_rows(count, escaped))
     config = files_config(train, train, validation_file=str(train), unescape_newlines=unescape)
-    with caplog.at_level(logging.WARNING, logger="pipeline.data"):
+    with caplog.at_level(logging.WARNING, logger="pipeline.data.load"):
         load_data(config, seed=0)
     warnings = [record.getMessage() for record in caplog.records if "backslash-n" in record.getMessage()]
     if not warned:
@@ -1045,7 +1045,7 @@ def first_texts(splits) -> dict[str, str]:
 
 def test_hub_splits_by_another_name_are_read_as_the_pipelines(tmp_path, caplog):
     imdb_like = save_hub_splits(tmp_path / "dev", ["train", "dev", "test", "unsupervised"])
-    with caplog.at_level("INFO", logger="pipeline.data"):
+    with caplog.at_level("INFO", logger="pipeline.data.load"):
         splits = load_splits(DataConfig(source="hub", hub_name=imdb_like), seed=0)
     assert first_texts(splits) == {"train": "train", "validation": "dev", "test": "test"}  # dev is validation
     assert "split unsupervised not used; data.hub_splits maps" in caplog.text
@@ -1054,7 +1054,7 @@ def test_hub_splits_by_another_name_are_read_as_the_pipelines(tmp_path, caplog):
         tmp_path / "mnli", ["train", "validation_matched", "validation_mismatched", "test_matched"]
     )
     caplog.clear()
-    with caplog.at_level("WARNING", logger="pipeline.data"):
+    with caplog.at_level("WARNING", logger="pipeline.data.load"):
         carved = load_splits(DataConfig(source="hub", hub_name=mnli_like), seed=0)
     assert first_texts(carved) == {"train": "train", "validation": "train", "test": "train"}
     assert "splits validation_matched, validation_mismatched, test_matched not used, and validation and test" in (
@@ -1099,11 +1099,11 @@ def test_hub_offline_without_cache_names_the_local_files_option(tmp_path):
     assert "offline mode" in message and "data.source=files" in message and "data.train_file" in message
 
 
-# The subprocess gets the resolved DataConfig as JSON, so it imports only pipeline.data: it times the stage, not
-# the import of torch that pipeline.config pulls in through the model settings.
+# The subprocess gets the resolved DataConfig as JSON, so it imports only pipeline.data.load: it times the stage, not
+# the import of torch that pipeline.config.schema pulls in through the model settings.
 HUB_SCRIPT = """
 import json, sys, time, types
-from pipeline.data import DataError, load_splits
+from pipeline.data.load import DataError, load_splits
 
 results = {}
 for case, settings in json.loads(sys.argv[1]).items():
@@ -1253,7 +1253,7 @@ def test_duplicates_are_counted_removed_across_and_listed(tmp_path, caplog):
     rows += [(f"dup{i}", rows[i][1], "  " + rows[i][2].replace(" ", "\n ") + " ") for i in range(6)]  # same text
     rows += [("conflict", "spam", rows[0][2])]  # same text as m0, another label
     path = write_emails(tmp_path / "mail.csv", rows)
-    with caplog.at_level(logging.WARNING, logger="pipeline.splits"):
+    with caplog.at_level(logging.WARNING, logger="pipeline.data.splits"):
         data = load_data(own_config(path), seed=0)
     duplicates = data.summary["duplicates"]
     assert duplicates["mode"] == "across" and duplicates["conflicts"] == 1
@@ -1271,7 +1271,7 @@ def test_duplicates_are_counted_removed_across_and_listed(tmp_path, caplog):
     assert removed_ids.isdisjoint(i for split_ids in data.row_ids().values() for i in split_ids)
 
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="pipeline.splits"):
+    with caplog.at_level(logging.WARNING, logger="pipeline.data.splits"):
         counted_only = load_data(own_config(path, deduplicate="none"), seed=0)
     assert "earlier split: kept, so its scores count texts seen before" in caplog.text
     assert counted_only.removed == [] and sum(counted_only.summary["sizes"].values()) == 37
@@ -1481,13 +1481,13 @@ def test_many_classes_too_small_to_carve_are_named_up_to_ten(tmp_path):
 
 
 def test_the_split_log_names_the_first_classes_and_counts_the_rest(tmp_path, caplog):
-    from pipeline.data import LOGGED_CLASSES
+    from pipeline.data.load import LOGGED_CLASSES
 
     count = LOGGED_CLASSES + 7
     rows = "".join(f"story {i} of {c},class{c:02d}\n" for c in range(count) for i in range(4))
     train = write_text(tmp_path / "train.csv", "text,label\n" + rows)
     test = write_text(tmp_path / "test.csv", "text,label\n" + "".join(f"new {c},class{c:02d}\n" for c in range(count)))
-    with caplog.at_level("INFO", logger="pipeline.data"):
+    with caplog.at_level("INFO", logger="pipeline.data.load"):
         load_splits(files_config(train, test), seed=0)
     (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("train: ")]
     assert f"class{LOGGED_CLASSES - 1:02d} 3, and 7 more classes)" in line and f"class{LOGGED_CLASSES:02d}" not in line
@@ -1496,16 +1496,16 @@ def test_the_split_log_names_the_first_classes_and_counts_the_rest(tmp_path, cap
 def test_a_text_column_of_numbers_only_is_warned_about(tmp_path, caplog):
     rows = "".join(f"{1000 + i},story number {i},{'ab'[i % 2]}\n" for i in range(24))
     train = write_text(tmp_path / "train.csv", "id,body,label\n" + rows)
-    with caplog.at_level("WARNING", logger="pipeline.data"):
+    with caplog.at_level("WARNING", logger="pipeline.data.load"):
         load_splits(files_config(train, None, test_file=None, text_columns=["id"]), seed=0)
     (message,) = [r.getMessage() for r in caplog.records if "numbers only" in r.getMessage()]
     assert "train.csv: 24 of 24 texts are numbers only (data.text_columns: id)" in message
     caplog.clear()
-    with caplog.at_level("WARNING", logger="pipeline.data"):
+    with caplog.at_level("WARNING", logger="pipeline.data.load"):
         load_splits(files_config(train, None, test_file=None, text_columns=["body"]), seed=0)
     assert not [r for r in caplog.records if "numbers only" in r.getMessage()]
     # A pair is judged per side: the id as the second text is named by its own setting.
-    with caplog.at_level("WARNING", logger="pipeline.data"):
+    with caplog.at_level("WARNING", logger="pipeline.data.load"):
         load_splits(files_config(train, None, test_file=None, text_columns=["body"], text_pair_columns=["id"]), 0)
     (message,) = [r.getMessage() for r in caplog.records if "numbers only" in r.getMessage()]
     assert "train.csv: 24 of 24 texts are numbers only (data.text_pair_columns: id)" in message
@@ -1550,7 +1550,7 @@ def test_parquet_written_by_datasets_gives_its_class_label_names_and_minus_one_i
         "-1 set data.label_index_base=-1)) (and 1 more: record 10); fill or remove these rows, or set "
         "data.incomplete_rows=drop"
     )
-    with caplog.at_level("INFO", logger="pipeline.data"):
+    with caplog.at_level("INFO", logger="pipeline.data.load"):
         data = load_data(dataclasses.replace(config, incomplete_rows="drop"), seed=0)
 
     assert data.labels == names  # not 0, 1, 2
@@ -1562,7 +1562,7 @@ def test_parquet_written_by_datasets_gives_its_class_label_names_and_minus_one_i
     assert data.summary["label_reading"] == {"names": True, "ids": True, "index_base": 0}
     assert sum(len(split) for split in data.splits.values()) == 28
     # data.label_names names the classes instead; -1 is still no label, as the ids are ids of named classes.
-    with caplog.at_level("WARNING", logger="pipeline.data"):
+    with caplog.at_level("WARNING", logger="pipeline.data.load"):
         listed = load_data(dataclasses.replace(config, incomplete_rows="drop", label_names=["neg", "neu", "pos"]), 0)
     assert listed.labels == ["neg", "neu", "pos"] and len(listed.removed) == 2
     assert "the file's ClassLabel names (negative, neutral, positive) are not data.label_names (neg, neu, pos)" in (
@@ -1581,7 +1581,7 @@ def test_parquet_list_of_class_labels_gives_a_multi_label_task_its_class_names(t
 
 
 def test_class_label_names_read_from_each_metadata_layout():
-    from pipeline.table_formats import class_label_names
+    from pipeline.data.formats import class_label_names
 
     def metadata(features):
         return {b"huggingface": json.dumps({"info": {"features": features}}).encode()}
@@ -1618,7 +1618,7 @@ def test_minus_one_is_no_label_where_ids_are_mapped_to_names_and_a_class_where_t
 
 def test_a_file_scored_later_reads_minus_one_and_missing_marks_as_no_label(tmp_path):
     """pipeline.evaluate reads a labelled file through read_labelled_file: the rule of training, from one place."""
-    from pipeline.data import read_labelled_file
+    from pipeline.data.load import read_labelled_file
 
     path = write_labelled_csv(tmp_path / "new.csv", ["0", "-1", "1", "N/A", "1"])
     config = files_config(path, None, incomplete_rows="drop")
@@ -1663,7 +1663,7 @@ def test_missing_value_marks_are_missing_labels_not_classes(tmp_path):
 def test_a_class_that_looks_like_a_missing_mark_is_named_in_a_warning_and_in_an_unknown_label_error(tmp_path, caplog):
     train = write_labelled_csv(tmp_path / "train.csv", ["entailment", "contradiction", "neutral"] * 6 + ["-"] * 3)
     config = files_config(train, None, test_file=None)
-    with caplog.at_level("WARNING", logger="pipeline.labels"):
+    with caplog.at_level("WARNING", logger="pipeline.data.labels"):
         assert "-" in load_data(config, seed=0).labels  # a class still: a "+"/"-" labelling has one
     assert (
         f"{train}, column 'label': the class '-' (3 rows) looks like a mark of a missing label (SNLI's '-': no gold "
@@ -1746,7 +1746,7 @@ def test_a_mapping_file_from_zero_is_refused_for_labels_counted_from_one(tmp_pat
 
 
 def test_a_names_file_of_names_with_spaces_and_numbers_stays_names(tmp_path):
-    from pipeline.labels import read_names_file
+    from pipeline.data.labels import read_names_file
 
     stars = write_text(tmp_path / "stars.txt", "1 star\n2 stars\n3 stars\n")  # spaces, ids not from 0: names
     assert read_names_file(str(stars), "utf-8") == ["1 star", "2 stars", "3 stars"]
@@ -1763,7 +1763,7 @@ def test_single_label_classes_that_look_like_label_sets_point_to_multi_label(tmp
     train = write_labelled_csv(tmp_path / "train.tsv", [])
     rows = "".join(f"comment {i}\t{['0', '3', '0,3', '3,27', '27'][i % 5]}\n" for i in range(25))
     train = write_text(tmp_path / "train.tsv", "text\tlabel\n" + rows)
-    with caplog.at_level("WARNING", logger="pipeline.labels"):
+    with caplog.at_level("WARNING", logger="pipeline.data.labels"):
         load_data(files_config(train, None, test_file=None, validation_fraction=0.2, test_fraction=0.2), seed=0)
     assert (
         "column 'label': 2 classes look like several classes joined by ',' ('0,3', '3,27'): a set of labels per row? "
@@ -1777,7 +1777,7 @@ def test_single_label_classes_that_look_like_label_sets_point_to_multi_label(tmp
         .replace("Arts, Culture", '"Arts, Culture"')
         .replace("Science, Tech", '"Science, Tech"'),
     )
-    with caplog.at_level("WARNING", logger="pipeline.labels"):
+    with caplog.at_level("WARNING", logger="pipeline.data.labels"):
         assert load_data(files_config(names, None, test_file=None), seed=0).labels[0] == "Arts, Culture"
     assert "joined by" not in caplog.text  # names with commas, whose parts are no classes
 
@@ -1785,7 +1785,7 @@ def test_single_label_classes_that_look_like_label_sets_point_to_multi_label(tmp
 def test_multi_label_rows_without_a_label_are_counted_and_recorded(tmp_path, caplog):
     train = write_labelled_csv(tmp_path / "train.csv", ["a|b", "", "a", "b", "", "a"] * 5)
     config = files_config(train, None, test_file=None, task="multi_label", validation_fraction=0.2, test_fraction=0.2)
-    with caplog.at_level("INFO", logger="pipeline.data"):
+    with caplog.at_level("INFO", logger="pipeline.data.load"):
         data = load_data(config, seed=0)
     counts = data.summary["class_counts"]["train"]
     assert counts["rows_without_labels"] == sum(1 for row in data.splits["train"]["labels"] if not any(row)) > 0

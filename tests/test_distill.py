@@ -11,14 +11,15 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline import distill, finetune
-from pipeline.batching import TokenizedRows, collate_trimmed
-from pipeline.config import ConfigError, DataConfig, DistillConfig, TrainConfig, load_config
-from pipeline.losses import CrossEntropySum, DistillationLoss, build_loss
+from pipeline import finetune
+from pipeline.config.schema import ConfigError, DataConfig, DistillConfig, TrainConfig, load_config
+from pipeline.data.tables import DataError
+from pipeline.distill import teacher as distill
 from pipeline.models.encoder import EncoderClassifierConfig, EncoderForSequenceClassification
 from pipeline.report import main as report_main
-from pipeline.tables import DataError
-from pipeline.training import Trainer, create_accelerator
+from pipeline.text.batching import TokenizedRows, collate_trimmed
+from pipeline.train.loop import Trainer, create_accelerator
+from pipeline.train.losses import CrossEntropySum, DistillationLoss, build_loss
 from tests.helpers import MINILM_CONFIG, reset_accelerate
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
@@ -221,8 +222,8 @@ def test_the_teacher_labels_every_row_whatever_part_of_a_text_the_student_reads(
     (head_tail and tail once failed with "Column 'text' doesn't exist")."""
     from datasets import ClassLabel, Features, Value
 
-    from pipeline.config import TokenizerConfig
-    from pipeline.tokenization import tokenize_splits
+    from pipeline.config.schema import TokenizerConfig
+    from pipeline.text.tokenization import tokenize_splits
 
     features = Features({"text": Value("string"), "label": ClassLabel(names=LABELS), "row_id": Value("string")})
     texts = {
@@ -281,7 +282,7 @@ def test_a_teacher_trained_on_texts_built_otherwise_is_refused_naming_the_keys(t
     """The teacher would label texts from other columns, or joined by another separator, than it was trained on."""
     import dataclasses
 
-    from pipeline.tables import TextSpec
+    from pipeline.data.tables import TextSpec
 
     source = dataclasses.replace(
         distill.resolve_teacher(DistillConfig(teacher=str(teacher_dir))),

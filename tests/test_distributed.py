@@ -17,11 +17,11 @@ import pytest
 from safetensors.torch import load_file
 
 from pipeline import finetune
-from pipeline.batching import TokenizedRows
-from pipeline.config import load_config
-from pipeline.data import load_splits
-from pipeline.evaluation import evaluate_split
-from pipeline.tokenization import load_tokenizer, tokenize_splits
+from pipeline.config.schema import load_config
+from pipeline.data.load import load_splits
+from pipeline.scoring.evaluation import evaluate_split
+from pipeline.text.batching import TokenizedRows
+from pipeline.text.tokenization import load_tokenizer, tokenize_splits
 from tests.helpers import MINILM_CONFIG, REPO_ROOT, multi_label_overrides, reset_accelerate, tiny_run_overrides
 
 # Each test starts processes that train or predict: seconds to minutes on a 2-core CPU.
@@ -197,7 +197,7 @@ def test_distributed_prediction_is_byte_identical_to_one_process(
     backend, request, paths, two_process_run, ag_news_test_csv
 ):
     if backend == "openvino":
-        from pipeline.export.record import installed  # found, not imported: importing it starts its telemetry
+        from pipeline.run.exports import installed  # found, not imported: importing it starts its telemetry
 
         if not installed("openvino"):
             pytest.skip("the optional extra 'openvino' is not installed")

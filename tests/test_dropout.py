@@ -1,4 +1,4 @@
-"""pipeline.dropout: masks with the asked drop rate and an unchanged expectation, reproducible from the seed; the
+"""pipeline.train.dropout: masks with the asked drop rate and an unchanged expectation, reproducible from the seed; the
 written-out attention equals sdpa's; a model using it evaluates exactly as before and saves a plain config."""
 
 import copy
@@ -9,7 +9,7 @@ import torch
 from transformers import BertConfig, BertForSequenceClassification
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-from pipeline.dropout import ATTENTION, FastDropout, fast_dropout, use_fast_dropout, written_out_attention
+from pipeline.train.dropout import ATTENTION, FastDropout, fast_dropout, use_fast_dropout, written_out_attention
 
 
 @pytest.mark.parametrize("p", [0.1, 0.5])

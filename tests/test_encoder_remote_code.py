@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from pipeline.config import EncoderSettings
+from pipeline.card.sections import tokenizer_code
+from pipeline.config.schema import EncoderSettings
 from pipeline.finetune import save_model_dir
-from pipeline.modelcard_sections import tokenizer_code
 from pipeline.models import modeling_encoder
 from pipeline.models.encoder import EncoderClassifierConfig, EncoderForSequenceClassification
 from pipeline.predict import predict_texts

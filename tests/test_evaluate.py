@@ -16,17 +16,17 @@ import pytest
 import yaml
 
 from pipeline import finetune
-from pipeline.config import load_config
-from pipeline.data import read_labelled_file
+from pipeline.config.schema import load_config
+from pipeline.data.load import read_labelled_file
+from pipeline.data.splits import column_values, labels_of
+from pipeline.data.tables import DataError
 from pipeline.evaluate import main as evaluate_main
 from pipeline.evaluate import reading_config
 from pipeline.predict.predictor import DEFAULT_BATCH_SIZE
 from pipeline.predict.source import load_model_and_tokenizer
 from pipeline.report import write_report
-from pipeline.rundir import PREDICTION_GOLD, PREDICTION_TEXT, RunDir
-from pipeline.splits import column_values, labels_of
-from pipeline.tables import DataError
-from pipeline.tokenization import count_tokens, truncated_share
+from pipeline.run.directory import PREDICTION_GOLD, PREDICTION_TEXT, RunDir
+from pipeline.text.tokenization import count_tokens, truncated_share
 from tests.helpers import (
     MINILM_CONFIG,
     UNWRITABLE_KINDS,

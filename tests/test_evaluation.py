@@ -1,4 +1,4 @@
-"""Stage 4 (pipeline/evaluation.py): metrics against hand-computed values, predictions in row order."""
+"""Stage 4 (pipeline/scoring/evaluation.py): metrics against hand-computed values, predictions in row order."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import torch.nn.functional as F
 from datasets import Dataset
 from transformers import BertConfig, BertForSequenceClassification
 
-from pipeline.batching import TokenizedRows
-from pipeline.evaluation import EvalResult, compute_metrics, evaluate_split, predict_logits, row_losses
+from pipeline.scoring.evaluation import EvalResult, compute_metrics, evaluate_split, predict_logits, row_losses
+from pipeline.text.batching import TokenizedRows
 
 NAMES = ["World", "Sports", "Business", "Sci/Tech"]
 
@@ -126,7 +126,7 @@ def tiny_model() -> BertForSequenceClassification:
 def test_bf16_evaluation_on_a_cpu_scores_a_bf16_copy_and_leaves_the_model_alone(fresh_accelerate_state):
     from accelerate import Accelerator
 
-    from pipeline.evaluation import inference_model
+    from pipeline.scoring.evaluation import inference_model
     from tests.helpers import reset_accelerate
 
     rows = tiny_rows([3, 40, 7, 22, 1, 48, 15, 9])
@@ -173,7 +173,7 @@ def test_predict_logits_returns_each_row_once_in_row_order(fresh_accelerate_stat
 def test_a_token_budget_changes_the_batches_not_the_logits(fresh_accelerate_state):
     from accelerate import Accelerator
 
-    from pipeline.evaluation import predict_logits
+    from pipeline.scoring.evaluation import predict_logits
 
     rows = tiny_rows([3, 40, 7, 22, 1, 48, 15, 9, 30, 2, 11])
     model = tiny_model().eval()
@@ -185,8 +185,8 @@ def test_a_token_budget_changes_the_batches_not_the_logits(fresh_accelerate_stat
 
 
 def test_selection_metric_turns_to_macro_f1_on_imbalanced_classes_and_micro_f1_for_multi_label():
-    from pipeline.evaluation import selection_metric
-    from pipeline.labels import IMBALANCE_RATIO, ClassCounts
+    from pipeline.data.labels import IMBALANCE_RATIO, ClassCounts
+    from pipeline.scoring.evaluation import selection_metric
 
     skewed = ClassCounts(["a", "b"], [int(IMBALANCE_RATIO * 10) + 1, 10], int(IMBALANCE_RATIO * 10) + 11)
     even = ClassCounts(["a", "b"], [int(IMBALANCE_RATIO * 10), 10], int(IMBALANCE_RATIO * 10) + 10)  # at the ratio

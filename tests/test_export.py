@@ -35,10 +35,10 @@ from pipeline.export import (  # noqa: E402
     weights_sha256,
 )
 from pipeline.export import cli as export_cli  # noqa: E402
-from pipeline.export.record import MIN_VERIFICATION_ROWS, PRECISIONS, installed  # noqa: E402
-from pipeline.export.runtime import onnx_threads, open_session  # noqa: E402
 from pipeline.predict import PredictError, Predictor, main, predict_dataframe, predict_texts  # noqa: E402
-from pipeline.rundir import RunDir  # noqa: E402
+from pipeline.predict.runtime import onnx_threads, open_session  # noqa: E402
+from pipeline.run.directory import RunDir  # noqa: E402
+from pipeline.run.exports import MIN_VERIFICATION_ROWS, PRECISIONS, installed  # noqa: E402
 from tests.helpers import one_torch_thread, run_with_private_home, tiny_bert_classifier  # noqa: E402
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
@@ -361,7 +361,7 @@ def test_a_small_validation_split_is_topped_up_with_the_runs_other_texts(bare_ru
 def test_a_multi_label_run_verifies_on_its_validation_split_without_accuracy(bare_run, tmp_path):
     """A multi-label run's validation rows hold sets: they verify agreement (no label needed) and are topped up like
     any run's; reading a `label` column failed, and verification fell back to the test predictions file alone."""
-    from pipeline.export import record as export_record
+    from pipeline.run import exports as export_record
     from pipeline.export import verify
 
     run = small_validation_run(bare_run, tmp_path / "multi")
@@ -378,8 +378,8 @@ def test_a_multi_label_run_verifies_on_its_validation_split_without_accuracy(bar
 def test_a_multi_label_export_is_held_to_the_label_sets_prediction_writes(monkeypatch):
     """Agreement compares each row's set at its thresholds: an export that puts a second class over its threshold
     labels that row otherwise, though the top class is the same (argmax agreement called it 100%)."""
+    from pipeline.data.tables import TextSpec
     from pipeline.export import verify
-    from pipeline.tables import TextSpec
 
     reference = Predictor(
         None, None, LABELS, 16, torch.device("cpu"), TextSpec(("text",), " ", False), multi_label=True
@@ -414,8 +414,8 @@ def measured_verification(monkeypatch, reference, measured: dict, count: int, ro
 def test_a_flagging_export_is_held_to_the_flags_prediction_writes(monkeypatch):
     """A multi-class model with thresholds flags a row whose top score is below its class's threshold: an export
     that moves a score across it writes another flag, though the argmax is the same (argmax agreement said 100%)."""
-    from pipeline.tables import TextSpec
-    from pipeline.thresholds import KIND_FLAG, Decision
+    from pipeline.data.tables import TextSpec
+    from pipeline.scoring.thresholds import KIND_FLAG, Decision
 
     decision = Decision(KIND_FLAG, LABELS, {"Sports": 0.6})
     reference = Predictor(
@@ -431,7 +431,7 @@ def test_a_flagging_export_is_held_to_the_flags_prediction_writes(monkeypatch):
 
 def test_speed_is_timed_over_rounds_only_where_it_can_choose_for_auto(monkeypatch):
     """Below MIN_VERIFICATION_ROWS no export is auto's, whatever its speed: one pass, the labelling one, is timed."""
-    from pipeline.tables import TextSpec
+    from pipeline.data.tables import TextSpec
 
     reference = Predictor(None, None, LABELS, 16, torch.device("cpu"), TextSpec(("text",), " ", False))
     for count, expected in ((MIN_VERIFICATION_ROWS - 1, 1), (MIN_VERIFICATION_ROWS, 3)):
@@ -694,7 +694,7 @@ def test_export_of_something_that_is_not_a_classifier(tmp_path, bert_tokenizer, 
 def test_a_run_still_training_is_not_exported(bare_run, tmp_path, capsys):
     import os
 
-    from pipeline.rundir import LOCK_FILE
+    from pipeline.run.directory import LOCK_FILE
 
     run = copy_run(bare_run, tmp_path / "training")
     (run / LOCK_FILE).write_text(str(os.getppid()))  # a live process holds it, as a training run does
@@ -710,7 +710,7 @@ def test_a_missing_optional_dependency_names_the_extra(bare_run, monkeypatch, ca
     with pytest.raises(ExportError, match=r"pip install -e \"\.\[onnx\]\""):
         open_session(Path("model.onnx"))
 
-    from pipeline.config import ConfigError, EvalConfig
+    from pipeline.config.schema import ConfigError, EvalConfig
 
     hide_module(monkeypatch, "onnxruntime")
     with pytest.raises(ConfigError, match=r"eval.export: 'int8' needs onnxruntime.*\.\[onnx\]"):
@@ -829,7 +829,7 @@ def test_finetune_with_eval_export_exports_verifies_and_reports(tiny_run_config)
 def openvino_run(tmp_path_factory, bert_tokenizer) -> tuple[Path, dict]:
     """The tiny from-scratch encoder, exported with int8. Not the tiny BERT: its pooled vectors are so alike that
     bf16 rounding alone flips most labels (refused, as its int8 is), while the encoder keeps clear margins."""
-    # Found, not imported: importing them directly would start their telemetry (pipeline.export.runtime hides it).
+    # Found, not imported: importing them directly would start their telemetry (pipeline.predict.runtime hides it).
     if not (installed("openvino") and installed("nncf")):
         pytest.skip("the optional extra 'openvino' is not installed (pip install -e '.[openvino]')")
     run = write_run(tmp_path_factory.mktemp("openvino") / "encoder", tiny_encoder(bert_tokenizer), bert_tokenizer)
@@ -889,7 +889,7 @@ def test_backend_openvino_writes_the_file_torch_writes(openvino_run, tmp_path, c
 def test_openvino_and_nncf_are_imported_without_telemetry(openvino_run, tmp_path):
     """Both set up opt-out usage telemetry on import (a client id under ~/intel, events sent): the export hides it."""
     code = (
-        "import sys; from pipeline.export.runtime import require_openvino; "
+        "import sys; from pipeline.predict.runtime import require_openvino; "
         "require_openvino('openvino'); require_openvino('nncf'); "
         "from nncf.telemetry import wrapper; print(type(wrapper.telemetry).__name__)"
     )
@@ -900,14 +900,14 @@ def test_openvino_and_nncf_are_imported_without_telemetry(openvino_run, tmp_path
 
 def test_onnx_runtime_is_imported_without_writing_to_the_home_folder(tmp_path):
     """On import it writes a device id and a database under ~/.cache/Microsoft unless its telemetry is off."""
-    code = "from pipeline.export.record import require; print(require('onnxruntime').get_available_providers())"
+    code = "from pipeline.run.exports import require; print(require('onnxruntime').get_available_providers())"
     result = run_with_private_home(code, tmp_path, unset=["ORT_DISABLE_TELEMETRY"])
     assert "CPUExecutionProvider" in result.stdout
     assert not any(tmp_path.iterdir()), sorted(str(path) for path in tmp_path.rglob("*"))
 
 
 def test_openvino_missing_or_damaged_is_a_one_line_error(openvino_run, tmp_path, monkeypatch, capsys):
-    from pipeline.export.runtime import open_openvino, require_openvino
+    from pipeline.predict.runtime import open_openvino, require_openvino
 
     run = copy_run(openvino_run[0], tmp_path / "damaged")
     model_file = run / "onnx" / "model.openvino.onnx"
@@ -962,7 +962,7 @@ def test_auto_takes_the_fastest_export_this_install_can_run(openvino_run, tmp_pa
 
 
 def test_without_nncf_the_openvino_float_model_is_still_made(openvino_run, tmp_path, monkeypatch):
-    from pipeline.export.runtime import openvino_precision
+    from pipeline.predict.runtime import openvino_precision
 
     run = copy_run(openvino_run[0], tmp_path / "no_nncf")
     shutil.rmtree(run / "onnx")
@@ -976,7 +976,7 @@ def test_without_nncf_the_openvino_float_model_is_still_made(openvino_run, tmp_p
 
 def test_the_teacher_logit_cache_key_follows_the_export_auto_takes(openvino_run, tmp_path):
     """Distillation caches a teacher's logits by what computes them: an export chosen by auto gives other logits."""
-    from pipeline.distill import teacher_fingerprint
+    from pipeline.distill.teacher import teacher_fingerprint
     from pipeline.predict.source import resolve_model_source
 
     run = copy_run(openvino_run[0], tmp_path / "teacher")

@@ -1,4 +1,4 @@
-"""fastText files (`__label__sports Some text`) as a data source: the reader (pipeline/table_formats.py), how a file
+"""fastText files (`__label__sports Some text`) as a data source: the reader (pipeline/data/formats.py), how a file
 is told to be one, stage 1 reading it by data.file_format alone, and prediction and evaluation pointed at one.
 
 Files are written into tmp_path by hand, as fastText's own datasets and the tutorials' dumps lay them out.
@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline.config import ConfigError, DataConfig, load_config
-from pipeline.data import load_data, read_labelled_file
+from pipeline.config.schema import ConfigError, DataConfig, load_config
+from pipeline.data.load import load_data, read_labelled_file
+from pipeline.data.splits import labels_of
+from pipeline.data.tables import DataError, open_table
 from pipeline.predict import main as predict_main
-from pipeline.splits import labels_of
-from pipeline.tables import DataError, open_table
 from tests.helpers import tiny_bert_classifier
 
 TOPICS = {"sports": "goal", "tech": "chip", "food": "bread"}

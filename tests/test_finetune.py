@@ -13,8 +13,10 @@ import pytest
 import transformers
 import yaml
 
-from pipeline import finetune, hardware, rundir
-from pipeline.config import load_config
+from pipeline import finetune
+from pipeline.common import hardware
+from pipeline.config.schema import load_config
+from pipeline.run import directory as rundir
 from tests.helpers import MINILM_CONFIG, reset_accelerate, tiny_run_overrides
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]

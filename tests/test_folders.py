@@ -1,4 +1,4 @@
-"""A folder of class folders as a data source (pipeline/folders.py, read through data.read_table): aclImdb's,
+"""A folder of class folders as a data source (pipeline/data/folders.py, read through data.read_table): aclImdb's,
 20 Newsgroups' and BBC News' layout, one subfolder per class and one document per file.
 
 Every folder is written to tmp_path; the end-to-end run writes AG News rows from ../shared (skipped without it).
@@ -12,14 +12,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pipeline.config import DataConfig
-from pipeline.data import load_data, read_labelled_file
-from pipeline.distill import read_unlabeled
-from pipeline.folders import open_folder_table
-from pipeline.splits import labels_of
-from pipeline.tables import DataError, EncodingError
+from pipeline.config.schema import DataConfig
+from pipeline.data.folders import open_folder_table
+from pipeline.data.load import load_data, read_labelled_file
+from pipeline.data.splits import labels_of
+from pipeline.data.tables import DataError, EncodingError
+from pipeline.distill.teacher import read_unlabeled
 
-DATA_LOGGER = "pipeline.data"
+DATA_LOGGER = "pipeline.data.load"
 
 
 def write_folder(root: Path, files: dict[str, str | bytes]) -> Path:
@@ -570,7 +570,7 @@ def ag_news_folders(csv_path: Path, root: Path, rows_per_class: int) -> Path:
 def test_a_run_trains_and_is_described_from_class_folders(tmp_path, tiny_run_config, ag_news_test_csv, capsys):
     from pipeline import finetune
     from pipeline.evaluate import main as evaluate_main
-    from pipeline.rundir import PREDICTION_ROW_ID, RunDir
+    from pipeline.run.directory import PREDICTION_ROW_ID, RunDir
 
     train = ag_news_folders(ag_news_test_csv, tmp_path / "news" / "train", 30)
     config = tiny_run_config(

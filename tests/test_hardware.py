@@ -1,4 +1,4 @@
-"""Tests for pipeline/hardware.py: one answer to "which device and precision" for training and prediction."""
+"""Tests for pipeline/common/hardware.py: one answer to "which device and precision" for training and prediction."""
 
 import json
 import resource
@@ -8,8 +8,8 @@ import sys
 import pytest
 import torch
 
-from pipeline import hardware
-from pipeline.hardware import HardwareError, resolve_device, resolve_inference_dtype, resolve_mixed_precision
+from pipeline.common import hardware
+from pipeline.common.hardware import HardwareError, resolve_device, resolve_inference_dtype, resolve_mixed_precision
 
 
 def test_mixed_precision_auto_resolution(monkeypatch):
@@ -80,7 +80,7 @@ def test_cpu_times_read_busy_and_total_ticks_per_core(tmp_path):
 
 
 def test_the_batch_token_budget_caps_cpu_batches_and_leaves_gpu_batches_whole():
-    from pipeline.config import MAX_BATCH_TOKENS
+    from pipeline.config.schema import MAX_BATCH_TOKENS
 
     cpu, gpu = torch.device("cpu"), torch.device("cuda")
     assert hardware.batch_token_budget("auto", cpu) == MAX_BATCH_TOKENS
@@ -139,7 +139,7 @@ def test_only_bf16_on_a_cpu_runs_a_copy_of_the_weights():
 
 FAULTS_SCRIPT = """
 import json, resource, torch
-from pipeline import hardware
+from pipeline.common import hardware
 
 SIZES = [16 << 20] + [2 << 20] * 4 + [256 << 10] * 8  # floats: like a step, one 64 MiB, four 8 MiB, eight 1 MiB
 

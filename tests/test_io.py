@@ -1,4 +1,4 @@
-"""Atomic file output (pipeline/io.py): a file or folder appears complete under its name, or not at all."""
+"""Atomic file output (pipeline/common/io.py): a file or folder appears complete under its name, or not at all."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.io import (
+from pipeline.common.io import (
     OutputError,
     atomic_path,
     atomic_write_csv,

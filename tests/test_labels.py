@@ -1,4 +1,4 @@
-"""How labels name classes (pipeline/labels.py): class names that are values (numbers), matched by value rather
+"""How labels name classes (pipeline/data/labels.py): class names that are values (numbers), matched by value rather
 than read as ids; label sets written in one cell (StackExchange tags "<python><pandas>", "|python|pandas|"), and
 class names that join several classes (by a separator, by a space, as tags), told apart from names of several words.
 Files are small CSVs in tmp_path."""
@@ -11,13 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline.config import DataConfig
-from pipeline.data import load_data, read_labelled_file
-from pipeline.labels import UnknownLabels, _set_hint, _spaces_join_classes, leave_out_hint, set_joining
-from pipeline.splits import labels_of
-from pipeline.tables import DataError
+from pipeline.config.schema import DataConfig
+from pipeline.data.labels import UnknownLabels, _set_hint, _spaces_join_classes, leave_out_hint, set_joining
+from pipeline.data.load import load_data, read_labelled_file
+from pipeline.data.splits import labels_of
+from pipeline.data.tables import DataError
 
-LABELS_LOGGER = "pipeline.labels"
+LABELS_LOGGER = "pipeline.data.labels"
 TAGS = ["c++", "java", "pandas", "python", "spring"]
 # Words that StackOverflow's tags are made of, plain (no digit, dot or hyphen in them): sets of them are told from
 # names of several words by how they combine, not by how they look.

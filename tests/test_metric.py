@@ -1,4 +1,4 @@
-"""The project's classification metrics as an `evaluate` module (pipeline/metrics/classification), loaded by path
+"""The project's classification metrics as an `evaluate` module (pipeline/scoring/metrics/classification), loaded by path
 offline, checked against scikit-learn, and the one implementation behind stage 4's metrics.json."""
 
 import fnmatch
@@ -11,7 +11,7 @@ import pytest
 import tomllib
 from sklearn.metrics import classification_report, confusion_matrix, f1_score
 
-from pipeline.evaluation import (
+from pipeline.scoring.evaluation import (
     METRIC_DIR,
     METRIC_FILE,
     classification_metric,
@@ -102,7 +102,7 @@ def test_stage_4_writes_nothing_to_the_hugging_face_caches(tmp_path):
     file instead."""
     home = tmp_path / "home"
     code = (
-        "from pipeline.evaluation import compute_metrics; "
+        "from pipeline.scoring.evaluation import compute_metrics; "
         "print(compute_metrics([0, 1, 1], [0, 1, 0], ['a', 'b'])['accuracy'])"
     )
     result = run_with_private_home(code, home)

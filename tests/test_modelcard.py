@@ -1,4 +1,4 @@
-"""The model card (pipeline/modelcard.py): model/README.md in the Hub's format, written from a run directory alone.
+"""The model card (pipeline/card/write.py): model/README.md in the Hub's format, written from a run directory alone.
 
 Run directories here are written by hand (config.yaml from the real config classes, a metrics.json of the shape
 finetune writes), so the file runs in a few seconds; tests/test_roberta.py checks the card a real run writes.
@@ -12,10 +12,10 @@ import yaml
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 from huggingface_hub.repocard_data import model_index_to_eval_results
 
-from pipeline.config import load_config, save_config, to_dict
-from pipeline.modelcard import hub_id, write_model_card
+from pipeline.card.write import hub_id, write_model_card
+from pipeline.config.schema import load_config, save_config, to_dict
 from pipeline.report.cli import main as report_main
-from pipeline.rundir import RunDir, RunDirError
+from pipeline.run.directory import RunDir, RunDirError
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
 
@@ -148,7 +148,7 @@ def test_optional_records_appear_when_metrics_json_has_them(tmp_path):
         "removed": {"train": 12, "validation": 0, "test": 4},
     }
     extra = {
-        # As pipeline/baseline.py records it: the metrics of compute_metrics, plus what it is.
+        # As pipeline/scoring/baseline.py records it: the metrics of compute_metrics, plus what it is.
         "baseline": {
             "name": "tfidf",
             "description": "TF-IDF + logistic regression",
@@ -479,7 +479,7 @@ def test_a_local_folder_read_as_a_hub_dataset_is_named_by_its_own_name(tmp_path)
 
 
 def distill_record(teacher: Path, **changes) -> dict:
-    """metrics.json's `distill` record, as pipeline.distill.student_rows and init_student_embeddings write it."""
+    """metrics.json's `distill` record, as pipeline.distill.teacher.student_rows and init_student_embeddings write it."""
     record = {
         "teacher": str(teacher),
         "teacher_model_dir": str(teacher / "model"),
@@ -590,7 +590,7 @@ def test_without_a_licence_the_card_says_how_to_give_one_and_names_no_path_of_th
 
 
 def test_an_encoder_card_shows_how_its_tokenizer_loads_without_custom_code(tmp_path):
-    from pipeline.modelcard_sections import tokenizer_code
+    from pipeline.card.sections import tokenizer_code
 
     run_dir = fake_run(tmp_path, "model.kind=encoder", model_type="pipeline_encoder")
     config_path = run_dir / "model" / "config.json"

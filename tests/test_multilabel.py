@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 import torch
 
-from pipeline.config import ConfigError, load_config
-from pipeline.data import load_data
-from pipeline.evaluation import compute_multilabel_metrics
-from pipeline.splits import iterative_sample, labels_of
-from pipeline.tables import DataError
+from pipeline.config.schema import ConfigError, load_config
+from pipeline.data.load import load_data
+from pipeline.data.splits import iterative_sample, labels_of
+from pipeline.data.tables import DataError
+from pipeline.scoring.evaluation import compute_multilabel_metrics
 
 CLASSES = ["health", "politics", "sports", "tech"]
 WORDS = {"health": "doctor", "politics": "senate", "sports": "goal", "tech": "chip"}
@@ -344,7 +344,7 @@ def test_multilabel_metrics_by_hand():
 
 
 def test_encoder_computes_binary_cross_entropy_for_multi_label():
-    from pipeline.config import EncoderSettings
+    from pipeline.config.schema import EncoderSettings
     from pipeline.models.encoder import EncoderClassifierConfig, EncoderForSequenceClassification
 
     settings = EncoderSettings(hidden_size=16, num_heads=2, intermediate_size=32, max_position_embeddings=32)

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline.config import ConfigError, load_config
-from pipeline.tables import PAIR_MARK, DataError, TextSpec, segments_of
-from pipeline.windows import LongTextRule, encode_documents
+from pipeline.config.schema import ConfigError, load_config
+from pipeline.data.tables import PAIR_MARK, DataError, TextSpec, segments_of
+from pipeline.text.windows import LongTextRule, encode_documents
 from tests.helpers import AG_NEWS_TRAIN_CSV, MINILM_CONFIG, require, tiny_run_overrides
 
 PAIR_SPEC = TextSpec(("question",), " ", False, ("passage",))
@@ -36,7 +36,7 @@ def test_several_columns_per_side_are_joined_as_text_columns_are():
 
 
 def test_the_rule_is_recorded_and_read_back():
-    from pipeline.config import DataConfig
+    from pipeline.config.schema import DataConfig
 
     assert TextSpec.from_settings(PAIR_SPEC.to_settings(), DataConfig()) == PAIR_SPEC
     single = TextSpec(("body",), " ", False)
@@ -137,7 +137,7 @@ def pair_overrides(root: Path, model_dir: Path, train: Path, test: Path) -> list
 
 
 def test_a_missing_second_text_is_refused_naming_the_row(tmp_path, tiny_bert_dir):
-    from pipeline.data import load_splits
+    from pipeline.data.load import load_splits
 
     rows = matching_pairs(40, seed=0)
     rows[7] = (rows[7][0], "", rows[7][2])
@@ -148,7 +148,7 @@ def test_a_missing_second_text_is_refused_naming_the_row(tmp_path, tiny_bert_dir
 
 
 def test_a_missing_pair_column_names_its_setting(tmp_path, tiny_bert_dir):
-    from pipeline.data import load_splits
+    from pipeline.data.load import load_splits
 
     train = write_pairs(tmp_path / "train.csv", matching_pairs(40, seed=0), header=("headline", "text", "label"))
     config = load_config(MINILM_CONFIG, pair_overrides(tmp_path, tiny_bert_dir, train, train))
@@ -195,9 +195,9 @@ def test_a_model_without_segment_embeddings_reads_pairs_by_its_separators():
 
 
 def test_the_tokenized_splits_and_batches_carry_segment_ids(tmp_path, tiny_bert_dir, bert_tokenizer):
-    from pipeline.batching import TokenizedRows, collate_trimmed, model_inputs
-    from pipeline.data import load_splits
-    from pipeline.tokenization import tokenize_splits
+    from pipeline.data.load import load_splits
+    from pipeline.text.batching import TokenizedRows, collate_trimmed, model_inputs
+    from pipeline.text.tokenization import tokenize_splits
 
     train = write_pairs(tmp_path / "train.csv", matching_pairs(60, seed=0))
     test = write_pairs(tmp_path / "test.csv", matching_pairs(20, seed=0, skip=60))
@@ -330,8 +330,8 @@ def test_a_pair_model_exports_with_segment_ids_and_predicts_as_pytorch(pair_run)
 
 
 def test_augmented_copies_of_a_pair_stay_pairs():
-    from pipeline.config import DistillConfig
-    from pipeline.distill import augment
+    from pipeline.config.schema import DistillConfig
+    from pipeline.distill.teacher import augment
 
     distill = DistillConfig(augment="mask_ngram", augment_copies=3, augment_word_probability=0.5)
     texts = [PAIR_SPEC.join_pair("who scored the late goal", "the striker scored in the last minute")]
@@ -342,7 +342,7 @@ def test_augmented_copies_of_a_pair_stay_pairs():
 def test_the_encoder_learns_segment_embeddings_for_pairs(bert_tokenizer, tmp_path):
     import torch
 
-    from pipeline.config import ModelConfig
+    from pipeline.config.schema import ModelConfig
     from pipeline.models import build_model, load_classifier
 
     config = ModelConfig(kind="encoder")
@@ -364,7 +364,7 @@ def test_the_encoder_learns_segment_embeddings_for_pairs(bert_tokenizer, tmp_pat
 
 def test_evaluate_overrides_may_rename_pair_columns_but_not_change_what_the_model_reads(pair_run):
     from pipeline.evaluate import check_same_kind_of_text, reading_config
-    from pipeline.rundir import RunDir
+    from pipeline.run.directory import RunDir
 
     run, test = RunDir(pair_run), pair_run.parent.parent / "test.csv"
     renamed = reading_config(run, ["data.text_columns=[q]", "data.text_pair_columns=[p]"], test)
@@ -376,7 +376,7 @@ def test_evaluate_overrides_may_rename_pair_columns_but_not_change_what_the_mode
 
 
 def test_a_pair_teacher_and_its_student_join_columns_alike(tmp_path):
-    from pipeline.distill import check_reading
+    from pipeline.distill.teacher import check_reading
     from pipeline.predict.source import ModelSource
 
     teacher = ModelSource(tmp_path, TextSpec(("q",), " ", False, ("title", "body")), 64)
@@ -388,15 +388,15 @@ def test_a_pair_teacher_and_its_student_join_columns_alike(tmp_path):
 
 
 def test_a_long_pair_budget_warning_offers_what_pairs_allow(tmp_path, tiny_bert_dir, bert_tokenizer, caplog):
-    from pipeline.data import load_splits
-    from pipeline.tokenization import tokenize_splits
+    from pipeline.data.load import load_splits
+    from pipeline.text.tokenization import tokenize_splits
 
     train = write_pairs(tmp_path / "train.csv", matching_pairs(60, seed=0))
     test = write_pairs(tmp_path / "test.csv", matching_pairs(20, seed=0, skip=60))
     config = load_config(
         MINILM_CONFIG, [*pair_overrides(tmp_path, tiny_bert_dir, train, test), "tokenizer.max_length=16"]
     )
-    with caplog.at_level("WARNING", logger="pipeline.tokenization"):
+    with caplog.at_level("WARNING", logger="pipeline.text.tokenization"):
         tokenize_splits(load_splits(config.data, 0), bert_tokenizer, config.tokenizer, None)
     warning = " ".join(record.getMessage() for record in caplog.records)
     assert "reads only the start of both texts (the longer one cut at its end) of those pairs" in warning
@@ -416,7 +416,7 @@ def test_a_folder_that_records_nothing_may_be_read_as_pairs(tiny_bert_dir):
 
 
 def test_dropped_half_pairs_are_listed_with_the_side_they_had(tmp_path, tiny_bert_dir):
-    from pipeline.data import load_data
+    from pipeline.data.load import load_data
 
     rows = matching_pairs(40, seed=0)
     rows[3] = (rows[3][0], "", rows[3][2])  # no body

@@ -1,11 +1,11 @@
-"""Charts (pipeline/plots.py): names from the data are drawn as written, and big label sets stay bounded."""
+"""Charts (pipeline/report/plots.py): names from the data are drawn as written, and big label sets stay bounded."""
 
 import time
 from pathlib import Path
 
 import numpy as np
 
-from pipeline.plots import (
+from pipeline.report.plots import (
     MAX_PLOTTED_CLASSES,
     MAX_TICK_CHARACTERS,
     confusion_matrix_figure,

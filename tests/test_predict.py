@@ -27,10 +27,10 @@ import torch
 import yaml
 from transformers import BertConfig, BertForSequenceClassification
 
-from pipeline.config import MAX_BATCH_TOKENS
+from pipeline.config.schema import MAX_BATCH_TOKENS
 from pipeline.models import encoder
 from pipeline.predict import PredictError, Predictor, main, predict_dataframe, predict_texts, resolve_model_source
-from pipeline.rundir import RunDir
+from pipeline.run.directory import RunDir
 from tests.helpers import REPO_ROOT, UNWRITABLE_KINDS, one_torch_thread, tiny_bert_classifier, unwritable_folder
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
@@ -184,9 +184,9 @@ MESSY_FILE = (
 
 def test_stage_1_and_prediction_read_messy_rows_into_identical_texts(run_dir, tmp_path, monkeypatch):
     """One file through stage 1 (as a training file) and through `pipeline.predict` (with the run's text rule):
-    both go through pipeline.tables, so the texts are the same by construction; this checks they stay so."""
-    from pipeline.config import DataConfig
-    from pipeline.data import load_splits
+    both go through pipeline.data.tables, so the texts are the same by construction; this checks they stay so."""
+    from pipeline.config.schema import DataConfig
+    from pipeline.data.load import load_splits
 
     messy = tmp_path / "messy.csv"
     messy.write_text(MESSY_FILE)
@@ -407,10 +407,10 @@ def test_a_model_folder_copied_out_of_its_run_predicts_as_the_run(run_dir, tmp_p
     """model/decision.json records how the run built and read its texts (what stage 4 saves), so the folder alone,
     copied anywhere, reads them as the run does: two columns, a separator other than the default, a short length,
     head+tail truncation."""
-    from pipeline.config import load_config, save_config
-    from pipeline.rundir import write_decision
-    from pipeline.scoring import decision_record
-    from pipeline.thresholds import default_decision
+    from pipeline.config.schema import load_config, save_config
+    from pipeline.run.directory import write_decision
+    from pipeline.scoring.decide import decision_record
+    from pipeline.scoring.thresholds import default_decision
 
     settings = ["data.text_columns=[title,description]", "data.text_separator=' || '", "tokenizer.max_length=16"]
     config = load_config(None, [*settings, "tokenizer.chunk_stride=4", "tokenizer.truncation=head_tail"])
@@ -598,10 +598,10 @@ def test_a_run_trained_on_headerless_files_reads_an_input_laid_out_as_they_were(
     those names, with a warning saying so and how to name the columns otherwise; one whose first row is a header of
     other names is an error naming the exact --column-names. So from the run, and from its model folder copied out
     (decision.json records the names)."""
-    from pipeline.config import load_config, save_config
-    from pipeline.rundir import write_decision
-    from pipeline.scoring import decision_record
-    from pipeline.thresholds import default_decision
+    from pipeline.config.schema import load_config, save_config
+    from pipeline.run.directory import write_decision
+    from pipeline.scoring.decide import decision_record
+    from pipeline.scoring.thresholds import default_decision
 
     run = tmp_path / "headerless_run"
     shutil.copytree(run_dir, run)
@@ -758,8 +758,8 @@ def test_unknown_encoding_and_label_column_clash(run_dir, tmp_path, capsys):
 
 def test_an_output_name_without_a_known_ending_offers_only_the_formats_prediction_writes(run_dir, tmp_path, capsys):
     """The hint used to offer the input formats (parquet among them), which --output-format then refused."""
+    from pipeline.data.tables import EXTENSIONS
     from pipeline.predict.output import OUTPUT_FORMATS
-    from pipeline.tables import EXTENSIONS
 
     source = write_table(tmp_path / "in.csv", news_rows(2))
     assert predict_cli(run_dir, source, tmp_path / "out" / "x6.ods") != 0
@@ -1143,7 +1143,7 @@ def test_a_run_stopped_before_saving_a_model_is_told_how_to_resume(run_dir, tmp_
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# A folder as the input (pipeline/folders.py): a folder of files, or of class folders
+# A folder as the input (pipeline/data/folders.py): a folder of files, or of class folders
 
 
 @pytest.fixture(scope="module")
@@ -1218,7 +1218,7 @@ def test_a_folder_of_class_folders_keeps_its_label_column_which_needs_a_prefix(f
     assert predict_cli(folder_run, test, tmp_path / "out.csv") != 0
     assert_one_line_error(capsys.readouterr().err, str(test), "'label'", "--prefix")
     assert not (tmp_path / "out.csv").exists()
-    with caplog.at_level(logging.WARNING, logger="pipeline.data"):
+    with caplog.at_level(logging.WARNING, logger="pipeline.data.load"):
         assert predict_cli(folder_run, test, tmp_path / "out.csv", "--prefix", "pred_") == 0
     assert any("1 file beside the class folders, not rows: urls_pos.txt" in r.getMessage() for r in caplog.records)
     output = read_table(tmp_path / "out.csv")

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pipeline.config import DataConfig
+from pipeline.config.schema import DataConfig
 from pipeline.report.blocks import Heading, Paragraph, Table
 from pipeline.report.removed import SECTION_REMOVED, removed_blocks, removed_counts
 from pipeline.report.render import render_markdown
@@ -55,7 +55,7 @@ def write_csv(path: Path, rows: list[tuple[str, str]]) -> Path:
 def test_the_left_out_rows_are_counted_as_stage_1_removed_them(tmp_path):
     """Stage 1's own record (LoadedData.summary, metrics.json `data`) read back: each reason's count per split is the
     number of removed_rows.csv rows of that split and reason."""
-    from pipeline.data import load_data
+    from pipeline.data.load import load_data
 
     train = [
         (f"story number {index} about {'goals' if index % 2 else 'markets'}", str(index % 2)) for index in range(60)

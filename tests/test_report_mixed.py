@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline import plots
+from pipeline.report import plots
 from pipeline.report.analysis import compare_where_possible, mcnemar_exact_p
 from pipeline.report.blocks import Heading, Paragraph, Table
 from pipeline.report.formatting import format_metric, format_percent
@@ -20,8 +20,8 @@ from pipeline.report.runs import Run
 from pipeline.report.scores import calibration_blocks, low_confidence_blocks, operating_blocks
 from pipeline.report.sections import _curve_blocks, _disagreement_blocks, _mistake_blocks, eval_curve
 from pipeline.report.summary import summary_blocks
-from pipeline.rundir import RANKING_METRICS
-from pipeline.thresholds import DEFAULT_THRESHOLD, choose_threshold
+from pipeline.run.directory import RANKING_METRICS
+from pipeline.scoring.thresholds import DEFAULT_THRESHOLD, choose_threshold
 
 TOPICS = ["World", "Sports", "Business", "Sci/Tech"]
 
@@ -205,7 +205,7 @@ def test_a_temperature_that_raised_ece_is_said_to_have_done_so_with_the_honest_r
 
 
 def test_a_threshold_that_fell_back_says_in_its_row_what_was_applied():
-    """Records made by pipeline.thresholds itself (so a change of its wording shows here): a precision no threshold
+    """Records made by pipeline.scoring.thresholds itself (so a change of its wording shows here): a precision no threshold
     reaches (best_f1 used), a recall no threshold keeps, a class without positive validation rows (0.5 kept), and
     one chosen as asked."""
     scores = np.array([0.9, 0.8, 0.7, 0.6])

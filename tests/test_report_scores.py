@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pipeline.calibration import reliability_bins
 from pipeline.report.blocks import Images, Paragraph, Table
 from pipeline.report.runs import Run
 from pipeline.report.sections import build_report
 from pipeline.report.verdict import header_blocks
+from pipeline.scoring.calibration import reliability_bins
 
 
 def run_of(name: str, ratio: float, binary: bool = False) -> Run:

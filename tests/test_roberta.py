@@ -19,11 +19,11 @@ import transformers
 from huggingface_hub import ModelCard
 
 from pipeline import finetune
-from pipeline.batching import TokenizedRows, evaluation_loader
-from pipeline.config import TokenizerConfig, load_config
+from pipeline.config.schema import TokenizerConfig, load_config
 from pipeline.models import max_positions
 from pipeline.predict import predict_texts
-from pipeline.tokenization import TokenizerNotFound, load_tokenizer, tokenize_splits
+from pipeline.text.batching import TokenizedRows, evaluation_loader
+from pipeline.text.tokenization import TokenizerNotFound, load_tokenizer, tokenize_splits
 from tests.helpers import MINILM_CONFIG, one_torch_thread, reset_accelerate, tiny_run_overrides
 
 USABLE_POSITIONS = 48

@@ -16,12 +16,13 @@ import torch
 from safetensors.torch import load_file
 from transformers import BertTokenizerFast
 
-from pipeline import finetune, rundir
-from pipeline.config import ConfigError, load_config, save_config
-from pipeline.data import load_data
-from pipeline.io import atomic_write_json
-from pipeline.rundir import RunDir, RunDirError
-from pipeline.tokenization import tokenizer_fingerprint
+from pipeline import finetune
+from pipeline.common.io import atomic_write_json
+from pipeline.config.schema import ConfigError, load_config, save_config
+from pipeline.data.load import load_data
+from pipeline.run import directory as rundir
+from pipeline.run.directory import RunDir, RunDirError
+from pipeline.text.tokenization import tokenizer_fingerprint
 from tests.helpers import MINILM_CONFIG, REPO_ROOT, UNWRITABLE_KINDS, reset_accelerate, unwritable_folder
 
 
@@ -303,7 +304,8 @@ def test_broken_config_files_are_one_line_errors(tmp_path, capsys):
 SIGTERM_DURING_A_RUN = """
 import os, signal, sys
 from pathlib import Path
-from pipeline import finetune, rundir
+from pipeline import finetune
+from pipeline.run import directory as rundir
 
 def run_until_killed(config):
     with rundir.claimed(Path(sys.argv[1])):

@@ -1,4 +1,4 @@
-"""The run directory (pipeline/rundir.py): its readers report damage naming the file; its writers round-trip."""
+"""The run directory (pipeline/run/directory.py): its readers report damage naming the file; its writers round-trip."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import yaml
 
-from pipeline.config import PipelineConfig, load_config, save_config
-from pipeline.rundir import (
+from pipeline.config.schema import PipelineConfig, load_config, save_config
+from pipeline.run.directory import (
     LOCK_FILE,
     RunDir,
     RunDirError,

@@ -11,11 +11,11 @@ import datasets
 import pytest
 
 from pipeline import finetune
-from pipeline.config import ConfigError, DataConfig, load_config
-from pipeline.data import SPLIT_VALUES, DataError, load_data
+from pipeline.card.sections import CardSections
+from pipeline.config.schema import ConfigError, DataConfig, load_config
+from pipeline.data.load import SPLIT_VALUES, DataError, load_data
 from pipeline.evaluate import main as evaluate_main
-from pipeline.modelcard_sections import CardSections
-from pipeline.rundir import RunDir
+from pipeline.run.directory import RunDir
 from tests.helpers import MINILM_CONFIG, reset_accelerate, tiny_run_overrides
 
 
@@ -130,7 +130,7 @@ def test_a_message_about_a_split_the_column_does_not_give_says_to_mark_rows_not_
 def test_carving_more_than_asked_from_the_train_rows_advises_marking_rows(tmp_path, caplog):
     classes = [f"c{c}" for c in range(10)]
     path = write_rows(tmp_path / "all.csv", rows_for(["train"] * 30 + ["test"] * 10, classes))
-    with caplog.at_level("WARNING", logger="pipeline.data"):
+    with caplog.at_level("WARNING", logger="pipeline.data.load"):
         load_data(split_config(path, validation_fraction=0.1), seed=0)
     assert "asks for 3 of the 30 train rows; to keep a row of every class in validation it holds 10" in caplog.text
     assert f"add rows to the small classes, or {MARK_VALIDATION}" in caplog.text

@@ -1,4 +1,4 @@
-"""The one table reader and text rule (pipeline/tables.py), used by stage 1 and by prediction alike.
+"""The one table reader and text rule (pipeline/data/tables.py), used by stage 1 and by prediction alike.
 
 Files are built in tmp_path with pandas/pyarrow, so the reader is checked against independent writers.
 """
@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.table_formats import header_of
-from pipeline.tables import (
+from pipeline.data.formats import header_of
+from pipeline.data.tables import (
     DataError,
     TextSpec,
     is_missing,
@@ -321,7 +321,7 @@ def test_a_wide_file_with_a_byte_order_mark_is_read_in_its_encoding_by_default(
     path.write_bytes(("\ufeff" + text).encode(encoding) if encoding.endswith("-be") else text.encode(encoding))
     path = gzipped(path) if gzip_it else path
     expected = (["id", "text"], [["1", "Café"], ["2", "“quoted”"]])
-    with caplog.at_level(logging.INFO, logger="pipeline.tables"):
+    with caplog.at_level(logging.INFO, logger="pipeline.data.tables"):
         assert read_all(path)[:2] == expected == read_all(path, encoding="UTF8")[:2]
     assert f"{path}: read as {named}, as its byte-order mark says (data.encoding: utf-8 cannot read it)" in caplog.text
 
@@ -441,20 +441,20 @@ def test_a_windows_file_read_as_latin1_is_warned_about_once(tmp_path, caplog):
     """Read as latin-1, cp1252's ’ and € become control characters, which the tokenizer drops without a word."""
     path = tmp_path / "sms.csv"
     path.write_bytes(b"v1,v2\nham,plain\nham,I\x92m on my way\nspam,Win \x805 now\n")
-    with caplog.at_level("WARNING", logger="pipeline.tables"):
+    with caplog.at_level("WARNING", logger="pipeline.data.tables"):
         assert read_all(path, encoding="latin-1")[1][1] == ["ham", "I\x92m on my way"]
     assert [record.getMessage() for record in caplog.records] == [
         f"{path}, line 3: bytes 0x80-0x9F read as latin-1 are control characters, not text; give data.encoding "
         "cp1252 (a file saved on Windows: ’ “ ” – €)"
     ]
     caplog.clear()
-    with caplog.at_level("WARNING", logger="pipeline.tables"):
+    with caplog.at_level("WARNING", logger="pipeline.data.tables"):
         assert read_all(path, encoding="cp1252")[1][1:] == [["ham", "I’m on my way"], ["spam", "Win €5 now"]]
         read_all(tmp_path / "sms.csv", encoding="latin-1", chunk_size=1)  # still once per file, not per chunk
     assert len(caplog.records) == 1
     caplog.clear()
     path.write_text("v1,v2\nham,I’m on my way\n", encoding="utf-8")  # a UTF-8 file given as latin-1: ’ is E2 80 99
-    with caplog.at_level("WARNING", logger="pipeline.tables"):
+    with caplog.at_level("WARNING", logger="pipeline.data.tables"):
         read_all(path, encoding="latin-1")
     assert caplog.records[0].getMessage().endswith("give data.encoding utf-8 (the line is valid UTF-8)")
 
@@ -489,7 +489,7 @@ SMS_RECORDS = [
 def test_auto_reads_a_tsv_file_that_quotes_nothing_with_its_quotes_as_text(tmp_path, caplog, name):
     path = tmp_path / name
     path.write_bytes(gzip.compress(UNQUOTED_SMS.encode()) if name.endswith(".gz") else UNQUOTED_SMS.encode())
-    with caplog.at_level("INFO", logger="pipeline.data"):
+    with caplog.at_level("INFO", logger="pipeline.data.load"):
         assert read_all(path)[1] == SMS_RECORDS  # '"ok"' too: the file quotes nothing, so it is no quoted field
     assert f"{path}, line 3: a field goes on after its closing double quote" in caplog.text
     assert read_all(path, quoting="none")[1] == SMS_RECORDS
@@ -552,7 +552,7 @@ def test_a_quote_that_closes_on_the_next_row_of_a_tsv_file_loses_no_row(tmp_path
     """A sentence that opens a quotation and the next row's that closes it: read with quotes, the two rows were one
     field (the tab and line break between them inside it) and 599 of 600 rows, without a word."""
     path = quotation_file(tmp_path / "sentences.tsv", 600)
-    with caplog.at_level("INFO", logger="pipeline.data"):
+    with caplog.at_level("INFO", logger="pipeline.data.load"):
         _, records, numbers, _ = read_all(path)
     assert len(records) == 600 and records[500:502] == [
         ['"We came here to win the title.', "World"],
@@ -644,14 +644,14 @@ def test_excels_sep_line_names_the_delimiter_and_is_no_row(tmp_path, caplog, lin
     message = message_of(path)
     assert message.startswith(f"{path}, line 4: 3 fields, expected 2 as in the header on line 2 (text, label)")
     path.write_bytes(line_end.join(["sep=;", "text;label", "Stocks fell, again;Business", "Won;Sports", ""]).encode())
-    with caplog.at_level("INFO", logger="pipeline.data"):
+    with caplog.at_level("INFO", logger="pipeline.data.load"):
         header, records, numbers, _ = read_all(path)
     assert header == ["text", "label"] and numbers == [3, 4]
     assert records == [["Stocks fell, again", "Business"], ["Won", "Sports"]]
     assert f"{path}, line 1: sep=;, Excel's line naming the delimiter: fields separated by ';'" in caplog.text
     caplog.clear()
     path.write_bytes(line_end.join(["sep=;", "text,label", "Stocks fell,Business", ""]).encode())
-    with caplog.at_level("INFO", logger="pipeline.data"):  # a delimiter given wins, and the line is still no row
+    with caplog.at_level("INFO", logger="pipeline.data.load"):  # a delimiter given wins, and the line is still no row
         assert read_all(path, delimiter=",")[1:3] == ([["Stocks fell", "Business"]], [3])
     assert (
         f"{path}, line 1: sep=; names ';' as the delimiter, but data.delimiter gives ',': read with ','" in caplog.text
@@ -672,7 +672,7 @@ def test_a_given_delimiter_reads_a_file_separated_by_another_character(tmp_path,
     path.write_bytes("".join(f"{text}@{label}\r\n" for text, label in PHRASEBANK_RECORDS).encode("latin-1"))
     options = {"file_format": "csv", "encoding": "latin-1", "column_names": ["sentence", "label"]}
     assert message_of(path, **options).startswith(f"{path}, line 2: malformed CSV record")  # read at commas
-    with caplog.at_level("INFO", logger="pipeline.data"):
+    with caplog.at_level("INFO", logger="pipeline.data.load"):
         header, records, numbers, _ = read_all(path, delimiter="@", **options)
     assert header == ["sentence", "label"] and records == PHRASEBANK_RECORDS and numbers == [1, 2, 3]
     # Its unbalanced quotes show that it quotes nothing, as a TSV file's would.
@@ -992,7 +992,7 @@ def test_a_tab_separated_file_named_csv_is_read_with_tabs(tmp_path, caplog):
     (as many as the column names given, when given). It used to fail on line 4 ("3 fields, expected 1")."""
     path = tmp_path / "train.csv"
     path.write_text('id\ttitle\tlabel\n1\tStocks fell, again\tBusiness\n2\tA "quoted" win\tSports\n')
-    with caplog.at_level("INFO", logger="pipeline.data"), open_table(str(path)) as table:
+    with caplog.at_level("INFO", logger="pipeline.data.load"), open_table(str(path)) as table:
         assert table.format == "csv" and table.delimiter == "\t"
         records = [record for chunk in table.chunks for record in chunk.records]
     assert records == [["1", "Stocks fell, again", "Business"], ["2", 'A "quoted" win', "Sports"]]

@@ -1,4 +1,4 @@
-"""Decision thresholds (pipeline.thresholds): chosen on validation, stored with the model, applied the same way."""
+"""Decision thresholds (pipeline.scoring.thresholds): chosen on validation, stored with the model, applied the same way."""
 
 import logging
 import re
@@ -6,8 +6,8 @@ import re
 import numpy as np
 import pytest
 
-from pipeline.config import ConfigError
-from pipeline.thresholds import (
+from pipeline.config.schema import ConfigError
+from pipeline.scoring.thresholds import (
     KIND_BINARY,
     KIND_FLAG,
     KIND_MULTI_LABEL,
@@ -82,7 +82,7 @@ def test_best_f1_beats_every_other_threshold():
 def test_unreachable_precision_warns_and_falls_back_to_best_f1(caplog):
     probabilities, gold = binary_validation(3)
     probabilities[:, 1] = np.where(gold == 1, 0.6, 0.6)  # one score for all: precision = base rate at best
-    with caplog.at_level(logging.WARNING, logger="pipeline.thresholds"):
+    with caplog.at_level(logging.WARNING, logger="pipeline.scoring.thresholds"):
         decision = choose_decision({"precision": 0.99}, probabilities, gold, ["neg", "pos"], multi_label=False)
     assert "no threshold reaches precision 0.99" in decision.chosen["pos"]["fallback"]
     assert "best_f1" in decision.chosen["pos"]["fallback"]
@@ -125,7 +125,7 @@ def test_a_class_that_validation_never_predicts_falls_back_with_a_warning(settin
     """Multi-class: a rare class that no validation row has as its top prediction gives no candidate threshold."""
     probabilities = np.array([[0.7, 0.2, 0.1], [0.2, 0.6, 0.2], [0.5, 0.1, 0.4], [0.3, 0.6, 0.1]])
     gold = np.array([0, 1, 2, 1])  # class z is never the argmax
-    with caplog.at_level(logging.WARNING, logger="pipeline.thresholds"):
+    with caplog.at_level(logging.WARNING, logger="pipeline.scoring.thresholds"):
         decision = choose_decision(setting, probabilities, gold, ["x", "y", "z"], multi_label=False)
     assert decision.thresholds["z"] == 0.5
     assert "no validation row is predicted as the class" in decision.chosen["z"]["fallback"]
@@ -164,7 +164,7 @@ def test_settings_naming_classes_are_checked_before_training():
 def test_a_binary_threshold_says_which_class_it_acts_on(caplog):
     """Inferred class names sort case-sensitively ('Sports' before 'other'): the log names the positive class."""
     probabilities, gold = binary_validation()
-    with caplog.at_level(logging.INFO, logger="pipeline.thresholds"):
+    with caplog.at_level(logging.INFO, logger="pipeline.scoring.thresholds"):
         decision = choose_decision("best_f1", probabilities, gold, ["Sports", "other"], multi_label=False)
     assert list(decision.thresholds) == ["other"]
     assert "acts on the positive class 'other', the second of ['Sports', 'other']" in caplog.text
@@ -179,7 +179,7 @@ def test_a_binary_run_stores_its_threshold_and_prediction_uses_it(tmp_path, tiny
     import pandas as pd
 
     from pipeline import finetune
-    from pipeline.config import load_config
+    from pipeline.config.schema import load_config
     from pipeline.predict import predict_dataframe
 
     rng = np.random.default_rng(0)
@@ -277,7 +277,7 @@ def test_a_multi_class_threshold_flags_low_confidence_rows_in_prediction(tiny_ru
 def test_a_threshold_chosen_on_few_positive_rows_is_marked_rough(caplog):
     probabilities, gold = binary_validation(rows=40)
     assert 0 < gold.sum() < 20
-    with caplog.at_level(logging.WARNING, logger="pipeline.thresholds"):
+    with caplog.at_level(logging.WARNING, logger="pipeline.scoring.thresholds"):
         decision = choose_decision({"precision": 0.8}, probabilities, gold, ["neg", "pos"], multi_label=False)
     note = f"chosen on only {int(gold.sum())} validation rows of the class: a rough estimate"
     assert decision.chosen["pos"]["note"] == note
@@ -299,7 +299,7 @@ def test_one_warning_per_kind_of_problem_names_the_classes(caplog):
     gold[:5, 1] = 1  # 5 positives: rough
     gold[:3, 2] = 1  # 3 positives: rough
     probabilities = np.clip(gold * 0.5 + rng.random((60, 28)) * 0.5, 0, 1)
-    with caplog.at_level(logging.WARNING, logger="pipeline.thresholds"):
+    with caplog.at_level(logging.WARNING, logger="pipeline.scoring.thresholds"):
         decision = choose_decision("best_f1", probabilities, gold, names, multi_label=True)
     warnings = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
     assert len(warnings) == 2, warnings

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
 
-from pipeline.config import TokenizerConfig
-from pipeline.tokenization import choose_chunk_length, choose_max_length, tokenize_splits
-from pipeline.windows import UNKNOWN_ROWS_WARNING, UNKNOWN_TOKEN_WARNING, LongTextRule
+from pipeline.config.schema import TokenizerConfig
+from pipeline.text.tokenization import choose_chunk_length, choose_max_length, tokenize_splits
+from pipeline.text.windows import UNKNOWN_ROWS_WARNING, UNKNOWN_TOKEN_WARNING, LongTextRule
 
 
 def test_auto_length_is_the_shortest_multiple_of_8_within_the_budget():
@@ -50,7 +50,7 @@ def test_auto_chunk_length_is_the_cheapest_where_the_cap_cuts_within_the_budget(
 
 
 def test_auto_chunk_length_that_cannot_keep_the_budget_says_so(caplog):
-    with caplog.at_level("WARNING", logger="pipeline.tokenization"):
+    with caplog.at_level("WARNING", logger="pipeline.text.tokenization"):
         assert chunk_length([5000] * 10, max_chunks=2) == 512
     assert "Every chunk length cuts more than 1.0% of train's documents" in caplog.text
     assert "512, the longest, cuts fewest (100.0%)" in caplog.text
@@ -99,8 +99,8 @@ def test_rows_are_what_the_tokenizer_itself_gives_at_that_length(bert_tokenizer,
 def test_a_split_encoded_in_blocks_is_the_split_encoded_at_once(bert_tokenizer, monkeypatch, long_text):
     """Blocks keep memory to the arrays' (a block's rows are lists until packed): the windows' documents and labels,
     the counts and the segment ids of pairs that only a later block holds come out as one block gives them."""
-    from pipeline import tokenization
-    from pipeline.tables import PAIR_MARK
+    from pipeline.data.tables import PAIR_MARK
+    from pipeline.text import tokenization
 
     texts = [" ".join(["word"] * n) for n in (3, 40, 7, 25, 1)] + [f"a question{PAIR_MARK}an answer", "last"]
     splits = _splits({"train": texts, "validation": texts[:2], "test": texts[-2:]})
@@ -123,8 +123,8 @@ def test_a_split_encoded_in_blocks_is_the_split_encoded_at_once(bert_tokenizer, 
 def test_auto_builds_train_from_its_count_as_a_second_tokenizer_pass_would(bert_tokenizer, monkeypatch, long_text):
     """Under `auto`, train's rows come from the content ids its count kept, block by block; with nothing kept (a
     train over KEEP_CONTENT_TOKENS) they come from tokenizing again: both give the same splits, pairs included."""
-    from pipeline import tokenization
-    from pipeline.tables import PAIR_MARK
+    from pipeline.data.tables import PAIR_MARK
+    from pipeline.text import tokenization
 
     texts = [" ".join(["word"] * n) for n in (3, 40, 7, 25, 1)] + [f"a question{PAIR_MARK}an answer", "", "last"]
     splits = _splits({"train": texts * 3, "validation": texts[:2], "test": texts[-3:]})
@@ -148,8 +148,8 @@ def test_auto_builds_train_from_its_count_as_a_second_tokenizer_pass_would(bert_
 
 
 def test_kept_content_gives_back_what_the_tokenizer_gave(bert_tokenizer):
-    from pipeline.tables import PAIR_MARK
-    from pipeline.windows import KeptContent, content_ids_by_segment
+    from pipeline.data.tables import PAIR_MARK
+    from pipeline.text.windows import KeptContent, content_ids_by_segment
 
     texts = ["one two", "", f"a question{PAIR_MARK}an answer", f"{PAIR_MARK}only a second", "naïve café"]
     content = content_ids_by_segment(bert_tokenizer, texts)
@@ -181,7 +181,7 @@ def test_truncation_over_budget_is_warned_on_a_cache_hit_too(bert_tokenizer, tmp
     warnings = []
     for _ in range(2):  # tokenized, then loaded from the cache
         caplog.clear()
-        with caplog.at_level("WARNING", logger="pipeline.tokenization"):
+        with caplog.at_level("WARNING", logger="pipeline.text.tokenization"):
             tokenize_splits(splits, bert_tokenizer, config, tmp_path)
         warnings.append([record.getMessage() for record in caplog.records if record.levelname == "WARNING"])
     assert warnings[0] == warnings[1] and len(warnings[0]) == 1

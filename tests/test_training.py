@@ -9,8 +9,8 @@ import transformers
 from safetensors.torch import load_file
 
 from pipeline import finetune
-from pipeline.config import TrainConfig
-from pipeline.training import plan_steps
+from pipeline.config.schema import TrainConfig
+from pipeline.train.loop import plan_steps
 from tests.helpers import multi_label_overrides, reset_accelerate
 
 ENCODER = [
@@ -150,7 +150,7 @@ def _tiny_rows(count: int = 8):
     """`count` rows of a few real token ids, labels mostly class 0 (imbalanced), as stage 2 would hand them over."""
     from datasets import Dataset
 
-    from pipeline.batching import TokenizedRows
+    from pipeline.text.batching import TokenizedRows
 
     generator = torch.Generator().manual_seed(1)
     lengths = [4, 9, 6, 12, 5, 8, 11, 7][:count]
@@ -169,8 +169,8 @@ def _gradients_of_one_step(tiny_bert_dir, run_dir, batch: int, accumulation: int
     """Train one optimizer step through the real loop and return the gradients the optimizer stepped with."""
     from transformers import BertForSequenceClassification
 
-    from pipeline.labels import ClassCounts
-    from pipeline.training import Trainer, create_accelerator
+    from pipeline.data.labels import ClassCounts
+    from pipeline.train.loop import Trainer, create_accelerator
 
     reset_accelerate()
     rows = _tiny_rows()
@@ -233,8 +233,8 @@ def test_weighted_loss_over_one_batch_of_8_equals_4_micro_batches_of_2(tiny_bert
     # The sum over weighted rows divided by the rows: checked against the loss written out by hand.
     from transformers import BertForSequenceClassification
 
-    from pipeline.labels import ClassCounts
-    from pipeline.losses import resolve_class_weights
+    from pipeline.data.labels import ClassCounts
+    from pipeline.train.losses import resolve_class_weights
 
     rows = _tiny_rows()
     model = BertForSequenceClassification.from_pretrained(tiny_bert_dir)
@@ -250,9 +250,9 @@ def test_weighted_loss_over_one_batch_of_8_equals_4_micro_batches_of_2(tiny_bert
 
 
 def test_balanced_weights_are_inverse_frequency_and_bad_names_are_refused():
-    from pipeline.config import ConfigError
-    from pipeline.labels import ClassCounts
-    from pipeline.losses import resolve_class_weights
+    from pipeline.config.schema import ConfigError
+    from pipeline.data.labels import ClassCounts
+    from pipeline.train.losses import resolve_class_weights
 
     counts = ClassCounts(["big", "small", "absent"], [90, 10, 0], 100)
     weights = resolve_class_weights(TrainConfig(class_weights="balanced"), counts)
@@ -270,7 +270,7 @@ def test_balanced_weights_are_inverse_frequency_and_bad_names_are_refused():
 
 
 def test_weights_must_be_positive(tmp_path):
-    from pipeline.config import ConfigError, load_config
+    from pipeline.config.schema import ConfigError, load_config
 
     with pytest.raises(ConfigError, match=r"train\.class_weights\.World: must be a finite number > 0"):
         load_config(None, ["train.class_weights={World: 0}"])
@@ -312,9 +312,9 @@ def test_weighted_accumulation_matches_one_big_batch_through_whole_runs(tiny_run
 def test_a_new_head_on_a_pretrained_model_learns_at_the_head_learning_rate(tiny_bert_dir, bert_tokenizer):
     """build_model names the parameters the checkpoint lacked (a 3-class head on a 2-class checkpoint), and one
     Adam step moves those by about train.head_learning_rate and the pretrained ones by about train.learning_rate."""
-    from pipeline.config import ModelConfig
+    from pipeline.config.schema import ModelConfig
     from pipeline.models import build_model
-    from pipeline.training import build_optimizer
+    from pipeline.train.loop import build_optimizer
 
     model, new = build_model(
         ModelConfig(kind="pretrained", name_or_path=str(tiny_bert_dir)), ["a", "b", "c"], bert_tokenizer
@@ -338,7 +338,7 @@ def test_a_checkpoint_saved_in_half_precision_trains_and_predicts_in_fp32(tiny_b
     """transformers 5 loads a checkpoint in the dtype its config.json names: an fp16 one would train fp16 weights."""
     from transformers import AutoModelForSequenceClassification
 
-    from pipeline.config import ModelConfig
+    from pipeline.config.schema import ModelConfig
     from pipeline.models import build_model
     from pipeline.predict.source import load_model_and_tokenizer
 
@@ -354,7 +354,7 @@ def test_a_checkpoint_saved_in_half_precision_trains_and_predicts_in_fp32(tiny_b
 
 
 def test_the_from_scratch_encoder_has_no_pretrained_part_to_set_apart(bert_tokenizer):
-    from pipeline.config import ModelConfig
+    from pipeline.config.schema import ModelConfig
     from pipeline.models import build_model
 
     _, new = build_model(ModelConfig(kind="encoder"), ["a", "b"], bert_tokenizer)
@@ -367,8 +367,8 @@ def test_the_best_models_validation_logits_are_what_its_saved_weights_give(tiny_
     the loop's fast dropout and attention swap must leave evaluation unchanged)."""
     from transformers import AutoModelForSequenceClassification, BertForSequenceClassification
 
-    from pipeline.evaluation import predict_logits
-    from pipeline.training import Trainer, create_accelerator
+    from pipeline.scoring.evaluation import predict_logits
+    from pipeline.train.loop import Trainer, create_accelerator
 
     reset_accelerate()
     rows = _tiny_rows()
@@ -400,7 +400,7 @@ def _validating_trainer(tiny_bert_dir, run_dir, kept: list, **settings):
     the steps whose model it saves as the best."""
     from transformers import BertForSequenceClassification
 
-    from pipeline.training import Trainer, create_accelerator
+    from pipeline.train.loop import Trainer, create_accelerator
 
     rows = _tiny_rows()
     config = TrainConfig(per_device_batch_size=4, max_steps=3, learning_rate=1e-3)
@@ -424,7 +424,7 @@ def _validating_trainer(tiny_bert_dir, run_dir, kept: list, **settings):
 def test_on_imbalanced_classes_the_best_model_is_the_one_with_the_best_validation_macro_f1(tiny_bert_dir, tmp_path):
     """train.selection_metric auto, train classes at 7:1: of two validation results, the one with the higher
     macro-F1 is kept although the other is more accurate (it labels every row with the majority class)."""
-    from pipeline.labels import ClassCounts
+    from pipeline.data.labels import ClassCounts
 
     reset_accelerate()
     kept = []
@@ -454,7 +454,7 @@ def test_a_tied_validation_score_keeps_the_model_with_the_lower_loss_and_says_so
     losses = [record["eval_loss"] for record in trainer.history.records]
     assert losses[1] < losses[2] < losses[0]
     assert kept == [1, 2] and trainer.state.best_step == 2 and trainer.state.evals_without_improvement == 1
-    with caplog.at_level("WARNING", logger="pipeline.training"):
+    with caplog.at_level("WARNING", logger="pipeline.train.loop"):
         trainer._warn_if_undecided()
     assert "Validation accuracy was 0.7500 at every one of 3 evaluations" in caplog.text
     assert "model kept (step 2) is the one with the lowest validation loss" in caplog.text
@@ -462,7 +462,7 @@ def test_a_tied_validation_score_keeps_the_model_with_the_lower_loss_and_says_so
     assert "; more train.max_steps (now 3) or a higher train.learning_rate lets the scores move" in caplog.text
     caplog.clear()
     trainer.config.max_steps = None
-    with caplog.at_level("WARNING", logger="pipeline.training"):
+    with caplog.at_level("WARNING", logger="pipeline.train.loop"):
         trainer._warn_if_undecided()
     assert "; more train.epochs (now 3) or a higher train.learning_rate" in caplog.text
     # A checkpoint from before the loss was recorded (best_loss None) keeps its model on a tie, as it did.
@@ -477,7 +477,7 @@ def test_a_tied_validation_score_keeps_the_model_with_the_lower_loss_and_says_so
 def test_a_multi_label_progress_bar_shows_the_selection_f1_not_subset_accuracy():
     """Subset accuracy (every class of a row right) stays near 0 for long on many classes and reads as a broken run:
     a multi-label run's bar shows the F1 that selects its model, under its name, counted since the last log line."""
-    from pipeline.training import RunningMeter, progress_score
+    from pipeline.train.loop import RunningMeter, progress_score
 
     meter = RunningMeter(torch.device("cpu"), global_step=0, train_seconds=0.0)
     # Rows x classes: class 0 right on both rows, class 1 one false positive, class 2 one false negative.

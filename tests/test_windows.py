@@ -1,15 +1,15 @@
-"""Long texts (pipeline/windows.py and its use in stage 2 and 4): truncation strategies, windows, pooling."""
+"""Long texts (pipeline/text/windows.py and its use in stage 2 and 4): truncation strategies, windows, pooling."""
 
 import numpy as np
 import pytest
 from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
 
-from pipeline.batching import TokenizedRows
-from pipeline.config import ConfigError, TokenizerConfig, load_config
-from pipeline.evaluation import predict_logits
-from pipeline.tables import PAIR_MARK
-from pipeline.tokenization import TokenCounts, tokenize_splits
-from pipeline.windows import LongTextRule, encode_documents, pool_documents, truncate, window_starts
+from pipeline.config.schema import ConfigError, TokenizerConfig, load_config
+from pipeline.data.tables import PAIR_MARK
+from pipeline.scoring.evaluation import predict_logits
+from pipeline.text.batching import TokenizedRows
+from pipeline.text.tokenization import TokenCounts, tokenize_splits
+from pipeline.text.windows import LongTextRule, encode_documents, pool_documents, truncate, window_starts
 from tests.helpers import tiny_bert_classifier
 
 CHUNK = LongTextRule(long_text="chunk", chunk_stride=2, max_chunks=4)
@@ -91,7 +91,7 @@ def test_evaluation_counts_documents_not_windows(bert_tokenizer, tmp_path):
     rows = TokenizedRows(tokenized["test"])
     model = tiny_bert_classifier(bert_tokenizer, ["a", "b"], layers=1)
     window_probabilities = predict_logits(model, rows, Accelerator(cpu=True), batch_size=3).softmax(-1).numpy()
-    from pipeline.evaluation import evaluate_split
+    from pipeline.scoring.evaluation import evaluate_split
 
     result = evaluate_split(model, rows, Accelerator(cpu=True), 3, ["a", "b"], "mean")
     assert result.metrics["num_samples"] == 4 and len(result.labels) == 4
@@ -168,7 +168,7 @@ def test_a_chunked_run_counts_documents_everywhere(tiny_run_config, ag_news_test
 
     from pipeline import finetune
     from pipeline.predict import predict_dataframe, predict_texts
-    from pipeline.rundir import RunDir
+    from pipeline.run.directory import RunDir
 
     config = tiny_run_config(
         "run.name=chunked",
@@ -261,7 +261,7 @@ def test_a_text_far_longer_than_its_rows_read_gives_the_rows_its_whole_tokenizat
     """Only the ends its rows read are tokenized (a 7 MB log in one cell took 30 s for 62 tokens): the rows, their
     documents and segment ids are what tokenizing the whole texts gives, and each cut text still counts as longer
     than the width. A piece that yields too few tokens (a run of spaces) is tokenized whole."""
-    from pipeline import windows
+    from pipeline.text import windows
 
     tokenizer = bert_tokenizer if kind == "wordpiece" else byte_level_tokenizer
     texts = long_texts(seed=7, count=12)

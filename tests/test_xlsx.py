@@ -1,4 +1,4 @@
-"""Excel workbooks (.xlsx) as data files (pipeline/workbooks.py, through tables.open_table): a sheet reads as the
+"""Excel workbooks (.xlsx) as data files (pipeline/data/workbooks.py, through tables.open_table): a sheet reads as the
 same rows a CSV file of its cells gives, by stage 1, pipeline.evaluate's reader and pipeline.predict alike.
 
 Workbooks are written into tmp_path with openpyxl (the `excel` extra, which the dev extra installs); a formula's
@@ -19,16 +19,16 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import DataConfig
-from pipeline.data import load_data, read_labelled_file
+from pipeline.config.schema import DataConfig
+from pipeline.data.load import load_data, read_labelled_file
+from pipeline.data.tables import DataError, open_table
+from pipeline.data.workbooks import cell_text
 from pipeline.predict import main as predict_main
-from pipeline.tables import DataError, open_table
-from pipeline.workbooks import cell_text
 from tests.helpers import tiny_bert_classifier
 
 openpyxl = pytest.importorskip("openpyxl")
 
-DATA_LOGGER = "pipeline.data"
+DATA_LOGGER = "pipeline.data.load"
 TOPICS = ["World", "Sports", "Business", "Sci/Tech"]
 HEADER = ["id", "title", "body", "label"]
 

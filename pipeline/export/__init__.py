@@ -2,7 +2,7 @@
 
     python -m pipeline.export --model runs/<name> [--format onnx] [--quantize int8]
 
-writes `runs/<name>/onnx/` (names in pipeline.rundir): `model.onnx` (fp32; inputs input_ids and attention_mask, and
+writes `runs/<name>/onnx/` (names in pipeline.run.directory): `model.onnx` (fp32; inputs input_ids and attention_mask, and
 token_type_ids for sentence pairs; output logits, batch and sequence axes dynamic), with `--quantize int8` also `model.int8.onnx` (dynamic int8
 quantization), and `export.json`: each model scored against PyTorch fp32 on the run's validation rows, topped up
 with its test and train texts when there are fewer than --max-rows (label agreement and largest probability
@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pipeline.export.record import (
+from pipeline.run.exports import (
     ExportChoice,
     ExportError,
     choose_export,

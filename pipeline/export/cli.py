@@ -14,8 +14,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from pipeline.data.tables import one_line
 from pipeline.export.convert import DEFAULT_BATCH_SIZE, DEFAULT_MAX_ROWS, DEFAULT_ROUNDS, QUANTIZE_CHOICES, export_run
-from pipeline.export.record import (
+from pipeline.predict.cli import positive_int
+from pipeline.run.exports import (
     MIN_VERIFICATION_ROWS,
     STATUS_REFUSED,
     ExportError,
@@ -23,8 +25,6 @@ from pipeline.export.record import (
     parity_rows,
     rows_used,
 )
-from pipeline.predict.cli import positive_int
-from pipeline.tables import one_line
 
 EXIT_REFUSED = 3
 

@@ -37,7 +37,20 @@ from typing import Any
 import numpy as np
 import torch
 
-from pipeline.export.record import (
+from pipeline.common.io import atomic_write_json, replace_directory
+from pipeline.data.splits import column_values
+from pipeline.data.tables import one_line
+from pipeline.predict.runtime import INPUT_NAMES, graph_inputs
+from pipeline.run.directory import (
+    EXPORT_RECORD_FILE,
+    EXPORT_REFUSED_DIR,
+    MODEL_CONFIG_FILE,
+    ONNX_MODEL_FILES,
+    RunDir,
+    RunDirError,
+    claimed,
+)
+from pipeline.run.exports import (
     RUNTIMES,
     STATUS_REFUSED,
     ExportError,
@@ -47,20 +60,7 @@ from pipeline.export.record import (
     too_few_rows,
     weights_sha256,
 )
-from pipeline.export.runtime import INPUT_NAMES, graph_inputs
-from pipeline.io import atomic_write_json, replace_directory
-from pipeline.rundir import (
-    EXPORT_RECORD_FILE,
-    EXPORT_REFUSED_DIR,
-    MODEL_CONFIG_FILE,
-    ONNX_MODEL_FILES,
-    RunDir,
-    RunDirError,
-    claimed,
-)
-from pipeline.splits import column_values
-from pipeline.tables import one_line
-from pipeline.windows import reads_segments
+from pipeline.text.windows import reads_segments
 
 logger = logging.getLogger("pipeline.export")
 
@@ -249,7 +249,7 @@ def quantize_openvino_int8(source: Path, target: Path, batches: list[dict[str, n
     PyTorch fp32's. ONNX Runtime's static QDQ quantization of every MatMul ran 242 rows/s under OpenVINO at 98.6%."""
     import onnx
 
-    from pipeline.export.runtime import require_openvino
+    from pipeline.predict.runtime import require_openvino
 
     nncf = require_openvino("nncf")
     nncf_logger = logging.getLogger("nncf")
@@ -275,7 +275,7 @@ def quantize_openvino_int8(source: Path, target: Path, batches: list[dict[str, n
 def _openvino_variants(asked: bool | None, quantize: str | None) -> list[str]:
     """OpenVINO's models to make: when asked (`True`, its extra then required), or by default (`None`) when openvino
     is installed; the int8 one with `quantize`, which by default also needs NNCF installed (the same extra)."""
-    from pipeline.export.runtime import require_openvino
+    from pipeline.predict.runtime import require_openvino
 
     if asked is False or (asked is None and not installed("openvino")):
         return []
@@ -482,8 +482,8 @@ def _build_record(
     import onnxruntime
     import transformers
 
-    from pipeline.export.runtime import onnx_threads
-    from pipeline.hardware import cpu_name
+    from pipeline.common.hardware import cpu_name
+    from pipeline.predict.runtime import onnx_threads
 
     variants = {}
     for variant, result in results.variants.items():

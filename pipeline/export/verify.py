@@ -9,7 +9,7 @@ A row is labelled differently when prediction would write it otherwise: another 
 folded temperature (model/decision.json; a multi-label row's set), or, for a multi-class model with thresholds,
 another low-confidence flag. Refused: more than 0.5% of the rows labelled differently from PyTorch fp32, or more than
 0.5 accuracy points lost. Kept but not chosen by `--backend auto`: verified, yet not faster than PyTorch on this
-machine, or verified on fewer than MIN_VERIFICATION_ROWS rows, too few to check a 0.5% limit (pipeline.export.record
+machine, or verified on fewer than MIN_VERIFICATION_ROWS rows, too few to check a 0.5% limit (pipeline.run.exports
 holds the limits). On those few rows speed decides nothing, so each backend is timed on its one pass, the one that
 gives its labels, not `rounds` passes.
 """
@@ -27,7 +27,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from pipeline.export.record import (
+from pipeline.common.hardware import resolve_inference_dtype
+from pipeline.data.splits import column_values
+from pipeline.data.tables import one_line
+from pipeline.models import class_names, is_multi_label, max_positions
+from pipeline.predict.predictor import Predictor, load_decision
+from pipeline.predict.source import ModelSource
+from pipeline.run.directory import PREDICTION_GOLD, PREDICTION_TEXT, RunDir, RunDirError
+from pipeline.run.exports import (
     MAX_ACCURACY_LOSS_POINTS,
     MAX_DISAGREEMENT,
     MIN_VERIFICATION_ROWS,
@@ -39,15 +46,8 @@ from pipeline.export.record import (
     not_for_auto,
     too_few_rows,
 )
-from pipeline.hardware import resolve_inference_dtype
-from pipeline.models import class_names, is_multi_label, max_positions
-from pipeline.predict.predictor import Predictor, load_decision
-from pipeline.predict.source import ModelSource
-from pipeline.rundir import PREDICTION_GOLD, PREDICTION_TEXT, RunDir, RunDirError
-from pipeline.splits import column_values
-from pipeline.tables import one_line
-from pipeline.thresholds import Decision
-from pipeline.tokenization import length_limit
+from pipeline.scoring.thresholds import Decision
+from pipeline.text.tokenization import length_limit
 
 logger = logging.getLogger("pipeline.export")
 
@@ -155,10 +155,10 @@ def seeded_sample(texts: list[str], count: int, seed: int) -> list[str]:
 def verification_rows(run: RunDir) -> VerificationRows:
     """The run's validation split, re-created from its config.yaml (stage 1 again: the same seeded split), with its
     test and train texts to top it up and train's to calibrate on; else its test_predictions.csv, alone."""
-    from pipeline.config import load_config
-    from pipeline.data import load_splits
+    from pipeline.config.schema import load_config
+    from pipeline.data.load import load_splits
 
-    data_logger = logging.getLogger("pipeline.data")
+    data_logger = logging.getLogger("pipeline.data.load")
     level = data_logger.level
     data_logger.setLevel(logging.ERROR)  # the split summary and Hub fallbacks: the record notes the outcome
     try:
@@ -303,7 +303,7 @@ def _predictors(reference: Predictor, files: dict[str, Path]) -> dict[str, Predi
 
 def export_predictor(reference: Predictor, variant: str, path: Path, reason: str) -> Predictor:
     """`reference`'s tokenization and batching, with the exported model `variant` (at `path`) as its backend."""
-    from pipeline.export.runtime import open_backend
+    from pipeline.predict.runtime import open_backend
 
     backend = open_backend(variant, path)
     return dataclasses.replace(

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from transformers import AutoModelForSequenceClassification, PreTrainedModel, PreTrainedTokenizerBase
 
-from pipeline.config import ConfigError, ModelConfig
+from pipeline.config.schema import ConfigError, ModelConfig
 from pipeline.models.encoder import EncoderClassifierConfig, EncoderForSequenceClassification
 
 # transformers' name for a sigmoid per class (config.json "problem_type").

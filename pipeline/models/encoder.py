@@ -8,7 +8,7 @@ with transformers' Auto classes on import, so that inside the pipeline a saved `
 `trust_remote_code`.
 """
 
-from pipeline.config import EncoderSettings
+from pipeline.config.schema import EncoderSettings
 from pipeline.models.modeling_encoder import (
     ARCHITECTURE_FIELDS,
     MODEL_TYPE,

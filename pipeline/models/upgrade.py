@@ -16,8 +16,8 @@ import json
 import shutil
 from pathlib import Path
 
-from pipeline.io import replace_directory
-from pipeline.rundir import MODEL_CONFIG_FILE, RunDir, is_model_dir, is_run_dir
+from pipeline.common.io import replace_directory
+from pipeline.run.directory import MODEL_CONFIG_FILE, RunDir, is_model_dir, is_run_dir
 
 # What save_pretrained writes for this model: replaced by the new save, never copied from the old folder.
 _REWRITTEN = (

@@ -6,7 +6,7 @@
 `--model` is a run directory (its `model/`, plus the text columns, separator and fixed length of the run) or any
 saved Hugging Face sequence-classification directory, BERT or the from-scratch encoder alike; a run's `model/`
 copied on its own reads those from its decision.json. Input is read by the same reader and text rule as training
-(pipeline.tables; a folder, of files or of class folders, by pipeline.folders), so a row becomes the same text in
+(pipeline.data.tables; a folder, of files or of class folders, by pipeline.data.folders), so a row becomes the same text in
 both.
 
 The output holds every input row, in input order, with its input columns unchanged, then `label` (class name),

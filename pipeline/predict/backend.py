@@ -18,8 +18,8 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from pipeline.export.record import backend_name
-from pipeline.hardware import runs_weight_copy
+from pipeline.common.hardware import runs_weight_copy
+from pipeline.run.exports import backend_name
 
 
 class Backend(Protocol):

@@ -1,7 +1,7 @@
 """`python -m pipeline.predict`: stream a table through a model and write every row back, labelled.
 
 Validates everything cheap first (output, input, columns), then loads the model and streams chunk by chunk, so
-memory stays one chunk deep whatever the file's size. A folder is read file by file (pipeline/folders.py: a folder of
+memory stays one chunk deep whatever the file's size. A folder is read file by file (pipeline/data/folders.py: a folder of
 files, or of class folders as training reads it). Errors print one line on stderr and exit non-zero.
 """
 
@@ -19,34 +19,11 @@ from typing import Any
 
 import torch
 
-from pipeline import hardware
-from pipeline.config import MAX_BATCH_TOKENS
-from pipeline.export.record import BACKEND_RUNTIMES, BACKENDS
-from pipeline.folders import is_folder, open_folder_table
-from pipeline.io import interrupted_exit_code, terminated_as_interrupt
-from pipeline.predict.output import (
-    OUTPUT_FORMATS,
-    added_values,
-    check_no_clash,
-    check_output,
-    make_writer,
-    open_output,
-    output_format,
-    predictor_columns,
-)
-from pipeline.predict.predictor import (
-    DEFAULT_BATCH_SIZE,
-    DEFAULT_RECHECK_MARGIN,
-    Predictor,
-)
-from pipeline.predict.source import (
-    ModelSource,
-    PredictError,
-    empty_text_errors,
-    model_classes,
-    resolve_model_source,
-)
-from pipeline.tables import (
+from pipeline.common import hardware
+from pipeline.common.io import interrupted_exit_code, terminated_as_interrupt
+from pipeline.config.schema import MAX_BATCH_TOKENS
+from pipeline.data.folders import is_folder, open_folder_table
+from pipeline.data.tables import (
     DEFAULT_ENCODING,
     FASTTEXT_LABEL_PREFIX,
     FORMATS,
@@ -70,7 +47,30 @@ from pipeline.tables import (
     settings_not_read,
     shorten,
 )
-from pipeline.windows import UnknownTokens
+from pipeline.predict.output import (
+    OUTPUT_FORMATS,
+    added_values,
+    check_no_clash,
+    check_output,
+    make_writer,
+    open_output,
+    output_format,
+    predictor_columns,
+)
+from pipeline.predict.predictor import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_RECHECK_MARGIN,
+    Predictor,
+)
+from pipeline.predict.source import (
+    ModelSource,
+    PredictError,
+    empty_text_errors,
+    model_classes,
+    resolve_model_source,
+)
+from pipeline.run.exports import BACKEND_RUNTIMES, BACKENDS
+from pipeline.text.windows import UnknownTokens
 
 DEFAULT_CHUNK_SIZE = 10_000
 # The options that describe an input file's layout (by their argparse names), which a folder does not have.

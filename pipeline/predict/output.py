@@ -16,12 +16,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from pipeline.io import CsvRows, atomic_path, check_can_write
+from pipeline.common.io import CsvRows, atomic_path, check_can_write
+from pipeline.data.tables import DELIMITERS, normalise_name, resolve_format
 from pipeline.predict.predictor import LabelledTexts
 from pipeline.predict.source import PredictError
-from pipeline.rundir import PREDICTION_LOW_CONFIDENCE, PROBABILITY_PREFIX
-from pipeline.tables import DELIMITERS, normalise_name, resolve_format
-from pipeline.thresholds import KIND_FLAG
+from pipeline.run.directory import PREDICTION_LOW_CONFIDENCE, PROBABILITY_PREFIX
+from pipeline.scoring.thresholds import KIND_FLAG
 
 # The columns prediction adds after the input's own, in this order; prob_<class> columns go before `error`.
 LABEL_COLUMN, LABEL_ID_COLUMN, SCORE_COLUMN, ERROR_COLUMN = "label", "label_id", "score", "error"

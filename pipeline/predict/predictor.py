@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from pipeline.config import MAX_BATCH_TOKENS, DataConfig
-from pipeline.export.record import BACKEND_RUNTIMES, ExportChoice, ExportError, choose_export
-from pipeline.hardware import HardwareError, batch_token_budget, resolve_device, resolve_inference_dtype
+from pipeline.common.hardware import HardwareError, batch_token_budget, resolve_device, resolve_inference_dtype
+from pipeline.config.schema import MAX_BATCH_TOKENS, DataConfig
+from pipeline.data.tables import TextSpec
 from pipeline.models import class_names, is_multi_label, max_positions, to_probabilities
 from pipeline.predict.backend import Backend, TorchBackend
 from pipeline.predict.source import (
@@ -27,11 +27,11 @@ from pipeline.predict.source import (
     load_model_and_tokenizer,
     resolve_model_source,
 )
-from pipeline.rundir import DECISION_FILE, RunDirError, read_decision
-from pipeline.tables import TextSpec
-from pipeline.thresholds import KIND_BINARY, KIND_FLAG, KIND_MULTI_LABEL, Decision, default_decision
-from pipeline.tokenization import length_limit, padded_width, sorted_batches
-from pipeline.windows import (
+from pipeline.run.directory import DECISION_FILE, RunDirError, read_decision
+from pipeline.run.exports import BACKEND_RUNTIMES, ExportChoice, ExportError, choose_export
+from pipeline.scoring.thresholds import KIND_BINARY, KIND_FLAG, KIND_MULTI_LABEL, Decision, default_decision
+from pipeline.text.tokenization import length_limit, padded_width, sorted_batches
+from pipeline.text.windows import (
     SEGMENT_IDS,
     EncodedDocuments,
     LongTextRule,
@@ -230,7 +230,7 @@ class Predictor:
 
     def encode(self, texts: Sequence[str]) -> EncodedDocuments:
         """The rows the model reads for `texts` (one per text, or one per window of a long text, exactly as in
-        training: pipeline.windows) and what the texts held (untruncated lengths, unknown tokens), from one
+        training: pipeline.text.windows) and what the texts held (untruncated lengths, unknown tokens), from one
         tokenizer pass."""
         return encode_documents(self.tokenizer, texts, self.max_length, self.long_text)
 
@@ -459,7 +459,7 @@ def _load_backend(
         model, tokenizer = load_model_and_tokenizer(source.model_dir)
         model.to(device)
         return model, tokenizer, model.config, TorchBackend(model, device)
-    from pipeline.export.runtime import open_backend
+    from pipeline.predict.runtime import open_backend
 
     config, tokenizer = load_config_and_tokenizer(source.model_dir)
     try:

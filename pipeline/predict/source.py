@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.config import DataConfig
+from pipeline.config.schema import DataConfig
+from pipeline.data.tables import DataError, TextSpec, check_encoding, fewer_columns_warning, one_line
 from pipeline.models import load_classifier
 from pipeline.models.cls_only import restrict_last_layer_to_cls
-from pipeline.rundir import (
+from pipeline.run.directory import (
     DECISION_FILE,
     DECISION_INPUT_KEY,
     RunDir,
@@ -27,8 +28,7 @@ from pipeline.rundir import (
     nested_get,
     read_decision,
 )
-from pipeline.tables import DataError, TextSpec, check_encoding, fewer_columns_warning, one_line
-from pipeline.windows import LongTextRule
+from pipeline.text.windows import LongTextRule
 
 logger = logging.getLogger(__name__)
 

@@ -48,8 +48,8 @@ def record_run_speed(run_path: str | Path) -> float:
     """Measure a finished run's prediction speed on its own test texts (test_predictions.csv, at most
     eval.predict_speed_rows of them) and record it in its metrics.json, as runs now do at their end: for runs made
     before they did. Returns the rows/s."""
-    from pipeline.config import EvalConfig
-    from pipeline.rundir import PREDICTION_TEXT, RunDir, RunDirError
+    from pipeline.config.schema import EvalConfig
+    from pipeline.run.directory import PREDICTION_TEXT, RunDir, RunDirError
 
     run = RunDir(Path(run_path))
     run.check_finished()

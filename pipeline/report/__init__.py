@@ -5,7 +5,7 @@
     from pipeline.report import write_report
     markdown_path, html_path = write_report(["runs/ag_news_bert", "runs/ag_news_encoder"], "reports/bert_vs_encoder")
 
-Reports read only what a run directory holds (through `pipeline.rundir`, the one module that knows its files; see
+Reports read only what a run directory holds (through `pipeline.run.directory`, the one module that knows its files; see
 docs/run-directory.md), so runs trained on another machine can be compared anywhere. The same content is rendered
 twice: Markdown (tables only, small and diffable) and HTML (tables plus embedded PNG charts, inline CSS, no
 external fetches, so the one file can be mailed or archived).
@@ -61,8 +61,8 @@ from pipeline.report.write import (
 )
 
 # The run directory's own error and warning types under the report's names, so that catching either one works.
-from pipeline.rundir import RunDirError as ReportError
-from pipeline.rundir import RunDirWarning as ReportWarning
+from pipeline.run.directory import RunDirError as ReportError
+from pipeline.run.directory import RunDirWarning as ReportWarning
 
 __all__ = [
     "MAX_DISAGREEMENT_ROWS",

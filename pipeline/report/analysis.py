@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.report.runs import Run, same_task
-from pipeline.rundir import (
+from pipeline.run.directory import (
     PREDICTION_GOLD,
     PREDICTION_PREDICTED,
     PREDICTION_ROW_ID,

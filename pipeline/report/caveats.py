@@ -21,11 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.config import TokenizerConfig, run_length_setting
+from pipeline.config.schema import TokenizerConfig, run_length_setting
 from pipeline.report.analysis import SIGNIFICANCE_LEVEL, accuracy_interval
 from pipeline.report.formatting import format_count, format_duration, format_metric, format_percent
 from pipeline.report.runs import Run, num_test_samples
-from pipeline.rundir import (
+from pipeline.run.directory import (
     PREDICTION_GOLD,
     PREDICTION_PREDICTED,
     RANKING_METRICS,
@@ -34,7 +34,7 @@ from pipeline.rundir import (
     untrained_classes,
     untrained_consequence,
 )
-from pipeline.windows import LongTextRule, unknown_tokens_warning
+from pipeline.text.windows import LongTextRule, unknown_tokens_warning
 
 # Differences below these are rounding, not a different budget.
 SAMPLES_RELATIVE_TOLERANCE = 0.01

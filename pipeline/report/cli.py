@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pipeline.report.write import default_output_dir, write_report
-from pipeline.rundir import REPORT_HTML, REPORT_MARKDOWN, RunDirError, RunDirWarning
+from pipeline.run.directory import REPORT_HTML, REPORT_MARKDOWN, RunDirError, RunDirWarning
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -50,7 +50,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def _model_tools(args: argparse.Namespace) -> int:
     """--model-card / --upgrade-model: one line per path on stdout, one-line errors and warnings on stderr."""
-    from pipeline.modelcard import warn_if_not_portable, write_model_card
+    from pipeline.card.write import warn_if_not_portable, write_model_card
 
     errors: tuple[type[Exception], ...] = (RunDirError, OSError)
     if args.measure_speed:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.rundir import is_number
-from pipeline.tables import shorten
+from pipeline.data.tables import shorten
+from pipeline.run.directory import is_number
 
 MAX_TEXT_CHARS = 140
 # Shown wherever a value is absent or not a finite number.

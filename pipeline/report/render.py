@@ -11,7 +11,7 @@ import html
 import struct
 from collections.abc import Iterable
 
-from pipeline import plots
+from pipeline.report import plots
 from pipeline.report.blocks import Block, Cell, Chart, Heading, Images, Paragraph, Table
 
 

@@ -1,4 +1,4 @@
-"""Loading run directories for a report: one `Run` per directory, read through `pipeline.rundir.RunDir`."""
+"""Loading run directories for a report: one `Run` per directory, read through `pipeline.run.directory.RunDir`."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline.config import DataConfig
-from pipeline.rundir import RunDir, RunDirError, is_number, nested_get, ranking_metric
-from pipeline.thresholds import DEFAULT_THRESHOLD
+from pipeline.config.schema import DataConfig
+from pipeline.run.directory import RunDir, RunDirError, is_number, nested_get, ranking_metric
+from pipeline.scoring.thresholds import DEFAULT_THRESHOLD
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -67,7 +67,7 @@ class Run:
         return float(value) if is_number(value) else DEFAULT_THRESHOLD
 
     def thresholded_classes(self) -> list[str]:
-        """The classes whose labels a threshold decides (pipeline.thresholds): every class of a multi-label run, the
+        """The classes whose labels a threshold decides (pipeline.scoring.thresholds): every class of a multi-label run, the
         positive (second) class of a binary one; none for three or more classes, labelled by the argmax."""
         if self.multi_label:
             return self.labels

@@ -15,12 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from pipeline import labels, plots
-from pipeline.labels import IMBALANCE_RATIO
+from pipeline.data import labels
+from pipeline.data.labels import IMBALANCE_RATIO
+from pipeline.report import plots
 from pipeline.report.blocks import Block, Cell, Chart, Heading, Images, Paragraph, Table
 from pipeline.report.formatting import MISSING, format_count, format_percent, format_score
 from pipeline.report.runs import Run
-from pipeline.rundir import (
+from pipeline.run.directory import (
     PREDICTION_GOLD,
     PREDICTION_LOW_CONFIDENCE,
     PREDICTION_PREDICTED,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pipeline import plots
+from pipeline.report import plots
 from pipeline.report.analysis import (
     SURENESS,
     WRONG_DECISION,
@@ -41,7 +41,7 @@ from pipeline.report.runs import Run, ranks_models
 from pipeline.report.scores import calibration_blocks, low_confidence_blocks, operating_blocks
 from pipeline.report.summary import all_labels, by_support, per_class_value, summary_blocks
 from pipeline.report.verdict import header_blocks
-from pipeline.rundir import (
+from pipeline.run.directory import (
     HISTORY_FILE,
     METRICS_FILE,
     PREDICTION_GOLD,
@@ -397,7 +397,7 @@ def _prediction_cell(predicted: str, score: float, gold: str) -> Cell:
 
 
 def _export_blocks(run: Run) -> list[Block]:
-    from pipeline.export.record import (
+    from pipeline.run.exports import (
         ExportError,
         auto_backend,
         parity_rows,

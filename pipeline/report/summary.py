@@ -8,7 +8,6 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from pipeline.plots import MAX_PLOTTED_CLASSES
 from pipeline.report.blocks import Block, Cell, Heading, Paragraph, Table
 from pipeline.report.caveats import baseline_description, baseline_error, baseline_of, truncation_over_budget
 from pipeline.report.formatting import (
@@ -20,10 +19,11 @@ from pipeline.report.formatting import (
     format_rate,
     format_score,
 )
+from pipeline.report.plots import MAX_PLOTTED_CLASSES
 from pipeline.report.runs import Run, num_test_samples, ranks_models, repeats_its_run
 from pipeline.report.scores import imbalance_sentence, is_imbalanced
-from pipeline.rundir import RANKING_METRICS, is_number, nested_get, per_class_score
-from pipeline.thresholds import selection_cut_off
+from pipeline.run.directory import RANKING_METRICS, is_number, nested_get, per_class_score
+from pipeline.scoring.thresholds import selection_cut_off
 
 SECTION_SUMMARY = "Summary"
 # A multi-label run's accuracy, named so beside single-label runs: a text counts as right only when its whole class

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline import plots
-from pipeline.io import atomic_write_text
+from pipeline.common.io import atomic_write_text
+from pipeline.report import plots
 from pipeline.report.render import render_html, render_markdown
 from pipeline.report.runs import directory_name, load_runs, unique_names
 from pipeline.report.sections import build_report
-from pipeline.rundir import REPORT_HTML, REPORT_MARKDOWN
+from pipeline.run.directory import REPORT_HTML, REPORT_MARKDOWN
 
 
 def write_report(

@@ -1,0 +1,1 @@
+"""Model cards: the README.md a model folder carries."""

@@ -1,0 +1,1 @@
+"""Settings: the typed config dataclasses (schema), their checks, YAML loading and dotted overrides."""

@@ -1,0 +1,185 @@
+"""An Excel workbook (.xlsx) as a Table of tables.open_table: one worksheet's cells turned into the records that the
+same sheet saved as CSV gives (every value a string, "" for an empty cell), numbered by their row as Excel shows it,
+then read by the CSV/TSV header rule (table_formats.read_header): the header row or data.column_names, the width
+check, blank rows. Everything after (text columns, labels, ids, incomplete rows) cannot tell a sheet from a CSV file.
+
+openpyxl reads it (the `excel` extra), in read-only mode and values only: a formula gives the value Excel last
+computed and saved with it, and the sheet is streamed row by row in numbered chunks, as a CSV file is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import logging
+import warnings
+import zipfile
+from collections.abc import Iterator, Sequence
+from typing import IO, Any
+
+from pipeline.data.formats import batched, read_header
+from pipeline.data.tables import DataError, Table, in_sheet, looks_like_data, normalise_name, one_line
+
+logger = logging.getLogger("pipeline.data.load")
+
+# The part every Excel workbook's zip archive holds (Office Open XML), and an OpenDocument spreadsheet or a Word file
+# does not: what tells an .xlsx by its content, whatever its name.
+WORKBOOK_PART = "xl/workbook.xml"
+EXTRA = "excel"  # the optional extra that installs openpyxl
+# Excel keeps 15 significant digits of a number; more are binary noise (0.1 + 0.2 is stored as 0.30000000000000004).
+EXCEL_DIGITS = 15
+# What a row of more cells than the header holds, as its error says.
+WIDTH_HINT = "a value right of the header's last column? Name its column in the header, or clear the cell"
+
+# openpyxl warns about workbook features it does not keep (data validation, conditional formatting, a missing
+# default style): nothing of the values read here, and on stderr they would break pipeline.predict's one-line errors.
+warnings.filterwarnings("ignore", category=UserWarning, module=r"openpyxl(\.|$)")
+
+
+def is_workbook(raw: IO[bytes], name: str) -> bool:
+    """Whether a zip archive (its bytes start with a zip's magic number) is an Excel workbook."""
+    try:
+        with zipfile.ZipFile(raw) as archive:
+            return WORKBOOK_PART in archive.namelist()
+    except (zipfile.BadZipFile, OSError) as error:
+        raise DataError(f"{name}: a damaged zip archive (a workbook cut short?): {one_line(error)}") from None
+
+
+@contextlib.contextmanager
+def workbook_table(
+    raw: IO[bytes],
+    name: str,
+    column_names: Sequence[str] | None,
+    chunk_size: int | None,
+    sheet: str | None,
+    sheet_option: str,
+) -> Iterator[Table]:
+    """The sheet `sheet` (None: the first) of the workbook in `raw` as a Table; `sheet_option` is the setting named
+    in errors. Closed when the block ends."""
+    workbook = _load(raw, name)
+    try:
+        worksheet = _chosen_sheet(workbook, name, sheet, sheet_option)
+        # The used range a workbook declares is often larger than its data (a formatted column, a cleared row):
+        # forgotten, rows end at their last cell, and no empty rows are made up after the last one.
+        worksheet.reset_dimensions()
+        records = _records(_values(worksheet, name), column_names)
+        empty = f"{name}: the sheet {worksheet.title!r} is empty"
+        where = in_sheet(name, worksheet.title)
+        header, rows, header_row, below_title = read_header(records, column_names, where, "row", WIDTH_HINT, empty)
+        yield Table(
+            name,
+            "xlsx",
+            header,
+            "row",
+            batched(rows, chunk_size),
+            sheet=worksheet.title,
+            missing_column_hint=below_title + _other_sheets_hint(workbook, worksheet.title, header, sheet_option),
+            header_row=header_row,
+        )
+    finally:
+        workbook.close()
+
+
+def _load(raw: IO[bytes], name: str) -> Any:
+    try:
+        import openpyxl
+    except ImportError:
+        from pipeline.run.exports import extra_install
+
+        raise DataError(
+            f"{name} is an Excel workbook, read with openpyxl, which is not installed: it comes with the optional "
+            f"extra '{EXTRA}' ({extra_install(EXTRA)}), or save the sheet as CSV UTF-8"
+        ) from None
+    try:
+        # An open file, not its name: openpyxl refuses a name without a workbook's ending, and a workbook is told by
+        # its content.
+        return openpyxl.load_workbook(raw, read_only=True, data_only=True)
+    except Exception as error:  # openpyxl raises many unrelated types (KeyError, ValueError, XML errors) for one
+        raise DataError(f"{name}: not a readable Excel workbook ({type(error).__name__}: {one_line(error)})") from None
+
+
+def _chosen_sheet(workbook: Any, name: str, sheet: str | None, option: str) -> Any:
+    """The worksheet named `sheet` (exactly, else the one equal ignoring case and surrounding spaces, as Excel tells
+    names apart), or the first; a workbook of several sheets says which was read when none was named."""
+    titles = [worksheet.title for worksheet in workbook.worksheets]
+    if not titles:
+        raise DataError(f"{name}: the workbook has no worksheet (only charts?)")
+    if sheet is None:
+        if len(titles) > 1:
+            logger.info(
+                "%s: read its first sheet, %r (%s unset); not read: %s",
+                name,
+                titles[0],
+                option,
+                ", ".join(repr(title) for title in titles[1:]),
+            )
+        return workbook.worksheets[0]
+    matching = [title for title in titles if title == sheet] or [
+        title for title in titles if normalise_name(title) == normalise_name(sheet)
+    ]
+    if len(matching) != 1:
+        raise DataError(
+            f"{name} has no sheet {sheet!r} ({option}); its sheets: {', '.join(repr(title) for title in titles)}"
+        )
+    return workbook[matching[0]]
+
+
+def _other_sheets_hint(workbook: Any, read: str, header: list[str], option: str) -> str:
+    """Added to the error about a column the sheet read lacks: the workbook's other sheets, one of which may hold the
+    table (a first sheet of notes, the data on the second), and the setting that reads one. Not where the sheet's
+    first row looks like data (tables.looks_like_data): the table is on this sheet without a header row, which
+    data.read_table's advice says, and a hint here would replace it (old workbooks hold empty Sheet2 and Sheet3)."""
+    others = [worksheet.title for worksheet in workbook.worksheets if worksheet.title != read]
+    if not others or looks_like_data(header, "xlsx"):
+        return ""
+    return (
+        f"; the sheet read was {read!r}, and the workbook has others ({', '.join(repr(title) for title in others)}): "
+        f"read one with {option}={others[0]}"
+    )
+
+
+def _values(worksheet: Any, name: str) -> Iterator[tuple[Any, ...]]:
+    """The sheet's rows of values, parsed as they are read; a part openpyxl cannot parse (a damaged workbook) is an
+    error naming the sheet, not a traceback."""
+    rows = worksheet.iter_rows(values_only=True)
+    while True:
+        try:
+            row = next(rows)
+        except StopIteration:
+            return
+        except Exception as error:  # openpyxl raises many unrelated types (XML, KeyError, ValueError) for one
+            raise DataError(
+                f"{name}: the sheet {worksheet.title!r} cannot be read ({type(error).__name__}: {one_line(error)})"
+            ) from None
+        yield row
+
+
+def _records(rows: Iterator[tuple[Any, ...]], column_names: Sequence[str] | None) -> Iterator[tuple[int, list[str]]]:
+    """(row number as Excel shows it, cells as text) for every row, as a CSV file saved from the sheet gives them: each
+    row as wide as the header (the given column names, else the first row that holds a value), its empty cells on the
+    right filled in, since the sheet stores none of them; an empty row is no cell at all, as an empty line is."""
+    width = len(column_names) if column_names else None
+    for number, values in enumerate(rows, start=1):
+        cells = [cell_text(value) for value in values]
+        while cells and not cells[-1]:
+            cells.pop()
+        if cells and width is None:
+            width = len(cells)
+        yield number, (cells + [""] * ((width or 0) - len(cells))) if cells else []
+
+
+def cell_text(value: Any) -> str:
+    """A cell's value as Excel's CSV export writes it: a whole number without a decimal point ("3", so that labels
+    1-4 read as in a CSV file), other numbers to Excel's 15 digits, TRUE/FALSE, dates and times in ISO 8601 (a date
+    without a time of day as its date alone), an empty cell as ""."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else format(value, f".{EXCEL_DIGITS}g")
+    if isinstance(value, datetime.datetime) and value.time() == datetime.time(0):
+        return value.date().isoformat()  # Excel stores a date as a date and time; a date cell reads as the date
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    return str(value)

@@ -1,0 +1,316 @@
+"""Figures for evaluation reports, drawn on `matplotlib.figure.Figure` objects.
+
+Building `Figure` directly (instead of going through pyplot) needs no backend and leaves no global figure
+registry behind, so reports can be made inside a training process or a notebook without side effects.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import Formatter, MaxNLocator, PercentFormatter
+
+from pipeline.common.io import atomic_path
+from pipeline.data.tables import shorten
+
+# Rendered at 1.5x the CSS size so charts stay sharp on high-density screens.
+PNG_DPI = 144
+_RUN_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+
+
+# Above this many classes the confusion matrix shows the most frequent ones only (and no counts in the cells):
+# a 2,000-class matrix would take minutes and gigabytes to draw and say nothing readable.
+MAX_PLOTTED_CLASSES = 30
+# Characters of a class name on an axis (a 200-character name pushed the plot off its image); the report's tables
+# give names in full.
+MAX_TICK_CHARACTERS = 40
+
+
+def shown_classes(matrix: Sequence[Sequence[float]] | np.ndarray) -> list[int]:
+    """The classes a confusion matrix shows, in class order: every one, or above MAX_PLOTTED_CLASSES the ones with
+    the most true rows (the report's table shows the same ones as its image)."""
+    totals = np.asarray(matrix, dtype=float).sum(axis=1)
+    if len(totals) <= MAX_PLOTTED_CLASSES:
+        return list(range(len(totals)))
+    return sorted(np.argsort(-totals, kind="stable")[:MAX_PLOTTED_CLASSES].tolist())
+
+
+def literal(text: object) -> str:
+    """Text from the data or the config shown as written: a "$" would otherwise start matplotlib's mathtext."""
+    return str(text).replace("$", r"\$")
+
+
+def run_color(index: int) -> str:
+    """The colour of the index-th run, the same in every chart of a report."""
+    return _RUN_COLORS[index % len(_RUN_COLORS)]
+
+
+@dataclass
+class EvalCurve:
+    """A validation metric of one run (accuracy, macro-F1 or micro-F1), from the evaluation lines of its
+    history.jsonl."""
+
+    run_name: str
+    steps: list[float]
+    elapsed_seconds: list[float | None]
+    values: list[float]
+    best_step: int | None = None
+    metric: str = "accuracy"  # the history key after eval_
+    metric_name: str = "accuracy"  # as a reader sees it
+
+
+def figure_to_png(figure: Figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=PNG_DPI)
+    return buffer.getvalue()
+
+
+def save_png(figure: Figure, path: str | Path) -> Path:
+    """Write `figure` as a PNG atomically: a reader never sees a half-written image."""
+    path = Path(path)
+    with atomic_path(path) as temp_path:
+        # The temporary name ends in .tmp, from which matplotlib could not infer the format.
+        figure.savefig(temp_path, format="png", dpi=PNG_DPI)
+    return path
+
+
+def confusion_matrix_figure(
+    matrix: Sequence[Sequence[float]] | np.ndarray, labels: Sequence[str], title: str | None = None
+) -> Figure:
+    """Counts in the cells, colour by share of the true class (row-normalised) so rare classes stay readable."""
+    counts = np.asarray(matrix, dtype=float)
+    if counts.ndim != 2 or counts.shape != (len(labels), len(labels)):
+        raise ValueError(f"confusion matrix of shape {counts.shape} does not match {len(labels)} labels")
+    labels = [literal(shorten(label, MAX_TICK_CHARACTERS)) for label in labels]
+    if len(labels) > MAX_PLOTTED_CLASSES:
+        keep = shown_classes(counts)
+        counts, labels = counts[np.ix_(keep, keep)], [labels[index] for index in keep]
+        title = f"{title or ''} ({MAX_PLOTTED_CLASSES} most frequent classes)".strip()
+    row_totals = counts.sum(axis=1, keepdims=True)
+    shares = np.divide(counts, row_totals, out=np.zeros_like(counts), where=row_totals > 0)
+
+    num_classes = len(labels)
+    side_inches = min(12.0, max(4.8, 0.75 * num_classes + 2.6))
+    figure = Figure(figsize=(side_inches + 0.9, side_inches), layout="constrained")
+    axes = figure.add_subplot()
+    image = axes.imshow(shares, cmap="Blues", vmin=0.0, vmax=1.0)
+    colorbar = figure.colorbar(image, ax=axes, fraction=0.046, pad=0.04)
+    colorbar.set_label("share of the true class")
+    colorbar.ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+
+    cell_font_size = 11 if num_classes <= 6 else 9 if num_classes <= 12 else 7
+    for row in range(num_classes):
+        for column in range(num_classes):
+            # White text on dark cells, dark text on light ones.
+            text_color = "white" if shares[row, column] > 0.55 else "#1a1a1a"
+            axes.text(
+                column,
+                row,
+                f"{int(round(counts[row, column])):,}",
+                ha="center",
+                va="center",
+                color=text_color,
+                fontsize=cell_font_size,
+            )
+
+    axes.set_xticks(range(num_classes), labels=labels)
+    axes.set_yticks(range(num_classes), labels=labels)
+    longest_label = max((len(label) for label in labels), default=0)
+    if longest_label * num_classes > 36:
+        axes.tick_params(axis="x", labelrotation=35)
+        for tick_label in axes.get_xticklabels():
+            tick_label.set_horizontalalignment("right")
+            tick_label.set_rotation_mode("anchor")
+    axes.set_xlabel("predicted class")
+    axes.set_ylabel("true class")
+    if title:
+        axes.set_title(literal(title))
+    return figure
+
+
+def shared_metric_name(curves: Sequence[EvalCurve]) -> str | None:
+    """The name of the metric every curve is drawn in; None where the runs were selected by different metrics."""
+    names = {curve.metric_name for curve in curves}
+    return names.pop() if len(names) == 1 else None
+
+
+def validation_curves_figure(curves: Sequence[EvalCurve]) -> Figure:
+    """Each curve's validation metric (accuracy in percent where every curve is accuracy) against optimizer steps
+    (left) and training wall-clock time (right), one line per run. Curves in different metrics share the axis
+    (each is a share from 0 to 1) and name their metric in the legend."""
+    shared = shared_metric_name(curves)
+    figure = Figure(figsize=(11.0, 4.2), layout="constrained")
+    by_step, by_time = figure.subplots(1, 2, sharey=True)
+    longest_seconds = max((s for curve in curves for s in curve.elapsed_seconds if s is not None), default=0.0)
+    # Minutes read better than thousands of seconds; short test runs stay in seconds.
+    time_unit, time_divisor = ("min", 60.0) if longest_seconds > 180 else ("s", 1.0)
+
+    for index, curve in enumerate(curves):
+        color = run_color(index)
+        marker = "o" if len(curve.steps) <= 40 else None
+        label = literal(curve.run_name if shared else f"{curve.run_name} ({curve.metric_name})")
+        by_step.plot(curve.steps, curve.values, color=color, marker=marker, markersize=3.5, label=label)
+        timed = [(s / time_divisor, a) for s, a in zip(curve.elapsed_seconds, curve.values) if s is not None]
+        if timed:
+            by_time.plot(*zip(*timed), color=color, marker=marker, markersize=3.5, label=label)
+        _mark_best(by_step, by_time, curve, color, time_divisor)
+
+    by_step.set_xlabel("optimizer step")
+    by_step.set_ylabel(f"validation {shared}" if shared else "validation metric that selected each model")
+    by_step.xaxis.set_major_locator(MaxNLocator(integer=True))
+    by_time.set_xlabel(f"training time ({time_unit})")
+    # Steps of 1, 2 or 5 (times a power of ten) keep _PercentTicks' decimal count exact.
+    by_step.yaxis.set_major_locator(MaxNLocator(nbins=7, steps=[1, 2, 5, 10]))
+    if all(curve.metric == "accuracy" for curve in curves):
+        by_step.yaxis.set_major_formatter(_PercentTicks())
+    for axes in (by_step, by_time):
+        axes.grid(alpha=0.3)
+    by_step.legend(loc="lower right", fontsize=9)
+    return figure
+
+
+class _PercentTicks(Formatter):
+    """Fractions as percents with as many decimals as the tick step needs: 80%, or 80.5% on a narrow range."""
+
+    def __init__(self) -> None:
+        self._tick_values = np.array([])
+
+    def set_locs(self, locs: Sequence[float]) -> None:
+        super().set_locs(locs)
+        self._tick_values = np.asarray(locs, dtype=float)
+
+    def __call__(self, value: float, pos: int | None = None) -> str:
+        steps = np.diff(self._tick_values) if len(self._tick_values) > 1 else np.array([1.0])
+        step_points = 100 * float(np.min(np.abs(steps))) or 1.0
+        decimals = max(0, -math.floor(math.log10(step_points) + 1e-9))
+        return f"{100 * value:.{decimals}f}%"
+
+
+def _mark_best(by_step, by_time, curve: EvalCurve, color: str, time_divisor: float) -> None:
+    """A star on the evaluation whose model was kept, so one sees where selection happened."""
+    if curve.best_step is None or curve.best_step not in curve.steps:
+        return
+    index = curve.steps.index(curve.best_step)
+    star = dict(marker="*", markersize=13, color=color, markeredgecolor="black", markeredgewidth=0.6, zorder=5)
+    by_step.plot([curve.steps[index]], [curve.values[index]], **star)
+    if curve.elapsed_seconds[index] is not None:
+        by_time.plot([curve.elapsed_seconds[index] / time_divisor], [curve.values[index]], **star)
+
+
+def per_class_f1_figure(labels: Sequence[str], f1_by_run: Mapping[str, Sequence[float | None]]) -> Figure:
+    """Grouped bars: one group per class, one bar per run, in the run colours of the other charts. Above
+    MAX_PLOTTED_CLASSES classes, the first ones only (callers order them by support): 200 bars of 200 overlapping
+    names say nothing."""
+    if len(labels) > MAX_PLOTTED_CLASSES:
+        labels = list(labels[:MAX_PLOTTED_CLASSES])
+        f1_by_run = {name: list(values[:MAX_PLOTTED_CLASSES]) for name, values in f1_by_run.items()}
+    num_classes, num_runs = len(labels), max(1, len(f1_by_run))
+    width_inches = min(16.0, max(6.5, 0.55 * num_classes * num_runs + 2.5))
+    figure = Figure(figsize=(width_inches, 4.2), layout="constrained")
+    axes = figure.add_subplot()
+    group_positions = np.arange(num_classes)
+    bar_width = 0.8 / num_runs
+    show_values = num_classes * num_runs <= 32
+    for index, (run_name, f1_values) in enumerate(f1_by_run.items()):
+        offsets = group_positions + (index - (num_runs - 1) / 2) * bar_width
+        heights = [np.nan if value is None else value for value in f1_values]
+        bars = axes.bar(offsets, heights, width=bar_width, color=run_color(index), label=literal(run_name))
+        if show_values:
+            axes.bar_label(bars, labels=["" if np.isnan(h) else f"{h:.2f}" for h in heights], fontsize=8, padding=2)
+    axes.set_xticks(group_positions, labels=[literal(shorten(label, MAX_TICK_CHARACTERS)) for label in labels])
+    if max((len(label) for label in labels), default=0) * num_classes > 60:
+        axes.tick_params(axis="x", labelrotation=30)
+    axes.set_ylim(0.0, 1.08)
+    axes.set_ylabel("F1 on test")
+    axes.grid(axis="y", alpha=0.3)
+    axes.set_axisbelow(True)
+    # Legend above the axes: inside, it would cover the bars of high-F1 classes.
+    axes.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=min(num_runs, 4), frameon=False, fontsize=9)
+    return figure
+
+
+@dataclass
+class OperatingCurve:
+    """One class's ROC and precision-recall curves on the test split, with the chosen threshold's point."""
+
+    name: str
+    false_positive_rate: np.ndarray
+    true_positive_rate: np.ndarray
+    recall: np.ndarray
+    precision: np.ndarray
+    roc_auc: float
+    average_precision: float
+    # (false positive rate, recall, precision) at the model's decision threshold; None: no threshold to mark.
+    # Precision is None where the threshold labels no row: no dot on the precision-recall curve.
+    point: tuple[float, float, float | None] | None = None
+
+
+def operating_curves_figure(curves: Sequence[OperatingCurve], title: str | None = None) -> Figure:
+    """ROC (left) and precision-recall (right) curves, one line per class, areas in the legend; a dot marks the
+    operating point the decision threshold chose."""
+    figure = Figure(figsize=(11.0, 4.4), layout="constrained")
+    roc, pr = figure.subplots(1, 2)
+    for index, curve in enumerate(curves):
+        color = run_color(index)
+        name = literal(curve.name)
+        roc.plot(
+            curve.false_positive_rate, curve.true_positive_rate, color=color, label=f"{name} (AUC {curve.roc_auc:.3f})"
+        )
+        pr.plot(curve.recall, curve.precision, color=color, label=f"{name} (AP {curve.average_precision:.3f})")
+        if curve.point is not None:
+            fpr, recall, precision = curve.point
+            dot = dict(marker="o", markersize=8, color=color, markeredgecolor="black", markeredgewidth=0.8, zorder=5)
+            roc.plot([fpr], [recall], **dot)
+            if precision is not None:
+                pr.plot([recall], [precision], **dot)
+    roc.plot([0, 1], [0, 1], color="#999999", linestyle=":", linewidth=1)
+    roc.set_xlabel("false positive rate")
+    roc.set_ylabel("true positive rate (recall)")
+    pr.set_xlabel("recall")
+    pr.set_ylabel("precision")
+    for axes in (roc, pr):
+        axes.set_xlim(0, 1)
+        axes.set_ylim(0, 1.02)
+        axes.grid(alpha=0.3)
+        axes.legend(loc="lower right" if axes is roc else "lower left", fontsize=8)
+    if title:
+        figure.suptitle(literal(title))
+    return figure
+
+
+def reliability_figure(
+    before: Sequence[Mapping],
+    after: Sequence[Mapping],
+    ece_before: float | None,
+    ece_after: float | None,
+    title: str | None = None,
+) -> Figure:
+    """Reliability diagram: accuracy against mean confidence per bin, before and after calibration; the diagonal
+    is perfect calibration. Bins are the {low, high, count, confidence, accuracy} records of metrics.json."""
+    figure = Figure(figsize=(5.6, 4.8), layout="constrained")
+    axes = figure.add_subplot()
+    axes.plot([0, 1], [0, 1], color="#999999", linestyle=":", linewidth=1, label="perfectly calibrated")
+    for bins, ece, color, name in (
+        (before, ece_before, run_color(1), "before"),
+        (after, ece_after, run_color(0), "after"),
+    ):
+        points = [(b["confidence"], b["accuracy"]) for b in bins if b.get("count")]
+        if not points:
+            continue
+        label = f"{name} (ECE {ece:.4f})" if ece is not None else name
+        axes.plot(*zip(*points), color=color, marker="o", markersize=4, label=label)
+    axes.set_xlim(0, 1)
+    axes.set_ylim(0, 1.02)
+    axes.set_xlabel("mean confidence in bin")
+    axes.set_ylabel("accuracy in bin")
+    axes.grid(alpha=0.3)
+    axes.legend(loc="upper left", fontsize=8)
+    if title:
+        axes.set_title(literal(title))
+    return figure

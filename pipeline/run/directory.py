@@ -1,0 +1,641 @@
+"""The run directory: the contract between training, prediction and reports, and the only module that knows it.
+
+    run = RunDir(Path("runs/ag_news_bert"))
+    run.metrics_path, run.model_dir, run.read_metrics(), write_test_predictions(run.predictions_path, ...)
+
+Every file name below lives here and nowhere else (docs/run-directory.md describes the contents). Readers raise
+`RunDirError` naming the file and what is wrong with it, so every command reports a damaged run the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import shlex
+import shutil
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pipeline.common.io import CsvRows, atomic_path, atomic_write_json
+
+CONFIG_FILE = "config.yaml"
+METRICS_FILE = "metrics.json"
+HISTORY_FILE = "history.jsonl"
+PREDICTIONS_FILE = "test_predictions.csv"
+MODEL_DIR = "model"
+CHECKPOINTS_DIR = "checkpoints"
+CHECKPOINT_PREFIX = "step_"
+TENSORBOARD_DIR = "tensorboard"
+# In every checkpoint folder: the loop's position and the learning-rate schedule, as JSON (nothing pickled).
+TRAINER_STATE_FILE = "trainer_state.json"
+REPORT_MARKDOWN = "report.md"
+REPORT_HTML = "report.html"
+CONFUSION_MATRIX_PNG = "confusion_matrix.png"
+# What save_pretrained writes first: a folder holding it is a saved model.
+MODEL_CONFIG_FILE = "config.json"
+# The Hugging Face model card inside model/ (YAML metadata, then Markdown): pipeline/card/write.py writes it.
+MODEL_CARD_FILE = "README.md"
+MODEL_WEIGHTS_FILE = "model.safetensors"
+# python -m pipeline.export: ONNX models and their verification record, in one folder of the run.
+EXPORT_DIR = "onnx"
+EXPORT_RECORD_FILE = "export.json"
+ONNX_MODEL_FILES = {
+    "fp32": "model.onnx",
+    "int8": "model.int8.onnx",
+    "openvino": "model.openvino.onnx",
+    "openvino-int8": "model.openvino-int8.onnx",
+}
+# Exports that failed verification are moved here: kept for inspection, never used.
+EXPORT_REFUSED_DIR = "refused"
+
+# Stage 1's record of the split: which rows (by id) are in which split, and the rows removed (duplicates; with
+# data.incomplete_rows: drop, rows without a text or a label).
+SPLITS_FILE = "splits.csv"
+REMOVED_ROWS_FILE = "removed_rows.csv"
+# Held while a finetune process owns the run directory: its process id, for the next one to check.
+LOCK_FILE = ".lock"
+# Inside model/, beside the weights: how probabilities become labels (pipeline.scoring.thresholds): the decision thresholds
+# chosen on validation, the task and its label separator, and the calibration temperature (already folded into the
+# weights: a record, never to be applied again). Absent: argmax, or 0.5 per class for a multi-label model.
+DECISION_FILE = "decision.json"
+# decision.json's key for how the model's texts were built and read (text columns and separator, the fixed length,
+# the long-text rule), in config.yaml's sections and keys: so the folder alone, copied out of its run, predicts
+# as the run does (pipeline.scoring.decide writes it, pipeline.predict.source reads it). Absent in models saved before.
+DECISION_INPUT_KEY = "input"
+
+# Under data.cache_dir, not in a run directory: distillation's content-keyed caches (pipeline/distill/teacher.py).
+TEACHER_LOGITS_CACHE_DIR = "teacher_logits"  # <key>.npy: (N, K) float32 teacher logits of one list of texts
+TRANSFER_CACHE_DIR = "transfer_texts"  # <key>.json: the augmented texts of one train split and setting
+
+# test_predictions.csv: these columns, then the row's id (the data's id column, else its line or record number),
+# then low_confidence where the decision flags rows, then prob_<class> per class.
+PREDICTION_TEXT, PREDICTION_GOLD, PREDICTION_PREDICTED, PREDICTION_SCORE = "text", "label", "predicted", "score"
+PREDICTION_COLUMNS = (PREDICTION_TEXT, PREDICTION_GOLD, PREDICTION_PREDICTED, PREDICTION_SCORE)
+PREDICTION_ROW_ID = "row_id"
+# Multi-class runs with thresholds: true where the top probability is below its class's threshold (the label is
+# kept, not forced; pipeline.scoring.thresholds). Prediction output uses the same column.
+PREDICTION_LOW_CONFIDENCE = "low_confidence"
+PROBABILITY_PREFIX = "prob_"
+
+
+def owned_names() -> set[str]:
+    """Every top-level name the pipeline writes into a run directory: only these are deleted on overwrite."""
+    return {
+        CONFIG_FILE,
+        METRICS_FILE,
+        HISTORY_FILE,
+        PREDICTIONS_FILE,
+        MODEL_DIR,
+        CHECKPOINTS_DIR,
+        TENSORBOARD_DIR,
+        REPORT_MARKDOWN,
+        REPORT_HTML,
+        CONFUSION_MATRIX_PNG,
+        SPLITS_FILE,
+        REMOVED_ROWS_FILE,
+        LOCK_FILE,
+        EXPORT_DIR,
+    }
+
+
+def is_staging_leftover(name: str) -> bool:
+    """Temporary names of atomic writes (io.atomic_path, io.replace_directory, checkpoints) left by a crash."""
+    return name.startswith(".") and name.endswith((".tmp", ".partial", ".old"))
+
+
+class RunDirError(ValueError):
+    """A run directory is missing, unfinished or holds a file that cannot be read; the message names the file."""
+
+
+class RunDirWarning(UserWarning):
+    """Something optional in a run directory was missing or damaged and was skipped."""
+
+
+def is_model_dir(path: Path) -> bool:
+    return (Path(path) / MODEL_CONFIG_FILE).is_file()
+
+
+def is_run_dir(path: Path) -> bool:
+    """A run that got as far as saving a model (what prediction needs)."""
+    path = Path(path)
+    return is_model_dir(path / MODEL_DIR) and (path / CONFIG_FILE).is_file()
+
+
+def holds_run(path: Path) -> bool:
+    """Whether a folder holds (the start of) a run: training writes its config and history first."""
+    path = Path(path)
+    return (path / CONFIG_FILE).exists() or (path / HISTORY_FILE).exists()
+
+
+@dataclass(frozen=True)
+class RunDir:
+    path: Path
+
+    @property
+    def config_path(self) -> Path:
+        return self.path / CONFIG_FILE
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.path / METRICS_FILE
+
+    @property
+    def history_path(self) -> Path:
+        return self.path / HISTORY_FILE
+
+    @property
+    def predictions_path(self) -> Path:
+        return self.path / PREDICTIONS_FILE
+
+    @property
+    def model_dir(self) -> Path:
+        return self.path / MODEL_DIR
+
+    @property
+    def model_card_path(self) -> Path:
+        return self.path / MODEL_DIR / MODEL_CARD_FILE
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.path / CHECKPOINTS_DIR
+
+    @property
+    def tensorboard_dir(self) -> Path:
+        return self.path / TENSORBOARD_DIR
+
+    @property
+    def confusion_matrix_path(self) -> Path:
+        return self.path / CONFUSION_MATRIX_PNG
+
+    @property
+    def export_dir(self) -> Path:
+        return self.path / EXPORT_DIR
+
+    @property
+    def export_record_path(self) -> Path:
+        return self.export_dir / EXPORT_RECORD_FILE
+
+    def checkpoint_path(self, global_step: int) -> Path:
+        return self.checkpoints_dir / f"{CHECKPOINT_PREFIX}{global_step}"
+
+    def checkpoints(self) -> list[Path]:
+        """Completed checkpoints, oldest first (staging folders and foreign names are not checkpoints)."""
+        if not self.checkpoints_dir.is_dir():
+            return []
+        steps = {}
+        for child in self.checkpoints_dir.iterdir():
+            number = child.name.removeprefix(CHECKPOINT_PREFIX)
+            if child.is_dir() and child.name.startswith(CHECKPOINT_PREFIX) and number.isdigit():
+                steps[int(number)] = child
+        return [steps[step] for step in sorted(steps)]
+
+    # -- readers ------------------------------------------------------------------------------------------------
+
+    def check_finished(self) -> None:
+        """Raise RunDirError unless this is a finished run (config and metrics), saying what it is instead."""
+        path = self.path
+        if not path.exists():
+            raise RunDirError(f"{path}: run directory does not exist")
+        if not path.is_dir():
+            raise RunDirError(f"{path}: not a directory (expected a run directory such as runs/<name>)")
+        if holds_run(path) or self.metrics_path.exists():
+            if not self.metrics_path.is_file():
+                raise RunDirError(self.unfinished())
+            if not self.config_path.is_file():
+                raise RunDirError(f"{path}: {CONFIG_FILE} is missing — every finished run directory holds its config")
+            return
+        runs_inside = sorted(child.name for child in path.iterdir() if (child / METRICS_FILE).is_file())
+        hint = f"; run directories inside it: {', '.join(runs_inside[:5])}" if runs_inside else ""
+        raise RunDirError(f"{path}: not a run directory (no {CONFIG_FILE}, {METRICS_FILE} or {HISTORY_FILE}){hint}")
+
+    def unfinished(self) -> str:
+        """The one message for a run directory without a finished model (no metrics.json), as prediction,
+        evaluation, reports and model cards say it: still training, or stopped, and then how to go on."""
+        missing = f"{self.path}: {METRICS_FILE} is missing, so the run has not finished"
+        owner = live_lock_owner(self.path)
+        if owner is not None:
+            return f"{missing} — it is still training (process {owner} holds it); wait for it to finish"
+        checkpoints = self.checkpoints()
+        if checkpoints:
+            return (
+                f"{missing} — it stopped (interrupted, or it failed); continue it from its last checkpoint "
+                f"({checkpoints[-1].name}): {self.finetune_command('train.resume=true')}"
+            )
+        return (
+            f"{missing} — it stopped (interrupted, or it failed) without a checkpoint to continue from "
+            f"(train.save_every_steps); train it again: {self.finetune_command('run.overwrite=true')}"
+        )
+
+    def finetune_command(self, *settings: str) -> str:
+        """`python -m pipeline.finetune` on this run's config.yaml with `settings`, naming the run's place where it
+        was moved since training (run.output_dir and run.name, which a resumed run may change); the settings alone
+        where config.yaml cannot be read."""
+        try:
+            saved = self.read_config().get("run") or {}
+        except RunDirError:
+            return " ".join(settings)
+        words = ["python", "-m", "pipeline.finetune", "--config", str(self.config_path), *settings]
+        place = Path(str(saved.get("output_dir", ""))).expanduser() / str(saved.get("name", ""))
+        if place.resolve() != self.path.resolve():
+            words += [f"run.output_dir={self.path.parent}", f"run.name={self.path.name}"]
+        return " ".join(shlex.quote(word) for word in words)
+
+    def read_config(self) -> dict[str, Any]:
+        """config.yaml as plain nested dicts (the resolved PipelineConfig)."""
+        import yaml
+
+        try:
+            config = yaml.safe_load(_read_text(self.config_path))
+        except yaml.YAMLError as error:
+            mark = getattr(error, "problem_mark", None)
+            where = f" at line {mark.line + 1}" if mark is not None else ""
+            raise RunDirError(f"{self.config_path}: invalid YAML{where}") from None
+        if not isinstance(config, dict):
+            raise RunDirError(f"{self.config_path}: expected a mapping of config sections")
+        return config
+
+    def read_metrics(self, require_test: bool = True) -> dict[str, Any]:
+        text = _read_text(self.metrics_path)
+        if not text.strip():
+            raise RunDirError(f"{self.metrics_path}: the file is empty — the run did not finish writing it")
+        try:
+            metrics = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise RunDirError(
+                f"{self.metrics_path}: invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
+            ) from None
+        if not isinstance(metrics, dict):
+            raise RunDirError(f"{self.metrics_path}: expected a JSON object at the top level")
+        labels = metrics.get("labels")
+        if not isinstance(labels, list) or not labels:
+            raise RunDirError(f"{self.metrics_path}: 'labels' (the class names) is missing or empty")
+        if require_test and not is_number(nested_get(metrics, "test", "accuracy")):
+            raise RunDirError(f"{self.metrics_path}: 'test.accuracy' is missing — the test split was not evaluated")
+        return metrics
+
+    def read_history(self, notes: list[str] | None = None) -> list[dict[str, Any]]:
+        """history.jsonl; a truncated last line (the run was killed mid-write) is skipped, with a note."""
+        notes = [] if notes is None else notes
+        if not self.history_path.is_file():
+            note(notes, f"{self.history_path}: missing, so there are no validation curves")
+            return []
+        numbered = [(n, line) for n, line in enumerate(_read_text(self.history_path).splitlines(), 1) if line.strip()]
+        records = []
+        for position, (line_number, line) in enumerate(numbered):
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                if position == len(numbered) - 1:
+                    note(notes, f"{self.history_path}: line {line_number} is truncated and was skipped")
+                    break
+                raise RunDirError(f"{self.history_path}: line {line_number} is not valid JSON: {error.msg}") from None
+            if not isinstance(record, dict):
+                raise RunDirError(f"{self.history_path}: line {line_number} is not a JSON object")
+            records.append(record)
+        return records
+
+    def read_predictions(self, notes: list[str] | None = None) -> Any:
+        """test_predictions.csv as a DataFrame (every text kept as text), or None when the run wrote none."""
+        import pandas as pd
+
+        notes = [] if notes is None else notes
+        path = self.predictions_path
+        if not path.is_file():
+            note(notes, f"{path}: missing, so no per-text comparison or mistakes")
+            return None
+        try:
+            # keep_default_na=False: a text that reads "NA" or "null" must stay text.
+            text_columns = {
+                PREDICTION_TEXT: str,
+                PREDICTION_GOLD: str,
+                PREDICTION_PREDICTED: str,
+                PREDICTION_ROW_ID: str,
+            }
+            predictions = pd.read_csv(path, dtype=text_columns, keep_default_na=False)
+        except pd.errors.EmptyDataError:
+            raise RunDirError(f"{path}: the file is empty") from None
+        except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as error:
+            raise RunDirError(f"{path}: cannot be parsed as CSV: {first_line(error)}") from None
+        missing = [column for column in PREDICTION_COLUMNS if column not in predictions.columns]
+        if missing:
+            raise RunDirError(f"{path}: missing column(s) {', '.join(missing)}")
+        scores = pd.to_numeric(predictions[PREDICTION_SCORE], errors="coerce")
+        if scores.isna().any():
+            bad_row = int(np.flatnonzero(scores.isna().to_numpy())[0])
+            raise RunDirError(f"{path}: column '{PREDICTION_SCORE}' is not a number in data row {bad_row + 1}")
+        predictions[PREDICTION_SCORE] = scores.astype(float)
+        return predictions
+
+    # -- writers ------------------------------------------------------------------------------------------------
+
+    def write_metrics(self, metrics: dict[str, Any]) -> None:
+        atomic_write_json(self.metrics_path, metrics)
+
+
+def write_test_predictions(
+    path: Path,
+    texts: Sequence[str],
+    gold: np.ndarray,
+    probabilities: np.ndarray,
+    label_names: Sequence[str],
+    row_ids: Sequence[str] | None = None,
+    predicted: np.ndarray | None = None,
+    separator: str | None = None,
+    low_confidence: np.ndarray | None = None,
+) -> None:
+    """One row per example: text, gold and predicted class names, the predicted class's probability, the row's id
+    (the data's id column, or its line number), [whether it is flagged low-confidence,] then every class's
+    probability. `predicted`: the decision's class ids (default: the argmax); `low_confidence`: (N,) bool flags of
+    a multi-class decision with thresholds. Multi-label (gold and predicted (N, C) indicator rows): gold and
+    predicted are the class sets joined by `separator`, and score is the highest class probability."""
+    if np.ndim(gold) == 2:
+        if separator is None:
+            raise ValueError("multi-label predictions need the label separator (data.label_separator)")
+        _write_multilabel_predictions(path, texts, gold, probabilities, label_names, row_ids, predicted, separator)
+        return
+    predicted = probabilities.argmax(axis=1) if predicted is None else predicted
+    row_ids = row_ids if row_ids is not None else [str(index + 1) for index in range(len(texts))]
+    flag_columns = [PREDICTION_LOW_CONFIDENCE] if low_confidence is not None else []
+    flags = [[bool(flag)] for flag in low_confidence] if low_confidence is not None else [[]] * len(texts)
+    header = [
+        *PREDICTION_COLUMNS,
+        PREDICTION_ROW_ID,
+        *flag_columns,
+        *(f"{PROBABILITY_PREFIX}{name}" for name in label_names),
+    ]
+    with atomic_path(path) as temp_path, open(temp_path, "w", newline="", encoding="utf-8") as handle:
+        writer = CsvRows(handle)
+        writer.writerow(header)
+        for text, gold_id, predicted_id, row, row_id, flag in zip(
+            texts, gold, predicted, probabilities, row_ids, flags
+        ):
+            writer.writerow(
+                [text, label_names[gold_id], label_names[predicted_id], f"{row[predicted_id]:.6f}", row_id, *flag]
+                + [f"{p:.6f}" for p in row]
+            )
+
+
+def _write_multilabel_predictions(
+    path: Path,
+    texts: Sequence[str],
+    gold: np.ndarray,
+    probabilities: np.ndarray,
+    label_names: Sequence[str],
+    row_ids: Sequence[str] | None,
+    predicted: np.ndarray | None,
+    separator: str,
+) -> None:
+    predicted = probabilities >= 0.5 if predicted is None else predicted
+    row_ids = row_ids if row_ids is not None else [str(index + 1) for index in range(len(texts))]
+    header = [*PREDICTION_COLUMNS, PREDICTION_ROW_ID, *(f"{PROBABILITY_PREFIX}{name}" for name in label_names)]
+
+    def joined(indicators: np.ndarray) -> str:
+        return separator.join(name for name, on in zip(label_names, indicators) if on > 0.5)
+
+    with atomic_path(path) as temp_path, open(temp_path, "w", newline="", encoding="utf-8") as handle:
+        writer = CsvRows(handle)
+        writer.writerow(header)
+        for text, gold_row, predicted_row, row, row_id in zip(texts, gold, predicted, probabilities, row_ids):
+            writer.writerow(
+                [text, joined(gold_row), joined(predicted_row), f"{row.max():.6f}", row_id] + [f"{p:.6f}" for p in row]
+            )
+
+
+def write_decision(model_dir: Path, record: dict[str, Any]) -> None:
+    atomic_write_json(Path(model_dir) / DECISION_FILE, record)
+
+
+def read_decision(model_dir: Path) -> dict[str, Any] | None:
+    """model/decision.json, or None when the model has none (runs before it existed, bare models)."""
+    path = Path(model_dir) / DECISION_FILE
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(_read_text(path))
+    except json.JSONDecodeError as error:
+        raise RunDirError(f"{path}: invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}") from None
+    if not isinstance(record, dict):
+        raise RunDirError(f"{path}: expected a JSON object")
+    return record
+
+
+def folded_temperature(model_dir: Path) -> float:
+    """The temperature folded into the saved model's output layer (model/decision.json, written by
+    pipeline.scoring.decide): its logits are the trained model's divided by it, so multiplying them by it gives back the
+    probabilities before calibration. 1.0 when none was folded (train.calibrate false; models saved before
+    decision.json existed were never calibrated)."""
+    record = read_decision(model_dir) or {}
+    if record.get("temperature_folded") and is_number(record.get("temperature")):
+        return float(record["temperature"])
+    return 1.0
+
+
+def saved_model_config(model_dir: Path) -> dict[str, Any] | None:
+    """A saved model's config.json (save_pretrained's), or None where it is missing, unreadable or not a JSON
+    object: for readers that only describe the model (the model card) and leave out what they cannot read."""
+    try:
+        saved = json.loads((Path(model_dir) / MODEL_CONFIG_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return saved if isinstance(saved, dict) else None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Small helpers shared by the readers and their users
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise RunDirError(f"{path}: not UTF-8 text (byte {error.start})") from None
+    except OSError as error:
+        raise RunDirError(f"{path}: cannot be read: {error.strerror}") from None
+
+
+def note(notes: list[str], message: str) -> None:
+    """Record a skipped part of a run directory and warn about it."""
+    notes.append(message)
+    warnings.warn(message, RunDirWarning, stacklevel=3)
+
+
+def first_line(error: BaseException) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+def nested_get(mapping: Any, *keys: str) -> Any:
+    """mapping[k1][k2]..., or None where any level is absent."""
+    for key in keys:
+        if not isinstance(mapping, dict) or key not in mapping:
+            return None
+        mapping = mapping[key]
+    return mapping
+
+
+def per_class_score(scores: Any, key: str) -> float | None:
+    """One class's test figure from metrics.json `per_class`; None (shown as missing) for recall and F1 of a class
+    without test rows, which have nothing to measure (scikit-learn reports 0 there). Its precision stays: 0 when the
+    class was predicted and wrong every time. The report and the model card both read per-class figures here."""
+    value = nested_get(scores, key)
+    if key in ("recall", "f1") and nested_get(scores, "support") == 0:
+        return None
+    return value if is_number(value) else None
+
+
+def untrained_classes(metrics: dict[str, Any]) -> list[str]:
+    """Classes with no training rows (metrics.json `data.class_counts`): named by data.label_names or a
+    data.label_columns column that is all 0 in train. The model never learned them, so its scores for them mean
+    nothing, yet they stay among its labels; the log, the report and the model card say so."""
+    per_class = nested_get(metrics, "data", "class_counts", "train", "per_class")
+    if not isinstance(per_class, dict):
+        return []
+    return [str(name) for name, count in per_class.items() if count == 0]
+
+
+def untrained_consequence(untrained: list[str]) -> str:
+    """What classes without training rows mean for the model's scores, as the report and the model card say it."""
+    pronoun = "it" if len(untrained) == 1 else "them"
+    return f"the model never learned {pronoun}, so its scores for {pronoun} mean nothing"
+
+
+# The test figures a run can be ranked by (train.selection_metric's choices), and their names in sentences.
+RANKING_METRICS = {"accuracy": "accuracy", "macro_f1": "macro-F1", "micro_f1": "micro-F1"}
+
+
+def ranking_metric(metrics: dict[str, Any]) -> str:
+    """The test figure a run is ranked and set against baselines by: the validation metric that picked its best
+    model (metrics.json `best.metric`, train.selection_metric), or accuracy where the run does not record one."""
+    metric = nested_get(metrics, "best", "metric")
+    return metric if metric in RANKING_METRICS else "accuracy"
+
+
+def headline_metrics(metrics: dict[str, Any]) -> list[str]:
+    """The test figures a run is summed up by, in order: the one that selected its model (ranking_metric), then
+    accuracy and macro-F1. The run's last console line, the model card's opening and its baseline table list them
+    so."""
+    lead = ranking_metric(metrics)
+    return [lead, *(name for name in ("accuracy", "macro_f1") if name != lead)]
+
+
+def headline_scores(metrics: dict[str, Any]) -> str:
+    """The run's last console line leads with the metric that selected its model (micro-F1 for multi-label, where
+    accuracy is the strict subset accuracy)."""
+    test = metrics["test"]
+    shown = headline_metrics(metrics)
+    names = {**RANKING_METRICS, "accuracy": "subset accuracy" if "micro_f1" in test else "accuracy"}
+    scores = ", ".join(f"{names[name]} {test[name]:.4f}" for name in shown if name in test)
+    return f"{scores} on {test['num_samples']} rows"
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Owning a run directory: one process at a time, and an overwrite that deletes only what the pipeline wrote
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):  # OverflowError: an id past any process's (a damaged lock)
+        return False
+    except PermissionError:  # it exists, under another user
+        return True
+    return True
+
+
+def live_lock_owner(path: Path) -> int | None:
+    """The id of the live process, other than this one, that holds the run directory's lock; None where none does
+    (a lock left by a process that no longer runs is no one's)."""
+    try:
+        owner = (path / LOCK_FILE).read_text().strip()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    # ASCII digits only: str.isdigit takes "²", which int() refuses. os.kill(0, 0) signals this process's own group,
+    # which is always alive: 0 is no process's id.
+    if not (owner.isascii() and owner.isdigit()):
+        return None
+    pid = int(owner)
+    return pid if pid > 0 and pid != os.getpid() and _process_alive(pid) else None
+
+
+def refuse_if_in_use(path: Path) -> None:
+    """A RunDirError when another live process holds the run directory's lock (a run of the same name, or one
+    being resumed): checked before anything else is said about the folder's content, which that run is changing."""
+    owner = live_lock_owner(path)
+    if owner is not None:
+        raise RunDirError(f"{path} is in use by another run (process {owner}); wait for it, or choose another run.name")
+
+
+@contextlib.contextmanager
+def claimed(path: Path) -> Iterator[None]:
+    """Hold the run directory for this process (an exclusively created lock file with its pid); a second run of
+    the same name gets a RunDirError at once. A lock left by a process that no longer runs is taken over. Folders
+    it had to create are removed again if the run leaves them empty (it failed before writing anything)."""
+    created = [folder for folder in (path, *path.parents) if not folder.exists()]
+    path.mkdir(parents=True, exist_ok=True)
+    lock = path / LOCK_FILE
+    for _ in range(2):
+        try:
+            descriptor = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            refuse_if_in_use(path)
+            lock.unlink(missing_ok=True)  # stale: its process is gone
+            continue
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(str(os.getpid()))
+        break
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+        for folder in created:  # deepest first; a folder something else wrote into stays
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+
+
+def clean_staging_leftovers(path: Path) -> list[str]:
+    """Remove temporary files and folders that a crashed run left behind (never complete outputs)."""
+    removed = []
+    for folder in (path, path / CHECKPOINTS_DIR):
+        if not folder.is_dir():
+            continue
+        for child in folder.iterdir():
+            if is_staging_leftover(child.name):
+                shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+                removed.append(str(child))
+    return removed
+
+
+def foreign_names(path: Path) -> list[str]:
+    """The names in a folder that the pipeline did not write there (owned_names), sorted: what an overwrite must keep."""
+    return sorted(
+        child.name
+        for child in path.iterdir()
+        if child.name not in owned_names() and not is_staging_leftover(child.name)
+    )
+
+
+def clear_for_overwrite(path: Path) -> None:
+    """Delete an earlier run's files before a new run writes its own; refuse a folder holding anything else."""
+    foreign = foreign_names(path)
+    if foreign:
+        raise RunDirError(
+            f"{path} holds files the pipeline did not write ({', '.join(foreign[:5])}); run.overwrite deletes only "
+            "run directories: move them, or choose another run.name"
+        )
+    for child in path.iterdir():
+        if child.name == LOCK_FILE:
+            continue
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()

@@ -1,0 +1,217 @@
+"""Stage 4's scores you can act on: calibrate the best model, choose its decision thresholds, store both with it.
+
+    scoring = calibrate_and_decide(config, logits, rows, labels, model, save_model, is_main_process, max_length)
+    results = scoring.results                 # validation and test EvalResults, calibrated and thresholded
+    metrics["calibration"], metrics["thresholds"] = scoring.calibration, scoring.thresholds
+
+The order matters: the temperature is fitted on validation logits first (pipeline.scoring.calibration), folded into the
+model's output layer and the model saved again (so model/ *is* the calibrated model), then thresholds are chosen
+on the calibrated validation probabilities (pipeline.scoring.thresholds) and written to model/decision.json with the
+temperature, the task, the label separator and how texts were built and read (so that the folder predicts as the
+run does wherever it is copied). Test is never looked at for either choice.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from pipeline.config.schema import PipelineConfig
+from pipeline.data.tables import TextSpec
+from pipeline.run.directory import DECISION_INPUT_KEY, RunDir, folded_temperature, write_decision
+from pipeline.scoring.calibration import (
+    ECE_BINS,
+    at_search_bound,
+    expected_calibration_error,
+    fit_temperature,
+    fold_temperature,
+    reliability_bins,
+)
+from pipeline.scoring.evaluation import EvalResult, result_from_logits
+from pipeline.scoring.thresholds import Decision, choose_decision
+from pipeline.text.batching import TokenizedRows, model_inputs
+from pipeline.text.windows import LongTextRule
+
+logger = logging.getLogger(__name__)
+
+SPLITS = ("validation", "test")
+# Rows run through the model before and after folding, to check that the folded model computes logits / T.
+FOLD_CHECK_ROWS = 8
+
+
+@dataclass
+class Scoring:
+    temperature: float
+    decision: Decision
+    results: dict[str, EvalResult]  # calibrated, labelled by the decision
+    calibration: dict[str, Any]  # metrics.json "calibration"
+
+    @property
+    def thresholds(self) -> dict[str, Any]:
+        """metrics.json "thresholds": the decision and how each threshold was chosen."""
+        return self.decision.to_dict()
+
+
+def calibrate_and_decide(
+    config: PipelineConfig,
+    logits: dict[str, torch.Tensor],
+    rows: dict[str, TokenizedRows],
+    labels: list[str],
+    model: torch.nn.Module,
+    save_model: Callable[[torch.nn.Module, dict[str, Any]], None],
+    is_main_process: bool,
+    max_length: int,
+) -> Scoring:
+    """`logits`: the best (uncalibrated) model's validation and test logits; `model` is that model, changed in place
+    when calibrated; `save_model(model, decision)` replaces model/ with it and its decision.json in one rename
+    (called on the main process only), so that a folded temperature is never on disk without the record that
+    says so (see unfold_earlier_calibration). `max_length`: the
+    fixed length the run tokenized to (resolved, where the setting may be auto), recorded with the decision."""
+    pooling, multi_label = config.eval.chunk_pooling, rows["validation"].multi_label
+    temperature, warning = 1.0, None
+    if config.train.calibrate:
+        validation_rows = rows["validation"]
+        temperature, warning = trusted_temperature(
+            logits["validation"], validation_rows.labels, validation_rows.documents
+        )
+        fold_temperature(model, temperature, _check_inputs(rows["validation"], model))
+    before = {name: result_from_logits(logits[name], rows[name], labels, pooling) for name in SPLITS}
+    validation = result_from_logits(logits["validation"] / temperature, rows["validation"], labels, pooling)
+    decision = choose_decision(config.eval.threshold, validation.probabilities, validation.labels, labels, multi_label)
+    results = {
+        name: result_from_logits(logits[name] / temperature, rows[name], labels, pooling, decision) for name in SPLITS
+    }
+    # The decision changes labels, not probabilities or losses: the results are what calibration is measured after.
+    calibration = calibration_record(config.train.calibrate, temperature, before, results)
+    if warning is not None:
+        calibration["warning"] = warning
+    if is_main_process:
+        record = decision_record(config, temperature, decision, max_length)
+        if config.train.calibrate:
+            save_model(model, record)  # replaces model/ whole, decision.json inside
+        else:
+            write_decision(RunDir(config.run_dir).model_dir, record)
+    logger.info(
+        "Calibration: temperature %.3f; validation ECE %.4f -> %.4f",
+        temperature,
+        calibration["ece"]["validation"]["before"],
+        calibration["ece"]["validation"]["after"],
+    )
+    return Scoring(temperature, decision, results, calibration)
+
+
+def unfold_earlier_calibration(model: torch.nn.Module, model_dir: Path) -> float:
+    """Undo a temperature stage 4 folded into model/ before: a run resumed after calibration but before it
+    finished (no metrics.json) finds the calibrated weights there. Calibrating them again would fit T ~ 1 and
+    record that calibration changed nothing (and evaluate would take them for the trained model's). Returns the
+    temperature undone, 1.0 when model/ holds the trained weights (decision.json: none folded, or no record)."""
+    temperature = folded_temperature(model_dir)
+    if temperature != 1.0:
+        fold_temperature(model, 1.0 / temperature)  # logits * T: the trained model's again
+    return temperature
+
+
+def trusted_temperature(
+    logits: torch.Tensor, labels: torch.Tensor | np.ndarray, documents: np.ndarray | None = None
+) -> tuple[float, str | None]:
+    """(temperature, None) fitted on validation; or (1.0, why) when the fit ran to its search bound: no temperature
+    is supported there (the low bound would make every probability 0 or 1, the high one every probability equal).
+    `documents`: with chunked long texts, each row's (window's) document, so that the reason counts texts as every
+    metric does."""
+    temperature = fit_temperature(logits, labels)
+    if not at_search_bound(temperature):
+        return temperature, None
+    rows = f"{len(labels)} validation rows"
+    if documents is not None:
+        rows = f"{len(np.unique(documents))} validation texts ({len(labels)} windows)"
+    right = f"{_rows_right(logits, labels)} of {len(labels)}{' windows' if documents is not None else ''} right"
+    if temperature < 1.0:
+        why = f"the model separates the {rows} ({right}) with margins that only grow as T -> 0"
+    else:
+        why = f"the model's scores on the {rows} ({right}) carry no sign of the labels, so equal probabilities fit best"
+    warning = (
+        f"the validation NLL kept falling to the temperature search's bound ({temperature:.3g}): {why}; no "
+        "temperature fits, and the probabilities are left as trained (temperature 1)"
+    )
+    logger.warning("Calibration: %s", warning)
+    return 1.0, warning
+
+
+def _rows_right(logits: torch.Tensor, labels: torch.Tensor | np.ndarray) -> int:
+    """Rows whose decision at the default rule (argmax; every sigmoid at 0.5 for multi-label) is right."""
+    logits, labels = torch.as_tensor(logits), torch.as_tensor(labels)
+    if labels.ndim == 2:
+        return int(((logits > 0) == labels.bool()).all(dim=1).sum())
+    return int((logits.argmax(dim=-1) == labels).sum())
+
+
+def decision_record(config: PipelineConfig, temperature: float, decision: Decision, max_length: int) -> dict[str, Any]:
+    """model/decision.json: what prediction needs to turn the saved model's probabilities into labels, and to build
+    and read its texts as training did."""
+    return {
+        "task": config.data.task,
+        "label_separator": config.data.label_separator,
+        # Already folded into the output layer's weights when temperature_folded: a record, not to apply again.
+        "temperature": temperature,
+        "temperature_folded": bool(config.train.calibrate),
+        **decision.to_dict(),
+        DECISION_INPUT_KEY: input_settings(config, max_length),
+    }
+
+
+def input_settings(config: PipelineConfig, max_length: int) -> dict[str, Any]:
+    """How the run built and read its texts, as the sections and keys of its config.yaml, so that prediction reads
+    a model folder's record and a run's config.yaml alike (pipeline.predict.source). The length is the resolved
+    one (metrics.json's tokenization.max_length, which the model card's transformers example also passes), never
+    the setting "auto"."""
+    return {
+        # The names of header-less files too, which prediction names for (or reads) an input laid out as they were.
+        "data": {**TextSpec.from_data_config(config.data).to_settings(), "column_names": config.data.column_names},
+        "tokenizer": {"max_length": max_length, **LongTextRule.from_settings(config.tokenizer).to_settings()},
+        "eval": {"chunk_pooling": config.eval.chunk_pooling},
+    }
+
+
+def calibration_record(
+    enabled: bool, temperature: float, before: dict[str, EvalResult], after: dict[str, EvalResult]
+) -> dict[str, Any]:
+    """ECE (15 equal-width bins), loss and reliability bins before and after calibration, on each split given
+    (validation and test in a run; the scored file as test in pipeline.evaluate)."""
+
+    def measure(result: EvalResult) -> tuple[float, list[dict]]:
+        return (
+            expected_calibration_error(result.probabilities, result.labels),
+            reliability_bins(result.probabilities, result.labels),
+        )
+
+    ece, reliability, loss = {}, {}, {}
+    for name in after:
+        (ece_before, bins_before), (ece_after, bins_after) = measure(before[name]), measure(after[name])
+        ece[name] = {"before": ece_before, "after": ece_after}
+        reliability[name] = {"before": bins_before, "after": bins_after}
+        loss[name] = {"before": before[name].loss, "after": after[name].loss}
+    return {
+        "enabled": enabled,
+        "method": "temperature scaling (minimum validation NLL), folded into the output layer" if enabled else None,
+        "temperature": temperature,
+        "bins": ECE_BINS,
+        "ece": ece,
+        "loss": loss,
+        "reliability": reliability,
+    }
+
+
+def _check_inputs(rows: TokenizedRows, model: torch.nn.Module) -> dict[str, torch.Tensor] | None:
+    count = min(FOLD_CHECK_ROWS, len(rows))
+    if count == 0:
+        return None
+    device = next(model.parameters()).device
+    return {
+        name: tensor.long().to(device) for name, tensor in model_inputs(rows.__getitems__(list(range(count)))).items()
+    }

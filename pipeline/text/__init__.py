@@ -1,0 +1,1 @@
+"""Stage 2: tokenization to one fixed length, windows of long texts, and batching."""

@@ -1,0 +1,233 @@
+"""Batches for training and evaluation, built from the fixed-length tensors of stage 2.
+
+Rows stay padded to one fixed length on disk; per batch, trailing columns that are padding in every row are
+dropped. That is exact (padded keys are masked out of attention and positions are absolute) and saves most of
+the compute on short texts, especially when batches group rows of similar length.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import torch
+from datasets import Dataset
+from torch.utils.data import DataLoader, Sampler
+
+from pipeline.data.splits import MULTI_LABEL_COLUMN, column_values, label_column
+from pipeline.text.tokenization import padded_width, sorted_batches
+from pipeline.text.windows import SEGMENT_IDS
+
+# Pools of this many batches are sorted by length before being cut into batches (as in HF's LengthGroupedSampler):
+# big enough that batches are homogeneous in length, small enough that the order stays random.
+LENGTH_POOL_BATCHES = 50
+# A batch's tensors that the model's forward takes: segment ids only for sentence pairs (tokenization adds that
+# column only then; BERT reads absent ones as all 0).
+MODEL_INPUTS = ("input_ids", "attention_mask", SEGMENT_IDS)
+
+
+class TokenizedRows(torch.utils.data.Dataset):
+    """A tokenized split held as tensors; a whole batch is fetched with one indexing operation."""
+
+    def __init__(self, split: Dataset, teacher_logits: np.ndarray | None = None):
+        # Multi-label splits: (N, C) float32 multi-hot rows instead of (N,) class ids.
+        labels = label_column(split.column_names)
+        self.multi_label = labels == MULTI_LABEL_COLUMN
+        columns = split.with_format("numpy", columns=["input_ids", "attention_mask", labels, "length"])[:]
+        self.input_ids = torch.from_numpy(np.asarray(columns["input_ids"], dtype=np.int32))  # (N, T)
+        self.attention_mask = torch.from_numpy(np.asarray(columns["attention_mask"], dtype=np.int8))  # (N, T)
+        # Sentence pairs: each token's segment (0: first text, 1: second); None for single texts (all 0).
+        self.token_type_ids = None
+        if SEGMENT_IDS in split.column_names:
+            types = split.with_format("numpy", columns=[SEGMENT_IDS])[:][SEGMENT_IDS]
+            self.token_type_ids = torch.from_numpy(np.asarray(types, dtype=np.int8))  # (N, T)
+        label_type = np.float32 if self.multi_label else np.int64
+        self.labels = torch.from_numpy(np.asarray(columns[labels], dtype=label_type))  # (N,) or (N, C)
+        self.lengths = np.asarray(columns["length"], dtype=np.int64)  # (N,)
+        self.row_index = torch.arange(len(self.labels))  # (N,) lets distributed evaluation restore row order
+        # Distillation: the teacher's logits for each row (N, C) float32, carried into batches; None otherwise.
+        self.teacher_logits = None if teacher_logits is None else torch.as_tensor(teacher_logits, dtype=torch.float32)
+        if self.teacher_logits is not None and self.teacher_logits.shape[0] != len(self.labels):
+            raise ValueError(f"{self.teacher_logits.shape[0]} teacher logit rows for {len(self.labels)} rows")
+        # Chunked long texts: the document each row (window) belongs to; None when a row is a whole text.
+        self.documents = (
+            np.asarray(column_values(split, "document"), dtype=np.int64) if "document" in split.column_names else None
+        )
+
+    @property
+    def num_documents(self) -> int:
+        return len(self.labels) if self.documents is None else int(self.documents.max()) + 1
+
+    def document_labels(self) -> np.ndarray:
+        """(D,) each document's label (multi-label: (D, C)): that of its first window (all its windows carry it)."""
+        if self.documents is None:
+            return self.labels.numpy()
+        first = np.unique(self.documents, return_index=True)[1]
+        return self.labels.numpy()[first]
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitems__(self, indices: list[int]) -> dict[str, torch.Tensor]:
+        index = torch.as_tensor(indices, dtype=torch.long)
+        batch = {
+            "input_ids": self.input_ids[index],
+            "attention_mask": self.attention_mask[index],
+            "labels": self.labels[index],
+            "row_index": self.row_index[index],
+        }
+        if self.token_type_ids is not None:
+            batch[SEGMENT_IDS] = self.token_type_ids[index]
+        if self.teacher_logits is not None:
+            batch["teacher_logits"] = self.teacher_logits[index]  # (B, C)
+        return batch
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        return {key: value[0] for key, value in self.__getitems__([index]).items()}
+
+
+def collate_trimmed(batch: dict[str, torch.Tensor] | list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """Drop the trailing columns that are padding in every row (rounded up to a multiple of 8)."""
+    if isinstance(batch, list):  # single-item fetches, e.g. from a sampler that bypasses __getitems__
+        batch = {key: torch.stack([row[key] for row in batch]) for key in batch[0]}
+    fixed_length = batch["input_ids"].shape[1]
+    longest = int(batch["attention_mask"].sum(dim=1).max())
+    keep = padded_width(longest, fixed_length)
+    trimmed = {
+        "input_ids": batch["input_ids"][:, :keep].long(),  # (B, T')
+        "attention_mask": batch["attention_mask"][:, :keep].long(),  # (B, T')
+        "labels": batch["labels"],  # (B,), or (B, C) multi-hot
+        "row_index": batch["row_index"],  # (B,)
+    }
+    if SEGMENT_IDS in batch:
+        trimmed[SEGMENT_IDS] = batch[SEGMENT_IDS][:, :keep].long()  # (B, T')
+    if "teacher_logits" in batch:
+        trimmed["teacher_logits"] = batch["teacher_logits"]  # (B, C)
+    return trimmed
+
+
+def collate_fixed(batch: dict[str, torch.Tensor] | list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    if isinstance(batch, list):
+        batch = {key: torch.stack([row[key] for row in batch]) for key in batch[0]}
+    return {**batch, **{name: batch[name].long() for name in MODEL_INPUTS if name in batch}}
+
+
+def model_inputs(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """What the model's forward takes of a batch: input_ids and attention_mask, and token_type_ids for pairs."""
+    return {name: batch[name] for name in MODEL_INPUTS if name in batch}
+
+
+class ShuffledBatchSampler(Sampler[list[int]]):
+    """Seeded random batches, a new order each epoch; optionally grouped by length.
+
+    The order depends only on (seed, epoch), never on global RNG state, so a resumed run draws the same
+    batches as an uninterrupted one. With gradient accumulation over A micro-batches and N processes
+    (`slices` = A x N), the sampler forms the *optimizer step's* batch of A x N x batch_size rows, exactly as one
+    process with that batch size would, and yields it as A x N consecutive slices; accelerate hands every N-th slice
+    to each process. So any split of one step's batch over micro-batches and processes trains on the same rows,
+    length grouping included, and (with the loop's normalisation) to the same weights.
+    """
+
+    def __init__(self, lengths: np.ndarray, batch_size: int, seed: int, group_by_length: bool, slices: int = 1):
+        self.lengths = lengths
+        self.rows_per_slice = batch_size
+        # What accelerate reads to shard the batches over processes: None says "slices of varying size", so the
+        # uneven slices of a short last step are handed out as they are, not topped up with repeated rows.
+        self.batch_size = batch_size if slices == 1 else None
+        self.seed = seed
+        self.group_by_length = group_by_length
+        self.slices = slices
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        step_rows = self.rows_per_slice * self.slices
+        full, rest = divmod(len(self.lengths), step_rows)
+        return full * self.slices + min(rest, self.slices)
+
+    def batches(self) -> list[list[int]]:
+        step_batches = self._step_batches(self.rows_per_slice * self.slices)
+        if self.slices == 1:
+            return step_batches
+        # A short last step batch is cut into as many non-empty slices as it can fill.
+        return [
+            part.tolist()
+            for batch in step_batches
+            for part in np.array_split(np.asarray(batch), self.slices)
+            if len(part)
+        ]
+
+    def _step_batches(self, batch_size: int) -> list[list[int]]:
+        generator = np.random.default_rng([self.seed, self.epoch])
+        order = generator.permutation(len(self.lengths))
+        if not self.group_by_length:
+            return [order[i : i + batch_size].tolist() for i in range(0, len(order), batch_size)]
+        pool_size = batch_size * LENGTH_POOL_BATCHES
+        batches = []
+        for start in range(0, len(order), pool_size):
+            pool = order[start : start + pool_size]
+            pool = pool[np.argsort(-self.lengths[pool], kind="stable")]
+            batches.extend(pool[i : i + batch_size].tolist() for i in range(0, len(pool), batch_size))
+        # A partial batch can only be the very last one, so that every optimizer window but the last is full.
+        full = [batch for batch in batches if len(batch) == batch_size]
+        partial = [batch for batch in batches if len(batch) < batch_size]
+        shuffled = [full[i] for i in generator.permutation(len(full))]
+        return shuffled + partial
+
+    def __iter__(self) -> Iterator[list[int]]:
+        yield from self.batches()
+
+
+def _private_generator(seed: int) -> torch.Generator:
+    """A DataLoader draws a seed from its generator each time it is iterated; with none it would draw from the
+    global RNG and shift every later dropout mask, so a resumed run would no longer match an uninterrupted one."""
+    return torch.Generator().manual_seed(seed)
+
+
+def training_loader(
+    rows: TokenizedRows, batch_size: int, seed: int, group_by_length: bool, trim: bool, slices: int = 1
+) -> DataLoader:
+    """`slices`: micro-batches per optimizer step over all processes (accumulation steps x processes)."""
+    sampler = ShuffledBatchSampler(rows.lengths, batch_size, seed, group_by_length, slices)
+    return DataLoader(
+        rows,
+        batch_sampler=sampler,
+        collate_fn=collate_trimmed if trim else collate_fixed,
+        generator=_private_generator(seed),
+    )
+
+
+def evaluation_loader(
+    rows: TokenizedRows, batch_size: int, trim: bool = True, max_tokens: int | None = None
+) -> DataLoader:
+    """Longest rows first, so each batch is padded only to its own length and memory peaks at the start. With
+    `max_tokens`, a batch holds at most that many tokens (rows x padded width), and at most `batch_size` rows."""
+    order = np.argsort(-rows.lengths, kind="stable") if trim else np.arange(len(rows))
+    budget = max_tokens if trim else None  # untrimmed rows all have the fixed length
+    cuts = sorted_batches(rows.lengths[order], rows.input_ids.shape[1], batch_size, budget)
+    # Batches of varying size (a token budget): accelerate then hands each process whole batches (batch_size None).
+    batches = FixedBatches([order[cut].tolist() for cut in cuts], batch_size if budget is None else None)
+    return DataLoader(
+        rows,
+        batch_sampler=batches,
+        collate_fn=collate_trimmed if trim else collate_fixed,
+        generator=_private_generator(0),
+    )
+
+
+class FixedBatches(Sampler[list[int]]):
+    """A precomputed list of batches; `batch_size` tells accelerate how to shard it across processes (None: batches
+    of varying size, each handed to a process whole)."""
+
+    def __init__(self, batches: list[list[int]], batch_size: int | None):
+        self.batches = batches
+        self.batch_size = batch_size
+        self.drop_last = False
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        yield from self.batches

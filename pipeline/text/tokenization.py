@@ -1,0 +1,601 @@
+"""Stage 2: the checkpoint's own tokenizer (BERT WordPiece by default), every row padded to one fixed length.
+
+    tokenizer = load_tokenizer(config.tokenizer)
+    tokenized, info = tokenize_splits(splits, tokenizer, config.tokenizer, cache_root)
+
+Each split becomes `input_ids` and `attention_mask` (all rows `max_length` long), `length`, the number of real
+tokens, which lets the training loop group rows of similar length and drop all-padding columns per batch, and its
+labels (with chunking, a `document` column; with sentence pairs, `token_type_ids`). One tokenizer pass builds the
+rows and measures the untruncated lengths the truncation report needs (windows.encode_documents, as prediction
+encodes); `max_length: auto` picks the shortest multiple of 8 that truncates at most `max_truncated_fraction` of
+train, counted before the rows are built; that count keeps train's token ids (windows.KeptContent), so train too
+is tokenized once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from pipeline.data.splits import column_values, label_column, labels_of
+from pipeline.run.directory import first_line
+from pipeline.text.windows import (
+    PAIR_CUT,
+    SEGMENT_IDS,
+    TOKENIZE_BATCH_SIZE,
+    EncodedDocuments,
+    KeptContent,
+    LongTextRule,
+    TokensRead,
+    UnknownTokens,
+    content_ids_by_segment,
+    content_length,
+    encode_documents,
+    has_pairs,
+    pad_ids,
+    pair_extra_tokens,
+    reads_of,
+    reads_segments,
+    unknown_counts,
+    unknown_tokens_warning,
+    window_starts,
+    windows_summary,
+)
+
+if TYPE_CHECKING:  # prediction imports the length rules below without paying for `datasets` at start-up
+    from datasets import Dataset, DatasetDict
+    from transformers import PreTrainedTokenizerBase
+
+    from pipeline.config.schema import TokenizerConfig
+
+logger = logging.getLogger(__name__)
+
+# The hardware-friendly granularity for sequence lengths (tensor-core tiles, vector widths).
+LENGTH_MULTIPLE = 8
+# BERT's learned position table has 512 rows; most checkpoints report this as model_max_length.
+BERT_POSITION_LIMIT = 512
+# Lengths `auto` weighs against each other when long texts are chunked.
+CHUNK_LENGTHS = (64, 128, 256, 512)
+# Bump when what is cached, or how the length is chosen, changes: old entries are then ignored.
+CACHE_FORMAT = 8
+
+
+@dataclass
+class TokenizationInfo:
+    max_length: int
+    max_length_setting: int | str
+    truncated_fraction: dict[str, float]
+    from_cache: bool
+    # Under several processes: whether each one found the cache (all but the first should have).
+    from_cache_by_process: list[bool] | None = None
+    # tokenizer.long_text: chunk: windows per document (mean, p95, max) of each split.
+    windows_per_document: dict[str, dict] | None = None
+    # Share of each split's tokens (special tokens aside) that are the unknown token; None: the tokenizer has none.
+    unknown_token_share: dict[str, float | None] | None = None
+    # Share of each split's texts more than MOSTLY_UNKNOWN of whose tokens are the unknown token; None: as above.
+    mostly_unknown_share: dict[str, float | None] | None = None
+
+    def to_dict(self) -> dict:
+        return {
+            "windows_per_document": self.windows_per_document,
+            "max_length": self.max_length,
+            "max_length_setting": self.max_length_setting,
+            "truncated_fraction": self.truncated_fraction,
+            "from_cache": self.from_cache,
+            "from_cache_by_process": self.from_cache_by_process,
+            "unknown_token_share": self.unknown_token_share,
+            "mostly_unknown_share": self.mostly_unknown_share,
+        }
+
+
+class TokenizerNotFound(OSError):
+    """tokenizer.name_or_path holds no usable (fast) tokenizer; an OSError, as for any checkpoint not found."""
+
+
+def load_tokenizer(config: TokenizerConfig) -> PreTrainedTokenizerBase:
+    """The checkpoint's own fast tokenizer, whatever its kind (BERT WordPiece, RoBERTa byte-level BPE, ...)."""
+    from transformers import AutoTokenizer
+
+    name = config.name_or_path
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name, use_fast=True)
+    except (ValueError, KeyError, TypeError) as error:  # e.g. a folder with no tokenizer files and no config
+        raise TokenizerNotFound(f"no tokenizer found in '{name}' ({first_line(error)})") from None
+    if not getattr(tokenizer, "is_fast", False):
+        # Stage 2 and prediction tokenize in large batches through the Rust tokenizer.
+        raise TokenizerNotFound(f"'{name}' has no fast tokenizer (tokenizer.json or a convertible vocabulary)")
+    # transformers 5 builds an empty tokenizer (its special tokens only) for a model folder without tokenizer files,
+    # which would map every word to the unknown token: refuse it instead of training on nothing.
+    if len(tokenizer.get_vocab()) <= len(set(tokenizer.all_special_ids)):
+        raise TokenizerNotFound(
+            f"'{name}' has no tokenizer files (tokenizer.json, vocab.txt, vocab.json + merges.txt, ...), only a "
+            "model config; point tokenizer.name_or_path at the folder or Hub name that holds the tokenizer"
+        )
+    return tokenizer
+
+
+def length_limit(tokenizer: PreTrainedTokenizerBase, model_max_positions: int | None = None) -> int:
+    """The longest sequence the tokenizer and the model can take (tokenizers report 1e30 when unset)."""
+    limits = [BERT_POSITION_LIMIT, int(min(tokenizer.model_max_length, 10**9))]
+    if model_max_positions:
+        limits.append(model_max_positions)
+    return min(limits)
+
+
+@dataclass(frozen=True)
+class TokenCounts:
+    """What one tokenization pass over texts measures."""
+
+    lengths: np.ndarray  # (N,) tokens per text, special tokens ([CLS]/[SEP], <s>/</s>) included, untruncated
+    unknown: UnknownTokens | None  # how much of the texts is the unknown token; None: the tokenizer has none
+
+    @classmethod
+    def of_content(
+        cls, content_lengths: np.ndarray, unknown_counts: np.ndarray | None, tokenizer: PreTrainedTokenizerBase
+    ) -> TokenCounts:
+        """From each text's content tokens (special tokens aside) and how many of them are unknown."""
+        content_lengths = np.asarray(content_lengths, dtype=np.int64)
+        lengths = content_lengths + tokenizer.num_special_tokens_to_add(pair=False)
+        return cls(lengths, UnknownTokens.of_content(content_lengths, unknown_counts))
+
+    @classmethod
+    def of_encoding(cls, encoded: EncodedDocuments, tokenizer: PreTrainedTokenizerBase) -> TokenCounts:
+        """What the pass that built the model's rows measured (windows.encode_documents): no second tokenization."""
+        return cls.of_content(encoded.content_lengths, encoded.unknown_counts, tokenizer)
+
+    @property
+    def unknown_share(self) -> float | None:
+        """Share of the texts' own tokens that are the unknown token; None: the tokenizer has none."""
+        return None if self.unknown is None else self.unknown.token_share
+
+    @property
+    def mostly_unknown_share(self) -> float | None:
+        """Share of the texts more than MOSTLY_UNKNOWN of whose tokens are the unknown token; None: as above."""
+        return None if self.unknown is None else self.unknown.text_share
+
+
+def count_tokens(texts: list[str], tokenizer: PreTrainedTokenizerBase) -> TokenCounts:
+    """Each text's length in tokens without truncation, and the share of unknown tokens (None for a tokenizer
+    without one, as byte-level BPE)."""
+    return count_and_keep_tokens(texts, tokenizer, keep_up_to=0)[0]
+
+
+# Under `auto`, train's content ids are kept from its count up to this many tokens (4 bytes each: 256 MiB), so that
+# its rows are built without tokenizing it again; a larger train is tokenized again instead, since its untruncated
+# texts may hold many times the tokens its rows keep.
+KEEP_CONTENT_TOKENS = 64 * 2**20
+
+
+def count_and_keep_tokens(
+    texts: list[str],
+    tokenizer: PreTrainedTokenizerBase,
+    keep_up_to: int,
+    read: TokensRead | None = None,
+) -> tuple[TokenCounts, KeptContent | None]:
+    """count_tokens, and the texts' content ids as counted while they hold at most `keep_up_to` tokens (else None).
+    With `read` (windows.reads_of), a text is counted only as far as rows that long would read it: a far longer
+    one counts as longer than them, not by its every token."""
+    lengths: list[int] = []
+    unknown: list[int] | None = [] if tokenizer.unk_token_id is not None else None
+    pair_extra = pair_extra_tokens(tokenizer)
+    kept: list[KeptContent] | None = [] if keep_up_to > 0 else None
+    kept_tokens = 0
+    for start in range(0, len(texts), TOKENIZE_BATCH_SIZE):
+        content = content_ids_by_segment(tokenizer, texts[start : start + TOKENIZE_BATCH_SIZE], read)
+        lengths.extend(content_length(first, second, pair_extra) for first, second in content)
+        if unknown is not None:
+            unknown += unknown_counts(content, tokenizer)
+        if kept is not None:
+            kept.append(KeptContent.of(content))
+            kept_tokens += kept[-1].ids.size
+            kept = kept if kept_tokens <= keep_up_to else None
+    unknown_array = None if unknown is None else np.asarray(unknown, dtype=np.int64)
+    counts = TokenCounts.of_content(np.asarray(lengths, dtype=np.int64), unknown_array, tokenizer)
+    return counts, None if kept is None else KeptContent.join(kept)
+
+
+def truncated_share(lengths: np.ndarray, max_length: int) -> float:
+    """The share of texts (lengths in tokens, count_tokens) longer than the fixed length: truncated, or read as
+    windows."""
+    return float(np.mean(lengths > max_length)) if len(lengths) else 0.0
+
+
+def padded_width(longest: int, max_length: int) -> int:
+    """A batch's width: its longest row rounded up to a multiple of 8, never beyond the fixed length."""
+    return min(LENGTH_MULTIPLE * math.ceil(max(longest, 1) / LENGTH_MULTIPLE), max(max_length, longest))
+
+
+def sorted_batches(
+    sorted_lengths: np.ndarray, fixed_length: int, max_rows: int, max_tokens: int | None = None
+) -> list[slice]:
+    """Consecutive batches over rows sorted longest first: at most `max_rows` rows and, with `max_tokens`, at most
+    that many tokens counted at the width a batch is padded to (its first row's); a row longer than the budget goes
+    alone. Evaluation and prediction both cut their batches here. Why a token budget: a CPU runs a model fastest on
+    batches whose activations stay in its caches, so the rows a batch should hold depend on their length (MiniLM on
+    a 2-core AVX2 CPU: 16 to 32 rows of 128 tokens, 64 of 32; benchmarks/README.md)."""
+    batches, start = [], 0
+    while start < len(sorted_lengths):
+        count = max_rows
+        if max_tokens is not None:
+            width = padded_width(int(sorted_lengths[start]), fixed_length)
+            count = max(1, min(max_rows, max_tokens // width))
+        batches.append(slice(start, start + count))
+        start += count
+    return batches
+
+
+def choose_max_length(lengths: np.ndarray, max_truncated_fraction: float, limit: int) -> int:
+    """The shortest multiple of 8 leaving at most `max_truncated_fraction` of texts longer than it, capped at `limit`."""
+    if len(lengths) == 0:
+        raise ValueError("cannot choose a length from an empty split")
+    # At most `allowed` texts may be longer than the length, so it must reach the (allowed+1)-th longest text.
+    allowed = math.floor(max_truncated_fraction * len(lengths) + 1e-9)
+    needed = int(np.sort(lengths)[len(lengths) - 1 - min(allowed, len(lengths) - 1)])
+    rounded = LENGTH_MULTIPLE * math.ceil(needed / LENGTH_MULTIPLE)
+    return max(LENGTH_MULTIPLE, min(rounded, limit - limit % LENGTH_MULTIPLE))
+
+
+def tokenizer_fingerprint(tokenizer: PreTrainedTokenizerBase) -> str:
+    """A hash of everything that decides the tokens: the fast tokenizer's full serialised state (vocabulary,
+    normaliser with lower-casing and accent stripping, pre-tokenizer, post-processor) and its init settings."""
+    digest = hashlib.sha256(type(tokenizer).__name__.encode())
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        state = json.loads(backend.to_str())
+        for transient in ("truncation", "padding"):  # set by each call, not part of what the tokenizer is
+            state.pop(transient, None)
+        digest.update(json.dumps(state, sort_keys=True).encode())
+    else:
+        digest.update(repr(sorted(tokenizer.get_vocab().items())).encode())
+    # Settings a slow tokenizer applies in Python (not paths: the same tokenizer saved elsewhere is the same).
+    settings = {
+        key: tokenizer.init_kwargs.get(key) for key in ("do_lower_case", "strip_accents", "tokenize_chinese_chars")
+    }
+    digest.update(json.dumps(settings, sort_keys=True, default=str).encode())
+    return digest.hexdigest()
+
+
+def _cache_key(splits: DatasetDict, tokenizer: PreTrainedTokenizerBase, config: TokenizerConfig, limit: int) -> str:
+    """A content hash of the texts, the tokenizer and the length settings: any change gives a new cache entry."""
+    digest = hashlib.sha256()
+    settings = (
+        f"v{CACHE_FORMAT}|{config.max_length}|{config.max_truncated_fraction}|{limit}|"
+        f"{LongTextRule.from_settings(config).cache_key()}|segments {reads_segments(tokenizer)}|"
+    )
+    digest.update(settings.encode())
+    digest.update(tokenizer_fingerprint(tokenizer).encode())
+    for name in sorted(splits):
+        digest.update(f"|{name}|{len(splits[name])}|".encode())
+        for text in column_values(splits[name], "text"):
+            digest.update(text.encode("utf-8"))
+            digest.update(b"\x00")
+        labels = labels_of(splits[name])  # class ids, or multi-hot rows
+        digest.update(labels.astype(np.int64 if labels.ndim == 1 else np.float32).tobytes())
+    return digest.hexdigest()[:24]
+
+
+# Texts encoded at a time. A block's rows are Python lists (about 36 bytes a token) until they are packed into int32
+# arrays, so a split of a million texts costs the memory of its arrays, not of its lists.
+ENCODE_BLOCK_TEXTS = 10 * TOKENIZE_BATCH_SIZE
+
+
+@dataclass(frozen=True)
+class _EncodedBlock:
+    """One block of texts encoded (windows.encode_documents), packed into arrays."""
+
+    input_ids: np.ndarray  # (R, T) int32, padded
+    token_types: np.ndarray | None  # (R, T) int8 segment ids; None: no pair in the block (all 0)
+    lengths: np.ndarray  # (R,) real tokens per row
+    documents: np.ndarray  # (R,) the split's row (text) each row comes from
+    content_lengths: np.ndarray  # (D,) untruncated, as EncodedDocuments has them
+    unknown_counts: np.ndarray | None  # (D,), as EncodedDocuments has them
+
+
+def _encode_block(
+    tokenizer: PreTrainedTokenizerBase,
+    texts: list[str],
+    first: int,
+    max_length: int,
+    rule: LongTextRule,
+    kept: KeptContent | None,
+) -> _EncodedBlock:
+    encoded = encode_documents(tokenizer, texts, max_length, rule, kept)
+    pad = tokenizer.pad_token_id or 0
+    types = None if encoded.token_types is None else pad_ids(encoded.token_types, max_length, 0, np.int8)
+    return _EncodedBlock(
+        pad_ids(encoded.rows, max_length, pad, np.int32),
+        types,
+        encoded.row_lengths,
+        encoded.documents + first,
+        encoded.content_lengths,
+        encoded.unknown_counts,
+    )
+
+
+def _encode_split(
+    split: Dataset,
+    tokenizer: PreTrainedTokenizerBase,
+    max_length: int,
+    rule: LongTextRule,
+    name: str,
+    kept: KeptContent | None = None,
+) -> tuple[Dataset, dict | None, TokenCounts]:
+    """The split's rows padded to `max_length` (one per text; with chunking, one per window and a `document`
+    column; with sentence pairs, their segment ids), and its token counts, measured on the same tokenizer pass (or
+    built from `kept`, the split's content ids from the pass that counted it)."""
+    from datasets import Dataset
+    from tqdm.auto import tqdm
+
+    texts = column_values(split, "text")
+    starts = range(0, max(len(texts), 1), ENCODE_BLOCK_TEXTS)  # an empty split is one empty block
+    blocks = []
+    with tqdm(total=len(texts), desc=f"Tokenizing {name}", unit=" texts", disable=len(starts) < 2) as progress:
+        for start in starts:
+            block = texts[start : start + ENCODE_BLOCK_TEXTS]
+            part = None if kept is None else kept.part(start, start + len(block))
+            blocks.append(_encode_block(tokenizer, block, start, max_length, rule, part))
+            progress.update(len(block))
+    documents = np.concatenate([block.documents for block in blocks])
+    lengths = np.concatenate([block.lengths for block in blocks])
+    labels_name = label_column(split.column_names)
+    labels = column_values(split, labels_name)
+    columns = {
+        "input_ids": np.concatenate([block.input_ids for block in blocks]),  # (R, T)
+        "attention_mask": (np.arange(max_length)[None, :] < lengths[:, None]).astype(np.int8),  # (R, T)
+        "length": lengths,
+        # a text read as several windows repeats its label on each
+        labels_name: labels if len(documents) == len(texts) else [labels[document] for document in documents.tolist()],
+    }
+    if any(block.token_types is not None for block in blocks):
+        columns[SEGMENT_IDS] = np.concatenate(
+            [
+                block.token_types if block.token_types is not None else np.zeros_like(block.input_ids, np.int8)
+                for block in blocks
+            ]
+        )
+    unknown = [block.unknown_counts for block in blocks]
+    counts = TokenCounts.of_content(
+        np.concatenate([block.content_lengths for block in blocks]),
+        None if any(part is None for part in unknown) else np.concatenate(unknown),
+        tokenizer,
+    )
+    if rule.long_text != "chunk":
+        return Dataset.from_dict(columns), None, counts
+    columns["document"] = documents
+    return Dataset.from_dict(columns), windows_summary(documents, len(split)), counts
+
+
+def tokenize_splits(
+    splits: DatasetDict,
+    tokenizer: PreTrainedTokenizerBase,
+    config: TokenizerConfig,
+    cache_root: Path | None,
+    model_max_positions: int | None = None,
+    seconds_per_window: Callable[[int], float] | None = None,
+) -> tuple[DatasetDict, TokenizationInfo]:
+    """Add fixed-length `input_ids`, `attention_mask` and `length` to every split (and `document` when long texts
+    are chunked into windows); reuse the on-disk cache if any. `seconds_per_window(length)` (the model's training
+    cost of one row of that length, measured on this device) lets `auto` choose a chunk length by cost."""
+    limit = length_limit(tokenizer, model_max_positions)
+    rule = LongTextRule.from_settings(config)
+    cache_dir = None
+    if config.cache and cache_root is not None:
+        cache_dir = Path(cache_root) / "tokenized" / _cache_key(splits, tokenizer, config, limit)
+        if (cache_dir / "dataset_dict.json").exists() and (cache_dir / "info.json").exists():
+            from datasets import load_from_disk
+
+            tokenized = load_from_disk(str(cache_dir))
+            info = _read_info(cache_dir / "info.json")
+            logger.info("Tokenized splits loaded from cache %s (max_length %d)", cache_dir, info.max_length)
+            pairs = has_pairs(column_values(splits["train"], "text"))
+            _log_length(config, rule, info.max_length, info.truncated_fraction, limit, pairs)  # as a fresh run says
+            _warn_unknown_tokens(info, tokenizer)
+            return tokenized, info
+
+    # `auto` chooses the length from train's untruncated lengths, so only then is train counted before its rows are
+    # built; otherwise each split is tokenized once, its counts measured on the pass that builds its rows.
+    train_lengths, train_content = None, None
+    if config.max_length == "auto":
+        # Read as far as rows of the longest length could read (`auto` chooses at most that): the kept ids then
+        # build train's rows at whatever length is chosen, and a text past it counts as over every choice.
+        counts, train_content = count_and_keep_tokens(
+            column_values(splits["train"], "text"), tokenizer, KEEP_CONTENT_TOKENS, reads_of(tokenizer, limit, rule)
+        )
+        train_lengths = counts.lengths
+    max_length = _fixed_length(config, rule, train_lengths, limit, tokenizer, seconds_per_window)
+    encoded = {
+        name: _encode_split(split, tokenizer, max_length, rule, name, train_content if name == "train" else None)
+        for name, split in splits.items()
+    }
+    del train_content
+    truncated = {name: truncated_share(counts.lengths, max_length) for name, (_, _, counts) in encoded.items()}
+    _log_length(config, rule, max_length, truncated, limit, has_pairs(column_values(splits["train"], "text")))
+
+    from datasets import DatasetDict
+
+    tokenized = DatasetDict({name: dataset for name, (dataset, _, _) in encoded.items()})
+    windows = {name: summary for name, (_, summary, _) in encoded.items() if summary is not None}
+    info = TokenizationInfo(
+        max_length,
+        config.max_length,
+        truncated,
+        from_cache=False,
+        windows_per_document=windows or None,
+        unknown_token_share={name: counts.unknown_share for name, (_, _, counts) in encoded.items()},
+        mostly_unknown_share={name: counts.mostly_unknown_share for name, (_, _, counts) in encoded.items()},
+    )
+    _warn_unknown_tokens(info, tokenizer)
+    if cache_dir is not None:
+        _write_cache(tokenized, info, cache_dir)
+    return tokenized, info
+
+
+def _fixed_length(
+    config: TokenizerConfig,
+    rule: LongTextRule,
+    train_lengths: np.ndarray | None,
+    limit: int,
+    tokenizer: PreTrainedTokenizerBase,
+    seconds_per_window: Callable[[int], float] | None,
+) -> int:
+    """The fixed length rows are padded to: the setting, or under `auto` chosen from `train_lengths` (train's
+    untruncated lengths, count_tokens; None when the setting is a number)."""
+    from pipeline.config.schema import ConfigError
+
+    if config.max_length == "auto":
+        if rule.long_text == "chunk" and seconds_per_window is not None:
+            special = tokenizer.num_special_tokens_to_add(pair=False)
+            length = choose_chunk_length(
+                train_lengths - special, rule, limit, special, config.max_truncated_fraction, seconds_per_window
+            )
+        else:
+            length = choose_max_length(train_lengths, config.max_truncated_fraction, limit)
+    elif config.max_length > limit:
+        raise ConfigError(f"tokenizer.max_length: {config.max_length} exceeds the model's limit of {limit} tokens")
+    else:
+        length = config.max_length
+    if rule.long_text == "chunk" and rule.chunk_stride >= length - tokenizer.num_special_tokens_to_add(pair=False):
+        raise ConfigError(
+            f"tokenizer.chunk_stride: {rule.chunk_stride} must be smaller than a window's "
+            f"{length - tokenizer.num_special_tokens_to_add(pair=False)} content tokens"
+        )
+    return length
+
+
+def choose_chunk_length(
+    content_lengths: np.ndarray,
+    rule: LongTextRule,
+    limit: int,
+    special: int,
+    max_truncated_fraction: float,
+    seconds_per_window: Callable[[int], float],
+) -> int:
+    """With chunking, the length whose training pass over train costs least on this device, among those whose
+    windows read documents whole as `auto` promises without chunking: for each candidate (64, 128, 256, 512, up to
+    the model's limit) the windows it makes times the measured seconds per window.
+
+    A document that needs more than max_chunks windows keeps the first max_chunks - 1 and the last, losing the text
+    between, and the shorter the length, the more documents that cut reaches and the more of each it drops. Counting
+    only the windows kept, a short length looks cheapest because it reads less (max_chunks 4 chose 64: at most 256
+    of ~1,000 tokens per review). So a length is a candidate only if it cuts at most `max_truncated_fraction` of
+    train's documents, the truncation budget of `auto`; among those every document but the budget is read whole, and
+    the cheapest reads the same text for less. When none keeps the budget, the longest, which cuts fewest and reads
+    the most of each document it cuts, with a warning.
+    """
+    candidates = [length for length in CHUNK_LENGTHS if length <= limit and length - special > rule.chunk_stride]
+    costs, cut = {}, {}
+    for length in candidates:
+        width = length - special
+        needed = np.array([len(window_starts(int(n), width, rule.chunk_stride, sys.maxsize)) for n in content_lengths])
+        costs[length] = int(np.minimum(needed, rule.max_chunks).sum()) * seconds_per_window(length)
+        cut[length] = float(np.mean(needed > rule.max_chunks)) if len(needed) else 0.0
+    within = [length for length in candidates if cut[length] <= max_truncated_fraction]
+    if within:
+        chosen = min(within, key=costs.get)
+    else:
+        chosen = max(candidates)
+        logger.warning(
+            "Every chunk length cuts more than %.1f%% of train's documents (tokenizer.max_truncated_fraction) to "
+            "tokenizer.max_chunks=%d windows, losing the text between their first windows and their last; %d, the "
+            "longest, cuts fewest (%.1f%%). Options: a larger tokenizer.max_chunks, or accept it with a larger "
+            "max_truncated_fraction",
+            100 * max_truncated_fraction,
+            rule.max_chunks,
+            chosen,
+            100 * cut[chosen],
+        )
+    logger.info(
+        "Chunk length by training cost on this device, among those cutting at most %.1f%% of train's documents to "
+        "%d windows: %s -> %d",
+        100 * max_truncated_fraction,
+        rule.max_chunks,
+        ", ".join(f"{length}: {costs[length]:.0f} s ({cut[length]:.1%} cut)" for length in candidates),
+        chosen,
+    )
+    return chosen
+
+
+def _log_length(
+    config: TokenizerConfig,
+    rule: LongTextRule,
+    max_length: int,
+    truncated: dict[str, float],
+    limit: int,
+    pairs: bool,
+) -> None:
+    logger.info(
+        "Fixed length %d (%s); longer than it: %s",
+        max_length,
+        "auto" if config.max_length == "auto" else "configured",
+        ", ".join(f"{name} {share:.2%}" for name, share in truncated.items()),
+    )
+    if truncated.get("train", 0.0) > config.max_truncated_fraction and rule.long_text == "truncate":
+        # Sentence pairs are cut one way only (the end of the longer text): a larger length is their one option.
+        options = ""
+        if not pairs:
+            head_tail = "" if rule.truncation == "head_tail" else ", tokenizer.truncation=head_tail"
+            options = f"{head_tail}, or tokenizer.long_text=chunk (README 'Long texts')"
+        logger.warning(
+            "Fixed length %d truncates %.1f%% of train, above the %.1f%% budget (tokenizer.max_truncated_fraction): "
+            "the model reads only %s of those %s. Options: a larger tokenizer.max_length (the model takes up to "
+            "%d)%s",
+            max_length,
+            100 * truncated["train"],
+            100 * config.max_truncated_fraction,
+            PAIR_CUT if pairs else rule.kept_part,
+            "pairs" if pairs else "texts",
+            limit,
+            options,
+        )
+
+
+def _warn_unknown_tokens(info: TokenizationInfo, tokenizer: PreTrainedTokenizerBase) -> None:
+    warning = unknown_tokens_warning(
+        (info.unknown_token_share or {}).get("train"),
+        (info.mostly_unknown_share or {}).get("train"),
+        "train's",
+        tokenizer.name_or_path,
+        tokenizer.unk_token,
+    )
+    if warning:
+        logger.warning("%s", warning)
+
+
+def _write_cache(tokenized: DatasetDict, info: TokenizationInfo, cache_dir: Path) -> None:
+    """Save to a temporary folder, then rename: a half-written cache is never read back."""
+    cache_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{cache_dir.name}.", dir=cache_dir.parent))
+    try:
+        tokenized.save_to_disk(str(staging))
+        (staging / "info.json").write_text(json.dumps(info.to_dict()))
+        staging.rename(cache_dir)
+    except OSError:
+        # Another process (or a parallel run) may have filled the same entry first: theirs is as good as ours.
+        if not (cache_dir / "info.json").exists():
+            raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _read_info(path: Path) -> TokenizationInfo:
+    data = json.loads(path.read_text())
+    return TokenizationInfo(
+        data["max_length"],
+        data["max_length_setting"],
+        data["truncated_fraction"],
+        from_cache=True,
+        windows_per_document=data.get("windows_per_document"),
+        unknown_token_share=data.get("unknown_token_share"),
+        mostly_unknown_share=data.get("mostly_unknown_share"),
+    )

@@ -1,0 +1,563 @@
+"""Texts longer than the fixed length: which tokens a row keeps (head, tail, head+tail), or overlapping windows
+that each become a row, and the pooling of window scores back into one score per document.
+
+    rule = LongTextRule.from_settings(config.tokenizer)
+    encoded = encode_documents(tokenizer, texts, max_length, rule)    # encoded.rows: token ids with [CLS]/[SEP]
+    probabilities = pool_documents(window_probabilities, encoded.documents, len(texts), "mean")
+
+Training, evaluation and prediction all encode through `encode_documents`, so a document becomes the same rows
+in each. Windows are `max_length` tokens including the special tokens; consecutive windows overlap by
+`chunk_stride` tokens; beyond `max_chunks` windows a document keeps its first `max_chunks - 1` windows and its
+last one, so that both its start and its end are read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pipeline.data.tables import PAIR_MARK, segments_of
+
+TOKENIZE_BATCH_SIZE = 1000
+# The model input that holds each token's segment (0: a pair's first text, 1: its second), as transformers names it.
+SEGMENT_IDS = "token_type_ids"
+
+
+@dataclass(frozen=True)
+class LongTextRule:
+    truncation: str = "head"  # head | tail | head_tail
+    head_fraction: float = 0.25  # head_tail: the share of the kept tokens taken from the start
+    long_text: str = "truncate"  # truncate | chunk
+    chunk_stride: int = 32  # chunk: tokens shared by consecutive windows
+    max_chunks: int = 16  # chunk: windows per document at most
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> LongTextRule:
+        """From a TokenizerConfig, or the `tokenizer` mapping of a run's config.yaml (defaults for missing keys)."""
+        get = settings.get if isinstance(settings, dict) else lambda key, default: getattr(settings, key, default)
+        defaults = cls()
+        return cls(**{key: get(key, getattr(defaults, key)) for key in vars(defaults)})
+
+    def to_settings(self) -> dict[str, Any]:
+        """The rule as config.yaml's tokenizer settings, which `from_settings` reads back (model/decision.json)."""
+        return dataclasses.asdict(self)
+
+    @property
+    def is_plain_head(self) -> bool:
+        """The classic rule (keep the first tokens), as the fast tokenizer's own truncation keeps them."""
+        return self.truncation == "head" and self.long_text == "truncate"
+
+    @property
+    def kept_part(self) -> str:
+        """What truncation keeps of a text longer than the fixed length."""
+        return {"tail": "the end", "head_tail": "the start and the end"}.get(self.truncation, "the start")
+
+    @property
+    def dropped_part(self) -> str:
+        """What truncation drops of a text longer than the fixed length."""
+        return {"tail": "the start", "head_tail": "the middle"}.get(self.truncation, "the end")
+
+    def cache_key(self) -> str:
+        return f"{self.truncation}|{self.head_fraction}|{self.long_text}|{self.chunk_stride}|{self.max_chunks}"
+
+
+def truncate(ids: Sequence[int], width: int, rule: LongTextRule) -> list[int]:
+    """At most `width` content tokens of one text, by the rule's truncation."""
+    if len(ids) <= width:
+        return list(ids)
+    if rule.truncation == "tail":
+        return list(ids[len(ids) - width :])
+    if rule.truncation == "head_tail":
+        head = round(width * rule.head_fraction)
+        return list(ids[:head]) + list(ids[len(ids) - (width - head) :])
+    return list(ids[:width])
+
+
+def window_starts(length: int, width: int, stride: int, max_chunks: int) -> list[int]:
+    """Start offsets of the windows over `length` content tokens: every `width - stride` tokens, the last one
+    aligned to the end; beyond `max_chunks`, the first max_chunks - 1 and the last."""
+    if length <= width:
+        return [0]
+    step = width - stride
+    starts = list(range(0, length - width, step)) + [length - width]
+    if len(starts) > max_chunks:
+        starts = starts[: max_chunks - 1] + [starts[-1]]
+    return starts
+
+
+def content_rows(ids: Sequence[int], width: int, rule: LongTextRule) -> list[list[int]]:
+    """One document's rows of content tokens (special tokens not yet added)."""
+    if rule.long_text == "chunk":
+        return [
+            list(ids[start : start + width])
+            for start in window_starts(len(ids), width, rule.chunk_stride, rule.max_chunks)
+        ]
+    return [truncate(ids, width, rule)]
+
+
+@dataclass(frozen=True)
+class EncodedDocuments:
+    """What one tokenization pass over documents gives: the rows the model reads and what there was to read."""
+
+    rows: list[list[int]]  # token ids of every row, special tokens included, no padding
+    documents: np.ndarray  # (R,) the document each row belongs to
+    # (D,) each document's length in tokens before truncation or windows, less the special tokens around one text
+    # (a pair's middle separator counts: a pair is too long when this exceeds what a text may hold)
+    content_lengths: np.ndarray
+    # (D,) each document's content tokens that are the unknown token; None: the tokenizer has none
+    unknown_counts: np.ndarray | None
+    # segment ids of every row, as `rows`, when any document is a sentence pair; None: all single texts (all 0)
+    token_types: list[list[int]] | None = None
+
+    @property
+    def unknown(self) -> UnknownTokens | None:
+        """How much of the documents is the unknown token; None: the tokenizer has none."""
+        return UnknownTokens.of_content(self.content_lengths, self.unknown_counts)
+
+    @property
+    def row_lengths(self) -> np.ndarray:
+        """(R,) tokens per row."""
+        return np.fromiter(map(len, self.rows), dtype=np.int64, count=len(self.rows))
+
+
+# A text far longer than its rows can read is cut, before the tokenizer sees it, to this many characters for each
+# token they read from each end: a 7 MB log pasted into a ticket took 30 s and 1.6 GB to tokenize for the 62 tokens
+# the model kept. Generous (English runs about 5 characters a token); a piece that still yields too few tokens (a run
+# of spaces, say) is tokenized whole instead, so the rows never change.
+CUT_CHARS_PER_TOKEN = 16
+
+
+@dataclass(frozen=True)
+class TokensRead:
+    """How many content tokens of a text its rows can read from its start and from its end, each one more than a row
+    keeps there, so that a text cut to them is still longer than the width: truncated, and counted so."""
+
+    head: int
+    tail: int
+
+    @classmethod
+    def of(cls, rule: LongTextRule, width: int) -> TokensRead:
+        """For rows of `width` content tokens, truncated (truncate) or windowed (window_starts) by `rule`."""
+        if rule.long_text == "chunk":  # past max_chunks windows: the first max_chunks - 1, one a step, and the last
+            return cls((rule.max_chunks - 1) * (width - rule.chunk_stride) + width + 1, width + 1)
+        if rule.truncation == "tail":
+            return cls(0, width + 1)
+        if rule.truncation == "head_tail":
+            head = round(width * rule.head_fraction)
+            return cls(head + 1, width - head + 1)
+        return cls(width + 1, 0)
+
+    def ends(self, text: str) -> tuple[str, str] | None:
+        """The text's start and end that hold what its rows read, or None where it is not far longer than that.
+        Cut at whitespace, which every tokenizer here splits on, so that each end tokenizes as it does within the
+        whole: the start ends before a space, the end begins with one (byte-level BPE reads ' word' as one token)."""
+        head_chars, tail_chars = self.head * CUT_CHARS_PER_TOKEN, self.tail * CUT_CHARS_PER_TOKEN
+        if len(text) <= 2 * (head_chars + tail_chars):
+            return None
+        head_stop = _last_space(text, 0, head_chars) if self.head else 0
+        tail_start = _first_space(text, len(text) - tail_chars, len(text)) if self.tail else len(text)
+        if head_stop < 0 or tail_start < 0:  # no space to cut at: one long "word", which a cut would change
+            return None
+        return text[:head_stop], text[tail_start:]
+
+
+def _last_space(text: str, start: int, stop: int) -> int:
+    """The position of the last whitespace character in text[start:stop], or -1."""
+    return next((index for index in range(stop - 1, start - 1, -1) if text[index].isspace()), -1)
+
+
+def _first_space(text: str, start: int, stop: int) -> int:
+    """The position of the first whitespace character in text[start:stop], or -1."""
+    return next((index for index in range(start, stop) if text[index].isspace()), -1)
+
+
+def reads_of(tokenizer: Any, max_length: int, rule: LongTextRule) -> TokensRead:
+    """What rows of `max_length` tokens read of a single text. A pair's sides are always tokenized whole:
+    truncate_pair shares the width by which side is longer, which a cut could change."""
+    return TokensRead.of(rule, max_length - tokenizer.num_special_tokens_to_add(pair=False))
+
+
+def content_ids(
+    tokenizer: Any, texts: Sequence[str], reads: Sequence[TokensRead | None] | None = None
+) -> list[list[int]]:
+    """Each text's token ids without special tokens and without truncation: the one tokenizer call that rows and
+    token counts are both built from. With `reads` (each text's TokensRead), a text far longer than that is
+    tokenized from its two ends only (TokensRead.ends): the rows it makes are the same, and its count, a lower
+    bound, is still over the width (its tokens and unknown tokens are counted over those ends)."""
+    texts = list(texts)
+    ends = {index: cut for index, read in enumerate(reads or ()) if read and (cut := read.ends(texts[index]))}
+    batch = ["" if index in ends else text for index, text in enumerate(texts)]
+    ids = _tokenize(tokenizer, batch + [piece for cut in ends.values() for piece in cut])
+    result, whole = ids[: len(texts)], []
+    for number, index in enumerate(ends):
+        head, tail = ids[len(texts) + 2 * number], ids[len(texts) + 2 * number + 1]
+        if len(head) >= reads[index].head and len(tail) >= reads[index].tail:
+            result[index] = head + tail
+        else:  # too few tokens in a piece (whitespace, markup the tokenizer drops): the whole text after all
+            whole.append(index)
+    for index, row in zip(whole, _tokenize(tokenizer, [texts[index] for index in whole]) if whole else ()):
+        result[index] = row
+    return result
+
+
+def _tokenize(tokenizer: Any, texts: list[str]) -> list[list[int]]:
+    return tokenizer(
+        texts,
+        add_special_tokens=False,
+        truncation=False,
+        return_attention_mask=False,
+        return_token_type_ids=False,
+        verbose=False,  # lengths beyond the model's limit are expected here: they are cut or windowed after
+    )["input_ids"]
+
+
+def content_ids_by_segment(
+    tokenizer: Any, texts: Sequence[str], read: TokensRead | None = None
+) -> list[tuple[list[int], list[int] | None]]:
+    """Each text's (first, second) content token ids: second is None for a single text, the pair's second text for
+    a pair (tables.PAIR_MARK). With `read` (reads_of), a single text is tokenized only as far as its rows read it
+    (content_ids)."""
+    parts = [segments_of(text) for text in texts]
+    firsts = content_ids(tokenizer, [segments[0] for segments in parts], [read if len(p) == 1 else None for p in parts])
+    paired = [index for index, segments in enumerate(parts) if len(segments) == 2]
+    seconds: list[list[int] | None] = [None] * len(parts)
+    if paired:
+        for index, ids in zip(paired, content_ids(tokenizer, [parts[index][1] for index in paired])):
+            seconds[index] = ids
+    return list(zip(firsts, seconds))
+
+
+@dataclass(frozen=True)
+class KeptContent:
+    """Texts' content token ids (content_ids_by_segment) kept in flat int32 arrays, about 4 bytes a token where
+    lists of Python ints take about 36. Under `max_length: auto` train is counted before its fixed length is known;
+    its rows are then built from what that count kept (encode_documents' `kept`) instead of a second tokenizer pass,
+    which cost as much as the first."""
+
+    ids: np.ndarray  # (total,) int32: each text's first segment, then its second (a pair), text after text
+    bounds: np.ndarray  # (N + 1,) int64: text i's ids are ids[bounds[i]:bounds[i + 1]]
+    seconds: np.ndarray  # (N,) int64: where text i's second segment starts within its ids; -1 for a single text
+
+    @classmethod
+    def of(cls, content: Sequence[tuple[list[int], list[int] | None]]) -> KeptContent:
+        """From content_ids_by_segment's list, in text order."""
+        segments = [part for first, second in content for part in ((first,) if second is None else (first, second))]
+        ids = np.fromiter(itertools.chain.from_iterable(segments), dtype=np.int32, count=sum(map(len, segments)))
+        bounds = np.zeros(len(content) + 1, dtype=np.int64)
+        np.cumsum([len(first) + len(second or ()) for first, second in content], out=bounds[1:])
+        seconds = np.array([-1 if second is None else len(first) for first, second in content], dtype=np.int64)
+        return cls(ids, bounds, seconds)
+
+    @classmethod
+    def join(cls, parts: Sequence[KeptContent]) -> KeptContent:
+        """Parts one after the other, as one."""
+        starts = np.cumsum([0, *(part.ids.size for part in parts[:-1])])
+        bounds = [np.zeros(1, dtype=np.int64), *(part.bounds[1:] + start for part, start in zip(parts, starts))]
+        return cls(
+            np.concatenate([part.ids for part in parts] or [np.zeros(0, np.int32)]),
+            np.concatenate(bounds),
+            np.concatenate([part.seconds for part in parts] or [np.zeros(0, np.int64)]),
+        )
+
+    def __len__(self) -> int:
+        return len(self.seconds)
+
+    def part(self, start: int, stop: int) -> KeptContent:
+        """Texts start..stop (views, not copies)."""
+        bounds = self.bounds[start : stop + 1]
+        return KeptContent(self.ids[bounds[0] : bounds[-1]], bounds - bounds[0], self.seconds[start:stop])
+
+    def content(self, start: int, stop: int) -> list[tuple[list[int], list[int] | None]]:
+        """Texts start..stop as content_ids_by_segment gave them."""
+        base = int(self.bounds[start])
+        flat = self.ids[base : int(self.bounds[stop])].tolist()  # one conversion, then slices of one list
+        content = []
+        for begin, end, second in zip(
+            (self.bounds[start:stop] - base).tolist(),
+            (self.bounds[start + 1 : stop + 1] - base).tolist(),
+            self.seconds[start:stop].tolist(),
+        ):
+            split = end if second < 0 else begin + second
+            content.append((flat[begin:split], None if second < 0 else flat[split:end]))
+        return content
+
+
+def unknown_counts(content: Sequence[tuple[list[int], list[int] | None]], tokenizer: Any) -> list[int] | None:
+    """How many of each text's token ids (both segments of a pair) are the unknown token ([UNK]); None for a
+    tokenizer without one (byte-level BPE). Per text, so that texts read as little but [UNK] can be told from a few
+    [UNK] spread over many texts (UnknownTokens)."""
+    unknown_id = tokenizer.unk_token_id
+    if unknown_id is None:
+        return None
+    return [first.count(unknown_id) + (second or []).count(unknown_id) for first, second in content]
+
+
+# Above this share of the texts' tokens being the unknown token ([UNK]) the vocabulary does not cover their script
+# (Thai, emoji, or Chinese with an English uncased BERT): the model reads little but [UNK], and nothing else says so.
+# English news has about 0.01%. Training measures train, pipeline.evaluate its file, pipeline.predict its input.
+UNKNOWN_TOKEN_WARNING = 0.05
+# A text more than this share of whose own tokens are [UNK] is mostly unread. Above UNKNOWN_ROWS_WARNING of the texts
+# being so, the same warning is given whatever the share of tokens: in mixed data (short Chinese rows among long
+# English and HTML ones) the English tokens hold the token share near 3% while one row in eleven reads as [UNK]
+# alone. English news has no such row; one text in twenty unread is worth saying.
+MOSTLY_UNKNOWN = 0.5
+UNKNOWN_ROWS_WARNING = 0.05
+
+
+@dataclass(frozen=True)
+class UnknownTokens:
+    """How much of some texts is the unknown token: totals that add up over chunks of texts (prediction counts a
+    whole input chunk by chunk), from the counts of the pass that tokenized them."""
+
+    tokens: int  # the texts' own tokens, special tokens aside
+    unknown: int  # of which the unknown token
+    texts: int
+    mostly_unknown: int  # texts more than MOSTLY_UNKNOWN of whose tokens are the unknown token
+
+    @classmethod
+    def of_content(cls, content_lengths: np.ndarray, unknown_counts: np.ndarray | None) -> UnknownTokens | None:
+        """From each text's content tokens and how many of them are unknown (None: the tokenizer has no unknown
+        token, and so gives None)."""
+        if unknown_counts is None:
+            return None
+        return cls(
+            int(content_lengths.sum()),
+            int(unknown_counts.sum()),
+            len(content_lengths),
+            int(np.count_nonzero(unknown_counts > MOSTLY_UNKNOWN * content_lengths)),
+        )
+
+    def __add__(self, other: UnknownTokens) -> UnknownTokens:
+        return UnknownTokens(
+            self.tokens + other.tokens,
+            self.unknown + other.unknown,
+            self.texts + other.texts,
+            self.mostly_unknown + other.mostly_unknown,
+        )
+
+    @property
+    def token_share(self) -> float:
+        return self.unknown / max(self.tokens, 1)
+
+    @property
+    def text_share(self) -> float:
+        return self.mostly_unknown / max(self.texts, 1)
+
+    def warning(self, whose: str, tokenizer: Any) -> str | None:
+        """unknown_tokens_warning for these texts, read by `tokenizer`."""
+        return unknown_tokens_warning(
+            self.token_share, self.text_share, whose, tokenizer.name_or_path, tokenizer.unk_token
+        )
+
+
+def unknown_tokens_warning(
+    token_share: float | None, text_share: float | None, whose: str, tokenizer_name: str, unk_token: str | None = None
+) -> str | None:
+    """The one warning that the vocabulary lacks the texts' script, as training (of train), pipeline.evaluate (of its
+    file), pipeline.predict (of all its input) and the report say it: when either share is over its threshold
+    (UNKNOWN_TOKEN_WARNING, UNKNOWN_ROWS_WARNING); else None, as for a tokenizer without an unknown token (None).
+    `whose`: the texts, possessive ("train's"). A record that predates the share of texts gives None for it."""
+    if token_share is None or (token_share <= UNKNOWN_TOKEN_WARNING and (text_share or 0.0) <= UNKNOWN_ROWS_WARNING):
+        return None
+    unknown = f"the unknown token {unk_token}" if unk_token else "the unknown token"
+    mostly = f"more than {MOSTLY_UNKNOWN:.0%} {unk_token or 'unknown'}"
+    texts = "" if text_share is None else f", and {100 * text_share:.1f}% of its texts are {mostly}"
+    return (
+        f"{100 * token_share:.1f}% of {whose} tokens are {unknown}{texts}: the vocabulary of {tokenizer_name} lacks "
+        "much of these texts' script (emoji, or a language it was not trained on), so the model reads little of "
+        "them; use a tokenizer and model made for this language (e.g. bert-base-multilingual-cased or xlm-roberta-base)"
+    )
+
+
+def pair_extra_tokens(tokenizer: Any) -> int:
+    """Special tokens a pair has beyond those around one text (BERT's middle [SEP]: 1; RoBERTa's </s></s>: 2)."""
+    return tokenizer.num_special_tokens_to_add(pair=True) - tokenizer.num_special_tokens_to_add(pair=False)
+
+
+def content_length(first: list[int], second: list[int] | None, pair_extra: int) -> int:
+    """A document's length less the special tokens around one text: a pair counts its middle separator, so that
+    a pair is too long exactly when this exceeds what a single text may hold."""
+    return len(first) if second is None else len(first) + len(second) + pair_extra
+
+
+@dataclass(frozen=True)
+class Part:
+    """Token ids and their segment ids: a stretch of a template."""
+
+    ids: list[int]
+    types: list[int]
+
+
+@dataclass(frozen=True)
+class Template:
+    """Where the tokenizer puts its special tokens around one text ([CLS] a [SEP]) or a pair ([CLS] a [SEP] b [SEP]
+    for BERT, <s> a </s></s> b </s> for RoBERTa) and the segment id of each part, read off its own encodings, so
+    that every checkpoint gets its own layout."""
+
+    prefix: Part
+    suffix: Part
+    first_type: int
+    middle: Part | None = None  # pairs only
+    second_type: int = 0
+
+    @property
+    def special_count(self) -> int:
+        return len(self.prefix.ids) + len(self.suffix.ids) + (len(self.middle.ids) if self.middle else 0)
+
+    def row(self, first: list[int], second: list[int] | None = None) -> Part:
+        """One row's ids and segment ids."""
+        parts = [self.prefix, Part(first, [self.first_type] * len(first))]
+        if second is not None:
+            if self.middle is None:
+                raise ValueError("a pair given to the template of one text (template_of(tokenizer, pair=True))")
+            parts += [self.middle, Part(second, [self.second_type] * len(second))]
+        parts.append(self.suffix)
+        return Part([i for part in parts for i in part.ids], [t for part in parts for t in part.types])
+
+
+def template_of(tokenizer: Any, pair: bool = False) -> Template:
+    """The tokenizer's template for one text, or a pair, read off its encoding of one-word texts."""
+    words = ["a", "b"] if pair else ["a"]
+    encoded = tokenizer(*words, add_special_tokens=True, return_token_type_ids=True)
+    ids, types = encoded["input_ids"], encoded.get(SEGMENT_IDS) or [0] * len(encoded["input_ids"])
+    cuts, position = [], 0
+    for word in words:
+        content = tokenizer(word, add_special_tokens=False)["input_ids"]
+        start = _find(ids, content, position)
+        cuts.append((start, start + len(content)))
+        position = start + len(content)
+
+    def part(start: int, stop: int) -> Part:
+        return Part(list(ids[start:stop]), list(types[start:stop]))
+
+    (first_start, first_stop) = cuts[0]
+    if not pair:
+        return Template(part(0, first_start), part(first_stop, len(ids)), types[first_start])
+    (second_start, second_stop) = cuts[1]
+    return Template(
+        part(0, first_start),
+        part(second_stop, len(ids)),
+        types[first_start],
+        part(first_stop, second_start),
+        types[second_start],
+    )
+
+
+def _find(ids: Sequence[int], content: Sequence[int], position: int) -> int:
+    for start in range(position, len(ids) - len(content) + 1):
+        if list(ids[start : start + len(content)]) == list(content):
+            return start
+    raise ValueError("cannot tell where the tokenizer puts its special tokens")
+
+
+# What a pair longer than the fixed length keeps (truncate_pair), as messages and the model card say it.
+PAIR_CUT = "the start of both texts (the longer one cut at its end)"
+
+
+def truncate_pair(first: list[int], second: list[int], width: int) -> tuple[list[int], list[int]]:
+    """At most `width` content tokens of a pair, cut from the ends as the fast tokenizers' "longest_first" cuts
+    (checked against it in tests): the shorter side is kept whole when it fits in half the width, else the two
+    share it, the longer (the second on a tie) taking the odd token. So pipeline.predict and transformers.pipeline
+    read a long pair alike."""
+    if len(first) + len(second) <= width:
+        return first, second
+    half = width // 2
+    if min(len(first), len(second)) <= half:
+        keep_first = len(first) if len(first) <= len(second) else width - len(second)
+    else:
+        keep_first = width - half if len(first) > len(second) else half
+    return first[:keep_first], second[: width - keep_first]
+
+
+def encode_documents(
+    tokenizer: Any, texts: Sequence[str], max_length: int, rule: LongTextRule, kept: KeptContent | None = None
+) -> EncodedDocuments:
+    """Every document's rows (truncated by the rule, or its windows) with their special tokens, and what the texts
+    held: their untruncated lengths and unknown tokens, measured on the same pass (pipeline.evaluate records them).
+    A pair (tables.PAIR_MARK) is one row, [CLS] first [SEP] second [SEP], cut as truncate_pair cuts it. With `kept`
+    (the texts' content ids from an earlier pass), the texts are not tokenized again."""
+    single = template_of(tokenizer)
+    pair = template_of(tokenizer, pair=True) if has_pairs(texts) else None
+    pair_extra = pair_extra_tokens(tokenizer)
+    rows: list[list[int]] = []
+    types: list[list[int]] = []
+    documents: list[int] = []
+    lengths: list[int] = []
+    unknown: list[int] | None = [] if tokenizer.unk_token_id is not None else None
+    keep_types = pair is not None and reads_segments(tokenizer)
+    read = reads_of(tokenizer, max_length, rule)
+    for start in range(0, len(texts), TOKENIZE_BATCH_SIZE):
+        stop = min(start + TOKENIZE_BATCH_SIZE, len(texts))
+        if kept is not None:
+            content = kept.content(start, stop)
+        else:
+            content = content_ids_by_segment(tokenizer, texts[start:stop], read)
+        if unknown is not None:
+            unknown += unknown_counts(content, tokenizer)
+        for offset, (first, second) in enumerate(content):
+            lengths.append(content_length(first, second, pair_extra))
+            if second is None:
+                windows = content_rows(first, max_length - single.special_count, rule)
+                encoded = [single.row(window) for window in windows]
+            else:
+                encoded = [pair.row(*truncate_pair(first, second, max_length - pair.special_count))]
+            for row in encoded:
+                rows.append(row.ids)
+                if keep_types:
+                    types.append(row.types)
+                documents.append(start + offset)
+    return EncodedDocuments(
+        rows,
+        np.asarray(documents, dtype=np.int64),
+        np.asarray(lengths, dtype=np.int64),
+        None if unknown is None else np.asarray(unknown, dtype=np.int64),
+        types if keep_types else None,
+    )
+
+
+def pad_ids(rows: Sequence[Sequence[int]], width: int, pad_id: int, dtype: type = np.int64) -> np.ndarray:
+    """(R, width) of `dtype`: each row's token ids (or segment ids), then `pad_id`. Stage 2 pads every row to the
+    fixed length; prediction pads a batch to its longest row (predictor.pad_arrays)."""
+    padded = np.full((len(rows), width), pad_id, dtype=dtype)
+    for index, row in enumerate(rows):
+        padded[index, : len(row)] = row
+    return padded
+
+
+def reads_segments(tokenizer: Any) -> bool:
+    """Whether the tokenizer's model takes segment ids (BERT does; DistilBERT and RoBERTa take none, and read a
+    pair by its separator tokens alone)."""
+    return SEGMENT_IDS in tokenizer.model_input_names
+
+
+def has_pairs(texts: Sequence[str]) -> bool:
+    """Whether any of these texts is a sentence pair (tables.PAIR_MARK)."""
+    return any(PAIR_MARK in text for text in texts)
+
+
+def pool_documents(
+    row_scores: np.ndarray, documents: np.ndarray, num_documents: int, pooling: str, softmax: bool = True
+) -> np.ndarray:
+    """(R, K) window probabilities -> (D, K) document probabilities: the mean over a document's windows, or the
+    per-class max (renormalised to sum to one for a softmax). Pooling probabilities rather than logits keeps one
+    confident window from being drowned by the others' large negative logits, and works for every backend."""
+    if len(documents) == num_documents and np.array_equal(documents, np.arange(num_documents)):
+        return row_scores
+    pooled = np.zeros((num_documents, row_scores.shape[1]), dtype=row_scores.dtype)
+    if pooling == "max":
+        np.maximum.at(pooled, documents, row_scores)
+        return pooled / pooled.sum(axis=1, keepdims=True) if softmax else pooled
+    np.add.at(pooled, documents, row_scores)
+    counts = np.bincount(documents, minlength=num_documents).astype(row_scores.dtype)
+    return pooled / counts[:, None]
+
+
+def windows_summary(documents: np.ndarray, num_documents: int) -> dict[str, float]:
+    """Windows per document: mean, 95th percentile and max (what chunking costs)."""
+    counts = np.bincount(documents, minlength=num_documents)
+    return {"mean": float(counts.mean()), "p95": float(np.percentile(counts, 95)), "max": int(counts.max())}

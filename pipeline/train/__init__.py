@@ -1,0 +1,1 @@
+"""Stage 3: the training loop, optimizer, losses, checkpoints and CPU dropout."""

@@ -1,0 +1,552 @@
+"""Stage 3: the one training loop, on accelerate, for BERT and the from-scratch encoder alike.
+
+    accelerator = create_accelerator(config.train, run_dir)
+    result = Trainer(model, train_rows, validation_rows, config.train, accelerator, run_dir, ...).run()
+
+AMP (bf16 autocast where the hardware has it, fp16 with loss scaling on older GPUs), gradient accumulation
+through `accelerator.accumulate`, AdamW without decay on biases and LayerNorm, linear warmup then decay,
+gradient clipping, evaluation every N steps, the best model by the validation metric of train.selection_metric
+kept (evaluation.selection_metric says which metric `auto` is), early stopping and checkpoints that resume exactly
+(model, optimizer, scheduler, scaler, RNG, position in the data; pipeline/train/checkpoints.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from accelerate import Accelerator
+from accelerate.state import AcceleratorState, GradientState
+from accelerate.utils import ProjectConfiguration
+from tqdm.auto import tqdm
+from transformers import PreTrainedModel, get_linear_schedule_with_warmup
+
+from pipeline.common.hardware import resolve_mixed_precision
+from pipeline.config.schema import TrainConfig, run_length_setting
+from pipeline.data.labels import ClassCounts
+from pipeline.run.directory import RunDir
+from pipeline.scoring.evaluation import predict_logits, result_from_logits, selection_metric
+from pipeline.text.batching import TokenizedRows, model_inputs, training_loader
+from pipeline.train.checkpoints import History, TrainingState, restore_checkpoint, save_checkpoint
+from pipeline.train.dropout import use_fast_dropout
+from pipeline.train.losses import build_loss
+from pipeline.train.optimization import StepPlan, build_optimizer, plan_steps
+
+logger = logging.getLogger(__name__)
+
+# Optimizer steps timed before the run's duration is estimated.
+ESTIMATE_AFTER_STEPS = 5
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Set-up
+
+
+def tensorboard_available() -> bool:
+    try:
+        import tensorboard  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def create_accelerator(config: TrainConfig, run_dir: Path) -> Accelerator:
+    use_cuda = torch.cuda.is_available()
+    if int(os.environ.get("WORLD_SIZE", "1")) == 1:
+        # accelerate keeps its state in process-wide singletons and refuses a second Accelerator with other
+        # settings (e.g. a notebook that runs one config in bf16, then one in full precision). A single-process
+        # run owns the whole process, so it starts from a clean state; launched runs are left alone.
+        AcceleratorState._reset_state(True)
+        GradientState._reset_state()
+    return Accelerator(
+        mixed_precision=resolve_mixed_precision(config.mixed_precision, use_cuda),
+        gradient_accumulation_steps=config.gradient_accumulation_steps,
+        # Without an accelerator, ask for the CPU backend explicitly: that is what lets several CPU processes
+        # (torchrun / accelerate launch --cpu) form one gloo group instead of each running alone.
+        cpu=not use_cuda,
+        log_with="tensorboard" if tensorboard_available() else None,
+        project_config=ProjectConfiguration(project_dir=str(run_dir), logging_dir=str(RunDir(run_dir).tensorboard_dir)),
+    )
+
+
+@dataclass
+class TrainResult:
+    state: TrainingState
+    plan: StepPlan
+    effective_batch_size: int
+    mixed_precision: str
+    stopped_early: bool
+    # Dropout modules drawing masks through pipeline.train.dropout (0: torch's dropout; none on a GPU).
+    fast_dropout_modules: int = 0
+    # The validation logits (N, C) of the model saved as best, when this process scored it (not a resumed run's
+    # earlier best); None otherwise.
+    best_validation_logits: torch.Tensor | None = None
+    # The validation metric that picked the best model (evaluation.selection_metric).
+    selection_metric: str = "accuracy"
+
+    @property
+    def samples_per_second(self) -> float:
+        return self.state.samples_seen / max(self.state.train_seconds, 1e-9)
+
+    @property
+    def epochs_completed(self) -> float:
+        return epochs_completed(self.state, self.plan)
+
+
+def epochs_completed(state: TrainingState, plan: StepPlan) -> float:
+    """Where the loop stands in epochs: those completed plus the share of the current one's batches seen."""
+    return state.epoch + state.batches_seen_in_epoch / plan.batches_per_epoch
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The loop
+
+
+def _format_duration(seconds: float) -> str:
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {secs:02d}s"
+
+
+@dataclass(frozen=True)
+class RowsDescription:
+    unit: str  # "samples", or "windows" when long texts were chunked
+    per_epoch: str  # e.g. "1,200 samples" or "3,480 windows of 1,200 documents"
+
+
+def _describe_rows(rows: TokenizedRows) -> RowsDescription:
+    if rows.documents is None:
+        return RowsDescription("samples", f"{len(rows):,} samples")
+    return RowsDescription("windows", f"{len(rows):,} windows of {rows.num_documents:,} documents")
+
+
+class Trainer:
+    """Holds what one training run shares between its steps; `run()` is the loop."""
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        train_rows: TokenizedRows,
+        validation_rows: TokenizedRows,
+        config: TrainConfig,
+        accelerator: Accelerator,
+        run_dir: Path,
+        seed: int,
+        label_names: list[str],
+        eval_batch_size: int,
+        save_best: Callable[[PreTrainedModel], None],
+        quick_config_hint: str = "",
+        eval_pooling: str = "mean",
+        class_counts: ClassCounts | None = None,
+        new_parameters: frozenset[str] = frozenset(),
+        eval_batch_tokens: int | None = None,
+    ):
+        self.config = config
+        self.accelerator = accelerator
+        self.run_dir = RunDir(run_dir)
+        self.validation_rows = validation_rows
+        self.label_names = label_names
+        self.eval_batch_size = eval_batch_size
+        self.eval_batch_tokens = eval_batch_tokens
+        self.save_best = save_best
+        self.quick_config_hint = quick_config_hint
+        self.eval_pooling = eval_pooling
+        # The validation metric that picks the best model and drives early stopping.
+        self.selection_metric = selection_metric(config.selection_metric, validation_rows.multi_label, class_counts)
+        # The best model's validation logits, once this loop has scored and saved one (TrainResult says why).
+        self.best_validation_logits: torch.Tensor | None = None
+        self.history = History(self.run_dir, enabled=accelerator.is_main_process)
+
+        loader = training_loader(
+            train_rows,
+            config.per_device_batch_size,
+            seed,
+            config.group_by_length,
+            config.trim_padding,
+            config.gradient_accumulation_steps * accelerator.num_processes,
+        )
+        self.batch_sampler = loader.batch_sampler
+        # On the CPU, bernoulli_ was a fifth of the step (pipeline/train/dropout.py); a GPU's dropout is fused already.
+        self.fast_dropout_modules = (
+            use_fast_dropout(model) if config.fast_dropout and accelerator.device.type == "cpu" else 0
+        )
+        optimizer = build_optimizer(model, config, new_parameters)
+        self.model, self.optimizer, self.loader = accelerator.prepare(model, optimizer, loader)
+        # The loader is sharded across processes: each process sees len(self.loader) batches per epoch.
+        self.plan = plan_steps(len(self.loader), config)
+        # Stepped once per optimizer step by this loop (not prepared: accelerate would step it once per process).
+        self.scheduler = get_linear_schedule_with_warmup(self.optimizer, self.plan.warmup_steps, self.plan.total_steps)
+        self.state = TrainingState()
+        self.loss = build_loss(config, class_counts)
+        self.effective_batch_size = (
+            config.per_device_batch_size * config.gradient_accumulation_steps * accelerator.num_processes
+        )
+        self.window_samples = 0  # samples in the current accumulation window, this process
+        # What one training row is, for the printed estimate: with chunked long texts the cost is per window.
+        self.rows_described = _describe_rows(train_rows)
+
+    # -- helpers -------------------------------------------------------------------------------------------------
+
+    def _trainer_state(self) -> dict:
+        return {"state": self.state.state_dict(), "scheduler": self.scheduler.state_dict()}
+
+    def _window_total(self, local_samples: int) -> int:
+        """Rows in this optimizer window over all processes. Every window but an epoch's last is full on every
+        process; only there, where the last global batch may split unevenly, do the processes add theirs up (the
+        one collective it costs, once an epoch)."""
+        processes = self.accelerator.num_processes
+        last_of_epoch = self.state.batches_seen_in_epoch + 1 == self.plan.batches_per_epoch
+        if processes == 1 or not last_of_epoch:
+            return local_samples * processes
+        count = torch.tensor(local_samples, device=self.accelerator.device)
+        return int(self.accelerator.reduce(count, reduction="sum").item())
+
+    def _rescale_short_window(self, window_total: int) -> None:
+        """Make the update the mean over the samples actually in this window, over all processes.
+
+        Each micro-batch's summed loss is divided by per_device_batch_size, accelerate divides by the accumulation
+        steps and DDP averages over the processes, so a full window gives the exact mean; a shorter last window (end
+        of epoch) is rescaled here by its true row count.
+        """
+        if window_total == self.effective_batch_size:
+            return
+        factor = self.effective_batch_size / window_total
+        for parameter in self.model.parameters():
+            if parameter.grad is not None:
+                parameter.grad.mul_(factor)
+
+    def _validate(self, epoch_float: float) -> bool:
+        """Score the validation split and record it; True when early stopping triggers."""
+        logits = predict_logits(
+            self.model, self.validation_rows, self.accelerator, self.eval_batch_size, self.eval_batch_tokens
+        )
+        return self._record_validation(logits, epoch_float)
+
+    def _record_validation(self, logits: torch.Tensor, epoch_float: float) -> bool:
+        """Log the validation logits' metrics, keep the model if its selection score is the best so far (and the
+        logits, which finetune's evaluation then reuses instead of scoring the same weights again); True when early
+        stopping triggers."""
+        result = result_from_logits(logits, self.validation_rows, self.label_names, self.eval_pooling)
+        state = self.state
+        accuracy = result.metrics["accuracy"]
+        score = result.metrics[self.selection_metric]
+        self.history.append(
+            {
+                "step": state.global_step,
+                "epoch": round(epoch_float, 4),
+                "elapsed_seconds": round(state.train_seconds, 3),
+                "eval_loss": result.loss,
+                "eval_accuracy": accuracy,
+                "eval_macro_f1": result.metrics["macro_f1"],
+                f"eval_{self.selection_metric}": score,
+            }
+        )
+        self.accelerator.log({"eval/accuracy": accuracy, "eval/loss": result.loss}, step=state.global_step)
+        if is_better(score, result.loss, state.best_score, state.best_loss):
+            state.best_score, state.best_loss, state.best_step = score, result.loss, state.global_step
+            state.evals_without_improvement = 0
+            self.best_validation_logits = logits
+            if self.accelerator.is_main_process:
+                self.save_best(self.accelerator.unwrap_model(self.model))
+            self.accelerator.wait_for_everyone()
+        else:
+            state.evals_without_improvement += 1
+        patience = self.config.early_stopping_patience
+        return patience is not None and state.evals_without_improvement >= patience
+
+    def _warn_if_undecided(self) -> None:
+        """The selection metric was the same at every evaluation (a multi-label micro-F1 of 0 while no class yet
+        scores above 0.5): it told no checkpoint from another, so the validation loss chose; say so."""
+        key = f"eval_{self.selection_metric}"
+        evaluations = [record[key] for record in self.history.records if key in record]
+        scores = set(evaluations)
+        if len(evaluations) < 2 or len(scores) > 1 or scores == {1.0} or not self.accelerator.is_main_process:
+            return  # a perfect score at every evaluation leaves nothing to move
+        logger.warning(
+            "Validation %s was %.4f at every one of %d evaluations, so the model kept (step %d) is the one with the "
+            "lowest validation loss; more %s or a higher train.learning_rate lets the scores move",
+            self.selection_metric,
+            scores.pop(),
+            len(evaluations),
+            self.state.best_step,
+            run_length_setting(self.config.epochs, self.config.max_steps),
+        )
+
+    def _announce_estimate(self, seconds_per_step: float) -> None:
+        remaining = seconds_per_step * (self.plan.total_steps - self.state.global_step)
+        message = (
+            f"Training will take about {_format_duration(remaining)} more at the measured "
+            f"{self.effective_batch_size / seconds_per_step:.1f} {self.rows_described.unit}/s "
+            f"({self.plan.total_steps} steps; {self.rows_described.per_epoch} per epoch)"
+        )
+        if remaining > 60 * self.config.warn_if_longer_than_minutes and self.quick_config_hint:
+            message += f"; to shorten it: {self.quick_config_hint}"
+        self.accelerator.print(message)
+
+    # -- the loop ------------------------------------------------------------------------------------------------
+
+    def run(self) -> TrainResult:
+        config, accelerator, state, plan = self.config, self.accelerator, self.state, self.plan
+        if config.resume:
+            restore_checkpoint(accelerator, self.run_dir, state, self.scheduler, self.history)
+        else:
+            self.history.start_fresh()
+        accelerator.init_trackers("tensorboard")
+        accelerator.print(
+            f"Training {plan.total_steps} optimizer steps ({plan.steps_per_epoch} per epoch); effective batch "
+            f"{self.effective_batch_size} = {config.per_device_batch_size} per device x "
+            f"{config.gradient_accumulation_steps} accumulation steps x {accelerator.num_processes} processes; "
+            f"mixed precision: {accelerator.mixed_precision}"
+        )
+        self.progress = tqdm(
+            total=plan.total_steps,
+            initial=state.global_step,
+            desc="Training",
+            unit="step",
+            disable=not accelerator.is_local_main_process,
+            dynamic_ncols=True,
+        )
+        self.meter = RunningMeter(accelerator.device, state.global_step, state.train_seconds)
+        # A checkpoint is saved after its step's validation, so a run resumed at its last step (a finished run
+        # evaluated again) has validated already; decided alike on every process, which must validate together.
+        self.evaluated_at_step = state.global_step if config.resume else -1
+        stopped_early = False
+        self.model.train()
+        while state.global_step < plan.total_steps and not stopped_early:
+            stopped_early = self._run_epoch()
+        self.progress.close()
+
+        if self.evaluated_at_step != state.global_step and state.global_step > 0 and not stopped_early:
+            self._validate(self.training_epochs())
+        self._warn_if_undecided()
+        if stopped_early:
+            accelerator.print(
+                f"Early stopping at step {state.global_step}: no better validation {self.selection_metric} (nor "
+                f"the same at a lower loss) in "
+                f"{config.early_stopping_patience} evaluations (best {state.best_score:.4f} at step {state.best_step})"
+            )
+        return TrainResult(
+            state=state,
+            plan=plan,
+            effective_batch_size=self.effective_batch_size,
+            mixed_precision=accelerator.mixed_precision,
+            stopped_early=stopped_early,
+            fast_dropout_modules=self.fast_dropout_modules,
+            best_validation_logits=self.best_validation_logits,
+            selection_metric=self.selection_metric,
+        )
+
+    def training_epochs(self) -> float:
+        return epochs_completed(self.state, self.plan)
+
+    def _run_epoch(self) -> bool:
+        """Train from the current position to the end of the epoch (or of training); True on early stopping."""
+        state = self.state
+        # accelerate's loader re-sets its sampler's epoch from its own iteration count on every pass, which
+        # starts at 0 in a resumed run: tell both which epoch this is.
+        self.loader.set_epoch(state.epoch)
+        self.batch_sampler.set_epoch(state.epoch)
+        loader = self.loader
+        if state.batches_seen_in_epoch:
+            loader = self.accelerator.skip_first_batches(self.loader, state.batches_seen_in_epoch)
+        tick = time.perf_counter()
+        for batch in loader:
+            stepped = self._train_on_batch(batch)
+            if not stepped:
+                continue
+            now = time.perf_counter()
+            state.train_seconds += now - tick
+            stopped_early = self._after_optimizer_step()
+            tick = time.perf_counter()  # evaluation and checkpoints do not count as training time
+            if stopped_early:
+                return True
+            if state.global_step >= self.plan.total_steps:
+                return False
+        return False
+
+    def _train_on_batch(self, batch: dict[str, torch.Tensor]) -> bool:
+        """Forward and backward one micro-batch; step the optimizer when its window is complete (returns True)."""
+        config, accelerator = self.config, self.accelerator
+        batch_size = batch["labels"].shape[0]
+        with accelerator.accumulate(self.model):
+            logits = self.model(**model_inputs(batch)).logits  # (B, C)
+            loss_sum = self.loss(logits, batch)  # summed over the micro-batch's rows
+            # accelerate divides by the accumulation steps; dividing by the per-device batch makes the window's
+            # gradient the mean over its samples (see _rescale_short_window).
+            accelerator.backward(loss_sum / config.per_device_batch_size)
+            self.window_samples += batch_size
+            if accelerator.sync_gradients:
+                self._rescale_short_window(self._window_total(self.window_samples))
+                self.window_samples = 0
+                if config.max_grad_norm > 0:
+                    accelerator.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
+                self.optimizer.step()
+                if not accelerator.optimizer_step_was_skipped:
+                    self.scheduler.step()
+                self.optimizer.zero_grad(set_to_none=True)
+        self.meter.add(loss_sum.detach(), logits.detach(), batch["labels"])
+        self.state.batches_seen_in_epoch += 1
+        self.state.samples_seen += batch_size * accelerator.num_processes
+        return accelerator.sync_gradients
+
+    def _after_optimizer_step(self) -> bool:
+        """Bookkeeping after each optimizer step: log, evaluate, checkpoint. True when early stopping triggers."""
+        config, state = self.config, self.state
+        state.global_step += 1
+        self.progress.update(1)
+        epochs = self.training_epochs()
+        if state.global_step == ESTIMATE_AFTER_STEPS < self.plan.total_steps and not config.resume:
+            self._announce_estimate(state.train_seconds / state.global_step)
+        if state.global_step % config.log_every_steps == 0 or state.global_step == self.plan.total_steps:
+            self._log_training(epochs)
+
+        end_of_epoch = state.batches_seen_in_epoch == self.plan.batches_per_epoch
+        evaluation_due = (
+            state.global_step % config.eval_every_steps == 0 if config.eval_every_steps else end_of_epoch
+        ) or state.global_step == self.plan.total_steps
+        stopped_early = False
+        if evaluation_due:
+            patience_exhausted = self._validate(epochs)
+            # Running out of patience on the last planned step is not stopping early: every step was done.
+            stopped_early = patience_exhausted and state.global_step < self.plan.total_steps
+            self.evaluated_at_step = state.global_step
+            self.progress.set_postfix({f"val_{self.selection_metric}": f"{state.best_score:.4f}"}, refresh=False)
+        if end_of_epoch:
+            state.epoch += 1
+            state.batches_seen_in_epoch = 0
+        if config.save_every_steps and state.global_step % config.save_every_steps == 0:
+            save_checkpoint(self.accelerator, self.run_dir, state.global_step, self._trainer_state())
+        return stopped_early
+
+    def _log_training(self, epochs: float) -> None:
+        record = {
+            "step": self.state.global_step,
+            "epoch": round(epochs, 4),
+            "elapsed_seconds": round(self.state.train_seconds, 3),
+            **self.meter.read_and_reset(self.state.global_step, self.state.train_seconds, self.effective_batch_size),
+            "learning_rate": self.scheduler.get_last_lr()[0],
+        }
+        if not math.isfinite(record["loss"]):
+            self.progress.close()
+            best = (
+                f"the best model so far (step {self.state.best_step}) is in {self.run_dir.model_dir}"
+                if (self.state.best_step)
+                else "no model was saved"
+            )
+            raise TrainingDiverged(
+                f"training diverged by step {self.state.global_step}: the loss is {record['loss']} "
+                f"(learning rate {record['learning_rate']:.3g}); lower train.learning_rate (now "
+                f"{self.config.learning_rate:g}) or keep train.max_grad_norm on; {best}"
+            )
+        self.history.append(record)
+        self.accelerator.log({f"train/{k}": v for k, v in record.items() if k != "step"}, step=record["step"])
+        self.progress.set_postfix(
+            {
+                "loss": f"{record['loss']:.4f}",
+                **progress_score(record, self.selection_metric),
+                "samples_s": f"{record['samples_per_second']:.1f}",
+            }
+        )
+
+
+def is_better(score: float, loss: float, best_score: float, best_loss: float | None) -> bool:
+    """Whether a validation result beats the best so far: a higher selection score, or the same score at a lower
+    loss (`best_loss` None: no loss to compare, and the earlier model stays). A score is often tied (a multi-label
+    micro-F1 stays 0 until some class scores above 0.5; accuracy on a small split moves in steps of 1/N) while the
+    loss still tells the better model."""
+    return score > best_score or (score == best_score and best_loss is not None and loss < best_loss)
+
+
+def progress_score(record: dict[str, float], metric: str) -> dict[str, str]:
+    """The training score the progress bar shows beside the loss, on the rows since the last log line: accuracy for a
+    single-label run; for a multi-label one the metric that selects its model (micro- or macro-F1) under its own name,
+    as its subset accuracy (every class of a row right) stays near 0 for long on many classes and reads as broken."""
+    if "train_micro_f1" not in record:
+        return {"acc": f"{record['train_accuracy']:.3f}"}
+    if metric == "accuracy":
+        return {"subset_acc": f"{record['train_accuracy']:.3f}"}
+    return {metric: f"{record[f'train_{metric}']:.3f}"}
+
+
+def seconds_per_row(model: torch.nn.Module, accelerator: Accelerator, length: int, batch_size: int = 8) -> float:
+    """The measured cost of training one row of `length` tokens on this device (forward and backward, under the
+    run's precision): what `auto` weighs when it chooses a chunk length. The gradients are discarded."""
+    input_ids = torch.full((batch_size, length), 100, dtype=torch.long, device=accelerator.device)
+    mask = torch.ones_like(input_ids)
+    model.to(accelerator.device).train()
+    timings = []
+    with torch.random.fork_rng(devices=[]):  # dropout draws here must not shift the run's random stream
+        for _ in range(3):  # the first call pays one-off costs; the best of the other two is the cost
+            tick = time.perf_counter()
+            with accelerator.autocast():
+                logits = model(input_ids=input_ids, attention_mask=mask).logits
+            logits.float().sum().backward()
+            timings.append(time.perf_counter() - tick)
+    model.zero_grad(set_to_none=True)
+    return min(timings[1:]) / batch_size
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss became NaN or infinite: the run stops, keeping the best model saved so far."""
+
+
+class RunningMeter:
+    """Loss and accuracy summed on the device between logging steps: read (a host sync) only when logged. A
+    multi-label run's counts also hold each class's true positives, false positives and false negatives, for its
+    micro- and macro-F1."""
+
+    def __init__(self, device: torch.device, global_step: int, train_seconds: float):
+        self.loss_sum = torch.zeros((), device=device)
+        self.correct = torch.zeros((), device=device, dtype=torch.long)
+        self.labelled = torch.zeros(
+            (), device=device, dtype=torch.long
+        )  # rows with a gold label (distillation: not all)
+        self.class_counts: torch.Tensor | None = None  # multi-label: (3, C) true pos., false pos., false neg.
+        self.samples = 0
+        self.since = (global_step, train_seconds)
+
+    def add(self, loss_sum: torch.Tensor, logits: torch.Tensor, labels: torch.Tensor) -> None:
+        self.loss_sum += loss_sum
+        if labels.ndim == 2:  # multi-label: a row is right when every class is (subset accuracy)
+            predicted, gold = logits > 0, labels > 0.5
+            self.correct += (predicted == gold).all(dim=-1).sum()
+            counts = torch.stack([predicted & gold, predicted & ~gold, ~predicted & gold]).sum(dim=1)
+            self.class_counts = counts if self.class_counts is None else self.class_counts + counts
+            self.labelled += labels.shape[0]
+            self.samples += labels.shape[0]
+            return
+        self.correct += (logits.argmax(dim=-1) == labels).sum()
+        self.labelled += (labels >= 0).sum()
+        self.samples += labels.shape[0]
+
+    def read_and_reset(self, global_step: int, train_seconds: float, effective_batch_size: int) -> dict[str, float]:
+        steps, seconds = global_step - self.since[0], train_seconds - self.since[1]
+        reading = {
+            "loss": self.loss_sum.item() / max(self.samples, 1),
+            "train_accuracy": self.correct.item() / max(self.labelled.item(), 1),
+            **(f1_scores(self.class_counts.tolist()) if self.class_counts is not None else {}),
+            "samples_per_second": steps * effective_batch_size / max(seconds, 1e-9),
+        }
+        self.loss_sum.zero_()
+        self.correct.zero_()
+        self.labelled.zero_()
+        self.class_counts = None
+        self.samples = 0
+        self.since = (global_step, train_seconds)
+        return reading
+
+
+def f1_scores(counts: list[list[int]]) -> dict[str, float]:
+    """train_micro_f1 and train_macro_f1 from each class's [true positives], [false positives], [false negatives]. As
+    in evaluation, macro-F1 averages the classes that occur or are predicted; with none, both are 0."""
+    true_positives, false_positives, false_negatives = counts
+    errors = [fp + fn for fp, fn in zip(false_positives, false_negatives)]
+    micro = 2 * sum(true_positives) / max(2 * sum(true_positives) + sum(errors), 1)
+    present = [2 * tp / (2 * tp + error) for tp, error in zip(true_positives, errors) if tp + error]
+    return {"train_micro_f1": micro, "train_macro_f1": sum(present) / len(present) if present else 0.0}

@@ -1,0 +1,148 @@
+"""Training losses: what the one training loop minimises, as a function of (logits, batch).
+
+    loss = build_loss(config.train, class_counts)      # chosen by the config
+    total = loss(logits, batch)                           # (B, C), batch dict -> scalar SUM over the batch's rows
+
+Every loss returns a sum over the rows of the batch, not a mean: the loop divides by the rows of the whole
+accumulation window (and processes), which keeps gradient accumulation and several processes exact for any
+per-row loss, weighted or not.
+
+Class weights (`train.class_weights`) multiply each row's loss by its class's weight, and the sum is divided by the
+window's row count, not by the sum of the weights: PyTorch's weighted *mean* divides by the weights of the rows in
+the batch, which differs from micro-batch to micro-batch, so one batch of 8 would not equal 4 micro-batches of 2
+(nor two processes one). "Sum of weighted per-row losses / rows" is exact under accumulation and several
+processes; it only rescales the loss by the mean weight, which the optimizer's adaptive steps absorb.
+
+Multi-label batches carry (B, C) float multi-hot `labels`: one sigmoid per class, binary cross-entropy summed over
+rows and classes; class weights become BCE's `pos_weight` (the positive term of each class is scaled).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+import torch.nn.functional as F
+
+from pipeline.config.schema import ConfigError
+from pipeline.data.labels import ClassCounts
+
+
+class CrossEntropySum:
+    """Cross-entropy on gold class ids, summed over the batch; with `weights` (C,), each row's term times its
+    class's weight (reduction "sum" with a weight is exactly that sum, with no division by the weights)."""
+
+    def __init__(self, weights: torch.Tensor | None = None):
+        self.weights = weights
+
+    def __call__(self, logits: torch.Tensor, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        weights = None if self.weights is None else self.weights.to(logits.device)
+        return F.cross_entropy(logits.float(), batch["labels"], weight=weights, reduction="sum")  # scalar
+
+
+class FocalSum:
+    """Focal loss (Lin et al. 2017): each row's cross-entropy times (1 - p_true)^gamma (and its class weight)."""
+
+    def __init__(self, gamma: float, weights: torch.Tensor | None = None):
+        self.gamma = gamma
+        self.weights = weights
+
+    def __call__(self, logits: torch.Tensor, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        labels = batch["labels"]
+        log_true = F.log_softmax(logits.float(), dim=-1).gather(1, labels[:, None]).squeeze(1)  # (B,)
+        per_row = -log_true * (1.0 - log_true.exp()).clamp(min=0.0).pow(self.gamma)  # (B,)
+        if self.weights is not None:
+            per_row = per_row * self.weights.to(logits.device)[labels]
+        return per_row.sum()  # scalar
+
+
+class BinaryCrossEntropySum:
+    """Multi-label: a sigmoid per class, binary cross-entropy summed over rows and classes; `pos_weight` (C,) scales
+    each class's positive term; `gamma` > 0 makes it the sigmoid focal loss."""
+
+    def __init__(self, pos_weight: torch.Tensor | None = None, gamma: float = 0.0):
+        self.pos_weight = pos_weight
+        self.gamma = gamma
+
+    def __call__(self, logits: torch.Tensor, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        logits, targets = logits.float(), batch["labels"].float()  # (B, C), (B, C)
+        pos_weight = None if self.pos_weight is None else self.pos_weight.to(logits.device)
+        per_entry = F.binary_cross_entropy_with_logits(logits, targets, pos_weight=pos_weight, reduction="none")
+        if self.gamma:
+            probabilities = torch.sigmoid(logits)
+            p_true = targets * probabilities + (1.0 - targets) * (1.0 - probabilities)
+            per_entry = per_entry * (1.0 - p_true).pow(self.gamma)
+        return per_entry.sum()  # scalar
+
+
+def resolve_class_weights(config: object, counts: ClassCounts | None) -> dict[str, float] | None:
+    """train.class_weights as one weight per class (multi-label: BCE pos_weight), or None for "none".
+
+    balanced: n_rows / (n_classes x count) (single-label; a class without train rows gets 1, it never weighs a
+    row); multi-label: negatives / positives per class (1 when a class has no positives). A mapping names classes
+    (others get 1); an unknown class is an error naming it.
+    """
+    setting = config.class_weights
+    if setting == "none":
+        return None
+    if counts is None:
+        raise ConfigError("train.class_weights: needs the train split's class counts")
+    if isinstance(setting, dict):
+        unknown = [name for name in setting if name not in counts.names]
+        if unknown:
+            raise ConfigError(
+                f"train.class_weights.{unknown[0]}: no such class (classes: {', '.join(counts.names[:20])})"
+            )
+        return {name: float(setting.get(name, 1.0)) for name in counts.names}
+    if counts.multi_label:
+        return {
+            name: (counts.rows - count) / count if count else 1.0 for name, count in zip(counts.names, counts.counts)
+        }
+    classes = len(counts.names)
+    return {name: counts.rows / (classes * count) if count else 1.0 for name, count in zip(counts.names, counts.counts)}
+
+
+class DistillationLoss:
+    """Knowledge distillation (Hinton et al. 2015), summed over the batch's rows.
+
+    Per row: alpha * KL(softmax(teacher / T) || softmax(student / T)) * T^2 + (1 - alpha) * cross-entropy(gold);
+    a row without a gold label (label -1: unlabelled or augmented text) takes the soft term alone, at weight 1.
+    The teacher's logits travel in the batch as `teacher_logits` (B, C). T^2 keeps the soft gradients' scale
+    independent of T.
+    """
+
+    def __init__(self, alpha: float, temperature: float):
+        self.alpha = alpha
+        self.temperature = temperature
+
+    def __call__(self, logits: torch.Tensor, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        logits, labels = logits.float(), batch["labels"]
+        soft = self.soft_per_row(logits, batch["teacher_logits"].float())  # (B,)
+        labelled = labels >= 0  # (B,)
+        hard = F.cross_entropy(logits, labels.clamp(min=0), reduction="none") * labelled  # (B,)
+        weight = torch.where(labelled, torch.full_like(soft, self.alpha), torch.ones_like(soft))  # (B,)
+        return (weight * soft).sum() + (1.0 - self.alpha) * hard.sum()  # scalar
+
+    def soft_per_row(self, logits: torch.Tensor, teacher_logits: torch.Tensor) -> torch.Tensor:
+        """(B, C), (B, C) -> (B,) KL(teacher_T || student_T) * T^2."""
+        t = self.temperature
+        student_log = F.log_softmax(logits / t, dim=-1)
+        teacher_log = F.log_softmax(teacher_logits / t, dim=-1)
+        return (teacher_log.exp() * (teacher_log - student_log)).sum(dim=-1) * t * t
+
+
+def build_loss(
+    config: object, counts: ClassCounts | None = None
+) -> CrossEntropySum | FocalSum | BinaryCrossEntropySum | DistillationLoss:
+    """The loss the config asks for (train.* settings) given the train split's class counts: distillation when
+    train.distill.teacher is set; else cross-entropy or focal, class-weighted as train.class_weights says;
+    binary cross-entropy (or sigmoid focal) when the counts are of a multi-label task."""
+    distill = getattr(config, "distill", None)
+    if distill is not None and distill.teacher:
+        return DistillationLoss(distill.alpha, distill.temperature)
+    weights = resolve_class_weights(config, counts)
+    tensor = None if weights is None else torch.tensor(list(weights.values()), dtype=torch.float32)  # (C,)
+    gamma = config.focal_gamma if config.loss == "focal" else 0.0
+    if counts is not None and counts.multi_label:
+        return BinaryCrossEntropySum(tensor, gamma)
+    return FocalSum(gamma, tensor) if gamma else CrossEntropySum(tensor)
