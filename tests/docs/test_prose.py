@@ -106,6 +106,9 @@ def paragraphs_of(markdown: str) -> list[str]:
             current.clear()
 
     lines = markdown.splitlines()
+    if lines and lines[0].strip() == "---" and "---" in (line.strip() for line in lines[1:]):
+        front_matter_end = 1 + [line.strip() for line in lines[1:]].index("---")
+        lines = [""] * (front_matter_end + 1) + lines[front_matter_end + 1 :]  # YAML front matter: no prose
     for index, line in enumerate(lines):
         if fence is not None:  # inside a fenced block: only its closing fence matters
             stripped = line.strip()
@@ -308,6 +311,11 @@ def test_measure_finds_a_sentence_over_the_limit():
     assert measured.longest_sentence == MAX_SENTENCE + 1
     assert measured.longest_paragraph == MAX_SENTENCE + 3
     assert measured.median_sentence == 3
+
+
+def test_front_matter_and_nested_blocks_are_no_prose():
+    text = "---\nhide:\n  - toc\n---\n\n- An item:\n\n    ```bash\n    python -m a b c\n    ```\n\n    More of it.\n"
+    assert measure(text).paragraphs == [2, 3]
 
 
 def test_links_and_anchors_are_read():
