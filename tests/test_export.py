@@ -361,8 +361,8 @@ def test_a_small_validation_split_is_topped_up_with_the_runs_other_texts(bare_ru
 def test_a_multi_label_run_verifies_on_its_validation_split_without_accuracy(bare_run, tmp_path):
     """A multi-label run's validation rows hold sets: they verify agreement (no label needed) and are topped up like
     any run's; reading a `label` column failed, and verification fell back to the test predictions file alone."""
-    from pipeline.run import exports as export_record
     from pipeline.export import verify
+    from pipeline.run import exports as export_record
 
     run = small_validation_run(bare_run, tmp_path / "multi")
     config = run / "config.yaml"
