@@ -188,7 +188,7 @@ def load_pretrained(key: str, name: str, load):
     except (OSError, ValueError, KeyError) as error:  # missing files or weights, an unknown architecture
         raise RunError(
             f"{key}: cannot load '{name}' ({rundir.first_line(error)}). Give a local folder written by save_pretrained, "
-            "or a Hub name with the Hub reachable (see README 'Running offline')"
+            "or a Hub name with the Hub reachable (see docs/offline.md)"
         ) from None
 
 

@@ -99,7 +99,7 @@ SPLITS = ("train", "validation", "test")
 FILE_KEYS = {"train": "data.train_file", "validation": "data.validation_file", "test": "data.test_file"}
 OFFLINE_HINT = (
     "To run without the Hub, set data.source=files and data.train_file=... / data.test_file=... "
-    "(optionally data.validation_file=...), see README 'Running offline'"
+    "(optionally data.validation_file=...), see docs/offline.md"
 )
 _TRUE_VALUES = {"1", "ON", "YES", "TRUE"}
 

@@ -545,7 +545,7 @@ def _log_length(
         options = ""
         if not pairs:
             head_tail = "" if rule.truncation == "head_tail" else ", tokenizer.truncation=head_tail"
-            options = f"{head_tail}, or tokenizer.long_text=chunk (README 'Long texts')"
+            options = f"{head_tail}, or tokenizer.long_text=chunk (docs/long-texts.md)"
         logger.warning(
             "Fixed length %d truncates %.1f%% of train, above the %.1f%% budget (tokenizer.max_truncated_fraction): "
             "the model reads only %s of those %s. Options: a larger tokenizer.max_length (the model takes up to "
