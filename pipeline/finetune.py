@@ -34,6 +34,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from pipeline import models
 from pipeline.card.write import write_model_card
 from pipeline.common import hardware
+from pipeline.common.errors import one_line
 from pipeline.common.io import (
     atomic_write_csv,
     check_can_write,
@@ -45,7 +46,6 @@ from pipeline.config.schema import ConfigError, PipelineConfig, load_config, sav
 from pipeline.data.labels import UnknownLabels, leave_out_hint
 from pipeline.data.load import DataError, LoadedData, load_data
 from pipeline.data.splits import write_removed_rows
-from pipeline.data.tables import one_line
 from pipeline.distill import teacher as distill
 from pipeline.models import load_classifier
 from pipeline.models.cls_only import restrict_last_layer_to_cls

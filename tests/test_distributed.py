@@ -197,7 +197,7 @@ def test_distributed_prediction_is_byte_identical_to_one_process(
     backend, request, paths, two_process_run, ag_news_test_csv
 ):
     if backend == "openvino":
-        from pipeline.run.exports import installed  # found, not imported: importing it starts its telemetry
+        from pipeline.common.extras import installed  # found, not imported: importing it starts its telemetry
 
         if not installed("openvino"):
             pytest.skip("the optional extra 'openvino' is not installed")

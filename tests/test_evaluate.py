@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 from pipeline import finetune
+from pipeline.common.errors import DataError
 from pipeline.config.schema import load_config
 from pipeline.data.load import read_labelled_file
 from pipeline.data.splits import column_values, labels_of
-from pipeline.data.tables import DataError
 from pipeline.evaluate import main as evaluate_main
 from pipeline.evaluate import reading_config
 from pipeline.predict.predictor import DEFAULT_BATCH_SIZE

@@ -26,6 +26,7 @@ onnx = pytest.importorskip("onnx", reason="the optional extra 'onnx' is not inst
 
 from transformers import BertConfig, BertForSequenceClassification, BertModel  # noqa: E402
 
+from pipeline.common.extras import installed  # noqa: E402
 from pipeline.export import (  # noqa: E402
     ExportError,
     choose_export,
@@ -38,7 +39,7 @@ from pipeline.export import cli as export_cli  # noqa: E402
 from pipeline.predict import PredictError, Predictor, main, predict_dataframe, predict_texts  # noqa: E402
 from pipeline.predict.runtime import onnx_threads, open_session  # noqa: E402
 from pipeline.run.directory import RunDir  # noqa: E402
-from pipeline.run.exports import MIN_VERIFICATION_ROWS, PRECISIONS, installed  # noqa: E402
+from pipeline.run.exports import MIN_VERIFICATION_ROWS, PRECISIONS  # noqa: E402
 from tests.helpers import one_torch_thread, run_with_private_home, tiny_bert_classifier  # noqa: E402
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]

@@ -15,10 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pipeline.common.errors import DataError
 from pipeline.config.schema import ConfigError, DataConfig, load_config
 from pipeline.data.load import load_data, read_labelled_file
 from pipeline.data.splits import labels_of
-from pipeline.data.tables import DataError, open_table
+from pipeline.data.tables import open_table
 from pipeline.predict import main as predict_main
 from tests.helpers import tiny_bert_classifier
 

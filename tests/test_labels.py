@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pipeline.common.errors import DataError
 from pipeline.config.schema import DataConfig
 from pipeline.data.labels import UnknownLabels, _set_hint, _spaces_join_classes, leave_out_hint, set_joining
 from pipeline.data.load import load_data, read_labelled_file
 from pipeline.data.splits import labels_of
-from pipeline.data.tables import DataError
 
 LABELS_LOGGER = "pipeline.data.labels"
 TAGS = ["c++", "java", "pandas", "python", "spring"]

@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 import torch
 
+from pipeline.common.errors import DataError
 from pipeline.config.schema import ConfigError, load_config
 from pipeline.data.load import load_data
 from pipeline.data.splits import iterative_sample, labels_of
-from pipeline.data.tables import DataError
 from pipeline.scoring.evaluation import compute_multilabel_metrics
 
 CLASSES = ["health", "politics", "sports", "tech"]

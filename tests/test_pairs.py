@@ -11,8 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pipeline.common.errors import DataError
 from pipeline.config.schema import ConfigError, load_config
-from pipeline.data.tables import PAIR_MARK, DataError, TextSpec, segments_of
+from pipeline.data.tables import PAIR_MARK, TextSpec, segments_of
 from pipeline.text.windows import LongTextRule, encode_documents
 from tests.helpers import AG_NEWS_TRAIN_CSV, MINILM_CONFIG, require, tiny_run_overrides
 

@@ -23,16 +23,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from pipeline.common.errors import DataError
 from pipeline.data.formats import header_of
-from pipeline.data.tables import (
-    DataError,
-    TextSpec,
-    is_missing,
-    join_text,
-    open_table,
-    resolve_columns,
-    resolve_format,
-)
+from pipeline.data.tables import TextSpec, is_missing, join_text, open_table, resolve_columns, resolve_format
 
 COLUMNS = ["id", "title", "label"]
 ROWS = [

@@ -363,7 +363,7 @@ class EvalConfig:
 
     def __post_init__(self):
         # Checked before training, not after it: a missing optional dependency must not cost a whole run.
-        from pipeline.run.exports import extra_install, installed
+        from pipeline.common.extras import extra_install, installed
 
         missing = [name for name in ("onnx", "onnxruntime") if self.export != "none" and not installed(name)]
         if missing:

@@ -43,11 +43,11 @@ from typing import Any
 
 import pandas as pd
 
+from pipeline.common.errors import DataError
 from pipeline.data.tables import (
     LABEL_COLUMN,
     TEXT_COLUMN,
     Chunk,
-    DataError,
     LineSource,
     Table,
     UnknownFormatError,

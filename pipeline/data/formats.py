@@ -16,21 +16,19 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+from pipeline.common.errors import DataError, one_line, shorten
 from pipeline.data.tables import (
     DELIMITERS,
     LABEL_COLUMN,
     STANDARD_INPUT,
     TEXT_COLUMN,
     Chunk,
-    DataError,
     LineSource,
     Table,
     delimiter_problem,
     is_number_text,
     names_read_as_data,
     normalise_name,
-    one_line,
-    shorten,
 )
 
 logger = logging.getLogger("pipeline.data.load")

@@ -43,8 +43,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pipeline.common.errors import DataError, shorten
 from pipeline.config.schema import override_text
-from pipeline.data.tables import INCOMPLETE_ROWS_HINT, DataError, is_blank, is_number_text, shorten
+from pipeline.data.tables import INCOMPLETE_ROWS_HINT, is_blank, is_number_text
 
 if TYPE_CHECKING:
     from pipeline.config.schema import DataConfig

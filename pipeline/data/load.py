@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import datasets
 import pandas as pd
 
+from pipeline.common.errors import DataError
 from pipeline.data.folders import ID_COLUMN, is_folder, is_saved_dataset, read_class_folders
 from pipeline.data.formats import unnamed_column
 from pipeline.data.labels import (
@@ -74,7 +75,6 @@ from pipeline.data.tables import (
     REPEATED_HEADER,
     STANDARD_INPUT,
     TEXT_COLUMN,
-    DataError,
     TextSpec,
     UnknownFormatError,
     and_more,

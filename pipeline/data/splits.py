@@ -24,8 +24,8 @@ from pathlib import Path
 import datasets
 import numpy as np
 
+from pipeline.common.errors import DataError
 from pipeline.common.io import atomic_write_csv
-from pipeline.data.tables import DataError
 
 logger = logging.getLogger(__name__)
 

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from pipeline.common.errors import DataError, one_line, shorten
+
 FORMATS = ("csv", "tsv", "jsonl", "parquet", "fasttext", "xlsx")
 DELIMITERS = {"csv": ",", "tsv": "\t"}
 # The formats whose first row is a header, or data.column_names name their columns (table_formats.read_header).
@@ -100,10 +102,6 @@ BYTE_ORDER_MARKS = (
 logger = logging.getLogger(__name__)
 
 
-class DataError(ValueError):
-    """A problem with the data or the data settings that the user must fix; the message says where."""
-
-
 class UnknownFormatError(DataError):
     """A file whose format neither its name nor its start tells: a caller that knows what such files hold (a text
     file of one text per line, labels elsewhere) may add how to read them."""
@@ -112,10 +110,6 @@ class UnknownFormatError(DataError):
 class EncodingError(DataError):
     """Bytes that are not text in the encoding a file is read with: the message names the file, the line and the
     setting that gives the encoding; a caller that knows a likelier encoding may add it."""
-
-
-def one_line(error: BaseException | str) -> str:
-    return " ".join(str(error).split())
 
 
 # A number as a file writes one: sign, digits, a decimal point, an exponent ("3", "-0.5", ".25", "1e-3").
@@ -139,13 +133,6 @@ def looks_like_data(header: Sequence[str], file_format: str) -> bool:
 def names_read_as_data(names: Sequence[str]) -> bool:
     """Whether a row read as names is more likely data: a number (a class index) or a text among them."""
     return any(is_number_text(name) or len(str(name).strip()) > MAX_HEADER_NAME for name in names)
-
-
-def shorten(text: object, limit: int) -> str:
-    """One line of at most `limit` characters, whitespace collapsed, an ellipsis where text was cut: a text, a class
-    name or a cell quoted in a message, a table or on a plot axis."""
-    text = one_line(str(text))
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -17,8 +17,9 @@ import zipfile
 from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
+from pipeline.common.errors import DataError, one_line
 from pipeline.data.formats import batched, read_header
-from pipeline.data.tables import DataError, Table, in_sheet, looks_like_data, normalise_name, one_line
+from pipeline.data.tables import Table, in_sheet, looks_like_data, normalise_name
 
 logger = logging.getLogger("pipeline.data.load")
 
@@ -84,7 +85,7 @@ def _load(raw: IO[bytes], name: str) -> Any:
     try:
         import openpyxl
     except ImportError:
-        from pipeline.run.exports import extra_install
+        from pipeline.common.extras import extra_install
 
         raise DataError(
             f"{name} is an Excel workbook, read with openpyxl, which is not installed: it comes with the optional "

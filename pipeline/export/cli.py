@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from pipeline.data.tables import one_line
+from pipeline.common.errors import one_line
 from pipeline.export.convert import DEFAULT_BATCH_SIZE, DEFAULT_MAX_ROWS, DEFAULT_ROUNDS, QUANTIZE_CHOICES, export_run
 from pipeline.predict.cli import positive_int
 from pipeline.run.exports import (

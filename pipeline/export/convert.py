@@ -37,9 +37,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from pipeline.common.errors import one_line
+from pipeline.common.extras import installed
 from pipeline.common.io import atomic_write_json, replace_directory
 from pipeline.data.splits import column_values
-from pipeline.data.tables import one_line
 from pipeline.predict.runtime import INPUT_NAMES, graph_inputs
 from pipeline.run.directory import (
     EXPORT_RECORD_FILE,
@@ -55,7 +56,6 @@ from pipeline.run.exports import (
     STATUS_REFUSED,
     ExportError,
     file_sha256,
-    installed,
     require,
     too_few_rows,
     weights_sha256,

@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from pipeline.common.errors import one_line
 from pipeline.common.hardware import resolve_inference_dtype
 from pipeline.data.splits import column_values
-from pipeline.data.tables import one_line
 from pipeline.models import class_names, is_multi_label, max_positions
 from pipeline.predict.predictor import Predictor, load_decision
 from pipeline.predict.source import ModelSource

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from pipeline.common import hardware
+from pipeline.common.errors import DataError, one_line, shorten
 from pipeline.common.io import interrupted_exit_code, terminated_as_interrupt
 from pipeline.config.schema import MAX_BATCH_TOKENS
 from pipeline.data.folders import is_folder, open_folder_table
@@ -33,7 +34,6 @@ from pipeline.data.tables import (
     REPEATED_HEADER,
     STANDARD_INPUT,
     TEXT_COLUMN,
-    DataError,
     EncodingError,
     Table,
     TextSpec,
@@ -41,11 +41,9 @@ from pipeline.data.tables import (
     delimiter_problem,
     label_prefix_problem,
     looks_like_data,
-    one_line,
     open_table,
     repeated_header_warning,
     settings_not_read,
-    shorten,
 )
 from pipeline.predict.output import (
     OUTPUT_FORMATS,

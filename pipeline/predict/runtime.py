@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from pipeline.common.errors import one_line
 from pipeline.common.hardware import configured_threads, cores_per_process
-from pipeline.data.tables import one_line
 from pipeline.run.exports import RUNTIMES, ExportError, require
 from pipeline.text.windows import SEGMENT_IDS
 

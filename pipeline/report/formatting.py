@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.data.tables import shorten
+from pipeline.common.errors import shorten
 from pipeline.run.directory import is_number
 
 MAX_TEXT_CHARS = 140

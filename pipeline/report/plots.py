@@ -16,8 +16,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import Formatter, MaxNLocator, PercentFormatter
 
+from pipeline.common.errors import shorten
 from pipeline.common.io import atomic_path
-from pipeline.data.tables import shorten
 
 # Rendered at 1.5x the CSS size so charts stay sharp on high-density screens.
 PNG_DPI = 144

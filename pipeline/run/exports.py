@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.common.extras import EXTRAS, extra_install, installed
 from pipeline.run.directory import MODEL_WEIGHTS_FILE, ONNX_MODEL_FILES, RunDir, is_number
 
 logger = logging.getLogger("pipeline.export")
@@ -61,12 +62,6 @@ BACKEND_VARIANTS = {
 # Every backend that runs an export, and its runtime.
 BACKEND_RUNTIMES = {backend: RUNTIMES[variant] for backend, variant in BACKEND_VARIANTS.items()}
 BACKENDS = ("auto", "torch", *BACKEND_RUNTIMES)
-# The optional extra that installs each optional module, and its command.
-EXTRAS = {"onnx": "onnx", "onnxruntime": "onnx", "openvino": "openvino", "nncf": "openvino"}
-
-
-def extra_install(extra: str) -> str:
-    return f'pip install -e ".[{extra}]"'
 
 
 class ExportError(ValueError):
@@ -109,10 +104,6 @@ def verification_rows_of(record: dict[str, Any]) -> Any:
     """How many rows an export.json's exports were verified on (label agreement with PyTorch fp32)."""
     verification = record.get("verification")
     return verification.get("rows") if isinstance(verification, dict) else None
-
-
-def installed(module: str) -> bool:
-    return importlib.util.find_spec(module) is not None
 
 
 def backend_name(variant: str) -> str:
