@@ -99,7 +99,7 @@ def test_rows_are_what_the_tokenizer_itself_gives_at_that_length(bert_tokenizer,
 def test_a_split_encoded_in_blocks_is_the_split_encoded_at_once(bert_tokenizer, monkeypatch, long_text):
     """Blocks keep memory to the arrays' (a block's rows are lists until packed): the windows' documents and labels,
     the counts and the segment ids of pairs that only a later block holds come out as one block gives them."""
-    from pipeline.data.tables import PAIR_MARK
+    from pipeline.config.reading import PAIR_MARK
     from pipeline.text import tokenization
 
     texts = [" ".join(["word"] * n) for n in (3, 40, 7, 25, 1)] + [f"a question{PAIR_MARK}an answer", "last"]
@@ -123,7 +123,7 @@ def test_a_split_encoded_in_blocks_is_the_split_encoded_at_once(bert_tokenizer, 
 def test_auto_builds_train_from_its_count_as_a_second_tokenizer_pass_would(bert_tokenizer, monkeypatch, long_text):
     """Under `auto`, train's rows come from the content ids its count kept, block by block; with nothing kept (a
     train over KEEP_CONTENT_TOKENS) they come from tokenizing again: both give the same splits, pairs included."""
-    from pipeline.data.tables import PAIR_MARK
+    from pipeline.config.reading import PAIR_MARK
     from pipeline.text import tokenization
 
     texts = [" ".join(["word"] * n) for n in (3, 40, 7, 25, 1)] + [f"a question{PAIR_MARK}an answer", "", "last"]
@@ -148,7 +148,7 @@ def test_auto_builds_train_from_its_count_as_a_second_tokenizer_pass_would(bert_
 
 
 def test_kept_content_gives_back_what_the_tokenizer_gave(bert_tokenizer):
-    from pipeline.data.tables import PAIR_MARK
+    from pipeline.config.reading import PAIR_MARK
     from pipeline.text.windows import KeptContent, content_ids_by_segment
 
     texts = ["one two", "", f"a question{PAIR_MARK}an answer", f"{PAIR_MARK}only a second", "naïve café"]

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
 
+from pipeline.config.reading import PAIR_MARK
 from pipeline.config.schema import ConfigError, TokenizerConfig, load_config
-from pipeline.data.tables import PAIR_MARK
 from pipeline.scoring.evaluation import predict_logits
 from pipeline.text.batching import TokenizedRows
 from pipeline.text.tokenization import TokenCounts, tokenize_splits

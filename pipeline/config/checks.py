@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from pipeline.config.reading import PAIR_MARK, delimiter_problem, label_prefix_problem, normalise_name
 from pipeline.config.schema import ConfigError, DataConfig, PipelineConfig, TokenizerConfig
-from pipeline.data.tables import PAIR_MARK, delimiter_problem, label_prefix_problem, normalise_name
 
 
 def validate(config: PipelineConfig) -> None:

@@ -24,7 +24,7 @@ from typing import Any, Literal, Union
 
 import yaml
 
-from pipeline.data.tables import DEFAULT_ENCODING, FASTTEXT_LABEL_PREFIX, LABEL_COLUMN, STANDARD_INPUT, TEXT_COLUMN
+from pipeline.config.reading import DEFAULT_ENCODING, FASTTEXT_LABEL_PREFIX, LABEL_COLUMN, STANDARD_INPUT, TEXT_COLUMN
 
 
 class ConfigError(ValueError):

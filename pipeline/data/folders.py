@@ -44,9 +44,8 @@ from typing import Any
 import pandas as pd
 
 from pipeline.common.errors import DataError
+from pipeline.config.reading import LABEL_COLUMN, TEXT_COLUMN
 from pipeline.data.tables import (
-    LABEL_COLUMN,
-    TEXT_COLUMN,
     Chunk,
     LineSource,
     Table,

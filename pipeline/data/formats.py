@@ -17,19 +17,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from pipeline.common.errors import DataError, one_line, shorten
-from pipeline.data.tables import (
-    DELIMITERS,
-    LABEL_COLUMN,
-    STANDARD_INPUT,
-    TEXT_COLUMN,
-    Chunk,
-    LineSource,
-    Table,
-    delimiter_problem,
-    is_number_text,
-    names_read_as_data,
-    normalise_name,
-)
+from pipeline.config.reading import LABEL_COLUMN, STANDARD_INPUT, TEXT_COLUMN, delimiter_problem, normalise_name
+from pipeline.data.tables import DELIMITERS, Chunk, LineSource, Table, is_number_text, names_read_as_data
 
 logger = logging.getLogger("pipeline.data.load")
 

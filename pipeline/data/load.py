@@ -36,6 +36,7 @@ import datasets
 import pandas as pd
 
 from pipeline.common.errors import DataError
+from pipeline.config.reading import LABEL_COLUMN, STANDARD_INPUT, TEXT_COLUMN, normalise_name
 from pipeline.data.folders import ID_COLUMN, is_folder, is_saved_dataset, read_class_folders
 from pipeline.data.formats import unnamed_column
 from pipeline.data.labels import (
@@ -70,11 +71,8 @@ from pipeline.data.splits import (
 from pipeline.data.tables import (
     ESCAPED_NEWLINE,
     INCOMPLETE_ROWS_HINT,
-    LABEL_COLUMN,
     LAYOUT_SETTINGS,
     REPEATED_HEADER,
-    STANDARD_INPUT,
-    TEXT_COLUMN,
     TextSpec,
     UnknownFormatError,
     and_more,
@@ -82,7 +80,6 @@ from pipeline.data.tables import (
     is_blank,
     is_missing,
     looks_like_data,
-    normalise_name,
     open_table,
     repeated_header_warning,
     resolve_columns,

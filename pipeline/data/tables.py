@@ -35,24 +35,21 @@ from pathlib import Path
 from typing import IO, Any
 
 from pipeline.common.errors import DataError, one_line, shorten
+from pipeline.config.reading import (
+    DEFAULT_ENCODING,
+    FASTTEXT_LABEL_PREFIX,
+    PAIR_MARK,
+    STANDARD_INPUT,
+    normalise_name,
+)
 
 FORMATS = ("csv", "tsv", "jsonl", "parquet", "fasttext", "xlsx")
 DELIMITERS = {"csv": ",", "tsv": "\t"}
 # The formats whose first row is a header, or data.column_names name their columns (table_formats.read_header).
 HEADED_FORMATS = ("csv", "tsv", "xlsx")
-# What marks a label in a fastText file (`__label__sports Some text`): fastText's own default, which its `-label` option
-# changes; data.label_prefix and pipeline.predict's --label-prefix default to it.
-FASTTEXT_LABEL_PREFIX = "__label__"
 # How a CSV/TSV file's double quotes are read (data.quoting, pipeline.predict's --quoting): table_formats.reads_quotes.
 QUOTINGS = ("auto", "csv", "none")
-STANDARD_INPUT = "-"  # a file name that reads standard input
 BYTE_ORDER_MARK = "\ufeff"  # as a decoded character
-# The encoding of text files unless said otherwise (data.encoding, pipeline.predict's --encoding): a byte-order mark
-# of UTF-16 or UTF-32 overrides it (check_wide_encoding).
-DEFAULT_ENCODING = "utf-8"
-# The columns of data that names none of its own (fastText lines, a folder of class folders' files): its texts and its
-# labels, the defaults of data.text_columns and data.label_column, so that such data is read by the defaults alone.
-TEXT_COLUMN, LABEL_COLUMN = "text", "label"
 EXTENSIONS = {
     ".csv": "csv",
     ".tsv": "tsv",
@@ -163,15 +160,6 @@ def join_text(parts: Sequence[str], separator: str, unescape_newlines: bool) -> 
     title or description never leaves a doubled or dangling separator."""
     cleaned = (part.replace(ESCAPED_NEWLINE, "\n") if unescape_newlines else part for part in parts)
     return separator.join(part for part in (part.strip() for part in cleaned) if part)
-
-
-# A sentence pair (data.text_pair_columns: NLI's premise and hypothesis, a question and a passage) travels through
-# stage 1, the caches and the written files as one text, its two segments joined by this mark; only encoding
-# (pipeline.text.windows) parts them again, into BERT's [CLS] A [SEP] B [SEP] with segment ids 0 and 1. One text per row
-# keeps deduplication, splits, caches and outputs the same code for pairs. The mark is the printable "symbol for
-# record separator", so a written pair reads "question␞passage"; a cell's own ␞ is read as a space, so only the text
-# rule makes pairs.
-PAIR_MARK = "\u241e"
 
 
 def segments_of(text: str) -> list[str]:
@@ -318,11 +306,6 @@ def fewer_columns_warning(trained: Sequence[str], given: Sequence[str] | None, o
     )
 
 
-def normalise_name(name: str) -> str:
-    """Header names match ignoring case and surrounding spaces ("Title " is "title")."""
-    return str(name).strip().casefold()
-
-
 def resolve_columns(header: Sequence[str], wanted: Sequence[str], where: str, option: str) -> list[int]:
     """Positions of the wanted columns in the header: an exact name first, else the one name equal to it ignoring
     case and surrounding spaces. A missing column is an error naming the setting and listing the columns."""
@@ -346,29 +329,6 @@ def resolve_columns(header: Sequence[str], wanted: Sequence[str], where: str, op
 
 # ---------------------------------------------------------------------------------------------------------------
 # Formats
-
-
-def delimiter_problem(delimiter: str) -> str | None:
-    """Why a given field delimiter (data.delimiter, pipeline.predict's --delimiter) cannot separate fields, or None:
-    it must be one character that is not a double quote (it opens quoted fields) or a line break (it ends rows)."""
-    if not delimiter:
-        return 'must be one character, got none (in a YAML file quote a | or >: "|"; bare, it starts a block of text)'
-    if len(delimiter) != 1:
-        return f"must be one character, got {delimiter!r} (a tab: \"\\t\" in YAML, $'\\t' in a shell)"
-    if delimiter in '"\r\n':
-        return f"cannot be {delimiter!r}: a double quote encloses fields and a line break ends rows"
-    return None
-
-
-def label_prefix_problem(prefix: str) -> str | None:
-    """Why a given fastText label prefix (data.label_prefix, pipeline.predict's --label-prefix) cannot mark labels,
-    or None: fastText splits a line into words at whitespace, so a prefix must be a non-empty run of non-space
-    characters."""
-    if not prefix:
-        return f"must not be empty (fastText's is {FASTTEXT_LABEL_PREFIX})"
-    if any(character.isspace() for character in prefix):
-        return f"cannot hold whitespace, which separates a line's words, got {prefix!r}"
-    return None
 
 
 def resolve_format(path: str, explicit: str | None, option: str, formats: Sequence[str] = FORMATS) -> str:

@@ -18,8 +18,9 @@ from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
 from pipeline.common.errors import DataError, one_line
+from pipeline.config.reading import normalise_name
 from pipeline.data.formats import batched, read_header
-from pipeline.data.tables import Table, in_sheet, looks_like_data, normalise_name
+from pipeline.data.tables import Table, in_sheet, looks_like_data
 
 logger = logging.getLogger("pipeline.data.load")
 

@@ -27,10 +27,11 @@ from tqdm.auto import tqdm
 
 from pipeline.common.errors import DataError
 from pipeline.common.io import atomic_path, atomic_write_json
+from pipeline.config.reading import PAIR_MARK
 from pipeline.config.schema import ConfigError, DataConfig, DistillConfig, PipelineConfig
 from pipeline.data.folders import is_folder
 from pipeline.data.splits import column_values
-from pipeline.data.tables import PAIR_MARK, TextSpec, segments_of
+from pipeline.data.tables import TextSpec, segments_of
 from pipeline.models import class_names, is_multi_label
 from pipeline.run import directory as rundir
 from pipeline.run.directory import RunDir, is_number, nested_get

@@ -22,24 +22,26 @@ import torch
 from pipeline.common import hardware
 from pipeline.common.errors import DataError, one_line, shorten
 from pipeline.common.io import interrupted_exit_code, terminated_as_interrupt
+from pipeline.config.reading import (
+    DEFAULT_ENCODING,
+    FASTTEXT_LABEL_PREFIX,
+    STANDARD_INPUT,
+    TEXT_COLUMN,
+    delimiter_problem,
+    label_prefix_problem,
+)
 from pipeline.config.schema import MAX_BATCH_TOKENS
 from pipeline.data.folders import is_folder, open_folder_table
 from pipeline.data.tables import (
-    DEFAULT_ENCODING,
-    FASTTEXT_LABEL_PREFIX,
     FORMATS,
     HEAD_BYTES,
     LAYOUT_SETTINGS,
     QUOTINGS,
     REPEATED_HEADER,
-    STANDARD_INPUT,
-    TEXT_COLUMN,
     EncodingError,
     Table,
     TextSpec,
     and_more,
-    delimiter_problem,
-    label_prefix_problem,
     looks_like_data,
     open_table,
     repeated_header_warning,

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from pipeline.common.io import CsvRows, atomic_path, check_can_write
-from pipeline.data.tables import DELIMITERS, normalise_name, resolve_format
+from pipeline.config.reading import normalise_name
+from pipeline.data.tables import DELIMITERS, resolve_format
 from pipeline.predict.predictor import LabelledTexts
 from pipeline.predict.source import PredictError
 from pipeline.run.directory import PREDICTION_LOW_CONFIDENCE, PROBABILITY_PREFIX
