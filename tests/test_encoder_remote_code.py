@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from pipeline.card.sections import tokenizer_code
+from pipeline.card.phrases import tokenizer_code
 from pipeline.config.schema import EncoderSettings
 from pipeline.finetune import save_model_dir
 from pipeline.models import modeling_encoder

@@ -590,7 +590,7 @@ def test_without_a_licence_the_card_says_how_to_give_one_and_names_no_path_of_th
 
 
 def test_an_encoder_card_shows_how_its_tokenizer_loads_without_custom_code(tmp_path):
-    from pipeline.card.sections import tokenizer_code
+    from pipeline.card.phrases import tokenizer_code
 
     run_dir = fake_run(tmp_path, "model.kind=encoder", model_type="pipeline_encoder")
     config_path = run_dir / "model" / "config.json"

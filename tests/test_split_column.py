@@ -11,7 +11,8 @@ import datasets
 import pytest
 
 from pipeline import finetune
-from pipeline.card.sections import CardSections
+from pipeline.card.facts import read_facts
+from pipeline.card.write import render_card
 from pipeline.config.schema import ConfigError, DataConfig, load_config
 from pipeline.data.load import SPLIT_VALUES, DataError, load_data
 from pipeline.evaluate import main as evaluate_main
@@ -272,17 +273,17 @@ def test_the_split_column_with_a_test_file_is_accepted_for_a_hub_source_which_re
 
 def test_the_model_card_says_where_the_splits_came_from(tmp_path):
     record = {"column": "partition", "rows": {"train": 8, "validation": 0, "test": 2}, "values": {}}
-    sections = card_sections(tmp_path, {"split_column": record, "carved_from_train": {"validation": 0.1}})
-    lines = sections.source_lines(seed=0)
+    lines = card_lines(tmp_path, {"split_column": record, "carved_from_train": {"validation": 0.1}, "seed": 0})
     assert "Each row's split is the `partition` column of the train data (train 8, test 2 rows)." in lines
     assert "The validation split is 10% of the source's train split, held out stratified by label with seed 0." in lines
-    assert not any("`partition`" in line for line in card_sections(tmp_path, {}).source_lines(seed=0))
+    assert not any("`partition`" in line for line in card_lines(tmp_path, {"seed": 0}))
 
 
-def card_sections(tmp_path, data_record):
+def card_lines(tmp_path, data_record):
+    """The lines of the model card of a run whose config.yaml and metrics.json are these (no other record)."""
     config = {"data": {"source": "files", "train_file": "data/all.csv", "split_column": "partition"}}
     metrics = {"labels": ["neg", "pos"], "data": data_record}
-    return CardSections(RunDir(tmp_path), config, metrics)
+    return render_card(read_facts(RunDir(tmp_path), config, metrics)).text.splitlines()
 
 
 def write_ag_news_rows(source, path, count, split=None):

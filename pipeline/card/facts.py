@@ -1,20 +1,30 @@
-"""What a run says about its model, read defensively for the model card (pipeline/card/write.py): the run's
-config.yaml and metrics.json behind one getter each (keys that older runs, or newer stages, may lack read as None),
-the dataset as the Hub's model-index names it, the rows per split, the distillation record, and the phrases that name
-the model, its task, its data and its text rule. A card is published: it names local files and folders by their own
-names, never by their paths on this machine.
+"""What a finished run says about its model, as typed facts for the model card (pipeline/card/write.py fills
+pipeline/card/template.md from them). `read_facts` is the one place that reads metrics.json's mapping: every figure
+and record the card uses is picked out there, defensively (keys that older runs, or newer stages, may lack read as
+None), and the card's phrases and tables are written from the fields alone. A card is published: it names local
+files and folders by their own names, never by their paths on this machine.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from pipeline.config.schema import DataConfig
 from pipeline.data.tables import TextSpec, format_read
-from pipeline.run.directory import MODEL_DIR, RunDir, is_number, nested_get, ranking_metric
+from pipeline.run.directory import (
+    MODEL_DIR,
+    RunDir,
+    headline_metrics,
+    is_number,
+    nested_get,
+    ranking_metric,
+    untrained_classes,
+)
+from pipeline.scoring.thresholds import selection_cut_off
 from pipeline.text.windows import LongTextRule
 
 # What the Hub accepts as a model or dataset id: "name" or "owner/name".
@@ -51,175 +61,232 @@ def hub_id(name: Any) -> str | None:
     return name
 
 
+# Groups of metrics.json figures: each field is read from the key of the same name (read_facts).
+@dataclass(frozen=True)
+class Scores:
+    """One split's figures (metrics.json `test`, `validation`)."""
+
+    accuracy: float | None
+    macro_f1: float | None
+    micro_f1: float | None
+    loss: float | None
+    num_samples: int | None
+    per_class: dict[str, Any] | None  # label -> {precision, recall, f1, support}
+    confusion_matrix: list[list[int]] | None
+
+
+@dataclass(frozen=True)
+class DataRecord:
+    """What stage 1 recorded of the data (metrics.json `data`): sizes, seed and how files were read."""
+
+    sizes: dict[str, int] | None
+    duplicates: dict[str, Any] | None
+    incomplete_rows: dict[str, Any] | None
+    quoting: dict[str, Any] | None
+    delimiter: dict[str, Any] | None
+    class_folders: dict[str, Any] | None
+    class_files: dict[str, Any] | None
+    carved_from_train: dict[str, float] | None
+    split_column: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class Training:
+    """What stage 3 recorded (metrics.json `training`)."""
+
+    epochs_completed: float | None
+    global_steps: int | None
+    effective_batch_size: int | None
+    mixed_precision: str | None
+    head_parameters: list[str] | None
+    stopped_early: bool | None
+
+
+@dataclass(frozen=True)
+class Tokenization:
+    max_length: int | None
+    max_length_setting: Any
+    truncated_fraction: dict[str, float] | None
+
+
+@dataclass(frozen=True)
+class Timings:
+    train_seconds: float | None
+    total_seconds: float | None
+
+
+@dataclass(frozen=True)
 class CardFacts:
-    """The facts of one finished run that the card's metadata and body are written from."""
+    """The facts of one finished run that the card's metadata and text are written from."""
 
-    def __init__(self, run: RunDir, config: dict[str, Any], metrics: dict[str, Any]):
-        self.run = run
-        self.config = config
-        self.metrics = metrics
-        self.labels = [str(label) for label in metrics["labels"]]
-        self.name = str(nested_get(metrics, "run", "name") or nested_get(config, "run", "name") or run.path.name)
-        kind = nested_get(metrics, "run", "model_kind") or nested_get(config, "model", "kind") or "pretrained"
-        self.is_encoder = kind == "encoder"
-        self.base = None if self.is_encoder else nested_get(config, "model", "name_or_path")
-        self.data = config.get("data") if isinstance(config.get("data"), dict) else {}
-        self.from_hub = self.data.get("source", DATA_DEFAULTS.source) == "hub"
-        # Multi-label runs (data.task: multi_label): any number of labels per text; `accuracy` is subset accuracy.
-        self.multi_label = "multi_label" in (self.get("data", "task"), self.data.get("task"))
-        self.accuracy_name = "subset accuracy" if self.multi_label else "accuracy"
-        # What picked the model, and leads its comparisons: accuracy, macro-F1 (imbalanced classes) or micro-F1.
-        self.ranking_metric = ranking_metric(metrics)
-        # How texts longer than the fixed length were read: cut (head, tail, head_tail) or in windows.
-        self.long_text_rule = LongTextRule.from_settings(config.get("tokenizer") or {})
-        # metrics.json's record of how a distilled model was made (pipeline.distill.teacher.student_rows): the one source of
-        # the card's teacher, its accuracy and the distillation settings.
-        distill = self.get("distill")
-        self.distill: dict[str, Any] | None = distill if isinstance(distill, dict) else None
-
-    def get(self, *keys: str) -> Any:
-        return nested_get(self.metrics, *keys)
-
-    def setting(self, *keys: str) -> Any:
-        return nested_get(self.config, *keys)
-
-    def dataset_reference(self) -> tuple[str, str, str | None, str]:
-        """(model-index dataset type, dataset name, dataset config, the split scored as test: a Hub dataset's own
-        name for it where data.hub_splits maps one, as GLUE MNLI's validation_mismatched)."""
-        if self.from_hub:
-            name = published_name(self.data.get("hub_name")) or "unknown"
-            test_split = str((self.data.get("hub_splits") or {}).get("test", "test"))
-            return name, name, self.data.get("hub_config"), test_split
-        builder, name = self._local_data()
-        return builder, name, None, "test"
-
-    def _local_data(self) -> tuple[str, str]:
-        """Local data as (the `datasets` builder that reads it, its name: its files' names, or a folder of class
-        folders' own, with what it is: "a_train.csv (local file)", "train.csv, test.csv (local files)")."""
-        split = "test" if self.data.get("test_file") else "train"
-        path = str(self.data.get(f"{split}_file") or "")
-        if split in self.read_from_folders():
-            return _FOLDER_BUILDER, f"{self._class_folders_name(Path(path))} (local files)"
-        builder = _FORMAT_BUILDERS.get(format_read(path, self.data.get("file_format")), "csv")
-        names = list(dict.fromkeys(self.data_file_names().values()))
-        kind = "local file" if len(names) == 1 else "local files"
-        return builder, f"{', '.join(names) or 'local data'} ({kind})"
-
-    def read_from_folders(self) -> set[str]:
-        """The splits read from a folder of class folders or of class files (data.class_folders, data.class_files)."""
-        splits = set()
-        for key in ("class_folders", "class_files"):
-            record = self.get("data", key)
-            splits |= set(record) if isinstance(record, dict) else set()
-        return splits
-
-    def data_file_names(self) -> dict[str, str]:
-        """The data's file (or folder) per split, by its own name: split -> name."""
-        return {
-            split: published_name(str(self.data[f"{split}_file"])) or ""
-            for split in FILE_SPLITS
-            if self.data.get(f"{split}_file")
-        }
-
-    def _class_folders_name(self, folder: Path) -> str:
-        """A folder of class folders is its data set (bbc/), unless train's and test's lie side by side: then the
-        folder holding both is (aclImdb/ of aclImdb/train and aclImdb/test)."""
-        train, test = (self.data.get(f"{split}_file") for split in ("train", "test"))
-        side_by_side = train and test and train != test and Path(str(train)).parent == Path(str(test)).parent
-        return (folder.parent.name if side_by_side else folder.name) or "local data"
-
-    def split_sizes(self) -> dict[str, Any]:
-        """Rows per split: metrics.json's data.sizes; older runs recorded only validation and test."""
-        recorded = self.get("data", "sizes")
-        sizes = {}
-        if isinstance(recorded, dict):
-            sizes = {split: size for split, size in recorded.items() if is_number(size)}
-        for split in ("validation", "test"):
-            if split not in sizes and is_number(self.get(split, "num_samples")):
-                sizes[split] = self.get(split, "num_samples")
-        return sizes
+    run: RunDir
+    name: str
+    labels: list[str]
+    is_encoder: bool
+    base: str | None  # the checkpoint fine-tuned (model.name_or_path); None for the from-scratch encoder
+    encoder: dict[str, Any]  # config.yaml model.encoder: the from-scratch encoder's shape
+    tokenizer: str | None
+    data: dict[str, Any]  # config.yaml data: where the rows came from and how they were read
+    train: dict[str, Any]  # config.yaml train
+    license: str | None
+    long_text_rule: LongTextRule  # how texts longer than the fixed length were read: cut or in windows
+    text_spec: TextSpec  # how the run built its texts from its data's columns
+    multi_label: bool  # data.task multi_label: any number of labels per text; `accuracy` is subset accuracy
+    ranking_metric: str  # what picked the model, and leads its comparisons (run.directory.ranking_metric)
+    headline_metrics: list[str]
+    untrained: list[str]  # classes without training rows
+    selection_cut_off: str  # how the kept model's validation score decided labels, where thresholds differ
+    num_parameters: int | None
+    finished_at: str | None
+    test: Scores
+    validation: Scores
+    data_record: DataRecord
+    tokenization: Tokenization
+    training: Training
+    timings: Timings
+    seed: int | None
+    best_step: int | None
+    best_score: float | None
+    thresholds: dict[str, float] | None  # the decision thresholds chosen on validation, by class
+    threshold_kind: str | None
+    baseline: Any  # metrics.json `baseline` as recorded: one model's figures, several by name, or an error
+    calibration: Any  # metrics.json `calibration` (older runs: test.calibration) as recorded
+    distill: dict[str, Any] | None  # how a distilled model was made (pipeline.distill.teacher.student_rows)
+    versions: dict[str, Any] | None
+    device: dict[str, Any] | None
 
     @property
-    def text_spec(self) -> TextSpec:
-        """How the run built its texts from its data's columns."""
-        return TextSpec.from_settings(self.data, DATA_DEFAULTS)
+    def from_hub(self) -> bool:
+        return self.data.get("source", DATA_DEFAULTS.source) == "hub"
 
-    def text_rule(self) -> str:
-        spec = self.text_spec
+    @property
+    def accuracy_name(self) -> str:
+        return "subset accuracy" if self.multi_label else "accuracy"
 
-        def built(columns: tuple[str, ...]) -> str:
-            if len(columns) == 1:
-                return f"the `{columns[0]}` column"
-            return f"the columns {', '.join(f'`{c}`' for c in columns)} joined by {json.dumps(spec.separator)}"
 
-        if spec.pair_columns:
-            return f"a sentence pair: its first text {built(spec.columns)}, its second {built(spec.pair_columns)}"
-        return built(spec.columns)
+def read_facts(run: RunDir, config: dict[str, Any], metrics: dict[str, Any]) -> CardFacts:
+    """The card's facts from config.yaml's and metrics.json's mappings: the one reader of metrics.json here."""
 
-    def model_phrase(self) -> str:
-        """What the model is and how it was made, as the intro's clause."""
-        if self.is_encoder:
-            layers = self.setting("model", "encoder", "num_layers")
-            width = self.setting("model", "encoder", "hidden_size")
-            shape = f"{layers}-layer, {width}-wide " if layers and width else ""
-            if self.distill is None:
-                return f"a {shape}Transformer encoder trained from scratch, without pretraining"
-            start = (
-                ", whose token embeddings it started from"
-                if isinstance(self.distill.get("init_embeddings"), dict)
-                else ""
-            )
-            return f"a {shape}Transformer encoder without pretraining, distilled from {self.teacher_phrase()}{start}"
-        base = hub_id(self.base)
-        made = "fine-tuned" if self.distill is None else f"fine-tuned by distillation from {self.teacher_phrase()}"
-        if base:
-            return f"[{base}](https://huggingface.co/{base}), {made}"
-        return f"the pretrained checkpoint `{published_name(self.base)}` (a local folder), {made}"
+    def get(*keys: str) -> Any:
+        return nested_get(metrics, *keys)
 
-    def teacher_name(self) -> str | None:
-        """The teacher of a distilled model by its own name: its run's folder (also when train.distill.teacher named
-        the run's model/ folder)."""
-        teacher = (self.distill or {}).get("teacher")
-        if not isinstance(teacher, str) or not teacher:
-            return None
-        path = Path(teacher)
-        return published_name(str(path.parent) if path.name == MODEL_DIR and path.parent.name else teacher)
+    def group(cls: type, key: str) -> Any:
+        return cls(**{field.name: get(key, field.name) for field in fields(cls)})
 
-    def teacher_phrase(self) -> str:
-        return f"the teacher `{self.teacher_name()}`" if self.teacher_name() else "a teacher"
+    def mapping(value: Any) -> dict[str, Any]:
+        return value if isinstance(value, dict) else {}
 
-    def published_id(self) -> str:
-        """What usage examples load the model by: a placeholder for its Hub id (HUB_ID_PLACEHOLDER)."""
-        return HUB_ID_PLACEHOLDER.format(name=self.run.path.name)
+    kind = get("run", "model_kind") or nested_get(config, "model", "kind") or "pretrained"
+    data = mapping(config.get("data"))
+    metric = ranking_metric(metrics)
+    best_score, calibration = get("best", f"validation_{metric}"), get("calibration")
+    licence, seed = nested_get(config, "run", "license"), get("data", "seed")
+    return CardFacts(
+        run=run,
+        name=str(get("run", "name") or nested_get(config, "run", "name") or run.path.name),
+        labels=[str(label) for label in get("labels") or []],
+        is_encoder=kind == "encoder",
+        base=None if kind == "encoder" else nested_get(config, "model", "name_or_path"),
+        encoder=mapping(nested_get(config, "model", "encoder")),
+        tokenizer=nested_get(config, "tokenizer", "name_or_path"),
+        data=data,
+        train=mapping(config.get("train")),
+        license=str(licence) if licence else None,
+        long_text_rule=LongTextRule.from_settings(config.get("tokenizer") or {}),
+        text_spec=TextSpec.from_settings(data, DATA_DEFAULTS),
+        multi_label="multi_label" in (get("data", "task"), data.get("task")),
+        ranking_metric=metric,
+        headline_metrics=headline_metrics(metrics),
+        untrained=untrained_classes(metrics),
+        selection_cut_off=selection_cut_off(metrics),
+        num_parameters=get("run", "num_parameters"),
+        finished_at=get("run", "finished_at"),
+        test=group(Scores, "test"),
+        validation=group(Scores, "validation"),
+        data_record=group(DataRecord, "data"),
+        tokenization=group(Tokenization, "tokenization"),
+        training=group(Training, "training"),
+        timings=group(Timings, "timings"),
+        seed=seed if seed is not None else nested_get(config, "run", "seed"),
+        best_step=get("best", "step"),
+        best_score=best_score if is_number(best_score) else get("best", "score"),
+        thresholds=get("thresholds", "thresholds"),
+        threshold_kind=get("thresholds", "kind"),
+        baseline=get("baseline"),
+        calibration=calibration if calibration is not None else get("test", "calibration"),
+        distill=get("distill") if isinstance(get("distill"), dict) else None,
+        versions=get("versions"),
+        device=get("device"),
+    )
 
-    def run_reference(self) -> str:
-        """The run directory as a command names it, relative (runs/<name>): not this machine's absolute path."""
-        return f"{self.run.path.parent.name or 'runs'}/{self.run.path.name}"
 
-    def tokenizer_class(self) -> str | None:
-        """The tokenizer class model/tokenizer_config.json names (transformers' own: BertTokenizer, ...), or None."""
-        try:
-            saved = json.loads((self.run.model_dir / TOKENIZER_CONFIG_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        name = saved.get("tokenizer_class") if isinstance(saved, dict) else None
-        return name if isinstance(name, str) and name else None
+def split_sizes(facts: CardFacts) -> dict[str, Any]:
+    """Rows per split: metrics.json's data.sizes; older runs recorded only validation and test."""
+    sizes = {split: n for split, n in (facts.data_record.sizes or {}).items() if is_number(n)}
+    for split, scores in (("validation", facts.validation), ("test", facts.test)):
+        if split not in sizes and is_number(scores.num_samples):
+            sizes[split] = scores.num_samples
+    return sizes
 
-    def task_phrase(self) -> str:
-        labels = f"{len(self.labels)} labels ({', '.join(self.labels)})"
-        if self.multi_label:
-            return f"says which of its {labels} apply, any number of them, each with its probability"
-        return f"returns one of {labels} and its probability"
 
-    def dataset_phrase(self) -> str:
-        if self.from_hub:
-            name = self.data.get("hub_name")
-            config = self.data.get("hub_config")
-            # data.hub_name may be a local folder that `datasets` reads (save_to_disk's, the Hub's data/ layout of
-            # Parquet shards): named by its own name, as a local file is, not by a path on this machine.
-            if hub_id(name):
-                dataset = f"the Hub dataset [{name}](https://huggingface.co/datasets/{name})"
-            else:
-                dataset = f"the local dataset folder `{published_name(name) or 'unknown'}`"
-            return dataset + (f" (config `{config}`)" if config else "")
-        return self._local_data()[1]
+def read_from_folders(facts: CardFacts) -> set[str]:
+    """The splits read from a folder of class folders or of class files (data.class_folders, data.class_files)."""
+    record = facts.data_record
+    return {split for read in (record.class_folders, record.class_files) if isinstance(read, dict) for split in read}
+
+
+def data_file_names(facts: CardFacts) -> dict[str, str]:
+    """The data's file (or folder) per split, by its own name: split -> name."""
+    data = facts.data
+    return {
+        split: published_name(str(data[f"{split}_file"])) or "" for split in FILE_SPLITS if data.get(f"{split}_file")
+    }
+
+
+def local_data(facts: CardFacts) -> tuple[str, str]:
+    """Local data as (the `datasets` builder that reads it, its name: its files' names, or a folder of class
+    folders' own, with what it is: "a_train.csv (local file)", "train.csv, test.csv (local files)")."""
+    data = facts.data
+    split = "test" if data.get("test_file") else "train"
+    if split in read_from_folders(facts):
+        # A folder of class folders is its data set (bbc/), unless train's and test's lie side by side: then the
+        # folder holding both is (aclImdb/ of aclImdb/train and aclImdb/test).
+        train, test = (data.get(f"{split}_file") for split in ("train", "test"))
+        side_by_side = train and test and train != test and Path(str(train)).parent == Path(str(test)).parent
+        folder = Path(str(data.get(f"{split}_file") or ""))
+        return _FOLDER_BUILDER, f"{(folder.parent.name if side_by_side else folder.name) or 'local data'} (local files)"
+    builder = _FORMAT_BUILDERS.get(format_read(str(data.get(f"{split}_file") or ""), data.get("file_format")), "csv")
+    names = list(dict.fromkeys(data_file_names(facts).values()))
+    kind = "local file" if len(names) == 1 else "local files"
+    return builder, f"{', '.join(names) or 'local data'} ({kind})"
+
+
+def dataset_reference(facts: CardFacts) -> tuple[str, str, str | None, str]:
+    """(model-index dataset type, dataset name, dataset config, the split scored as test: a Hub dataset's own
+    name for it where data.hub_splits maps one, as GLUE MNLI's validation_mismatched)."""
+    if facts.from_hub:
+        name = published_name(facts.data.get("hub_name")) or "unknown"
+        test_split = str((facts.data.get("hub_splits") or {}).get("test", "test"))
+        return name, name, facts.data.get("hub_config"), test_split
+    builder, name = local_data(facts)
+    return builder, name, None, "test"
+
+
+def teacher_name(facts: CardFacts) -> str | None:
+    """The teacher of a distilled model by its own name: its run's folder (also when train.distill.teacher named
+    the run's model/ folder)."""
+    teacher = (facts.distill or {}).get("teacher")
+    if not isinstance(teacher, str) or not teacher:
+        return None
+    path = Path(teacher)
+    return published_name(str(path.parent) if path.name == MODEL_DIR and path.parent.name else teacher)
+
+
+def tokenizer_class(facts: CardFacts) -> str | None:
+    """The tokenizer class model/tokenizer_config.json names (transformers' own: BertTokenizer, ...), or None."""
+    try:
+        saved = json.loads((facts.run.model_dir / TOKENIZER_CONFIG_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    name = saved.get("tokenizer_class") if isinstance(saved, dict) else None
+    return name if isinstance(name, str) and name else None

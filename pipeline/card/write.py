@@ -3,28 +3,30 @@
     write_model_card("runs/ag_news_bert")                  # -> runs/ag_news_bert/model/README.md
     python -m pipeline.report --model-card runs/ag_news_bert   # the same, for a run made before cards existed
 
-The card is YAML metadata (built with huggingface_hub's ModelCardData and EvalResult: pipeline tag, library, base
-model and dataset when they come from the Hub, licence from `run.license`, and a `model-index` holding the test
-metrics, which the Hub renders as an evaluation widget; local data is named by its files) followed by Markdown a
-person reads: what the model does, its licence (or how to set one), its labels, the data and splits, the training
-settings, how a distilled model was distilled, the test metrics per class, a baseline and calibration where
-metrics.json records them, limitations, how to use it (by a placeholder Hub id: a published card names no path of
-this machine) and the environment it was trained in.
+The card is YAML metadata (huggingface_hub's ModelCardData and EvalResult: pipeline tag, library, base model and
+dataset when they come from the Hub, licence from `run.license`, and a `model-index` holding the test metrics, which
+the Hub renders as an evaluation widget; local data is named by its files) followed by Markdown a person reads: what
+the model does, its licence (or how to set one), its labels, the data and splits, the training settings, how a
+distilled model was distilled, the test metrics per class, a baseline and calibration where metrics.json records
+them, limitations, how to use it (by a placeholder Hub id: a published card names no path of this machine) and the
+environment it was trained in.
 
-Everything comes from config.yaml, metrics.json and (for one example) test_predictions.csv, read through
-`pipeline.run.directory`; keys that older runs, or newer stages, may lack are read defensively and their lines left out.
-This module writes the card and its metadata; the facts it is written from are read in
-pipeline/card/facts.py, the readable sections are written in pipeline/card/sections.py.
+The text is the Jinja template pipeline/card/template.md, filled by ModelCard.from_template (as setfit writes its
+cards; offline: nothing here touches the network) with the run's facts (pipeline/card/facts.py, read from
+config.yaml, metrics.json and, for one example, test_predictions.csv) and what phrases.py and rows.py write from them.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from pipeline.card.facts import CardFacts, hub_id
-from pipeline.card.sections import CardSections
+from huggingface_hub import EvalResult, ModelCard, ModelCardData
+
+from pipeline.card.facts import CardFacts, dataset_reference, hub_id, read_facts
+from pipeline.card.phrases import data_values, intro_values, limitations_values, usage_values
+from pipeline.card.rows import table_values
 from pipeline.common.io import atomic_write_text
+from pipeline.models.modeling_encoder import MODEL_TYPE
 from pipeline.run.directory import (
     MODEL_CONFIG_FILE,
     RunDir,
@@ -35,6 +37,9 @@ from pipeline.run.directory import (
     saved_model_config,
 )
 
+__all__ = ["build_model_card", "card_data", "hub_id", "warn_if_not_portable", "write_model_card"]
+
+TEMPLATE_PATH = Path(__file__).with_name("template.md")
 TASK_TYPE = "text-classification"
 TASK_NAME = "Text Classification"
 
@@ -47,25 +52,26 @@ def write_model_card(run_dir: str | Path) -> Path:
     return run.model_card_path
 
 
-def build_model_card(run: RunDir) -> Any:
-    """The card as a huggingface_hub.ModelCard (metadata parsed back from the text, so what is written parses)."""
-    from huggingface_hub import ModelCard
-
+def build_model_card(run: RunDir) -> ModelCard:
+    """The card of a finished run, as a huggingface_hub.ModelCard."""
     run.check_finished()  # "metrics.json is missing — the run did not finish evaluation", and the like
     if not is_model_dir(run.model_dir):
         raise RunDirError(f"{run.model_dir}: missing (no {MODEL_CONFIG_FILE}) — the run saved no model to describe")
-    metrics = run.read_metrics()
-    card = CardSections(run, run.read_config(), metrics)
-    metadata = card_data(card).to_yaml()
-    return ModelCard(f"---\n{metadata}\n---\n\n{card.body()}")
+    return render_card(read_facts(run, run.read_config(), run.read_metrics()))
 
 
-def card_data(facts: CardFacts) -> Any:
+def render_card(facts: CardFacts) -> ModelCard:
+    """The template filled from `facts`: metadata from card_data, text from the facts and what is written from them."""
+    values = {**intro_values(facts), **data_values(facts), **limitations_values(facts), **usage_values(facts)}
+    values |= table_values(facts)
+    values["label_rows"] = list(enumerate(facts.labels))
+    return ModelCard.from_template(card_data(facts), template_path=str(TEMPLATE_PATH), facts=facts, **values)
+
+
+def card_data(facts: CardFacts) -> ModelCardData:
     """The card's YAML metadata: pipeline tag, library, base model and dataset when they come from the Hub, licence,
-    and the model-index of test metrics."""
-    from huggingface_hub import EvalResult, ModelCardData
-
-    dataset_type, dataset_name, dataset_config, dataset_split = facts.dataset_reference()
+    and the model-index of the test metrics it has."""
+    dataset_type, dataset_name, dataset_config, dataset_split = dataset_reference(facts)
     common = dict(
         task_type=TASK_TYPE,
         task_name=TASK_NAME,
@@ -74,37 +80,28 @@ def card_data(facts: CardFacts) -> Any:
         dataset_config=dataset_config,
         dataset_split=dataset_split,
     )
-    results = [
-        EvalResult(
-            **common,
-            metric_type="accuracy",
-            metric_name=facts.accuracy_name.capitalize(),
-            metric_value=facts.get("test", "accuracy"),
-        )
-    ]
-    for average in ("macro", "micro"):
-        if is_number(facts.get("test", f"{average}_f1")):
+    results = []
+    if is_number(facts.test.accuracy):
+        name = facts.accuracy_name.capitalize()
+        results.append(EvalResult(**common, metric_type="accuracy", metric_name=name, metric_value=facts.test.accuracy))
+    for average, value in (("macro", facts.test.macro_f1), ("micro", facts.test.micro_f1)):
+        if is_number(value):
+            args = {"average": average}
+            name = f"{average.capitalize()}-F1"
             results.append(
-                EvalResult(
-                    **common,
-                    metric_type="f1",
-                    metric_name=f"{average.capitalize()}-F1",
-                    metric_args={"average": average},
-                    metric_value=facts.get("test", f"{average}_f1"),
-                )
+                EvalResult(**common, metric_type="f1", metric_name=name, metric_args=args, metric_value=value)
             )
-    license_id = facts.setting("run", "license")
-    tags = [TASK_TYPE] + (["custom_code"] if facts.is_encoder else [])
+    hub_dataset = hub_id(facts.data.get("hub_name")) if facts.from_hub else None
     return ModelCardData(
         base_model=hub_id(facts.base),
-        datasets=[facts.data["hub_name"]] if facts.from_hub and hub_id(facts.data.get("hub_name")) else None,
+        datasets=[hub_dataset] if hub_dataset else None,
         library_name="transformers",
-        license=str(license_id) if license_id else None,
+        license=facts.license,
         metrics=["accuracy", "f1"],
         model_name=facts.name,
         pipeline_tag=TASK_TYPE,
-        tags=tags,
-        eval_results=results,
+        tags=[TASK_TYPE] + (["custom_code"] if facts.is_encoder else []),
+        eval_results=results or None,
     )
 
 
@@ -112,8 +109,6 @@ def warn_if_not_portable(run_dir: str | Path, notes: list[str] | None = None) ->
     """A from-scratch encoder saved before its code was stored with it: say how to fix that (RunDirWarning)."""
     run = RunDir(Path(run_dir))
     saved = saved_model_config(run.model_dir) or {}
-    from pipeline.models.modeling_encoder import MODEL_TYPE
-
     if saved.get("model_type") == MODEL_TYPE and not saved.get("auto_map"):
         note(
             [] if notes is None else notes,
