@@ -4,13 +4,20 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
+from matplotlib.backends.backend_agg import RendererAgg
 
 from pipeline.report.plots import (
     MAX_PLOTTED_CLASSES,
     MAX_TICK_CHARACTERS,
+    EvalCurve,
+    OperatingCurve,
     confusion_matrix_figure,
     figure_to_png,
+    operating_curves_figure,
     per_class_f1_figure,
+    reliability_figure,
+    validation_curves_figure,
 )
 from pipeline.report.render import _md_escape
 
@@ -87,3 +94,63 @@ def test_a_long_class_name_is_shortened_on_the_axes_and_kept_whole_in_the_summar
         f1_rows[0] == f"F1: {long_name}" and f1_rows[MAX_PLOTTED_CLASSES - 1] == f"F1: class {MAX_PLOTTED_CLASSES - 1}"
     )
     assert f1_rows[MAX_PLOTTED_CLASSES:] == ["F1: 5 smaller classes"]
+
+
+def long_names(count: int, length: int = 28) -> list[str]:
+    return [f"class {i} of a long name that goes on"[:length] for i in range(count)]
+
+
+def curve(name: str, offset: float = 0.0) -> OperatingCurve:
+    grid = np.linspace(0, 1, 11)
+    return OperatingCurve(name, grid, np.sqrt(grid), grid, 1 - grid / 2 + offset / 10, 0.81, 0.77, (0.2, 0.6, 0.8))
+
+
+# One figure of each kind plots.py draws, with the names that crowd its edges.
+FIGURES = {
+    "confusion 4 short": lambda: confusion_matrix_figure(np.eye(4) * 9, ["n0 a", "n1 b", "n2 c", "n3 d"], "run"),
+    "confusion 4 ag news": lambda: confusion_matrix_figure(np.eye(4) * 9, ["World", "Sports", "Business", "Sci/Tech"]),
+    "confusion 2 tiny": lambda: confusion_matrix_figure([[5, 1], [2, 7]], ["a", "b"], "a title longer than its image"),
+    "confusion 12 long": lambda: confusion_matrix_figure(np.eye(12) * 9 + 1, long_names(12), "run with long names"),
+    "confusion 40 long": lambda: confusion_matrix_figure(np.eye(40) * 9 + 1, long_names(40, 45), "many"),
+    "per-class F1 long": lambda: per_class_f1_figure(long_names(12), {"run a": [0.5] * 12, "run b": [0.9] * 12}),
+    "per-class F1 short": lambda: per_class_f1_figure(["a", "b"], {"a run with a long name": [0.5, None]}),
+    "validation curves": lambda: validation_curves_figure(
+        [
+            EvalCurve("run a", [10, 20, 30], [5.0, 10.0, 15.0], [0.5, 0.7, 0.8], best_step=30),
+            EvalCurve("run b", [10, 20], [None, 400.0], [0.4, 0.6], metric="macro_f1", metric_name="macro-F1"),
+        ]
+    ),
+    "operating curves": lambda: operating_curves_figure([curve("World"), curve("Sci/Tech", 1)], title="run (test)"),
+    "reliability": lambda: reliability_figure(
+        [{"count": 3, "confidence": 0.6, "accuracy": 0.5}, {"count": 9, "confidence": 0.9, "accuracy": 0.95}],
+        [{"count": 3, "confidence": 0.55, "accuracy": 0.5}],
+        0.0812,
+        0.0104,
+        title="a run (test)",
+    ),
+}
+
+
+@pytest.mark.parametrize("make", FIGURES.values(), ids=FIGURES.keys())
+def test_every_text_of_a_figure_lies_inside_its_saved_image(make, monkeypatch):
+    """The confusion matrix's "true class" fell off the left edge of its PNG (constrained layout beside the colour
+    bar): every text a figure draws into its saved image must lie inside it. The texts are recorded as the saving
+    call renders them (not in its layout passes, which draw nothing), in the saved image's pixels."""
+    drawn = []
+    draw_text = RendererAgg.draw_text
+
+    def record(renderer, gc, x, y, s, prop, angle, ismath=False, mtext=None):
+        draw_text(renderer, gc, x, y, s, prop, angle, ismath=ismath, mtext=mtext)
+        if mtext is not None:
+            drawn.append((mtext.get_text(), mtext.get_window_extent(renderer)))
+
+    monkeypatch.setattr(RendererAgg, "draw_text", record)
+    png = figure_to_png(make())
+    width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")  # the PNG's IHDR
+    assert drawn and width > 100 and height > 100
+    outside = [
+        (text, [round(value) for value in extent.extents])
+        for text, extent in drawn
+        if extent.x0 < -1 or extent.y0 < -1 or extent.x1 > width + 1 or extent.y1 > height + 1
+    ]
+    assert not outside, f"texts outside the {width} x {height} image: {outside}"

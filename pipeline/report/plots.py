@@ -21,6 +21,10 @@ from pipeline.common.io import atomic_path
 
 # Rendered at 1.5x the CSS size so charts stay sharp on high-density screens.
 PNG_DPI = 144
+# How every figure is saved: cropped to what it draws, plus a margin. Constrained layout alone let the confusion
+# matrix's "true class" fall off the image's left edge (a fixed-aspect image beside its colour bar, short class
+# names); the tight box is measured on the drawn texts, so every one of them lies inside the image.
+SAVE_OPTIONS = {"format": "png", "dpi": PNG_DPI, "bbox_inches": "tight", "pad_inches": 0.08}
 _RUN_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 
 
@@ -67,7 +71,7 @@ class EvalCurve:
 
 def figure_to_png(figure: Figure) -> bytes:
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=PNG_DPI)
+    figure.savefig(buffer, **SAVE_OPTIONS)
     return buffer.getvalue()
 
 
@@ -75,8 +79,8 @@ def save_png(figure: Figure, path: str | Path) -> Path:
     """Write `figure` as a PNG atomically: a reader never sees a half-written image."""
     path = Path(path)
     with atomic_path(path) as temp_path:
-        # The temporary name ends in .tmp, from which matplotlib could not infer the format.
-        figure.savefig(temp_path, format="png", dpi=PNG_DPI)
+        # The temporary name ends in .tmp, from which matplotlib could not infer the format: SAVE_OPTIONS names it.
+        figure.savefig(temp_path, **SAVE_OPTIONS)
     return path
 
 
