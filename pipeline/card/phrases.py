@@ -228,27 +228,6 @@ def per_split_record(record: Any, entry: Callable[[str, Any], str]) -> str:
     return "; ".join(parts)
 
 
-def long_text_limit(facts: CardFacts, length: int) -> str:
-    """What the model reads of a text longer than `length` tokens, by the run's tokenizer settings."""
-    rule = facts.long_text_rule
-    if facts.text_spec.pair_columns:
-        return f"A pair longer than {length} tokens is cut to that length, keeping {PAIR_CUT}."
-    if rule.long_text == "chunk":
-        return (
-            f"A text longer than {length} tokens is read as overlapping windows of {length} tokens (at most "
-            f"{rule.max_chunks}: the first {rule.max_chunks - 1} and the last), whose scores are pooled; the "
-            "middle of a longer text is skipped."
-        )
-    kept = {
-        "tail": "their last tokens: a long document is judged on its end only.",
-        "head_tail": (
-            f"their first {pct(rule.head_fraction, 0)} and last {pct(1 - rule.head_fraction, 0)} of that "
-            "length: the middle of a long document is ignored."
-        ),
-    }.get(rule.truncation, "their first tokens: a long document is judged on its beginning only.")
-    return f"Texts are cut to {length} tokens, keeping {kept}"
-
-
 def example_input(facts: CardFacts) -> str:
     """transformers.pipeline's argument for the example: the first test text (test_predictions.csv) on one line,
     cut at a word; for a pair model a {text, text_pair} dict."""
@@ -288,29 +267,18 @@ def tokenizer_code(model: str, tokenizer_class: str | None) -> list[str]:
     ]
 
 
-def published_id(facts: CardFacts) -> str:
-    """What usage examples load the model by: a placeholder for its Hub id (HUB_ID_PLACEHOLDER)."""
-    return HUB_ID_PLACEHOLDER.format(name=facts.run.path.name)
-
-
-def per_class_unfound(facts: CardFacts) -> dict[str, Any]:
-    """Classes of test texts the model found none of (recall 0), those without training rows aside."""
+def untrained_values(facts: CardFacts) -> dict[str, Any]:
+    """Classes without training rows, and classes of test texts the model found none of (recall 0), those aside."""
     per_class = facts.test.per_class if isinstance(facts.test.per_class, dict) else {}
-    return {
+    unfound = {
         name: scores.get("support")
         for name, scores in per_class.items()
         if isinstance(scores, dict) and per_class_score(scores, "recall") == 0 and name not in facts.untrained
     }
-
-
-def untrained_values(facts: CardFacts) -> dict[str, Any]:
-    unfound = per_class_unfound(facts)
     return {
         "untrained_names": ", ".join(f"`{name}`" for name in facts.untrained),
         "untrained_consequence": untrained_consequence(facts.untrained) if facts.untrained else "",
-        "unfound": ", ".join(
-            f"`{name}` ({count(support)} test text{'' if support == 1 else 's'})" for name, support in unfound.items()
-        ),
+        "unfound": ", ".join(f"`{name}` ({count(n)} test text{'' if n == 1 else 's'})" for name, n in unfound.items()),
         "unfound_pronoun": "it" if len(unfound) == 1 else "them",
     }
 
@@ -324,7 +292,8 @@ def limitations_values(facts: CardFacts) -> dict[str, Any]:
         shares = ", ".join(f"{split} {pct(share)}" for split, share in truncated.items() if is_number(share))
     train_size = split_sizes(facts).get("train")
     return {
-        "long_text_limit": long_text_limit(facts, int(length)) if is_number(length) else "",
+        "pair_cut": PAIR_CUT,
+        "pct": pct,
         "truncated_shares": shares if isinstance(truncated, dict) and is_number(length) else None,
         "trained_on": f"{count(train_size)} training texts" if is_number(train_size) else "its training data",
         "baseline_beats": baseline_beats(facts),
@@ -334,17 +303,23 @@ def limitations_values(facts: CardFacts) -> dict[str, Any]:
 
 def baseline_beats(facts: CardFacts) -> str:
     """The limitation a baseline more accurate than this model (by the ranking metric) is; "" where none is."""
-    # metrics.json's baseline record: its figures at its top level or under `test`.
-    record, key = facts.baseline, facts.ranking_metric
-    figures = [r for r in (record, nested_record(record, "test")) if isinstance(r, dict) and is_number(r.get(key))]
-    ours = test_score(facts, key)
-    if not figures or not is_number(ours) or figures[0][key] <= ours:
+    key, ours = facts.ranking_metric, test_score(facts, facts.ranking_metric)
+    (theirs,) = baseline_figures(facts.baseline, [key]) or (None,)
+    if not is_number(ours) or not is_number(theirs) or theirs <= ours:
         return ""
     better = "is more accurate" if key == "accuracy" else f"scores a higher {RANKING_METRICS[key]}"
     return (
-        f"The {baseline_name(record)} baseline {better} on the same test split ({metric_value(key, figures[0][key])} "
+        f"The {baseline_name(facts.baseline)} baseline {better} on the same test split ({metric_value(key, theirs)} "
         f"against {metric_value(key, ours)}): as trained, this model does not earn its cost over it."
     )
+
+
+def baseline_figures(record: Any, keys: list[str]) -> tuple[Any, ...] | None:
+    """The `keys` figures of a baseline record (the first a number), at its top level or under `test`."""
+    for candidate in (record, nested_record(record, "test")):
+        if isinstance(candidate, dict) and is_number(candidate.get(keys[0])):
+            return tuple(candidate.get(key) for key in keys)
+    return None
 
 
 def baseline_name(record: Any, key: str = "baseline") -> str:
@@ -357,15 +332,16 @@ def usage_values(facts: CardFacts) -> dict[str, Any]:
     """The How to use section's: the example call, and what transformers.pipeline does otherwise than training."""
     length = facts.tokenization.max_length
     saved = saved_model_config(facts.run.model_dir) or {}
+    model_id = HUB_ID_PLACEHOLDER.format(name=facts.run.path.name)  # its Hub id once uploaded, unknown here
     return {
-        "model_id": published_id(facts),
+        "model_id": model_id,
         "example_input": example_input(facts),
         "truncation": f", truncation=True, max_length={int(length)}" if is_number(length) else "",
         "thresholds_note": thresholds_note(facts),
         "decision_file": DECISION_FILE,
         "reads_long_texts_otherwise": not facts.long_text_rule.is_plain_head,
         "has_auto_map": "AutoModelForSequenceClassification" in (saved.get("auto_map") or {}),
-        "tokenizer_code": "\n".join(tokenizer_code(published_id(facts), tokenizer_class(facts))),
+        "tokenizer_code": "\n".join(tokenizer_code(model_id, tokenizer_class(facts))),
     }
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from pipeline.card.facts import CardFacts, hub_id, published_name, teacher_name
 from pipeline.card.phrases import (
     MAX_CONFUSION_CLASSES,
+    baseline_figures,
     baseline_name,
     count,
     duration,
@@ -178,14 +179,6 @@ def confusion_rows(facts: CardFacts) -> Rows:
     if not (isinstance(matrix, list) and len(matrix) == len(facts.labels) <= MAX_CONFUSION_CLASSES):
         return []
     return [(facts.labels[i], *[count(v) for v in row]) for i, row in enumerate(matrix)]
-
-
-def baseline_figures(record: Any, keys: list[str]) -> tuple[Any, ...] | None:
-    """The `keys` figures of a baseline record (the first a number), at its top level or under `test`."""
-    for candidate in (record, nested_record(record, "test")):
-        if isinstance(candidate, dict) and is_number(candidate.get(keys[0])):
-            return tuple(candidate.get(key) for key in keys)
-    return None
 
 
 def baseline_table(facts: CardFacts) -> dict[str, Any] | None:

@@ -80,17 +80,17 @@ def card_data(facts: CardFacts) -> ModelCardData:
         dataset_config=dataset_config,
         dataset_split=dataset_split,
     )
-    results = []
-    if is_number(facts.test.accuracy):
-        name = facts.accuracy_name.capitalize()
-        results.append(EvalResult(**common, metric_type="accuracy", metric_name=name, metric_value=facts.test.accuracy))
-    for average, value in (("macro", facts.test.macro_f1), ("micro", facts.test.micro_f1)):
-        if is_number(value):
-            args = {"average": average}
-            name = f"{average.capitalize()}-F1"
-            results.append(
-                EvalResult(**common, metric_type="f1", metric_name=name, metric_args=args, metric_value=value)
-            )
+    test = facts.test
+    figures = [("accuracy", facts.accuracy_name.capitalize(), None, test.accuracy)]
+    figures += [
+        ("f1", f"{a.capitalize()}-F1", {"average": a}, v)
+        for a, v in (("macro", test.macro_f1), ("micro", test.micro_f1))
+    ]
+    results = [
+        EvalResult(**common, metric_type=kind, metric_name=name, metric_args=args, metric_value=value)
+        for kind, name, args, value in figures
+        if is_number(value)  # a model-index result needs its figure
+    ]
     hub_dataset = hub_id(facts.data.get("hub_name")) if facts.from_hub else None
     return ModelCardData(
         base_model=hub_id(facts.base),
