@@ -1,7 +1,8 @@
 """What a finished run says about its model, as typed facts for the model card (pipeline/card/write.py fills
 pipeline/card/template.md from them). `read_facts` is the one place that reads metrics.json's mapping: every figure
 and record the card uses is picked out there, defensively (keys that older runs, or newer stages, may lack read as
-None), and the card's phrases and tables are written from the fields alone. A card is published: it names local
+None). Records whose shape varies by run (distill, baseline, calibration, duplicates, per-class scores) are kept as
+recorded, and phrases.py and rows.py read them where they write them out. A card is published: it names local
 files and folders by their own names, never by their paths on this machine.
 """
 

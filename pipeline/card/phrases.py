@@ -92,13 +92,17 @@ def intro_values(facts: CardFacts) -> dict[str, Any]:
         "headline": ", ".join(figures[:-1]) + " and " + figures[-1],
         "test_count": count(facts.test.num_samples),
         "run_reference": f"{facts.run.path.parent.name or 'runs'}/{facts.run.path.name}",
-        "teacher_phrase": f"the teacher `{teacher_name(facts)}`" if teacher_name(facts) else "a teacher",
+        "teacher_phrase": teacher_phrase(facts),
     }
+
+
+def teacher_phrase(facts: CardFacts) -> str:
+    return f"the teacher `{teacher_name(facts)}`" if teacher_name(facts) else "a teacher"
 
 
 def model_phrase(facts: CardFacts) -> str:
     """What the model is and how it was made, as the intro's clause."""
-    teacher = f"the teacher `{teacher_name(facts)}`" if teacher_name(facts) else "a teacher"
+    teacher = teacher_phrase(facts)
     if facts.is_encoder:
         layers, width = facts.encoder.get("num_layers"), facts.encoder.get("hidden_size")
         shape = f"{layers}-layer, {width}-wide " if layers and width else ""
