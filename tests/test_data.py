@@ -1581,7 +1581,7 @@ def test_parquet_list_of_class_labels_gives_a_multi_label_task_its_class_names(t
 
 
 def test_class_label_names_read_from_each_metadata_layout():
-    from pipeline.data.formats import class_label_names
+    from pipeline.data.formats.parquet import class_label_names
 
     def metadata(features):
         return {b"huggingface": json.dumps({"info": {"features": features}}).encode()}

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.config.schema import DataConfig
-from pipeline.data.tables import TextSpec, format_read
+from pipeline.data.tables import format_read
+from pipeline.data.text import TextSpec
 from pipeline.run.directory import MODEL_DIR, RunDir, is_number, nested_get, ranking_metric
 from pipeline.text.windows import LongTextRule
 

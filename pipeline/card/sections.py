@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pipeline.card.facts import DATA_DEFAULTS, CardFacts, hub_id, published_name
-from pipeline.data.tables import segments_of
+from pipeline.data.text import segments_of
 from pipeline.run.directory import (
     DECISION_FILE,
     PREDICTION_TEXT,

@@ -45,15 +45,13 @@ import pandas as pd
 
 from pipeline.common.errors import DataError
 from pipeline.config.reading import LABEL_COLUMN, TEXT_COLUMN
-from pipeline.data.tables import (
-    Chunk,
-    LineSource,
-    Table,
-    UnknownFormatError,
-    check_encoding,
-    check_wide_encoding,
-    resolve_format,
-)
+from pipeline.data.formats.table import Chunk, Table
+from pipeline.data.labels import Spellings
+from pipeline.data.lines import LineSource, check_encoding
+from pipeline.data.rows import SEPARATE_LABELS_HINT
+from pipeline.data.sniff import check_wide_encoding
+from pipeline.data.split_column import SPLIT_VALUES
+from pipeline.data.tables import UnknownFormatError, resolve_format
 
 logger = logging.getLogger("pipeline.data.load")
 
@@ -358,7 +356,6 @@ def _names_classes(files: Sequence[Path], classes: Sequence[str] | None) -> bool
     matched (labels.Spellings: exactly, or in another case). An inbox's documents are named apart too
     (ticket.1001.txt, ticket.1002.txt: "classes" 1001, 1002) and may hold more lines than there are files; only the
     model's classes tell class files (rt-polarity.neg, rt-polarity.pos for a model of neg and pos) from them."""
-    from pipeline.data.labels import Spellings  # labels reads folders' rows through data, which imports this module
 
     named = _class_file_names(files) if classes else None
     if named is None:
@@ -431,7 +428,6 @@ def _unlike_class_files(files: Sequence[Path], path: str, encoding: str, option:
     mostly hold a tab or a fastText label are rows already labelled (UCI's amazon_cells_labelled.txt, "text<TAB>0";
     SMSSpamCollection, "ham<TAB>text"), read as a file each; files of as many lines, one of them labels, are texts
     and their labels side by side (texts.txt, labels.txt), joined line by line (data.SEPARATE_LABELS_HINT)."""
-    from pipeline.data.load import SEPARATE_LABELS_HINT  # data reads folders through this module
 
     counts = [_line_counts(file, path, encoding, option) for file in files]
     looked_at = sum(count.looked_at for count in counts)
@@ -472,7 +468,6 @@ def _data_file(file: Path) -> bool:
     train.csv) or a split's file (a word of its name one of data.SPLIT_VALUES: cooking.train, tweet_eval's
     train_text.txt). A folder of them given for one file (data/ for data/train.csv) was refused, not read as the
     lines of classes "train" and "test"."""
-    from pipeline.data.load import SPLIT_VALUES  # data reads folders through this module
 
     name = file.name.lower().removesuffix(".gz")
     return _table_file(file) or any(word in SPLIT_VALUES for word in re.split(r"[^a-z0-9]+", name))

@@ -45,11 +45,11 @@ import numpy as np
 
 from pipeline.common.errors import DataError, shorten
 from pipeline.config.schema import override_text
-from pipeline.data.tables import INCOMPLETE_ROWS_HINT, is_blank, is_number_text
+from pipeline.data.text import INCOMPLETE_ROWS_HINT, is_blank, is_number_text
 
 if TYPE_CHECKING:
     from pipeline.config.schema import DataConfig
-    from pipeline.data.load import Table
+    from pipeline.data.rows import SplitRows
 
 # Spreadsheets export integer labels as "1.0": an integer, as 1.0 from a JSON or Parquet column is.
 _INTEGER = re.compile(r"[+-]?[0-9]+(?:\.0*)?")
@@ -167,7 +167,7 @@ class MissingLabel:
         return None
 
 
-def missing_label_rows(table: Table, config: DataConfig, missing: MissingLabel) -> dict[int, tuple[str, str]]:
+def missing_label_rows(table: SplitRows, config: DataConfig, missing: MissingLabel) -> dict[int, tuple[str, str]]:
     """The rows without a label, in order, each with the column that lacks it and what that holds ("" empty, else
     the mark): single-label a missing label; multi-label a set holding a mark (an empty set is a row negative for
     every class, not one without a label); indicator columns (data.label_columns) the row's first cell that is
@@ -221,7 +221,7 @@ def as_int(value: Any) -> int | None:
     return int(text.split(".")[0]) if _INTEGER.fullmatch(text) else None
 
 
-def label_scheme(config: DataConfig, train: Table, hub_names: list[str] | None) -> LabelScheme:
+def label_scheme(config: DataConfig, train: SplitRows, hub_names: list[str] | None) -> LabelScheme:
     """Class names in id order: `data.label_names`, else a Hub ClassLabel (ids from 0), else train's labels."""
     given = given_scheme(config, hub_names)
     return given if given is not None else _inferred_scheme(train, config.label_column, config.label_index_base)
@@ -330,7 +330,7 @@ def _by_value(origin: str, values: str) -> str:
     return f"{origin}; a number names the class of equal value, never an id"
 
 
-def refuse_unsaid_id_base(config: DataConfig, train: Table, scheme: LabelScheme) -> None:
+def refuse_unsaid_id_base(config: DataConfig, train: SplitRows, scheme: LabelScheme) -> None:
     """Ids read against data.label_names from the unset base, 0, where no train label is 0: a file that counts from 1
     (DBpedia's and Yelp's CSV files, ag_news_csv's class index) and lacks its last class in train read every label as
     the class after its own, without an error, the first class merely without rows. A file that counts from 0 and
@@ -357,14 +357,14 @@ def refuse_unsaid_id_base(config: DataConfig, train: Table, scheme: LabelScheme)
         )
 
 
-def _train_label_items(config: DataConfig, train: Table) -> list[Any]:
+def _train_label_items(config: DataConfig, train: SplitRows) -> list[Any]:
     """Every label written in train's label column: one per row (single-label), each item of each set (multi-label)."""
     if config.task == "multi_label":
         return [item for row in _raw_sets(train, config.label_column, config.label_separator) for item in row]
     return [value for value in single_labels(train, config.label_column) if not is_blank(value)]
 
 
-def single_labels(table: Table, column: str) -> list[Any]:
+def single_labels(table: SplitRows, column: str) -> list[Any]:
     """A single-label column's values. A JSON object or list there (JSON Lines, Parquet) is no class: read as its
     str() it became a class named "{'label': 'World', ...}" without a word, so it is an error naming the row."""
     values = table.column(column, "data.label_column")
@@ -401,7 +401,7 @@ def trained_scheme(names: list[str], reading: dict[str, Any] | None, config: Dat
     )
 
 
-def _inferred_scheme(train: Table, column: str, base: int | None) -> LabelScheme:
+def _inferred_scheme(train: SplitRows, column: str, base: int | None) -> LabelScheme:
     values = [value for value in single_labels(train, column) if not is_blank(value)]
     _refuse_unlike_classes(values, train, column)
     ids = [as_int(value) for value in values]
@@ -442,7 +442,7 @@ def _inferred_scheme(train: Table, column: str, base: int | None) -> LabelScheme
     return LabelScheme(names, base or 0, accepts_ids=False, origin=origin)
 
 
-def _warn_unlike_names(rows: Counter[str], train: Table, column: str, separator: str | None) -> None:
+def _warn_unlike_names(rows: Counter[str], train: SplitRows, column: str, separator: str | None) -> None:
     """Classes found in train (and how many rows have each) that look like something else, each named in a WARNING
     before a run learns them: a mark of a missing label (MISSING_LOOKING_LABELS: SNLI's "-"), or label sets joined
     otherwise than by `separator` (None: single-label, whose classes are not sets at all): set_joining."""
@@ -568,7 +568,7 @@ def _set_hint(names: list[str], separator: str | None) -> str:
     )
 
 
-def _refuse_id_gaps(present: list[int], base: int, count: int, base_said: bool, train: Table, column: str) -> None:
+def _refuse_id_gaps(present: list[int], base: int, count: int, base_said: bool, train: SplitRows, column: str) -> None:
     """Inferred ids that skip numbers made a class of each number skipped, which no row teaches: sentiment140's
     polarity 0 and 4 became five classes, three of them never predicted, and the run lost the binary task's
     thresholds and curves. Whether the numbers are codes of their own (two classes) or ids of classes absent here
@@ -589,7 +589,7 @@ def _numbers(numbers: list[int], limit: int = 8) -> str:
     return shown if len(numbers) <= limit else f"{shown}, ... ({len(numbers)} in all)"
 
 
-def _refuse_unlike_classes(values: list[Any], train: Table, column: str) -> None:
+def _refuse_unlike_classes(values: list[Any], train: SplitRows, column: str) -> None:
     """Inferred labels that cannot be classes are an error before anything is split or trained: a regression target
     (fractional numbers, more than MAX_FRACTIONAL_CLASSES of them, most on few rows) or a text or id column (most
     rows' label is their own)."""
@@ -624,7 +624,7 @@ def _check_names(names: list[str]) -> None:
         raise DataError(f"data.label_names: names must be distinct and non-empty, got {names}")
 
 
-def label_ids(table: Table, column: str, scheme: LabelScheme) -> list[int]:
+def label_ids(table: SplitRows, column: str, scheme: LabelScheme) -> list[int]:
     """Class ids of one column. Every label of the column is read the same way (the first label decides, when
     the scheme allows both): a name or an id; anything else is an error naming the row and the allowed values."""
     values = single_labels(table, column)
@@ -638,7 +638,7 @@ def label_ids(table: Table, column: str, scheme: LabelScheme) -> list[int]:
 
 
 def _class_indices(
-    table: Table, column: str, label_lists: list[list[Any]], scheme: LabelScheme, separator: str | None = None
+    table: SplitRows, column: str, label_lists: list[list[Any]], scheme: LabelScheme, separator: str | None = None
 ) -> list[list[int]]:
     """Each row's labels as class indices, each label read once. Labels that name no class are one error: the
     first row, how many more, and which labels they are (a test file's classes the train file never had, often).
@@ -874,7 +874,7 @@ def _allowed(scheme: LabelScheme) -> str:
 # Multi-label: a set of classes per row
 
 
-def label_set_scheme(config: DataConfig, train: Table, hub_names: list[str] | None = None) -> LabelScheme:
+def label_set_scheme(config: DataConfig, train: SplitRows, hub_names: list[str] | None = None) -> LabelScheme:
     """Class names of a multi-label task: `data.label_names`, else a Hub list-of-ClassLabel's names (a set may then
     hold names or ids, as single labels may), else the union of train's sets: sorted, numerically when every label
     is an integer (as ids are written), and then only those numbers name the classes."""
@@ -903,7 +903,7 @@ def label_set_scheme(config: DataConfig, train: Table, hub_names: list[str] | No
     return LabelScheme(sorted(found), 0, accepts_ids=False, origin=_FOUND)
 
 
-def _warn_case_variants(names: list[str], train: Table, column: str) -> None:
+def _warn_case_variants(names: list[str], train: SplitRows, column: str) -> None:
     """Labels found in train that differ only in letter case ("World", "world"), in spacing ("Toys > Games",
     "Toys>Games"), in how a number is written ("1", "+1", "1.0" among names) or a boolean ("1", "true" where every
     name is one): written_form, by value as inferred names are read. Kept as separate classes, as written, but almost
@@ -924,7 +924,7 @@ def _warn_case_variants(names: list[str], train: Table, column: str) -> None:
         )
 
 
-def label_sets(table: Table, column: str, scheme: LabelScheme, separator: str) -> np.ndarray:
+def label_sets(table: SplitRows, column: str, scheme: LabelScheme, separator: str) -> np.ndarray:
     """(N, C) float32 multi-hot rows; a class outside the scheme is an error naming the row and the classes."""
     multi_hot = np.zeros((len(table.frame), len(scheme.names)), dtype=np.float32)
     sets = _raw_sets(table, column, separator)
@@ -933,14 +933,14 @@ def label_sets(table: Table, column: str, scheme: LabelScheme, separator: str) -
     return multi_hot
 
 
-def _raw_sets(table: Table, column: str, separator: str) -> list[list[str]]:
+def _raw_sets(table: SplitRows, column: str, separator: str) -> list[list[str]]:
     return [
         _read_set(value, separator, table, row, column)
         for row, value in enumerate(table.column(column, "data.label_column"))
     ]
 
 
-def _read_set(value: Any, separator: str, table: Table, row: int, column: str) -> list[str]:
+def _read_set(value: Any, separator: str, table: SplitRows, row: int, column: str) -> list[str]:
     """A list value (JSON, Parquet) item by item, and so a CSV cell that writes one ("['a', 'b']", '["a"]', "[]") or
     tags ("<a><b>": TAG_SET); a string split at the separator (_split_joined); missing or empty: no class."""
     written = _written_list(value)
@@ -1029,7 +1029,7 @@ _ABSENT_WORDS = {"false", "no"}
 INDICATOR_SETS_COLUMN = "<classes of data.label_columns>"
 
 
-def indicator_sets(table: Table, columns: list[str], missing: MissingLabel) -> list[list[str] | None]:
+def indicator_sets(table: SplitRows, columns: list[str], missing: MissingLabel) -> list[list[str] | None]:
     """Each row's classes: the columns whose cell says present (1, true, yes), in `columns` order. A cell that says
     neither present nor absent (0, false, no) is an error naming the row and column; a missing one (empty, a mark
     of `missing`, -1: Jigsaw's test rows left out of scoring) makes the row's set None: an incomplete row
@@ -1058,7 +1058,7 @@ def _read_indicator(value: Any) -> bool | str:
     return True if word in _PRESENT_WORDS else False if word in _ABSENT_WORDS else "?"
 
 
-def _refuse_unread(table: Table, column: str, values: list[Any], read: list[Any]) -> None:
+def _refuse_unread(table: SplitRows, column: str, values: list[Any], read: list[Any]) -> None:
     where = f"column '{column}' (data.label_columns)"
     other = [row for row, present in enumerate(read) if present == "?"]
     if other:
