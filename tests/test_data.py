@@ -893,7 +893,7 @@ def test_a_save_to_disk_folder_given_as_a_file_is_refused_naming_data_hub_name(t
 
 
 def test_the_saved_dataset_files_are_those_datasets_writes():
-    from pipeline.data.folders import SAVED_DATASET_FILES
+    from pipeline.data.folder_sniff import SAVED_DATASET_FILES
 
     assert SAVED_DATASET_FILES == (
         datasets.config.DATASETDICT_JSON_FILENAME,

@@ -13,7 +13,8 @@ import pytest
 
 from pipeline.common.errors import DataError
 from pipeline.config.schema import DataConfig
-from pipeline.data.labels import UnknownLabels, _set_hint, _spaces_join_classes, leave_out_hint, set_joining
+from pipeline.data.label_forms import _set_hint, _spaces_join_classes, set_joining
+from pipeline.data.label_scheme import UnknownLabels, leave_out_hint
 from pipeline.data.load import load_data, read_labelled_file
 from pipeline.data.splits import labels_of
 

@@ -13,16 +13,9 @@ import datasets
 
 from pipeline.common.errors import DataError
 from pipeline.config.schema import DataConfig
-from pipeline.data.labels import (
-    INDICATOR_SETS_COLUMN,
-    LabelScheme,
-    MissingLabel,
-    describe_missing,
-    indicator_sets,
-    label_ids,
-    label_sets,
-    missing_label_rows,
-)
+from pipeline.data.label_scheme import LabelScheme, MissingLabel, describe_missing, missing_label_rows
+from pipeline.data.label_sets import INDICATOR_SETS_COLUMN, indicator_sets, label_sets
+from pipeline.data.labels import label_ids
 from pipeline.data.rows import SplitRows
 from pipeline.data.splits import MULTI_LABEL_COLUMN, RemovedRow
 from pipeline.data.text import ESCAPED_NEWLINE, INCOMPLETE_ROWS_HINT, TextSpec, is_missing, resolve_columns, segments_of

@@ -19,7 +19,7 @@ import pandas as pd
 from pipeline.common.errors import DataError
 from pipeline.config.schema import DataConfig
 from pipeline.data.build import _require_columns, label_columns_of
-from pipeline.data.folders import is_saved_dataset
+from pipeline.data.folder_sniff import is_saved_dataset
 from pipeline.data.rows import SPLITS, SplitRows
 from pipeline.data.split_column import SPLIT_VALUES
 from pipeline.data.text import TextSpec

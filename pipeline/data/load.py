@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,13 +31,13 @@ from pipeline.config.schema import DataConfig
 from pipeline.data.build import drop_incomplete, read_indicator_columns, to_dataset
 from pipeline.data.folders import is_folder
 from pipeline.data.hub import read_hub_tables
+from pipeline.data.label_scheme import LabelScheme, MissingLabel
+from pipeline.data.label_sets import label_set_scheme
 from pipeline.data.labels import (
     ClassCounts,
-    MissingLabel,
     class_counts,
     given_scheme,
     label_scheme,
-    label_set_scheme,
     refuse_unsaid_id_base,
     trained_scheme,
     with_listed_names,
@@ -121,32 +121,14 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
         tables[split], dropped = drop_incomplete(table, split, config, missing)
         incomplete.extend(dropped)
     multi_label = config.task == "multi_label"
-    scheme = (
-        label_set_scheme(config, tables["train"], hub_names)
-        if multi_label
-        else label_scheme(config, tables["train"], hub_names)
-    )
-    if hub_names is None:  # a ClassLabel's ids count from 0
-        refuse_unsaid_id_base(config, tables["train"], scheme)
-    if len(scheme.names) < 2:
-        raise DataError(
-            f"{tables['train'].source}, column '{config.label_column}': only one class "
-            f"({', '.join(scheme.names) or 'none'}); a classifier needs at least two"
-        )
+    scheme = _scheme_of(config, tables["train"], hub_names)
     splits = {split: to_dataset(table, config, scheme) for split, table in tables.items()}
     # After to_dataset: the columns they are read by (text, id) are known to be there.
     headers = [row for split, table in as_read.items() for row in repeated_header_rows(table, split, config)]
     if config.id_column:
         _warn_shared_ids(splits, config.id_column)
-    to_carve = [(split, key) for split, key in CARVED_KEYS.items() if split not in splits]
     give = functools.partial(give_split, split_column=config.split_column)
-    require_rows_per_class(splits["train"], to_carve, give)
-    carved, whole = {}, len(splits["train"])
-    for split, key in to_carve:  # both fractions are shares of the whole train file
-        fraction = getattr(config, key.removeprefix("data."))
-        share = min(fraction * whole / len(splits["train"]), 1.0)
-        splits["train"], splits[split] = carve(splits["train"], share, seed, split, key, give)
-        carved[split] = _carved_share(len(splits[split]), whole, fraction, split, key, give)
+    carved = _carve_missing(splits, config, seed, give)
     splits, removed, duplicates = deduplicate(splits, config.deduplicate, SPLITS, scheme.names)
     _require_evaluation_rows(splits, tables, duplicates, give)
     splits["train"] = cap_rows(splits["train"], config.max_train_samples, seed)
@@ -172,6 +154,38 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
         **source_records(tables, config),
     }
     return LoadedData(result, headers + incomplete + removed, summary, scheme.names, multi_label)
+
+
+def _scheme_of(config: DataConfig, train: SplitRows, hub_names: list[str] | None) -> LabelScheme:
+    """The run's classes and how its labels are read, from train's rows; at least two classes."""
+    if config.task == "multi_label":
+        scheme = label_set_scheme(config, train, hub_names)
+    else:
+        scheme = label_scheme(config, train, hub_names)
+    if hub_names is None:  # a ClassLabel's ids count from 0
+        refuse_unsaid_id_base(config, train, scheme)
+    if len(scheme.names) < 2:
+        raise DataError(
+            f"{train.source}, column '{config.label_column}': only one class "
+            f"({', '.join(scheme.names) or 'none'}); a classifier needs at least two"
+        )
+    return scheme
+
+
+def _carve_missing(
+    splits: dict[str, datasets.Dataset], config: DataConfig, seed: int, give: Callable[[str], str]
+) -> dict[str, float]:
+    """Validation and test carved out of train (in `splits`) where the source has none: the share of the whole train
+    file each took, for metrics.json."""
+    to_carve = [(split, key) for split, key in CARVED_KEYS.items() if split not in splits]
+    require_rows_per_class(splits["train"], to_carve, give)
+    carved, whole = {}, len(splits["train"])
+    for split, key in to_carve:  # both fractions are shares of the whole train file
+        fraction = getattr(config, key.removeprefix("data."))
+        share = min(fraction * whole / len(splits["train"]), 1.0)
+        splits["train"], splits[split] = carve(splits["train"], share, seed, split, key, give)
+        carved[split] = _carved_share(len(splits[split]), whole, fraction, split, key, give)
+    return carved
 
 
 def repeated_header_record(headers: list[RemovedRow], splits: Iterable[str]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from pipeline.config.schema import DataConfig
 from pipeline.data.build import input_values, label_columns_of
 from pipeline.data.folders import ID_COLUMN, is_folder, read_class_folders
 from pipeline.data.formats.header import looks_like_data, unnamed_column
-from pipeline.data.formats.table import REPEATED_HEADER, repeated_header_warning
+from pipeline.data.formats.table import REPEATED_HEADER, Chunk, Table, repeated_header_warning
 from pipeline.data.rows import FILE_KEYS, SEPARATE_LABELS_HINT, SplitRows
 from pipeline.data.splits import RemovedRow
 from pipeline.data.tables import LAYOUT_SETTINGS, UnknownFormatError, open_table, settings_not_read
@@ -140,21 +140,7 @@ def read_table(path: str, origin: str, config: DataConfig, column_names: list[st
     except UnknownFormatError as error:  # most often a text file of one text per line, whose labels are elsewhere
         raise UnknownFormatError(f"{error}; if it holds one text per line: {SEPARATE_LABELS_HINT}") from None
     _warn_settings_not_read(path, origin, config, *settings_not_read(table.format))
-    records, numbers, repeats = [], [], []
-    for chunk in chunks:
-        for number, record in zip(chunk.numbers, chunk.records):
-            if table.repeats_header(record):
-                repeats.append((number, record))
-            else:
-                records.append(record)
-                numbers.append(number)
-    frame = pd.DataFrame(records, columns=table.header, dtype=object)
-    repeated = None
-    if repeats:  # numbered by their own lines, as the data rows are
-        repeated_frame = pd.DataFrame([record for _, record in repeats], columns=table.header, dtype=object)
-        repeated = SplitRows(
-            repeated_frame, path, origin, table.unit, [number for number, _ in repeats], sheet=table.sheet
-        )
+    frame, numbers, repeated = _frame_of(table, chunks, path, origin)
     if table.format == "fasttext" and config.task == "multi_label":
         # A fastText line's labels are words, already apart: one is a set of one, as a JSON list holds it, never a
         # string to split at data.label_separator (__label__c|sharp is one class, or an error naming the line).
@@ -178,6 +164,25 @@ def read_table(path: str, origin: str, config: DataConfig, column_names: list[st
         class_names=table.class_names,
         repeated_headers=repeated,
     )
+
+
+def _frame_of(table: Table, chunks: list[Chunk], path: str, origin: str) -> tuple[pd.DataFrame, list, SplitRows | None]:
+    """A whole file's rows as a frame of raw values, their numbers, and the rows that repeat its header row as
+    SplitRows of their own (None when none do), numbered by their own lines as the data rows are."""
+    records, numbers, repeats = [], [], []
+    for chunk in chunks:
+        for number, record in zip(chunk.numbers, chunk.records):
+            if table.repeats_header(record):
+                repeats.append((number, record))
+            else:
+                records.append(record)
+                numbers.append(number)
+    frame = pd.DataFrame(records, columns=table.header, dtype=object)
+    if not repeats:
+        return frame, numbers, None
+    repeated_frame = pd.DataFrame([record for _, record in repeats], columns=table.header, dtype=object)
+    repeated = SplitRows(repeated_frame, path, origin, table.unit, [number for number, _ in repeats], sheet=table.sheet)
+    return frame, numbers, repeated
 
 
 def warn_repeated_headers(table: SplitRows, outcome: str) -> None:
