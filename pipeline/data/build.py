@@ -45,7 +45,7 @@ def label_columns_of(config: DataConfig) -> list[str]:
     return list(config.label_columns) if config.label_columns else [config.label_column]
 
 
-def _require_columns(available: list[str], needed: list[str], source: str, config: DataConfig) -> None:
+def require_columns(available: list[str], needed: list[str], source: str, config: DataConfig) -> None:
     text_keys = dict(TextSpec.from_data_config(config).named_columns())  # a text column and the setting naming it
     for column in needed:
         key = text_keys.get(column, "data.text_columns")
@@ -111,7 +111,7 @@ def _repeats_whole(table: SplitRows, row: int, earlier: int) -> bool:
 
 
 def build_texts(table: SplitRows, spec: TextSpec) -> list[str]:
-    """Each row's text by the one rule of tables.TextSpec; empty texts are an error naming the first row and how
+    """Each row's text by the one rule of text.TextSpec; empty texts are an error naming the first row and how
     many more there are, so that one pass over the file fixes them all."""
     texts = texts_of(table, spec)
     empty = [row for row, text in enumerate(texts) if not text]
@@ -125,12 +125,10 @@ def build_texts(table: SplitRows, spec: TextSpec) -> list[str]:
     return texts
 
 
-# A line break written as backslash-n (tables.ESCAPED_NEWLINE) and read as it is reaches the model as two stray
+# A line break written as backslash-n (text.ESCAPED_NEWLINE) and read as it is reaches the model as two stray
 # characters. A few texts may hold one for other reasons (a Windows path, code), so the suggestion comes only when many
 # do.
 ESCAPED_NEWLINE_SHARE = 0.05
-
-
 MIN_ESCAPED_NEWLINE_ROWS = 3
 
 
@@ -152,11 +150,7 @@ def _suggest_unescaping(texts: list[str], table: SplitRows, spec: TextSpec) -> N
 # Texts made of digits and number punctuation only: an id, a price or a date chosen as data.text_columns, most
 # often by mistake. Warned about (not refused) when nearly every text of a file is one.
 _NUMBER_ONLY = re.compile(r"[\d\s.,:/+\-]+")
-
-
 NUMBER_ONLY_SHARE = 0.9
-
-
 MIN_ROWS_FOR_NUMBER_WARNING = 10
 
 
@@ -176,7 +170,7 @@ def _warn_if_numbers_only(texts: list[str], table: SplitRows, spec: TextSpec) ->
 
 
 def texts_of(table: SplitRows, spec: TextSpec) -> list[str]:
-    """Each row's text by the one rule of tables.TextSpec ("" where every text column is empty)."""
+    """Each row's text by the one rule of text.TextSpec ("" where every text column is empty)."""
     return [spec.text_of(parts) for parts in input_values(table, spec)]
 
 
@@ -189,7 +183,7 @@ def drop_incomplete(
     table: SplitRows, split: str, config: DataConfig, missing: MissingLabel
 ) -> tuple[SplitRows, list[RemovedRow]]:
     """The rows that cannot be used (`incomplete_rows`): with `data.incomplete_rows: drop` left out, each returned
-    with why, for removed_rows.csv; with "error" one message names them all, every kind at once (labels.MissingLabel
+    with why, for removed_rows.csv; with "error" one message names them all, every kind at once (label_scheme.MissingLabel
     says which labels are none), so that one pass over the file fixes them."""
     spec = TextSpec.from_data_config(config)
     no_label = missing_label_rows(table, config, missing)  # first: a file lacking its columns is told its label's

@@ -16,11 +16,8 @@ from pipeline.data.lines import LineSource
 from pipeline.data.sniff import check_wide_encoding
 
 logger = logging.getLogger("pipeline.data.load")
-
 # The setting that gives the encoding in training, named in its errors (pipeline.predict names --encoding).
 ENCODING_SETTING = "data.encoding"
-
-
 # Names listed in a log line about what was not read, at most.
 NAMES_LOGGED = 5
 
@@ -34,7 +31,7 @@ class Document:
     label: str | None  # its class folder's name; None in a folder of files
 
 
-def _visible(folder: Path, shown: str) -> list[Path]:
+def visible_entries(folder: Path, shown: str) -> list[Path]:
     """The entries of a folder but hidden ones (a name starting with "."), sorted by name."""
     try:
         return sorted((entry for entry in folder.iterdir() if not _hidden(entry.name)), key=lambda e: e.name)
@@ -47,14 +44,14 @@ def _hidden(name: str) -> bool:
     return name.startswith(".")
 
 
-def _entries(root: Path, path: str) -> tuple[dict[str, Path], list[str]]:
+def class_folder_entries(root: Path, path: str) -> tuple[dict[str, Path], list[str]]:
     """The class folders by name, and the names of the other entries (aclImdb's labeledBow.feat, urls_pos.txt)."""
-    entries = _visible(root, path)
+    entries = visible_entries(root, path)
     folders = {entry.name: entry for entry in entries if entry.is_dir()}
     return folders, [entry.name for entry in entries if entry.name not in folders]
 
 
-def _holds_folders(folder: Path) -> bool:
+def holds_folders(folder: Path) -> bool:
     """Whether a folder holds a folder that is not hidden."""
     try:
         with os.scandir(folder) as entries:  # the entry's type comes with the listing: no stat per file
@@ -63,20 +60,20 @@ def _holds_folders(folder: Path) -> bool:
         return False  # reading it fails with its own error naming it, when its files are listed
 
 
-def _files_among(entries: list[Path], shown: str) -> list[Path]:
+def files_among(entries: list[Path], shown: str) -> list[Path]:
     """The regular files among a folder's entries (not folders). Anything else (a broken link, a pipe) is left out
     with a WARNING naming it, rather than a document silently missing from the rows."""
     files = [entry for entry in entries if entry.is_file()]
     others = [entry.name for entry in entries if not entry.is_file() and not entry.is_dir()]
     if others:
-        logger.warning("%s: left out, neither a file nor a folder (a broken link?): %s", shown, _listed(others))
+        logger.warning("%s: left out, neither a file nor a folder (a broken link?): %s", shown, listed_names(others))
     return files
 
 
 @contextlib.contextmanager
-def _lines_of(file: Path, shown: str, encoding: str, option: str, warn_controls: bool) -> Iterator[LineSource]:
-    """A file's decoded lines (tables.LineSource: its encoding, or the UTF-16 or UTF-32 its byte-order mark says as
-    tables.check_wide_encoding reads it, an error naming the file and line of a byte that does not decode; bytes
+def lines_of(file: Path, shown: str, encoding: str, option: str, warn_controls: bool) -> Iterator[LineSource]:
+    """A file's decoded lines (lines.LineSource: its encoding, or the UTF-16 or UTF-32 its byte-order mark says as
+    sniff.check_wide_encoding reads it, an error naming the file and line of a byte that does not decode; bytes
     0x80-0x9F read as control characters warned about when `warn_controls`).
     `shown` names the file and `option` the setting that gives the encoding, in errors."""
     try:
@@ -89,11 +86,11 @@ def _lines_of(file: Path, shown: str, encoding: str, option: str, warn_controls:
         yield lines
 
 
-def _files(count: int) -> str:
+def count_files(count: int) -> str:
     return f"{count:,} file{'' if count == 1 else 's'}"
 
 
-def _listed(names: list[str]) -> str:
+def listed_names(names: list[str]) -> str:
     """The first NAMES_LOGGED names, and how many more there are."""
     shown = ", ".join(names[:NAMES_LOGGED])
     return shown if len(names) <= NAMES_LOGGED else f"{shown} and {len(names) - NAMES_LOGGED:,} more"

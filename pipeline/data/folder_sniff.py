@@ -13,36 +13,27 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.common.errors import DataError
-from pipeline.data.folder_entries import ENCODING_SETTING, Document, _files, _holds_folders, _lines_of, _listed
+from pipeline.data.folder_entries import ENCODING_SETTING, Document, count_files, holds_folders, lines_of, listed_names
 from pipeline.data.rows import SEPARATE_LABELS_HINT
 from pipeline.data.split_column import SPLIT_VALUES
 from pipeline.data.tables import UnknownFormatError, resolve_format
 
 logger = logging.getLogger("pipeline.data.load")
-
 # What a folder of data holds, for the error about one that holds neither.
 LAYOUTS = (
     "a folder of data holds one folder per class, each holding that class's documents, one per file, or one file per "
     "class (rt-polarity.pos, rt-polarity.neg), one text per line"
 )
-
-
 # The files `datasets`' save_to_disk writes at the top of its folder: a DatasetDict's dataset_dict.json (its splits
 # are subfolders), a single Dataset's state.json (datasets.config.DATASETDICT_JSON_FILENAME and
 # DATASET_STATE_JSON_FILENAME). Such a folder is Arrow data, read by data.hub_name, not class folders of documents.
 SAVED_DATASET_FILES = ("dataset_dict.json", "state.json")
-
-
 # The first part of the names (any case, any ending) of a data set's documentation, shipped beside its data (the SMS
 # Spam Collection's readme, UCI's readme.txt): not a class's lines, left aside as aclImdb's urls files are.
 DOCUMENTATION_NAMES = frozenset({"readme", "license", "licence", "copying", "notice", "changelog"})
-
-
 # Lines of a folder's files that tell class files from data already labelled: the first this many non-blank lines of
 # each file, where more than half holding a tab or fastText's __label__ make the files labelled lines.
 LINES_LOOKED_AT = 1000
-
-
 # A file whose non-blank lines take at most this share of distinct values holds labels, not texts (tweet_eval's
 # train_labels.txt: 0, 1, 2), beside a file of texts of as many lines; class files of as many lines (rt-polarity's
 # 5,331 each) hold distinct sentences.
@@ -73,12 +64,12 @@ def refuse_saved_dataset(path: str, origin: str) -> None:
             f"write the split to a file (datasets.load_from_disk({path!r})['test'].to_json('test.jsonl')) and give that"
         )
     raise DataError(
-        f"{path} ({origin}) is a dataset saved by the datasets library (save_to_disk: {_listed(saved)}), "
+        f"{path} ({origin}) is a dataset saved by the datasets library (save_to_disk: {listed_names(saved)}), "
         f"not a folder of documents: {how}"
     )
 
 
-def _not_class_files(loose: list[str], files: Sequence[Path], path: str, encoding: str, origin: str) -> str:
+def not_class_files(loose: list[str], files: Sequence[Path], path: str, encoding: str, origin: str) -> str:
     """Why the files of a folder without class folders are no class files, for the error about it: a data set's own
     files (_data_file: its tables, its splits' files) with the way to read them, or, where their lines say what they
     are, the way to read those (_unlike_class_files)."""
@@ -88,14 +79,12 @@ def _not_class_files(loose: list[str], files: Sequence[Path], path: str, encodin
     if tables:
         # Not decoded as lines: a Parquet shard of the Hub's data/ layout is no text, and its bytes made a false
         # encoding error whose advice led nowhere.
-        return (
-            f"; it holds a data set's tables ({_listed(tables)}), not class files: {_tables_hint(tables, path, origin)}"
-        )
+        return f"; it holds a data set's tables ({listed_names(tables)}), not class files: {_tables_hint(tables, path, origin)}"
     hint = _unlike_class_files(files, path, encoding, ENCODING_SETTING)
     if hint is not None:
         return f"; its files are no class files: {hint}"
     return (
-        f"; the {_files(len(loose))} directly in it are no class's: class files are named apart by their class "
+        f"; the {count_files(len(loose))} directly in it are no class's: class files are named apart by their class "
         "(neg.txt, pos.txt; not a table's train.csv, nor a split's train.txt) and each holds more lines than there "
         "are files"
     )
@@ -112,25 +101,25 @@ def _tables_hint(tables: list[str], path: str, origin: str) -> str:
     return how
 
 
-def _refuse_binary_tables(documents: Sequence[Document], path: str, origin: str) -> None:
+def refuse_binary_tables(documents: Sequence[Document], path: str, origin: str) -> None:
     """Class folders that hold Parquet files or workbooks are a data set's folders of tables: a Hub dataset's download
     (README.md beside data/train-00000-of-00001.parquet), or split folders of shards (train/, test/). Read as
     documents, their bytes made a false encoding error; refused, naming them and what to give."""
     tables = [document.path for document in documents if _format_of_name(document.file.name) in BINARY_TABLES]
     if tables:
         raise DataError(
-            f"{path} ({origin}) holds a data set's tables in its folders ({_listed(tables)}), not class folders of "
+            f"{path} ({origin}) holds a data set's tables in its folders ({listed_names(tables)}), not class folders of "
             f"documents: {_tables_hint(tables, path, origin)}"
         )
 
 
 def class_files(files: Sequence[Path], path: str, encoding: str, option: str) -> list[Document] | None:
     """The files of a folder that holds files only as documents of the class each names, when they are class files:
-    named apart (_class_file_names), no data set's own files (_data_file), and each of more non-blank lines than
+    named apart (class_file_names), no data set's own files (_data_file), and each of more non-blank lines than
     there are files; else None. The lines tell a class file, many texts, from a document: a class's folder of
     documents given by mistake holds more files than its documents have lines (20 Newsgroups' alt.atheism/: 480
     posts; aclImdb's pos/: 12,500 reviews of a line each)."""
-    named = None if any(_data_file(file) for file in files) else _class_file_names(files)
+    named = None if any(_data_file(file) for file in files) else class_file_names(files)
     if named is None:
         return None
     documents = [Document(file, file.name, name) for name, file in named.items()]
@@ -146,13 +135,16 @@ def _documentation(file: Path) -> bool:
     return file.name.split(".")[0].casefold() in DOCUMENTATION_NAMES
 
 
-def _without_documentation(files: Sequence[Path], path: str) -> list[Path]:
+def without_documentation(files: Sequence[Path], path: str) -> list[Path]:
     """The files but documentation (_documentation), which is said at INFO: UCI's readme beside SMSSpamCollection
     became a class of its own, its lines texts."""
     aside = [file.name for file in files if _documentation(file)]
     if aside:
         logger.info(
-            "%s: %s left aside, documentation rather than a class's lines: %s", path, _files(len(aside)), _listed(aside)
+            "%s: %s left aside, documentation rather than a class's lines: %s",
+            path,
+            count_files(len(aside)),
+            listed_names(aside),
         )
     return [file for file in files if not _documentation(file)]
 
@@ -172,7 +164,7 @@ def _unlike_class_files(files: Sequence[Path], path: str, encoding: str, option:
     """Why files named apart are not class files, as the way to read them; None where nothing says so. Lines that
     mostly hold a tab or a fastText label are rows already labelled (UCI's amazon_cells_labelled.txt, "text<TAB>0";
     SMSSpamCollection, "ham<TAB>text"), read as a file each; files of as many lines, one of them labels, are texts
-    and their labels side by side (texts.txt, labels.txt), joined line by line (data.SEPARATE_LABELS_HINT)."""
+    and their labels side by side (texts.txt, labels.txt), joined line by line (rows.SEPARATE_LABELS_HINT)."""
 
     counts = [_line_counts(file, path, encoding, option) for file in files]
     looked_at = sum(count.looked_at for count in counts)
@@ -195,7 +187,7 @@ def _line_counts(file: Path, path: str, encoding: str, option: str) -> _LineCoun
     """A file's _LineCounts, its lines decoded as rows are (an undecodable byte is the error reading gives)."""
     lines = labelled = 0
     distinct: set[str] = set()
-    with _lines_of(file, str(Path(path) / file.name), encoding, option, warn_controls=False) as source:
+    with lines_of(file, str(Path(path) / file.name), encoding, option, warn_controls=False) as source:
         for line in source:
             text = line.strip()
             if not text:
@@ -231,7 +223,7 @@ def _format_of_name(name: str) -> str | None:
         return None
 
 
-def _class_file_names(files: Sequence[Path]) -> dict[str, Path] | None:
+def class_file_names(files: Sequence[Path]) -> dict[str, Path] | None:
     """Each file by its class: the part of its name (split at dots) that differs between the files, the parts they
     all share before and after it left out: neg, pos of neg.txt, pos.txt and of rt-polarity.neg, rt-polarity.pos.
     None for fewer than two files, or names that leave no such part, or the same one twice."""
@@ -254,11 +246,11 @@ def _shared_length(names: Sequence[Sequence[str]]) -> int:
 def _more_lines_than(document: Document, count: int, path: str, encoding: str, option: str) -> bool:
     """Whether a document holds more than `count` non-blank lines, read only as far as needed to tell."""
     shown = str(Path(path) / document.path)
-    with _lines_of(document.file, shown, encoding, option, warn_controls=False) as lines:
+    with lines_of(document.file, shown, encoding, option, warn_controls=False) as lines:
         return len(list(itertools.islice((line for line in lines if line.strip()), count + 1))) > count
 
 
-def _warn_class_files_in_folders(documents: Sequence[Document], path: str, encoding: str, option: str) -> None:
+def warn_class_files_in_folders(documents: Sequence[Document], path: str, encoding: str, option: str) -> None:
     """Class folders that each hold a single file of more lines than there are such files (rt-polarity.pos put into
     pos/, rt-polarity.neg into neg/) hold class files, each read whole as one text: a run of two rows, without a
     word. Said, with the fix; not refused, since a class folder may hold one long document."""
@@ -271,23 +263,23 @@ def _warn_class_files_in_folders(documents: Sequence[Document], path: str, encod
         "line is a text, put the files side by side in one folder (a folder of class files: each named by its "
         "class, as %s) and give that folder",
         path,
-        _listed([document.path for document in documents]),
+        listed_names([document.path for document in documents]),
         len(documents),
-        _listed([f"{document.label}.txt" for document in documents]),
+        listed_names([f"{document.label}.txt" for document in documents]),
     )
 
 
-def _refuse_split_folders(folders: dict[str, Path], path: str, origin: str) -> None:
+def refuse_split_folders(folders: dict[str, Path], path: str, origin: str) -> None:
     """A folder whose every folder holds folders is a level above the class folders: a data set's folder of split
     folders (20news-bydate/ holding 20news-bydate-train/alt.atheism/, aclImdb/ holding train/neg/). Said before the
     classes are looked for, which would otherwise name the split folders as classes without a folder, or suggest
     the first of them (a test split) as the folder to give."""
-    if not all(_holds_folders(folder) for folder in folders.values()):
+    if not all(holds_folders(folder) for folder in folders.values()):
         return
     splits = [str(Path(path) / name) for name in folders]
     raise DataError(
-        f"{path} ({origin}) holds folders of class folders ({_listed(list(folders))}), not class folders: give "
-        f"this split's folder as {origin} (one of {_listed(splits)})"
+        f"{path} ({origin}) holds folders of class folders ({listed_names(list(folders))}), not class folders: give "
+        f"this split's folder as {origin} (one of {listed_names(splits)})"
     )
 
 

@@ -5,21 +5,14 @@ News' business/001.txt, the layout scikit-learn's `load_files` reads; or a folde
     folder = read_class_folders("aclImdb/train", "utf-8", ["neg", "pos"], "data.label_names", True, "data.train_file")
 
 Each immediate subfolder is a class, named by its folder; each file directly inside it is one row, whose text is
-the whole file decoded as every text file is (tables.LineSource: the encoding, its byte-order mark, an error naming
+the whole file decoded as every text file is (lines.LineSource: the encoding, its byte-order mark, an error naming
 the file and line of a byte that does not decode). A row is named by its file's path in the folder ("pos/0_9.txt"),
 rows come sorted by class folder, then file name, so that every run reads them in one order. Names that start with
 "." (.DS_Store, .ipynb_checkpoints) are not data. Stage 1 turns the rows into the Table a file gives
-(data.read_table), of the columns text, label and id, so that nothing after it knows where they came from.
+(local.read_table), of the columns text, label and id, so that nothing after it knows where they came from.
 
-A folder that holds files only is a folder of class files when the files are named apart (the part of their names
-that differs: neg, pos of neg.txt, pos.txt or of rt-polarity.neg, rt-polarity.pos) and each holds more non-blank lines
-than there are files (`class_files`): each non-blank line is a row of the class its file names, named
-"rt-polarity.pos:12" (file and line). Class folders that each hold one such file (rt-polarity.pos put into pos/) are
-said in a WARNING: each file is read whole, as one text.
-
-Documentation beside the files (readme, LICENSE.txt) is left aside; files whose lines mostly hold a label already
-(a tab, fastText's __label__) or files of as many lines, one of them labels (texts.txt, labels.txt), are not class
-files, and the error about the folder says how to read them.
+A folder of files only is read as class files (one class per file, a text per line, named "rt-polarity.pos:12")
+where folder_sniff.class_files says so.
 
 `pipeline.predict --input` reads a folder as a Table streamed file by file (`open_folder_table`): a folder of class
 folders as training reads it (every class folder), a folder of class files as training reads it where every file's
@@ -45,30 +38,29 @@ from pipeline.config.reading import LABEL_COLUMN, TEXT_COLUMN
 from pipeline.data.folder_entries import (
     ENCODING_SETTING,
     Document,
-    _entries,
-    _files,
-    _files_among,
-    _lines_of,
-    _listed,
-    _visible,
+    class_folder_entries,
+    count_files,
+    files_among,
+    lines_of,
+    listed_names,
+    visible_entries,
 )
 from pipeline.data.folder_sniff import (
     LAYOUTS,
-    _class_file_names,
-    _not_class_files,
-    _refuse_binary_tables,
-    _refuse_split_folders,
-    _warn_class_files_in_folders,
-    _without_documentation,
+    class_file_names,
     class_files,
+    not_class_files,
+    refuse_binary_tables,
     refuse_saved_dataset,
+    refuse_split_folders,
+    warn_class_files_in_folders,
+    without_documentation,
 )
 from pipeline.data.formats.table import Chunk, Table
 from pipeline.data.label_forms import Spellings
 from pipeline.data.lines import check_encoding
 
 logger = logging.getLogger("pipeline.data.load")
-
 # The columns of a folder's rows: a file's whole text (TEXT_COLUMN), its class folder's name (LABEL_COLUMN) and its
 # path in the folder.
 ID_COLUMN = "id"
@@ -106,12 +98,12 @@ def read_class_folders(
     settings that an error points at."""
     refuse_saved_dataset(path, origin)
     root = Path(path).expanduser()
-    folders, loose = _entries(root, path)
+    folders, loose = class_folder_entries(root, path)
     if not folders:
-        files = _without_documentation(_files_among([root / name for name in loose], path), path)
+        files = without_documentation(files_among([root / name for name in loose], path), path)
         found = class_files(files, path, encoding, ENCODING_SETTING)
         if found is None:
-            why = _not_class_files(loose, files, path, encoding, origin)
+            why = not_class_files(loose, files, path, encoding, origin)
             raise DataError(f"{path} ({origin}) has no class folders: {LAYOUTS}{why}")
         by_class = {document.label: document.file for document in found}
         chosen = _chosen(by_class, classes, classes_from, every_class, path, origin, kind="file")
@@ -120,11 +112,11 @@ def read_class_folders(
         return _class_rows(list(rows), None, {document.label: document.path for document in documents})
     if loose:
         _say_loose(path, loose, logging.INFO)
-    _refuse_split_folders(folders, path, origin)
+    refuse_split_folders(folders, path, origin)
     chosen = _chosen(folders, classes, classes_from, every_class, path, origin)
     documents = _class_documents(folders, chosen, path, origin)
-    _refuse_binary_tables(documents, path, origin)
-    _warn_class_files_in_folders(documents, path, encoding, ENCODING_SETTING)
+    refuse_binary_tables(documents, path, origin)
+    warn_class_files_in_folders(documents, path, encoding, ENCODING_SETTING)
     rows = list(_file_rows(documents, path, encoding, ENCODING_SETTING))
     counts = Counter(row[LABEL_COLUMN] for row in rows)
     return _class_rows(rows, {name: counts[name] for name in chosen})
@@ -153,12 +145,12 @@ def _file_rows(documents: Sequence[Document], path: str, encoding: str, option: 
     with_controls = 0
     for document in documents:
         shown = str(Path(path) / document.path)
-        with _lines_of(document.file, shown, encoding, option, not with_controls) as lines:
+        with lines_of(document.file, shown, encoding, option, not with_controls) as lines:
             text = "".join(lines)
             with_controls += lines.controls_seen
         yield {TEXT_COLUMN: text, LABEL_COLUMN: document.label, ID_COLUMN: document.path}
     if with_controls > 1:
-        logger.warning("%s: %s more read with control characters, as the first", path, _files(with_controls - 1))
+        logger.warning("%s: %s more read with control characters, as the first", path, count_files(with_controls - 1))
 
 
 def _line_rows(documents: Sequence[Document], path: str, encoding: str, option: str) -> Iterator[dict[str, Any]]:
@@ -167,7 +159,7 @@ def _line_rows(documents: Sequence[Document], path: str, encoding: str, option: 
     _say_class_files(path, documents)
     seen_controls = False
     for document in documents:
-        with _lines_of(document.file, str(Path(path) / document.path), encoding, option, not seen_controls) as lines:
+        with lines_of(document.file, str(Path(path) / document.path), encoding, option, not seen_controls) as lines:
             for line in lines:
                 text = line.rstrip("\r\n")
                 if text.strip():
@@ -186,7 +178,9 @@ def _say_class_files(path: str, documents: Sequence[Document]) -> None:
 
 def _say_loose(path: str, loose: list[str], level: int) -> None:
     """Files beside the class folders (aclImdb's urls_pos.txt) are no class's, so not rows: said once."""
-    logger.log(level, "%s: %s beside the class folders, not rows: %s", path, _files(len(loose)), _listed(loose))
+    logger.log(
+        level, "%s: %s beside the class folders, not rows: %s", path, count_files(len(loose)), listed_names(loose)
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -218,14 +212,14 @@ def list_documents(
     of files, each one row. `option` names the encoding's setting in errors."""
     refuse_saved_dataset(path, origin)
     root = Path(path).expanduser()
-    folders, loose = _entries(root, path)
+    folders, loose = class_folder_entries(root, path)
     if folders:
         if loose:
             _say_loose(path, loose, logging.WARNING)
         documents = _class_documents(folders, list(folders), path, origin)
-        _warn_class_files_in_folders(documents, path, encoding, option)
+        warn_class_files_in_folders(documents, path, encoding, option)
         return FolderDocuments(documents, labelled=True)
-    files = _files_among([root / name for name in loose], path)
+    files = files_among([root / name for name in loose], path)
     if not files:
         raise DataError(f"{path} ({origin}): the folder holds no files to label (names starting with '.' are not read)")
     found = class_files(files, path, encoding, option) if _names_classes(files, classes) else None
@@ -255,12 +249,12 @@ def open_folder_table(
 
 
 def _names_classes(files: Sequence[Path], classes: Sequence[str] | None) -> bool:
-    """Whether every file's class part (_class_file_names) names one of the model's classes, spelt as labels are
-    matched (labels.Spellings: exactly, or in another case). An inbox's documents are named apart too
+    """Whether every file's class part (class_file_names) names one of the model's classes, spelt as labels are
+    matched (label_forms.Spellings: exactly, or in another case). An inbox's documents are named apart too
     (ticket.1001.txt, ticket.1002.txt: "classes" 1001, 1002) and may hold more lines than there are files; only the
     model's classes tell class files (rt-polarity.neg, rt-polarity.pos for a model of neg and pos) from them."""
 
-    named = _class_file_names(files) if classes else None
+    named = class_file_names(files) if classes else None
     if named is None:
         return False
     spellings = Spellings.of(list(classes))
@@ -302,19 +296,19 @@ def _chosen(
         raise DataError(
             f"{path} ({origin}): no {looked_for} for class {missing[0]!r} of {classes_from}"
             f"{f' (nor for {len(missing) - 1} more)' if len(missing) > 1 else ''}; its class {kind}s: "
-            f"{_listed(list(entries))}"
+            f"{listed_names(list(entries))}"
         )
     chosen = [name for name in entries if name in wanted]
     if not chosen:
         raise DataError(
-            f"{path} ({origin}): none of its {kind}s ({_listed(list(entries))}) is a class of "
+            f"{path} ({origin}): none of its {kind}s ({listed_names(list(entries))}) is a class of "
             f"{classes_from} ({', '.join(classes)})"
         )
     if missing:
         logger.info("%s: no %s for the classes %s: none of its rows are of them", path, kind, ", ".join(missing))
     left_out = [name for name in entries if name not in wanted]
     if left_out:
-        logger.warning("%s: %ss left out, not a class of %s: %s", path, kind, classes_from, _listed(left_out))
+        logger.warning("%s: %ss left out, not a class of %s: %s", path, kind, classes_from, listed_names(left_out))
     return chosen
 
 
@@ -323,7 +317,7 @@ def _without_unlabelled(folders: dict[str, Path], classes_from: str, path: str, 
     50,000 reviews that made a third class), each left out with a WARNING naming it and its files."""
     unlabelled = [name for name in folders if name.casefold() in UNLABELLED_FOLDERS]
     for name in unlabelled:
-        files = _files(sum(entry.is_file() for entry in _visible(folders[name], str(Path(path) / name))))
+        files = count_files(sum(entry.is_file() for entry in visible_entries(folders[name], str(Path(path) / name))))
         logger.warning(
             "%s: the folder %s (%s) left out: by its name it holds unlabelled texts, not a class; name it in %s to "
             "read it as one",
@@ -335,7 +329,7 @@ def _without_unlabelled(folders: dict[str, Path], classes_from: str, path: str, 
     chosen = [name for name in folders if name not in unlabelled]
     if not chosen:
         raise DataError(
-            f"{path} ({origin}) has no class folders: {_listed(unlabelled)} holds unlabelled texts; name it in "
+            f"{path} ({origin}) has no class folders: {listed_names(unlabelled)} holds unlabelled texts; name it in "
             f"{classes_from} to read it as a class"
         )
     return chosen
@@ -343,16 +337,16 @@ def _without_unlabelled(folders: dict[str, Path], classes_from: str, path: str, 
 
 def _documents(folder: Path, path: str, origin: str) -> list[Path]:
     """The files of one class folder, sorted by name. A folder inside it is an error rather than a class's documents
-    silently left out (a folder whose every folder holds folders was refused before, by _refuse_split_folders)."""
+    silently left out (a folder whose every folder holds folders was refused before, by refuse_split_folders)."""
     shown = str(Path(path) / folder.name)
-    entries = _visible(folder, shown)
+    entries = visible_entries(folder, shown)
     nested = [entry.name for entry in entries if entry.is_dir()]
     if nested:
         raise DataError(
-            f"{shown} holds folders ({_listed(nested)}), but a class folder holds its documents as files: are the "
+            f"{shown} holds folders ({listed_names(nested)}), but a class folder holds its documents as files: are the "
             f"classes a level deeper? Then give the folder that holds them (e.g. {shown}) as {origin}"
         )
-    files = _files_among(entries, shown)
+    files = files_among(entries, shown)
     if not files:
         raise DataError(
             f"{shown}: the class folder {folder.name!r} holds no files; give it its documents (one per file) or "

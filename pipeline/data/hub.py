@@ -18,20 +18,17 @@ import pandas as pd
 
 from pipeline.common.errors import DataError
 from pipeline.config.schema import DataConfig
-from pipeline.data.build import _require_columns, label_columns_of
+from pipeline.data.build import label_columns_of, require_columns
 from pipeline.data.folder_sniff import is_saved_dataset
 from pipeline.data.rows import SPLITS, SplitRows
 from pipeline.data.split_column import SPLIT_VALUES
 from pipeline.data.text import TextSpec
 
 logger = logging.getLogger("pipeline.data.load")
-
 OFFLINE_HINT = (
     "To run without the Hub, set data.source=files and data.train_file=... / data.test_file=... "
     "(optionally data.validation_file=...), see docs/offline.md"
 )
-
-
 _TRUE_VALUES = {"1", "ON", "YES", "TRUE"}
 
 
@@ -52,7 +49,7 @@ def read_hub_tables(config: DataConfig) -> tuple[dict[str, SplitRows], list[str]
         source = f"Hub dataset '{config.hub_name}' split '{name}'"
         # The split column is read from train only: divided by it, train is the one split (split_by_column).
         columns = [*needed, config.split_column] if config.split_column and split == "train" else needed
-        _require_columns(loaded[name].column_names, columns, source, config)
+        require_columns(loaded[name].column_names, columns, source, config)
         frame = loaded[name].select_columns(list(dict.fromkeys(columns))).to_pandas()
         if hub_names is not None and config.task == "single_label":
             frame[config.label_column] = _hidden_labels_missing(frame[config.label_column])

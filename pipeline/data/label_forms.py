@@ -22,49 +22,30 @@ from pipeline.data.rows import SplitRows
 from pipeline.data.text import is_blank, is_number_text
 
 logger = logging.getLogger("pipeline.data.labels")
-
 # Characters that join several classes in one cell (go_emotions' "2,27"), looked for in class names and unknown labels.
 SET_SEPARATORS = (",", ";", "|")
-
-
 # ... and a space (arXiv's "cs.LG stat.ML", Kaggle's space-joined tags), which also joins the words of one name
 # ("very negative", "Science and Technology"): class names joined by it are told apart by _spaces_join_classes.
 JOINING_CHARACTERS = (*SET_SEPARATORS, " ")
-
-
 # Several classes written as tags, a StackExchange data dump's Tags ("<python><pandas>"): in a multi-label task read
 # as the set {python, pandas} whatever data.label_separator, as a written list is; single-label, class names so
 # written are warned about. Named thus beside JOINING_CHARACTERS in what set_joining returns.
 TAG_SET = "<a><b>"
-
-
 _TAGS = re.compile(r"(?:<[^<>]+>)+")
-
-
 _TAG = re.compile(r"<([^<>]+)>")
-
-
 # A part of a space-joined name that looks like a code rather than a word: a digit, ".", "_", "+" or "#" in it, or
 # a hyphen inside it (arXiv's cs.LG and q-bio.NC, ICD-9's 401.9, tags c++, c#, python-3.x, ruby-on-rails).
 _CODE = re.compile(r"[0-9._+#]|\w-\w")
-
-
 # Of the parts of space-joined names, at least this share must recur (in two names, or alone as a class) for them to
 # be sets: tag sets reuse nearly every tag (0.96 and more for Zipf-drawn tags), while the words of names (banking77's
 # intents: 0.39, HuffPost's categories: 0.38) and of texts (AG News titles: 0.43) are mostly one-offs.
 MIN_REUSED_PART_SHARE = 0.75
-
-
 # A name of more words or characters than this reads as a text, not a set of labels (StackOverflow writes at most 5
 # tags, arXiv rarely more than 6 categories): where most space-joined names do, the label column holds texts (a text
 # column given as data.label_column), whose words recur at scale like tags, and the space rule is not asked.
 MAX_SET_PARTS = 8
-
-
 MAX_SET_LENGTH = 160
-
-
-# Names, at most, that the hint about sets (_set_hint) looks at: an error about 100,000 distinct labels stays cheap,
+# Names, at most, that the hint about sets (set_hint) looks at: an error about 100,000 distinct labels stays cheap,
 # and a few thousand combinations are scale enough to tell sets by.
 HINT_SAMPLE = 2000
 
@@ -101,11 +82,7 @@ class Spellings:
 
 # What value_names calls class names every one of which is a boolean, and those of which one is a number.
 BOOLEANS = "booleans"
-
-
 NUMBERS = "numbers"
-
-
 # Spaces beside a character that is neither a letter, a digit nor a space: "Toys > Games" and "Toys>Games", "Sci/Tech"
 # and "Sci / Tech" are one name to a reader (a hand-typed cell, a join without spaces), never two classes.
 _SPACED_PUNCTUATION = re.compile(r" ?([^\w\s]) ?")
@@ -114,12 +91,12 @@ _SPACED_PUNCTUATION = re.compile(r" ?([^\w\s]) ?")
 def written_form(name: str, values: str | None) -> str:
     """The one form of the ways of writing a name that mean one class: case-folded, its spaces stripped, run
     together (one between words) and dropped beside punctuation (_SPACED_PUNCTUATION), and where the class names are
-    `values` (value_names) by value: a boolean by its meaning (_read_indicator, as data.label_columns reads a cell:
+    `values` (value_names) by value: a boolean by its meaning (read_indicator, as data.label_columns reads a cell:
     1, true, yes), a number exactly (Decimal: "4" == "4.0" == "+4"), so that a file's integers match classes a
-    spreadsheet wrote as decimals. Spellings matches labels by it and _warn_case_variants names the classes found in
+    spreadsheet wrote as decimals. Spellings matches labels by it and warn_case_variants names the classes found in
     train that share it."""
     text = name.strip()
-    meaning = _read_indicator(text) if values == BOOLEANS else "?"
+    meaning = read_indicator(text) if values == BOOLEANS else "?"
     if meaning != "?":
         return str(meaning).casefold()
     if values is not None and is_number_text(text):
@@ -134,7 +111,7 @@ def value_names(names: list[str]) -> str | None:
     False read every label inverted), else NUMBERS where a name is a number (a numeric label is the class of equal
     value: "4" is the class 4.0, never a position, which beside a class 4.5 read "4" as 4.5 and "1" as 2.0 without an
     error); None: names matched as written."""
-    if names and all(_read_indicator(name) != "?" for name in names):
+    if names and all(read_indicator(name) != "?" for name in names):
         return BOOLEANS
     return NUMBERS if any(is_number_text(name) for name in names) else None
 
@@ -147,7 +124,7 @@ def set_joining(names: list[str], separator: str | None) -> str | None:
     for joining in (TAG_SET, *JOINING_CHARACTERS):
         if joining == separator:
             continue
-        rows = [_parts(name, joining) for name in names]
+        rows = [set_parts(name, joining) for name in names]
         known = {row[0] for row in rows if len(row) == 1}
         joined = [row for row in rows if len(row) > 1]
         if len(joined) < 2:
@@ -203,36 +180,36 @@ def _combine_as_sets(joined: list[list[str]], known: set[str], parts: Counter[st
     )
 
 
-def _parts(name: str, joining: str) -> list[str]:
+def set_parts(name: str, joining: str) -> list[str]:
     """The classes a name joins by `joining` (TAG_SET, or a character): [name] when it joins none."""
     if joining == TAG_SET:
         return _written_tags(name) or [name]
     return [part for part in _split_joined(name, joining) if part] or [name]
 
 
-def _joined_by(joining: str) -> str:
+def joined_by(joining: str) -> str:
     return "written as tags" if joining == TAG_SET else f"joined by {joining!r}"
 
 
-def _set_settings(joining: str, separator: str | None) -> list[str]:
+def set_settings(joining: str, separator: str | None) -> list[str]:
     """The settings that read labels joined by `joining` as sets, in a task whose data.label_separator is `separator`
     (None: a single-label task). Tags are read as sets whatever the separator."""
     task = ["data.task=multi_label"] if separator is None else []
     return task if joining == TAG_SET else [*task, f"data.label_separator={joining!r}"]
 
 
-def _set_hint(names: list[str], separator: str | None) -> str:
-    """For an error about too many classes: the advice of _warn_unlike_names when they look like sets ("" if not):
+def set_hint(names: list[str], separator: str | None) -> str:
+    """For an error about too many classes: the advice of warn_unlike_names when they look like sets ("" if not):
     arXiv's or StackOverflow's combinations number in the thousands, beyond what is read as classes. Asked of an
     even sample of HINT_SAMPLE names: the error it ends may be about a text column of 100,000 distinct values."""
     names = names[:: -(-len(names) // HINT_SAMPLE)] if names else names
     joining = set_joining(names, separator)
     if joining is None:
         return ""
-    joined = [name for name in names if len(_parts(name, joining)) > 1]
+    joined = [name for name in names if len(set_parts(name, joining)) > 1]
     return (
-        f"; or are they sets of labels, several classes {_joined_by(joining)} ({_examples(joined)})? Set "
-        f"{' '.join(_set_settings(joining, separator))}"
+        f"; or are they sets of labels, several classes {joined_by(joining)} ({examples_of(joined)})? Set "
+        f"{' '.join(set_settings(joining, separator))}"
     )
 
 
@@ -272,7 +249,7 @@ def _written_list(value: Any) -> list[str | int] | None:
     return items if names_or_ids else None
 
 
-def _warn_case_variants(names: list[str], train: SplitRows, column: str) -> None:
+def warn_case_variants(names: list[str], train: SplitRows, column: str) -> None:
     """Labels found in train that differ only in letter case ("World", "world"), in spacing ("Toys > Games",
     "Toys>Games"), in how a number is written ("1", "+1", "1.0" among names) or a boolean ("1", "true" where every
     name is one): written_form, by value as inferred names are read. Kept as separate classes, as written, but almost
@@ -293,7 +270,7 @@ def _warn_case_variants(names: list[str], train: SplitRows, column: str) -> None
         )
 
 
-def _raw_sets(table: SplitRows, column: str, separator: str) -> list[list[str]]:
+def raw_sets(table: SplitRows, column: str, separator: str) -> list[list[str]]:
     return [
         _read_set(value, separator, table, row, column)
         for row, value in enumerate(table.column(column, "data.label_column"))
@@ -344,12 +321,10 @@ def _empty_label_fix(listed: bool, separator: str) -> str:
 # What an indicator cell may hold, compared case-blind: spreadsheets write TRUE/FALSE, pandas True/False, surveys yes/no.
 # Read so too, class names that are booleans (value_names) and the labels that name them.
 _PRESENT_WORDS = {"true", "yes"}
-
-
 _ABSENT_WORDS = {"false", "no"}
 
 
-def _read_indicator(value: Any) -> bool | str:
+def read_indicator(value: Any) -> bool | str:
     """True (present), False (absent), or "?" (anything else)."""
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
@@ -364,7 +339,7 @@ def _read_indicator(value: Any) -> bool | str:
 _INTEGER = re.compile(r"[+-]?[0-9]+(?:\.0*)?")
 
 
-def _examples(names: Iterable[str], count: int = 3, width: int = 40) -> str:
+def examples_of(names: Iterable[str], count: int = 3, width: int = 40) -> str:
     """The first few labels, quoted, each cut to `width` characters: a text column's labels are paragraphs."""
     return ", ".join(repr(shorten(name, width)) for name in list(names)[:count])
 

@@ -18,24 +18,21 @@ from pipeline.data.label_forms import (
     SET_SEPARATORS,
     TAG_SET,
     Spellings,
-    _joined_by,
-    _parts,
-    _raw_sets,
-    _set_settings,
     as_int,
+    joined_by,
+    raw_sets,
     set_joining,
+    set_parts,
+    set_settings,
     single_labels,
 )
 from pipeline.data.rows import SplitRows
 from pipeline.data.text import is_blank
 
 logger = logging.getLogger("pipeline.data.labels")
-
 # The datasets library's mark of a row without a label in a ClassLabel column (GLUE's test splits, SNLI's pairs
 # without a gold label), which Jigsaw's test labels use too: no label wherever labels are ids of named classes.
 HIDDEN_LABEL = -1
-
-
 # Labels that more often mark a missing label than name a class (SNLI's and MNLI's "-": no gold label). Not read as
 # missing by default (a "+"/"-" labelling has a class "-"), but named in a warning when they become a class, and in
 # the error about an unknown label, pointing to data.missing_label_values. Compared case-folded.
@@ -119,7 +116,7 @@ def missing_label_rows(table: SplitRows, config: DataConfig, missing: MissingLab
         return dict(sorted(found.items()))
     column = config.label_column
     if config.task == "multi_label":
-        sets = _raw_sets(table, column, config.label_separator)
+        sets = raw_sets(table, column, config.label_separator)
         marked = [next((item for item in items if missing.written(item) is not None), None) for items in sets]
         return {row: (column, mark) for row, mark in enumerate(marked) if mark is not None}
     written = [missing.written(value) for value in single_labels(table, column)]
@@ -171,7 +168,7 @@ def leave_out_hint(config: DataConfig, labels: list[str]) -> str:
     return f"; to leave those rows out (listed in removed_rows.csv), add {' '.join(settings)}"
 
 
-def _written_otherwise_hint(unknown: list[str], scheme: LabelScheme) -> str:
+def written_otherwise_hint(unknown: list[str], scheme: LabelScheme) -> str:
     """When unknown labels are the classes written another way, read by value (value_names: "true" for a class 1,
     "4" for 4.0), where the scheme reads ids instead (integer labels inferred from train, a ClassLabel's): say so,
     with the listing of the classes that reads labels by value, rather than offer to leave out rows that are the
@@ -189,7 +186,7 @@ def _written_otherwise_hint(unknown: list[str], scheme: LabelScheme) -> str:
     )
 
 
-def _missing_hint(unknown: list[str]) -> str:
+def missing_hint(unknown: list[str]) -> str:
     """Unknown labels that look like a mark of a missing label (SNLI's "-"): how to read them as one."""
     marks = [label for label in unknown if label.casefold() in MISSING_LOOKING_LABELS]
     if not marks:
@@ -200,7 +197,7 @@ def _missing_hint(unknown: list[str]) -> str:
     )
 
 
-def _joined_hint(unknown: list[str], spellings: Spellings, scheme: LabelScheme, separator: str | None) -> str:
+def joined_hint(unknown: list[str], spellings: Spellings, scheme: LabelScheme, separator: str | None) -> str:
     """When unknown labels are several classes in one label, how to read them as sets: every unknown label joins known
     classes (go_emotions' "2,27" read with another data.label_separator, or as a single label; tags "<a><b>"), or
     the classes with them look joined (set_joining: train's classes were such combinations, arXiv's "cs.LG stat.ML",
@@ -220,8 +217,8 @@ def _joined_hint(unknown: list[str], spellings: Spellings, scheme: LabelScheme, 
     if joining is None:
         return ""
     return (
-        f"; several classes {_joined_by(joining)}? A multi-label task reads them with "
-        f"{' and '.join(_set_settings(joining, separator))}"
+        f"; several classes {joined_by(joining)}? A multi-label task reads them with "
+        f"{' and '.join(set_settings(joining, separator))}"
     )
 
 
@@ -232,17 +229,17 @@ def _joining_classes(
     `separator`); None when none does so."""
     classes = range(len(scheme.names))
     for joining in (TAG_SET, *JOINING_CHARACTERS):
-        rows = [_parts(label, joining) for label in unknown]
+        rows = [set_parts(label, joining) for label in unknown]
         if (
             joining != separator
             and all(len(row) > 1 for row in rows)
-            and all(_read_label(part, spellings, scheme)[0] in classes for row in rows for part in row)
+            and all(read_label(part, spellings, scheme)[0] in classes for row in rows for part in row)
         ):
             return joining
     return None
 
 
-def _read_label(value: Any, spellings: Spellings, scheme: LabelScheme) -> tuple[int | None, str]:
+def read_label(value: Any, spellings: Spellings, scheme: LabelScheme) -> tuple[int | None, str]:
     """A label's class index and how it is written ("name" or "id")."""
     text = str(value).strip()
     index = spellings.index(text) if scheme.accepts_names else None
@@ -254,7 +251,7 @@ def _read_label(value: Any, spellings: Spellings, scheme: LabelScheme) -> tuple[
     return None, "name"
 
 
-def _allowed(scheme: LabelScheme) -> str:
+def allowed_labels(scheme: LabelScheme) -> str:
     count, base = len(scheme.names), scheme.index_base
     shown = ", ".join(scheme.names[:20]) + (", ..." if count > 20 else "")
     ids = f"ids {base}..{base + count - 1} (data.label_index_base={base})"

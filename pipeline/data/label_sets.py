@@ -12,13 +12,12 @@ import numpy as np
 
 from pipeline.common.errors import DataError, shorten
 from pipeline.config.schema import DataConfig
-from pipeline.data.label_forms import _raw_sets, _read_indicator, _set_hint, _warn_case_variants, as_int
+from pipeline.data.label_forms import as_int, raw_sets, read_indicator, set_hint, warn_case_variants
 from pipeline.data.label_scheme import LabelScheme, MissingLabel
-from pipeline.data.labels import MAX_INFERRED_CLASSES, _class_indices, _warn_unlike_names, given_scheme
+from pipeline.data.labels import MAX_INFERRED_CLASSES, class_indices, given_scheme, warn_unlike_names
 from pipeline.data.rows import SplitRows
 
 logger = logging.getLogger("pipeline.data.labels")
-
 # Where inferred multi-label classes come from, for the error that lists them.
 _FOUND = "the classes found in train; list them all in data.label_names"
 
@@ -38,25 +37,25 @@ def label_set_scheme(config: DataConfig, train: SplitRows, hub_names: list[str] 
             )
         return given
     # Each class found, with the rows that hold it (a label written twice in one set counts once).
-    rows = Counter(name for row in _raw_sets(train, config.label_column, separator) for name in set(row))
+    rows = Counter(name for row in raw_sets(train, config.label_column, separator) for name in set(row))
     found = set(rows)
     if len(found) > MAX_INFERRED_CLASSES:
         raise DataError(
             f"{train.source}, column '{config.label_column}': {len(found)} distinct labels, more than "
-            f"{MAX_INFERRED_CLASSES}: list the classes in data.label_names{_set_hint(sorted(found), separator)}"
+            f"{MAX_INFERRED_CLASSES}: list the classes in data.label_names{set_hint(sorted(found), separator)}"
         )
     if found and all(as_int(name) is not None for name in found):
         return LabelScheme(sorted(found, key=as_int), 0, accepts_ids=False, origin=_FOUND)
-    _warn_case_variants(sorted(found), train, config.label_column)
-    _warn_unlike_names(rows, train, config.label_column, separator)
+    warn_case_variants(sorted(found), train, config.label_column)
+    warn_unlike_names(rows, train, config.label_column, separator)
     return LabelScheme(sorted(found), 0, accepts_ids=False, origin=_FOUND)
 
 
 def label_sets(table: SplitRows, column: str, scheme: LabelScheme, separator: str) -> np.ndarray:
     """(N, C) float32 multi-hot rows; a class outside the scheme is an error naming the row and the classes."""
     multi_hot = np.zeros((len(table.frame), len(scheme.names)), dtype=np.float32)
-    sets = _raw_sets(table, column, separator)
-    for row, indices in enumerate(_class_indices(table, column, sets, scheme, separator)):
+    sets = raw_sets(table, column, separator)
+    for row, indices in enumerate(class_indices(table, column, sets, scheme, separator)):
         multi_hot[row, indices] = 1.0
     return multi_hot
 
@@ -73,7 +72,7 @@ def indicator_sets(table: SplitRows, columns: list[str], missing: MissingLabel) 
     cells = [table.column(column, "data.label_columns") for column in columns]
     sets: list[list[str] | None] = [[] for _ in range(len(table.frame))]
     for column, values in zip(columns, cells):
-        read = [None if missing.written(value) is not None else _read_indicator(value) for value in values]
+        read = [None if missing.written(value) is not None else read_indicator(value) for value in values]
         _refuse_unread(table, column, values, read)
         for row, present in enumerate(read):
             if present is None:

@@ -43,28 +43,28 @@ from pipeline.common.errors import DataError
 from pipeline.config.schema import DataConfig
 from pipeline.data.label_forms import (
     BOOLEANS,
-    _examples,
-    _joined_by,
-    _parts,
-    _raw_sets,
-    _set_hint,
-    _set_settings,
-    _warn_case_variants,
     as_int,
+    examples_of,
+    joined_by,
+    raw_sets,
+    set_hint,
     set_joining,
+    set_parts,
+    set_settings,
     single_labels,
     value_names,
+    warn_case_variants,
 )
 from pipeline.data.label_scheme import (
     MISSING_LOOKING_LABELS,
     NEARLY_ALL_ROWS,
     LabelScheme,
     UnknownLabels,
-    _allowed,
-    _joined_hint,
-    _missing_hint,
-    _read_label,
-    _written_otherwise_hint,
+    allowed_labels,
+    joined_hint,
+    missing_hint,
+    read_label,
+    written_otherwise_hint,
 )
 from pipeline.data.rows import SplitRows
 from pipeline.data.text import INCOMPLETE_ROWS_HINT, is_blank, is_number_text
@@ -82,7 +82,6 @@ MAX_FRACTIONAL_CLASSES = 20
 MIN_ROWS_PER_FRACTIONAL_CLASS = 5
 # Refused when more than half the labelled rows, and at least this many, carry a label that no other row has.
 MIN_ONE_OFF_ROWS = 20
-
 logger = logging.getLogger("pipeline.data.labels")
 
 
@@ -225,7 +224,7 @@ def refuse_unsaid_id_base(config: DataConfig, train: SplitRows, scheme: LabelSch
 def _train_label_items(config: DataConfig, train: SplitRows) -> list[Any]:
     """Every label written in train's label column: one per row (single-label), each item of each set (multi-label)."""
     if config.task == "multi_label":
-        return [item for row in _raw_sets(train, config.label_column, config.label_separator) for item in row]
+        return [item for row in raw_sets(train, config.label_column, config.label_separator) for item in row]
     return [value for value in single_labels(train, config.label_column) if not is_blank(value)]
 
 
@@ -276,17 +275,17 @@ def _inferred_scheme(train: SplitRows, column: str, base: int | None) -> LabelSc
         raise DataError(
             f"{train.source}, column '{column}': {len(names)} distinct labels in {len(values)} rows, more than "
             f"{MAX_INFERRED_CLASSES}: is data.label_column a text or id column? If not, list the classes in "
-            f"data.label_names{_set_hint(names, None)}"
+            f"data.label_names{set_hint(names, None)}"
         )
-    _warn_case_variants(names, train, column)
-    _warn_unlike_names(Counter(str(value).strip() for value in values), train, column, None)
+    warn_case_variants(names, train, column)
+    warn_unlike_names(Counter(str(value).strip() for value in values), train, column, None)
     found = "the classes found in train"
     values = value_names(names)
     origin = _by_value(found, values) if values is not None else f"{found}; set data.label_names to use ids"
     return LabelScheme(names, base or 0, accepts_ids=False, origin=origin)
 
 
-def _warn_unlike_names(rows: Counter[str], train: SplitRows, column: str, separator: str | None) -> None:
+def warn_unlike_names(rows: Counter[str], train: SplitRows, column: str, separator: str | None) -> None:
     """Classes found in train (and how many rows have each) that look like something else, each named in a WARNING
     before a run learns them: a mark of a missing label (MISSING_LOOKING_LABELS: SNLI's "-"), or label sets joined
     otherwise than by `separator` (None: single-label, whose classes are not sets at all): set_joining."""
@@ -303,15 +302,15 @@ def _warn_unlike_names(rows: Counter[str], train: SplitRows, column: str, separa
     joining = set_joining(list(rows), separator)
     if joining is None:
         return
-    joined = [name for name in rows if len(_parts(name, joining)) > 1]
+    joined = [name for name in rows if len(set_parts(name, joining)) > 1]
     logger.warning(
         "%s, column '%s': %d classes look like several classes %s (%s): a set of labels per row? Set %s",
         train.source,
         column,
         len(joined),
-        _joined_by(joining),
-        _examples(joined),
-        " ".join(_set_settings(joining, separator)),
+        joined_by(joining),
+        examples_of(joined),
+        " ".join(set_settings(joining, separator)),
     )
 
 
@@ -348,15 +347,15 @@ def _refuse_unlike_classes(values: list[Any], train: SplitRows, column: str) -> 
     if numbers and fractional and continuous and len(counts) > MAX_FRACTIONAL_CLASSES:
         raise DataError(
             f"{train.source}, column '{column}' (data.label_column): the labels are numbers with fractions "
-            f"({_examples(counts)}, ...: {len(counts):,} distinct values in {len(values):,} rows), a regression target? The "
+            f"({examples_of(counts)}, ...: {len(counts):,} distinct values in {len(values):,} rows), a regression target? The "
             f"pipeline trains classifiers: bucket the values into classes (e.g. low, medium, high), or, {insist}"
         )
     one_offs = [name for name, count in counts.items() if count == 1]
     if len(one_offs) >= MIN_ONE_OFF_ROWS and len(one_offs) > len(values) / 2:
         raise DataError(
             f"{train.source}, column '{column}' (data.label_column): {len(one_offs):,} of {len(values):,} rows have a "
-            f"label no other row has ({_examples(one_offs)}, ...): is it a text or id column? A class needs rows to learn "
-            f"from; {insist}{_set_hint(list(counts), None)}"
+            f"label no other row has ({examples_of(one_offs)}, ...): is it a text or id column? A class needs rows to learn "
+            f"from; {insist}{set_hint(list(counts), None)}"
         )
 
 
@@ -376,10 +375,10 @@ def label_ids(table: SplitRows, column: str, scheme: LabelScheme) -> list[int]:
             f"{table.where(blank[0])}, column '{column}': the label is empty{table.and_more(blank)}; "
             f"fill or remove these rows, {INCOMPLETE_ROWS_HINT}"
         )
-    return [index for (index,) in _class_indices(table, column, [[value] for value in values], scheme)]
+    return [index for (index,) in class_indices(table, column, [[value] for value in values], scheme)]
 
 
-def _class_indices(
+def class_indices(
     table: SplitRows, column: str, label_lists: list[list[Any]], scheme: LabelScheme, separator: str | None = None
 ) -> list[list[int]]:
     """Each row's labels as class indices, each label read once. Labels that name no class are one error: the
@@ -387,7 +386,7 @@ def _class_indices(
     Then a column is read one way only: a label written as a name where earlier ones were ids (or the reverse) is
     an error naming its row. `separator`: a multi-label task's data.label_separator (None: single-label)."""
     spellings = scheme.spellings()
-    read = [[_read_label(label, spellings, scheme) for label in labels] for labels in label_lists]
+    read = [[read_label(label, spellings, scheme) for label in labels] for labels in label_lists]
     classes = len(scheme.names)
     unknown = {
         row: [label for label, (index, _) in zip(labels, results) if index is None or not 0 <= index < classes]
@@ -399,9 +398,9 @@ def _class_indices(
         distinct = list(dict.fromkeys(str(label).strip() for labels in unknown.values() for label in labels))
         others = f"; unknown labels: {', '.join(repr(name) for name in distinct[:10])}" if len(distinct) > 1 else ""
         hints = (
-            _written_otherwise_hint(distinct, scheme)
-            + _joined_hint(distinct, spellings, scheme, separator)
-            + _missing_hint(distinct)
+            written_otherwise_hint(distinct, scheme)
+            + joined_hint(distinct, spellings, scheme, separator)
+            + missing_hint(distinct)
         )
         most = len(rows) >= NEARLY_ALL_ROWS * len(label_lists)
         if most and not hints:
@@ -410,7 +409,7 @@ def _class_indices(
             )
         raise UnknownLabels(
             f"{table.where(rows[0])}, column '{column}': label {unknown[rows[0]][0]!r} is not a known class"
-            f"{table.and_more(rows)}{others}; {_allowed(scheme)}{hints}",
+            f"{table.and_more(rows)}{others}; {allowed_labels(scheme)}{hints}",
             [] if hints or len(distinct) > 10 else distinct,
         )
     kind = None

@@ -17,10 +17,7 @@ from typing import IO
 from pipeline.common.errors import DataError, one_line
 
 logger = logging.getLogger(__name__)
-
 BYTE_ORDER_MARK = "\ufeff"  # as a decoded character
-
-
 GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -31,13 +28,9 @@ class EncodingError(DataError):
 
 # What reading a damaged gzip file, or a zip archive's damaged file (a wrong CRC), raises.
 READ_ERRORS = (OSError, EOFError, zlib.error, zipfile.BadZipFile)
-
-
 # Bytes of a text file's start that `LineSource.head` can show: a buffered file's own buffer holds only 4 KiB, about
-# 50 lines of short texts, too few to tell how a file quotes (table_formats.reads_quotes).
+# 50 lines of short texts, too few to tell how a file quotes (quoting.reads_quotes).
 HEAD_BYTES = 65536
-
-
 STDIN_NAME = "<stdin>"  # standard input, as errors name it
 
 

@@ -6,7 +6,7 @@ Every split has `text` (str), `label` (a `datasets.ClassLabel` carrying the clas
 task (`data.task: multi_label`) has `labels` instead of `label`: a multi-hot float32 list, one entry per class, with
 the class names beside it (`LoadedData.labels`).
 Sources are the Hugging Face Hub (`data.source: hub`) or local files (`data.source: files`: CSV, TSV, JSON Lines,
-Parquet, fastText, optionally gzip-compressed, an Excel workbook's sheet: pipeline/data/workbooks.py, or a folder of class
+Parquet, fastText, optionally gzip-compressed, an Excel workbook's sheet: pipeline/data/tables.py, or a folder of class
 folders: pipeline/data/folders.py). Bad input fails here, before any tokenizing or training, with a `DataError` whose
 message names the file (or Hub split), the row and the column, so a user can fix the file and rerun.
 
@@ -53,10 +53,10 @@ from pipeline.data.local import (
 from pipeline.data.rows import SPLITS, SplitRows
 from pipeline.data.split_column import (
     CARVED_KEYS,
-    _carved_share,
-    _require_evaluation_rows,
-    _require_rows,
+    carved_share,
     give_split,
+    require_evaluation_rows,
+    require_rows,
     split_by_column,
 )
 from pipeline.data.splits import (
@@ -117,7 +117,7 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
     missing = MissingLabel.of(config, given_scheme(config, hub_names))
     incomplete = []
     for split, table in tables.items():
-        _require_rows(table, split)
+        require_rows(table, split)
         tables[split], dropped = drop_incomplete(table, split, config, missing)
         incomplete.extend(dropped)
     multi_label = config.task == "multi_label"
@@ -130,7 +130,7 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
     give = functools.partial(give_split, split_column=config.split_column)
     carved = _carve_missing(splits, config, seed, give)
     splits, removed, duplicates = deduplicate(splits, config.deduplicate, SPLITS, scheme.names)
-    _require_evaluation_rows(splits, tables, duplicates, give)
+    require_evaluation_rows(splits, tables, duplicates, give)
     splits["train"] = cap_rows(splits["train"], config.max_train_samples, seed)
     for split in ("validation", "test"):
         splits[split] = cap_rows(splits[split], config.max_eval_samples, seed)
@@ -184,7 +184,7 @@ def _carve_missing(
         fraction = getattr(config, key.removeprefix("data."))
         share = min(fraction * whole / len(splits["train"]), 1.0)
         splits["train"], splits[split] = carve(splits["train"], share, seed, split, key, give)
-        carved[split] = _carved_share(len(splits[split]), whole, fraction, split, key, give)
+        carved[split] = carved_share(len(splits[split]), whole, fraction, split, key, give)
     return carved
 
 
@@ -232,7 +232,7 @@ def read_labelled_file(
         table = read_folder(path, origin, config, names, "the model's classes", every_class=False)
     else:
         table = read_table(path, origin, config, config.column_names)
-    _require_rows(table, "input")
+    require_rows(table, "input")
     if config.label_columns and set(config.label_columns) != set(names):
         raise DataError(
             f"data.label_columns: {', '.join(config.label_columns)} are not the model's classes ({', '.join(names)}); "

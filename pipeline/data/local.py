@@ -41,7 +41,7 @@ def read_file_tables(config: DataConfig) -> dict[str, SplitRows]:
 
 
 def _warn_values_in_unnamed_columns(table: SplitRows, config: DataConfig) -> None:
-    """Columns whose header cell is empty ("Unnamed: 2": table_formats.unnamed_column) are read by no setting that
+    """Columns whose header cell is empty ("Unnamed: 2": header.unnamed_column) are read by no setting that
     does not name them. Kaggle's SMS spam.csv (v1, v2 and three unnamed columns) holds there the end of some of its
     texts, cut at a comma the file left unquoted: one WARNING names the rows holding values in them, so that texts cut
     short are not trained on unknowingly."""
@@ -104,8 +104,6 @@ def _warn_class_folders_only_in_train(tables: dict[str, SplitRows], config: Data
 # Many corpora come without a header row (ag_news_csv, DBpedia, Yelp, the SMS Spam Collection, go_emotions' TSV):
 # read by its first row, such a file lacks every configured column, and its "columns" are that row's cells.
 HEADERLESS_HINT = "; the file has no header row? Name its columns in data.column_names"
-
-
 # Added to the error about a label column that a file to evaluate on (not train: its labels are more likely in a column
 # named otherwise) lacks beside the text columns: GLUE's test.tsv (index, sentence), whose labels are held back.
 UNLABELLED_HINT = (
@@ -252,8 +250,6 @@ def _warn_settings_not_read(path: str, origin: str, config: DataConfig, keys: Se
 
 # Data settings that describe a file's layout, which a folder of class folders does not have.
 FILE_LAYOUT_KEYS = ("file_format", *LAYOUT_SETTINGS)
-
-
 # Added to the error about a configured column that a folder's rows lack.
 FOLDER_COLUMNS_HINT = (
     f"; a folder of class folders or class files gives the columns {TEXT_COLUMN} (a file's whole text, or a line of "

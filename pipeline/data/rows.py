@@ -16,10 +16,7 @@ from pipeline.data.formats.table import and_more, in_sheet
 from pipeline.data.text import resolve_columns
 
 logger = logging.getLogger("pipeline.data.load")
-
 SPLITS = ("train", "validation", "test")
-
-
 FILE_KEYS = {"train": "data.train_file", "validation": "data.validation_file", "test": "data.test_file"}
 
 
@@ -66,7 +63,7 @@ class SplitRows:
         return f"{in_sheet(self.source, self.sheet)}, {self.unit} {self.number(row)}"
 
     def column(self, name: str, key: str) -> list[Any]:
-        """The values of a configured column (found as tables.resolve_columns finds it), naming `key` if absent."""
+        """The values of a configured column (found as text.resolve_columns finds it), naming `key` if absent."""
         try:
             (position,) = resolve_columns([str(c) for c in self.frame.columns], [name], self.source, key)
         except DataError as error:

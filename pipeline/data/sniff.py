@@ -23,17 +23,10 @@ from pipeline.config.reading import (
 from pipeline.data.lines import READ_ERRORS, LineSource, check_encoding, splits_on_newline_bytes
 
 logger = logging.getLogger(__name__)
-
 PARQUET_MAGIC = b"PAR1"
-
-
 # .xlsx, .ods, .docx, .zip: a zip archive starts with its first file's header, or an empty one with its directory's end.
 ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
-
-
 OLE_MAGIC = b"\xd0\xcf\x11\xe0"  # .xls (Excel 97-2003)
-
-
 # Compressions other than gzip, by their magic numbers (bzip2's with its first block's, as "BZh" may start a text):
 # Kaggle's Amazon reviews ship as train.ft.txt.bz2, and their bytes read as text failed as a wrong encoding.
 OTHER_COMPRESSIONS = (
@@ -41,11 +34,7 @@ OTHER_COMPRESSIONS = (
     (re.compile(re.escape(b"\xfd7zXZ\x00")), "xz", "unxz -k"),
     (re.compile(re.escape(b"\x28\xb5\x2f\xfd")), "zstd", "unzstd"),
 )
-
-
 MAGIC_BYTES = 10  # the longest magic number above: bzip2's with its first block's
-
-
 # Encodings by their byte-order mark; UTF-32's come first, as UTF-32-LE's begins with UTF-16-LE's. UTF-8's is what
 # Excel's "CSV UTF-8" starts with.
 BYTE_ORDER_MARKS = (
@@ -76,13 +65,9 @@ def _is_workbook(head: bytes, lines: LineSource, path: str) -> bool:
 
 # What an OpenDocument file's first part, `mimetype`, starts with: an .ods (or another OpenDocument file), by content.
 OPENDOCUMENT_MIMETYPE = b"application/vnd.oasis.opendocument"
-
-
 # Entries of a zip archive that hold no data of their own: what macOS's "Compress" adds beside the files (each one's
 # resource fork under __MACOSX/, a folder's .DS_Store); folders are none either.
 ZIP_METADATA_FOLDER, ZIP_METADATA_FILE = "__MACOSX/", ".DS_Store"
-
-
 # Magic numbers of a zip archive's one file that is not read from inside it: Parquet's (read from a file of its own,
 # whose footer is sought), another zip's (a workbook, a nested archive) and an .xls's.
 NOT_READ_ZIPPED = (PARQUET_MAGIC, *ZIP_MAGIC, OLE_MAGIC)

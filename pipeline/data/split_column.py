@@ -18,7 +18,6 @@ from pipeline.data.splits import DuplicateReport
 from pipeline.data.text import is_blank
 
 logger = logging.getLogger("pipeline.data.load")
-
 # What a value of data.split_column says, read stripped and in any case: the split its row belongs to.
 SPLIT_VALUES = {
     "train": "train",
@@ -42,7 +41,7 @@ def split_by_column(
         return tables, None
     _refuse_given_splits(tables, column)
     table = tables["train"]
-    _require_rows(table, "train")
+    require_rows(table, "train")
     names = _split_names(table, column)
     rows: dict[str, list[int]] = {split: [] for split in SPLITS}
     for row, name in enumerate(names):
@@ -127,7 +126,7 @@ def give_split(split: str, split_column: str | None, which: str = "") -> str:
     return f"mark rows{which} as {first}{also} in the column '{split_column}' (data.split_column)"
 
 
-def _carved_share(rows: int, whole: int, fraction: float, split: str, key: str, give: Callable[[str], str]) -> float:
+def carved_share(rows: int, whole: int, fraction: float, split: str, key: str, give: Callable[[str], str]) -> float:
     """The share of the train file that became `split`. Stratified carving gives every class at least one row, so
     with many small classes the share grows past the one asked for: say so, since the rows go to evaluation."""
     asked = math.ceil(fraction * whole)
@@ -147,7 +146,7 @@ def _carved_share(rows: int, whole: int, fraction: float, split: str, key: str, 
     return round(rows / whole, 4)
 
 
-def _require_evaluation_rows(
+def require_evaluation_rows(
     splits: dict[str, datasets.Dataset],
     tables: dict[str, SplitRows],
     duplicates: DuplicateReport,
@@ -177,7 +176,7 @@ def _require_evaluation_rows(
         )
 
 
-def _require_rows(table: SplitRows, split: str) -> None:
+def require_rows(table: SplitRows, split: str) -> None:
     """A file of no rows is an error; what else it may hold (a workbook's other sheets: the data on the second)
     is said as for a column it lacks."""
     if len(table.frame) == 0:

@@ -1,18 +1,17 @@
-"""Tables in, text out: the one reader of CSV, TSV, JSON Lines, Parquet and fastText files (optionally
-gzip-compressed; a text file alone in a zip archive too) and Excel workbooks, and the one rule that turns a row's
-columns into the text a model reads.
+"""Opening a table: the one reader of CSV, TSV, JSON Lines, Parquet and fastText files (optionally gzip-compressed;
+a text file alone in a zip archive too) and Excel workbooks. Its format comes from the setting, the file's name or
+its start; formats.READERS reads it.
 
     with open_table("emails.csv.gz", column_names=None, chunk_size=10_000) as table:
         columns = resolve_columns(table.header, ["subject", "body"], table.name, "data.text_columns")
         for chunk in table.chunks:
             texts = [spec.text_of([record[i] for i in columns]) for record in chunk.records]
 
-Stage 1 reads a whole file through it (data.py) and prediction streams it chunk by chunk (predict/), so a row
-becomes exactly the same text in training and in prediction, by construction. Every error is a `DataError` naming
-the file and the line (CSV, TSV, JSON Lines, fastText: the 1-based physical line, header included) or record
-(Parquet, a JSON array: the 1-based position) or row (an Excel sheet: the row number Excel shows) and, where it
-applies, the column. Each format's reader (and the CSV/TSV header rule): pipeline/data/formats.py; a workbook's
-sheet: pipeline/data/workbooks.py.
+Stage 1 reads a whole file through it (local.py) and prediction streams it chunk by chunk (predict/), so a row
+becomes exactly the same text in training and in prediction (text.TextSpec), by construction. Every error is a
+`DataError` naming the file and the line (CSV, TSV, JSON Lines, fastText: the 1-based physical line, header
+included) or record (Parquet, a JSON array: the 1-based position) or row (an Excel sheet: the row number Excel
+shows) and, where it applies, the column.
 """
 
 from __future__ import annotations
@@ -56,8 +55,6 @@ JSON_SETTINGS = ("json_field",)
 # The settings that describe a file's layout, which a folder of class folders does not have: by their data.* names,
 # which pipeline.predict's options share (the format's own setting is data.file_format there, --format here).
 LAYOUT_SETTINGS = ("column_names", "delimiter", "quoting", "label_prefix", *WORKBOOK_SETTINGS, *JSON_SETTINGS)
-
-
 logger = logging.getLogger(__name__)
 
 

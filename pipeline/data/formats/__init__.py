@@ -19,7 +19,6 @@ from pipeline.data.formats.xlsx import workbook_table
 from pipeline.data.lines import LineSource
 
 Reader = Callable[[LineSource, ReadOptions, contextlib.ExitStack], Table]
-
 # In the order messages list the formats (tables.FORMATS).
 READERS: dict[str, Reader] = {
     "csv": lambda lines, options, _: delimited_table(lines, "csv", options),

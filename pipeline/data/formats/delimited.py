@@ -21,14 +21,9 @@ from pipeline.data.formats.table import ReadOptions, Table, batched
 from pipeline.data.lines import LineSource
 
 logger = logging.getLogger("pipeline.data.load")
-
 DELIMITERS = {"csv": ",", "tsv": "\t"}
-
-
-# How a CSV/TSV file's double quotes are read (data.quoting, pipeline.predict's --quoting): table_formats.reads_quotes.
+# How a CSV/TSV file's double quotes are read (data.quoting, pipeline.predict's --quoting): quoting.reads_quotes.
 QUOTINGS = ("auto", "csv", "none")
-
-
 # Python's csv module refuses fields over 128 KiB by default, but a long e-mail body is a valid CSV field.
 CSV_FIELD_SIZE_LIMIT = min(sys.maxsize, 2**31 - 1)
 

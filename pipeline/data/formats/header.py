@@ -13,10 +13,8 @@ from pipeline.config.reading import (
 )
 from pipeline.data.text import is_number_text
 
-# The formats whose first row is a header, or data.column_names name their columns (table_formats.read_header).
+# The formats whose first row is a header, or data.column_names name their columns (header.read_header).
 HEADED_FORMATS = ("csv", "tsv", "xlsx")
-
-
 # Longer than a column name is written: a text.
 MAX_HEADER_NAME = 30
 
@@ -40,7 +38,7 @@ def header_of(first_record: list[str], column_names: Sequence[str] | None, where
     """
     if column_names is None:
         # Kept as written, so that prediction writes the header back unchanged (an empty name aside, which
-        # becomes unnamed_column's); columns are looked up by tables.resolve_columns, which ignores case and
+        # becomes unnamed_column's); columns are looked up by text.resolve_columns, which ignores case and
         # surrounding spaces.
         names = [name if name.strip() else unnamed_column(index) for index, name in enumerate(first_record)]
         normalised = [normalise_name(name) for name in names]
@@ -127,7 +125,7 @@ def header_below_title(first_record: list[str], number: int, ahead: list[tuple[i
     """Where the header seems to be when the first record (on `number`), read as the header, is a title above it: one
     cell filled (of several words where it is the record's only cell: _one_column_name), and the next record with
     cells in it (within TITLE_ROWS of it, in `ahead`) holds two or more names (neither numbers nor texts:
-    tables.names_read_as_data) and is as wide as the record after it. There is no setting that skips rows, so the rows
+    header.names_read_as_data) and is as wide as the record after it. There is no setting that skips rows, so the rows
     above the header are to be deleted. "" where the first record is no such title."""
     filled = [(line, record) for line, record in ahead if _filled(record)]
     if _filled(first_record) != 1 or _one_column_name(first_record) or not filled or filled[0][0] - number > TITLE_ROWS:

@@ -75,8 +75,6 @@ def _unquoted_sign(lines: LineSource, delimiter: str, skip_first: bool) -> tuple
 # its records is taken for rows read as one (RowsInOneField): a review's text over several lines, its commas as many
 # on each line as a row has, is that record's shape too, and a file that quotes shows it within its first rows.
 CSV_UNQUOTED_ROWS = 100
-
-
 # A column's values are kept, to tell rows read as one, while there are at most this many (a label column's classes).
 FEW_VALUES = 200
 

@@ -62,7 +62,7 @@ class Table:
     # metadata), a list of ClassLabel's too (multi-label); None for the other formats, or where none is recorded.
     class_names: dict[str, list[str]] | None = None
     # Added to the error about a column the rows lack: what the file most likely is instead (a JSON object holding
-    # the records' list: table_formats.records_field_hint).
+    # the records' list: sniff.records_field_hint).
     missing_column_hint: str = ""
     # The row a CSV/TSV file's or a sheet's header was read from, as written (or the given column names of one without
     # a header): a later row equal to it is that header again (repeats_header); None for the formats without one.

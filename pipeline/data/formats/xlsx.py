@@ -1,6 +1,6 @@
 """An Excel workbook (.xlsx) as a Table of tables.open_table: one worksheet's cells turned into the records that the
 same sheet saved as CSV gives (every value a string, "" for an empty cell), numbered by their row as Excel shows it,
-then read by the CSV/TSV header rule (table_formats.read_header): the header row or data.column_names, the width
+then read by the CSV/TSV header rule (header.read_header): the header row or data.column_names, the width
 check, blank rows. Everything after (text columns, labels, ids, incomplete rows) cannot tell a sheet from a CSV file.
 
 openpyxl reads it (the `excel` extra), in read-only mode and values only: a formula gives the value Excel last
@@ -24,18 +24,12 @@ from pipeline.data.formats.table import ReadOptions, Table, batched, in_sheet
 from pipeline.data.lines import LineSource
 
 logger = logging.getLogger("pipeline.data.load")
-
 # openpyxl warns about workbook features it does not keep (data validation, conditional formatting, a missing
 # default style): nothing of the values read here, and on stderr they would break pipeline.predict's one-line errors.
 warnings.filterwarnings("ignore", category=UserWarning, module=r"openpyxl(\.|$)")
-
 EXTRA = "excel"  # the optional extra that installs openpyxl
-
-
 # Excel keeps 15 significant digits of a number; more are binary noise (0.1 + 0.2 is stored as 0.30000000000000004).
 EXCEL_DIGITS = 15
-
-
 # What a row of more cells than the header holds, as its error says.
 WIDTH_HINT = "a value right of the header's last column? Name its column in the header, or clear the cell"
 
@@ -110,8 +104,8 @@ def _chosen_sheet(workbook: Any, name: str, sheet: str | None, option: str) -> A
 def _other_sheets_hint(workbook: Any, read: str, header: list[str], option: str) -> str:
     """Added to the error about a column the sheet read lacks: the workbook's other sheets, one of which may hold the
     table (a first sheet of notes, the data on the second), and the setting that reads one. Not where the sheet's
-    first row looks like data (tables.looks_like_data): the table is on this sheet without a header row, which
-    data.read_table's advice says, and a hint here would replace it (old workbooks hold empty Sheet2 and Sheet3)."""
+    first row looks like data (header.looks_like_data): the table is on this sheet without a header row, which
+    local.read_table's advice says, and a hint here would replace it (old workbooks hold empty Sheet2 and Sheet3)."""
     others = [worksheet.title for worksheet in workbook.worksheets if worksheet.title != read]
     if not others or looks_like_data(header, "xlsx"):
         return ""
