@@ -45,7 +45,8 @@ import transformers
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))  # run as a script from anywhere
 
-from pipeline.data.tables import open_table, resolve_columns  # noqa: E402
+from pipeline.data.tables import open_table  # noqa: E402
+from pipeline.data.text import resolve_columns  # noqa: E402
 from pipeline.predict import Predictor, resolve_model_source  # noqa: E402
 from pipeline.predict.predictor import DEFAULT_BATCH_SIZE  # noqa: E402
 

@@ -34,10 +34,10 @@ from pipeline.common.errors import DataError, one_line
 from pipeline.common.hardware import INFERENCE_PRECISIONS
 from pipeline.common.io import check_can_write, replace_directory
 from pipeline.config.schema import ConfigError, PipelineConfig, load_config, parse_override, save_config
-from pipeline.data.labels import UnknownLabels, leave_out_hint
-from pipeline.data.load import RemovedRow, read_labelled_file
-from pipeline.data.splits import column_values, labels_of, write_removed_rows
-from pipeline.data.tables import fewer_columns_warning
+from pipeline.data.label_scheme import UnknownLabels, leave_out_hint
+from pipeline.data.load import read_labelled_file
+from pipeline.data.splits import RemovedRow, column_values, labels_of, write_removed_rows
+from pipeline.data.text import fewer_columns_warning
 from pipeline.predict import PredictError, Predictor, resolve_model_source
 from pipeline.predict.speed import speed_record, warm_up
 from pipeline.report.write import write_report

@@ -43,7 +43,7 @@ from pipeline.common.io import (
     terminated_as_interrupt,
 )
 from pipeline.config.schema import ConfigError, PipelineConfig, load_config, save_config, to_dict, with_absolute_paths
-from pipeline.data.labels import UnknownLabels, leave_out_hint
+from pipeline.data.label_scheme import UnknownLabels, leave_out_hint
 from pipeline.data.load import DataError, LoadedData, load_data
 from pipeline.data.splits import write_removed_rows
 from pipeline.distill import teacher as distill

@@ -893,7 +893,7 @@ def test_a_save_to_disk_folder_given_as_a_file_is_refused_naming_data_hub_name(t
 
 
 def test_the_saved_dataset_files_are_those_datasets_writes():
-    from pipeline.data.folders import SAVED_DATASET_FILES
+    from pipeline.data.folder_sniff import SAVED_DATASET_FILES
 
     assert SAVED_DATASET_FILES == (
         datasets.config.DATASETDICT_JSON_FILENAME,
@@ -1175,7 +1175,7 @@ def test_unreachable_hub_fails_fast_and_names_the_local_files_option(tmp_path):
     for case in (refused["no_cache"], hanging["no_cache"], answering["down"]):
         assert "could not be reached" in case["error"]
         assert "data.source=files" in case["error"] and "data.train_file" in case["error"]
-        assert "Running offline" in case["error"]
+        assert "docs/offline.md" in case["error"]
     assert refused["no_cache"]["seconds"] < 5  # well under 30 s: datasets alone retries for ~25 s here
     assert hanging["no_cache"]["seconds"] < 2.0 + 3  # the probe's deadline, not datasets' retries
     assert "no answer within 2 s" in hanging["no_cache"]["error"]
@@ -1581,7 +1581,7 @@ def test_parquet_list_of_class_labels_gives_a_multi_label_task_its_class_names(t
 
 
 def test_class_label_names_read_from_each_metadata_layout():
-    from pipeline.data.formats import class_label_names
+    from pipeline.data.formats.parquet import class_label_names
 
     def metadata(features):
         return {b"huggingface": json.dumps({"info": {"features": features}}).encode()}

@@ -282,7 +282,7 @@ def test_a_teacher_trained_on_texts_built_otherwise_is_refused_naming_the_keys(t
     """The teacher would label texts from other columns, or joined by another separator, than it was trained on."""
     import dataclasses
 
-    from pipeline.data.tables import TextSpec
+    from pipeline.data.text import TextSpec
 
     source = dataclasses.replace(
         distill.resolve_teacher(DistillConfig(teacher=str(teacher_dir))),

@@ -379,7 +379,7 @@ def test_a_multi_label_run_verifies_on_its_validation_split_without_accuracy(bar
 def test_a_multi_label_export_is_held_to_the_label_sets_prediction_writes(monkeypatch):
     """Agreement compares each row's set at its thresholds: an export that puts a second class over its threshold
     labels that row otherwise, though the top class is the same (argmax agreement called it 100%)."""
-    from pipeline.data.tables import TextSpec
+    from pipeline.data.text import TextSpec
     from pipeline.export import verify
 
     reference = Predictor(
@@ -415,7 +415,7 @@ def measured_verification(monkeypatch, reference, measured: dict, count: int, ro
 def test_a_flagging_export_is_held_to_the_flags_prediction_writes(monkeypatch):
     """A multi-class model with thresholds flags a row whose top score is below its class's threshold: an export
     that moves a score across it writes another flag, though the argmax is the same (argmax agreement said 100%)."""
-    from pipeline.data.tables import TextSpec
+    from pipeline.data.text import TextSpec
     from pipeline.scoring.thresholds import KIND_FLAG, Decision
 
     decision = Decision(KIND_FLAG, LABELS, {"Sports": 0.6})
@@ -432,7 +432,7 @@ def test_a_flagging_export_is_held_to_the_flags_prediction_writes(monkeypatch):
 
 def test_speed_is_timed_over_rounds_only_where_it_can_choose_for_auto(monkeypatch):
     """Below MIN_VERIFICATION_ROWS no export is auto's, whatever its speed: one pass, the labelling one, is timed."""
-    from pipeline.data.tables import TextSpec
+    from pipeline.data.text import TextSpec
 
     reference = Predictor(None, None, LABELS, 16, torch.device("cpu"), TextSpec(("text",), " ", False))
     for count, expected in ((MIN_VERIFICATION_ROWS - 1, 1), (MIN_VERIFICATION_ROWS, 3)):

@@ -15,9 +15,9 @@ import pytest
 from pipeline.common.errors import DataError
 from pipeline.config.schema import DataConfig
 from pipeline.data.folders import open_folder_table
+from pipeline.data.lines import EncodingError
 from pipeline.data.load import load_data, read_labelled_file
 from pipeline.data.splits import labels_of
-from pipeline.data.tables import EncodingError
 from pipeline.distill.teacher import read_unlabeled
 
 DATA_LOGGER = "pipeline.data.load"

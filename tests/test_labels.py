@@ -13,7 +13,8 @@ import pytest
 
 from pipeline.common.errors import DataError
 from pipeline.config.schema import DataConfig
-from pipeline.data.labels import UnknownLabels, _set_hint, _spaces_join_classes, leave_out_hint, set_joining
+from pipeline.data.label_forms import _spaces_join_classes, set_hint, set_joining
+from pipeline.data.label_scheme import UnknownLabels, leave_out_hint
 from pipeline.data.load import load_data, read_labelled_file
 from pipeline.data.splits import labels_of
 
@@ -447,8 +448,8 @@ def test_the_hint_about_sets_is_not_given_for_texts_and_stays_cheap():
     "several classes joined by ' '" after seconds of looking; texts are no sets, and a sample is enough to tell."""
     rng = random.Random(0)
     texts = sorted({" ".join(rng.choices(WORDS, k=12)) for _ in range(50_000)})
-    assert _set_hint(texts, None) == ""
-    assert "joined by ' '" in _set_hint(sorted(word_sets(5_000)), None)  # sets at scale: sampled, still told
+    assert set_hint(texts, None) == ""
+    assert "joined by ' '" in set_hint(sorted(word_sets(5_000)), None)  # sets at scale: sampled, still told
 
 
 def test_space_joined_categories_warn_in_a_single_label_task_with_the_setting_that_reads_them(tmp_path, caplog):

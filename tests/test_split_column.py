@@ -14,7 +14,8 @@ from pipeline import finetune
 from pipeline.card.facts import read_facts
 from pipeline.card.write import render_card
 from pipeline.config.schema import ConfigError, DataConfig, load_config
-from pipeline.data.load import SPLIT_VALUES, DataError, load_data
+from pipeline.data.load import DataError, load_data
+from pipeline.data.split_column import SPLIT_VALUES
 from pipeline.evaluate import main as evaluate_main
 from pipeline.run.directory import RunDir
 from tests.helpers import MINILM_CONFIG, reset_accelerate, tiny_run_overrides

@@ -24,8 +24,9 @@ import pandas as pd
 import pytest
 
 from pipeline.common.errors import DataError
-from pipeline.data.formats import header_of
-from pipeline.data.tables import TextSpec, is_missing, join_text, open_table, resolve_columns, resolve_format
+from pipeline.data.formats.header import header_of
+from pipeline.data.tables import open_table, resolve_format
+from pipeline.data.text import TextSpec, is_missing, join_text, resolve_columns
 
 COLUMNS = ["id", "title", "label"]
 ROWS = [
@@ -314,7 +315,7 @@ def test_a_wide_file_with_a_byte_order_mark_is_read_in_its_encoding_by_default(
     path.write_bytes(("\ufeff" + text).encode(encoding) if encoding.endswith("-be") else text.encode(encoding))
     path = gzipped(path) if gzip_it else path
     expected = (["id", "text"], [["1", "Café"], ["2", "“quoted”"]])
-    with caplog.at_level(logging.INFO, logger="pipeline.data.tables"):
+    with caplog.at_level(logging.INFO, logger="pipeline.data.sniff"):
         assert read_all(path)[:2] == expected == read_all(path, encoding="UTF8")[:2]
     assert f"{path}: read as {named}, as its byte-order mark says (data.encoding: utf-8 cannot read it)" in caplog.text
 
@@ -434,20 +435,20 @@ def test_a_windows_file_read_as_latin1_is_warned_about_once(tmp_path, caplog):
     """Read as latin-1, cp1252's ’ and € become control characters, which the tokenizer drops without a word."""
     path = tmp_path / "sms.csv"
     path.write_bytes(b"v1,v2\nham,plain\nham,I\x92m on my way\nspam,Win \x805 now\n")
-    with caplog.at_level("WARNING", logger="pipeline.data.tables"):
+    with caplog.at_level("WARNING", logger="pipeline.data.lines"):
         assert read_all(path, encoding="latin-1")[1][1] == ["ham", "I\x92m on my way"]
     assert [record.getMessage() for record in caplog.records] == [
         f"{path}, line 3: bytes 0x80-0x9F read as latin-1 are control characters, not text; give data.encoding "
         "cp1252 (a file saved on Windows: ’ “ ” – €)"
     ]
     caplog.clear()
-    with caplog.at_level("WARNING", logger="pipeline.data.tables"):
+    with caplog.at_level("WARNING", logger="pipeline.data.lines"):
         assert read_all(path, encoding="cp1252")[1][1:] == [["ham", "I’m on my way"], ["spam", "Win €5 now"]]
         read_all(tmp_path / "sms.csv", encoding="latin-1", chunk_size=1)  # still once per file, not per chunk
     assert len(caplog.records) == 1
     caplog.clear()
     path.write_text("v1,v2\nham,I’m on my way\n", encoding="utf-8")  # a UTF-8 file given as latin-1: ’ is E2 80 99
-    with caplog.at_level("WARNING", logger="pipeline.data.tables"):
+    with caplog.at_level("WARNING", logger="pipeline.data.lines"):
         read_all(path, encoding="latin-1")
     assert caplog.records[0].getMessage().endswith("give data.encoding utf-8 (the line is valid UTF-8)")
 

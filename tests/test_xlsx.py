@@ -21,9 +21,9 @@ import pytest
 
 from pipeline.common.errors import DataError
 from pipeline.config.schema import DataConfig
+from pipeline.data.formats.xlsx import cell_text
 from pipeline.data.load import load_data, read_labelled_file
 from pipeline.data.tables import open_table
-from pipeline.data.workbooks import cell_text
 from pipeline.predict import main as predict_main
 from tests.helpers import tiny_bert_classifier
 

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.config.schema import DataConfig
-from pipeline.data.tables import TextSpec, format_read
+from pipeline.data.tables import format_read
+from pipeline.data.text import TextSpec
 from pipeline.run.directory import (
     MODEL_DIR,
     RunDir,

@@ -22,7 +22,7 @@ from pipeline.card.facts import (
     teacher_name,
     tokenizer_class,
 )
-from pipeline.data.tables import segments_of
+from pipeline.data.text import segments_of
 from pipeline.run.directory import (
     DECISION_FILE,
     PREDICTION_TEXT,

@@ -28,7 +28,6 @@ from pipeline.common.errors import DataError
 from pipeline.common.io import atomic_write_csv
 
 logger = logging.getLogger(__name__)
-
 # How many conflicting texts (one text, several labels) are kept as examples in metrics.json.
 CONFLICT_EXAMPLES = 5
 

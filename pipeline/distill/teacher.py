@@ -31,7 +31,7 @@ from pipeline.config.reading import PAIR_MARK
 from pipeline.config.schema import ConfigError, DataConfig, DistillConfig, PipelineConfig
 from pipeline.data.folders import is_folder
 from pipeline.data.splits import column_values
-from pipeline.data.tables import TextSpec, segments_of
+from pipeline.data.text import TextSpec, segments_of
 from pipeline.models import class_names, is_multi_label
 from pipeline.run import directory as rundir
 from pipeline.run.directory import RunDir, is_number, nested_get
@@ -284,7 +284,8 @@ def read_unlabeled(config: DataConfig) -> list[str]:
     The file is read in the train file's layout (data.column_names) when it has that many columns, else its first
     row is the header: a file of just the text columns needs no label column.
     """
-    from pipeline.data.load import build_texts, read_table, texts_of, warn_repeated_headers
+    from pipeline.data.build import build_texts, texts_of
+    from pipeline.data.local import read_table, warn_repeated_headers
 
     path, key = config.unlabeled_file, "data.unlabeled_file"
     if is_folder(path):  # its texts have no classes: a folder of class folders would have them read as unlabelled

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.common.errors import DataError, shorten
-from pipeline.data.tables import TextSpec
+from pipeline.data.text import TextSpec
 from pipeline.predict.output import check_no_clash, predictor_columns
 from pipeline.predict.predictor import DEFAULT_BATCH_SIZE, Predictor, as_predictor
 from pipeline.predict.source import PredictError, check_pair_columns, empty_text_errors

@@ -32,21 +32,12 @@ from pipeline.config.reading import (
 )
 from pipeline.config.schema import MAX_BATCH_TOKENS
 from pipeline.data.folders import is_folder, open_folder_table
-from pipeline.data.tables import (
-    FORMATS,
-    HEAD_BYTES,
-    LAYOUT_SETTINGS,
-    QUOTINGS,
-    REPEATED_HEADER,
-    EncodingError,
-    Table,
-    TextSpec,
-    and_more,
-    looks_like_data,
-    open_table,
-    repeated_header_warning,
-    settings_not_read,
-)
+from pipeline.data.formats.delimited import QUOTINGS
+from pipeline.data.formats.header import looks_like_data
+from pipeline.data.formats.table import REPEATED_HEADER, Table, and_more, repeated_header_warning
+from pipeline.data.lines import HEAD_BYTES, EncodingError
+from pipeline.data.tables import FORMATS, LAYOUT_SETTINGS, open_table, settings_not_read
+from pipeline.data.text import TextSpec
 from pipeline.predict.output import (
     OUTPUT_FORMATS,
     added_values,

@@ -18,7 +18,8 @@ from typing import IO, Any
 
 from pipeline.common.io import CsvRows, atomic_path, check_can_write
 from pipeline.config.reading import normalise_name
-from pipeline.data.tables import DELIMITERS, resolve_format
+from pipeline.data.formats.delimited import DELIMITERS
+from pipeline.data.tables import resolve_format
 from pipeline.predict.predictor import LabelledTexts
 from pipeline.predict.source import PredictError
 from pipeline.run.directory import PREDICTION_LOW_CONFIDENCE, PROBABILITY_PREFIX

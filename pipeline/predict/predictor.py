@@ -17,7 +17,7 @@ import torch
 
 from pipeline.common.hardware import HardwareError, batch_token_budget, resolve_device, resolve_inference_dtype
 from pipeline.config.schema import MAX_BATCH_TOKENS, DataConfig
-from pipeline.data.tables import TextSpec
+from pipeline.data.text import TextSpec
 from pipeline.models import class_names, is_multi_label, max_positions, to_probabilities
 from pipeline.predict.backend import Backend, TorchBackend
 from pipeline.predict.source import (

@@ -15,7 +15,8 @@ from typing import Any
 
 from pipeline.common.errors import DataError, one_line
 from pipeline.config.schema import DataConfig
-from pipeline.data.tables import TextSpec, check_encoding, fewer_columns_warning
+from pipeline.data.lines import check_encoding
+from pipeline.data.text import TextSpec, fewer_columns_warning
 from pipeline.models import load_classifier
 from pipeline.models.cls_only import restrict_last_layer_to_cls
 from pipeline.run.directory import (

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pipeline.data.tables import REPEATED_HEADER
+from pipeline.data.formats.table import REPEATED_HEADER
 from pipeline.report.blocks import Block, Cell, Heading, Paragraph, Table
 from pipeline.report.formatting import format_count, format_percent, truncate
 from pipeline.report.runs import Run, repeats_its_run

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from pipeline.config.schema import PipelineConfig
-from pipeline.data.tables import TextSpec
+from pipeline.data.text import TextSpec
 from pipeline.run.directory import DECISION_INPUT_KEY, RunDir, folded_temperature, write_decision
 from pipeline.scoring.calibration import (
     ECE_BINS,

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.config.reading import PAIR_MARK
-from pipeline.data.tables import segments_of
+from pipeline.data.text import segments_of
 
 TOKENIZE_BATCH_SIZE = 1000
 # The model input that holds each token's segment (0: a pair's first text, 1: its second), as transformers names it.

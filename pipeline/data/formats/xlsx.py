@@ -1,6 +1,6 @@
 """An Excel workbook (.xlsx) as a Table of tables.open_table: one worksheet's cells turned into the records that the
 same sheet saved as CSV gives (every value a string, "" for an empty cell), numbered by their row as Excel shows it,
-then read by the CSV/TSV header rule (table_formats.read_header): the header row or data.column_names, the width
+then read by the CSV/TSV header rule (header.read_header): the header row or data.column_names, the width
 check, blank rows. Everything after (text columns, labels, ids, incomplete rows) cannot tell a sheet from a CSV file.
 
 openpyxl reads it (the `excel` extra), in read-only mode and values only: a formula gives the value Excel last
@@ -13,81 +13,56 @@ import contextlib
 import datetime
 import logging
 import warnings
-import zipfile
 from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
 from pipeline.common.errors import DataError, one_line
+from pipeline.common.extras import extra_install
 from pipeline.config.reading import normalise_name
-from pipeline.data.formats import batched, read_header
-from pipeline.data.tables import Table, in_sheet, looks_like_data
+from pipeline.data.formats.header import looks_like_data, read_header
+from pipeline.data.formats.table import ReadOptions, Table, batched, in_sheet
+from pipeline.data.lines import LineSource
 
 logger = logging.getLogger("pipeline.data.load")
-
-# The part every Excel workbook's zip archive holds (Office Open XML), and an OpenDocument spreadsheet or a Word file
-# does not: what tells an .xlsx by its content, whatever its name.
-WORKBOOK_PART = "xl/workbook.xml"
+# openpyxl warns about workbook features it does not keep (data validation, conditional formatting, a missing
+# default style): nothing of the values read here, and on stderr they would break pipeline.predict's one-line errors.
+warnings.filterwarnings("ignore", category=UserWarning, module=r"openpyxl(\.|$)")
 EXTRA = "excel"  # the optional extra that installs openpyxl
 # Excel keeps 15 significant digits of a number; more are binary noise (0.1 + 0.2 is stored as 0.30000000000000004).
 EXCEL_DIGITS = 15
 # What a row of more cells than the header holds, as its error says.
 WIDTH_HINT = "a value right of the header's last column? Name its column in the header, or clear the cell"
 
-# openpyxl warns about workbook features it does not keep (data validation, conditional formatting, a missing
-# default style): nothing of the values read here, and on stderr they would break pipeline.predict's one-line errors.
-warnings.filterwarnings("ignore", category=UserWarning, module=r"openpyxl(\.|$)")
 
-
-def is_workbook(raw: IO[bytes], name: str) -> bool:
-    """Whether a zip archive (its bytes start with a zip's magic number) is an Excel workbook."""
-    try:
-        with zipfile.ZipFile(raw) as archive:
-            return WORKBOOK_PART in archive.namelist()
-    except (zipfile.BadZipFile, OSError) as error:
-        raise DataError(f"{name}: a damaged zip archive (a workbook cut short?): {one_line(error)}") from None
-
-
-@contextlib.contextmanager
-def workbook_table(
-    raw: IO[bytes],
-    name: str,
-    column_names: Sequence[str] | None,
-    chunk_size: int | None,
-    sheet: str | None,
-    sheet_option: str,
-) -> Iterator[Table]:
-    """The sheet `sheet` (None: the first) of the workbook in `raw` as a Table; `sheet_option` is the setting named
-    in errors. Closed when the block ends."""
-    workbook = _load(raw, name)
-    try:
-        worksheet = _chosen_sheet(workbook, name, sheet, sheet_option)
-        # The used range a workbook declares is often larger than its data (a formatted column, a cleared row):
-        # forgotten, rows end at their last cell, and no empty rows are made up after the last one.
-        worksheet.reset_dimensions()
-        records = _records(_values(worksheet, name), column_names)
-        empty = f"{name}: the sheet {worksheet.title!r} is empty"
-        where = in_sheet(name, worksheet.title)
-        header, rows, header_row, below_title = read_header(records, column_names, where, "row", WIDTH_HINT, empty)
-        yield Table(
-            name,
-            "xlsx",
-            header,
-            "row",
-            batched(rows, chunk_size),
-            sheet=worksheet.title,
-            missing_column_hint=below_title + _other_sheets_hint(workbook, worksheet.title, header, sheet_option),
-            header_row=header_row,
-        )
-    finally:
-        workbook.close()
+def workbook_table(lines: LineSource, options: ReadOptions, stack: contextlib.ExitStack) -> Table:
+    """The sheet options.sheet (None: the first) of the workbook as a Table, closed when `stack` closes."""
+    name, sheet_option = lines.name, options.sheet_option
+    workbook = _load(lines.raw, name)
+    stack.callback(workbook.close)
+    worksheet = _chosen_sheet(workbook, name, options.sheet, sheet_option)
+    # The used range a workbook declares is often larger than its data (a formatted column, a cleared row):
+    # forgotten, rows end at their last cell, and no empty rows are made up after the last one.
+    worksheet.reset_dimensions()
+    records = _records(_values(worksheet, name), options.column_names)
+    empty = f"{name}: the sheet {worksheet.title!r} is empty"
+    where = in_sheet(name, worksheet.title)
+    header, rows, header_row, below_title = read_header(records, options.column_names, where, "row", WIDTH_HINT, empty)
+    return Table(
+        name,
+        "xlsx",
+        header,
+        "row",
+        batched(rows, options.chunk_size),
+        sheet=worksheet.title,
+        missing_column_hint=below_title + _other_sheets_hint(workbook, worksheet.title, header, sheet_option),
+        header_row=header_row,
+    )
 
 
 def _load(raw: IO[bytes], name: str) -> Any:
     try:
         import openpyxl
     except ImportError:
-        from pipeline.common.extras import extra_install
-
         raise DataError(
             f"{name} is an Excel workbook, read with openpyxl, which is not installed: it comes with the optional "
             f"extra '{EXTRA}' ({extra_install(EXTRA)}), or save the sheet as CSV UTF-8"
@@ -129,8 +104,8 @@ def _chosen_sheet(workbook: Any, name: str, sheet: str | None, option: str) -> A
 def _other_sheets_hint(workbook: Any, read: str, header: list[str], option: str) -> str:
     """Added to the error about a column the sheet read lacks: the workbook's other sheets, one of which may hold the
     table (a first sheet of notes, the data on the second), and the setting that reads one. Not where the sheet's
-    first row looks like data (tables.looks_like_data): the table is on this sheet without a header row, which
-    data.read_table's advice says, and a hint here would replace it (old workbooks hold empty Sheet2 and Sheet3)."""
+    first row looks like data (header.looks_like_data): the table is on this sheet without a header row, which
+    local.read_table's advice says, and a hint here would replace it (old workbooks hold empty Sheet2 and Sheet3)."""
     others = [worksheet.title for worksheet in workbook.worksheets if worksheet.title != read]
     if not others or looks_like_data(header, "xlsx"):
         return ""

@@ -1,0 +1,249 @@
+"""A split's raw rows -> the `text` + `label` + `row_id` dataset: texts by the text rule, ids, labels by the
+run's label scheme; rows without a text or a label dropped or refused (data.incomplete_rows).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+from typing import Any
+
+import datasets
+
+from pipeline.common.errors import DataError
+from pipeline.config.schema import DataConfig
+from pipeline.data.label_scheme import LabelScheme, MissingLabel, describe_missing, missing_label_rows
+from pipeline.data.label_sets import INDICATOR_SETS_COLUMN, indicator_sets, label_sets
+from pipeline.data.labels import label_ids
+from pipeline.data.rows import SplitRows
+from pipeline.data.splits import MULTI_LABEL_COLUMN, RemovedRow
+from pipeline.data.text import ESCAPED_NEWLINE, INCOMPLETE_ROWS_HINT, TextSpec, is_missing, resolve_columns, segments_of
+
+logger = logging.getLogger("pipeline.data.load")
+
+
+def read_indicator_columns(tables: dict[str, SplitRows], config: DataConfig) -> tuple[dict[str, SplitRows], DataConfig]:
+    """With `data.label_columns` (one 0/1 column per class), each row's classes gathered into one list column, and
+    the data config the rest of stage 1 then reads: that column as the label column, the indicator columns' names
+    as the classes, in their order. So this layout and the list/delimited one share every later step."""
+    if not config.label_columns:
+        return tables, config
+    missing = MissingLabel.of(config, None)
+    with_sets = {}
+    for split, table in tables.items():
+        frame = table.frame.copy()
+        frame[INDICATOR_SETS_COLUMN] = indicator_sets(table, config.label_columns, missing)
+        with_sets[split] = dataclasses.replace(table, frame=frame)
+    return with_sets, dataclasses.replace(
+        config, label_column=INDICATOR_SETS_COLUMN, label_names=list(config.label_columns)
+    )
+
+
+def label_columns_of(config: DataConfig) -> list[str]:
+    """The columns that hold the labels: data.label_columns (one per class), else data.label_column."""
+    return list(config.label_columns) if config.label_columns else [config.label_column]
+
+
+def require_columns(available: list[str], needed: list[str], source: str, config: DataConfig) -> None:
+    text_keys = dict(TextSpec.from_data_config(config).named_columns())  # a text column and the setting naming it
+    for column in needed:
+        key = text_keys.get(column, "data.text_columns")
+        if column in label_columns_of(config):
+            key = "data.label_columns" if config.label_columns else "data.label_column"
+        elif column == config.split_column:
+            key = "data.split_column"
+        resolve_columns(available, [column], source, key)
+
+
+def to_dataset(table: SplitRows, config: DataConfig, scheme: LabelScheme) -> datasets.Dataset:
+    """The `text` + `label` + `row_id` dataset of one split."""
+    texts = build_texts(table, TextSpec.from_data_config(config))
+    if config.task == "multi_label":
+        multi_hot = label_sets(table, config.label_column, scheme, config.label_separator)
+        features = datasets.Features(
+            {
+                "text": datasets.Value("string"),
+                MULTI_LABEL_COLUMN: datasets.List(datasets.Value("float32"), length=len(scheme.names)),
+                "row_id": datasets.Value("string"),
+            }
+        )
+        columns = {"text": texts, MULTI_LABEL_COLUMN: multi_hot.tolist(), "row_id": row_ids(table, config.id_column)}
+        return datasets.Dataset.from_dict(columns, features=features)
+    labels = label_ids(table, config.label_column, scheme)
+    features = datasets.Features(
+        {
+            "text": datasets.Value("string"),
+            "label": datasets.ClassLabel(names=scheme.names),
+            "row_id": datasets.Value("string"),
+        }
+    )
+    return datasets.Dataset.from_dict(
+        {"text": texts, "label": labels, "row_id": row_ids(table, config.id_column)}, features=features
+    )
+
+
+def row_ids(table: SplitRows, id_column: str | None) -> list[str]:
+    """The data's own ids (non-empty, and unique in the file but for rows that repeat whole), else the row's line or
+    record number."""
+    if id_column is None:
+        return [str(table.number(row)) for row in range(len(table.frame))]
+    ids, first_row = [], {}
+    for row, value in enumerate(table.column(id_column, "data.id_column")):
+        text = "" if is_missing(value) else str(value).strip()
+        if not text:
+            raise DataError(f"{table.where(row)}, column '{id_column}' (data.id_column): the id is empty")
+        if text in first_row and not _repeats_whole(table, row, first_row[text]):
+            raise DataError(
+                f"{table.where(row)}, column '{id_column}' (data.id_column): id {text!r} repeats "
+                f"{table.where(first_row[text])} with other values; ids must be unique (rows that repeat whole are "
+                "duplicates, which data.deduplicate removes; with no column of unique ids, leave data.id_column unset)"
+            )
+        first_row.setdefault(text, row)
+        ids.append(text)
+    return ids
+
+
+def _repeats_whole(table: SplitRows, row: int, earlier: int) -> bool:
+    """Whether a row's every cell is the earlier row's: an export appended twice, or a record written again, is a
+    duplicate row (data.deduplicate removes its text's copy and lists it by its id), not two rows one id names."""
+    return [str(value) for value in table.frame.iloc[row]] == [str(value) for value in table.frame.iloc[earlier]]
+
+
+def build_texts(table: SplitRows, spec: TextSpec) -> list[str]:
+    """Each row's text by the one rule of text.TextSpec; empty texts are an error naming the first row and how
+    many more there are, so that one pass over the file fixes them all."""
+    texts = texts_of(table, spec)
+    empty = [row for row, text in enumerate(texts) if not text]
+    if empty:
+        raise DataError(
+            f"{table.where(empty[0])}: {spec.describe_empty()}{table.and_more(empty)}; fill or remove these rows, "
+            f"{INCOMPLETE_ROWS_HINT}"
+        )
+    _warn_if_numbers_only(texts, table, spec)
+    _suggest_unescaping(texts, table, spec)
+    return texts
+
+
+# A line break written as backslash-n (text.ESCAPED_NEWLINE) and read as it is reaches the model as two stray
+# characters. A few texts may hold one for other reasons (a Windows path, code), so the suggestion comes only when many
+# do.
+ESCAPED_NEWLINE_SHARE = 0.05
+MIN_ESCAPED_NEWLINE_ROWS = 3
+
+
+def _suggest_unescaping(texts: list[str], table: SplitRows, spec: TextSpec) -> None:
+    """One line per file when data.unescape_newlines is off and many of its texts hold a literal backslash-n."""
+    if spec.unescape_newlines:
+        return
+    escaped = sum(1 for text in texts if ESCAPED_NEWLINE in text)
+    if escaped >= MIN_ESCAPED_NEWLINE_ROWS and escaped >= ESCAPED_NEWLINE_SHARE * len(texts):
+        logger.warning(
+            "%s: %d of %d texts hold a literal backslash-n (\\n), the line break of the Yelp and Amazon review CSV "
+            "files; set data.unescape_newlines=true to read it as one",
+            table.source,
+            escaped,
+            len(texts),
+        )
+
+
+# Texts made of digits and number punctuation only: an id, a price or a date chosen as data.text_columns, most
+# often by mistake. Warned about (not refused) when nearly every text of a file is one.
+_NUMBER_ONLY = re.compile(r"[\d\s.,:/+\-]+")
+NUMBER_ONLY_SHARE = 0.9
+MIN_ROWS_FOR_NUMBER_WARNING = 10
+
+
+def _warn_if_numbers_only(texts: list[str], table: SplitRows, spec: TextSpec) -> None:
+    """Judged per side of a pair (segments_of), since one side of numbers beside a side of words is as suspect."""
+    for side, (columns, key) in enumerate(spec.side_columns()):
+        numeric = sum(1 for text in texts if _NUMBER_ONLY.fullmatch(segments_of(text)[side]))
+        if len(texts) >= MIN_ROWS_FOR_NUMBER_WARNING and numeric >= NUMBER_ONLY_SHARE * len(texts):
+            logger.warning(
+                "%s: %d of %d texts are numbers only (%s: %s): an id or a numeric column? The model learns from words",
+                table.source,
+                numeric,
+                len(texts),
+                key,
+                ", ".join(columns),
+            )
+
+
+def texts_of(table: SplitRows, spec: TextSpec) -> list[str]:
+    """Each row's text by the one rule of text.TextSpec ("" where every text column is empty)."""
+    return [spec.text_of(parts) for parts in input_values(table, spec)]
+
+
+def input_values(table: SplitRows, spec: TextSpec) -> list[tuple[Any, ...]]:
+    """Each row's values of the text's columns (TextSpec.input_columns), in that order."""
+    return list(zip(*(table.column(column, key) for column, key in spec.named_columns())))
+
+
+def drop_incomplete(
+    table: SplitRows, split: str, config: DataConfig, missing: MissingLabel
+) -> tuple[SplitRows, list[RemovedRow]]:
+    """The rows that cannot be used (`incomplete_rows`): with `data.incomplete_rows: drop` left out, each returned
+    with why, for removed_rows.csv; with "error" one message names them all, every kind at once (label_scheme.MissingLabel
+    says which labels are none), so that one pass over the file fixes them."""
+    spec = TextSpec.from_data_config(config)
+    no_label = missing_label_rows(table, config, missing)  # first: a file lacking its columns is told its label's
+    values = input_values(table, spec)
+    no_text = {row: what for row, parts in enumerate(values) if (what := spec.what_is_empty(parts))}
+    if config.incomplete_rows != "drop":
+        _refuse_incomplete(table, config, spec, no_text, no_label)
+        return table, []
+    ids = row_ids(table, config.id_column)
+    kept, dropped, removed = [], [], []
+    for row, parts in enumerate(values):
+        label = no_label.get(row)
+        missing_parts = [no_text.get(row), None if label is None else _lacking_label(label[1])]
+        missing_parts = [what for what in missing_parts if what]
+        if missing_parts:
+            dropped.append(row)
+            reason = f"incomplete: no {' and no '.join(missing_parts)} (data.incomplete_rows: drop)"
+            removed.append(RemovedRow(split, ids[row], reason, spec.partial_text(parts)))
+        else:
+            kept.append(row)
+    if dropped:
+        logger.warning(
+            "%s: %d of %d rows left out, without a text or a label (data.incomplete_rows: drop): %s %s%s; listed "
+            "in removed_rows.csv",
+            table.source,
+            len(removed),
+            len(values),
+            table.unit,
+            table.number(dropped[0]),
+            table.and_more(dropped),
+        )
+    if not kept:
+        raise DataError(
+            f"The {split} split is empty: every one of the {len(values)} rows of {table.source} ({table.origin}) "
+            f"lacks a text or a label; check {' and '.join(spec.keys())}, and data.label_column"
+        )
+    return table.subset(kept), removed
+
+
+def _lacking_label(written: str) -> str:
+    """A row's missing label as removed_rows.csv says it: "label", and what marked it as none when not empty."""
+    return f"label ({written!r} marks none)" if written else "label"
+
+
+def _refuse_incomplete(
+    table: SplitRows, config: DataConfig, spec: TextSpec, no_text: dict[int, str], no_label: dict[int, tuple[str, str]]
+) -> None:
+    """One error naming the rows without a text and those without a label: the first of each and how many more."""
+    problems = []
+    if no_text:
+        rows = list(no_text)
+        problems.append(f"{table.where(rows[0])}: {spec.describe_empty()}{table.and_more(rows)}")
+    if no_label:
+        rows = list(no_label)
+        column = no_label[rows[0]][0]
+        written = [text for _, text in no_label.values()]
+        if config.label_columns:
+            what = f"column '{column}' (data.label_columns): {describe_missing(written, indicator=True)}"
+        else:
+            what = f"column '{column}': {describe_missing(written)}"
+        problems.append(f"{table.where(rows[0])}, {what}{table.and_more(rows)}")
+    if problems:
+        raise DataError(f"{'; '.join(problems)}; fill or remove these rows, {INCOMPLETE_ROWS_HINT}")

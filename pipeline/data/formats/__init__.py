@@ -1,0 +1,30 @@
+"""Each file format's reader, behind one table (READERS: format name -> reader) that tables.open_table consults.
+
+A reader takes the file's decoded lines (its raw bytes too: `lines.raw`), the reading settings and an ExitStack that
+closes what it opens, and returns a Table (formats/table.py) of a header and numbered chunks of rows; every malformed
+row is a DataError naming the file and its line, record or row.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+
+from pipeline.data.formats.delimited import delimited_table
+from pipeline.data.formats.fasttext import fasttext_table
+from pipeline.data.formats.jsonl import json_table
+from pipeline.data.formats.parquet import parquet_table
+from pipeline.data.formats.table import ReadOptions, Table
+from pipeline.data.formats.xlsx import workbook_table
+from pipeline.data.lines import LineSource
+
+Reader = Callable[[LineSource, ReadOptions, contextlib.ExitStack], Table]
+# In the order messages list the formats (tables.FORMATS).
+READERS: dict[str, Reader] = {
+    "csv": lambda lines, options, _: delimited_table(lines, "csv", options),
+    "tsv": lambda lines, options, _: delimited_table(lines, "tsv", options),
+    "jsonl": lambda lines, options, _: json_table(lines, options),
+    "parquet": lambda lines, options, _: parquet_table(lines, options),
+    "fasttext": lambda lines, options, _: fasttext_table(lines, options),
+    "xlsx": workbook_table,
+}

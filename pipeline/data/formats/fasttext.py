@@ -1,0 +1,95 @@
+"""fastText files as a Table: `__label__<name>` words and the text of each line."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator
+
+from pipeline.common.errors import DataError
+from pipeline.config.reading import LABEL_COLUMN, TEXT_COLUMN
+from pipeline.data.formats.table import ReadOptions, Table, batched
+from pipeline.data.lines import LineSource
+
+# Lines of a file's start that must all start with the label prefix for a file of no known ending to be fastText.
+FASTTEXT_DETECTION_LINES = 20
+
+
+def starts_like_fasttext(lines: LineSource, label_prefix: str) -> bool:
+    """Whether the first non-blank lines of a file's start (up to FASTTEXT_DETECTION_LINES) all start with the label
+    prefix: a fastText file whose labels lead its lines. A last line cut off by the head is left out, since it may
+    end inside the prefix."""
+    head = lines.head_text()
+    starts = head.split("\n")
+    if len(starts) > 1 and not head.endswith("\n"):
+        starts.pop()
+    first = [line.lstrip() for line in starts if line.strip()][:FASTTEXT_DETECTION_LINES]
+    return bool(first) and all(line.startswith(label_prefix) for line in first)
+
+
+def fasttext_table(lines: LineSource, options: ReadOptions) -> Table:
+    """fastText's layout: one row per non-blank line, its `__label__<name>` words as the label (None: no label; a
+    name; a list of names for several, as a JSON list column holds them) and the rest of the line as the text."""
+    records = _fasttext_records(lines, FastTextLabels(options.label_prefix))
+    first = next(records, None)
+    if first is None:
+        raise DataError(f"{lines.name} is empty")
+    header = [LABEL_COLUMN, TEXT_COLUMN]  # data.label_column's and data.text_columns' defaults
+    return Table(
+        lines.name, "fasttext", header, "line", batched(itertools.chain([first], records), options.chunk_size), lines
+    )
+
+
+def _fasttext_records(lines: LineSource, labels: FastTextLabels) -> Iterator[tuple[int, list]]:
+    for line in lines:
+        if line.strip():
+            names, text = labels.split(line, f"{lines.name}, line {lines.line_number}")
+            yield lines.line_number, [None if not names else names[0] if len(names) == 1 else names, text]
+
+
+class FastTextLabels:
+    """How a fastText line's labels are told from its text: words that start with the prefix, up to whitespace or a
+    comma, separated from the next word by whitespace or a comma. The comma is that of the CSV file many fastText
+    files were made from by putting the prefix before its label field (`__label__1,Some text`; fastText's own
+    dbpedia.train has `__label__1 , some text`): a separator, part of neither the label nor the text."""
+
+    def __init__(self, prefix: str):
+        self.prefix = prefix
+        label = re.escape(prefix) + r"([^\s,]*)"
+        self._leading = re.compile(rf"\s*{label}(?:\s*,\s*|\s+|$)")
+
+    def split(self, line: str, where: str) -> tuple[list[str], str]:
+        """A line's labels (each once, in order) and its text. Labels lead the line, or end it (some files put them
+        last), or both, as fastText reads them; a label word within the text is left there (fastText would take it
+        as a label, but inside a sentence it is far more likely text). A prefix without a name is an error."""
+        labels, position = [], 0
+        while match := self._leading.match(line, position):
+            labels.append(match.group(1))
+            position = match.end()
+        text, ending = line[position:], []
+        # Its end is read word by word from the right, not by a regular expression searched from the left, which tries
+        # every position: a line with a long run of spaces before its label took seconds (50,000 spaces: 15 s).
+        while self.prefix in text:  # most texts hold no prefix at all
+            body = _without_separator(text)
+            start = _last_word_start(body)
+            if not body.startswith(self.prefix, start):
+                break
+            ending.insert(0, body[start + len(self.prefix) :])
+            text = _without_separator(body[:start])
+        if "" in labels + ending:
+            raise DataError(f"{where}: {self.prefix} with no label name after it; write {self.prefix}<name>")
+        return list(dict.fromkeys(labels + ending)), text.strip()
+
+
+def _without_separator(text: str) -> str:
+    """`text` without what separates its last word from a label after it: whitespace, at most one comma."""
+    text = text.rstrip()
+    return text[:-1].rstrip() if text.endswith(",") else text
+
+
+def _last_word_start(text: str) -> int:
+    """Where the last word of `text` starts: after its last whitespace or comma, as a label name ends at one."""
+    start = len(text)
+    while start and not (text[start - 1].isspace() or text[start - 1] == ","):
+        start -= 1
+    return start

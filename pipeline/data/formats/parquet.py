@@ -1,0 +1,66 @@
+"""Parquet files as a Table, with the class names that `datasets` records in their schema."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from pipeline.common.errors import DataError, one_line
+from pipeline.data.formats.table import Chunk, ReadOptions, Table
+from pipeline.data.lines import STDIN_NAME, LineSource
+
+
+def parquet_table(lines: LineSource, options: ReadOptions) -> Table:
+    import pyarrow.parquet as pq
+
+    path = lines.name
+    if path == STDIN_NAME or lines.compressed:
+        raise DataError(f"{lines.name}: Parquet is read from an uncompressed file, not a stream or .gz")
+    try:
+        parquet = pq.ParquetFile(path)
+    except Exception as error:  # pyarrow raises several unrelated types for a damaged file
+        raise DataError(f"{path}: not a readable Parquet file ({type(error).__name__}: {one_line(error)})") from None
+    header = [str(name) for name in parquet.schema_arrow.names]
+    chunks = _parquet_chunks(parquet, header, path, options.chunk_size)
+    return Table(
+        lines.name, "parquet", header, "record", chunks, class_names=class_label_names(parquet.schema_arrow.metadata)
+    )
+
+
+def class_label_names(metadata: dict[bytes, bytes] | None) -> dict[str, list[str]] | None:
+    """The class names of each ClassLabel column (or list of ClassLabel) that the `datasets` library recorded in a
+    Parquet file's schema metadata (`Dataset.to_parquet`, the Hub's own Parquet files): the ids alone are stored, and
+    read without these names a run's classes were 0, 1, 2, ... Metadata it cannot read names none."""
+    try:
+        features = json.loads((metadata or {}).get(b"huggingface", b"{}"))["info"]["features"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    names = {}
+    for column, feature in features.items() if isinstance(features, dict) else ():
+        if isinstance(feature, list) and len(feature) == 1:  # an older writer's list of one feature
+            feature = feature[0]
+        elif isinstance(feature, dict) and isinstance(feature.get("feature"), dict):  # List / Sequence of it
+            feature = feature["feature"]
+        if isinstance(feature, dict) and feature.get("_type") == "ClassLabel" and feature.get("names"):
+            names[str(column)] = [str(name) for name in feature["names"]]
+    return names or None
+
+
+def _parquet_chunks(parquet: Any, header: list[str], path: str, chunk_size: int | None) -> Iterator[Chunk]:
+    number, pending = 0, Chunk([], [])
+    try:
+        for batch in parquet.iter_batches(batch_size=chunk_size or 65_536):
+            columns = [batch.column(index).to_pylist() for index in range(len(header))]
+            records = [list(values) for values in zip(*columns)]
+            chunk = Chunk(records, list(range(number + 1, number + len(records) + 1)))
+            number += len(records)
+            if chunk_size is not None:
+                yield chunk
+            else:  # a whole-file read is one chunk, as for the other formats
+                pending.records.extend(chunk.records)
+                pending.numbers.extend(chunk.numbers)
+    except OSError as error:
+        raise DataError(f"{path}: not a readable Parquet file ({one_line(error)})") from None
+    if pending.records:
+        yield pending

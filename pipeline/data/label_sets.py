@@ -1,0 +1,93 @@
+"""Multi-label tasks (data.task: multi_label): each row's set of classes, from a list cell, a joined cell, tags,
+or one 0/1 column per class (data.label_columns); the classes of such sets.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from pipeline.common.errors import DataError, shorten
+from pipeline.config.schema import DataConfig
+from pipeline.data.label_forms import as_int, raw_sets, read_indicator, set_hint, warn_case_variants
+from pipeline.data.label_scheme import LabelScheme, MissingLabel
+from pipeline.data.labels import MAX_INFERRED_CLASSES, class_indices, given_scheme, warn_unlike_names
+from pipeline.data.rows import SplitRows
+
+logger = logging.getLogger("pipeline.data.labels")
+# Where inferred multi-label classes come from, for the error that lists them.
+_FOUND = "the classes found in train; list them all in data.label_names"
+
+
+def label_set_scheme(config: DataConfig, train: SplitRows, hub_names: list[str] | None = None) -> LabelScheme:
+    """Class names of a multi-label task: `data.label_names`, else a Hub list-of-ClassLabel's names (a set may then
+    hold names or ids, as single labels may), else the union of train's sets: sorted, numerically when every label
+    is an integer (as ids are written), and then only those numbers name the classes."""
+    separator = config.label_separator
+    given = given_scheme(config, hub_names)
+    if given is not None:
+        joined = [name for name in given.names if separator in name]
+        if joined:
+            raise DataError(
+                f"data.label_names: class {joined[0]!r} contains data.label_separator {separator!r}; "
+                "choose another separator"
+            )
+        return given
+    # Each class found, with the rows that hold it (a label written twice in one set counts once).
+    rows = Counter(name for row in raw_sets(train, config.label_column, separator) for name in set(row))
+    found = set(rows)
+    if len(found) > MAX_INFERRED_CLASSES:
+        raise DataError(
+            f"{train.source}, column '{config.label_column}': {len(found)} distinct labels, more than "
+            f"{MAX_INFERRED_CLASSES}: list the classes in data.label_names{set_hint(sorted(found), separator)}"
+        )
+    if found and all(as_int(name) is not None for name in found):
+        return LabelScheme(sorted(found, key=as_int), 0, accepts_ids=False, origin=_FOUND)
+    warn_case_variants(sorted(found), train, config.label_column)
+    warn_unlike_names(rows, train, config.label_column, separator)
+    return LabelScheme(sorted(found), 0, accepts_ids=False, origin=_FOUND)
+
+
+def label_sets(table: SplitRows, column: str, scheme: LabelScheme, separator: str) -> np.ndarray:
+    """(N, C) float32 multi-hot rows; a class outside the scheme is an error naming the row and the classes."""
+    multi_hot = np.zeros((len(table.frame), len(scheme.names)), dtype=np.float32)
+    sets = raw_sets(table, column, separator)
+    for row, indices in enumerate(class_indices(table, column, sets, scheme, separator)):
+        multi_hot[row, indices] = 1.0
+    return multi_hot
+
+
+# The column stage 1 writes each row's set of classes into, read as a list column from then on. A name no file has.
+INDICATOR_SETS_COLUMN = "<classes of data.label_columns>"
+
+
+def indicator_sets(table: SplitRows, columns: list[str], missing: MissingLabel) -> list[list[str] | None]:
+    """Each row's classes: the columns whose cell says present (1, true, yes), in `columns` order. A cell that says
+    neither present nor absent (0, false, no) is an error naming the row and column; a missing one (empty, a mark
+    of `missing`, -1: Jigsaw's test rows left out of scoring) makes the row's set None: an incomplete row
+    (missing_label_rows names it, data.incomplete_rows says what becomes of it)."""
+    cells = [table.column(column, "data.label_columns") for column in columns]
+    sets: list[list[str] | None] = [[] for _ in range(len(table.frame))]
+    for column, values in zip(columns, cells):
+        read = [None if missing.written(value) is not None else read_indicator(value) for value in values]
+        _refuse_unread(table, column, values, read)
+        for row, present in enumerate(read):
+            if present is None:
+                sets[row] = None
+            elif present and sets[row] is not None:
+                sets[row].append(column)
+    return sets
+
+
+def _refuse_unread(table: SplitRows, column: str, values: list[Any], read: list[Any]) -> None:
+    where = f"column '{column}' (data.label_columns)"
+    other = [row for row, present in enumerate(read) if present == "?"]
+    if other:
+        raise DataError(
+            f"{table.where(other[0])}, {where}: {shorten(values[other[0]], 40)!r} is not 0 or 1 (nor true/false, "
+            f"yes/no){table.and_more(other)}; each class column says whether the row has that class (-1 or an empty "
+            "cell: not scored, an incomplete row)"
+        )

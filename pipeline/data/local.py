@@ -1,0 +1,322 @@
+"""Splits from local files (data.source: files): each configured file read whole through tables.open_table, or a
+folder of class folders; the warnings about what a file's layout leaves unread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from pipeline.common.errors import DataError
+from pipeline.config.reading import LABEL_COLUMN, STANDARD_INPUT, TEXT_COLUMN, normalise_name
+from pipeline.config.schema import DataConfig
+from pipeline.data.build import input_values, label_columns_of
+from pipeline.data.folders import ID_COLUMN, is_folder, read_class_folders
+from pipeline.data.formats.header import looks_like_data, unnamed_column
+from pipeline.data.formats.table import REPEATED_HEADER, Chunk, Table, repeated_header_warning
+from pipeline.data.rows import FILE_KEYS, SEPARATE_LABELS_HINT, SplitRows
+from pipeline.data.splits import RemovedRow
+from pipeline.data.tables import LAYOUT_SETTINGS, UnknownFormatError, open_table, settings_not_read
+from pipeline.data.text import TextSpec, is_blank, resolve_columns
+
+logger = logging.getLogger("pipeline.data.load")
+
+
+def read_file_tables(config: DataConfig) -> dict[str, SplitRows]:
+    """Read the configured train/validation/test files; a missing test or validation file is carved from train."""
+    if not config.train_file:
+        raise DataError("data.train_file is required when data.source is 'files'")
+    paths = {"train": config.train_file, "validation": config.validation_file, "test": config.test_file}
+    tables = {
+        split: read_table(path, FILE_KEYS[split], config, config.column_names) for split, path in paths.items() if path
+    }
+    _warn_class_folders_only_in_train(tables, config)
+    for table in tables.values():
+        _warn_values_in_unnamed_columns(table, config)
+    return tables
+
+
+def _warn_values_in_unnamed_columns(table: SplitRows, config: DataConfig) -> None:
+    """Columns whose header cell is empty ("Unnamed: 2": header.unnamed_column) are read by no setting that
+    does not name them. Kaggle's SMS spam.csv (v1, v2 and three unnamed columns) holds there the end of some of its
+    texts, cut at a comma the file left unquoted: one WARNING names the rows holding values in them, so that texts cut
+    short are not trained on unknowingly."""
+    read = [*TextSpec.from_data_config(config).input_columns, *label_columns_of(config)]
+    read = {normalise_name(name) for name in (*read, config.id_column, config.split_column) if name}
+    unnamed = [
+        name
+        for index, name in enumerate(table.frame.columns)
+        if name == unnamed_column(index) and normalise_name(name) not in read
+    ]
+    if not unnamed:
+        return
+    filled = {name: [not is_blank(value) for value in table.frame[name]] for name in unnamed}
+    # Stray ends of texts fill some rows; a column that fills every row is a column left without a name (pandas'
+    # index, which to_csv writes unless index=False), no text's end, and adding it to the texts would be wrong.
+    filled = {name: cells for name, cells in filled.items() if any(cells) and not all(cells)}
+    rows = [row for row, cells in enumerate(zip(*filled.values())) if any(cells)]
+    unnamed = list(filled)
+    if rows:
+        logger.warning(
+            "%s: %s, %s of %s, hold%s values in the column%s without a name in the header (%s), which no setting "
+            "reads; if they continue the text (a comma left unquoted), add %s to data.text_columns",
+            table.source,
+            f"{table.unit} {table.number(rows[0])}{table.and_more(rows)}",
+            f"{len(rows):,}",
+            f"{len(table.frame):,}",
+            "s" if len(rows) == 1 else "",
+            "s" if len(unnamed) > 1 else "",
+            ", ".join(unnamed),
+            "it" if len(unnamed) == 1 else "them",
+        )
+
+
+def _warn_class_folders_only_in_train(tables: dict[str, SplitRows], config: DataConfig) -> None:
+    """Unlisted, the classes are train's class folders, all of them but those named as unlabelled (aclImdb's unsup/:
+    folders.UNLABELLED_FOLDERS); a folder of unlabelled texts under another name becomes a class that the model
+    learns and no test row has. A validation or test folder without some of train's class folders is most often
+    that: say so, pointing to data.label_names."""
+    trained = tables["train"].files_per_class
+    if config.label_names is not None or trained is None:
+        return
+    for split in ("validation", "test"):
+        held_out = tables[split].files_per_class if split in tables else None
+        missing = [name for name in trained if held_out is not None and name not in held_out]
+        if missing:
+            logger.warning(
+                "%s (%s) lacks the class folder%s %s of %s (data.train_file): with data.label_names unset each of its "
+                "class folders is a class, and the model learns %s that no %s row has; if that is not meant "
+                "(a folder of unlabelled texts), list the classes in data.label_names",
+                tables[split].source,
+                FILE_KEYS[split],
+                "s" if len(missing) > 1 else "",
+                ", ".join(missing),
+                tables["train"].source,
+                "classes" if len(missing) > 1 else "a class",
+                split,
+            )
+
+
+# Many corpora come without a header row (ag_news_csv, DBpedia, Yelp, the SMS Spam Collection, go_emotions' TSV):
+# read by its first row, such a file lacks every configured column, and its "columns" are that row's cells.
+HEADERLESS_HINT = "; the file has no header row? Name its columns in data.column_names"
+# Added to the error about a label column that a file to evaluate on (not train: its labels are more likely in a column
+# named otherwise) lacks beside the text columns: GLUE's test.tsv (index, sentence), whose labels are held back.
+UNLABELLED_HINT = (
+    "; if the file has no labels (a test set's held back, as GLUE's test.tsv): it is not scored but labelled by a "
+    "trained model, with python -m pipeline.predict --model <run> --input <file>"
+)
+
+
+def read_table(path: str, origin: str, config: DataConfig, column_names: list[str] | None) -> SplitRows:
+    """Read one whole file as the data settings read every file (format, encoding, quoting, delimiter, label prefix),
+    its columns named by `column_names` when it has no header, into a SplitRows of raw values (strings for CSV/TSV;
+    nothing is parsed as NA or numbers). A folder is read as a folder of class folders, for the classes
+    data.label_names lists."""
+    if is_folder(path):
+        listed_in = "data.label_names_file" if config.label_names_file else "data.label_names"
+        return read_folder(path, origin, config, config.label_names, listed_in, every_class=True)
+    if not Path(path).expanduser().is_file() and path != STANDARD_INPUT:
+        raise DataError(f"{origin}: file not found: {path} (looked for {Path(path).expanduser().resolve()})")
+    try:
+        with open_table(
+            path,
+            config.file_format,
+            column_names,
+            config.encoding,
+            quoting=config.quoting,
+            delimiter=config.delimiter,
+            label_prefix=config.label_prefix,
+            sheet=config.sheet,
+            json_field=config.json_field,
+        ) as table:
+            chunks = list(table.chunks)
+    except UnknownFormatError as error:  # most often a text file of one text per line, whose labels are elsewhere
+        raise UnknownFormatError(f"{error}; if it holds one text per line: {SEPARATE_LABELS_HINT}") from None
+    _warn_settings_not_read(path, origin, config, *settings_not_read(table.format))
+    frame, numbers, repeated = _frame_of(table, chunks, path, origin)
+    if table.format == "fasttext" and config.task == "multi_label":
+        # A fastText line's labels are words, already apart: one is a set of one, as a JSON list holds it, never a
+        # string to split at data.label_separator (__label__c|sharp is one class, or an error naming the line).
+        frame[LABEL_COLUMN] = [[value] if isinstance(value, str) else value for value in frame[LABEL_COLUMN]]
+    # What the reader saw of the file (a title above its header, a workbook's other sheets, a JSON object's list of
+    # records) says more than a guess from its header: a one-column or headerless file's advice would mislead.
+    hint = table.missing_column_hint
+    if not hint:
+        hint = HEADERLESS_HINT if column_names is None and looks_like_data(table.header, table.format) else ""
+        hint += _missing_labels_hint(table.header, config, origin)
+    return SplitRows(
+        frame,
+        path,
+        origin,
+        table.unit,
+        numbers,
+        table.quoting,
+        hint,
+        delimiter=table.delimiter,
+        sheet=table.sheet,
+        class_names=table.class_names,
+        repeated_headers=repeated,
+    )
+
+
+def _frame_of(table: Table, chunks: list[Chunk], path: str, origin: str) -> tuple[pd.DataFrame, list, SplitRows | None]:
+    """A whole file's rows as a frame of raw values, their numbers, and the rows that repeat its header row as
+    SplitRows of their own (None when none do), numbered by their own lines as the data rows are."""
+    records, numbers, repeats = [], [], []
+    for chunk in chunks:
+        for number, record in zip(chunk.numbers, chunk.records):
+            if table.repeats_header(record):
+                repeats.append((number, record))
+            else:
+                records.append(record)
+                numbers.append(number)
+    frame = pd.DataFrame(records, columns=table.header, dtype=object)
+    if not repeats:
+        return frame, numbers, None
+    repeated_frame = pd.DataFrame([record for _, record in repeats], columns=table.header, dtype=object)
+    repeated = SplitRows(repeated_frame, path, origin, table.unit, [number for number, _ in repeats], sheet=table.sheet)
+    return frame, numbers, repeated
+
+
+def warn_repeated_headers(table: SplitRows, outcome: str) -> None:
+    """One warning for the rows of a file that repeated its header row, if any: where, and `outcome`."""
+    headers = table.repeated_headers
+    if headers is not None:
+        rows = list(range(len(headers.frame)))
+        where, header_row = headers.where(0), headers.frame.iloc[0].tolist()
+        logger.warning("%s", repeated_header_warning(where, header_row, headers.and_more(rows), outcome))
+
+
+def repeated_header_rows(table: SplitRows, split: str, config: DataConfig) -> list[RemovedRow]:
+    """The rows of `split`'s file that repeated its header row, left out as it was read (read_table): one warning
+    naming the file and where they are, and each as removed_rows.csv lists it, its line in the reason (with
+    data.id_column its id is that column's name, which says nothing of where it is)."""
+    headers = table.repeated_headers
+    if headers is None:
+        return []
+    warn_repeated_headers(table, "left out of the data, listed in removed_rows.csv")
+    rows = list(range(len(headers.frame)))
+    spec = TextSpec.from_data_config(config)
+    ids = headers.column(config.id_column, "data.id_column") if config.id_column else list(map(headers.number, rows))
+    values = input_values(headers, spec)
+    return [
+        RemovedRow(
+            split,
+            str(ids[row]),
+            f"{REPEATED_HEADER}, {headers.unit} {headers.number(row)}",
+            spec.partial_text(values[row]),
+        )
+        for row in rows
+    ]
+
+
+def _missing_labels_hint(header: list[str], config: DataConfig, origin: str) -> str:
+    """What a file without the label column(s) most likely is, added to the error about them: a file of one column
+    (texts whose labels are elsewhere: SEPARATE_LABELS_HINT), or a file to evaluate on with the text columns (a test
+    set whose labels are held back, which prediction labels); "" for a file that has its labels."""
+    if _finds(header, label_columns_of(config)):
+        return ""
+    if len(header) == 1:
+        return f"; the file has one column: {SEPARATE_LABELS_HINT}"
+    if origin != FILE_KEYS["train"] and _finds(header, TextSpec.from_data_config(config).input_columns):
+        return UNLABELLED_HINT
+    return ""
+
+
+def _finds(header: list[str], columns: Sequence[str]) -> bool:
+    """Whether every one of `columns` is in the header (as resolve_columns finds them)."""
+    try:
+        resolve_columns(header, columns, "", "")
+    except DataError:
+        return False
+    return True
+
+
+def _warn_settings_not_read(path: str, origin: str, config: DataConfig, keys: Sequence[str], what: str) -> None:
+    """Settings given (other than their defaults) that do not describe the source read, `what` it is (a folder of
+    class folders, a workbook): said in a warning, rather than silently ignored."""
+    defaults = {setting.name: setting.default for setting in dataclasses.fields(config)}
+    given = [f"data.{key}" for key in keys if getattr(config, key) != defaults[key]]
+    if given:
+        logger.warning(
+            "%s (%s) is %s, which these file settings do not describe: %s", path, origin, what, ", ".join(given)
+        )
+
+
+# Data settings that describe a file's layout, which a folder of class folders does not have.
+FILE_LAYOUT_KEYS = ("file_format", *LAYOUT_SETTINGS)
+# Added to the error about a configured column that a folder's rows lack.
+FOLDER_COLUMNS_HINT = (
+    f"; a folder of class folders or class files gives the columns {TEXT_COLUMN} (a file's whole text, or a line of "
+    f"a class file), {LABEL_COLUMN} (its class folder or class file) and {ID_COLUMN} (its path in the folder, and "
+    f"line): set data.text_columns=[{TEXT_COLUMN}] and data.label_column={LABEL_COLUMN} (rows are named by that path "
+    f"with data.id_column unset, or {ID_COLUMN})"
+)
+
+
+def read_folder(
+    path: str, origin: str, config: DataConfig, classes: list[str] | None, classes_from: str, every_class: bool
+) -> SplitRows:
+    """A folder of class folders (pipeline/data/folders.py) as the SplitRows of its files, each named by its path in the
+    folder; `classes` (from `classes_from`) are the class folders read."""
+    _warn_settings_not_read(path, origin, config, FILE_LAYOUT_KEYS, "a folder of class folders")
+    folder = read_class_folders(path, config.encoding, classes, classes_from, every_class, origin)
+    return SplitRows(
+        folder.frame,
+        path,
+        origin,
+        "file",
+        list(folder.paths),
+        None,
+        FOLDER_COLUMNS_HINT,
+        folder.files_per_class,
+        class_files=folder.class_files,
+    )
+
+
+def file_class_names(tables: dict[str, SplitRows], config: DataConfig) -> list[str] | None:
+    """The class names a Parquet train file records for the label column (a ClassLabel, or a list of them: written by
+    `datasets`), read as a Hub dataset's are (ids from 0, -1 no label) where neither data.label_names nor
+    data.label_names_file names the classes; None otherwise. Another file recording other names is warned about."""
+    if config.label_columns:
+        return None
+    names = _recorded_names(tables["train"], config.label_column)
+    if names is None:
+        return None
+    if config.label_names is not None:  # the user's names win; a file whose ids mean others is said to
+        for table in tables.values():
+            warn_other_class_names(table, config.label_column, config.label_names, "data.label_names")
+        return None
+    logger.info("Classes from %s's ClassLabel column '%s': %s", tables["train"].source, config.label_column, names)
+    for table in tables.values():
+        warn_other_class_names(table, config.label_column, names, f"those of {tables['train'].source}")
+    return names
+
+
+def _recorded_names(table: SplitRows, column: str) -> list[str] | None:
+    """The class names a file records for `column` (Table.class_names), found as the column is."""
+    recorded = table.class_names or {}
+    try:
+        (position,) = resolve_columns(list(recorded), [column], table.source, "data.label_column")
+    except DataError:
+        return None
+    return recorded[list(recorded)[position]]
+
+
+def warn_other_class_names(table: SplitRows, column: str, names: list[str], whose: str) -> None:
+    """A file whose ClassLabel column names other classes than the run's: its ids may mean other classes."""
+    recorded = _recorded_names(table, column)
+    if recorded is not None and recorded != list(names):
+        logger.warning(
+            "%s, column '%s': the file's ClassLabel names (%s) are not %s (%s); its ids are read as the latter's",
+            table.source,
+            column,
+            ", ".join(recorded),
+            whose,
+            ", ".join(names),
+        )
