@@ -10,6 +10,7 @@ unlabelled file, augmentation, the transfer set, the student's rows).
 """
 
 from pipeline.distill.teacher import (
+    TeacherLabeller,
     check_labels,
     check_reading,
     check_teacher,
@@ -30,6 +31,7 @@ from pipeline.distill.transfer import (
 __all__ = [
     "NO_LABEL",
     "TRANSFER_SPLIT",
+    "TeacherLabeller",
     "augment",
     "augmented_texts",
     "check_labels",
