@@ -20,6 +20,7 @@ from pipeline.config.schema import MAX_BATCH_TOKENS, DataConfig
 from pipeline.data.tables import TextSpec
 from pipeline.models import class_names, is_multi_label, max_positions, to_probabilities
 from pipeline.predict.backend import Backend, TorchBackend
+from pipeline.predict.runtime import open_backend
 from pipeline.predict.source import (
     ModelSource,
     PredictError,
@@ -144,16 +145,7 @@ class Predictor:
         """`backend`: "torch"; "onnx" (the run's verified export, an error when there is none: never a silent
         fallback); "auto" (that export when verification found it faster than PyTorch, else PyTorch). `precision`
         is PyTorch's: setting it to fp32 or bf16 makes "auto" take PyTorch."""
-        if batch_size < 1:
-            raise PredictError(f"batch size must be positive, got {batch_size}")
-        if max_batch_tokens not in (None, "auto") and (not isinstance(max_batch_tokens, int) or max_batch_tokens < 1):
-            raise PredictError(f"max batch tokens must be a positive integer, 'auto' or None, got {max_batch_tokens!r}")
-        if max_length is None and source.max_length is None and source.run_dir is not None:
-            # Another length than training's would change the predictions of long texts: do not guess.
-            raise PredictError(
-                f"run {source.run_dir} records no tokenization.max_length (no metrics.json: did it finish?); "
-                "pass --max-length"
-            )
+        _check_options(source, batch_size, max_batch_tokens, max_length)
         if device == "auto" and backend in BACKEND_RUNTIMES:
             device = "cpu"  # exports run on the CPU: asking for one takes a visible GPU out of 'auto'
         try:
@@ -436,6 +428,19 @@ def pad_arrays(
     return input_ids, attention_mask
 
 
+def _check_options(source: ModelSource, batch_size: int, max_batch_tokens: Any, max_length: int | None) -> None:
+    if batch_size < 1:
+        raise PredictError(f"batch size must be positive, got {batch_size}")
+    if max_batch_tokens not in (None, "auto") and (not isinstance(max_batch_tokens, int) or max_batch_tokens < 1):
+        raise PredictError(f"max batch tokens must be a positive integer, 'auto' or None, got {max_batch_tokens!r}")
+    if max_length is None and source.max_length is None and source.run_dir is not None:
+        # Another length than training's would change the predictions of long texts: do not guess.
+        raise PredictError(
+            f"run {source.run_dir} records no tokenization.max_length (no metrics.json: did it finish?); "
+            "pass --max-length"
+        )
+
+
 def _choose_backend(source: ModelSource, backend: str, precision: str, device: torch.device) -> ExportChoice:
     """--backend -> what runs (see Predictor.from_source); errors become PredictError."""
     if backend in BACKEND_RUNTIMES and precision != "auto":
@@ -459,8 +464,6 @@ def _load_backend(
         model, tokenizer = load_model_and_tokenizer(source.model_dir)
         model.to(device)
         return model, tokenizer, model.config, TorchBackend(model, device)
-    from pipeline.predict.runtime import open_backend
-
     config, tokenizer = load_config_and_tokenizer(source.model_dir)
     try:
         engine = open_backend(choice.variant, choice.path)

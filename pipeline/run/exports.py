@@ -202,12 +202,9 @@ def choose_export(run_dir: Path | None, model_dir: Path, backend: str, device_ty
         return torch_because(
             f"no verified ONNX export ({run.export_record_path} not found; {_export_command(run.path)})"
         )
-    recorded, actual = record["model_sha256"], weights_sha256(model_dir)
-    if recorded != actual:
-        return torch_because(
-            f"{run.export_dir} was exported from other weights (sha256 {recorded[:12]}, the model's is {actual[:12]}): "
-            f"refused; re-export with {_export_command(run.path)}"
-        )
+    other_weights = _other_weights(run, record, model_dir)
+    if other_weights:
+        return torch_because(other_weights)
     named = BACKEND_VARIANTS.get(backend)  # None for auto
     variants = {name: v for name, v in record["variants"].items() if named in (None, name)}
     if not variants and named is None:
@@ -232,6 +229,17 @@ def choose_export(run_dir: Path | None, model_dir: Path, backend: str, device_ty
     if short:  # also an export.json written before the minimum existed, whose `auto` names an export
         return ExportChoice(None, None, not_for_auto(verification_rows_of(record)))
     return _auto_choice(run, record, verified)
+
+
+def _other_weights(run: RunDir, record: dict[str, Any], model_dir: Path) -> str | None:
+    """Why the export is refused when it was made from other weights than the model's; None when it was not."""
+    recorded, actual = record["model_sha256"], weights_sha256(model_dir)
+    if recorded == actual:
+        return None
+    return (
+        f"{run.export_dir} was exported from other weights (sha256 {recorded[:12]}, the model's is {actual[:12]}): "
+        f"refused; re-export with {_export_command(run.path)}"
+    )
 
 
 def _asked_reason(variant: str, record: dict[str, Any], short: str | None) -> str:
