@@ -53,7 +53,7 @@ from pipeline.run.exports import (
     too_few_rows,
 )
 from pipeline.scoring.thresholds import Decision
-from pipeline.text.tokenization import length_limit
+from pipeline.text.lengths import length_limit
 
 logger = logging.getLogger("pipeline.export")
 

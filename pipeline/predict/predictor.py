@@ -31,7 +31,7 @@ from pipeline.predict.source import (
 from pipeline.run.directory import DECISION_FILE, RunDirError, read_decision
 from pipeline.run.exports import BACKEND_RUNTIMES, ExportChoice, ExportError, choose_export
 from pipeline.scoring.thresholds import KIND_BINARY, KIND_FLAG, KIND_MULTI_LABEL, Decision, default_decision
-from pipeline.text.tokenization import length_limit, padded_width, sorted_batches
+from pipeline.text.lengths import length_limit, padded_width, sorted_batches
 from pipeline.text.windows import (
     SEGMENT_IDS,
     EncodedDocuments,

@@ -34,7 +34,8 @@ from pipeline.run.directory import (
     untrained_classes,
     untrained_consequence,
 )
-from pipeline.text.windows import LongTextRule, unknown_tokens_warning
+from pipeline.text.unknown import unknown_tokens_warning
+from pipeline.text.windows import LongTextRule
 
 # Differences below these are rounding, not a different budget.
 SAMPLES_RELATIVE_TOLERANCE = 0.01

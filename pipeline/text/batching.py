@@ -15,7 +15,7 @@ from datasets import Dataset
 from torch.utils.data import DataLoader, Sampler
 
 from pipeline.data.splits import MULTI_LABEL_COLUMN, column_values, label_column
-from pipeline.text.tokenization import padded_width, sorted_batches
+from pipeline.text.lengths import padded_width, sorted_batches
 from pipeline.text.windows import SEGMENT_IDS
 
 # Pools of this many batches are sorted by length before being cut into batches (as in HF's LengthGroupedSampler):
