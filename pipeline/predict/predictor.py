@@ -32,11 +32,11 @@ from pipeline.run.directory import DECISION_FILE, RunDirError, read_decision
 from pipeline.run.exports import BACKEND_RUNTIMES, ExportChoice, ExportError, choose_export
 from pipeline.scoring.thresholds import KIND_BINARY, KIND_FLAG, KIND_MULTI_LABEL, Decision, default_decision
 from pipeline.text.lengths import length_limit, padded_width, sorted_batches
+from pipeline.text.unknown import UnknownTokens
 from pipeline.text.windows import (
     SEGMENT_IDS,
     EncodedDocuments,
     LongTextRule,
-    UnknownTokens,
     encode_documents,
     pad_ids,
     pool_documents,

@@ -29,6 +29,7 @@ import numpy as np
 from pipeline.data.splits import column_values, label_column, labels_of
 from pipeline.run.directory import first_line
 from pipeline.text.lengths import fixed_length, length_limit, log_length, truncated_share
+from pipeline.text.unknown import UnknownTokens, unknown_counts, unknown_tokens_warning
 from pipeline.text.windows import (
     SEGMENT_IDS,
     TOKENIZE_BATCH_SIZE,
@@ -36,7 +37,6 @@ from pipeline.text.windows import (
     KeptContent,
     LongTextRule,
     TokensRead,
-    UnknownTokens,
     content_ids_by_segment,
     content_length,
     encode_documents,
@@ -45,8 +45,6 @@ from pipeline.text.windows import (
     pair_extra_tokens,
     reads_of,
     reads_segments,
-    unknown_counts,
-    unknown_tokens_warning,
     windows_summary,
 )
 
