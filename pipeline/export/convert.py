@@ -28,6 +28,7 @@ import logging
 import platform
 import shutil
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,7 @@ from pipeline.export.verify import (
     verify_exports,
 )
 from pipeline.predict.runtime import graph_inputs, onnx_threads, require_openvino
-from pipeline.predict.source import PredictError, load_model_and_tokenizer, resolve_model_source
+from pipeline.predict.source import ModelSource, PredictError, load_model_and_tokenizer, resolve_model_source
 from pipeline.report import write_report
 from pipeline.run.directory import (
     EXPORT_RECORD_FILE,
@@ -111,31 +112,47 @@ def _openvino_variants(asked: bool | None, quantize: str | None) -> list[str]:
     return ["openvino", "openvino-int8"]
 
 
-def export_run(
-    path: str | Path,
-    quantize: str | None = None,
-    *,
-    max_rows: int | None = DEFAULT_MAX_ROWS,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    optimize: bool = True,
-    openvino: bool | None = None,
-    texts: Sequence[str] | None = None,
-    gold: Sequence[str] | None = None,
-    source_note: str | None = None,
-    calibration: Sequence[str] | None = None,
-    top_up: dict[str, Sequence[str]] | None = None,
-    rounds: int = DEFAULT_ROUNDS,
-    seed: int = 0,
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ExportOptions:
+    """export_run's settings: verification's sample, batch and timed passes, the graph optimizer, the OpenVINO
+    models (`openvino` None: when it is installed), and the caller's own rows (`texts` with gold class names
+    `gold`, topped up from `top_up`, unlabelled texts by source, and `calibration` training texts)."""
+
+    max_rows: int | None = DEFAULT_MAX_ROWS
+    batch_size: int = DEFAULT_BATCH_SIZE
+    optimize: bool = True
+    openvino: bool | None = None
+    texts: Sequence[str] | None = None
+    gold: Sequence[str] | None = None
+    source_note: str | None = None
+    calibration: Sequence[str] | None = None
+    top_up: dict[str, Sequence[str]] | None = None
+    rounds: int = DEFAULT_ROUNDS
+    seed: int = 0
+
+    def given_rows(self) -> VerificationRows:
+        """The caller's verification rows (finetune's in-memory splits) instead of the run's re-created validation
+        split."""
+        return VerificationRows(
+            list(self.texts),
+            list(self.gold) if self.gold is not None else None,
+            self.source_note or "texts given by the caller",
+            list(self.calibration or []),
+            "training rows given by the caller",
+            top_up={name: list(pool) for name, pool in (self.top_up or {}).items()},
+        )
+
+
+def export_run(path: str | Path, quantize: str | None = None, **options: Any) -> dict[str, Any]:
     """Write the run's onnx/ folder (fp32, and int8 with quantize="int8"; the OpenVINO models too when `openvino`,
     by default when it is installed), each verified against PyTorch fp32 on the run's validation rows topped up
-    with its test and train texts (or `texts` with gold class names `gold`, topped up from `top_up`, unlabelled texts
-    by source, and `calibration` training texts); returns export.json's content."""
+    with its test and train texts, or on the caller's (ExportOptions: `options`); returns export.json's content."""
+    options = ExportOptions(**options)
     if quantize not in (None, *QUANTIZE_CHOICES):
         raise ExportError(f"unknown quantization '{quantize}' (use {', '.join(QUANTIZE_CHOICES)})")
     require("onnx")
     require("onnxruntime")
-    openvino_variants = _openvino_variants(openvino, quantize)
+    openvino_variants = _openvino_variants(options.openvino, quantize)
     try:
         source = resolve_model_source(path)
     except PredictError as error:
@@ -151,89 +168,40 @@ def export_run(
         # A run still training holds its directory (its model may still change): the export is refused then, and
         # while it runs, a training run of the same name is.
         with claimed(run.path):
-            return _export(
-                run,
-                source,
-                quantize,
-                openvino_variants,
-                max_rows,
-                batch_size,
-                optimize,
-                texts,
-                gold,
-                source_note,
-                calibration,
-                top_up,
-                rounds,
-                seed,
-            )
+            return _export(run, source, ["fp32"] + (["int8"] if quantize else []) + openvino_variants, options)
     except RunDirError as error:
         raise ExportError(str(error)) from None
 
 
-def _export(
-    run: RunDir,
-    source: Any,
-    quantize: str | None,
-    openvino_variants: list[str],
-    max_rows: int | None,
-    batch_size: int,
-    optimize: bool,
-    texts: Sequence[str] | None,
-    gold: Sequence[str] | None,
-    source_note: str | None,
-    calibration: Sequence[str] | None,
-    top_up: dict[str, Sequence[str]] | None,
-    rounds: int,
-    seed: int,
-) -> dict[str, Any]:
+def _export(run: RunDir, source: ModelSource, variants: list[str], options: ExportOptions) -> dict[str, Any]:
     try:
         model, tokenizer = load_model_and_tokenizer(source.model_dir)
     except PredictError as error:
         raise ExportError(str(error)) from None
     model_sha256 = weights_sha256(source.model_dir)
-    rows = verification_rows(run) if texts is None else _given_rows(texts, gold, source_note, calibration, top_up)
-    rows = rows.sample(max_rows, seed, calibrating="openvino-int8" in openvino_variants)
+    rows = verification_rows(run) if options.texts is None else options.given_rows()
+    rows = rows.sample(options.max_rows, options.seed, calibrating="openvino-int8" in variants)
     if not rows.texts:
         raise ExportError(f"{run.path}: no rows to verify the export on ({rows.source})")
-    reference = reference_predictor(model, tokenizer, source, batch_size)
+    reference = reference_predictor(model, tokenizer, source, options.batch_size)
     # A sentence-pair model's graph takes the segment ids that prediction feeds it (windows.reads_segments).
     segments = bool(source.text_spec.pair_columns) and reads_segments(tokenizer)
-    variants = ["fp32"] + (["int8"] if quantize else []) + openvino_variants
     record: dict[str, Any] = {}
 
     def fill(staging: Path) -> None:
         staging = staging.resolve()
         with scratch_working_directory():
             graph, calibration_note = _convert(
-                staging, model, tokenizer, reference, variants, rows, seed, optimize, segments
+                staging, model, tokenizer, reference, variants, rows, options.seed, options.optimize, segments
             )
         files = {variant: staging / ONNX_MODEL_FILES[variant] for variant in variants}
-        results = verify_exports(reference, files, rows, rounds)
+        results = verify_exports(reference, files, rows, options.rounds)
         record.update(_build_record(model_sha256, graph, rows, results, files, reference, calibration_note, segments))
         _set_refused_aside(staging, record, files)
         atomic_write_json(staging / EXPORT_RECORD_FILE, record)
 
     replace_directory(run.export_dir, fill)
     return record
-
-
-def _given_rows(
-    texts: Sequence[str],
-    gold: Sequence[str] | None,
-    source_note: str | None,
-    calibration: Sequence[str] | None,
-    top_up: dict[str, Sequence[str]] | None,
-) -> VerificationRows:
-    """The caller's verification rows (finetune's in-memory splits) instead of the run's re-created validation split."""
-    return VerificationRows(
-        list(texts),
-        list(gold) if gold is not None else None,
-        source_note or "texts given by the caller",
-        list(calibration or []),
-        "training rows given by the caller",
-        top_up={name: list(pool) for name, pool in (top_up or {}).items()},
-    )
 
 
 def _convert(

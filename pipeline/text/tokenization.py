@@ -14,6 +14,7 @@ is tokenized once.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -76,16 +77,7 @@ class TokenizationInfo:
     mostly_unknown_share: dict[str, float | None] | None = None
 
     def to_dict(self) -> dict:
-        return {
-            "windows_per_document": self.windows_per_document,
-            "max_length": self.max_length,
-            "max_length_setting": self.max_length_setting,
-            "truncated_fraction": self.truncated_fraction,
-            "from_cache": self.from_cache,
-            "from_cache_by_process": self.from_cache_by_process,
-            "unknown_token_share": self.unknown_token_share,
-            "mostly_unknown_share": self.mostly_unknown_share,
-        }
+        return dataclasses.asdict(self)
 
 
 class TokenizerNotFound(OSError):
@@ -422,13 +414,4 @@ def _read_cache(
 
 
 def _read_info(path: Path) -> TokenizationInfo:
-    data = json.loads(path.read_text())
-    return TokenizationInfo(
-        data["max_length"],
-        data["max_length_setting"],
-        data["truncated_fraction"],
-        from_cache=True,
-        windows_per_document=data.get("windows_per_document"),
-        unknown_token_share=data.get("unknown_token_share"),
-        mostly_unknown_share=data.get("mostly_unknown_share"),
-    )
+    return TokenizationInfo(**{**json.loads(path.read_text()), "from_cache": True, "from_cache_by_process": None})
