@@ -143,10 +143,7 @@ def teacher_fingerprint(source: ModelSource) -> str:
         *sorted(source.model_dir.glob("tokenizer*.json")),
         *sorted(source.model_dir.glob("vocab*")),
     ]:
-        digest.update(f"|{path.name}|".encode())
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
+        digest.update(f"|{path.name}|{file_sha256(path)}".encode())
     digest.update(str(resolve_inference_dtype("auto", resolve_device("auto"))).encode())
     digest.update(_export_identity(source).encode())
     return digest.hexdigest()

@@ -344,13 +344,8 @@ def _judge(
         return STATUS_REFUSED, "; ".join(problems)
     if speedup > 1.0:
         return STATUS_VERIFIED, f"verified; {speedup:.2f}x the rows/s of PyTorch ({baseline_precision}) here"
-    return (
-        STATUS_VERIFIED,
-        (
-            f"verified, kept, but not chosen by --backend auto: slower than PyTorch "
-            f"({baseline_precision}) here ({speedup:.2f}x its rows/s)"
-        ),
-    )
+    slower = f"slower than PyTorch ({baseline_precision}) here ({speedup:.2f}x its rows/s)"
+    return STATUS_VERIFIED, f"verified, kept, but not chosen by --backend auto: {slower}"
 
 
 def _measure(
