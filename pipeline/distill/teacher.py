@@ -28,6 +28,7 @@ from pipeline.predict import ModelSource, PredictError, Predictor, resolve_model
 from pipeline.run import directory as rundir
 from pipeline.run.directory import RunDir, is_number, nested_get
 from pipeline.run.exports import ExportError, choose_export, file_sha256, read_export_record
+from pipeline.text.tokenization import texts_fingerprint
 
 logger = logging.getLogger(__name__)
 
@@ -160,14 +161,6 @@ def _export_identity(source: ModelSource) -> str:
         return f"{choice.backend}|{recorded or file_sha256(choice.path)}"
     except ExportError:  # a damaged export: the predictor will say so when it loads
         return "torch"
-
-
-def texts_fingerprint(texts: Sequence[str]) -> str:
-    digest = hashlib.sha256(f"{len(texts)}|".encode())
-    for text in texts:
-        digest.update(text.encode("utf-8"))
-        digest.update(b"\x00")
-    return digest.hexdigest()
 
 
 class TeacherLabeller:

@@ -24,10 +24,11 @@ from pipeline.data.folders import is_folder
 from pipeline.data.load import LoadedData, build_texts, read_table, texts_of, warn_repeated_headers
 from pipeline.data.splits import column_values, duplicate_key
 from pipeline.data.tables import TextSpec, segments_of
-from pipeline.distill.teacher import CACHE_FORMAT, TeacherLabeller, teacher_test_accuracy, texts_fingerprint
+from pipeline.distill.teacher import CACHE_FORMAT, TeacherLabeller, teacher_test_accuracy
 from pipeline.predict import ModelSource
 from pipeline.run import directory as rundir
 from pipeline.text.batching import TokenizedRows
+from pipeline.text.tokenization import texts_fingerprint
 
 logger = logging.getLogger(__name__)
 

@@ -226,17 +226,23 @@ class Predictor:
         tokenizer pass."""
         return encode_documents(self.tokenizer, texts, self.max_length, self.long_text)
 
-    def row_logits(self, encoded: EncodedDocuments, on_batch: Callable[[int], None] | None = None) -> np.ndarray:
+    def row_logits(
+        self, encoded: EncodedDocuments, on_batch: Callable[[int], None] | None = None, recheck: bool = True
+    ) -> np.ndarray:
         """(R, K) float32 logits of the encoded rows, in row order. In bf16, rows whose label could flip within
-        `recheck_margin` of probability are run again in fp32, so near-ties get the full-precision label (a few
-        percent of rows for a trained model)."""
+        `recheck_margin` of probability are run again in fp32 (unless `recheck` is off), so near-ties get the
+        full-precision label (a few percent of rows for a trained model)."""
         if len(encoded.rows) == 0:
             return np.empty((0, len(self.labels)), dtype=np.float32)
         lengths = encoded.row_lengths
         on_batch = texts_progress(on_batch, len(encoded.content_lengths), len(encoded.rows))
-        rows = np.arange(len(encoded.rows))
-        logits = self._forward(encoded, lengths, rows, self.compute_dtype, on_batch)
-        if self.compute_dtype is not None and self.recheck_margin > 0 and (len(self.labels) > 1 or self.multi_label):
+        logits = self._forward(encoded, lengths, np.arange(len(encoded.rows)), self.compute_dtype, on_batch)
+        if (
+            recheck
+            and self.compute_dtype is not None
+            and self.recheck_margin > 0
+            and (len(self.labels) > 1 or self.multi_label)
+        ):
             close = near_decision(self._row_probabilities(logits), self.decision, self.recheck_margin)
             if len(close):
                 logits[close] = self._forward(encoded, lengths, close, None, None)
@@ -264,12 +270,8 @@ class Predictor:
     def logits(self, texts: Sequence[str], on_batch: Callable[[int], None] | None = None) -> np.ndarray:
         """(texts) -> (N, K) float32 logits, in text order: the same batching as `infer` (no fp32 recheck: soft
         targets for distillation, where no label is decided)."""
-        if len(texts) == 0:
-            return np.empty((0, len(self.labels)), dtype=np.float32)
         encoded = self.encode(texts)
-        on_batch = texts_progress(on_batch, len(texts), len(encoded.rows))
-        rows = np.arange(len(encoded.rows))
-        logits = self._forward(encoded, encoded.row_lengths, rows, self.compute_dtype, on_batch)
+        logits = self.row_logits(encoded, on_batch, recheck=False)
         return pool_documents(logits, encoded.documents, len(texts), "mean", softmax=False)  # windows: the mean
 
     def padded_batches(self, texts: Sequence[str]) -> list[dict[str, np.ndarray]]:

@@ -20,7 +20,7 @@ import json
 import logging
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -58,7 +58,7 @@ if TYPE_CHECKING:  # prediction imports the length rules below without paying fo
 logger = logging.getLogger(__name__)
 
 # Bump when what is cached, or how the length is chosen, changes: old entries are then ignored.
-CACHE_FORMAT = 8
+CACHE_FORMAT = 9
 
 
 @dataclass
@@ -198,6 +198,15 @@ def tokenizer_fingerprint(tokenizer: PreTrainedTokenizerBase) -> str:
     return digest.hexdigest()
 
 
+def texts_fingerprint(texts: Sequence[str]) -> str:
+    """A hash of the texts, in order (a NUL after each, so that no two lists of texts run together alike)."""
+    digest = hashlib.sha256(f"{len(texts)}|".encode())
+    for text in texts:
+        digest.update(text.encode("utf-8"))
+        digest.update(b"\x00")
+    return digest.hexdigest()
+
+
 def _cache_key(splits: DatasetDict, tokenizer: PreTrainedTokenizerBase, config: TokenizerConfig, limit: int) -> str:
     """A content hash of the texts, the tokenizer and the length settings: any change gives a new cache entry."""
     digest = hashlib.sha256()
@@ -208,10 +217,7 @@ def _cache_key(splits: DatasetDict, tokenizer: PreTrainedTokenizerBase, config: 
     digest.update(settings.encode())
     digest.update(tokenizer_fingerprint(tokenizer).encode())
     for name in sorted(splits):
-        digest.update(f"|{name}|{len(splits[name])}|".encode())
-        for text in column_values(splits[name], "text"):
-            digest.update(text.encode("utf-8"))
-            digest.update(b"\x00")
+        digest.update(f"|{name}|{texts_fingerprint(column_values(splits[name], 'text'))}|".encode())
         labels = labels_of(splits[name])  # class ids, or multi-hot rows
         digest.update(labels.astype(np.int64 if labels.ndim == 1 else np.float32).tobytes())
     return digest.hexdigest()[:24]
