@@ -320,54 +320,42 @@ class ParityRow:
 
 def parity_rows(record: dict[str, Any]) -> list[ParityRow]:
     """PyTorch fp32 (the reference), PyTorch as --backend torch runs it (when not fp32), then each export."""
-
-    def number(value: Any) -> float | None:
-        return float(value) if is_number(value) else None
-
     torch_results = record.get("torch") if isinstance(record.get("torch"), dict) else {}
     fp32, default = torch_results.get("fp32") or {}, torch_results.get("default") or {}
     default_is_fp32 = default.get("precision", "fp32") == "fp32"
-    rows = [
-        ParityRow(
-            "torch fp32",
-            1.0,
-            0.0,
-            number(fp32.get("accuracy")),
-            number(fp32.get("rows_per_second")),
-            1.0 if default_is_fp32 else None,
-            "reference" + (", baseline for auto" if default_is_fp32 else ""),
-        )
-    ]
+    reference = "reference" + (", baseline for auto" if default_is_fp32 else "")
+    speedup = 1.0 if default_is_fp32 else None
+    rows = [_parity_row("torch fp32", fp32, reference, agreement=1.0, difference=0.0, speedup=speedup)]
     if not default_is_fp32:
-        rows.append(
-            ParityRow(
-                f"torch {default.get('precision')}",
-                number(default.get("label_agreement")),
-                None,
-                number(default.get("accuracy")),
-                number(default.get("rows_per_second")),
-                1.0,
-                "baseline for auto",
-            )
-        )
+        backend = f"torch {default.get('precision')}"
+        rows.append(_parity_row(backend, default, "baseline for auto", difference=None, speedup=1.0))
     short = too_few_rows(verification_rows_of(record))
     for name, entry in record.get("variants", {}).items():
         chosen = ", chosen by auto" if record.get("auto") == name else ""
         if short and entry.get("status") == STATUS_VERIFIED:
             chosen = ", not for auto (too few rows)"
         precision = f" ({entry['precision']})" if entry.get("precision") else ""
-        rows.append(
-            ParityRow(
-                backend_name(name).replace("-", " ") + precision,
-                number(entry.get("label_agreement")),
-                number(entry.get("max_probability_difference")),
-                number(entry.get("accuracy")),
-                number(entry.get("rows_per_second")),
-                number(entry.get("speedup_vs_torch")),
-                f"{entry.get('status', '?')}{chosen}",
-            )
-        )
+        backend = backend_name(name).replace("-", " ") + precision
+        rows.append(_parity_row(backend, entry, f"{entry.get('status', '?')}{chosen}"))
     return rows
+
+
+def _parity_row(backend: str, entry: dict[str, Any], status: str, **given: float | None) -> ParityRow:
+    """A table row of `entry`'s figures (export.json's names), those in `given` (the row's names) instead."""
+
+    def figure(name: str, key: str) -> float | None:
+        value = given[name] if name in given else entry.get(key)
+        return float(value) if is_number(value) else None
+
+    return ParityRow(
+        backend,
+        figure("agreement", "label_agreement"),
+        figure("difference", "max_probability_difference"),
+        figure("accuracy", "accuracy"),
+        figure("rate", "rows_per_second"),
+        figure("speedup", "speedup_vs_torch"),
+        status,
+    )
 
 
 def rows_used(record: dict[str, Any]) -> str:
