@@ -8,7 +8,7 @@
    length-grouped batches of 32 AG News rows, and scoring test rows longest first, with the full last layer and with
    the restricted one. Also checks that both give the same logits.
 2. `eval.max_batch_tokens`: scoring the same test rows (restricted model) in batches of 128 rows whatever their
-   length, against batches of at most 4,096 tokens (pipeline.text.tokenization.sorted_batches).
+   length, against batches of at most 4,096 tokens (pipeline.text.lengths.sorted_batches).
 
 Each measurement alternates its two sides over `--rounds` rounds (the order flips every round) and prints every
 round and the median ratio. The precision is the pipeline's own choice for this CPU (bf16 autocast in training and a
@@ -38,7 +38,7 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer
 from pipeline.common.hardware import cpu_supports_bf16
 from pipeline.config.schema import MAX_BATCH_TOKENS
 from pipeline.models.cls_only import restrict_last_layer_to_cls
-from pipeline.text.tokenization import padded_width, sorted_batches
+from pipeline.text.lengths import padded_width, sorted_batches
 from pipeline.train.dropout import use_fast_dropout
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

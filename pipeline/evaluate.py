@@ -52,7 +52,8 @@ from pipeline.run.directory import (
 from pipeline.run.exports import BACKENDS
 from pipeline.scoring.decide import calibration_record
 from pipeline.scoring.evaluation import EvalResult, result_from_probabilities, write_predictions
-from pipeline.text.tokenization import TokenCounts, truncated_share
+from pipeline.text.lengths import truncated_share
+from pipeline.text.tokenization import TokenCounts
 
 logger = logging.getLogger(__name__)
 

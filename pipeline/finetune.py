@@ -31,7 +31,7 @@ from accelerate import Accelerator
 from accelerate.utils import gather_object, set_seed
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from pipeline import models
+from pipeline import distill, models
 from pipeline.card.write import write_model_card
 from pipeline.common import hardware
 from pipeline.common.errors import one_line
@@ -46,7 +46,6 @@ from pipeline.config.schema import ConfigError, PipelineConfig, load_config, sav
 from pipeline.data.label_scheme import UnknownLabels, leave_out_hint
 from pipeline.data.load import DataError, LoadedData, load_data
 from pipeline.data.splits import write_removed_rows
-from pipeline.distill import teacher as distill
 from pipeline.models import load_classifier
 from pipeline.models.cls_only import restrict_last_layer_to_cls
 from pipeline.report import ReportError, plot_confusion_matrix, write_report
@@ -230,7 +229,7 @@ def prepare(
 ) -> Prepared:
     """Stage 1 (data) and 2 (tokenizer, model, fixed-length tokens). The main process goes first, so that
     downloads and caches are made once and reused by the others. With a `teacher` (distill.resolve_teacher), train
-    also gets the transfer rows and every row the teacher's logits (pipeline/distill/teacher.py)."""
+    also gets the transfer rows and every row the teacher's logits (pipeline/distill/)."""
     tick = time.perf_counter()
     with accelerator.main_process_first():
         data = load_data(config.data, config.run.seed)

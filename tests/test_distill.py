@@ -11,10 +11,9 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline import finetune
+from pipeline import distill, finetune
 from pipeline.common.errors import DataError
 from pipeline.config.schema import ConfigError, DataConfig, DistillConfig, TrainConfig, load_config
-from pipeline.distill import teacher as distill
 from pipeline.models.encoder import EncoderClassifierConfig, EncoderForSequenceClassification
 from pipeline.report import main as report_main
 from pipeline.text.batching import TokenizedRows, collate_trimmed

@@ -26,7 +26,8 @@ from pipeline.predict.predictor import DEFAULT_BATCH_SIZE
 from pipeline.predict.source import load_model_and_tokenizer
 from pipeline.report import write_report
 from pipeline.run.directory import PREDICTION_GOLD, PREDICTION_TEXT, RunDir
-from pipeline.text.tokenization import count_tokens, truncated_share
+from pipeline.text.lengths import truncated_share
+from pipeline.text.tokenization import count_tokens
 from tests.helpers import (
     MINILM_CONFIG,
     UNWRITABLE_KINDS,

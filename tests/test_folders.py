@@ -18,7 +18,7 @@ from pipeline.data.folders import open_folder_table
 from pipeline.data.lines import EncodingError
 from pipeline.data.load import load_data, read_labelled_file
 from pipeline.data.splits import labels_of
-from pipeline.distill.teacher import read_unlabeled
+from pipeline.distill.transfer import read_unlabeled
 
 DATA_LOGGER = "pipeline.data.load"
 

@@ -333,7 +333,7 @@ def test_a_pair_model_exports_with_segment_ids_and_predicts_as_pytorch(pair_run)
 
 def test_augmented_copies_of_a_pair_stay_pairs():
     from pipeline.config.schema import DistillConfig
-    from pipeline.distill.teacher import augment
+    from pipeline.distill.transfer import augment
 
     distill = DistillConfig(augment="mask_ngram", augment_copies=3, augment_word_probability=0.5)
     texts = [PAIR_SPEC.join_pair("who scored the late goal", "the striker scored in the last minute")]

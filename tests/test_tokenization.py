@@ -5,8 +5,10 @@ import pytest
 from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
 
 from pipeline.config.schema import TokenizerConfig
-from pipeline.text.tokenization import choose_chunk_length, choose_max_length, tokenize_splits
-from pipeline.text.windows import UNKNOWN_ROWS_WARNING, UNKNOWN_TOKEN_WARNING, LongTextRule
+from pipeline.text.lengths import choose_chunk_length, choose_max_length
+from pipeline.text.tokenization import tokenize_splits
+from pipeline.text.unknown import UNKNOWN_ROWS_WARNING, UNKNOWN_TOKEN_WARNING
+from pipeline.text.windows import LongTextRule
 
 
 def test_auto_length_is_the_shortest_multiple_of_8_within_the_budget():

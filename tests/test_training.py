@@ -477,7 +477,7 @@ def test_a_tied_validation_score_keeps_the_model_with_the_lower_loss_and_says_so
 def test_a_multi_label_progress_bar_shows_the_selection_f1_not_subset_accuracy():
     """Subset accuracy (every class of a row right) stays near 0 for long on many classes and reads as a broken run:
     a multi-label run's bar shows the F1 that selects its model, under its name, counted since the last log line."""
-    from pipeline.train.loop import RunningMeter, progress_score
+    from pipeline.train.meter import RunningMeter, progress_score
 
     meter = RunningMeter(torch.device("cpu"), global_step=0, train_seconds=0.0)
     # Rows x classes: class 0 right on both rows, class 1 one false positive, class 2 one false negative.

@@ -1,15 +1,7 @@
-"""Knowledge distillation: a trained teacher's logits travel with every training row as soft targets.
-
-    source = resolve_teacher(config.train.distill)                     # before any work: a model, or ConfigError
-    splits, counts = with_transfer_split(config, data, tokenizer.mask_token)   # + "transfer": unlabelled, augmented
-    rows, record = student_rows(config, splits, tokenized, labels, source, counts)   # + the teacher's logits
-
-The teacher is a run directory or model folder of this project (BERT or the encoder). Its logits for every row
-are computed once, in batches, by the prediction path (pipeline.predict.Predictor.logits) and cached under
-data.cache_dir, keyed by a hash of the teacher's weights and config and of the texts, so later runs reuse them.
-The transfer set is the labelled train split, plus data.unlabeled_file (texts without labels) and copies of the
-train texts made by train.distill.augment (Tang et al. 2019, "Distilling task-specific knowledge from BERT into
-simple neural networks"): those rows carry label -1 and train on the soft loss alone (pipeline.train.losses).
+"""The teacher: a trained run directory or model folder of this project (BERT or the encoder), resolved and checked
+before any work, and its logits for lists of texts, computed once in batches by the prediction path
+(pipeline.predict.Predictor.logits) and cached under data.cache_dir, keyed by a hash of the teacher's weights and
+config and of the texts, so later runs reuse them.
 """
 
 from __future__ import annotations
@@ -20,48 +12,34 @@ import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+import torch
 from tqdm.auto import tqdm
+from transformers import AutoConfig, AutoTokenizer
 
-from pipeline.common.errors import DataError
-from pipeline.common.io import atomic_path, atomic_write_json
-from pipeline.config.reading import PAIR_MARK
-from pipeline.config.schema import ConfigError, DataConfig, DistillConfig, PipelineConfig
-from pipeline.data.folders import is_folder
-from pipeline.data.splits import column_values
-from pipeline.data.text import TextSpec, segments_of
-from pipeline.models import class_names, is_multi_label
+from pipeline.common.hardware import resolve_device, resolve_inference_dtype
+from pipeline.common.io import atomic_path
+from pipeline.config.schema import ConfigError, DataConfig, DistillConfig
+from pipeline.data.text import TextSpec
+from pipeline.models import class_names, is_multi_label, load_classifier
+from pipeline.predict import ModelSource, PredictError, Predictor, resolve_model_source
 from pipeline.run import directory as rundir
 from pipeline.run.directory import RunDir, is_number, nested_get
-
-if TYPE_CHECKING:
-    import datasets
-
-    from pipeline.data.load import LoadedData
-    from pipeline.predict import ModelSource, Predictor
-    from pipeline.text.batching import TokenizedRows
+from pipeline.run.exports import ExportError, choose_export, file_sha256, read_export_record
+from pipeline.text.tokenization import texts_fingerprint
 
 logger = logging.getLogger(__name__)
 
 TEACHER_KEY = "train.distill.teacher"
-TRANSFER_SPLIT = "transfer"
-# Label of a transfer row without a gold label: the loss gives it the soft term alone.
-NO_LABEL = -1
 # Bump when what the caches hold, or how they are keyed, changes: old entries are then ignored.
 CACHE_FORMAT = 1
 WEIGHT_FILE_PATTERNS = ("*.safetensors", "*.bin", "*.pt")
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# The teacher
-
-
 def resolve_teacher(distill: DistillConfig) -> ModelSource:
     """The teacher's folder as the prediction path resolves it; a path that is not a model is an error naming the key."""
-    from pipeline.predict import PredictError, resolve_model_source
-
     try:
         source = resolve_model_source(Path(distill.teacher).expanduser())
     except PredictError as error:
@@ -77,10 +55,6 @@ def weight_files(model_dir: Path) -> list[Path]:
 
 def teacher_config(source: ModelSource) -> Any:
     """The teacher's model config (no weights loaded)."""
-    from transformers import AutoConfig
-
-    import pipeline.models.encoder  # noqa: F401 -- registers the from-scratch encoder with the Auto classes
-
     try:
         return AutoConfig.from_pretrained(str(source.model_dir))
     except (OSError, ValueError, KeyError) as error:
@@ -163,8 +137,6 @@ def teacher_fingerprint(source: ModelSource) -> str:
     """A hash of what decides the teacher's logits: its weights file(s), config, tokenizer, fixed length, the
     precision the prediction path runs it in on this machine, and the verified export it runs instead when there is
     one (ONNX Runtime or OpenVINO, bf16 or int8: each gives slightly different logits)."""
-    from pipeline.common.hardware import resolve_device, resolve_inference_dtype
-
     digest = hashlib.sha256(f"v{CACHE_FORMAT}|{source.max_length}|".encode())
     for path in [
         *weight_files(source.model_dir),
@@ -172,10 +144,7 @@ def teacher_fingerprint(source: ModelSource) -> str:
         *sorted(source.model_dir.glob("tokenizer*.json")),
         *sorted(source.model_dir.glob("vocab*")),
     ]:
-        digest.update(f"|{path.name}|".encode())
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
+        digest.update(f"|{path.name}|{file_sha256(path)}".encode())
     digest.update(str(resolve_inference_dtype("auto", resolve_device("auto"))).encode())
     digest.update(_export_identity(source).encode())
     return digest.hexdigest()
@@ -184,9 +153,6 @@ def teacher_fingerprint(source: ModelSource) -> str:
 def _export_identity(source: ModelSource) -> str:
     """The backend `--backend auto` takes for the teacher here, with its file's sha256 ("torch" without an export):
     the recorded one, which choose_export has just checked the file against (the file's own for an older record)."""
-    from pipeline.common.hardware import resolve_device
-    from pipeline.run.exports import ExportError, choose_export, file_sha256, read_export_record
-
     try:
         choice = choose_export(source.run_dir, source.model_dir, "auto", resolve_device("auto").type)
         if choice.variant is None:
@@ -195,14 +161,6 @@ def _export_identity(source: ModelSource) -> str:
         return f"{choice.backend}|{recorded or file_sha256(choice.path)}"
     except ExportError:  # a damaged export: the predictor will say so when it loads
         return "torch"
-
-
-def texts_fingerprint(texts: Sequence[str]) -> str:
-    digest = hashlib.sha256(f"{len(texts)}|".encode())
-    for text in texts:
-        digest.update(text.encode("utf-8"))
-        digest.update(b"\x00")
-    return digest.hexdigest()
 
 
 class TeacherLabeller:
@@ -262,8 +220,6 @@ class TeacherLabeller:
 
     def _predictor(self) -> Predictor:
         if self.predictor is None:
-            from pipeline.predict import PredictError, Predictor
-
             try:
                 self.predictor = Predictor.from_source(self.source, batch_size=self.batch_size)
             except PredictError as error:
@@ -273,214 +229,10 @@ class TeacherLabeller:
         return self.predictor
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# The transfer set: unlabelled texts and augmented copies of the train texts
-
-
-def read_unlabeled(config: DataConfig) -> list[str]:
-    """data.unlabeled_file's texts by the training text rule; an empty text is an error naming the row, or left out
-    under `data.incomplete_rows: drop`.
-
-    The file is read in the train file's layout (data.column_names) when it has that many columns, else its first
-    row is the header: a file of just the text columns needs no label column.
-    """
-    from pipeline.data.build import build_texts, texts_of
-    from pipeline.data.local import read_table, warn_repeated_headers
-
-    path, key = config.unlabeled_file, "data.unlabeled_file"
-    if is_folder(path):  # its texts have no classes: a folder of class folders would have them read as unlabelled
-        raise DataError(
-            f"{key}: {path} is a folder; unlabelled texts are read from a file (CSV, TSV, JSON Lines, Parquet)"
-        )
-    spec = TextSpec.from_data_config(config)
-    attempts = [config.column_names, None] if config.column_names else [None]
-    for number, column_names in enumerate(attempts, 1):
-        try:
-            table = read_table(path, key, config, column_names)
-            for column in spec.input_columns:
-                table.column(column, key)
-        except DataError:
-            if number == len(attempts):
-                raise
-            continue
-        if len(table.frame) == 0:
-            raise DataError(f"{key}: {path} has no data rows")
-        warn_repeated_headers(table, "left out")
-        if config.incomplete_rows != "drop":
-            return build_texts(table, spec)
-        texts = texts_of(table, spec)
-        kept = [text for text in texts if text]
-        if len(kept) < len(texts):
-            logger.warning("%s: %d empty texts left out (data.incomplete_rows: drop)", path, len(texts) - len(kept))
-        if not kept:
-            raise DataError(f"{key}: every one of the {len(texts)} rows of {path} has an empty text")
-        return kept
-    raise AssertionError("unreachable")
-
-
-def augment(texts: Sequence[str], distill: DistillConfig, seed: int, mask_token: str) -> list[tuple[int, str]]:
-    """(source row, augmented text) for train.distill.augment_copies copies of every text; copies equal to their
-    source are left out. Seeded: the same texts, settings and seed give the same copies."""
-    out = []
-    for copy in range(distill.augment_copies):
-        rng = np.random.default_rng([seed, copy, CACHE_FORMAT])
-        for row, text in enumerate(texts):
-            changed = augment_text(text, distill, rng, mask_token)
-            if changed != text:
-                out.append((row, changed))
-    return out
-
-
-def augment_text(text: str, distill: DistillConfig, rng: np.random.Generator, mask_token: str) -> str:
-    """One copy of one text by train.distill.augment (words are whitespace-separated); a sentence pair's two texts
-    are each changed, and stay a pair."""
-    return PAIR_MARK.join(augment_words(segment, distill, rng, mask_token) for segment in segments_of(text))
-
-
-def augment_words(text: str, distill: DistillConfig, rng: np.random.Generator, mask_token: str) -> str:
-    words = text.split()
-    if not words:
-        return text
-    kind, p = distill.augment, distill.augment_word_probability
-    if kind in ("mask", "mask_ngram"):
-        words = [mask_token if hit else word for word, hit in zip(words, rng.random(len(words)) < p)]
-    elif kind == "dropout":
-        kept = [word for word, hit in zip(words, rng.random(len(words)) < p) if not hit]
-        words = kept or [words[int(rng.integers(len(words)))]]
-    if kind in ("ngram", "mask_ngram") and rng.random() < distill.augment_ngram_probability:
-        n = min(int(rng.integers(1, distill.augment_ngram_max + 1)), len(words))
-        start = int(rng.integers(len(words) - n + 1))
-        words = words[start : start + n]
-    return " ".join(words)
-
-
-def augmented_texts(
-    train_texts: Sequence[str], distill: DistillConfig, seed: int, mask_token: str, cache_root: Path
-) -> list[tuple[int, str]]:
-    """`augment`, cached under data.cache_dir by a hash of the texts, the settings and the seed."""
-    settings = {
-        field: getattr(distill, field)
-        for field in (
-            "augment",
-            "augment_copies",
-            "augment_word_probability",
-            "augment_ngram_probability",
-            "augment_ngram_max",
-        )
-    }
-    key = hashlib.sha256(json.dumps([CACHE_FORMAT, settings, seed, mask_token], sort_keys=True).encode())
-    key.update(texts_fingerprint(train_texts).encode())
-    path = Path(cache_root) / rundir.TRANSFER_CACHE_DIR / f"{key.hexdigest()[:24]}.json"
-    if path.is_file():
-        try:
-            return [(int(row), str(text)) for row, text in json.loads(path.read_text(encoding="utf-8"))]
-        except (OSError, ValueError, TypeError) as error:
-            logger.warning("Ignoring unreadable augmentation cache %s (%s)", path, error)
-    copies = augment(train_texts, distill, seed, mask_token)
-    atomic_write_json(path, copies)
-    return copies
-
-
-def transfer_dataset(config: PipelineConfig, data: LoadedData, mask_token: str) -> tuple[datasets.Dataset, dict]:
-    """The rows without gold labels (label -1): data.unlabeled_file's texts (those that repeat a validation or test
-    text are dropped: the teacher's view of them would leak into training) and the augmented copies."""
-    import datasets
-
-    from pipeline.data.splits import duplicate_key
-
-    texts, row_ids, counts = [], [], {"unlabeled": 0, "unlabeled_dropped_as_eval_duplicates": 0, "augmented": 0}
-    if config.data.unlabeled_file:
-        held_out = {
-            duplicate_key(text) for name in ("validation", "test") for text in column_values(data.splits[name], "text")
-        }
-        for line, text in enumerate(read_unlabeled(config.data), 1):
-            if duplicate_key(text) in held_out:
-                counts["unlabeled_dropped_as_eval_duplicates"] += 1
-                continue
-            texts.append(text)
-            row_ids.append(f"unlabeled:{line}")
-        counts["unlabeled"] = len(texts)
-    if config.train.distill.augment != "none":
-        train = data.splits["train"]
-        copies = augmented_texts(
-            column_values(train, "text"),
-            config.train.distill,
-            config.run.seed,
-            mask_token,
-            Path(config.data.cache_dir).expanduser(),
-        )
-        train_ids = column_values(train, "row_id")
-        texts += [text for _, text in copies]
-        row_ids += [f"{config.train.distill.augment}:{train_ids[row]}" for row, _ in copies]
-        counts["augmented"] = len(copies)
-    features = data.splits["train"].features
-    rows = {"text": texts, "label": [NO_LABEL] * len(texts), "row_id": row_ids}
-    return datasets.Dataset.from_dict(rows, features=features), counts
-
-
-def with_transfer_split(config: PipelineConfig, data: LoadedData, mask_token: str | None) -> tuple[dict, dict]:
-    """The splits to tokenize: stage 1's, plus the transfer rows when distilling (tokenized to the same length,
-    which train alone decides); and the transfer set's counts."""
-    if not config.train.distill.teacher:
-        return dict(data.splits), {}
-    transfer, counts = transfer_dataset(config, data, mask_token or "[MASK]")
-    splits = dict(data.splits)
-    if len(transfer):
-        splits[TRANSFER_SPLIT] = transfer
-    return splits, counts
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# The student's training rows
-
-
-def student_rows(
-    config: PipelineConfig, splits: dict, tokenized: Any, labels: list[str], source: ModelSource, counts: dict
-) -> tuple[TokenizedRows, dict[str, Any]]:
-    """Train (+ transfer) rows with the teacher's logits, and the record metrics.json keeps under `distill`.
-
-    The teacher reads the texts of `splits` (with_transfer_split's): a tokenized split keeps no `text` column, and
-    distillation's one row per text (long_text: truncate) makes row i of a tokenized split row i of its split."""
-    import datasets
-
-    from pipeline.text.batching import TokenizedRows
-
-    distill = config.train.distill
-    labeller = TeacherLabeller(source, labels, Path(config.data.cache_dir).expanduser(), distill.teacher_batch_size)
-    names = ["train"] + ([TRANSFER_SPLIT] if TRANSFER_SPLIT in tokenized else [])
-    logits = np.concatenate([labeller.logits(column_values(splits[name], "text")) for name in names])  # (N, K)
-    parts = [tokenized[name] for name in names]
-    rows = datasets.concatenate_datasets(parts) if len(parts) > 1 else parts[0]
-    gold = np.asarray(column_values(tokenized["train"], "label"), dtype=np.int64)
-    record = {
-        "teacher": distill.teacher,
-        "teacher_model_dir": str(source.model_dir),
-        "teacher_test_accuracy": teacher_test_accuracy(source),
-        "teacher_train_accuracy": float(np.mean(logits[: len(gold)].argmax(axis=1) == gold)) if len(gold) else None,
-        "alpha": distill.alpha,
-        "temperature": distill.temperature,
-        "augment": distill.augment,
-        "augment_copies": distill.augment_copies if distill.augment != "none" else 0,
-        "unlabeled_file": config.data.unlabeled_file,
-        "transfer_set": {"labelled": len(gold), **counts, "total": len(rows)},
-        "teacher_logits_from_cache": labeller.misses == 0,
-        "teacher_labelling_seconds": labeller.compute_seconds,
-        "teacher_rows_per_second": labeller.computed_rows / labeller.compute_seconds
-        if labeller.computed_rows
-        else None,
-    }
-    return TokenizedRows(rows, teacher_logits=logits), record
-
-
 def init_student_embeddings(student: Any, source: ModelSource, tokenizer: Any) -> dict[str, Any]:
     """train.distill.init_embeddings: the teacher's token embeddings (V, D) projected onto their first d principal
     components (d the student's width; centred, so that no common offset is carried) become the student's (V, d).
     Same vocabulary required: row i must be the same token in both."""
-    import torch
-    from transformers import AutoTokenizer
-
-    from pipeline.models import load_classifier
-
     key = "train.distill.init_embeddings"
     teacher_tokenizer = AutoTokenizer.from_pretrained(str(source.model_dir))
     if teacher_tokenizer.get_vocab() != tokenizer.get_vocab():

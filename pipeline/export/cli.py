@@ -12,19 +12,12 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 from pipeline.common.errors import one_line
 from pipeline.export.convert import DEFAULT_BATCH_SIZE, DEFAULT_MAX_ROWS, DEFAULT_ROUNDS, QUANTIZE_CHOICES, export_run
+from pipeline.export.verify import format_record
 from pipeline.predict.cli import positive_int
-from pipeline.run.exports import (
-    MIN_VERIFICATION_ROWS,
-    STATUS_REFUSED,
-    ExportError,
-    auto_backend,
-    parity_rows,
-    rows_used,
-)
+from pipeline.run.exports import MIN_VERIFICATION_ROWS, STATUS_REFUSED, ExportError
 
 EXIT_REFUSED = 3
 
@@ -66,33 +59,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="skip the OpenVINO models (made by default when the optional extra 'openvino' is installed)",
     )
     return parser.parse_args(argv)
-
-
-def format_record(record: dict[str, Any]) -> str:
-    """The parity and speed table of an export.json, as plain text."""
-    verification = record.get("verification", {})
-    lines = [
-        f"Verified on {verification.get('rows')} rows: {verification.get('source')}",
-        f"Measured: {rows_used(record)}",
-        f"{'backend':<22}{'agreement':>10}{'max |dp|':>10}{'accuracy':>10}{'rows/s':>9}{'vs torch':>9}  status",
-    ]
-    for row in parity_rows(record):
-        difference = "-" if row.max_probability_difference is None else f"{row.max_probability_difference:.4f}"
-        speed = "-" if row.speedup is None else f"{row.speedup:.2f}x"
-        lines.append(
-            f"{row.backend:<22}{_pct(row.label_agreement):>10}{difference:>10}{_pct(row.accuracy):>10}"
-            f"{_num(row.rows_per_second):>9}{speed:>9}  {row.status}"
-        )
-    lines.append(f"--backend auto: {auto_backend(record)} ({record.get('auto_reason')})")
-    return "\n".join(lines)
-
-
-def _pct(value: Any) -> str:
-    return f"{100 * value:.2f}%" if isinstance(value, (int, float)) else "-"
-
-
-def _num(value: Any) -> str:
-    return f"{value:.0f}" if isinstance(value, (int, float)) else "-"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

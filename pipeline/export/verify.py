@@ -29,9 +29,12 @@ import torch
 
 from pipeline.common.errors import one_line
 from pipeline.common.hardware import resolve_inference_dtype
+from pipeline.config.schema import load_config
+from pipeline.data.load import load_splits
 from pipeline.data.splits import column_values
 from pipeline.models import class_names, is_multi_label, max_positions
 from pipeline.predict.predictor import Predictor, load_decision
+from pipeline.predict.runtime import open_backend
 from pipeline.predict.source import ModelSource
 from pipeline.run.directory import PREDICTION_GOLD, PREDICTION_TEXT, RunDir, RunDirError
 from pipeline.run.exports import (
@@ -42,12 +45,15 @@ from pipeline.run.exports import (
     STATUS_VERIFIED,
     ExportChoice,
     ExportError,
+    auto_backend,
     backend_name,
     not_for_auto,
+    parity_rows,
+    rows_used,
     too_few_rows,
 )
 from pipeline.scoring.thresholds import Decision
-from pipeline.text.tokenization import length_limit
+from pipeline.text.lengths import length_limit
 
 logger = logging.getLogger("pipeline.export")
 
@@ -155,9 +161,6 @@ def seeded_sample(texts: list[str], count: int, seed: int) -> list[str]:
 def verification_rows(run: RunDir) -> VerificationRows:
     """The run's validation split, re-created from its config.yaml (stage 1 again: the same seeded split), with its
     test and train texts to top it up and train's to calibrate on; else its test_predictions.csv, alone."""
-    from pipeline.config.schema import load_config
-    from pipeline.data.load import load_splits
-
     data_logger = logging.getLogger("pipeline.data.load")
     level = data_logger.level
     data_logger.setLevel(logging.ERROR)  # the split summary and Hub fallbacks: the record notes the outcome
@@ -303,8 +306,6 @@ def _predictors(reference: Predictor, files: dict[str, Path]) -> dict[str, Predi
 
 def export_predictor(reference: Predictor, variant: str, path: Path, reason: str) -> Predictor:
     """`reference`'s tokenization and batching, with the exported model `variant` (at `path`) as its backend."""
-    from pipeline.predict.runtime import open_backend
-
     backend = open_backend(variant, path)
     return dataclasses.replace(
         reference, model=None, compute_dtype=None, backend=backend, choice=ExportChoice(variant, path, reason)
@@ -343,13 +344,8 @@ def _judge(
         return STATUS_REFUSED, "; ".join(problems)
     if speedup > 1.0:
         return STATUS_VERIFIED, f"verified; {speedup:.2f}x the rows/s of PyTorch ({baseline_precision}) here"
-    return (
-        STATUS_VERIFIED,
-        (
-            f"verified, kept, but not chosen by --backend auto: slower than PyTorch "
-            f"({baseline_precision}) here ({speedup:.2f}x its rows/s)"
-        ),
-    )
+    slower = f"slower than PyTorch ({baseline_precision}) here ({speedup:.2f}x its rows/s)"
+    return STATUS_VERIFIED, f"verified, kept, but not chosen by --backend auto: {slower}"
 
 
 def _measure(
@@ -403,3 +399,30 @@ def _auto_choice(variants: dict[str, dict[str, Any]], precision: str, count: int
         f"{best} verified on {count} rows ({chosen['label_agreement']:.2%} label agreement with PyTorch "
         f"fp32), {chosen['speedup_vs_torch']:.2f}x PyTorch ({precision})'s rows/s on the verifying machine"
     )
+
+
+def format_record(record: dict[str, Any]) -> str:
+    """The parity and speed table of an export.json, as plain text."""
+    verification = record.get("verification", {})
+    lines = [
+        f"Verified on {verification.get('rows')} rows: {verification.get('source')}",
+        f"Measured: {rows_used(record)}",
+        f"{'backend':<22}{'agreement':>10}{'max |dp|':>10}{'accuracy':>10}{'rows/s':>9}{'vs torch':>9}  status",
+    ]
+    for row in parity_rows(record):
+        difference = "-" if row.max_probability_difference is None else f"{row.max_probability_difference:.4f}"
+        speed = "-" if row.speedup is None else f"{row.speedup:.2f}x"
+        lines.append(
+            f"{row.backend:<22}{_pct(row.label_agreement):>10}{difference:>10}{_pct(row.accuracy):>10}"
+            f"{_num(row.rows_per_second):>9}{speed:>9}  {row.status}"
+        )
+    lines.append(f"--backend auto: {auto_backend(record)} ({record.get('auto_reason')})")
+    return "\n".join(lines)
+
+
+def _pct(value: Any) -> str:
+    return f"{100 * value:.2f}%" if isinstance(value, (int, float)) else "-"
+
+
+def _num(value: Any) -> str:
+    return f"{value:.0f}" if isinstance(value, (int, float)) else "-"

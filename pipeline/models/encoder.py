@@ -11,38 +11,22 @@ with transformers' Auto classes on import, so that inside the pipeline a saved `
 from pipeline.config.schema import EncoderSettings
 from pipeline.models.modeling_encoder import (
     ARCHITECTURE_FIELDS,
-    MODEL_TYPE,
-    Embeddings,
-    Encoder,
-    EncoderBlock,
     EncoderClassifierConfig,
     EncoderForSequenceClassification,
-    FeedForward,
     MultiHeadSelfAttention,
-    SinusoidalPositionEmbedding,
-    check_architecture,
     register_auto_classes,
     scaled_dot_product_attention_math,
-    sinusoidal_table,
 )
 
 __all__ = [
     "ARCHITECTURE_FIELDS",
-    "MODEL_TYPE",
-    "Embeddings",
-    "Encoder",
-    "EncoderBlock",
     "EncoderClassifierConfig",
     "EncoderForSequenceClassification",
     "EncoderSettings",
-    "FeedForward",
     "MultiHeadSelfAttention",
-    "SinusoidalPositionEmbedding",
-    "check_architecture",
     "register_auto_classes",
     "scaled_dot_product_attention_math",
     "settings_of",
-    "sinusoidal_table",
 ]
 
 

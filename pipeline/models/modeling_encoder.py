@@ -38,23 +38,6 @@ try:
 except ImportError:  # transformers 4.x has no such module; plain torch init behaves the same there
     init = nn.init
 
-__all__ = [
-    "ARCHITECTURE_FIELDS",
-    "MODEL_TYPE",
-    "Embeddings",
-    "Encoder",
-    "EncoderBlock",
-    "EncoderClassifierConfig",
-    "EncoderForSequenceClassification",
-    "FeedForward",
-    "MultiHeadSelfAttention",
-    "SinusoidalPositionEmbedding",
-    "check_architecture",
-    "register_auto_classes",
-    "scaled_dot_product_attention_math",
-    "sinusoidal_table",
-]
-
 MODEL_TYPE = "pipeline_encoder"
 
 # The architecture fields, in order. Their defaults are the keyword defaults of EncoderClassifierConfig below; the
@@ -80,11 +63,6 @@ _CHOICES = {
     "pooling": ("cls", "mean"),
     "attention_backend": ("sdpa", "math"),
 }
-
-
-# ----------------------------------------------------------------------------------------------------------------------
-# Config
-# ----------------------------------------------------------------------------------------------------------------------
 
 
 def _is_number(value: Any) -> bool:
@@ -209,11 +187,6 @@ class EncoderClassifierConfig(PretrainedConfig):
         )
 
 
-# ----------------------------------------------------------------------------------------------------------------------
-# Embeddings
-# ----------------------------------------------------------------------------------------------------------------------
-
-
 def sinusoidal_table(num_positions: int, dim: int) -> torch.Tensor:
     """The fixed position encodings of "Attention Is All You Need": sin on even, cos on odd channels."""
     position = torch.arange(num_positions, dtype=torch.float32).unsqueeze(1)  # (P, 1)
@@ -270,11 +243,6 @@ class Embeddings(nn.Module):
         if self.norm is not None:
             x = self.norm(x)  # (B, T, C)
         return self.dropout(x)  # (B, T, C)
-
-
-# ----------------------------------------------------------------------------------------------------------------------
-# Attention
-# ----------------------------------------------------------------------------------------------------------------------
 
 
 def scaled_dot_product_attention_math(
@@ -418,11 +386,6 @@ class Encoder(nn.Module):
         return x, (tuple(attentions) if output_attentions else None)
 
 
-# ----------------------------------------------------------------------------------------------------------------------
-# Classifier
-# ----------------------------------------------------------------------------------------------------------------------
-
-
 class EncoderForSequenceClassification(PreTrainedModel):
     """The from-scratch encoder with a pooled linear classification head, as a Hugging Face model."""
 
@@ -486,9 +449,7 @@ class EncoderForSequenceClassification(PreTrainedModel):
     ) -> SequenceClassifierOutput | tuple:
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)  # (B, T): every token is real
-        hidden, attentions = self.encoder(
-            input_ids, attention_mask, bool(output_attentions), token_type_ids
-        )  # (B, T, C)
+        hidden, attentions = self.encoder(input_ids, attention_mask, bool(output_attentions), token_type_ids)
         pooled = self.pool(hidden, attention_mask)  # (B, C)
         logits = self.classifier(self.dropout(pooled))  # (B, K)
 
@@ -503,10 +464,6 @@ class EncoderForSequenceClassification(PreTrainedModel):
             return tuple(t for t in (loss, logits, attentions) if t is not None)
         return SequenceClassifierOutput(loss=loss, logits=logits, attentions=attentions)
 
-
-# ----------------------------------------------------------------------------------------------------------------------
-# Auto-class registration
-# ----------------------------------------------------------------------------------------------------------------------
 
 # For saving: `save_pretrained` copies this file next to the weights and writes config.json's `auto_map`
 # ({"AutoConfig": "modeling_encoder.EncoderClassifierConfig", "AutoModelForSequenceClassification": ...}), which is

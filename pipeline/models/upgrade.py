@@ -17,6 +17,7 @@ import shutil
 from pathlib import Path
 
 from pipeline.common.io import replace_directory
+from pipeline.models.modeling_encoder import MODEL_TYPE, EncoderForSequenceClassification
 from pipeline.run.directory import MODEL_CONFIG_FILE, RunDir, is_model_dir, is_run_dir
 
 # What save_pretrained writes for this model: replaced by the new save, never copied from the old folder.
@@ -43,8 +44,6 @@ def _model_dir(path: Path) -> Path:
 
 def upgrade_model_dir(path: str | Path) -> str:
     """Re-save an encoder folder with its code and auto_map; returns a one-line message saying what was done."""
-    from pipeline.models.modeling_encoder import MODEL_TYPE, EncoderForSequenceClassification
-
     model_dir = _model_dir(Path(path))
     config_path = model_dir / MODEL_CONFIG_FILE
     try:

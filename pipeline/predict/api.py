@@ -16,7 +16,7 @@ from typing import Any
 from pipeline.common.errors import DataError, shorten
 from pipeline.data.text import TextSpec
 from pipeline.predict.output import check_no_clash, predictor_columns
-from pipeline.predict.predictor import DEFAULT_BATCH_SIZE, Predictor, as_predictor
+from pipeline.predict.predictor import DEFAULT_BATCH_SIZE, LabelledTexts, Predictor, as_predictor
 from pipeline.predict.source import PredictError, check_pair_columns, empty_text_errors
 
 
@@ -137,20 +137,23 @@ def predict_dataframe(
     parts = list(zip(*(df.iloc[:, position].tolist() for position in positions)))
     texts = [spec.text_of(values) for values in parts]
     result = predictor.label_texts(texts, empty_error=empty_text_errors(spec, parts, "empty or missing text"))
-    labelled = df.copy()
+    return _with_columns(df.copy(), predictor, result, added)
+
+
+def _with_columns(labelled: Any, predictor: Predictor, result: LabelledTexts, added: list[str]) -> Any:
+    """`labelled` (a DataFrame) with the `added` columns filled from `result`."""
+    import pandas as pd
+
     if result.label_sets is not None:  # multi-label: labels, [prob_<class>...], error
         labels_column, *probability_columns, error_column = added
-        labelled[labels_column] = predictor.joined_labels(result.label_sets)
-        for index, column in enumerate(probability_columns):
-            labelled[column] = result.probabilities[:, index]
-        labelled[error_column] = result.errors
-        return labelled
-    flag_column = added.pop(-2) if result.low_confidence is not None else None  # before error
-    label_column, label_id_column, score_column, *probability_columns, error_column = added
-    ids = result.label_ids.tolist()
-    labelled[label_column] = [predictor.labels[i] if i >= 0 else "" for i in ids]
-    labelled[label_id_column] = pd.array([i if i >= 0 else None for i in ids], dtype="Int64")
-    labelled[score_column] = result.scores()
+        labelled[labels_column], flag_column = predictor.joined_labels(result.label_sets), None
+    else:
+        flag_column = added.pop(-2) if result.low_confidence is not None else None  # before error
+        label_column, label_id_column, score_column, *probability_columns, error_column = added
+        ids = result.label_ids.tolist()
+        labelled[label_column] = [predictor.labels[i] if i >= 0 else "" for i in ids]
+        labelled[label_id_column] = pd.array([i if i >= 0 else None for i in ids], dtype="Int64")
+        labelled[score_column] = result.scores()
     for index, column in enumerate(probability_columns):
         labelled[column] = result.probabilities[:, index]
     if flag_column is not None:  # multi-class thresholds: the label is kept, the row flagged (unset: no label)

@@ -68,7 +68,7 @@ class TorchBackend:
 
 class ExportBackend:
     """An exported model; `run` is its runtime's call, (B, T) arrays by input name -> (B, K) logits
-    (export.runtime); `inputs` the names its graph takes. `precision` is what the runtime computes in, when it
+    (predict.runtime); `inputs` the names its graph takes. `precision` is what the runtime computes in, when it
     chooses."""
 
     def __init__(

@@ -61,7 +61,7 @@ from pipeline.predict.source import (
     resolve_model_source,
 )
 from pipeline.run.exports import BACKEND_RUNTIMES, BACKENDS
-from pipeline.text.windows import UnknownTokens
+from pipeline.text.unknown import UnknownTokens
 
 DEFAULT_CHUNK_SIZE = 10_000
 # The options that describe an input file's layout (by their argparse names), which a folder does not have.

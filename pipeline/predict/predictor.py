@@ -20,6 +20,7 @@ from pipeline.config.schema import MAX_BATCH_TOKENS, DataConfig
 from pipeline.data.text import TextSpec
 from pipeline.models import class_names, is_multi_label, max_positions, to_probabilities
 from pipeline.predict.backend import Backend, TorchBackend
+from pipeline.predict.runtime import open_backend
 from pipeline.predict.source import (
     ModelSource,
     PredictError,
@@ -30,12 +31,12 @@ from pipeline.predict.source import (
 from pipeline.run.directory import DECISION_FILE, RunDirError, read_decision
 from pipeline.run.exports import BACKEND_RUNTIMES, ExportChoice, ExportError, choose_export
 from pipeline.scoring.thresholds import KIND_BINARY, KIND_FLAG, KIND_MULTI_LABEL, Decision, default_decision
-from pipeline.text.tokenization import length_limit, padded_width, sorted_batches
+from pipeline.text.lengths import length_limit, padded_width, sorted_batches
+from pipeline.text.unknown import UnknownTokens
 from pipeline.text.windows import (
     SEGMENT_IDS,
     EncodedDocuments,
     LongTextRule,
-    UnknownTokens,
     encode_documents,
     pad_ids,
     pool_documents,
@@ -144,16 +145,7 @@ class Predictor:
         """`backend`: "torch"; "onnx" (the run's verified export, an error when there is none: never a silent
         fallback); "auto" (that export when verification found it faster than PyTorch, else PyTorch). `precision`
         is PyTorch's: setting it to fp32 or bf16 makes "auto" take PyTorch."""
-        if batch_size < 1:
-            raise PredictError(f"batch size must be positive, got {batch_size}")
-        if max_batch_tokens not in (None, "auto") and (not isinstance(max_batch_tokens, int) or max_batch_tokens < 1):
-            raise PredictError(f"max batch tokens must be a positive integer, 'auto' or None, got {max_batch_tokens!r}")
-        if max_length is None and source.max_length is None and source.run_dir is not None:
-            # Another length than training's would change the predictions of long texts: do not guess.
-            raise PredictError(
-                f"run {source.run_dir} records no tokenization.max_length (no metrics.json: did it finish?); "
-                "pass --max-length"
-            )
+        _check_options(source, batch_size, max_batch_tokens, max_length)
         if device == "auto" and backend in BACKEND_RUNTIMES:
             device = "cpu"  # exports run on the CPU: asking for one takes a visible GPU out of 'auto'
         try:
@@ -234,17 +226,23 @@ class Predictor:
         tokenizer pass."""
         return encode_documents(self.tokenizer, texts, self.max_length, self.long_text)
 
-    def row_logits(self, encoded: EncodedDocuments, on_batch: Callable[[int], None] | None = None) -> np.ndarray:
+    def row_logits(
+        self, encoded: EncodedDocuments, on_batch: Callable[[int], None] | None = None, recheck: bool = True
+    ) -> np.ndarray:
         """(R, K) float32 logits of the encoded rows, in row order. In bf16, rows whose label could flip within
-        `recheck_margin` of probability are run again in fp32, so near-ties get the full-precision label (a few
-        percent of rows for a trained model)."""
+        `recheck_margin` of probability are run again in fp32 (unless `recheck` is off), so near-ties get the
+        full-precision label (a few percent of rows for a trained model)."""
         if len(encoded.rows) == 0:
             return np.empty((0, len(self.labels)), dtype=np.float32)
         lengths = encoded.row_lengths
         on_batch = texts_progress(on_batch, len(encoded.content_lengths), len(encoded.rows))
-        rows = np.arange(len(encoded.rows))
-        logits = self._forward(encoded, lengths, rows, self.compute_dtype, on_batch)
-        if self.compute_dtype is not None and self.recheck_margin > 0 and (len(self.labels) > 1 or self.multi_label):
+        logits = self._forward(encoded, lengths, np.arange(len(encoded.rows)), self.compute_dtype, on_batch)
+        if (
+            recheck
+            and self.compute_dtype is not None
+            and self.recheck_margin > 0
+            and (len(self.labels) > 1 or self.multi_label)
+        ):
             close = near_decision(self._row_probabilities(logits), self.decision, self.recheck_margin)
             if len(close):
                 logits[close] = self._forward(encoded, lengths, close, None, None)
@@ -272,12 +270,8 @@ class Predictor:
     def logits(self, texts: Sequence[str], on_batch: Callable[[int], None] | None = None) -> np.ndarray:
         """(texts) -> (N, K) float32 logits, in text order: the same batching as `infer` (no fp32 recheck: soft
         targets for distillation, where no label is decided)."""
-        if len(texts) == 0:
-            return np.empty((0, len(self.labels)), dtype=np.float32)
         encoded = self.encode(texts)
-        on_batch = texts_progress(on_batch, len(texts), len(encoded.rows))
-        rows = np.arange(len(encoded.rows))
-        logits = self._forward(encoded, encoded.row_lengths, rows, self.compute_dtype, on_batch)
+        logits = self.row_logits(encoded, on_batch, recheck=False)
         return pool_documents(logits, encoded.documents, len(texts), "mean", softmax=False)  # windows: the mean
 
     def padded_batches(self, texts: Sequence[str]) -> list[dict[str, np.ndarray]]:
@@ -436,6 +430,19 @@ def pad_arrays(
     return input_ids, attention_mask
 
 
+def _check_options(source: ModelSource, batch_size: int, max_batch_tokens: Any, max_length: int | None) -> None:
+    if batch_size < 1:
+        raise PredictError(f"batch size must be positive, got {batch_size}")
+    if max_batch_tokens not in (None, "auto") and (not isinstance(max_batch_tokens, int) or max_batch_tokens < 1):
+        raise PredictError(f"max batch tokens must be a positive integer, 'auto' or None, got {max_batch_tokens!r}")
+    if max_length is None and source.max_length is None and source.run_dir is not None:
+        # Another length than training's would change the predictions of long texts: do not guess.
+        raise PredictError(
+            f"run {source.run_dir} records no tokenization.max_length (no metrics.json: did it finish?); "
+            "pass --max-length"
+        )
+
+
 def _choose_backend(source: ModelSource, backend: str, precision: str, device: torch.device) -> ExportChoice:
     """--backend -> what runs (see Predictor.from_source); errors become PredictError."""
     if backend in BACKEND_RUNTIMES and precision != "auto":
@@ -459,8 +466,6 @@ def _load_backend(
         model, tokenizer = load_model_and_tokenizer(source.model_dir)
         model.to(device)
         return model, tokenizer, model.config, TorchBackend(model, device)
-    from pipeline.predict.runtime import open_backend
-
     config, tokenizer = load_config_and_tokenizer(source.model_dir)
     try:
         engine = open_backend(choice.variant, choice.path)

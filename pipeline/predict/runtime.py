@@ -13,6 +13,7 @@ import numpy as np
 
 from pipeline.common.errors import one_line
 from pipeline.common.hardware import configured_threads, cores_per_process
+from pipeline.predict.backend import ExportBackend
 from pipeline.run.exports import RUNTIMES, ExportError, require
 from pipeline.text.windows import SEGMENT_IDS
 
@@ -72,8 +73,6 @@ def open_session(path: Path, threads: int | None = None) -> Any:
 
 def open_backend(variant: str, path: Path, threads: int | None = None, precision: str | None = None) -> Any:
     """The prediction backend (predict.backend.ExportBackend) of an exported model, run by its variant's runtime."""
-    from pipeline.predict.backend import ExportBackend
-
     if RUNTIMES[variant] == "openvino":
         compiled = open_openvino(path, threads, precision or OPENVINO_PRECISION.get(variant))
         request = compiled.create_infer_request()

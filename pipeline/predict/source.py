@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from transformers import AutoConfig, AutoTokenizer
+
 from pipeline.common.errors import DataError, one_line
 from pipeline.config.schema import DataConfig
 from pipeline.data.lines import check_encoding
 from pipeline.data.text import TextSpec, fewer_columns_warning
-from pipeline.models import load_classifier
+from pipeline.models import class_names, load_classifier  # importing it registers the from-scratch encoder
 from pipeline.models.cls_only import restrict_last_layer_to_cls
 from pipeline.run.directory import (
     DECISION_FILE,
@@ -256,8 +258,6 @@ def load_model_and_tokenizer(model_dir: Path) -> tuple[Any, Any]:
 
 def load_config_and_tokenizer(model_dir: Path) -> tuple[Any, Any]:
     """The model's config (labels, positions) and tokenizer without its weights: what an ONNX backend needs."""
-    from transformers import AutoConfig
-
     tokenizer = _load_tokenizer(model_dir)
     config = _load_user_files(lambda: AutoConfig.from_pretrained(str(model_dir)), f"the model config from {model_dir}")
     return config, tokenizer
@@ -266,20 +266,11 @@ def load_config_and_tokenizer(model_dir: Path) -> tuple[Any, Any]:
 def model_classes(model_dir: Path) -> list[str]:
     """The model's class names (config.json id2label), read before the weights: a folder to label is read as class
     files only where its files name them (folders.list_documents)."""
-    from transformers import AutoConfig
-
-    import pipeline.models.encoder  # noqa: F401 -- registers the from-scratch encoder with the Auto classes
-    from pipeline.models import class_names
-
     config = _load_user_files(lambda: AutoConfig.from_pretrained(str(model_dir)), f"the model config from {model_dir}")
     return class_names(config)
 
 
 def _load_tokenizer(model_dir: Path) -> Any:
-    from transformers import AutoTokenizer
-
-    import pipeline.models.encoder  # noqa: F401 -- registers the from-scratch encoder with the Auto classes
-
     tokenizer = _load_user_files(
         lambda: AutoTokenizer.from_pretrained(str(model_dir)), f"a sequence-classification model from {model_dir}"
     )

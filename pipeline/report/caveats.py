@@ -34,7 +34,8 @@ from pipeline.run.directory import (
     untrained_classes,
     untrained_consequence,
 )
-from pipeline.text.windows import LongTextRule, unknown_tokens_warning
+from pipeline.text.unknown import unknown_tokens_warning
+from pipeline.text.windows import LongTextRule
 
 # Differences below these are rounding, not a different budget.
 SAMPLES_RELATIVE_TOLERANCE = 0.01
@@ -424,7 +425,7 @@ def unpredicted_note(run: Run) -> str | None:
 
 def unknown_tokens_note(run: Run) -> str | None:
     """Texts the vocabulary cannot read, as training, pipeline.evaluate and pipeline.predict warn of them
-    (windows.unknown_tokens_warning): train's for a run, the scored file's for a pipeline.evaluate folder, whose test
+    (unknown.unknown_tokens_warning): train's for a run, the scored file's for a pipeline.evaluate folder, whose test
     figures are that file's. The log's warning is easily missed; the report is what is read."""
     split, whose = ("test", "the scored file's") if run.metric("evaluation") else ("train", "train's")
     token_share = run.metric("tokenization", "unknown_token_share", split)

@@ -202,12 +202,9 @@ def choose_export(run_dir: Path | None, model_dir: Path, backend: str, device_ty
         return torch_because(
             f"no verified ONNX export ({run.export_record_path} not found; {_export_command(run.path)})"
         )
-    recorded, actual = record["model_sha256"], weights_sha256(model_dir)
-    if recorded != actual:
-        return torch_because(
-            f"{run.export_dir} was exported from other weights (sha256 {recorded[:12]}, the model's is {actual[:12]}): "
-            f"refused; re-export with {_export_command(run.path)}"
-        )
+    other_weights = _other_weights(run, record, model_dir)
+    if other_weights:
+        return torch_because(other_weights)
     named = BACKEND_VARIANTS.get(backend)  # None for auto
     variants = {name: v for name, v in record["variants"].items() if named in (None, name)}
     if not variants and named is None:
@@ -232,6 +229,17 @@ def choose_export(run_dir: Path | None, model_dir: Path, backend: str, device_ty
     if short:  # also an export.json written before the minimum existed, whose `auto` names an export
         return ExportChoice(None, None, not_for_auto(verification_rows_of(record)))
     return _auto_choice(run, record, verified)
+
+
+def _other_weights(run: RunDir, record: dict[str, Any], model_dir: Path) -> str | None:
+    """Why the export is refused when it was made from other weights than the model's; None when it was not."""
+    recorded, actual = record["model_sha256"], weights_sha256(model_dir)
+    if recorded == actual:
+        return None
+    return (
+        f"{run.export_dir} was exported from other weights (sha256 {recorded[:12]}, the model's is {actual[:12]}): "
+        f"refused; re-export with {_export_command(run.path)}"
+    )
 
 
 def _asked_reason(variant: str, record: dict[str, Any], short: str | None) -> str:
@@ -312,54 +320,42 @@ class ParityRow:
 
 def parity_rows(record: dict[str, Any]) -> list[ParityRow]:
     """PyTorch fp32 (the reference), PyTorch as --backend torch runs it (when not fp32), then each export."""
-
-    def number(value: Any) -> float | None:
-        return float(value) if is_number(value) else None
-
     torch_results = record.get("torch") if isinstance(record.get("torch"), dict) else {}
     fp32, default = torch_results.get("fp32") or {}, torch_results.get("default") or {}
     default_is_fp32 = default.get("precision", "fp32") == "fp32"
-    rows = [
-        ParityRow(
-            "torch fp32",
-            1.0,
-            0.0,
-            number(fp32.get("accuracy")),
-            number(fp32.get("rows_per_second")),
-            1.0 if default_is_fp32 else None,
-            "reference" + (", baseline for auto" if default_is_fp32 else ""),
-        )
-    ]
+    reference = "reference" + (", baseline for auto" if default_is_fp32 else "")
+    speedup = 1.0 if default_is_fp32 else None
+    rows = [_parity_row("torch fp32", fp32, reference, agreement=1.0, difference=0.0, speedup=speedup)]
     if not default_is_fp32:
-        rows.append(
-            ParityRow(
-                f"torch {default.get('precision')}",
-                number(default.get("label_agreement")),
-                None,
-                number(default.get("accuracy")),
-                number(default.get("rows_per_second")),
-                1.0,
-                "baseline for auto",
-            )
-        )
+        backend = f"torch {default.get('precision')}"
+        rows.append(_parity_row(backend, default, "baseline for auto", difference=None, speedup=1.0))
     short = too_few_rows(verification_rows_of(record))
     for name, entry in record.get("variants", {}).items():
         chosen = ", chosen by auto" if record.get("auto") == name else ""
         if short and entry.get("status") == STATUS_VERIFIED:
             chosen = ", not for auto (too few rows)"
         precision = f" ({entry['precision']})" if entry.get("precision") else ""
-        rows.append(
-            ParityRow(
-                backend_name(name).replace("-", " ") + precision,
-                number(entry.get("label_agreement")),
-                number(entry.get("max_probability_difference")),
-                number(entry.get("accuracy")),
-                number(entry.get("rows_per_second")),
-                number(entry.get("speedup_vs_torch")),
-                f"{entry.get('status', '?')}{chosen}",
-            )
-        )
+        backend = backend_name(name).replace("-", " ") + precision
+        rows.append(_parity_row(backend, entry, f"{entry.get('status', '?')}{chosen}"))
     return rows
+
+
+def _parity_row(backend: str, entry: dict[str, Any], status: str, **given: float | None) -> ParityRow:
+    """A table row of `entry`'s figures (export.json's names), those in `given` (the row's names) instead."""
+
+    def figure(name: str, key: str) -> float | None:
+        value = given[name] if name in given else entry.get(key)
+        return float(value) if is_number(value) else None
+
+    return ParityRow(
+        backend,
+        figure("agreement", "label_agreement"),
+        figure("difference", "max_probability_difference"),
+        figure("accuracy", "accuracy"),
+        figure("rate", "rows_per_second"),
+        figure("speedup", "speedup_vs_torch"),
+        status,
+    )
 
 
 def rows_used(record: dict[str, Any]) -> str:

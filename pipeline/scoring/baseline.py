@@ -60,9 +60,6 @@ def tfidf_baseline(
     (fit and prediction on test), `num_train_samples`, `num_features` and `settings`.
     Raises ValueError when the training texts leave no vocabulary or hold fewer than two classes.
     """
-    from sklearn.feature_extraction.text import TfidfVectorizer
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.multiclass import OneVsRestClassifier
     from threadpoolctl import threadpool_limits
 
     start = time.perf_counter()
@@ -81,21 +78,7 @@ def tfidf_baseline(
     }
     # One BLAS thread: several threads on a CPU busy with (or shared by) training are slower, not faster.
     with threadpool_limits(limits=1):
-        vectorizer = TfidfVectorizer(
-            ngram_range=NGRAM_RANGE, sublinear_tf=True, min_df=min_df, max_features=MAX_FEATURES, dtype=np.float32
-        )
-        features = vectorizer.fit_transform(train_texts)
-        classifier = LogisticRegression(C=INVERSE_REGULARIZATION, solver="newton-cg", max_iter=MAX_ITERATIONS)
-        if multi_label:
-            classifier = OneVsRestClassifier(classifier)
-        with warnings.catch_warnings():
-            # Few rows of many classes are a classification task all the same, not the regression scikit-learn
-            # suspects when most labels are distinct.
-            warnings.filterwarnings("ignore", message="The number of unique classes is greater than 50%")
-            # A multi-label class with no train rows gets a constant "no" (stage 1 already named it, and the report
-            # and card do): scikit-learn's "Label not N is present in all training examples" says no more.
-            warnings.filterwarnings("ignore", message="Label not .* is present in all training examples")
-            classifier.fit(features, train_ids)
+        vectorizer, classifier = _fit(train_texts, train_ids, min_df, multi_label)
         train_seconds = time.perf_counter() - start
         predictions = np.asarray(classifier.predict(vectorizer.transform(test_texts)), dtype=np.int64)
         seconds = time.perf_counter() - start
@@ -111,6 +94,30 @@ def tfidf_baseline(
         "num_features": len(vectorizer.vocabulary_),
         "settings": settings,
     }
+
+
+def _fit(texts: list[str], ids: np.ndarray, min_df: int, multi_label: bool) -> tuple[Any, Any]:
+    """The TF-IDF vectorizer and the logistic regression (one per class for multi-label) fitted on `texts`."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.multiclass import OneVsRestClassifier
+
+    vectorizer = TfidfVectorizer(
+        ngram_range=NGRAM_RANGE, sublinear_tf=True, min_df=min_df, max_features=MAX_FEATURES, dtype=np.float32
+    )
+    features = vectorizer.fit_transform(texts)
+    classifier = LogisticRegression(C=INVERSE_REGULARIZATION, solver="newton-cg", max_iter=MAX_ITERATIONS)
+    if multi_label:
+        classifier = OneVsRestClassifier(classifier)
+    with warnings.catch_warnings():
+        # Few rows of many classes are a classification task all the same, not the regression scikit-learn
+        # suspects when most labels are distinct.
+        warnings.filterwarnings("ignore", message="The number of unique classes is greater than 50%")
+        # A multi-label class with no train rows gets a constant "no" (stage 1 already named it, and the report
+        # and card do): scikit-learn's "Label not N is present in all training examples" says no more.
+        warnings.filterwarnings("ignore", message="Label not .* is present in all training examples")
+        classifier.fit(features, ids)
+    return vectorizer, classifier
 
 
 def run_baseline(kind: str, splits: Any, label_names: Sequence[str]) -> dict[str, Any] | None:

@@ -29,6 +29,7 @@ ONNX) is not labelled differently from the score seen on validation.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -86,13 +87,7 @@ class Decision:
         return probabilities[np.arange(len(top)), top] < self.vector()[top]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "labels": self.labels,
-            "thresholds": self.thresholds,
-            "chosen": self.chosen,
-            "setting": self.setting,
-        }
+        return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, record: dict[str, Any], labels: list[str]) -> Decision:

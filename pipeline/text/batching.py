@@ -15,7 +15,7 @@ from datasets import Dataset
 from torch.utils.data import DataLoader, Sampler
 
 from pipeline.data.splits import MULTI_LABEL_COLUMN, column_values, label_column
-from pipeline.text.tokenization import padded_width, sorted_batches
+from pipeline.text.lengths import padded_width, sorted_batches
 from pipeline.text.windows import SEGMENT_IDS
 
 # Pools of this many batches are sorted by length before being cut into batches (as in HF's LengthGroupedSampler):
@@ -86,29 +86,22 @@ class TokenizedRows(torch.utils.data.Dataset):
         return {key: value[0] for key, value in self.__getitems__([index]).items()}
 
 
-def collate_trimmed(batch: dict[str, torch.Tensor] | list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-    """Drop the trailing columns that are padding in every row (rounded up to a multiple of 8)."""
-    if isinstance(batch, list):  # single-item fetches, e.g. from a sampler that bypasses __getitems__
+def _stacked(batch: dict[str, torch.Tensor] | list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """A batch by column; single-item fetches (a sampler that bypasses __getitems__) are stacked first."""
+    if isinstance(batch, list):
         batch = {key: torch.stack([row[key] for row in batch]) for key in batch[0]}
-    fixed_length = batch["input_ids"].shape[1]
-    longest = int(batch["attention_mask"].sum(dim=1).max())
-    keep = padded_width(longest, fixed_length)
-    trimmed = {
-        "input_ids": batch["input_ids"][:, :keep].long(),  # (B, T')
-        "attention_mask": batch["attention_mask"][:, :keep].long(),  # (B, T')
-        "labels": batch["labels"],  # (B,), or (B, C) multi-hot
-        "row_index": batch["row_index"],  # (B,)
-    }
-    if SEGMENT_IDS in batch:
-        trimmed[SEGMENT_IDS] = batch[SEGMENT_IDS][:, :keep].long()  # (B, T')
-    if "teacher_logits" in batch:
-        trimmed["teacher_logits"] = batch["teacher_logits"]  # (B, C)
-    return trimmed
+    return batch
+
+
+def collate_trimmed(batch: dict[str, torch.Tensor] | list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """Drop the trailing columns that are padding in every row (rounded up to a multiple of 8): (B, T) -> (B, T')."""
+    batch = _stacked(batch)
+    keep = padded_width(int(batch["attention_mask"].sum(dim=1).max()), batch["input_ids"].shape[1])
+    return {**batch, **{name: batch[name][:, :keep].long() for name in MODEL_INPUTS if name in batch}}
 
 
 def collate_fixed(batch: dict[str, torch.Tensor] | list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-    if isinstance(batch, list):
-        batch = {key: torch.stack([row[key] for row in batch]) for key in batch[0]}
+    batch = _stacked(batch)
     return {**batch, **{name: batch[name].long() for name in MODEL_INPUTS if name in batch}}
 
 

@@ -14,14 +14,13 @@ is tokenized once.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
-import math
 import shutil
-import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,15 +29,15 @@ import numpy as np
 
 from pipeline.data.splits import column_values, label_column, labels_of
 from pipeline.run.directory import first_line
+from pipeline.text.lengths import fixed_length, length_limit, log_length, truncated_share
+from pipeline.text.unknown import UnknownTokens, unknown_counts, unknown_tokens_warning
 from pipeline.text.windows import (
-    PAIR_CUT,
     SEGMENT_IDS,
     TOKENIZE_BATCH_SIZE,
     EncodedDocuments,
     KeptContent,
     LongTextRule,
     TokensRead,
-    UnknownTokens,
     content_ids_by_segment,
     content_length,
     encode_documents,
@@ -47,9 +46,6 @@ from pipeline.text.windows import (
     pair_extra_tokens,
     reads_of,
     reads_segments,
-    unknown_counts,
-    unknown_tokens_warning,
-    window_starts,
     windows_summary,
 )
 
@@ -61,14 +57,8 @@ if TYPE_CHECKING:  # prediction imports the length rules below without paying fo
 
 logger = logging.getLogger(__name__)
 
-# The hardware-friendly granularity for sequence lengths (tensor-core tiles, vector widths).
-LENGTH_MULTIPLE = 8
-# BERT's learned position table has 512 rows; most checkpoints report this as model_max_length.
-BERT_POSITION_LIMIT = 512
-# Lengths `auto` weighs against each other when long texts are chunked.
-CHUNK_LENGTHS = (64, 128, 256, 512)
 # Bump when what is cached, or how the length is chosen, changes: old entries are then ignored.
-CACHE_FORMAT = 8
+CACHE_FORMAT = 9
 
 
 @dataclass
@@ -87,16 +77,7 @@ class TokenizationInfo:
     mostly_unknown_share: dict[str, float | None] | None = None
 
     def to_dict(self) -> dict:
-        return {
-            "windows_per_document": self.windows_per_document,
-            "max_length": self.max_length,
-            "max_length_setting": self.max_length_setting,
-            "truncated_fraction": self.truncated_fraction,
-            "from_cache": self.from_cache,
-            "from_cache_by_process": self.from_cache_by_process,
-            "unknown_token_share": self.unknown_token_share,
-            "mostly_unknown_share": self.mostly_unknown_share,
-        }
+        return dataclasses.asdict(self)
 
 
 class TokenizerNotFound(OSError):
@@ -123,14 +104,6 @@ def load_tokenizer(config: TokenizerConfig) -> PreTrainedTokenizerBase:
             "model config; point tokenizer.name_or_path at the folder or Hub name that holds the tokenizer"
         )
     return tokenizer
-
-
-def length_limit(tokenizer: PreTrainedTokenizerBase, model_max_positions: int | None = None) -> int:
-    """The longest sequence the tokenizer and the model can take (tokenizers report 1e30 when unset)."""
-    limits = [BERT_POSITION_LIMIT, int(min(tokenizer.model_max_length, 10**9))]
-    if model_max_positions:
-        limits.append(model_max_positions)
-    return min(limits)
 
 
 @dataclass(frozen=True)
@@ -205,47 +178,6 @@ def count_and_keep_tokens(
     return counts, None if kept is None else KeptContent.join(kept)
 
 
-def truncated_share(lengths: np.ndarray, max_length: int) -> float:
-    """The share of texts (lengths in tokens, count_tokens) longer than the fixed length: truncated, or read as
-    windows."""
-    return float(np.mean(lengths > max_length)) if len(lengths) else 0.0
-
-
-def padded_width(longest: int, max_length: int) -> int:
-    """A batch's width: its longest row rounded up to a multiple of 8, never beyond the fixed length."""
-    return min(LENGTH_MULTIPLE * math.ceil(max(longest, 1) / LENGTH_MULTIPLE), max(max_length, longest))
-
-
-def sorted_batches(
-    sorted_lengths: np.ndarray, fixed_length: int, max_rows: int, max_tokens: int | None = None
-) -> list[slice]:
-    """Consecutive batches over rows sorted longest first: at most `max_rows` rows and, with `max_tokens`, at most
-    that many tokens counted at the width a batch is padded to (its first row's); a row longer than the budget goes
-    alone. Evaluation and prediction both cut their batches here. Why a token budget: a CPU runs a model fastest on
-    batches whose activations stay in its caches, so the rows a batch should hold depend on their length (MiniLM on
-    a 2-core AVX2 CPU: 16 to 32 rows of 128 tokens, 64 of 32; benchmarks/README.md)."""
-    batches, start = [], 0
-    while start < len(sorted_lengths):
-        count = max_rows
-        if max_tokens is not None:
-            width = padded_width(int(sorted_lengths[start]), fixed_length)
-            count = max(1, min(max_rows, max_tokens // width))
-        batches.append(slice(start, start + count))
-        start += count
-    return batches
-
-
-def choose_max_length(lengths: np.ndarray, max_truncated_fraction: float, limit: int) -> int:
-    """The shortest multiple of 8 leaving at most `max_truncated_fraction` of texts longer than it, capped at `limit`."""
-    if len(lengths) == 0:
-        raise ValueError("cannot choose a length from an empty split")
-    # At most `allowed` texts may be longer than the length, so it must reach the (allowed+1)-th longest text.
-    allowed = math.floor(max_truncated_fraction * len(lengths) + 1e-9)
-    needed = int(np.sort(lengths)[len(lengths) - 1 - min(allowed, len(lengths) - 1)])
-    rounded = LENGTH_MULTIPLE * math.ceil(needed / LENGTH_MULTIPLE)
-    return max(LENGTH_MULTIPLE, min(rounded, limit - limit % LENGTH_MULTIPLE))
-
-
 def tokenizer_fingerprint(tokenizer: PreTrainedTokenizerBase) -> str:
     """A hash of everything that decides the tokens: the fast tokenizer's full serialised state (vocabulary,
     normaliser with lower-casing and accent stripping, pre-tokenizer, post-processor) and its init settings."""
@@ -266,6 +198,15 @@ def tokenizer_fingerprint(tokenizer: PreTrainedTokenizerBase) -> str:
     return digest.hexdigest()
 
 
+def texts_fingerprint(texts: Sequence[str]) -> str:
+    """A hash of the texts, in order (a NUL after each, so that no two lists of texts run together alike)."""
+    digest = hashlib.sha256(f"{len(texts)}|".encode())
+    for text in texts:
+        digest.update(text.encode("utf-8"))
+        digest.update(b"\x00")
+    return digest.hexdigest()
+
+
 def _cache_key(splits: DatasetDict, tokenizer: PreTrainedTokenizerBase, config: TokenizerConfig, limit: int) -> str:
     """A content hash of the texts, the tokenizer and the length settings: any change gives a new cache entry."""
     digest = hashlib.sha256()
@@ -276,10 +217,7 @@ def _cache_key(splits: DatasetDict, tokenizer: PreTrainedTokenizerBase, config: 
     digest.update(settings.encode())
     digest.update(tokenizer_fingerprint(tokenizer).encode())
     for name in sorted(splits):
-        digest.update(f"|{name}|{len(splits[name])}|".encode())
-        for text in column_values(splits[name], "text"):
-            digest.update(text.encode("utf-8"))
-            digest.update(b"\x00")
+        digest.update(f"|{name}|{texts_fingerprint(column_values(splits[name], 'text'))}|".encode())
         labels = labels_of(splits[name])  # class ids, or multi-hot rows
         digest.update(labels.astype(np.int64 if labels.ndim == 1 else np.float32).tobytes())
     return digest.hexdigest()[:24]
@@ -393,15 +331,7 @@ def tokenize_splits(
     if config.cache and cache_root is not None:
         cache_dir = Path(cache_root) / "tokenized" / _cache_key(splits, tokenizer, config, limit)
         if (cache_dir / "dataset_dict.json").exists() and (cache_dir / "info.json").exists():
-            from datasets import load_from_disk
-
-            tokenized = load_from_disk(str(cache_dir))
-            info = _read_info(cache_dir / "info.json")
-            logger.info("Tokenized splits loaded from cache %s (max_length %d)", cache_dir, info.max_length)
-            pairs = has_pairs(column_values(splits["train"], "text"))
-            _log_length(config, rule, info.max_length, info.truncated_fraction, limit, pairs)  # as a fresh run says
-            _warn_unknown_tokens(info, tokenizer)
-            return tokenized, info
+            return _read_cache(cache_dir, splits, tokenizer, config, rule, limit)
 
     # `auto` chooses the length from train's untruncated lengths, so only then is train counted before its rows are
     # built; otherwise each split is tokenized once, its counts measured on the pass that builds its rows.
@@ -413,14 +343,14 @@ def tokenize_splits(
             column_values(splits["train"], "text"), tokenizer, KEEP_CONTENT_TOKENS, reads_of(tokenizer, limit, rule)
         )
         train_lengths = counts.lengths
-    max_length = _fixed_length(config, rule, train_lengths, limit, tokenizer, seconds_per_window)
+    max_length = fixed_length(config, rule, train_lengths, limit, tokenizer, seconds_per_window)
     encoded = {
         name: _encode_split(split, tokenizer, max_length, rule, name, train_content if name == "train" else None)
         for name, split in splits.items()
     }
     del train_content
     truncated = {name: truncated_share(counts.lengths, max_length) for name, (_, _, counts) in encoded.items()}
-    _log_length(config, rule, max_length, truncated, limit, has_pairs(column_values(splits["train"], "text")))
+    log_length(config, rule, max_length, truncated, limit, has_pairs(column_values(splits["train"], "text")))
 
     from datasets import DatasetDict
 
@@ -439,125 +369,6 @@ def tokenize_splits(
     if cache_dir is not None:
         _write_cache(tokenized, info, cache_dir)
     return tokenized, info
-
-
-def _fixed_length(
-    config: TokenizerConfig,
-    rule: LongTextRule,
-    train_lengths: np.ndarray | None,
-    limit: int,
-    tokenizer: PreTrainedTokenizerBase,
-    seconds_per_window: Callable[[int], float] | None,
-) -> int:
-    """The fixed length rows are padded to: the setting, or under `auto` chosen from `train_lengths` (train's
-    untruncated lengths, count_tokens; None when the setting is a number)."""
-    from pipeline.config.schema import ConfigError
-
-    if config.max_length == "auto":
-        if rule.long_text == "chunk" and seconds_per_window is not None:
-            special = tokenizer.num_special_tokens_to_add(pair=False)
-            length = choose_chunk_length(
-                train_lengths - special, rule, limit, special, config.max_truncated_fraction, seconds_per_window
-            )
-        else:
-            length = choose_max_length(train_lengths, config.max_truncated_fraction, limit)
-    elif config.max_length > limit:
-        raise ConfigError(f"tokenizer.max_length: {config.max_length} exceeds the model's limit of {limit} tokens")
-    else:
-        length = config.max_length
-    if rule.long_text == "chunk" and rule.chunk_stride >= length - tokenizer.num_special_tokens_to_add(pair=False):
-        raise ConfigError(
-            f"tokenizer.chunk_stride: {rule.chunk_stride} must be smaller than a window's "
-            f"{length - tokenizer.num_special_tokens_to_add(pair=False)} content tokens"
-        )
-    return length
-
-
-def choose_chunk_length(
-    content_lengths: np.ndarray,
-    rule: LongTextRule,
-    limit: int,
-    special: int,
-    max_truncated_fraction: float,
-    seconds_per_window: Callable[[int], float],
-) -> int:
-    """With chunking, the length whose training pass over train costs least on this device, among those whose
-    windows read documents whole as `auto` promises without chunking: for each candidate (64, 128, 256, 512, up to
-    the model's limit) the windows it makes times the measured seconds per window.
-
-    A document that needs more than max_chunks windows keeps the first max_chunks - 1 and the last, losing the text
-    between, and the shorter the length, the more documents that cut reaches and the more of each it drops. Counting
-    only the windows kept, a short length looks cheapest because it reads less (max_chunks 4 chose 64: at most 256
-    of ~1,000 tokens per review). So a length is a candidate only if it cuts at most `max_truncated_fraction` of
-    train's documents, the truncation budget of `auto`; among those every document but the budget is read whole, and
-    the cheapest reads the same text for less. When none keeps the budget, the longest, which cuts fewest and reads
-    the most of each document it cuts, with a warning.
-    """
-    candidates = [length for length in CHUNK_LENGTHS if length <= limit and length - special > rule.chunk_stride]
-    costs, cut = {}, {}
-    for length in candidates:
-        width = length - special
-        needed = np.array([len(window_starts(int(n), width, rule.chunk_stride, sys.maxsize)) for n in content_lengths])
-        costs[length] = int(np.minimum(needed, rule.max_chunks).sum()) * seconds_per_window(length)
-        cut[length] = float(np.mean(needed > rule.max_chunks)) if len(needed) else 0.0
-    within = [length for length in candidates if cut[length] <= max_truncated_fraction]
-    if within:
-        chosen = min(within, key=costs.get)
-    else:
-        chosen = max(candidates)
-        logger.warning(
-            "Every chunk length cuts more than %.1f%% of train's documents (tokenizer.max_truncated_fraction) to "
-            "tokenizer.max_chunks=%d windows, losing the text between their first windows and their last; %d, the "
-            "longest, cuts fewest (%.1f%%). Options: a larger tokenizer.max_chunks, or accept it with a larger "
-            "max_truncated_fraction",
-            100 * max_truncated_fraction,
-            rule.max_chunks,
-            chosen,
-            100 * cut[chosen],
-        )
-    logger.info(
-        "Chunk length by training cost on this device, among those cutting at most %.1f%% of train's documents to "
-        "%d windows: %s -> %d",
-        100 * max_truncated_fraction,
-        rule.max_chunks,
-        ", ".join(f"{length}: {costs[length]:.0f} s ({cut[length]:.1%} cut)" for length in candidates),
-        chosen,
-    )
-    return chosen
-
-
-def _log_length(
-    config: TokenizerConfig,
-    rule: LongTextRule,
-    max_length: int,
-    truncated: dict[str, float],
-    limit: int,
-    pairs: bool,
-) -> None:
-    logger.info(
-        "Fixed length %d (%s); longer than it: %s",
-        max_length,
-        "auto" if config.max_length == "auto" else "configured",
-        ", ".join(f"{name} {share:.2%}" for name, share in truncated.items()),
-    )
-    if truncated.get("train", 0.0) > config.max_truncated_fraction and rule.long_text == "truncate":
-        # Sentence pairs are cut one way only (the end of the longer text): a larger length is their one option.
-        options = ""
-        if not pairs:
-            head_tail = "" if rule.truncation == "head_tail" else ", tokenizer.truncation=head_tail"
-            options = f"{head_tail}, or tokenizer.long_text=chunk (docs/long-texts.md)"
-        logger.warning(
-            "Fixed length %d truncates %.1f%% of train, above the %.1f%% budget (tokenizer.max_truncated_fraction): "
-            "the model reads only %s of those %s. Options: a larger tokenizer.max_length (the model takes up to "
-            "%d)%s",
-            max_length,
-            100 * truncated["train"],
-            100 * config.max_truncated_fraction,
-            PAIR_CUT if pairs else rule.kept_part,
-            "pairs" if pairs else "texts",
-            limit,
-            options,
-        )
 
 
 def _warn_unknown_tokens(info: TokenizationInfo, tokenizer: PreTrainedTokenizerBase) -> None:
@@ -588,14 +399,25 @@ def _write_cache(tokenized: DatasetDict, info: TokenizationInfo, cache_dir: Path
         shutil.rmtree(staging, ignore_errors=True)
 
 
+def _read_cache(
+    cache_dir: Path,
+    splits: DatasetDict,
+    tokenizer: PreTrainedTokenizerBase,
+    config: TokenizerConfig,
+    rule: LongTextRule,
+    limit: int,
+) -> tuple[DatasetDict, TokenizationInfo]:
+    """A cache entry's splits and info, with the log lines and warnings a fresh run gives."""
+    from datasets import load_from_disk
+
+    tokenized = load_from_disk(str(cache_dir))
+    info = _read_info(cache_dir / "info.json")
+    logger.info("Tokenized splits loaded from cache %s (max_length %d)", cache_dir, info.max_length)
+    pairs = has_pairs(column_values(splits["train"], "text"))
+    log_length(config, rule, info.max_length, info.truncated_fraction, limit, pairs)
+    _warn_unknown_tokens(info, tokenizer)
+    return tokenized, info
+
+
 def _read_info(path: Path) -> TokenizationInfo:
-    data = json.loads(path.read_text())
-    return TokenizationInfo(
-        data["max_length"],
-        data["max_length_setting"],
-        data["truncated_fraction"],
-        from_cache=True,
-        windows_per_document=data.get("windows_per_document"),
-        unknown_token_share=data.get("unknown_token_share"),
-        mostly_unknown_share=data.get("mostly_unknown_share"),
-    )
+    return TokenizationInfo(**{**json.loads(path.read_text()), "from_cache": True, "from_cache_by_process": None})

@@ -36,16 +36,13 @@ from pipeline.text.batching import TokenizedRows, model_inputs, training_loader
 from pipeline.train.checkpoints import History, TrainingState, restore_checkpoint, save_checkpoint
 from pipeline.train.dropout import use_fast_dropout
 from pipeline.train.losses import build_loss
+from pipeline.train.meter import RunningMeter, progress_score
 from pipeline.train.optimization import StepPlan, build_optimizer, plan_steps
 
 logger = logging.getLogger(__name__)
 
 # Optimizer steps timed before the run's duration is estimated.
 ESTIMATE_AFTER_STEPS = 5
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Set-up
 
 
 def tensorboard_available() -> bool:
@@ -104,10 +101,6 @@ def epochs_completed(state: TrainingState, plan: StepPlan) -> float:
     return state.epoch + state.batches_seen_in_epoch / plan.batches_per_epoch
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# The loop
-
-
 def _format_duration(seconds: float) -> str:
     minutes, secs = divmod(int(round(seconds)), 60)
     hours, minutes = divmod(minutes, 60)
@@ -163,13 +156,10 @@ class Trainer:
         self.best_validation_logits: torch.Tensor | None = None
         self.history = History(self.run_dir, enabled=accelerator.is_main_process)
 
+        window = config.gradient_accumulation_steps * accelerator.num_processes  # batches per optimizer step
+        self.effective_batch_size = config.per_device_batch_size * window
         loader = training_loader(
-            train_rows,
-            config.per_device_batch_size,
-            seed,
-            config.group_by_length,
-            config.trim_padding,
-            config.gradient_accumulation_steps * accelerator.num_processes,
+            train_rows, config.per_device_batch_size, seed, config.group_by_length, config.trim_padding, window
         )
         self.batch_sampler = loader.batch_sampler
         # On the CPU, bernoulli_ was a fifth of the step (pipeline/train/dropout.py); a GPU's dropout is fused already.
@@ -184,9 +174,6 @@ class Trainer:
         self.scheduler = get_linear_schedule_with_warmup(self.optimizer, self.plan.warmup_steps, self.plan.total_steps)
         self.state = TrainingState()
         self.loss = build_loss(config, class_counts)
-        self.effective_batch_size = (
-            config.per_device_batch_size * config.gradient_accumulation_steps * accelerator.num_processes
-        )
         self.window_samples = 0  # samples in the current accumulation window, this process
         # What one training row is, for the printed estimate: with chunked long texts the cost is per window.
         self.rows_described = _describe_rows(train_rows)
@@ -463,17 +450,6 @@ def is_better(score: float, loss: float, best_score: float, best_loss: float | N
     return score > best_score or (score == best_score and best_loss is not None and loss < best_loss)
 
 
-def progress_score(record: dict[str, float], metric: str) -> dict[str, str]:
-    """The training score the progress bar shows beside the loss, on the rows since the last log line: accuracy for a
-    single-label run; for a multi-label one the metric that selects its model (micro- or macro-F1) under its own name,
-    as its subset accuracy (every class of a row right) stays near 0 for long on many classes and reads as broken."""
-    if "train_micro_f1" not in record:
-        return {"acc": f"{record['train_accuracy']:.3f}"}
-    if metric == "accuracy":
-        return {"subset_acc": f"{record['train_accuracy']:.3f}"}
-    return {metric: f"{record[f'train_{metric}']:.3f}"}
-
-
 def seconds_per_row(model: torch.nn.Module, accelerator: Accelerator, length: int, batch_size: int = 8) -> float:
     """The measured cost of training one row of `length` tokens on this device (forward and backward, under the
     run's precision): what `auto` weighs when it chooses a chunk length. The gradients are discarded."""
@@ -494,59 +470,3 @@ def seconds_per_row(model: torch.nn.Module, accelerator: Accelerator, length: in
 
 class TrainingDiverged(RuntimeError):
     """The loss became NaN or infinite: the run stops, keeping the best model saved so far."""
-
-
-class RunningMeter:
-    """Loss and accuracy summed on the device between logging steps: read (a host sync) only when logged. A
-    multi-label run's counts also hold each class's true positives, false positives and false negatives, for its
-    micro- and macro-F1."""
-
-    def __init__(self, device: torch.device, global_step: int, train_seconds: float):
-        self.loss_sum = torch.zeros((), device=device)
-        self.correct = torch.zeros((), device=device, dtype=torch.long)
-        self.labelled = torch.zeros(
-            (), device=device, dtype=torch.long
-        )  # rows with a gold label (distillation: not all)
-        self.class_counts: torch.Tensor | None = None  # multi-label: (3, C) true pos., false pos., false neg.
-        self.samples = 0
-        self.since = (global_step, train_seconds)
-
-    def add(self, loss_sum: torch.Tensor, logits: torch.Tensor, labels: torch.Tensor) -> None:
-        self.loss_sum += loss_sum
-        if labels.ndim == 2:  # multi-label: a row is right when every class is (subset accuracy)
-            predicted, gold = logits > 0, labels > 0.5
-            self.correct += (predicted == gold).all(dim=-1).sum()
-            counts = torch.stack([predicted & gold, predicted & ~gold, ~predicted & gold]).sum(dim=1)
-            self.class_counts = counts if self.class_counts is None else self.class_counts + counts
-            self.labelled += labels.shape[0]
-            self.samples += labels.shape[0]
-            return
-        self.correct += (logits.argmax(dim=-1) == labels).sum()
-        self.labelled += (labels >= 0).sum()
-        self.samples += labels.shape[0]
-
-    def read_and_reset(self, global_step: int, train_seconds: float, effective_batch_size: int) -> dict[str, float]:
-        steps, seconds = global_step - self.since[0], train_seconds - self.since[1]
-        reading = {
-            "loss": self.loss_sum.item() / max(self.samples, 1),
-            "train_accuracy": self.correct.item() / max(self.labelled.item(), 1),
-            **(f1_scores(self.class_counts.tolist()) if self.class_counts is not None else {}),
-            "samples_per_second": steps * effective_batch_size / max(seconds, 1e-9),
-        }
-        self.loss_sum.zero_()
-        self.correct.zero_()
-        self.labelled.zero_()
-        self.class_counts = None
-        self.samples = 0
-        self.since = (global_step, train_seconds)
-        return reading
-
-
-def f1_scores(counts: list[list[int]]) -> dict[str, float]:
-    """train_micro_f1 and train_macro_f1 from each class's [true positives], [false positives], [false negatives]. As
-    in evaluation, macro-F1 averages the classes that occur or are predicted; with none, both are 0."""
-    true_positives, false_positives, false_negatives = counts
-    errors = [fp + fn for fp, fn in zip(false_positives, false_negatives)]
-    micro = 2 * sum(true_positives) / max(2 * sum(true_positives) + sum(errors), 1)
-    present = [2 * tp / (2 * tp + error) for tp, error in zip(true_positives, errors) if tp + error]
-    return {"train_micro_f1": micro, "train_macro_f1": sum(present) / len(present) if present else 0.0}
