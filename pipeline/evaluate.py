@@ -33,7 +33,8 @@ from typing import Any
 from pipeline.common.errors import DataError, one_line
 from pipeline.common.hardware import INFERENCE_PRECISIONS
 from pipeline.common.io import check_can_write, replace_directory
-from pipeline.config.schema import ConfigError, PipelineConfig, load_config, parse_override, save_config
+from pipeline.config.load import load_config, parse_override, save_config
+from pipeline.config.schema import ConfigError, PipelineConfig
 from pipeline.data.labels import UnknownLabels, leave_out_hint
 from pipeline.data.load import RemovedRow, read_labelled_file
 from pipeline.data.splits import column_values, labels_of, write_removed_rows

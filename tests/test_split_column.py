@@ -12,7 +12,8 @@ import pytest
 
 from pipeline import finetune
 from pipeline.card.sections import CardSections
-from pipeline.config.schema import ConfigError, DataConfig, load_config
+from pipeline.config.load import load_config
+from pipeline.config.schema import ConfigError, DataConfig
 from pipeline.data.load import SPLIT_VALUES, DataError, load_data
 from pipeline.evaluate import main as evaluate_main
 from pipeline.run.directory import RunDir

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pipeline.common.errors import DataError, shorten
-from pipeline.config.schema import override_text
+from pipeline.config.load import override_text
 from pipeline.data.tables import INCOMPLETE_ROWS_HINT, is_blank, is_number_text
 
 if TYPE_CHECKING:

@@ -155,7 +155,7 @@ def seeded_sample(texts: list[str], count: int, seed: int) -> list[str]:
 def verification_rows(run: RunDir) -> VerificationRows:
     """The run's validation split, re-created from its config.yaml (stage 1 again: the same seeded split), with its
     test and train texts to top it up and train's to calibrate on; else its test_predictions.csv, alone."""
-    from pipeline.config.schema import load_config
+    from pipeline.config.load import load_config
     from pipeline.data.load import load_splits
 
     data_logger = logging.getLogger("pipeline.data.load")
