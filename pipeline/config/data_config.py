@@ -85,122 +85,130 @@ class DataConfig:
     file_format: Literal["auto", "csv", "tsv", "jsonl", "parquet", "fasttext", "xlsx"] = field(
         default="auto",
         metadata={
-            "help": "`csv`, `tsv`, `jsonl`, `parquet`, `fasttext`, `xlsx`, or from the file name (a name of no known ending "
-            "is `fasttext` when its first 20 non-blank lines all start with `data.label_prefix`; a CSV/TSV file that "
-            "does is refused: see [Your own data](your-data.md); an Excel workbook is one by its content, whatever "
-            "its name); the encoding of text files (`latin-1`, `cp1252`, `utf-16`, ...; read as `utf-8`, a file whose "
-            'byte-order mark says UTF-16 or UTF-32 (Excel\'s "Unicode text") is read in that encoding, with an INFO '
-            "line, and with another encoding given one with a byte-order mark is an error naming the mark's; a byte "
-            'that does not decode is an error naming the line, which suggests `cp1252` (Windows, Excel\'s "CSV" '
-            "export) where the line's undecodable bytes are 0x80-0x9F and `latin-1` otherwise; read as `latin-1`, "
-            "bytes 0x80-0x9F (cp1252's quotes, dashes and €, or part of a UTF-8 character) are control characters: a "
-            "warning names the line and the likely encoding). A CSV file whose first line has no comma but several "
-            'semicolon-separated fields (a spreadsheet\'s "CSV" where the comma is the decimal mark) is read with '
-            "semicolons, and one whose first line has neither but several tab-separated fields (a TSV file named "
-            "`.csv`; as many as `data.column_names`, when given) with tabs, each with an INFO line, here and in "
-            "`pipeline.predict`"
+            "help": "`csv`, `tsv`, `jsonl`, `parquet`, `fasttext` or `xlsx`; `auto`: from the file name (a name of no "
+            "known ending is `fasttext` when its first 20 non-blank lines all start with the label prefix; an Excel "
+            "workbook is one by its content, whatever its name)",
+            "more": "A CSV/TSV file whose lines all start with `data.label_prefix` is refused: see [Your own "
+            "data](your-data.md). A CSV file whose first line has no comma but several semicolon-separated fields (a "
+            'spreadsheet\'s "CSV" where the comma is the decimal mark) is read with semicolons, and one whose first '
+            "line has neither but several tab-separated fields (a TSV file named `.csv`; as many as "
+            "`data.column_names`, when given) with tabs, each with an INFO line, here and in `pipeline.predict`",
         },
     )
     sheet: str | None = field(
         default=None,
         metadata={
-            "help": "the worksheet of every Excel workbook of the run to read, by its name (case ignored where no name "
-            "matches exactly); none: the first (a workbook of several sheets says which it read in an INFO line). An "
-            "unknown name is an error listing the sheets; given with a file that is not a workbook, a warning names "
-            "it. A sheet read without the configured columns (or without rows), in a workbook of several, is an error "
-            "naming the other sheets (`data.sheet=Data`), unless its first row looks like data (a number, a text), "
-            "where the error says it has no header row. `pipeline.predict --sheet` is the same for its input (not "
-            "taken from the run)"
+            "help": "the worksheet of an Excel workbook to read, by its name (case ignored where no name matches "
+            "exactly); none: the first",
+            "more": "Every workbook of the run is read so; a workbook of several sheets says which it read in an INFO "
+            "line. An unknown name is an error listing the sheets; given with a file that is not a workbook, a "
+            "warning names it. A sheet read without the configured columns (or without rows), in a workbook of "
+            "several, is an error naming the other sheets (`data.sheet=Data`), unless its first row looks like data "
+            "(a number, a text), where the error says it has no header row. `pipeline.predict --sheet` is the same "
+            "for its input (not taken from the run)",
         },
     )
     label_prefix: str = field(
         default=FASTTEXT_LABEL_PREFIX,
         metadata={
-            "help": "what marks a label in a fastText file (fastText's `-label`): the words that start with it lead or end "
-            "each line and are its labels (column `label`), the rest its text (column `text`); not empty, no "
-            "whitespace. `pipeline.predict --label-prefix` is the same for its input (not taken from the run)"
+            "help": "what marks a label in a fastText file (fastText's `-label`): the words that start with it lead or "
+            "end each line and are its labels (column `label`), the rest its text (column `text`); not empty, no "
+            "whitespace",
+            "more": "`pipeline.predict --label-prefix` is the same for its input (not taken from the run)",
         },
     )
     encoding: str = field(
         default=DEFAULT_ENCODING,
         metadata={
-            "help": "Of CSV/TSV/JSON Lines files (utf-8 also accepts a byte-order mark, and reads a file whose byte-order "
-            "mark says UTF-16 or UTF-32 as such); e.g. latin-1, cp1252, utf-16."
+            "help": "the encoding of text files (`latin-1`, `cp1252`, `utf-16`, ...); a file whose byte-order mark says "
+            "UTF-16 or UTF-32 is read as such",
+            "more": 'Read as `utf-8`, a file whose byte-order mark says UTF-16 or UTF-32 (Excel\'s "Unicode text") is '
+            "read in that encoding, with an INFO line, and with another encoding given one with a byte-order mark is "
+            "an error naming the mark's. A byte that does not decode is an error naming the line, which suggests "
+            "`cp1252` (Windows, Excel's \"CSV\" export) where the line's undecodable bytes are 0x80-0x9F and "
+            "`latin-1` otherwise. Read as `latin-1`, bytes 0x80-0x9F (cp1252's quotes, dashes and €, or part of a "
+            "UTF-8 character) are control characters: a warning names the line and the likely encoding",
         },
     )
     quoting: Literal["auto", "csv", "none"] = field(
         default="auto",
         metadata={
-            "help": "how CSV/TSV files' double quotes are read, by every file of the run (train, validation, test, "
-            "`unlabeled_file`): `csv` encloses a field in them (which may then hold delimiters, line breaks and "
-            "doubled quotes); `none` reads them as text (pandas' `quoting=csv.QUOTE_NONE`), for files that quote "
-            "nothing, as GLUE's `train.tsv` files and the SMS Spam Collection, where a text may start with a quote "
-            '(`"Free" entry ...`); `auto`: `csv`, except for a TSV file (or one read with a `data.delimiter` other '
-            "than a comma or semicolon) whose first 64 KiB hold a field that goes on after its closing quote, or a "
-            "quoted field that takes in the tab and line break between two rows (a sentence opening a quotation that "
-            "the next row's closes: each of its lines a whole row with quotes read as text, in a column whose values "
-            "repeat holding one the rows before held, as a label), which no quoting writer writes (an INFO line names "
-            "it). A properly quoted file is never read as unquoted; an unquoted one whose first such text lies "
-            "further on stops there with an error naming this setting and the lines, and so does such a quoted field "
-            "in a comma- or semicolon-separated file after 100 rows that quoted nothing (a review over several lines, "
-            "its commas and all, is read as quoted). How each file was read is recorded in `metrics.json` "
-            "(`data.quoting.read`, per split: `csv` or `none`; `pipeline.evaluate` records its file's as `test`) and "
-            "stated in the model card's training data. `pipeline.predict --quoting` is the same for its input (not "
-            "taken from the run: like the encoding, a property of the file; `auto` and `csv` stop with an error "
-            "naming `--quoting` where `none` would keep a quoted file's quotes in its texts); its output quotes where "
-            "needed, which `auto` reads back"
+            "help": "double quotes in CSV/TSV files: `csv` encloses a field in them (which may then hold delimiters, "
+            "line breaks and doubled quotes); `none` reads them as text, for files that quote nothing (GLUE's "
+            "`train.tsv`, the SMS Spam Collection), where a text may start with one; `auto`: `csv`, except for a "
+            "TSV file whose first 64 KiB (from a pipe, what has arrived) hold a field that goes on after its closing "
+            'quote (`"Free" entry`)',
+            "more": "Every file of the run is read so (train, validation, test, `unlabeled_file`); `none` is pandas' "
+            "`quoting=csv.QUOTE_NONE`. `auto` also reads as `none` a file read with a `data.delimiter` other than a "
+            "comma or semicolon that shows such a field, and one whose quoted field takes in the tab and line break "
+            "between two rows (a sentence opening a quotation that the next row's closes: each of its lines a whole "
+            "row with quotes read as text, in a column whose values repeat holding one the rows before held, as a "
+            "label), which no quoting writer writes (an INFO line names it). A properly quoted file is never read as "
+            "unquoted; an unquoted one whose first such text lies further on stops there with an error naming this "
+            "setting and the lines, and so does such a quoted field in a comma- or semicolon-separated file after "
+            "100 rows that quoted nothing (a review over several lines, its commas and all, is read as quoted). How "
+            "each file was read is recorded in `metrics.json` (`data.quoting.read`, per split: `csv` or `none`; "
+            "`pipeline.evaluate` records its file's as `test`) and stated in the model card's training data. "
+            "`pipeline.predict --quoting` is the same for its input (not taken from the run: like the encoding, a "
+            "property of the file; `auto` and `csv` stop with an error naming `--quoting` where `none` would keep a "
+            "quoted file's quotes in its texts); its output quotes where needed, which `auto` reads back",
         },
     )
     json_field: str | None = field(
         default=None,
         metadata={
-            "help": 'the key of a JSON file\'s one object whose value is the list of records (`{"version": ..., "data": '
-            "[{...}, ...]}`, as SQuAD-style and many exported files are: `data`), as the `datasets` library's "
-            '`load_dataset("json", field=...)` reads it; its records are numbered by their place in that list '
-            "(`record 7`). Unset: one object per line, or one array of objects; a file that is one object (on one "
-            "line or indented) is then one record, and the error about its missing columns names the key holding a "
-            "list of objects (`data.json_field=data`). Given with another format, a warning names it. "
-            "`pipeline.predict --json-field` is the same for its input (not taken from the run)"
+            "help": 'the key of a JSON file\'s one object whose value is the list of records (`{"version": ..., '
+            '"data": [{...}, ...]}`: `data`); none: one record per line, or a JSON array',
+            "more": "SQuAD-style and many exported files are so, and the `datasets` library's "
+            '`load_dataset("json", field=...)` reads them so; the records are numbered by their place in that list '
+            "(`record 7`). Unset, a file that is one object (on one line or indented) is one record, and the error "
+            "about its missing columns names the key holding a list of objects (`data.json_field=data`). Given with "
+            "another format, a warning names it. `pipeline.predict --json-field` is the same for its input (not "
+            "taken from the run)",
         },
     )
     delimiter: str | None = field(
         default=None,
         metadata={
-            "help": "the one character between the fields of every CSV/TSV file of the run, when not its format's (none: a "
-            "comma, or a semicolon or tab on a first line that shows it, or the character Excel's first line `sep=;` "
-            "names, a line that is no row; a tab for TSV; a CSV file read as one column whose later lines split into "
-            'several stops with an error naming this setting): `"@"` for the Financial PhraseBank\'s '
-            "`Sentences_AllAgree.txt` (`sentence@label` lines; with `file_format: csv`, `encoding: latin-1`, "
-            "`column_names: [sentence, label]`). Quote it in a YAML file (a bare `@` is not YAML, and a bare `|` or "
-            "`>` starts an empty block of text; on the command line `data.delimiter=|` is the character); a double "
-            "quote or a line break is refused. `pipeline.predict --delimiter` is the same for its input (not taken "
-            "from the run); its output is a plain CSV/TSV"
+            "help": "the one character between the fields of a CSV/TSV file when not its format's (a comma, or a "
+            "semicolon on a first line that shows it; a tab), e.g. `@` for the Financial PhraseBank's "
+            "`sentence@label` lines; then `quoting: auto` also reads a field that goes on after its closing quote as "
+            "unquoted text",
+            "more": "Unset, also the character that Excel's first line `sep=;` names (a line that is no row); a CSV "
+            "file read as one column whose later lines split into several stops with an error naming this setting. "
+            "The PhraseBank's `Sentences_AllAgree.txt` also needs `file_format: csv`, `encoding: latin-1`, "
+            '`column_names: [sentence, label]`. Quote it in a YAML file (`"@"`: a bare `@` is not YAML, and a bare '
+            "`|` or `>` starts an empty block of text; on the command line `data.delimiter=|` is the character); a "
+            "double quote or a line break is refused. `pipeline.predict --delimiter` is the same for its input (not taken "
+            "from the run); its output is a plain CSV/TSV",
         },
     )
     column_names: list[str] | None = field(
         default=None,
         metadata={
-            "help": "names for header-less CSV/TSV files and sheets; a first row equal to them is read as a header, and one "
-            "holding some of them otherwise (a header of its own, or theirs in another order) is an error, never a "
-            "data row"
+            "help": "names for the columns of a file without a header row (CSV/TSV files and sheets); a first row "
+            "equal to them is still read as a header, and one holding some of them otherwise is an error",
+            "more": "That row (a header of its own, or theirs in another order) is never read as a data row",
         },
     )
     text_columns: list[str] = field(
         default_factory=lambda: [TEXT_COLUMN],
         metadata={
-            "help": "columns joined into the text (empty parts skipped; a JSON/Parquet list is its items joined the same way)"
+            "help": "columns joined into the text (empty parts skipped; a JSON/Parquet list is its items joined the "
+            "same way)"
         },
     )
     text_separator: str = field(
         default=" ",
-        metadata={"help": "see `data.text_columns`"},
+        metadata={"help": "what joins the text columns"},
     )
     text_pair_columns: list[str] | None = field(
         default=None,
         metadata={
-            "help": "sentence-pair tasks (NLI, paraphrase, question and passage): the columns of each row's second text, "
-            "joined as `text_columns` are; the model reads `[CLS] first [SEP] second [SEP]` with segment ids 0 and 1 "
-            "(see [Sentence pairs](sentence-pairs.md)). Needs `tokenizer.truncation: head` and `long_text: truncate`"
+            "help": "columns joined into the second text of a sentence-pair task (NLI, paraphrase, question and "
+            "passage), as `text_columns` are",
+            "more": "The model reads `[CLS] first [SEP] second [SEP]` with segment ids 0 and 1 (see [Sentence "
+            "pairs](sentence-pairs.md)). Needs `tokenizer.truncation: head` and `long_text: truncate`",
         },
     )
     unescape_newlines: bool = field(
