@@ -29,7 +29,7 @@ class DataConfig:
     )
     hub_config: str | None = field(
         default=None,
-        metadata={"help": "see `data.hub_name`"},
+        metadata={"help": "the Hub dataset's configuration (subset), as `load_dataset(hub_name, hub_config)` takes it"},
     )
     hub_splits: dict[str, str] | None = field(
         default=None,
@@ -76,11 +76,15 @@ class DataConfig:
     )
     validation_file: str | None = field(
         default=None,
-        metadata={"help": "see `data.train_file`"},
+        metadata={
+            "help": "the validation file, read as `data.train_file` is; none: carved from train (`data.validation_fraction`)"
+        },
     )
     test_file: str | None = field(
         default=None,
-        metadata={"help": "see `data.train_file`"},
+        metadata={
+            "help": "the test file, read as `data.train_file` is; none: carved from train (`data.test_fraction`)"
+        },
     )
     file_format: Literal["auto", "csv", "tsv", "jsonl", "parquet", "fasttext", "xlsx"] = field(
         default="auto",
@@ -309,11 +313,11 @@ class DataConfig:
     )
     max_train_samples: int | None = field(
         default=None,
-        metadata={"help": "seeded stratified subsets of train / of validation and test"},
+        metadata={"help": "a seeded stratified subset of train of at most this many rows"},
     )
     max_eval_samples: int | None = field(
         default=None,
-        metadata={"help": "see `data.max_train_samples`"},
+        metadata={"help": "seeded stratified subsets of validation and test of at most this many rows"},
     )
     test_fraction: float = field(
         default=0.1,
@@ -325,7 +329,7 @@ class DataConfig:
     )
     validation_fraction: float = field(
         default=0.1,
-        metadata={"help": "see `data.test_fraction`"},
+        metadata={"help": "the share of the train file carved out as validation, as `data.test_fraction` is"},
     )
     split_column: str | None = field(
         default=None,

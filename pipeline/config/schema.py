@@ -33,11 +33,13 @@ LOCAL_OR_HUB_KEYS = ("data.hub_name", "model.name_or_path", "tokenizer.name_or_p
 class RunConfig:
     name: str = field(
         default="ag_news_bert",
-        metadata={"help": "one plain folder name: not empty, `.`, `..`, a path or absolute"},
+        metadata={
+            "help": "the run's folder inside `run.output_dir`: one plain folder name, not empty, `.`, `..`, a path or absolute"
+        },
     )
     output_dir: str = field(
         default="runs",
-        metadata={"help": "see `run.name`"},
+        metadata={"help": "the folder of run directories: a run's is `<output_dir>/<name>`"},
     )
     seed: int = field(
         default=42,
@@ -95,7 +97,7 @@ class TokenizerConfig:
     )
     head_fraction: float = field(
         default=0.25,
-        metadata={"help": "see `tokenizer.truncation`"},
+        metadata={"help": "with `truncation: head_tail`, the head's share of the tokens kept"},
     )
     long_text: Literal["truncate", "chunk"] = field(
         default="truncate",
@@ -132,22 +134,20 @@ class EncoderSettings:
     hidden_size: int = field(
         default=128,
         metadata={
-            "help": "The defaults are the settings that measured best on AG News (18,000 rows, 2-core CPU): one block of "
-            "width 128 with mean pooling matched two blocks at half the cost; 4.2M parameters, 3.9M of them the token "
-            "embedding."
+            "help": "the width of the token vectors. The defaults are the settings that measured best on AG News (18,000 rows, 2-core CPU): one block of width 128 with mean pooling matched two blocks at half the cost; 4.2M parameters, 3.9M of them the token embedding"
         },
     )
     num_layers: int = field(
         default=1,
-        metadata={"help": ""},
+        metadata={"help": "transformer blocks"},
     )
     num_heads: int = field(
         default=4,
-        metadata={"help": ""},
+        metadata={"help": "attention heads per block (`hidden_size` must be divisible by it)"},
     )
     intermediate_size: int = field(
         default=512,
-        metadata={"help": ""},
+        metadata={"help": "the width of each block's feed-forward layer"},
     )
     dropout: float = field(
         default=0.1,
@@ -159,11 +159,11 @@ class EncoderSettings:
     )
     max_position_embeddings: int = field(
         default=512,
-        metadata={"help": ""},
+        metadata={"help": "the positions the model can read: `tokenizer.max_length` at most"},
     )
     position_embedding: Literal["learned", "sinusoidal"] = field(
         default="learned",
-        metadata={"help": ""},
+        metadata={"help": "`learned` position embeddings, or fixed `sinusoidal` ones"},
     )
     norm: Literal["pre", "post"] = field(
         default="pre",
@@ -181,11 +181,11 @@ class EncoderSettings:
     )
     layer_norm_eps: float = field(
         default=1e-12,
-        metadata={"help": ""},
+        metadata={"help": "the epsilon of every LayerNorm"},
     )
     initializer_range: float = field(
         default=0.02,
-        metadata={"help": ""},
+        metadata={"help": "the standard deviation of the normal distribution the weights start from"},
     )
 
     def __post_init__(self):
@@ -243,16 +243,13 @@ class ModelConfig:
 class EvalConfig:
     batch_size: int = field(
         default=128,
-        metadata={
-            "help": "evaluation batches of at most `batch_size` rows and at most `max_batch_tokens` tokens (rows x the width "
-            "the batch is padded to; auto: 4,096 on a CPU, no cap on a GPU; null: no cap; a number: that cap "
-            "everywhere; `pipeline.predict --max-batch-tokens` is prediction's, same default); write "
-            "`test_predictions.csv`"
-        },
+        metadata={"help": "rows per evaluation batch, at most"},
     )
     max_batch_tokens: int | Literal["auto"] | None = field(
         default="auto",
-        metadata={"help": "see `eval.batch_size`"},
+        metadata={
+            "help": "tokens per evaluation batch, at most (rows x the width the batch is padded to): `auto`, 4,096 on a CPU (whose caches then hold the activations) and no cap on a GPU; null: no cap; a number: that cap everywhere. `pipeline.predict --max-batch-tokens` is prediction's, same default"
+        },
     )
     save_predictions: bool = field(
         default=True,

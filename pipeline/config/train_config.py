@@ -29,7 +29,9 @@ class DistillConfig:
     )
     temperature: float = field(
         default=2.0,
-        metadata={"help": "see `train.distill.alpha`"},
+        metadata={
+            "help": "the temperature T that softens both models' logits in the soft loss (see `train.distill.alpha`)"
+        },
     )
     augment: Literal["none", "mask", "ngram", "dropout", "mask_ngram"] = field(
         default="none",
@@ -40,11 +42,11 @@ class DistillConfig:
     )
     augment_copies: int = field(
         default=1,
-        metadata={"help": "see `train.distill.augment`"},
+        metadata={"help": "copies of each train text (see `train.distill.augment`)"},
     )
     augment_word_probability: float = field(
         default=0.1,
-        metadata={"help": "per word (mask, dropout); per copy, and its longest n-gram (ngram)"},
+        metadata={"help": "per word, the chance to be masked (`mask`) or deleted (`dropout`)"},
     )
     augment_ngram_probability: float = field(
         default=0.25,
@@ -54,7 +56,7 @@ class DistillConfig:
     )
     augment_ngram_max: int = field(
         default=5,
-        metadata={"help": "see `train.distill.augment_word_probability`"},
+        metadata={"help": "the longest n-gram kept, in words (`ngram`, `mask_ngram`)"},
     )
     teacher_batch_size: int = field(
         default=128,
@@ -72,10 +74,7 @@ class DistillConfig:
 class TrainConfig:
     epochs: float = field(
         default=3.0,
-        metadata={
-            "help": "`max_steps` (optimizer steps) wins when set; the advice to train longer (a score that never moved, a "
-            "model collapsed onto one class) then names `train.max_steps`"
-        },
+        metadata={"help": "passes over train (a fraction allowed); `train.max_steps` wins when set"},
     )
     max_steps: int | None = field(
         default=None,
@@ -83,17 +82,19 @@ class TrainConfig:
     )
     per_device_batch_size: int = field(
         default=32,
-        metadata={"help": "effective batch = their product x processes"},
+        metadata={
+            "help": "rows per batch on each process; effective batch = this x `gradient_accumulation_steps` x processes"
+        },
     )
     gradient_accumulation_steps: int = field(
         default=1,
-        metadata={"help": "see `train.per_device_batch_size`"},
+        metadata={"help": "batches whose gradients add up to one optimizer step"},
     )
     learning_rate: float | None = field(
         default=None,
         metadata={
-            "help": "AdamW (no decay on biases and LayerNorm), linear warmup then decay, clipping; the rate defaults to 5e-5 "
-            "for a pretrained checkpoint and 2e-3 for the encoder from scratch"
+            "shown": "by `model.kind`",
+            "help": "AdamW's peak rate, after linear warmup and before linear decay; unset: 5e-5 for a pretrained checkpoint and 2e-3 for the encoder from scratch",
         },
     )
     head_learning_rate: float | None = field(
@@ -106,15 +107,15 @@ class TrainConfig:
     )
     weight_decay: float = field(
         default=0.01,
-        metadata={"help": "see `train.learning_rate`"},
+        metadata={"help": "AdamW's weight decay (none on biases and LayerNorm)"},
     )
     warmup_ratio: float = field(
         default=0.1,
-        metadata={"help": "see `train.learning_rate`"},
+        metadata={"help": "the share of the optimizer steps spent warming the rate up linearly"},
     )
     max_grad_norm: float = field(
         default=1.0,
-        metadata={"help": "see `train.learning_rate`"},
+        metadata={"help": "gradients are clipped to this norm"},
     )
     mixed_precision: Literal["auto", "no", "fp16", "bf16"] = field(
         default="auto",
@@ -142,7 +143,7 @@ class TrainConfig:
     )
     save_every_steps: int | None = field(
         default=None,
-        metadata={"help": "checkpoints (last two kept) and resuming from the latest"},
+        metadata={"help": "a checkpoint every N optimizer steps (the last two kept)"},
     )
     early_stopping_patience: int | None = field(
         default=None,
@@ -150,7 +151,7 @@ class TrainConfig:
     )
     resume: bool = field(
         default=False,
-        metadata={"help": "see `train.save_every_steps`"},
+        metadata={"help": "resume from the latest checkpoint"},
     )
     log_every_steps: int = field(
         default=20,
@@ -166,11 +167,11 @@ class TrainConfig:
     )
     group_by_length: bool = field(
         default=True,
-        metadata={"help": "batches of similar length, trailing all-padding columns dropped per batch"},
+        metadata={"help": "batches of rows of similar length"},
     )
     trim_padding: bool = field(
         default=True,
-        metadata={"help": "see `train.group_by_length`"},
+        metadata={"help": "trailing all-padding columns dropped per batch"},
     )
     fast_dropout: bool = field(
         default=True,
@@ -205,7 +206,7 @@ class TrainConfig:
     )
     focal_gamma: float = field(
         default=2.0,
-        metadata={"help": "see `train.loss`"},
+        metadata={"help": "the gamma of `loss: focal`"},
     )
     calibrate: bool = field(
         default=True,
