@@ -1,8 +1,9 @@
 """Typed configuration: one dataclass per section, each setting with its default and its documentation.
 
 Every default lives in these dataclasses (the data and train sections' in pipeline/config/data_config.py and
-train_config.py) and nowhere else;
-every setting's `help` is what docs/config-reference.md says of it (rendered by pipeline/config/reference.py).
+train_config.py) and nowhere else. Each setting's documentation is its field's metadata, as `HfArgumentParser`
+reads it: "help" (what it does) and "more" (the rest the reference says); docs/config-reference.md is rendered
+from it (pipeline/config/reference.py), and so is the help of pipeline.predict's file options (options.py).
 Loading YAML files and overrides: pipeline/config/load.py; range and consistency checks: pipeline/config/checks.py.
 """
 
@@ -34,7 +35,8 @@ class RunConfig:
     name: str = field(
         default="ag_news_bert",
         metadata={
-            "help": "the run's folder inside `run.output_dir`: one plain folder name, not empty, `.`, `..`, a path or absolute"
+            "help": "the run's folder inside `run.output_dir`: one plain folder name, not empty, `.`, `..`, a path or "
+            "absolute"
         },
     )
     output_dir: str = field(
@@ -48,15 +50,16 @@ class RunConfig:
     overwrite: bool = field(
         default=False,
         metadata={
-            "help": "replace an earlier run of the same name: only once the new run has loaded its data, tokenizer and model, "
-            "and only a folder holding nothing but what the pipeline writes (anything else is refused, named)"
+            "help": "replace an earlier run of the same name: only once the new run has loaded its data, tokenizer "
+            "and model, and only a folder holding nothing but what the pipeline writes (anything else is "
+            "refused, named)"
         },
     )
     license: str | None = field(
         default=None,
         metadata={
-            "help": "the model's licence as a Hub licence id (`apache-2.0`, `mit`, ...), written into the model card's "
-            "metadata; unset, the card says so and how to set it"
+            "help": "the model's licence as a Hub licence id (`apache-2.0`, `mit`, ...), written into the model "
+            "card's metadata; unset, the card says so and how to set it"
         },
     )
 
@@ -66,22 +69,22 @@ class TokenizerConfig:
     name_or_path: str = field(
         default="bert-base-uncased",
         metadata={
-            "help": "a Hub name or a local folder holding a tokenizer (loaded by `AutoTokenizer`, fast; the checkpoint's own "
-            "kind). When more than 5% of train's tokens are its unknown token (`[UNK]`: a script its vocabulary "
-            "lacks, as Thai or emoji for an English BERT), or more than 5% of its texts are more than half `[UNK]` "
-            "(mixed data: short Chinese rows among long English ones keep the token share low), a warning suggests "
-            "one made for the language, and the report says it in a note; `pipeline.evaluate` gives the same warning "
-            "and note of its file, and `pipeline.predict` the same warning of its whole input (once, after the last "
-            "chunk); `metrics.json` `tokenization.unknown_token_share` and `mostly_unknown_share` record each split's "
-            "shares"
+            "help": "a Hub name or a local folder holding a tokenizer (loaded by `AutoTokenizer`, fast; the "
+            "checkpoint's own kind). When more than 5% of train's tokens are its unknown token (`[UNK]`: a "
+            "script its vocabulary lacks, as Thai or emoji for an English BERT), or more than 5% of its texts "
+            "are more than half `[UNK]` (mixed data: short Chinese rows among long English ones keep the "
+            "token share low), a warning suggests one made for the language, and the report says it in a "
+            "note; `pipeline.evaluate` gives the same warning and note of its file, and `pipeline.predict` "
+            "the same warning of its whole input (once, after the last chunk); `metrics.json` "
+            "`tokenization.unknown_token_share` and `mostly_unknown_share` record each split's shares"
         },
     )
     max_length: int | Literal["auto"] = field(
         default="auto",
         metadata={
-            "help": "an integer, or the shortest multiple of 8 that truncates at most `max_truncated_fraction` of train (with "
-            "`long_text: chunk`, the cheapest of 64-512 whose `max_chunks` windows cut at most that share: [Long "
-            "texts](long-texts.md))"
+            "help": "an integer, or the shortest multiple of 8 that truncates at most `max_truncated_fraction` of "
+            "train (with `long_text: chunk`, the cheapest of 64-512 whose `max_chunks` windows cut at most "
+            "that share: [Long texts](long-texts.md))"
         },
     )
     max_truncated_fraction: float = field(
@@ -91,8 +94,8 @@ class TokenizerConfig:
     truncation: Literal["head", "tail", "head_tail"] = field(
         default="head",
         metadata={
-            "help": "what a longer text keeps: its first tokens, its last (`tail`), or both (`head_tail`, the head taking "
-            "`head_fraction`)"
+            "help": "what a longer text keeps: its first tokens, its last (`tail`), or both (`head_tail`, the head "
+            "taking `head_fraction`)"
         },
     )
     head_fraction: float = field(
@@ -117,7 +120,8 @@ class TokenizerConfig:
     cache: bool = field(
         default=True,
         metadata={
-            "help": "cache tokenized splits (keyed by the texts, the tokenizer's full serialised state and every length setting)"
+            "help": "cache tokenized splits (keyed by the texts, the tokenizer's full serialised state and every "
+            "length setting)"
         },
     )
 
@@ -134,7 +138,9 @@ class EncoderSettings:
     hidden_size: int = field(
         default=128,
         metadata={
-            "help": "the width of the token vectors. The defaults are the settings that measured best on AG News (18,000 rows, 2-core CPU): one block of width 128 with mean pooling matched two blocks at half the cost; 4.2M parameters, 3.9M of them the token embedding"
+            "help": "the width of the token vectors. The defaults are the settings that measured best on AG News "
+            "(18,000 rows, 2-core CPU): one block of width 128 with mean pooling matched two blocks at half "
+            "the cost; 4.2M parameters, 3.9M of them the token embedding"
         },
     )
     num_layers: int = field(
@@ -172,7 +178,8 @@ class EncoderSettings:
     pooling: Literal["cls", "mean"] = field(
         default="mean",
         metadata={
-            "help": '"mean": mean over the real tokens (a bag of contextual words, no [CLS] to train) | "cls": the first token'
+            "help": '"mean": mean over the real tokens (a bag of contextual words, no [CLS] to train) | "cls": the '
+            "first token"
         },
     )
     attention_backend: Literal["sdpa", "math"] = field(
@@ -212,8 +219,8 @@ class ModelConfig:
     kind: Literal["pretrained", "bert", "encoder"] = field(
         default="pretrained",
         metadata={
-            "help": "`pretrained` (any Hub/local sequence-classification checkpoint: BERT, RoBERTa, DistilBERT, ...; `bert` "
-            "is its older name and still accepted) or `encoder` (from scratch)"
+            "help": "`pretrained` (any Hub/local sequence-classification checkpoint: BERT, RoBERTa, DistilBERT, ...; "
+            "`bert` is its older name and still accepted) or `encoder` (from scratch)"
         },
     )
     name_or_path: str = field(
@@ -223,18 +230,19 @@ class ModelConfig:
     last_layer_cls_only: bool = field(
         default=True,
         metadata={
-            "help": "the last encoder layer computes only the first ([CLS]) token, the one the classification head reads "
-            "(keys and values still from every token): the same logits and gradients, a sixth fewer FLOPs on a "
-            "6-layer model; BERT-layout checkpoints (BERT, RoBERTa, ELECTRA, ...) whose logits a probe batch shows "
-            "unchanged, others keep the full layer; `metrics.json` `training.last_layer_cls_only`. Prediction and the "
-            "ONNX export always do it (see [Performance](performance.md))"
+            "help": "the last encoder layer computes only the first ([CLS]) token, the one the classification head "
+            "reads (keys and values still from every token): the same logits and gradients, a sixth fewer "
+            "FLOPs on a 6-layer model; BERT-layout checkpoints (BERT, RoBERTa, ELECTRA, ...) whose logits a "
+            "probe batch shows unchanged, others keep the full layer; `metrics.json` "
+            "`training.last_layer_cls_only`. Prediction and the ONNX export always do it (see "
+            "[Performance](performance.md))"
         },
     )
     encoder: EncoderSettings = field(
         default_factory=EncoderSettings,
         metadata={
-            "help": "Architecture of the from-scratch encoder (model.kind: encoder); a checkpoint reads its own from "
-            "name_or_path."
+            "help": "the architecture of the encoder trained from scratch (`model.kind: encoder`); a checkpoint reads "
+            "its own from `name_or_path`"
         },
     )
 
@@ -248,7 +256,9 @@ class EvalConfig:
     max_batch_tokens: int | Literal["auto"] | None = field(
         default="auto",
         metadata={
-            "help": "tokens per evaluation batch, at most (rows x the width the batch is padded to): `auto`, 4,096 on a CPU (whose caches then hold the activations) and no cap on a GPU; null: no cap; a number: that cap everywhere. `pipeline.predict --max-batch-tokens` is prediction's, same default"
+            "help": "tokens per evaluation batch, at most (rows x the width the batch is padded to): `auto`, 4,096 on "
+            "a CPU (whose caches then hold the activations) and no cap on a GPU; null: no cap; a number: that "
+            "cap everywhere. `pipeline.predict --max-batch-tokens` is prediction's, same default"
         },
     )
     save_predictions: bool = field(
@@ -265,25 +275,26 @@ class EvalConfig:
     threshold: float | Literal["best_f1"] | dict[str, float | Literal["best_f1"] | dict[str, float]] | None = field(
         default=None,
         metadata={
-            "help": "decision thresholds chosen on validation, stored in `model/decision.json`: a probability, `best_f1`, "
-            "`{precision: p}`, `{recall: r}`, or a mapping class -> one of those; none: argmax (0.5 per class for "
-            "multi-label)"
+            "help": "decision thresholds chosen on validation, stored in `model/decision.json`: a probability, "
+            "`best_f1`, `{precision: p}`, `{recall: r}`, or a mapping class -> one of those; none: argmax "
+            "(0.5 per class for multi-label)"
         },
     )
     export: Literal["none", "onnx", "int8"] = field(
         default="none",
         metadata={
-            "help": "`onnx` or `int8`: at the end of the run, export the model to ONNX (and int8), verify it against PyTorch "
-            "on the validation split and record it in `onnx/` (see [Fast CPU inference](fast-inference.md)); needs "
-            '`pip install -e ".[onnx]"`, and adds OpenVINO\'s models when `.[openvino]` is installed'
+            "help": "`onnx` or `int8`: at the end of the run, export the model to ONNX (and int8), verify it against "
+            "PyTorch on the validation split and record it in `onnx/` (see [Fast CPU "
+            'inference](fast-inference.md)); needs `pip install -e ".[onnx]"`, and adds OpenVINO\'s models '
+            "when `.[openvino]` is installed"
         },
     )
     baseline: Literal["tfidf", "none"] = field(
         default="tfidf",
         metadata={
-            "help": "`tfidf`: after evaluation, fit TF-IDF (word 1-2 grams) + logistic regression on the same train split, "
-            "score it on the same test split (seconds, one CPU thread) and record it in `metrics.json` under "
-            "`baseline`; reports show it and say when it beats the model. `none`: skip it"
+            "help": "`tfidf`: after evaluation, fit TF-IDF (word 1-2 grams) + logistic regression on the same train "
+            "split, score it on the same test split (seconds, one CPU thread) and record it in `metrics.json` "
+            "under `baseline`; reports show it and say when it beats the model. `none`: skip it"
         },
     )
     predict_speed_rows: int = field(

@@ -11,20 +11,21 @@ from typing import Any, Literal
 
 @dataclass
 class DistillConfig:
-    """Knowledge distillation (pipeline/distill/teacher.py): a trained teacher's logits become soft targets for the model."""
+    """Knowledge distillation (pipeline/distill/teacher.py): a trained teacher's logits become soft targets for the
+    model."""
 
     teacher: str | None = field(
         default=None,
         metadata={
-            "help": "distillation: a run directory or model folder of this project (BERT or encoder) whose logits become soft "
-            "targets (see [Distillation](distillation.md))"
+            "help": "distillation: a run directory or model folder of this project (BERT or encoder) whose logits "
+            "become soft targets (see [Distillation](distillation.md))"
         },
     )
     alpha: float = field(
         default=0.5,
         metadata={
-            "help": "loss per row: alpha x KL(teacher_T || student_T) x T² + (1 - alpha) x cross-entropy on the gold label; "
-            "rows without one take the soft term alone"
+            "help": "loss per row: alpha x KL(teacher_T || student_T) x T² + (1 - alpha) x cross-entropy on the gold "
+            "label; rows without one take the soft term alone"
         },
     )
     temperature: float = field(
@@ -36,8 +37,8 @@ class DistillConfig:
     augment: Literal["none", "mask", "ngram", "dropout", "mask_ngram"] = field(
         default="none",
         metadata={
-            "help": "copies of the train texts the teacher labels: `mask` (words -> [MASK]), `ngram` (a random 1-5-word "
-            "n-gram), `dropout` (words deleted), `mask_ngram`; seeded, cached"
+            "help": "copies of the train texts the teacher labels: `mask` (words -> [MASK]), `ngram` (a random "
+            "1-5-word n-gram), `dropout` (words deleted), `mask_ngram`; seeded, cached"
         },
     )
     augment_copies: int = field(
@@ -51,7 +52,8 @@ class DistillConfig:
     augment_ngram_probability: float = field(
         default=0.25,
         metadata={
-            "help": 'Per copy: the chance to keep only an n-gram of 1 to augment_ngram_max words ("ngram", "mask_ngram").'
+            "help": 'Per copy: the chance to keep only an n-gram of 1 to augment_ngram_max words ("ngram", '
+            '"mask_ngram").'
         },
     )
     augment_ngram_max: int = field(
@@ -65,7 +67,8 @@ class DistillConfig:
     init_embeddings: bool = field(
         default=False,
         metadata={
-            "help": "start the student encoder's token embeddings from the teacher's, PCA-projected to its width (same vocabulary)"
+            "help": "start the student encoder's token embeddings from the teacher's, PCA-projected to its width "
+            "(same vocabulary)"
         },
     )
 
@@ -94,15 +97,17 @@ class TrainConfig:
         default=None,
         metadata={
             "shown": "by `model.kind`",
-            "help": "AdamW's peak rate, after linear warmup and before linear decay; unset: 5e-5 for a pretrained checkpoint and 2e-3 for the encoder from scratch",
+            "help": "AdamW's peak rate, after linear warmup and before linear decay; unset: 5e-5 for a pretrained "
+            "checkpoint and 2e-3 for the encoder from scratch",
         },
     )
     head_learning_rate: float | None = field(
         default=1e-2,
         metadata={
-            "help": "the rate of the parameters the pretrained checkpoint lacks (its new classification head; listed in "
-            "`metrics.json` `training.head_parameters`); none: `learning_rate`. The from-scratch encoder has no "
-            "pretrained part (see [Calibrated probabilities](scores-and-thresholds.md#calibrated-probabilities))"
+            "help": "the rate of the parameters the pretrained checkpoint lacks (its new classification head; listed "
+            "in `metrics.json` `training.head_parameters`); none: `learning_rate`. The from-scratch encoder "
+            "has no pretrained part (see [Calibrated "
+            "probabilities](scores-and-thresholds.md#calibrated-probabilities))"
         },
     )
     weight_decay: float = field(
@@ -120,25 +125,27 @@ class TrainConfig:
     mixed_precision: Literal["auto", "no", "fp16", "bf16"] = field(
         default="auto",
         metadata={
-            "help": "`auto`: bf16 where the GPU/CPU supports it, fp16 with loss scaling on older GPUs, else full precision; "
-            "or `no`, `fp16`, `bf16`"
+            "help": "`auto`: bf16 where the GPU/CPU supports it, fp16 with loss scaling on older GPUs, else full "
+            "precision; or `no`, `fp16`, `bf16`"
         },
     )
     eval_every_steps: int | None = field(
         default=None,
         metadata={
-            "help": "validation every N optimizer steps (none: once per epoch); the best model by `train.selection_metric` is kept"
+            "help": "validation every N optimizer steps (none: once per epoch); the best model by "
+            "`train.selection_metric` is kept"
         },
     )
     selection_metric: Literal["auto", "accuracy", "macro_f1", "micro_f1"] = field(
         default="auto",
         metadata={
-            "help": "the validation metric that picks the best model and drives early stopping (a tie goes to the lower "
-            "validation loss: a multi-label micro-F1 stays 0 at the 0.5 cut-off until some class passes it, and a run "
-            "whose score never moved says so in a WARNING): `accuracy`, `macro_f1` or `micro_f1` (multi-label only); "
-            "`auto`: micro-F1 for multi-label tasks, macro-F1 when train's largest class is more than 3x its smallest "
-            "(accuracy would mostly reward the majority classes and keep the checkpoint that undoes class weights), "
-            "else accuracy; `metrics.json` `best.metric` records it, and reports compare runs and the baseline on it"
+            "help": "the validation metric that picks the best model and drives early stopping (a tie goes to the "
+            "lower validation loss: a multi-label micro-F1 stays 0 at the 0.5 cut-off until some class passes "
+            "it, and a run whose score never moved says so in a WARNING): `accuracy`, `macro_f1` or "
+            "`micro_f1` (multi-label only); `auto`: micro-F1 for multi-label tasks, macro-F1 when train's "
+            "largest class is more than 3x its smallest (accuracy would mostly reward the majority classes "
+            "and keep the checkpoint that undoes class weights), else accuracy; `metrics.json` `best.metric` "
+            "records it, and reports compare runs and the baseline on it"
         },
     )
     save_every_steps: int | None = field(
@@ -160,9 +167,9 @@ class TrainConfig:
     cpu_threads: int | None = field(
         default=None,
         metadata={
-            "help": "CPU threads per process; none: the cores other work leaves free when the run starts (sampled from "
-            "/proc/stat for 0.3 s), shared among this machine's processes; `OMP_NUM_THREADS` wins when set. Recorded "
-            "in `metrics.json` `device.cpu_threads`"
+            "help": "CPU threads per process; none: the cores other work leaves free when the run starts (sampled "
+            "from /proc/stat for 0.3 s), shared among this machine's processes; `OMP_NUM_THREADS` wins when "
+            "set. Recorded in `metrics.json` `device.cpu_threads`"
         },
     )
     group_by_length: bool = field(
@@ -176,9 +183,9 @@ class TrainConfig:
     fast_dropout: bool = field(
         default=True,
         metadata={
-            "help": "CPU training: dropout masks from four 16-bit integers per random draw instead of `bernoulli_`'s one per "
-            "element (p rounded to 1/65536; see [Performance](performance.md)); no effect on a GPU; `metrics.json` "
-            "`training.fast_dropout_modules` counts the modules"
+            "help": "CPU training: dropout masks from four 16-bit integers per random draw instead of `bernoulli_`'s "
+            "one per element (p rounded to 1/65536; see [Performance](performance.md)); no effect on a GPU; "
+            "`metrics.json` `training.fast_dropout_modules` counts the modules"
         },
     )
     keep_freed_memory: bool = field(
@@ -196,8 +203,8 @@ class TrainConfig:
     class_weights: Literal["none", "balanced"] | dict[str, float] = field(
         default="none",
         metadata={
-            "help": "`balanced` (n_rows / (n_classes x count); multi-label: BCE pos_weight = negatives / positives) or "
-            "`{class: weight}`; recorded in `metrics.json` `training.class_weights`"
+            "help": "`balanced` (n_rows / (n_classes x count); multi-label: BCE pos_weight = negatives / positives) "
+            "or `{class: weight}`; recorded in `metrics.json` `training.class_weights`"
         },
     )
     loss: Literal["cross_entropy", "focal"] = field(
@@ -211,12 +218,13 @@ class TrainConfig:
     calibrate: bool = field(
         default=True,
         metadata={
-            "help": "fit a temperature on validation and fold it into the saved model (calibrated probabilities everywhere)"
+            "help": "fit a temperature on validation and fold it into the saved model (calibrated probabilities "
+            "everywhere)"
         },
     )
     distill: DistillConfig = field(
         default_factory=DistillConfig,
-        metadata={"help": "knowledge distillation: the `train.distill` section"},
+        metadata={"help": "knowledge distillation from a trained teacher"},
     )
 
 

@@ -27,6 +27,7 @@ from pipeline.config.options import add_file_options, batch_tokens, file_setting
 from pipeline.config.reading import DEFAULT_ENCODING, STANDARD_INPUT, TEXT_COLUMN
 from pipeline.data.folders import is_folder, open_folder_table
 from pipeline.data.tables import (
+    HEAD_BYTES,
     LAYOUT_SETTINGS,
     REPEATED_HEADER,
     EncodingError,
@@ -58,7 +59,8 @@ DEFAULT_CHUNK_SIZE = 10_000
 MODEL_DECIDES = ("text_columns", "text_pair_columns", "text_separator", "file_format")
 # What prediction adds to a file option's help (pipeline/config/options.py): where its value comes from.
 PREDICT_NOTES = {
-    **dict.fromkeys(("quoting", "delimiter", "label_prefix", "sheet", "json_field"), "not taken from the run"),
+    **dict.fromkeys(("delimiter", "label_prefix", "sheet", "json_field"), "not taken from the run"),
+    "quoting": 'field that goes on after its closing quote ("Free" entry); like --encoding, not taken from the run',
     "text_columns": "comma-separated; default: those the model was trained with; 'text' for a model folder that does "
     "not record them",
     "text_pair_columns": "comma-separated; default: those the model was trained with, its data.text_pair_columns",
@@ -180,7 +182,11 @@ def _add_file_arguments(add: Any) -> None:
         "label column (then add --prefix pred_)",
     )
     add("--output", required=True, help="CSV/TSV/JSON Lines file to write (.gz compresses); '-' for stdout")
-    add_file_options(add, PREDICT_NOTES, unset=MODEL_DECIDES)
+    # The share of a TSV input that `--quoting auto` reads, said where tables.HEAD_BYTES sets it.
+    quoting = (
+        f"auto reads as none a TSV file whose first {HEAD_BYTES // 1024} KiB (from a pipe, what has arrived) hold a "
+    )
+    add_file_options(add, {**PREDICT_NOTES, "quoting": quoting + PREDICT_NOTES["quoting"]}, unset=MODEL_DECIDES)
     add(
         "--output-format",
         choices=OUTPUT_FORMATS,
