@@ -60,7 +60,7 @@ MODEL_DECIDES = ("text_columns", "text_pair_columns", "text_separator", "file_fo
 # What prediction adds to a file option's help (pipeline/config/options.py): where its value comes from.
 PREDICT_NOTES = {
     **dict.fromkeys(("delimiter", "label_prefix", "sheet", "json_field"), "not taken from the run"),
-    "quoting": 'field that goes on after its closing quote ("Free" entry); like --encoding, not taken from the run',
+    "quoting": 'a field that goes on after its closing quote ("Free" entry); like --encoding, not taken from the run',
     "text_columns": "comma-separated; default: those the model was trained with; 'text' for a model folder that does "
     "not record them",
     "text_pair_columns": "comma-separated; default: those the model was trained with, its data.text_pair_columns",
@@ -183,10 +183,8 @@ def _add_file_arguments(add: Any) -> None:
     )
     add("--output", required=True, help="CSV/TSV/JSON Lines file to write (.gz compresses); '-' for stdout")
     # The share of a TSV input that `--quoting auto` reads, said where tables.HEAD_BYTES sets it.
-    quoting = (
-        f"auto reads as none a TSV file whose first {HEAD_BYTES // 1024} KiB (from a pipe, what has arrived) hold a "
-    )
-    add_file_options(add, {**PREDICT_NOTES, "quoting": quoting + PREDICT_NOTES["quoting"]}, unset=MODEL_DECIDES)
+    head = f"auto reads as none a TSV file whose first {HEAD_BYTES // 1024} KiB (from a pipe, what has arrived) hold "
+    add_file_options(add, {**PREDICT_NOTES, "quoting": head + PREDICT_NOTES["quoting"]}, unset=MODEL_DECIDES)
     add(
         "--output-format",
         choices=OUTPUT_FORMATS,
