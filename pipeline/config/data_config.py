@@ -235,7 +235,7 @@ class DataConfig:
     label_column: str = field(
         default=LABEL_COLUMN,
         metadata={
-            "help": "labels: class names, or integer ids counting from the base (unset: 0 with names, but a train "
+            "help": "the column of the labels: class names, or integer ids counting from the base (unset: 0 with names, but a train "
             "file of ids none of which is 0 must say its base, 1 or 0: counting from 1 without its last "
             "class, DBpedia's file would read one class off; inferred ids count from 0 when train has a 0, "
             "else from 1, so labels written 1..K make K classes). Unset names: all-integer train labels are "
@@ -336,8 +336,8 @@ class DataConfig:
     test_fraction: float = field(
         default=0.1,
         metadata={
-            "help": "shares of the train file carved out (stratified by label, seeded, every class on both sides) as "
-            "test / validation when there is no such file or Hub split; a class with a single row is an error "
+            "help": "the share of the train file carved out (stratified by label, seeded, every class on both "
+            "sides) as test when there is no such file or Hub split; a class with a single row is an error "
             "naming it (the first ten such classes)"
         },
     )

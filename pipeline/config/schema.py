@@ -256,8 +256,8 @@ class EvalConfig:
     max_batch_tokens: int | Literal["auto"] | None = field(
         default="auto",
         metadata={
-            "help": "tokens per evaluation batch, at most (rows x the width the batch is padded to): `auto`, 4,096 on "
-            "a CPU (whose caches then hold the activations) and no cap on a GPU; null: no cap; a number: that "
+            "help": "tokens per evaluation batch, at most (rows x the width the batch is padded to): `auto`, "
+            f"{MAX_BATCH_TOKENS:,} on a CPU (whose caches then hold the activations) and no cap on a GPU; null: no cap; a number: that "
             "cap everywhere. `pipeline.predict --max-batch-tokens` is prediction's, same default"
         },
     )

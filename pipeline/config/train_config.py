@@ -81,7 +81,10 @@ class TrainConfig:
     )
     max_steps: int | None = field(
         default=None,
-        metadata={"help": "When set, training stops after this many optimizer steps whatever `epochs` says."},
+        metadata={
+            "help": "when set, training stops after this many optimizer steps whatever `epochs` says; the advice to "
+            "train longer (a score that never moved, a model collapsed onto one class) then names `train.max_steps`"
+        },
     )
     per_device_batch_size: int = field(
         default=32,
