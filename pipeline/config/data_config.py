@@ -184,7 +184,7 @@ class DataConfig:
         metadata={
             "help": "the one character between the fields of a CSV/TSV file when not its format's (a comma, or a "
             "semicolon on a first line that shows it; a tab), e.g. `@` for the Financial PhraseBank's "
-            "`sentence@label` lines; then `quoting: auto` also reads a field that goes on after its closing "
+            "`sentence@label` lines; with it, `auto` quoting also reads a field that goes on after its closing "
             "quote as unquoted text",
             "more": "Unset, also the character that Excel's first line `sep=;` names (a line that is no row); a CSV "
             "file read as one column whose later lines split into several stops with an error naming this "

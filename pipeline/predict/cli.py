@@ -24,7 +24,7 @@ from pipeline.common.errors import DataError, one_line, shorten
 from pipeline.common.hardware import MAX_BATCH_TOKENS
 from pipeline.common.io import interrupted_exit_code, terminated_as_interrupt
 from pipeline.config.options import add_file_options, batch_tokens, file_settings, flag, positive_int
-from pipeline.config.reading import DEFAULT_ENCODING, STANDARD_INPUT, TEXT_COLUMN
+from pipeline.config.reading import DEFAULT_ENCODING, FASTTEXT_LABEL_PREFIX, STANDARD_INPUT, TEXT_COLUMN
 from pipeline.data.folders import is_folder, open_folder_table
 from pipeline.data.tables import (
     HEAD_BYTES,
@@ -59,7 +59,8 @@ DEFAULT_CHUNK_SIZE = 10_000
 MODEL_DECIDES = ("text_columns", "text_pair_columns", "text_separator", "file_format")
 # What prediction adds to a file option's help (pipeline/config/options.py): where its value comes from.
 PREDICT_NOTES = {
-    **dict.fromkeys(("delimiter", "label_prefix", "sheet", "json_field"), "not taken from the run"),
+    **dict.fromkeys(("delimiter", "sheet", "json_field"), "not taken from the run"),
+    "label_prefix": f"default {FASTTEXT_LABEL_PREFIX}; kept as the input's label column; not taken from the run",
     "quoting": 'a field that goes on after its closing quote ("Free" entry); like --encoding, not taken from the run',
     "text_columns": "comma-separated; default: those the model was trained with; 'text' for a model folder that does "
     "not record them",
