@@ -115,9 +115,8 @@ def _choices(tp: Any) -> tuple[str, ...]:
 
 def _argument_type(setting: str) -> Callable[[str], Any] | None:
     """The argparse type of a setting's option: a list of names is comma-separated; a rule checks its value."""
-    if typing.get_origin(_HINTS[setting]) is list or list in [
-        typing.get_origin(a) for a in typing.get_args(_HINTS[setting])
-    ]:
+    tp = _HINTS[setting]  # list[str], or list[str] | None
+    if list in (typing.get_origin(tp), *(typing.get_origin(member) for member in typing.get_args(tp))):
         return column_list
     rule = VALUE_RULES.get(setting)
     return None if rule is None else _checked_by(rule)

@@ -257,8 +257,8 @@ class EvalConfig:
         default="auto",
         metadata={
             "help": "tokens per evaluation batch, at most (rows x the width the batch is padded to): `auto`, "
-            f"{MAX_BATCH_TOKENS:,} on a CPU (whose caches then hold the activations) and no cap on a GPU; null: no cap; a number: that "
-            "cap everywhere. `pipeline.predict --max-batch-tokens` is prediction's, same default"
+            f"{MAX_BATCH_TOKENS:,} on a CPU (whose caches then hold the activations) and no cap on a GPU; null: "
+            "no cap; a number: that cap everywhere. `pipeline.predict --max-batch-tokens` is prediction's, same default"
         },
     )
     save_predictions: bool = field(
