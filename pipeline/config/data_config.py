@@ -235,34 +235,33 @@ class DataConfig:
     label_column: str = field(
         default=LABEL_COLUMN,
         metadata={
-            "help": "the column of the labels: class names, or integer ids counting from the base (unset: 0 "
-            "with names, but a train file of ids none of which is 0 must say its base, 1 or 0: counting "
-            "from 1 without its last class, DBpedia's file would read one class off; inferred ids count from 0 when train has a 0, "
-            "else from 1, so labels written 1..K make K classes). Unset names: all-integer train labels are "
-            "ids, anything else names (sorted); a column is read one way only, ids never index inferred "
-            "names, and over 1,000 inferred classes (or sparse ids like one stray `2004`), integer labels "
-            "that skip ids (sentiment140's `0` and `4`: `label_names: ['0', '4']` makes them two classes), "
-            "negative ones (polarity `-1`, `0`, `1`: `label_index_base: -1`), a column where most rows' label "
-            "is their own (a text or id column) or more than 20 distinct fractional numbers (a regression "
-            "target: `0.13`, `0.57`, ...) is an error until `label_names` lists them. A Parquet file written "
-            "by `datasets` (`Dataset.to_parquet`, the Hub's `train-00000-of-00001.parquet`) names the classes "
-            "of its ClassLabel column (or list of ClassLabel) as a Hub dataset does (ids from 0, `-1` no "
-            "label), unless `label_names` or `label_names_file` is set. A label matches its class in any "
-            "letter case (`POSITIVE`, ` Positive` for `positive`; a boolean written as JSON's `true`, pandas' "
-            "`True` or a spreadsheet's `TRUE`) and spacing (`Toys>Games` or `Toys  >  Games` for `Toys > "
-            "Games`: runs of spaces are one, and spaces beside punctuation are none) unless two classes "
-            "differ only so, the class keeping the name as listed: so listing the classes in `label_names` "
-            "reads a column's messy spellings as one class each; classes found in train that differ only so "
-            "(or in number format, `1` and `1.0` among names) stay classes as written, named in a WARNING "
-            'that points to `label_names` (`label_names: ["false", "true"]`, quoted: a bare `false` is a YAML '
-            'boolean). Where a class name is a number (`label_names: ["1.0", "2.0", "4.5"]`, or such names '
-            "found in train), labels are matched by value and never read as ids (`label_index_base` then "
-            "unused): `4`, `+4` or `4.00` is the class `4.0`, not the fifth class counting from 0, and a "
-            "number that names no class (`0`) is an error naming the file, line, column and the value. Where "
-            "every class name is a boolean (`True`/`False`, `yes`/`no`, `1`/`0`, any case), labels are "
-            "matched by meaning as `data.label_columns` cells are, never as ids: `1`, `1.0`, `true` and `yes` "
-            'are the class `True` whatever its place in `label_names` (`["True", "False"]` read 1 as `False` '
-            'before), so a column mixing `true` and `1` reads with `label_names: ["False", "True"]`'
+            "help": "the column of the labels: class names, or integer ids counting from the base (unset: 0 with names, but a "
+            "train file of ids none of which is 0 must say its base, 1 or 0: counting from 1 without its last class, "
+            "DBpedia's file would read one class off; inferred ids count from 0 when train has a 0, else from 1, so "
+            "labels written 1..K make K classes). Unset names: all-integer train labels are ids, anything else names "
+            "(sorted); a column is read one way only, ids never index inferred names, and over 1,000 inferred classes "
+            "(or sparse ids like one stray `2004`), integer labels that skip ids (sentiment140's `0` and `4`: "
+            "`label_names: ['0', '4']` makes them two classes), negative ones (polarity `-1`, `0`, `1`: "
+            "`label_index_base: -1`), a column where most rows' label is their own (a text or id column) or more than "
+            "20 distinct fractional numbers (a regression target: `0.13`, `0.57`, ...) is an error until "
+            "`label_names` lists them. A Parquet file written by `datasets` (`Dataset.to_parquet`, the Hub's "
+            "`train-00000-of-00001.parquet`) names the classes of its ClassLabel column (or list of ClassLabel) as a "
+            "Hub dataset does (ids from 0, `-1` no label), unless `label_names` or `label_names_file` is set. A label "
+            "matches its class in any letter case (`POSITIVE`, ` Positive` for `positive`; a boolean written as "
+            "JSON's `true`, pandas' `True` or a spreadsheet's `TRUE`) and spacing (`Toys>Games` or `Toys  >  Games` "
+            "for `Toys > Games`: runs of spaces are one, and spaces beside punctuation are none) unless two classes "
+            "differ only so, the class keeping the name as listed: so listing the classes in `label_names` reads a "
+            "column's messy spellings as one class each; classes found in train that differ only so (or in number "
+            "format, `1` and `1.0` among names) stay classes as written, named in a WARNING that points to "
+            '`label_names` (`label_names: ["false", "true"]`, quoted: a bare `false` is a YAML boolean). Where a '
+            'class name is a number (`label_names: ["1.0", "2.0", "4.5"]`, or such names found in train), labels are '
+            "matched by value and never read as ids (`label_index_base` then unused): `4`, `+4` or `4.00` is the "
+            "class `4.0`, not the fifth class counting from 0, and a number that names no class (`0`) is an error "
+            "naming the file, line, column and the value. Where every class name is a boolean (`True`/`False`, "
+            "`yes`/`no`, `1`/`0`, any case), labels are matched by meaning as `data.label_columns` cells are, never "
+            'as ids: `1`, `1.0`, `true` and `yes` are the class `True` whatever its place in `label_names` (`["True", '
+            '"False"]` read 1 as `False` before), so a column mixing `true` and `1` reads with `label_names: '
+            '["False", "True"]`'
         },
     )
     label_names: list[str] | None = field(
