@@ -236,7 +236,8 @@ class DataConfig:
         default=LABEL_COLUMN,
         metadata={
             "help": "the column of the labels: class names, or integer ids counting from the base (unset: 0 "
-            "with names, but a train file of ids none of which is 0 must say its base, 1 or 0: counting from 1 without its last class, "
+            "with names, but a train file of ids none of which is 0 must say its base, 1 or 0: counting "
+            "from 1 without its last class, "
             "DBpedia's file would read one class off; inferred ids count from 0 when train has a 0, else from 1, so "
             "labels written 1..K make K classes). Unset names: all-integer train labels are ids, anything else names "
             "(sorted); a column is read one way only, ids never index inferred names, and over 1,000 inferred classes "
