@@ -33,7 +33,9 @@ from typing import Any
 from pipeline.common.errors import DataError, one_line
 from pipeline.common.hardware import INFERENCE_PRECISIONS
 from pipeline.common.io import check_can_write, replace_directory
-from pipeline.config.schema import ConfigError, PipelineConfig, load_config, parse_override, save_config
+from pipeline.config.load import load_config, save_config
+from pipeline.config.options import check_reading_overrides
+from pipeline.config.schema import ConfigError, PipelineConfig
 from pipeline.data.label_scheme import UnknownLabels, leave_out_hint
 from pipeline.data.load import read_labelled_file
 from pipeline.data.splits import RemovedRow, column_values, labels_of, write_removed_rows
@@ -114,20 +116,10 @@ def precision_for(backend: str, precision: str | None) -> str:
     return TORCH_DEFAULT_PRECISION if backend == "torch" else "auto"
 
 
-# Data settings the trained model decides, not the file: its task and its classes.
-MODEL_DATA_KEYS = ("data.task", "data.label_names", "data.label_names_file")
-
-
 def reading_config(run: RunDir, overrides: Sequence[str], input_path: Path) -> PipelineConfig:
     """The run's config with `data.*` overrides: how the file is read (its path as data.test_file, so that the
     saved config.yaml says what was scored). Other keys describe training, which is done."""
-    for override in overrides:
-        path, _ = parse_override(override)
-        key = ".".join(path)
-        if path[0] != "data":
-            raise ConfigError(f"{override}: only data.* settings apply to evaluation (how the file is read)")
-        if key in MODEL_DATA_KEYS:
-            raise ConfigError(f"{key}: the trained model decides it (its task and classes); it cannot be overridden")
+    check_reading_overrides(overrides)
     config = load_config(run.config_path, list(overrides))
     trained = load_config(run.config_path).data
     check_same_kind_of_text(trained.text_pair_columns, config.data.text_pair_columns)

@@ -42,7 +42,8 @@ from pipeline.common.io import (
     replace_directory,
     terminated_as_interrupt,
 )
-from pipeline.config.schema import ConfigError, PipelineConfig, load_config, save_config, to_dict, with_absolute_paths
+from pipeline.config.load import load_config, save_config, to_dict, with_absolute_paths
+from pipeline.config.schema import ConfigError, PipelineConfig
 from pipeline.data.label_scheme import UnknownLabels, leave_out_hint
 from pipeline.data.load import DataError, LoadedData, load_data
 from pipeline.data.splits import write_removed_rows

@@ -100,7 +100,7 @@ def fresh_accelerate_state():
 @pytest.fixture()
 def tiny_run_config(tmp_path, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv, fresh_accelerate_state):
     """Build a PipelineConfig for a tiny run; extra overrides win over the defaults in tiny_run_overrides."""
-    from pipeline.config.schema import load_config
+    from pipeline.config.load import load_config
 
     base = tiny_run_overrides(tmp_path, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv)
     return lambda *overrides: load_config(MINILM_CONFIG, base + list(overrides))

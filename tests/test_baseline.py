@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from pipeline.config.schema import ConfigError, load_config
+from pipeline.config.load import load_config
+from pipeline.config.schema import ConfigError
 from pipeline.scoring.baseline import run_baseline, tfidf_baseline
 from pipeline.scoring.evaluation import compute_metrics
 from tests.helpers import MINILM_CONFIG

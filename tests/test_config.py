@@ -2,7 +2,8 @@
 
 import pytest
 
-from pipeline.config.schema import ConfigError, PipelineConfig, apply_overrides, load_config, save_config
+from pipeline.config.load import apply_overrides, load_config, save_config
+from pipeline.config.schema import ConfigError, PipelineConfig
 from tests.helpers import REPO_ROOT
 
 CONFIGS = REPO_ROOT / "configs"

@@ -23,7 +23,8 @@ import datasets
 import pandas as pd
 import pytest
 
-from pipeline.config.schema import ConfigError, DataConfig, load_config
+from pipeline.config.load import load_config
+from pipeline.config.schema import ConfigError, DataConfig
 from pipeline.data.load import DataError, load_data, load_splits
 from tests.helpers import REPO_ROOT
 

@@ -13,7 +13,8 @@ import torch
 
 from pipeline import distill, finetune
 from pipeline.common.errors import DataError
-from pipeline.config.schema import ConfigError, DataConfig, DistillConfig, TrainConfig, load_config
+from pipeline.config.load import load_config
+from pipeline.config.schema import ConfigError, DataConfig, DistillConfig, TrainConfig
 from pipeline.models.encoder import EncoderClassifierConfig, EncoderForSequenceClassification
 from pipeline.report import main as report_main
 from pipeline.text.batching import TokenizedRows, collate_trimmed

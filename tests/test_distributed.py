@@ -17,7 +17,7 @@ import pytest
 from safetensors.torch import load_file
 
 from pipeline import finetune
-from pipeline.config.schema import load_config
+from pipeline.config.load import load_config
 from pipeline.data.load import load_splits
 from pipeline.scoring.evaluation import evaluate_split
 from pipeline.text.batching import TokenizedRows

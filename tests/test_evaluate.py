@@ -17,7 +17,7 @@ import yaml
 
 from pipeline import finetune
 from pipeline.common.errors import DataError
-from pipeline.config.schema import load_config
+from pipeline.config.load import load_config
 from pipeline.data.load import read_labelled_file
 from pipeline.data.splits import column_values, labels_of
 from pipeline.evaluate import main as evaluate_main

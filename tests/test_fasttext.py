@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from pipeline.common.errors import DataError
-from pipeline.config.schema import ConfigError, DataConfig, load_config
+from pipeline.config.load import load_config
+from pipeline.config.schema import ConfigError, DataConfig
 from pipeline.data.load import load_data, read_labelled_file
 from pipeline.data.splits import labels_of
 from pipeline.data.tables import open_table

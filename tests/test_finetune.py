@@ -15,7 +15,7 @@ import yaml
 
 from pipeline import finetune
 from pipeline.common import hardware
-from pipeline.config.schema import load_config
+from pipeline.config.load import load_config
 from pipeline.run import directory as rundir
 from tests.helpers import MINILM_CONFIG, reset_accelerate, tiny_run_overrides
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from pipeline import finetune
-from pipeline.config.schema import load_config
+from pipeline.config.load import load_config
 from pipeline.predict import Predictor
 from tests.helpers import (
     AG_NEWS_CLASSES,

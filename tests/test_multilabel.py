@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from pipeline.common.errors import DataError
-from pipeline.config.schema import ConfigError, load_config
+from pipeline.config.load import load_config
+from pipeline.config.schema import ConfigError
 from pipeline.data.load import load_data
 from pipeline.data.splits import iterative_sample, labels_of
 from pipeline.scoring.evaluation import compute_multilabel_metrics

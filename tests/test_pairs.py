@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from pipeline.common.errors import DataError
+from pipeline.config.load import load_config
 from pipeline.config.reading import PAIR_MARK
-from pipeline.config.schema import ConfigError, load_config
+from pipeline.config.schema import ConfigError
 from pipeline.data.text import TextSpec, segments_of
 from pipeline.text.windows import LongTextRule, encode_documents
 from tests.helpers import AG_NEWS_TRAIN_CSV, MINILM_CONFIG, require, tiny_run_overrides

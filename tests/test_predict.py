@@ -407,7 +407,7 @@ def test_a_model_folder_copied_out_of_its_run_predicts_as_the_run(run_dir, tmp_p
     """model/decision.json records how the run built and read its texts (what stage 4 saves), so the folder alone,
     copied anywhere, reads them as the run does: two columns, a separator other than the default, a short length,
     head+tail truncation."""
-    from pipeline.config.schema import load_config, save_config
+    from pipeline.config.load import load_config, save_config
     from pipeline.run.directory import write_decision
     from pipeline.scoring.decide import decision_record
     from pipeline.scoring.thresholds import default_decision
@@ -598,7 +598,7 @@ def test_a_run_trained_on_headerless_files_reads_an_input_laid_out_as_they_were(
     those names, with a warning saying so and how to name the columns otherwise; one whose first row is a header of
     other names is an error naming the exact --column-names. So from the run, and from its model folder copied out
     (decision.json records the names)."""
-    from pipeline.config.schema import load_config, save_config
+    from pipeline.config.load import load_config, save_config
     from pipeline.run.directory import write_decision
     from pipeline.scoring.decide import decision_record
     from pipeline.scoring.thresholds import default_decision

@@ -588,7 +588,7 @@ def two_real_runs(tmp_path_factory, tiny_bert_dir, ag_news_train_csv, ag_news_te
     """
 
     from pipeline import finetune
-    from pipeline.config.schema import load_config
+    from pipeline.config.load import load_config
     from tests.helpers import MINILM_CONFIG, one_torch_thread, reset_accelerate, tiny_run_overrides
 
     root = tmp_path_factory.mktemp("real_runs")

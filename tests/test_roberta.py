@@ -19,7 +19,8 @@ import transformers
 from huggingface_hub import ModelCard
 
 from pipeline import finetune
-from pipeline.config.schema import TokenizerConfig, load_config
+from pipeline.config.load import load_config
+from pipeline.config.schema import TokenizerConfig
 from pipeline.models import max_positions
 from pipeline.predict import predict_texts
 from pipeline.text.batching import TokenizedRows, evaluation_loader

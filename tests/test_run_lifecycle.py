@@ -18,7 +18,8 @@ from transformers import BertTokenizerFast
 
 from pipeline import finetune
 from pipeline.common.io import atomic_write_json
-from pipeline.config.schema import ConfigError, load_config, save_config
+from pipeline.config.load import load_config, save_config
+from pipeline.config.schema import ConfigError
 from pipeline.data.load import load_data
 from pipeline.run import directory as rundir
 from pipeline.run.directory import RunDir, RunDirError

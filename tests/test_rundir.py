@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 import yaml
 
-from pipeline.config.schema import PipelineConfig, load_config, save_config
+from pipeline.config.load import load_config, save_config
+from pipeline.config.schema import PipelineConfig
 from pipeline.run.directory import (
     LOCK_FILE,
     RunDir,

@@ -13,7 +13,8 @@ import pytest
 from pipeline import finetune
 from pipeline.card.facts import read_facts
 from pipeline.card.write import render_card
-from pipeline.config.schema import ConfigError, DataConfig, load_config
+from pipeline.config.load import load_config
+from pipeline.config.schema import ConfigError, DataConfig
 from pipeline.data.load import DataError, load_data
 from pipeline.data.split_column import SPLIT_VALUES
 from pipeline.evaluate import main as evaluate_main

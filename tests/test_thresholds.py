@@ -179,7 +179,7 @@ def test_a_binary_run_stores_its_threshold_and_prediction_uses_it(tmp_path, tiny
     import pandas as pd
 
     from pipeline import finetune
-    from pipeline.config.schema import load_config
+    from pipeline.config.load import load_config
     from pipeline.predict import predict_dataframe
 
     rng = np.random.default_rng(0)

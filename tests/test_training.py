@@ -270,7 +270,8 @@ def test_balanced_weights_are_inverse_frequency_and_bad_names_are_refused():
 
 
 def test_weights_must_be_positive(tmp_path):
-    from pipeline.config.schema import ConfigError, load_config
+    from pipeline.config.load import load_config
+    from pipeline.config.schema import ConfigError
 
     with pytest.raises(ConfigError, match=r"train\.class_weights\.World: must be a finite number > 0"):
         load_config(None, ["train.class_weights={World: 0}"])

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
 
+from pipeline.config.load import load_config
 from pipeline.config.reading import PAIR_MARK
-from pipeline.config.schema import ConfigError, TokenizerConfig, load_config
+from pipeline.config.schema import ConfigError, TokenizerConfig
 from pipeline.scoring.evaluation import predict_logits
 from pipeline.text.batching import TokenizedRows
 from pipeline.text.tokenization import TokenCounts, tokenize_splits

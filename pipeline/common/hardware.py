@@ -16,6 +16,10 @@ from pathlib import Path
 
 import torch
 
+# Tokens per evaluation or prediction batch, at most, on a CPU (eval.max_batch_tokens and pipeline.predict's
+# --max-batch-tokens at "auto"; batch_token_budget).
+MAX_BATCH_TOKENS = 4096
+
 
 class HardwareError(ValueError):
     """A device or precision was asked for that this machine does not have."""
@@ -198,8 +202,6 @@ def cpu_threads(setting: int | None, measure_busy: Callable[[], float | None] = 
 def batch_token_budget(setting: int | str | None, device: torch.device) -> int | None:
     """Tokens per evaluation or prediction batch, at most (None: no cap). "auto": MAX_BATCH_TOKENS on a CPU, where
     small batches keep activations in cache, and no cap on a GPU, where large batches keep it busy."""
-    from pipeline.config.schema import MAX_BATCH_TOKENS
-
     if setting == "auto":
         return MAX_BATCH_TOKENS if device.type == "cpu" else None
     return setting or None

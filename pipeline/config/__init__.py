@@ -1,1 +1,4 @@
-"""Settings: the typed config dataclasses (schema), their checks, YAML loading and dotted overrides."""
+"""Settings. values: reading and type-checking a value; schema (with data_config, train_config): the typed config
+dataclasses and each setting's docs; checks: range and consistency checks; load: YAML files, `extends`, dotted
+overrides, saving; options: command-line options derived from the data settings; reference: the config reference
+page; reading: the defaults and rules that the data readers share."""

@@ -1,6 +1,6 @@
 """Range and consistency checks of a loaded config: what types alone cannot express.
 
-`load_config` (pipeline/config/schema.py) runs `validate` once the YAML and overrides are built into dataclasses; every
+`load_config` (pipeline/config/load.py) runs `validate` once the YAML and overrides are built into dataclasses; every
 check raises `ConfigError` naming the dotted key. Class names are checked against the data once it is loaded
 (pipeline.scoring.thresholds, pipeline.train.losses).
 """

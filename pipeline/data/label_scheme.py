@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from pipeline.common.errors import DataError
-from pipeline.config.schema import DataConfig, override_text
+from pipeline.config.load import override_text
+from pipeline.config.schema import DataConfig
 from pipeline.data.label_forms import (
     JOINING_CHARACTERS,
     SET_SEPARATORS,

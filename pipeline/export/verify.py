@@ -29,7 +29,7 @@ import torch
 
 from pipeline.common.errors import one_line
 from pipeline.common.hardware import resolve_inference_dtype
-from pipeline.config.schema import load_config
+from pipeline.config.load import load_config
 from pipeline.data.load import load_splits
 from pipeline.data.splits import column_values
 from pipeline.models import class_names, is_multi_label, max_positions

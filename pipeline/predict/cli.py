@@ -21,22 +21,15 @@ import torch
 
 from pipeline.common import hardware
 from pipeline.common.errors import DataError, one_line, shorten
+from pipeline.common.hardware import MAX_BATCH_TOKENS
 from pipeline.common.io import interrupted_exit_code, terminated_as_interrupt
-from pipeline.config.reading import (
-    DEFAULT_ENCODING,
-    FASTTEXT_LABEL_PREFIX,
-    STANDARD_INPUT,
-    TEXT_COLUMN,
-    delimiter_problem,
-    label_prefix_problem,
-)
-from pipeline.config.schema import MAX_BATCH_TOKENS
+from pipeline.config.options import add_file_options, batch_tokens, file_settings, flag, positive_int
+from pipeline.config.reading import DEFAULT_ENCODING, FASTTEXT_LABEL_PREFIX, STANDARD_INPUT, TEXT_COLUMN
 from pipeline.data.folders import is_folder, open_folder_table
-from pipeline.data.formats.delimited import QUOTINGS
 from pipeline.data.formats.header import looks_like_data
 from pipeline.data.formats.table import REPEATED_HEADER, Table, and_more, repeated_header_warning
 from pipeline.data.lines import HEAD_BYTES, EncodingError
-from pipeline.data.tables import FORMATS, LAYOUT_SETTINGS, open_table, settings_not_read
+from pipeline.data.tables import LAYOUT_SETTINGS, open_table, settings_not_read
 from pipeline.data.text import TextSpec
 from pipeline.predict.output import (
     OUTPUT_FORMATS,
@@ -48,26 +41,33 @@ from pipeline.predict.output import (
     output_format,
     predictor_columns,
 )
-from pipeline.predict.predictor import (
-    DEFAULT_BATCH_SIZE,
-    DEFAULT_RECHECK_MARGIN,
-    Predictor,
-)
-from pipeline.predict.source import (
-    ModelSource,
-    PredictError,
-    empty_text_errors,
-    model_classes,
-    resolve_model_source,
-)
+from pipeline.predict.predictor import DEFAULT_BATCH_SIZE, DEFAULT_RECHECK_MARGIN, Predictor
+from pipeline.predict.source import ModelSource, PredictError, empty_text_errors, model_classes, resolve_model_source
 from pipeline.run.exports import BACKEND_RUNTIMES, BACKENDS
 from pipeline.text.unknown import UnknownTokens
 
 DEFAULT_CHUNK_SIZE = 10_000
+# The file options whose default the model or the input decides (the run's columns; the format by the file's name).
+MODEL_DECIDES = ("text_columns", "text_pair_columns", "text_separator", "file_format")
+# What prediction adds to a file option's help (pipeline/config/options.py): where its value comes from.
+PREDICT_NOTES = {
+    **dict.fromkeys(("delimiter", "sheet", "json_field"), "not taken from the run"),
+    "label_prefix": f"default {FASTTEXT_LABEL_PREFIX}; kept as the input's label column; not taken from the run",
+    "quoting": 'a field that goes on after its closing quote ("Free" entry); like --encoding, not taken from the run',
+    "text_columns": "comma-separated; default: those the model was trained with; 'text' for a model folder that does "
+    "not record them",
+    "text_pair_columns": "comma-separated; default: those the model was trained with, its data.text_pair_columns",
+    "text_separator": "default: what the model was trained with; ' ' for a model folder that does not record it",
+    "column_names": "comma-separated, e.g. class_index,title,description",
+    "file_format": "default: auto; csv for '-'",
+    "encoding": f"default {DEFAULT_ENCODING}, not the run's data.encoding: a byte that is not UTF-8 stops with an "
+    "error naming its line and the run's encoding, where a single-byte encoding such as latin-1 never fails and would "
+    "turn a UTF-8 file's é into Ã©; output is always utf-8",
+}
 # The options that describe an input file's layout (by their argparse names), which a folder does not have.
 FILE_LAYOUT_OPTIONS = ("format", *LAYOUT_SETTINGS)
 # The options naming the text's columns and, for a sentence-pair model, its second text's (TextSpec.positions).
-COLUMN_OPTIONS = ("--text-columns", "--text-pair-columns")
+COLUMN_OPTIONS = (flag("text_columns"), flag("text_pair_columns"))
 
 logger = logging.getLogger(__name__)
 
@@ -175,84 +175,14 @@ def _add_file_arguments(add: Any) -> None:
         "label column (then add --prefix pred_)",
     )
     add("--output", required=True, help="CSV/TSV/JSON Lines file to write (.gz compresses); '-' for stdout")
-    add(
-        "--text-columns",
-        type=_column_list,
-        help="comma-separated columns joined into the text (default: those the model was trained with; "
-        "'text' for a model folder that does not record them)",
-    )
-    add(
-        "--text-pair-columns",
-        type=_column_list,
-        help="comma-separated columns joined into the second text of a sentence-pair model (default: those the "
-        "model was trained with, its data.text_pair_columns)",
-    )
-    add(
-        "--text-separator",
-        help="what joins the text columns (default: what the model was trained with; ' ' for a model folder that "
-        "does not record it)",
-    )
-    add(
-        "--column-names",
-        type=_column_list,
-        help="names for the columns of a file without a header row (e.g. class_index,title,description); "
-        "a first row repeating the names is still read as a header; one holding some of them otherwise is an error",
-    )
-    add(
-        "--format",
-        choices=FORMATS,
-        help="input format (default: by extension; a name with none of those endings, as a fastText file's .txt or "
-        ".valid, is fasttext when its first lines all start with --label-prefix; an Excel workbook is told by its "
-        "content, whatever its name; csv for '-')",
-    )
+    # The share of a TSV input that `--quoting auto` reads, said where tables.HEAD_BYTES sets it.
+    head = f"auto reads as none a TSV file whose first {HEAD_BYTES // 1024} KiB (from a pipe, what has arrived) hold "
+    add_file_options(add, {**PREDICT_NOTES, "quoting": head + PREDICT_NOTES["quoting"]}, unset=MODEL_DECIDES)
     add(
         "--output-format",
         choices=OUTPUT_FORMATS,
         help="output format (default: by the output's extension; for '-' the input's format, or csv where prediction "
         "does not write it: an Excel workbook's, Parquet's, fastText's or a folder's predictions)",
-    )
-    add(
-        "--encoding",
-        default=DEFAULT_ENCODING,
-        help=f"encoding of a text input (default {DEFAULT_ENCODING}, not the run's data.encoding: a byte that is not "
-        "UTF-8 stops with an error naming its line and the run's encoding, where reading in a single-byte encoding "
-        "such as latin-1 never fails and would turn a UTF-8 file's é into Ã©; a file whose byte-order mark says "
-        "UTF-16 or UTF-32 is read as such); output is always utf-8",
-    )
-    add(
-        "--quoting",
-        choices=QUOTINGS,
-        default="auto",
-        help="double quotes in a CSV/TSV input: csv encloses a field in them (which may then hold delimiters, line "
-        "breaks and doubled quotes); none reads them as text, for files that quote nothing (GLUE's train.tsv, the SMS "
-        "Spam Collection), where a text may start with one; auto (default): csv, except for a TSV file whose first "
-        f"{HEAD_BYTES // 1024} KiB (from a pipe, what has arrived) hold a field that goes on after its closing quote "
-        '("Free" entry). Like --encoding, a property of the input, not taken from the run',
-    )
-    add(
-        "--delimiter",
-        type=_delimiter,
-        help="the one character between the fields of a CSV/TSV input when not its format's (a comma, or a semicolon "
-        "on a first line that shows it; a tab), e.g. @ for the Financial PhraseBank's sentence@label lines; then "
-        "--quoting auto also reads a field that goes on after its closing quote as unquoted text. Not taken from "
-        "the run",
-    )
-    add(
-        "--label-prefix",
-        type=_label_prefix,
-        default=FASTTEXT_LABEL_PREFIX,
-        help=f"what marks a label in a fastText input (default {FASTTEXT_LABEL_PREFIX}, fastText's): its label words "
-        "are left out of the text and kept as the input's label column. Not taken from the run",
-    )
-    add(
-        "--sheet",
-        help="the sheet of an Excel workbook input to read, by its name (default: its first). Not taken from the run",
-    )
-    add(
-        "--json-field",
-        help='the key of a JSON input\'s one object that holds the list of records ({"version": ..., "data": '
-        "[{...}, ...]}: data), as data.json_field (default: one record per line, or a JSON array). Not taken from "
-        "the run",
     )
 
 
@@ -315,46 +245,6 @@ def _add_output_arguments(add: Any) -> None:
         help="replace the output file if it exists (never a symlink, never the input)",
     )
     add("--no-progress", action="store_true", help="no progress bar (it is off anyway when stderr is not a terminal)")
-
-
-def positive_int(text: str, least: int = 1) -> int:
-    """argparse type for counts (batch, chunk, rows); the export command uses it too."""
-    kind = "a positive" if least == 1 else "a non-negative"
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected {kind} integer, got '{text}'") from None
-    if value < least:
-        raise argparse.ArgumentTypeError(f"expected {kind} integer, got {value}")
-    return value
-
-
-def batch_tokens(text: str) -> int | str:
-    """argparse type for --max-batch-tokens: "auto", or a cap where 0 means none."""
-    return "auto" if text == "auto" else positive_int(text, least=0)
-
-
-def _delimiter(text: str) -> str:
-    """argparse type for --delimiter: tables.delimiter_problem's rule, as data.delimiter's."""
-    problem = delimiter_problem(text)
-    if problem:
-        raise argparse.ArgumentTypeError(problem)
-    return text
-
-
-def _label_prefix(text: str) -> str:
-    """argparse type for --label-prefix: tables.label_prefix_problem's rule, as data.label_prefix's."""
-    problem = label_prefix_problem(text)
-    if problem:
-        raise argparse.ArgumentTypeError(problem)
-    return text
-
-
-def _column_list(text: str) -> list[str]:
-    columns = [part.strip() for part in text.split(",") if part.strip()]
-    if not columns:
-        raise argparse.ArgumentTypeError("name at least one column")
-    return columns
 
 
 def run(args: argparse.Namespace) -> RunSummary:
@@ -489,23 +379,24 @@ def _open_input(
                 args.input, args.encoding, args.chunk_size, "--input", encoding_option="--encoding", classes=classes
             )
         )
+    settings = file_settings(args)
     return open_table(
         args.input,
-        args.format,
+        settings["file_format"],
         column_names,
-        args.encoding,
+        settings["encoding"],
         args.chunk_size,
-        format_option="--format",
-        encoding_option="--encoding",
-        quoting=args.quoting,
-        quoting_option="--quoting",
-        delimiter=args.delimiter,
-        label_prefix=args.label_prefix,
-        sheet=args.sheet,
-        sheet_option="--sheet",
-        delimiter_option="--delimiter",
-        json_field=args.json_field,
-        json_field_option="--json-field",
+        format_option=flag("file_format"),
+        encoding_option=flag("encoding"),
+        quoting=settings["quoting"],
+        quoting_option=flag("quoting"),
+        delimiter=settings["delimiter"],
+        label_prefix=settings["label_prefix"],
+        sheet=settings["sheet"],
+        sheet_option=flag("sheet"),
+        delimiter_option=flag("delimiter"),
+        json_field=settings["json_field"],
+        json_field_option=flag("json_field"),
     )
 
 

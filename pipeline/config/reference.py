@@ -1,0 +1,146 @@
+"""The config reference page, docs/config-reference.md, rendered from the config dataclasses' field docs.
+
+    python -m pipeline.config.reference > docs/config-reference.md
+    python -m pipeline.config.reference --write          # the same, written in place
+
+Every setting's row (key, type, default, help) comes from its field: the type as error messages say it
+(values.describe), the default from the dataclass, the help from the field's metadata ("help", then "more").
+Only the page's introduction and each section's one-line lead are written here. tests/test_config_reference.py
+fails when the committed page differs from what this renders.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import typing
+from pathlib import Path
+from typing import Any
+
+from pipeline.config.schema import (
+    DataConfig,
+    DistillConfig,
+    EncoderSettings,
+    EvalConfig,
+    ModelConfig,
+    RunConfig,
+    TokenizerConfig,
+    TrainConfig,
+)
+from pipeline.config.values import describe
+
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "config-reference.md"
+COMMAND = "python -m pipeline.config.reference --write"
+
+INTRO = f"""# Config reference
+
+<!-- Generated from the config dataclasses' field docs (pipeline/config/schema.py, data_config.py,
+     train_config.py); do not edit by hand: change a field's help and run `{COMMAND}`. -->
+
+Every default lives in `pipeline/config/schema.py` and the modules beside it, in typed dataclasses.
+
+- The YAML files in `configs/` say only what differs from the defaults.
+- A config may start from another file: `extends: other.yaml`.
+- Any key can be set on the command line after the config path: `train.epochs=1`. See [Running](running.md).
+- The fully resolved config is saved in every run directory, as `config.yaml`.
+- "none" as a default means the key is unset (`null` in YAML).
+"""
+
+# (key prefix, dataclass, the section's lead sentence), in the page's order.
+SECTIONS: tuple[tuple[str, type, str], ...] = (
+    ("run", RunConfig, "The run directory, the seed, the licence."),
+    (
+        "data",
+        DataConfig,
+        "Where the rows come from and how they are read. The rules behind these keys: [Your own data](your-data.md) "
+        "and [File formats](file-formats.md).",
+    ),
+    (
+        "tokenizer",
+        TokenizerConfig,
+        "How texts become tokens, and how long texts are read: [Long texts](long-texts.md).",
+    ),
+    ("model", ModelConfig, "Which network is trained."),
+    ("model.encoder", EncoderSettings, "The architecture of the encoder trained from scratch (`model.kind: encoder`)."),
+    (
+        "train",
+        TrainConfig,
+        "The training loop: [Scores you can act on](scores-and-thresholds.md) explains class weights and losses; "
+        "[Performance](performance.md) the speed settings.",
+    ),
+    ("train.distill", DistillConfig, "Distillation: [Distillation](distillation.md)."),
+    ("eval", EvalConfig, "Evaluation, thresholds, the export and the baseline."),
+)
+
+
+def render() -> str:
+    """The whole page."""
+    parts = [INTRO]
+    for prefix, section, lead in SECTIONS:
+        parts.append(f"## {prefix}\n\n{lead}\n\n{section_table(prefix, section)}")
+    return "\n".join(parts)
+
+
+def section_table(prefix: str, section: type) -> str:
+    """A Markdown table of a section's settings; a nested section is a row pointing to its own table."""
+    hints = typing.get_type_hints(section)
+    rows = ["| key | type | default | meaning |", "| --- | --- | --- | --- |"]
+    for item in dataclasses.fields(section):
+        key, tp = f"{prefix}.{item.name}", hints[item.name]
+        if dataclasses.is_dataclass(tp):
+            rows.append(f"| `{key}.*` | a section | | {_cell(help_of(item))}: see [{key}](#{_anchor(key)}) |")
+            continue
+        cells = (f"`{key}`", describe(tp), default_text(item), help_of(item))
+        rows.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def help_of(item: dataclasses.Field) -> str:
+    """A field's documentation: its help, then what more the reference says."""
+    parts = [item.metadata.get("help", ""), item.metadata.get("more", "")]
+    return ". ".join(part.rstrip(".") for part in parts if part)
+
+
+def default_text(item: dataclasses.Field) -> str:
+    """The default as the page shows it: `hub`, 0.1, true, none, `[text]`."""
+    if "shown" in item.metadata:
+        return item.metadata["shown"]
+    value = item.default_factory() if item.default_factory is not dataclasses.MISSING else item.default
+    return _value_text(value)
+
+
+def _value_text(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return f"{value:g}"
+    if isinstance(value, list):
+        return "`[" + ", ".join(str(item) for item in value) + "]`"
+    return f'`"{value}"`' if value.strip() != value or not value else f"`{value}`"
+
+
+def _cell(text: str) -> str:
+    """Text inside a table cell: a | would end the cell."""
+    return text.replace("|", "\\|")
+
+
+def _anchor(key: str) -> str:
+    """The fragment MkDocs gives a heading (`train.distill` -> traindistill)."""
+    return key.replace(".", "")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m pipeline.config.reference", description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help=f"write {PAGE.name} in docs/ instead of printing it")
+    args = parser.parse_args(argv)
+    if args.write:
+        PAGE.write_text(render(), encoding="utf-8")
+    else:
+        sys.stdout.write(render())
+
+
+if __name__ == "__main__":
+    main()
