@@ -21,8 +21,8 @@ from pipeline.run.directory import (
     holds_run,
     is_model_dir,
     is_run_dir,
-    write_test_predictions,
 )
+from pipeline.run.predictions import write_test_predictions
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
 GOOD_METRICS = {"labels": LABELS, "test": {"accuracy": 0.75}}

@@ -49,7 +49,6 @@ from pipeline.run.directory import (
     ONNX_MODEL_FILES,
     RunDir,
     RunDirError,
-    claimed,
 )
 from pipeline.run.exports import (
     RUNTIMES,
@@ -60,6 +59,7 @@ from pipeline.run.exports import (
     too_few_rows,
     weights_sha256,
 )
+from pipeline.run.ownership import claimed
 from pipeline.text.windows import reads_segments
 
 logger = logging.getLogger("pipeline.export")

@@ -70,14 +70,15 @@ class Section:
     @classmethod
     def from_dict(cls: type[S], data: dict[str, Any]) -> S:
         hints, values, extra = _hints(cls), {}, {}
-        names = {f.name for f in _fields(cls)}
+        fields = {f.name: f for f in _fields(cls)}
         for key, value in data.items():
-            if key not in names:
+            decoded = _decode(hints[key], value) if key in fields else _UNREADABLE
+            # Unknown keys, another version's shape where a section was expected, and null where every run has a
+            # section: kept as they were, never a crash.
+            if decoded is _UNREADABLE or (decoded is None and fields[key].default is not None):
                 extra[key] = value
-            elif (decoded := _decode(hints[key], value)) is not _UNREADABLE:
+            else:
                 values[key] = decoded
-            else:  # another version's shape where a section was expected: kept as it was, never a crash
-                extra[key] = value
         return cls(**values, extra=extra, read_keys=list(data))
 
     def to_dict(self) -> dict[str, Any]:
@@ -86,12 +87,23 @@ class Section:
         for key in dict.fromkeys([*self.read_keys, *names, *self.extra]):
             if key in self.extra:
                 out[key] = self.extra[key]
-            elif key in names and (getattr(self, key) is not None or key in self.read_keys):
+            elif key in names and (key in self.read_keys or not _blank(getattr(self, key))):
                 out[key] = _encode(getattr(self, key))
         return out
 
+    def update(self: S, other: S | None) -> None:
+        """Take every field `other` has (not None): one record's figures added to another's."""
+        for f in _fields(type(self)) if other is not None else ():
+            if getattr(other, f.name) is not None:
+                setattr(self, f.name, getattr(other, f.name))
+
 
 _UNREADABLE = object()
+
+
+def _blank(value: Any) -> bool:
+    """Nothing to write: None, or a section with nothing in it (one a file lacked)."""
+    return value is None or (isinstance(value, Section) and not value.to_dict())
 
 
 def _fields(cls: type) -> list[dataclasses.Field]:
@@ -359,24 +371,25 @@ class RunRecord(Section):
     """metrics.json: a finished run's record (or a pipeline.evaluate folder's)."""
 
     format_version: int = FORMAT_VERSION
-    run: RunInfo | None = None
+    # Every run has these: read as empty where an older file lacks them, so `record.test.accuracy` is None then.
+    run: RunInfo = field(default_factory=RunInfo)
     labels: list[str] = field(default_factory=list)
-    validation: Scores | None = None
-    test: Scores | None = None
-    best: Best | None = None
-    data: Data | None = None
-    tokenization: Tokenization | None = None
-    timings: Timings | None = None
-    throughput: Throughput | None = None
-    training: Training | None = None
-    device: Device | None = None
-    versions: Versions | None = None
+    validation: Scores | None = None  # None in a pipeline.evaluate folder of a run without one
+    test: Scores = field(default_factory=Scores)
+    best: Best = field(default_factory=Best)
+    data: Data = field(default_factory=Data)
+    tokenization: Tokenization = field(default_factory=Tokenization)
+    timings: Timings = field(default_factory=Timings)
+    throughput: Throughput = field(default_factory=Throughput)
+    training: Training = field(default_factory=Training)
+    device: Device = field(default_factory=Device)
+    versions: Versions = field(default_factory=Versions)
+    # Only some runs have these (None otherwise): distillation, older runs, a pipeline.evaluate folder.
     distill: Distill | None = None
     calibration: Calibration | None = None
     thresholds: Thresholds | None = None
     baseline: Baseline | None = None
     evaluation: Evaluation | None = None
-
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunRecord:
@@ -384,21 +397,15 @@ class RunRecord(Section):
         record.labels = [str(label) for label in record.labels] if isinstance(record.labels, list) else []
         return record
 
-    def section(self, name: str) -> Any:
-        """A section by name; an empty one where the file has none (for readers that only look inside)."""
-        value = getattr(self, name)
-        return value if value is not None else _section_type(_hints(type(self))[name])()
-
     @property
     def multi_label(self) -> bool:
-        return self.data is not None and self.data.task == "multi_label"
+        return self.data.task == "multi_label"
 
     @property
     def ranking_metric(self) -> str:
         """The test figure a run is ranked and set against baselines by: the validation metric that picked its best
         model (best.metric, train.selection_metric), or accuracy where the run does not record one."""
-        metric = self.best.metric if self.best is not None else None
-        return metric if metric in RANKING_METRICS else "accuracy"
+        return self.best.metric if self.best.metric in RANKING_METRICS else "accuracy"
 
     @property
     def headline_metrics(self) -> list[str]:
@@ -411,7 +418,7 @@ class RunRecord(Section):
     def headline_scores(self) -> str:
         """The run's last console line: led by the metric that selected its model (micro-F1 for multi-label, where
         accuracy is the strict subset accuracy)."""
-        test = self.section("test")
+        test = self.test
         names = {**RANKING_METRICS, "accuracy": "subset accuracy" if test.micro_f1 is not None else "accuracy"}
         shown = [(name, test.figure(name)) for name in self.headline_metrics]
         scores = ", ".join(f"{names[name]} {value:.4f}" for name, value in shown if value is not None)
@@ -422,7 +429,7 @@ class RunRecord(Section):
         """Classes with no training rows (data.class_counts): named by data.label_names or a data.label_columns
         column that is all 0 in train. The model never learned them, so its scores for them mean nothing, yet they
         stay among its labels; the log, the report and the model card say so."""
-        return [str(name) for name, count in self.section("data").train_class_rows.items() if count == 0]
+        return [str(name) for name, count in self.data.train_class_rows.items() if count == 0]
 
 
 # ---------------------------------------------------------------------------------------------------------------
