@@ -112,7 +112,7 @@ def _confusion_blocks(runs: Sequence[Run]) -> list[Block]:
         if matrix is None:
             blocks.append(Paragraph(f"{run.name}: {METRICS_FILE} has no usable test confusion matrix.", style="note"))
             continue
-        title = f"{run.name} (test accuracy {format_percent(run.metric('test', 'accuracy'))})"
+        title = f"{run.name} (test accuracy {format_percent(run.metrics.test.accuracy)})"
         figure = plots.confusion_matrix_figure(matrix, run.labels, title=truncate(title, 60))
         # No caption: the chart's own title names the run.
         images.append(Chart(plots.figure_to_png(figure), alt_text=f"confusion matrix of {run.name}"))
@@ -161,7 +161,7 @@ def eval_curve(run: Run, metric: str | None = None) -> plots.EvalCurve:
         metric = "accuracy"
     key = f"eval_{metric}"
     points = [line for line in run.history if is_number(line.get(key)) and is_number(line.get("step"))]
-    best_step = run.metric("best", "step")
+    best_step = run.metrics.best.step
     return plots.EvalCurve(
         run_name=run.name,
         steps=[point["step"] for point in points],

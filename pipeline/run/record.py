@@ -110,25 +110,33 @@ def _fields(cls: type) -> list[dataclasses.Field]:
     return [f for f in dataclasses.fields(cls) if not f.metadata.get("internal")]
 
 
+def _names(cls: type) -> set[str]:
+    return {f.name for f in _fields(cls)}
+
+
 def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
+def _unwrap(hint: Any) -> Any:
+    """X from `X | None`."""
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        return next(arg for arg in typing.get_args(hint) if arg is not type(None))
+    return hint
+
+
 def _section_type(hint: Any) -> type[Section] | None:
     """The Section class a hint names, through `X | None`."""
-    if isinstance(hint, type) and issubclass(hint, Section):
-        return hint
-    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
-        return next((found for arg in typing.get_args(hint) if (found := _section_type(arg))), None)
-    return None
+    hint = _unwrap(hint)
+    return hint if isinstance(hint, type) and issubclass(hint, Section) else None
 
 
 def _decode(hint: Any, value: Any) -> Any:
     section = _section_type(hint)
     if section is not None and value is not None:
         return section.from_dict(value) if isinstance(value, dict) else _UNREADABLE
-    if typing.get_origin(hint) is dict and isinstance(value, dict):
-        inner = _section_type(typing.get_args(hint)[1])
+    if typing.get_origin(_unwrap(hint)) is dict and isinstance(value, dict):
+        inner = _section_type(typing.get_args(_unwrap(hint))[1])
         if inner is not None:
             return {k: inner.from_dict(v) if isinstance(v, dict) else v for k, v in value.items()}
     return value
@@ -157,6 +165,25 @@ class RunInfo(Section):
 
 
 @dataclass
+class Areas(Section):
+    """Areas under the ROC and precision-recall curves: binary and multi-label runs."""
+
+    per_class: dict[str, dict[str, float]] | None = None  # class -> roc_auc, average_precision
+    macro_roc_auc: float | None = None
+    macro_average_precision: float | None = None
+
+
+@dataclass
+class LowConfidence(Section):
+    """Rows a flagging run marked low-confidence."""
+
+    flagged: int | None = None
+    share: float | None = None
+    accuracy_of_kept: float | None = None
+    accuracy_of_flagged: float | None = None
+
+
+@dataclass
 class Scores(Section):
     """A split's metrics (stage 4's metric module, then loss, areas and low_confidence)."""
 
@@ -171,12 +198,12 @@ class Scores(Section):
     per_class: dict[str, dict[str, Any]] | None = None  # class -> precision, recall, f1, support
     confusion_matrix: list[list[int]] | None = None
     loss: float | None = None
-    areas: dict[str, Any] | None = None  # per_class (class -> roc_auc, average_precision), macro_roc_auc, ...
-    low_confidence: dict[str, Any] | None = None  # flagged, share, accuracy_of_kept, accuracy_of_flagged
+    areas: Areas | None = None
+    low_confidence: LowConfidence | None = None
 
     def figure(self, metric: str) -> Any:
-        """A ranking metric's value by its name (RANKING_METRICS), or None."""
-        return getattr(self, metric, None) if metric in RANKING_METRICS else None
+        """A figure by its name (a ranking metric's, say), or None."""
+        return getattr(self, metric, None) if metric in _names(type(self)) else None
 
 
 @dataclass
@@ -187,8 +214,14 @@ class Best(Section):
     metric: str | None = None
 
     @property
+    def ranking_metric(self) -> str:
+        """The validation metric that picked the model (train.selection_metric), or accuracy where not recorded."""
+        return self.metric if self.metric in RANKING_METRICS else "accuracy"
+
+    @property
     def score(self) -> Any:
-        return self.extra.get(f"validation_{self.metric}")
+        """Its value: validation_<ranking_metric>."""
+        return self.extra.get(f"validation_{self.ranking_metric}")
 
 
 @dataclass
@@ -213,9 +246,15 @@ class Data(Section):
     class_files: dict[str, Any] | None = None
 
     @property
+    def train_counts(self) -> dict[str, Any]:
+        """class_counts.train: rows, per_class, imbalance_ratio ({} where not recorded)."""
+        counts = (self.class_counts or {}).get("train")
+        return counts if isinstance(counts, dict) else {}
+
+    @property
     def train_class_rows(self) -> dict[str, Any]:
         """Train rows per class ({} where not recorded)."""
-        per_class = ((self.class_counts or {}).get("train") or {}).get("per_class")
+        per_class = self.train_counts.get("per_class")
         return per_class if isinstance(per_class, dict) else {}
 
 
@@ -316,6 +355,11 @@ class Calibration(Section):
     reliability: dict[str, dict[str, list[dict[str, Any]]]] | None = None  # bins: low, high, count, confidence, ...
     warning: str | None = None
 
+    def before_after(self, record: str, split: str) -> tuple[Any, Any]:
+        """A split's `ece` or `loss` (`record`) before and after calibration; None where not recorded."""
+        pair = (getattr(self, record) or {}).get(split)
+        return (pair.get("before"), pair.get("after")) if isinstance(pair, dict) else (None, None)
+
 
 @dataclass
 class Chosen(Section):
@@ -405,7 +449,7 @@ class RunRecord(Section):
     def ranking_metric(self) -> str:
         """The test figure a run is ranked and set against baselines by: the validation metric that picked its best
         model (best.metric, train.selection_metric), or accuracy where the run does not record one."""
-        return self.best.metric if self.best.metric in RANKING_METRICS else "accuracy"
+        return self.best.ranking_metric
 
     @property
     def headline_metrics(self) -> list[str]:
