@@ -25,15 +25,8 @@ from pipeline.config.schema import TokenizerConfig, run_length_setting
 from pipeline.report.analysis import SIGNIFICANCE_LEVEL, accuracy_interval
 from pipeline.report.formatting import format_count, format_duration, format_metric, format_percent
 from pipeline.report.runs import Run, num_test_samples
-from pipeline.run.directory import (
-    PREDICTION_GOLD,
-    PREDICTION_PREDICTED,
-    RANKING_METRICS,
-    is_number,
-    nested_get,
-    untrained_consequence,
-)
-from pipeline.run.record import Baseline
+from pipeline.run.directory import PREDICTION_GOLD, PREDICTION_PREDICTED, nested_get, untrained_consequence
+from pipeline.run.record import RANKING_METRICS, Baseline, is_number
 from pipeline.text.windows import LongTextRule, unknown_tokens_warning
 
 # Differences below these are rounding, not a different budget.
@@ -118,9 +111,7 @@ def _ahead_sentence(ahead: list[tuple[Run, Baseline, str]], single: bool) -> str
 
     if single:
         run, record, key = ahead[0]
-        fitted = (
-            f", fitted in {format_duration(record.train_seconds)}" if is_number(record.train_seconds) else ""
-        )
+        fitted = f", fitted in {format_duration(record.train_seconds)}" if is_number(record.train_seconds) else ""
         return (
             f"{run.name} beats the {baseline_description(record)} baseline "
             f"({format_metric(key, record.figure(key))}{fitted}) by {gap(run, record, key)}."

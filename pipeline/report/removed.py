@@ -16,7 +16,8 @@ from pipeline.data.tables import REPEATED_HEADER
 from pipeline.report.blocks import Block, Cell, Heading, Paragraph, Table
 from pipeline.report.formatting import format_count, format_percent, truncate
 from pipeline.report.runs import Run, repeats_its_run
-from pipeline.run.directory import REMOVED_ROWS_FILE, is_number
+from pipeline.run.directory import REMOVED_ROWS_FILE
+from pipeline.run.record import is_number
 
 SECTION_REMOVED = "Rows left out of the data"
 INCOMPLETE = "no text or no label (data.incomplete_rows: drop)"

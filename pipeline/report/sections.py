@@ -43,17 +43,16 @@ from pipeline.report.summary import all_labels, by_support, per_class_value, sum
 from pipeline.report.verdict import header_blocks
 from pipeline.run.directory import (
     HISTORY_FILE,
-    METRICS_FILE,
     PREDICTION_GOLD,
     PREDICTION_PREDICTED,
     PREDICTION_ROW_ID,
     PREDICTION_SCORE,
     PREDICTION_TEXT,
     PREDICTIONS_FILE,
-    RANKING_METRICS,
     REPORT_HTML,
-    is_number,
 )
+from pipeline.run.exports import ExportError, auto_backend, parity_rows, read_export_record, rows_used
+from pipeline.run.record import METRICS_FILE, RANKING_METRICS, is_number
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -397,14 +396,6 @@ def _prediction_cell(predicted: str, score: float, gold: str) -> Cell:
 
 
 def _export_blocks(run: Run) -> list[Block]:
-    from pipeline.run.exports import (
-        ExportError,
-        auto_backend,
-        parity_rows,
-        read_export_record,
-        rows_used,
-    )
-
     try:
         record = read_export_record(run.path)
     except ExportError as error:

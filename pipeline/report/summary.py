@@ -22,7 +22,8 @@ from pipeline.report.formatting import (
 from pipeline.report.plots import MAX_PLOTTED_CLASSES
 from pipeline.report.runs import Run, num_test_samples, ranks_models, repeats_its_run
 from pipeline.report.scores import imbalance_sentence, is_imbalanced
-from pipeline.run.directory import RANKING_METRICS, is_number, nested_get, per_class_score
+from pipeline.run.directory import nested_get, per_class_score
+from pipeline.run.record import RANKING_METRICS, is_number
 from pipeline.scoring.thresholds import selection_cut_off
 
 SECTION_SUMMARY = "Summary"
@@ -70,12 +71,8 @@ def summary_blocks(runs: Sequence[Run]) -> list[Block]:
         _text_row("Longer than the fixed length (train)", runs, _truncated_train_text),
         _text_row("Training time", runs, lambda r: format_duration(r.metrics.timings.train_seconds)),
         _text_row("Total time", runs, lambda r: format_duration(r.metrics.timings.total_seconds)),
-        _text_row(
-            "Training samples/s", runs, lambda r: format_rate(r.metrics.throughput.train_samples_per_second)
-        ),
-        _text_row(
-            "Evaluation samples/s", runs, lambda r: format_rate(r.metrics.throughput.eval_samples_per_second)
-        ),
+        _text_row("Training samples/s", runs, lambda r: format_rate(r.metrics.throughput.train_samples_per_second)),
+        _text_row("Evaluation samples/s", runs, lambda r: format_rate(r.metrics.throughput.eval_samples_per_second)),
         _text_row("Device", runs, _device_text),
         _text_row("Mixed precision", runs, lambda r: _plain(r.metrics.training.mixed_precision)),
         _text_row("Effective batch size", runs, lambda r: format_count(r.metrics.training.effective_batch_size)),

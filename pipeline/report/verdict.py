@@ -22,7 +22,7 @@ from pipeline.report.caveats import (
 from pipeline.report.formatting import format_count, format_metric, format_percent, format_score
 from pipeline.report.runs import Run, num_test_samples, one_model, repeats_its_run, same_task
 from pipeline.report.scores import imbalance_sentence, is_imbalanced
-from pipeline.run.directory import RANKING_METRICS, is_number
+from pipeline.run.record import RANKING_METRICS, is_number
 
 DIFFERENT_DATA_CAUTION = "Caution: the runs were tested on different data."
 
