@@ -17,6 +17,7 @@ codec is generic (dataclasses.fields and type hints), so a section is only its l
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import types
@@ -65,7 +66,9 @@ class Section:
 
     extra: dict[str, Any] = field(default_factory=dict, repr=False, kw_only=True, metadata={"internal": True})
     # The keys as read, in their order: written in it again, a null as null, so reading and writing changes nothing.
-    read_keys: list[str] = field(default_factory=list, repr=False, kw_only=True, metadata={"internal": True})
+    read_keys: list[str] = field(
+        default_factory=list, repr=False, compare=False, kw_only=True, metadata={"internal": True}
+    )
 
     @classmethod
     def from_dict(cls: type[S], data: dict[str, Any]) -> S:
@@ -110,12 +113,7 @@ def _fields(cls: type) -> list[dataclasses.Field]:
     return [f for f in dataclasses.fields(cls) if not f.metadata.get("internal")]
 
 
-def _names(cls: type) -> set[str]:
-    return {f.name for f in _fields(cls)}
-
-
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+_hints = functools.cache(typing.get_type_hints)  # a section's field types, resolved once
 
 
 def _unwrap(hint: Any) -> Any:
@@ -165,18 +163,14 @@ class RunInfo(Section):
 
 
 @dataclass
-class Areas(Section):
-    """Areas under the ROC and precision-recall curves: binary and multi-label runs."""
-
+class Areas(Section):  # under the ROC and precision-recall curves: binary and multi-label runs
     per_class: dict[str, dict[str, float]] | None = None  # class -> roc_auc, average_precision
     macro_roc_auc: float | None = None
     macro_average_precision: float | None = None
 
 
 @dataclass
-class LowConfidence(Section):
-    """Rows a flagging run marked low-confidence."""
-
+class LowConfidence(Section):  # the rows a flagging run marked
     flagged: int | None = None
     share: float | None = None
     accuracy_of_kept: float | None = None
@@ -203,7 +197,7 @@ class Scores(Section):
 
     def figure(self, metric: str) -> Any:
         """A figure by its name (a ranking metric's, say), or None."""
-        return getattr(self, metric, None) if metric in _names(type(self)) else None
+        return getattr(self, metric, None) if metric in {f.name for f in _fields(type(self))} else None
 
 
 @dataclass
@@ -225,9 +219,7 @@ class Best(Section):
 
 
 @dataclass
-class Data(Section):
-    """What stage 1 did (pipeline.data.load's summary)."""
-
+class Data(Section):  # what stage 1 did (pipeline.data.load's summary)
     task: str | None = None
     label_reading: dict[str, Any] | None = None
     class_counts: dict[str, dict[str, Any]] | None = None  # split -> rows, per_class, imbalance_ratio
@@ -362,9 +354,7 @@ class Calibration(Section):
 
 
 @dataclass
-class Chosen(Section):
-    """How one class's threshold was chosen."""
-
+class Chosen(Section):  # how one class's threshold was chosen
     setting: Any = None
     threshold: float | None = None
     validation_precision: float | None = None
@@ -398,9 +388,7 @@ class Baseline(Scores):
 
 
 @dataclass
-class Evaluation(Section):
-    """A pipeline.evaluate folder's input and model."""
-
+class Evaluation(Section):  # a pipeline.evaluate folder's input and model
     model: str | None = None
     input: str | None = None
     run_file: str | None = None
@@ -437,7 +425,7 @@ class RunRecord(Section):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunRecord:
-        record = super().from_dict({"format_version": 1, **data})
+        record = super().from_dict(data if "format_version" in data else {"format_version": 1, **data})
         record.labels = [str(label) for label in record.labels] if isinstance(record.labels, list) else []
         return record
 
@@ -462,11 +450,10 @@ class RunRecord(Section):
     def headline_scores(self) -> str:
         """The run's last console line: led by the metric that selected its model (micro-F1 for multi-label, where
         accuracy is the strict subset accuracy)."""
-        test = self.test
-        names = {**RANKING_METRICS, "accuracy": "subset accuracy" if test.micro_f1 is not None else "accuracy"}
-        shown = [(name, test.figure(name)) for name in self.headline_metrics]
+        names = {**RANKING_METRICS, "accuracy": "subset accuracy" if self.test.micro_f1 is not None else "accuracy"}
+        shown = [(name, self.test.figure(name)) for name in self.headline_metrics]
         scores = ", ".join(f"{names[name]} {value:.4f}" for name, value in shown if value is not None)
-        return f"{scores} on {test.num_samples} rows"
+        return f"{scores} on {self.test.num_samples} rows"
 
     @property
     def untrained_classes(self) -> list[str]:
