@@ -53,7 +53,7 @@ from pipeline.report import ReportError, plot_confusion_matrix, write_report
 from pipeline.run import directory as rundir
 from pipeline.run import ownership
 from pipeline.run.directory import RunDir, RunDirError
-from pipeline.run.record import Baseline, RunRecord, Throughput
+from pipeline.run.record import Baseline, RunRecord, Throughput, Timings
 from pipeline.scoring.baseline import run_baseline
 from pipeline.scoring.decide import Scoring, calibrate_and_decide, unfold_earlier_calibration
 from pipeline.scoring.evaluation import EvalResult, predict_logits, write_predictions
@@ -138,9 +138,7 @@ class Prepared:
     last_layer_cls_only: bool = False
 
 
-def prepare(
-    config: PipelineConfig, accelerator: Accelerator, timings: dict[str, float], teacher: Any = None
-) -> Prepared:
+def prepare(config: PipelineConfig, accelerator: Accelerator, timings: Timings, teacher: Any = None) -> Prepared:
     """Stage 1 (data) and 2 (tokenizer, model, fixed-length tokens). The main process goes first, so that
     downloads and caches are made once and reused by the others. With a `teacher` (distill.resolve_teacher), train
     also gets the transfer rows and every row the teacher's logits (pipeline/distill/teacher.py)."""
@@ -153,7 +151,7 @@ def prepare(
     resolve_class_weights(config.train, data.class_counts)
     if teacher is not None:
         distill.check_teacher(teacher, labels, config.data)
-    timings["data_seconds"] = time.perf_counter() - tick
+    timings.data_seconds = time.perf_counter() - tick
     with accelerator.main_process_first():
         tokenizer = load_pretrained(
             "tokenizer.name_or_path", config.tokenizer.name_or_path, lambda: load_tokenizer(config.tokenizer)
@@ -177,7 +175,7 @@ def prepare(
             models.max_positions(model),
             lambda length: seconds_per_row(model, accelerator, length),
         )
-        timings["tokenize_seconds"] = time.perf_counter() - tick
+        timings.tokenize_seconds = time.perf_counter() - tick
         if teacher is not None:  # the main process labels (or finds the cache); the others read its cache
             tick = time.perf_counter()
             student_train, distill_record = distill.student_rows(
@@ -185,7 +183,7 @@ def prepare(
             )
             if config.train.distill.init_embeddings:  # every process alike: the projection is deterministic
                 distill_record["init_embeddings"] = distill.init_student_embeddings(model, teacher, tokenizer)
-            timings["teacher_seconds"] = time.perf_counter() - tick
+            timings.teacher_seconds = time.perf_counter() - tick
     # Every process but the first should have found the main process's cache: recorded, so that it can be checked.
     tokenization.from_cache_by_process = gather_object([tokenization.from_cache])
     rows = {name: TokenizedRows(split) for name, split in tokenized.items() if name in data.splits}
@@ -284,7 +282,7 @@ def build_record(
     prepared: Prepared,
     training: TrainResult,
     scoring: Scoring,
-    timings: dict[str, float],
+    timings: Timings,
     eval_rows: int,
     num_parameters: int,
     started_at: str,
@@ -314,7 +312,7 @@ def build_record(
             "timings": timings,
             "throughput": {
                 "train_samples_per_second": training.samples_per_second,
-                "eval_samples_per_second": eval_rows / timings["eval_seconds"],  # rows predicted by stage 4
+                "eval_samples_per_second": eval_rows / timings.eval_seconds,  # rows predicted by stage 4
             },
             "training": training_record(config, prepared, training, device["num_processes"]),
             "device": device,
@@ -388,17 +386,17 @@ def run(config: PipelineConfig) -> dict[str, Any]:
         accelerator.wait_for_everyone()  # every process samples the load at once, none of them busy yet
         threads = set_cpu_threads(config.train.cpu_threads, accelerator)
         set_seed(config.run.seed)
-        timings: dict[str, float] = {}
+        timings = Timings()
         prepared = prepare(config, accelerator, timings, teacher)
         if accelerator.is_main_process:
             start_run_dir(config, prepared.data)
         accelerator.wait_for_everyone()
         training, num_parameters = train(config, prepared, accelerator)
-        timings["train_seconds"] = training.state.train_seconds
-        scoring, timings["eval_seconds"], eval_rows = evaluate(
+        timings.train_seconds = training.state.train_seconds
+        scoring, timings.eval_seconds, eval_rows = evaluate(
             config, prepared, accelerator, training.best_validation_logits
         )
-        timings["total_seconds"] = time.perf_counter() - start
+        timings.total_seconds = time.perf_counter() - start
         device = {**hardware.device_info(accelerator.device, accelerator.num_processes), **threads}
         device["freed_memory_kept"] = memory_kept
         record = build_record(

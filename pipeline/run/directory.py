@@ -1,9 +1,10 @@
 """The run directory: the contract between training, prediction and reports, and the only module that knows it.
 
     run = RunDir(Path("runs/ag_news_bert"))
-    run.metrics_path, run.model_dir, run.read_metrics(), write_test_predictions(run.predictions_path, ...)
+    run.metrics_path, run.model_dir, run.read_record(), run.read_history(), run.read_predictions()
 
-Every file name below lives here and nowhere else (docs/run-directory.md describes the contents). Readers raise
+Every file name below lives here and nowhere else (metrics.json's in pipeline.run.record, which reads and writes
+it; docs/run-directory.md describes the contents). Readers raise
 `RunDirError` naming the file and what is wrong with it, so every command reports a damaged run the same way.
 """
 

@@ -131,7 +131,7 @@ def _section_type(hint: Any) -> type[Section] | None:
 
 def _decode(hint: Any, value: Any) -> Any:
     section = _section_type(hint)
-    if section is not None and value is not None:
+    if section is not None and value is not None and not isinstance(value, section):
         return section.from_dict(value) if isinstance(value, dict) else _UNREADABLE
     if typing.get_origin(_unwrap(hint)) is dict and isinstance(value, dict):
         inner = _section_type(typing.get_args(_unwrap(hint))[1])
