@@ -330,6 +330,10 @@ class RunDir:
     def write_record(self, record: RunRecord) -> None:
         write_record(self.metrics_path, record)
 
+    def write_metrics(self, metrics: dict[str, Any]) -> None:
+        """A metrics.json dict, read into a RunRecord and written: for the model card's tests, which build dicts."""
+        self.write_record(RunRecord.from_dict(metrics))
+
 
 def write_decision(model_dir: Path, record: dict[str, Any]) -> None:
     atomic_write_json(Path(model_dir) / DECISION_FILE, record)
