@@ -23,7 +23,7 @@ from pipeline.report.plots import MAX_PLOTTED_CLASSES
 from pipeline.report.runs import Run, num_test_samples, ranks_models, repeats_its_run
 from pipeline.report.scores import imbalance_sentence, is_imbalanced
 from pipeline.run.directory import nested_get, per_class_score
-from pipeline.run.record import RANKING_METRICS, is_number
+from pipeline.run.record import RANKING_METRICS, Baseline, is_number
 from pipeline.scoring.thresholds import selection_cut_off
 
 SECTION_SUMMARY = "Summary"
@@ -122,7 +122,7 @@ def _baseline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
     if not any(baseline_of(run) or baseline_error(run) for run in runs):
         return []
     micro_f1 = (
-        [_text_row("Baseline micro-F1", runs, lambda r: format_score(baseline_of(r) and baseline_of(r).micro_f1))]
+        [_text_row("Baseline micro-F1", runs, lambda r: format_score((baseline_of(r) or Baseline()).micro_f1))]
         if any(run.ranking_metric == "micro_f1" for run in runs)
         else []
     )
@@ -131,15 +131,15 @@ def _baseline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
     subset = all(run.multi_label for run in runs)
 
     def accuracy_text(run: Run) -> str:
-        accuracy = baseline_of(run) and baseline_of(run).accuracy
+        accuracy = (baseline_of(run) or Baseline()).accuracy
         return format_percent(accuracy) + (_exact_match(run) if not subset and is_number(accuracy) else "")
 
     return [
         *micro_f1,
         _text_row("Baseline subset accuracy" if subset else "Baseline test accuracy", runs, accuracy_text),
-        _text_row("Baseline macro-F1", runs, lambda r: format_score(baseline_of(r) and baseline_of(r).macro_f1)),
+        _text_row("Baseline macro-F1", runs, lambda r: format_score((baseline_of(r) or Baseline()).macro_f1)),
         _text_row(
-            "Baseline training time", runs, lambda r: format_duration(baseline_of(r) and baseline_of(r).train_seconds)
+            "Baseline training time", runs, lambda r: format_duration((baseline_of(r) or Baseline()).train_seconds)
         ),
     ]
 
