@@ -88,10 +88,11 @@ class Section:
         names = [f.name for f in _fields(type(self))]
         out = {}
         for key in dict.fromkeys([*self.read_keys, *names, *self.extra]):
-            if key in self.extra:
+            value = getattr(self, key) if key in names else None
+            if key in names and (not _blank(value) or (key in self.read_keys and key not in self.extra)):
+                out[key] = _encode(value)
+            elif key in self.extra:  # unknown, or unreadable as its section (unless set since)
                 out[key] = self.extra[key]
-            elif key in names and (key in self.read_keys or not _blank(getattr(self, key))):
-                out[key] = _encode(getattr(self, key))
         return out
 
     def update(self: S, other: S | None) -> None:
