@@ -26,7 +26,7 @@ import shutil
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +53,6 @@ from pipeline.run.record import (
     Calibration,
     Data,
     Evaluation,
-    RunInfo,
     RunRecord,
     Scores,
     Throughput,
@@ -270,7 +269,7 @@ def tokenization_of(counts: TokenCounts, max_length: int, run: RunRecord) -> Tok
     """The run's tokenization record with this file's figures as `test`: its share of texts longer than the fixed
     length, of unknown tokens and of texts mostly unknown (the run's own test split's would say nothing about this
     file)."""
-    record = Tokenization.from_dict(run.tokenization.to_dict())
+    record = replace(run.tokenization)  # a copy: the run's own stays as it was
     for key, value in (
         ("truncated_fraction", truncated_share(counts.lengths, max_length)),
         ("unknown_token_share", counts.unknown_share),
@@ -295,7 +294,7 @@ def build_record(
     data = run.data
     repeated_headers = sum(read["repeated_headers"]["removed"].values())  # the rest of `removed` were incomplete
     return RunRecord(
-        run=RunInfo.from_dict({**run.run.to_dict(), "name": name}),
+        run=replace(run.run, name=name),
         labels=run.labels,
         validation=run.validation,
         test=Scores.from_dict(scored.result.metrics),
