@@ -26,7 +26,7 @@ import shutil
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +48,18 @@ from pipeline.run.directory import (
     RunDir,
     RunDirError,
     folded_temperature,
-    foreign_names,
-    headline_scores,
 )
 from pipeline.run.exports import BACKENDS
+from pipeline.run.ownership import foreign_names
+from pipeline.run.record import (
+    Calibration,
+    Data,
+    Evaluation,
+    RunRecord,
+    Scores,
+    Throughput,
+    Tokenization,
+)
 from pipeline.scoring.decide import calibration_record
 from pipeline.scoring.evaluation import EvalResult, result_from_probabilities, write_predictions
 from pipeline.text.lengths import truncated_share
@@ -213,7 +221,7 @@ class Scored:
     uncalibrated: EvalResult  # the same rows before calibration: the folded temperature taken back out
     temperature: float  # folded into the saved model (1.0: none)
     counts: TokenCounts  # the texts' untruncated lengths and unknown tokens, from the tokenization the model read
-    speed: dict[str, Any]  # metrics.json throughput: rows/s after a warm-up batch (pipeline.predict.speed)
+    speed: Throughput  # rows/s after a warm-up batch (pipeline.predict.speed)
 
 
 def score(predictor: Predictor, texts: list[str], gold: Any, labels: list[str], temperature: float) -> Scored:
@@ -234,73 +242,77 @@ def score(predictor: Predictor, texts: list[str], gold: Any, labels: list[str], 
     return Scored(result, uncalibrated, temperature, counts, speed)
 
 
-def calibration_of(scored: Scored, run_metrics: dict[str, Any]) -> dict[str, Any]:
+def calibration_of(scored: Scored, run: RunRecord) -> Calibration:
     """metrics.json `calibration` in a trained run's shape: the file's expected calibration error, loss and
     reliability bins before and after calibration as `test` (scoring.calibration_record), beside the run's own
     validation figures and any warning about its temperature."""
-    run_calibration = run_metrics.get("calibration") or {}
-    enabled = bool(run_calibration.get("enabled", scored.temperature != 1.0))
-    before, after = {"test": scored.uncalibrated}, {"test": scored.result}
-    record = calibration_record(enabled, scored.temperature, before, after)
-    for key in ("ece", "loss", "reliability"):
-        record[key] = {"validation": (run_calibration.get(key) or {}).get("validation"), **record[key]}
-    if run_calibration.get("warning"):
-        record["warning"] = run_calibration["warning"]
+    own = run.calibration or Calibration()
+    enabled = bool(own.enabled if own.enabled is not None else scored.temperature != 1.0)
+    record = Calibration.from_dict(
+        calibration_record(enabled, scored.temperature, {"test": scored.uncalibrated}, {"test": scored.result})
+    )
+    record.ece = {"validation": (own.ece or {}).get("validation"), **record.ece}
+    record.loss = {"validation": (own.loss or {}).get("validation"), **record.loss}
+    record.reliability = {"validation": (own.reliability or {}).get("validation"), **record.reliability}
+    record.warning = own.warning or None
     return record
 
 
-def tokenization_of(counts: TokenCounts, max_length: int, run_metrics: dict[str, Any]) -> dict[str, Any]:
+def tokenization_of(counts: TokenCounts, max_length: int, run: RunRecord) -> Tokenization:
     """The run's tokenization record with this file's figures as `test`: its share of texts longer than the fixed
     length, of unknown tokens and of texts mostly unknown (the run's own test split's would say nothing about this
     file)."""
-    record = dict(run_metrics.get("tokenization") or {})
+    record = replace(run.tokenization)  # a copy: the run's own stays as it was
     for key, value in (
         ("truncated_fraction", truncated_share(counts.lengths, max_length)),
         ("unknown_token_share", counts.unknown_share),
         ("mostly_unknown_share", counts.mostly_unknown_share),
     ):
-        shares = record.get(key) if isinstance(record.get(key), dict) else {}
-        record[key] = {**{split: share for split, share in shares.items() if split == "train"}, "test": value}
+        shares = getattr(record, key) if isinstance(getattr(record, key), dict) else {}
+        setattr(record, key, {**{split: share for split, share in shares.items() if split == "train"}, "test": value})
     return record
 
 
-def build_metrics(
-    run_metrics: dict[str, Any],
+def build_record(
+    run: RunRecord,
     scored: Scored,
-    tokenization: dict[str, Any],
+    tokenization: Tokenization,
     removed: list[RemovedRow],
     read: dict[str, Any],
-    evaluation: dict[str, Any],
+    evaluation: Evaluation,
     name: str,
-) -> dict[str, Any]:
+) -> RunRecord:
     """metrics.json of the output folder: the run's own records of how it was trained and validated, this file's
     metrics as `test` (`read`: how it was read, data.source_records)."""
-    data = run_metrics.get("data") or {}
-    result = scored.result
+    data = run.data
     repeated_headers = sum(read["repeated_headers"]["removed"].values())  # the rest of `removed` were incomplete
-    return {
-        "run": {**(run_metrics.get("run") or {}), "name": name},
-        "labels": run_metrics["labels"],
-        "validation": run_metrics.get("validation"),
-        "test": result.metrics,
-        "best": run_metrics.get("best"),
+    return RunRecord(
+        run=replace(run.run, name=name),
+        labels=run.labels,
+        validation=run.validation,
+        test=Scores.from_dict(scored.result.metrics),
+        best=run.best,
         # How the model was trained and its thresholds chosen: the run's, unchanged.
-        **{key: run_metrics[key] for key in ("training", "thresholds") if key in run_metrics},
-        "tokenization": tokenization,
-        "throughput": scored.speed,
-        "calibration": calibration_of(scored, run_metrics),
-        "data": {
-            "task": data.get("task"),
-            "class_counts": data.get("class_counts"),
-            "sizes": {"test": len(result.labels)},
-            "incomplete_rows": {"removed": {"test": len(removed) - repeated_headers}},
-            **read,
-        },
-        "evaluation": evaluation,
-    }
+        training=run.training,
+        thresholds=run.thresholds,
+        tokenization=tokenization,
+        throughput=scored.speed,
+        calibration=calibration_of(scored, run),
+        data=Data.from_dict(
+            {
+                "task": data.task,
+                "class_counts": data.class_counts,
+                "sizes": {"test": len(scored.result.labels)},
+                "incomplete_rows": {"removed": {"test": len(removed) - repeated_headers}},
+                **read,
+            }
+        ),
+        evaluation=evaluation,
+        read_keys=["format_version", "run", "labels", "validation"],  # validation: null where the run has none
+    )
 
 
-def evaluate_file(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
+def evaluate_file(args: argparse.Namespace) -> tuple[Path, RunRecord]:
     """Score the file and write the folder; its path and metrics.json's contents."""
     run = RunDir(Path(args.model))
     run.check_finished()
@@ -308,9 +320,9 @@ def evaluate_file(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     output = Path(args.output) if args.output else default_output(run.path, args.input)
     check_paths(run, input_path, output, args.overwrite)
     config = reading_config(run, args.overrides, input_path)
-    run_metrics = run.read_metrics()
-    labels = [str(label) for label in run_metrics["labels"]]
-    reading = (run_metrics.get("data") or {}).get("label_reading")
+    run_record = run.read_record()
+    labels = run_record.labels
+    reading = run_record.data.label_reading
     try:
         dataset, removed, read = read_labelled_file(config.data, args.input, "--input", labels, reading)
     except UnknownLabels as error:  # a class the model never saw: how to score the file without those rows
@@ -331,41 +343,41 @@ def evaluate_file(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     unknown = scored.counts.unknown and scored.counts.unknown.warning("the input's", predictor.tokenizer)
     if unknown:  # the report's note says it too (report.caveats.unknown_tokens_note)
         logger.warning("%s", unknown)
-    evaluation = {
-        "model": str(run.path.resolve()),
-        "input": str(input_path),
-        "run_file": run_file,  # the run's own data.train_file or data.validation_file, which the input is; or None
-        "overrides": list(args.overrides),
-        "rows": len(dataset),
-        "removed_rows": len(removed),
-        "backend": predictor.describe_backend(),
-    }
-    tokenization = tokenization_of(scored.counts, predictor.max_length, run_metrics)
-    metrics = build_metrics(run_metrics, scored, tokenization, removed, read, evaluation, output.name)
-    write_folder(output, run, config, metrics, scored.result, dataset, removed)
-    return output, metrics
+    evaluation = Evaluation(
+        model=str(run.path.resolve()),
+        input=str(input_path),
+        run_file=run_file,  # the run's own data.train_file or data.validation_file, which the input is; or None
+        overrides=list(args.overrides),
+        rows=len(dataset),
+        removed_rows=len(removed),
+        backend=predictor.describe_backend(),
+        read_keys=["run_file"],  # null when the input is no file of the run's
+    )
+    tokenization = tokenization_of(scored.counts, predictor.max_length, run_record)
+    record = build_record(run_record, scored, tokenization, removed, read, evaluation, output.name)
+    write_folder(output, run, config, record, scored.result, dataset, removed)
+    return output, record
 
 
 def write_folder(
     output: Path,
     run: RunDir,
     config: PipelineConfig,
-    metrics: dict[str, Any],
+    record: RunRecord,
     result: EvalResult,
     dataset: Any,
     removed: list[RemovedRow],
 ) -> None:
     """The output folder, laid out as a run directory (see the module docstring), built beside its place and
     renamed into it whole, its report included."""
-    labels = [str(label) for label in metrics["labels"]]
 
     def fill(folder: Path) -> None:
         written = RunDir(folder)
         save_config(config, written.config_path)
         if run.history_path.is_file():  # the model's own validation curves, for the report
             shutil.copyfile(run.history_path, written.history_path)
-        written.write_metrics(metrics)
-        write_predictions(written.predictions_path, result, dataset, labels, config.data.label_separator)
+        written.write_record(record)
+        write_predictions(written.predictions_path, result, dataset, record.labels, config.data.label_separator)
         write_removed_rows(folder / REMOVED_ROWS_FILE, removed)
         write_report([folder], folder, final_dirs=[output])  # before the swap: the folder arrives whole
 
@@ -376,14 +388,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        output, metrics = evaluate_file(args)
+        output, record = evaluate_file(args)
     except (ConfigError, DataError, PredictError, RunDirError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     except OSError as error:  # a read-only folder, a full disk: io.OutputError names the output, not a temporary file
         print(f"error: {one_line(error)}", file=sys.stderr)
         return 1
-    print(f"{args.input}: {headline_scores(metrics)}. Written: {output} (report.md, report.html)")
+    print(f"{args.input}: {record.headline_scores}. Written: {output} (report.md, report.html)")
     return 0
 
 

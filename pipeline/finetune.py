@@ -36,22 +36,24 @@ from pipeline.card.write import write_model_card
 from pipeline.common import hardware
 from pipeline.common.errors import one_line
 from pipeline.common.io import (
-    atomic_write_csv,
-    check_can_write,
     interrupted_exit_code,
     replace_directory,
     terminated_as_interrupt,
 )
-from pipeline.config.load import load_config, save_config, to_dict, with_absolute_paths
+from pipeline.config.load import load_config, to_dict, with_absolute_paths
 from pipeline.config.schema import ConfigError, PipelineConfig
 from pipeline.data.label_scheme import UnknownLabels, leave_out_hint
 from pipeline.data.load import DataError, LoadedData, load_data
-from pipeline.data.splits import write_removed_rows
+from pipeline.export.convert import export_after_training
 from pipeline.models import load_classifier
 from pipeline.models.cls_only import restrict_last_layer_to_cls
+from pipeline.predict import PredictError, Predictor, resolve_model_source
+from pipeline.predict.speed import prediction_speed as measure_speed
 from pipeline.report import ReportError, plot_confusion_matrix, write_report
 from pipeline.run import directory as rundir
-from pipeline.run.directory import METRICS_FILE, RunDir, RunDirError
+from pipeline.run import ownership
+from pipeline.run.directory import RunDir, RunDirError
+from pipeline.run.record import Baseline, RunRecord, Throughput, Timings
 from pipeline.scoring.baseline import run_baseline
 from pipeline.scoring.decide import Scoring, calibrate_and_decide, unfold_earlier_calibration
 from pipeline.scoring.evaluation import EvalResult, predict_logits, write_predictions
@@ -61,29 +63,12 @@ from pipeline.text.tokenization import TokenizationInfo, load_tokenizer, tokeniz
 from pipeline.text.windows import reads_segments
 from pipeline.train.loop import Trainer, TrainingDiverged, TrainResult, create_accelerator, seconds_per_row
 from pipeline.train.losses import resolve_class_weights
+from pipeline.train.start import RunError, check_run_dir, start_run_dir
 
 logger = logging.getLogger("pipeline")
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 DEFAULT_CONFIG = CONFIG_DIR / "ag_news_bert.yaml"
-# Settings a resumed run may change: they alter neither the weights nor the data (resume is exact otherwise);
-# the run directory itself may have been moved or renamed.
-RESUME_MAY_CHANGE = (
-    "eval.",
-    "train.resume",
-    "run.overwrite",
-    "run.name",
-    "run.output_dir",
-    "train.log_every_steps",
-    "train.warn_if_longer_than_minutes",
-    "data.cache_dir",
-    "tokenizer.cache",
-    "train.calibrate",  # calibration happens after training
-)
-
-
-class RunError(RuntimeError):
-    """The run cannot start as configured (e.g. it would overwrite an earlier run)."""
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -103,78 +88,6 @@ def resolve_config(args: argparse.Namespace) -> PipelineConfig:
     if path is None and DEFAULT_CONFIG.exists():
         path = DEFAULT_CONFIG
     return load_config(path, args.overrides)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# The run directory's life: checked before any work, replaced only once the new run has started cleanly
-
-
-def check_run_dir(config: PipelineConfig) -> None:
-    """Refuse, before any work, a run that would clobber an earlier one, resume what cannot be resumed or write
-    where it cannot."""
-    run = RunDir(config.run_dir)
-    if config.train.resume:
-        if not run.path.is_dir():
-            raise RunError(f"train.resume=true but there is no run to resume at {run.path}; drop train.resume")
-        if not run.checkpoints():
-            holds = ", ".join(sorted(child.name for child in run.path.iterdir())) or "nothing"
-            raise RunError(
-                f"train.resume=true but {run.path} holds no checkpoint (it holds: {holds}); start again with "
-                "run.overwrite=true (set train.save_every_steps to make a run resumable)"
-            )
-        check_resume_config(run, config)
-        if run.metrics_path.is_file():
-            logger.warning(
-                "%s has finished training: resuming evaluates its last checkpoint again under the eval.* settings "
-                "given now and rewrites %s, model/ and the reports",
-                run.path,
-                METRICS_FILE,
-            )
-    elif rundir.holds_run(run.path) and not config.run.overwrite:
-        hint = " (or train.resume=true to continue from its last checkpoint)" if run.checkpoints() else ""
-        raise RunError(f"{run.path} already holds a run; choose another run.name, or set run.overwrite=true{hint}")
-    check_can_write(run.path, "run directory", inside=True)
-
-
-def check_resume_config(run: RunDir, config: PipelineConfig) -> None:
-    """A resumed run is exact only under the same settings: name every other key that changed."""
-    saved = _flatten(with_absolute_paths(run.read_config(), resolve_links=True))
-    current = _flatten(with_absolute_paths(to_dict(config), resolve_links=True))
-    changed = sorted(
-        key
-        for key in saved.keys() | current.keys()
-        if saved.get(key) != current.get(key) and not key.startswith(RESUME_MAY_CHANGE)
-    )
-    if changed:
-        details = "; ".join(f"{key}: {saved.get(key)!r} -> {current.get(key)!r}" for key in changed[:6])
-        raise RunError(
-            f"train.resume=true under a changed config would not continue the same run ({details}); "
-            f"resume with the settings in {run.config_path}, or start a new run"
-        )
-
-
-def _flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat = {}
-    for key, value in values.items():
-        if isinstance(value, dict):
-            flat.update(_flatten(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
-
-
-def start_run_dir(config: PipelineConfig, data: LoadedData) -> None:
-    """Main process, once data, tokenizer and model have loaded: replace an earlier run, record config and split."""
-    run = RunDir(config.run_dir)
-    if not config.train.resume:
-        if config.run.overwrite and rundir.holds_run(run.path):
-            rundir.clear_for_overwrite(run.path)
-        save_config(config, run.config_path)
-    for leftover in rundir.clean_staging_leftovers(run.path):
-        logger.info("Removed %s, left by an interrupted run", leftover)
-    split_rows = [[split, row_id] for split, ids in data.row_ids().items() for row_id in ids]
-    atomic_write_csv(run.path / rundir.SPLITS_FILE, ["split", "row_id"], split_rows)
-    write_removed_rows(run.path / rundir.REMOVED_ROWS_FILE, data.removed)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -225,9 +138,7 @@ class Prepared:
     last_layer_cls_only: bool = False
 
 
-def prepare(
-    config: PipelineConfig, accelerator: Accelerator, timings: dict[str, float], teacher: Any = None
-) -> Prepared:
+def prepare(config: PipelineConfig, accelerator: Accelerator, timings: Timings, teacher: Any = None) -> Prepared:
     """Stage 1 (data) and 2 (tokenizer, model, fixed-length tokens). The main process goes first, so that
     downloads and caches are made once and reused by the others. With a `teacher` (distill.resolve_teacher), train
     also gets the transfer rows and every row the teacher's logits (pipeline/distill/)."""
@@ -240,7 +151,7 @@ def prepare(
     resolve_class_weights(config.train, data.class_counts)
     if teacher is not None:
         distill.check_teacher(teacher, labels, config.data)
-    timings["data_seconds"] = time.perf_counter() - tick
+    timings.data_seconds = time.perf_counter() - tick
     with accelerator.main_process_first():
         tokenizer = load_pretrained(
             "tokenizer.name_or_path", config.tokenizer.name_or_path, lambda: load_tokenizer(config.tokenizer)
@@ -264,7 +175,7 @@ def prepare(
             models.max_positions(model),
             lambda length: seconds_per_row(model, accelerator, length),
         )
-        timings["tokenize_seconds"] = time.perf_counter() - tick
+        timings.tokenize_seconds = time.perf_counter() - tick
         if teacher is not None:  # the main process labels (or finds the cache); the others read its cache
             tick = time.perf_counter()
             student_train, distill_record = distill.student_rows(
@@ -272,7 +183,7 @@ def prepare(
             )
             if config.train.distill.init_embeddings:  # every process alike: the projection is deterministic
                 distill_record["init_embeddings"] = distill.init_student_embeddings(model, teacher, tokenizer)
-            timings["teacher_seconds"] = time.perf_counter() - tick
+            timings.teacher_seconds = time.perf_counter() - tick
     # Every process but the first should have found the main process's cache: recorded, so that it can be checked.
     tokenization.from_cache_by_process = gather_object([tokenization.from_cache])
     rows = {name: TokenizedRows(split) for name, split in tokenized.items() if name in data.splits}
@@ -366,70 +277,78 @@ def model_source(config: PipelineConfig) -> str:
     return with_absolute_paths(to_dict(config))["model"]["name_or_path"]
 
 
-def build_metrics(
+def build_record(
     config: PipelineConfig,
     prepared: Prepared,
-    results: dict[str, EvalResult],
     training: TrainResult,
-    timings: dict[str, float],
+    scoring: Scoring,
+    timings: Timings,
     eval_rows: int,
     num_parameters: int,
     started_at: str,
-    accelerator: Accelerator,
-) -> dict:
+    device: dict[str, Any],
+) -> RunRecord:
+    """metrics.json (pipeline.run.record) from stages 1-4; `device`: hardware.device_info and the CPU threads."""
+    finished_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return RunRecord.from_dict(
+        {
+            "run": {
+                "name": config.run.name,
+                "model_kind": config.model.kind,
+                "model_name_or_path": model_source(config),
+                "num_parameters": num_parameters,
+                "started_at": started_at,
+                "finished_at": finished_at,
+            },
+            "labels": prepared.labels,
+            **{split: result.metrics for split, result in scoring.results.items()},
+            "best": {
+                "step": training.state.best_step,
+                "metric": training.selection_metric,
+                f"validation_{training.selection_metric}": training.state.best_score,
+            },
+            "data": prepared.data.summary,
+            "tokenization": prepared.tokenization.to_dict(),
+            "timings": timings,
+            "throughput": {
+                "train_samples_per_second": training.samples_per_second,
+                "eval_samples_per_second": eval_rows / timings.eval_seconds,  # rows predicted by stage 4
+            },
+            "training": training_record(config, prepared, training, device["num_processes"]),
+            "device": device,
+            "versions": hardware.library_versions(),
+            **({"distill": prepared.distill} if prepared.distill is not None else {}),
+            "calibration": scoring.calibration,
+            "thresholds": scoring.thresholds,
+        }
+    )
+
+
+def training_record(config: PipelineConfig, prepared: Prepared, training: TrainResult, processes: int) -> dict:
+    """metrics.json `training`: how stage 3 ran."""
     return {
-        "run": {
-            "name": config.run.name,
-            "model_kind": config.model.kind,
-            "model_name_or_path": model_source(config),
-            "num_parameters": num_parameters,
-            "started_at": started_at,
-            "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        },
-        "labels": prepared.labels,
-        **{split: result.metrics for split, result in results.items()},
-        "best": {
-            "step": training.state.best_step,
-            "metric": training.selection_metric,
-            f"validation_{training.selection_metric}": training.state.best_score,
-        },
-        "data": prepared.data.summary,
-        "tokenization": prepared.tokenization.to_dict(),
-        "timings": timings,
-        "throughput": {
-            "train_samples_per_second": training.samples_per_second,
-            "eval_samples_per_second": eval_rows / timings["eval_seconds"],  # rows predicted by stage 4
-        },
-        "training": {
-            "global_steps": training.state.global_step,
-            # Rows trained on, counted batch by batch (a short last batch counts its own rows), over every process.
-            "samples_seen": training.state.samples_seen,
-            "epochs_completed": training.epochs_completed,
-            "effective_batch_size": training.effective_batch_size,
-            "mixed_precision": training.mixed_precision,
-            "fast_dropout_modules": training.fast_dropout_modules,
-            "last_layer_cls_only": prepared.last_layer_cls_only,
-            "num_processes": accelerator.num_processes,
-            "stopped_early": training.stopped_early,
-            "loss": config.train.loss,
-            **({"focal_gamma": config.train.focal_gamma} if config.train.loss == "focal" else {}),
-            # Per class (multi-label: BCE pos_weight); null: unweighted.
-            "class_weights": resolve_class_weights(config.train, prepared.data.class_counts),
-            # What learned at train.head_learning_rate (the pretrained checkpoint lacked it); empty: nothing did.
-            "head_parameters": sorted(prepared.new_parameters),
-        },
-        "device": hardware.device_info(accelerator.device, accelerator.num_processes),
-        "versions": hardware.library_versions(),
-        **({"distill": prepared.distill} if prepared.distill is not None else {}),
+        "global_steps": training.state.global_step,
+        # Rows trained on, counted batch by batch (a short last batch counts its own rows), over every process.
+        "samples_seen": training.state.samples_seen,
+        "epochs_completed": training.epochs_completed,
+        "effective_batch_size": training.effective_batch_size,
+        "mixed_precision": training.mixed_precision,
+        "fast_dropout_modules": training.fast_dropout_modules,
+        "last_layer_cls_only": prepared.last_layer_cls_only,
+        "num_processes": processes,
+        "stopped_early": training.stopped_early,
+        "loss": config.train.loss,
+        **({"focal_gamma": config.train.focal_gamma} if config.train.loss == "focal" else {}),
+        # Per class (multi-label: BCE pos_weight); null: unweighted.
+        "class_weights": resolve_class_weights(config.train, prepared.data.class_counts),
+        # What learned at train.head_learning_rate (the pretrained checkpoint lacked it); empty: nothing did.
+        "head_parameters": sorted(prepared.new_parameters),
     }
 
 
-def prediction_speed(config: PipelineConfig, prepared: Prepared) -> dict[str, Any]:
+def prediction_speed(config: PipelineConfig, prepared: Prepared) -> Throughput | None:
     """Rows/s of the prediction path (pipeline.predict) on at most eval.predict_speed_rows test texts, with the
     saved model as users will load it; main process only."""
-    from pipeline.predict import PredictError, Predictor, resolve_model_source
-    from pipeline.predict.speed import prediction_speed as measure
-
     test = prepared.data.splits["test"]
     texts = test.select(range(min(len(test), config.eval.predict_speed_rows)))["text"]
     try:
@@ -438,8 +357,8 @@ def prediction_speed(config: PipelineConfig, prepared: Prepared) -> dict[str, An
         predictor = Predictor.from_source(source, max_length=prepared.tokenization.max_length, backend="torch")
     except PredictError as error:
         logger.warning("Prediction speed not measured: %s", error)
-        return {}
-    return measure(predictor, texts)
+        return None
+    return measure_speed(predictor, texts)
 
 
 def set_cpu_threads(setting: int | None, accelerator: Accelerator) -> dict[str, Any]:
@@ -452,78 +371,76 @@ def set_cpu_threads(setting: int | None, accelerator: Accelerator) -> dict[str, 
     return {"cpu_threads": threads, "cpu_threads_reason": reason}
 
 
-def run(config: PipelineConfig) -> dict:
+def run(config: PipelineConfig) -> dict[str, Any]:
     """Stages 1-4 for one config; returns metrics.json's content."""
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     start = time.perf_counter()
     accelerator = create_accelerator(config.train, config.run_dir)
     if accelerator.is_main_process:  # before this process claims it: the other ranks would see its own lock
-        rundir.refuse_if_in_use(config.run_dir)
+        ownership.refuse_if_in_use(config.run_dir)
     check_run_dir(config)
     teacher = distill.resolve_teacher(config.train.distill) if config.train.distill.teacher else None
-    claim = rundir.claimed(config.run_dir) if accelerator.is_main_process else contextlib.nullcontext()
+    claim = ownership.claimed(config.run_dir) if accelerator.is_main_process else contextlib.nullcontext()
     keep_memory = config.train.keep_freed_memory and accelerator.device.type == "cpu"
     with claim, hardware.torch_threads_restored(), hardware.freed_memory_kept(keep_memory) as memory_kept:
         accelerator.wait_for_everyone()  # every process samples the load at once, none of them busy yet
         threads = set_cpu_threads(config.train.cpu_threads, accelerator)
         set_seed(config.run.seed)
-        timings: dict[str, float] = {}
+        timings = Timings()
         prepared = prepare(config, accelerator, timings, teacher)
         if accelerator.is_main_process:
             start_run_dir(config, prepared.data)
         accelerator.wait_for_everyone()
         training, num_parameters = train(config, prepared, accelerator)
-        timings["train_seconds"] = training.state.train_seconds
-        scoring, timings["eval_seconds"], eval_rows = evaluate(
+        timings.train_seconds = training.state.train_seconds
+        scoring, timings.eval_seconds, eval_rows = evaluate(
             config, prepared, accelerator, training.best_validation_logits
         )
-        results = scoring.results
-        timings["total_seconds"] = time.perf_counter() - start
-        metrics = build_metrics(
-            config, prepared, results, training, timings, eval_rows, num_parameters, started_at, accelerator
+        timings.total_seconds = time.perf_counter() - start
+        device = {**hardware.device_info(accelerator.device, accelerator.num_processes), **threads}
+        device["freed_memory_kept"] = memory_kept
+        record = build_record(
+            config, prepared, training, scoring, timings, eval_rows, num_parameters, started_at, device
         )
-        metrics["calibration"], metrics["thresholds"] = scoring.calibration, scoring.thresholds
-        metrics["device"].update(threads, freed_memory_kept=memory_kept)
         if accelerator.is_main_process:
-            finish_run(config, prepared, metrics, results["test"])
+            finish_run(config, prepared, record, scoring.results["test"])
         accelerator.wait_for_everyone()
     # Closes the trackers and, under several processes, the process group: nothing collective may follow.
     accelerator.end_training()
     if config.eval.export != "none" and accelerator.is_main_process:  # ONNX export, verified (pipeline.export)
-        from pipeline.export.convert import export_after_training
-
         splits = prepared.data.splits
         export_after_training(config, splits["validation"], splits["train"], splits["test"])
-    return metrics
+    return record.to_dict()
 
 
-def finish_run(config: PipelineConfig, prepared: Prepared, metrics: dict, test: EvalResult) -> None:
-    """Main process, after stage 4: the TF-IDF baseline and the prediction path's speed added to `metrics`, then
+def finish_run(config: PipelineConfig, prepared: Prepared, record: RunRecord, test: EvalResult) -> None:
+    """Main process, after stage 4: the TF-IDF baseline and the prediction path's speed added to the record, then
     metrics.json, the test predictions, reports and model card written."""
     # Seconds on one CPU thread (nothing collective runs meanwhile); not in metrics.json's timings.
     baseline = run_baseline(config.eval.baseline, prepared.data.splits, prepared.labels)
-    if baseline is not None:
-        metrics["baseline"] = baseline
+    record.baseline = Baseline.from_dict(baseline) if baseline is not None else None
     if config.eval.predict_speed_rows:
-        metrics["throughput"].update(prediction_speed(config, prepared))
-    write_outputs(config, metrics, test, prepared.data.splits["test"])
+        record.throughput.update(prediction_speed(config, prepared))
+    write_outputs(config, record, test, prepared.data.splits["test"])
 
 
-def write_outputs(config: PipelineConfig, metrics: dict, test: EvalResult, test_split: datasets.Dataset) -> None:
+def write_outputs(config: PipelineConfig, record: RunRecord, test: EvalResult, test_split: datasets.Dataset) -> None:
     run = RunDir(config.run_dir)
-    labels = metrics["labels"]
-    run.write_metrics(metrics)
+    run.write_record(record)
     if config.eval.save_predictions:
-        write_predictions(run.predictions_path, test, test_split, labels, config.data.label_separator)
+        write_predictions(run.predictions_path, test, test_split, record.labels, config.data.label_separator)
     if "confusion_matrix" in test.metrics:  # multi-label tasks have per-class counts instead
         plot_confusion_matrix(
-            test.metrics["confusion_matrix"], labels, run.confusion_matrix_path, title=f"{config.run.name} (test)"
+            test.metrics["confusion_matrix"],
+            record.labels,
+            run.confusion_matrix_path,
+            title=f"{config.run.name} (test)",
         )
     write_report([run.path], run.path)
     write_model_card(run.path)
     print(
-        f"Test {rundir.headline_scores(metrics)}; trained at {metrics['throughput']['train_samples_per_second']:.1f} "
-        f"samples/s; total {metrics['timings']['total_seconds']:.0f} s. Run directory: {run.path}"
+        f"Test {record.headline_scores}; trained at {record.throughput.train_samples_per_second:.1f} "
+        f"samples/s; total {record.timings.total_seconds:.0f} s. Run directory: {run.path}"
     )
 
 

@@ -16,7 +16,7 @@ import yaml
 from pipeline import finetune
 from pipeline.common import hardware
 from pipeline.config.load import load_config
-from pipeline.run import directory as rundir
+from pipeline.run.record import RunRecord
 from tests.helpers import MINILM_CONFIG, reset_accelerate, tiny_run_overrides
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
@@ -269,12 +269,15 @@ def test_two_runs_with_different_precision_in_one_process(tiny_run_config):
 
 def test_the_last_console_line_leads_with_the_selection_metric():
     single = {"best": {"metric": "accuracy"}, "test": {"accuracy": 0.9, "macro_f1": 0.85, "num_samples": 200}}
-    assert rundir.headline_scores(single) == "accuracy 0.9000, macro-F1 0.8500 on 200 rows"
+    assert RunRecord.from_dict(single).headline_scores == "accuracy 0.9000, macro-F1 0.8500 on 200 rows"
     multi = {
         "best": {"metric": "micro_f1"},
         "test": {"accuracy": 0.4, "macro_f1": 0.6, "micro_f1": 0.7, "num_samples": 50},
     }
-    assert rundir.headline_scores(multi) == "micro-F1 0.7000, subset accuracy 0.4000, macro-F1 0.6000 on 50 rows"
+    assert (
+        RunRecord.from_dict(multi).headline_scores
+        == "micro-F1 0.7000, subset accuracy 0.4000, macro-F1 0.6000 on 50 rows"
+    )
 
 
 def test_metrics_name_a_local_model_folder_by_its_absolute_path(tmp_path, monkeypatch):

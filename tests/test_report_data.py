@@ -20,6 +20,7 @@ from pipeline.report.runs import Run
 from pipeline.report.sections import build_report
 from pipeline.report.summary import SECTION_SUMMARY
 from pipeline.report.verdict import header_blocks
+from pipeline.run.record import Baseline
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
 
@@ -217,7 +218,7 @@ def test_a_test_split_too_small_to_judge_by_is_said_and_a_gap_within_its_noise_i
     to say that 3 rows cannot tell the two apart. A note gives the accuracy's 95% interval, and a gap to the
     baseline within it is called a gap within the noise; a gap beyond it is still judged."""
     tiny = run_of("tiny15", matrix=[[0, 1, 0, 0], [0, 1, 0, 0], [0, 1, 0, 0], [0, 0, 0, 0]])
-    tiny.metrics.update(test={**tiny.metrics["test"], "accuracy": 1 / 3}, baseline={**BASELINE, "accuracy": 2 / 3})
+    tiny.metrics.test.accuracy, tiny.metrics.baseline = 1 / 3, Baseline.from_dict({**BASELINE, "accuracy": 2 / 3})
     said = header_notes(tiny)
     assert (
         "tiny15: only 3 test rows: its test accuracy of 33.33% has a 95% confidence interval of 6.15% to 79.23%, so "
@@ -231,7 +232,7 @@ def test_a_test_split_too_small_to_judge_by_is_said_and_a_gap_within_its_noise_i
     assert "beats" not in said
     # 8 of 8 right (interval 67.56% to 100%) against a baseline at 25%: still few rows, but a gap beyond their noise.
     sure = run_of("sure", matrix=[[2, 0, 0, 0], [0, 2, 0, 0], [0, 0, 2, 0], [0, 0, 0, 2]])
-    sure.metrics.update(test={**sure.metrics["test"], "accuracy": 1.0}, baseline={**BASELINE, "accuracy": 0.25})
+    sure.metrics.test.accuracy, sure.metrics.baseline = 1.0, Baseline.from_dict({**BASELINE, "accuracy": 0.25})
     said = header_notes(sure)
     assert "sure: only 8 test rows" in said and "sure beats the TF-IDF + logistic regression baseline" in said
     assert "cannot be told apart" not in said
@@ -245,18 +246,18 @@ def test_a_skewed_but_not_collapsed_run_and_a_dominant_class_are_not_flagged():
     # 96% predicted a class that is 80% of the test rows: the model follows the data.
     dominant = [[78, 2], [18, 2]]
     run = run_of("spam", matrix=dominant)
-    run.metrics["labels"] = ["ham", "spam"]
+    run.metrics.labels = ["ham", "spam"]
     assert "collapsed onto" not in header_notes(run)
 
 
 def test_a_collapse_is_read_from_the_predictions_without_a_matrix():
     run = run_of("no_matrix")
-    del run.metrics["test"]["confusion_matrix"]
+    run.metrics.test.confusion_matrix = None
     gold = [LABELS[index % 4] for index in range(40)]
     run.predictions = pd.DataFrame({"text": ["t"] * 40, "label": gold, "predicted": ["World"] * 39 + ["Sports"]})
     assert "no_matrix: predicts World for 97.5% of the test rows (39 of 40), a class that is 25.0%" in header_notes(run)
     multi = run_of("multi", {"task": "multi_label"})
-    del multi.metrics["test"]["confusion_matrix"]
+    multi.metrics.test.confusion_matrix = None
     multi.predictions = run.predictions
     assert "collapsed onto" not in header_notes(multi)
 
@@ -266,7 +267,7 @@ def test_a_class_the_model_never_predicts_is_named_with_its_rows():
     rows), yet the class that matters has recall 0: said, with its rows in test and train."""
     train = {"class_counts": {"train": {"per_class": {"no": 199, "yes": 1}}}}
     run = run_of("rare", train, matrix=[[100, 0], [1, 0]])
-    run.metrics["labels"] = ["no", "yes"]
+    run.metrics.labels = ["no", "yes"]
     note = header_notes(run)
     assert (
         "rare: never predicts yes (1 row in test, 1 row in train): its recall of it is 0, most often for too few "
@@ -280,5 +281,5 @@ def test_a_class_the_model_never_predicts_is_named_with_its_rows():
     assert "never predicts" not in header_notes(run_of("collapsed", matrix=collapsed_matrix(strays=2)))  # said so
     untrained = {"class_counts": {"train": {"per_class": {"no": 199, "yes": 0}}}}
     run = run_of("untrained", untrained, matrix=[[100, 0], [1, 0]])
-    run.metrics["labels"] = ["no", "yes"]
+    run.metrics.labels = ["no", "yes"]
     assert "never predicts" not in header_notes(run)  # untrained_note's: the model never learned it

@@ -20,7 +20,7 @@ from pipeline.report.runs import Run
 from pipeline.report.scores import calibration_blocks, low_confidence_blocks, operating_blocks
 from pipeline.report.sections import _curve_blocks, _disagreement_blocks, _mistake_blocks, eval_curve
 from pipeline.report.summary import summary_blocks
-from pipeline.run.directory import RANKING_METRICS
+from pipeline.run.record import RANKING_METRICS, Thresholds
 from pipeline.scoring.thresholds import DEFAULT_THRESHOLD, choose_threshold
 
 TOPICS = ["World", "Sports", "Business", "Sci/Tech"]
@@ -265,7 +265,7 @@ def test_binary_mistakes_under_a_threshold_are_ranked_past_it_not_by_the_predict
     gold = ["no", "yes", "yes", "no", "yes"]
     predicted = ["yes" if p >= threshold else "no" for p in p_yes]
     run = run_of("binary", ["no", "yes"], gold, predicted, np.stack([1 - p_yes, p_yes], axis=1))
-    run.metrics["thresholds"] = {"kind": "binary", "thresholds": {"yes": threshold}}
+    run.metrics.thresholds = Thresholds(kind="binary", thresholds={"yes": threshold})
 
     wrong = [row for row in range(len(gold)) if gold[row] != predicted[row]]
     expected = sorted(wrong, key=lambda row: -sureness(p_yes[row], threshold, predicted[row] == "yes"))
@@ -314,5 +314,5 @@ def test_a_multi_label_accuracy_beside_single_label_runs_is_named_exact_match():
     runs = [headline_run("single", False, 0.5738, 0.6721), headline_run("multi", True, 0.1667, 0.3333)]
     rows = {row[0]: row[1:] for row in cells(table_of(summary_blocks(runs), ""))}
     for label, key in (("Test accuracy", "test"), ("Baseline test accuracy", "baseline")):
-        single, multi = (run.metrics[key]["accuracy"] for run in runs)
+        single, multi = (getattr(run.metrics, key).accuracy for run in runs)
         assert rows[label] == [format_percent(single), f"{format_percent(multi)} (exact-match)"]

@@ -11,6 +11,7 @@ from pipeline.report.blocks import Images, Paragraph, Table
 from pipeline.report.runs import Run
 from pipeline.report.sections import build_report
 from pipeline.report.verdict import header_blocks
+from pipeline.run.record import Best, Evaluation, LowConfidence, Thresholds
 from pipeline.scoring.calibration import reliability_bins
 
 
@@ -75,7 +76,10 @@ def run_of(name: str, ratio: float, binary: bool = False) -> Run:
 
 def test_a_calibration_that_fitted_no_temperature_says_why():
     run = run_of("separable", ratio=1.0)
-    run.metrics["calibration"].update(temperature=1.0, warning="the validation NLL kept falling to the bound")
+    run.metrics.calibration.temperature, run.metrics.calibration.warning = (
+        1.0,
+        "the validation NLL kept falling to the bound",
+    )
     _, blocks = build_report([run])
     assert "separable: the validation NLL kept falling to the bound" in texts(blocks)
     assert "kept falling" not in texts(build_report([run_of("fitted", ratio=1.0)])[1])
@@ -101,7 +105,7 @@ def test_imbalanced_runs_tested_on_different_data_are_ranked_with_a_caution():
     """Runs without test predictions to compare row by row, whose test sets differ in size: the macro-F1 ranking of
     imbalanced runs cautions that they were tested on different data, as the accuracy ranking does."""
     first, second = run_of("first", ratio=20.0), run_of("second", ratio=20.0)
-    second.metrics["test"].update(num_samples=500, macro_f1=0.5)
+    second.metrics.test.num_samples, second.metrics.test.macro_f1 = 500, 0.5
     _, blocks = build_report([first, second])
     verdict = next(block.text for block in blocks if isinstance(block, Paragraph) and block.style == "verdict")
     assert verdict.startswith("Best by test macro-F1: first")
@@ -112,7 +116,7 @@ def test_imbalanced_runs_tied_on_macro_f1_are_all_named():
     """Three imbalanced runs at one macro-F1 tie, all three, as the accuracy ranking names every tied run; a run
     below them is not named among the tied."""
     runs = [run_of(name, ratio=20.0) for name in ("first", "second", "third", "fourth")]
-    runs[3].metrics["test"]["macro_f1"] = 0.5
+    runs[3].metrics.test.macro_f1 = 0.5
     blocks = header_blocks(runs, None, datetime.now(timezone.utc))  # the opening alone: no figures to draw
     verdict = next(block.text for block in blocks if isinstance(block, Paragraph) and block.style == "verdict")
     assert verdict.startswith("first and second and third tie on test macro-F1 at 0.6000.")
@@ -123,7 +127,7 @@ def test_runs_with_different_classes_are_set_side_by_side_not_ranked():
     """A 2-class and a 3-class run answer different questions, as do a single- and a multi-label run on the same
     classes: the verdict names no best run. The same classes in another order are the same task, ranked as usual."""
     three, two = run_of("three", ratio=1.5), run_of("two", ratio=1.5, binary=True)
-    two.metrics["test"]["accuracy"] = 0.99
+    two.metrics.test.accuracy = 0.99
     _, blocks = build_report([three, two])
     verdict = next(block.text for block in blocks if isinstance(block, Paragraph) and block.style == "verdict")
     assert verdict.startswith("Not ranked: the runs do different tasks")
@@ -131,13 +135,13 @@ def test_runs_with_different_classes_are_set_side_by_side_not_ranked():
     assert "Best" not in verdict
 
     multi = run_of("multi", ratio=1.5)
-    multi.metrics["data"]["task"] = "multi_label"
+    multi.metrics.data.task = "multi_label"
     _, blocks = build_report([three, multi])
     verdict = next(block.text for block in blocks if isinstance(block, Paragraph) and block.style == "verdict")
     assert verdict.startswith("Not ranked: the runs do different tasks")
 
     reordered = run_of("reordered", ratio=1.5)
-    reordered.metrics["labels"] = list(reversed(reordered.metrics["labels"]))
+    reordered.metrics.labels = list(reversed(reordered.metrics.labels))
     _, blocks = build_report([three, reordered])
     verdict = next(block.text for block in blocks if isinstance(block, Paragraph) and block.style == "verdict")
     assert not verdict.startswith("Not ranked")
@@ -147,14 +151,14 @@ def test_the_best_step_shows_the_validation_score_of_the_metric_that_picked_it()
     """A model kept on validation macro-F1 records best.validation_macro_f1 (no validation accuracy): the summary shows
     that score and names it, as the model card does."""
     run = run_of("skewed", ratio=20.0)
-    run.metrics["best"] = {"step": 150, "metric": "macro_f1", "validation_macro_f1": 0.81}
+    run.metrics.best = Best.from_dict({"step": 150, "metric": "macro_f1", "validation_macro_f1": 0.81})
     _, blocks = build_report([run])
     summary = next(block for block in blocks if isinstance(block, Table))
     best_step = next(row for row in summary.rows if row[0].text == "Best step")
     assert best_step[1].text == "150 (val. macro-F1 0.8100)"
     # A binary run whose threshold is not 0.5 was kept on its argmax score: the row says so.
-    run.metrics["labels"] = ["no", "yes"]
-    run.metrics["thresholds"] = {"kind": "binary", "thresholds": {"yes": 0.9}}
+    run.metrics.labels = ["no", "yes"]
+    run.metrics.thresholds = Thresholds(kind="binary", thresholds={"yes": 0.9})
     summary = next(block for block in build_report([run])[1] if isinstance(block, Table))
     best_step = next(row for row in summary.rows if row[0].text == "Best step")
     assert best_step[1].text.endswith("0.8100, at the 0.5 cut-off, before the thresholds chosen after training)")
@@ -173,9 +177,9 @@ def test_per_class_support_is_each_runs_own_when_the_runs_scored_other_rows():
     """A run beside pipeline.evaluate's scores of another file: its F1 for `big` is over 40 rows there, not the run's
     10; and one model on two files is not ranked, so no F1 is bold."""
     run, same_rows, other_file = (run_of(name, ratio=20.0) for name in ("skewed", "same_rows", "skewed_on_march"))
-    other_file.metrics["test"]["per_class"]["big"].update(support=40, f1=0.5)
-    other_file.metrics["evaluation"] = {"model": str(run.path.resolve()), "rows": 370}
-    same_rows.metrics["test"]["per_class"]["big"]["f1"] = 0.5
+    other_file.metrics.test.per_class["big"].update(support=40, f1=0.5)
+    other_file.metrics.evaluation = Evaluation(model=str(run.path.resolve()), rows=370)
+    same_rows.metrics.test.per_class["big"]["f1"] = 0.5
     tables = {}
     for name, runs in (("same", [run, same_rows]), ("other", [run, other_file])):
         blocks = build_report(runs)[1]
@@ -205,7 +209,7 @@ def test_a_threshold_that_labels_no_test_row_has_no_test_precision():
     """A binary run whose rare class no test row reaches: its precision there is undefined (the per-class table
     says 0), not the precision-recall curve's 1 at recall 0."""
     run = run_of("never", ratio=7.6, binary=True)
-    run.metrics["thresholds"]["thresholds"]["pos"] = 1.5  # above every score
+    run.metrics.thresholds.thresholds["pos"] = 1.5  # above every score
     _, blocks = build_report([run])
     operating = next(block for block in blocks if isinstance(block, Table) and "ROC AUC" in block.header)
     row = dict(zip(operating.header, (cell.text for cell in operating.rows[0])))
@@ -214,30 +218,29 @@ def test_a_threshold_that_labels_no_test_row_has_no_test_precision():
 
 def test_a_multi_class_run_with_thresholds_shows_its_low_confidence_rows():
     run = run_of("flags", ratio=1.0)
-    run.metrics["test"]["low_confidence"] = {
-        "flagged": 3,
-        "share": 0.6,
-        "accuracy_of_kept": 1.0,
-        "accuracy_of_flagged": 1 / 3,
-    }
-    run.metrics["thresholds"] = {
-        "kind": "flag",
-        "thresholds": {"big": 0.7, "mid": 0.5},
-        "chosen": {
-            "big": {
-                "setting": {"precision": 0.9},
-                "threshold": 0.7,
-                "validation_precision": 0.92,
-                "note": "chosen on only 9 validation rows of the class: a rough estimate",
+    run.metrics.test.low_confidence = LowConfidence(
+        flagged=3, share=0.6, accuracy_of_kept=1.0, accuracy_of_flagged=1 / 3
+    )
+    run.metrics.thresholds = Thresholds.from_dict(
+        {
+            "kind": "flag",
+            "thresholds": {"big": 0.7, "mid": 0.5},
+            "chosen": {
+                "big": {
+                    "setting": {"precision": 0.9},
+                    "threshold": 0.7,
+                    "validation_precision": 0.92,
+                    "note": "chosen on only 9 validation rows of the class: a rough estimate",
+                },
+                "mid": {
+                    "setting": "best_f1",
+                    "threshold": 0.5,
+                    "fallback": "no positive validation rows: kept 0.5",
+                    "applied": "0.5",
+                },
             },
-            "mid": {
-                "setting": "best_f1",
-                "threshold": 0.5,
-                "fallback": "no positive validation rows: kept 0.5",
-                "applied": "0.5",
-            },
-        },
-    }
+        }
+    )
     run.predictions = pd.DataFrame(
         {
             "text": ["a", "b", "c", "d", "e"],

@@ -22,6 +22,7 @@ from pipeline.config.load import load_config, save_config
 from pipeline.config.schema import ConfigError
 from pipeline.data.load import load_data
 from pipeline.run import directory as rundir
+from pipeline.run import ownership
 from pipeline.run.directory import RunDir, RunDirError
 from pipeline.text.tokenization import tokenizer_fingerprint
 from tests.helpers import MINILM_CONFIG, REPO_ROOT, UNWRITABLE_KINDS, reset_accelerate, unwritable_folder
@@ -39,14 +40,14 @@ def test_overwrite_refuses_a_folder_holding_files_the_pipeline_did_not_write(tmp
     (project / "config.yaml").write_text("run: {}\n")
     (project / "train.py").write_text("print('my code')\n")
     with pytest.raises(RunDirError, match="train.py"):
-        rundir.clear_for_overwrite(project)
+        ownership.clear_for_overwrite(project)
     assert (project / "train.py").read_text() == "print('my code')\n" and (project / "config.yaml").exists()
 
     run = tmp_path / "run"
     (run / "model").mkdir(parents=True)
     for name in ("config.yaml", "metrics.json", "history.jsonl", ".metrics.json.abc.tmp"):
         (run / name).write_text("x")
-    rundir.clear_for_overwrite(run)
+    ownership.clear_for_overwrite(run)
     assert list(run.iterdir()) == []
 
 
@@ -75,13 +76,13 @@ def test_a_run_that_fails_before_writing_leaves_no_folder_behind(tiny_run_config
 
     kept = tmp_path / "kept"
     kept.mkdir()
-    with rundir.claimed(kept / "run"):
+    with ownership.claimed(kept / "run"):
         (kept / "run" / "history.jsonl").write_text("{}\n")  # a run that wrote something keeps its folder
     assert (kept / "run" / "history.jsonl").is_file() and not (kept / "run" / rundir.LOCK_FILE).exists()
 
 
 def test_a_second_run_of_the_same_name_is_refused_while_the_first_holds_it(tmp_path):
-    with rundir.claimed(tmp_path / "run"):
+    with ownership.claimed(tmp_path / "run"):
         holder = subprocess.run(
             [sys.executable, "-c", "import os,sys; print(os.getpid())"], capture_output=True, text=True, check=True
         )
@@ -93,7 +94,7 @@ def test_a_second_run_of_the_same_name_is_refused_while_the_first_holds_it(tmp_p
             lock.write_text(str(other.pid))  # as if another live process held it
             with (
                 pytest.raises(RunDirError, match=f"in use by another run \\(process {other.pid}\\)"),
-                rundir.claimed(tmp_path / "run"),
+                ownership.claimed(tmp_path / "run"),
             ):
                 pass
         finally:
@@ -102,7 +103,7 @@ def test_a_second_run_of_the_same_name_is_refused_while_the_first_holds_it(tmp_p
         # No process's: one that does not exist, 0 (os.kill's own group), none, one past any id, a digit not ASCII.
         for stale in ("999999999", "0", "", "99999999999", "\u00b2"):
             lock.write_text(stale)
-            with rundir.claimed(tmp_path / "run"):  # taken over
+            with ownership.claimed(tmp_path / "run"):  # taken over
                 assert lock.read_text() == str(os.getpid())
     assert not lock.exists()
 
@@ -307,9 +308,10 @@ import os, signal, sys
 from pathlib import Path
 from pipeline import finetune
 from pipeline.run import directory as rundir
+from pipeline.run import ownership
 
 def run_until_killed(config):
-    with rundir.claimed(Path(sys.argv[1])):
+    with ownership.claimed(Path(sys.argv[1])):
         os.kill(os.getpid(), signal.SIGTERM)
         raise AssertionError("SIGTERM did not interrupt the run")
 
@@ -338,7 +340,7 @@ def test_leftovers_of_an_interrupted_run_are_cleaned_on_the_next_start(tmp_path)
     (run / ".metrics.json.x1.tmp").write_text("half")
     (run / "checkpoints" / ".step_4.partial").mkdir(parents=True)
     (run / "checkpoints" / "step_2").mkdir()
-    removed = rundir.clean_staging_leftovers(run)
+    removed = ownership.clean_staging_leftovers(run)
     assert len(removed) == 3
     assert sorted(p.name for p in run.rglob("*")) == ["checkpoints", "step_2"]
 

@@ -22,8 +22,9 @@ from pipeline.run.directory import (
     holds_run,
     is_model_dir,
     is_run_dir,
-    write_test_predictions,
 )
+from pipeline.run.predictions import write_test_predictions
+from pipeline.run.record import FORMAT_VERSION, RunRecord
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
 GOOD_METRICS = {"labels": LABELS, "test": {"accuracy": 0.75}}
@@ -39,10 +40,12 @@ def run_dir(tmp_path: Path, name: str = "run") -> RunDir:
 # metrics.json
 
 
-def test_read_metrics_returns_the_object(tmp_path):
+def test_read_record_returns_what_was_written(tmp_path):
     run = run_dir(tmp_path)
-    run.write_metrics(GOOD_METRICS)
-    assert run.read_metrics() == GOOD_METRICS
+    record = RunRecord.from_dict(GOOD_METRICS)
+    run.write_record(record)
+    assert run.read_record() == record and run.read_record().test.accuracy == 0.75
+    assert run.read_metrics() == {"format_version": FORMAT_VERSION, **GOOD_METRICS}  # the model card's dict
     assert run.metrics_path == tmp_path / "run" / "metrics.json"
 
 
@@ -243,7 +246,7 @@ def test_check_finished_says_what_the_folder_is_instead(tmp_path):
     runs = tmp_path / "runs"
     for name in ("bert", "encoder"):
         (runs / name).mkdir(parents=True)
-        RunDir(runs / name).write_metrics(GOOD_METRICS)
+        RunDir(runs / name).write_record(RunRecord.from_dict(GOOD_METRICS))
         (runs / name / "config.yaml").write_text(yaml.safe_dump({"run": {"name": name}}))
         RunDir(runs / name).check_finished()
     with pytest.raises(RunDirError, match="not a run directory .*inside it: bert, encoder"):

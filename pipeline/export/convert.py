@@ -66,7 +66,6 @@ from pipeline.run.directory import (
     ONNX_MODEL_FILES,
     RunDir,
     RunDirError,
-    claimed,
 )
 from pipeline.run.exports import (
     RUNTIMES,
@@ -77,6 +76,7 @@ from pipeline.run.exports import (
     too_few_rows,
     weights_sha256,
 )
+from pipeline.run.ownership import claimed
 from pipeline.text.windows import reads_segments
 
 logger = logging.getLogger("pipeline.export")

@@ -173,7 +173,7 @@ def run_column_names(config: dict[str, Any]) -> tuple[str, ...] | None:
 def run_max_length(run: RunDir, config: dict[str, Any]) -> int | None:
     """The fixed length the run tokenized to (metrics.json), else an integer tokenizer.max_length in config.yaml."""
     if run.metrics_path.is_file():
-        length = nested_get(run.read_metrics(require_test=False), "tokenization", "max_length")
+        length = run.read_record(require_test=False).tokenization.max_length
         if isinstance(length, int) and length > 0:
             return length
     return settings_max_length(config)

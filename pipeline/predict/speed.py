@@ -1,6 +1,6 @@
 """How fast the prediction path labels texts: rows per second through `Predictor.infer`, tokenization included.
 
-    record = prediction_speed(predictor, texts)      # {"predict_rows_per_second": ..., "predict_rows_timed": ...}
+    speed = prediction_speed(predictor, texts)      # Throughput(predict_rows_per_second=..., predict_rows_timed=...)
 
 A training run records it in metrics.json (throughput.predict_rows_per_second, at most eval.predict_speed_rows test
 texts) and pipeline.evaluate for the file it scores (every row). One warm-up batch first (`warm_up`, which
@@ -14,7 +14,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from pipeline.config.schema import EvalConfig
 from pipeline.predict.predictor import Predictor
+from pipeline.run.directory import PREDICTION_TEXT, RunDir, RunDirError
+from pipeline.run.record import Throughput
 
 
 def warm_up(predictor: Predictor, texts: Sequence[str]) -> None:
@@ -22,22 +25,21 @@ def warm_up(predictor: Predictor, texts: Sequence[str]) -> None:
     predictor.infer(list(texts[: predictor.batch_size]))
 
 
-def speed_record(predictor: Predictor, rows: int, seconds: float) -> dict[str, float | int | str]:
+def speed_record(predictor: Predictor, rows: int, seconds: float) -> Throughput:
     """metrics.json's throughput entries for `rows` texts labelled in `seconds` after `warm_up`, and what ran."""
-    return {
-        "predict_rows_per_second": rows / max(seconds, 1e-9),
-        "predict_rows_timed": rows,
-        "predict_backend": predictor.backend_name
-        if predictor.backend_name != "torch"
-        else f"torch-{predictor.precision}",
-    }
+    backend = predictor.backend_name
+    return Throughput(
+        predict_rows_per_second=rows / max(seconds, 1e-9),
+        predict_rows_timed=rows,
+        predict_backend=backend if backend != "torch" else f"torch-{predictor.precision}",
+    )
 
 
-def prediction_speed(predictor: Predictor, texts: Sequence[str]) -> dict[str, float | int | str]:
-    """Rows/s of `predictor.infer` over `texts` (after one warm-up batch), and what ran."""
+def prediction_speed(predictor: Predictor, texts: Sequence[str]) -> Throughput | None:
+    """Rows/s of `predictor.infer` over `texts` (after one warm-up batch), and what ran; None without texts."""
     texts = list(texts)
     if not texts:
-        return {}
+        return None
     warm_up(predictor, texts)
     tick = time.perf_counter()
     predictor.infer(texts)
@@ -48,16 +50,14 @@ def record_run_speed(run_path: str | Path) -> float:
     """Measure a finished run's prediction speed on its own test texts (test_predictions.csv, at most
     eval.predict_speed_rows of them) and record it in its metrics.json, as runs now do at their end: for runs made
     before they did. Returns the rows/s."""
-    from pipeline.config.schema import EvalConfig
-    from pipeline.run.directory import PREDICTION_TEXT, RunDir, RunDirError
-
     run = RunDir(Path(run_path))
     run.check_finished()
     predictions = run.read_predictions()
     if predictions is None:
         raise RunDirError(f"{run.predictions_path}: missing, so there are no test texts to time")
     texts = predictions[PREDICTION_TEXT].head(EvalConfig().predict_speed_rows).tolist()
-    metrics = run.read_metrics()
-    metrics.setdefault("throughput", {}).update(prediction_speed(Predictor.from_path(run.path, backend="torch"), texts))
-    run.write_metrics(metrics)
-    return metrics["throughput"]["predict_rows_per_second"]
+    record = run.read_record()
+    record.throughput = record.throughput or Throughput()
+    record.throughput.update(prediction_speed(Predictor.from_path(run.path, backend="torch"), texts))
+    run.write_record(record)
+    return record.throughput.predict_rows_per_second

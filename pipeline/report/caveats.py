@@ -25,15 +25,8 @@ from pipeline.config.schema import TokenizerConfig, run_length_setting
 from pipeline.report.analysis import SIGNIFICANCE_LEVEL, accuracy_interval
 from pipeline.report.formatting import format_count, format_duration, format_metric, format_percent
 from pipeline.report.runs import Run, num_test_samples
-from pipeline.run.directory import (
-    PREDICTION_GOLD,
-    PREDICTION_PREDICTED,
-    RANKING_METRICS,
-    is_number,
-    nested_get,
-    untrained_classes,
-    untrained_consequence,
-)
+from pipeline.run.directory import PREDICTION_GOLD, PREDICTION_PREDICTED, nested_get, untrained_consequence
+from pipeline.run.record import RANKING_METRICS, Baseline, is_number
 from pipeline.text.unknown import unknown_tokens_warning
 from pipeline.text.windows import LongTextRule
 
@@ -47,24 +40,20 @@ RECIPES_NOT_ARCHITECTURES = "the comparison is of recipes, not architectures"
 # --- The baseline
 
 
-def baseline_of(run: Run) -> dict[str, Any] | None:
+def baseline_of(run: Run) -> Baseline | None:
     """metrics.json's `baseline` record when it holds a usable test accuracy (else None: absent, failed, old)."""
-    record = run.metric("baseline")
-    if isinstance(record, dict) and is_number(record.get("accuracy")):
-        return record
-    return None
+    record = run.metrics.baseline
+    return record if record is not None and is_number(record.accuracy) else None
 
 
 def baseline_error(run: Run) -> str | None:
     """Why the run's baseline could not be fitted, when metrics.json records a failed one."""
-    record = run.metric("baseline")
-    if isinstance(record, dict) and not is_number(record.get("accuracy")) and record.get("error"):
-        return str(record["error"])
-    return None
+    record = run.metrics.baseline
+    return str(record.error) if record is not None and not is_number(record.accuracy) and record.error else None
 
 
-def baseline_description(record: dict[str, Any]) -> str:
-    description = record.get("description") or record.get("name")
+def baseline_description(record: Baseline) -> str:
+    description = record.description or record.name
     return str(description) if description else "classical"
 
 
@@ -74,12 +63,12 @@ def baseline_sentences(runs: Sequence[Run]) -> list[str]:
     sentences, ahead = [], []
     for run in runs:
         record, key = baseline_of(run), run.ranking_metric
-        score = run.metric("test", key)
-        if record is None or not is_number(score) or not is_number(record.get(key)):
+        score = run.metrics.test.figure(key)
+        if record is None or not is_number(score) or not is_number(record.figure(key)):
             continue
-        if within_test_noise(run, record[key] - score):
+        if within_test_noise(run, record.figure(key) - score):
             sentences.append(_untold_sentence(run, record, key))
-        elif record[key] >= score:
+        elif record.figure(key) >= score:
             sentences.append(_beaten_sentence(run, record, key))
         else:
             ahead.append((run, record, key))
@@ -88,14 +77,14 @@ def baseline_sentences(runs: Sequence[Run]) -> list[str]:
     return sentences
 
 
-def _beaten_sentence(run: Run, record: dict[str, Any], key: str) -> str:
-    score = run.metric("test", key)
-    verb = "beats" if record[key] > score else "matches"
+def _beaten_sentence(run: Run, record: Baseline, key: str) -> str:
+    score = run.metrics.test.figure(key)
+    verb = "beats" if record.figure(key) > score else "matches"
     sentence = (
         f"The {baseline_description(record)} baseline {verb} {run.name} on test {RANKING_METRICS[key]} "
-        f"({format_metric(key, record[key])} vs {format_metric(key, score)})"
+        f"({format_metric(key, record.figure(key))} vs {format_metric(key, score)})"
     )
-    baseline_seconds, model_seconds = record.get("train_seconds"), run.metric("timings", "train_seconds")
+    baseline_seconds, model_seconds = record.train_seconds, run.metrics.timings.train_seconds
     if is_number(baseline_seconds) and is_number(model_seconds):
         return (
             f"{sentence}: a model fitted in {format_duration(baseline_seconds)} does "
@@ -105,35 +94,33 @@ def _beaten_sentence(run: Run, record: dict[str, Any], key: str) -> str:
     return f"{sentence}: fine-tuning did not pay for itself on this data."
 
 
-def _untold_sentence(run: Run, record: dict[str, Any], key: str) -> str:
+def _untold_sentence(run: Run, record: Baseline, key: str) -> str:
     """A run and its baseline whose gap is within the noise of a small test split (within_test_noise): neither is
     called the better, whichever scored higher."""
     low, high = small_test_interval(run)
     return (
-        f"On {_test_rows(run)}, {run.name} ({format_metric(key, run.metric('test', key))}) and the "
-        f"{baseline_description(record)} baseline ({format_metric(key, record[key])}) cannot be told apart on test "
+        f"On {_test_rows(run)}, {run.name} ({format_metric(key, run.metrics.test.figure(key))}) and the "
+        f"{baseline_description(record)} baseline ({format_metric(key, record.figure(key))}) cannot be told apart on test "
         f"{RANKING_METRICS[key]}: the gap is within the noise of so few rows ({run.name}'s test accuracy: "
         f"{_confidence()} interval {format_percent(low)} to {format_percent(high)})."
     )
 
 
-def _ahead_sentence(ahead: list[tuple[Run, dict[str, Any], str]], single: bool) -> str:
-    def gap(run: Run, record: dict[str, Any], key: str) -> str:
-        return f"{100 * (run.metric('test', key) - record[key]):.2f} points of {RANKING_METRICS[key]}"
+def _ahead_sentence(ahead: list[tuple[Run, Baseline, str]], single: bool) -> str:
+    def gap(run: Run, record: Baseline, key: str) -> str:
+        return f"{100 * (run.metrics.test.figure(key) - record.figure(key)):.2f} points of {RANKING_METRICS[key]}"
 
     if single:
         run, record, key = ahead[0]
-        fitted = (
-            f", fitted in {format_duration(record['train_seconds'])}" if is_number(record.get("train_seconds")) else ""
-        )
+        fitted = f", fitted in {format_duration(record.train_seconds)}" if is_number(record.train_seconds) else ""
         return (
             f"{run.name} beats the {baseline_description(record)} baseline "
-            f"({format_metric(key, record[key])}{fitted}) by {gap(run, record, key)}."
+            f"({format_metric(key, record.figure(key))}{fitted}) by {gap(run, record, key)}."
         )
     descriptions = {baseline_description(record) for _, record, _ in ahead}
     what = descriptions.pop() if len(descriptions) == 1 else "classical"
     parts = [
-        f"{run.name} by {gap(run, record, key)} (baseline {format_metric(key, record[key])})"
+        f"{run.name} by {gap(run, record, key)} (baseline {format_metric(key, record.figure(key))})"
         for run, record, key in ahead
     ]
     return f"Ahead of the {what} baseline: {_join(parts)}."
@@ -150,7 +137,7 @@ SMALL_TEST_INTERVAL_WIDTH = 0.30
 def small_test_interval(run: Run) -> tuple[float, float] | None:
     """The confidence interval of the run's test accuracy where it is wider than SMALL_TEST_INTERVAL_WIDTH, else
     None (also where the accuracy or the row count is not recorded)."""
-    accuracy, rows = run.metric("test", "accuracy"), num_test_samples(run)
+    accuracy, rows = run.metrics.test.accuracy, num_test_samples(run)
     if not is_number(accuracy) or not is_number(rows) or rows < 1:
         return None
     low, high = accuracy_interval(accuracy, int(rows))
@@ -164,7 +151,7 @@ def within_test_noise(run: Run, gap: float) -> bool:
     interval = small_test_interval(run)
     if interval is None:
         return False
-    accuracy = run.metric("test", "accuracy")
+    accuracy = run.metrics.test.accuracy
     return abs(gap) <= max(accuracy - interval[0], interval[1] - accuracy)
 
 
@@ -177,11 +164,11 @@ def small_test_note(run: Run) -> str | None:
     name = "subset accuracy" if run.multi_label else "accuracy"
     larger = (
         "a scored file of more rows"
-        if run.metric("evaluation")
+        if run.metrics.evaluation
         else "a larger test split (data.test_fraction, or a data.test_file)"
     )
     return (
-        f"only {_test_rows(run)}: its test {name} of {format_percent(run.metric('test', 'accuracy'))} "
+        f"only {_test_rows(run)}: its test {name} of {format_percent(run.metrics.test.accuracy)} "
         f"has a {_confidence()} confidence interval of {format_percent(interval[0])} to {format_percent(interval[1])}, "
         f"so its test figures, and any gap between them and another model's, may be chance; {larger} gives figures "
         "to act on."
@@ -211,13 +198,13 @@ class Budget:
 def budget_of(run: Run) -> Budget:
     """A run's training budget. Samples seen: as the loop counted them, or for runs that predate that record, steps
     times the effective batch (which counts a short last batch as full)."""
-    seen = run.metric("training", "samples_seen")
-    steps, batch = run.metric("training", "global_steps"), run.metric("training", "effective_batch_size")
+    seen = run.metrics.training.samples_seen
+    steps, batch = run.metrics.training.global_steps, run.metrics.training.effective_batch_size
     if not is_number(seen):
         seen = steps * batch if is_number(steps) and is_number(batch) else None
-    epochs = run.metric("training", "epochs_completed")
-    length = run.metric("tokenization", "max_length")
-    truncated = run.metric("tokenization", "truncated_fraction", "train")
+    epochs = run.metrics.training.epochs_completed
+    length = run.metrics.tokenization.max_length
+    truncated = (run.metrics.tokenization.truncated_fraction or {}).get("train")
     return Budget(
         samples_seen=seen,
         epochs=epochs if is_number(epochs) else None,
@@ -317,7 +304,7 @@ def truncation_over_budget(run: Run) -> tuple[float, float] | None:
     A run that read long texts in windows (tokenizer.long_text: chunk) truncated nothing."""
     if nested_get(run.config, "tokenizer", "long_text") == "chunk":
         return None
-    share = run.metric("tokenization", "truncated_fraction", "train")
+    share = (run.metrics.tokenization.truncated_fraction or {}).get("train")
     budget = truncation_budget(run)
     if is_number(share) and share > budget:
         return share, budget
@@ -329,7 +316,7 @@ def truncation_note(run: Run) -> str | None:
     if over is None:
         return None
     share, budget = over
-    length = run.metric("tokenization", "max_length")
+    length = run.metrics.tokenization.max_length
     at = f" at fixed length {format_count(length)}" if is_number(length) else ""
     dropped = LongTextRule.from_settings(run.config.get("tokenizer") or {}).dropped_part
     return (
@@ -341,7 +328,7 @@ def truncation_note(run: Run) -> str | None:
 def untrained_note(run: Run) -> str | None:
     """Classes the model has but never saw in train: a file scored by pipeline.evaluate may hold them, and their
     rows then count against a label the model cannot know (the run's log said so; the report is what is read)."""
-    untrained = untrained_classes(run.metrics)
+    untrained = run.metrics.untrained_classes
     if not untrained:
         return None
     return f"no training rows for {_join(untrained)}: {untrained_consequence(untrained)}."
@@ -401,7 +388,7 @@ def unpredicted_note(run: Run) -> str | None:
     counts = predicted_and_true_counts(run)
     if not counts or collapse_note(run) is not None:
         return None
-    untrained = set(untrained_classes(run.metrics))
+    untrained = set(run.metrics.untrained_classes)
     predicted, true = counts
     missed = [
         index
@@ -410,7 +397,7 @@ def unpredicted_note(run: Run) -> str | None:
     ]
     if not missed:
         return None
-    train_rows = nested_get(run.metrics, "data", "class_counts", "train", "per_class") or {}
+    train_rows = run.metrics.data.train_class_rows
     described = []
     for index in missed:
         in_train = train_rows.get(run.labels[index])  # older runs record no class counts
@@ -427,9 +414,9 @@ def unknown_tokens_note(run: Run) -> str | None:
     """Texts the vocabulary cannot read, as training, pipeline.evaluate and pipeline.predict warn of them
     (unknown.unknown_tokens_warning): train's for a run, the scored file's for a pipeline.evaluate folder, whose test
     figures are that file's. The log's warning is easily missed; the report is what is read."""
-    split, whose = ("test", "the scored file's") if run.metric("evaluation") else ("train", "train's")
-    token_share = run.metric("tokenization", "unknown_token_share", split)
-    text_share = run.metric("tokenization", "mostly_unknown_share", split)
+    split, whose = ("test", "the scored file's") if run.metrics.evaluation else ("train", "train's")
+    token_share = (run.metrics.tokenization.unknown_token_share or {}).get(split)
+    text_share = (run.metrics.tokenization.mostly_unknown_share or {}).get(split)
     warning = unknown_tokens_warning(
         token_share if is_number(token_share) else None,
         text_share if is_number(text_share) else None,

@@ -13,6 +13,10 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
+from pipeline.card.write import warn_if_not_portable, write_model_card
+from pipeline.models.upgrade import UpgradeError, upgrade_model_dir
+from pipeline.predict import PredictError
+from pipeline.predict.speed import record_run_speed
 from pipeline.report.write import default_output_dir, write_report
 from pipeline.run.directory import REPORT_HTML, REPORT_MARKDOWN, RunDirError, RunDirWarning
 
@@ -50,17 +54,10 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def _model_tools(args: argparse.Namespace) -> int:
     """--model-card / --upgrade-model: one line per path on stdout, one-line errors and warnings on stderr."""
-    from pipeline.card.write import warn_if_not_portable, write_model_card
-
     errors: tuple[type[Exception], ...] = (RunDirError, OSError)
     if args.measure_speed:
-        from pipeline.predict import PredictError
-        from pipeline.predict.speed import record_run_speed
-
         errors += (PredictError,)
-    if args.upgrade_model:  # torch and transformers: imported only when needed
-        from pipeline.models.upgrade import UpgradeError, upgrade_model_dir
-
+    if args.upgrade_model:
         errors += (UpgradeError,)
     status = 0
     for path in args.runs:

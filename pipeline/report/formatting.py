@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.common.errors import shorten
-from pipeline.run.directory import is_number
+from pipeline.run.record import is_number
 
 MAX_TEXT_CHARS = 140
 # Shown wherever a value is absent or not a finite number.

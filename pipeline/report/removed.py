@@ -16,7 +16,8 @@ from pipeline.data.formats.table import REPEATED_HEADER
 from pipeline.report.blocks import Block, Cell, Heading, Paragraph, Table
 from pipeline.report.formatting import format_count, format_percent, truncate
 from pipeline.report.runs import Run, repeats_its_run
-from pipeline.run.directory import REMOVED_ROWS_FILE, is_number
+from pipeline.run.directory import REMOVED_ROWS_FILE
+from pipeline.run.record import is_number
 
 SECTION_REMOVED = "Rows left out of the data"
 INCOMPLETE = "no text or no label (data.incomplete_rows: drop)"
@@ -28,9 +29,9 @@ def removed_counts(run: Run) -> list[tuple[str, dict[str, int]]]:
     """Each reason that left out rows, with the rows it left out of each split, from metrics.json's `data` record
     (`repeated_headers.removed`, `incomplete_rows.removed`; `duplicates`: `within` and `across` count the repeats,
     which `mode` says were removed). A split a reason never touched is absent from its counts."""
-    repeated_headers = _counts(run.metric("data", "repeated_headers", "removed"))
-    incomplete = _counts(run.metric("data", "incomplete_rows", "removed"))
-    duplicates = run.metric("data", "duplicates") or {}
+    repeated_headers = _counts((run.metrics.data.repeated_headers or {}).get("removed"))
+    incomplete = _counts((run.metrics.data.incomplete_rows or {}).get("removed"))
+    duplicates = run.metrics.data.duplicates or {}
     mode = duplicates.get("mode") if isinstance(duplicates, dict) else None
     within = _counts(duplicates.get("within")) if mode in ("within", "across") else {}
     across = {
@@ -63,7 +64,7 @@ def removed_blocks(runs: Sequence[Run]) -> list[Block]:
     blocks: list[Block] = [Heading(SECTION_REMOVED)]
     if removing:
         files = "; ".join(f"{run.name}: {run.path / REMOVED_ROWS_FILE}" for run, _ in removing)
-        carved = any(run.metric("data", "carved_from_train") and reasons[0][0] in AS_READ for run, reasons in removing)
+        carved = any(run.metrics.data.carved_from_train and reasons[0][0] in AS_READ for run, reasons in removing)
         blocks += [
             Paragraph(
                 "Rows left out of each split before training and scoring, by reason; each is listed, with its id, its "
@@ -105,14 +106,14 @@ def _removed_table(removing: list[tuple[Run, list[tuple[str, dict[str, int]]]]],
 
 def _split_order(run: Run, reasons: list[tuple[str, dict[str, int]]]) -> list[str]:
     """The run's splits as metrics.json's `data.sizes` orders them, then any other a count names."""
-    sizes = run.metric("data", "sizes")
+    sizes = run.metrics.data.sizes
     known = list(sizes) if isinstance(sizes, dict) else []
     return list(dict.fromkeys([*known, *(split for _, counts in reasons for split in counts)]))
 
 
 def _conflict_note(run: Run) -> str | None:
     """Texts whose copies carry different labels, where duplicates were removed: which label stayed."""
-    duplicates = run.metric("data", "duplicates")
+    duplicates = run.metrics.data.duplicates
     if not isinstance(duplicates, dict) or duplicates.get("mode") not in ("within", "across"):
         return None
     conflicts = duplicates.get("conflicts")
@@ -135,8 +136,8 @@ def _no_class_note(run: Run, runs: Sequence[Run]) -> str | None:
     out), but a share of them large enough teaches the model to predict nothing. Said once, on the run itself."""
     if not run.multi_label or repeats_its_run(run, runs):
         return None
-    without = run.metric("data", "class_counts", "train", "rows_without_labels")
-    rows = run.metric("data", "class_counts", "train", "rows")
+    without = run.metrics.data.train_counts.get("rows_without_labels")
+    rows = run.metrics.data.train_counts.get("rows")
     if not is_number(without) or without <= 0:
         return None
     share = f" ({format_percent(without / rows, 1)})" if is_number(rows) and rows else ""

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.config.schema import DataConfig
-from pipeline.run.directory import RunDir, RunDirError, is_number, nested_get, ranking_metric
+from pipeline.run.directory import RunDir, RunDirError, nested_get
+from pipeline.run.record import Chosen, RunRecord, is_number
 from pipeline.scoring.thresholds import DEFAULT_THRESHOLD
 
 if TYPE_CHECKING:
@@ -22,23 +23,28 @@ class Run:
     name: str
     path: Path
     config: dict[str, Any]
-    metrics: dict[str, Any]
+    metrics: RunRecord  # a metrics.json dict is read into one
     history: list[dict[str, Any]]
     predictions: pd.DataFrame | None
     # What was skipped while loading (e.g. a truncated history line); shown at the top of the report.
     notes: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        if isinstance(self.metrics, dict):
+            self.metrics = RunRecord.from_dict(self.metrics)
+
     @property
     def labels(self) -> list[str]:
-        return [str(label) for label in self.metrics["labels"]]
-
-    def metric(self, *keys: str) -> Any:
-        """The run's metrics at a nested key path, or None where any level is absent."""
-        return nested_get(self.metrics, *keys)
+        return self.metrics.labels
 
     @property
     def multi_label(self) -> bool:
-        return self.metric("data", "task") == "multi_label"
+        return self.metrics.multi_label
+
+    @property
+    def ranking_metric(self) -> str:
+        """What the run is ranked and set against baselines by (RunRecord.ranking_metric)."""
+        return self.metrics.ranking_metric
 
     def label_values(self, column: str) -> list[str] | list[frozenset[str]]:
         """A label column of the test predictions in a form comparable across runs: the class names, or for a
@@ -52,7 +58,7 @@ class Run:
     def test_confusion_matrix(self) -> list[list[float]] | None:
         """metrics.json's test confusion matrix ([true][predicted], in the order of `labels`); None where it is absent
         or not a square of numbers of that size (multi-label runs have none)."""
-        matrix, size = self.metric("test", "confusion_matrix"), len(self.labels)
+        matrix, size = self.metrics.test.confusion_matrix, len(self.labels)
         valid = (
             isinstance(matrix, list)
             and len(matrix) == size
@@ -63,8 +69,13 @@ class Run:
     def threshold(self, name: str) -> float:
         """The class's decision threshold (metrics.json `thresholds.thresholds`); the default where none was chosen
         (argmax of a binary task, multi-label without eval.threshold)."""
-        value = self.metric("thresholds", "thresholds", name)
+        value = ((self.metrics.thresholds and self.metrics.thresholds.thresholds) or {}).get(name)
         return float(value) if is_number(value) else DEFAULT_THRESHOLD
+
+    def chosen(self, name: str) -> Chosen | None:
+        """How the class's threshold was chosen (metrics.json `thresholds.chosen`); None where none was."""
+        chosen = ((self.metrics.thresholds and self.metrics.thresholds.chosen) or {}).get(name)
+        return chosen if isinstance(chosen, Chosen) else None
 
     def thresholded_classes(self) -> list[str]:
         """The classes whose labels a threshold decides (pipeline.scoring.thresholds): every class of a multi-label run, the
@@ -73,16 +84,11 @@ class Run:
             return self.labels
         return self.labels[1:] if len(self.labels) == 2 else []
 
-    @property
-    def ranking_metric(self) -> str:
-        """What the run is ranked and set against baselines by (rundir.ranking_metric)."""
-        return ranking_metric(self.metrics)
-
 
 def num_test_samples(run: Run) -> Any:
     """The rows its test figures were measured on: metrics.json's count, else test_predictions.csv's rows."""
-    if is_number(run.metric("test", "num_samples")):
-        return run.metric("test", "num_samples")
+    if is_number(run.metrics.test.num_samples):
+        return run.metrics.test.num_samples
     return len(run.predictions) if run.predictions is not None else None
 
 
@@ -95,7 +101,7 @@ def load_run(run_dir: str | Path) -> Run:
         name=directory_name(path),
         path=path,
         config=directory.read_config(),
-        metrics=directory.read_metrics(),
+        metrics=directory.read_record(),
         history=[],
         predictions=None,
     )
@@ -132,7 +138,7 @@ def unique_names(paths: Sequence[Path]) -> list[str]:
 
 def model_of(run: Run) -> str:
     """Which model a run holds: its own, or for a folder of pipeline.evaluate, that of the run it scored."""
-    return str(run.metric("evaluation", "model") or run.path.resolve())
+    return str((run.metrics.evaluation and run.metrics.evaluation.model) or run.path.resolve())
 
 
 def one_model(runs: Sequence[Run]) -> bool:
@@ -157,6 +163,6 @@ def ranks_models(runs: Sequence[Run]) -> bool:
 
 def repeats_its_run(run: Run, runs: Sequence[Run]) -> bool:
     """A pipeline.evaluate folder shown beside the run it scored: its training records are that run's, said once."""
-    return bool(run.metric("evaluation")) and any(
-        other is not run and not other.metric("evaluation") and model_of(other) == model_of(run) for other in runs
+    return run.metrics.evaluation is not None and any(
+        other is not run and other.metrics.evaluation is None and model_of(other) == model_of(run) for other in runs
     )

@@ -27,8 +27,8 @@ from pipeline.run.directory import (
     PREDICTION_PREDICTED,
     PROBABILITY_PREFIX,
     REPORT_HTML,
-    is_number,
 )
+from pipeline.run.record import Calibration, Chosen, is_number
 
 SECTION_CALIBRATION = "Calibration"
 SECTION_OPERATING = "Operating points"
@@ -41,7 +41,7 @@ MAX_CURVES = 8
 
 
 def imbalance_ratio(run: Run) -> float | None:
-    ratio = run.metric("data", "class_counts", "train", "imbalance_ratio")
+    ratio = run.metrics.data.train_counts.get("imbalance_ratio")
     return float(ratio) if is_number(ratio) else None
 
 
@@ -68,10 +68,10 @@ def imbalance_sentence(runs: Sequence[Run]) -> str | None:
 
 
 def calibration_blocks(runs: Sequence[Run]) -> list[Block]:
-    with_record = [run for run in runs if isinstance(run.metric("calibration", "ece"), dict)]
+    with_record = [run for run in runs if isinstance(_calibration(run).ece, dict)]
     if not with_record:
         return []
-    bins = with_record[0].metric("calibration", "bins") or MISSING
+    bins = _calibration(with_record[0]).bins or MISSING
     blocks: list[Block] = [
         Heading(SECTION_CALIBRATION),
         Paragraph(
@@ -95,8 +95,8 @@ def calibration_blocks(runs: Sequence[Run]) -> list[Block]:
     headers = ["Run", "Temperature", "ECE validation (before → after)", "ECE test (before → after)"]
     blocks.append(Table([*headers, "Test loss (NLL, before → after)"], rows))
     for run in with_record:
-        if run.metric("calibration", "warning"):
-            blocks.append(Paragraph(f"{run.name}: {run.metric('calibration', 'warning')}.", style="note"))
+        if _calibration(run).warning:
+            blocks.append(Paragraph(f"{run.name}: {_calibration(run).warning}.", style="note"))
         if note := ece_rise_note(run):
             blocks.append(Paragraph(note, style="note"))
     charts = [_reliability_chart(run) for run in with_record]
@@ -105,29 +105,30 @@ def calibration_blocks(runs: Sequence[Run]) -> list[Block]:
     return blocks
 
 
+def _calibration(run: Run) -> Calibration:
+    return run.metrics.calibration or Calibration()
+
+
 def _temperature_text(run: Run) -> str:
-    if run.metric("calibration", "enabled") is False:
+    if _calibration(run).enabled is False:
         return "off"
-    temperature = run.metric("calibration", "temperature")
+    temperature = _calibration(run).temperature
     return f"{temperature:.3f}" if is_number(temperature) else MISSING
 
 
 def _test_loss_text(run: Run) -> str:
     """ECE alone can improve while the probabilities get worse: the test NLL shows that."""
-    before, after = (
-        run.metric("calibration", "loss", "test", "before"),
-        run.metric("calibration", "loss", "test", "after"),
-    )
+    before, after = _calibration(run).before_after("loss", "test")
     if not is_number(before):
         return MISSING
-    if run.metric("calibration", "enabled") is False or not is_number(after):
+    if _calibration(run).enabled is False or not is_number(after):
         return f"{before:.4f}"
     return f"{before:.4f} → {after:.4f}"
 
 
 def _ece_text(run: Run, split: str) -> str:
-    before, after = run.metric("calibration", "ece", split, "before"), run.metric("calibration", "ece", split, "after")
-    if run.metric("calibration", "enabled") is False:
+    before, after = _calibration(run).before_after("ece", split)
+    if _calibration(run).enabled is False:
         return format_score(before)
     worse = " (worse)" if _ece_rose(run, split) else ""
     return f"{format_score(before)} → {format_score(after)}{worse}"
@@ -135,8 +136,8 @@ def _ece_text(run: Run, split: str) -> str:
 
 def _ece_rose(run: Run, split: str) -> bool:
     """Whether temperature scaling raised the split's expected calibration error."""
-    before, after = run.metric("calibration", "ece", split, "before"), run.metric("calibration", "ece", split, "after")
-    applied = run.metric("calibration", "enabled") is not False
+    before, after = _calibration(run).before_after("ece", split)
+    applied = _calibration(run).enabled is not False
     return applied and is_number(before) and is_number(after) and after > before
 
 
@@ -154,7 +155,7 @@ def ece_rise_note(run: Run) -> str | None:
         "fall while ECE rises. The saved model gives the scaled probabilities, so read the higher ECE as theirs: "
         f"by ECE on {' and '.join(risen)} they are worse calibrated than the unscaled ones were"
     )
-    test_before, test_after = (run.metric("calibration", "loss", "test", key) for key in ("before", "after"))
+    test_before, test_after = _calibration(run).before_after("loss", "test")
     if not (is_number(test_before) and is_number(test_after)):
         return note + "."
     if test_after < test_before:
@@ -164,19 +165,18 @@ def ece_rise_note(run: Run) -> str | None:
 
 def _change(run: Run, record: str, split: str) -> str:
     """A calibration figure's before → after (record: "ece" or "loss")."""
-    before, after = (run.metric("calibration", record, split, key) for key in ("before", "after"))
+    before, after = _calibration(run).before_after(record, split)
     return f"{format_score(before)} → {format_score(after)}"
 
 
 def _reliability_chart(run: Run) -> Chart | None:
-    bins = run.metric("calibration", "reliability", "test")
+    bins = (_calibration(run).reliability or {}).get("test")
     if not isinstance(bins, dict) or not isinstance(bins.get("before"), list):
         return None
     figure = plots.reliability_figure(
         bins["before"],
         bins.get("after") or [],
-        run.metric("calibration", "ece", "test", "before"),
-        run.metric("calibration", "ece", "test", "after"),
+        *_calibration(run).before_after("ece", "test"),
         title=f"{run.name} (test)",
     )
     return Chart(plots.figure_to_png(figure), f"reliability diagram of {run.name}")
@@ -187,7 +187,7 @@ def _reliability_chart(run: Run) -> Chart | None:
 
 def operating_blocks(runs: Sequence[Run]) -> list[Block]:
     """Binary and multi-label runs: per class the threshold and how it was chosen, the areas, and the curves."""
-    eligible = [run for run in runs if isinstance(run.metric("test", "areas", "per_class"), dict)]
+    eligible = [run for run in runs if run.metrics.test.areas and isinstance(run.metrics.test.areas.per_class, dict)]
     if not eligible:
         return []
     blocks: list[Block] = [
@@ -215,8 +215,8 @@ def operating_blocks(runs: Sequence[Run]) -> list[Block]:
 
 def _operating_table(run: Run, curves: dict[str, plots.OperatingCurve]) -> Table:
     rows = []
-    for name, areas in run.metric("test", "areas", "per_class").items():
-        chosen = run.metric("thresholds", "chosen", name) or {}
+    for name, areas in run.metrics.test.areas.per_class.items():
+        chosen = run.chosen(name) or Chosen()
         curve = curves.get(name)
         point = curve.point if curve is not None else None
         rows.append(
@@ -224,8 +224,8 @@ def _operating_table(run: Run, curves: dict[str, plots.OperatingCurve]) -> Table
                 Cell(name),
                 Cell(format_score(run.threshold(name)), "num"),
                 Cell(applied_setting_text(chosen)),
-                Cell(format_score(chosen.get("validation_precision")), "num"),
-                Cell(format_score(chosen.get("validation_recall")), "num"),
+                Cell(format_score(chosen.validation_precision), "num"),
+                Cell(format_score(chosen.validation_recall), "num"),
                 Cell(format_score(point[2] if point else None), "num"),
                 Cell(format_score(point[1] if point else None), "num"),
                 Cell(format_score(areas.get("roc_auc")), "num"),
@@ -251,18 +251,16 @@ def _operating_table(run: Run, curves: dict[str, plots.OperatingCurve]) -> Table
 def _threshold_notes(run: Run) -> list[Block]:
     """Where a class's threshold could not be chosen as asked (what was used instead), or rests on few rows."""
     notes = []
-    for name, record in (run.metric("thresholds", "chosen") or {}).items():
-        if isinstance(record, dict):
-            notes += [
-                Paragraph(f"{name}: {record[key]}.", style="note") for key in ("fallback", "note") if record.get(key)
-            ]
+    for name in run.labels:
+        chosen = run.chosen(name) or Chosen()
+        notes += [Paragraph(f"{name}: {text}.", style="note") for text in (chosen.fallback, chosen.note) if text]
     return notes
 
 
 def low_confidence_blocks(runs: Sequence[Run]) -> list[Block]:
     """Multi-class runs with thresholds: how many test rows were flagged, how accurate the kept and flagged rows
     are, and per class the threshold and how it was chosen."""
-    flagging = [run for run in runs if isinstance(run.metric("test", "low_confidence"), dict)]
+    flagging = [run for run in runs if run.metrics.test.low_confidence is not None]
     if not flagging:
         return []
     blocks: list[Block] = [
@@ -280,10 +278,10 @@ def low_confidence_blocks(runs: Sequence[Run]) -> list[Block]:
             [
                 [
                     Cell(run.name),
-                    Cell(format_count(run.metric("test", "low_confidence", "flagged")), "num"),
-                    Cell(format_percent(run.metric("test", "low_confidence", "share")), "num"),
-                    Cell(format_percent(run.metric("test", "low_confidence", "accuracy_of_kept")), "num"),
-                    Cell(format_percent(run.metric("test", "low_confidence", "accuracy_of_flagged")), "num"),
+                    Cell(format_count(run.metrics.test.low_confidence.flagged), "num"),
+                    Cell(format_percent(run.metrics.test.low_confidence.share), "num"),
+                    Cell(format_percent(run.metrics.test.low_confidence.accuracy_of_kept), "num"),
+                    Cell(format_percent(run.metrics.test.low_confidence.accuracy_of_flagged), "num"),
                 ]
                 for run in flagging
             ],
@@ -301,15 +299,15 @@ def _flag_table(run: Run) -> Table:
     flagged = _flagged_per_class(run)
     rows = []
     for name in run.labels:
-        chosen = run.metric("thresholds", "chosen", name) or {}
-        threshold = run.metric("thresholds", "thresholds", name)
+        chosen = run.chosen(name)
+        threshold = ((run.metrics.thresholds and run.metrics.thresholds.thresholds) or {}).get(name)
         rows.append(
             [
                 Cell(name),
                 Cell(format_score(threshold), "num"),
                 Cell(applied_setting_text(chosen) if chosen else "none: never flagged"),
-                Cell(format_score(chosen.get("validation_precision")), "num"),
-                Cell(format_score(chosen.get("validation_recall")), "num"),
+                Cell(format_score(chosen and chosen.validation_precision), "num"),
+                Cell(format_score(chosen and chosen.validation_recall), "num"),
                 Cell(format_count(flagged.get(name, 0)) if flagged is not None else MISSING, "num"),
             ]
         )
@@ -326,14 +324,14 @@ def _flagged_per_class(run: Run) -> dict[str, int] | None:
     return predictions.loc[flagged, PREDICTION_PREDICTED].astype(str).value_counts().to_dict()
 
 
-def applied_setting_text(chosen: dict[str, Any]) -> str:
+def applied_setting_text(chosen: Chosen) -> str:
     """What set a class's threshold (its metrics.json `thresholds.chosen` record): the setting asked for, or where it
     could not be met, what was used instead of it (the record's `applied`), e.g. "best_f1 (instead of precision ≥
     0.6)"; the note below the table says why."""
-    asked = _setting_text(chosen.get("setting"))
-    if not chosen.get("fallback"):
+    asked = _setting_text(chosen.setting)
+    if not chosen.fallback:
         return asked
-    applied = chosen.get("applied")
+    applied = chosen.applied
     return f"{applied} (instead of {asked})" if applied else f"{asked} (not met)"  # runs from before `applied`
 
 
@@ -354,7 +352,7 @@ def operating_curves(run: Run) -> list[plots.OperatingCurve]:
     from sklearn.metrics import average_precision_score, precision_recall_curve, roc_auc_score, roc_curve
 
     curves = []
-    for name in run.metric("test", "areas", "per_class"):
+    for name in run.metrics.test.areas.per_class:
         column = f"{PROBABILITY_PREFIX}{name}"
         if column not in predictions.columns:
             continue

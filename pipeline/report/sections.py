@@ -43,17 +43,16 @@ from pipeline.report.summary import all_labels, by_support, per_class_value, sum
 from pipeline.report.verdict import header_blocks
 from pipeline.run.directory import (
     HISTORY_FILE,
-    METRICS_FILE,
     PREDICTION_GOLD,
     PREDICTION_PREDICTED,
     PREDICTION_ROW_ID,
     PREDICTION_SCORE,
     PREDICTION_TEXT,
     PREDICTIONS_FILE,
-    RANKING_METRICS,
     REPORT_HTML,
-    is_number,
 )
+from pipeline.run.exports import ExportError, auto_backend, parity_rows, read_export_record, rows_used
+from pipeline.run.record import METRICS_FILE, RANKING_METRICS, is_number
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -112,7 +111,7 @@ def _confusion_blocks(runs: Sequence[Run]) -> list[Block]:
         if matrix is None:
             blocks.append(Paragraph(f"{run.name}: {METRICS_FILE} has no usable test confusion matrix.", style="note"))
             continue
-        title = f"{run.name} (test accuracy {format_percent(run.metric('test', 'accuracy'))})"
+        title = f"{run.name} (test accuracy {format_percent(run.metrics.test.accuracy)})"
         figure = plots.confusion_matrix_figure(matrix, run.labels, title=truncate(title, 60))
         # No caption: the chart's own title names the run.
         images.append(Chart(plots.figure_to_png(figure), alt_text=f"confusion matrix of {run.name}"))
@@ -161,7 +160,7 @@ def eval_curve(run: Run, metric: str | None = None) -> plots.EvalCurve:
         metric = "accuracy"
     key = f"eval_{metric}"
     points = [line for line in run.history if is_number(line.get(key)) and is_number(line.get("step"))]
-    best_step = run.metric("best", "step")
+    best_step = run.metrics.best.step
     return plots.EvalCurve(
         run_name=run.name,
         steps=[point["step"] for point in points],
@@ -397,14 +396,6 @@ def _prediction_cell(predicted: str, score: float, gold: str) -> Cell:
 
 
 def _export_blocks(run: Run) -> list[Block]:
-    from pipeline.run.exports import (
-        ExportError,
-        auto_backend,
-        parity_rows,
-        read_export_record,
-        rows_used,
-    )
-
     try:
         record = read_export_record(run.path)
     except ExportError as error:

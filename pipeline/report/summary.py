@@ -22,7 +22,8 @@ from pipeline.report.formatting import (
 from pipeline.report.plots import MAX_PLOTTED_CLASSES
 from pipeline.report.runs import Run, num_test_samples, ranks_models, repeats_its_run
 from pipeline.report.scores import imbalance_sentence, is_imbalanced
-from pipeline.run.directory import RANKING_METRICS, is_number, nested_get, per_class_score
+from pipeline.run.directory import nested_get, per_class_score
+from pipeline.run.record import RANKING_METRICS, Baseline, is_number
 from pipeline.scoring.thresholds import selection_cut_off
 
 SECTION_SUMMARY = "Summary"
@@ -38,7 +39,7 @@ def summary_blocks(runs: Sequence[Run]) -> list[Block]:
         _metric_row(
             "Prediction rows/s",
             runs,
-            lambda r: r.metric("throughput", "predict_rows_per_second"),
+            lambda r: r.metrics.throughput.predict_rows_per_second,
             format_rate,
             higher=True,
         ),
@@ -60,7 +61,7 @@ def summary_blocks(runs: Sequence[Run]) -> list[Block]:
         more = len(labels) - MAX_PLOTTED_CLASSES
         rows.append(_text_row(f"F1: {more:,} smaller classes", runs, lambda r: "in the per-class table"))
     rows += [
-        _metric_row("Test loss", runs, lambda r: r.metric("test", "loss"), format_score, higher=False),
+        _metric_row("Test loss", runs, lambda r: r.metrics.test.loss, format_score, higher=False),
         _text_row("Test samples", runs, lambda r: format_count(num_test_samples(r))),
         _text_row("Best step", runs, _best_step_text),
         _text_row("Steps trained", runs, _steps_text),
@@ -68,19 +69,15 @@ def summary_blocks(runs: Sequence[Run]) -> list[Block]:
         _text_row("Fixed length (tokens)", runs, _max_length_text),
         _text_row("Longer than the fixed length (test)", runs, lambda r: _long_text_share(r, "test")),
         _text_row("Longer than the fixed length (train)", runs, _truncated_train_text),
-        _text_row("Training time", runs, lambda r: format_duration(r.metric("timings", "train_seconds"))),
-        _text_row("Total time", runs, lambda r: format_duration(r.metric("timings", "total_seconds"))),
-        _text_row(
-            "Training samples/s", runs, lambda r: format_rate(r.metric("throughput", "train_samples_per_second"))
-        ),
-        _text_row(
-            "Evaluation samples/s", runs, lambda r: format_rate(r.metric("throughput", "eval_samples_per_second"))
-        ),
+        _text_row("Training time", runs, lambda r: format_duration(r.metrics.timings.train_seconds)),
+        _text_row("Total time", runs, lambda r: format_duration(r.metrics.timings.total_seconds)),
+        _text_row("Training samples/s", runs, lambda r: format_rate(r.metrics.throughput.train_samples_per_second)),
+        _text_row("Evaluation samples/s", runs, lambda r: format_rate(r.metrics.throughput.eval_samples_per_second)),
         _text_row("Device", runs, _device_text),
-        _text_row("Mixed precision", runs, lambda r: _plain(r.metric("training", "mixed_precision"))),
-        _text_row("Effective batch size", runs, lambda r: format_count(r.metric("training", "effective_batch_size"))),
+        _text_row("Mixed precision", runs, lambda r: _plain(r.metrics.training.mixed_precision)),
+        _text_row("Effective batch size", runs, lambda r: format_count(r.metrics.training.effective_batch_size)),
         _text_row("Model", runs, _model_text),
-        _text_row("Finished", runs, lambda r: _timestamp_text(r.metric("run", "finished_at"))),
+        _text_row("Finished", runs, lambda r: _timestamp_text(r.metrics.run.finished_at)),
     ]
     reason = imbalance_sentence(runs)
     leading = [Paragraph(reason, style="note")] if reason else []
@@ -94,7 +91,7 @@ def _headline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
     Beside single-label runs a multi-label run's accuracy cell says it is exact-match accuracy."""
 
     def row(label: str, key: str, formatter: Callable[[Any], str], higher: bool = True) -> list[Cell]:
-        return _metric_row(label, runs, lambda r: r.metric("test", key), formatter, higher=higher)
+        return _metric_row(label, runs, lambda r: r.metrics.test.figure(key), formatter, higher=higher)
 
     macro_f1 = row("Macro-F1", "macro_f1", format_score)
     multi_label = [
@@ -106,15 +103,15 @@ def _headline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
         micro_f1, *others = multi_label
         return [micro_f1, macro_f1, row("Subset accuracy", "accuracy", format_percent), *others]
     accuracy = _metric_row(
-        "Test accuracy", runs, lambda r: r.metric("test", "accuracy"), format_percent, True, qualifier=_exact_match
+        "Test accuracy", runs, lambda r: r.metrics.test.accuracy, format_percent, True, qualifier=_exact_match
     )
     balanced = (
         [row("Balanced accuracy", "balanced_accuracy", format_percent)]
-        if any(is_number(run.metric("test", "balanced_accuracy")) for run in runs)
+        if any(is_number(run.metrics.test.balanced_accuracy) for run in runs)
         else []
     )
     rows = [macro_f1, *balanced, accuracy] if any(map(is_imbalanced, runs)) else [accuracy, macro_f1, *balanced]
-    if any(is_number(run.metric("test", "micro_f1")) for run in runs):
+    if any(is_number(run.metrics.test.micro_f1) for run in runs):
         rows += multi_label
     return rows
 
@@ -125,7 +122,7 @@ def _baseline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
     if not any(baseline_of(run) or baseline_error(run) for run in runs):
         return []
     micro_f1 = (
-        [_text_row("Baseline micro-F1", runs, lambda r: format_score(nested_get(baseline_of(r), "micro_f1")))]
+        [_text_row("Baseline micro-F1", runs, lambda r: format_score((baseline_of(r) or Baseline()).micro_f1))]
         if any(run.ranking_metric == "micro_f1" for run in runs)
         else []
     )
@@ -134,15 +131,15 @@ def _baseline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
     subset = all(run.multi_label for run in runs)
 
     def accuracy_text(run: Run) -> str:
-        accuracy = nested_get(baseline_of(run), "accuracy")
+        accuracy = (baseline_of(run) or Baseline()).accuracy
         return format_percent(accuracy) + (_exact_match(run) if not subset and is_number(accuracy) else "")
 
     return [
         *micro_f1,
         _text_row("Baseline subset accuracy" if subset else "Baseline test accuracy", runs, accuracy_text),
-        _text_row("Baseline macro-F1", runs, lambda r: format_score(nested_get(baseline_of(r), "macro_f1"))),
+        _text_row("Baseline macro-F1", runs, lambda r: format_score((baseline_of(r) or Baseline()).macro_f1)),
         _text_row(
-            "Baseline training time", runs, lambda r: format_duration(nested_get(baseline_of(r), "train_seconds"))
+            "Baseline training time", runs, lambda r: format_duration((baseline_of(r) or Baseline()).train_seconds)
         ),
     ]
 
@@ -169,8 +166,8 @@ def _baseline_notes(runs: Sequence[Run]) -> list[Block]:
 
 def _long_text_share(run: Run, split: str) -> str:
     """The share of texts longer than the fixed length, and what became of them: truncated, or read in windows."""
-    text = format_percent(run.metric("tokenization", "truncated_fraction", split))
-    windows = run.metric("tokenization", "windows_per_document", split)
+    text = format_percent((run.metrics.tokenization.truncated_fraction or {}).get(split))
+    windows = (run.metrics.tokenization.windows_per_document or {}).get(split)
     if isinstance(windows, dict) and is_number(windows.get("mean")):
         return f"{text}, read in windows ({windows['mean']:.2f} per text, max {windows.get('max')})"
     return f"{text} truncated" if text != MISSING else text
@@ -215,27 +212,27 @@ def _metric_row(
 
 def _distill_rows(runs: Sequence[Run]) -> list[list[Cell]]:
     """Which teacher a distilled run learnt from, and how (metrics.json `distill`); none when no run was distilled."""
-    if not any(run.metric("distill") for run in runs):
+    if not any(run.metrics.distill for run in runs):
         return []
 
     def teacher_text(run: Run) -> str:
-        record = run.metric("distill")
+        record = run.metrics.distill
         if not record:
             return MISSING
-        accuracy = record.get("teacher_test_accuracy")
+        accuracy = record.teacher_test_accuracy
         tested = f" (test {format_percent(accuracy)})" if is_number(accuracy) else ""
-        return f"{record.get('teacher')}{tested}"
+        return f"{record.teacher}{tested}"
 
     def settings_text(run: Run) -> str:
-        record = run.metric("distill")
+        record = run.metrics.distill
         if not record:
             return MISSING
-        augment = record.get("augment") or "none"
-        copies = f" x{record.get('augment_copies')}" if augment != "none" else ""
-        embeddings = ", teacher's embeddings" if record.get("init_embeddings") else ""
+        augment = record.augment or "none"
+        copies = f" x{record.augment_copies}" if augment != "none" else ""
+        embeddings = ", teacher's embeddings" if record.init_embeddings else ""
         return (
-            f"alpha {record.get('alpha')}, T {record.get('temperature')}, augment {augment}{copies}{embeddings}, "
-            f"{format_count(nested_get(record, 'transfer_set', 'total'))} transfer rows"
+            f"alpha {record.alpha}, T {record.temperature}, augment {augment}{copies}{embeddings}, "
+            f"{format_count(nested_get(record.transfer_set, 'total'))} transfer rows"
         )
 
     return [_text_row("Distilled from", runs, teacher_text), _text_row("Distillation", runs, settings_text)]
@@ -259,11 +256,11 @@ def _plain(value: Any) -> str:
 
 def _best_step_text(run: Run) -> str:
     """The step of the model kept, with the validation score that picked it (best.validation_<ranking metric>)."""
-    step = run.metric("best", "step")
+    step = run.metrics.best.step
     if not is_number(step):
         return MISSING
     key = run.ranking_metric
-    score = run.metric("best", f"validation_{key}")
+    score = run.metrics.best.score
     if not is_number(score):
         return format_count(step)
     cut_off = selection_cut_off(run.metrics)  # the run's validation figures apply its thresholds; this did not
@@ -271,28 +268,28 @@ def _best_step_text(run: Run) -> str:
 
 
 def _steps_text(run: Run) -> str:
-    steps, epochs = run.metric("training", "global_steps"), run.metric("training", "epochs_completed")
+    steps, epochs = run.metrics.training.global_steps, run.metrics.training.epochs_completed
     if not is_number(steps):
         return MISSING
     text = format_count(steps) + (f" ({epochs:.2f} epochs)" if is_number(epochs) else "")
-    return text + (", stopped early" if run.metric("training", "stopped_early") is True else "")
+    return text + (", stopped early" if run.metrics.training.stopped_early is True else "")
 
 
 def _num_parameters(run: Run) -> Any:
-    return run.metric("run", "num_parameters")
+    return run.metrics.run.num_parameters
 
 
 def _max_length_text(run: Run) -> str:
-    length = run.metric("tokenization", "max_length")
-    setting = run.metric("tokenization", "max_length_setting")
+    length = run.metrics.tokenization.max_length
+    setting = run.metrics.tokenization.max_length_setting
     if not is_number(length):
         return MISSING
     return f"{format_count(length)} (auto)" if setting == "auto" else format_count(length)
 
 
 def _device_text(run: Run) -> str:
-    kind, name = run.metric("device", "type"), run.metric("device", "name")
-    processes = run.metric("device", "num_processes") or run.metric("training", "num_processes")
+    kind, name = run.metrics.device.type, run.metrics.device.name
+    processes = run.metrics.device.num_processes or run.metrics.training.num_processes
     if kind is None and name is None:
         return MISSING
     device = f"{kind} ({name})" if kind and name and name != kind else str(kind or name)
@@ -302,8 +299,8 @@ def _device_text(run: Run) -> str:
 
 
 def _model_text(run: Run) -> str:
-    kind = run.metric("run", "model_kind") or nested_get(run.config, "model", "kind")
-    name = run.metric("run", "model_name_or_path") or nested_get(run.config, "model", "name_or_path")
+    kind = run.metrics.run.model_kind or nested_get(run.config, "model", "kind")
+    name = run.metrics.run.model_name_or_path or nested_get(run.config, "model", "name_or_path")
     if kind == "encoder":
         # The from-scratch encoder borrows only a tokenizer; its name_or_path names no pretrained weights.
         return "encoder (from scratch)"
@@ -333,4 +330,4 @@ def by_support(runs: Sequence[Run], labels: list[str]) -> list[str]:
 
 def per_class_value(run: Run, label: str, key: str) -> float | None:
     """A class's test metric, as rundir.per_class_score reads it."""
-    return per_class_score(run.metric("test", "per_class", label), key)
+    return per_class_score((run.metrics.test.per_class or {}).get(label), key)

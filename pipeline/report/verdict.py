@@ -22,7 +22,7 @@ from pipeline.report.caveats import (
 from pipeline.report.formatting import format_count, format_metric, format_percent, format_score
 from pipeline.report.runs import Run, num_test_samples, one_model, repeats_its_run, same_task
 from pipeline.report.scores import imbalance_sentence, is_imbalanced
-from pipeline.run.directory import RANKING_METRICS, is_number
+from pipeline.run.record import RANKING_METRICS, is_number
 
 DIFFERENT_DATA_CAUTION = "Caution: the runs were tested on different data."
 
@@ -33,7 +33,7 @@ def header_blocks(runs: Sequence[Run], comparison: Comparison | None, generated_
         Paragraph(f"Generated {generated_at:%Y-%m-%d %H:%M %Z}. Runs: {locations}.", style="meta"),
         Paragraph(" ".join(_verdict_sentences(runs, comparison)), style="verdict"),
     ]
-    blocks += [Paragraph(evaluation_note(run), style="note") for run in runs if run.metric("evaluation")]
+    blocks += [Paragraph(evaluation_note(run), style="note") for run in runs if run.metrics.evaluation]
     blocks += [Paragraph(f"{run.name}: {note}", style="note") for run in runs for note in run.notes]
     blocks += [
         Paragraph(f"{run.name}: {note}", style="note")
@@ -55,15 +55,15 @@ def header_blocks(runs: Sequence[Run], comparison: Comparison | None, generated_
 
 def evaluation_note(run: Run) -> str:
     """A folder of python -m pipeline.evaluate: its test figures are another file's, the rest the run's own."""
-    record = run.metric("evaluation")
-    run_file = record.get("run_file")
+    record = run.metrics.evaluation
+    run_file = record.run_file
     # The run's own train or validation file: the model learnt from (or was chosen on) the rows scored.
     seen = (
         f" It is the run's own {run_file}: these figures overstate how the model does on new text." if run_file else ""
     )
     return (
-        f"{run.name}: the model of {record.get('model')} scored on {record.get('input')} "
-        f"({format_count(record.get('rows'))} rows) by python -m pipeline.evaluate. Test figures are that "
+        f"{run.name}: the model of {record.model} scored on {record.input} "
+        f"({format_count(record.rows)} rows) by python -m pipeline.evaluate. Test figures are that "
         f"file's; validation figures, thresholds and training records are the run's own.{seen}"
     )
 
@@ -87,19 +87,19 @@ def _verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
         samples = f"on {format_count(num_test_samples(run))} test texts."
         if imbalanced:  # accuracy would mostly measure the majority classes
             return (
-                f"{run.name}: test macro-F1 {format_score(run.metric('test', 'macro_f1'))}, balanced accuracy "
-                f"{format_percent(run.metric('test', 'balanced_accuracy'))} (accuracy "
-                f"{format_percent(run.metric('test', 'accuracy'))}) {samples} {imbalance_sentence(runs)}"
+                f"{run.name}: test macro-F1 {format_score(run.metrics.test.macro_f1)}, balanced accuracy "
+                f"{format_percent(run.metrics.test.balanced_accuracy)} (accuracy "
+                f"{format_percent(run.metrics.test.accuracy)}) {samples} {imbalance_sentence(runs)}"
             )
         if run.ranking_metric == "micro_f1":  # multi-label: accuracy is subset accuracy, every label of a text right
             return (
-                f"{run.name}: test micro-F1 {format_score(run.metric('test', 'micro_f1'))}, subset accuracy "
-                f"{format_percent(run.metric('test', 'accuracy'))}, macro-F1 "
-                f"{format_score(run.metric('test', 'macro_f1'))} {samples}"
+                f"{run.name}: test micro-F1 {format_score(run.metrics.test.micro_f1)}, subset accuracy "
+                f"{format_percent(run.metrics.test.accuracy)}, macro-F1 "
+                f"{format_score(run.metrics.test.macro_f1)} {samples}"
             )
         return (
-            f"{run.name}: test accuracy {format_percent(run.metric('test', 'accuracy'))}, macro-F1 "
-            f"{format_score(run.metric('test', 'macro_f1'))} {samples}"
+            f"{run.name}: test accuracy {format_percent(run.metrics.test.accuracy)}, macro-F1 "
+            f"{format_score(run.metrics.test.macro_f1)} {samples}"
         )
     if not same_task(runs):
         return _unranked_verdict(runs)
@@ -108,9 +108,9 @@ def _verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
     # Multi-label runs side by side are ranked by micro-F1; any other mix by accuracy.
     key = "micro_f1" if all(run.ranking_metric == "micro_f1" for run in runs) else "accuracy"
     name = RANKING_METRICS[key]
-    ranked = sorted(runs, key=lambda run: run.metric("test", key), reverse=True)
+    ranked = sorted(runs, key=lambda run: run.metrics.test.figure(key), reverse=True)
     best, runner_up = ranked[0], ranked[1]
-    best_score, runner_up_score = best.metric("test", key), runner_up.metric("test", key)
+    best_score, runner_up_score = best.metrics.test.figure(key), runner_up.metrics.test.figure(key)
     caveat = ""
     if _tested_on_different_data(runs, comparison):
         caveat = f" {DIFFERENT_DATA_CAUTION}"
@@ -120,7 +120,7 @@ def _verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
         p_value = comparison.mcnemar_p_value
         caveat = f" McNemar's exact test: p = {p_value:.2g} ({gap_reading(p_value)})."
     if best_score == runner_up_score:
-        tied = [run.name for run in ranked if run.metric("test", key) == best_score]
+        tied = [run.name for run in ranked if run.metrics.test.figure(key) == best_score]
         return f"{' and '.join(tied)} tie on test {name} at {format_metric(key, best_score)}.{caveat}"
     gap_points = 100 * (best_score - runner_up_score)
     rival = "runner-up " if len(runs) > 2 else ""
@@ -135,7 +135,7 @@ def _one_model_verdict(runs: Sequence[Run]) -> str:
     so its scores are set side by side, not ranked as if models competed."""
     key = runs[0].ranking_metric
     scores = ", ".join(
-        f"{format_metric(key, run.metric('test', key))} on {_scored_file(run)} ({format_count(num_test_samples(run))} "
+        f"{format_metric(key, run.metrics.test.figure(key))} on {_scored_file(run)} ({format_count(num_test_samples(run))} "
         "texts)"
         for run in runs
     )
@@ -146,7 +146,7 @@ def _unranked_verdict(runs: Sequence[Run]) -> str:
     """Each run's own headline figure and its classes, side by side, without a 'best'."""
     scores = "; ".join(
         f"{run.name}: {format_count(len(run.labels))} classes, test {RANKING_METRICS[run.ranking_metric]} "
-        f"{format_metric(run.ranking_metric, run.metric('test', run.ranking_metric))}"
+        f"{format_metric(run.ranking_metric, run.metrics.test.figure(run.ranking_metric))}"
         for run in runs
     )
     return f"Not ranked: the runs do different tasks (other classes, or single- beside multi-label), so their scores do not compare. {scores}."
@@ -156,11 +156,11 @@ def _scored_file(run: Run) -> str:
     """What a run's test figures were scored on: an evaluated file by its name, a folder of class folders by its
     parent's and its own with a closing slash (aclImdb/test/: a bare "test" or "train" reads as a split of the
     run), else the run's own test split."""
-    scored = run.metric("evaluation", "input")
+    scored = run.metrics.evaluation and run.metrics.evaluation.input
     if not scored:
         return f"{run.name}'s test split"
     path = Path(scored)
-    if run.metric("data", "class_folders"):
+    if run.metrics.data.class_folders:
         return f"{path.parent.name}/{path.name}/" if path.parent.name else f"{path.name}/"
     return path.name
 
@@ -169,7 +169,7 @@ def _macro_f1_verdict(runs: Sequence[Run], comparison: Comparison | None) -> str
     """Imbalanced classes: runs ranked by test macro-F1, saying why."""
 
     def macro_f1(run: Run) -> float:
-        value = run.metric("test", "macro_f1")
+        value = run.metrics.test.macro_f1
         return value if is_number(value) else -1.0
 
     ranked = sorted(runs, key=macro_f1, reverse=True)
@@ -181,7 +181,7 @@ def _macro_f1_verdict(runs: Sequence[Run], comparison: Comparison | None) -> str
         return f"{' and '.join(tied)} tie on test macro-F1 at {format_score(macro_f1(best))}. {reason}{caveat}"
     return (
         f"Best by test macro-F1: {best.name} with {format_score(macro_f1(best))} (balanced accuracy "
-        f"{format_percent(best.metric('test', 'balanced_accuracy'))}), ahead of {runner_up.name} "
+        f"{format_percent(best.metrics.test.balanced_accuracy)}), ahead of {runner_up.name} "
         f"({format_score(macro_f1(runner_up))}). {reason}{caveat}"
     )
 

@@ -1,32 +1,39 @@
 """The run directory: the contract between training, prediction and reports, and the only module that knows it.
 
     run = RunDir(Path("runs/ag_news_bert"))
-    run.metrics_path, run.model_dir, run.read_metrics(), write_test_predictions(run.predictions_path, ...)
+    run.metrics_path, run.model_dir, run.read_record(), run.read_history(), run.read_predictions()
 
-Every file name below lives here and nowhere else (docs/run-directory.md describes the contents). Readers raise
+Every file name below lives here and nowhere else (metrics.json's in pipeline.run.record, which reads and writes
+it; docs/run-directory.md describes the contents). Readers raise
 `RunDirError` naming the file and what is wrong with it, so every command reports a damaged run the same way.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import math
 import os
 import shlex
-import shutil
 import warnings
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from pipeline.common.io import CsvRows, atomic_path, atomic_write_json
+from pipeline.common.io import atomic_write_json
+from pipeline.run.record import (
+    METRICS_FILE,
+    RunDirError,
+    RunRecord,
+    is_number,
+    read_metrics_file,
+    read_record,
+    read_text,
+    write_record,
+)
+from pipeline.run.record import RANKING_METRICS as RANKING_METRICS  # the model card reads them here
 
 CONFIG_FILE = "config.yaml"
-METRICS_FILE = "metrics.json"
 HISTORY_FILE = "history.jsonl"
 PREDICTIONS_FILE = "test_predictions.csv"
 MODEL_DIR = "model"
@@ -108,10 +115,6 @@ def owned_names() -> set[str]:
 def is_staging_leftover(name: str) -> bool:
     """Temporary names of atomic writes (io.atomic_path, io.replace_directory, checkpoints) left by a crash."""
     return name.startswith(".") and name.endswith((".tmp", ".partial", ".old"))
-
-
-class RunDirError(ValueError):
-    """A run directory is missing, unfinished or holds a file that cannot be read; the message names the file."""
 
 
 class RunDirWarning(UserWarning):
@@ -252,7 +255,7 @@ class RunDir:
         import yaml
 
         try:
-            config = yaml.safe_load(_read_text(self.config_path))
+            config = yaml.safe_load(read_text(self.config_path))
         except yaml.YAMLError as error:
             mark = getattr(error, "problem_mark", None)
             where = f" at line {mark.line + 1}" if mark is not None else ""
@@ -262,23 +265,12 @@ class RunDir:
         return config
 
     def read_metrics(self, require_test: bool = True) -> dict[str, Any]:
-        text = _read_text(self.metrics_path)
-        if not text.strip():
-            raise RunDirError(f"{self.metrics_path}: the file is empty — the run did not finish writing it")
-        try:
-            metrics = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise RunDirError(
-                f"{self.metrics_path}: invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
-            ) from None
-        if not isinstance(metrics, dict):
-            raise RunDirError(f"{self.metrics_path}: expected a JSON object at the top level")
-        labels = metrics.get("labels")
-        if not isinstance(labels, list) or not labels:
-            raise RunDirError(f"{self.metrics_path}: 'labels' (the class names) is missing or empty")
-        if require_test and not is_number(nested_get(metrics, "test", "accuracy")):
-            raise RunDirError(f"{self.metrics_path}: 'test.accuracy' is missing — the test split was not evaluated")
-        return metrics
+        """metrics.json as a dict: for the model card until it reads `read_record`."""
+        return read_metrics_file(self.metrics_path, require_test)
+
+    def read_record(self, require_test: bool = True) -> RunRecord:
+        """metrics.json as a RunRecord (pipeline.run.record), any version of it."""
+        return read_record(self.metrics_path, require_test)
 
     def read_history(self, notes: list[str] | None = None) -> list[dict[str, Any]]:
         """history.jsonl; a truncated last line (the run was killed mid-write) is skipped, with a note."""
@@ -286,7 +278,7 @@ class RunDir:
         if not self.history_path.is_file():
             note(notes, f"{self.history_path}: missing, so there are no validation curves")
             return []
-        numbered = [(n, line) for n, line in enumerate(_read_text(self.history_path).splitlines(), 1) if line.strip()]
+        numbered = [(n, line) for n, line in enumerate(read_text(self.history_path).splitlines(), 1) if line.strip()]
         records = []
         for position, (line_number, line) in enumerate(numbered):
             try:
@@ -335,77 +327,12 @@ class RunDir:
 
     # -- writers ------------------------------------------------------------------------------------------------
 
+    def write_record(self, record: RunRecord) -> None:
+        write_record(self.metrics_path, record)
+
     def write_metrics(self, metrics: dict[str, Any]) -> None:
-        atomic_write_json(self.metrics_path, metrics)
-
-
-def write_test_predictions(
-    path: Path,
-    texts: Sequence[str],
-    gold: np.ndarray,
-    probabilities: np.ndarray,
-    label_names: Sequence[str],
-    row_ids: Sequence[str] | None = None,
-    predicted: np.ndarray | None = None,
-    separator: str | None = None,
-    low_confidence: np.ndarray | None = None,
-) -> None:
-    """One row per example: text, gold and predicted class names, the predicted class's probability, the row's id
-    (the data's id column, or its line number), [whether it is flagged low-confidence,] then every class's
-    probability. `predicted`: the decision's class ids (default: the argmax); `low_confidence`: (N,) bool flags of
-    a multi-class decision with thresholds. Multi-label (gold and predicted (N, C) indicator rows): gold and
-    predicted are the class sets joined by `separator`, and score is the highest class probability."""
-    if np.ndim(gold) == 2:
-        if separator is None:
-            raise ValueError("multi-label predictions need the label separator (data.label_separator)")
-        _write_multilabel_predictions(path, texts, gold, probabilities, label_names, row_ids, predicted, separator)
-        return
-    predicted = probabilities.argmax(axis=1) if predicted is None else predicted
-    row_ids = row_ids if row_ids is not None else [str(index + 1) for index in range(len(texts))]
-    flag_columns = [PREDICTION_LOW_CONFIDENCE] if low_confidence is not None else []
-    flags = [[bool(flag)] for flag in low_confidence] if low_confidence is not None else [[]] * len(texts)
-    header = [
-        *PREDICTION_COLUMNS,
-        PREDICTION_ROW_ID,
-        *flag_columns,
-        *(f"{PROBABILITY_PREFIX}{name}" for name in label_names),
-    ]
-    with atomic_path(path) as temp_path, open(temp_path, "w", newline="", encoding="utf-8") as handle:
-        writer = CsvRows(handle)
-        writer.writerow(header)
-        for text, gold_id, predicted_id, row, row_id, flag in zip(
-            texts, gold, predicted, probabilities, row_ids, flags
-        ):
-            writer.writerow(
-                [text, label_names[gold_id], label_names[predicted_id], f"{row[predicted_id]:.6f}", row_id, *flag]
-                + [f"{p:.6f}" for p in row]
-            )
-
-
-def _write_multilabel_predictions(
-    path: Path,
-    texts: Sequence[str],
-    gold: np.ndarray,
-    probabilities: np.ndarray,
-    label_names: Sequence[str],
-    row_ids: Sequence[str] | None,
-    predicted: np.ndarray | None,
-    separator: str,
-) -> None:
-    predicted = probabilities >= 0.5 if predicted is None else predicted
-    row_ids = row_ids if row_ids is not None else [str(index + 1) for index in range(len(texts))]
-    header = [*PREDICTION_COLUMNS, PREDICTION_ROW_ID, *(f"{PROBABILITY_PREFIX}{name}" for name in label_names)]
-
-    def joined(indicators: np.ndarray) -> str:
-        return separator.join(name for name, on in zip(label_names, indicators) if on > 0.5)
-
-    with atomic_path(path) as temp_path, open(temp_path, "w", newline="", encoding="utf-8") as handle:
-        writer = CsvRows(handle)
-        writer.writerow(header)
-        for text, gold_row, predicted_row, row, row_id in zip(texts, gold, predicted, probabilities, row_ids):
-            writer.writerow(
-                [text, joined(gold_row), joined(predicted_row), f"{row.max():.6f}", row_id] + [f"{p:.6f}" for p in row]
-            )
+        """A metrics.json dict, read into a RunRecord and written: for the model card's tests, which build dicts."""
+        self.write_record(RunRecord.from_dict(metrics))
 
 
 def write_decision(model_dir: Path, record: dict[str, Any]) -> None:
@@ -418,7 +345,7 @@ def read_decision(model_dir: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        record = json.loads(_read_text(path))
+        record = json.loads(read_text(path))
     except json.JSONDecodeError as error:
         raise RunDirError(f"{path}: invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}") from None
     if not isinstance(record, dict):
@@ -451,15 +378,6 @@ def saved_model_config(model_dir: Path) -> dict[str, Any] | None:
 # Small helpers shared by the readers and their users
 
 
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        raise RunDirError(f"{path}: not UTF-8 text (byte {error.start})") from None
-    except OSError as error:
-        raise RunDirError(f"{path}: cannot be read: {error.strerror}") from None
-
-
 def note(notes: list[str], message: str) -> None:
     """Record a skipped part of a run directory and warn about it."""
     notes.append(message)
@@ -490,13 +408,8 @@ def per_class_score(scores: Any, key: str) -> float | None:
 
 
 def untrained_classes(metrics: dict[str, Any]) -> list[str]:
-    """Classes with no training rows (metrics.json `data.class_counts`): named by data.label_names or a
-    data.label_columns column that is all 0 in train. The model never learned them, so its scores for them mean
-    nothing, yet they stay among its labels; the log, the report and the model card say so."""
-    per_class = nested_get(metrics, "data", "class_counts", "train", "per_class")
-    if not isinstance(per_class, dict):
-        return []
-    return [str(name) for name, count in per_class.items() if count == 0]
+    """RunRecord.untrained_classes of a metrics.json dict: for the model card until it reads RunRecord."""
+    return RunRecord.from_dict(metrics).untrained_classes
 
 
 def untrained_consequence(untrained: list[str]) -> str:
@@ -505,41 +418,18 @@ def untrained_consequence(untrained: list[str]) -> str:
     return f"the model never learned {pronoun}, so its scores for {pronoun} mean nothing"
 
 
-# The test figures a run can be ranked by (train.selection_metric's choices), and their names in sentences.
-RANKING_METRICS = {"accuracy": "accuracy", "macro_f1": "macro-F1", "micro_f1": "micro-F1"}
-
-
 def ranking_metric(metrics: dict[str, Any]) -> str:
-    """The test figure a run is ranked and set against baselines by: the validation metric that picked its best
-    model (metrics.json `best.metric`, train.selection_metric), or accuracy where the run does not record one."""
-    metric = nested_get(metrics, "best", "metric")
-    return metric if metric in RANKING_METRICS else "accuracy"
+    """RunRecord.ranking_metric of a metrics.json dict: for the model card until it reads RunRecord."""
+    return RunRecord.from_dict(metrics).ranking_metric
 
 
 def headline_metrics(metrics: dict[str, Any]) -> list[str]:
-    """The test figures a run is summed up by, in order: the one that selected its model (ranking_metric), then
-    accuracy and macro-F1. The run's last console line, the model card's opening and its baseline table list them
-    so."""
-    lead = ranking_metric(metrics)
-    return [lead, *(name for name in ("accuracy", "macro_f1") if name != lead)]
-
-
-def headline_scores(metrics: dict[str, Any]) -> str:
-    """The run's last console line leads with the metric that selected its model (micro-F1 for multi-label, where
-    accuracy is the strict subset accuracy)."""
-    test = metrics["test"]
-    shown = headline_metrics(metrics)
-    names = {**RANKING_METRICS, "accuracy": "subset accuracy" if "micro_f1" in test else "accuracy"}
-    scores = ", ".join(f"{names[name]} {test[name]:.4f}" for name in shown if name in test)
-    return f"{scores} on {test['num_samples']} rows"
-
-
-def is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """RunRecord.headline_metrics of a metrics.json dict: for the model card until it reads RunRecord."""
+    return RunRecord.from_dict(metrics).headline_metrics
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Owning a run directory: one process at a time, and an overwrite that deletes only what the pipeline wrote
+# Who holds a run directory (pipeline.run.ownership takes and releases it)
 
 
 def _process_alive(pid: int) -> bool:
@@ -565,77 +455,3 @@ def live_lock_owner(path: Path) -> int | None:
         return None
     pid = int(owner)
     return pid if pid > 0 and pid != os.getpid() and _process_alive(pid) else None
-
-
-def refuse_if_in_use(path: Path) -> None:
-    """A RunDirError when another live process holds the run directory's lock (a run of the same name, or one
-    being resumed): checked before anything else is said about the folder's content, which that run is changing."""
-    owner = live_lock_owner(path)
-    if owner is not None:
-        raise RunDirError(f"{path} is in use by another run (process {owner}); wait for it, or choose another run.name")
-
-
-@contextlib.contextmanager
-def claimed(path: Path) -> Iterator[None]:
-    """Hold the run directory for this process (an exclusively created lock file with its pid); a second run of
-    the same name gets a RunDirError at once. A lock left by a process that no longer runs is taken over. Folders
-    it had to create are removed again if the run leaves them empty (it failed before writing anything)."""
-    created = [folder for folder in (path, *path.parents) if not folder.exists()]
-    path.mkdir(parents=True, exist_ok=True)
-    lock = path / LOCK_FILE
-    for _ in range(2):
-        try:
-            descriptor = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            refuse_if_in_use(path)
-            lock.unlink(missing_ok=True)  # stale: its process is gone
-            continue
-        with os.fdopen(descriptor, "w") as handle:
-            handle.write(str(os.getpid()))
-        break
-    try:
-        yield
-    finally:
-        lock.unlink(missing_ok=True)
-        for folder in created:  # deepest first; a folder something else wrote into stays
-            with contextlib.suppress(OSError):
-                folder.rmdir()
-
-
-def clean_staging_leftovers(path: Path) -> list[str]:
-    """Remove temporary files and folders that a crashed run left behind (never complete outputs)."""
-    removed = []
-    for folder in (path, path / CHECKPOINTS_DIR):
-        if not folder.is_dir():
-            continue
-        for child in folder.iterdir():
-            if is_staging_leftover(child.name):
-                shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
-                removed.append(str(child))
-    return removed
-
-
-def foreign_names(path: Path) -> list[str]:
-    """The names in a folder that the pipeline did not write there (owned_names), sorted: what an overwrite must keep."""
-    return sorted(
-        child.name
-        for child in path.iterdir()
-        if child.name not in owned_names() and not is_staging_leftover(child.name)
-    )
-
-
-def clear_for_overwrite(path: Path) -> None:
-    """Delete an earlier run's files before a new run writes its own; refuse a folder holding anything else."""
-    foreign = foreign_names(path)
-    if foreign:
-        raise RunDirError(
-            f"{path} holds files the pipeline did not write ({', '.join(foreign[:5])}); run.overwrite deletes only "
-            "run directories: move them, or choose another run.name"
-        )
-    for child in path.iterdir():
-        if child.name == LOCK_FILE:
-            continue
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child)
-        else:
-            child.unlink()

@@ -35,7 +35,7 @@ from pipeline.common.hardware import runs_weight_copy
 from pipeline.data.labels import ClassCounts
 from pipeline.data.splits import column_values
 from pipeline.models import to_probabilities
-from pipeline.run.directory import write_test_predictions
+from pipeline.run.predictions import write_test_predictions
 from pipeline.scoring.thresholds import KIND_BINARY, KIND_FLAG, Decision, default_decision
 from pipeline.text.batching import TokenizedRows, evaluation_loader, model_inputs
 from pipeline.text.windows import pool_documents
