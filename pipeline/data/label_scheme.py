@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +26,6 @@ from pipeline.data.label_forms import (
 from pipeline.data.rows import SplitRows
 from pipeline.data.text import is_blank
 
-logger = logging.getLogger("pipeline.data.labels")
 # The datasets library's mark of a hidden label in a ClassLabel column (GLUE's test splits; Jigsaw's test labels).
 HIDDEN_LABEL = -1
 # Labels that more often mark a missing label than name a class (SNLI's "-"): warned about, not read as missing.

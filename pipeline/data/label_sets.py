@@ -1,10 +1,7 @@
-"""Multi-label tasks (data.task: multi_label): each row's set of classes, from a list cell, a joined cell, tags,
-or one 0/1 column per class (data.label_columns); the classes of such sets.
-"""
+"""Multi-label tasks: each row's set of classes (a list, a joined cell, tags, or one 0/1 column per class)."""
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from typing import Any
 
@@ -17,15 +14,13 @@ from pipeline.data.label_scheme import LabelScheme, MissingLabel
 from pipeline.data.labels import MAX_INFERRED_CLASSES, class_indices, given_scheme, warn_unlike_names
 from pipeline.data.rows import SplitRows
 
-logger = logging.getLogger("pipeline.data.labels")
 # Where inferred multi-label classes come from, for the error that lists them.
 _FOUND = "the classes found in train; list them all in data.label_names"
 
 
 def label_set_scheme(config: DataConfig, train: SplitRows, hub_names: list[str] | None = None) -> LabelScheme:
-    """Class names of a multi-label task: `data.label_names`, else a Hub list-of-ClassLabel's names (a set may then
-    hold names or ids, as single labels may), else the union of train's sets: sorted, numerically when every label
-    is an integer (as ids are written), and then only those numbers name the classes."""
+    """Class names of a multi-label task: `data.label_names`, else a Hub list-of-ClassLabel's, else the union of
+    train's sets (sorted; numerically when every label is an integer, then read as those names only)."""
     separator = config.label_separator
     given = given_scheme(config, hub_names)
     if given is not None:
@@ -36,7 +31,7 @@ def label_set_scheme(config: DataConfig, train: SplitRows, hub_names: list[str] 
                 "choose another separator"
             )
         return given
-    # Each class found, with the rows that hold it (a label written twice in one set counts once).
+    # Each class found, with the rows that hold it.
     rows = Counter(name for row in raw_sets(train, config.label_column, separator) for name in set(row))
     found = set(rows)
     if len(found) > MAX_INFERRED_CLASSES:
@@ -60,15 +55,13 @@ def label_sets(table: SplitRows, column: str, scheme: LabelScheme, separator: st
     return multi_hot
 
 
-# The column stage 1 writes each row's set of classes into, read as a list column from then on. A name no file has.
+# The column stage 1 writes each row's set of classes into: a name no file has.
 INDICATOR_SETS_COLUMN = "<classes of data.label_columns>"
 
 
 def indicator_sets(table: SplitRows, columns: list[str], missing: MissingLabel) -> list[list[str] | None]:
-    """Each row's classes: the columns whose cell says present (1, true, yes), in `columns` order. A cell that says
-    neither present nor absent (0, false, no) is an error naming the row and column; a missing one (empty, a mark
-    of `missing`, -1: Jigsaw's test rows left out of scoring) makes the row's set None: an incomplete row
-    (missing_label_rows names it, data.incomplete_rows says what becomes of it)."""
+    """Each row's classes: the columns whose cell says present (1, true, yes). A cell neither present nor absent is
+    an error; a missing one (empty, a mark, -1) makes the row's set None: an incomplete row."""
     cells = [table.column(column, "data.label_columns") for column in columns]
     sets: list[list[str] | None] = [[] for _ in range(len(table.frame))]
     for column, values in zip(columns, cells):
