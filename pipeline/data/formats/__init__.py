@@ -1,9 +1,5 @@
-"""Each file format's reader, behind one table (READERS: format name -> reader) that tables.open_table consults.
-
-A reader takes the file's decoded lines (its raw bytes too: `lines.raw`), the reading settings and an ExitStack that
-closes what it opens, and returns a Table (formats/table.py) of a header and numbered chunks of rows; every malformed
-row is a DataError naming the file and its line, record or row.
-"""
+"""Each file format's reader (READERS: format name -> reader), which tables.open_table consults. A reader takes the
+file's decoded lines, the reading settings and an ExitStack, and returns a Table."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""JSON Lines files as a Table (one object per line; or one JSON array of objects; or, with data.json_field, one
-object whose key holds the records' list).
-"""
+"""JSON Lines files as a Table (or one JSON array of objects, or one object whose data.json_field holds them)."""
 
 from __future__ import annotations
 
@@ -16,13 +14,8 @@ from pipeline.data.sniff import records_field_hint, refuse_table_as_one_object
 
 
 def json_table(lines: LineSource, options: ReadOptions) -> Table:
-    """JSON Lines (one object per line); a file that is one JSON array of objects is accepted too, and with `field`
-    (options.json_field) one JSON object whose key holds the list of records (SQuAD's
-    {"version": ..., "data": [...]}, as HF datasets' load_dataset("json", field=...) reads it).
-
-    The header is every key of the first chunk, in order of appearance; a key first seen in a later chunk is an
-    error (the output's columns are fixed by then), which a whole-file read (chunk_size None) never meets.
-    """
+    """JSON Lines; or one JSON array of objects; or with options.json_field one object whose key holds the records
+    (SQuAD's "data"). The header is every key of the first chunk; a key first seen later is an error."""
     chunk_size, field, field_option = options.chunk_size, options.json_field, options.json_field_option
     objects = _field_records(lines, field, field_option) if field is not None else _json_objects(lines)
     first_batch = list(_take(objects, chunk_size))
@@ -33,7 +26,7 @@ def json_table(lines: LineSource, options: ReadOptions) -> Table:
     hint = ""
     if field is None:
         refuse_table_as_one_object(first_batch[0][1], lines.name, field_option)
-        # One record in the whole file (a first chunk of one, unless chunks are of one row): the file is one object.
+        # One record in the whole file: the file is one object.
         if len(first_batch) == 1 and chunk_size != 1:
             hint = records_field_hint(first_batch[0][1], field_option)
     unit = "record" if first_batch[0][0] < 0 else "line"  # a JSON array's objects are numbered as records
@@ -61,8 +54,7 @@ def _json_objects(lines: LineSource) -> Iterator[tuple[int, dict]]:
             return
         number = lines.line_number
         if first and text.lstrip().startswith("{") and _json_or_none(text) is None:
-            # One object indented over several lines (json.dump(..., indent=2)): read whole, as an array is; a JSON
-            # Lines file whose first line is broken fails on that line, as before.
+            # One object indented over several lines (json.dump(..., indent=2)): read whole, as an array is.
             whole = _json_or_none(text + "".join(source))
             if isinstance(whole, dict):
                 yield -1, whole
