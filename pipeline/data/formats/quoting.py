@@ -60,7 +60,6 @@ def _unquoted_sign(lines: LineSource, delimiter: str, skip_first: bool) -> tuple
 CSV_UNQUOTED_ROWS = 100
 # A column's values are kept, to tell rows read as one, while at most this many (a label column's classes).
 FEW_VALUES = 200
-FEW_VALUES = 200
 
 
 class RowsInOneField:

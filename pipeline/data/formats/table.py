@@ -57,12 +57,6 @@ class Table:
     missing_column_hint: str = ""
     # The header row as written (or the given names): a later row equal to it is the header again; None: no header.
     header_row: list[str] | None = None
-    # Added to the error about a column the rows lack: what the file most likely is instead (a JSON object holding
-    # the records' list: sniff.records_field_hint).
-    missing_column_hint: str = ""
-    # The row a CSV/TSV file's or a sheet's header was read from, as written (or the given column names of one without
-    # a header): a later row equal to it is that header again (repeats_header); None for the formats without one.
-    header_row: list[str] | None = None
 
     def where(self, number: int | str) -> str:
         return f"{in_sheet(self.name, self.sheet)}, {self.unit} {number}"
