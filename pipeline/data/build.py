@@ -101,8 +101,7 @@ def build_texts(table: SplitRows, spec: TextSpec) -> list[str]:
     empty = [row for row, text in enumerate(texts) if not text]
     if empty:
         raise DataError(
-            f"{table.where(empty[0])}: {spec.describe_empty()}{table.and_more(empty)}; fill or remove these rows, "
-            f"{INCOMPLETE_ROWS_HINT}"
+            f"{table.where(empty[0])}: {spec.describe_empty()}{table.and_more(empty)}; fill or remove these rows, {INCOMPLETE_ROWS_HINT}"
         )
     _warn_if_numbers_only(texts, table, spec)
     _suggest_unescaping(texts, table, spec)
@@ -138,8 +137,7 @@ def _warn_if_numbers_only(texts: list[str], table: SplitRows, spec: TextSpec) ->
         numeric = sum(1 for text in texts if _NUMBER_ONLY.fullmatch(segments_of(text)[side]))
         if len(texts) >= MIN_ROWS_FOR_NUMBER_WARNING and numeric >= NUMBER_ONLY_SHARE * len(texts):
             logger.warning(
-                f"{table.source}: {numeric} of {len(texts)} texts are numbers only ({key}: {', '.join(columns)}): an "
-                "id or a numeric column? The model learns from words"
+                f"{table.source}: {numeric} of {len(texts)} texts are numbers only ({key}: {', '.join(columns)}): an id or a numeric column? The model learns from words"
             )
 
 
@@ -185,8 +183,7 @@ def drop_incomplete(
         )
     if not kept:
         raise DataError(
-            f"The {split} split is empty: every one of the {len(values)} rows of {table.source} ({table.origin}) "
-            f"lacks a text or a label; check {' and '.join(spec.keys())}, and data.label_column"
+            f"The {split} split is empty: every one of the {len(values)} rows of {table.source} ({table.origin}) lacks a text or a label; check {' and '.join(spec.keys())}, and data.label_column"
         )
     return table.subset(kept), removed
 

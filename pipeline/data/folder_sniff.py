@@ -18,10 +18,7 @@ from pipeline.data.tables import UnknownFormatError, resolve_format
 
 logger = logging.getLogger("pipeline.data.load")
 # For the error about a folder that holds no data layout.
-LAYOUTS = (
-    "a folder of data holds one folder per class, each holding that class's documents, one per file, or one file per "
-    "class (rt-polarity.pos, rt-polarity.neg), one text per line"
-)
+LAYOUTS = "a folder of data holds one folder per class, each holding that class's documents, one per file, or one file per class (rt-polarity.pos, rt-polarity.neg), one text per line"
 # What `datasets`' save_to_disk writes at the top of its folder (a DatasetDict's, a Dataset's): Arrow data.
 SAVED_DATASET_FILES = ("dataset_dict.json", "state.json")
 # Name starts (any case, any ending) of a data set's documentation: not a class's lines.
@@ -54,8 +51,7 @@ def refuse_saved_dataset(path: str, origin: str) -> None:
             f"write the split to a file (datasets.load_from_disk({path!r})['test'].to_json('test.jsonl')) and give that"
         )
     raise DataError(
-        f"{path} ({origin}) is a dataset saved by the datasets library (save_to_disk: {listed_names(saved)}), "
-        f"not a folder of documents: {how}"
+        f"{path} ({origin}) is a dataset saved by the datasets library (save_to_disk: {listed_names(saved)}), not a folder of documents: {how}"
     )
 
 
@@ -93,8 +89,7 @@ def refuse_binary_tables(documents: Sequence[Document], path: str, origin: str) 
     tables = [document.path for document in documents if _format_of_name(document.file.name) in BINARY_TABLES]
     if tables:
         raise DataError(
-            f"{path} ({origin}) holds a data set's tables in its folders ({listed_names(tables)}), not class folders of "
-            f"documents: {_tables_hint(tables, path, origin)}"
+            f"{path} ({origin}) holds a data set's tables in its folders ({listed_names(tables)}), not class folders of documents: {_tables_hint(tables, path, origin)}"
         )
 
 
@@ -122,8 +117,7 @@ def without_documentation(files: Sequence[Path], path: str) -> list[Path]:
     aside = [file.name for file in files if _documentation(file)]
     if aside:
         logger.info(
-            f"{path}: {count_files(len(aside))} left aside, documentation rather than a class's lines: "
-            f"{listed_names(aside)}"
+            f"{path}: {count_files(len(aside))} left aside, documentation rather than a class's lines: {listed_names(aside)}"
         )
     return [file for file in files if not _documentation(file)]
 
@@ -243,8 +237,7 @@ def refuse_split_folders(folders: dict[str, Path], path: str, origin: str) -> No
         return
     splits = [str(Path(path) / name) for name in folders]
     raise DataError(
-        f"{path} ({origin}) holds folders of class folders ({listed_names(list(folders))}), not class folders: give "
-        f"this split's folder as {origin} (one of {listed_names(splits)})"
+        f"{path} ({origin}) holds folders of class folders ({listed_names(list(folders))}), not class folders: give this split's folder as {origin} (one of {listed_names(splits)})"
     )
 
 

@@ -258,8 +258,7 @@ def _chosen(
     chosen = [name for name in entries if name in wanted]
     if not chosen:
         raise DataError(
-            f"{path} ({origin}): none of its {kind}s ({listed_names(list(entries))}) is a class of "
-            f"{classes_from} ({', '.join(classes)})"
+            f"{path} ({origin}): none of its {kind}s ({listed_names(list(entries))}) is a class of {classes_from} ({', '.join(classes)})"
         )
     if missing:
         logger.info(f"{path}: no {kind} for the classes {', '.join(missing)}: none of its rows are of them")
@@ -275,14 +274,12 @@ def _without_unlabelled(folders: dict[str, Path], classes_from: str, path: str, 
     for name in unlabelled:
         files = count_files(sum(entry.is_file() for entry in visible_entries(folders[name], str(Path(path) / name))))
         logger.warning(
-            f"{path}: the folder {name} ({files}) left out: by its name it holds unlabelled texts, not a class; name "
-            f"it in {classes_from} to read it as one"
+            f"{path}: the folder {name} ({files}) left out: by its name it holds unlabelled texts, not a class; name it in {classes_from} to read it as one"
         )
     chosen = [name for name in folders if name not in unlabelled]
     if not chosen:
         raise DataError(
-            f"{path} ({origin}) has no class folders: {listed_names(unlabelled)} holds unlabelled texts; name it in "
-            f"{classes_from} to read it as a class"
+            f"{path} ({origin}) has no class folders: {listed_names(unlabelled)} holds unlabelled texts; name it in {classes_from} to read it as a class"
         )
     return chosen
 
@@ -300,7 +297,6 @@ def _documents(folder: Path, path: str, origin: str) -> list[Path]:
     files = files_among(entries, shown)
     if not files:
         raise DataError(
-            f"{shown}: the class folder {folder.name!r} holds no files; give it its documents (one per file) or "
-            "remove it"
+            f"{shown}: the class folder {folder.name!r} holds no files; give it its documents (one per file) or remove it"
         )
     return files

@@ -23,10 +23,7 @@ from pipeline.data.split_column import SPLIT_VALUES
 from pipeline.data.text import TextSpec
 
 logger = logging.getLogger("pipeline.data.load")
-OFFLINE_HINT = (
-    "To run without the Hub, set data.source=files and data.train_file=... / data.test_file=... "
-    "(optionally data.validation_file=...), see docs/offline.md"
-)
+OFFLINE_HINT = "To run without the Hub, set data.source=files and data.train_file=... / data.test_file=... (optionally data.validation_file=...), see docs/offline.md"
 _TRUE_VALUES = {"1", "ON", "YES", "TRUE"}
 
 
@@ -53,8 +50,7 @@ def read_hub_tables(config: DataConfig) -> tuple[dict[str, SplitRows], list[str]
             frame[config.label_column] = _hidden_labels_missing(frame[config.label_column])
             if split != "train" and frame[config.label_column].isna().all():
                 logger.warning(
-                    f"{source} has no labels (every one is -1, the Hub's mark of a hidden label, as GLUE's test splits "
-                    f"have): left out, and {split} is carved from train instead"
+                    f"{source} has no labels (every one is -1, the Hub's mark of a hidden label, as GLUE's test splits have): left out, and {split} is carved from train instead"
                 )
                 continue
         tables[split] = SplitRows(frame, source, "data.hub_name")
@@ -75,8 +71,7 @@ def hub_split_names(config: DataConfig, available: list[str]) -> dict[str, str]:
         if split in given:
             if given[split] not in available:
                 raise DataError(
-                    f"data.hub_splits: Hub dataset '{config.hub_name}' has no split '{given[split]}' for {split} (its "
-                    f"splits: {', '.join(available)})"
+                    f"data.hub_splits: Hub dataset '{config.hub_name}' has no split '{given[split]}' for {split} (its splits: {', '.join(available)})"
                 )
             chosen[split] = given[split]
             continue
@@ -97,8 +92,7 @@ def hub_split_names(config: DataConfig, available: list[str]) -> dict[str, str]:
             f", and {' and '.join(carved)} carved from train" if carved else "",
         )
         (logger.warning if carved else logger.info)(
-            f"Hub dataset '{config.hub_name}': split{many} {', '.join(unused)} not used{instead}; data.hub_splits maps "
-            "a split to train, validation or test"
+            f"Hub dataset '{config.hub_name}': split{many} {', '.join(unused)} not used{instead}; data.hub_splits maps a split to train, validation or test"
         )
     return chosen
 
@@ -133,8 +127,7 @@ def load_hub_dataset(config: DataConfig) -> Any:
             detail = f" ({str(error).splitlines()[0]})"
     cache = hub_cache_dir(config)
     raise DataError(
-        f"Cannot load Hub dataset '{config.hub_name}': {reason}, and no usable cached copy was found in "
-        f"{cache}{detail}. {OFFLINE_HINT}."
+        f"Cannot load Hub dataset '{config.hub_name}': {reason}, and no usable cached copy was found in {cache}{detail}. {OFFLINE_HINT}."
     )
 
 
@@ -161,8 +154,7 @@ def _refuse_empty_saved_splits(path: Path) -> None:
         if state.is_file() and not json.loads(state.read_text(encoding="utf-8")).get("_data_files"):
             split = "train" if folder == path else folder.name
             raise DataError(
-                f"The {split} split is empty: {folder} (data.hub_name) was saved with no rows; save the dataset "
-                "without it (a missing validation or test split is carved from train)"
+                f"The {split} split is empty: {folder} (data.hub_name) was saved with no rows; save the dataset without it (a missing validation or test split is carved from train)"
             )
 
 
@@ -176,13 +168,11 @@ def _load_online(config: DataConfig, endpoint: str) -> Any:
         return datasets.load_dataset(config.hub_name, config.hub_config, cache_dir=hub_cache_dir(config))
     except FileNotFoundError as error:  # includes datasets' DatasetNotFoundError
         raise DataError(
-            f"data.hub_name: Hub dataset '{config.hub_name}' was not found at {endpoint} ({error}); check the name, "
-            f"or log in (HF_TOKEN) for a private or gated dataset. {OFFLINE_HINT}."
+            f"data.hub_name: Hub dataset '{config.hub_name}' was not found at {endpoint} ({error}); check the name, or log in (HF_TOKEN) for a private or gated dataset. {OFFLINE_HINT}."
         ) from None
     except OSError as error:  # the connection dropped, or an HTTP error, after the probe
         raise DataError(
-            f"Hub dataset '{config.hub_name}': loading from {endpoint} failed ({type(error).__name__}: {error}). "
-            f"{OFFLINE_HINT}."
+            f"Hub dataset '{config.hub_name}': loading from {endpoint} failed ({type(error).__name__}: {error}). {OFFLINE_HINT}."
         ) from None
     except ValueError as error:  # e.g. an unknown data.hub_config
         raise DataError(f"Hub dataset '{config.hub_name}' (data.hub_config={config.hub_config!r}): {error}") from None

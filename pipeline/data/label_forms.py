@@ -171,10 +171,7 @@ def set_hint(names: list[str], separator: str | None) -> str:
     if joining is None:
         return ""
     joined = [name for name in names if len(set_parts(name, joining)) > 1]
-    return (
-        f"; or are they sets of labels, several classes {joined_by(joining)} ({examples_of(joined)})? Set "
-        f"{' '.join(set_settings(joining, separator))}"
-    )
+    return f"; or are they sets of labels, several classes {joined_by(joining)} ({examples_of(joined)})? Set {' '.join(set_settings(joining, separator))}"
 
 
 def _split_joined(text: str, separator: str) -> list[str]:
@@ -268,10 +265,7 @@ def _read_set(value: Any, separator: str, table: SplitRows, row: int, column: st
 def _empty_label_fix(listed: bool, separator: str) -> str:
     if listed:
         return "remove the empty name from the list"
-    return (
-        f"two data.label_separator {separator!r} with nothing between: remove one (a separator at either end of a "
-        "cell is read as none)"
-    )
+    return f"two data.label_separator {separator!r} with nothing between: remove one (a separator at either end of a cell is read as none)"
 
 
 # Indicator cells and boolean class names, case-blind: TRUE/FALSE, True/False, yes/no.

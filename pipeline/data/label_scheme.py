@@ -172,10 +172,7 @@ def missing_hint(unknown: list[str]) -> str:
     marks = [label for label in unknown if label.casefold() in MISSING_LOOKING_LABELS]
     if not marks:
         return ""
-    return (
-        f"; {marks[0]!r} marks a row without a label? Add it to data.missing_label_values (such rows are then "
-        "incomplete: data.incomplete_rows=drop leaves them out)"
-    )
+    return f"; {marks[0]!r} marks a row without a label? Add it to data.missing_label_values (such rows are then incomplete: data.incomplete_rows=drop leaves them out)"
 
 
 def joined_hint(unknown: list[str], spellings: Spellings, scheme: LabelScheme, separator: str | None) -> str:
@@ -184,19 +181,13 @@ def joined_hint(unknown: list[str], spellings: Spellings, scheme: LabelScheme, s
         held = Counter(c for label in unknown for c in SET_SEPARATORS if c != separator and c in label)
         if held:
             character = held.most_common(1)[0][0]
-            return (
-                f"; labels joined by {character!r}, not data.label_separator {separator!r}? Set "
-                f"data.label_separator={character!r}"
-            )
+            return f"; labels joined by {character!r}, not data.label_separator {separator!r}? Set data.label_separator={character!r}"
     joining = _joining_classes(unknown, spellings, scheme, separator) or set_joining(
         [*scheme.names, *unknown], separator
     )
     if joining is None:
         return ""
-    return (
-        f"; several classes {joined_by(joining)}? A multi-label task reads them with "
-        f"{' and '.join(set_settings(joining, separator))}"
-    )
+    return f"; several classes {joined_by(joining)}? A multi-label task reads them with {' and '.join(set_settings(joining, separator))}"
 
 
 def _joining_classes(

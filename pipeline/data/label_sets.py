@@ -27,8 +27,7 @@ def label_set_scheme(config: DataConfig, train: SplitRows, hub_names: list[str] 
         joined = [name for name in given.names if separator in name]
         if joined:
             raise DataError(
-                f"data.label_names: class {joined[0]!r} contains data.label_separator {separator!r}; "
-                "choose another separator"
+                f"data.label_names: class {joined[0]!r} contains data.label_separator {separator!r}; choose another separator"
             )
         return given
     # Each class found, with the rows that hold it.
@@ -36,8 +35,7 @@ def label_set_scheme(config: DataConfig, train: SplitRows, hub_names: list[str] 
     found = set(rows)
     if len(found) > MAX_INFERRED_CLASSES:
         raise DataError(
-            f"{train.source}, column '{config.label_column}': {len(found)} distinct labels, more than "
-            f"{MAX_INFERRED_CLASSES}: list the classes in data.label_names{set_hint(sorted(found), separator)}"
+            f"{train.source}, column '{config.label_column}': {len(found)} distinct labels, more than {MAX_INFERRED_CLASSES}: list the classes in data.label_names{set_hint(sorted(found), separator)}"
         )
     if found and all(as_int(name) is not None for name in found):
         return LabelScheme(sorted(found, key=as_int), 0, accepts_ids=False, origin=_FOUND)

@@ -121,15 +121,13 @@ def mapping_names(lines: list[str], index_base: int | None, where: str) -> list[
     if first != base:
         said = "data.label_index_base" if index_base is not None else "data.label_index_base, unset: 0"
         raise DataError(
-            f"{where}, line {by_id[first][0]}: the ids (id, tab, name) start at {first}, but labels count from {base} "
-            f"({said}): number the classes from {base}, or set data.label_index_base to {first}"
+            f"{where}, line {by_id[first][0]}: the ids (id, tab, name) start at {first}, but labels count from {base} ({said}): number the classes from {base}, or set data.label_index_base to {first}"
         )
     gap = next((key for key in range(first, first + len(by_id)) if key not in by_id), None)
     if gap is not None:
         after = min(key for key in by_id if key > gap)
         raise DataError(
-            f"{where}, line {by_id[after][0]}: id {after} follows a gap (no line for id {gap}); the ids (id, tab, "
-            "name) run without gaps, one line per class"
+            f"{where}, line {by_id[after][0]}: id {after} follows a gap (no line for id {gap}); the ids (id, tab, name) run without gaps, one line per class"
         )
     return [by_id[key] for key in sorted(by_id)]
 
@@ -142,8 +140,7 @@ def given_scheme(config: DataConfig, hub_names: list[str] | None) -> LabelScheme
     if hub_names is not None:
         if names is not None and len(names) != len(hub_names):
             raise DataError(
-                f"data.label_names has {len(names)} names but the Hub dataset's '{config.label_column}' column has "
-                f"{len(hub_names)} classes ({', '.join(hub_names)})"
+                f"data.label_names has {len(names)} names but the Hub dataset's '{config.label_column}' column has {len(hub_names)} classes ({', '.join(hub_names)})"
             )
         return LabelScheme(names or hub_names, 0)  # a ClassLabel's column holds ids, whatever its names
     if names is None:
@@ -176,8 +173,7 @@ def refuse_unsaid_id_base(config: DataConfig, train: SplitRows, scheme: LabelSch
     count, where = len(scheme.names), f"{train.source}, column '{config.label_column}'"
     if max(ids) == count:  # only 1..K fits
         raise DataError(
-            f"{where}: the labels are ids 1 to {count}, as many as data.label_names, so they count from 1: set "
-            "data.label_index_base to 1"
+            f"{where}: the labels are ids 1 to {count}, as many as data.label_names, so they count from 1: set data.label_index_base to 1"
         )
     if max(ids) < count:
         raise DataError(
@@ -321,8 +317,7 @@ def label_ids(table: SplitRows, column: str, scheme: LabelScheme) -> list[int]:
     blank = [row for row, value in enumerate(values) if is_blank(value)]
     if blank:
         raise DataError(
-            f"{table.where(blank[0])}, column '{column}': the label is empty{table.and_more(blank)}; "
-            f"fill or remove these rows, {INCOMPLETE_ROWS_HINT}"
+            f"{table.where(blank[0])}, column '{column}': the label is empty{table.and_more(blank)}; fill or remove these rows, {INCOMPLETE_ROWS_HINT}"
         )
     return [index for (index,) in class_indices(table, column, [[value] for value in values], scheme)]
 
@@ -355,8 +350,7 @@ def class_indices(
                 f"; {len(rows):,} of {len(label_lists):,} rows, too many to leave out: is '{column}' the label column?"
             )
         raise UnknownLabels(
-            f"{table.where(rows[0])}, column '{column}': label {unknown[rows[0]][0]!r} is not a known class"
-            f"{table.and_more(rows)}{others}; {allowed_labels(scheme)}{hints}",
+            f"{table.where(rows[0])}, column '{column}': label {unknown[rows[0]][0]!r} is not a known class{table.and_more(rows)}{others}; {allowed_labels(scheme)}{hints}",
             [] if hints or len(distinct) > 10 else distinct,
         )
     kind = None
@@ -364,8 +358,7 @@ def class_indices(
         for label, (_, this_kind) in zip(labels, results):
             if kind is not None and this_kind != kind:
                 raise DataError(
-                    f"{table.where(row)}, column '{column}': label {label!r} is a class {this_kind} but earlier "
-                    f"labels of this column are class {kind}s; write every label the same way"
+                    f"{table.where(row)}, column '{column}': label {label!r} is a class {this_kind} but earlier labels of this column are class {kind}s; write every label the same way"
                 )
             kind = this_kind
     return [[index for index, _ in results] for results in read]

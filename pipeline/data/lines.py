@@ -152,16 +152,14 @@ class LineSource:
                 watch_controls, self.controls_seen = False, True  # once per file
                 if self.warn_controls:
                     logger.warning(
-                        f"{self.name}, line {self.line_number}: bytes 0x80-0x9F read as {self.named_encoding} are "
-                        f"control characters, not text; give {self.option} {_likely_encoding(raw_line)}"
+                        f"{self.name}, line {self.line_number}: bytes 0x80-0x9F read as {self.named_encoding} are control characters, not text; give {self.option} {_likely_encoding(raw_line)}"
                     )
             yield line
         try:
             decoder.decode(b"", final=True)
         except UnicodeDecodeError:
             raise EncodingError(
-                f"{self.name}, line {self.line_number}: the file ends inside a {self.named_encoding} character; "
-                f"give the file's encoding with {self.option}"
+                f"{self.name}, line {self.line_number}: the file ends inside a {self.named_encoding} character; give the file's encoding with {self.option}"
             ) from None
 
     def _raw_lines(self, stream: IO[bytes]) -> Iterator[bytes]:
@@ -183,8 +181,7 @@ class LineSource:
                 yield line
         except UnicodeDecodeError as error:
             raise EncodingError(
-                f"{self.name}, line {self.line_number + 1}: not valid {self.named_encoding} ({error.reason}); "
-                f"give the file's encoding with {self.option}"
+                f"{self.name}, line {self.line_number + 1}: not valid {self.named_encoding} ({error.reason}); give the file's encoding with {self.option}"
             ) from None
         except READ_ERRORS as error:
             raise self._corrupt(error) from None

@@ -151,8 +151,7 @@ def _scheme_of(config: DataConfig, train: SplitRows, hub_names: list[str] | None
         refuse_unsaid_id_base(config, train, scheme)
     if len(scheme.names) < 2:
         raise DataError(
-            f"{train.source}, column '{config.label_column}': only one class "
-            f"({', '.join(scheme.names) or 'none'}); a classifier needs at least two"
+            f"{train.source}, column '{config.label_column}': only one class ({', '.join(scheme.names) or 'none'}); a classifier needs at least two"
         )
     return scheme
 

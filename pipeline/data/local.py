@@ -88,10 +88,7 @@ def _warn_class_folders_only_in_train(tables: dict[str, SplitRows], config: Data
 # Many corpora come without a header row (ag_news_csv, DBpedia, go_emotions' TSV).
 HEADERLESS_HINT = "; the file has no header row? Name its columns in data.column_names"
 # For an evaluation file with the text columns but no label column (GLUE's test.tsv).
-UNLABELLED_HINT = (
-    "; if the file has no labels (a test set's held back, as GLUE's test.tsv): it is not scored but labelled by a "
-    "trained model, with python -m pipeline.predict --model <run> --input <file>"
-)
+UNLABELLED_HINT = "; if the file has no labels (a test set's held back, as GLUE's test.tsv): it is not scored but labelled by a trained model, with python -m pipeline.predict --model <run> --input <file>"
 
 
 def read_table(path: str, origin: str, config: DataConfig, column_names: list[str] | None) -> SplitRows:
@@ -283,6 +280,5 @@ def warn_other_class_names(table: SplitRows, column: str, names: list[str], whos
     recorded = _recorded_names(table, column)
     if recorded is not None and recorded != list(names):
         logger.warning(
-            f"{table.source}, column '{column}': the file's ClassLabel names ({', '.join(recorded)}) are not {whose} "
-            f"({', '.join(names)}); its ids are read as the latter's"
+            f"{table.source}, column '{column}': the file's ClassLabel names ({', '.join(recorded)}) are not {whose} ({', '.join(names)}); its ids are read as the latter's"
         )

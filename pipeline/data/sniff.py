@@ -42,8 +42,7 @@ def _is_workbook(head: bytes, lines: LineSource, path: str) -> bool:
     """Whether the file is an .xlsx by its content, whatever its name; an .xls is refused here."""
     if head.startswith(OLE_MAGIC):
         raise DataError(
-            f"{lines.name} is an Excel 97-2003 workbook (.xls), which is not read: save the sheet as CSV UTF-8 "
-            "(Excel: File > Save As > CSV UTF-8) and give that file"
+            f"{lines.name} is an Excel 97-2003 workbook (.xls), which is not read: save the sheet as CSV UTF-8 (Excel: File > Save As > CSV UTF-8) and give that file"
         )
     if not head.startswith(ZIP_MAGIC):
         return False
@@ -72,8 +71,7 @@ def _zipped_file(lines: LineSource) -> Iterator[LineSource]:
         names = archive.namelist()
         if names and names[0] == "mimetype" and archive.read("mimetype").startswith(OPENDOCUMENT_MIMETYPE):
             raise DataError(
-                f"{lines.name} is an OpenDocument file (.ods: a zip archive of its parts), which is not read: save "
-                "the sheet as CSV UTF-8 and give that file"
+                f"{lines.name} is an OpenDocument file (.ods: a zip archive of its parts), which is not read: save the sheet as CSV UTF-8 and give that file"
             )
         files = [
             info
@@ -102,8 +100,7 @@ def _zipped_file(lines: LineSource) -> Iterator[LineSource]:
                 raise DataError(f"{name}: cannot read (corrupt zip data?): {one_line(error)}") from None
             if any(zipped.head(MAGIC_BYTES).startswith(magic) for magic in NOT_READ_ZIPPED):
                 raise DataError(
-                    f"{lines.name} holds {info.filename}, which is not read from inside a zip archive: unzip it "
-                    f"(unzip {lines.name}) and give the file it writes"
+                    f"{lines.name} holds {info.filename}, which is not read from inside a zip archive: unzip it (unzip {lines.name}) and give the file it writes"
                 )
             yield zipped
 
@@ -113,8 +110,7 @@ def _refuse_other_compression(head: bytes, name: str) -> None:
     for magic, compression, command in OTHER_COMPRESSIONS:
         if magic.match(head):
             raise DataError(
-                f"{name} is {compression}-compressed, which is not read (gzip is): decompress it ({command} {name}) "
-                "and give the file it writes, or compress with gzip instead"
+                f"{name} is {compression}-compressed, which is not read (gzip is): decompress it ({command} {name}) and give the file it writes, or compress with gzip instead"
             )
 
 
@@ -142,20 +138,17 @@ def check_wide_encoding(lines: LineSource, say: bool = True) -> None:
                 level = logging.INFO if say else logging.DEBUG
                 logger.log(
                     level,
-                    f"{lines.name}: read as {marked}, as its byte-order mark says ({lines.option}: "
-                    f"{lines.named_encoding} cannot read it)",
+                    f"{lines.name}: read as {marked}, as its byte-order mark says ({lines.option}: {lines.named_encoding} cannot read it)",
                 )
                 lines.read_as(marked)
                 return
             raise DataError(
-                f"{lines.name} starts with a {marked.upper()} byte-order mark, so it is not {lines.named_encoding}; "
-                f"give its encoding with {lines.option} (e.g. {marked})"
+                f"{lines.name} starts with a {marked.upper()} byte-order mark, so it is not {lines.named_encoding}; give its encoding with {lines.option} (e.g. {marked})"
             )
     unmarked = _utf16_without_mark(head)
     if unmarked:
         raise DataError(
-            f"{lines.name} is {unmarked.upper()} text without a byte-order mark (every other byte of its start is "
-            f"NUL), so it is not {lines.named_encoding}; set {lines.option} to {unmarked}"
+            f"{lines.name} is {unmarked.upper()} text without a byte-order mark (every other byte of its start is NUL), so it is not {lines.named_encoding}; set {lines.option} to {unmarked}"
         )
 
 
@@ -205,10 +198,7 @@ def records_field_hint(record: dict, field_option: str) -> str:
     keys = _record_list_keys(record)
     if not keys:
         return ""
-    return (
-        f"; the file is one JSON object whose {keys[0]!r} holds a list of objects: if those are the records, set "
-        f"{field_option}={keys[0]}"
-    )
+    return f"; the file is one JSON object whose {keys[0]!r} holds a list of objects: if those are the records, set {field_option}={keys[0]}"
 
 
 def _record_list_keys(record: dict) -> list[str]:

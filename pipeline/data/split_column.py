@@ -70,8 +70,7 @@ def _split_names(table: SplitRows, column: str) -> list[str]:
     empty = [row for row, value in enumerate(values) if is_blank(value)]
     if empty:
         raise DataError(
-            f"{table.where(empty[0])}, {where}: no split given{table.and_more(empty)}; give each row "
-            f"one of {_accepted_values()}, or remove the row"
+            f"{table.where(empty[0])}, {where}: no split given{table.and_more(empty)}; give each row one of {_accepted_values()}, or remove the row"
         )
     names = [str(value).strip() for value in values]
     unknown = [row for row, name in enumerate(names) if name.casefold() not in SPLIT_VALUES]

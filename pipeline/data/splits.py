@@ -55,8 +55,7 @@ def carve(
     size = math.ceil(fraction * len(train))
     if size >= len(train):
         raise DataError(
-            f"The train split has {len(train)} rows: too few to carve a {split} split of {fraction:g} ({key}); "
-            f"add rows or {give(split)}"
+            f"The train split has {len(train)} rows: too few to carve a {split} split of {fraction:g} ({key}); add rows or {give(split)}"
         )
     labels = labels_of(train)
     if labels.ndim == 2:  # multi-label: iterative stratification, no per-class minimum

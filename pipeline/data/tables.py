@@ -64,8 +64,7 @@ def resolve_format(path: str, explicit: str | None, option: str, formats: Sequen
     if kind is None:
         endings = sorted(ending for ending, format_ in EXTENSIONS.items() if format_ in formats)
         raise UnknownFormatError(
-            f"{path}: cannot tell the file format from its name (known endings: {', '.join(endings)}, "
-            f"optionally + .gz); set {option} to {', '.join(formats)}"
+            f"{path}: cannot tell the file format from its name (known endings: {', '.join(endings)}, optionally + .gz); set {option} to {', '.join(formats)}"
         )
     return kind
 
@@ -117,8 +116,7 @@ def _format_of(
         return "fasttext"
     if kind in DELIMITERS and starts_like_fasttext(lines, label_prefix):
         raise DataError(
-            f"{lines.name}: its first lines start with {label_prefix}, as a fastText file's do ({label_prefix}sports "
-            f"Some text), not a {kind.upper()} file's; set {option} to fasttext"
+            f"{lines.name}: its first lines start with {label_prefix}, as a fastText file's do ({label_prefix}sports Some text), not a {kind.upper()} file's; set {option} to fasttext"
         )
     return kind
 

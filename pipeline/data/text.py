@@ -196,7 +196,6 @@ def resolve_columns(header: Sequence[str], wanted: Sequence[str], where: str, op
     if missing:
         tabbed = " (tab-separated? read it as TSV)" if any("\t" in str(name) for name in header) else ""
         raise DataError(
-            f"{where} has no column {', '.join(repr(c) for c in missing)} ({option}); "
-            f"its columns: {', '.join(repr(str(c)) for c in header)}{tabbed}"
+            f"{where} has no column {', '.join(repr(c) for c in missing)} ({option}); its columns: {', '.join(repr(str(c)) for c in header)}{tabbed}"
         )
     return positions

@@ -92,8 +92,7 @@ def _say_separator_line(name: str, separator: str, delimiter: str, delimiter_opt
         )
         return
     logger.warning(
-        f"{name}, line 1: sep={separator} names {separator!r} as the delimiter, but {delimiter_option} gives "
-        f"{delimiter!r}: read with {delimiter!r} (the line skipped)"
+        f"{name}, line 1: sep={separator} names {separator!r} as the delimiter, but {delimiter_option} gives {delimiter!r}: read with {delimiter!r} (the line skipped)"
     )
 
 
@@ -135,8 +134,7 @@ def _csv_records(
             return
         except csv.Error as error:
             raise DataError(
-                f"{lines.name}, line {previous_end + 1}: malformed {kind.upper()} record "
-                f"({_csv_error_detail(error, quoting_option)})"
+                f"{lines.name}, line {previous_end + 1}: malformed {kind.upper()} record ({_csv_error_detail(error, quoting_option)})"
             ) from None
         start, previous_end = previous_end + 1, reader.line_num
         if watch is not None and watch.joins_rows(record):
@@ -173,10 +171,7 @@ def _width_hint(quoted: bool, quoting_option: str) -> str:
     """What a row of the wrong width most likely holds, as its error says."""
     if quoted:
         return "a stray delimiter or quote?"
-    return (
-        f"a stray delimiter? Quotes were read as text ({quoting_option}); if the file quotes fields that hold "
-        f"delimiters, set {quoting_option} to csv"
-    )
+    return f"a stray delimiter? Quotes were read as text ({quoting_option}); if the file quotes fields that hold delimiters, set {quoting_option} to csv"
 
 
 def _unsplit_hint(delimiter_option: str) -> str:

@@ -35,8 +35,7 @@ def header_of(first_record: list[str], column_names: Sequence[str] | None, where
         normalised = [normalise_name(name) for name in names]
         if len(set(normalised)) < len(normalised):
             raise DataError(
-                f"{where}: the header has repeated column names ({', '.join(n.strip() for n in names)}); "
-                "if the file has no header, give the column names"
+                f"{where}: the header has repeated column names ({', '.join(n.strip() for n in names)}); if the file has no header, give the column names"
             )
         return names, True
     if [normalise_name(n) for n in first_record] == [normalise_name(n) for n in column_names]:
@@ -156,8 +155,7 @@ def _checked_width(
         if len(record) != len(header):
             below_title = title([(line, record), *itertools.islice(records, 1)]) if title and first_row else ""
             raise DataError(
-                f"{name}, {unit} {line}: {len(record)} fields, expected {len(header)} as in {names_from} "
-                f"({', '.join(header)}); {below_title or hint}"
+                f"{name}, {unit} {line}: {len(record)} fields, expected {len(header)} as in {names_from} ({', '.join(header)}); {below_title or hint}"
             )
         first_row = False
         yield line, record

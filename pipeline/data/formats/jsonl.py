@@ -127,7 +127,6 @@ def _json_rows(
         extra = [key for key in record if key not in known]
         if extra:
             raise DataError(
-                f"{name}, {unit} {number}: key {extra[0]!r} does not appear in the first rows read; "
-                "give every record the same keys (or read more rows per chunk)"
+                f"{name}, {unit} {number}: key {extra[0]!r} does not appear in the first rows read; give every record the same keys (or read more rows per chunk)"
             )
         yield number, [record.get(key) for key in header]

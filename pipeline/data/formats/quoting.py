@@ -27,8 +27,7 @@ def reads_quotes(
         return True
     line, what = sign
     logger.info(
-        f"{lines.name}, line {line}: {what}, so the file does not quote its fields: read with quotes as text "
-        f"({option}: auto)"
+        f"{lines.name}, line {line}: {what}, so the file does not quote its fields: read with quotes as text ({option}: auto)"
     )
     return False
 

@@ -57,8 +57,7 @@ def _load(raw: IO[bytes], name: str) -> Any:
         import openpyxl
     except ImportError:
         raise DataError(
-            f"{name} is an Excel workbook, read with openpyxl, which is not installed: it comes with the optional "
-            f"extra '{EXTRA}' ({extra_install(EXTRA)}), or save the sheet as CSV UTF-8"
+            f"{name} is an Excel workbook, read with openpyxl, which is not installed: it comes with the optional extra '{EXTRA}' ({extra_install(EXTRA)}), or save the sheet as CSV UTF-8"
         ) from None
     try:
         # An open file: openpyxl refuses a name without a workbook's ending.
@@ -94,10 +93,7 @@ def _other_sheets_hint(workbook: Any, read: str, header: list[str], option: str)
     others = [worksheet.title for worksheet in workbook.worksheets if worksheet.title != read]
     if not others or looks_like_data(header, "xlsx"):
         return ""
-    return (
-        f"; the sheet read was {read!r}, and the workbook has others ({', '.join(repr(title) for title in others)}): "
-        f"read one with {option}={others[0]}"
-    )
+    return f"; the sheet read was {read!r}, and the workbook has others ({', '.join(repr(title) for title in others)}): read one with {option}={others[0]}"
 
 
 def _values(worksheet: Any, name: str) -> Iterator[tuple[Any, ...]]:
