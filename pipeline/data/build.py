@@ -22,8 +22,7 @@ logger = logging.getLogger("pipeline.data.load")
 
 
 def read_indicator_columns(tables: dict[str, SplitRows], config: DataConfig) -> tuple[dict[str, SplitRows], DataConfig]:
-    """With `data.label_columns` (one 0/1 column per class), each row's classes gathered into one list column that
-    the returned config reads as its label column, so both multi-label layouts share every later step."""
+    """data.label_columns (0/1 per class) gathered into one list column, the returned config's label column."""
     if not config.label_columns:
         return tables, config
     missing = MissingLabel.of(config, None)
@@ -154,8 +153,7 @@ def input_values(table: SplitRows, spec: TextSpec) -> list[tuple[Any, ...]]:
 def drop_incomplete(
     table: SplitRows, split: str, config: DataConfig, missing: MissingLabel
 ) -> tuple[SplitRows, list[RemovedRow]]:
-    """Rows without a text or a label: left out with why (`data.incomplete_rows: drop`), else one error naming them
-    all."""
+    """Rows without a text or a label: dropped with why (`incomplete_rows: drop`), else one error naming all."""
     spec = TextSpec.from_data_config(config)
     no_label = missing_label_rows(table, config, missing)  # first: a file lacking its columns is told its label's
     values = input_values(table, spec)

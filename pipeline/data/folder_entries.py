@@ -69,8 +69,7 @@ def files_among(entries: list[Path], shown: str) -> list[Path]:
 
 @contextlib.contextmanager
 def lines_of(file: Path, shown: str, encoding: str, option: str, warn_controls: bool) -> Iterator[LineSource]:
-    """A file's decoded lines (a UTF-16/32 byte-order mark honoured); `shown` and `option` name the file and the
-    encoding setting in errors."""
+    """A file's decoded lines (a UTF-16/32 byte-order mark honoured); `shown` and `option` word errors."""
     try:
         handle = open(file, "rb")  # noqa: SIM115 -- closed below; only open() maps to this error
     except OSError as error:

@@ -56,8 +56,7 @@ def refuse_saved_dataset(path: str, origin: str) -> None:
 
 
 def not_class_files(loose: list[str], files: Sequence[Path], path: str, encoding: str, origin: str) -> str:
-    """Why a folder's files are no class files, for the error: a data set's tables or splits' files, or what their
-    lines are, with the way to read them."""
+    """Why a folder's files are no class files, with the way to read them, for the error."""
     if not loose:
         return " (it is empty)"
     tables = [file.name for file in files if _table_file(file)]
@@ -94,8 +93,7 @@ def refuse_binary_tables(documents: Sequence[Document], path: str, origin: str) 
 
 
 def class_files(files: Sequence[Path], path: str, encoding: str, option: str) -> list[Document] | None:
-    """A folder of files as documents of the class each names when they are class files: named apart, no data set's
-    files, each of more non-blank lines than there are files (a class's folder of documents has fewer); else None."""
+    """Documents of the class each file names, if named apart and each longer than the file count; else None."""
     named = None if any(_data_file(file) for file in files) else class_file_names(files)
     if named is None:
         return None
@@ -133,8 +131,7 @@ class _LineCounts:
 
 
 def _unlike_class_files(files: Sequence[Path], path: str, encoding: str, option: str) -> str | None:
-    """Why files named apart are not class files, as the way to read them, or None: lines already labelled
-    ("text<TAB>0"), or texts and labels side by side (texts.txt, labels.txt)."""
+    """Why files named apart are no class files (rows already labelled, texts beside labels), or None."""
 
     counts = [_line_counts(file, path, encoding, option) for file in files]
     looked_at = sum(count.looked_at for count in counts)
@@ -191,8 +188,7 @@ def _format_of_name(name: str) -> str | None:
 
 
 def class_file_names(files: Sequence[Path]) -> dict[str, Path] | None:
-    """Each file by its class: the dot-separated part of its name that differs between them (neg of rt-polarity.neg).
-    None for under two files, or names leaving no such part, or one twice."""
+    """Each file by the dot-separated name part that differs between them (neg of rt-polarity.neg), or None."""
     if len(files) < 2:
         return None
     parts = [file.name.split(".") for file in files]

@@ -72,8 +72,7 @@ def is_folder(path: str) -> bool:
 def read_class_folders(
     path: str, encoding: str, classes: Sequence[str] | None, classes_from: str, every_class: bool, origin: str
 ) -> ClassFolders:
-    """Every file of the class folders of `path` as a row (a folder of files only: every line of its class files).
-    `classes` (None: all) are read; `every_class`: a class without a folder is an error, else a log line."""
+    """Every file of `path`'s class folders (or line of its class files) as a row; `classes` None: all."""
     refuse_saved_dataset(path, origin)
     root = Path(path).expanduser()
     folders, loose = class_folder_entries(root, path)
@@ -117,8 +116,7 @@ def _class_documents(folders: dict[str, Path], names: Sequence[str], path: str, 
 
 
 def _file_rows(documents: Sequence[Document], path: str, encoding: str, option: str) -> Iterator[dict[str, Any]]:
-    """Each document as a row (its text, class and path as id), read one at a time. Control characters are warned
-    about once, then counted in one line at the end."""
+    """Each document as a row, read one at a time; control characters warned about once, then counted."""
     with_controls = 0
     for document in documents:
         shown = str(Path(path) / document.path)
@@ -175,8 +173,7 @@ class FolderDocuments:
 def list_documents(
     path: str, origin: str, encoding: str, option: str, classes: Sequence[str] | None = None
 ) -> FolderDocuments:
-    """The files of a folder to label, unread, in training's order: class folders by training's rules; files only,
-    class files where each names one of the model's `classes`, else one row per file."""
+    """The files of a folder to label, unread, in training's order, and what kind of folder it is."""
     refuse_saved_dataset(path, origin)
     root = Path(path).expanduser()
     folders, loose = class_folder_entries(root, path)
@@ -203,8 +200,7 @@ def open_folder_table(
     encoding_option: str,
     classes: Sequence[str] | None = None,
 ) -> Table:
-    """A folder to label (list_documents) as a Table read file by file, `chunk_size` rows at a time (None: all).
-    Rows are counted up front unless they are class files' lines."""
+    """A folder to label as a Table read file by file, `chunk_size` rows at a time (None: all)."""
     check_encoding(encoding)  # an unknown encoding fails here, not when the first chunk is read
     listing = list_documents(path, origin, encoding, encoding_option, classes)
     chunks = _document_chunks(listing, path, encoding, encoding_option, chunk_size)
@@ -213,8 +209,7 @@ def open_folder_table(
 
 
 def _names_classes(files: Sequence[Path], classes: Sequence[str] | None) -> bool:
-    """Whether every file's class part names one of the model's classes: only those tell class files from an inbox's
-    documents (ticket.1001.txt, ticket.1002.txt)."""
+    """Whether every file's class part is a model class: only that tells class files from an inbox's files."""
     named = class_file_names(files) if classes else None
     if named is None:
         return False
@@ -242,8 +237,7 @@ def _chosen(
     origin: str,
     kind: str = "folder",
 ) -> list[str]:
-    """The classes to read of `entries` (class folders, or class files by `kind` "file"), in folder order; unlisted,
-    every one but unlabelled folders."""
+    """The classes of `entries` to read, in folder order; unlisted, all but unlabelled folders."""
     if classes is None:
         return _without_unlabelled(entries, classes_from, path, origin) if kind == "folder" else list(entries)
     wanted = set(classes)

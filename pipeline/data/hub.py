@@ -58,8 +58,7 @@ def read_hub_tables(config: DataConfig) -> tuple[dict[str, SplitRows], list[str]
 
 
 def hub_split_names(config: DataConfig, available: list[str]) -> dict[str, str]:
-    """Which Hub split is train, validation and test: data.hub_splits, else the split of that name, else one
-    SPLIT_VALUES reads as it (`dev`). Unused splits are logged; warned about where a split is carved instead."""
+    """Which Hub split is train, validation and test: data.hub_splits, the same name, or a SPLIT_VALUES name."""
     given = config.hub_splits or {}
     unknown = [key for key in given if key not in SPLITS]
     if unknown:
@@ -103,8 +102,7 @@ def _hidden_labels_missing(labels: pd.Series) -> pd.Series:
 
 
 def load_hub_dataset(config: DataConfig) -> Any:
-    """`datasets.load_dataset`, but an unreachable Hub fails within `hub_timeout_seconds`, then the cache is read.
-    Offline mode (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE) reads only the cache."""
+    """`datasets.load_dataset`, failing over to the cache within `hub_timeout_seconds` if the Hub is unreachable."""
     saved = _load_saved(config.hub_name)
     if saved is not None:
         return saved
@@ -132,8 +130,7 @@ def load_hub_dataset(config: DataConfig) -> Any:
 
 
 def _load_saved(name: str) -> datasets.DatasetDict | None:
-    """The splits of a folder `save_to_disk` wrote (a single Dataset as train); None for a Hub id or a folder of data
-    files. A path to no folder is an error, not a Hub lookup."""
+    """The splits of a save_to_disk folder (a Dataset as train); None for a Hub id or a folder of data files."""
     path = Path(name).expanduser()
     if not path.is_dir():
         if name.startswith((".", "/", "~")):
@@ -189,8 +186,7 @@ def offline_mode() -> bool:
 
 
 def probe_hub(endpoint: str, name: str, timeout_seconds: float) -> str | None:
-    """None if the Hub answers within the timeout, else what went wrong. A daemon thread with a deadline bounds a
-    hanging DNS lookup too; a 5xx counts as unreachable (`load_dataset` would retry it for minutes)."""
+    """None if the Hub answers in time (a thread bounds DNS hangs too; 5xx counts as unreachable), else why."""
     from huggingface_hub import HfApi
     from huggingface_hub.errors import HfHubHTTPError
 

@@ -41,8 +41,7 @@ HINT_SAMPLE = 2000
 
 @dataclass(frozen=True)
 class Spellings:
-    """How labels name the classes: exactly, or by `written_form` (case, spacing; by value where the names are
-    values) where no other class shares that form."""
+    """How labels name the classes: exactly, or by a `written_form` no other class shares."""
 
     exact: dict[str, int]
     forms: dict[str, int]  # written_form -> class index, for the names no other class shares it
@@ -72,8 +71,7 @@ _SPACED_PUNCTUATION = re.compile(r" ?([^\w\s]) ?")
 
 
 def written_form(name: str, values: str | None) -> str:
-    """The one form of a name's spellings: case-folded, spaces normalised; where the names are `values`, a boolean
-    by meaning and a number by exact value ("4" == "4.0" == "+4")."""
+    """A name case-folded and spaces normalised; where names are `values`, by meaning or exact number."""
     text = name.strip()
     meaning = read_indicator(text) if values == BOOLEANS else "?"
     if meaning != "?":
@@ -85,16 +83,14 @@ def written_form(name: str, values: str | None) -> str:
 
 
 def value_names(names: list[str]) -> str | None:
-    """BOOLEANS where every name is a boolean, NUMBERS where any is a number (labels then match by value, never as
-    ids: 1 is the class True, "4" the class 4.0), else None."""
+    """BOOLEANS or NUMBERS where labels match these names by value (never as ids), else None."""
     if names and all(read_indicator(name) != "?" for name in names):
         return BOOLEANS
     return NUMBERS if any(is_number_text(name) for name in names) else None
 
 
 def set_joining(names: list[str], separator: str | None) -> str | None:
-    """The joining (TAG_SET or a character other than `separator`) by which these names join several classes each,
-    or None. Joined parts must recur or be classes themselves; a space must also pass _spaces_join_classes."""
+    """How these names join several classes each (TAG_SET or a character other than `separator`), or None."""
     for joining in (TAG_SET, *JOINING_CHARACTERS):
         if joining == separator:
             continue
@@ -118,8 +114,7 @@ def _texts(joined: list[list[str]]) -> bool:
 
 
 def _spaces_join_classes(joined: list[list[str]], known: set[str]) -> bool:
-    """Whether space-joined names are sets rather than names of several words: all parts codes (unless a two-place
-    code) or parts that combine as set members do."""
+    """Whether space-joined names are sets (codes, or parts combining as set members), not wordy names."""
     parts = Counter(part for row in joined for part in set(row))
     if parts and all(_CODE.search(part) for part in parts):
         return not _two_place_codes(joined, known)
@@ -134,8 +129,7 @@ def _two_place_codes(joined: list[list[str]], known: set[str]) -> bool:
 
 
 def _combine_as_sets(joined: list[list[str]], known: set[str], parts: Counter[str]) -> bool:
-    """Whether space-joined words combine as set members do: more combinations than parts, some of 3+, no fixed
-    order, most parts reused (MIN_REUSED_PART_SHARE)."""
+    """Whether space-joined words combine as set members: sizes vary, no fixed order, most parts reused."""
     leading = {row[0] for row in joined}
     following = {part for row in joined for part in row[1:]}
     reused = sum(count > 1 or part in known for part, count in parts.items())
@@ -175,8 +169,7 @@ def set_hint(names: list[str], separator: str | None) -> str:
 
 
 def _split_joined(text: str, separator: str) -> list[str]:
-    """The labels a string joins by `separator`, stripped; a separator at either end ("|python|pandas|") joins
-    nothing."""
+    """The labels a string joins by `separator`, stripped; one at either end ("|a|b|") joins nothing."""
     text = text.strip()
     if text != separator:
         text = text.removeprefix(separator).removesuffix(separator)

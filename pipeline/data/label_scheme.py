@@ -64,16 +64,14 @@ class LabelScheme:
 
 @dataclass(frozen=True)
 class MissingLabel:
-    """Which label cells give no label: empty, one of data.missing_label_values (case-folded), or -1 where
-    `hidden_id`. Such a row is incomplete (data.incomplete_rows)."""
+    """Which label cells give no label (empty, a missing_label_values mark, -1 where `hidden_id`)."""
 
     marks: frozenset[str]
     hidden_id: bool = False
 
     @classmethod
     def of(cls, config: DataConfig, scheme: LabelScheme | None) -> MissingLabel:
-        """For labels read by `scheme` (None: classes not named yet); a mark that is a class names that class. -1 in
-        an indicator cell is never a class."""
+        """For labels read by `scheme` (None: classes not named yet); a mark that is a class names that class."""
         names = {name.strip().casefold() for name in scheme.names} if scheme is not None else set()
         marks = frozenset(mark.strip().casefold() for mark in config.missing_label_values) - names
         return cls(marks, bool(config.label_columns) or (scheme is not None and scheme.hides_labels))
@@ -91,8 +89,7 @@ class MissingLabel:
 
 
 def missing_label_rows(table: SplitRows, config: DataConfig, missing: MissingLabel) -> dict[int, tuple[str, str]]:
-    """The rows without a label, each with the column lacking it and what it holds ("" or the mark). Multi-label: a
-    set holding a mark (an empty set is negative for every class); indicator columns: the row's first missing cell."""
+    """The rows without a label, each with the column lacking it and what it holds ("" or the mark)."""
     if config.label_columns:
         found: dict[int, tuple[str, str]] = {}
         for column in config.label_columns:
@@ -152,8 +149,7 @@ def leave_out_hint(config: DataConfig, labels: list[str]) -> str:
 
 
 def written_otherwise_hint(unknown: list[str], scheme: LabelScheme) -> str:
-    """When unknown labels are the classes written by value ("true" for 1) where ids are read: the data.label_names
-    listing that reads them."""
+    """When unknown labels are the classes written by value where ids are read: how to list them."""
     by_value = Spellings.of(scheme.names, by_value=True)
     if not scheme.accepts_ids or by_value.values is None:
         return ""

@@ -19,8 +19,7 @@ _FOUND = "the classes found in train; list them all in data.label_names"
 
 
 def label_set_scheme(config: DataConfig, train: SplitRows, hub_names: list[str] | None = None) -> LabelScheme:
-    """Class names of a multi-label task: `data.label_names`, else a Hub list-of-ClassLabel's, else the union of
-    train's sets (sorted; numerically when every label is an integer, then read as those names only)."""
+    """Multi-label classes: data.label_names, a Hub ClassLabel list's, else train's sets' sorted union."""
     separator = config.label_separator
     given = given_scheme(config, hub_names)
     if given is not None:
@@ -58,8 +57,7 @@ INDICATOR_SETS_COLUMN = "<classes of data.label_columns>"
 
 
 def indicator_sets(table: SplitRows, columns: list[str], missing: MissingLabel) -> list[list[str] | None]:
-    """Each row's classes: the columns whose cell says present (1, true, yes). A cell neither present nor absent is
-    an error; a missing one (empty, a mark, -1) makes the row's set None: an incomplete row."""
+    """Each row's classes from its 0/1 cells; a missing cell makes the set None (an incomplete row)."""
     cells = [table.column(column, "data.label_columns") for column in columns]
     sets: list[list[str] | None] = [[] for _ in range(len(table.frame))]
     for column, values in zip(columns, cells):

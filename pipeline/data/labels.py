@@ -106,8 +106,7 @@ def read_names_file(path: str, encoding: str, index_base: int | None = None) -> 
 
 
 def mapping_names(lines: list[str], index_base: int | None, where: str) -> list[tuple[int, str]] | None:
-    """(line number, name) of each class in id order when every line is "id<tab>name"; None for plain names ("1
-    star" is a name). The ids must run from data.label_index_base (unset: 0) without a gap or a repeat."""
+    """(line, name) per class when every line is "id<tab>name", ids from the base without gaps; else None."""
     numbered = [(number, _ID_AND_NAME.fullmatch(line.strip())) for number, line in enumerate(lines, 1) if line.strip()]
     if not numbered or any(match is None for _, match in numbered):
         return None
@@ -161,8 +160,7 @@ def _by_value(origin: str, values: str) -> str:
 
 
 def refuse_unsaid_id_base(config: DataConfig, train: SplitRows, scheme: LabelScheme) -> None:
-    """Ids read against data.label_names from the unset base 0 where no train label is 0 are an error: a file counting
-    from 1 that lacks its last class would silently read every label as the next class."""
+    """Refuse ids 1..K read from the unset base 0: every label would silently be the next class."""
     if config.label_index_base is not None or not config.label_names or config.label_columns or not scheme.accepts_ids:
         return
     named = set(scheme.names)
@@ -191,8 +189,7 @@ def _train_label_items(config: DataConfig, train: SplitRows) -> list[Any]:
 
 
 def trained_scheme(names: list[str], reading: dict[str, Any] | None, config: DataConfig) -> LabelScheme:
-    """How labels scored against a trained model are read: as training read its own (`reading`, the run's
-    data.label_reading). Older runs without it read names, and ids only where data.label_names was set."""
+    """How a scored file's labels are read: as training read its own (`reading`; older runs: names)."""
     if reading is None:
         reading = {"names": True, "ids": bool(config.label_names), "index_base": config.label_index_base or 0}
     origin, values = "the model's classes, read as in training", value_names(list(names))
@@ -247,8 +244,7 @@ def _inferred_scheme(train: SplitRows, column: str, base: int | None) -> LabelSc
 
 
 def warn_unlike_names(rows: Counter[str], train: SplitRows, column: str, separator: str | None) -> None:
-    """WARN about train classes that look like a missing-label mark (SNLI's "-") or like sets joined otherwise than
-    by `separator` (None: single-label)."""
+    """WARN about train classes that look like a missing-label mark or like joined sets."""
     for name, count in rows.items():
         if name.casefold() in MISSING_LOOKING_LABELS:
             logger.warning(
@@ -266,8 +262,7 @@ def warn_unlike_names(rows: Counter[str], train: SplitRows, column: str, separat
 
 
 def _refuse_id_gaps(present: list[int], base: int, count: int, base_said: bool, train: SplitRows, column: str) -> None:
-    """Inferred ids that skip numbers would make a class of each gap that no row teaches (sentiment140's 0 and 4
-    became five classes); data.label_names must say which. A given base rules below the lowest label."""
+    """Refuse inferred ids that skip numbers: each gap would be a class no row teaches (sentiment140's 0, 4)."""
     missing = sorted(set(range(present[0] if base_said else base, base + count)) - set(present))
     if missing:
         raise DataError(
@@ -325,8 +320,7 @@ def label_ids(table: SplitRows, column: str, scheme: LabelScheme) -> list[int]:
 def class_indices(
     table: SplitRows, column: str, label_lists: list[list[Any]], scheme: LabelScheme, separator: str | None = None
 ) -> list[list[int]]:
-    """Each row's labels as class indices. Unknown labels are one error (first row, how many, which labels); a
-    column mixing names and ids is an error. `separator`: multi-label's data.label_separator (None: single-label)."""
+    """Each row's labels as class indices; unknown labels, or names mixed with ids, are one error."""
     spellings = scheme.spellings()
     read = [[read_label(label, spellings, scheme) for label in labels] for labels in label_lists]
     classes = len(scheme.names)

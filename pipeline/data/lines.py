@@ -31,8 +31,7 @@ STDIN_NAME = "<stdin>"  # standard input, as errors name it
 
 
 def check_encoding(encoding: str) -> str:
-    """The codec to decode with (utf-8 also drops a byte-order mark). Messages quote the encoding as the user gave
-    it, not Python's name for it ("iso8859-1")."""
+    """The codec to decode with (utf-8 also drops a byte-order mark); messages quote the name as given."""
     try:
         name = codecs.lookup(encoding).name
     except LookupError:
@@ -73,9 +72,7 @@ def splits_on_newline_bytes(encoding: str) -> bool:
 
 
 class LineSource:
-    """Decoded physical lines of a (possibly gzipped) byte stream, counting lines and bytes read. ASCII-compatible
-    encodings are split on newline bytes and decoded line by line (a bad byte is reported with its line); UTF-16/32
-    are decoded as a stream. `self.named_encoding` is the setting's value as written, which messages quote."""
+    """Decoded, numbered lines of a (gzipped) byte stream; ASCII-compatible ones decoded line by line."""
 
     def __init__(
         self,
@@ -109,8 +106,7 @@ class LineSource:
         self.encoding, self.named_encoding = check_encoding(encoding), encoding
 
     def head(self, count: int) -> bytes:
-        """The first bytes of the (decompressed) content, unconsumed: from a file up to HEAD_BYTES, from a pipe what
-        has arrived."""
+        """The first bytes of the content, unconsumed: from a file up to HEAD_BYTES, from a pipe what has arrived."""
         peek = getattr(self._stream, "peek", None)
         try:
             return peek(count)[:count] if peek else b""

@@ -88,8 +88,7 @@ def load_splits(config: DataConfig, seed: int) -> datasets.DatasetDict:
 
 
 def load_data(config: DataConfig, seed: int) -> LoadedData:
-    """Load train, validation and test, carve the missing ones out of train (before caps, so runs with different
-    caps score the same rows), handle duplicates, apply the seeded stratified caps."""
+    """Load the splits, carve missing ones from train (before caps), handle duplicates, apply caps."""
     config = with_listed_names(config)
     if config.source == "hub":
         tables, hub_names = read_hub_tables(config)
@@ -190,8 +189,7 @@ def source_records(tables: dict[str, SplitRows], config: DataConfig) -> dict[str
 
 
 def reading_record(tables: dict[str, SplitRows], attribute: str, setting: Any) -> dict[str, Any] | None:
-    """How each file was read by a setting that `auto` resolves per file, beside the setting; None when no file has
-    it."""
+    """How each file was read by a setting that `auto` resolves per file; None when no file has it."""
     read = {
         split: getattr(table, attribute) for split, table in tables.items() if getattr(table, attribute) is not None
     }
@@ -201,9 +199,7 @@ def reading_record(tables: dict[str, SplitRows], attribute: str, setting: Any) -
 def read_labelled_file(
     config: DataConfig, path: str, origin: str, names: list[str], reading: dict[str, Any] | None
 ) -> tuple[datasets.Dataset, list[RemovedRow], dict[str, Any]]:
-    """One labelled file scored by pipeline.evaluate, read as training read its files and labels (`reading`: the
-    run's data.label_reading), with the rows left out and how it was read. Nothing is carved, deduplicated or
-    capped."""
+    """One file scored by pipeline.evaluate, read as training read its data; nothing carved or capped."""
     if is_folder(path):
         table = read_folder(path, origin, config, names, "the model's classes", every_class=False)
     else:

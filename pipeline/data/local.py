@@ -39,8 +39,7 @@ def read_file_tables(config: DataConfig) -> dict[str, SplitRows]:
 
 
 def _warn_values_in_unnamed_columns(table: SplitRows, config: DataConfig) -> None:
-    """WARN about rows holding values in unnamed columns ("Unnamed: 2"), which no setting reads: Kaggle's SMS
-    spam.csv holds the ends of texts cut at an unquoted comma there."""
+    """WARN about values in unnamed columns: texts cut at an unquoted comma (SMS spam.csv)."""
     read = [*TextSpec.from_data_config(config).input_columns, *label_columns_of(config)]
     read = {normalise_name(name) for name in (*read, config.id_column, config.split_column) if name}
     unnamed = [
@@ -66,8 +65,7 @@ def _warn_values_in_unnamed_columns(table: SplitRows, config: DataConfig) -> Non
 
 
 def _warn_class_folders_only_in_train(tables: dict[str, SplitRows], config: DataConfig) -> None:
-    """WARN when validation or test lacks some of train's class folders: with data.label_names unset, most often a
-    folder of unlabelled texts became a class."""
+    """WARN when a held-out split lacks some of train's class folders (an unlabelled folder?)."""
     trained = tables["train"].files_per_class
     if config.label_names is not None or trained is None:
         return
@@ -92,8 +90,7 @@ UNLABELLED_HINT = "; if the file has no labels (a test set's held back, as GLUE'
 
 
 def read_table(path: str, origin: str, config: DataConfig, column_names: list[str] | None) -> SplitRows:
-    """Read one whole file as the data settings say into a SplitRows of raw values (nothing parsed as NA or numbers);
-    a folder as class folders for data.label_names."""
+    """One whole file, read as the data settings say, as a SplitRows of raw values; a folder as class folders."""
     if is_folder(path):
         listed_in = "data.label_names_file" if config.label_names_file else "data.label_names"
         return read_folder(path, origin, config, config.label_names, listed_in, every_class=True)
@@ -140,8 +137,7 @@ def read_table(path: str, origin: str, config: DataConfig, column_names: list[st
 
 
 def _frame_of(table: Table, chunks: list[Chunk], path: str, origin: str) -> tuple[pd.DataFrame, list, SplitRows | None]:
-    """A whole file's rows as a frame of raw values, their numbers, and the rows repeating its header as SplitRows
-    of their own (or None)."""
+    """A file's rows as a frame of raw values, their numbers, and its repeated header rows (or None)."""
     records, numbers, repeats = [], [], []
     for chunk in chunks:
         for number, record in zip(chunk.numbers, chunk.records):
@@ -168,8 +164,7 @@ def warn_repeated_headers(table: SplitRows, outcome: str) -> None:
 
 
 def repeated_header_rows(table: SplitRows, split: str, config: DataConfig) -> list[RemovedRow]:
-    """The rows of `split`'s file that repeated its header, as removed_rows.csv lists them (their line in the reason:
-    an id column's value would be its name)."""
+    """The rows of `split`'s file that repeated its header, as removed_rows.csv lists them."""
     headers = table.repeated_headers
     if headers is None:
         return []
@@ -248,8 +243,7 @@ def read_folder(
 
 
 def file_class_names(tables: dict[str, SplitRows], config: DataConfig) -> list[str] | None:
-    """The class names a Parquet train file records (a ClassLabel), read as a Hub dataset's where no data.label_names
-    name the classes; None otherwise. Other files recording other names are warned about."""
+    """The class names a Parquet train file's ClassLabel records, where data.label_names is unset; else None."""
     if config.label_columns:
         return None
     names = _recorded_names(tables["train"], config.label_column)

@@ -61,8 +61,7 @@ NOT_READ_ZIPPED = (PARQUET_MAGIC, *ZIP_MAGIC, OLE_MAGIC)
 
 @contextlib.contextmanager
 def _zipped_file(lines: LineSource) -> Iterator[LineSource]:
-    """The one file of a zip archive as a LineSource named "train.zip/train.csv" (so its name tells its format); no
-    file, several, or an OpenDocument file is an error."""
+    """A zip archive's one file as a LineSource named "train.zip/train.csv"; anything else is an error."""
     try:
         archive = zipfile.ZipFile(lines.raw)
     except (zipfile.BadZipFile, OSError) as error:
@@ -127,8 +126,7 @@ def _check_content_matches(head: bytes, workbook: bool, kind: str, name: str, op
 
 
 def check_wide_encoding(lines: LineSource, say: bool = True) -> None:
-    """A file's byte-order mark (or, without one, UTF-16's NULs) says its encoding: read as the default UTF-8 it is
-    read as the mark says (INFO, DEBUG unless `say`); given another encoding it is an error naming the mark's."""
+    """Read a file as its byte-order mark says where UTF-8 is the default; else an error naming the mark."""
     if not splits_on_newline_bytes(lines.encoding):  # already a wide encoding
         return
     head = lines.head(WIDE_HEAD_BYTES)
@@ -157,8 +155,7 @@ WIDE_HEAD_BYTES = 1024
 
 
 def _utf16_without_mark(head: bytes) -> str | None:
-    """UTF-16-LE or -BE by its NULs (odd or even offsets) for a start without a byte-order mark, or None: a quarter
-    NUL on one side, a tenth as many on the other (which leaves out UTF-32)."""
+    """UTF-16-LE or -BE by its NULs at odd or even offsets, for a start without a mark; else None."""
     pairs = len(head) // 2
     even, odd = head[0 : 2 * pairs : 2].count(0), head[1 : 2 * pairs : 2].count(0)
     for nuls, others, encoding in ((odd, even, "utf-16-le"), (even, odd, "utf-16-be")):
@@ -211,8 +208,7 @@ def _record_list_keys(record: dict) -> list[str]:
 
 
 def refuse_table_as_one_object(record: dict, name: str, field_option: str) -> None:
-    """Refuse a whole table in one object (pandas' `DataFrame.to_json()` default) or a file of splits (clinc_oos's
-    data_full.json): read as a record it was one row, labelled without a word."""
+    """Refuse a whole table (pandas' to_json() default) or a file of splits in one JSON object."""
     values = list(record.values())
     # Columns orient: row indices inside; index orient: outside. Nested records ({"review": {...}}) are neither.
     by_column_or_index = (
@@ -246,8 +242,7 @@ def _all_indices(mapping: dict) -> bool:
 
 
 def unwrap(lines: LineSource, path: str, stack: contextlib.ExitStack) -> tuple[LineSource, str, bool]:
-    """The lines to read (a zip archive's one file's; a UTF-16 file's as its mark says), the name that tells the
-    format, and whether the file is a workbook; a layout not read is an error."""
+    """The lines to read (a zipped file's, a marked encoding's), the name that tells the format, and if a workbook."""
     head = lines.head(MAGIC_BYTES)
     workbook = _is_workbook(head, lines, path)
     named = path

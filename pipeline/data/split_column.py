@@ -30,9 +30,7 @@ SPLIT_VALUES = {
 def split_by_column(
     tables: dict[str, SplitRows], column: str | None
 ) -> tuple[dict[str, SplitRows], dict[str, Any] | None]:
-    """With data.split_column, the one train table divided into the splits its column names (a split no row names
-    is carved later), and the record for metrics.json (None when unset). Done first, so every later step runs as on
-    separate files."""
+    """Train divided by data.split_column (first, as if separate files), and the record for metrics.json."""
     if column is None:
         return tables, None
     _refuse_given_splits(tables, column)
@@ -109,8 +107,7 @@ CARVED_KEYS = {"test": "data.test_fraction", "validation": "data.validation_frac
 
 
 def give_split(split: str, split_column: str | None, which: str = "") -> str:
-    """The advice ending every message about a carved or emptied split: how to give `split` instead (a file, or
-    rows marked in data.split_column). `which` narrows the rows."""
+    """How to give `split` instead of carving it: a file, or rows marked in data.split_column."""
     if split_column is None:
         return f"give a {split} file{which}"
     first, *others = values_naming(split)
@@ -136,8 +133,7 @@ def require_evaluation_rows(
     duplicates: DuplicateReport,
     give: Callable[..., str],
 ) -> None:
-    """Error for a validation or test split that `data.deduplicate: across` emptied (an empty split would fail
-    later in batching and in the tokenized cache)."""
+    """Refuse a validation or test split that `data.deduplicate: across` emptied."""
     for split in ("validation", "test"):
         if len(splits[split]):
             continue

@@ -50,8 +50,7 @@ def label_column(column_names: list[str]) -> str:
 def carve(
     train: datasets.Dataset, fraction: float, seed: int, split: str, key: str, give: Callable[[str], str]
 ) -> tuple[datasets.Dataset, datasets.Dataset]:
-    """Split `fraction` of train off as `split`, stratified and seeded. A class with under 2 rows is an error
-    ending with `give(split)`: how to give the split instead."""
+    """Split `fraction` of train off as `split`, stratified and seeded; `give(split)` ends errors."""
     size = math.ceil(fraction * len(train))
     if size >= len(train):
         raise DataError(
@@ -100,8 +99,7 @@ def cap_rows(split: datasets.Dataset, limit: int | None, seed: int) -> datasets.
 
 
 def sample_indices(labels: np.ndarray, size: int, seed: int, minimum: int = 0) -> tuple[list[int], list[int]]:
-    """About `size` row indices stratified by label, and the rest; both sorted. Quotas by largest remainder, each
-    class at least `minimum` (leaving one behind). Done here: `Dataset.train_test_split` reads labels row by row."""
+    """About `size` indices stratified by label (largest remainder) and the rest, both sorted."""
     labels = np.asarray(labels)
     if labels.ndim == 2:
         return iterative_sample(labels, size, seed)
@@ -126,8 +124,7 @@ def _proportional_quotas(counts: np.ndarray, size: int) -> np.ndarray:
 
 
 def iterative_sample(multi_hot: np.ndarray, size: int, seed: int) -> tuple[list[int], list[int]]:
-    """Two-way iterative stratification (Sechidis et al. 2011) of (N, C) multi-hot rows: `size` rows chosen and the
-    rest, sorted. Rows without a class fill each side's remaining quota last."""
+    """Iterative stratification (Sechidis et al. 2011) of (N, C) multi-hot rows: `size` chosen, and the rest."""
     positive = np.asarray(multi_hot) > 0.5  # (N, C)
     rows = len(positive)
     rng = np.random.default_rng(seed)
@@ -204,8 +201,7 @@ class DuplicateReport:
 def deduplicate(
     splits: dict[str, datasets.Dataset], mode: str, order: tuple[str, ...], label_names: list[str] | None = None
 ) -> tuple[dict[str, datasets.Dataset], list[RemovedRow], DuplicateReport]:
-    """Count duplicate texts within and between splits (earlier in `order` first) and remove them as `mode` says:
-    none, within, or across (also texts found in an earlier split: leakage)."""
+    """Count duplicate texts within and across splits (earlier in `order` first) and remove them as `mode` says."""
     report = DuplicateReport(mode)
     keys = {
         name: [duplicate_key(text) for text in column_values(splits[name], "text")] for name in order if name in splits

@@ -53,8 +53,7 @@ class UnknownFormatError(DataError):
 
 
 def resolve_format(path: str, explicit: str | None, option: str, formats: Sequence[str] = FORMATS) -> str:
-    """An explicit format wins; otherwise the file name tells (.gz looked through); stdin is CSV. `formats`: those
-    the caller handles, offered by the error."""
+    """The explicit format, else the file name's (.gz looked through); stdin is CSV."""
     if explicit and explicit != "auto":
         return explicit
     if path == STANDARD_INPUT:
@@ -89,8 +88,7 @@ def open_table(
     encoding_option: str = "data.encoding",
     **settings: Any,
 ) -> Iterator[Table]:
-    """Open a file ('-': stdin) and read its header; iterate `table.chunks` for the rows (one chunk when `chunk_size`
-    is None). `settings` are the other ReadOptions; the *_option names are what errors tell the user to change."""
+    """Open a file ('-': stdin) and its header; `table.chunks` yields the rows (one chunk when `chunk_size` None)."""
     options = ReadOptions(column_names=column_names, chunk_size=chunk_size, **settings)
     with _open_bytes(path) as (raw, size), contextlib.ExitStack() as stack:
         lines = LineSource(raw, STDIN_NAME if path == STANDARD_INPUT else path, encoding, size, encoding_option)
@@ -103,8 +101,7 @@ def open_table(
 def _format_of(
     lines: LineSource, path: str, explicit: str | None, option: str, label_prefix: str, workbook: bool
 ) -> str:
-    """The format by resolve_format, else by the file's start: fastText has no ending of its own, so a nameless
-    format whose first lines start with the label prefix is fastText; a CSV/TSV file like that is refused."""
+    """The format by resolve_format, else fastText where the first lines start with the label prefix."""
     if workbook and explicit in (None, "auto"):
         return "xlsx"
     try:

@@ -54,8 +54,7 @@ def segments_of(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class TextSpec:
-    """Which columns make a row's text and how they are joined; with pair_columns the text is a pair: text_columns'
-    text, PAIR_MARK, pair_columns' text."""
+    """Which columns make a row's text and how they are joined; with pair_columns, a pair joined by PAIR_MARK."""
 
     columns: tuple[str, ...]
     separator: str
@@ -170,8 +169,7 @@ class TextSpec:
 
 
 def fewer_columns_warning(trained: Sequence[str], given: Sequence[str] | None, option: str) -> str | None:
-    """One line when `option` names fewer text columns than the model was trained on (it reads less than it
-    learnt from), else None."""
+    """One line when `option` names fewer text columns than the model was trained on, else None."""
     if not given or len(given) >= len(trained):
         return None
     return (
@@ -182,8 +180,7 @@ def fewer_columns_warning(trained: Sequence[str], given: Sequence[str] | None, o
 
 
 def resolve_columns(header: Sequence[str], wanted: Sequence[str], where: str, option: str) -> list[int]:
-    """Positions of the wanted columns in the header: an exact name, else the one equal ignoring case and spaces;
-    a missing column is an error naming the setting and listing the columns."""
+    """Positions of the wanted columns in the header (exact, else ignoring case and spaces), else an error."""
     positions, missing = [], []
     normalised = [normalise_name(name) for name in header]
     for column in wanted:

@@ -102,8 +102,7 @@ CSV_DELIMITERS = ((";", "semicolons", ",", "comma"), ("\t", "tabs", ",;", "comma
 
 
 def csv_delimiter(lines: LineSource, width: int | None) -> str:
-    """ ",", ";" or a tab, told by the first line alone: one lacking a delimiter's listed characters but splitting at
-    it into several fields (`width` when names are given) is read with it, with an INFO line."""
+    """ ",", ";" or a tab, by the first line alone: one that lacks the others and splits into fields."""
     head = lines.head_text()
     first = next((line for line in head.splitlines() if line.strip()), "")
     for delimiter, name, lacked, lacked_names in CSV_DELIMITERS:
@@ -124,8 +123,7 @@ def _splits_into_fields(line: str, delimiter: str, width: int | None) -> bool:
 def _csv_records(
     reader: Any, lines: LineSource, kind: str, quoting_option: str | None, watch: RowsInOneField | None = None
 ) -> Iterator[tuple[int, list[str]]]:
-    """(first line of the record, fields), every field exactly as in the file; an empty line has no field.
-    `quoting_option`: set when quotes are read as quoting; `watch`: tells a record that is several rows."""
+    """(first line, fields) per record, fields exactly as written; `watch` tells a record that is several rows."""
     previous_end = 0
     while True:
         try:

@@ -16,8 +16,7 @@ FASTTEXT_DETECTION_LINES = 20
 
 
 def starts_like_fasttext(lines: LineSource, label_prefix: str) -> bool:
-    """Whether the first non-blank lines of a file's start all start with the label prefix (a last line cut off by
-    the head may end inside it: left out)."""
+    """Whether the first non-blank lines all start with the label prefix (a cut-off last line aside)."""
     head = lines.head_text()
     starts = head.split("\n")
     if len(starts) > 1 and not head.endswith("\n"):
@@ -27,8 +26,7 @@ def starts_like_fasttext(lines: LineSource, label_prefix: str) -> bool:
 
 
 def fasttext_table(lines: LineSource, options: ReadOptions) -> Table:
-    """One row per non-blank line: its `__label__<name>` words as the label (None, a name, or a list of names) and
-    the rest as the text."""
+    """One row per non-blank line: its `__label__` words as the label (None, a name or a list), the rest as text."""
     records = _fasttext_records(lines, FastTextLabels(options.label_prefix))
     first = next(records, None)
     if first is None:
@@ -47,8 +45,7 @@ def _fasttext_records(lines: LineSource, labels: FastTextLabels) -> Iterator[tup
 
 
 class FastTextLabels:
-    """How a fastText line's labels are told from its text: words starting with the prefix, separated by whitespace
-    or a comma (`__label__1,Some text`: a CSV turned fastText)."""
+    """A line's labels: prefixed words, separated by whitespace or a comma (`__label__1,Some text`)."""
 
     def __init__(self, prefix: str):
         self.prefix = prefix
@@ -56,8 +53,7 @@ class FastTextLabels:
         self._leading = re.compile(rf"\s*{label}(?:\s*,\s*|\s+|$)")
 
     def split(self, line: str, where: str) -> tuple[list[str], str]:
-        """A line's labels (each once) and its text. Labels lead the line, end it, or both; a label word within the
-        text stays text. A prefix without a name is an error."""
+        """A line's labels (each once; leading, trailing or both) and its text; a prefix without a name is an error."""
         labels, position = [], 0
         while match := self._leading.match(line, position):
             labels.append(match.group(1))

@@ -27,8 +27,7 @@ def names_read_as_data(names: Sequence[str]) -> bool:
 
 
 def header_of(first_record: list[str], column_names: Sequence[str] | None, where: str) -> tuple[list[str], bool]:
-    """The column names of a CSV/TSV file, and whether its first record is a header: always without `column_names`;
-    with them, only if it repeats them (case and spaces ignored)."""
+    """The column names, and whether the first record is a header (with `column_names`: only if it repeats them)."""
     if column_names is None:
         # Kept as written, so prediction writes the header back unchanged.
         names = [name if name.strip() else unnamed_column(index) for index, name in enumerate(first_record)]
@@ -45,14 +44,12 @@ def header_of(first_record: list[str], column_names: Sequence[str] | None, where
 
 
 def unnamed_column(index: int) -> str:
-    """The name of a column whose header cell is empty, as pandas names it ("Unnamed: 2"): the SMS Spam
-    Collection's `v1,v2,,,` must stay readable."""
+    """An empty header cell's name, as pandas gives it ("Unnamed: 2"): `v1,v2,,,` stays readable."""
     return f"Unnamed: {index}"
 
 
 def _check_not_another_header(first_record: list[str], column_names: Sequence[str], where: str) -> None:
-    """A first record holding given column names, but not exactly them, is a header of its own: read as data its
-    names would be replaced. Two such cells, or one not a number, make it a header."""
+    """A first record holding given names, but not exactly them, is a header of its own: an error."""
     given = {normalise_name(name) for name in column_names}
     named = [cell for cell in first_record if normalise_name(cell) in given]
     if len(named) >= 2 or not all(is_number_text(cell) for cell in named):
@@ -72,9 +69,7 @@ def read_header(
     empty: str,
     one_column_hint: str = "",
 ) -> tuple[list[str], Iterator[tuple[int, list[str]]], list[str], str]:
-    """The header rule over (number, fields) records: the column names, the data records checked to be as wide, the
-    row a repeat of the header equals (Table.header_row), and where the header seems to be below a title ("" when
-    not). `unit` ("line", "row") and the hints word the errors; `empty` is the error for all-blank records."""
+    """The header rule: (names, width-checked records, Table.header_row, the "title above the header" hint)."""
     first = next((record for record in records if not blank_record(record[1])), None)
     if first is None:
         raise DataError(empty)
@@ -102,8 +97,7 @@ TITLE_ROWS = 5
 
 
 def header_below_title(first_record: list[str], number: int, ahead: list[tuple[int, list[str]]], unit: str) -> str:
-    """Where the header seems to be when the first record is a title above it: one cell filled, and the next filled
-    record (within TITLE_ROWS) holds two or more names and is as wide as the one after; else ""."""
+    """Where the header seems to be when the first record is a title above it; else ""."""
     filled = [(line, record) for line, record in ahead if _filled(record)]
     if _filled(first_record) != 1 or _one_column_name(first_record) or not filled or filled[0][0] - number > TITLE_ROWS:
         return ""
@@ -138,8 +132,7 @@ def _checked_width(
     hint: str,
     title: Callable[[list[tuple[int, list[str]]]], str] | None = None,
 ) -> Iterator[tuple[int, list[str]]]:
-    """The records, each as wide as the header. `title` is asked only once the first row fails (a pipe's rows are
-    read as they arrive)."""
+    """The records, each as wide as the header; `title` is asked only once the first row fails."""
     empty_lines: list[int] = []
     first_row = True
     for line, record in records:

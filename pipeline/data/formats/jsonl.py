@@ -14,8 +14,7 @@ from pipeline.data.sniff import records_field_hint, refuse_table_as_one_object
 
 
 def json_table(lines: LineSource, options: ReadOptions) -> Table:
-    """JSON Lines; or one JSON array of objects; or with options.json_field one object whose key holds the records
-    (SQuAD's "data"). The header is every key of the first chunk; a key first seen later is an error."""
+    """JSON Lines, a JSON array of objects, or the list under options.json_field; header: the first chunk's keys."""
     chunk_size, field, field_option = options.chunk_size, options.json_field, options.json_field_option
     objects = _field_records(lines, field, field_option) if field is not None else _json_objects(lines)
     first_batch = list(_take(objects, chunk_size))

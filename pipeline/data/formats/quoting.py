@@ -16,10 +16,7 @@ logger = logging.getLogger("pipeline.data.load")
 def reads_quotes(
     lines: LineSource, quoting: str, option: str, detect_with: str | None, skip_first: bool = False
 ) -> bool:
-    """Whether double quotes enclose fields (`csv`) or are text (`none`). `auto` reads quotes, except in a file
-    separated by `detect_with` (a tab, or data.delimiter's) whose start shows it quotes nothing (a field going on
-    after its closing quote, or rows read as one): GLUE's TSV files. Comma- and semicolon-separated files (None) are
-    left out: a CSV that fails to parse is more likely quoted badly. `skip_first`: Excel's `sep=` line."""
+    """Whether double quotes enclose fields; `auto`: yes, unless a `detect_with` file's start shows none quoted."""
     if quoting != "auto":
         return quoting == "csv"
     sign = _unquoted_sign(lines, detect_with, skip_first) if detect_with is not None else None
@@ -62,11 +59,7 @@ FEW_VALUES = 200
 
 
 class RowsInOneField:
-    """Watches a file read with quotes for a text's quote (`"We came here to win.`) that csv reads as opening a
-    field: when a later line closes it, the lines between become one record and rows are lost without a word. Such a
-    record holds the delimiter and a line break, and each of its lines is a row as wide as the header with a value
-    seen before in a repeating (label) column. A file that has quoted a delimiter or line break quotes: checking
-    stops there."""
+    """Watches an unquoted-looking file read with quotes for a text's quote joining rows into one record."""
 
     def __init__(self, delimiter: str):
         self.delimiter = delimiter
@@ -106,8 +99,7 @@ class RowsInOneField:
             self.values = [(column, seen) for column, seen in self.values if len(seen) <= FEW_VALUES]
 
     def _rows(self, joined: str) -> bool:
-        """Whether each line of a record joined back is a row as wide as the first, holding a value seen before in a
-        column whose values repeat."""
+        """Whether each line of a record is a row as wide as the first with a known value in a repeating column."""
         repeating = [(column, seen) for column, seen in self.values if len(seen) < self.rows]
         lines = [line.split(self.delimiter) for line in joined.split("\n")]
         return all(

@@ -38,8 +38,7 @@ class Chunk:
 
 @dataclass
 class Table:
-    """A table being read: its header, how rows are numbered, and a generator of chunks (raising DataError on a
-    malformed row)."""
+    """A table being read: its header, row numbering, and chunks (raising DataError on a malformed row)."""
 
     name: str
     format: str

@@ -67,8 +67,7 @@ def _load(raw: IO[bytes], name: str) -> Any:
 
 
 def _chosen_sheet(workbook: Any, name: str, sheet: str | None, option: str) -> Any:
-    """The worksheet named `sheet` (exactly, else ignoring case and spaces), or the first (said at INFO when the
-    workbook has several)."""
+    """The worksheet named `sheet` (exactly, else ignoring case and spaces), or the first."""
     titles = [worksheet.title for worksheet in workbook.worksheets]
     if not titles:
         raise DataError(f"{name}: the workbook has no worksheet (only charts?)")
@@ -88,8 +87,7 @@ def _chosen_sheet(workbook: Any, name: str, sheet: str | None, option: str) -> A
 
 
 def _other_sheets_hint(workbook: Any, read: str, header: list[str], option: str) -> str:
-    """For the error about a missing column: the workbook's other sheets and the setting that reads one; not where
-    the first row looks like data (no header: local.read_table's advice)."""
+    """The workbook's other sheets, for the error about a missing column (not where row 1 looks like data)."""
     others = [worksheet.title for worksheet in workbook.worksheets if worksheet.title != read]
     if not others or looks_like_data(header, "xlsx"):
         return ""
@@ -112,8 +110,7 @@ def _values(worksheet: Any, name: str) -> Iterator[tuple[Any, ...]]:
 
 
 def _records(rows: Iterator[tuple[Any, ...]], column_names: Sequence[str] | None) -> Iterator[tuple[int, list[str]]]:
-    """(Excel's row number, cells as text) per row, as the sheet's CSV export gives them: padded to the header's
-    width on the right; an empty row is no cell at all."""
+    """(Excel's row number, cells as text) per row, padded to the header's width as the CSV export does."""
     width = len(column_names) if column_names else None
     for number, values in enumerate(rows, start=1):
         cells = [cell_text(value) for value in values]
@@ -125,8 +122,7 @@ def _records(rows: Iterator[tuple[Any, ...]], column_names: Sequence[str] | None
 
 
 def cell_text(value: Any) -> str:
-    """A cell's value as Excel's CSV export writes it: whole numbers without a point, others to 15 digits,
-    TRUE/FALSE, ISO 8601 dates and times, "" for empty."""
+    """A cell's value as Excel's CSV export writes it (1 not 1.0, 15 digits, TRUE/FALSE, ISO dates)."""
     if value is None:
         return ""
     if isinstance(value, bool):
