@@ -14,9 +14,7 @@ from pipeline.data.lines import LineSource
 from pipeline.data.sniff import check_wide_encoding
 
 logger = logging.getLogger("pipeline.data.load")
-# The setting that gives the encoding in training, named in its errors.
 ENCODING_SETTING = "data.encoding"
-# Names listed in a log line, at most.
 NAMES_LOGGED = 5
 
 

@@ -17,11 +17,9 @@ from pipeline.data.split_column import SPLIT_VALUES
 from pipeline.data.tables import UnknownFormatError, resolve_format
 
 logger = logging.getLogger("pipeline.data.load")
-# For the error about a folder that holds no data layout.
 LAYOUTS = "a folder of data holds one folder per class, each holding that class's documents, one per file, or one file per class (rt-polarity.pos, rt-polarity.neg), one text per line"
 # What `datasets`' save_to_disk writes at the top of its folder (a DatasetDict's, a Dataset's): Arrow data.
 SAVED_DATASET_FILES = ("dataset_dict.json", "state.json")
-# Name starts (any case, any ending) of a data set's documentation: not a class's lines.
 DOCUMENTATION_NAMES = frozenset({"readme", "license", "licence", "copying", "notice", "changelog"})
 # Non-blank lines of each file looked at: over half with a tab or __label__ means rows already labelled.
 LINES_LOOKED_AT = 1000

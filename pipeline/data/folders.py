@@ -46,10 +46,8 @@ from pipeline.data.label_forms import Spellings
 from pipeline.data.lines import check_encoding
 
 logger = logging.getLogger("pipeline.data.load")
-# The columns of a folder's rows: a file's text, its class folder's name and its path in the folder.
 ID_COLUMN = "id"
 ROW_COLUMNS = [TEXT_COLUMN, LABEL_COLUMN, ID_COLUMN]
-# A folder's format, as a Table names it.
 FOLDER_FORMAT = "folder"
 # Folders that by convention hold unlabelled texts (aclImdb's train/unsup/): not a class unless listed.
 UNLABELLED_FOLDERS = ("unsup", "unlabeled", "unlabelled", "unlabelled_data")
@@ -151,9 +149,6 @@ def _say_class_files(path: str, documents: Sequence[Document]) -> None:
 def _say_loose(path: str, loose: list[str], level: int) -> None:
     """Files beside the class folders (aclImdb's urls_pos.txt) are not rows: said once."""
     logger.log(level, f"{path}: {count_files(len(loose))} beside the class folders, not rows: {listed_names(loose)}")
-
-
-# A folder to label (pipeline.predict --input), streamed file by file
 
 
 @dataclass(frozen=True)

@@ -29,13 +29,11 @@ _TAGS = re.compile(r"(?:<[^<>]+>)+")
 _TAG = re.compile(r"<([^<>]+)>")
 # A part that looks like a code rather than a word: cs.LG, q-bio.NC, 401.9, c++, c#, python-3.x.
 _CODE = re.compile(r"[0-9._+#]|\w-\w")
-# Share of space-joined parts that must recur for them to be sets: tags reuse nearly all (0.96+), the words of
-# names and texts mostly not (banking77 0.39, AG News titles 0.43).
+# Share of space-joined parts that must recur for sets: tags reuse 0.96+, words of names ~0.4.
 MIN_REUSED_PART_SHARE = 0.75
 # Names longer than this read as texts, not sets of labels (StackOverflow writes at most 5 tags).
 MAX_SET_PARTS = 8
 MAX_SET_LENGTH = 160
-# Names, at most, that set_hint samples, so an error about 100,000 distinct labels stays cheap.
 HINT_SAMPLE = 2000
 
 
@@ -63,7 +61,6 @@ class Spellings:
         return self.exact.get(text, self.forms.get(written_form(text, self.values)))
 
 
-# What value_names returns: every name a boolean, or some name a number.
 BOOLEANS = "booleans"
 NUMBERS = "numbers"
 # "Toys > Games" and "Toys>Games" are one name to a reader.

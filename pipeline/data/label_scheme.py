@@ -40,7 +40,6 @@ class LabelScheme:
     index_base: int
     accepts_names: bool = True
     accepts_ids: bool = True
-    # Where names-only classes come from, for the error that lists them.
     origin: str = ""
 
     def spellings(self) -> Spellings:

@@ -14,7 +14,6 @@ from pipeline.data.label_scheme import LabelScheme, MissingLabel
 from pipeline.data.labels import MAX_INFERRED_CLASSES, class_indices, given_scheme, warn_unlike_names
 from pipeline.data.rows import SplitRows
 
-# Where inferred multi-label classes come from, for the error that lists them.
 _FOUND = "the classes found in train; list them all in data.label_names"
 
 
@@ -29,7 +28,6 @@ def label_set_scheme(config: DataConfig, train: SplitRows, hub_names: list[str] 
                 f"data.label_names: class {joined[0]!r} contains data.label_separator {separator!r}; choose another separator"
             )
         return given
-    # Each class found, with the rows that hold it.
     rows = Counter(name for row in raw_sets(train, config.label_column, separator) for name in set(row))
     found = set(rows)
     if len(found) > MAX_INFERRED_CLASSES:

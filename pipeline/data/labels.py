@@ -51,8 +51,7 @@ from pipeline.data.text import INCOMPLETE_ROWS_HINT, is_blank, is_number_text
 
 # Above this many classes a label column is more likely a text or id column; also bounds per-class tables and plots.
 MAX_INFERRED_CLASSES = 1000
-# Fractional labels (a regression target) with more distinct values than this, most on fewer rows than the next
-# (the median), are refused; half-star ratings and decimal codes with rows enough stay classes.
+# Fractional labels (a regression target) with more values than this, most on few rows (the median), are refused.
 MAX_FRACTIONAL_CLASSES = 20
 MIN_ROWS_PER_FRACTIONAL_CLASS = 5
 # A text or id column as label: refused when more than half the rows, and at least this many, have a unique label.
@@ -358,8 +357,7 @@ def class_indices(
     return [[index for index, _ in results] for results in read]
 
 
-# Train classes whose largest / smallest count is above this are imbalanced: model selection and the reports'
-# headline then turn to macro-F1.
+# Train classes whose largest / smallest count is above this are imbalanced: selection turns to macro-F1.
 IMBALANCE_RATIO = 3.0
 
 
@@ -376,7 +374,6 @@ class ClassCounts:
     counts: list[int]
     rows: int
     multi_label: bool = False
-    # Multi-label rows negative for every class: none of the counts shows them.
     rows_without_labels: int = 0
 
     @property

@@ -39,8 +39,7 @@ def check_encoding(encoding: str) -> str:
     return "utf-8-sig" if name == "utf-8" else name
 
 
-# Bytes 0x80-0x9F are cp1252's ’ “ ” – … € but latin-1's C1 controls: a Windows file read as latin-1 loses them
-# without an error.
+# Bytes 0x80-0x9F are cp1252's quotes, dashes and euro but latin-1's controls: lost without an error.
 _C1_CONTROLS = re.compile("[\x80-\x9f]")
 
 

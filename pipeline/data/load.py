@@ -107,7 +107,6 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
     multi_label = config.task == "multi_label"
     scheme = _scheme_of(config, tables["train"], hub_names)
     splits = {split: to_dataset(table, config, scheme) for split, table in tables.items()}
-    # After to_dataset: their text and id columns are known to be there.
     headers = [row for split, table in as_read.items() for row in repeated_header_rows(table, split, config)]
     if config.id_column:
         _warn_shared_ids(splits, config.id_column)

@@ -212,9 +212,7 @@ def _warn_settings_not_read(path: str, origin: str, config: DataConfig, keys: Se
         logger.warning(f"{path} ({origin}) is {what}, which these file settings do not describe: {', '.join(given)}")
 
 
-# Data settings that describe a file's layout, which a folder does not have.
 FILE_LAYOUT_KEYS = ("file_format", *LAYOUT_SETTINGS)
-# Added to the error about a configured column that a folder's rows lack.
 FOLDER_COLUMNS_HINT = (
     f"; a folder of class folders or class files gives the columns {TEXT_COLUMN} (a file's whole text, or a line of "
     f"a class file), {LABEL_COLUMN} (its class folder or class file) and {ID_COLUMN} (its path in the folder, and "

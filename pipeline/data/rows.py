@@ -26,7 +26,6 @@ class SplitRows:
     unit: str = "record"  # how rows are numbered: "line", "record", "row" (a sheet's) or "file" (named by path)
     numbers: list[int | str] | None = None  # each row's number or file path; None: records 1, 2, ...
     quoting: str | None = None  # a CSV/TSV file's double quotes as read: "csv" or "none" (data.quoting resolved)
-    # Added to the error about a missing column (or no rows): how else the file could be read.
     missing_column_hint: str = ""
     files_per_class: dict[str, int] | None = None  # a folder of class folders: the files read from each class folder
     class_files: dict[str, str] | None = None  # a folder of class files: each class's file (folders.ClassFolders)

@@ -51,7 +51,6 @@ def _is_workbook(head: bytes, lines: LineSource, path: str) -> bool:
     return is_workbook(lines.raw, lines.name)
 
 
-# An OpenDocument file's first part, `mimetype`, starts with this.
 OPENDOCUMENT_MIMETYPE = b"application/vnd.oasis.opendocument"
 # What macOS's "Compress" adds beside a zip archive's files.
 ZIP_METADATA_FOLDER, ZIP_METADATA_FILE = "__MACOSX/", ".DS_Store"
@@ -150,7 +149,6 @@ def check_wide_encoding(lines: LineSource, say: bool = True) -> None:
         )
 
 
-# Bytes of a file's start looked at for a byte-order mark or UTF-16's NULs.
 WIDE_HEAD_BYTES = 1024
 
 
@@ -164,7 +162,6 @@ def _utf16_without_mark(head: bytes) -> str | None:
     return None
 
 
-# Bytes of a text file's start in which a line break must show which bytes end its lines.
 LINE_END_BYTES = 8192
 
 

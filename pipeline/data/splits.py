@@ -20,7 +20,6 @@ from pipeline.common.errors import DataError
 from pipeline.common.io import atomic_write_csv
 
 logger = logging.getLogger(__name__)
-# How many conflicting texts (one text, several labels) are kept as examples in metrics.json.
 CONFLICT_EXAMPLES = 5
 
 
@@ -37,7 +36,6 @@ def labels_of(dataset: datasets.Dataset) -> np.ndarray:
     return dataset.with_format("arrow")[SINGLE_LABEL_COLUMN].to_numpy()
 
 
-# A split's label column: class ids (ClassLabel) single-label, multi-hot rows multi-label.
 SINGLE_LABEL_COLUMN = "label"
 MULTI_LABEL_COLUMN = "labels"
 
@@ -65,7 +63,6 @@ def carve(
     return train.select(rest), train.select(chosen)
 
 
-# The most classes an error about small classes names one by one.
 MAX_NAMED_CLASSES = 10
 
 
@@ -160,9 +157,6 @@ def _fix_size(side: np.ndarray, size: int, rng: np.random.Generator) -> None:
     elif len(chosen) < size:
         rest = np.flatnonzero(side == 1)
         side[rng.choice(rest, size - len(chosen), replace=False)] = 0
-
-
-# Duplicate texts
 
 
 def duplicate_key(text: str) -> str:

@@ -38,8 +38,7 @@ EXTENSIONS = {
     ".xlsx": "xlsx",
     ".xlsm": "xlsx",  # a workbook with macros
 }
-# Settings of text files that a workbook does not have, and the reverse; given with a file they do not describe,
-# they are named in a warning (settings_not_read).
+# Settings a workbook does not have, and the reverse: named in a warning when given (settings_not_read).
 TEXT_FILE_SETTINGS = ("encoding", "delimiter", "quoting", "label_prefix")
 WORKBOOK_SETTINGS = ("sheet",)
 JSON_SETTINGS = ("json_field",)

@@ -14,7 +14,6 @@ from typing import Any
 from pipeline.common.errors import DataError
 from pipeline.config.reading import PAIR_MARK, normalise_name
 
-# A number as a file writes one ("3", "-0.5", ".25", "1e-3").
 _NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
@@ -28,7 +27,6 @@ def is_missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value)) or type(value).__name__ == "NAType"
 
 
-# How an error about an incomplete row says such rows can be left out instead.
 INCOMPLETE_ROWS_HINT = "or set data.incomplete_rows=drop to leave such rows out (listed in removed_rows.csv)"
 
 

@@ -18,7 +18,6 @@ from pipeline.data.lines import LineSource
 
 logger = logging.getLogger("pipeline.data.load")
 DELIMITERS = {"csv": ",", "tsv": "\t"}
-# How a CSV/TSV file's double quotes are read (data.quoting, --quoting).
 QUOTINGS = ("auto", "csv", "none")
 # Python's csv module refuses fields over 128 KiB by default, but a long e-mail body is a valid CSV field.
 CSV_FIELD_SIZE_LIMIT = min(sys.maxsize, 2**31 - 1)
@@ -39,8 +38,7 @@ def delimited_table(lines: LineSource, kind: str, options: ReadOptions) -> Table
         delimiter = DELIMITERS[kind]
     if separator is not None:
         _say_separator_line(lines.name, separator, delimiter, options.delimiter_option)
-    # Texts rarely hold a tab or an "@": files separated so (TSV, Financial PhraseBank's sentence@label) often go
-    # unquoted, quote-led texts and all.
+    # Tab- or "@"-separated files (TSV, Financial PhraseBank) often go unquoted, quote-led texts and all.
     detect_with = None if delimiter in ",;" else delimiter
     quoted = reads_quotes(lines, quoting, quoting_option, detect_with, separator is not None)
     reader = csv.reader(
@@ -49,7 +47,6 @@ def delimited_table(lines: LineSource, kind: str, options: ReadOptions) -> Table
         strict=True,
         quoting=csv.QUOTE_MINIMAL if quoted else csv.QUOTE_NONE,
     )
-    # Under auto, watch for a text's quote that would join rows.
     watch = RowsInOneField(delimiter) if quoted and quoting == "auto" else None
     records = _csv_records(reader, lines, kind, quoting_option if quoted else None, watch)
     hint = _width_hint(quoted, quoting_option)
@@ -96,8 +93,7 @@ def _say_separator_line(name: str, separator: str, delimiter: str, delimiter_opt
     )
 
 
-# Other delimiters of a "CSV" file, each told by a first line lacking the listed characters: a spreadsheet's
-# semicolons (the comma a decimal mark), a TSV file under a .csv name.
+# Other delimiters of a "CSV" file, told by a first line lacking the listed characters.
 CSV_DELIMITERS = ((";", "semicolons", ",", "comma"), ("\t", "tabs", ",;", "comma or semicolon"))
 
 

@@ -11,7 +11,6 @@ from pipeline.config.reading import LABEL_COLUMN, TEXT_COLUMN
 from pipeline.data.formats.table import ReadOptions, Table, batched
 from pipeline.data.lines import LineSource
 
-# Lines of a file's start that must all start with the label prefix for a nameless file to be fastText.
 FASTTEXT_DETECTION_LINES = 20
 
 

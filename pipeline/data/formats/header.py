@@ -10,9 +10,7 @@ from pipeline.common.errors import DataError, shorten
 from pipeline.config.reading import normalise_name
 from pipeline.data.text import is_number_text
 
-# The formats whose first row is a header, or data.column_names name their columns.
 HEADED_FORMATS = ("csv", "tsv", "xlsx")
-# Longer than a column name is written: a text.
 MAX_HEADER_NAME = 30
 
 
@@ -92,7 +90,6 @@ def read_header(
     return header, rows, header_row, f"; {below_title}" if below_title else ""
 
 
-# Records after a one-cell first record (a title) among which the header is looked for.
 TITLE_ROWS = 5
 
 
@@ -136,8 +133,7 @@ def _checked_width(
     empty_lines: list[int] = []
     first_row = True
     for line, record in records:
-        # A blank line between rows of several columns is no row; in a one-column file it is a row with a blank text
-        # (texts line up with a labels file). Empty lines after the last row end the file.
+        # A blank line between rows of several columns is no row; in a one-column file it is a blank text.
         if len(header) > 1 and blank_record(record):
             continue
         if not record:

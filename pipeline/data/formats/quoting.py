@@ -31,8 +31,7 @@ def reads_quotes(
 
 def _unquoted_sign(lines: LineSource, delimiter: str, skip_first: bool) -> tuple[int, str] | None:
     """The line within a file's start, and what there shows the file quotes nothing; None when nothing does."""
-    # A last line cut off by the head may end inside a quoted field: csv reports the end of data, never text after
-    # a closing quote.
+    # A last line cut off by the head may end inside a quoted field: csv reports the end of data then.
     head = (line + "\n" for line in lines.head_text().split("\n"))
     reader = csv.reader(without_separator_line(head) if skip_first else head, delimiter=delimiter, strict=True)
     watch, previous_end = RowsInOneField(delimiter), 0
@@ -51,8 +50,7 @@ def _unquoted_sign(lines: LineSource, delimiter: str, skip_first: bool) -> tuple
     return None
 
 
-# Records a comma- or semicolon-separated file must show quoting nothing before one is taken for rows read as one
-# (a multi-line review with as many commas per line looks alike).
+# Records a comma- or semicolon-separated file must show unquoted before rows joined into one are suspected.
 CSV_UNQUOTED_ROWS = 100
 # A column's values are kept, to tell rows read as one, while at most this many (a label column's classes).
 FEW_VALUES = 200
@@ -68,7 +66,6 @@ class RowsInOneField:
         self.unquoted = 0  # records read so far, none quoting
         self.suspect_after = CSV_UNQUOTED_ROWS if delimiter in ",;" else 0
         self.rows = 0  # records after the first as wide as it, whose values `values` holds
-        # (column, its values) for the columns of FEW_VALUES or fewer so far: a text's or an id's is soon dropped.
         self.values: list[tuple[int, set[str]]] = []
 
     def joins_rows(self, record: list[str]) -> bool:

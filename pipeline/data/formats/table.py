@@ -52,7 +52,6 @@ class Table:
     sheet: str | None = None  # the worksheet read, of an Excel workbook
     # Class names of a Parquet file's ClassLabel columns (`datasets`' schema metadata); None where none is recorded.
     class_names: dict[str, list[str]] | None = None
-    # Added to the error about a missing column: what the file most likely is instead.
     missing_column_hint: str = ""
     # The header row as written (or the given names): a later row equal to it is the header again; None: no header.
     header_row: list[str] | None = None

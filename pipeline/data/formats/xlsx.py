@@ -24,7 +24,6 @@ warnings.filterwarnings("ignore", category=UserWarning, module=r"openpyxl(\.|$)"
 EXTRA = "excel"  # the optional extra that installs openpyxl
 # Excel keeps 15 significant digits; more are binary noise (0.30000000000000004).
 EXCEL_DIGITS = 15
-# What a row of more cells than the header holds, as its error says.
 WIDTH_HINT = "a value right of the header's last column? Name its column in the header, or clear the cell"
 
 
