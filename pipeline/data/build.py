@@ -37,7 +37,6 @@ def read_indicator_columns(tables: dict[str, SplitRows], config: DataConfig) -> 
 
 
 def label_columns_of(config: DataConfig) -> list[str]:
-    """The columns that hold the labels: data.label_columns (one per class), else data.label_column."""
     return list(config.label_columns) if config.label_columns else [config.label_column]
 
 
@@ -141,12 +140,10 @@ def _warn_if_numbers_only(texts: list[str], table: SplitRows, spec: TextSpec) ->
 
 
 def texts_of(table: SplitRows, spec: TextSpec) -> list[str]:
-    """Each row's text by text.TextSpec ("" where every text column is empty)."""
     return [spec.text_of(parts) for parts in input_values(table, spec)]
 
 
 def input_values(table: SplitRows, spec: TextSpec) -> list[tuple[Any, ...]]:
-    """Each row's values of the text's columns (TextSpec.input_columns), in that order."""
     return list(zip(*(table.column(column, key) for column, key in spec.named_columns())))
 
 
@@ -187,7 +184,6 @@ def drop_incomplete(
 
 
 def _lacking_label(written: str) -> str:
-    """A row's missing label as removed_rows.csv says it."""
     return f"label ({written!r} marks none)" if written else "label"
 
 

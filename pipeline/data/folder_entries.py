@@ -83,6 +83,5 @@ def count_files(count: int) -> str:
 
 
 def listed_names(names: list[str]) -> str:
-    """The first NAMES_LOGGED names, and how many more there are."""
     shown = ", ".join(names[:NAMES_LOGGED])
     return shown if len(names) <= NAMES_LOGGED else f"{shown} and {len(names) - NAMES_LOGGED:,} more"

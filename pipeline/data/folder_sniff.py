@@ -1,5 +1,4 @@
-"""Folders that are not class folders (a save_to_disk folder, split folders, folders of tables), and a folder of
-files read as class files (one class per file, a text per line) where its names and lines say so."""
+"""Folders that are not class folders, and a folder of files read as class files (one class per file)."""
 
 from __future__ import annotations
 
@@ -28,12 +27,10 @@ LABEL_FILE_DISTINCT_SHARE = 0.5
 
 
 def is_saved_dataset(folder: Path) -> bool:
-    """Whether `datasets`' save_to_disk wrote this folder."""
     return bool(_saved_files(folder))
 
 
 def _saved_files(folder: Path) -> list[str]:
-    """The SAVED_DATASET_FILES the folder holds."""
     return [name for name in SAVED_DATASET_FILES if (folder / name).is_file()]
 
 
@@ -173,7 +170,6 @@ def _data_file(file: Path) -> bool:
 
 
 def _table_file(file: Path) -> bool:
-    """Whether a file's name gives a table's format."""
     return _format_of_name(file.name) is not None
 
 
@@ -199,7 +195,6 @@ def class_file_names(files: Sequence[Path]) -> dict[str, Path] | None:
 
 
 def _shared_length(names: Sequence[Sequence[str]]) -> int:
-    """How many leading parts every name shares."""
     return next((index for index, parts in enumerate(zip(*names)) if len(set(parts)) > 1), min(map(len, names)))
 
 

@@ -161,7 +161,6 @@ class FolderDocuments:
 
     @property
     def columns(self) -> list[str]:
-        """The columns of its rows: training's, without the label for a folder of files."""
         return ROW_COLUMNS if self.labelled else [TEXT_COLUMN, ID_COLUMN]
 
 

@@ -43,7 +43,6 @@ class LabelScheme:
     origin: str = ""
 
     def spellings(self) -> Spellings:
-        """How labels name the classes; by value where ids are not read."""
         return Spellings.of(self.names, by_value=not self.accepts_ids)
 
     def reading(self) -> dict[str, Any]:

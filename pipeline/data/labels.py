@@ -362,7 +362,6 @@ IMBALANCE_RATIO = 3.0
 
 
 def is_imbalanced(ratio: float | None) -> bool:
-    """Whether a largest / smallest class ratio (None: under two classes) counts as imbalanced."""
     return ratio is not None and ratio > IMBALANCE_RATIO
 
 

@@ -75,7 +75,6 @@ class LoadedData:
 
     @property
     def class_counts(self) -> ClassCounts:
-        """Train rows per class."""
         return class_counts(labels_of(self.splits["train"]), self.labels)
 
     def row_ids(self) -> dict[str, list[str]]:

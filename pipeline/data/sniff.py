@@ -1,5 +1,4 @@
-"""Rare layouts, recognised before a file is read: workbooks and archives by magic number, other compressions, wide
-encodings, Mac line ends. Each adapts or raises the error with the fix; `unwrap` and `check_content` are the calls."""
+"""Rare layouts told before a file is read (archives, compressions, wide encodings, Mac line ends): adapted or refused."""
 
 from __future__ import annotations
 

@@ -83,7 +83,6 @@ def _split_names(table: SplitRows, column: str) -> list[str]:
 
 
 def values_naming(split: str) -> list[str]:
-    """The values of data.split_column that name `split`."""
     return [value for value, named in SPLIT_VALUES.items() if named == split]
 
 

@@ -41,7 +41,6 @@ MULTI_LABEL_COLUMN = "labels"
 
 
 def label_column(column_names: list[str]) -> str:
-    """Which of the two label columns a split with these columns has."""
     return MULTI_LABEL_COLUMN if MULTI_LABEL_COLUMN in column_names else SINGLE_LABEL_COLUMN
 
 

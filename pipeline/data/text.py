@@ -1,5 +1,4 @@
-"""The text rule: which columns make a row's text and how they are joined (TextSpec), alike in training and in
-prediction; and how a configured column is found in a header (resolve_columns)."""
+"""The text rule: which columns make a row's text and how they join (TextSpec); resolve_columns finds a column."""
 
 from __future__ import annotations
 
@@ -18,7 +17,6 @@ _NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)
 
 
 def is_number_text(text: object) -> bool:
-    """Whether a cell or label is a number written out."""
     return _NUMBER_TEXT.fullmatch(str(text).strip()) is not None
 
 
@@ -61,7 +59,6 @@ class TextSpec:
 
     @classmethod
     def from_data_config(cls, data: Any) -> TextSpec:
-        """From a DataConfig (or anything with its attributes)."""
         pair_columns = tuple(getattr(data, "text_pair_columns", None) or ())
         return cls(tuple(data.text_columns), data.text_separator, data.unescape_newlines, pair_columns)
 
@@ -89,7 +86,6 @@ class TextSpec:
         return [(column, key) for columns, key in self.side_columns() for column in columns]
 
     def keys(self) -> list[str]:
-        """The settings that name the text's columns."""
         return list(dict.fromkeys(key for _, key in self.named_columns()))
 
     @property
@@ -128,7 +124,6 @@ class TextSpec:
         return self.join_pair(*self.sides(values))
 
     def sides(self, values: Sequence[Any]) -> tuple[str, str]:
-        """A pair's two texts ("" for a side without text)."""
         return self.segment_of(values[: len(self.columns)]), self.segment_of(values[len(self.columns) :])
 
     def what_is_empty(self, values: Sequence[Any]) -> str | None:
@@ -144,7 +139,6 @@ class TextSpec:
 
     @staticmethod
     def join_pair(first: str, second: str) -> str:
-        """A pair's one text; "" when either side is empty."""
         return f"{first}{PAIR_MARK}{second}" if first and second else ""
 
     def segment_of(self, values: Sequence[Any]) -> str:

@@ -1,5 +1,4 @@
-"""Each file format's reader (READERS: format name -> reader), which tables.open_table consults. A reader takes the
-file's decoded lines, the reading settings and an ExitStack, and returns a Table."""
+"""Each format's reader (READERS), consulted by tables.open_table: (lines, settings, ExitStack) -> Table."""
 
 from __future__ import annotations
 

@@ -162,7 +162,6 @@ def _csv_error_detail(error: csv.Error, quoting_option: str | None) -> str:
 
 
 def _width_hint(quoted: bool, quoting_option: str) -> str:
-    """What a row of the wrong width most likely holds, as its error says."""
     if quoted:
         return "a stray delimiter or quote?"
     return f"a stray delimiter? Quotes were read as text ({quoting_option}); if the file quotes fields that hold delimiters, set {quoting_option} to csv"

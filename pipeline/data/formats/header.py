@@ -1,5 +1,4 @@
-"""The header rule of CSV/TSV files and Excel sheets: the first non-blank record, or data.column_names, names the
-columns; every row as wide as the header."""
+"""The header rule of CSV/TSV files and sheets: the first non-blank record (or data.column_names) names the columns."""
 
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ MAX_HEADER_NAME = 30
 
 
 def looks_like_data(header: Sequence[str], file_format: str) -> bool:
-    """Whether a CSV/TSV file's (or a sheet's) header row looks like a row of data."""
     return file_format in HEADED_FORMATS and names_read_as_data(header)
 
 
@@ -111,12 +109,10 @@ def _one_column_name(record: list[str]) -> bool:
 
 
 def _filled(record: list[str]) -> int:
-    """How many of a record's cells hold more than spaces."""
     return sum(1 for cell in record if cell.strip())
 
 
 def blank_record(record: list[str]) -> bool:
-    """An empty line, or one of spaces."""
     return not record or (len(record) == 1 and not record[0].strip())
 
 

@@ -63,7 +63,6 @@ def _json_objects(lines: LineSource) -> Iterator[tuple[int, dict]]:
 
 
 def _json_or_none(text: str) -> Any:
-    """The JSON value of `text`, or None where it is not valid JSON."""
     try:
         return json.loads(text)
     except json.JSONDecodeError:
@@ -112,7 +111,6 @@ def _field_records(lines: LineSource, field: str, option: str) -> Iterator[tuple
 
 
 def _json_kind(value: Any) -> str:
-    """What a parsed JSON value is, in JSON's words."""
     kinds = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
     return kinds.get(type(value), "null")
 

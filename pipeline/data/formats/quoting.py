@@ -1,5 +1,4 @@
-"""How a CSV/TSV file's double quotes are read (data.quoting: auto, csv, none), and the watch for a text's quote
-that would join rows into one field."""
+"""How a CSV/TSV file's double quotes are read (data.quoting), and the watch for a quote joining rows."""
 
 from __future__ import annotations
 

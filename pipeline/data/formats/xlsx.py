@@ -1,6 +1,4 @@
-"""An Excel workbook (.xlsx) as a Table: one worksheet's cells as the records the sheet saved as CSV gives, numbered
-by Excel's rows, read by the CSV header rule. openpyxl (the `excel` extra) reads it read-only, values only (a
-formula gives its last saved value), streamed row by row."""
+"""An Excel workbook's sheet as a Table, cells as its CSV export writes them; openpyxl (the `excel` extra)."""
 
 from __future__ import annotations
 
