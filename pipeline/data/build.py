@@ -118,8 +118,7 @@ def _suggest_unescaping(texts: list[str], table: SplitRows, spec: TextSpec) -> N
     escaped = sum(1 for text in texts if ESCAPED_NEWLINE in text)
     if escaped >= MIN_ESCAPED_NEWLINE_ROWS and escaped >= ESCAPED_NEWLINE_SHARE * len(texts):
         logger.warning(
-            f"{table.source}: {escaped} of {len(texts)} texts hold a literal backslash-n (\\n), the line break of the "
-            "Yelp and Amazon review CSV files; set data.unescape_newlines=true to read it as one"
+            f"{table.source}: {escaped} of {len(texts)} texts hold a literal backslash-n (\\n), the line break of the Yelp and Amazon review CSV files; set data.unescape_newlines=true to read it as one"
         )
 
 
@@ -172,9 +171,7 @@ def drop_incomplete(
             kept.append(row)
     if dropped:
         logger.warning(
-            f"{table.source}: {len(removed)} of {len(values)} rows left out, without a text or a label "
-            f"(data.incomplete_rows: drop): {table.unit} {table.number(dropped[0])}{table.and_more(dropped)}; listed "
-            "in removed_rows.csv"
+            f"{table.source}: {len(removed)} of {len(values)} rows left out, without a text or a label (data.incomplete_rows: drop): {table.unit} {table.number(dropped[0])}{table.and_more(dropped)}; listed in removed_rows.csv"
         )
     if not kept:
         raise DataError(

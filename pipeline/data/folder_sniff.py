@@ -61,11 +61,7 @@ def not_class_files(loose: list[str], files: Sequence[Path], path: str, encoding
     hint = _unlike_class_files(files, path, encoding, ENCODING_SETTING)
     if hint is not None:
         return f"; its files are no class files: {hint}"
-    return (
-        f"; the {count_files(len(loose))} directly in it are no class's: class files are named apart by their class "
-        "(neg.txt, pos.txt; not a table's train.csv, nor a split's train.txt) and each holds more lines than there "
-        "are files"
-    )
+    return f"; the {count_files(len(loose))} directly in it are no class's: class files are named apart by their class (neg.txt, pos.txt; not a table's train.csv, nor a split's train.txt) and each holds more lines than there are files"
 
 
 def _tables_hint(tables: list[str], path: str, origin: str) -> str:

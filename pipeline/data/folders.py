@@ -239,9 +239,7 @@ def _chosen(
     if missing and every_class:
         looked_for = f"{kind} {str(Path(path) / missing[0])!r}" if kind == "folder" else kind
         raise DataError(
-            f"{path} ({origin}): no {looked_for} for class {missing[0]!r} of {classes_from}"
-            f"{f' (nor for {len(missing) - 1} more)' if len(missing) > 1 else ''}; its class {kind}s: "
-            f"{listed_names(list(entries))}"
+            f"{path} ({origin}): no {looked_for} for class {missing[0]!r} of {classes_from}{f' (nor for {len(missing) - 1} more)' if len(missing) > 1 else ''}; its class {kind}s: {listed_names(list(entries))}"
         )
     chosen = [name for name in entries if name in wanted]
     if not chosen:
@@ -279,8 +277,7 @@ def _documents(folder: Path, path: str, origin: str) -> list[Path]:
     nested = [entry.name for entry in entries if entry.is_dir()]
     if nested:
         raise DataError(
-            f"{shown} holds folders ({listed_names(nested)}), but a class folder holds its documents as files: are the "
-            f"classes a level deeper? Then give the folder that holds them (e.g. {shown}) as {origin}"
+            f"{shown} holds folders ({listed_names(nested)}), but a class folder holds its documents as files: are the classes a level deeper? Then give the folder that holds them (e.g. {shown}) as {origin}"
         )
     files = files_among(entries, shown)
     if not files:

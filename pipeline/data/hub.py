@@ -80,8 +80,7 @@ def hub_split_names(config: DataConfig, available: list[str]) -> dict[str, str]:
             chosen[split] = (exact or candidates)[0]
     if "train" not in chosen:
         raise DataError(
-            f"Hub dataset '{config.hub_name}' has the splits {', '.join(available)} and none is train: name it in "
-            "data.hub_splits (e.g. {train: <split>}); validation and test are carved from train where it has none"
+            f"Hub dataset '{config.hub_name}' has the splits {', '.join(available)} and none is train: name it in data.hub_splits (e.g. {{train: <split>}}); validation and test are carved from train where it has none"
         )
     unused = [name for name in available if name not in chosen.values()]
     carved = [split for split in SPLITS if split not in chosen]

@@ -238,8 +238,7 @@ def _read_set(value: Any, separator: str, table: SplitRows, row: int, column: st
         joined = [item for item in items if separator in item]
         if joined:
             raise DataError(
-                f"{table.where(row)}, column '{column}': label {joined[0]!r} contains data.label_separator "
-                f"{separator!r}, which joins labels in predictions; rename the class or choose another separator"
+                f"{table.where(row)}, column '{column}': label {joined[0]!r} contains data.label_separator {separator!r}, which joins labels in predictions; rename the class or choose another separator"
             )
     elif is_blank(value):
         return []
@@ -289,16 +288,12 @@ def single_labels(table: SplitRows, column: str) -> list[Any]:
     for row, value in enumerate(values):
         if isinstance(value, dict):
             raise DataError(
-                f"{table.where(row)}, column '{column}' (data.label_column): the label is an object "
-                f"({shorten(value, 60)}), not a class; nested fields are not read: give each record its label as a "
-                "top-level key"
+                f"{table.where(row)}, column '{column}' (data.label_column): the label is an object ({shorten(value, 60)}), not a class; nested fields are not read: give each record its label as a top-level key"
             )
         written = _written_list(value)  # a CSV cell writing a list
         if isinstance(value, (list, tuple, np.ndarray)) or written is not None:
             raise DataError(
-                f"{table.where(row)}, column '{column}' (data.label_column): the label is a list "
-                f"({shorten(list(value) if written is None else written, 60)}), not a class; for several classes "
-                "per row set data.task=multi_label"
+                f"{table.where(row)}, column '{column}' (data.label_column): the label is a list ({shorten(list(value) if written is None else written, 60)}), not a class; for several classes per row set data.task=multi_label"
             )
     return values
 

@@ -155,10 +155,7 @@ def written_otherwise_hint(unknown: list[str], scheme: LabelScheme) -> str:
     if None in classes:
         return ""
     named = ", ".join(scheme.names[index] for index in dict.fromkeys(classes))
-    return (
-        f"; the classes {named} written another way? Where data.label_names lists the classes, labels match them by "
-        f"value ({unknown[0]} is {scheme.names[classes[0]]}): {override_text('data.label_names', scheme.names)}"
-    )
+    return f"; the classes {named} written another way? Where data.label_names lists the classes, labels match them by value ({unknown[0]} is {scheme.names[classes[0]]}): {override_text('data.label_names', scheme.names)}"
 
 
 def missing_hint(unknown: list[str]) -> str:

@@ -221,18 +221,14 @@ def _inferred_scheme(train: SplitRows, column: str, base: int | None) -> LabelSc
             )
         if count > max(2 * distinct, distinct + 10) or count > MAX_INFERRED_CLASSES:
             raise DataError(
-                f"{train.source}, column '{column}': integer labels run from {min(ids)} to {max(ids)} but only "
-                f"{distinct} distinct values appear; list the classes in data.label_names (or fix the stray value, "
-                f"or set data.label_index_base)"
+                f"{train.source}, column '{column}': integer labels run from {min(ids)} to {max(ids)} but only {distinct} distinct values appear; list the classes in data.label_names (or fix the stray value, or set data.label_index_base)"
             )
         _refuse_id_gaps(sorted(set(ids)), base, count, base_said, train, column)
         return LabelScheme([str(base + index) for index in range(count)], base, accepts_names=False)
     names = sorted({str(value).strip() for value in values} - {""})
     if len(names) > MAX_INFERRED_CLASSES:
         raise DataError(
-            f"{train.source}, column '{column}': {len(names)} distinct labels in {len(values)} rows, more than "
-            f"{MAX_INFERRED_CLASSES}: is data.label_column a text or id column? If not, list the classes in "
-            f"data.label_names{set_hint(names, None)}"
+            f"{train.source}, column '{column}': {len(names)} distinct labels in {len(values)} rows, more than {MAX_INFERRED_CLASSES}: is data.label_column a text or id column? If not, list the classes in data.label_names{set_hint(names, None)}"
         )
     warn_case_variants(names, train, column)
     warn_unlike_names(Counter(str(value).strip() for value in values), train, column, None)
@@ -247,16 +243,14 @@ def warn_unlike_names(rows: Counter[str], train: SplitRows, column: str, separat
     for name, count in rows.items():
         if name.casefold() in MISSING_LOOKING_LABELS:
             logger.warning(
-                f"{train.source}, column '{column}': the class {name!r} ({count} rows) looks like a mark of a missing "
-                "label (SNLI's '-': no gold label); if it is one, add it to data.missing_label_values"
+                f"{train.source}, column '{column}': the class {name!r} ({count} rows) looks like a mark of a missing label (SNLI's '-': no gold label); if it is one, add it to data.missing_label_values"
             )
     joining = set_joining(list(rows), separator)
     if joining is None:
         return
     joined = [name for name in rows if len(set_parts(name, joining)) > 1]
     logger.warning(
-        f"{train.source}, column '{column}': {len(joined)} classes look like several classes {joined_by(joining)} "
-        f"({examples_of(joined)}): a set of labels per row? Set {' '.join(set_settings(joining, separator))}"
+        f"{train.source}, column '{column}': {len(joined)} classes look like several classes {joined_by(joining)} ({examples_of(joined)}): a set of labels per row? Set {' '.join(set_settings(joining, separator))}"
     )
 
 

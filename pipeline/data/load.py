@@ -205,8 +205,7 @@ def read_labelled_file(
     require_rows(table, "input")
     if config.label_columns and set(config.label_columns) != set(names):
         raise DataError(
-            f"data.label_columns: {', '.join(config.label_columns)} are not the model's classes ({', '.join(names)}); "
-            "each class's column must carry the class's name (rename the file's columns to match)"
+            f"data.label_columns: {', '.join(config.label_columns)} are not the model's classes ({', '.join(names)}); each class's column must carry the class's name (rename the file's columns to match)"
         )
     tables, config = read_indicator_columns({"test": table}, config)
     scheme = trained_scheme(names, reading, config)
@@ -231,9 +230,7 @@ def _warn_shared_ids(splits: dict[str, datasets.Dataset], id_column: str) -> Non
         row_id, one, other = shared[0]
         many = "s" if len(shared) > 1 else ""
         logger.warning(
-            f"data.id_column '{id_column}': {len(shared)} id{many} appear in more than one split file (first: "
-            f"{row_id!r} in {one} and {other}); splits.csv and the reports then name two rows by one id: give every "
-            "row its own"
+            f"data.id_column '{id_column}': {len(shared)} id{many} appear in more than one split file (first: {row_id!r} in {one} and {other}); splits.csv and the reports then name two rows by one id: give every row its own"
         )
 
 

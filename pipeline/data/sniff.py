@@ -80,9 +80,7 @@ def _zipped_file(lines: LineSource) -> Iterator[LineSource]:
         if len(files) != 1:
             held = ", ".join(info.filename for info in files[:5]) + (", ..." if len(files) > 5 else "")
             raise DataError(
-                f"{lines.name} is a zip archive of {len(files)} files{f' ({held})' if files else ''}; one is read "
-                f"from a zip archive that holds it alone (CSV, TSV, JSON Lines): unzip it (unzip {lines.name}) and "
-                "give the file to read"
+                f"{lines.name} is a zip archive of {len(files)} files{f' ({held})' if files else ''}; one is read from a zip archive that holds it alone (CSV, TSV, JSON Lines): unzip it (unzip {lines.name}) and give the file to read"
             )
         (info,) = files
         try:
@@ -168,8 +166,7 @@ def _check_line_ends(head: bytes, codec: str, name: str) -> None:
     """Lines ending in a carriage return alone (classic Mac OS) would be read as one line: an error."""
     if splits_on_newline_bytes(codec) and b"\r" in head and b"\n" not in head:
         raise DataError(
-            f"{name} ends its lines with a carriage return alone (classic Mac OS; Excel for Mac's \"CSV "
-            "(Macintosh)\"), which is not read: save it as CSV UTF-8, or convert its line ends (tr '\\r' '\\n')"
+            f"{name} ends its lines with a carriage return alone (classic Mac OS; Excel for Mac's \"CSV (Macintosh)\"), which is not read: save it as CSV UTF-8, or convert its line ends (tr '\\r' '\\n')"
         )
 
 
@@ -215,9 +212,7 @@ def refuse_table_as_one_object(record: dict, name: str, field_option: str) -> No
     split = {"columns", "data"} <= set(record) and all(isinstance(value, list) for value in values)
     if by_column_or_index or split:
         raise DataError(
-            f"{name}: the first record is a whole table in one JSON object (pandas' DataFrame.to_json() without "
-            "orient='records'?), not one record per row; write it with df.to_json(path, orient='records', "
-            "lines=True)"
+            f"{name}: the first record is a whole table in one JSON object (pandas' DataFrame.to_json() without orient='records'?), not one record per row; write it with df.to_json(path, orient='records', lines=True)"
         )
     first_rows = [value[0] for value in values if isinstance(value, list) and value]
     lists = all(isinstance(value, list) for value in values)

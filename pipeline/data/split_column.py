@@ -43,8 +43,7 @@ def split_by_column(
     if not rows["train"]:
         given = ", ".join(f"{split} {len(rows[split]):,}" for split in SPLITS if rows[split])
         raise DataError(
-            f"{table.source}, column '{column}' (data.split_column): no row is in train (rows per split: {given}); "
-            f"the model learns from the train rows, so mark some as {', '.join(values_naming('train'))}"
+            f"{table.source}, column '{column}' (data.split_column): no row is in train (rows per split: {given}); the model learns from the train rows, so mark some as {', '.join(values_naming('train'))}"
         )
     divided = {
         split: dataclasses.replace(
@@ -76,8 +75,7 @@ def _split_names(table: SplitRows, column: str) -> list[str]:
         others = sorted({names[row] for row in unknown} - {names[unknown[0]]})
         also = f"; other values naming no split: {', '.join(map(repr, others[:5]))}" if others else ""
         raise DataError(
-            f"{table.where(unknown[0])}, {where}: {names[unknown[0]]!r} names no split{table.and_more(unknown)}{also}; "
-            f"the accepted values (in any case): {_accepted_values()}; relabel or remove these rows"
+            f"{table.where(unknown[0])}, {where}: {names[unknown[0]]!r} names no split{table.and_more(unknown)}{also}; the accepted values (in any case): {_accepted_values()}; relabel or remove these rows"
         )
     return names
 
@@ -96,8 +94,7 @@ def _refuse_given_splits(tables: dict[str, SplitRows], column: str) -> None:
     given = [split for split in tables if split != "train"]
     if given:
         raise DataError(
-            f"data.split_column '{column}': {tables[given[0]].source} ({tables[given[0]].origin}) already holds the "
-            f"{' and '.join(given)} rows; the column divides a source that has only a train split: unset it"
+            f"data.split_column '{column}': {tables[given[0]].source} ({tables[given[0]].origin}) already holds the {' and '.join(given)} rows; the column divides a source that has only a train split: unset it"
         )
 
 
@@ -119,9 +116,7 @@ def carved_share(rows: int, whole: int, fraction: float, split: str, key: str, g
     asked = math.ceil(fraction * whole)
     if rows > asked * 1.1 and rows - asked >= 2:
         logger.warning(
-            f"{key} {fraction:g} asks for {asked} of the {whole} train rows; to keep a row of every class in {split} "
-            f"it holds {rows} ({100 * rows / whole:.0f}%), which leaves train that much smaller: add rows to the "
-            f"small classes, or {give(split)}"
+            f"{key} {fraction:g} asks for {asked} of the {whole} train rows; to keep a row of every class in {split} it holds {rows} ({100 * rows / whole:.0f}%), which leaves train that much smaller: add rows to the small classes, or {give(split)}"
         )
     return round(rows / whole, 4)
 

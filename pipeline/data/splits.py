@@ -81,8 +81,7 @@ def require_rows_per_class(train: datasets.Dataset, carved: list[tuple[str, str]
     shown = ", ".join(small[:MAX_NAMED_CLASSES]) + more
     which = f"the class {small[0]} has" if len(small) == 1 else f"the classes {shown} have"
     raise DataError(
-        f"cannot carve stratified {splits} out of train ({keys}): a class needs {needed} rows, one in train and one "
-        f"in each carved split, but {which} fewer; add rows, drop the class, or {give(carved[-1][0])}"
+        f"cannot carve stratified {splits} out of train ({keys}): a class needs {needed} rows, one in train and one in each carved split, but {which} fewer; add rows, drop the class, or {give(carved[-1][0])}"
     )
 
 

@@ -164,11 +164,7 @@ def fewer_columns_warning(trained: Sequence[str], given: Sequence[str] | None, o
     """One line when `option` names fewer text columns than the model was trained on, else None."""
     if not given or len(given) >= len(trained):
         return None
-    return (
-        f"the model was trained on {len(trained)} columns joined ({', '.join(trained)}); {option} reads "
-        f"{len(given)} now ({', '.join(given)}): where that is only part of what the model learnt from, its labels may "
-        "be worse than its test scores say"
-    )
+    return f"the model was trained on {len(trained)} columns joined ({', '.join(trained)}); {option} reads {len(given)} now ({', '.join(given)}): where that is only part of what the model learnt from, its labels may be worse than its test scores say"
 
 
 def resolve_columns(header: Sequence[str], wanted: Sequence[str], where: str, option: str) -> list[int]:

@@ -155,10 +155,7 @@ def _csv_error_detail(error: csv.Error, quoting_option: str | None) -> str:
     detail = one_line(message.replace("\t", "\\t"))
     if quoting_option is None:
         return detail
-    return (
-        f"{detail}; an unclosed quote? A field that starts with a double quote is read up to its closing quote; "
-        f"if the file does not quote its fields (a text may start with a quote), set {quoting_option} to none"
-    )
+    return f"{detail}; an unclosed quote? A field that starts with a double quote is read up to its closing quote; if the file does not quote its fields (a text may start with a quote), set {quoting_option} to none"
 
 
 def _width_hint(quoted: bool, quoting_option: str) -> str:
