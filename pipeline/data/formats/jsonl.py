@@ -17,7 +17,7 @@ def json_table(lines: LineSource, options: ReadOptions) -> Table:
     """JSON Lines, a JSON array of objects, or the list under options.json_field; header: the first chunk's keys."""
     chunk_size, field, field_option = options.chunk_size, options.json_field, options.json_field_option
     objects = _field_records(lines, field, field_option) if field is not None else _json_objects(lines)
-    first_batch = list(_take(objects, chunk_size))
+    first_batch = list(itertools.islice(objects, chunk_size))
     if not first_batch:
         raise DataError(
             f"{lines.name}: the list {field!r} ({field_option}) is empty" if field else f"{lines.name} is empty"
@@ -32,13 +32,6 @@ def json_table(lines: LineSource, options: ReadOptions) -> Table:
     header = list(dict.fromkeys(key for _, record in first_batch for key in record))
     rows = _json_rows(itertools.chain(first_batch, objects), header, lines.name, unit)
     return Table(lines.name, "jsonl", header, unit, batched(rows, chunk_size), lines, missing_column_hint=hint)
-
-
-def _take(iterator: Iterator, count: int | None) -> Iterator:
-    for index, item in enumerate(iterator):
-        yield item
-        if count is not None and index + 1 == count:
-            return
 
 
 def _json_objects(lines: LineSource) -> Iterator[tuple[int, dict]]:
