@@ -1,6 +1,4 @@
-"""A split's raw rows -> the `text` + `label` + `row_id` dataset: texts by the text rule, ids, labels by the
-run's label scheme; rows without a text or a label dropped or refused (data.incomplete_rows).
-"""
+"""A split's raw rows -> the `text` + `label` + `row_id` dataset; rows without a text or label dropped or refused."""
 
 from __future__ import annotations
 
@@ -24,9 +22,7 @@ logger = logging.getLogger("pipeline.data.load")
 
 
 def read_indicator_columns(tables: dict[str, SplitRows], config: DataConfig) -> tuple[dict[str, SplitRows], DataConfig]:
-    """With `data.label_columns` (one 0/1 column per class), each row's classes gathered into one list column, and
-    the data config the rest of stage 1 then reads: that column as the label column, the indicator columns' names
-    as the classes, in their order. So this layout and the list/delimited one share every later step."""
+    """data.label_columns (0/1 per class) gathered into one list column, the returned config's label column."""
     if not config.label_columns:
         return tables, config
     missing = MissingLabel.of(config, None)
@@ -41,7 +37,6 @@ def read_indicator_columns(tables: dict[str, SplitRows], config: DataConfig) -> 
 
 
 def label_columns_of(config: DataConfig) -> list[str]:
-    """The columns that hold the labels: data.label_columns (one per class), else data.label_column."""
     return list(config.label_columns) if config.label_columns else [config.label_column]
 
 
@@ -58,34 +53,23 @@ def require_columns(available: list[str], needed: list[str], source: str, config
 
 def to_dataset(table: SplitRows, config: DataConfig, scheme: LabelScheme) -> datasets.Dataset:
     """The `text` + `label` + `row_id` dataset of one split."""
-    texts = build_texts(table, TextSpec.from_data_config(config))
+    texts, ids = build_texts(table, TextSpec.from_data_config(config)), row_ids(table, config.id_column)
     if config.task == "multi_label":
         multi_hot = label_sets(table, config.label_column, scheme, config.label_separator)
-        features = datasets.Features(
-            {
-                "text": datasets.Value("string"),
-                MULTI_LABEL_COLUMN: datasets.List(datasets.Value("float32"), length=len(scheme.names)),
-                "row_id": datasets.Value("string"),
-            }
-        )
-        columns = {"text": texts, MULTI_LABEL_COLUMN: multi_hot.tolist(), "row_id": row_ids(table, config.id_column)}
-        return datasets.Dataset.from_dict(columns, features=features)
+        feature = datasets.List(datasets.Value("float32"), length=len(scheme.names))
+        return _dataset(texts, MULTI_LABEL_COLUMN, multi_hot.tolist(), feature, ids)
     labels = label_ids(table, config.label_column, scheme)
-    features = datasets.Features(
-        {
-            "text": datasets.Value("string"),
-            "label": datasets.ClassLabel(names=scheme.names),
-            "row_id": datasets.Value("string"),
-        }
-    )
-    return datasets.Dataset.from_dict(
-        {"text": texts, "label": labels, "row_id": row_ids(table, config.id_column)}, features=features
-    )
+    return _dataset(texts, "label", labels, datasets.ClassLabel(names=scheme.names), ids)
+
+
+def _dataset(texts: list[str], key: str, labels: list, feature: Any, ids: list[str]) -> datasets.Dataset:
+    string = datasets.Value("string")
+    features = datasets.Features({"text": string, key: feature, "row_id": string})
+    return datasets.Dataset.from_dict({"text": texts, key: labels, "row_id": ids}, features=features)
 
 
 def row_ids(table: SplitRows, id_column: str | None) -> list[str]:
-    """The data's own ids (non-empty, and unique in the file but for rows that repeat whole), else the row's line or
-    record number."""
+    """The data's own ids (non-empty, unique but for rows repeated whole), else the row's line or record number."""
     if id_column is None:
         return [str(table.number(row)) for row in range(len(table.frame))]
     ids, first_row = [], {}
@@ -105,29 +89,24 @@ def row_ids(table: SplitRows, id_column: str | None) -> list[str]:
 
 
 def _repeats_whole(table: SplitRows, row: int, earlier: int) -> bool:
-    """Whether a row's every cell is the earlier row's: an export appended twice, or a record written again, is a
-    duplicate row (data.deduplicate removes its text's copy and lists it by its id), not two rows one id names."""
+    """Whether a row repeats the earlier one whole: a duplicate (data.deduplicate's), not two rows one id names."""
     return [str(value) for value in table.frame.iloc[row]] == [str(value) for value in table.frame.iloc[earlier]]
 
 
 def build_texts(table: SplitRows, spec: TextSpec) -> list[str]:
-    """Each row's text by the one rule of text.TextSpec; empty texts are an error naming the first row and how
-    many more there are, so that one pass over the file fixes them all."""
+    """Each row's text by text.TextSpec; empty texts are one error naming the first row and how many more."""
     texts = texts_of(table, spec)
     empty = [row for row, text in enumerate(texts) if not text]
     if empty:
         raise DataError(
-            f"{table.where(empty[0])}: {spec.describe_empty()}{table.and_more(empty)}; fill or remove these rows, "
-            f"{INCOMPLETE_ROWS_HINT}"
+            f"{table.where(empty[0])}: {spec.describe_empty()}{table.and_more(empty)}; fill or remove these rows, {INCOMPLETE_ROWS_HINT}"
         )
     _warn_if_numbers_only(texts, table, spec)
     _suggest_unescaping(texts, table, spec)
     return texts
 
 
-# A line break written as backslash-n (text.ESCAPED_NEWLINE) and read as it is reaches the model as two stray
-# characters. A few texts may hold one for other reasons (a Windows path, code), so the suggestion comes only when many
-# do.
+# A literal backslash-n suggests data.unescape_newlines only when many texts hold one (a path or code may).
 ESCAPED_NEWLINE_SHARE = 0.05
 MIN_ESCAPED_NEWLINE_ROWS = 3
 
@@ -139,52 +118,38 @@ def _suggest_unescaping(texts: list[str], table: SplitRows, spec: TextSpec) -> N
     escaped = sum(1 for text in texts if ESCAPED_NEWLINE in text)
     if escaped >= MIN_ESCAPED_NEWLINE_ROWS and escaped >= ESCAPED_NEWLINE_SHARE * len(texts):
         logger.warning(
-            "%s: %d of %d texts hold a literal backslash-n (\\n), the line break of the Yelp and Amazon review CSV "
-            "files; set data.unescape_newlines=true to read it as one",
-            table.source,
-            escaped,
-            len(texts),
+            f"{table.source}: {escaped} of {len(texts)} texts hold a literal backslash-n (\\n), the line break of the Yelp and Amazon review CSV files; set data.unescape_newlines=true to read it as one"
         )
 
 
-# Texts made of digits and number punctuation only: an id, a price or a date chosen as data.text_columns, most
-# often by mistake. Warned about (not refused) when nearly every text of a file is one.
+# Texts of digits and number punctuation only (an id, a price, a date as data.text_columns): warned about.
 _NUMBER_ONLY = re.compile(r"[\d\s.,:/+\-]+")
 NUMBER_ONLY_SHARE = 0.9
 MIN_ROWS_FOR_NUMBER_WARNING = 10
 
 
 def _warn_if_numbers_only(texts: list[str], table: SplitRows, spec: TextSpec) -> None:
-    """Judged per side of a pair (segments_of), since one side of numbers beside a side of words is as suspect."""
+    """Judged per side of a pair: numbers beside words are as suspect."""
     for side, (columns, key) in enumerate(spec.side_columns()):
         numeric = sum(1 for text in texts if _NUMBER_ONLY.fullmatch(segments_of(text)[side]))
         if len(texts) >= MIN_ROWS_FOR_NUMBER_WARNING and numeric >= NUMBER_ONLY_SHARE * len(texts):
             logger.warning(
-                "%s: %d of %d texts are numbers only (%s: %s): an id or a numeric column? The model learns from words",
-                table.source,
-                numeric,
-                len(texts),
-                key,
-                ", ".join(columns),
+                f"{table.source}: {numeric} of {len(texts)} texts are numbers only ({key}: {', '.join(columns)}): an id or a numeric column? The model learns from words"
             )
 
 
 def texts_of(table: SplitRows, spec: TextSpec) -> list[str]:
-    """Each row's text by the one rule of text.TextSpec ("" where every text column is empty)."""
     return [spec.text_of(parts) for parts in input_values(table, spec)]
 
 
 def input_values(table: SplitRows, spec: TextSpec) -> list[tuple[Any, ...]]:
-    """Each row's values of the text's columns (TextSpec.input_columns), in that order."""
     return list(zip(*(table.column(column, key) for column, key in spec.named_columns())))
 
 
 def drop_incomplete(
     table: SplitRows, split: str, config: DataConfig, missing: MissingLabel
 ) -> tuple[SplitRows, list[RemovedRow]]:
-    """The rows that cannot be used (`incomplete_rows`): with `data.incomplete_rows: drop` left out, each returned
-    with why, for removed_rows.csv; with "error" one message names them all, every kind at once (label_scheme.MissingLabel
-    says which labels are none), so that one pass over the file fixes them."""
+    """Rows without a text or a label: dropped with why (`incomplete_rows: drop`), else one error naming all."""
     spec = TextSpec.from_data_config(config)
     no_label = missing_label_rows(table, config, missing)  # first: a file lacking its columns is told its label's
     values = input_values(table, spec)
@@ -206,32 +171,23 @@ def drop_incomplete(
             kept.append(row)
     if dropped:
         logger.warning(
-            "%s: %d of %d rows left out, without a text or a label (data.incomplete_rows: drop): %s %s%s; listed "
-            "in removed_rows.csv",
-            table.source,
-            len(removed),
-            len(values),
-            table.unit,
-            table.number(dropped[0]),
-            table.and_more(dropped),
+            f"{table.source}: {len(removed)} of {len(values)} rows left out, without a text or a label (data.incomplete_rows: drop): {table.unit} {table.number(dropped[0])}{table.and_more(dropped)}; listed in removed_rows.csv"
         )
     if not kept:
         raise DataError(
-            f"The {split} split is empty: every one of the {len(values)} rows of {table.source} ({table.origin}) "
-            f"lacks a text or a label; check {' and '.join(spec.keys())}, and data.label_column"
+            f"The {split} split is empty: every one of the {len(values)} rows of {table.source} ({table.origin}) lacks a text or a label; check {' and '.join(spec.keys())}, and data.label_column"
         )
     return table.subset(kept), removed
 
 
 def _lacking_label(written: str) -> str:
-    """A row's missing label as removed_rows.csv says it: "label", and what marked it as none when not empty."""
     return f"label ({written!r} marks none)" if written else "label"
 
 
 def _refuse_incomplete(
     table: SplitRows, config: DataConfig, spec: TextSpec, no_text: dict[int, str], no_label: dict[int, tuple[str, str]]
 ) -> None:
-    """One error naming the rows without a text and those without a label: the first of each and how many more."""
+    """One error naming the rows without a text and those without a label."""
     problems = []
     if no_text:
         rows = list(no_text)

@@ -1,6 +1,4 @@
-"""What a folder holds, listed as folders read it: visible entries by name, regular files, a file's decoded lines
-(Document), and the names a log line lists.
-"""
+"""What a folder holds, as folders read it: visible entries by name, regular files, a file's decoded lines."""
 
 from __future__ import annotations
 
@@ -16,9 +14,7 @@ from pipeline.data.lines import LineSource
 from pipeline.data.sniff import check_wide_encoding
 
 logger = logging.getLogger("pipeline.data.load")
-# The setting that gives the encoding in training, named in its errors (pipeline.predict names --encoding).
 ENCODING_SETTING = "data.encoding"
-# Names listed in a log line about what was not read, at most.
 NAMES_LOGGED = 5
 
 
@@ -40,7 +36,7 @@ def visible_entries(folder: Path, shown: str) -> list[Path]:
 
 
 def _hidden(name: str) -> bool:
-    """Names that start with "." (.DS_Store, .ipynb_checkpoints) are not data."""
+    """Names starting with "." (.DS_Store, .ipynb_checkpoints) are not data."""
     return name.startswith(".")
 
 
@@ -54,35 +50,31 @@ def class_folder_entries(root: Path, path: str) -> tuple[dict[str, Path], list[s
 def holds_folders(folder: Path) -> bool:
     """Whether a folder holds a folder that is not hidden."""
     try:
-        with os.scandir(folder) as entries:  # the entry's type comes with the listing: no stat per file
+        with os.scandir(folder) as entries:  # no stat per file
             return any(entry.is_dir() and not _hidden(entry.name) for entry in entries)
     except OSError:
-        return False  # reading it fails with its own error naming it, when its files are listed
+        return False  # listing its files fails with its own error
 
 
 def files_among(entries: list[Path], shown: str) -> list[Path]:
-    """The regular files among a folder's entries (not folders). Anything else (a broken link, a pipe) is left out
-    with a WARNING naming it, rather than a document silently missing from the rows."""
+    """The regular files among a folder's entries; anything else (a broken link) is left out with a WARNING."""
     files = [entry for entry in entries if entry.is_file()]
     others = [entry.name for entry in entries if not entry.is_file() and not entry.is_dir()]
     if others:
-        logger.warning("%s: left out, neither a file nor a folder (a broken link?): %s", shown, listed_names(others))
+        logger.warning(f"{shown}: left out, neither a file nor a folder (a broken link?): {listed_names(others)}")
     return files
 
 
 @contextlib.contextmanager
 def lines_of(file: Path, shown: str, encoding: str, option: str, warn_controls: bool) -> Iterator[LineSource]:
-    """A file's decoded lines (lines.LineSource: its encoding, or the UTF-16 or UTF-32 its byte-order mark says as
-    sniff.check_wide_encoding reads it, an error naming the file and line of a byte that does not decode; bytes
-    0x80-0x9F read as control characters warned about when `warn_controls`).
-    `shown` names the file and `option` the setting that gives the encoding, in errors."""
+    """A file's decoded lines (a UTF-16/32 byte-order mark honoured); `shown` and `option` word errors."""
     try:
         handle = open(file, "rb")  # noqa: SIM115 -- closed below; only open() maps to this error
     except OSError as error:
         raise DataError(f"cannot read {shown}: {error.strerror or error}") from None
     with handle:
         lines = LineSource(handle, shown, encoding, file.stat().st_size, option, warn_controls=warn_controls)
-        check_wide_encoding(lines, say=False)  # a UTF-16 file (Notepad's "Unicode") by its byte-order mark
+        check_wide_encoding(lines, say=False)
         yield lines
 
 
@@ -91,6 +83,5 @@ def count_files(count: int) -> str:
 
 
 def listed_names(names: list[str]) -> str:
-    """The first NAMES_LOGGED names, and how many more there are."""
     shown = ", ".join(names[:NAMES_LOGGED])
     return shown if len(names) <= NAMES_LOGGED else f"{shown} and {len(names) - NAMES_LOGGED:,} more"

@@ -1,7 +1,4 @@
-"""Folders that are not class folders, told apart before any row is read: a save_to_disk folder, a level
-above the class folders, folders of tables; and a folder of files only, read as class files (one class per
-file, a text per line) where its files' names and lines say so, else refused with the way to read it.
-"""
+"""Folders that are not class folders, and a folder of files read as class files (one class per file)."""
 
 from __future__ import annotations
 
@@ -19,41 +16,26 @@ from pipeline.data.split_column import SPLIT_VALUES
 from pipeline.data.tables import UnknownFormatError, resolve_format
 
 logger = logging.getLogger("pipeline.data.load")
-# What a folder of data holds, for the error about one that holds neither.
-LAYOUTS = (
-    "a folder of data holds one folder per class, each holding that class's documents, one per file, or one file per "
-    "class (rt-polarity.pos, rt-polarity.neg), one text per line"
-)
-# The files `datasets`' save_to_disk writes at the top of its folder: a DatasetDict's dataset_dict.json (its splits
-# are subfolders), a single Dataset's state.json (datasets.config.DATASETDICT_JSON_FILENAME and
-# DATASET_STATE_JSON_FILENAME). Such a folder is Arrow data, read by data.hub_name, not class folders of documents.
+LAYOUTS = "a folder of data holds one folder per class, each holding that class's documents, one per file, or one file per class (rt-polarity.pos, rt-polarity.neg), one text per line"
+# What `datasets`' save_to_disk writes at the top of its folder (a DatasetDict's, a Dataset's): Arrow data.
 SAVED_DATASET_FILES = ("dataset_dict.json", "state.json")
-# The first part of the names (any case, any ending) of a data set's documentation, shipped beside its data (the SMS
-# Spam Collection's readme, UCI's readme.txt): not a class's lines, left aside as aclImdb's urls files are.
 DOCUMENTATION_NAMES = frozenset({"readme", "license", "licence", "copying", "notice", "changelog"})
-# Lines of a folder's files that tell class files from data already labelled: the first this many non-blank lines of
-# each file, where more than half holding a tab or fastText's __label__ make the files labelled lines.
+# Non-blank lines of each file looked at: over half with a tab or __label__ means rows already labelled.
 LINES_LOOKED_AT = 1000
-# A file whose non-blank lines take at most this share of distinct values holds labels, not texts (tweet_eval's
-# train_labels.txt: 0, 1, 2), beside a file of texts of as many lines; class files of as many lines (rt-polarity's
-# 5,331 each) hold distinct sentences.
+# At most this share of distinct lines: a file of labels (tweet_eval's train_labels.txt), not class texts.
 LABEL_FILE_DISTINCT_SHARE = 0.5
 
 
 def is_saved_dataset(folder: Path) -> bool:
-    """Whether a folder is one that `datasets`' save_to_disk wrote (SAVED_DATASET_FILES)."""
     return bool(_saved_files(folder))
 
 
 def _saved_files(folder: Path) -> list[str]:
-    """The SAVED_DATASET_FILES the folder holds."""
     return [name for name in SAVED_DATASET_FILES if (folder / name).is_file()]
 
 
 def refuse_saved_dataset(path: str, origin: str) -> None:
-    """A save_to_disk folder read as class folders made its split folders classes and its .arrow files documents
-    (failing on their bytes, or "training" on them under a single-byte encoding); read as a folder of files, each
-    .arrow file a text to label. Training reads it by data.hub_name; elsewhere its split is written to a file."""
+    """Refuse a save_to_disk folder: read as class folders its .arrow files became documents."""
     saved = _saved_files(Path(path).expanduser())
     if not saved:
         return
@@ -64,35 +46,26 @@ def refuse_saved_dataset(path: str, origin: str) -> None:
             f"write the split to a file (datasets.load_from_disk({path!r})['test'].to_json('test.jsonl')) and give that"
         )
     raise DataError(
-        f"{path} ({origin}) is a dataset saved by the datasets library (save_to_disk: {listed_names(saved)}), "
-        f"not a folder of documents: {how}"
+        f"{path} ({origin}) is a dataset saved by the datasets library (save_to_disk: {listed_names(saved)}), not a folder of documents: {how}"
     )
 
 
 def not_class_files(loose: list[str], files: Sequence[Path], path: str, encoding: str, origin: str) -> str:
-    """Why the files of a folder without class folders are no class files, for the error about it: a data set's own
-    files (_data_file: its tables, its splits' files) with the way to read them, or, where their lines say what they
-    are, the way to read those (_unlike_class_files)."""
+    """Why a folder's files are no class files, with the way to read them, for the error."""
     if not loose:
         return " (it is empty)"
     tables = [file.name for file in files if _table_file(file)]
     if tables:
-        # Not decoded as lines: a Parquet shard of the Hub's data/ layout is no text, and its bytes made a false
-        # encoding error whose advice led nowhere.
+        # Not decoded as lines: a Parquet shard's bytes made a misleading encoding error.
         return f"; it holds a data set's tables ({listed_names(tables)}), not class files: {_tables_hint(tables, path, origin)}"
     hint = _unlike_class_files(files, path, encoding, ENCODING_SETTING)
     if hint is not None:
         return f"; its files are no class files: {hint}"
-    return (
-        f"; the {count_files(len(loose))} directly in it are no class's: class files are named apart by their class "
-        "(neg.txt, pos.txt; not a table's train.csv, nor a split's train.txt) and each holds more lines than there "
-        "are files"
-    )
+    return f"; the {count_files(len(loose))} directly in it are no class's: class files are named apart by their class (neg.txt, pos.txt; not a table's train.csv, nor a split's train.txt) and each holds more lines than there are files"
 
 
 def _tables_hint(tables: list[str], path: str, origin: str) -> str:
-    """How to read a data set's tables (their paths in the folder `path`, given as `origin`): each split's file, or
-    for Parquet shards the folder as a Hub dataset, which reads them."""
+    """How to read a data set's tables: each split's file, or for Parquet the folder as a Hub dataset."""
     split = origin.removeprefix("data.").removesuffix("_file")
     example = next((name for name in tables if split in name.lower()), tables[0])
     how = f"give {'each split' if origin.startswith('data.') else 'one'}'s file ({origin}={Path(path) / example})"
@@ -102,23 +75,16 @@ def _tables_hint(tables: list[str], path: str, origin: str) -> str:
 
 
 def refuse_binary_tables(documents: Sequence[Document], path: str, origin: str) -> None:
-    """Class folders that hold Parquet files or workbooks are a data set's folders of tables: a Hub dataset's download
-    (README.md beside data/train-00000-of-00001.parquet), or split folders of shards (train/, test/). Read as
-    documents, their bytes made a false encoding error; refused, naming them and what to give."""
+    """Refuse class folders holding Parquet files or workbooks: a data set's folders of tables, not documents."""
     tables = [document.path for document in documents if _format_of_name(document.file.name) in BINARY_TABLES]
     if tables:
         raise DataError(
-            f"{path} ({origin}) holds a data set's tables in its folders ({listed_names(tables)}), not class folders of "
-            f"documents: {_tables_hint(tables, path, origin)}"
+            f"{path} ({origin}) holds a data set's tables in its folders ({listed_names(tables)}), not class folders of documents: {_tables_hint(tables, path, origin)}"
         )
 
 
 def class_files(files: Sequence[Path], path: str, encoding: str, option: str) -> list[Document] | None:
-    """The files of a folder that holds files only as documents of the class each names, when they are class files:
-    named apart (class_file_names), no data set's own files (_data_file), and each of more non-blank lines than
-    there are files; else None. The lines tell a class file, many texts, from a document: a class's folder of
-    documents given by mistake holds more files than its documents have lines (20 Newsgroups' alt.atheism/: 480
-    posts; aclImdb's pos/: 12,500 reviews of a line each)."""
+    """Documents of the class each file names, if named apart and each longer than the file count; else None."""
     named = None if any(_data_file(file) for file in files) else class_file_names(files)
     if named is None:
         return None
@@ -131,28 +97,23 @@ def class_files(files: Sequence[Path], path: str, encoding: str, option: str) ->
 
 
 def _documentation(file: Path) -> bool:
-    """Whether a file is a data set's documentation (DOCUMENTATION_NAMES: README.md, readme, LICENSE.txt)."""
+    """Whether a file is documentation (README.md, LICENSE.txt)."""
     return file.name.split(".")[0].casefold() in DOCUMENTATION_NAMES
 
 
 def without_documentation(files: Sequence[Path], path: str) -> list[Path]:
-    """The files but documentation (_documentation), which is said at INFO: UCI's readme beside SMSSpamCollection
-    became a class of its own, its lines texts."""
+    """The files but documentation, said at INFO (UCI's readme became a class of its own)."""
     aside = [file.name for file in files if _documentation(file)]
     if aside:
         logger.info(
-            "%s: %s left aside, documentation rather than a class's lines: %s",
-            path,
-            count_files(len(aside)),
-            listed_names(aside),
+            f"{path}: {count_files(len(aside))} left aside, documentation rather than a class's lines: {listed_names(aside)}"
         )
     return [file for file in files if not _documentation(file)]
 
 
 @dataclass(frozen=True)
 class _LineCounts:
-    """What a file's non-blank lines say about it, read once: how many, how many of the first LINES_LOOKED_AT hold
-    a label already, and their distinct values (counted up to the share that makes a file of labels)."""
+    """What a file's non-blank lines say, read once: how many, how many hold a label already, distinct values."""
 
     lines: int
     looked_at: int
@@ -161,10 +122,7 @@ class _LineCounts:
 
 
 def _unlike_class_files(files: Sequence[Path], path: str, encoding: str, option: str) -> str | None:
-    """Why files named apart are not class files, as the way to read them; None where nothing says so. Lines that
-    mostly hold a tab or a fastText label are rows already labelled (UCI's amazon_cells_labelled.txt, "text<TAB>0";
-    SMSSpamCollection, "ham<TAB>text"), read as a file each; files of as many lines, one of them labels, are texts
-    and their labels side by side (texts.txt, labels.txt), joined line by line (rows.SEPARATE_LABELS_HINT)."""
+    """Why files named apart are no class files (rows already labelled, texts beside labels), or None."""
 
     counts = [_line_counts(file, path, encoding, option) for file in files]
     looked_at = sum(count.looked_at for count in counts)
@@ -184,7 +142,7 @@ def _holds_labels(count: _LineCounts) -> bool:
 
 
 def _line_counts(file: Path, path: str, encoding: str, option: str) -> _LineCounts:
-    """A file's _LineCounts, its lines decoded as rows are (an undecodable byte is the error reading gives)."""
+    """A file's _LineCounts, decoded as rows are."""
     lines = labelled = 0
     distinct: set[str] = set()
     with lines_of(file, str(Path(path) / file.name), encoding, option, warn_controls=False) as source:
@@ -194,29 +152,25 @@ def _line_counts(file: Path, path: str, encoding: str, option: str) -> _LineCoun
                 continue
             if lines < LINES_LOOKED_AT:
                 labelled += "\t" in text or text.startswith("__label__")
-            if len(distinct) <= LABEL_FILE_DISTINCT_SHARE * (lines + 1):  # past that share, no file of labels
+            if len(distinct) <= LABEL_FILE_DISTINCT_SHARE * (lines + 1):  # past that, no file of labels
                 distinct.add(text)
             lines += 1
     return _LineCounts(lines, min(lines, LINES_LOOKED_AT), labelled, len(distinct))
 
 
 def _data_file(file: Path) -> bool:
-    """Whether a file is a data set's own rather than a class's lines: a table (its ending one of tables.EXTENSIONS:
-    train.csv) or a split's file (a word of its name one of data.SPLIT_VALUES: cooking.train, tweet_eval's
-    train_text.txt). A folder of them given for one file (data/ for data/train.csv) was refused, not read as the
-    lines of classes "train" and "test"."""
+    """Whether a file is a data set's own, not a class's lines: a table (train.csv) or a split's (cooking.train)."""
 
     name = file.name.lower().removesuffix(".gz")
     return _table_file(file) or any(word in SPLIT_VALUES for word in re.split(r"[^a-z0-9]+", name))
 
 
 def _table_file(file: Path) -> bool:
-    """Whether a file's name gives a table's format (tables.EXTENSIONS: train.csv, test.parquet)."""
     return _format_of_name(file.name) is not None
 
 
 def _format_of_name(name: str) -> str | None:
-    """The table format a file's name gives (tables.resolve_format: a trailing .gz looked through), or None."""
+    """The table format a file's name gives (a trailing .gz looked through), or None."""
     try:
         return resolve_format(name, None, "data.file_format")
     except UnknownFormatError:
@@ -224,9 +178,7 @@ def _format_of_name(name: str) -> str | None:
 
 
 def class_file_names(files: Sequence[Path]) -> dict[str, Path] | None:
-    """Each file by its class: the part of its name (split at dots) that differs between the files, the parts they
-    all share before and after it left out: neg, pos of neg.txt, pos.txt and of rt-polarity.neg, rt-polarity.pos.
-    None for fewer than two files, or names that leave no such part, or the same one twice."""
+    """Each file by the dot-separated name part that differs between them (neg of rt-polarity.neg), or None."""
     if len(files) < 2:
         return None
     parts = [file.name.split(".") for file in files]
@@ -239,47 +191,38 @@ def class_file_names(files: Sequence[Path]) -> dict[str, Path] | None:
 
 
 def _shared_length(names: Sequence[Sequence[str]]) -> int:
-    """How many leading parts every name shares."""
     return next((index for index, parts in enumerate(zip(*names)) if len(set(parts)) > 1), min(map(len, names)))
 
 
 def _more_lines_than(document: Document, count: int, path: str, encoding: str, option: str) -> bool:
-    """Whether a document holds more than `count` non-blank lines, read only as far as needed to tell."""
+    """Whether a document holds more than `count` non-blank lines, read only as far as needed."""
     shown = str(Path(path) / document.path)
     with lines_of(document.file, shown, encoding, option, warn_controls=False) as lines:
         return len(list(itertools.islice((line for line in lines if line.strip()), count + 1))) > count
 
 
 def warn_class_files_in_folders(documents: Sequence[Document], path: str, encoding: str, option: str) -> None:
-    """Class folders that each hold a single file of more lines than there are such files (rt-polarity.pos put into
-    pos/, rt-polarity.neg into neg/) hold class files, each read whole as one text: a run of two rows, without a
-    word. Said, with the fix; not refused, since a class folder may hold one long document."""
+    """WARN when each class folder holds one file of many lines (rt-polarity.pos in pos/): read whole as one text."""
     if len(documents) < 2 or len({document.label for document in documents}) < len(documents):
         return
     if not all(_more_lines_than(document, len(documents), path, encoding, option) for document in documents):
         return
+    files = listed_names([document.path for document in documents])
+    named = listed_names([f"{document.label}.txt" for document in documents])
     logger.warning(
-        "%s: each class folder holds a single file (%s), of many lines, read whole as one text: %d rows in all. If each "
-        "line is a text, put the files side by side in one folder (a folder of class files: each named by its "
-        "class, as %s) and give that folder",
-        path,
-        listed_names([document.path for document in documents]),
-        len(documents),
-        listed_names([f"{document.label}.txt" for document in documents]),
+        f"{path}: each class folder holds a single file ({files}), of many lines, read whole as one text: "
+        f"{len(documents)} rows in all. If each line is a text, put the files side by side in one folder (a folder "
+        f"of class files: each named by its class, as {named}) and give that folder"
     )
 
 
 def refuse_split_folders(folders: dict[str, Path], path: str, origin: str) -> None:
-    """A folder whose every folder holds folders is a level above the class folders: a data set's folder of split
-    folders (20news-bydate/ holding 20news-bydate-train/alt.atheism/, aclImdb/ holding train/neg/). Said before the
-    classes are looked for, which would otherwise name the split folders as classes without a folder, or suggest
-    the first of them (a test split) as the folder to give."""
+    """Refuse a folder whose every folder holds folders: split folders (aclImdb/ holding train/neg/), a level up."""
     if not all(holds_folders(folder) for folder in folders.values()):
         return
     splits = [str(Path(path) / name) for name in folders]
     raise DataError(
-        f"{path} ({origin}) holds folders of class folders ({listed_names(list(folders))}), not class folders: give "
-        f"this split's folder as {origin} (one of {listed_names(splits)})"
+        f"{path} ({origin}) holds folders of class folders ({listed_names(list(folders))}), not class folders: give this split's folder as {origin} (one of {listed_names(splits)})"
     )
 
 

@@ -1,24 +1,9 @@
-"""A folder of class folders as labelled data: aclImdb's train/pos/0_9.txt, 20 Newsgroups' alt.atheism/49960, BBC
-News' business/001.txt, the layout scikit-learn's `load_files` reads; or a folder of class files, one text per line
-(rotten_tomatoes' rt-polarity.pos and rt-polarity.neg).
+"""A folder of class folders (aclImdb's train/pos/0_9.txt, the layout of scikit-learn's `load_files`), or of class
+files, one text per line (rt-polarity.pos), as labelled rows; and a folder to label, streamed (`open_folder_table`).
 
     folder = read_class_folders("aclImdb/train", "utf-8", ["neg", "pos"], "data.label_names", True, "data.train_file")
 
-Each immediate subfolder is a class, named by its folder; each file directly inside it is one row, whose text is
-the whole file decoded as every text file is (lines.LineSource: the encoding, its byte-order mark, an error naming
-the file and line of a byte that does not decode). A row is named by its file's path in the folder ("pos/0_9.txt"),
-rows come sorted by class folder, then file name, so that every run reads them in one order. Names that start with
-"." (.DS_Store, .ipynb_checkpoints) are not data. Stage 1 turns the rows into the Table a file gives
-(local.read_table), of the columns text, label and id, so that nothing after it knows where they came from.
-
-A folder of files only is read as class files (one class per file, a text per line, named "rt-polarity.pos:12")
-where folder_sniff.class_files says so.
-
-`pipeline.predict --input` reads a folder as a Table streamed file by file (`open_folder_table`): a folder of class
-folders as training reads it (every class folder), a folder of class files as training reads it where every file's
-class part is one of the model's classes (rt-polarity.pos, rt-polarity.neg for neg and pos: an inbox's documents,
-ticket.1001.txt, ticket.1002.txt, are named apart too and may well hold more lines than there are files), or else a
-folder of files (an inbox: `0001.txt`, `0002.txt`), each file a row of the columns text and id.
+Rows come sorted by class, then file name; each is named by its path in the folder ("pos/0_9.txt").
 """
 
 from __future__ import annotations
@@ -61,16 +46,10 @@ from pipeline.data.label_forms import Spellings
 from pipeline.data.lines import check_encoding
 
 logger = logging.getLogger("pipeline.data.load")
-# The columns of a folder's rows: a file's whole text (TEXT_COLUMN), its class folder's name (LABEL_COLUMN) and its
-# path in the folder.
 ID_COLUMN = "id"
-# A labelled folder's rows, as a Table's columns.
 ROW_COLUMNS = [TEXT_COLUMN, LABEL_COLUMN, ID_COLUMN]
-# A folder's format, as a Table names it: what pipeline.predict's output takes for "the input's format" (none it
-# writes, so CSV for stdout).
 FOLDER_FORMAT = "folder"
-# Folders that, by the convention of the data sets that ship them (aclImdb's train/unsup/), hold unlabelled texts:
-# not a class, unless the classes listed name one.
+# Folders that by convention hold unlabelled texts (aclImdb's train/unsup/): not a class unless listed.
 UNLABELLED_FOLDERS = ("unsup", "unlabeled", "unlabelled", "unlabelled_data")
 
 
@@ -91,11 +70,7 @@ def is_folder(path: str) -> bool:
 def read_class_folders(
     path: str, encoding: str, classes: Sequence[str] | None, classes_from: str, every_class: bool, origin: str
 ) -> ClassFolders:
-    """Every file of the class folders of `path` as a row (or, a folder of files only, every line of its class
-    files). `classes` (None: every class folder) are the folders read, the others left out with a warning;
-    `every_class`: a class without a folder is an error naming the folder looked for (a misspelt class in training),
-    else only a log line (an evaluation file need not hold every class). `classes_from` and `origin` name the
-    settings that an error points at."""
+    """Every file of `path`'s class folders (or line of its class files) as a row; `classes` None: all."""
     refuse_saved_dataset(path, origin)
     root = Path(path).expanduser()
     folders, loose = class_folder_entries(root, path)
@@ -139,9 +114,7 @@ def _class_documents(folders: dict[str, Path], names: Sequence[str], path: str, 
 
 
 def _file_rows(documents: Sequence[Document], path: str, encoding: str, option: str) -> Iterator[dict[str, Any]]:
-    """Each document as a row (its whole text, its class, its path as id), read one at a time. Files read as control
-    characters (cp1252 read as latin-1) are warned about once, naming the first file and its line, and counted in one
-    line at the end, not one warning per file of a folder of thousands."""
+    """Each document as a row, read one at a time; control characters warned about once, then counted."""
     with_controls = 0
     for document in documents:
         shown = str(Path(path) / document.path)
@@ -150,12 +123,11 @@ def _file_rows(documents: Sequence[Document], path: str, encoding: str, option: 
             with_controls += lines.controls_seen
         yield {TEXT_COLUMN: text, LABEL_COLUMN: document.label, ID_COLUMN: document.path}
     if with_controls > 1:
-        logger.warning("%s: %s more read with control characters, as the first", path, count_files(with_controls - 1))
+        logger.warning(f"{path}: {count_files(with_controls - 1)} more read with control characters, as the first")
 
 
 def _line_rows(documents: Sequence[Document], path: str, encoding: str, option: str) -> Iterator[dict[str, Any]]:
-    """Each non-blank line of class files as a row of the class its file names (document.label), named by file and
-    line ("rt-polarity.pos:12"), in file then line order. Lines read as control characters are warned about once."""
+    """Each non-blank line of class files as a row of its file's class, named "rt-polarity.pos:12"."""
     _say_class_files(path, documents)
     seen_controls = False
     for document in documents:
@@ -169,22 +141,14 @@ def _line_rows(documents: Sequence[Document], path: str, encoding: str, option: 
 
 
 def _say_class_files(path: str, documents: Sequence[Document]) -> None:
-    """Which class each class file's lines are of: the name part that tells the files apart, said at INFO."""
+    """Say at INFO which class each class file's lines are of."""
     mapping = ", ".join(f"{document.path} -> {document.label}" for document in documents)
-    logger.info(
-        "%s: a folder of class files, each non-blank line a text of the class its file names: %s", path, mapping
-    )
+    logger.info(f"{path}: a folder of class files, each non-blank line a text of the class its file names: {mapping}")
 
 
 def _say_loose(path: str, loose: list[str], level: int) -> None:
-    """Files beside the class folders (aclImdb's urls_pos.txt) are no class's, so not rows: said once."""
-    logger.log(
-        level, "%s: %s beside the class folders, not rows: %s", path, count_files(len(loose)), listed_names(loose)
-    )
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# A folder to label (pipeline.predict --input), streamed file by file
+    """Files beside the class folders (aclImdb's urls_pos.txt) are not rows: said once."""
+    logger.log(level, f"{path}: {count_files(len(loose))} beside the class folders, not rows: {listed_names(loose)}")
 
 
 @dataclass(frozen=True)
@@ -197,19 +161,13 @@ class FolderDocuments:
 
     @property
     def columns(self) -> list[str]:
-        """The columns of its rows: training's, without the label for a folder of files."""
         return ROW_COLUMNS if self.labelled else [TEXT_COLUMN, ID_COLUMN]
 
 
 def list_documents(
     path: str, origin: str, encoding: str, option: str, classes: Sequence[str] | None = None
 ) -> FolderDocuments:
-    """The files of a folder to label, unread (but for the lines that tell class files), in training's order. A
-    folder that holds folders is a folder of class folders, read by training's rules: every class folder; the files
-    beside them are not rows (a WARNING here, where every document given is to be labelled); a folder inside a class
-    folder, or a class folder without files, is an error. A folder that holds files only is a folder of class files
-    where training reads one and every file's class is one of the model's `classes` (_names_classes), else a folder
-    of files, each one row. `option` names the encoding's setting in errors."""
+    """The files of a folder to label, unread, in training's order, and what kind of folder it is."""
     refuse_saved_dataset(path, origin)
     root = Path(path).expanduser()
     folders, loose = class_folder_entries(root, path)
@@ -236,11 +194,7 @@ def open_folder_table(
     encoding_option: str,
     classes: Sequence[str] | None = None,
 ) -> Table:
-    """A folder to label (list_documents) as a Table whose chunks are read file by file, `chunk_size` rows at a
-    time (None: all in one), so that memory holds one chunk's texts and the list of names whatever the number of
-    files, as for a CSV file. Each file is decoded as training decodes it; `encoding_option` is named in errors. The
-    rows are counted before reading where they are files, not where they are the lines of class files. `classes`:
-    the model's, which files must name to be read as class files (None: none are)."""
+    """A folder to label as a Table read file by file, `chunk_size` rows at a time (None: all)."""
     check_encoding(encoding)  # an unknown encoding fails here, not when the first chunk is read
     listing = list_documents(path, origin, encoding, encoding_option, classes)
     chunks = _document_chunks(listing, path, encoding, encoding_option, chunk_size)
@@ -249,11 +203,7 @@ def open_folder_table(
 
 
 def _names_classes(files: Sequence[Path], classes: Sequence[str] | None) -> bool:
-    """Whether every file's class part (class_file_names) names one of the model's classes, spelt as labels are
-    matched (label_forms.Spellings: exactly, or in another case). An inbox's documents are named apart too
-    (ticket.1001.txt, ticket.1002.txt: "classes" 1001, 1002) and may hold more lines than there are files; only the
-    model's classes tell class files (rt-polarity.neg, rt-polarity.pos for a model of neg and pos) from them."""
-
+    """Whether every file's class part is a model class: only that tells class files from an inbox's files."""
     named = class_file_names(files) if classes else None
     if named is None:
         return False
@@ -264,16 +214,12 @@ def _names_classes(files: Sequence[Path], classes: Sequence[str] | None) -> bool
 def _document_chunks(
     listing: FolderDocuments, path: str, encoding: str, option: str, size: int | None
 ) -> Iterator[Chunk]:
-    """The rows of `listing`, `size` at a time (None: all), each named by its path in the folder (and line)."""
+    """The rows of `listing`, `size` at a time (None: all)."""
     read = _line_rows if listing.lines else _file_rows
     rows = read(listing.documents, path, encoding, option)
     while batch := list(itertools.islice(rows, size or None)):
         records = [[row[column] for column in listing.columns] for row in batch]
         yield Chunk(records, [row[ID_COLUMN] for row in batch])
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Class files: one text per line, a file per class
 
 
 def _chosen(
@@ -285,8 +231,7 @@ def _chosen(
     origin: str,
     kind: str = "folder",
 ) -> list[str]:
-    """The classes to read, in folder order, of `entries`: class folders, or (`kind` "file") class files by the class
-    each names. Unlisted, every one but the folders of unlabelled texts."""
+    """The classes of `entries` to read, in folder order; unlisted, all but unlabelled folders."""
     if classes is None:
         return _without_unlabelled(entries, classes_from, path, origin) if kind == "folder" else list(entries)
     wanted = set(classes)
@@ -294,62 +239,49 @@ def _chosen(
     if missing and every_class:
         looked_for = f"{kind} {str(Path(path) / missing[0])!r}" if kind == "folder" else kind
         raise DataError(
-            f"{path} ({origin}): no {looked_for} for class {missing[0]!r} of {classes_from}"
-            f"{f' (nor for {len(missing) - 1} more)' if len(missing) > 1 else ''}; its class {kind}s: "
-            f"{listed_names(list(entries))}"
+            f"{path} ({origin}): no {looked_for} for class {missing[0]!r} of {classes_from}{f' (nor for {len(missing) - 1} more)' if len(missing) > 1 else ''}; its class {kind}s: {listed_names(list(entries))}"
         )
     chosen = [name for name in entries if name in wanted]
     if not chosen:
         raise DataError(
-            f"{path} ({origin}): none of its {kind}s ({listed_names(list(entries))}) is a class of "
-            f"{classes_from} ({', '.join(classes)})"
+            f"{path} ({origin}): none of its {kind}s ({listed_names(list(entries))}) is a class of {classes_from} ({', '.join(classes)})"
         )
     if missing:
-        logger.info("%s: no %s for the classes %s: none of its rows are of them", path, kind, ", ".join(missing))
+        logger.info(f"{path}: no {kind} for the classes {', '.join(missing)}: none of its rows are of them")
     left_out = [name for name in entries if name not in wanted]
     if left_out:
-        logger.warning("%s: %ss left out, not a class of %s: %s", path, kind, classes_from, listed_names(left_out))
+        logger.warning(f"{path}: {kind}s left out, not a class of {classes_from}: {listed_names(left_out)}")
     return chosen
 
 
 def _without_unlabelled(folders: dict[str, Path], classes_from: str, path: str, origin: str) -> list[str]:
-    """Every class folder but those named as holding unlabelled texts (UNLABELLED_FOLDERS: aclImdb's train/unsup/,
-    50,000 reviews that made a third class), each left out with a WARNING naming it and its files."""
+    """Every class folder but UNLABELLED_FOLDERS (aclImdb's train/unsup/), each left out with a WARNING."""
     unlabelled = [name for name in folders if name.casefold() in UNLABELLED_FOLDERS]
     for name in unlabelled:
         files = count_files(sum(entry.is_file() for entry in visible_entries(folders[name], str(Path(path) / name))))
         logger.warning(
-            "%s: the folder %s (%s) left out: by its name it holds unlabelled texts, not a class; name it in %s to "
-            "read it as one",
-            path,
-            name,
-            files,
-            classes_from,
+            f"{path}: the folder {name} ({files}) left out: by its name it holds unlabelled texts, not a class; name it in {classes_from} to read it as one"
         )
     chosen = [name for name in folders if name not in unlabelled]
     if not chosen:
         raise DataError(
-            f"{path} ({origin}) has no class folders: {listed_names(unlabelled)} holds unlabelled texts; name it in "
-            f"{classes_from} to read it as a class"
+            f"{path} ({origin}) has no class folders: {listed_names(unlabelled)} holds unlabelled texts; name it in {classes_from} to read it as a class"
         )
     return chosen
 
 
 def _documents(folder: Path, path: str, origin: str) -> list[Path]:
-    """The files of one class folder, sorted by name. A folder inside it is an error rather than a class's documents
-    silently left out (a folder whose every folder holds folders was refused before, by refuse_split_folders)."""
+    """The files of one class folder, sorted; a folder inside it is an error."""
     shown = str(Path(path) / folder.name)
     entries = visible_entries(folder, shown)
     nested = [entry.name for entry in entries if entry.is_dir()]
     if nested:
         raise DataError(
-            f"{shown} holds folders ({listed_names(nested)}), but a class folder holds its documents as files: are the "
-            f"classes a level deeper? Then give the folder that holds them (e.g. {shown}) as {origin}"
+            f"{shown} holds folders ({listed_names(nested)}), but a class folder holds its documents as files: are the classes a level deeper? Then give the folder that holds them (e.g. {shown}) as {origin}"
         )
     files = files_among(entries, shown)
     if not files:
         raise DataError(
-            f"{shown}: the class folder {folder.name!r} holds no files; give it its documents (one per file) or "
-            "remove it"
+            f"{shown}: the class folder {folder.name!r} holds no files; give it its documents (one per file) or remove it"
         )
     return files

@@ -1,6 +1,4 @@
-"""Splits from the Hugging Face Hub (data.source: hub): a dataset by name, a folder save_to_disk wrote, or a
-Hub download folder; offline use and the class names a ClassLabel records.
-"""
+"""Splits from the Hugging Face Hub (data.source: hub): a dataset id, a save_to_disk folder or a download folder."""
 
 from __future__ import annotations
 
@@ -25,15 +23,12 @@ from pipeline.data.split_column import SPLIT_VALUES
 from pipeline.data.text import TextSpec
 
 logger = logging.getLogger("pipeline.data.load")
-OFFLINE_HINT = (
-    "To run without the Hub, set data.source=files and data.train_file=... / data.test_file=... "
-    "(optionally data.validation_file=...), see docs/offline.md"
-)
+OFFLINE_HINT = "To run without the Hub, set data.source=files and data.train_file=... / data.test_file=... (optionally data.validation_file=...), see docs/offline.md"
 _TRUE_VALUES = {"1", "ON", "YES", "TRUE"}
 
 
 def read_hub_tables(config: DataConfig) -> tuple[dict[str, SplitRows], list[str] | None]:
-    """The Hub dataset's train/test (and validation, if it has one) as Tables, and its ClassLabel names if any."""
+    """The Hub dataset's splits as SplitRows, and its ClassLabel names if any."""
     loaded = load_hub_dataset(config)
     if not isinstance(loaded, datasets.DatasetDict):
         raise DataError(
@@ -47,7 +42,7 @@ def read_hub_tables(config: DataConfig) -> tuple[dict[str, SplitRows], list[str]
     tables = {}
     for split, name in chosen.items():
         source = f"Hub dataset '{config.hub_name}' split '{name}'"
-        # The split column is read from train only: divided by it, train is the one split (split_by_column).
+        # The split column is read from train only: divided by it, train is the one split.
         columns = [*needed, config.split_column] if config.split_column and split == "train" else needed
         require_columns(loaded[name].column_names, columns, source, config)
         frame = loaded[name].select_columns(list(dict.fromkeys(columns))).to_pandas()
@@ -55,10 +50,7 @@ def read_hub_tables(config: DataConfig) -> tuple[dict[str, SplitRows], list[str]
             frame[config.label_column] = _hidden_labels_missing(frame[config.label_column])
             if split != "train" and frame[config.label_column].isna().all():
                 logger.warning(
-                    "%s has no labels (every one is -1, the Hub's mark of a hidden label, as GLUE's test splits "
-                    "have): left out, and %s is carved from train instead",
-                    source,
-                    split,
+                    f"{source} has no labels (every one is -1, the Hub's mark of a hidden label, as GLUE's test splits have): left out, and {split} is carved from train instead"
                 )
                 continue
         tables[split] = SplitRows(frame, source, "data.hub_name")
@@ -66,10 +58,7 @@ def read_hub_tables(config: DataConfig) -> tuple[dict[str, SplitRows], list[str]
 
 
 def hub_split_names(config: DataConfig, available: list[str]) -> dict[str, str]:
-    """Which of the Hub dataset's splits is train, validation and test (those it has): data.hub_splits where it
-    names one, else the split of that name, else one that data.SPLIT_VALUES reads as it (a `dev` or `valid` split is
-    validation, as in a split column). Splits left unused are logged, and warned about when validation or test is
-    carved from train instead: a split of the data's own (MNLI's validation_matched) may be the one meant."""
+    """Which Hub split is train, validation and test: data.hub_splits, the same name, or a SPLIT_VALUES name."""
     given = config.hub_splits or {}
     unknown = [key for key in given if key not in SPLITS]
     if unknown:
@@ -81,8 +70,7 @@ def hub_split_names(config: DataConfig, available: list[str]) -> dict[str, str]:
         if split in given:
             if given[split] not in available:
                 raise DataError(
-                    f"data.hub_splits: Hub dataset '{config.hub_name}' has no split '{given[split]}' for {split} (its "
-                    f"splits: {', '.join(available)})"
+                    f"data.hub_splits: Hub dataset '{config.hub_name}' has no split '{given[split]}' for {split} (its splits: {', '.join(available)})"
                 )
             chosen[split] = given[split]
             continue
@@ -92,36 +80,28 @@ def hub_split_names(config: DataConfig, available: list[str]) -> dict[str, str]:
             chosen[split] = (exact or candidates)[0]
     if "train" not in chosen:
         raise DataError(
-            f"Hub dataset '{config.hub_name}' has the splits {', '.join(available)} and none is train: name it in "
-            "data.hub_splits (e.g. {train: <split>}); validation and test are carved from train where it has none"
+            f"Hub dataset '{config.hub_name}' has the splits {', '.join(available)} and none is train: name it in data.hub_splits (e.g. {{train: <split>}}); validation and test are carved from train where it has none"
         )
     unused = [name for name in available if name not in chosen.values()]
     carved = [split for split in SPLITS if split not in chosen]
     if unused:
-        (logger.warning if carved else logger.info)(
-            "Hub dataset '%s': split%s %s not used%s; data.hub_splits maps a split to train, validation or test",
-            config.hub_name,
+        many, instead = (
             "s" if len(unused) > 1 else "",
-            ", ".join(unused),
             f", and {' and '.join(carved)} carved from train" if carved else "",
+        )
+        (logger.warning if carved else logger.info)(
+            f"Hub dataset '{config.hub_name}': split{many} {', '.join(unused)} not used{instead}; data.hub_splits maps a split to train, validation or test"
         )
     return chosen
 
 
 def _hidden_labels_missing(labels: pd.Series) -> pd.Series:
-    """A ClassLabel column with -1, the datasets library's mark of a row without a label, as absent labels: such a
-    row is then incomplete (data.incomplete_rows), not of a class -1."""
+    """-1 in a ClassLabel column (a hidden label) as absent labels: such a row is incomplete, not of a class -1."""
     return labels.astype(object).where(labels >= 0, None)
 
 
 def load_hub_dataset(config: DataConfig) -> Any:
-    """`datasets.load_dataset`, but an unreachable Hub fails within `hub_timeout_seconds` instead of minutes.
-
-    In offline mode (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE) only the cache is read. Otherwise a cheap probe with a
-    hard deadline asks the Hub first: when it answers, `load_dataset` runs as usual (downloading, or revalidating
-    a cached copy); when it does not, the cache is read as in offline mode, and without a cached copy the error
-    names the local-files option.
-    """
+    """`datasets.load_dataset`, failing over to the cache within `hub_timeout_seconds` if the Hub is unreachable."""
     saved = _load_saved(config.hub_name)
     if saved is not None:
         return saved
@@ -133,7 +113,7 @@ def load_hub_dataset(config: DataConfig) -> Any:
         if problem is None:
             return _load_online(config, endpoint)
         reason = f"the Hugging Face Hub could not be reached at {endpoint} ({problem})"
-        logger.warning("%s; looking for a cached copy of %s", reason, config.hub_name)
+        logger.warning(f"{reason}; looking for a cached copy of {config.hub_name}")
     detail = ""
     with forced_offline():
         try:
@@ -144,15 +124,12 @@ def load_hub_dataset(config: DataConfig) -> Any:
             detail = f" ({str(error).splitlines()[0]})"
     cache = hub_cache_dir(config)
     raise DataError(
-        f"Cannot load Hub dataset '{config.hub_name}': {reason}, and no usable cached copy was found in "
-        f"{cache}{detail}. {OFFLINE_HINT}."
+        f"Cannot load Hub dataset '{config.hub_name}': {reason}, and no usable cached copy was found in {cache}{detail}. {OFFLINE_HINT}."
     )
 
 
 def _load_saved(name: str) -> datasets.DatasetDict | None:
-    """data.hub_name naming a folder that `save_to_disk` wrote: its splits (a single saved Dataset is the train
-    split). None for a Hub id, or a folder of data files, which `load_dataset` reads; a path to no folder is an
-    error here, rather than a Hub lookup of a name that cannot be one."""
+    """The splits of a save_to_disk folder (a Dataset as train); None for a Hub id or a folder of data files."""
     path = Path(name).expanduser()
     if not path.is_dir():
         if name.startswith((".", "/", "~")):
@@ -166,16 +143,14 @@ def _load_saved(name: str) -> datasets.DatasetDict | None:
 
 
 def _refuse_empty_saved_splits(path: Path) -> None:
-    """A split saved with no rows has no data file, and `load_from_disk` fails on it with a bare IndexError: name
-    it instead (an empty split is an error wherever it comes from)."""
+    """Name a split saved with no rows: `load_from_disk` fails on it with a bare IndexError."""
     folders = [path] if (path / datasets.config.DATASET_STATE_JSON_FILENAME).is_file() else sorted(path.iterdir())
     for folder in folders:
         state = folder / datasets.config.DATASET_STATE_JSON_FILENAME
         if state.is_file() and not json.loads(state.read_text(encoding="utf-8")).get("_data_files"):
             split = "train" if folder == path else folder.name
             raise DataError(
-                f"The {split} split is empty: {folder} (data.hub_name) was saved with no rows; save the dataset "
-                "without it (a missing validation or test split is carved from train)"
+                f"The {split} split is empty: {folder} (data.hub_name) was saved with no rows; save the dataset without it (a missing validation or test split is carved from train)"
             )
 
 
@@ -189,20 +164,18 @@ def _load_online(config: DataConfig, endpoint: str) -> Any:
         return datasets.load_dataset(config.hub_name, config.hub_config, cache_dir=hub_cache_dir(config))
     except FileNotFoundError as error:  # includes datasets' DatasetNotFoundError
         raise DataError(
-            f"data.hub_name: Hub dataset '{config.hub_name}' was not found at {endpoint} ({error}); check the name, "
-            f"or log in (HF_TOKEN) for a private or gated dataset. {OFFLINE_HINT}."
+            f"data.hub_name: Hub dataset '{config.hub_name}' was not found at {endpoint} ({error}); check the name, or log in (HF_TOKEN) for a private or gated dataset. {OFFLINE_HINT}."
         ) from None
     except OSError as error:  # the connection dropped, or an HTTP error, after the probe
         raise DataError(
-            f"Hub dataset '{config.hub_name}': loading from {endpoint} failed ({type(error).__name__}: {error}). "
-            f"{OFFLINE_HINT}."
+            f"Hub dataset '{config.hub_name}': loading from {endpoint} failed ({type(error).__name__}: {error}). {OFFLINE_HINT}."
         ) from None
     except ValueError as error:  # e.g. an unknown data.hub_config
         raise DataError(f"Hub dataset '{config.hub_name}' (data.hub_config={config.hub_config!r}): {error}") from None
 
 
 def offline_mode() -> bool:
-    """The libraries read these variables once, at import; the environment is checked too in case it changed since."""
+    """The libraries read these variables once, at import; the environment may have changed since."""
     import huggingface_hub.constants as hub_constants
 
     from_env = any(
@@ -212,12 +185,7 @@ def offline_mode() -> bool:
 
 
 def probe_hub(endpoint: str, name: str, timeout_seconds: float) -> str | None:
-    """None if the Hub answers within the timeout, else what went wrong.
-
-    The request runs in a daemon thread joined with a deadline: the HTTP timeout bounds connecting and reading,
-    but not a hanging DNS lookup. Any HTTP answer below 500 counts as reachable (a missing or gated dataset is
-    then reported by `load_dataset` itself); a 5xx does not, because `load_dataset` would retry it for minutes.
-    """
+    """None if the Hub answers in time (a thread bounds DNS hangs too; 5xx counts as unreachable), else why."""
     from huggingface_hub import HfApi
     from huggingface_hub.errors import HfHubHTTPError
 
@@ -243,8 +211,7 @@ def probe_hub(endpoint: str, name: str, timeout_seconds: float) -> str | None:
 
 @contextlib.contextmanager
 def forced_offline() -> Iterator[None]:
-    """Make `datasets` and `huggingface_hub` behave as under HF_HUB_OFFLINE=1 for the duration (cache only, no
-    retries). They read the environment variable once at import, so the module flags they consult are set."""
+    """Make `datasets` and `huggingface_hub` behave as under HF_HUB_OFFLINE=1 (they read the variable at import)."""
     import huggingface_hub.constants as hub_constants
 
     saved = (hub_constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE, datasets.config.HF_DATASETS_OFFLINE)

@@ -1,10 +1,7 @@
-"""A run's classes and how its labels are read (LabelScheme), rows without a label (MissingLabel), and the
-error about labels that are none of the classes (UnknownLabels) with its hints.
-"""
+"""A run's classes and how labels are read (LabelScheme), rows without a label (MissingLabel), UnknownLabels."""
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -30,13 +27,9 @@ from pipeline.data.label_forms import (
 from pipeline.data.rows import SplitRows
 from pipeline.data.text import is_blank
 
-logger = logging.getLogger("pipeline.data.labels")
-# The datasets library's mark of a row without a label in a ClassLabel column (GLUE's test splits, SNLI's pairs
-# without a gold label), which Jigsaw's test labels use too: no label wherever labels are ids of named classes.
+# The datasets library's mark of a hidden label in a ClassLabel column (GLUE's test splits; Jigsaw's test labels).
 HIDDEN_LABEL = -1
-# Labels that more often mark a missing label than name a class (SNLI's and MNLI's "-": no gold label). Not read as
-# missing by default (a "+"/"-" labelling has a class "-"), but named in a warning when they become a class, and in
-# the error about an unknown label, pointing to data.missing_label_values. Compared case-folded.
+# Labels that more often mark a missing label than name a class (SNLI's "-"): warned about, not read as missing.
 MISSING_LOOKING_LABELS = frozenset({"-", "--", "?", "na", "none", "unknown", "missing"})
 
 
@@ -48,22 +41,18 @@ class LabelScheme:
     index_base: int
     accepts_names: bool = True
     accepts_ids: bool = True
-    # Where names-only classes come from, for the error that lists them (what to change to accept other labels).
     origin: str = ""
 
     def spellings(self) -> Spellings:
-        """How labels name the classes; by value where ids are not read (value_names, inferred names)."""
         return Spellings.of(self.names, by_value=not self.accepts_ids)
 
     def reading(self) -> dict[str, Any]:
-        """How labels were read, as metrics.json records it (data.label_reading), for a file scored later."""
+        """As metrics.json records it (data.label_reading), for a file scored later."""
         return {"names": self.accepts_names, "ids": self.accepts_ids, "index_base": self.index_base}
 
     @property
     def hides_labels(self) -> bool:
-        """Whether -1 (HIDDEN_LABEL) is no label: the labels are ids of named classes (data.label_names, a
-        ClassLabel's names) that count from 0 or more, and no class is named -1. Where the classes are the values
-        found, -1 is a class as any other (sentiment -1/0/1), or an error naming the base."""
+        """Whether -1 is no label: ids of named classes from base 0 or more, and no class named -1."""
         return (
             self.accepts_names
             and self.accepts_ids
@@ -74,24 +63,20 @@ class LabelScheme:
 
 @dataclass(frozen=True)
 class MissingLabel:
-    """Which label cells give no label: an empty one, one of data.missing_label_values (compared stripped and
-    case-folded), and -1 where `hidden_id` (LabelScheme.hides_labels; every indicator cell). A row with such a label
-    is incomplete (data.incomplete_rows), exactly as one with an empty cell: one rule for training and evaluation."""
+    """Which label cells give no label (empty, a missing_label_values mark, -1 where `hidden_id`)."""
 
     marks: frozenset[str]
     hidden_id: bool = False
 
     @classmethod
     def of(cls, config: DataConfig, scheme: LabelScheme | None) -> MissingLabel:
-        """For labels read by `scheme` (None: classes not named before reading train, so never mapped); a mark that
-        is one of its classes names that class. An indicator cell (data.label_columns) says 0 or 1, so -1 there is
-        never a class, whatever data.label_index_base says."""
+        """For labels read by `scheme` (None: classes not named yet); a mark that is a class names that class."""
         names = {name.strip().casefold() for name in scheme.names} if scheme is not None else set()
         marks = frozenset(mark.strip().casefold() for mark in config.missing_label_values) - names
         return cls(marks, bool(config.label_columns) or (scheme is not None and scheme.hides_labels))
 
     def written(self, value: Any) -> str | None:
-        """What a label that gives none holds ("" for an empty cell, else the mark as written); None for a label."""
+        """ "" for an empty cell, the mark as written, or None for a label."""
         if is_blank(value):
             return ""
         if isinstance(value, (bool, np.bool_)):
@@ -103,10 +88,7 @@ class MissingLabel:
 
 
 def missing_label_rows(table: SplitRows, config: DataConfig, missing: MissingLabel) -> dict[int, tuple[str, str]]:
-    """The rows without a label, in order, each with the column that lacks it and what that holds ("" empty, else
-    the mark): single-label a missing label; multi-label a set holding a mark (an empty set is a row negative for
-    every class, not one without a label); indicator columns (data.label_columns) the row's first cell that is
-    missing (empty, a mark, -1: Jigsaw's test rows left out of scoring)."""
+    """The rows without a label, each with the column lacking it and what it holds ("" or the mark)."""
     if config.label_columns:
         found: dict[int, tuple[str, str]] = {}
         for column in config.label_columns:
@@ -125,8 +107,7 @@ def missing_label_rows(table: SplitRows, config: DataConfig, missing: MissingLab
 
 
 def describe_missing(written: list[str], indicator: bool = False) -> str:
-    """What rows without a label hold (missing_label_rows), for an error: "the label is empty" ("the cell is empty" of
-    an indicator column), or the marks read as no label and why."""
+    """What rows without a label hold, for an error: "the label is empty", or the marks and why."""
     marks = list(dict.fromkeys(text for text in written if text))
     if not marks:
         return f"the {'cell' if indicator else 'label'} is empty"
@@ -145,22 +126,19 @@ def describe_missing(written: list[str], indicator: bool = False) -> str:
 
 
 class UnknownLabels(DataError):
-    """Labels that name no class; the message names their rows. `labels`: those labels where leaving their rows out
-    is the way forward (none where the message offers another reading of them), for leave_out_hint."""
+    """Labels that name no class. `labels`: those whose rows may be left out (for leave_out_hint), else none."""
 
     def __init__(self, message: str, labels: list[str]):
         super().__init__(message)
         self.labels = labels
 
 
-# Unknown labels on at least this share of a file's rows are no stray classes to leave out but the classes written
-# otherwise or a column that holds no labels: the settings that leave their rows out would leave (nearly) nothing.
+# Unknown labels on this share of rows are no stray classes but a misread column: leaving rows out leaves nothing.
 NEARLY_ALL_ROWS = 0.9
 
 
 def leave_out_hint(config: DataConfig, labels: list[str]) -> str:
-    """Added to an UnknownLabels error where the settings are known: the settings that leave its rows out, for the
-    command line (the labels added to data.missing_label_values, the marks it holds kept; data.incomplete_rows=drop)."""
+    """The settings that leave an UnknownLabels error's rows out, for the command line."""
     if not labels:
         return ""
     settings = [override_text("data.missing_label_values", [*config.missing_label_values, *labels])]
@@ -170,10 +148,7 @@ def leave_out_hint(config: DataConfig, labels: list[str]) -> str:
 
 
 def written_otherwise_hint(unknown: list[str], scheme: LabelScheme) -> str:
-    """When unknown labels are the classes written another way, read by value (value_names: "true" for a class 1,
-    "4" for 4.0), where the scheme reads ids instead (integer labels inferred from train, a ClassLabel's): say so,
-    with the listing of the classes that reads labels by value, rather than offer to leave out rows that are the
-    classes' own."""
+    """When unknown labels are the classes written by value where ids are read: how to list them."""
     by_value = Spellings.of(scheme.names, by_value=True)
     if not scheme.accepts_ids or by_value.values is None:
         return ""
@@ -181,53 +156,36 @@ def written_otherwise_hint(unknown: list[str], scheme: LabelScheme) -> str:
     if None in classes:
         return ""
     named = ", ".join(scheme.names[index] for index in dict.fromkeys(classes))
-    return (
-        f"; the classes {named} written another way? Where data.label_names lists the classes, labels match them by "
-        f"value ({unknown[0]} is {scheme.names[classes[0]]}): {override_text('data.label_names', scheme.names)}"
-    )
+    return f"; the classes {named} written another way? Where data.label_names lists the classes, labels match them by value ({unknown[0]} is {scheme.names[classes[0]]}): {override_text('data.label_names', scheme.names)}"
 
 
 def missing_hint(unknown: list[str]) -> str:
-    """Unknown labels that look like a mark of a missing label (SNLI's "-"): how to read them as one."""
+    """How to read unknown labels that look like a missing-label mark as one."""
     marks = [label for label in unknown if label.casefold() in MISSING_LOOKING_LABELS]
     if not marks:
         return ""
-    return (
-        f"; {marks[0]!r} marks a row without a label? Add it to data.missing_label_values (such rows are then "
-        "incomplete: data.incomplete_rows=drop leaves them out)"
-    )
+    return f"; {marks[0]!r} marks a row without a label? Add it to data.missing_label_values (such rows are then incomplete: data.incomplete_rows=drop leaves them out)"
 
 
 def joined_hint(unknown: list[str], spellings: Spellings, scheme: LabelScheme, separator: str | None) -> str:
-    """When unknown labels are several classes in one label, how to read them as sets: every unknown label joins known
-    classes (go_emotions' "2,27" read with another data.label_separator, or as a single label; tags "<a><b>"), or
-    the classes with them look joined (set_joining: train's classes were such combinations, arXiv's "cs.LG stat.ML",
-    and the unknown label is a new one). Multi-label, unknown labels holding another of SET_SEPARATORS than
-    data.label_separator are enough: the classes may be inferred from sets joined so."""
+    """How to read unknown labels that join several classes as sets ("2,27", "<a><b>"), or ""."""
     if separator is not None:
         held = Counter(c for label in unknown for c in SET_SEPARATORS if c != separator and c in label)
         if held:
             character = held.most_common(1)[0][0]
-            return (
-                f"; labels joined by {character!r}, not data.label_separator {separator!r}? Set "
-                f"data.label_separator={character!r}"
-            )
+            return f"; labels joined by {character!r}, not data.label_separator {separator!r}? Set data.label_separator={character!r}"
     joining = _joining_classes(unknown, spellings, scheme, separator) or set_joining(
         [*scheme.names, *unknown], separator
     )
     if joining is None:
         return ""
-    return (
-        f"; several classes {joined_by(joining)}? A multi-label task reads them with "
-        f"{' and '.join(set_settings(joining, separator))}"
-    )
+    return f"; several classes {joined_by(joining)}? A multi-label task reads them with {' and '.join(set_settings(joining, separator))}"
 
 
 def _joining_classes(
     unknown: list[str], spellings: Spellings, scheme: LabelScheme, separator: str | None
 ) -> str | None:
-    """How every unknown label joins known classes (TAG_SET, or a character of JOINING_CHARACTERS other than
-    `separator`); None when none does so."""
+    """How every unknown label joins known classes (TAG_SET or a character other than `separator`), or None."""
     classes = range(len(scheme.names))
     for joining in (TAG_SET, *JOINING_CHARACTERS):
         rows = [set_parts(label, joining) for label in unknown]

@@ -1,10 +1,7 @@
-"""Multi-label tasks (data.task: multi_label): each row's set of classes, from a list cell, a joined cell, tags,
-or one 0/1 column per class (data.label_columns); the classes of such sets.
-"""
+"""Multi-label tasks: each row's set of classes (a list, a joined cell, tags, or one 0/1 column per class)."""
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from typing import Any
 
@@ -17,32 +14,25 @@ from pipeline.data.label_scheme import LabelScheme, MissingLabel
 from pipeline.data.labels import MAX_INFERRED_CLASSES, class_indices, given_scheme, warn_unlike_names
 from pipeline.data.rows import SplitRows
 
-logger = logging.getLogger("pipeline.data.labels")
-# Where inferred multi-label classes come from, for the error that lists them.
 _FOUND = "the classes found in train; list them all in data.label_names"
 
 
 def label_set_scheme(config: DataConfig, train: SplitRows, hub_names: list[str] | None = None) -> LabelScheme:
-    """Class names of a multi-label task: `data.label_names`, else a Hub list-of-ClassLabel's names (a set may then
-    hold names or ids, as single labels may), else the union of train's sets: sorted, numerically when every label
-    is an integer (as ids are written), and then only those numbers name the classes."""
+    """Multi-label classes: data.label_names, a Hub ClassLabel list's, else train's sets' sorted union."""
     separator = config.label_separator
     given = given_scheme(config, hub_names)
     if given is not None:
         joined = [name for name in given.names if separator in name]
         if joined:
             raise DataError(
-                f"data.label_names: class {joined[0]!r} contains data.label_separator {separator!r}; "
-                "choose another separator"
+                f"data.label_names: class {joined[0]!r} contains data.label_separator {separator!r}; choose another separator"
             )
         return given
-    # Each class found, with the rows that hold it (a label written twice in one set counts once).
     rows = Counter(name for row in raw_sets(train, config.label_column, separator) for name in set(row))
     found = set(rows)
     if len(found) > MAX_INFERRED_CLASSES:
         raise DataError(
-            f"{train.source}, column '{config.label_column}': {len(found)} distinct labels, more than "
-            f"{MAX_INFERRED_CLASSES}: list the classes in data.label_names{set_hint(sorted(found), separator)}"
+            f"{train.source}, column '{config.label_column}': {len(found)} distinct labels, more than {MAX_INFERRED_CLASSES}: list the classes in data.label_names{set_hint(sorted(found), separator)}"
         )
     if found and all(as_int(name) is not None for name in found):
         return LabelScheme(sorted(found, key=as_int), 0, accepts_ids=False, origin=_FOUND)
@@ -60,15 +50,12 @@ def label_sets(table: SplitRows, column: str, scheme: LabelScheme, separator: st
     return multi_hot
 
 
-# The column stage 1 writes each row's set of classes into, read as a list column from then on. A name no file has.
+# The column stage 1 writes each row's set of classes into: a name no file has.
 INDICATOR_SETS_COLUMN = "<classes of data.label_columns>"
 
 
 def indicator_sets(table: SplitRows, columns: list[str], missing: MissingLabel) -> list[list[str] | None]:
-    """Each row's classes: the columns whose cell says present (1, true, yes), in `columns` order. A cell that says
-    neither present nor absent (0, false, no) is an error naming the row and column; a missing one (empty, a mark
-    of `missing`, -1: Jigsaw's test rows left out of scoring) makes the row's set None: an incomplete row
-    (missing_label_rows names it, data.incomplete_rows says what becomes of it)."""
+    """Each row's classes from its 0/1 cells; a missing cell makes the set None (an incomplete row)."""
     cells = [table.column(column, "data.label_columns") for column in columns]
     sets: list[list[str] | None] = [[] for _ in range(len(table.frame))]
     for column, values in zip(columns, cells):

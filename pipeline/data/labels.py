@@ -3,28 +3,8 @@
     scheme = label_scheme(config.data, train_table, hub_names)
     ids = label_ids(test_table, config.data.label_column, scheme)
 
-A label is read one way only, and the same way in every split: as a class *name* or as an integer *id* counting
-from `data.label_index_base`. When `data.label_names` is unset the train split decides which: all-integer labels
-are ids (their names are the numbers as written; counted from 1 when train has no 0 and no base is set), anything
-else is names (sorted). Inferred names are never
-indexed by ids, so a test file with ids against a train file with names is an error, not a silent permutation; nor
-are names that are values, listed or inferred (value_names): a label "4" is the class "4.0", never the fifth, and
-1 is the class True, never the second.
-
-A row may have no label (`MissingLabel`): an empty cell, a mark of `data.missing_label_values` (NaN, N/A, ...), or
--1 where labels are ids of named classes (the datasets library's mark of a hidden label). Such a row is incomplete
-(`data.incomplete_rows`), found by `missing_label_rows` before any label is read as a class.
-
-Multi-label (`data.task: multi_label`): a row's label is a *set* of classes, a list (JSON Lines, Parquet) or a
-string joined by `data.label_separator` (CSV/TSV) or written as tags ("<python><pandas>"); the classes are
-`data.label_names` (or a Hub list-of-ClassLabel's names), whose sets may hold names or ids as single labels may,
-else the sorted union of train's sets. An empty set
-(empty cell, empty list, missing value) is allowed: the row is negative for every class. Files with one 0/1
-column per class (`data.label_columns`) are first read into such sets (`indicator_sets`), so both layouts share the rest.
-
-    scheme = label_set_scheme(config.data, train_table, hub_names)
-    multi_hot = label_sets(test_table, config.data.label_column, scheme, config.data.label_separator)  # (N, C)
-    counts = class_counts(labels_of(train_split), scheme.names)   # what class weights and reports need
+A column's labels are all names or all ids (from `data.label_index_base`), in every split alike. Inferred names are
+never indexed by ids, nor are names that are values (value_names): "4" is the class "4.0", never the fifth.
 """
 
 from __future__ import annotations
@@ -69,18 +49,12 @@ from pipeline.data.label_scheme import (
 from pipeline.data.rows import SplitRows
 from pipeline.data.text import INCOMPLETE_ROWS_HINT, is_blank, is_number_text
 
-# Above this many classes a label column is more likely a text or id column than labels: data.label_names must
-# then list the classes. Also bounds every per-class table and plot.
+# Above this many classes a label column is more likely a text or id column; also bounds per-class tables and plots.
 MAX_INFERRED_CLASSES = 1000
-# A label column whose labels are mostly one-offs, or fractional numbers, is almost never a set of classes: a text or
-# id column chosen as label_column, or a regression target (a score of 0.13, 0.57, ...). Refused when inferred (the
-# run would learn hundreds of classes of a row or two each, or fail carving with a list of every one of them), with
-# data.label_names as the way to insist. A rating in half-stars (0.5 .. 5.0: ten values) stays a set of classes.
+# Fractional labels (a regression target) with more values than this, most on few rows (the median), are refused.
 MAX_FRACTIONAL_CLASSES = 20
-# ... and only when the values look continuous: most of them on fewer than this many rows each (the median). Decimal
-# codes (ICD-9's 401.9, Dewey's 510.2) with enough rows per code stay classes.
 MIN_ROWS_PER_FRACTIONAL_CLASS = 5
-# Refused when more than half the labelled rows, and at least this many, carry a label that no other row has.
+# A text or id column as label: refused when more than half the rows, and at least this many, have a unique label.
 MIN_ONE_OFF_ROWS = 20
 logger = logging.getLogger("pipeline.data.labels")
 
@@ -92,21 +66,19 @@ def label_scheme(config: DataConfig, train: SplitRows, hub_names: list[str] | No
 
 
 def with_listed_names(config: DataConfig) -> DataConfig:
-    """The data config with `data.label_names_file` read into `data.label_names`, so that every later step finds
-    the classes under one key."""
+    """The data config with `data.label_names_file` read into `data.label_names`."""
     if config.label_names_file is None:
         return config
     names = read_names_file(config.label_names_file, config.encoding, config.label_index_base)
     return dataclasses.replace(config, label_names=names)
 
 
-# A line of an id -> name mapping file (tweet_eval's mapping.txt: "0\tanger"): an integer id, a tab, a name.
+# A line of an id -> name mapping file (tweet_eval's mapping.txt: "0\tanger").
 _ID_AND_NAME = re.compile(r"([+-]?[0-9]+)\t[ \t]*(\S.*)")
 
 
 def read_names_file(path: str, encoding: str, index_base: int | None = None) -> list[str]:
-    """Class names in id order: one per line (classes.txt; surrounding spaces and trailing empty lines ignored), or
-    an id -> name mapping (`mapping_names`)."""
+    """Class names in id order: one per line (classes.txt), or an id -> name mapping (`mapping_names`)."""
     where = f"data.label_names_file: {path}"
     try:
         text = Path(path).expanduser().read_text(encoding=encoding).removeprefix("\ufeff")
@@ -133,10 +105,7 @@ def read_names_file(path: str, encoding: str, index_base: int | None = None) -> 
 
 
 def mapping_names(lines: list[str], index_base: int | None, where: str) -> list[tuple[int, str]] | None:
-    """The (line number, name) of each class in id order when every non-blank line maps an id to a name, tab
-    separated (tweet_eval's mapping.txt: "0<tab>anger"); None for a file of plain names, whatever their spaces ("1
-    star", "2 stars" are names). The ids must run from data.label_index_base (unset: 0), the base the labels' ids
-    count from, without a gap or a repeat: an error naming the line otherwise, not classes read one off."""
+    """(line, name) per class when every line is "id<tab>name", ids from the base without gaps; else None."""
     numbered = [(number, _ID_AND_NAME.fullmatch(line.strip())) for number, line in enumerate(lines, 1) if line.strip()]
     if not numbered or any(match is None for _, match in numbered):
         return None
@@ -150,30 +119,26 @@ def mapping_names(lines: list[str], index_base: int | None, where: str) -> list[
     if first != base:
         said = "data.label_index_base" if index_base is not None else "data.label_index_base, unset: 0"
         raise DataError(
-            f"{where}, line {by_id[first][0]}: the ids (id, tab, name) start at {first}, but labels count from {base} "
-            f"({said}): number the classes from {base}, or set data.label_index_base to {first}"
+            f"{where}, line {by_id[first][0]}: the ids (id, tab, name) start at {first}, but labels count from {base} ({said}): number the classes from {base}, or set data.label_index_base to {first}"
         )
     gap = next((key for key in range(first, first + len(by_id)) if key not in by_id), None)
     if gap is not None:
         after = min(key for key in by_id if key > gap)
         raise DataError(
-            f"{where}, line {by_id[after][0]}: id {after} follows a gap (no line for id {gap}); the ids (id, tab, "
-            "name) run without gaps, one line per class"
+            f"{where}, line {by_id[after][0]}: id {after} follows a gap (no line for id {gap}); the ids (id, tab, name) run without gaps, one line per class"
         )
     return [by_id[key] for key in sorted(by_id)]
 
 
 def given_scheme(config: DataConfig, hub_names: list[str] | None) -> LabelScheme | None:
-    """The classes named before any row is read: `data.label_names`, else a Hub ClassLabel's names (whose ids count
-    from 0); None when neither names them. Labels may then be written as names or as ids."""
+    """The classes named before any row is read: `data.label_names`, else a Hub ClassLabel's (ids from 0); or None."""
     names = list(config.label_names) if config.label_names else None
     if names is not None:
         _check_names(names)
     if hub_names is not None:
         if names is not None and len(names) != len(hub_names):
             raise DataError(
-                f"data.label_names has {len(names)} names but the Hub dataset's '{config.label_column}' column has "
-                f"{len(hub_names)} classes ({', '.join(hub_names)})"
+                f"data.label_names has {len(names)} names but the Hub dataset's '{config.label_column}' column has {len(hub_names)} classes ({', '.join(hub_names)})"
             )
         return LabelScheme(names or hub_names, 0)  # a ClassLabel's column holds ids, whatever its names
     if names is None:
@@ -187,19 +152,14 @@ def given_scheme(config: DataConfig, hub_names: list[str] | None) -> LabelScheme
 
 
 def _by_value(origin: str, values: str) -> str:
-    """Where classes named by values come from, and how labels name them (value_names), for the error that lists
-    them."""
+    """Origin of classes named by values, for the error that lists them."""
     if values == BOOLEANS:
         return f"{origin}; 1/0, true/false and yes/no name the classes by meaning, never as ids"
     return f"{origin}; a number names the class of equal value, never an id"
 
 
 def refuse_unsaid_id_base(config: DataConfig, train: SplitRows, scheme: LabelScheme) -> None:
-    """Ids read against data.label_names from the unset base, 0, where no train label is 0: a file that counts from 1
-    (DBpedia's and Yelp's CSV files, ag_news_csv's class index) and lacks its last class in train read every label as
-    the class after its own, without an error, the first class merely without rows. A file that counts from 0 and
-    lacks its first class looks the same, so the base must be said. Multi-label sets of ids ("2,27") are read by the
-    same rule, item by item; indicator columns (data.label_columns) hold no ids."""
+    """Refuse ids 1..K read from the unset base 0: every label would silently be the next class."""
     if config.label_index_base is not None or not config.label_names or config.label_columns or not scheme.accepts_ids:
         return
     named = set(scheme.names)
@@ -210,8 +170,7 @@ def refuse_unsaid_id_base(config: DataConfig, train: SplitRows, scheme: LabelSch
     count, where = len(scheme.names), f"{train.source}, column '{config.label_column}'"
     if max(ids) == count:  # only 1..K fits
         raise DataError(
-            f"{where}: the labels are ids 1 to {count}, as many as data.label_names, so they count from 1: set "
-            "data.label_index_base to 1"
+            f"{where}: the labels are ids 1 to {count}, as many as data.label_names, so they count from 1: set data.label_index_base to 1"
         )
     if max(ids) < count:
         raise DataError(
@@ -229,9 +188,7 @@ def _train_label_items(config: DataConfig, train: SplitRows) -> list[Any]:
 
 
 def trained_scheme(names: list[str], reading: dict[str, Any] | None, config: DataConfig) -> LabelScheme:
-    """How the labels of a file scored against a trained model are read: as training read its own (`reading`, the
-    run's data.label_reading record: names, ids from a base, or both). Runs that predate the record read names, and ids
-    only where data.label_names named the classes, as training then did: ids never index inferred names."""
+    """How a scored file's labels are read: as training read its own (`reading`; older runs: names)."""
     if reading is None:
         reading = {"names": True, "ids": bool(config.label_names), "index_base": config.label_index_base or 0}
     origin, values = "the model's classes, read as in training", value_names(list(names))
@@ -264,18 +221,14 @@ def _inferred_scheme(train: SplitRows, column: str, base: int | None) -> LabelSc
             )
         if count > max(2 * distinct, distinct + 10) or count > MAX_INFERRED_CLASSES:
             raise DataError(
-                f"{train.source}, column '{column}': integer labels run from {min(ids)} to {max(ids)} but only "
-                f"{distinct} distinct values appear; list the classes in data.label_names (or fix the stray value, "
-                f"or set data.label_index_base)"
+                f"{train.source}, column '{column}': integer labels run from {min(ids)} to {max(ids)} but only {distinct} distinct values appear; list the classes in data.label_names (or fix the stray value, or set data.label_index_base)"
             )
         _refuse_id_gaps(sorted(set(ids)), base, count, base_said, train, column)
         return LabelScheme([str(base + index) for index in range(count)], base, accepts_names=False)
     names = sorted({str(value).strip() for value in values} - {""})
     if len(names) > MAX_INFERRED_CLASSES:
         raise DataError(
-            f"{train.source}, column '{column}': {len(names)} distinct labels in {len(values)} rows, more than "
-            f"{MAX_INFERRED_CLASSES}: is data.label_column a text or id column? If not, list the classes in "
-            f"data.label_names{set_hint(names, None)}"
+            f"{train.source}, column '{column}': {len(names)} distinct labels in {len(values)} rows, more than {MAX_INFERRED_CLASSES}: is data.label_column a text or id column? If not, list the classes in data.label_names{set_hint(names, None)}"
         )
     warn_case_variants(names, train, column)
     warn_unlike_names(Counter(str(value).strip() for value in values), train, column, None)
@@ -286,40 +239,23 @@ def _inferred_scheme(train: SplitRows, column: str, base: int | None) -> LabelSc
 
 
 def warn_unlike_names(rows: Counter[str], train: SplitRows, column: str, separator: str | None) -> None:
-    """Classes found in train (and how many rows have each) that look like something else, each named in a WARNING
-    before a run learns them: a mark of a missing label (MISSING_LOOKING_LABELS: SNLI's "-"), or label sets joined
-    otherwise than by `separator` (None: single-label, whose classes are not sets at all): set_joining."""
+    """WARN about train classes that look like a missing-label mark or like joined sets."""
     for name, count in rows.items():
         if name.casefold() in MISSING_LOOKING_LABELS:
             logger.warning(
-                "%s, column '%s': the class %r (%d rows) looks like a mark of a missing label (SNLI's '-': no gold "
-                "label); if it is one, add it to data.missing_label_values",
-                train.source,
-                column,
-                name,
-                count,
+                f"{train.source}, column '{column}': the class {name!r} ({count} rows) looks like a mark of a missing label (SNLI's '-': no gold label); if it is one, add it to data.missing_label_values"
             )
     joining = set_joining(list(rows), separator)
     if joining is None:
         return
     joined = [name for name in rows if len(set_parts(name, joining)) > 1]
     logger.warning(
-        "%s, column '%s': %d classes look like several classes %s (%s): a set of labels per row? Set %s",
-        train.source,
-        column,
-        len(joined),
-        joined_by(joining),
-        examples_of(joined),
-        " ".join(set_settings(joining, separator)),
+        f"{train.source}, column '{column}': {len(joined)} classes look like several classes {joined_by(joining)} ({examples_of(joined)}): a set of labels per row? Set {' '.join(set_settings(joining, separator))}"
     )
 
 
 def _refuse_id_gaps(present: list[int], base: int, count: int, base_said: bool, train: SplitRows, column: str) -> None:
-    """Inferred ids that skip numbers made a class of each number skipped, which no row teaches: sentiment140's
-    polarity 0 and 4 became five classes, three of them never predicted, and the run lost the binary task's
-    thresholds and curves. Whether the numbers are codes of their own (two classes) or ids of classes absent here
-    only the user knows: data.label_names says it, either way. A base the user gave rules below the lowest label
-    written: those ids are classes this file lacks (a guessed base has none below)."""
+    """Refuse inferred ids that skip numbers: each gap would be a class no row teaches (sentiment140's 0, 4)."""
     missing = sorted(set(range(present[0] if base_said else base, base + count)) - set(present))
     if missing:
         raise DataError(
@@ -336,9 +272,7 @@ def _numbers(numbers: list[int], limit: int = 8) -> str:
 
 
 def _refuse_unlike_classes(values: list[Any], train: SplitRows, column: str) -> None:
-    """Inferred labels that cannot be classes are an error before anything is split or trained: a regression target
-    (fractional numbers, more than MAX_FRACTIONAL_CLASSES of them, most on few rows) or a text or id column (most
-    rows' label is their own)."""
+    """Refuse inferred labels that cannot be classes: a regression target or a text or id column."""
     counts = Counter(str(value).strip() for value in values)
     insist = "if these are classes, list them all in data.label_names"
     numbers = all(is_number_text(name) for name in counts)
@@ -366,14 +300,12 @@ def _check_names(names: list[str]) -> None:
 
 
 def label_ids(table: SplitRows, column: str, scheme: LabelScheme) -> list[int]:
-    """Class ids of one column. Every label of the column is read the same way (the first label decides, when
-    the scheme allows both): a name or an id; anything else is an error naming the row and the allowed values."""
+    """Class ids of one column, each label a name or an id (read one way only); anything else is an error."""
     values = single_labels(table, column)
     blank = [row for row, value in enumerate(values) if is_blank(value)]
     if blank:
         raise DataError(
-            f"{table.where(blank[0])}, column '{column}': the label is empty{table.and_more(blank)}; "
-            f"fill or remove these rows, {INCOMPLETE_ROWS_HINT}"
+            f"{table.where(blank[0])}, column '{column}': the label is empty{table.and_more(blank)}; fill or remove these rows, {INCOMPLETE_ROWS_HINT}"
         )
     return [index for (index,) in class_indices(table, column, [[value] for value in values], scheme)]
 
@@ -381,10 +313,7 @@ def label_ids(table: SplitRows, column: str, scheme: LabelScheme) -> list[int]:
 def class_indices(
     table: SplitRows, column: str, label_lists: list[list[Any]], scheme: LabelScheme, separator: str | None = None
 ) -> list[list[int]]:
-    """Each row's labels as class indices, each label read once. Labels that name no class are one error: the
-    first row, how many more, and which labels they are (a test file's classes the train file never had, often).
-    Then a column is read one way only: a label written as a name where earlier ones were ids (or the reverse) is
-    an error naming its row. `separator`: a multi-label task's data.label_separator (None: single-label)."""
+    """Each row's labels as class indices; unknown labels, or names mixed with ids, are one error."""
     spellings = scheme.spellings()
     read = [[read_label(label, spellings, scheme) for label in labels] for labels in label_lists]
     classes = len(scheme.names)
@@ -408,8 +337,7 @@ def class_indices(
                 f"; {len(rows):,} of {len(label_lists):,} rows, too many to leave out: is '{column}' the label column?"
             )
         raise UnknownLabels(
-            f"{table.where(rows[0])}, column '{column}': label {unknown[rows[0]][0]!r} is not a known class"
-            f"{table.and_more(rows)}{others}; {allowed_labels(scheme)}{hints}",
+            f"{table.where(rows[0])}, column '{column}': label {unknown[rows[0]][0]!r} is not a known class{table.and_more(rows)}{others}; {allowed_labels(scheme)}{hints}",
             [] if hints or len(distinct) > 10 else distinct,
         )
     kind = None
@@ -417,32 +345,17 @@ def class_indices(
         for label, (_, this_kind) in zip(labels, results):
             if kind is not None and this_kind != kind:
                 raise DataError(
-                    f"{table.where(row)}, column '{column}': label {label!r} is a class {this_kind} but earlier "
-                    f"labels of this column are class {kind}s; write every label the same way"
+                    f"{table.where(row)}, column '{column}': label {label!r} is a class {this_kind} but earlier labels of this column are class {kind}s; write every label the same way"
                 )
             kind = this_kind
     return [[index for index, _ in results] for results in read]
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Multi-label: a set of classes per row
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Multi-label as one indicator column per class (Jigsaw's toxic, obscene, ...; GoEmotions' raw layout)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# How many rows each class has: class weights, imbalance in reports
-
-
-# Train classes whose largest / smallest count is above this are imbalanced: accuracy then mostly measures the
-# majority classes, so model selection (evaluation.selection_metric) and the reports' headline turn to macro-F1.
+# Train classes whose largest / smallest count is above this are imbalanced: selection turns to macro-F1.
 IMBALANCE_RATIO = 3.0
 
 
 def is_imbalanced(ratio: float | None) -> bool:
-    """Whether a largest / smallest class ratio (None: fewer than two classes present) counts as imbalanced."""
     return ratio is not None and ratio > IMBALANCE_RATIO
 
 
@@ -454,7 +367,6 @@ class ClassCounts:
     counts: list[int]
     rows: int
     multi_label: bool = False
-    # Multi-label rows with no class at all (negative for every class): none of the counts shows them.
     rows_without_labels: int = 0
 
     @property

@@ -2,18 +2,9 @@
 
     splits = load_splits(config.data, seed=config.run.seed)
 
-Every split has `text` (str), `label` (a `datasets.ClassLabel` carrying the class names) and `row_id`; a multi-label
-task (`data.task: multi_label`) has `labels` instead of `label`: a multi-hot float32 list, one entry per class, with
-the class names beside it (`LoadedData.labels`).
-Sources are the Hugging Face Hub (`data.source: hub`) or local files (`data.source: files`: CSV, TSV, JSON Lines,
-Parquet, fastText, optionally gzip-compressed, an Excel workbook's sheet: pipeline/data/tables.py, or a folder of class
-folders: pipeline/data/folders.py). Bad input fails here, before any tokenizing or training, with a `DataError` whose
-message names the file (or Hub split), the row and the column, so a user can fix the file and rerun.
-
-Rows are named as people look for them: "line N" is the 1-based physical line in a CSV/TSV/JSON Lines/fastText
-file, counting the header line; "record N" is the 1-based position in a Parquet file, a JSON array or a Hub split;
-"row N" is the row of an Excel sheet as Excel numbers it; "file pos/0_9.txt" is a file of a folder of class folders,
-by its path in the folder.
+Every split has `text`, `label` (ClassLabel; multi-label: `labels`, multi-hot) and `row_id`. Sources: the Hub or
+local files. Bad input fails here with a `DataError` naming the file, the row ("line N", "record N", "row N", "file
+pos/0_9.txt") and the column.
 """
 
 from __future__ import annotations
@@ -84,7 +75,6 @@ class LoadedData:
 
     @property
     def class_counts(self) -> ClassCounts:
-        """Train rows per class: what class weights and the reports' imbalance rule read."""
         return class_counts(labels_of(self.splits["train"]), self.labels)
 
     def row_ids(self) -> dict[str, list[str]]:
@@ -92,26 +82,19 @@ class LoadedData:
 
 
 def load_splits(config: DataConfig, seed: int) -> datasets.DatasetDict:
-    """Train, validation and test as `text` + `label` (ClassLabel) + `row_id` datasets; see `load_data`."""
+    """Train, validation and test datasets; see `load_data`."""
     return load_data(config, seed).splits
 
 
 def load_data(config: DataConfig, seed: int) -> LoadedData:
-    """Load train, validation and test, carve the missing ones out of train, handle duplicates, apply caps.
-
-    Test (`data.test_fraction`) and validation (`data.validation_fraction`) are carved from train, stratified by
-    label and seeded, when the source has none; before `max_train_samples` applies, so runs with different caps
-    are scored on the same rows. Duplicates are then counted and removed as `data.deduplicate` says. Caps draw
-    a seeded sample stratified by label and keep the rows in file order; `max_train_samples` touches train only,
-    `max_eval_samples` validation and test.
-    """
+    """Load the splits, carve missing ones from train (before caps), handle duplicates, apply caps."""
     config = with_listed_names(config)
     if config.source == "hub":
         tables, hub_names = read_hub_tables(config)
     else:
         tables = read_file_tables(config)
         hub_names = file_class_names(tables, config)
-    as_read = dict(tables)  # the files' repeated header rows are theirs, not those of the splits a column divides
+    as_read = dict(tables)  # repeated header rows belong to the files, not the column's splits
     tables, split_record = split_by_column(tables, config.split_column)
     tables, config = read_indicator_columns(tables, config)
     missing = MissingLabel.of(config, given_scheme(config, hub_names))
@@ -123,7 +106,6 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
     multi_label = config.task == "multi_label"
     scheme = _scheme_of(config, tables["train"], hub_names)
     splits = {split: to_dataset(table, config, scheme) for split, table in tables.items()}
-    # After to_dataset: the columns they are read by (text, id) are known to be there.
     headers = [row for split, table in as_read.items() for row in repeated_header_rows(table, split, config)]
     if config.id_column:
         _warn_shared_ids(splits, config.id_column)
@@ -166,8 +148,7 @@ def _scheme_of(config: DataConfig, train: SplitRows, hub_names: list[str] | None
         refuse_unsaid_id_base(config, train, scheme)
     if len(scheme.names) < 2:
         raise DataError(
-            f"{train.source}, column '{config.label_column}': only one class "
-            f"({', '.join(scheme.names) or 'none'}); a classifier needs at least two"
+            f"{train.source}, column '{config.label_column}': only one class ({', '.join(scheme.names) or 'none'}); a classifier needs at least two"
         )
     return scheme
 
@@ -175,12 +156,11 @@ def _scheme_of(config: DataConfig, train: SplitRows, hub_names: list[str] | None
 def _carve_missing(
     splits: dict[str, datasets.Dataset], config: DataConfig, seed: int, give: Callable[[str], str]
 ) -> dict[str, float]:
-    """Validation and test carved out of train (in `splits`) where the source has none: the share of the whole train
-    file each took, for metrics.json."""
+    """Carve validation and test out of train where missing; each one's share of the whole train file."""
     to_carve = [(split, key) for split, key in CARVED_KEYS.items() if split not in splits]
     require_rows_per_class(splits["train"], to_carve, give)
     carved, whole = {}, len(splits["train"])
-    for split, key in to_carve:  # both fractions are shares of the whole train file
+    for split, key in to_carve:
         fraction = getattr(config, key.removeprefix("data."))
         share = min(fraction * whole / len(splits["train"]), 1.0)
         splits["train"], splits[split] = carve(splits["train"], share, seed, split, key, give)
@@ -189,15 +169,12 @@ def _carve_missing(
 
 
 def repeated_header_record(headers: list[RemovedRow], splits: Iterable[str]) -> dict[str, Any]:
-    """metrics.json `data.repeated_headers`: the rows of each split's file left out as its header row again."""
+    """metrics.json `data.repeated_headers`: each split file's rows left out as a repeated header."""
     return {"removed": {split: sum(row.split == split for row in headers) for split in splits}}
 
 
 def source_records(tables: dict[str, SplitRows], config: DataConfig) -> dict[str, Any]:
-    """How the sources were read, for metrics.json `data`: the CSV/TSV files' quotes (`quoting`) and field delimiter
-    (`delimiter`), the sheet read of each Excel workbook (`sheet`), the files read per class folder from each split
-    read from a folder of class folders (`class_folders`) and each class's file of a split read from a folder of
-    class files (`class_files`; each None when no split was)."""
+    """How the sources were read, for metrics.json `data`: quoting, delimiter, sheet, class folders, class files."""
     folders = {split: table.files_per_class for split, table in tables.items() if table.files_per_class is not None}
     files = {split: table.class_files for split, table in tables.items() if table.class_files is not None}
     return {
@@ -210,9 +187,7 @@ def source_records(tables: dict[str, SplitRows], config: DataConfig) -> dict[str
 
 
 def reading_record(tables: dict[str, SplitRows], attribute: str, setting: Any) -> dict[str, Any] | None:
-    """How each file was read by a setting that `auto` (or unset) resolves per file: a CSV/TSV file's double quotes
-    ("csv" or "none") or delimiter by its start, a workbook's sheet (its first), by split, beside the setting; None
-    when no file has it (JSON Lines, Parquet, fastText, a folder, the Hub; no CSV/TSV file, no workbook)."""
+    """How each file was read by a setting that `auto` resolves per file; None when no file has it."""
     read = {
         split: getattr(table, attribute) for split, table in tables.items() if getattr(table, attribute) is not None
     }
@@ -222,12 +197,7 @@ def reading_record(tables: dict[str, SplitRows], attribute: str, setting: Any) -
 def read_labelled_file(
     config: DataConfig, path: str, origin: str, names: list[str], reading: dict[str, Any] | None
 ) -> tuple[datasets.Dataset, list[RemovedRow], dict[str, Any]]:
-    """One labelled file, read as training read its files (text columns, label layout, encoding, incomplete rows),
-    its labels against a trained model's classes `names`, as training read labels (`reading`: the run's
-    data.label_reading; labels.trained_scheme): what pipeline.evaluate scores, the rows left out (repeated header
-    rows, incomplete rows), and how it was read (source_records, and its repeated header rows: as `test`). A folder
-    of class folders is read for the model's classes, and need not hold all of them. Nothing is carved, deduplicated
-    or capped: every usable row of the file is scored."""
+    """One file scored by pipeline.evaluate, read as training read its data; nothing carved or capped."""
     if is_folder(path):
         table = read_folder(path, origin, config, names, "the model's classes", every_class=False)
     else:
@@ -235,8 +205,7 @@ def read_labelled_file(
     require_rows(table, "input")
     if config.label_columns and set(config.label_columns) != set(names):
         raise DataError(
-            f"data.label_columns: {', '.join(config.label_columns)} are not the model's classes ({', '.join(names)}); "
-            "each class's column must carry the class's name (rename the file's columns to match)"
+            f"data.label_columns: {', '.join(config.label_columns)} are not the model's classes ({', '.join(names)}); each class's column must carry the class's name (rename the file's columns to match)"
         )
     tables, config = read_indicator_columns({"test": table}, config)
     scheme = trained_scheme(names, reading, config)
@@ -250,8 +219,7 @@ def read_labelled_file(
 
 
 def _warn_shared_ids(splits: dict[str, datasets.Dataset], id_column: str) -> None:
-    """Ids are unique within a file (an error otherwise); the same id in two split files is most often two
-    numberings that start alike, but then splits.csv and every report name two rows by one id: say so."""
+    """WARN when one id appears in two split files: splits.csv and the reports would name two rows by one id."""
     first_split: dict[str, str] = {}
     shared = []
     for split, dataset in splits.items():
@@ -260,24 +228,13 @@ def _warn_shared_ids(splits: dict[str, datasets.Dataset], id_column: str) -> Non
                 shared.append((row_id, first_split[row_id], split))
     if shared:
         row_id, one, other = shared[0]
+        many = "s" if len(shared) > 1 else ""
         logger.warning(
-            "data.id_column '%s': %d id%s appear in more than one split file (first: %r in %s and %s); splits.csv "
-            "and the reports then name two rows by one id: give every row its own",
-            id_column,
-            len(shared),
-            "s" if len(shared) > 1 else "",
-            row_id,
-            one,
-            other,
+            f"data.id_column '{id_column}': {len(shared)} id{many} appear in more than one split file (first: {row_id!r} in {one} and {other}); splits.csv and the reports then name two rows by one id: give every row its own"
         )
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# The Hugging Face Hub
-
-
-# Classes named in each split's log line; more would make one line of thousands of characters (metrics.json and
-# the report's per-class table hold every class).
+# Classes named in each split's log line (metrics.json and the report hold every class).
 LOGGED_CLASSES = 30
 
 
@@ -287,10 +244,10 @@ def _log_summary(splits: datasets.DatasetDict, names: list[str]) -> None:
         per_class = ", ".join(f"{name} {count}" for name, count in zip(names[:LOGGED_CLASSES], counts[split].counts))
         if len(names) > LOGGED_CLASSES:
             per_class += f", and {len(names) - LOGGED_CLASSES:,} more classes"
-        logger.info("%s: %d rows (%s)", split, len(dataset), per_class)
+        logger.info(f"{split}: {len(dataset)} rows ({per_class})")
         without = counts[split].rows_without_labels
-        if without:  # multi-label: learnt from, as a negative of every class; none of the counts above shows them
-            logger.info("%d of %d %s rows have no label: negative for every class", without, len(dataset), split)
+        if without:  # multi-label: negatives of every class
+            logger.info(f"{without} of {len(dataset)} {split} rows have no label: negative for every class")
     untrained = [name for name, count in zip(names, counts["train"].counts) if not count]
     if untrained:
-        logger.warning("No training rows for the classes %s: the model cannot learn them", ", ".join(untrained))
+        logger.warning(f"No training rows for the classes {', '.join(untrained)}: the model cannot learn them")

@@ -1,6 +1,4 @@
-"""Splits from local files (data.source: files): each configured file read whole through tables.open_table, or a
-folder of class folders; the warnings about what a file's layout leaves unread.
-"""
+"""Splits from local files (data.source: files), each read whole or as a folder of class folders."""
 
 from __future__ import annotations
 
@@ -41,10 +39,7 @@ def read_file_tables(config: DataConfig) -> dict[str, SplitRows]:
 
 
 def _warn_values_in_unnamed_columns(table: SplitRows, config: DataConfig) -> None:
-    """Columns whose header cell is empty ("Unnamed: 2": header.unnamed_column) are read by no setting that
-    does not name them. Kaggle's SMS spam.csv (v1, v2 and three unnamed columns) holds there the end of some of its
-    texts, cut at a comma the file left unquoted: one WARNING names the rows holding values in them, so that texts cut
-    short are not trained on unknowingly."""
+    """WARN about values in unnamed columns: texts cut at an unquoted comma (SMS spam.csv)."""
     read = [*TextSpec.from_data_config(config).input_columns, *label_columns_of(config)]
     read = {normalise_name(name) for name in (*read, config.id_column, config.split_column) if name}
     unnamed = [
@@ -55,31 +50,22 @@ def _warn_values_in_unnamed_columns(table: SplitRows, config: DataConfig) -> Non
     if not unnamed:
         return
     filled = {name: [not is_blank(value) for value in table.frame[name]] for name in unnamed}
-    # Stray ends of texts fill some rows; a column that fills every row is a column left without a name (pandas'
-    # index, which to_csv writes unless index=False), no text's end, and adding it to the texts would be wrong.
+    # A column that fills every row is a nameless column (pandas' index), not texts' ends.
     filled = {name: cells for name, cells in filled.items() if any(cells) and not all(cells)}
     rows = [row for row, cells in enumerate(zip(*filled.values())) if any(cells)]
     unnamed = list(filled)
     if rows:
+        where = f"{table.unit} {table.number(rows[0])}{table.and_more(rows)}"
         logger.warning(
-            "%s: %s, %s of %s, hold%s values in the column%s without a name in the header (%s), which no setting "
-            "reads; if they continue the text (a comma left unquoted), add %s to data.text_columns",
-            table.source,
-            f"{table.unit} {table.number(rows[0])}{table.and_more(rows)}",
-            f"{len(rows):,}",
-            f"{len(table.frame):,}",
-            "s" if len(rows) == 1 else "",
-            "s" if len(unnamed) > 1 else "",
-            ", ".join(unnamed),
-            "it" if len(unnamed) == 1 else "them",
+            f"{table.source}: {where}, {len(rows):,} of {len(table.frame):,}, hold{'s' if len(rows) == 1 else ''} "
+            f"values in the column{'s' if len(unnamed) > 1 else ''} without a name in the header "
+            f"({', '.join(unnamed)}), which no setting reads; if they continue the text (a comma left unquoted), add "
+            f"{'it' if len(unnamed) == 1 else 'them'} to data.text_columns"
         )
 
 
 def _warn_class_folders_only_in_train(tables: dict[str, SplitRows], config: DataConfig) -> None:
-    """Unlisted, the classes are train's class folders, all of them but those named as unlabelled (aclImdb's unsup/:
-    folders.UNLABELLED_FOLDERS); a folder of unlabelled texts under another name becomes a class that the model
-    learns and no test row has. A validation or test folder without some of train's class folders is most often
-    that: say so, pointing to data.label_names."""
+    """WARN when a held-out split lacks some of train's class folders (an unlabelled folder?)."""
     trained = tables["train"].files_per_class
     if config.label_names is not None or trained is None:
         return
@@ -87,36 +73,24 @@ def _warn_class_folders_only_in_train(tables: dict[str, SplitRows], config: Data
         held_out = tables[split].files_per_class if split in tables else None
         missing = [name for name in trained if held_out is not None and name not in held_out]
         if missing:
+            many = len(missing) > 1
             logger.warning(
-                "%s (%s) lacks the class folder%s %s of %s (data.train_file): with data.label_names unset each of its "
-                "class folders is a class, and the model learns %s that no %s row has; if that is not meant "
-                "(a folder of unlabelled texts), list the classes in data.label_names",
-                tables[split].source,
-                FILE_KEYS[split],
-                "s" if len(missing) > 1 else "",
-                ", ".join(missing),
-                tables["train"].source,
-                "classes" if len(missing) > 1 else "a class",
-                split,
+                f"{tables[split].source} ({FILE_KEYS[split]}) lacks the class folder{'s' if many else ''} "
+                f"{', '.join(missing)} of {tables['train'].source} (data.train_file): with data.label_names unset each "
+                f"of its class folders is a class, and the model learns {'classes' if many else 'a class'} that no "
+                f"{split} row has; if that is not meant (a folder of unlabelled texts), list the classes in "
+                "data.label_names"
             )
 
 
-# Many corpora come without a header row (ag_news_csv, DBpedia, Yelp, the SMS Spam Collection, go_emotions' TSV):
-# read by its first row, such a file lacks every configured column, and its "columns" are that row's cells.
+# Many corpora come without a header row (ag_news_csv, DBpedia, go_emotions' TSV).
 HEADERLESS_HINT = "; the file has no header row? Name its columns in data.column_names"
-# Added to the error about a label column that a file to evaluate on (not train: its labels are more likely in a column
-# named otherwise) lacks beside the text columns: GLUE's test.tsv (index, sentence), whose labels are held back.
-UNLABELLED_HINT = (
-    "; if the file has no labels (a test set's held back, as GLUE's test.tsv): it is not scored but labelled by a "
-    "trained model, with python -m pipeline.predict --model <run> --input <file>"
-)
+# For an evaluation file with the text columns but no label column (GLUE's test.tsv).
+UNLABELLED_HINT = "; if the file has no labels (a test set's held back, as GLUE's test.tsv): it is not scored but labelled by a trained model, with python -m pipeline.predict --model <run> --input <file>"
 
 
 def read_table(path: str, origin: str, config: DataConfig, column_names: list[str] | None) -> SplitRows:
-    """Read one whole file as the data settings read every file (format, encoding, quoting, delimiter, label prefix),
-    its columns named by `column_names` when it has no header, into a SplitRows of raw values (strings for CSV/TSV;
-    nothing is parsed as NA or numbers). A folder is read as a folder of class folders, for the classes
-    data.label_names lists."""
+    """One whole file, read as the data settings say, as a SplitRows of raw values; a folder as class folders."""
     if is_folder(path):
         listed_in = "data.label_names_file" if config.label_names_file else "data.label_names"
         return read_folder(path, origin, config, config.label_names, listed_in, every_class=True)
@@ -135,16 +109,14 @@ def read_table(path: str, origin: str, config: DataConfig, column_names: list[st
             json_field=config.json_field,
         ) as table:
             chunks = list(table.chunks)
-    except UnknownFormatError as error:  # most often a text file of one text per line, whose labels are elsewhere
+    except UnknownFormatError as error:  # most often one text per line, labels elsewhere
         raise UnknownFormatError(f"{error}; if it holds one text per line: {SEPARATE_LABELS_HINT}") from None
     _warn_settings_not_read(path, origin, config, *settings_not_read(table.format))
     frame, numbers, repeated = _frame_of(table, chunks, path, origin)
     if table.format == "fasttext" and config.task == "multi_label":
-        # A fastText line's labels are words, already apart: one is a set of one, as a JSON list holds it, never a
-        # string to split at data.label_separator (__label__c|sharp is one class, or an error naming the line).
+        # A fastText line's labels are words, already apart: never split at data.label_separator.
         frame[LABEL_COLUMN] = [[value] if isinstance(value, str) else value for value in frame[LABEL_COLUMN]]
-    # What the reader saw of the file (a title above its header, a workbook's other sheets, a JSON object's list of
-    # records) says more than a guess from its header: a one-column or headerless file's advice would mislead.
+    # What the reader saw of the file says more than a guess from its header.
     hint = table.missing_column_hint
     if not hint:
         hint = HEADERLESS_HINT if column_names is None and looks_like_data(table.header, table.format) else ""
@@ -165,8 +137,7 @@ def read_table(path: str, origin: str, config: DataConfig, column_names: list[st
 
 
 def _frame_of(table: Table, chunks: list[Chunk], path: str, origin: str) -> tuple[pd.DataFrame, list, SplitRows | None]:
-    """A whole file's rows as a frame of raw values, their numbers, and the rows that repeat its header row as
-    SplitRows of their own (None when none do), numbered by their own lines as the data rows are."""
+    """A file's rows as a frame of raw values, their numbers, and its repeated header rows (or None)."""
     records, numbers, repeats = [], [], []
     for chunk in chunks:
         for number, record in zip(chunk.numbers, chunk.records):
@@ -184,18 +155,16 @@ def _frame_of(table: Table, chunks: list[Chunk], path: str, origin: str) -> tupl
 
 
 def warn_repeated_headers(table: SplitRows, outcome: str) -> None:
-    """One warning for the rows of a file that repeated its header row, if any: where, and `outcome`."""
+    """One warning for the rows of a file that repeated its header row, if any."""
     headers = table.repeated_headers
     if headers is not None:
         rows = list(range(len(headers.frame)))
         where, header_row = headers.where(0), headers.frame.iloc[0].tolist()
-        logger.warning("%s", repeated_header_warning(where, header_row, headers.and_more(rows), outcome))
+        logger.warning(repeated_header_warning(where, header_row, headers.and_more(rows), outcome))
 
 
 def repeated_header_rows(table: SplitRows, split: str, config: DataConfig) -> list[RemovedRow]:
-    """The rows of `split`'s file that repeated its header row, left out as it was read (read_table): one warning
-    naming the file and where they are, and each as removed_rows.csv lists it, its line in the reason (with
-    data.id_column its id is that column's name, which says nothing of where it is)."""
+    """The rows of `split`'s file that repeated its header, as removed_rows.csv lists them."""
     headers = table.repeated_headers
     if headers is None:
         return []
@@ -216,9 +185,7 @@ def repeated_header_rows(table: SplitRows, split: str, config: DataConfig) -> li
 
 
 def _missing_labels_hint(header: list[str], config: DataConfig, origin: str) -> str:
-    """What a file without the label column(s) most likely is, added to the error about them: a file of one column
-    (texts whose labels are elsewhere: SEPARATE_LABELS_HINT), or a file to evaluate on with the text columns (a test
-    set whose labels are held back, which prediction labels); "" for a file that has its labels."""
+    """What a file without its label column(s) most likely is, for the error: "" when it has them."""
     if _finds(header, label_columns_of(config)):
         return ""
     if len(header) == 1:
@@ -238,19 +205,14 @@ def _finds(header: list[str], columns: Sequence[str]) -> bool:
 
 
 def _warn_settings_not_read(path: str, origin: str, config: DataConfig, keys: Sequence[str], what: str) -> None:
-    """Settings given (other than their defaults) that do not describe the source read, `what` it is (a folder of
-    class folders, a workbook): said in a warning, rather than silently ignored."""
+    """WARN about settings given that do not describe the source read (`what`: a folder, a workbook)."""
     defaults = {setting.name: setting.default for setting in dataclasses.fields(config)}
     given = [f"data.{key}" for key in keys if getattr(config, key) != defaults[key]]
     if given:
-        logger.warning(
-            "%s (%s) is %s, which these file settings do not describe: %s", path, origin, what, ", ".join(given)
-        )
+        logger.warning(f"{path} ({origin}) is {what}, which these file settings do not describe: {', '.join(given)}")
 
 
-# Data settings that describe a file's layout, which a folder of class folders does not have.
 FILE_LAYOUT_KEYS = ("file_format", *LAYOUT_SETTINGS)
-# Added to the error about a configured column that a folder's rows lack.
 FOLDER_COLUMNS_HINT = (
     f"; a folder of class folders or class files gives the columns {TEXT_COLUMN} (a file's whole text, or a line of "
     f"a class file), {LABEL_COLUMN} (its class folder or class file) and {ID_COLUMN} (its path in the folder, and "
@@ -262,8 +224,7 @@ FOLDER_COLUMNS_HINT = (
 def read_folder(
     path: str, origin: str, config: DataConfig, classes: list[str] | None, classes_from: str, every_class: bool
 ) -> SplitRows:
-    """A folder of class folders (pipeline/data/folders.py) as the SplitRows of its files, each named by its path in the
-    folder; `classes` (from `classes_from`) are the class folders read."""
+    """A folder of class folders as the SplitRows of its files; `classes` (from `classes_from`) are those read."""
     _warn_settings_not_read(path, origin, config, FILE_LAYOUT_KEYS, "a folder of class folders")
     folder = read_class_folders(path, config.encoding, classes, classes_from, every_class, origin)
     return SplitRows(
@@ -280,26 +241,24 @@ def read_folder(
 
 
 def file_class_names(tables: dict[str, SplitRows], config: DataConfig) -> list[str] | None:
-    """The class names a Parquet train file records for the label column (a ClassLabel, or a list of them: written by
-    `datasets`), read as a Hub dataset's are (ids from 0, -1 no label) where neither data.label_names nor
-    data.label_names_file names the classes; None otherwise. Another file recording other names is warned about."""
+    """The class names a Parquet train file's ClassLabel records, where data.label_names is unset; else None."""
     if config.label_columns:
         return None
     names = _recorded_names(tables["train"], config.label_column)
     if names is None:
         return None
-    if config.label_names is not None:  # the user's names win; a file whose ids mean others is said to
+    if config.label_names is not None:  # the user's names win
         for table in tables.values():
             warn_other_class_names(table, config.label_column, config.label_names, "data.label_names")
         return None
-    logger.info("Classes from %s's ClassLabel column '%s': %s", tables["train"].source, config.label_column, names)
+    logger.info(f"Classes from {tables['train'].source}'s ClassLabel column '{config.label_column}': {names}")
     for table in tables.values():
         warn_other_class_names(table, config.label_column, names, f"those of {tables['train'].source}")
     return names
 
 
 def _recorded_names(table: SplitRows, column: str) -> list[str] | None:
-    """The class names a file records for `column` (Table.class_names), found as the column is."""
+    """The class names a file records for `column`, found as the column is."""
     recorded = table.class_names or {}
     try:
         (position,) = resolve_columns(list(recorded), [column], table.source, "data.label_column")
@@ -309,14 +268,9 @@ def _recorded_names(table: SplitRows, column: str) -> list[str] | None:
 
 
 def warn_other_class_names(table: SplitRows, column: str, names: list[str], whose: str) -> None:
-    """A file whose ClassLabel column names other classes than the run's: its ids may mean other classes."""
+    """WARN about a file whose ClassLabel column names other classes than the run's."""
     recorded = _recorded_names(table, column)
     if recorded is not None and recorded != list(names):
         logger.warning(
-            "%s, column '%s': the file's ClassLabel names (%s) are not %s (%s); its ids are read as the latter's",
-            table.source,
-            column,
-            ", ".join(recorded),
-            whose,
-            ", ".join(names),
+            f"{table.source}, column '{column}': the file's ClassLabel names ({', '.join(recorded)}) are not {whose} ({', '.join(names)}); its ids are read as the latter's"
         )

@@ -1,11 +1,8 @@
-"""The raw rows of one split as read (SplitRows), with what is needed to point a user at one of them, and
-the split names and settings every reader of splits shares.
-"""
+"""The raw rows of one split as read (SplitRows), and the split names and hints every reader of splits shares."""
 
 from __future__ import annotations
 
 import dataclasses
-import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +12,6 @@ from pipeline.common.errors import DataError
 from pipeline.data.formats.table import and_more, in_sheet
 from pipeline.data.text import resolve_columns
 
-logger = logging.getLogger("pipeline.data.load")
 SPLITS = ("train", "validation", "test")
 FILE_KEYS = {"train": "data.train_file", "validation": "data.validation_file", "test": "data.test_file"}
 
@@ -27,22 +23,16 @@ class SplitRows:
     frame: pd.DataFrame
     source: str  # the file path as configured, or "Hub dataset 'name' split 'train'"
     origin: str  # the config key the rows came from, e.g. "data.train_file" or "data.hub_name"
-    # "line": rows are numbered by their 1-based line in the file; "row": by their row in a sheet; "file": named by
-    # their file
-    unit: str = "record"
-    # Each row's line or record number, or (a folder of class folders) its file's path in the folder; None: records
-    # 1, 2, ...
-    numbers: list[int | str] | None = None
+    unit: str = "record"  # how rows are numbered: "line", "record", "row" (a sheet's) or "file" (named by path)
+    numbers: list[int | str] | None = None  # each row's number or file path; None: records 1, 2, ...
     quoting: str | None = None  # a CSV/TSV file's double quotes as read: "csv" or "none" (data.quoting resolved)
-    # Added to the error about a configured column the rows lack (or about no rows): how else the file could be read.
     missing_column_hint: str = ""
     files_per_class: dict[str, int] | None = None  # a folder of class folders: the files read from each class folder
     class_files: dict[str, str] | None = None  # a folder of class files: each class's file (folders.ClassFolders)
     delimiter: str | None = None  # a CSV/TSV file's field delimiter as read (Table.delimiter)
     sheet: str | None = None  # an Excel workbook's sheet read (Table.sheet)
     class_names: dict[str, list[str]] | None = None  # a Parquet file's ClassLabel columns (Table.class_names)
-    # The file's rows that repeated its header row (Table.repeats_header), left out of `frame` as read: a SplitRows
-    # of their own, for removed_rows.csv (repeated_header_rows); None when there were none.
+    # The rows that repeated the header, left out of `frame`, for removed_rows.csv; None when there were none.
     repeated_headers: SplitRows | None = None
 
     def number(self, row: int) -> int | str:
@@ -71,9 +61,7 @@ class SplitRows:
         return self.frame.iloc[:, position].tolist()
 
 
-# How labels that are not in the file of texts are brought into it: a text file of one text per line with its labels
-# in another file (tweet_eval's train_text.txt and train_labels.txt), or a label leading each line (TREC's
-# train_5500.label): neither is a layout of its own, and both are one command away from a TSV file.
+# Labels in another file, or leading each line (TREC): one command away from a TSV file.
 SEPARATE_LABELS_HINT = (
     "labels in a separate file (tweet_eval's train_text.txt and train_labels.txt) are not read: join them line by "
     "line (paste train_labels.txt train_text.txt > train.tsv) and read that with data.column_names=[label, text]; a "

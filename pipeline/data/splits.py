@@ -1,16 +1,8 @@
 """Splits of one labelled set: carving validation and test out of train, caps, and duplicate texts.
 
-    splits, removed, duplicates = deduplicate(splits, mode="across")
-    train, test = carve(train, 0.1, seed=42, split="test", key="data.test_fraction", give=lambda s: f"give a {s} file")
-
-Every split is a `datasets.Dataset` with `text`, `label` (ClassLabel) and `row_id` (the data's id column, or the
-row's line or record number in its file). Carving and caps are stratified by label and seeded, and keep rows in
-file order. Nothing is dropped silently: every removed row is returned with the reason, for the run directory.
-
-Multi-label splits hold `labels` (a multi-hot float list) instead of `label`; they are stratified by iterative
-stratification (Sechidis et al. 2011): the rarest class's rows are placed first, each into the side that still
-lacks most of that class, so every class (and the all-negative rows) keeps about its share on both sides. A class
-with very few rows may land wholly on the larger side of a small carve: such a class can be absent from validation.
+Splits are `datasets.Dataset`s with `text`, `label` (ClassLabel; multi-label: `labels`, multi-hot) and `row_id`.
+Carving and caps are stratified by label (multi-label: iterative stratification), seeded, and keep file order;
+every removed row is returned with its reason.
 """
 
 from __future__ import annotations
@@ -28,53 +20,41 @@ from pipeline.common.errors import DataError
 from pipeline.common.io import atomic_write_csv
 
 logger = logging.getLogger(__name__)
-# How many conflicting texts (one text, several labels) are kept as examples in metrics.json.
 CONFLICT_EXAMPLES = 5
 
 
 def column_values(dataset: datasets.Dataset, name: str) -> list:
-    """A column's values as a list (of a Dataset, or of a dict of lists), read at once. Iterating `dataset[name]`
-    (a lazy Column since datasets 4) converts it row by row, about 250 times slower: stage 1 of a 100,000-row file
-    took twice as long, and the tokenization cache's hash of the texts as long again."""
+    """A column's values as a list, read at once: iterating `dataset[name]` (lazy since datasets 4) is ~250x slower."""
     return dataset[name][:]
 
 
 def labels_of(dataset: datasets.Dataset) -> np.ndarray:
     """Class ids (N,), or (N, C) float32 multi-hot rows for a multi-label split."""
-    # Read the Arrow column at once: `dataset["label"]` is a lazy column that datasets 5 converts row by row.
     if label_column(dataset.column_names) == MULTI_LABEL_COLUMN:
         column = dataset.with_format("arrow")[MULTI_LABEL_COLUMN].combine_chunks()
         return np.asarray(column.flatten(), dtype=np.float32).reshape(len(dataset), -1)
     return dataset.with_format("arrow")[SINGLE_LABEL_COLUMN].to_numpy()
 
 
-# A split's label column: class ids (a ClassLabel) for a single-label task, multi-hot rows for a multi-label one.
 SINGLE_LABEL_COLUMN = "label"
 MULTI_LABEL_COLUMN = "labels"
 
 
 def label_column(column_names: list[str]) -> str:
-    """Which of the two label columns a split with these columns has (the multi-label one when present)."""
     return MULTI_LABEL_COLUMN if MULTI_LABEL_COLUMN in column_names else SINGLE_LABEL_COLUMN
 
 
 def carve(
     train: datasets.Dataset, fraction: float, seed: int, split: str, key: str, give: Callable[[str], str]
 ) -> tuple[datasets.Dataset, datasets.Dataset]:
-    """Split `fraction` of train off as `split`, stratified by label and seeded; both keep file order.
-
-    Every class must keep rows on both sides: a class with fewer than 2 rows is an error naming it and its count.
-    `give(split)` is the advice that ends such an error: how the user gives the split instead of carving it (the
-    caller knows whether that is a file or rows marked in a split column).
-    """
+    """Split `fraction` of train off as `split`, stratified and seeded; `give(split)` ends errors."""
     size = math.ceil(fraction * len(train))
     if size >= len(train):
         raise DataError(
-            f"The train split has {len(train)} rows: too few to carve a {split} split of {fraction:g} ({key}); "
-            f"add rows or {give(split)}"
+            f"The train split has {len(train)} rows: too few to carve a {split} split of {fraction:g} ({key}); add rows or {give(split)}"
         )
     labels = labels_of(train)
-    if labels.ndim == 2:  # multi-label: iterative stratification, no per-class minimum (see the module's note)
+    if labels.ndim == 2:  # multi-label: iterative stratification, no per-class minimum
         chosen, rest = sample_indices(labels, size, seed)
         return train.select(rest), train.select(chosen)
     require_rows_per_class(train, [(split, key)], give)
@@ -82,14 +62,11 @@ def carve(
     return train.select(rest), train.select(chosen)
 
 
-# The most classes an error about small classes names one by one.
 MAX_NAMED_CLASSES = 10
 
 
 def require_rows_per_class(train: datasets.Dataset, carved: list[tuple[str, str]], give: Callable[[str], str]) -> None:
-    """Stratified carving keeps a row of every class in train and in each carved split (`(split, config key)`
-    pairs): a class with fewer rows than that is an error naming it, its count, the rows it needs and how to give
-    the last carved split instead (`give`, as for `carve`)."""
+    """Error naming the classes with too few rows to keep one in train and in each carved split (`(split, key)`)."""
     labels = labels_of(train)
     if labels.ndim == 2 or not carved:
         return
@@ -100,13 +77,11 @@ def require_rows_per_class(train: datasets.Dataset, carved: list[tuple[str, str]
     if not small:
         return
     splits, keys = " and ".join(split for split, _ in carved), ", ".join(key for _, key in carved)
-    # Named up to a point: hundreds of small classes would make a message no one reads to its advice.
     more = f" and {len(small) - MAX_NAMED_CLASSES:,} more" if len(small) > MAX_NAMED_CLASSES else ""
     shown = ", ".join(small[:MAX_NAMED_CLASSES]) + more
     which = f"the class {small[0]} has" if len(small) == 1 else f"the classes {shown} have"
     raise DataError(
-        f"cannot carve stratified {splits} out of train ({keys}): a class needs {needed} rows, one in train and one "
-        f"in each carved split, but {which} fewer; add rows, drop the class, or {give(carved[-1][0])}"
+        f"cannot carve stratified {splits} out of train ({keys}): a class needs {needed} rows, one in train and one in each carved split, but {which} fewer; add rows, drop the class, or {give(carved[-1][0])}"
     )
 
 
@@ -119,14 +94,7 @@ def cap_rows(split: datasets.Dataset, limit: int | None, seed: int) -> datasets.
 
 
 def sample_indices(labels: np.ndarray, size: int, seed: int, minimum: int = 0) -> tuple[list[int], list[int]]:
-    """Pick about `size` row indices stratified by label (and return the rest); both lists sorted.
-
-    Each class gets its share of `size` rounded down, and the rows left over go to the classes with the largest
-    remainders (the larger class first on ties), so a balanced set stays exactly balanced; with `minimum`, every
-    class gets at least that many (while leaving one behind), so a small class is never missing from a carved
-    split. The rows of a class are drawn by a generator seeded with `seed`. This is done here rather than with
-    `Dataset.train_test_split`, which reads the labels row by row (seconds for 20,000 rows).
-    """
+    """About `size` indices stratified by label (largest remainder) and the rest, both sorted."""
     labels = np.asarray(labels)
     if labels.ndim == 2:
         return iterative_sample(labels, size, seed)
@@ -151,8 +119,7 @@ def _proportional_quotas(counts: np.ndarray, size: int) -> np.ndarray:
 
 
 def iterative_sample(multi_hot: np.ndarray, size: int, seed: int) -> tuple[list[int], list[int]]:
-    """Two-way iterative stratification (Sechidis et al. 2011) of (N, C) multi-hot rows: `size` rows chosen (and the
-    rest), both sorted. Rows without any class are shared out last, to fill each side's remaining quota."""
+    """Iterative stratification (Sechidis et al. 2011) of (N, C) multi-hot rows: `size` chosen, and the rest."""
     positive = np.asarray(multi_hot) > 0.5  # (N, C)
     rows = len(positive)
     rng = np.random.default_rng(seed)
@@ -190,12 +157,8 @@ def _fix_size(side: np.ndarray, size: int, rng: np.random.Generator) -> None:
         side[rng.choice(rest, size - len(chosen), replace=False)] = 0
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Duplicate texts
-
-
 def duplicate_key(text: str) -> str:
-    """Texts are the same when they match after whitespace is normalised (runs of spaces, tabs, newlines)."""
+    """Texts are the same after whitespace is normalised."""
     return " ".join(text.split())
 
 
@@ -208,7 +171,7 @@ class RemovedRow:
 
 
 def write_removed_rows(path: Path, rows: list[RemovedRow]) -> None:
-    """removed_rows.csv: every row left out of its split (duplicates, incomplete rows), with why."""
+    """removed_rows.csv: every row left out of its split, with why."""
     atomic_write_csv(path, ["split", "row_id", "reason", "text"], [[r.split, r.row_id, r.reason, r.text] for r in rows])
 
 
@@ -230,9 +193,7 @@ class DuplicateReport:
 def deduplicate(
     splits: dict[str, datasets.Dataset], mode: str, order: tuple[str, ...], label_names: list[str] | None = None
 ) -> tuple[dict[str, datasets.Dataset], list[RemovedRow], DuplicateReport]:
-    """Count exact duplicate texts within each split and between splits (earlier splits in `order` first), and
-    remove them as `mode` says: none (count only), within (repeats inside a split), across (also texts of a later
-    split found in an earlier one: a test text seen in train is leakage)."""
+    """Count duplicate texts within and across splits (earlier in `order` first) and remove them as `mode` says."""
     report = DuplicateReport(mode)
     keys = {
         name: [duplicate_key(text) for text in column_values(splits[name], "text")] for name in order if name in splits
@@ -244,14 +205,12 @@ def deduplicate(
         drop_within, drop_across = _duplicate_rows(keys[name], seen, name, report)
         drop = (drop_within if mode in ("within", "across") else set()) | (drop_across if mode == "across" else set())
         if drop_across:
-            logger.warning(
-                "%d %s texts also occur in an earlier split: %s",
-                len(drop_across),
-                name,
+            what = (
                 "removed (data.deduplicate: across)"
                 if mode == "across"
-                else "kept, so its scores count texts seen before (data.deduplicate: across removes them)",
+                else "kept, so its scores count texts seen before (data.deduplicate: across removes them)"
             )
+            logger.warning(f"{len(drop_across)} {name} texts also occur in an earlier split: {what}")
         seen |= set(keys[name])
         kept[name] = _without(
             splits[name], drop, name, removed, drop_within, [conflicts.get(key) for key in keys[name]]
@@ -284,8 +243,7 @@ def _without(
     within: set[int],
     conflicts: list[str | None],
 ) -> datasets.Dataset:
-    """`split` without the rows in `drop`, each listed in `removed` with why (and, where the text's copies carry
-    different labels, which ones: the copy kept first decides the label that stays)."""
+    """`split` without the rows in `drop`, each listed in `removed` with why."""
     if not drop:
         return split
     ids, texts = column_values(split, "row_id"), column_values(split, "text")
@@ -320,7 +278,6 @@ def _count_conflicts(
     labels_by_text: dict[str, set] = {}
     for name, split_keys in keys.items():
         for key, label in zip(split_keys, labels_of(splits[name]).tolist()):
-            # a multi-label row's label is its set of classes
             label = tuple(np.flatnonzero(label).tolist()) if isinstance(label, list) else label
             labels_by_text.setdefault(key, set()).add(label)
     conflicting = [key for key, labels in labels_by_text.items() if len(labels) > 1]
@@ -331,12 +288,8 @@ def _count_conflicts(
         for key in conflicting[:CONFLICT_EXAMPLES]
     ]
     if conflicting:
-        logger.warning(
-            "%d %s more than one label (e.g. %r)",
-            len(conflicting),
-            "text carries" if len(conflicting) == 1 else "texts carry",
-            conflicting[0][:80],
-        )
+        carry = "text carries" if len(conflicting) == 1 else "texts carry"
+        logger.warning(f"{len(conflicting)} {carry} more than one label (e.g. {conflicting[0][:80]!r})")
     return {
         key: " vs ".join(sorted(_describe_label(label, names) for label in labels_by_text[key])) for key in conflicting
     }

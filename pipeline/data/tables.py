@@ -1,17 +1,10 @@
-"""Opening a table: the one reader of CSV, TSV, JSON Lines, Parquet and fastText files (optionally gzip-compressed;
-a text file alone in a zip archive too) and Excel workbooks. Its format comes from the setting, the file's name or
-its start; formats.READERS reads it.
+"""Opening a table: the one reader of CSV, TSV, JSON Lines, Parquet and fastText files (optionally gzipped or alone
+in a zip archive) and Excel workbooks, so a row becomes the same text in training and prediction.
 
     with open_table("emails.csv.gz", column_names=None, chunk_size=10_000) as table:
-        columns = resolve_columns(table.header, ["subject", "body"], table.name, "data.text_columns")
-        for chunk in table.chunks:
-            texts = [spec.text_of([record[i] for i in columns]) for record in chunk.records]
+        for chunk in table.chunks: ...
 
-Stage 1 reads a whole file through it (local.py) and prediction streams it chunk by chunk (predict/), so a row
-becomes exactly the same text in training and in prediction (text.TextSpec), by construction. Every error is a
-`DataError` naming the file and the line (CSV, TSV, JSON Lines, fastText: the 1-based physical line, header
-included) or record (Parquet, a JSON array: the 1-based position) or row (an Excel sheet: the row number Excel
-shows) and, where it applies, the column.
+Errors are `DataError`s naming the file and its line, record or row.
 """
 
 from __future__ import annotations
@@ -43,30 +36,23 @@ EXTENSIONS = {
     ".parquet": "parquet",
     ".pq": "parquet",
     ".xlsx": "xlsx",
-    ".xlsm": "xlsx",  # a workbook with macros: its cells are read as any workbook's
+    ".xlsm": "xlsx",  # a workbook with macros
 }
-# Reading settings of text files (data.* keys; pipeline.predict's options of the same names), which a workbook, whose
-# cells are neither decoded nor split, does not have; and the one setting a workbook has that no other file has. Given
-# with a file they do not describe, they are named in a warning rather than silently ignored (settings_not_read).
+# Settings a workbook does not have, and the reverse: named in a warning when given (settings_not_read).
 TEXT_FILE_SETTINGS = ("encoding", "delimiter", "quoting", "label_prefix")
 WORKBOOK_SETTINGS = ("sheet",)
-# The setting that only a JSON file has: the key of one object that holds the list of records (data.json_field).
 JSON_SETTINGS = ("json_field",)
-# The settings that describe a file's layout, which a folder of class folders does not have: by their data.* names,
-# which pipeline.predict's options share (the format's own setting is data.file_format there, --format here).
+# The settings that describe a file's layout, which a folder does not have (data.* names, shared by predict).
 LAYOUT_SETTINGS = ("column_names", "delimiter", "quoting", "label_prefix", *WORKBOOK_SETTINGS, *JSON_SETTINGS)
 logger = logging.getLogger(__name__)
 
 
 class UnknownFormatError(DataError):
-    """A file whose format neither its name nor its start tells: a caller that knows what such files hold (a text
-    file of one text per line, labels elsewhere) may add how to read them."""
+    """A file whose format neither its name nor its start tells; a caller may add how to read it."""
 
 
 def resolve_format(path: str, explicit: str | None, option: str, formats: Sequence[str] = FORMATS) -> str:
-    """An explicit format wins; otherwise the file name tells (a trailing .gz is looked through); stdin is CSV.
-    `formats`: those the caller handles (prediction writes fewer than it reads), the only ones an unknown name's
-    hint offers."""
+    """The explicit format, else the file name's (.gz looked through); stdin is CSV."""
     if explicit and explicit != "auto":
         return explicit
     if path == STANDARD_INPUT:
@@ -76,15 +62,13 @@ def resolve_format(path: str, explicit: str | None, option: str, formats: Sequen
     if kind is None:
         endings = sorted(ending for ending, format_ in EXTENSIONS.items() if format_ in formats)
         raise UnknownFormatError(
-            f"{path}: cannot tell the file format from its name (known endings: {', '.join(endings)}, "
-            f"optionally + .gz); set {option} to {', '.join(formats)}"
+            f"{path}: cannot tell the file format from its name (known endings: {', '.join(endings)}, optionally + .gz); set {option} to {', '.join(formats)}"
         )
     return kind
 
 
 def settings_not_read(file_format: str) -> tuple[tuple[str, ...], str]:
-    """The reading settings that do not describe a file of this format (TEXT_FILE_SETTINGS, WORKBOOK_SETTINGS,
-    JSON_SETTINGS), and what the file is, as a warning naming them says."""
+    """The reading settings that do not describe a file of this format, and what the file is."""
     if file_format == "xlsx":
         return TEXT_FILE_SETTINGS + JSON_SETTINGS, "an Excel workbook"
     if file_format == "jsonl":
@@ -103,10 +87,7 @@ def open_table(
     encoding_option: str = "data.encoding",
     **settings: Any,
 ) -> Iterator[Table]:
-    """Open a file ('-': stdin) and read its header; iterate `table.chunks` for the rows (all in one chunk when
-    `chunk_size` is None). `column_names` names the columns of a header-less CSV/TSV file or sheet; `settings` are
-    the other ReadOptions (quoting, delimiter, label_prefix, sheet, json_field and the options that name them). The
-    options name the settings that an error message tells the user to change."""
+    """Open a file ('-': stdin) and its header; `table.chunks` yields the rows (one chunk when `chunk_size` None)."""
     options = ReadOptions(column_names=column_names, chunk_size=chunk_size, **settings)
     with _open_bytes(path) as (raw, size), contextlib.ExitStack() as stack:
         lines = LineSource(raw, STDIN_NAME if path == STANDARD_INPUT else path, encoding, size, encoding_option)
@@ -119,11 +100,7 @@ def open_table(
 def _format_of(
     lines: LineSource, path: str, explicit: str | None, option: str, label_prefix: str, workbook: bool
 ) -> str:
-    """The format by resolve_format, and by the file's start where its name cannot tell it. A workbook (`workbook`:
-    told by its content) is one whatever its name. fastText files have no ending of their own (.txt, .train, .valid),
-    so a file whose name tells no format is read as fastText when its first lines all start with the label prefix; a
-    CSV/TSV file whose first lines all do is refused, naming the format: read as one column of text (a plain text file
-    of one text per line is read so), every text would hold its labels."""
+    """The format by resolve_format, else fastText where the first lines start with the label prefix."""
     if workbook and explicit in (None, "auto"):
         return "xlsx"
     try:
@@ -131,19 +108,17 @@ def _format_of(
     except DataError:
         if not starts_like_fasttext(lines, label_prefix):
             raise
-        logger.info("%s: its first lines start with %s, read as fastText (%s: auto)", lines.name, label_prefix, option)
+        logger.info(f"{lines.name}: its first lines start with {label_prefix}, read as fastText ({option}: auto)")
         return "fasttext"
     if kind in DELIMITERS and starts_like_fasttext(lines, label_prefix):
         raise DataError(
-            f"{lines.name}: its first lines start with {label_prefix}, as a fastText file's do ({label_prefix}sports "
-            f"Some text), not a {kind.upper()} file's; set {option} to fasttext"
+            f"{lines.name}: its first lines start with {label_prefix}, as a fastText file's do ({label_prefix}sports Some text), not a {kind.upper()} file's; set {option} to fasttext"
         )
     return kind
 
 
 def format_read(path: str, explicit: str | None) -> str:
-    """The format a file was read as, by its settings and name alone (a finished run's files may be gone): that of
-    resolve_format, or fastText for a name of no known ending, the one format _format_of reads such a name as."""
+    """The format a file was read as, by its settings and name alone (a finished run's files may be gone)."""
     try:
         return resolve_format(path, explicit, "data.file_format")
     except DataError:

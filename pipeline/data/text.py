@@ -1,6 +1,4 @@
-"""The text rule: which columns make a row's text and how they are joined (TextSpec), the same in training
-and in prediction; and how a configured column is found in a header (resolve_columns).
-"""
+"""The text rule: which columns make a row's text and how they join (TextSpec); resolve_columns finds a column."""
 
 from __future__ import annotations
 
@@ -13,55 +11,46 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.common.errors import DataError
-from pipeline.config.reading import (
-    PAIR_MARK,
-    normalise_name,
-)
+from pipeline.config.reading import PAIR_MARK, normalise_name
 
-# A number as a file writes one: sign, digits, a decimal point, an exponent ("3", "-0.5", ".25", "1e-3").
 _NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def is_number_text(text: object) -> bool:
-    """Whether a cell or label is a number written out (surrounding spaces aside)."""
     return _NUMBER_TEXT.fullmatch(str(text).strip()) is not None
 
 
 def is_missing(value: Any) -> bool:
-    """None, NaN and pandas' NA: an absent value (JSON null, an empty Parquet cell), read as an empty text part."""
+    """None, NaN and pandas' NA: an absent value, read as an empty text part."""
     return value is None or (isinstance(value, float) and math.isnan(value)) or type(value).__name__ == "NAType"
 
 
-# How an error about a row without a text or a label says that such rows can be left out instead.
 INCOMPLETE_ROWS_HINT = "or set data.incomplete_rows=drop to leave such rows out (listed in removed_rows.csv)"
 
 
 def is_blank(value: Any) -> bool:
-    """Absent, or nothing but whitespace: a cell that gives no label."""
+    """Absent, or only whitespace: a cell that gives no label."""
     return is_missing(value) or not str(value).strip()
 
 
-# A line break written as a backslash and an "n", as the Yelp and Amazon review CSV files write one inside a text: read
-# as a line break with data.unescape_newlines.
+# A line break as Yelp's and Amazon's review CSV files write one inside a text (data.unescape_newlines).
 ESCAPED_NEWLINE = "\\n"
 
 
 def join_text(parts: Sequence[str], separator: str, unescape_newlines: bool) -> str:
-    """Each part unescaped (backslash-n -> newline, if asked) and stripped; empty parts skipped, so that a missing
-    title or description never leaves a doubled or dangling separator."""
+    """Parts unescaped (if asked) and stripped, empty ones skipped (no dangling separator), joined."""
     cleaned = (part.replace(ESCAPED_NEWLINE, "\n") if unescape_newlines else part for part in parts)
     return separator.join(part for part in (part.strip() for part in cleaned) if part)
 
 
 def segments_of(text: str) -> list[str]:
-    """A text's segments: [text], or [first, second] for a pair that TextSpec joined."""
+    """[text], or [first, second] for a pair."""
     return text.split(PAIR_MARK, 1)
 
 
 @dataclass(frozen=True)
 class TextSpec:
-    """Which columns make a row's text, and how they are joined (data.text_columns, text_separator, unescape); with
-    pair_columns (data.text_pair_columns), the text is a pair: text_columns' text, PAIR_MARK, pair_columns' text."""
+    """Which columns make a row's text and how they are joined; with pair_columns, a pair joined by PAIR_MARK."""
 
     columns: tuple[str, ...]
     separator: str
@@ -70,16 +59,14 @@ class TextSpec:
 
     @classmethod
     def from_data_config(cls, data: Any) -> TextSpec:
-        """From a DataConfig (or anything with its attributes)."""
         pair_columns = tuple(getattr(data, "text_pair_columns", None) or ())
         return cls(tuple(data.text_columns), data.text_separator, data.unescape_newlines, pair_columns)
 
     @classmethod
     def from_settings(cls, data: dict[str, Any], defaults: Any) -> TextSpec:
-        """From config.yaml's data mapping as recorded (a hand-written one may omit keys: the DataConfig `defaults`'
-        values) or model/decision.json's record (to_settings)."""
+        """From config.yaml's data mapping as recorded (missing keys from `defaults`), or decision.json's."""
 
-        def names(columns: Any) -> tuple[str, ...]:  # one name, or a list of them
+        def names(columns: Any) -> tuple[str, ...]:  # one name, or a list
             return tuple(str(column) for column in ([columns] if isinstance(columns, str) else columns or ()))
 
         return cls(
@@ -90,21 +77,20 @@ class TextSpec:
         )
 
     def side_columns(self) -> list[tuple[tuple[str, ...], str]]:
-        """(columns, the setting that names them) for each side: the text's, and a pair's second text's."""
+        """(columns, the setting naming them) for each side."""
         sides = [(self.columns, "data.text_columns")]
         return [*sides, (self.pair_columns, "data.text_pair_columns")] if self.pair_columns else sides
 
     def named_columns(self) -> list[tuple[str, str]]:
-        """(column, the setting that names it) for each of input_columns, in order."""
+        """(column, the setting naming it) for each of input_columns."""
         return [(column, key) for columns, key in self.side_columns() for column in columns]
 
     def keys(self) -> list[str]:
-        """The settings that name the text's columns."""
         return list(dict.fromkeys(key for _, key in self.named_columns()))
 
     @property
     def input_columns(self) -> tuple[str, ...]:
-        """Every column a row's text reads, in the order text_of takes their values."""
+        """Every column a row's text reads, in text_of's order."""
         return self.columns + self.pair_columns
 
     def with_columns(self, columns: Sequence[str] | None) -> TextSpec:
@@ -114,9 +100,7 @@ class TextSpec:
         return self if not columns else dataclasses.replace(self, pair_columns=tuple(columns))
 
     def positions(self, header: Sequence[str], where: str, options: tuple[str, str]) -> list[int]:
-        """Where input_columns are in a header (resolve_columns); a missing one is an error naming the option that
-        names it: options are (that of text columns, that of pair columns), e.g. ("--text-columns",
-        "--text-pair-columns")."""
+        """Where input_columns are in a header; `options`: the text and pair columns' option names for errors."""
         return resolve_columns(header, self.columns, where, options[0]) + resolve_columns(
             header, self.pair_columns, where, options[1]
         )
@@ -125,9 +109,7 @@ class TextSpec:
         return self if separator is None else dataclasses.replace(self, separator=separator)
 
     def to_settings(self) -> dict[str, Any]:
-        """The rule as config.yaml's data settings (text_columns, text_separator, unescape_newlines,
-        text_pair_columns): how model/decision.json records it, read back by pipeline.predict as a run's config.yaml
-        is."""
+        """The rule as config.yaml's data settings, as model/decision.json records it."""
         return {
             "text_columns": list(self.columns),
             "text_separator": self.separator,
@@ -136,41 +118,35 @@ class TextSpec:
         }
 
     def text_of(self, values: Sequence[Any]) -> str:
-        """The text of one row from its values of input_columns, in that order; "" when it has no text (for a pair:
-        when either segment has none, as a pair with one side missing cannot be read as a pair)."""
+        """One row's text from its input_columns' values; "" when it has none (a pair: when either side has none)."""
         if not self.pair_columns:
             return self.segment_of(values)
         return self.join_pair(*self.sides(values))
 
     def sides(self, values: Sequence[Any]) -> tuple[str, str]:
-        """A pair's two texts from its values of input_columns ("" for a side without text)."""
         return self.segment_of(values[: len(self.columns)]), self.segment_of(values[len(self.columns) :])
 
     def what_is_empty(self, values: Sequence[Any]) -> str | None:
-        """What a row without a text lacks, as removed_rows.csv says it: "text", or for a pair "text in" the columns
-        of each empty side; None when it has a text."""
+        """What a row without a text lacks, as removed_rows.csv says it; None when it has a text."""
         if not self.pair_columns:
             return None if self.segment_of(values) else "text"
         empty = [columns for columns, side in zip((self.columns, self.pair_columns), self.sides(values)) if not side]
         return " and no ".join(f"text in {', '.join(columns)}" for columns in empty) or None
 
     def partial_text(self, values: Sequence[Any]) -> str:
-        """The row's text as far as it has one: for a pair with a side missing, both sides joined by the mark anyway,
-        so that removed_rows.csv shows the side that was there."""
+        """The row's text as far as it has one (a pair's present side shown), for removed_rows.csv."""
         return PAIR_MARK.join(self.sides(values)) if self.pair_columns else self.segment_of(values)
 
     @staticmethod
     def join_pair(first: str, second: str) -> str:
-        """A pair's one text from its two texts (each already joined); "" when either is empty."""
         return f"{first}{PAIR_MARK}{second}" if first and second else ""
 
     def segment_of(self, values: Sequence[Any]) -> str:
-        """One segment's text from its columns' values. A list value (JSON Lines, Parquet: sentences, paragraphs)
-        is its items joined as parts are."""
+        """One segment's text from its columns' values (a list value's items joined as parts are)."""
         return join_text([self.cell_text(value) for value in values], self.separator, self.unescape_newlines)
 
     def cell_text(self, value: Any) -> str:
-        """One cell as text: empty when missing, a list's items joined, a dict as JSON, anything else its str()."""
+        """One cell as text: "" when missing, a list's items joined, a dict as JSON, else str()."""
         if is_missing(value):
             return ""
         if isinstance(value, (list, tuple)) or type(value).__name__ == "ndarray":
@@ -185,21 +161,14 @@ class TextSpec:
 
 
 def fewer_columns_warning(trained: Sequence[str], given: Sequence[str] | None, option: str) -> str | None:
-    """One line when `option` names fewer of the text's columns than the model was trained on, else None. A model
-    trained on a subject and a body, given the body alone (--text-columns message), reads less than it learnt from
-    and labels every row without a word; a renamed column of the same count is no loss."""
+    """One line when `option` names fewer text columns than the model was trained on, else None."""
     if not given or len(given) >= len(trained):
         return None
-    return (
-        f"the model was trained on {len(trained)} columns joined ({', '.join(trained)}); {option} reads "
-        f"{len(given)} now ({', '.join(given)}): where that is only part of what the model learnt from, its labels may "
-        "be worse than its test scores say"
-    )
+    return f"the model was trained on {len(trained)} columns joined ({', '.join(trained)}); {option} reads {len(given)} now ({', '.join(given)}): where that is only part of what the model learnt from, its labels may be worse than its test scores say"
 
 
 def resolve_columns(header: Sequence[str], wanted: Sequence[str], where: str, option: str) -> list[int]:
-    """Positions of the wanted columns in the header: an exact name first, else the one name equal to it ignoring
-    case and surrounding spaces. A missing column is an error naming the setting and listing the columns."""
+    """Positions of the wanted columns in the header (exact, else ignoring case and spaces), else an error."""
     positions, missing = [], []
     normalised = [normalise_name(name) for name in header]
     for column in wanted:
@@ -212,7 +181,6 @@ def resolve_columns(header: Sequence[str], wanted: Sequence[str], where: str, op
     if missing:
         tabbed = " (tab-separated? read it as TSV)" if any("\t" in str(name) for name in header) else ""
         raise DataError(
-            f"{where} has no column {', '.join(repr(c) for c in missing)} ({option}); "
-            f"its columns: {', '.join(repr(str(c)) for c in header)}{tabbed}"
+            f"{where} has no column {', '.join(repr(c) for c in missing)} ({option}); its columns: {', '.join(repr(str(c)) for c in header)}{tabbed}"
         )
     return positions

@@ -1,9 +1,4 @@
-"""Each file format's reader, behind one table (READERS: format name -> reader) that tables.open_table consults.
-
-A reader takes the file's decoded lines (its raw bytes too: `lines.raw`), the reading settings and an ExitStack that
-closes what it opens, and returns a Table (formats/table.py) of a header and numbered chunks of rows; every malformed
-row is a DataError naming the file and its line, record or row.
-"""
+"""Each format's reader (READERS), consulted by tables.open_table: (lines, settings, ExitStack) -> Table."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""CSV and TSV files as a Table: the delimiter (given, Excel's `sep=` line, or told by the first line), quoting,
-and the header rule (formats/header.py).
-"""
+"""CSV and TSV files as a Table: the delimiter (given, Excel's `sep=` line, or the first line's), quoting, header."""
 
 from __future__ import annotations
 
@@ -12,9 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from pipeline.common.errors import DataError, one_line
-from pipeline.config.reading import (
-    delimiter_problem,
-)
+from pipeline.config.reading import delimiter_problem
 from pipeline.data.formats.header import read_header
 from pipeline.data.formats.quoting import RowsInOneField, reads_quotes, without_separator_line
 from pipeline.data.formats.table import ReadOptions, Table, batched
@@ -22,15 +18,13 @@ from pipeline.data.lines import LineSource
 
 logger = logging.getLogger("pipeline.data.load")
 DELIMITERS = {"csv": ",", "tsv": "\t"}
-# How a CSV/TSV file's double quotes are read (data.quoting, pipeline.predict's --quoting): quoting.reads_quotes.
 QUOTINGS = ("auto", "csv", "none")
 # Python's csv module refuses fields over 128 KiB by default, but a long e-mail body is a valid CSV field.
 CSV_FIELD_SIZE_LIMIT = min(sys.maxsize, 2**31 - 1)
 
 
 def delimited_table(lines: LineSource, kind: str, options: ReadOptions) -> Table:
-    """A CSV/TSV file as a Table; options.delimiter replaces the format's delimiter, and Excel's first line `sep=;`
-    (excel_separator) does where it is not given."""
+    """A CSV/TSV file as a Table; options.delimiter, else Excel's first line `sep=;`, replaces the format's."""
     column_names, quoting, quoting_option = options.column_names, options.quoting, options.quoting_option
     csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_SIZE_LIMIT))  # process-wide, and only ever raised
     separator = excel_separator(lines)
@@ -44,8 +38,7 @@ def delimited_table(lines: LineSource, kind: str, options: ReadOptions) -> Table
         delimiter = DELIMITERS[kind]
     if separator is not None:
         _say_separator_line(lines.name, separator, delimiter, options.delimiter_option)
-    # Comma- (and a spreadsheet's semicolon-) separated files quote; texts rarely hold a tab or an "@", so files
-    # separated so (TSV, the Financial PhraseBank's sentence@label) are often written unquoted, quote-led texts and all.
+    # Tab- or "@"-separated files (TSV, Financial PhraseBank) often go unquoted, quote-led texts and all.
     detect_with = None if delimiter in ",;" else delimiter
     quoted = reads_quotes(lines, quoting, quoting_option, detect_with, separator is not None)
     reader = csv.reader(
@@ -54,12 +47,10 @@ def delimited_table(lines: LineSource, kind: str, options: ReadOptions) -> Table
         strict=True,
         quoting=csv.QUOTE_MINIMAL if quoted else csv.QUOTE_NONE,
     )
-    # Under auto, a file read with quotes is watched for a quote that is a text's, which would join rows.
     watch = RowsInOneField(delimiter) if quoted and quoting == "auto" else None
     records = _csv_records(reader, lines, kind, quoting_option if quoted else None, watch)
     hint = _width_hint(quoted, quoting_option)
-    # A CSV file read as one column whose later rows split into several: its fields are separated by another
-    # character than those csv_delimiter tells by the first line (TSV is told by its name or first line).
+    # One column named but wider rows: another delimiter than the first line showed.
     unsplit = _unsplit_hint(options.delimiter_option) if kind == "csv" else ""
     header, rows, header_row, below_title = read_header(
         records, column_names, lines.name, "line", hint, f"{lines.name} is empty", unsplit
@@ -78,13 +69,12 @@ def delimited_table(lines: LineSource, kind: str, options: ReadOptions) -> Table
     )
 
 
-# Excel's first line naming a CSV file's delimiter, which Excel writes and reads ("sep=;"): no row of the file.
+# Excel's first line naming a CSV file's delimiter ("sep=;"): no row of the file.
 EXCEL_SEPARATOR_LINE = re.compile(r"sep=(.)\r?")
 
 
 def excel_separator(lines: LineSource) -> str | None:
-    """The delimiter that a first line exactly `sep=X` names (Excel's; X one character that can separate fields),
-    else None."""
+    """The delimiter a first line exactly `sep=X` names (X one character that can separate fields), else None."""
     match = EXCEL_SEPARATOR_LINE.fullmatch(lines.head_text().split("\n", 1)[0])
     if match is None or delimiter_problem(match.group(1)) is not None:
         return None
@@ -95,38 +85,25 @@ def _say_separator_line(name: str, separator: str, delimiter: str, delimiter_opt
     """An INFO line for a `sep=` line read, or a WARNING where the delimiter given (`delimiter_option`) is another."""
     if separator == delimiter:
         logger.info(
-            "%s, line 1: sep=%s, Excel's line naming the delimiter: fields separated by %r", name, separator, delimiter
+            f"{name}, line 1: sep={separator}, Excel's line naming the delimiter: fields separated by {delimiter!r}"
         )
         return
     logger.warning(
-        "%s, line 1: sep=%s names %r as the delimiter, but %s gives %r: read with %r (the line skipped)",
-        name,
-        separator,
-        separator,
-        delimiter_option,
-        delimiter,
-        delimiter,
+        f"{name}, line 1: sep={separator} names {separator!r} as the delimiter, but {delimiter_option} gives {delimiter!r}: read with {delimiter!r} (the line skipped)"
     )
 
 
-# The delimiters a file named (or given as) CSV may be written with besides the comma, each told by a first line that
-# lacks the characters listed (as the INFO line names them): a spreadsheet's "CSV" where the comma is the decimal mark
-# (semicolons), and a tab-separated file saved under a .csv name (the name most tools give any table).
+# Other delimiters of a "CSV" file, told by a first line lacking the listed characters.
 CSV_DELIMITERS = ((";", "semicolons", ",", "comma"), ("\t", "tabs", ",;", "comma or semicolon"))
 
 
 def csv_delimiter(lines: LineSource, width: int | None) -> str:
-    """ ",", ";" or a tab. A file whose first line lacks a delimiter's listed characters (CSV_DELIMITERS) but splits
-    at it into several fields (into `width`, when the column names are given) is read with it, with an INFO line; any
-    other is read with ",". Only the first line decides, so a semicolon or tab inside a text further down never
-    does."""
+    """ ",", ";" or a tab, by the first line alone: one that lacks the others and splits into fields."""
     head = lines.head_text()
     first = next((line for line in head.splitlines() if line.strip()), "")
     for delimiter, name, lacked, lacked_names in CSV_DELIMITERS:
         if not any(character in first for character in lacked) and _splits_into_fields(first, delimiter, width):
-            logger.info(
-                "%s: fields separated by %s (its first line has no %s), read so", lines.name, name, lacked_names
-            )
+            logger.info(f"{lines.name}: fields separated by {name} (its first line has no {lacked_names}), read so")
             return delimiter
     return ","
 
@@ -142,9 +119,7 @@ def _splits_into_fields(line: str, delimiter: str, width: int | None) -> bool:
 def _csv_records(
     reader: Any, lines: LineSource, kind: str, quoting_option: str | None, watch: RowsInOneField | None = None
 ) -> Iterator[tuple[int, list[str]]]:
-    """(first line of the record, fields), every field the exact string in the file; an empty line has no field.
-    `quoting_option`: the setting that reads quotes as text, when they are read as quoting; `watch`: what tells a
-    record that is several rows of a file that quotes nothing (data.quoting: auto)."""
+    """(first line, fields) per record, fields exactly as written; `watch` tells a record that is several rows."""
     previous_end = 0
     while True:
         try:
@@ -153,8 +128,7 @@ def _csv_records(
             return
         except csv.Error as error:
             raise DataError(
-                f"{lines.name}, line {previous_end + 1}: malformed {kind.upper()} record "
-                f"({_csv_error_detail(error, quoting_option)})"
+                f"{lines.name}, line {previous_end + 1}: malformed {kind.upper()} record ({_csv_error_detail(error, quoting_option)})"
             ) from None
         start, previous_end = previous_end + 1, reader.line_num
         if watch is not None and watch.joins_rows(record):
@@ -173,8 +147,7 @@ def _joined_rows_message(name: str, start: int, end: int, watch: RowsInOneField,
 
 
 def _csv_error_detail(error: csv.Error, quoting_option: str | None) -> str:
-    """What csv found, and what in a file causes it, in a user's words. `quoting_option`: the setting that reads
-    quotes as text, when they were read as quoting (the only other errors csv raises are about quotes)."""
+    """What csv found, in a user's words; `quoting_option`: set when quotes were read as quoting."""
     message = str(error)
     if "new-line character seen in unquoted field" in message:  # csv's advice (universal-newline mode) is for code
         return "a carriage return inside a field that is not quoted: quote the field or remove the carriage return"
@@ -182,23 +155,15 @@ def _csv_error_detail(error: csv.Error, quoting_option: str | None) -> str:
     detail = one_line(message.replace("\t", "\\t"))
     if quoting_option is None:
         return detail
-    return (
-        f"{detail}; an unclosed quote? A field that starts with a double quote is read up to its closing quote; "
-        f"if the file does not quote its fields (a text may start with a quote), set {quoting_option} to none"
-    )
+    return f"{detail}; an unclosed quote? A field that starts with a double quote is read up to its closing quote; if the file does not quote its fields (a text may start with a quote), set {quoting_option} to none"
 
 
 def _width_hint(quoted: bool, quoting_option: str) -> str:
-    """What a row of the wrong width most likely holds, as its error says."""
     if quoted:
         return "a stray delimiter or quote?"
-    return (
-        f"a stray delimiter? Quotes were read as text ({quoting_option}); if the file quotes fields that hold "
-        f"delimiters, set {quoting_option} to csv"
-    )
+    return f"a stray delimiter? Quotes were read as text ({quoting_option}); if the file quotes fields that hold delimiters, set {quoting_option} to csv"
 
 
 def _unsplit_hint(delimiter_option: str) -> str:
-    """What a CSV file whose names are one column, but whose rows are wider, most likely is: separated by another
-    character, which `delimiter_option` gives."""
+    """What a CSV file of one column named but wider rows most likely is."""
     return f"one column named: if a character other than a comma separates the fields, set {delimiter_option} to it"

@@ -11,14 +11,11 @@ from pipeline.config.reading import LABEL_COLUMN, TEXT_COLUMN
 from pipeline.data.formats.table import ReadOptions, Table, batched
 from pipeline.data.lines import LineSource
 
-# Lines of a file's start that must all start with the label prefix for a file of no known ending to be fastText.
 FASTTEXT_DETECTION_LINES = 20
 
 
 def starts_like_fasttext(lines: LineSource, label_prefix: str) -> bool:
-    """Whether the first non-blank lines of a file's start (up to FASTTEXT_DETECTION_LINES) all start with the label
-    prefix: a fastText file whose labels lead its lines. A last line cut off by the head is left out, since it may
-    end inside the prefix."""
+    """Whether the first non-blank lines all start with the label prefix (a cut-off last line aside)."""
     head = lines.head_text()
     starts = head.split("\n")
     if len(starts) > 1 and not head.endswith("\n"):
@@ -28,8 +25,7 @@ def starts_like_fasttext(lines: LineSource, label_prefix: str) -> bool:
 
 
 def fasttext_table(lines: LineSource, options: ReadOptions) -> Table:
-    """fastText's layout: one row per non-blank line, its `__label__<name>` words as the label (None: no label; a
-    name; a list of names for several, as a JSON list column holds them) and the rest of the line as the text."""
+    """One row per non-blank line: its `__label__` words as the label (None, a name or a list), the rest as text."""
     records = _fasttext_records(lines, FastTextLabels(options.label_prefix))
     first = next(records, None)
     if first is None:
@@ -48,10 +44,7 @@ def _fasttext_records(lines: LineSource, labels: FastTextLabels) -> Iterator[tup
 
 
 class FastTextLabels:
-    """How a fastText line's labels are told from its text: words that start with the prefix, up to whitespace or a
-    comma, separated from the next word by whitespace or a comma. The comma is that of the CSV file many fastText
-    files were made from by putting the prefix before its label field (`__label__1,Some text`; fastText's own
-    dbpedia.train has `__label__1 , some text`): a separator, part of neither the label nor the text."""
+    """A line's labels: prefixed words, separated by whitespace or a comma (`__label__1,Some text`)."""
 
     def __init__(self, prefix: str):
         self.prefix = prefix
@@ -59,17 +52,14 @@ class FastTextLabels:
         self._leading = re.compile(rf"\s*{label}(?:\s*,\s*|\s+|$)")
 
     def split(self, line: str, where: str) -> tuple[list[str], str]:
-        """A line's labels (each once, in order) and its text. Labels lead the line, or end it (some files put them
-        last), or both, as fastText reads them; a label word within the text is left there (fastText would take it
-        as a label, but inside a sentence it is far more likely text). A prefix without a name is an error."""
+        """A line's labels (each once; leading, trailing or both) and its text; a prefix without a name is an error."""
         labels, position = [], 0
         while match := self._leading.match(line, position):
             labels.append(match.group(1))
             position = match.end()
         text, ending = line[position:], []
-        # Its end is read word by word from the right, not by a regular expression searched from the left, which tries
-        # every position: a line with a long run of spaces before its label took seconds (50,000 spaces: 15 s).
-        while self.prefix in text:  # most texts hold no prefix at all
+        # Its end is read word by word from the right: a regex searched from the left took seconds on long space runs.
+        while self.prefix in text:
             body = _without_separator(text)
             start = _last_word_start(body)
             if not body.startswith(self.prefix, start):

@@ -1,6 +1,4 @@
-"""The header rule of CSV/TSV files and Excel sheets: the first non-blank record is the header, or
-data.column_names name the columns; every row as wide as the header.
-"""
+"""The header rule of CSV/TSV files and sheets: the first non-blank record (or data.column_names) names the columns."""
 
 from __future__ import annotations
 
@@ -8,19 +6,14 @@ import itertools
 from collections.abc import Callable, Iterator, Sequence
 
 from pipeline.common.errors import DataError, shorten
-from pipeline.config.reading import (
-    normalise_name,
-)
+from pipeline.config.reading import normalise_name
 from pipeline.data.text import is_number_text
 
-# The formats whose first row is a header, or data.column_names name their columns (header.read_header).
 HEADED_FORMATS = ("csv", "tsv", "xlsx")
-# Longer than a column name is written: a text.
 MAX_HEADER_NAME = 30
 
 
 def looks_like_data(header: Sequence[str], file_format: str) -> bool:
-    """Whether a CSV/TSV file's (or a sheet's) header row looks like a row of data (names_read_as_data)."""
     return file_format in HEADED_FORMATS and names_read_as_data(header)
 
 
@@ -30,22 +23,14 @@ def names_read_as_data(names: Sequence[str]) -> bool:
 
 
 def header_of(first_record: list[str], column_names: Sequence[str] | None, where: str) -> tuple[list[str], bool]:
-    """The column names of a CSV/TSV file, and whether its first record is a header.
-
-    Without `column_names` the first record is the header. With them, the first record is a header only if it
-    repeats them (case and surrounding spaces ignored), so one config reads both a file with a header and one
-    without.
-    """
+    """The column names, and whether the first record is a header (with `column_names`: only if it repeats them)."""
     if column_names is None:
-        # Kept as written, so that prediction writes the header back unchanged (an empty name aside, which
-        # becomes unnamed_column's); columns are looked up by text.resolve_columns, which ignores case and
-        # surrounding spaces.
+        # Kept as written, so prediction writes the header back unchanged.
         names = [name if name.strip() else unnamed_column(index) for index, name in enumerate(first_record)]
         normalised = [normalise_name(name) for name in names]
         if len(set(normalised)) < len(normalised):
             raise DataError(
-                f"{where}: the header has repeated column names ({', '.join(n.strip() for n in names)}); "
-                "if the file has no header, give the column names"
+                f"{where}: the header has repeated column names ({', '.join(n.strip() for n in names)}); if the file has no header, give the column names"
             )
         return names, True
     if [normalise_name(n) for n in first_record] == [normalise_name(n) for n in column_names]:
@@ -55,19 +40,12 @@ def header_of(first_record: list[str], column_names: Sequence[str] | None, where
 
 
 def unnamed_column(index: int) -> str:
-    """The name of a column whose header cell is empty, as pandas names it ("Unnamed: 2", counted from 0). A
-    spreadsheet's export, or the SMS Spam Collection's `v1,v2,,,`, leaves the columns that hold a few stray cells
-    unnamed; refusing such a header left no way to read the file, since given column names its first row is
-    another header."""
+    """An empty header cell's name, as pandas gives it ("Unnamed: 2"): `v1,v2,,,` stays readable."""
     return f"Unnamed: {index}"
 
 
 def _check_not_another_header(first_record: list[str], column_names: Sequence[str], where: str) -> None:
-    """A first record that holds given column names without being exactly them (id,title,description where
-    class_index,title,description were given, or the names in another order) is a header of its own, not data:
-    read as data it would be labelled as a text and its names replaced by the given ones (id written back as
-    class_index, title and description swapped). Two such cells, or one that is not a number (a data row may well
-    hold 0 where the columns are named 0, 1, ...), make it a header."""
+    """A first record holding given names, but not exactly them, is a header of its own: an error."""
     given = {normalise_name(name) for name in column_names}
     named = [cell for cell in first_record if normalise_name(cell) in given]
     if len(named) >= 2 or not all(is_number_text(cell) for cell in named):
@@ -87,13 +65,7 @@ def read_header(
     empty: str,
     one_column_hint: str = "",
 ) -> tuple[list[str], Iterator[tuple[int, list[str]]], list[str], str]:
-    """The header rule over (number, fields) records, a CSV/TSV file's or an Excel sheet's: the column names (the
-    first non-blank record, or `column_names`: header_of), the data records, each checked to be as wide, the row
-    that a repeat of the header equals (Table.header_row: the header's record as written, or the given names), and
-    where the header seems to be when a title sits above it (header_below_title; "" when none does), for the error
-    about a missing column. `unit` names a record's number in errors ("line", a sheet's "row"), `width_hint` says
-    what a record of another width most likely holds, and `one_column_hint` what else it may mean when the names are
-    one column; `empty` is the error for records that are all blank."""
+    """The header rule: (names, width-checked records, Table.header_row, the "title above the header" hint)."""
     first = next((record for record in records if not blank_record(record[1])), None)
     if first is None:
         raise DataError(empty)
@@ -109,24 +81,18 @@ def read_header(
         def title(ahead: list[tuple[int, list[str]]]) -> str:
             return header_below_title(first_record, number, ahead, unit)
 
-        if len(first_record) > 1:  # a title padded with empty cells (Excel's CSV) reads as a header as wide as the rows
+        if len(first_record) > 1:  # a title padded with empty cells (Excel's CSV)
             pending = list(itertools.islice(records, TITLE_ROWS))
             below_title = title(pending)
     rows = _checked_width(itertools.chain(pending, records), header, names_from, name, unit, hint, title)
     return header, rows, header_row, f"; {below_title}" if below_title else ""
 
 
-# Records after a first record of one cell (a title: "Export from helpdesk 2024-03-01") among which the header is
-# looked for: a blank row or two may lie between.
 TITLE_ROWS = 5
 
 
 def header_below_title(first_record: list[str], number: int, ahead: list[tuple[int, list[str]]], unit: str) -> str:
-    """Where the header seems to be when the first record (on `number`), read as the header, is a title above it: one
-    cell filled (of several words where it is the record's only cell: _one_column_name), and the next record with
-    cells in it (within TITLE_ROWS of it, in `ahead`) holds two or more names (neither numbers nor texts:
-    header.names_read_as_data) and is as wide as the record after it. There is no setting that skips rows, so the rows
-    above the header are to be deleted. "" where the first record is no such title."""
+    """Where the header seems to be when the first record is a title above it; else ""."""
     filled = [(line, record) for line, record in ahead if _filled(record)]
     if _filled(first_record) != 1 or _one_column_name(first_record) or not filled or filled[0][0] - number > TITLE_ROWS:
         return ""
@@ -138,18 +104,15 @@ def header_below_title(first_record: list[str], number: int, ahead: list[tuple[i
 
 
 def _one_column_name(record: list[str]) -> bool:
-    """Whether a record of one cell, unpadded, is one word: a one-column file's name (`text`), whose texts may hold
-    an unquoted comma, more likely than a title (which has words; Excel's CSV pads one with commas)."""
+    """Whether a one-cell unpadded record is one word: a one-column file's name, more likely than a title."""
     return len(record) == 1 and " " not in record[0].strip()
 
 
 def _filled(record: list[str]) -> int:
-    """How many of a record's cells hold more than spaces."""
     return sum(1 for cell in record if cell.strip())
 
 
 def blank_record(record: list[str]) -> bool:
-    """An empty line, or one of spaces."""
     return not record or (len(record) == 1 and not record[0].strip())
 
 
@@ -162,16 +125,11 @@ def _checked_width(
     hint: str,
     title: Callable[[list[tuple[int, list[str]]]], str] | None = None,
 ) -> Iterator[tuple[int, list[str]]]:
-    """The records, each as wide as the header. `title`: where the header seems to be when the first record read as
-    the header is a title above it (header_below_title), asked of the first row that is wider, and the one after it,
-    only once that row fails: a pipe's rows are read as they arrive."""
+    """The records, each as wide as the header; `title` is asked only once the first row fails."""
     empty_lines: list[int] = []
     first_row = True
     for line, record in records:
-        # A line of spaces between rows of several columns is no row; in a one-column file it is a row whose text
-        # is blank (`""`, or spaces), which prediction keeps and reports rather than silently dropping. So is an
-        # empty line between its rows: a text file of one text per line (tweet_eval's test_text.txt) lines up with
-        # its labels file only if every line is a row. Empty lines after the last row end the file; they are none.
+        # A blank line between rows of several columns is no row; in a one-column file it is a blank text.
         if len(header) > 1 and blank_record(record):
             continue
         if not record:
@@ -182,8 +140,7 @@ def _checked_width(
         if len(record) != len(header):
             below_title = title([(line, record), *itertools.islice(records, 1)]) if title and first_row else ""
             raise DataError(
-                f"{name}, {unit} {line}: {len(record)} fields, expected {len(header)} as in {names_from} "
-                f"({', '.join(header)}); {below_title or hint}"
+                f"{name}, {unit} {line}: {len(record)} fields, expected {len(header)} as in {names_from} ({', '.join(header)}); {below_title or hint}"
             )
         first_row = False
         yield line, record

@@ -1,6 +1,4 @@
-"""JSON Lines files as a Table (one object per line; or one JSON array of objects; or, with data.json_field, one
-object whose key holds the records' list).
-"""
+"""JSON Lines files as a Table (or one JSON array of objects, or one object whose data.json_field holds them)."""
 
 from __future__ import annotations
 
@@ -16,16 +14,10 @@ from pipeline.data.sniff import records_field_hint, refuse_table_as_one_object
 
 
 def json_table(lines: LineSource, options: ReadOptions) -> Table:
-    """JSON Lines (one object per line); a file that is one JSON array of objects is accepted too, and with `field`
-    (options.json_field) one JSON object whose key holds the list of records (SQuAD's
-    {"version": ..., "data": [...]}, as HF datasets' load_dataset("json", field=...) reads it).
-
-    The header is every key of the first chunk, in order of appearance; a key first seen in a later chunk is an
-    error (the output's columns are fixed by then), which a whole-file read (chunk_size None) never meets.
-    """
+    """JSON Lines, a JSON array of objects, or the list under options.json_field; header: the first chunk's keys."""
     chunk_size, field, field_option = options.chunk_size, options.json_field, options.json_field_option
     objects = _field_records(lines, field, field_option) if field is not None else _json_objects(lines)
-    first_batch = list(_take(objects, chunk_size))
+    first_batch = list(itertools.islice(objects, chunk_size))
     if not first_batch:
         raise DataError(
             f"{lines.name}: the list {field!r} ({field_option}) is empty" if field else f"{lines.name} is empty"
@@ -33,20 +25,13 @@ def json_table(lines: LineSource, options: ReadOptions) -> Table:
     hint = ""
     if field is None:
         refuse_table_as_one_object(first_batch[0][1], lines.name, field_option)
-        # One record in the whole file (a first chunk of one, unless chunks are of one row): the file is one object.
+        # One record in the whole file: the file is one object.
         if len(first_batch) == 1 and chunk_size != 1:
             hint = records_field_hint(first_batch[0][1], field_option)
     unit = "record" if first_batch[0][0] < 0 else "line"  # a JSON array's objects are numbered as records
     header = list(dict.fromkeys(key for _, record in first_batch for key in record))
     rows = _json_rows(itertools.chain(first_batch, objects), header, lines.name, unit)
     return Table(lines.name, "jsonl", header, unit, batched(rows, chunk_size), lines, missing_column_hint=hint)
-
-
-def _take(iterator: Iterator, count: int | None) -> Iterator:
-    for index, item in enumerate(iterator):
-        yield item
-        if count is not None and index + 1 == count:
-            return
 
 
 def _json_objects(lines: LineSource) -> Iterator[tuple[int, dict]]:
@@ -61,8 +46,7 @@ def _json_objects(lines: LineSource) -> Iterator[tuple[int, dict]]:
             return
         number = lines.line_number
         if first and text.lstrip().startswith("{") and _json_or_none(text) is None:
-            # One object indented over several lines (json.dump(..., indent=2)): read whole, as an array is; a JSON
-            # Lines file whose first line is broken fails on that line, as before.
+            # One object indented over several lines (json.dump(..., indent=2)): read whole, as an array is.
             whole = _json_or_none(text + "".join(source))
             if isinstance(whole, dict):
                 yield -1, whole
@@ -72,7 +56,6 @@ def _json_objects(lines: LineSource) -> Iterator[tuple[int, dict]]:
 
 
 def _json_or_none(text: str) -> Any:
-    """The JSON value of `text`, or None where it is not valid JSON."""
     try:
         return json.loads(text)
     except json.JSONDecodeError:
@@ -121,7 +104,6 @@ def _field_records(lines: LineSource, field: str, option: str) -> Iterator[tuple
 
 
 def _json_kind(value: Any) -> str:
-    """What a parsed JSON value is, in JSON's words."""
     kinds = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
     return kinds.get(type(value), "null")
 
@@ -135,7 +117,6 @@ def _json_rows(
         extra = [key for key in record if key not in known]
         if extra:
             raise DataError(
-                f"{name}, {unit} {number}: key {extra[0]!r} does not appear in the first rows read; "
-                "give every record the same keys (or read more rows per chunk)"
+                f"{name}, {unit} {number}: key {extra[0]!r} does not appear in the first rows read; give every record the same keys (or read more rows per chunk)"
             )
         yield number, [record.get(key) for key in header]

@@ -29,9 +29,7 @@ def parquet_table(lines: LineSource, options: ReadOptions) -> Table:
 
 
 def class_label_names(metadata: dict[bytes, bytes] | None) -> dict[str, list[str]] | None:
-    """The class names of each ClassLabel column (or list of ClassLabel) that the `datasets` library recorded in a
-    Parquet file's schema metadata (`Dataset.to_parquet`, the Hub's own Parquet files): the ids alone are stored, and
-    read without these names a run's classes were 0, 1, 2, ... Metadata it cannot read names none."""
+    """Each ClassLabel column's names from `datasets`' schema metadata (only ids are stored), or None."""
     try:
         features = json.loads((metadata or {}).get(b"huggingface", b"{}"))["info"]["features"]
     except (ValueError, KeyError, TypeError):

@@ -1,6 +1,4 @@
-"""A table being read (Table): its header and numbered chunks of rows, as every format's reader returns it, and
-the settings a reader reads it by (ReadOptions).
-"""
+"""A table being read (Table): its header and numbered chunks of rows, and the settings it is read by (ReadOptions)."""
 
 from __future__ import annotations
 
@@ -35,13 +33,12 @@ class Chunk:
     """Consecutive rows: their values in header order, and the line (or record) number where each starts."""
 
     records: list[list[Any]]
-    numbers: list[int] | list[str]  # a folder's (pipeline/data/folders.py): each file's path in it
+    numbers: list[int] | list[str]  # a folder's: each file's path in it
 
 
 @dataclass
 class Table:
-    """A table being read: its header, how rows are numbered, and a generator of chunks (which raises DataError
-    on a malformed row when it reaches it)."""
+    """A table being read: its header, row numbering, and chunks (raising DataError on a malformed row)."""
 
     name: str
     format: str
@@ -49,42 +46,30 @@ class Table:
     unit: str  # "line", "record" or (a workbook's sheet) "row"
     chunks: Iterator[Chunk]
     lines: LineSource | None = None  # for progress: bytes read so far of a text file
-    # How a CSV/TSV file's double quotes are read, `auto` resolved for this file: "csv" or "none" (QUOTINGS); None
-    # for the formats without quoting (JSON Lines, Parquet).
-    quoting: str | None = None
-    # The one character between a CSV/TSV file's fields, as read (data.delimiter, or the format's: a comma, a semicolon
-    # the first line shows, a tab); None for the other formats.
-    delimiter: str | None = None
-    # Rows in all, where known before reading them (a folder: its files); else progress estimates them from `lines`.
-    row_count: int | None = None
-    sheet: str | None = None  # the worksheet read, of an Excel workbook (data.sheet, or its first)
-    # The class names of columns a Parquet file stores as ClassLabel ids (a file `datasets` wrote: its schema's
-    # metadata), a list of ClassLabel's too (multi-label); None for the other formats, or where none is recorded.
+    quoting: str | None = None  # a CSV/TSV file's quotes, `auto` resolved: "csv" or "none"; else None
+    delimiter: str | None = None  # a CSV/TSV file's delimiter as read; else None
+    row_count: int | None = None  # rows in all where known before reading (a folder's files)
+    sheet: str | None = None  # the worksheet read, of an Excel workbook
+    # Class names of a Parquet file's ClassLabel columns (`datasets`' schema metadata); None where none is recorded.
     class_names: dict[str, list[str]] | None = None
-    # Added to the error about a column the rows lack: what the file most likely is instead (a JSON object holding
-    # the records' list: sniff.records_field_hint).
     missing_column_hint: str = ""
-    # The row a CSV/TSV file's or a sheet's header was read from, as written (or the given column names of one without
-    # a header): a later row equal to it is that header again (repeats_header); None for the formats without one.
+    # The header row as written (or the given names): a later row equal to it is the header again; None: no header.
     header_row: list[str] | None = None
 
     def where(self, number: int | str) -> str:
         return f"{in_sheet(self.name, self.sheet)}, {self.unit} {number}"
 
     def repeats_header(self, record: Sequence[Any]) -> bool:
-        """Whether a row is the header row again, every cell as written (`cat a.csv b.csv` repeats b.csv's header
-        between the two files' rows): no data, which read as a row became a class named after the label column's
-        name in training and a labelled row in prediction. A file without a header repeats only the given column
-        names, exactly; a data row that merely holds the column names' words differs in some cell."""
+        """Whether a row is the header row again, every cell as written (`cat a.csv b.csv`): no data."""
         if self.header_row is None or len(record) != len(self.header_row):
             return False
-        # The second file's byte-order mark (Excel's "CSV UTF-8") sits before its header, mid-file, as a character.
+        # The second file's byte-order mark sits before its header, mid-file, as a character.
         first = record[0].removeprefix(BYTE_ORDER_MARK) if isinstance(record[0], str) else record[0]
         return [first, *record[1:]] == self.header_row
 
 
 def and_more(unit: str, numbers: Sequence[int | str]) -> str:
-    """ " (and 3 more: lines 7, 9, 12)" after the first of `numbers` (lines, records, rows) is named; "" for one."""
+    """ " (and 3 more: lines 7, 9, 12)" after the first of `numbers` is named; "" for one."""
     if len(numbers) < 2:
         return ""
     shown = ", ".join(str(number) for number in numbers[1:6])
@@ -92,20 +77,18 @@ def and_more(unit: str, numbers: Sequence[int | str]) -> str:
     return f" (and {len(numbers) - 1:,} more: {units} {shown}{', ...' if len(numbers) > 6 else ''})"
 
 
-# What a row that repeats its file's header row is, as removed_rows.csv, the report and prediction's error cell say.
+# A row repeating its file's header row, as removed_rows.csv, the report and prediction's error cell say.
 REPEATED_HEADER = "the header row again (files joined with cat?)"
 
 
 def repeated_header_warning(where: str, header_row: Sequence[str], more: str, outcome: str) -> str:
-    """The one warning about a file's rows that repeat its header row (Table.repeats_header): `where` the first is,
-    `more` the others (and_more), and `outcome`, what the reader's caller did with them."""
+    """The one warning about rows repeating the header: `where` the first is, `more` the others, and `outcome`."""
     names = shorten(", ".join(header_row), 80)
     return f"{where}: the header row ({names}) again, as files joined with cat repeat it{more}; {outcome}"
 
 
 def in_sheet(name: str, sheet: str | None) -> str:
-    """A file as errors name it, with the worksheet read where it is a workbook ("book.xlsx, sheet 'Train'"), so
-    that a row number leads to the sheet it counts in."""
+    """A file as errors name it, with the sheet of a workbook ("book.xlsx, sheet 'Train'")."""
     return f"{name}, sheet {sheet!r}" if sheet else name
 
 

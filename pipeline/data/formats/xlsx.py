@@ -1,11 +1,4 @@
-"""An Excel workbook (.xlsx) as a Table of tables.open_table: one worksheet's cells turned into the records that the
-same sheet saved as CSV gives (every value a string, "" for an empty cell), numbered by their row as Excel shows it,
-then read by the CSV/TSV header rule (header.read_header): the header row or data.column_names, the width
-check, blank rows. Everything after (text columns, labels, ids, incomplete rows) cannot tell a sheet from a CSV file.
-
-openpyxl reads it (the `excel` extra), in read-only mode and values only: a formula gives the value Excel last
-computed and saved with it, and the sheet is streamed row by row in numbered chunks, as a CSV file is.
-"""
+"""An Excel workbook's sheet as a Table, cells as its CSV export writes them; openpyxl (the `excel` extra)."""
 
 from __future__ import annotations
 
@@ -24,13 +17,11 @@ from pipeline.data.formats.table import ReadOptions, Table, batched, in_sheet
 from pipeline.data.lines import LineSource
 
 logger = logging.getLogger("pipeline.data.load")
-# openpyxl warns about workbook features it does not keep (data validation, conditional formatting, a missing
-# default style): nothing of the values read here, and on stderr they would break pipeline.predict's one-line errors.
+# openpyxl's warnings about features it does not keep would break pipeline.predict's one-line errors on stderr.
 warnings.filterwarnings("ignore", category=UserWarning, module=r"openpyxl(\.|$)")
 EXTRA = "excel"  # the optional extra that installs openpyxl
-# Excel keeps 15 significant digits of a number; more are binary noise (0.1 + 0.2 is stored as 0.30000000000000004).
+# Excel keeps 15 significant digits; more are binary noise (0.30000000000000004).
 EXCEL_DIGITS = 15
-# What a row of more cells than the header holds, as its error says.
 WIDTH_HINT = "a value right of the header's last column? Name its column in the header, or clear the cell"
 
 
@@ -40,8 +31,7 @@ def workbook_table(lines: LineSource, options: ReadOptions, stack: contextlib.Ex
     workbook = _load(lines.raw, name)
     stack.callback(workbook.close)
     worksheet = _chosen_sheet(workbook, name, options.sheet, sheet_option)
-    # The used range a workbook declares is often larger than its data (a formatted column, a cleared row):
-    # forgotten, rows end at their last cell, and no empty rows are made up after the last one.
+    # The declared used range is often larger than the data: forgotten, rows end at their last cell.
     worksheet.reset_dimensions()
     records = _records(_values(worksheet, name), options.column_names)
     empty = f"{name}: the sheet {worksheet.title!r} is empty"
@@ -64,32 +54,24 @@ def _load(raw: IO[bytes], name: str) -> Any:
         import openpyxl
     except ImportError:
         raise DataError(
-            f"{name} is an Excel workbook, read with openpyxl, which is not installed: it comes with the optional "
-            f"extra '{EXTRA}' ({extra_install(EXTRA)}), or save the sheet as CSV UTF-8"
+            f"{name} is an Excel workbook, read with openpyxl, which is not installed: it comes with the optional extra '{EXTRA}' ({extra_install(EXTRA)}), or save the sheet as CSV UTF-8"
         ) from None
     try:
-        # An open file, not its name: openpyxl refuses a name without a workbook's ending, and a workbook is told by
-        # its content.
+        # An open file: openpyxl refuses a name without a workbook's ending.
         return openpyxl.load_workbook(raw, read_only=True, data_only=True)
     except Exception as error:  # openpyxl raises many unrelated types (KeyError, ValueError, XML errors) for one
         raise DataError(f"{name}: not a readable Excel workbook ({type(error).__name__}: {one_line(error)})") from None
 
 
 def _chosen_sheet(workbook: Any, name: str, sheet: str | None, option: str) -> Any:
-    """The worksheet named `sheet` (exactly, else the one equal ignoring case and surrounding spaces, as Excel tells
-    names apart), or the first; a workbook of several sheets says which was read when none was named."""
+    """The worksheet named `sheet` (exactly, else ignoring case and spaces), or the first."""
     titles = [worksheet.title for worksheet in workbook.worksheets]
     if not titles:
         raise DataError(f"{name}: the workbook has no worksheet (only charts?)")
     if sheet is None:
         if len(titles) > 1:
-            logger.info(
-                "%s: read its first sheet, %r (%s unset); not read: %s",
-                name,
-                titles[0],
-                option,
-                ", ".join(repr(title) for title in titles[1:]),
-            )
+            others = ", ".join(repr(title) for title in titles[1:])
+            logger.info(f"{name}: read its first sheet, {titles[0]!r} ({option} unset); not read: {others}")
         return workbook.worksheets[0]
     matching = [title for title in titles if title == sheet] or [
         title for title in titles if normalise_name(title) == normalise_name(sheet)
@@ -102,22 +84,15 @@ def _chosen_sheet(workbook: Any, name: str, sheet: str | None, option: str) -> A
 
 
 def _other_sheets_hint(workbook: Any, read: str, header: list[str], option: str) -> str:
-    """Added to the error about a column the sheet read lacks: the workbook's other sheets, one of which may hold the
-    table (a first sheet of notes, the data on the second), and the setting that reads one. Not where the sheet's
-    first row looks like data (header.looks_like_data): the table is on this sheet without a header row, which
-    local.read_table's advice says, and a hint here would replace it (old workbooks hold empty Sheet2 and Sheet3)."""
+    """The workbook's other sheets, for the error about a missing column (not where row 1 looks like data)."""
     others = [worksheet.title for worksheet in workbook.worksheets if worksheet.title != read]
     if not others or looks_like_data(header, "xlsx"):
         return ""
-    return (
-        f"; the sheet read was {read!r}, and the workbook has others ({', '.join(repr(title) for title in others)}): "
-        f"read one with {option}={others[0]}"
-    )
+    return f"; the sheet read was {read!r}, and the workbook has others ({', '.join(repr(title) for title in others)}): read one with {option}={others[0]}"
 
 
 def _values(worksheet: Any, name: str) -> Iterator[tuple[Any, ...]]:
-    """The sheet's rows of values, parsed as they are read; a part openpyxl cannot parse (a damaged workbook) is an
-    error naming the sheet, not a traceback."""
+    """The sheet's rows of values; a part openpyxl cannot parse is an error naming the sheet."""
     rows = worksheet.iter_rows(values_only=True)
     while True:
         try:
@@ -132,9 +107,7 @@ def _values(worksheet: Any, name: str) -> Iterator[tuple[Any, ...]]:
 
 
 def _records(rows: Iterator[tuple[Any, ...]], column_names: Sequence[str] | None) -> Iterator[tuple[int, list[str]]]:
-    """(row number as Excel shows it, cells as text) for every row, as a CSV file saved from the sheet gives them: each
-    row as wide as the header (the given column names, else the first row that holds a value), its empty cells on the
-    right filled in, since the sheet stores none of them; an empty row is no cell at all, as an empty line is."""
+    """(Excel's row number, cells as text) per row, padded to the header's width as the CSV export does."""
     width = len(column_names) if column_names else None
     for number, values in enumerate(rows, start=1):
         cells = [cell_text(value) for value in values]
@@ -146,9 +119,7 @@ def _records(rows: Iterator[tuple[Any, ...]], column_names: Sequence[str] | None
 
 
 def cell_text(value: Any) -> str:
-    """A cell's value as Excel's CSV export writes it: a whole number without a decimal point ("3", so that labels
-    1-4 read as in a CSV file), other numbers to Excel's 15 digits, TRUE/FALSE, dates and times in ISO 8601 (a date
-    without a time of day as its date alone), an empty cell as ""."""
+    """A cell's value as Excel's CSV export writes it (1 not 1.0, 15 digits, TRUE/FALSE, ISO dates)."""
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -156,7 +127,7 @@ def cell_text(value: Any) -> str:
     if isinstance(value, float):
         return str(int(value)) if value.is_integer() else format(value, f".{EXCEL_DIGITS}g")
     if isinstance(value, datetime.datetime) and value.time() == datetime.time(0):
-        return value.date().isoformat()  # Excel stores a date as a date and time; a date cell reads as the date
+        return value.date().isoformat()  # a date cell is stored as a date and time
     if isinstance(value, (datetime.date, datetime.time)):
         return value.isoformat()
     return str(value)
