@@ -60,8 +60,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--input",
         required=True,
-        help="labelled CSV, TSV, JSON Lines, Parquet or fastText file, Excel workbook (.xlsx; its sheet: "
-        "data.sheet=NAME), or a folder of class folders",
+        help="labelled CSV, TSV, JSON Lines, Parquet or fastText file, Excel workbook (.xlsx; its sheet: data.sheet=NAME), or a folder of class folders",
     )
     parser.add_argument(
         "--output", help="folder to write (default: reports/<run>_on_<file name>); refused if it exists"
@@ -75,8 +74,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--backend",
         choices=BACKENDS,
         default="torch",
-        help="what runs the model: torch (default); onnx-fp32 (or onnx), onnx-int8, openvino, openvino-int8: the "
-        "run's verified export of that name; auto: as pipeline.predict chooses",
+        help="what runs the model: torch (default); onnx-fp32 (or onnx), onnx-int8, openvino, openvino-int8: the run's verified export of that name; auto: as pipeline.predict chooses",
     )
     parser.add_argument(
         "--precision",
@@ -125,8 +123,7 @@ def check_same_kind_of_text(trained: list[str] | None, given: list[str] | None) 
     if bool(trained) != bool(given):
         kind = "sentence pairs (data.text_pair_columns)" if trained else "single texts"
         raise ConfigError(
-            f"data.text_pair_columns: the model was trained on {kind}; an override may rename the columns, not "
-            "change what the model reads"
+            f"data.text_pair_columns: the model was trained on {kind}; an override may rename the columns, not change what the model reads"
         )
 
 
@@ -135,8 +132,7 @@ def check_paths(run: RunDir, input_path: Path, output: Path, overwrite: bool) ->
     its place must be writable, said before the file is scored."""
     if not input_path.is_file() and not input_path.is_dir():
         raise DataError(
-            f"--input: file not found: {input_path} (evaluation reads a file whole, or a folder of class folders; "
-            "not stdin)"
+            f"--input: file not found: {input_path} (evaluation reads a file whole, or a folder of class folders; not stdin)"
         )
     target = output.resolve()
     input_kind = "the input folder" if input_path.is_dir() else "the input file"
@@ -159,13 +155,11 @@ def check_replaceable(output: Path) -> None:
     foreign = foreign_names(output)
     if foreign:
         raise RunDirError(
-            f"--output {output}: holds files evaluation did not write ({', '.join(foreign[:5])}); --overwrite replaces "
-            "only an earlier evaluation's folder"
+            f"--output {output}: holds files evaluation did not write ({', '.join(foreign[:5])}); --overwrite replaces only an earlier evaluation's folder"
         )
     if RunDir(output).model_dir.exists():
         raise RunDirError(
-            f"--output {output}: holds a trained run (its model folder); --overwrite replaces only an earlier "
-            "evaluation's folder"
+            f"--output {output}: holds a trained run (its model folder); --overwrite replaces only an earlier evaluation's folder"
         )
 
 
@@ -300,8 +294,7 @@ def evaluate_file(args: argparse.Namespace) -> tuple[Path, RunRecord]:
     run_file = run_file_of(run, input_path)
     if run_file:
         logger.warning(
-            f"--input {args.input} is the run's own {run_file}: the model learnt from (or was chosen on) its rows, so "
-            "its scores here overstate how it does on new text"
+            f"--input {args.input} is the run's own {run_file}: the model learnt from (or was chosen on) its rows, so its scores here overstate how it does on new text"
         )
     predictor = Predictor.from_source(
         resolve_model_source(run.path), backend=args.backend, precision=precision_for(args.backend, args.precision)

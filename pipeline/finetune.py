@@ -93,8 +93,7 @@ def load_pretrained(key: str, name: str, load):
         return load()
     except (OSError, ValueError, KeyError) as error:  # missing files or weights, an unknown architecture
         raise RunError(
-            f"{key}: cannot load '{name}' ({rundir.first_line(error)}). Give a local folder written by save_pretrained, "
-            "or a Hub name with the Hub reachable (see docs/offline.md)"
+            f"{key}: cannot load '{name}' ({rundir.first_line(error)}). Give a local folder written by save_pretrained, or a Hub name with the Hub reachable (see docs/offline.md)"
         ) from None
 
 
@@ -432,8 +431,7 @@ def write_outputs(config: PipelineConfig, record: RunRecord, test: EvalResult, t
     write_report([run.path], run.path)
     write_model_card(run.path)
     print(
-        f"Test {record.headline_scores}; trained at {record.throughput.train_samples_per_second:.1f} "
-        f"samples/s; total {record.timings.total_seconds:.0f} s. Run directory: {run.path}"
+        f"Test {record.headline_scores}; trained at {record.throughput.train_samples_per_second:.1f} samples/s; total {record.timings.total_seconds:.0f} s. Run directory: {run.path}"
     )
 
 

@@ -53,8 +53,7 @@ SECTIONS: tuple[tuple[str, type, str], ...] = (
     (
         "data",
         DataConfig,
-        "Where the rows come from and how they are read. The rules behind these keys: [Your own data](your-data.md) "
-        "and [File formats](file-formats.md).",
+        "Where the rows come from and how they are read. The rules behind these keys: [Your own data](your-data.md) and [File formats](file-formats.md).",
     ),
     (
         "tokenizer",
@@ -66,8 +65,7 @@ SECTIONS: tuple[tuple[str, type, str], ...] = (
     (
         "train",
         TrainConfig,
-        "The training loop: [Scores you can act on](scores-and-thresholds.md) explains class weights and losses; "
-        "[Performance](performance.md) the speed settings.",
+        "The training loop: [Scores you can act on](scores-and-thresholds.md) explains class weights and losses; [Performance](performance.md) the speed settings.",
     ),
     ("train.distill", DistillConfig, "Distillation: [Distillation](distillation.md)."),
     ("eval", EvalConfig, "Evaluation, thresholds, the export and the baseline."),

@@ -35,8 +35,7 @@ class RunConfig:
     name: str = field(
         default="ag_news_bert",
         metadata={
-            "help": "the run's folder inside `run.output_dir`: one plain folder name, not empty, `.`, `..`, a path or "
-            "absolute"
+            "help": "the run's folder inside `run.output_dir`: one plain folder name, not empty, `.`, `..`, a path or absolute"
         },
     )
     output_dir: str = field(
@@ -58,8 +57,7 @@ class RunConfig:
     license: str | None = field(
         default=None,
         metadata={
-            "help": "the model's licence as a Hub licence id (`apache-2.0`, `mit`, ...), written into the model "
-            "card's metadata; unset, the card says so and how to set it"
+            "help": "the model's licence as a Hub licence id (`apache-2.0`, `mit`, ...), written into the model card's metadata; unset, the card says so and how to set it"
         },
     )
 
@@ -94,8 +92,7 @@ class TokenizerConfig:
     truncation: Literal["head", "tail", "head_tail"] = field(
         default="head",
         metadata={
-            "help": "what a longer text keeps: its first tokens, its last (`tail`), or both (`head_tail`, the head "
-            "taking `head_fraction`)"
+            "help": "what a longer text keeps: its first tokens, its last (`tail`), or both (`head_tail`, the head taking `head_fraction`)"
         },
     )
     head_fraction: float = field(
@@ -105,8 +102,7 @@ class TokenizerConfig:
     long_text: Literal["truncate", "chunk"] = field(
         default="truncate",
         metadata={
-            "help": "`chunk`: a longer text becomes windows of `max_length` tokens sharing `chunk_stride`, at most "
-            "`max_chunks` (the first ones and the last); see [Long texts](long-texts.md)"
+            "help": "`chunk`: a longer text becomes windows of `max_length` tokens sharing `chunk_stride`, at most `max_chunks` (the first ones and the last); see [Long texts](long-texts.md)"
         },
     )
     chunk_stride: int = field(
@@ -120,8 +116,7 @@ class TokenizerConfig:
     cache: bool = field(
         default=True,
         metadata={
-            "help": "cache tokenized splits (keyed by the texts, the tokenizer's full serialised state and every "
-            "length setting)"
+            "help": "cache tokenized splits (keyed by the texts, the tokenizer's full serialised state and every length setting)"
         },
     )
 
@@ -209,8 +204,7 @@ class EncoderSettings:
                 raise ConfigError(f"model.encoder.{name}: must be > 0, got {getattr(self, name)!r}")
         if self.hidden_size % self.num_heads != 0:
             raise ConfigError(
-                f"model.encoder.hidden_size ({self.hidden_size}) must be divisible by "
-                f"model.encoder.num_heads ({self.num_heads})"
+                f"model.encoder.hidden_size ({self.hidden_size}) must be divisible by model.encoder.num_heads ({self.num_heads})"
             )
 
 
@@ -219,8 +213,7 @@ class ModelConfig:
     kind: Literal["pretrained", "bert", "encoder"] = field(
         default="pretrained",
         metadata={
-            "help": "`pretrained` (any Hub/local sequence-classification checkpoint: BERT, RoBERTa, DistilBERT, ...; "
-            "`bert` is its older name and still accepted) or `encoder` (from scratch)"
+            "help": "`pretrained` (any Hub/local sequence-classification checkpoint: BERT, RoBERTa, DistilBERT, ...; `bert` is its older name and still accepted) or `encoder` (from scratch)"
         },
     )
     name_or_path: str = field(
@@ -241,8 +234,7 @@ class ModelConfig:
     encoder: EncoderSettings = field(
         default_factory=EncoderSettings,
         metadata={
-            "help": "the architecture of the encoder trained from scratch (`model.kind: encoder`); a checkpoint reads "
-            "its own from `name_or_path`"
+            "help": "the architecture of the encoder trained from scratch (`model.kind: encoder`); a checkpoint reads its own from `name_or_path`"
         },
     )
 
@@ -268,8 +260,7 @@ class EvalConfig:
     chunk_pooling: Literal["mean", "max"] = field(
         default="mean",
         metadata={
-            "help": "with `tokenizer.long_text: chunk`, a document's probabilities are the mean (or per-class `max`, "
-            "renormalised) of its windows' probabilities"
+            "help": "with `tokenizer.long_text: chunk`, a document's probabilities are the mean (or per-class `max`, renormalised) of its windows' probabilities"
         },
     )
     threshold: float | Literal["best_f1"] | dict[str, float | Literal["best_f1"] | dict[str, float]] | None = field(
@@ -300,8 +291,7 @@ class EvalConfig:
     predict_speed_rows: int = field(
         default=512,
         metadata={
-            "help": "at the end of the run, time the prediction path on this many test texts: `metrics.json` "
-            "`throughput.predict_rows_per_second`, shown in reports; 0 skips it"
+            "help": "at the end of the run, time the prediction path on this many test texts: `metrics.json` `throughput.predict_rows_per_second`, shown in reports; 0 skips it"
         },
     )
 

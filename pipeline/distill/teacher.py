@@ -66,8 +66,7 @@ def check_single_label(config: Any, where: Path) -> None:
     targets), a class it scores high takes probability from the others, which it never meant."""
     if is_multi_label(config):
         raise ConfigError(
-            f"{TEACHER_KEY}: {where} is a multi-label model (a sigmoid per class), but distillation's soft targets "
-            "are a softmax over the classes; give a single-label teacher"
+            f"{TEACHER_KEY}: {where} is a multi-label model (a sigmoid per class), but distillation's soft targets are a softmax over the classes; give a single-label teacher"
         )
 
 
@@ -237,8 +236,7 @@ def init_student_embeddings(student: Any, source: ModelSource, tokenizer: Any) -
     teacher_tokenizer = AutoTokenizer.from_pretrained(str(source.model_dir))
     if teacher_tokenizer.get_vocab() != tokenizer.get_vocab():
         raise ConfigError(
-            f"{key}: the teacher's vocabulary ({len(teacher_tokenizer)} tokens) is not the student's "
-            f"({len(tokenizer)}); use the teacher's tokenizer (tokenizer.name_or_path) or turn it off"
+            f"{key}: the teacher's vocabulary ({len(teacher_tokenizer)} tokens) is not the student's ({len(tokenizer)}); use the teacher's tokenizer (tokenizer.name_or_path) or turn it off"
         )
     teacher = load_classifier(source.model_dir)
     table = teacher.get_input_embeddings().weight.detach().float()  # (V, D)
