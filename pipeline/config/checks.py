@@ -1,8 +1,5 @@
-"""Range and consistency checks of a loaded config: what types alone cannot express.
-
-`load_config` (pipeline/config/load.py) runs `validate` once the YAML and overrides are built into dataclasses; every
-check raises `ConfigError` naming the dotted key. Class names are checked against the data once it is loaded
-(pipeline.scoring.thresholds, pipeline.train.losses).
+"""Range and consistency checks of a loaded config (`validate`, run by `load_config`): what types alone cannot
+express. Class names are checked against the data once it is loaded.
 """
 
 from __future__ import annotations

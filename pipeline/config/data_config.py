@@ -1,9 +1,4 @@
-"""The `data` section of the config: where the rows come from and how files are read, each setting with its docs.
-
-Every setting's `help` (pipeline/config/values.py `setting`) is what the config reference says of it
-(pipeline/config/reference.py renders docs/config-reference.md); the settings that describe one file's layout
-(FILE_SETTINGS, pipeline/config/options.py) are also the file options of `pipeline.predict`, whose help they give.
-"""
+"""The `data` section of the config: where the rows come from and how files are read, each setting with its docs."""
 
 from __future__ import annotations
 

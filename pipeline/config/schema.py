@@ -1,10 +1,5 @@
-"""Typed configuration: one dataclass per section, each setting with its default and its documentation.
-
-Every default lives in these dataclasses (the data and train sections' in pipeline/config/data_config.py and
-train_config.py) and nowhere else. Each setting's documentation is its field's metadata, as `HfArgumentParser`
-reads it: "help" (what it does) and "more" (the rest the reference says); docs/config-reference.md is rendered
-from it (pipeline/config/reference.py), and so is the help of pipeline.predict's file options (options.py).
-Loading YAML files and overrides: pipeline/config/load.py; range and consistency checks: pipeline/config/checks.py.
+"""Typed configuration: one dataclass per section, each setting with its default and its documentation (the field's
+metadata "help" and "more", which render docs/config-reference.md). Every default lives here and nowhere else.
 """
 
 from __future__ import annotations

@@ -1,7 +1,4 @@
-"""The `train` section of the config and its `train.distill` part: the training loop's settings, each with its docs.
-
-Every setting's `help` is what the config reference says of it (pipeline/config/reference.py).
-"""
+"""The `train` section of the config and its `train.distill` part: the training loop's settings, each with its docs."""
 
 from __future__ import annotations
 
