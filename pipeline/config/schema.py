@@ -62,13 +62,10 @@ class TokenizerConfig:
     name_or_path: str = field(
         default="bert-base-uncased",
         metadata={
-            "help": "a Hub name or a local folder holding a tokenizer (loaded by `AutoTokenizer`, fast; the "
-            "checkpoint's own kind). When more than 5% of train's tokens are its unknown token (`[UNK]`: a "
-            "script its vocabulary lacks, as Thai or emoji for an English BERT), or more than 5% of its texts "
-            "are more than half `[UNK]` (mixed data: short Chinese rows among long English ones keep the "
-            "token share low), a warning suggests one made for the language, and the report says it in a "
-            "note; `pipeline.evaluate` gives the same warning and note of its file, and `pipeline.predict` "
-            "the same warning of its whole input (once, after the last chunk); `metrics.json` "
+            "help": "a Hub name or a local folder holding a tokenizer (loaded by `AutoTokenizer`, fast). When more "
+            "than 5% of train's tokens are `[UNK]` (a script its vocabulary lacks), or more than 5% of its texts "
+            "are more than half `[UNK]`, a warning and the report suggest one made for the language (as "
+            "`pipeline.evaluate` and `pipeline.predict` do of their input); `metrics.json` "
             "`tokenization.unknown_token_share` and `mostly_unknown_share` record each split's shares"
         },
     )
