@@ -3,19 +3,9 @@
     python -m pipeline.evaluate --model runs/ag_news_minilm --input new_labelled.csv
     python -m pipeline.evaluate --model runs/tickets --input march.csv data.label_column=queue --output reports/march
 
-The file (or a folder of class folders, read for the model's classes: pipeline/data/folders.py) is read as the run read
-its training files (its config.yaml: text columns, label column or columns, encoding, quoting, incomplete rows),
-with any `data.*` setting but the task and classes overridden by KEY=VALUE; its labels must be the model's classes,
-read as training read its own (metrics.json data.label_reading). Every usable row is scored: nothing is carved,
-deduplicated or capped. The model is the run's, calibrated and with its thresholds, in full precision by default.
-
-The output folder (default reports/<run>_on_<file name>) is laid out as a run directory, so that `python -m
-pipeline.report` reads it, alone or beside the run itself (`python -m pipeline.report runs/x reports/x_on_new`):
-metrics.json, whose `test` is this file's metrics, `calibration` its calibration error before and after (as a run
-records its test split's), `throughput` the prediction path's rows/s on it and `evaluation` says what was scored;
-test_predictions.csv;
-removed_rows.csv; config.yaml (the run's, with the overrides and the file as data.test_file); the run's
-history.jsonl; report.md and report.html. It is built beside its place and renamed into it whole.
+The file is read as the run read its training files (its config.yaml), with `data.*` reading settings overridden
+by KEY=VALUE, and scored whole by the run's model. The output folder (default reports/<run>_on_<file name>) is laid
+out as a run directory, so that `python -m pipeline.report` reads it; it is built beside its place and renamed in.
 """
 
 from __future__ import annotations
@@ -43,23 +33,10 @@ from pipeline.data.text import fewer_columns_warning
 from pipeline.predict import PredictError, Predictor, resolve_model_source
 from pipeline.predict.speed import speed_record, warm_up
 from pipeline.report.write import write_report
-from pipeline.run.directory import (
-    REMOVED_ROWS_FILE,
-    RunDir,
-    RunDirError,
-    folded_temperature,
-)
+from pipeline.run.directory import REMOVED_ROWS_FILE, RunDir, RunDirError, folded_temperature
 from pipeline.run.exports import BACKENDS
 from pipeline.run.ownership import foreign_names
-from pipeline.run.record import (
-    Calibration,
-    Data,
-    Evaluation,
-    RunRecord,
-    Scores,
-    Throughput,
-    Tokenization,
-)
+from pipeline.run.record import Calibration, Data, Evaluation, RunRecord, Scores, Throughput, Tokenization
 from pipeline.scoring.decide import calibration_record
 from pipeline.scoring.evaluation import EvalResult, result_from_probabilities, write_predictions
 from pipeline.text.lengths import truncated_share
@@ -83,8 +60,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--input",
         required=True,
-        help="labelled CSV, TSV, JSON Lines, Parquet or fastText file, Excel workbook (.xlsx; its sheet: "
-        "data.sheet=NAME), or a folder of class folders",
+        help="labelled CSV, TSV, JSON Lines, Parquet or fastText file, Excel workbook (.xlsx; its sheet: data.sheet=NAME), or a folder of class folders",
     )
     parser.add_argument(
         "--output", help="folder to write (default: reports/<run>_on_<file name>); refused if it exists"
@@ -98,8 +74,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--backend",
         choices=BACKENDS,
         default="torch",
-        help="what runs the model: torch (default); onnx-fp32 (or onnx), onnx-int8, openvino, openvino-int8: the "
-        "run's verified export of that name; auto: as pipeline.predict chooses",
+        help="what runs the model: torch (default); onnx-fp32 (or onnx), onnx-int8, openvino, openvino-int8: the run's verified export of that name; auto: as pipeline.predict chooses",
     )
     parser.add_argument(
         "--precision",
@@ -148,8 +123,7 @@ def check_same_kind_of_text(trained: list[str] | None, given: list[str] | None) 
     if bool(trained) != bool(given):
         kind = "sentence pairs (data.text_pair_columns)" if trained else "single texts"
         raise ConfigError(
-            f"data.text_pair_columns: the model was trained on {kind}; an override may rename the columns, not "
-            "change what the model reads"
+            f"data.text_pair_columns: the model was trained on {kind}; an override may rename the columns, not change what the model reads"
         )
 
 
@@ -158,8 +132,7 @@ def check_paths(run: RunDir, input_path: Path, output: Path, overwrite: bool) ->
     its place must be writable, said before the file is scored."""
     if not input_path.is_file() and not input_path.is_dir():
         raise DataError(
-            f"--input: file not found: {input_path} (evaluation reads a file whole, or a folder of class folders; "
-            "not stdin)"
+            f"--input: file not found: {input_path} (evaluation reads a file whole, or a folder of class folders; not stdin)"
         )
     target = output.resolve()
     input_kind = "the input folder" if input_path.is_dir() else "the input file"
@@ -182,13 +155,11 @@ def check_replaceable(output: Path) -> None:
     foreign = foreign_names(output)
     if foreign:
         raise RunDirError(
-            f"--output {output}: holds files evaluation did not write ({', '.join(foreign[:5])}); --overwrite replaces "
-            "only an earlier evaluation's folder"
+            f"--output {output}: holds files evaluation did not write ({', '.join(foreign[:5])}); --overwrite replaces only an earlier evaluation's folder"
         )
     if RunDir(output).model_dir.exists():
         raise RunDirError(
-            f"--output {output}: holds a trained run (its model folder); --overwrite replaces only an earlier "
-            "evaluation's folder"
+            f"--output {output}: holds a trained run (its model folder); --overwrite replaces only an earlier evaluation's folder"
         )
 
 
@@ -198,8 +169,7 @@ RUN_FILE_KEYS = ("data.train_file", "data.validation_file")
 
 
 def run_file_of(run: RunDir, input_path: Path) -> str | None:
-    """The key of the run's own file that the input is (RUN_FILE_KEYS; config.yaml holds them absolute), or None.
-    Its scores then overstate how the model does on new text: a warning says so, and the report's note on it."""
+    """The key of the run's own file that the input is (config.yaml holds them absolute), or None."""
     data = run.read_config().get("data") or {}
     for key in RUN_FILE_KEYS:
         path = data.get(key.removeprefix("data."))
@@ -225,10 +195,8 @@ class Scored:
 
 
 def score(predictor: Predictor, texts: list[str], gold: Any, labels: list[str], temperature: float) -> Scored:
-    """The model's probabilities for the texts, labelled by its decision (thresholds from validation), scored. One
-    tokenization and one forward pass give both the calibrated probabilities and, with the `temperature` folded
-    into the model, those it gave before calibration (its logits times T), as stage 4 measures a run's test split.
-    Timed as the prediction path is (speed.prediction_speed): after one warm-up batch, tokenization included."""
+    """The texts scored by the model's decision, calibrated and (logits times the folded `temperature`) before
+    calibration, from one forward pass; timed after a warm-up batch, tokenization included."""
     warm_up(predictor, texts)
     started = time.perf_counter()
     encoded = predictor.encode(texts)
@@ -243,9 +211,7 @@ def score(predictor: Predictor, texts: list[str], gold: Any, labels: list[str], 
 
 
 def calibration_of(scored: Scored, run: RunRecord) -> Calibration:
-    """metrics.json `calibration` in a trained run's shape: the file's expected calibration error, loss and
-    reliability bins before and after calibration as `test` (scoring.calibration_record), beside the run's own
-    validation figures and any warning about its temperature."""
+    """metrics.json `calibration` in a trained run's shape: the file's figures as `test`, the run's as validation."""
     own = run.calibration or Calibration()
     enabled = bool(own.enabled if own.enabled is not None else scored.temperature != 1.0)
     record = Calibration.from_dict(
@@ -259,9 +225,7 @@ def calibration_of(scored: Scored, run: RunRecord) -> Calibration:
 
 
 def tokenization_of(counts: TokenCounts, max_length: int, run: RunRecord) -> Tokenization:
-    """The run's tokenization record with this file's figures as `test`: its share of texts longer than the fixed
-    length, of unknown tokens and of texts mostly unknown (the run's own test split's would say nothing about this
-    file)."""
+    """The run's tokenization record with this file's truncated and unknown-token shares as `test`."""
     record = replace(run.tokenization)  # a copy: the run's own stays as it was
     for key, value in (
         ("truncated_fraction", truncated_share(counts.lengths, max_length)),
@@ -330,10 +294,7 @@ def evaluate_file(args: argparse.Namespace) -> tuple[Path, RunRecord]:
     run_file = run_file_of(run, input_path)
     if run_file:
         logger.warning(
-            "--input %s is the run's own %s: the model learnt from (or was chosen on) its rows, so its scores here "
-            "overstate how it does on new text",
-            args.input,
-            run_file,
+            f"--input {args.input} is the run's own {run_file}: the model learnt from (or was chosen on) its rows, so its scores here overstate how it does on new text"
         )
     predictor = Predictor.from_source(
         resolve_model_source(run.path), backend=args.backend, precision=precision_for(args.backend, args.precision)
@@ -368,8 +329,7 @@ def write_folder(
     dataset: Any,
     removed: list[RemovedRow],
 ) -> None:
-    """The output folder, laid out as a run directory (see the module docstring), built beside its place and
-    renamed into it whole, its report included."""
+    """The output folder, built beside its place and renamed into it whole, its report included."""
 
     def fill(folder: Path) -> None:
         written = RunDir(folder)

@@ -3,11 +3,8 @@
     python -m pipeline.finetune --config configs/ag_news_bert.yaml [section.key=value ...]
     accelerate launch -m pipeline.finetune --config ...        # several GPUs or nodes, same code
 
-With no --config, runs configs/ag_news_bert.yaml (bert-base-uncased on AG News from the Hub).
-
-The run directory is claimed (a lock with this process's id) before any work, and an earlier run under the same
-name is replaced only once this one has loaded its data, tokenizer and model: a typo in a path never costs the
-earlier run.
+An earlier run under the same name is replaced only once this one has loaded its data, tokenizer and model: a typo
+in a path never costs the earlier run.
 """
 
 from __future__ import annotations
@@ -35,11 +32,7 @@ from pipeline import distill, models
 from pipeline.card.write import write_model_card
 from pipeline.common import hardware
 from pipeline.common.errors import one_line
-from pipeline.common.io import (
-    interrupted_exit_code,
-    replace_directory,
-    terminated_as_interrupt,
-)
+from pipeline.common.io import interrupted_exit_code, replace_directory, terminated_as_interrupt
 from pipeline.config.load import load_config, to_dict, with_absolute_paths
 from pipeline.config.schema import ConfigError, PipelineConfig
 from pipeline.data.label_scheme import UnknownLabels, leave_out_hint
@@ -100,8 +93,7 @@ def load_pretrained(key: str, name: str, load):
         return load()
     except (OSError, ValueError, KeyError) as error:  # missing files or weights, an unknown architecture
         raise RunError(
-            f"{key}: cannot load '{name}' ({rundir.first_line(error)}). Give a local folder written by save_pretrained, "
-            "or a Hub name with the Hub reachable (see docs/offline.md)"
+            f"{key}: cannot load '{name}' ({rundir.first_line(error)}). Give a local folder written by save_pretrained, or a Hub name with the Hub reachable (see docs/offline.md)"
         ) from None
 
 
@@ -188,8 +180,9 @@ def prepare(config: PipelineConfig, accelerator: Accelerator, timings: Timings, 
     tokenization.from_cache_by_process = gather_object([tokenization.from_cache])
     rows = {name: TokenizedRows(split) for name, split in tokenized.items() if name in data.splits}
     if teacher is None:
-        return Prepared(data, labels, tokenizer, model, new_parameters, rows, tokenization, None, cls_only)
-    rows["train"] = student_train
+        distill_record = None
+    else:
+        rows["train"] = student_train
     return Prepared(data, labels, tokenizer, model, new_parameters, rows, tokenization, distill_record, cls_only)
 
 
@@ -230,10 +223,9 @@ def evaluate(
     accelerator: Accelerator,
     validation_logits: torch.Tensor | None = None,
 ) -> tuple[Scoring, float, int]:
-    """Stage 4, on the best model as saved: calibrated (the temperature folded into model/), thresholds chosen on
-    validation (model/decision.json), then scored; what is evaluated is exactly what users will load.
-    `validation_logits`: the training loop's own scoring of the saved weights (TrainResult.best_validation_logits),
-    reused rather than computed again. Returns the scoring, its seconds and the rows it predicted."""
+    """Stage 4 on the best model as saved (calibrated, thresholds chosen on validation), so what is evaluated is what
+    users load. `validation_logits`: the training loop's scoring of those weights, reused. Returns the scoring, its
+    seconds and the rows it predicted."""
     accelerator.wait_for_everyone()
     run = RunDir(config.run_dir)
     best_model = load_classifier(run.model_dir)
@@ -439,8 +431,7 @@ def write_outputs(config: PipelineConfig, record: RunRecord, test: EvalResult, t
     write_report([run.path], run.path)
     write_model_card(run.path)
     print(
-        f"Test {record.headline_scores}; trained at {record.throughput.train_samples_per_second:.1f} "
-        f"samples/s; total {record.timings.total_seconds:.0f} s. Run directory: {run.path}"
+        f"Test {record.headline_scores}; trained at {record.throughput.train_samples_per_second:.1f} samples/s; total {record.timings.total_seconds:.0f} s. Run directory: {run.path}"
     )
 
 
@@ -459,9 +450,7 @@ def setup_logging() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     setup_logging()
-    # torch, transformers and datasets have made millions of objects that live until exit: out of the garbage
-    # collector's sight, its full collections during the run and the one at interpreter shutdown (about 1 s on
-    # this project's 2-core machine) skip them.
+    # The libraries' millions of objects live until exit: frozen, the collector's full passes skip them.
     gc.freeze()
     args = parse_args(argv)
     try:

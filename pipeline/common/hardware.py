@@ -1,8 +1,5 @@
-"""What the machine can do: the device, the precision it runs well, the CPU cores free to use, the CPU's name and
-the library versions; and how the C library's allocator serves a run's memory.
-
-Training, evaluation and prediction all ask here, so that "bf16 on this CPU?" has one answer everywhere.
-"""
+"""What the machine can do (device, precision, free CPU cores, library versions) and how glibc serves a run's
+memory: one answer to "bf16 on this CPU?" for training, evaluation and prediction."""
 
 from __future__ import annotations
 
@@ -15,6 +12,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import torch
+
+from pipeline import __version__
 
 # Tokens per evaluation or prediction batch, at most, on a CPU (eval.max_batch_tokens and pipeline.predict's
 # --max-batch-tokens at "auto"; batch_token_budget).
@@ -102,11 +101,9 @@ def device_info(device: torch.device, num_processes: int) -> dict:
 
 
 def library_versions() -> dict:
-    import accelerate
+    import accelerate  # slow to import: loaded only when a run records its versions
     import datasets
     import transformers
-
-    import pipeline
 
     return {
         "python": platform.python_version(),
@@ -114,7 +111,7 @@ def library_versions() -> dict:
         "transformers": transformers.__version__,
         "datasets": datasets.__version__,
         "accelerate": accelerate.__version__,
-        "pipeline": pipeline.__version__,
+        "pipeline": __version__,
     }
 
 
@@ -208,9 +205,8 @@ def batch_token_budget(setting: int | str | None, device: torch.device) -> int |
 
 
 def runs_weight_copy(dtype: torch.dtype | None, device: torch.device) -> bool:
-    """Whether reduced precision runs a copy of the weights in that dtype rather than autocast: bf16 on a CPU, where
-    autocast re-casts every weight at every matmul and the copy labels MiniLM 1.2-1.3x faster with the same labels
-    (benchmarks/predict_backends.py). Prediction and evaluation both ask here."""
+    """Whether reduced precision runs a bf16 copy of the weights rather than autocast: on a CPU, where autocast
+    re-casts every weight at every matmul."""
     return dtype == torch.bfloat16 and device.type == "cpu"
 
 
@@ -249,13 +245,9 @@ def freed_memory_kept(enabled: bool = True) -> Iterator[bool]:
     (malloc_trim), so a notebook that ran this holds nothing, and large blocks are mmapped again
     (RELEASED_MALLOC_SETTINGS).
 
-    Why: glibc serves blocks over its mmap threshold (128 KiB, rising to at most 32 MiB) with a fresh mmap and unmaps
-    them on free, so each new tensor of that size page-faults in zeroed pages again: MiniLM's word-embedding gradient
-    alone is 47 MB every step, and every new batch shape (length grouping, length-sorted evaluation) brings
-    activation sizes the threshold has not grown to yet. With no mmap (M_MMAP_MAX 0) and no trimming, the blocks a
-    step frees serve the next step's from memory the process already has (a lone block of one size may not: glibc
-    before 2.38 cannot fit a 64-byte-aligned request into a freed block of exactly its size, so the heap holds a few
-    spare large blocks: peak memory 4% higher for a MiniLM run). The maths is untouched."""
+    Why: glibc serves blocks over its mmap threshold with a fresh mmap and unmaps them on free, so each new tensor
+    of that size page-faults in zeroed pages again, every step and every new batch shape. With no mmap and no
+    trimming, the blocks a step frees serve the next step's from memory the process already has."""
     libc = glibc() if enabled else None
     if libc is None:
         yield False

@@ -1,9 +1,5 @@
-"""Atomic file output: everything is written to a temporary file beside the target, then renamed into place.
-
-A crash or Ctrl-C midway therefore never leaves a truncated file under the final name; `terminated_as_interrupt`
-makes SIGTERM (`kill`, a job scheduler's stop) unwind the same way. Every command checks that its output can be
-written before any work (`check_can_write`), and a write that fails later is an `OutputError` naming the output the
-user gave, never the temporary file beside it.
+"""Atomic file output: written to a temporary file beside the target, then renamed into place, so a crash or
+Ctrl-C (or SIGTERM, `terminated_as_interrupt`) never leaves a truncated file; `OutputError` names the user's output.
 """
 
 from __future__ import annotations

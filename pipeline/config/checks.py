@@ -1,8 +1,5 @@
-"""Range and consistency checks of a loaded config: what types alone cannot express.
-
-`load_config` (pipeline/config/load.py) runs `validate` once the YAML and overrides are built into dataclasses; every
-check raises `ConfigError` naming the dotted key. Class names are checked against the data once it is loaded
-(pipeline.scoring.thresholds, pipeline.train.losses).
+"""Range and consistency checks of a loaded config (`validate`, run by `load_config`): what types alone cannot
+express. Class names are checked against the data once it is loaded.
 """
 
 from __future__ import annotations
@@ -38,8 +35,7 @@ def validate(config: PipelineConfig) -> None:
     _validate_numbers(config)
     if config.train.selection_metric == "micro_f1" and config.data.task != "multi_label":
         raise ConfigError(
-            "train.selection_metric: micro_f1 is for multi-label tasks (for a single label it equals accuracy); use "
-            "accuracy, macro_f1 or auto"
+            "train.selection_metric: micro_f1 is for multi-label tasks (for a single label it equals accuracy); use accuracy, macro_f1 or auto"
         )
     if config.train.epochs <= 0 and config.train.max_steps is None:
         raise ConfigError(f"train.epochs: must be positive (or set train.max_steps), got {config.train.epochs}")
@@ -106,13 +102,11 @@ def _validate_text_pair(config: PipelineConfig) -> None:
             raise ConfigError(f"data.text_pair_columns: holds the label column '{column}'")
     if rule.long_text == "chunk":
         raise ConfigError(
-            "tokenizer.long_text: chunk reads one long text in windows; with data.text_pair_columns a pair longer "
-            "than max_length is cut from the end of its longer text (long_text: truncate)"
+            "tokenizer.long_text: chunk reads one long text in windows; with data.text_pair_columns a pair longer than max_length is cut from the end of its longer text (long_text: truncate)"
         )
     if rule.truncation != "head":
         raise ConfigError(
-            f"tokenizer.truncation: {rule.truncation} cuts one text; with data.text_pair_columns a pair longer than "
-            "max_length is cut from the end of its longer text (truncation: head)"
+            f"tokenizer.truncation: {rule.truncation} cuts one text; with data.text_pair_columns a pair longer than max_length is cut from the end of its longer text (truncation: head)"
         )
 
 
@@ -124,8 +118,7 @@ def _validate_label_columns(config: PipelineConfig) -> None:
     for column in data.label_columns or [data.label_column]:
         if normalise_name(column) in texts:
             raise ConfigError(
-                f"data.text_columns: holds the label column '{column}' ({key}); the model would read each row's "
-                "answer in its text"
+                f"data.text_columns: holds the label column '{column}' ({key}); the model would read each row's answer in its text"
             )
     if data.label_names_file is not None and (data.label_names or data.label_columns):
         given = "data.label_names" if data.label_names else "data.label_columns"
@@ -134,8 +127,7 @@ def _validate_label_columns(config: PipelineConfig) -> None:
         return
     if data.task != "multi_label":
         raise ConfigError(
-            "data.label_columns: one 0/1 column per class is a multi-label layout; set data.task=multi_label (a "
-            "single-label task names its one column in data.label_column)"
+            "data.label_columns: one 0/1 column per class is a multi-label layout; set data.task=multi_label (a single-label task names its one column in data.label_column)"
         )
     if data.label_names:
         raise ConfigError(
@@ -144,14 +136,12 @@ def _validate_label_columns(config: PipelineConfig) -> None:
     normalised = [normalise_name(column) for column in data.label_columns]
     if len(set(normalised)) < 2 or len(set(normalised)) < len(normalised):
         raise ConfigError(
-            f"data.label_columns: name two or more distinct columns, one per class, got {data.label_columns} (one 0/1 "
-            "column is a single-label task: data.label_column)"
+            f"data.label_columns: name two or more distinct columns, one per class, got {data.label_columns} (one 0/1 column is a single-label task: data.label_column)"
         )
     joined = [column for column in data.label_columns if data.label_separator in column]
     if joined:
         raise ConfigError(
-            f"data.label_columns: column {joined[0]!r} contains data.label_separator {data.label_separator!r}, which "
-            "joins classes in predictions; set another separator"
+            f"data.label_columns: column {joined[0]!r} contains data.label_separator {data.label_separator!r}, which joins classes in predictions; set another separator"
         )
 
 
@@ -162,8 +152,7 @@ def _validate_missing_label_values(data: DataConfig) -> None:
     for index, value in enumerate(data.missing_label_values):
         if not value.strip():
             raise ConfigError(
-                f"data.missing_label_values[{index}]: empty; an empty label cell is always a missing label, list only "
-                "written marks (NaN, N/A, -)"
+                f"data.missing_label_values[{index}]: empty; an empty label cell is always a missing label, list only written marks (NaN, N/A, -)"
             )
 
 
@@ -192,8 +181,7 @@ def _validate_split_column(config: PipelineConfig) -> None:
     for key, columns in roles.items():
         if normalise_name(column) in {normalise_name(name) for name in columns}:
             raise ConfigError(
-                f"data.split_column: '{column}' is also read by {key}; the split column only says which split a "
-                "row is in, name another column"
+                f"data.split_column: '{column}' is also read by {key}; the split column only says which split a row is in, name another column"
             )
 
 
@@ -284,8 +272,7 @@ def _validate_distill(config: PipelineConfig) -> None:
         or getattr(config.train, "class_weights", "none") != "none"
     ):
         raise ConfigError(
-            "train.loss / train.class_weights: not used with train.distill.teacher (the distillation "
-            "loss replaces them); leave them at cross_entropy / none"
+            "train.loss / train.class_weights: not used with train.distill.teacher (the distillation loss replaces them); leave them at cross_entropy / none"
         )
 
 
@@ -302,8 +289,7 @@ def _validate_long_text(tokenizer: TokenizerConfig) -> None:
     chunked = tokenizer.long_text == "chunk" and isinstance(tokenizer.max_length, int)
     if tokenizer.chunk_stride < 0 or (chunked and tokenizer.chunk_stride >= tokenizer.max_length - 2):
         raise ConfigError(
-            f"tokenizer.chunk_stride: must be at least 0 and smaller than a window (tokenizer.max_length - 2), "
-            f"got {tokenizer.chunk_stride}"
+            f"tokenizer.chunk_stride: must be at least 0 and smaller than a window (tokenizer.max_length - 2), got {tokenizer.chunk_stride}"
         )
 
 

@@ -1,9 +1,4 @@
-"""The `data` section of the config: where the rows come from and how files are read, each setting with its docs.
-
-Every setting's `help` (pipeline/config/values.py `setting`) is what the config reference says of it
-(pipeline/config/reference.py renders docs/config-reference.md); the settings that describe one file's layout
-(FILE_SETTINGS, pipeline/config/options.py) are also the file options of `pipeline.predict`, whose help they give.
-"""
+"""The `data` section of the config: where the rows come from and how files are read, each setting with its docs."""
 
 from __future__ import annotations
 
@@ -80,8 +75,7 @@ class DataConfig:
     validation_file: str | None = field(
         default=None,
         metadata={
-            "help": "the validation file, read as `data.train_file` is; none: carved from train "
-            "(`data.validation_fraction`)"
+            "help": "the validation file, read as `data.train_file` is; none: carved from train (`data.validation_fraction`)"
         },
     )
     test_file: str | None = field(
@@ -107,8 +101,7 @@ class DataConfig:
     sheet: str | None = field(
         default=None,
         metadata={
-            "help": "the worksheet of an Excel workbook to read, by its name (case ignored where no name matches "
-            "exactly); none: the first",
+            "help": "the worksheet of an Excel workbook to read, by its name (case ignored where no name matches exactly); none: the first",
             "more": "Every workbook of the run is read so; a workbook of several sheets says which it read in an INFO "
             "line. An unknown name is an error listing the sheets; given with a file that is not a workbook, "
             "a warning names it. A sheet read without the configured columns (or without rows), in a workbook "
@@ -129,8 +122,7 @@ class DataConfig:
     encoding: str = field(
         default=DEFAULT_ENCODING,
         metadata={
-            "help": "the encoding of text files (`latin-1`, `cp1252`, `utf-16`, ...); a file whose byte-order mark "
-            "says UTF-16 or UTF-32 is read as such",
+            "help": "the encoding of text files (`latin-1`, `cp1252`, `utf-16`, ...); a file whose byte-order mark says UTF-16 or UTF-32 is read as such",
             "more": 'Read as `utf-8`, a file whose byte-order mark says UTF-16 or UTF-32 (Excel\'s "Unicode text") is '
             "read in that encoding, with an INFO line, and with another encoding given one with a byte-order "
             "mark is an error naming the mark's. A byte that does not decode is an error naming the line, "
@@ -169,8 +161,7 @@ class DataConfig:
     json_field: str | None = field(
         default=None,
         metadata={
-            "help": 'the key of a JSON file\'s one object whose value is the list of records (`{"version": ..., '
-            '"data": [{...}, ...]}`: `data`); none: one record per line, or a JSON array',
+            "help": 'the key of a JSON file\'s one object whose value is the list of records (`{"version": ..., "data": [{...}, ...]}`: `data`); none: one record per line, or a JSON array',
             "more": 'SQuAD-style and many exported files are so, and the `datasets` library\'s `load_dataset("json", '
             "field=...)` reads them so; the records are numbered by their place in that list (`record 7`). "
             "Unset, a file that is one object (on one line or indented) is one record, and the error about "
@@ -207,8 +198,7 @@ class DataConfig:
     text_columns: list[str] = field(
         default_factory=lambda: [TEXT_COLUMN],
         metadata={
-            "help": "columns joined into the text (empty parts skipped; a JSON/Parquet list is its items joined the "
-            "same way)"
+            "help": "columns joined into the text (empty parts skipped; a JSON/Parquet list is its items joined the same way)"
         },
     )
     text_separator: str = field(
@@ -218,10 +208,8 @@ class DataConfig:
     text_pair_columns: list[str] | None = field(
         default=None,
         metadata={
-            "help": "columns joined into the second text of a sentence-pair task (NLI, paraphrase, question and "
-            "passage), as `text_columns` are",
-            "more": "The model reads `[CLS] first [SEP] second [SEP]` with segment ids 0 and 1 (see [Sentence "
-            "pairs](sentence-pairs.md)). Needs `tokenizer.truncation: head` and `long_text: truncate`",
+            "help": "columns joined into the second text of a sentence-pair task (NLI, paraphrase, question and passage), as `text_columns` are",
+            "more": "The model reads `[CLS] first [SEP] second [SEP]` with segment ids 0 and 1 (see [Sentence pairs](sentence-pairs.md)). Needs `tokenizer.truncation: head` and `long_text: truncate`",
         },
     )
     unescape_newlines: bool = field(
@@ -268,8 +256,7 @@ class DataConfig:
     label_names: list[str] | None = field(
         default=None,
         metadata={
-            "help": "Class names in id order. Unset: taken from the Hub's ClassLabel, or the sorted distinct string "
-            "labels."
+            "help": "Class names in id order. Unset: taken from the Hub's ClassLabel, or the sorted distinct string labels."
         },
     )
     label_names_file: str | None = field(
@@ -296,22 +283,19 @@ class DataConfig:
     task: Literal["single_label", "multi_label"] = field(
         default="single_label",
         metadata={
-            "help": "`multi_label`: a set of classes per row (a list, or a string joined by the separator); see "
-            "[Scores you can act on](scores-and-thresholds.md)"
+            "help": "`multi_label`: a set of classes per row (a list, or a string joined by the separator); see [Scores you can act on](scores-and-thresholds.md)"
         },
     )
     label_separator: str = field(
         default="|",
         metadata={
-            "help": "Joins a multi-label row's classes in CSV/TSV labels and in predictions, so no class name may "
-            "contain it."
+            "help": "Joins a multi-label row's classes in CSV/TSV labels and in predictions, so no class name may contain it."
         },
     )
     label_columns: list[str] | None = field(
         default=None,
         metadata={
-            "help": "multi-label files with one 0/1 column per class: those columns, which are then the classes in "
-            "this order (`data.label_column` and `data.label_names` unused)"
+            "help": "multi-label files with one 0/1 column per class: those columns, which are then the classes in this order (`data.label_column` and `data.label_names` unused)"
         },
     )
     missing_label_values: list[str] = field(
@@ -396,7 +380,6 @@ class DataConfig:
     unlabeled_file: str | None = field(
         default=None,
         metadata={
-            "help": "texts without labels (the train file's text columns) added to the transfer set; an empty text is "
-            "an error naming the row"
+            "help": "texts without labels (the train file's text columns) added to the transfer set; an empty text is an error naming the row"
         },
     )

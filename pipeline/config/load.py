@@ -2,10 +2,7 @@
 
     config = load_config("configs/ag_news_bert.yaml", ["train.learning_rate=3e-5", "data.max_train_samples=500"])
 
-A YAML file (or an override) may only name keys that exist in the dataclasses (pipeline/config/schema.py); a wrong
-key or a value of the wrong type raises `ConfigError` naming the dotted key. A YAML file may start from others with
-`extends: other.yaml` or `extends: [a.yaml, b.yaml]` (paths relative to the file; later files win, the file itself
-wins over all). Once built, the range and consistency checks run (pipeline/config/checks.py).
+A wrong key or a value of the wrong type raises `ConfigError` naming the dotted key; in `extends`, later files win.
 """
 
 from __future__ import annotations

@@ -3,11 +3,7 @@
     add_file_options(parser.add_argument, notes=PREDICT_NOTES, unset=("text_columns", "file_format"))
     settings = file_settings(args)   # {"file_format": "csv", "encoding": "utf-8", ...}
 
-`pipeline.predict` describes its input by the same settings that describe a run's data files (FILE_SETTINGS, fields
-of DataConfig): each option's flag, type, choices, default and help come from the field (`column_names` ->
-`--column-names`, a list -> comma-separated names, a Literal -> its choices), its argparse check from the rule
-that `data.*` obeys (pipeline/config/reading.py). `pipeline.evaluate` reads its file by the run's settings with
-`data.*` overrides, of which `check_reading_overrides` allows the ones that describe the file.
+`pipeline.predict` describes its input by the settings that describe a run's data files (FILE_SETTINGS).
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""How data files are read, as far as the settings need it: the defaults that data settings and the readers share
-(one column name, one encoding, one fastText prefix), and the rules that say a setting cannot work.
-
-The readers (pipeline.data) import these from here, so that a default is written once and the config layer needs
-nothing from the layers above it.
+"""The defaults that data settings and the readers (pipeline.data) share, and the rules that say a setting cannot
+work: here, so that a default is written once and the config layer needs nothing from the layers above it.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """The config reference page, docs/config-reference.md, rendered from the config dataclasses' field docs.
 
-    python -m pipeline.config.reference > docs/config-reference.md
-    python -m pipeline.config.reference --write          # the same, written in place
+    python -m pipeline.config.reference --write          # or > docs/config-reference.md
 
-Every setting's row (key, type, default, help) comes from its field: the type as error messages say it
-(values.describe), the default from the dataclass, the help from the field's metadata ("help", then "more").
-Only the page's introduction and each section's one-line lead are written here. tests/test_config_reference.py
-fails when the committed page differs from what this renders.
+Only the page's introduction and each section's one-line lead are written here.
 """
 
 from __future__ import annotations
@@ -53,8 +49,7 @@ SECTIONS: tuple[tuple[str, type, str], ...] = (
     (
         "data",
         DataConfig,
-        "Where the rows come from and how they are read. The rules behind these keys: [Your own data](your-data.md) "
-        "and [File formats](file-formats.md).",
+        "Where the rows come from and how they are read. The rules behind these keys: [Your own data](your-data.md) and [File formats](file-formats.md).",
     ),
     (
         "tokenizer",
@@ -66,8 +61,7 @@ SECTIONS: tuple[tuple[str, type, str], ...] = (
     (
         "train",
         TrainConfig,
-        "The training loop: [Scores you can act on](scores-and-thresholds.md) explains class weights and losses; "
-        "[Performance](performance.md) the speed settings.",
+        "The training loop: [Scores you can act on](scores-and-thresholds.md) explains class weights and losses; [Performance](performance.md) the speed settings.",
     ),
     ("train.distill", DistillConfig, "Distillation: [Distillation](distillation.md)."),
     ("eval", EvalConfig, "Evaluation, thresholds, the export and the baseline."),

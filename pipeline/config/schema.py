@@ -1,10 +1,5 @@
-"""Typed configuration: one dataclass per section, each setting with its default and its documentation.
-
-Every default lives in these dataclasses (the data and train sections' in pipeline/config/data_config.py and
-train_config.py) and nowhere else. Each setting's documentation is its field's metadata, as `HfArgumentParser`
-reads it: "help" (what it does) and "more" (the rest the reference says); docs/config-reference.md is rendered
-from it (pipeline/config/reference.py), and so is the help of pipeline.predict's file options (options.py).
-Loading YAML files and overrides: pipeline/config/load.py; range and consistency checks: pipeline/config/checks.py.
+"""Typed configuration: one dataclass per section, each setting with its default and its documentation (the field's
+metadata "help" and "more", which render docs/config-reference.md). Every default lives here and nowhere else.
 """
 
 from __future__ import annotations
@@ -35,8 +30,7 @@ class RunConfig:
     name: str = field(
         default="ag_news_bert",
         metadata={
-            "help": "the run's folder inside `run.output_dir`: one plain folder name, not empty, `.`, `..`, a path or "
-            "absolute"
+            "help": "the run's folder inside `run.output_dir`: one plain folder name, not empty, `.`, `..`, a path or absolute"
         },
     )
     output_dir: str = field(
@@ -58,8 +52,7 @@ class RunConfig:
     license: str | None = field(
         default=None,
         metadata={
-            "help": "the model's licence as a Hub licence id (`apache-2.0`, `mit`, ...), written into the model "
-            "card's metadata; unset, the card says so and how to set it"
+            "help": "the model's licence as a Hub licence id (`apache-2.0`, `mit`, ...), written into the model card's metadata; unset, the card says so and how to set it"
         },
     )
 
@@ -69,13 +62,10 @@ class TokenizerConfig:
     name_or_path: str = field(
         default="bert-base-uncased",
         metadata={
-            "help": "a Hub name or a local folder holding a tokenizer (loaded by `AutoTokenizer`, fast; the "
-            "checkpoint's own kind). When more than 5% of train's tokens are its unknown token (`[UNK]`: a "
-            "script its vocabulary lacks, as Thai or emoji for an English BERT), or more than 5% of its texts "
-            "are more than half `[UNK]` (mixed data: short Chinese rows among long English ones keep the "
-            "token share low), a warning suggests one made for the language, and the report says it in a "
-            "note; `pipeline.evaluate` gives the same warning and note of its file, and `pipeline.predict` "
-            "the same warning of its whole input (once, after the last chunk); `metrics.json` "
+            "help": "a Hub name or a local folder holding a tokenizer (loaded by `AutoTokenizer`, fast). When more "
+            "than 5% of train's tokens are `[UNK]` (a script its vocabulary lacks), or more than 5% of its texts "
+            "are more than half `[UNK]`, a warning and the report suggest one made for the language (as "
+            "`pipeline.evaluate` and `pipeline.predict` do of their input); `metrics.json` "
             "`tokenization.unknown_token_share` and `mostly_unknown_share` record each split's shares"
         },
     )
@@ -94,8 +84,7 @@ class TokenizerConfig:
     truncation: Literal["head", "tail", "head_tail"] = field(
         default="head",
         metadata={
-            "help": "what a longer text keeps: its first tokens, its last (`tail`), or both (`head_tail`, the head "
-            "taking `head_fraction`)"
+            "help": "what a longer text keeps: its first tokens, its last (`tail`), or both (`head_tail`, the head taking `head_fraction`)"
         },
     )
     head_fraction: float = field(
@@ -105,8 +94,7 @@ class TokenizerConfig:
     long_text: Literal["truncate", "chunk"] = field(
         default="truncate",
         metadata={
-            "help": "`chunk`: a longer text becomes windows of `max_length` tokens sharing `chunk_stride`, at most "
-            "`max_chunks` (the first ones and the last); see [Long texts](long-texts.md)"
+            "help": "`chunk`: a longer text becomes windows of `max_length` tokens sharing `chunk_stride`, at most `max_chunks` (the first ones and the last); see [Long texts](long-texts.md)"
         },
     )
     chunk_stride: int = field(
@@ -120,8 +108,7 @@ class TokenizerConfig:
     cache: bool = field(
         default=True,
         metadata={
-            "help": "cache tokenized splits (keyed by the texts, the tokenizer's full serialised state and every "
-            "length setting)"
+            "help": "cache tokenized splits (keyed by the texts, the tokenizer's full serialised state and every length setting)"
         },
     )
 
@@ -209,8 +196,7 @@ class EncoderSettings:
                 raise ConfigError(f"model.encoder.{name}: must be > 0, got {getattr(self, name)!r}")
         if self.hidden_size % self.num_heads != 0:
             raise ConfigError(
-                f"model.encoder.hidden_size ({self.hidden_size}) must be divisible by "
-                f"model.encoder.num_heads ({self.num_heads})"
+                f"model.encoder.hidden_size ({self.hidden_size}) must be divisible by model.encoder.num_heads ({self.num_heads})"
             )
 
 
@@ -219,8 +205,7 @@ class ModelConfig:
     kind: Literal["pretrained", "bert", "encoder"] = field(
         default="pretrained",
         metadata={
-            "help": "`pretrained` (any Hub/local sequence-classification checkpoint: BERT, RoBERTa, DistilBERT, ...; "
-            "`bert` is its older name and still accepted) or `encoder` (from scratch)"
+            "help": "`pretrained` (any Hub/local sequence-classification checkpoint: BERT, RoBERTa, DistilBERT, ...; `bert` is its older name and still accepted) or `encoder` (from scratch)"
         },
     )
     name_or_path: str = field(
@@ -241,8 +226,7 @@ class ModelConfig:
     encoder: EncoderSettings = field(
         default_factory=EncoderSettings,
         metadata={
-            "help": "the architecture of the encoder trained from scratch (`model.kind: encoder`); a checkpoint reads "
-            "its own from `name_or_path`"
+            "help": "the architecture of the encoder trained from scratch (`model.kind: encoder`); a checkpoint reads its own from `name_or_path`"
         },
     )
 
@@ -268,8 +252,7 @@ class EvalConfig:
     chunk_pooling: Literal["mean", "max"] = field(
         default="mean",
         metadata={
-            "help": "with `tokenizer.long_text: chunk`, a document's probabilities are the mean (or per-class `max`, "
-            "renormalised) of its windows' probabilities"
+            "help": "with `tokenizer.long_text: chunk`, a document's probabilities are the mean (or per-class `max`, renormalised) of its windows' probabilities"
         },
     )
     threshold: float | Literal["best_f1"] | dict[str, float | Literal["best_f1"] | dict[str, float]] | None = field(
@@ -300,8 +283,7 @@ class EvalConfig:
     predict_speed_rows: int = field(
         default=512,
         metadata={
-            "help": "at the end of the run, time the prediction path on this many test texts: `metrics.json` "
-            "`throughput.predict_rows_per_second`, shown in reports; 0 skips it"
+            "help": "at the end of the run, time the prediction path on this many test texts: `metrics.json` `throughput.predict_rows_per_second`, shown in reports; 0 skips it"
         },
     )
 

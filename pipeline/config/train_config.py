@@ -1,7 +1,4 @@
-"""The `train` section of the config and its `train.distill` part: the training loop's settings, each with its docs.
-
-Every setting's `help` is what the config reference says of it (pipeline/config/reference.py).
-"""
+"""The `train` section of the config and its `train.distill` part: the training loop's settings, each with its docs."""
 
 from __future__ import annotations
 
@@ -17,15 +14,13 @@ class DistillConfig:
     teacher: str | None = field(
         default=None,
         metadata={
-            "help": "distillation: a run directory or model folder of this project (BERT or encoder) whose logits "
-            "become soft targets (see [Distillation](distillation.md))"
+            "help": "distillation: a run directory or model folder of this project (BERT or encoder) whose logits become soft targets (see [Distillation](distillation.md))"
         },
     )
     alpha: float = field(
         default=0.5,
         metadata={
-            "help": "loss per row: alpha x KL(teacher_T || student_T) x T² + (1 - alpha) x cross-entropy on the gold "
-            "label; rows without one take the soft term alone"
+            "help": "loss per row: alpha x KL(teacher_T || student_T) x T² + (1 - alpha) x cross-entropy on the gold label; rows without one take the soft term alone"
         },
     )
     temperature: float = field(
@@ -37,8 +32,7 @@ class DistillConfig:
     augment: Literal["none", "mask", "ngram", "dropout", "mask_ngram"] = field(
         default="none",
         metadata={
-            "help": "copies of the train texts the teacher labels: `mask` (words -> [MASK]), `ngram` (a random "
-            "1-5-word n-gram), `dropout` (words deleted), `mask_ngram`; seeded, cached"
+            "help": "copies of the train texts the teacher labels: `mask` (words -> [MASK]), `ngram` (a random 1-5-word n-gram), `dropout` (words deleted), `mask_ngram`; seeded, cached"
         },
     )
     augment_copies: int = field(
@@ -52,8 +46,7 @@ class DistillConfig:
     augment_ngram_probability: float = field(
         default=0.25,
         metadata={
-            "help": 'Per copy: the chance to keep only an n-gram of 1 to augment_ngram_max words ("ngram", '
-            '"mask_ngram").'
+            "help": 'Per copy: the chance to keep only an n-gram of 1 to augment_ngram_max words ("ngram", "mask_ngram").'
         },
     )
     augment_ngram_max: int = field(
@@ -67,8 +60,7 @@ class DistillConfig:
     init_embeddings: bool = field(
         default=False,
         metadata={
-            "help": "start the student encoder's token embeddings from the teacher's, PCA-projected to its width "
-            "(same vocabulary)"
+            "help": "start the student encoder's token embeddings from the teacher's, PCA-projected to its width (same vocabulary)"
         },
     )
 
@@ -100,8 +92,7 @@ class TrainConfig:
         default=None,
         metadata={
             "shown": "by `model.kind`",
-            "help": "AdamW's peak rate, after linear warmup and before linear decay; unset: 5e-5 for a pretrained "
-            "checkpoint and 2e-3 for the encoder from scratch",
+            "help": "AdamW's peak rate, after linear warmup and before linear decay; unset: 5e-5 for a pretrained checkpoint and 2e-3 for the encoder from scratch",
         },
     )
     head_learning_rate: float | None = field(
@@ -128,15 +119,13 @@ class TrainConfig:
     mixed_precision: Literal["auto", "no", "fp16", "bf16"] = field(
         default="auto",
         metadata={
-            "help": "`auto`: bf16 where the GPU/CPU supports it, fp16 with loss scaling on older GPUs, else full "
-            "precision; or `no`, `fp16`, `bf16`"
+            "help": "`auto`: bf16 where the GPU/CPU supports it, fp16 with loss scaling on older GPUs, else full precision; or `no`, `fp16`, `bf16`"
         },
     )
     eval_every_steps: int | None = field(
         default=None,
         metadata={
-            "help": "validation every N optimizer steps (none: once per epoch); the best model by "
-            "`train.selection_metric` is kept"
+            "help": "validation every N optimizer steps (none: once per epoch); the best model by `train.selection_metric` is kept"
         },
     )
     selection_metric: Literal["auto", "accuracy", "macro_f1", "micro_f1"] = field(
@@ -206,8 +195,7 @@ class TrainConfig:
     class_weights: Literal["none", "balanced"] | dict[str, float] = field(
         default="none",
         metadata={
-            "help": "`balanced` (n_rows / (n_classes x count); multi-label: BCE pos_weight = negatives / positives) "
-            "or `{class: weight}`; recorded in `metrics.json` `training.class_weights`"
+            "help": "`balanced` (n_rows / (n_classes x count); multi-label: BCE pos_weight = negatives / positives) or `{class: weight}`; recorded in `metrics.json` `training.class_weights`"
         },
     )
     loss: Literal["cross_entropy", "focal"] = field(
@@ -221,8 +209,7 @@ class TrainConfig:
     calibrate: bool = field(
         default=True,
         metadata={
-            "help": "fit a temperature on validation and fold it into the saved model (calibrated probabilities "
-            "everywhere)"
+            "help": "fit a temperature on validation and fold it into the saved model (calibrated probabilities everywhere)"
         },
     )
     distill: DistillConfig = field(

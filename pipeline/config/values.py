@@ -1,7 +1,5 @@
-"""How a config value is read: YAML text, and a value checked (and coerced) against its setting's annotated type.
-
-The dataclasses (pipeline/config/schema.py) and the loader (pipeline/config/load.py) both read values through here;
-`describe` says a type as the config reference and the error messages say it ("a number, 'best_f1' or null").
+"""How a config value is read: YAML text, and a value checked (and coerced) against its setting's annotated type;
+`describe` says a type as the reference and the error messages say it ("a number, 'best_f1' or null").
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Knowledge distillation: a trained teacher's logits travel with every training row as soft targets.
 
-    source = resolve_teacher(config.train.distill)                     # before any work: a model, or ConfigError
-    check_teacher(source, labels, config.data)                        # single-label, the data's classes and texts
-    splits, counts = with_transfer_split(config, data, tokenizer.mask_token)   # + "transfer": unlabelled, augmented
-    rows, record = student_rows(config, splits, tokenized, labels, source, counts)   # + the teacher's logits
-
-Modules: teacher (resolve, check, fingerprint, the cached labeller, embeddings for the student), transfer (the
-unlabelled file, augmentation, the transfer set, the student's rows).
+source = resolve_teacher(config.train.distill)                     # before any work: a model, or ConfigError
+check_teacher(source, labels, config.data)                        # single-label, the data's classes and texts
+splits, counts = with_transfer_split(config, data, tokenizer.mask_token)   # + "transfer": unlabelled, augmented
+rows, record = student_rows(config, splits, tokenized, labels, source, counts)   # + the teacher's logits
 """
 
 from pipeline.distill.teacher import (

@@ -1,7 +1,5 @@
-"""The teacher: a trained run directory or model folder of this project (BERT or the encoder), resolved and checked
-before any work, and its logits for lists of texts, computed once in batches by the prediction path
-(pipeline.predict.Predictor.logits) and cached under data.cache_dir, keyed by a hash of the teacher's weights and
-config and of the texts, so later runs reuse them.
+"""The teacher: a trained run or model folder, resolved and checked before any work, and its logits for lists of
+texts, computed by the prediction path and cached under data.cache_dir, keyed by the teacher's and the texts' hashes.
 """
 
 from __future__ import annotations
@@ -54,7 +52,6 @@ def weight_files(model_dir: Path) -> list[Path]:
 
 
 def teacher_config(source: ModelSource) -> Any:
-    """The teacher's model config (no weights loaded)."""
     try:
         return AutoConfig.from_pretrained(str(source.model_dir))
     except (OSError, ValueError, KeyError) as error:
@@ -66,15 +63,13 @@ def check_single_label(config: Any, where: Path) -> None:
     targets), a class it scores high takes probability from the others, which it never meant."""
     if is_multi_label(config):
         raise ConfigError(
-            f"{TEACHER_KEY}: {where} is a multi-label model (a sigmoid per class), but distillation's soft targets "
-            "are a softmax over the classes; give a single-label teacher"
+            f"{TEACHER_KEY}: {where} is a multi-label model (a sigmoid per class), but distillation's soft targets are a softmax over the classes; give a single-label teacher"
         )
 
 
 def check_reading(source: ModelSource, student: TextSpec) -> None:
-    """The teacher labels the texts as this run builds them: from another number of columns, or joined by another
-    separator, they are texts it was never trained to read, and its soft targets silently get worse. Column names
-    may differ (the student's file may call `text` `body`): the texts are built alike."""
+    """The teacher labels the texts as this run builds them: built otherwise (columns, separator), they are texts it
+    was never trained to read. Column names may differ."""
     if not source.reading_recorded:
         return
     teacher = source.text_spec
@@ -134,9 +129,8 @@ def teacher_test_accuracy(source: ModelSource) -> float | None:
 
 
 def teacher_fingerprint(source: ModelSource) -> str:
-    """A hash of what decides the teacher's logits: its weights file(s), config, tokenizer, fixed length, the
-    precision the prediction path runs it in on this machine, and the verified export it runs instead when there is
-    one (ONNX Runtime or OpenVINO, bf16 or int8: each gives slightly different logits)."""
+    """A hash of what decides the teacher's logits: weights, config, tokenizer, fixed length, the precision it runs
+    in here, and the verified export it runs instead when there is one (each gives slightly different logits)."""
     digest = hashlib.sha256(f"v{CACHE_FORMAT}|{source.max_length}|".encode())
     for path in [
         *weight_files(source.model_dir),
@@ -151,8 +145,8 @@ def teacher_fingerprint(source: ModelSource) -> str:
 
 
 def _export_identity(source: ModelSource) -> str:
-    """The backend `--backend auto` takes for the teacher here, with its file's sha256 ("torch" without an export):
-    the recorded one, which choose_export has just checked the file against (the file's own for an older record)."""
+    """The backend `--backend auto` takes for the teacher here, with its file's recorded sha256 ("torch" without an
+    export)."""
     try:
         choice = choose_export(source.run_dir, source.model_dir, "auto", resolve_device("auto").type)
         if choice.variant is None:
@@ -164,8 +158,7 @@ def _export_identity(source: ModelSource) -> str:
 
 
 class TeacherLabeller:
-    """The teacher's logits for lists of texts: from the cache when present, else computed (the model is loaded
-    once, on the first miss) and cached."""
+    """The teacher's logits for lists of texts: from the cache, else computed (the model loaded on the first miss)."""
 
     def __init__(self, source: ModelSource, labels: list[str], cache_root: Path, batch_size: int):
         self.source = source
@@ -196,13 +189,8 @@ class TeacherLabeller:
         seconds = time.perf_counter() - tick
         self.compute_seconds += seconds
         self.computed_rows += len(texts)
-        logger.info(
-            "Teacher labelled %d texts in %.1f s (%.0f rows/s); cached in %s",
-            len(texts),
-            seconds,
-            len(texts) / max(seconds, 1e-9),
-            path,
-        )
+        rate = len(texts) / max(seconds, 1e-9)
+        logger.info(f"Teacher labelled {len(texts)} texts in {seconds:.1f} s ({rate:.0f} rows/s); cached in {path}")
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(path) as temp, temp.open("wb") as handle:
             np.save(handle, logits.astype(np.float32))
@@ -237,8 +225,7 @@ def init_student_embeddings(student: Any, source: ModelSource, tokenizer: Any) -
     teacher_tokenizer = AutoTokenizer.from_pretrained(str(source.model_dir))
     if teacher_tokenizer.get_vocab() != tokenizer.get_vocab():
         raise ConfigError(
-            f"{key}: the teacher's vocabulary ({len(teacher_tokenizer)} tokens) is not the student's "
-            f"({len(tokenizer)}); use the teacher's tokenizer (tokenizer.name_or_path) or turn it off"
+            f"{key}: the teacher's vocabulary ({len(teacher_tokenizer)} tokens) is not the student's ({len(tokenizer)}); use the teacher's tokenizer (tokenizer.name_or_path) or turn it off"
         )
     teacher = load_classifier(source.model_dir)
     table = teacher.get_input_embeddings().weight.detach().float()  # (V, D)
@@ -256,8 +243,7 @@ def init_student_embeddings(student: Any, source: ModelSource, tokenizer: Any) -
 
 
 def check_teacher(source: ModelSource, labels: list[str], data: DataConfig) -> None:
-    """Before any tokenizing or training: the teacher must be single-label, its classes (its config.json) the
-    data's, and its texts built as the data's are (its run's data.text_columns, text_separator, unescape_newlines)."""
+    """Before any tokenizing or training: the teacher must be single-label, with the data's classes and texts."""
     config = teacher_config(source)
     check_single_label(config, source.model_dir)
     check_labels(class_names(config), labels, source.model_dir)

@@ -1,7 +1,5 @@
-"""The transfer set and the student's rows: the labelled train split, plus data.unlabeled_file (texts without labels)
-and copies of the train texts made by train.distill.augment (Tang et al. 2019, "Distilling task-specific knowledge
-from BERT into simple neural networks"): those rows carry label -1 and train on the soft loss alone
-(pipeline.train.losses). Every row then gets the teacher's logits (pipeline.distill.teacher).
+"""The transfer set and the student's rows: train, plus data.unlabeled_file and augmented copies of the train texts
+(Tang et al. 2019) as rows with label -1 (the soft loss alone); every row gets the teacher's logits.
 """
 
 from __future__ import annotations
@@ -70,7 +68,7 @@ def read_unlabeled(config: DataConfig) -> list[str]:
         texts = texts_of(table, spec)
         kept = [text for text in texts if text]
         if len(kept) < len(texts):
-            logger.warning("%s: %d empty texts left out (data.incomplete_rows: drop)", path, len(texts) - len(kept))
+            logger.warning(f"{path}: {len(texts) - len(kept)} empty texts left out (data.incomplete_rows: drop)")
         if not kept:
             raise DataError(f"{key}: every one of the {len(texts)} rows of {path} has an empty text")
         return kept
@@ -78,8 +76,8 @@ def read_unlabeled(config: DataConfig) -> list[str]:
 
 
 def augment(texts: Sequence[str], distill: DistillConfig, seed: int, mask_token: str) -> list[tuple[int, str]]:
-    """(source row, augmented text) for train.distill.augment_copies copies of every text; copies equal to their
-    source are left out. Seeded: the same texts, settings and seed give the same copies."""
+    """(source row, augmented text) for train.distill.augment_copies seeded copies of every text, but those equal
+    to their source."""
     out = []
     for copy in range(distill.augment_copies):
         rng = np.random.default_rng([seed, copy, CACHE_FORMAT])
@@ -117,16 +115,8 @@ def augmented_texts(
     train_texts: Sequence[str], distill: DistillConfig, seed: int, mask_token: str, cache_root: Path
 ) -> list[tuple[int, str]]:
     """`augment`, cached under data.cache_dir by a hash of the texts, the settings and the seed."""
-    settings = {
-        field: getattr(distill, field)
-        for field in (
-            "augment",
-            "augment_copies",
-            "augment_word_probability",
-            "augment_ngram_probability",
-            "augment_ngram_max",
-        )
-    }
+    fields = ("augment", "augment_copies", "augment_word_probability", "augment_ngram_probability", "augment_ngram_max")
+    settings = {field: getattr(distill, field) for field in fields}
     key = hashlib.sha256(json.dumps([CACHE_FORMAT, settings, seed, mask_token], sort_keys=True).encode())
     key.update(texts_fingerprint(train_texts).encode())
     path = Path(cache_root) / rundir.TRANSFER_CACHE_DIR / f"{key.hexdigest()[:24]}.json"
@@ -157,12 +147,9 @@ def transfer_dataset(config: PipelineConfig, data: LoadedData, mask_token: str) 
         counts["unlabeled"] = len(texts)
     if config.train.distill.augment != "none":
         train = data.splits["train"]
+        cache_root = Path(config.data.cache_dir).expanduser()
         copies = augmented_texts(
-            column_values(train, "text"),
-            config.train.distill,
-            config.run.seed,
-            mask_token,
-            Path(config.data.cache_dir).expanduser(),
+            column_values(train, "text"), config.train.distill, config.run.seed, mask_token, cache_root
         )
         train_ids = column_values(train, "row_id")
         texts += [text for _, text in copies]
@@ -212,7 +199,7 @@ def student_rows(
         "transfer_set": {"labelled": len(gold), **counts, "total": len(rows)},
         "teacher_logits_from_cache": labeller.misses == 0,
         "teacher_labelling_seconds": labeller.compute_seconds,
-        "teacher_rows_per_second": labeller.computed_rows / labeller.compute_seconds
+        "teacher_rows_per_second": (labeller.computed_rows / labeller.compute_seconds)
         if labeller.computed_rows
         else None,
     }
