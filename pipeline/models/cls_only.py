@@ -22,14 +22,12 @@ from torch import nn
 
 # Logits may differ by float rounding only (the matrix products run on fewer rows).
 CHECK_RTOL, CHECK_ATOL = 1e-4, 1e-5
-# BERT's post-LayerNorm layer, module by module: any other child (a pre-LayerNorm, adapters) computes something the
-# restricted forward would skip. (An activation function may be a module too.)
+# BERT's post-LayerNorm layer, module by module: any other child computes something the restricted forward would skip.
 LAYER_CHILDREN = {"attention", "intermediate", "output"}
 ATTENTION_CHILDREN = {"self", "output"}
 OUTPUT_CHILDREN = {"dense", "LayerNorm", "dropout"}
 INTERMEDIATE_CHILDREN = {"dense", "intermediate_act_fn"}
-# The leading positional parameters of BertLayer.forward, as BertEncoder passes them (encoder-only copies such as
-# LayoutLM's stop after the mask).
+# The leading positional parameters of BertLayer.forward (encoder-only copies such as LayoutLM's stop after the mask).
 LAYER_PARAMETERS = ("hidden_states", "attention_mask", "encoder_hidden_states")
 # Keyword arguments under which the full layer runs: they want every position, or a cache of every position.
 FULL_LAYER_KWARGS = ("output_attentions", "output_hidden_states", "past_key_values", "past_key_value")

@@ -26,8 +26,7 @@ NONE = "none"
 DESCRIPTIONS = {TFIDF: "TF-IDF + logistic regression"}
 
 NGRAM_RANGE = (1, 2)
-# Terms seen in one training text only are mostly noise and double the vocabulary; with fewer texts than this
-# there are too few repeats to prune on.
+# Terms seen in one training text only are mostly noise, unless there are fewer texts than this.
 MIN_DF = 2
 MIN_TEXTS_FOR_MIN_DF = 1000
 MAX_FEATURES = 200_000
@@ -93,11 +92,9 @@ def _fit(texts: list[str], ids: np.ndarray, min_df: int, multi_label: bool) -> t
     if multi_label:
         classifier = OneVsRestClassifier(classifier)
     with warnings.catch_warnings():
-        # Few rows of many classes are a classification task all the same, not the regression scikit-learn
-        # suspects when most labels are distinct.
+        # Few rows of many classes is not the regression scikit-learn suspects; a multi-label class without train
+        # rows was named at stage 1 already.
         warnings.filterwarnings("ignore", message="The number of unique classes is greater than 50%")
-        # A multi-label class with no train rows gets a constant "no" (stage 1 already named it, and the report
-        # and card do): scikit-learn's "Label not N is present in all training examples" says no more.
         warnings.filterwarnings("ignore", message="Label not .* is present in all training examples")
         classifier.fit(features, ids)
     return vectorizer, classifier

@@ -120,12 +120,10 @@ def ranking_areas(probabilities: np.ndarray, labels: np.ndarray, label_names: li
             "roc_auc": float(roc_auc_score(positive, scores)) if both else None,
             "average_precision": float(average_precision_score(positive, scores)) if both else None,
         }
+    keys = ("roc_auc", "average_precision")
     return {
         "per_class": per_class,
-        **{
-            f"macro_{key}": _mean_defined(value[key] for value in per_class.values())
-            for key in ("roc_auc", "average_precision")
-        },
+        **{f"macro_{key}": _mean_defined(c[key] for c in per_class.values()) for key in keys},
     }
 
 

@@ -212,15 +212,13 @@ def choose_threshold(
     recall there; problem, when the setting could not be met, is what choose_decision logs."""
     if isinstance(setting, float):
         return setting, _record(setting, setting, scores, positives), None
-    if not positives.any():
-        record = _record(setting, DEFAULT_THRESHOLD, scores, positives)
-        record["fallback"], record["applied"] = NO_POSITIVES, f"{DEFAULT_THRESHOLD}"
-        return DEFAULT_THRESHOLD, record, Problem(NO_POSITIVES)
     candidates, precision, recall = _curve(scores, positives)
-    if not len(candidates):  # multi-class: no validation row has this class as its top prediction
+    # No positives, or (multi-class) no validation row has this class as its top prediction: the default stays.
+    if not positives.any() or not len(candidates):
+        kind = NO_POSITIVES if not positives.any() else NEVER_PREDICTED
         record = _record(setting, DEFAULT_THRESHOLD, scores, positives)
-        record["fallback"], record["applied"] = NEVER_PREDICTED, f"{DEFAULT_THRESHOLD}"
-        return DEFAULT_THRESHOLD, record, Problem(NEVER_PREDICTED)
+        record["fallback"], record["applied"] = kind, f"{DEFAULT_THRESHOLD}"
+        return DEFAULT_THRESHOLD, record, Problem(kind)
     if setting == "best_f1":
         return *_best_f1(setting, candidates, precision, recall, scores, positives), None
     ((target, value),) = setting.items()

@@ -117,8 +117,7 @@ class ShuffledBatchSampler(Sampler[list[int]]):
     def __init__(self, lengths: np.ndarray, batch_size: int, seed: int, group_by_length: bool, slices: int = 1):
         self.lengths = lengths
         self.rows_per_slice = batch_size
-        # What accelerate reads to shard the batches over processes: None says "slices of varying size", so the
-        # uneven slices of a short last step are handed out as they are, not topped up with repeated rows.
+        # What accelerate shards by: None ("varying size") hands a short last step's slices out as they are.
         self.batch_size = batch_size if slices == 1 else None
         self.seed = seed
         self.group_by_length = group_by_length

@@ -97,13 +97,9 @@ def content_rows(ids: Sequence[int], width: int, rule: LongTextRule) -> list[lis
 class EncodedDocuments:
     rows: list[list[int]]  # token ids of every row, special tokens included, no padding
     documents: np.ndarray  # (R,) the document each row belongs to
-    # (D,) each document's length in tokens before truncation or windows, less the special tokens around one text
-    # (a pair's middle separator counts: a pair is too long when this exceeds what a text may hold)
-    content_lengths: np.ndarray
-    # (D,) each document's content tokens that are the unknown token; None: the tokenizer has none
-    unknown_counts: np.ndarray | None
-    # segment ids of every row, as `rows`, when any document is a sentence pair; None: all single texts (all 0)
-    token_types: list[list[int]] | None = None
+    content_lengths: np.ndarray  # (D,) untruncated, less the special tokens around one text (content_length)
+    unknown_counts: np.ndarray | None  # (D,) content tokens that are the unknown token; None: the tokenizer has none
+    token_types: list[list[int]] | None = None  # segment ids of every row when any document is a pair
 
     @property
     def unknown(self) -> UnknownTokens | None:

@@ -264,8 +264,7 @@ class Trainer:
             dynamic_ncols=True,
         )
         self.meter = RunningMeter(accelerator.device, state.global_step, state.train_seconds)
-        # A checkpoint is saved after its step's validation, so a run resumed at its last step (a finished run
-        # evaluated again) has validated already; decided alike on every process, which must validate together.
+        # A checkpoint is saved after its step's validation, so a run resumed at its last step has validated already.
         self.evaluated_at_step = state.global_step if config.resume else -1
         stopped_early = False
         self.model.train()
@@ -297,8 +296,7 @@ class Trainer:
     def _run_epoch(self) -> bool:
         """Train from the current position to the end of the epoch (or of training); True on early stopping."""
         state = self.state
-        # accelerate's loader re-sets its sampler's epoch from its own iteration count on every pass, which
-        # starts at 0 in a resumed run: tell both which epoch this is.
+        # accelerate's loader re-sets its sampler's epoch from its own count, which starts at 0 in a resumed run.
         self.loader.set_epoch(state.epoch)
         self.batch_sampler.set_epoch(state.epoch)
         loader = self.loader
@@ -326,8 +324,7 @@ class Trainer:
         with accelerator.accumulate(self.model):
             logits = self.model(**model_inputs(batch)).logits  # (B, C)
             loss_sum = self.loss(logits, batch)  # summed over the micro-batch's rows
-            # accelerate divides by the accumulation steps; dividing by the per-device batch makes the window's
-            # gradient the mean over its samples (see _rescale_short_window).
+            # accelerate divides by the accumulation steps; this makes the window's gradient a mean (_rescale_short_window).
             accelerator.backward(loss_sum / config.per_device_batch_size)
             self.window_samples += batch_size
             if accelerator.sync_gradients:
