@@ -1,28 +1,12 @@
-"""The last encoder layer computes only the token the classification head reads (`model.last_layer_cls_only`).
+"""The last encoder layer computes only the token the classification head reads: `restrict_last_layer_to_cls(model)`.
 
-    applied = restrict_last_layer_to_cls(model)     # True when the model's logits were checked to be unchanged
+A BERT-style classifier reads only the first token of its last layer. Restricted, that layer still takes keys and
+values from every position, but the query, attention output and feed-forward block run on the first token alone:
+the same logits and gradients for most of that layer's compute saved.
 
-A BERT-style sequence classifier reads one position of its last layer: the first ([CLS], <s>) token, through
-BERT's pooler or RoBERTa's and ELECTRA's heads. Every other position of that layer is computed and thrown away.
-Restricted, the last layer still takes keys and values from every position, but the query, the attention output,
-the residual branches and the feed-forward block run on the first token alone:
-
-    keys, values:        (B, T, H) -> (B, heads, T, d)      as before
-    query:               (B, 1, H) -> (B, heads, 1, d)      the first token only
-    attention, FFN:      (B, 1, H)                          instead of (B, T, H)
-
-The logits are the same function of the inputs, so training computes the same gradients. What it saves is 10 of the
-last layer's 12 H^2 multiply-adds per token, and its attention products: a sixth of MiniLM-L6's encoder
-(six layers), a twelfth of BERT-base's, in training, evaluation, prediction and the ONNX export alike (training
-applies it under `model.last_layer_cls_only`; `pipeline.predict.source.load_model_and_tokenizer`, which prediction,
-verification and the export load through, always).
-
-The swap is the last layer's class only (a subclass with another `forward`); parameters, state dict and what
-`save_pretrained` writes are untouched. It applies to encoder layers with exactly BERT's post-LayerNorm layout
-(children `attention.self`, `attention.output`, `intermediate`, `output`, nothing else, and BERT's call signature:
-BERT, RoBERTa, XLM-R, ELECTRA, ...; not decoders), and only after the model's logits on two probe batches, one with
-padding and one without, came out the same as before with the restricted path seen running; a head that reads other
-positions (mean pooling, say) fails that check and keeps the full layer. A call that asks for every position
+The swap changes the last layer's class only (parameters and state dict are untouched), applies to exactly BERT's
+post-LayerNorm layout (BERT, RoBERTa, XLM-R, ELECTRA, ...; not decoders), and is kept only if the logits on two
+probe batches stay the same with the restricted path seen running. A call that asks for every position
 (`output_hidden_states`, `output_attentions`) or carries a cache runs the full layer.
 """
 
@@ -38,14 +22,12 @@ from torch import nn
 
 # Logits may differ by float rounding only (the matrix products run on fewer rows).
 CHECK_RTOL, CHECK_ATOL = 1e-4, 1e-5
-# BERT's post-LayerNorm layer, module by module: any other child (a pre-LayerNorm, adapters) computes something the
-# restricted forward would skip. (An activation function may be a module too.)
+# BERT's post-LayerNorm layer, module by module: any other child computes something the restricted forward would skip.
 LAYER_CHILDREN = {"attention", "intermediate", "output"}
 ATTENTION_CHILDREN = {"self", "output"}
 OUTPUT_CHILDREN = {"dense", "LayerNorm", "dropout"}
 INTERMEDIATE_CHILDREN = {"dense", "intermediate_act_fn"}
-# The leading positional parameters of BertLayer.forward, as BertEncoder passes them (encoder-only copies such as
-# LayoutLM's stop after the mask).
+# The leading positional parameters of BertLayer.forward (encoder-only copies such as LayoutLM's stop after the mask).
 LAYER_PARAMETERS = ("hidden_states", "attention_mask", "encoder_hidden_states")
 # Keyword arguments under which the full layer runs: they want every position, or a cache of every position.
 FULL_LAYER_KWARGS = ("output_attentions", "output_hidden_states", "past_key_values", "past_key_value")
@@ -90,8 +72,7 @@ class ClsOnlyLayer(nn.Module):
         return self.output(self.intermediate(attended), attended)  # (B, 1, H)
 
     def __reduce_ex__(self, protocol):
-        """Pickled (`torch.save` of a whole model) as the full layer: the swapped class is made at run time, so a
-        pickle cannot name it. The loaded model computes every position, the same logits, until restricted again."""
+        """Pickled as the full layer: the swapped class is made at run time, so a pickle cannot name it."""
         # What pickle's protocols 0 and 1 write for any object: rebuilt by the standard library alone.
         return copyreg._reconstructor, (self.full_layer_class, object, None), self.__dict__
 
@@ -184,9 +165,8 @@ def restore_last_layer(model: nn.Module) -> None:
 
 
 def _probe_batches(model: nn.Module) -> list[dict[str, torch.Tensor]]:
-    """Two rows of 12 random token ids, the second padded after 7 (a head that pools over positions or ignores the
-    mask gives other logits once the last layer is restricted); and one row of 9 without padding, which models
-    call without a mask."""
+    """Two rows of 12 random token ids, the second padded after 7 (a head that pools over positions then gives other
+    logits); and one row of 9 without padding."""
     parameter = next(model.parameters())
     vocab = int(getattr(model.config, "vocab_size", 100) or 100)
     generator = torch.Generator().manual_seed(0)

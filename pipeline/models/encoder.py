@@ -1,11 +1,5 @@
-"""The from-scratch Transformer encoder as the pipeline uses it.
-
-The modelling code lives in `pipeline/models/modeling_encoder.py`, a self-contained file (torch and transformers
-only) that `save_pretrained` copies next to the weights, so a saved model loads with `trust_remote_code=True`
-where this package is not installed. This module re-exports it, adds the pipeline's side: `EncoderSettings` (the
-YAML section `model.encoder`, where the pipeline's defaults live) and `settings_of`, and registers the architecture
-with transformers' Auto classes on import, so that inside the pipeline a saved `model/` loads without
-`trust_remote_code`.
+"""The from-scratch encoder as the pipeline uses it: re-exports the self-contained modeling_encoder.py, adds
+`settings_of`, and registers the architecture with transformers' Auto classes on import (no trust_remote_code here).
 """
 
 from pipeline.config.schema import EncoderSettings

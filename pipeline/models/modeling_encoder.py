@@ -1,20 +1,9 @@
-"""A Transformer encoder for sequence classification, written from scratch in PyTorch: the whole modelling code.
+"""A BERT-shaped Transformer encoder for sequence classification, written from scratch in PyTorch, wrapped in the
+Hugging Face `PreTrainedModel` API.
 
-The model is a plain BERT-shaped encoder (token + position embeddings, a stack of self-attention / feed-forward
-blocks, a pooled classification head) wrapped in the Hugging Face `PreTrainedModel` API, so it trains with the
-pipeline's loop or `transformers.Trainer`, saves with `save_pretrained`, and reloads through
-`AutoModelForSequenceClassification` and `transformers.pipeline("text-classification", ...)`.
-
-This file is self-contained on purpose: it imports only torch and transformers, never the `pipeline` package.
-Both classes are registered for transformers' Auto classes (`register_for_auto_class`), so `save_pretrained` copies
-this very file next to the weights and writes an `auto_map` into config.json. The saved folder then loads anywhere
-torch and transformers are installed:
-
-    AutoModelForSequenceClassification.from_pretrained(path, trust_remote_code=True)
-    transformers.pipeline("text-classification", model=path, trust_remote_code=True)
-
-The pipeline imports this same file (through `pipeline.models.encoder`, which adds the pipeline's settings and the
-local Auto-class registration), so there is one copy of the code, the one that is saved.
+Self-contained on purpose (torch and transformers only): `save_pretrained` copies this very file next to the
+weights, so the folder loads anywhere with `AutoModelForSequenceClassification.from_pretrained(path,
+trust_remote_code=True)`. The pipeline imports this same file through `pipeline.models.encoder`.
 
 Shape legend used in the comments:
     B = batch size, T = sequence length, C = hidden size,
@@ -40,8 +29,7 @@ except ImportError:  # transformers 4.x has no such module; plain torch init beh
 
 MODEL_TYPE = "pipeline_encoder"
 
-# The architecture fields, in order. Their defaults are the keyword defaults of EncoderClassifierConfig below; the
-# pipeline never relies on them (it passes every field from its own settings, see `from_settings`).
+# The architecture fields, in order (defaults: EncoderClassifierConfig's keywords; the pipeline passes them all).
 ARCHITECTURE_FIELDS = (
     "hidden_size",
     "num_layers",
@@ -97,11 +85,8 @@ def check_architecture(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class EncoderClassifierConfig(PretrainedConfig):
-    """Hugging Face config for `EncoderForSequenceClassification`.
-
-    Takes the architecture fields (ARCHITECTURE_FIELDS) as keywords, plus the usual `PretrainedConfig` keywords:
-    num_labels, id2label, label2id, problem_type...
-    """
+    """Hugging Face config for `EncoderForSequenceClassification`: the ARCHITECTURE_FIELDS, plus the usual
+    `PretrainedConfig` keywords (num_labels, id2label, ...)."""
 
     model_type = MODEL_TYPE
 
@@ -122,8 +107,7 @@ class EncoderClassifierConfig(PretrainedConfig):
         layer_norm_eps: float = 1e-12,
         initializer_range: float = 0.02,
         pad_token_id: int | None = 0,
-        # Segment embeddings for sentence pairs (2: first and second text, as BERT's token_type_ids); 0: none, the
-        # model reads single texts (and models saved before segments existed load as such).
+        # Segment embeddings for sentence pairs (2, as BERT's token_type_ids); 0: single texts only (and older models).
         type_vocab_size: int = 0,
         **kwargs,
     ):
@@ -141,16 +125,14 @@ class EncoderClassifierConfig(PretrainedConfig):
         super().__init__(**kwargs)
 
     def __eq__(self, other) -> bool:
-        # transformers 5 turns every config subclass into a dataclass; for a class with its own __init__ that
-        # generates an __eq__ comparing only PretrainedConfig's fields, so two different architectures would compare
-        # equal. Compare all attributes, as PretrainedConfig itself does.
+        # transformers 5's generated dataclass __eq__ compares only PretrainedConfig's fields, so two different
+        # architectures would compare equal: compare all attributes, as PretrainedConfig itself does.
         return isinstance(other, PretrainedConfig) and self.__dict__ == other.__dict__
 
     __hash__ = None  # mutable, compared by value
 
     @property
     def architecture(self) -> dict[str, Any]:
-        """The architecture fields of this config, in ARCHITECTURE_FIELDS order."""
         return {name: getattr(self, name) for name in ARCHITECTURE_FIELDS}
 
     @classmethod
@@ -163,14 +145,13 @@ class EncoderClassifierConfig(PretrainedConfig):
         problem_type: str | None = None,
         type_vocab_size: int = 0,
     ) -> "EncoderClassifierConfig":
-        """Build a config from architecture settings (a dataclass or a mapping holding exactly the fields of
-        ARCHITECTURE_FIELDS, e.g. the pipeline's `EncoderSettings`), the vocabulary size and the label names."""
+        """A config from architecture settings (a dataclass or mapping of exactly ARCHITECTURE_FIELDS), the vocabulary
+        size and the label names."""
         values = asdict(settings) if is_dataclass(settings) else dict(settings)
         unknown = sorted(set(values) - set(ARCHITECTURE_FIELDS))
         missing = [name for name in ARCHITECTURE_FIELDS if name not in values]
         if unknown or missing:
-            # The settings and this file must describe the same architecture: a field dropped here would be a
-            # setting silently ignored.
+            # A field dropped here would be a setting silently ignored.
             raise ValueError(f"settings do not match the encoder's fields: unknown {unknown}, missing {missing}")
         if not isinstance(id2label, Mapping):
             id2label = dict(enumerate(id2label))  # a list of names, index = class id
@@ -206,8 +187,7 @@ class SinusoidalPositionEmbedding(nn.Module):
         super().__init__()
         self.num_embeddings = num_embeddings  # same attribute names as nn.Embedding
         self.embedding_dim = embedding_dim
-        # Non-persistent: it is a pure function of the config, so it stays out of the checkpoint. transformers 5
-        # rebuilds such buffers through `_init_weights` after `from_pretrained` (see `_init_weights` below).
+        # Non-persistent: a pure function of the config, so it stays out of the checkpoint (_init_weights rebuilds it).
         self.register_buffer("table", sinusoidal_table(num_embeddings, embedding_dim), persistent=False)
 
     def forward(self, position_ids: torch.Tensor) -> torch.Tensor:
@@ -215,8 +195,7 @@ class SinusoidalPositionEmbedding(nn.Module):
 
 
 class Embeddings(nn.Module):
-    """token embedding + position embedding (+ segment embedding for pairs), then (post-LN only) LayerNorm, then
-    dropout."""
+    """token + position (+ segment for pairs) embeddings, then (post-LN only) LayerNorm, then dropout."""
 
     def __init__(self, config):
         super().__init__()
@@ -227,8 +206,7 @@ class Embeddings(nn.Module):
             self.position = SinusoidalPositionEmbedding(config.max_position_embeddings, config.hidden_size)
         type_vocab_size = getattr(config, "type_vocab_size", 0)
         self.segment = nn.Embedding(type_vocab_size, config.hidden_size) if type_vocab_size else None
-        # Post-LN blocks only normalise *after* each residual add, so the first block would see the raw sum of
-        # embeddings; BERT puts a LayerNorm here for that reason. Pre-LN blocks normalise their own input.
+        # Post-LN blocks normalise only after each residual add, so (as BERT) the embeddings' sum is normalised here.
         self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps) if config.norm == "post" else None
         self.dropout = nn.Dropout(config.dropout)
 
@@ -253,21 +231,14 @@ def scaled_dot_product_attention_math(
     dropout_p: float = 0.0,
     training: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """softmax(Q K^T / sqrt(d_head)) V, spelled out.
-
-    q, k, v: (B, H, T, d_head).
-    key_padding_mask: (B, T), True (or 1) where the key is a real token and may be attended to, False (or 0) at
-        padding. This is the Hugging Face `attention_mask` / SDPA boolean-mask convention, NOT the inverted one of
-        `torch.nn.MultiheadAttention(key_padding_mask=...)`.
-    Returns (output (B, H, T, d_head), weights (B, H, T, T)); the weights are the probabilities before attention
-    dropout, so every row sums to 1 and a padded key gets exactly 0.
-    """
+    """softmax(Q K^T / sqrt(d_head)) V, spelled out. q, k, v: (B, H, T, d_head). key_padding_mask: (B, T), True
+    where the key is a real token (HF `attention_mask` convention, NOT nn.MultiheadAttention's inverted one).
+    Returns (output (B, H, T, d_head), weights (B, H, T, T) before attention dropout)."""
     d_head = q.size(-1)
     scores = (q @ k.transpose(-2, -1)) / math.sqrt(d_head)  # (B, H, T, d_head) @ (B, H, d_head, T) -> (B, H, T, T)
     if key_padding_mask is not None:
         keep = key_padding_mask.to(torch.bool)[:, None, None, :]  # (B, T) -> (B, 1, 1, T), broadcast over H and queries
-        # finfo.min rather than -inf: exp(min - max) underflows to exactly 0 whenever a row has one real key, and a
-        # row with no real key at all (an all-padding sequence) becomes uniform instead of NaN.
+        # finfo.min rather than -inf: a padded key still gets exactly 0, and an all-padding row is uniform, not NaN.
         scores = scores.masked_fill(~keep, torch.finfo(scores.dtype).min)  # (B, H, T, T)
     weights = scores.softmax(dim=-1)  # (B, H, T, T), each query's row sums to 1 over the keys
     dropped = F.dropout(weights, p=dropout_p, training=training)  # (B, H, T, T)
@@ -329,12 +300,8 @@ class FeedForward(nn.Module):
 
 
 class EncoderBlock(nn.Module):
-    """Attention and feed-forward sub-layers, each wrapped in a residual connection and a LayerNorm.
-
-    pre-LN  (default): x = x + f(ln(x)); the residual stream is never normalised, which keeps gradients well
-                       scaled in deep stacks and lets training start without a learning-rate warm-up.
-    post-LN (BERT):    x = ln(x + f(x)).
-    """
+    """Attention and feed-forward sub-layers, each with a residual connection and a LayerNorm: pre-LN (default)
+    x = x + f(ln(x)), well-scaled gradients in deep stacks without warm-up; post-LN (BERT) x = ln(x + f(x))."""
 
     def __init__(self, config):
         super().__init__()
@@ -401,8 +368,7 @@ class EncoderForSequenceClassification(PreTrainedModel):
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()  # runs `_init_weights` on every sub-module (transformers' initialisation machinery)
 
-    # The token table, as every Hugging Face model exposes it (transformers finds it only under names it knows):
-    # what a student's embeddings start from when this encoder is the teacher, and what resizing reaches.
+    # The token table under the names transformers knows (distillation's student init, resizing).
     def get_input_embeddings(self) -> nn.Embedding:
         return self.encoder.embeddings.token
 
@@ -411,8 +377,7 @@ class EncoderForSequenceClassification(PreTrainedModel):
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module):
-        # `init` is transformers.initialization: its functions skip tensors already loaded by `from_pretrained`
-        # (flagged `_is_hf_initialized`), so only genuinely new weights get re-drawn.
+        # transformers.initialization skips tensors `from_pretrained` already loaded: only new weights are drawn.
         std = self.config.initializer_range
         if isinstance(module, nn.Linear):
             init.normal_(module.weight, mean=0.0, std=std)
@@ -424,8 +389,7 @@ class EncoderForSequenceClassification(PreTrainedModel):
             init.ones_(module.weight)
             init.zeros_(module.bias)
         elif isinstance(module, SinusoidalPositionEmbedding):
-            # The table is a non-persistent buffer: `from_pretrained` builds the model on the meta device and only
-            # fills what is in the checkpoint, so the table must be recomputed here.
+            # Non-persistent buffer: `from_pretrained` builds on the meta device and fills only the checkpoint's tensors.
             init.copy_(module.table, sinusoidal_table(module.num_embeddings, module.embedding_dim))
 
     def pool(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -465,19 +429,15 @@ class EncoderForSequenceClassification(PreTrainedModel):
         return SequenceClassifierOutput(loss=loss, logits=logits, attentions=attentions)
 
 
-# For saving: `save_pretrained` copies this file next to the weights and writes config.json's `auto_map`
-# ({"AutoConfig": "modeling_encoder.EncoderClassifierConfig", "AutoModelForSequenceClassification": ...}), which is
-# what `trust_remote_code=True` reads to load the folder without the package that trained it.
+# `save_pretrained` then copies this file next to the weights and writes config.json's `auto_map`, which
+# `trust_remote_code=True` reads to load the folder without the package that trained it.
 EncoderClassifierConfig.register_for_auto_class("AutoConfig")
 EncoderForSequenceClassification.register_for_auto_class("AutoModelForSequenceClassification")
 
 
 def register_auto_classes() -> None:
-    """Make "pipeline_encoder" checkpoints loadable through AutoConfig / AutoModelForSequenceClassification in this
-    process without trust_remote_code (the pipeline calls this on import).
-
-    Idempotent: `exist_ok=True` lets a re-import (or importlib.reload) re-register without an error.
-    """
+    """Make "pipeline_encoder" checkpoints loadable through the Auto classes in this process without
+    trust_remote_code (idempotent; the pipeline calls this on import)."""
     AutoConfig.register(EncoderClassifierConfig.model_type, EncoderClassifierConfig, exist_ok=True)
     AutoModelForSequenceClassification.register(
         EncoderClassifierConfig, EncoderForSequenceClassification, exist_ok=True

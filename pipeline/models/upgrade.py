@@ -1,13 +1,6 @@
-"""Make an encoder folder saved before the modelling code travelled with it loadable without this package.
-
-    python -m pipeline.report --upgrade-model runs/ag_news_encoder        # or runs/ag_news_encoder/model
-
-Folders saved by an older pipeline hold config.json (model_type "pipeline_encoder", no `auto_map`) and the
-weights, but not the code: only a process that has imported `pipeline.models` can load them, and
-`from_pretrained(..., trust_remote_code=True)` elsewhere fails with transformers' "does not recognize this
-architecture". Upgrading loads the folder with the package's classes and saves it again in place (one rename), which
-writes `modeling_encoder.py` and the `auto_map`; the weights are the same tensors and every other file (tokenizer,
-model card) is kept.
+"""Make an encoder folder saved before the modelling code travelled with it loadable without this package
+(`python -m pipeline.report --upgrade-model RUN`): re-saved in place with `modeling_encoder.py` and the `auto_map`,
+the same weights, every other file kept.
 """
 
 from __future__ import annotations
@@ -53,8 +46,7 @@ def upgrade_model_dir(path: str | Path) -> str:
     model_type = saved.get("model_type") if isinstance(saved, dict) else None
     if model_type != MODEL_TYPE:
         raise UpgradeError(
-            f"{model_dir}: model_type {model_type!r} is not the from-scratch encoder ({MODEL_TYPE!r}); "
-            "transformers' own architectures load without trust_remote_code, nothing to upgrade"
+            f"{model_dir}: model_type {model_type!r} is not the from-scratch encoder ({MODEL_TYPE!r}); transformers' own architectures load without trust_remote_code, nothing to upgrade"
         )
     code_name = f"{EncoderForSequenceClassification.__module__.rsplit('.', 1)[-1]}.py"
     if saved.get("auto_map") and (model_dir / code_name).is_file():
@@ -73,7 +65,4 @@ def upgrade_model_dir(path: str | Path) -> str:
         model.save_pretrained(staging)
 
     replace_directory(model_dir, fill)
-    return (
-        f"{model_dir}: re-saved with {code_name} and an auto_map; it now loads without the pipeline package: "
-        f"AutoModelForSequenceClassification.from_pretrained('{model_dir}', trust_remote_code=True)"
-    )
+    return f"{model_dir}: re-saved with {code_name} and an auto_map; it now loads without the pipeline package: AutoModelForSequenceClassification.from_pretrained('{model_dir}', trust_remote_code=True)"

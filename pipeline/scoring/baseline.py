@@ -1,19 +1,8 @@
-"""A classical baseline for every run: TF-IDF + logistic regression on the run's own train and test splits.
+"""A classical baseline for every run (`eval.baseline: tfidf`): TF-IDF + logistic regression on the run's own
+train and test splits, so that every report can say whether fine-tuning beat it (`run_baseline`).
 
-    result = tfidf_baseline(train_texts, train_labels, test_texts, test_labels, label_names)
-    result["accuracy"], result["macro_f1"], result["train_seconds"]
-
-Multi-label tasks (labels as (N, C) indicator rows) get one logistic regression per class (one-vs-rest), a class
-present where its probability is above 0.5, scored with the run's multi-label metrics (micro-F1 among them).
-
-Fine-tuning a transformer is worth its cost only where it beats what a bag of word 1-2 grams gets in seconds;
-`eval.baseline: tfidf` (the default) trains this model after evaluation and records it in metrics.json under
-`baseline`, so that every report can say so. `eval.baseline: none` skips it.
-
-The baseline is deterministic (no random state is involved: newton-cg on a fixed feature matrix) and runs on one
-CPU thread, so that it neither fights the training job's threads nor depends on the machine's thread count.
-Settings were chosen on AG News's validation split (never its test split): word 1-2 grams, sublinear tf,
-min_df 2, at most 200,000 features, C = 10.
+Deterministic (newton-cg on a fixed feature matrix) and on one CPU thread, so that it neither fights training's
+threads nor depends on the machine. Settings were chosen on AG News's validation split.
 """
 
 from __future__ import annotations
@@ -37,8 +26,7 @@ NONE = "none"
 DESCRIPTIONS = {TFIDF: "TF-IDF + logistic regression"}
 
 NGRAM_RANGE = (1, 2)
-# Terms seen in one training text only are mostly noise and double the vocabulary; with fewer texts than this
-# there are too few repeats to prune on.
+# Terms seen in one training text only are mostly noise, unless there are fewer texts than this.
 MIN_DF = 2
 MIN_TEXTS_FOR_MIN_DF = 1000
 MAX_FEATURES = 200_000
@@ -53,13 +41,8 @@ def tfidf_baseline(
     test_labels: Sequence[int] | Sequence[Sequence[float]],
     label_names: Sequence[str],
 ) -> dict[str, Any]:
-    """Fit TF-IDF + logistic regression on train, score it on test.
-
-    Returns compute_metrics' dict for the test split (accuracy, macro_f1, num_samples, per_class,
-    confusion_matrix) plus `name`, `description`, `train_seconds` (vectorizer and classifier fit), `seconds`
-    (fit and prediction on test), `num_train_samples`, `num_features` and `settings`.
-    Raises ValueError when the training texts leave no vocabulary or hold fewer than two classes.
-    """
+    """Fit on train, score on test: the test metrics plus name, description, timings, sizes and settings. Raises
+    ValueError when the training texts leave no vocabulary or hold fewer than two classes."""
     from threadpoolctl import threadpool_limits
 
     start = time.perf_counter()
@@ -97,7 +80,6 @@ def tfidf_baseline(
 
 
 def _fit(texts: list[str], ids: np.ndarray, min_df: int, multi_label: bool) -> tuple[Any, Any]:
-    """The TF-IDF vectorizer and the logistic regression (one per class for multi-label) fitted on `texts`."""
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
     from sklearn.multiclass import OneVsRestClassifier
@@ -110,22 +92,17 @@ def _fit(texts: list[str], ids: np.ndarray, min_df: int, multi_label: bool) -> t
     if multi_label:
         classifier = OneVsRestClassifier(classifier)
     with warnings.catch_warnings():
-        # Few rows of many classes are a classification task all the same, not the regression scikit-learn
-        # suspects when most labels are distinct.
+        # Few rows of many classes is not the regression scikit-learn suspects; a multi-label class without train
+        # rows was named at stage 1 already.
         warnings.filterwarnings("ignore", message="The number of unique classes is greater than 50%")
-        # A multi-label class with no train rows gets a constant "no" (stage 1 already named it, and the report
-        # and card do): scikit-learn's "Label not N is present in all training examples" says no more.
         warnings.filterwarnings("ignore", message="Label not .* is present in all training examples")
         classifier.fit(features, ids)
     return vectorizer, classifier
 
 
 def run_baseline(kind: str, splits: Any, label_names: Sequence[str]) -> dict[str, Any] | None:
-    """The baseline `eval.baseline` names, on the run's train and test splits; None for `none`.
-
-    A baseline that cannot be fitted (e.g. texts without a single word) must not cost the run it accompanies:
-    the failure is logged and recorded as {"name", "error"} instead.
-    """
+    """The baseline `eval.baseline` names; None for `none`. One that cannot be fitted must not cost the run: the
+    failure is logged and recorded instead."""
     if kind == NONE:
         return None
     if kind != TFIDF:
@@ -142,16 +119,10 @@ def run_baseline(kind: str, splits: Any, label_names: Sequence[str]) -> dict[str
         )
     except ValueError as error:
         message = first_line(error)
-        logger.warning("Baseline %s skipped: %s", kind, message)
+        logger.warning(f"Baseline {kind} skipped: {message}")
         return {"name": kind, "description": DESCRIPTIONS[kind], "error": message}
     micro_f1 = f"micro-F1 {result['micro_f1']:.4f}, subset " if "micro_f1" in result else ""
     logger.info(
-        "Baseline (%s): test %saccuracy %.4f, macro-F1 %.4f; trained in %.1f s on %d texts",
-        result["description"],
-        micro_f1,
-        result["accuracy"],
-        result["macro_f1"],
-        result["train_seconds"],
-        result["num_train_samples"],
+        f"Baseline ({result['description']}): test {micro_f1}accuracy {result['accuracy']:.4f}, macro-F1 {result['macro_f1']:.4f}; trained in {result['train_seconds']:.1f} s on {result['num_train_samples']} texts"
     )
     return result

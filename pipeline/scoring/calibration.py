@@ -1,21 +1,10 @@
-"""Calibrated probabilities: one temperature fitted on validation, folded into the saved model, and how far
-probabilities are from frequencies (expected calibration error, reliability bins).
+"""Temperature scaling (Guo et al. 2017): one T fitted on validation (`fit_temperature`), folded into the model's
+output layer (`fold_temperature`), and how far probabilities are from frequencies (`expected_calibration_error`).
 
-    temperature = fit_temperature(validation_logits, validation_labels)      # minimum NLL of softmax(logits / T)
-    fold_temperature(model, temperature)                                     # classifier weight and bias / T
-    ece = expected_calibration_error(probabilities, labels)                  # 15 equal-width bins
-
-Temperature scaling (Guo et al. 2017) divides every logit by one number T > 0. It keeps the argmax (accuracy is
-unchanged) and only makes the probabilities more (T < 1) or less (T > 1) confident; fine-tuned transformers are
-usually over-confident, so T > 1. T is fitted by a golden-section search on log T: the negative log-likelihood of
-logits / T is convex in 1/T, so it has one minimum, and a 1-D search needs neither gradients nor a learning rate.
-
-It is stored *in* the model: the last linear layer of the classification head computes the logits, so dividing its
-weight and bias by T makes the saved model output logits / T. `transformers.pipeline`, `pipeline.predict` and ONNX
-exports then all give calibrated probabilities with no side file to forget.
-
-Multi-label models get the same treatment on their sigmoid logits (binary cross-entropy as the likelihood); their
-calibration error is measured over every (row, class) probability against whether the class is present.
+T keeps the argmax and only changes confidence. It is fitted by a golden-section search on log T (the NLL is convex
+in 1/T: one minimum, no gradients needed), and stored *in* the model, so that transformers.pipeline, pipeline.predict
+and ONNX exports all give calibrated probabilities with no side file to forget. Multi-label models get the same on
+their sigmoid logits, measured over every (row, class) probability.
 """
 
 from __future__ import annotations
@@ -29,10 +18,8 @@ from torch import nn
 
 # Equal-width confidence bins of the expected calibration error and the reliability diagram (Guo et al. use 15).
 ECE_BINS = 15
-# The temperature is searched in [1/1000, 100]; reaching a bound means no minimum (see at_search_bound). Low: a model
-# trained a few steps on a small set has logits near 0 and may need T ~ 0.04 to say how often it is right. High: a
-# fine-tuned model that overfits is sure of itself with margins of tens, T ~ 10-30; past 100, a model's scores say
-# next to nothing about the labels, and folding such a T would squeeze every probability into a hair of uniform.
+# The temperature is searched in [1/1000, 100]; reaching a bound means no minimum (see at_search_bound). A briefly
+# trained model may need T ~ 0.04, an overfit one T ~ 10-30; past 100 the scores say next to nothing.
 LOG_TEMPERATURE_RANGE = (-math.log(1000.0), math.log(100.0))
 SEARCH_ITERATIONS = 60  # golden-section steps: the bracket shrinks by 0.618 each, far below float precision
 
@@ -71,9 +58,8 @@ def fit_temperature(logits: torch.Tensor | np.ndarray, labels: torch.Tensor | np
 
 
 def at_search_bound(temperature: float) -> bool:
-    """Whether a fitted temperature sits at an end of the search range: the NLL was still falling there. At the low
-    end it does on a validation split the model separates perfectly (small, or too easy): T -> 0 has no optimum; at
-    the high end, when its scores say nothing about the labels (uniform probabilities fit best)."""
+    """Whether a fitted temperature sits at an end of the search range, where the NLL was still falling (a split the
+    model separates perfectly, or scores that say nothing about the labels)."""
     log_t, (low, high) = math.log(temperature), LOG_TEMPERATURE_RANGE
     return min(log_t - low, high - log_t) < 1e-3
 
@@ -133,11 +119,8 @@ def output_layer(model: nn.Module) -> nn.Linear:
 
 @torch.no_grad()
 def fold_temperature(model: nn.Module, temperature: float, check_inputs: dict[str, torch.Tensor] | None = None) -> None:
-    """Divide the output layer's weight and bias by T, so that the model computes logits / T (argmax unchanged).
-
-    With `check_inputs` (a few rows), the model is run before and after and must give logits / T: a head whose last
-    linear layer is not the logits (something after it) is refused rather than silently mis-calibrated.
-    """
+    """Divide the output layer's weight and bias by T, so that the model computes logits / T. With `check_inputs`,
+    a head whose last linear layer is not the logits is refused rather than silently mis-calibrated."""
     layer = output_layer(model)
     before = _logits(model, check_inputs) if check_inputs is not None else None
     layer.weight.div_(temperature)
@@ -150,8 +133,7 @@ def fold_temperature(model: nn.Module, temperature: float, check_inputs: dict[st
             if layer.bias is not None:
                 layer.bias.mul_(temperature)
             raise RuntimeError(
-                f"{type(model).__name__}: scaling its last linear layer does not scale its logits; "
-                "the temperature cannot be folded into it (set train.calibrate=false)"
+                f"{type(model).__name__}: scaling its last linear layer does not scale its logits; the temperature cannot be folded into it (set train.calibrate=false)"
             )
 
 

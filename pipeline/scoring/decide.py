@@ -1,14 +1,9 @@
-"""Stage 4's scores you can act on: calibrate the best model, choose its decision thresholds, store both with it.
+"""Stage 4's scores you can act on: calibrate the best model, choose its decision thresholds, store both with it
+(`calibrate_and_decide`).
 
-    scoring = calibrate_and_decide(config, logits, rows, labels, model, save_model, is_main_process, max_length)
-    results = scoring.results                 # validation and test EvalResults, calibrated and thresholded
-    metrics["calibration"], metrics["thresholds"] = scoring.calibration, scoring.thresholds
-
-The order matters: the temperature is fitted on validation logits first (pipeline.scoring.calibration), folded into the
-model's output layer and the model saved again (so model/ *is* the calibrated model), then thresholds are chosen
-on the calibrated validation probabilities (pipeline.scoring.thresholds) and written to model/decision.json with the
-temperature, the task, the label separator and how texts were built and read (so that the folder predicts as the
-run does wherever it is copied). Test is never looked at for either choice.
+The order matters: the temperature is fitted on validation and folded into the model (so model/ *is* the calibrated
+model), then thresholds are chosen on the calibrated validation probabilities and written to model/decision.json with
+how texts were built and read, so that the folder predicts as the run does. Test is never looked at for either.
 """
 
 from __future__ import annotations
@@ -68,11 +63,9 @@ def calibrate_and_decide(
     is_main_process: bool,
     max_length: int,
 ) -> Scoring:
-    """`logits`: the best (uncalibrated) model's validation and test logits; `model` is that model, changed in place
-    when calibrated; `save_model(model, decision)` replaces model/ with it and its decision.json in one rename
-    (called on the main process only), so that a folded temperature is never on disk without the record that
-    says so (see unfold_earlier_calibration). `max_length`: the
-    fixed length the run tokenized to (resolved, where the setting may be auto), recorded with the decision."""
+    """`logits`: the best (uncalibrated) model's validation and test logits; `model`, changed in place when calibrated;
+    `save_model(model, decision)` replaces model/ with it and its decision.json in one rename, so that a folded
+    temperature is never on disk without its record. `max_length`: the resolved fixed length."""
     pooling, multi_label = config.eval.chunk_pooling, rows["validation"].multi_label
     temperature, warning = 1.0, None
     if config.train.calibrate:
@@ -97,20 +90,14 @@ def calibrate_and_decide(
             save_model(model, record)  # replaces model/ whole, decision.json inside
         else:
             write_decision(RunDir(config.run_dir).model_dir, record)
-    logger.info(
-        "Calibration: temperature %.3f; validation ECE %.4f -> %.4f",
-        temperature,
-        calibration["ece"]["validation"]["before"],
-        calibration["ece"]["validation"]["after"],
-    )
+    ece = calibration["ece"]["validation"]
+    logger.info(f"Calibration: temperature {temperature:.3f}; validation ECE {ece['before']:.4f} -> {ece['after']:.4f}")
     return Scoring(temperature, decision, results, calibration)
 
 
 def unfold_earlier_calibration(model: torch.nn.Module, model_dir: Path) -> float:
-    """Undo a temperature stage 4 folded into model/ before: a run resumed after calibration but before it
-    finished (no metrics.json) finds the calibrated weights there. Calibrating them again would fit T ~ 1 and
-    record that calibration changed nothing (and evaluate would take them for the trained model's). Returns the
-    temperature undone, 1.0 when model/ holds the trained weights (decision.json: none folded, or no record)."""
+    """Undo a temperature stage 4 folded into model/ before (a run resumed mid-stage-4 finds calibrated weights, which
+    calibrated again would fit T ~ 1). Returns the temperature undone, 1.0 when none was folded."""
     temperature = folded_temperature(model_dir)
     if temperature != 1.0:
         fold_temperature(model, 1.0 / temperature)  # logits * T: the trained model's again
@@ -120,10 +107,8 @@ def unfold_earlier_calibration(model: torch.nn.Module, model_dir: Path) -> float
 def trusted_temperature(
     logits: torch.Tensor, labels: torch.Tensor | np.ndarray, documents: np.ndarray | None = None
 ) -> tuple[float, str | None]:
-    """(temperature, None) fitted on validation; or (1.0, why) when the fit ran to its search bound: no temperature
-    is supported there (the low bound would make every probability 0 or 1, the high one every probability equal).
-    `documents`: with chunked long texts, each row's (window's) document, so that the reason counts texts as every
-    metric does."""
+    """(temperature, None) fitted on validation; or (1.0, why) when the fit ran to its search bound, where no
+    temperature is supported. `documents`: each window's document, so that the reason counts texts."""
     temperature = fit_temperature(logits, labels)
     if not at_search_bound(temperature):
         return temperature, None
@@ -135,11 +120,8 @@ def trusted_temperature(
         why = f"the model separates the {rows} ({right}) with margins that only grow as T -> 0"
     else:
         why = f"the model's scores on the {rows} ({right}) carry no sign of the labels, so equal probabilities fit best"
-    warning = (
-        f"the validation NLL kept falling to the temperature search's bound ({temperature:.3g}): {why}; no "
-        "temperature fits, and the probabilities are left as trained (temperature 1)"
-    )
-    logger.warning("Calibration: %s", warning)
+    warning = f"the validation NLL kept falling to the temperature search's bound ({temperature:.3g}): {why}; no temperature fits, and the probabilities are left as trained (temperature 1)"
+    logger.warning(f"Calibration: {warning}")
     return 1.0, warning
 
 
@@ -152,8 +134,7 @@ def _rows_right(logits: torch.Tensor, labels: torch.Tensor | np.ndarray) -> int:
 
 
 def decision_record(config: PipelineConfig, temperature: float, decision: Decision, max_length: int) -> dict[str, Any]:
-    """model/decision.json: what prediction needs to turn the saved model's probabilities into labels, and to build
-    and read its texts as training did."""
+    """model/decision.json: what prediction needs to label the saved model's probabilities and read texts alike."""
     return {
         "task": config.data.task,
         "label_separator": config.data.label_separator,
@@ -166,10 +147,8 @@ def decision_record(config: PipelineConfig, temperature: float, decision: Decisi
 
 
 def input_settings(config: PipelineConfig, max_length: int) -> dict[str, Any]:
-    """How the run built and read its texts, as the sections and keys of its config.yaml, so that prediction reads
-    a model folder's record and a run's config.yaml alike (pipeline.predict.source). The length is the resolved
-    one (metrics.json's tokenization.max_length, which the model card's transformers example also passes), never
-    the setting "auto"."""
+    """How the run built and read its texts, as config.yaml's sections and keys, so that prediction reads a model
+    folder's record and a run's config.yaml alike. The length is the resolved one, never "auto"."""
     return {
         # The names of header-less files too, which prediction names for (or reads) an input laid out as they were.
         "data": {**TextSpec.from_data_config(config.data).to_settings(), "column_names": config.data.column_names},
@@ -181,8 +160,7 @@ def input_settings(config: PipelineConfig, max_length: int) -> dict[str, Any]:
 def calibration_record(
     enabled: bool, temperature: float, before: dict[str, EvalResult], after: dict[str, EvalResult]
 ) -> dict[str, Any]:
-    """ECE (15 equal-width bins), loss and reliability bins before and after calibration, on each split given
-    (validation and test in a run; the scored file as test in pipeline.evaluate)."""
+    """ECE, loss and reliability bins before and after calibration, on each split given."""
 
     def measure(result: EvalResult) -> tuple[float, list[dict]]:
         return (

@@ -1,16 +1,8 @@
-"""Stage 4: predictions -> metrics -> files a person reads.
+"""Stage 4: predictions -> metrics: `evaluate_split(model, rows, accelerator, batch_size, label_names).metrics`.
 
-    result = evaluate_split(model, rows, accelerator, batch_size, label_names)
-    metrics = result.metrics                      # what metrics.json records for the split
-
-The metrics come from the project's `evaluate` module, pipeline/scoring/metrics/classification (scikit-learn underneath).
-Under several processes every row is predicted exactly once: rows carry their index through the batches, so
-duplicates that padding adds to the last batch are dropped after gathering.
-
-Multi-label splits (multi-hot labels) get a sigmoid per class and their own metrics (scikit-learn): micro-, macro-
-and samples-F1, subset accuracy (also under `accuracy`), Hamming loss and per-class precision/recall/F1/support.
-A `Decision` (pipeline.scoring.thresholds) turns probabilities into labels: argmax by default, thresholds when chosen.
-Binary and multi-label results also carry the areas under the ROC and precision-recall curves.
+The metrics come from the project's `evaluate` module (pipeline/scoring/metrics/classification). Under several
+processes every row is predicted exactly once: rows carry their index through the batches, so the duplicates that
+padding adds to the last batch are dropped after gathering.
 """
 
 from __future__ import annotations
@@ -58,11 +50,8 @@ class EvalResult:
 
 
 def selection_metric(setting: str, multi_label: bool, train_counts: ClassCounts | None = None) -> str:
-    """train.selection_metric -> the validation metric that picks the best model. auto: micro-F1 for multi-label
-    tasks; macro-F1 when train's classes are imbalanced (labels.IMBALANCE_RATIO): on a validation split as skewed as
-    train, accuracy mostly rewards the majority classes and keeps the checkpoint that undoes class weights (an
-    AG News subset at 20:1 kept step 100 of 296, at validation macro-F1 0.75 against 0.84 at step 200); accuracy
-    otherwise."""
+    """train.selection_metric -> the validation metric that picks the best model. auto: micro-F1 for multi-label;
+    macro-F1 when train's classes are imbalanced (accuracy would reward the majority classes); else accuracy."""
     if setting != "auto":
         return setting
     if multi_label:
@@ -76,9 +65,8 @@ METRIC_FILE = f"{METRIC_DIR.name}.py"  # what evaluate.load(METRIC_DIR) runs: th
 
 @functools.cache
 def metric_module() -> ModuleType:
-    """The project's `evaluate` metric module (pipeline/scoring/metrics/classification), imported once per process from its
-    file, without `evaluate.load(path)`'s copy of the file into the Hugging Face modules cache in the user's home (a
-    run writes nothing outside the paths it is given)."""
+    """The project's `evaluate` metric module, imported from its file, not by `evaluate.load(path)`, which copies it
+    into the user's home (a run writes nothing outside the paths it is given)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(f"pipeline_metric_{METRIC_DIR.name}", METRIC_DIR / METRIC_FILE)
@@ -89,9 +77,8 @@ def metric_module() -> ModuleType:
 
 @functools.cache
 def classification_metric(config_name: str = "default"):
-    """The metric module's EvaluationModule, built once per process and configuration ("multilabel": a multi-label
-    task's metrics): the same class `evaluate.load(path, config_name)` builds. keep_in_memory: no cache files, so
-    several processes (distributed runs) do not contend for them."""
+    """The metric module's EvaluationModule, as `evaluate.load(path, config_name)` builds it, once per process.
+    keep_in_memory: no cache files for several processes to contend for."""
     import evaluate
 
     module = metric_module()
@@ -111,10 +98,8 @@ def compute_metrics(labels: np.ndarray, predictions: np.ndarray, label_names: li
 
 
 def compute_multilabel_metrics(labels: np.ndarray, predicted: np.ndarray, label_names: list[str]) -> dict:
-    """Multi-label metrics of (N, C) gold and predicted indicator rows, as the metric module's "multilabel"
-    configuration computes them: subset accuracy, micro-, macro- and samples-F1, Hamming loss, per-class scores.
-    Its function is called directly: `compute` would first encode the N x C rows as Arrow lists, which takes twice
-    as long as the metrics (100,000 rows of 50 classes: 11 s against 4 s)."""
+    """Multi-label metrics of (N, C) gold and predicted indicator rows, by the metric module's function directly
+    (`compute` would first encode the rows as Arrow lists, which takes twice as long as the metrics)."""
     gold, guess = np.asarray(labels) > 0.5, np.asarray(predicted).astype(bool)
     return metric_module().multilabel_metrics(gold, guess, list(label_names))
 
@@ -135,12 +120,10 @@ def ranking_areas(probabilities: np.ndarray, labels: np.ndarray, label_names: li
             "roc_auc": float(roc_auc_score(positive, scores)) if both else None,
             "average_precision": float(average_precision_score(positive, scores)) if both else None,
         }
+    keys = ("roc_auc", "average_precision")
     return {
         "per_class": per_class,
-        **{
-            f"macro_{key}": _mean_defined(value[key] for value in per_class.values())
-            for key in ("roc_auc", "average_precision")
-        },
+        **{f"macro_{key}": _mean_defined(c[key] for c in per_class.values()) for key in keys},
     }
 
 
@@ -159,10 +142,8 @@ def row_losses(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 def inference_model(
     model: torch.nn.Module, accelerator: Accelerator
 ) -> tuple[torch.nn.Module, Callable[[], contextlib.AbstractContextManager]]:
-    """What scores a split, and the context each batch runs in. bf16 on a CPU: a bf16 copy of the weights made for
-    this pass (hardware.runs_weight_copy, as in prediction). Every validation pass and the test pass score the same
-    way, so the best model is still picked on like numbers. Otherwise: the model itself under accelerate's autocast
-    (fp16/bf16 on a GPU, or none)."""
+    """What scores a split, and the context each batch runs in: bf16 on a CPU, a bf16 copy of the weights (as in
+    prediction); otherwise the model itself under accelerate's autocast."""
     if accelerator.mixed_precision == "bf16" and runs_weight_copy(torch.bfloat16, accelerator.device):
         return copy.deepcopy(accelerator.unwrap_model(model)).to(torch.bfloat16).eval(), contextlib.nullcontext
     return model, accelerator.autocast
@@ -180,8 +161,7 @@ def predict_logits(
     batch_size: int,
     max_tokens: int | None = None,
 ) -> torch.Tensor:
-    """Logits (N, C) on the CPU, in row order, each row exactly once (every process gets them all). Batches hold at
-    most `batch_size` rows and, when set, `max_tokens` tokens (batching.evaluation_loader)."""
+    """Logits (N, C) on the CPU, in row order, each row exactly once (every process gets them all)."""
     # Not accelerator.prepare: that would register the loader for checkpointing on every call.
     loader = prepare_data_loader(
         evaluation_loader(rows, batch_size, max_tokens=max_tokens),
@@ -194,8 +174,7 @@ def predict_logits(
     model.eval()
     scorer, precision = inference_model(model, accelerator)
     gathered_index, gathered_logits = [], []
-    # A pass over tens of thousands of rows takes minutes on a CPU: shown as it goes, gone when done (leave=False), so
-    # that the training bar it interrupts reads on; passes under a few seconds' worth of rows show nothing.
+    # leave=False: gone when done, so that the training bar it interrupts reads on.
     progress = tqdm(
         total=len(rows),
         desc="Scoring",
@@ -232,8 +211,7 @@ def evaluate_split(
     label_names: list[str],
     pooling: str = "mean",
 ) -> EvalResult:
-    """Metrics over documents: when long texts were chunked, the windows' probabilities are pooled per document
-    (after gathering every process's rows, so each document counts once)."""
+    """Metrics over documents (chunked windows' probabilities pooled per document after gathering)."""
     logits = predict_logits(model, rows, accelerator, batch_size)
     return result_from_logits(logits, rows, label_names, pooling)
 
@@ -245,8 +223,7 @@ def result_from_logits(
     pooling: str = "mean",
     decision: Decision | None = None,
 ) -> EvalResult:
-    """Probabilities, loss and metrics of a split's logits (N, C), labelled by `decision` (default: argmax, or 0.5
-    per class for multi-label)."""
+    """Probabilities, loss and metrics of a split's logits (N, C), labelled by `decision`."""
     multi_label = rows.multi_label
     probabilities = to_probabilities(logits, multi_label).numpy()
     labels = rows.labels.numpy()
@@ -267,9 +244,8 @@ def result_from_probabilities(
     decision: Decision | None = None,
     losses: np.ndarray | None = None,
 ) -> EvalResult:
-    """Metrics of (N, C) probabilities against gold class ids (N,) or multi-hot rows (N, C), labelled by `decision`
-    (default: argmax, or 0.5 per class for multi-label). `losses` (N,): each row's loss; default: -log of the
-    probabilities (binary cross-entropy per class for multi-label), as pooled windows get."""
+    """Metrics of (N, C) probabilities against gold labels, labelled by `decision` (default: argmax, or 0.5 per class
+    for multi-label). `losses` (N,): each row's loss; default: from the probabilities, as pooled windows get."""
     multi_label = labels.ndim == 2
     if losses is None:
         losses = _pooled_losses(probabilities, labels)
@@ -304,7 +280,6 @@ def _pooled_losses(probabilities: np.ndarray, labels: np.ndarray) -> np.ndarray:
 
 
 def _low_confidence_summary(flagged: np.ndarray, probabilities: np.ndarray, labels: np.ndarray) -> dict:
-    """Multi-class thresholds flag rows: how many, and how accurate the rest are."""
     kept = ~flagged
     correct = probabilities.argmax(axis=1) == labels
     return {
@@ -316,8 +291,7 @@ def _low_confidence_summary(flagged: np.ndarray, probabilities: np.ndarray, labe
 
 
 def write_predictions(path: Path, result: EvalResult, split: Any, label_names: list[str], separator: str) -> None:
-    """A scored split's rows (`split`: its dataset, with text and row_id) as test_predictions.csv
-    (rundir.write_test_predictions): gold, the decision's label, probabilities, flags."""
+    """A scored split's rows as test_predictions.csv: gold, the decision's label, probabilities, flags."""
     write_test_predictions(
         path,
         column_values(split, "text"),

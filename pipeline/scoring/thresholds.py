@@ -1,30 +1,13 @@
 """Decision thresholds: chosen on validation (`eval.threshold`), stored with the model (model/decision.json), and
-applied the same way by evaluation and prediction.
+applied the same way by evaluation and prediction: `choose_decision(...)`, then `decision.predict(probabilities)`.
 
-    decision = choose_decision(config.eval.threshold, val_probabilities, val_labels, label_names, multi_label)
-    predicted = decision.predict(probabilities)          # class ids (N,), or (N, C) booleans for multi-label
-    flagged = decision.low_confidence(probabilities)     # multi-class: rows whose top probability is too low
+A threshold t_c per class c: multi-label predicts c when p_c >= t_c; binary predicts the second (positive) class
+when p_1 >= t; multi-class keeps the argmax and flags a row whose top probability is below its class's t_c.
+Settings (for every class, or a mapping class -> setting): a number, `best_f1`, `{precision: p}` (the most recall
+at that precision) or `{recall: r}` (the most precision keeping that recall).
 
-Three kinds of task, three uses of a threshold t_c (per class c):
-
-* multi-label: class c is predicted when p_c >= t_c (default 0.5 for every class);
-* binary (single-label, two classes): the second class (id 1, the "positive" one) is predicted when p_1 >= t,
-  else the first; unset: argmax (t = 0.5);
-* multi-class (three or more classes): the label stays the argmax; a row whose top probability p_c is below t_c
-  is flagged low-confidence (prediction marks it) instead of being relabelled. Unset: nothing is flagged.
-
-Settings, for every class or per class (a mapping class -> setting):
-  a number (that threshold), `best_f1` (the threshold with the best validation F1 of the class),
-  `{precision: p}` (the lowest threshold whose validation precision reaches p: the most recall at that
-  precision), `{recall: r}` (the highest threshold whose validation recall is still r: the most precision).
-For a multi-class task a class's precision and recall count only rows whose argmax is that class (the others can
-never be labelled it). A precision that no threshold reaches on validation falls back to best_f1, with a warning
-and a note in the record; a class without validation rows keeps 0.5. Each kind of problem is one warning naming the
-classes it hit (a 28-class task would otherwise log 28 lines), each class's record its own.
-
-A chosen threshold sits midway between the validation score it admits and the next lower one (0 below the lowest):
-the same validation decisions, with the widest margin, so that a score a rounding error away (another runtime, bf16,
-ONNX) is not labelled differently from the score seen on validation.
+A chosen threshold sits midway between the validation score it admits and the next lower one, so that a score a
+rounding error away (another runtime, bf16, ONNX) is labelled as on validation.
 """
 
 from __future__ import annotations
@@ -44,8 +27,7 @@ from pipeline.run.record import RunRecord, Thresholds
 logger = logging.getLogger(__name__)
 
 DEFAULT_THRESHOLD = 0.5
-# Below this many positive validation rows a threshold chosen for a target (best_f1, precision, recall) rests on
-# too few examples to trust: it is kept, with a warning and a note in the record.
+# Below this many positive validation rows a threshold chosen for a target is kept, with a warning and a note.
 FEW_POSITIVES = 20
 KIND_ARGMAX, KIND_BINARY, KIND_FLAG, KIND_MULTI_LABEL = "argmax", "binary", "flag", "multi_label"
 
@@ -57,7 +39,6 @@ class Decision:
     kind: str  # argmax | binary | flag | multi_label
     labels: list[str]
     thresholds: dict[str, float] = field(default_factory=dict)
-    # Per class: the setting asked for, the validation precision/recall at the chosen threshold, any fallback.
     chosen: dict[str, dict[str, Any]] = field(default_factory=dict)
     setting: Any = None
 
@@ -116,8 +97,7 @@ def decision_kind(num_labels: int, multi_label: bool) -> str:
 
 
 def check_setting(setting: Any, labels: list[str], multi_label: bool) -> None:
-    """Before training: a per-class mapping names real classes; a binary task takes a threshold for its positive
-    class only. Errors name the key."""
+    """Before training: a per-class mapping names real classes; a binary task thresholds its positive class only."""
     if setting is None or not isinstance(setting, dict) or is_threshold_target(setting):
         return
     unknown = [name for name in setting if name not in labels]
@@ -125,24 +105,20 @@ def check_setting(setting: Any, labels: list[str], multi_label: bool) -> None:
         raise ConfigError(f"eval.threshold.{unknown[0]}: no such class (classes: {', '.join(labels[:20])})")
     if not multi_label and len(labels) == 2 and labels[0] in setting:
         raise ConfigError(
-            f"eval.threshold.{labels[0]}: a binary task thresholds its positive (second) class {labels[1]!r} only; "
-            f"to threshold {labels[0]!r}, list it second: data.label_names=[{labels[1]}, {labels[0]}]"
+            f"eval.threshold.{labels[0]}: a binary task thresholds its positive (second) class {labels[1]!r} only; to threshold {labels[0]!r}, list it second: data.label_names=[{labels[1]}, {labels[0]}]"
         )
 
 
 def choose_decision(
     setting: Any, probabilities: np.ndarray, labels: np.ndarray, names: list[str], multi_label: bool
 ) -> Decision:
-    """Thresholds for `setting` (eval.threshold) from validation probabilities (N, C) and gold labels (class ids
-    (N,), or (N, C) multi-hot)."""
+    """Thresholds for `setting` (eval.threshold) from validation probabilities (N, C) and gold labels."""
     if setting is None:
         return default_decision(names, multi_label)
     kind = decision_kind(len(names), multi_label)
     if kind == KIND_BINARY:
         logger.info(
-            "eval.threshold acts on the positive class %r, the second of %s (data.label_names sets the order)",
-            names[1],
-            names,
+            f"eval.threshold acts on the positive class {names[1]!r}, the second of {names} (data.label_names sets the order)"
         )
     per_class = _settings_per_class(setting, names, kind)
     decision = Decision(kind, list(names), setting=setting)
@@ -168,7 +144,7 @@ def choose_decision(
 @dataclass(frozen=True)
 class Problem:
     """Why a class's threshold is not what was asked, or not to be trusted: one of the kinds below (the same words for
-    every class it hits, so that classes are logged together) and this class's figures."""
+    every class, so that classes are logged together) and this class's figures."""
 
     kind: str
     detail: str = ""
@@ -177,28 +153,19 @@ class Problem:
         return f"{name!r} ({self.detail})" if self.detail else repr(name)
 
 
-# The kinds of Problem. Each class's own record (model/decision.json, metrics.json `thresholds.chosen`) keeps its
-# `fallback` or `note` in its own words, and a fallback's `applied`: what set the threshold instead of the setting.
+# The kinds of Problem (each class's own record keeps its `fallback` or `note` in its own words).
 NO_POSITIVES = f"no positive validation rows: kept {DEFAULT_THRESHOLD}"
 NEVER_PREDICTED = f"no validation row is predicted as the class: kept {DEFAULT_THRESHOLD}"
 PRECISION_UNREACHED = "no threshold reaches the precision asked on validation: best_f1 used instead"
-RECALL_UNKEPT = (
-    "no threshold keeps the recall asked on validation: a threshold below every validation score of the class "
-    "used instead"
-)
-FEW_ROWS = (
-    f"chosen on fewer than {FEW_POSITIVES} validation rows of the class: a rough estimate; for more validation rows, "
-    "raise data.validation_fraction (when validation is carved from train) or give a larger data.validation_file"
-)
-# Classes named in one warning; a 28-class task would otherwise make a line of every class (the records hold all).
+RECALL_UNKEPT = "no threshold keeps the recall asked on validation: a threshold below every validation score of the class used instead"
+FEW_ROWS = f"chosen on fewer than {FEW_POSITIVES} validation rows of the class: a rough estimate; for more validation rows, raise data.validation_fraction (when validation is carved from train) or give a larger data.validation_file"
+# Classes named in one warning (the records hold all).
 NAMED_CLASSES = 5
 
 
 def selection_cut_off(metrics: RunRecord | dict[str, Any]) -> str:
-    """How the validation score that kept a run's model (metrics.json `best`) decided labels, where the thresholds
-    chosen after training decide them otherwise: training scores each checkpoint at the 0.5 cut-off (binary: the
-    argmax), so that score and the run's validation figures, which apply the thresholds, differ. "" otherwise.
-    A metrics.json dict is the model card's, until it reads RunRecord."""
+    """Where thresholds chosen after training decide labels otherwise, how the score that kept the model did
+    (training scores each checkpoint at the 0.5 cut-off); "" otherwise."""
     record = (metrics if isinstance(metrics, RunRecord) else RunRecord.from_dict(metrics)).thresholds or Thresholds()
     thresholds = record.thresholds or {}
     if record.kind not in (KIND_BINARY, KIND_MULTI_LABEL) or all(
@@ -214,10 +181,7 @@ def problems_message(kind: str, classes: list[str]) -> str:
         return f"eval.threshold for class {classes[0]}: {kind}"
     named = ", ".join(classes[:NAMED_CLASSES])
     more = f" and {len(classes) - NAMED_CLASSES:,} more" if len(classes) > NAMED_CLASSES else ""
-    return (
-        f"eval.threshold for {len(classes):,} classes ({named}{more}): {kind} "
-        f"(each class's record: {MODEL_DIR}/{DECISION_FILE})"
-    )
+    return f"eval.threshold for {len(classes):,} classes ({named}{more}): {kind} (each class's record: {MODEL_DIR}/{DECISION_FILE})"
 
 
 def _settings_per_class(setting: Any, names: list[str], kind: str) -> dict[str, Any]:
@@ -244,20 +208,17 @@ def _scores_and_positives(
 def choose_threshold(
     setting: Any, scores: np.ndarray, positives: np.ndarray
 ) -> tuple[float, dict[str, Any], Problem | None]:
-    """(threshold, record, problem) for one class: record holds the setting and the validation precision / recall
-    there; problem, when the setting could not be met, is what choose_decision logs (the record's `fallback` says it
-    too)."""
+    """(threshold, record, problem) for one class: the record holds the setting and the validation precision and
+    recall there; problem, when the setting could not be met, is what choose_decision logs."""
     if isinstance(setting, float):
         return setting, _record(setting, setting, scores, positives), None
-    if not positives.any():
-        record = _record(setting, DEFAULT_THRESHOLD, scores, positives)
-        record["fallback"], record["applied"] = NO_POSITIVES, f"{DEFAULT_THRESHOLD}"
-        return DEFAULT_THRESHOLD, record, Problem(NO_POSITIVES)
     candidates, precision, recall = _curve(scores, positives)
-    if not len(candidates):  # multi-class: no validation row has this class as its top prediction
+    # No positives, or (multi-class) no validation row has this class as its top prediction: the default stays.
+    if not positives.any() or not len(candidates):
+        kind = NO_POSITIVES if not positives.any() else NEVER_PREDICTED
         record = _record(setting, DEFAULT_THRESHOLD, scores, positives)
-        record["fallback"], record["applied"] = NEVER_PREDICTED, f"{DEFAULT_THRESHOLD}"
-        return DEFAULT_THRESHOLD, record, Problem(NEVER_PREDICTED)
+        record["fallback"], record["applied"] = kind, f"{DEFAULT_THRESHOLD}"
+        return DEFAULT_THRESHOLD, record, Problem(kind)
     if setting == "best_f1":
         return *_best_f1(setting, candidates, precision, recall, scores, positives), None
     ((target, value),) = setting.items()
@@ -266,8 +227,7 @@ def choose_threshold(
         if not len(reaching):
             threshold, record = _best_f1(setting, candidates, precision, recall, scores, positives)
             record["fallback"] = (
-                f"no threshold reaches precision {value:g} on validation (best "
-                f"{precision.max():.4f}): best_f1 used instead"
+                f"no threshold reaches precision {value:g} on validation (best {precision.max():.4f}): best_f1 used instead"
             )
             record["applied"] = "best_f1"
             return threshold, record, Problem(PRECISION_UNREACHED, f"precision {value:g}, best {precision.max():.4f}")
@@ -278,8 +238,7 @@ def choose_threshold(
             threshold = _midway(candidates, len(candidates) - 1)
             record = _record(setting, threshold, scores, positives)
             record["fallback"] = (
-                f"no threshold keeps recall {value:g} on validation (at most {recall.max():.4f}): {threshold:.4f}, "
-                "below every validation score of the class, used instead"
+                f"no threshold keeps recall {value:g} on validation (at most {recall.max():.4f}): {threshold:.4f}, below every validation score of the class, used instead"
             )
             record["applied"] = f"{threshold:.4f}"
             return threshold, record, Problem(RECALL_UNKEPT, f"recall {value:g}, at most {recall.max():.4f}")

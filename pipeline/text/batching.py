@@ -18,11 +18,9 @@ from pipeline.data.splits import MULTI_LABEL_COLUMN, column_values, label_column
 from pipeline.text.lengths import padded_width, sorted_batches
 from pipeline.text.windows import SEGMENT_IDS
 
-# Pools of this many batches are sorted by length before being cut into batches (as in HF's LengthGroupedSampler):
-# big enough that batches are homogeneous in length, small enough that the order stays random.
+# Pools of this many batches are sorted by length before being cut into batches (as HF's LengthGroupedSampler).
 LENGTH_POOL_BATCHES = 50
-# A batch's tensors that the model's forward takes: segment ids only for sentence pairs (tokenization adds that
-# column only then; BERT reads absent ones as all 0).
+# A batch's tensors that the model's forward takes (segment ids only for sentence pairs; BERT reads absent ones as 0).
 MODEL_INPUTS = ("input_ids", "attention_mask", SEGMENT_IDS)
 
 
@@ -30,13 +28,12 @@ class TokenizedRows(torch.utils.data.Dataset):
     """A tokenized split held as tensors; a whole batch is fetched with one indexing operation."""
 
     def __init__(self, split: Dataset, teacher_logits: np.ndarray | None = None):
-        # Multi-label splits: (N, C) float32 multi-hot rows instead of (N,) class ids.
         labels = label_column(split.column_names)
         self.multi_label = labels == MULTI_LABEL_COLUMN
         columns = split.with_format("numpy", columns=["input_ids", "attention_mask", labels, "length"])[:]
         self.input_ids = torch.from_numpy(np.asarray(columns["input_ids"], dtype=np.int32))  # (N, T)
         self.attention_mask = torch.from_numpy(np.asarray(columns["attention_mask"], dtype=np.int8))  # (N, T)
-        # Sentence pairs: each token's segment (0: first text, 1: second); None for single texts (all 0).
+        # Sentence pairs only: each token's segment; None for single texts (all 0).
         self.token_type_ids = None
         if SEGMENT_IDS in split.column_names:
             types = split.with_format("numpy", columns=[SEGMENT_IDS])[:][SEGMENT_IDS]
@@ -45,11 +42,11 @@ class TokenizedRows(torch.utils.data.Dataset):
         self.labels = torch.from_numpy(np.asarray(columns[labels], dtype=label_type))  # (N,) or (N, C)
         self.lengths = np.asarray(columns["length"], dtype=np.int64)  # (N,)
         self.row_index = torch.arange(len(self.labels))  # (N,) lets distributed evaluation restore row order
-        # Distillation: the teacher's logits for each row (N, C) float32, carried into batches; None otherwise.
+        # Distillation: the teacher's logits for each row (N, C), carried into batches.
         self.teacher_logits = None if teacher_logits is None else torch.as_tensor(teacher_logits, dtype=torch.float32)
         if self.teacher_logits is not None and self.teacher_logits.shape[0] != len(self.labels):
             raise ValueError(f"{self.teacher_logits.shape[0]} teacher logit rows for {len(self.labels)} rows")
-        # Chunked long texts: the document each row (window) belongs to; None when a row is a whole text.
+        # Chunked long texts: the document each row (window) belongs to.
         self.documents = (
             np.asarray(column_values(split, "document"), dtype=np.int64) if "document" in split.column_names else None
         )
@@ -106,26 +103,21 @@ def collate_fixed(batch: dict[str, torch.Tensor] | list[dict[str, torch.Tensor]]
 
 
 def model_inputs(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """What the model's forward takes of a batch: input_ids and attention_mask, and token_type_ids for pairs."""
     return {name: batch[name] for name in MODEL_INPUTS if name in batch}
 
 
 class ShuffledBatchSampler(Sampler[list[int]]):
     """Seeded random batches, a new order each epoch; optionally grouped by length.
 
-    The order depends only on (seed, epoch), never on global RNG state, so a resumed run draws the same
-    batches as an uninterrupted one. With gradient accumulation over A micro-batches and N processes
-    (`slices` = A x N), the sampler forms the *optimizer step's* batch of A x N x batch_size rows, exactly as one
-    process with that batch size would, and yields it as A x N consecutive slices; accelerate hands every N-th slice
-    to each process. So any split of one step's batch over micro-batches and processes trains on the same rows,
-    length grouping included, and (with the loop's normalisation) to the same weights.
+    The order depends only on (seed, epoch), so a resumed run draws the same batches. The sampler forms the
+    optimizer step's batch of `slices` (accumulation x processes) x batch_size rows, as one process would, and
+    yields it as `slices` consecutive slices: any split over micro-batches and processes trains on the same rows.
     """
 
     def __init__(self, lengths: np.ndarray, batch_size: int, seed: int, group_by_length: bool, slices: int = 1):
         self.lengths = lengths
         self.rows_per_slice = batch_size
-        # What accelerate reads to shard the batches over processes: None says "slices of varying size", so the
-        # uneven slices of a short last step are handed out as they are, not topped up with repeated rows.
+        # What accelerate shards by: None ("varying size") hands a short last step's slices out as they are.
         self.batch_size = batch_size if slices == 1 else None
         self.seed = seed
         self.group_by_length = group_by_length
@@ -174,8 +166,8 @@ class ShuffledBatchSampler(Sampler[list[int]]):
 
 
 def _private_generator(seed: int) -> torch.Generator:
-    """A DataLoader draws a seed from its generator each time it is iterated; with none it would draw from the
-    global RNG and shift every later dropout mask, so a resumed run would no longer match an uninterrupted one."""
+    """A DataLoader draws a seed each time it is iterated; from the global RNG that would shift every later dropout
+    mask, and a resumed run would no longer match an uninterrupted one."""
     return torch.Generator().manual_seed(seed)
 
 

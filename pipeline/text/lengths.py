@@ -1,6 +1,5 @@
-"""The fixed length rows are padded to: the setting, or under `auto` the shortest multiple of 8 that truncates at most
-`max_truncated_fraction` of train (with chunking, the chunk length cheapest to train on this device); and the
-widths and batches that rows of known lengths are cut into, which training, evaluation and prediction share."""
+"""The fixed length rows are padded to (the setting, or chosen under `auto`), and the widths and batches that rows
+of known lengths are cut into, which training, evaluation and prediction share."""
 
 from __future__ import annotations
 
@@ -39,8 +38,7 @@ def length_limit(tokenizer: PreTrainedTokenizerBase, model_max_positions: int | 
 
 
 def truncated_share(lengths: np.ndarray, max_length: int) -> float:
-    """The share of texts (lengths in tokens, count_tokens) longer than the fixed length: truncated, or read as
-    windows."""
+    """The share of texts longer than the fixed length: truncated, or read as windows."""
     return float(np.mean(lengths > max_length)) if len(lengths) else 0.0
 
 
@@ -53,10 +51,7 @@ def sorted_batches(
     sorted_lengths: np.ndarray, fixed_length: int, max_rows: int, max_tokens: int | None = None
 ) -> list[slice]:
     """Consecutive batches over rows sorted longest first: at most `max_rows` rows and, with `max_tokens`, at most
-    that many tokens counted at the width a batch is padded to (its first row's); a row longer than the budget goes
-    alone. Evaluation and prediction both cut their batches here. Why a token budget: a CPU runs a model fastest on
-    batches whose activations stay in its caches, so the rows a batch should hold depend on their length (MiniLM on
-    a 2-core AVX2 CPU: 16 to 32 rows of 128 tokens, 64 of 32; benchmarks/README.md)."""
+    that many tokens at the batch's padded width (a CPU is fastest while a batch's activations stay in its caches)."""
     batches, start = [], 0
     while start < len(sorted_lengths):
         count = max_rows
@@ -87,8 +82,7 @@ def fixed_length(
     tokenizer: PreTrainedTokenizerBase,
     seconds_per_window: Callable[[int], float] | None,
 ) -> int:
-    """The fixed length rows are padded to: the setting, or under `auto` chosen from `train_lengths` (train's
-    untruncated lengths, count_tokens; None when the setting is a number)."""
+    """The setting, or under `auto` chosen from `train_lengths` (train's untruncated lengths)."""
     if config.max_length == "auto":
         if rule.long_text == "chunk" and seconds_per_window is not None:
             special = tokenizer.num_special_tokens_to_add(pair=False)
@@ -103,8 +97,7 @@ def fixed_length(
         length = config.max_length
     if rule.long_text == "chunk" and rule.chunk_stride >= length - tokenizer.num_special_tokens_to_add(pair=False):
         raise ConfigError(
-            f"tokenizer.chunk_stride: {rule.chunk_stride} must be smaller than a window's "
-            f"{length - tokenizer.num_special_tokens_to_add(pair=False)} content tokens"
+            f"tokenizer.chunk_stride: {rule.chunk_stride} must be smaller than a window's {length - tokenizer.num_special_tokens_to_add(pair=False)} content tokens"
         )
     return length
 
@@ -117,18 +110,10 @@ def choose_chunk_length(
     max_truncated_fraction: float,
     seconds_per_window: Callable[[int], float],
 ) -> int:
-    """With chunking, the length whose training pass over train costs least on this device, among those whose
-    windows read documents whole as `auto` promises without chunking: for each candidate (64, 128, 256, 512, up to
-    the model's limit) the windows it makes times the measured seconds per window.
-
-    A document that needs more than max_chunks windows keeps the first max_chunks - 1 and the last, losing the text
-    between, and the shorter the length, the more documents that cut reaches and the more of each it drops. Counting
-    only the windows kept, a short length looks cheapest because it reads less (max_chunks 4 chose 64: at most 256
-    of ~1,000 tokens per review). So a length is a candidate only if it cuts at most `max_truncated_fraction` of
-    train's documents, the truncation budget of `auto`; among those every document but the budget is read whole, and
-    the cheapest reads the same text for less. When none keeps the budget, the longest, which cuts fewest and reads
-    the most of each document it cuts, with a warning.
-    """
+    """With chunking, the length whose training pass over train costs least on this device (windows x measured
+    seconds per window), among those that cut at most `max_truncated_fraction` of documents to max_chunks windows:
+    counting only the windows kept, a short length would look cheapest because it reads less. When none keeps the
+    budget, the longest (it cuts fewest), with a warning."""
     candidates = [length for length in CHUNK_LENGTHS if length <= limit and length - special > rule.chunk_stride]
     costs, cut = {}, {}
     for length in candidates:
@@ -142,22 +127,11 @@ def choose_chunk_length(
     else:
         chosen = max(candidates)
         logger.warning(
-            "Every chunk length cuts more than %.1f%% of train's documents (tokenizer.max_truncated_fraction) to "
-            "tokenizer.max_chunks=%d windows, losing the text between their first windows and their last; %d, the "
-            "longest, cuts fewest (%.1f%%). Options: a larger tokenizer.max_chunks, or accept it with a larger "
-            "max_truncated_fraction",
-            100 * max_truncated_fraction,
-            rule.max_chunks,
-            chosen,
-            100 * cut[chosen],
+            f"Every chunk length cuts more than {100 * max_truncated_fraction:.1f}% of train's documents (tokenizer.max_truncated_fraction) to tokenizer.max_chunks={rule.max_chunks} windows, losing the text between their first windows and their last; {chosen}, the longest, cuts fewest ({100 * cut[chosen]:.1f}%). Options: a larger tokenizer.max_chunks, or accept it with a larger max_truncated_fraction"
         )
+    costs_text = ", ".join(f"{length}: {costs[length]:.0f} s ({cut[length]:.1%} cut)" for length in candidates)
     logger.info(
-        "Chunk length by training cost on this device, among those cutting at most %.1f%% of train's documents to "
-        "%d windows: %s -> %d",
-        100 * max_truncated_fraction,
-        rule.max_chunks,
-        ", ".join(f"{length}: {costs[length]:.0f} s ({cut[length]:.1%} cut)" for length in candidates),
-        chosen,
+        f"Chunk length by training cost on this device, among those cutting at most {100 * max_truncated_fraction:.1f}% of train's documents to {rule.max_chunks} windows: {costs_text} -> {chosen}"
     )
     return chosen
 
@@ -170,27 +144,16 @@ def log_length(
     limit: int,
     pairs: bool,
 ) -> None:
-    logger.info(
-        "Fixed length %d (%s); longer than it: %s",
-        max_length,
-        "auto" if config.max_length == "auto" else "configured",
-        ", ".join(f"{name} {share:.2%}" for name, share in truncated.items()),
-    )
+    setting = "auto" if config.max_length == "auto" else "configured"
+    shares = ", ".join(f"{name} {share:.2%}" for name, share in truncated.items())
+    logger.info(f"Fixed length {max_length} ({setting}); longer than it: {shares}")
     if truncated.get("train", 0.0) > config.max_truncated_fraction and rule.long_text == "truncate":
         # Sentence pairs are cut one way only (the end of the longer text): a larger length is their one option.
         options = ""
         if not pairs:
             head_tail = "" if rule.truncation == "head_tail" else ", tokenizer.truncation=head_tail"
             options = f"{head_tail}, or tokenizer.long_text=chunk (docs/long-texts.md)"
+        kept, what = (PAIR_CUT, "pairs") if pairs else (rule.kept_part, "texts")
         logger.warning(
-            "Fixed length %d truncates %.1f%% of train, above the %.1f%% budget (tokenizer.max_truncated_fraction): "
-            "the model reads only %s of those %s. Options: a larger tokenizer.max_length (the model takes up to "
-            "%d)%s",
-            max_length,
-            100 * truncated["train"],
-            100 * config.max_truncated_fraction,
-            PAIR_CUT if pairs else rule.kept_part,
-            "pairs" if pairs else "texts",
-            limit,
-            options,
+            f"Fixed length {max_length} truncates {100 * truncated['train']:.1f}% of train, above the {100 * config.max_truncated_fraction:.1f}% budget (tokenizer.max_truncated_fraction): the model reads only {kept} of those {what}. Options: a larger tokenizer.max_length (the model takes up to {limit}){options}"
         )

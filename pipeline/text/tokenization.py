@@ -1,15 +1,9 @@
-"""Stage 2: the checkpoint's own tokenizer (BERT WordPiece by default), every row padded to one fixed length.
+"""Stage 2: the checkpoint's own tokenizer, every row padded to one fixed length:
+`tokenize_splits(splits, load_tokenizer(config.tokenizer), config.tokenizer, cache_root)`.
 
-    tokenizer = load_tokenizer(config.tokenizer)
-    tokenized, info = tokenize_splits(splits, tokenizer, config.tokenizer, cache_root)
-
-Each split becomes `input_ids` and `attention_mask` (all rows `max_length` long), `length`, the number of real
-tokens, which lets the training loop group rows of similar length and drop all-padding columns per batch, and its
-labels (with chunking, a `document` column; with sentence pairs, `token_type_ids`). One tokenizer pass builds the
-rows and measures the untruncated lengths the truncation report needs (windows.encode_documents, as prediction
-encodes); `max_length: auto` picks the shortest multiple of 8 that truncates at most `max_truncated_fraction` of
-train, counted before the rows are built; that count keeps train's token ids (windows.KeptContent), so train too
-is tokenized once.
+Each split gets `input_ids`, `attention_mask`, `length` (real tokens, for length grouping and padding trim) and its
+labels (with chunking, `document`; with pairs, `token_type_ids`). One tokenizer pass builds the rows and measures
+the untruncated lengths; under `max_length: auto`, train's count keeps its ids so that it too is tokenized once.
 """
 
 from __future__ import annotations
@@ -67,13 +61,12 @@ class TokenizationInfo:
     max_length_setting: int | str
     truncated_fraction: dict[str, float]
     from_cache: bool
-    # Under several processes: whether each one found the cache (all but the first should have).
     from_cache_by_process: list[bool] | None = None
-    # tokenizer.long_text: chunk: windows per document (mean, p95, max) of each split.
+    # long_text chunk: windows per document (mean, p95, max) of each split.
     windows_per_document: dict[str, dict] | None = None
     # Share of each split's tokens (special tokens aside) that are the unknown token; None: the tokenizer has none.
     unknown_token_share: dict[str, float | None] | None = None
-    # Share of each split's texts more than MOSTLY_UNKNOWN of whose tokens are the unknown token; None: as above.
+    # Share of each split's texts mostly (MOSTLY_UNKNOWN) unknown tokens; None: as above.
     mostly_unknown_share: dict[str, float | None] | None = None
 
     def to_dict(self) -> dict:
@@ -94,10 +87,8 @@ def load_tokenizer(config: TokenizerConfig) -> PreTrainedTokenizerBase:
     except (ValueError, KeyError, TypeError) as error:  # e.g. a folder with no tokenizer files and no config
         raise TokenizerNotFound(f"no tokenizer found in '{name}' ({first_line(error)})") from None
     if not getattr(tokenizer, "is_fast", False):
-        # Stage 2 and prediction tokenize in large batches through the Rust tokenizer.
         raise TokenizerNotFound(f"'{name}' has no fast tokenizer (tokenizer.json or a convertible vocabulary)")
-    # transformers 5 builds an empty tokenizer (its special tokens only) for a model folder without tokenizer files,
-    # which would map every word to the unknown token: refuse it instead of training on nothing.
+    # transformers 5 builds an empty tokenizer for a model folder without tokenizer files: every word would be unknown.
     if len(tokenizer.get_vocab()) <= len(set(tokenizer.all_special_ids)):
         raise TokenizerNotFound(
             f"'{name}' has no tokenizer files (tokenizer.json, vocab.txt, vocab.json + merges.txt, ...), only a "
@@ -108,8 +99,6 @@ def load_tokenizer(config: TokenizerConfig) -> PreTrainedTokenizerBase:
 
 @dataclass(frozen=True)
 class TokenCounts:
-    """What one tokenization pass over texts measures."""
-
     lengths: np.ndarray  # (N,) tokens per text, special tokens ([CLS]/[SEP], <s>/</s>) included, untruncated
     unknown: UnknownTokens | None  # how much of the texts is the unknown token; None: the tokenizer has none
 
@@ -117,36 +106,30 @@ class TokenCounts:
     def of_content(
         cls, content_lengths: np.ndarray, unknown_counts: np.ndarray | None, tokenizer: PreTrainedTokenizerBase
     ) -> TokenCounts:
-        """From each text's content tokens (special tokens aside) and how many of them are unknown."""
         content_lengths = np.asarray(content_lengths, dtype=np.int64)
         lengths = content_lengths + tokenizer.num_special_tokens_to_add(pair=False)
         return cls(lengths, UnknownTokens.of_content(content_lengths, unknown_counts))
 
     @classmethod
     def of_encoding(cls, encoded: EncodedDocuments, tokenizer: PreTrainedTokenizerBase) -> TokenCounts:
-        """What the pass that built the model's rows measured (windows.encode_documents): no second tokenization."""
         return cls.of_content(encoded.content_lengths, encoded.unknown_counts, tokenizer)
 
     @property
     def unknown_share(self) -> float | None:
-        """Share of the texts' own tokens that are the unknown token; None: the tokenizer has none."""
         return None if self.unknown is None else self.unknown.token_share
 
     @property
     def mostly_unknown_share(self) -> float | None:
-        """Share of the texts more than MOSTLY_UNKNOWN of whose tokens are the unknown token; None: as above."""
         return None if self.unknown is None else self.unknown.text_share
 
 
 def count_tokens(texts: list[str], tokenizer: PreTrainedTokenizerBase) -> TokenCounts:
-    """Each text's length in tokens without truncation, and the share of unknown tokens (None for a tokenizer
-    without one, as byte-level BPE)."""
+    """Each text's untruncated length in tokens, and the share of unknown tokens."""
     return count_and_keep_tokens(texts, tokenizer, keep_up_to=0)[0]
 
 
-# Under `auto`, train's content ids are kept from its count up to this many tokens (4 bytes each: 256 MiB), so that
-# its rows are built without tokenizing it again; a larger train is tokenized again instead, since its untruncated
-# texts may hold many times the tokens its rows keep.
+# Under `auto`, train's content ids are kept from its count up to this many tokens (256 MiB); a larger train is
+# tokenized again instead, since its untruncated texts may hold many times the tokens its rows keep.
 KEEP_CONTENT_TOKENS = 64 * 2**20
 
 
@@ -156,9 +139,8 @@ def count_and_keep_tokens(
     keep_up_to: int,
     read: TokensRead | None = None,
 ) -> tuple[TokenCounts, KeptContent | None]:
-    """count_tokens, and the texts' content ids as counted while they hold at most `keep_up_to` tokens (else None).
-    With `read` (windows.reads_of), a text is counted only as far as rows that long would read it: a far longer
-    one counts as longer than them, not by its every token."""
+    """count_tokens, and the texts' content ids if they hold at most `keep_up_to` tokens (else None). With `read`
+    (windows.reads_of), a text is counted only as far as such rows read it."""
     lengths: list[int] = []
     unknown: list[int] | None = [] if tokenizer.unk_token_id is not None else None
     pair_extra = pair_extra_tokens(tokenizer)
@@ -179,8 +161,7 @@ def count_and_keep_tokens(
 
 
 def tokenizer_fingerprint(tokenizer: PreTrainedTokenizerBase) -> str:
-    """A hash of everything that decides the tokens: the fast tokenizer's full serialised state (vocabulary,
-    normaliser with lower-casing and accent stripping, pre-tokenizer, post-processor) and its init settings."""
+    """A hash of everything that decides the tokens: the fast tokenizer's serialised state and its init settings."""
     digest = hashlib.sha256(type(tokenizer).__name__.encode())
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is not None:
@@ -208,7 +189,6 @@ def texts_fingerprint(texts: Sequence[str]) -> str:
 
 
 def _cache_key(splits: DatasetDict, tokenizer: PreTrainedTokenizerBase, config: TokenizerConfig, limit: int) -> str:
-    """A content hash of the texts, the tokenizer and the length settings: any change gives a new cache entry."""
     digest = hashlib.sha256()
     settings = (
         f"v{CACHE_FORMAT}|{config.max_length}|{config.max_truncated_fraction}|{limit}|"
@@ -223,15 +203,12 @@ def _cache_key(splits: DatasetDict, tokenizer: PreTrainedTokenizerBase, config: 
     return digest.hexdigest()[:24]
 
 
-# Texts encoded at a time. A block's rows are Python lists (about 36 bytes a token) until they are packed into int32
-# arrays, so a split of a million texts costs the memory of its arrays, not of its lists.
+# Texts encoded at a time: a block's rows are Python lists until packed into int32 arrays, so this bounds memory.
 ENCODE_BLOCK_TEXTS = 10 * TOKENIZE_BATCH_SIZE
 
 
 @dataclass(frozen=True)
 class _EncodedBlock:
-    """One block of texts encoded (windows.encode_documents), packed into arrays."""
-
     input_ids: np.ndarray  # (R, T) int32, padded
     token_types: np.ndarray | None  # (R, T) int8 segment ids; None: no pair in the block (all 0)
     lengths: np.ndarray  # (R,) real tokens per row
@@ -269,9 +246,8 @@ def _encode_split(
     name: str,
     kept: KeptContent | None = None,
 ) -> tuple[Dataset, dict | None, TokenCounts]:
-    """The split's rows padded to `max_length` (one per text; with chunking, one per window and a `document`
-    column; with sentence pairs, their segment ids), and its token counts, measured on the same tokenizer pass (or
-    built from `kept`, the split's content ids from the pass that counted it)."""
+    """The split's rows padded to `max_length`, its windows summary (chunking) and its token counts, from one
+    tokenizer pass (or from `kept`)."""
     from datasets import Dataset
     from tqdm.auto import tqdm
 
@@ -322,9 +298,8 @@ def tokenize_splits(
     model_max_positions: int | None = None,
     seconds_per_window: Callable[[int], float] | None = None,
 ) -> tuple[DatasetDict, TokenizationInfo]:
-    """Add fixed-length `input_ids`, `attention_mask` and `length` to every split (and `document` when long texts
-    are chunked into windows); reuse the on-disk cache if any. `seconds_per_window(length)` (the model's training
-    cost of one row of that length, measured on this device) lets `auto` choose a chunk length by cost."""
+    """Tokenize every split to one fixed length, or reuse the on-disk cache. `seconds_per_window(length)` (measured
+    training cost of one row) lets `auto` choose a chunk length by cost."""
     limit = length_limit(tokenizer, model_max_positions)
     rule = LongTextRule.from_settings(config)
     cache_dir = None
@@ -333,12 +308,10 @@ def tokenize_splits(
         if (cache_dir / "dataset_dict.json").exists() and (cache_dir / "info.json").exists():
             return _read_cache(cache_dir, splits, tokenizer, config, rule, limit)
 
-    # `auto` chooses the length from train's untruncated lengths, so only then is train counted before its rows are
-    # built; otherwise each split is tokenized once, its counts measured on the pass that builds its rows.
     train_lengths, train_content = None, None
     if config.max_length == "auto":
-        # Read as far as rows of the longest length could read (`auto` chooses at most that): the kept ids then
-        # build train's rows at whatever length is chosen, and a text past it counts as over every choice.
+        # Read as far as rows of the longest length could (`auto` chooses at most that), so the kept ids build
+        # train's rows at whatever length is chosen.
         counts, train_content = count_and_keep_tokens(
             column_values(splits["train"], "text"), tokenizer, KEEP_CONTENT_TOKENS, reads_of(tokenizer, limit, rule)
         )
@@ -392,7 +365,7 @@ def _write_cache(tokenized: DatasetDict, info: TokenizationInfo, cache_dir: Path
         (staging / "info.json").write_text(json.dumps(info.to_dict()))
         staging.rename(cache_dir)
     except OSError:
-        # Another process (or a parallel run) may have filled the same entry first: theirs is as good as ours.
+        # Another process may have filled the same entry first: theirs is as good as ours.
         if not (cache_dir / "info.json").exists():
             raise
     finally:
@@ -407,12 +380,12 @@ def _read_cache(
     rule: LongTextRule,
     limit: int,
 ) -> tuple[DatasetDict, TokenizationInfo]:
-    """A cache entry's splits and info, with the log lines and warnings a fresh run gives."""
+    """A cache entry's splits and info, logging what a fresh run logs."""
     from datasets import load_from_disk
 
     tokenized = load_from_disk(str(cache_dir))
     info = _read_info(cache_dir / "info.json")
-    logger.info("Tokenized splits loaded from cache %s (max_length %d)", cache_dir, info.max_length)
+    logger.info(f"Tokenized splits loaded from cache {cache_dir} (max_length {info.max_length})")
     pairs = has_pairs(column_values(splits["train"], "text"))
     log_length(config, rule, info.max_length, info.truncated_fraction, limit, pairs)
     _warn_unknown_tokens(info, tokenizer)

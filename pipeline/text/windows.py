@@ -1,14 +1,6 @@
-"""Texts longer than the fixed length: which tokens a row keeps (head, tail, head+tail), or overlapping windows
-that each become a row, and the pooling of window scores back into one score per document.
-
-    rule = LongTextRule.from_settings(config.tokenizer)
-    encoded = encode_documents(tokenizer, texts, max_length, rule)    # encoded.rows: token ids with [CLS]/[SEP]
-    probabilities = pool_documents(window_probabilities, encoded.documents, len(texts), "mean")
-
-Training, evaluation and prediction all encode through `encode_documents`, so a document becomes the same rows
-in each. Windows are `max_length` tokens including the special tokens; consecutive windows overlap by
-`chunk_stride` tokens; beyond `max_chunks` windows a document keeps its first `max_chunks - 1` windows and its
-last one, so that both its start and its end are read.
+"""Texts longer than the fixed length: truncation (head, tail, head+tail) or overlapping windows, and the pooling
+of window scores back into one score per document. Training, evaluation and prediction all encode through
+`encode_documents`, so a document becomes the same rows in each.
 """
 
 from __future__ import annotations
@@ -46,7 +38,7 @@ class LongTextRule:
         return cls(**{key: get(key, getattr(defaults, key)) for key in vars(defaults)})
 
     def to_settings(self) -> dict[str, Any]:
-        """The rule as config.yaml's tokenizer settings, which `from_settings` reads back (model/decision.json)."""
+        """The rule as config.yaml's tokenizer settings, which `from_settings` reads back."""
         return dataclasses.asdict(self)
 
     @property
@@ -81,8 +73,8 @@ def truncate(ids: Sequence[int], width: int, rule: LongTextRule) -> list[int]:
 
 
 def window_starts(length: int, width: int, stride: int, max_chunks: int) -> list[int]:
-    """Start offsets of the windows over `length` content tokens: every `width - stride` tokens, the last one
-    aligned to the end; beyond `max_chunks`, the first max_chunks - 1 and the last."""
+    """Window starts every `width - stride` tokens, the last aligned to the end; beyond `max_chunks`, the first
+    max_chunks - 1 and the last, so that both ends are read."""
     if length <= width:
         return [0]
     step = width - stride
@@ -93,7 +85,6 @@ def window_starts(length: int, width: int, stride: int, max_chunks: int) -> list
 
 
 def content_rows(ids: Sequence[int], width: int, rule: LongTextRule) -> list[list[int]]:
-    """One document's rows of content tokens (special tokens not yet added)."""
     if rule.long_text == "chunk":
         return [
             list(ids[start : start + width])
@@ -104,21 +95,14 @@ def content_rows(ids: Sequence[int], width: int, rule: LongTextRule) -> list[lis
 
 @dataclass(frozen=True)
 class EncodedDocuments:
-    """What one tokenization pass over documents gives: the rows the model reads and what there was to read."""
-
     rows: list[list[int]]  # token ids of every row, special tokens included, no padding
     documents: np.ndarray  # (R,) the document each row belongs to
-    # (D,) each document's length in tokens before truncation or windows, less the special tokens around one text
-    # (a pair's middle separator counts: a pair is too long when this exceeds what a text may hold)
-    content_lengths: np.ndarray
-    # (D,) each document's content tokens that are the unknown token; None: the tokenizer has none
-    unknown_counts: np.ndarray | None
-    # segment ids of every row, as `rows`, when any document is a sentence pair; None: all single texts (all 0)
-    token_types: list[list[int]] | None = None
+    content_lengths: np.ndarray  # (D,) untruncated, less the special tokens around one text (content_length)
+    unknown_counts: np.ndarray | None  # (D,) content tokens that are the unknown token; None: the tokenizer has none
+    token_types: list[list[int]] | None = None  # segment ids of every row when any document is a pair
 
     @property
     def unknown(self) -> UnknownTokens | None:
-        """How much of the documents is the unknown token; None: the tokenizer has none."""
         return UnknownTokens.of_content(self.content_lengths, self.unknown_counts)
 
     @property
@@ -127,10 +111,9 @@ class EncodedDocuments:
         return np.fromiter(map(len, self.rows), dtype=np.int64, count=len(self.rows))
 
 
-# A text far longer than its rows can read is cut, before the tokenizer sees it, to this many characters for each
-# token they read from each end: a 7 MB log pasted into a ticket took 30 s and 1.6 GB to tokenize for the 62 tokens
-# the model kept. Generous (English runs about 5 characters a token); a piece that still yields too few tokens (a run
-# of spaces, say) is tokenized whole instead, so the rows never change.
+# A text far longer than its rows read is cut, before tokenizing, to this many characters a token read from each end
+# (a huge pasted log is otherwise slow and memory-hungry). Generous; a piece that still yields too few tokens is
+# tokenized whole instead, so the rows never change.
 CUT_CHARS_PER_TOKEN = 16
 
 
@@ -169,12 +152,10 @@ class TokensRead:
 
 
 def _last_space(text: str, start: int, stop: int) -> int:
-    """The position of the last whitespace character in text[start:stop], or -1."""
     return next((index for index in range(stop - 1, start - 1, -1) if text[index].isspace()), -1)
 
 
 def _first_space(text: str, start: int, stop: int) -> int:
-    """The position of the first whitespace character in text[start:stop], or -1."""
     return next((index for index in range(start, stop) if text[index].isspace()), -1)
 
 
@@ -187,10 +168,8 @@ def reads_of(tokenizer: Any, max_length: int, rule: LongTextRule) -> TokensRead:
 def content_ids(
     tokenizer: Any, texts: Sequence[str], reads: Sequence[TokensRead | None] | None = None
 ) -> list[list[int]]:
-    """Each text's token ids without special tokens and without truncation: the one tokenizer call that rows and
-    token counts are both built from. With `reads` (each text's TokensRead), a text far longer than that is
-    tokenized from its two ends only (TokensRead.ends): the rows it makes are the same, and its count, a lower
-    bound, is still over the width (its tokens and unknown tokens are counted over those ends)."""
+    """Each text's token ids without special tokens or truncation. With `reads`, a text far longer than that is
+    tokenized from its two ends only (TokensRead.ends): same rows, and a count that is a lower bound over the width."""
     texts = list(texts)
     ends = {index: cut for index, read in enumerate(reads or ()) if read and (cut := read.ends(texts[index]))}
     batch = ["" if index in ends else text for index, text in enumerate(texts)]
@@ -221,9 +200,8 @@ def _tokenize(tokenizer: Any, texts: list[str]) -> list[list[int]]:
 def content_ids_by_segment(
     tokenizer: Any, texts: Sequence[str], read: TokensRead | None = None
 ) -> list[tuple[list[int], list[int] | None]]:
-    """Each text's (first, second) content token ids: second is None for a single text, the pair's second text for
-    a pair (tables.PAIR_MARK). With `read` (reads_of), a single text is tokenized only as far as its rows read it
-    (content_ids)."""
+    """Each text's (first, second) content token ids; second is None for a single text. With `read` (reads_of), a
+    single text is tokenized only as far as its rows read it."""
     parts = [segments_of(text) for text in texts]
     firsts = content_ids(tokenizer, [segments[0] for segments in parts], [read if len(p) == 1 else None for p in parts])
     paired = [index for index, segments in enumerate(parts) if len(segments) == 2]
@@ -236,10 +214,8 @@ def content_ids_by_segment(
 
 @dataclass(frozen=True)
 class KeptContent:
-    """Texts' content token ids (content_ids_by_segment) kept in flat int32 arrays, about 4 bytes a token where
-    lists of Python ints take about 36. Under `max_length: auto` train is counted before its fixed length is known;
-    its rows are then built from what that count kept (encode_documents' `kept`) instead of a second tokenizer pass,
-    which cost as much as the first."""
+    """Texts' content token ids (content_ids_by_segment) in flat int32 arrays (lists of Python ints take 9x the
+    memory). Under `max_length: auto`, train's rows are built from what the count kept, not a second tokenizer pass."""
 
     ids: np.ndarray  # (total,) int32: each text's first segment, then its second (a pair), text after text
     bounds: np.ndarray  # (N + 1,) int64: text i's ids are ids[bounds[i]:bounds[i + 1]]
@@ -247,7 +223,6 @@ class KeptContent:
 
     @classmethod
     def of(cls, content: Sequence[tuple[list[int], list[int] | None]]) -> KeptContent:
-        """From content_ids_by_segment's list, in text order."""
         segments = [part for first, second in content for part in ((first,) if second is None else (first, second))]
         ids = np.fromiter(itertools.chain.from_iterable(segments), dtype=np.int32, count=sum(map(len, segments)))
         bounds = np.zeros(len(content) + 1, dtype=np.int64)
@@ -257,7 +232,6 @@ class KeptContent:
 
     @classmethod
     def join(cls, parts: Sequence[KeptContent]) -> KeptContent:
-        """Parts one after the other, as one."""
         starts = np.cumsum([0, *(part.ids.size for part in parts[:-1])])
         bounds = [np.zeros(1, dtype=np.int64), *(part.bounds[1:] + start for part, start in zip(parts, starts))]
         return cls(
@@ -275,7 +249,6 @@ class KeptContent:
         return KeptContent(self.ids[bounds[0] : bounds[-1]], bounds - bounds[0], self.seconds[start:stop])
 
     def content(self, start: int, stop: int) -> list[tuple[list[int], list[int] | None]]:
-        """Texts start..stop as content_ids_by_segment gave them."""
         base = int(self.bounds[start])
         flat = self.ids[base : int(self.bounds[stop])].tolist()  # one conversion, then slices of one list
         content = []
@@ -302,17 +275,14 @@ def content_length(first: list[int], second: list[int] | None, pair_extra: int) 
 
 @dataclass(frozen=True)
 class Part:
-    """Token ids and their segment ids: a stretch of a template."""
-
     ids: list[int]
     types: list[int]
 
 
 @dataclass(frozen=True)
 class Template:
-    """Where the tokenizer puts its special tokens around one text ([CLS] a [SEP]) or a pair ([CLS] a [SEP] b [SEP]
-    for BERT, <s> a </s></s> b </s> for RoBERTa) and the segment id of each part, read off its own encodings, so
-    that every checkpoint gets its own layout."""
+    """Where the tokenizer puts its special tokens around one text or a pair, and each part's segment id, read off
+    its own encodings so that every checkpoint (BERT, RoBERTa, ...) gets its own layout."""
 
     prefix: Part
     suffix: Part
@@ -325,7 +295,6 @@ class Template:
         return len(self.prefix.ids) + len(self.suffix.ids) + (len(self.middle.ids) if self.middle else 0)
 
     def row(self, first: list[int], second: list[int] | None = None) -> Part:
-        """One row's ids and segment ids."""
         parts = [self.prefix, Part(first, [self.first_type] * len(first))]
         if second is not None:
             if self.middle is None:
@@ -375,10 +344,8 @@ PAIR_CUT = "the start of both texts (the longer one cut at its end)"
 
 
 def truncate_pair(first: list[int], second: list[int], width: int) -> tuple[list[int], list[int]]:
-    """At most `width` content tokens of a pair, cut from the ends as the fast tokenizers' "longest_first" cuts
-    (checked against it in tests): the shorter side is kept whole when it fits in half the width, else the two
-    share it, the longer (the second on a tie) taking the odd token. So pipeline.predict and transformers.pipeline
-    read a long pair alike."""
+    """At most `width` content tokens of a pair, cut as the fast tokenizers' "longest_first" cuts, so that
+    pipeline.predict and transformers.pipeline read a long pair alike."""
     if len(first) + len(second) <= width:
         return first, second
     half = width // 2
@@ -392,10 +359,8 @@ def truncate_pair(first: list[int], second: list[int], width: int) -> tuple[list
 def encode_documents(
     tokenizer: Any, texts: Sequence[str], max_length: int, rule: LongTextRule, kept: KeptContent | None = None
 ) -> EncodedDocuments:
-    """Every document's rows (truncated by the rule, or its windows) with their special tokens, and what the texts
-    held: their untruncated lengths and unknown tokens, measured on the same pass (pipeline.evaluate records them).
-    A pair (tables.PAIR_MARK) is one row, [CLS] first [SEP] second [SEP], cut as truncate_pair cuts it. With `kept`
-    (the texts' content ids from an earlier pass), the texts are not tokenized again."""
+    """Every document's rows (truncated or windowed by the rule; a pair is one row cut by truncate_pair), with the
+    texts' untruncated lengths and unknown tokens from the same pass. With `kept`, the texts are not tokenized again."""
     single = template_of(tokenizer)
     pair = template_of(tokenizer, pair=True) if has_pairs(texts) else None
     pair_extra = pair_extra_tokens(tokenizer)
@@ -436,8 +401,7 @@ def encode_documents(
 
 
 def pad_ids(rows: Sequence[Sequence[int]], width: int, pad_id: int, dtype: type = np.int64) -> np.ndarray:
-    """(R, width) of `dtype`: each row's token ids (or segment ids), then `pad_id`. Stage 2 pads every row to the
-    fixed length; prediction pads a batch to its longest row (predictor.pad_arrays)."""
+    """(R, width) of `dtype`: each row's ids, then `pad_id`."""
     padded = np.full((len(rows), width), pad_id, dtype=dtype)
     for index, row in enumerate(rows):
         padded[index, : len(row)] = row
@@ -445,22 +409,19 @@ def pad_ids(rows: Sequence[Sequence[int]], width: int, pad_id: int, dtype: type 
 
 
 def reads_segments(tokenizer: Any) -> bool:
-    """Whether the tokenizer's model takes segment ids (BERT does; DistilBERT and RoBERTa take none, and read a
-    pair by its separator tokens alone)."""
+    """Whether the model takes segment ids (BERT does; DistilBERT and RoBERTa read a pair by its separators alone)."""
     return SEGMENT_IDS in tokenizer.model_input_names
 
 
 def has_pairs(texts: Sequence[str]) -> bool:
-    """Whether any of these texts is a sentence pair (tables.PAIR_MARK)."""
     return any(PAIR_MARK in text for text in texts)
 
 
 def pool_documents(
     row_scores: np.ndarray, documents: np.ndarray, num_documents: int, pooling: str, softmax: bool = True
 ) -> np.ndarray:
-    """(R, K) window probabilities -> (D, K) document probabilities: the mean over a document's windows, or the
-    per-class max (renormalised to sum to one for a softmax). Pooling probabilities rather than logits keeps one
-    confident window from being drowned by the others' large negative logits, and works for every backend."""
+    """(R, K) window probabilities -> (D, K): the mean over a document's windows, or the per-class max (renormalised
+    for a softmax). Probabilities, not logits, so that one confident window is not drowned by the others' logits."""
     if len(documents) == num_documents and np.array_equal(documents, np.arange(num_documents)):
         return row_scores
     pooled = np.zeros((num_documents, row_scores.shape[1]), dtype=row_scores.dtype)

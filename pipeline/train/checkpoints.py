@@ -1,9 +1,6 @@
-"""What a training run persists between its steps and across restarts: the loop's progress (`TrainingState`), the
-history file (history.jsonl, `History`) and the checkpoints (saved atomically, the newest intact one restored).
-
-accelerate writes the model (safetensors), optimizer, scaler, RNG and sampler states, all read back with
-torch.load(weights_only=True); the loop's own state and the scheduler go into a JSON file, not into accelerate's
-pickled custom states, so a received run directory cannot run code on resume.
+"""What a training run persists across restarts: the loop's progress (`TrainingState`), history.jsonl (`History`)
+and the checkpoints (saved atomically, the newest intact one restored). The loop's own state and the scheduler go
+into a JSON file, not accelerate's pickled custom states, so a received run directory cannot run code on resume.
 """
 
 from __future__ import annotations
@@ -29,16 +26,14 @@ CHECKPOINTS_KEPT = 2
 
 @dataclass
 class TrainingState:
-    """Registered with accelerate, so it is saved in and restored from every checkpoint."""
-
     global_step: int = 0
     epoch: int = 0
     batches_seen_in_epoch: int = 0
     samples_seen: int = 0
     train_seconds: float = 0.0
     best_score: float = -1.0  # of the validation metric that selects (evaluation.selection_metric)
-    # The best model's validation loss, which breaks ties of best_score; None before one is kept, and in checkpoints
-    # from before it was recorded (ties then keep the earlier model, as they did). JSON has no infinity.
+    # The best model's validation loss, which breaks ties of best_score; None before one is kept (and in older
+    # checkpoints). JSON has no infinity.
     best_loss: float | None = None
     best_step: int = 0
     evals_without_improvement: int = 0
@@ -81,10 +76,7 @@ class History:
 
 
 def save_checkpoint(accelerator: Accelerator, run_dir: RunDir, global_step: int, trainer_state: dict) -> Path:
-    """Save into a staging folder and rename it when complete, so a crash never leaves a half checkpoint.
-
-    `trainer_state` (the loop's state and the scheduler's) goes into the checkpoint's JSON file.
-    """
+    """Save into a staging folder and rename it when complete, so a crash never leaves a half checkpoint."""
     final = run_dir.checkpoint_path(global_step)
     staging = final.with_name(f".{final.name}.partial")
     if accelerator.is_main_process:
@@ -110,24 +102,21 @@ def restore_checkpoint(
     checkpoints = run_dir.checkpoints()
     if not checkpoints:
         raise FileNotFoundError(
-            f"train.resume=true but {run_dir.checkpoints_dir} holds no checkpoint "
-            "(set train.save_every_steps to write some, or drop train.resume)"
+            f"train.resume=true but {run_dir.checkpoints_dir} holds no checkpoint (set train.save_every_steps to write some, or drop train.resume)"
         )
     for checkpoint in reversed(checkpoints):
         try:
             saved = json.loads((checkpoint / rundir.TRAINER_STATE_FILE).read_text())
             accelerator.load_state(str(checkpoint))
         except Exception as error:
+            detail = " ".join(str(error).split())[:200]
             logger.warning(
-                "Checkpoint %s cannot be loaded (%s: %s); trying the one before",
-                checkpoint,
-                type(error).__name__,
-                " ".join(str(error).split())[:200],
+                f"Checkpoint {checkpoint} cannot be loaded ({type(error).__name__}: {detail}); trying the one before"
             )
             continue
         state.load_state_dict(saved["state"])
         scheduler.load_state_dict(saved["scheduler"])
         history.resume_at(state.global_step)
-        logger.info("Resumed from %s at step %d (epoch %d)", checkpoint, state.global_step, state.epoch)
+        logger.info(f"Resumed from {checkpoint} at step {state.global_step} (epoch {state.epoch})")
         return
     raise FileNotFoundError(f"train.resume=true but no checkpoint in {run_dir.checkpoints_dir} is intact")

@@ -1,22 +1,12 @@
-"""Dropout with a quarter of the random draws, for training on the CPU (`train.fast_dropout`).
+"""Dropout with a quarter of the random draws, for training on the CPU (`train.fast_dropout`): `use_fast_dropout(model)`.
 
-    dropped = fast_dropout(x, p=0.1, training=True)     # x * keep / (1 - p), keep ~ Bernoulli(1 - p) per element
-    use_fast_dropout(model)                             # the model's nn.Dropout modules and its attention dropout
+On the CPU `torch.bernoulli_` draws one random number per element and was a fifth of a training step. Here one
+64-bit draw gives four 16-bit integers, and an element is kept when its integer clears a threshold: p is rounded to
+a multiple of 1/65536 and the kept elements scaled by the exact 1 / (1 - that), so the expectation is still x. The
+draws come from torch's default generator, so a seed and a checkpoint's RNG state reproduce the masks.
 
-Why: on the CPU, `torch.bernoulli_` draws one random number per element, at about 180M elements/s on this
-project's 2-core Xeon. MiniLM's step on 32 AG News rows drops about 20M elements (hidden states after the
-embeddings and both residual branches, and the attention probabilities), so `bernoulli_` was 21% of the training
-step's CPU time (torch.profiler over 30 steps of the real loop). Here one 64-bit draw gives four 16-bit integers,
-and an element is kept when its integer clears a threshold: the drop probability is rounded to a multiple of
-1/65536 (0.1 becomes 0.100006) and the kept elements are scaled by the exact 1 / (1 - that), so the expectation is
-still x. The draws come from torch's default generator, so a seed, and a checkpoint's saved RNG state, reproduce
-the masks as they did with `bernoulli_`.
-
-Attention: a transformers model running `sdpa` drops attention probabilities inside the fused call, with
-`bernoulli_`. `use_fast_dropout` registers one more attention function with transformers' AttentionInterface: in
-training, the attention written out (scores, mask, softmax, fast dropout, weighted sum, as BERT's eager attention
-computes it); in evaluation, the sdpa call itself, so evaluation is unchanged. On a GPU, torch's dropout is fused and
-cheap, so the training loop applies none of this there.
+sdpa drops attention probabilities inside the fused call, so in training the attention is written out instead
+(evaluation still calls sdpa itself).
 """
 
 from __future__ import annotations
@@ -32,16 +22,15 @@ ATTENTION = "sdpa_fast_dropout"
 
 
 def keep_mask(shape: torch.Size, dropped_levels: int, device: torch.device) -> torch.Tensor:
-    """Bool mask of `shape`, True where kept: four 16-bit integers per 64-bit draw, an element dropped when its
-    integer is among the lowest `dropped_levels` of the 65536 values."""
+    """Bool mask of `shape`, True where kept: an element is dropped when its 16-bit integer is among the lowest
+    `dropped_levels` of the 65536 values."""
     count = shape.numel()
     words = torch.randint(-(1 << 63), (1 << 63) - 1, ((count + 3) // 4,), dtype=torch.int64, device=device)
     return words.view(torch.int16)[:count].view(shape) >= dropped_levels - LEVELS // 2
 
 
 def fast_dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
-    """Inverted dropout of `x` with drop probability p rounded to 1/65536 (a p that rounds to 0 drops nothing, one
-    that rounds to 1 everything); the identity outside training."""
+    """Inverted dropout of `x` with p rounded to 1/65536; the identity outside training."""
     dropped_levels = round(p * LEVELS) if training else 0
     if dropped_levels == 0:
         return x
@@ -52,8 +41,6 @@ def fast_dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tens
 
 
 class FastDropout(nn.Dropout):
-    """nn.Dropout drawing its masks with `fast_dropout`; same `p`, same place in the model."""
-
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return fast_dropout(x, self.p, self.training)
 
@@ -108,8 +95,7 @@ def _register_attention() -> None:
 
 def use_fast_dropout(model: nn.Module) -> int:
     """Swap every nn.Dropout of `model` for FastDropout, and a transformers model's sdpa attention for the function
-    above (a model that does not dispatch through transformers' attention registry keeps its own). Returns the
-    number of dropout modules swapped."""
+    above. Returns the number of dropout modules swapped."""
     swapped = 0
     for module in model.modules():
         for name, child in module.named_children():

@@ -1,13 +1,5 @@
-"""Stage 3: the one training loop, on accelerate, for BERT and the from-scratch encoder alike.
-
-    accelerator = create_accelerator(config.train, run_dir)
-    result = Trainer(model, train_rows, validation_rows, config.train, accelerator, run_dir, ...).run()
-
-AMP (bf16 autocast where the hardware has it, fp16 with loss scaling on older GPUs), gradient accumulation
-through `accelerator.accumulate`, AdamW without decay on biases and LayerNorm, linear warmup then decay,
-gradient clipping, evaluation every N steps, the best model by the validation metric of train.selection_metric
-kept (evaluation.selection_metric says which metric `auto` is), early stopping and checkpoints that resume exactly
-(model, optimizer, scheduler, scaler, RNG, position in the data; pipeline/train/checkpoints.py).
+"""Stage 3: the one training loop, on accelerate, for BERT and the from-scratch encoder alike:
+`Trainer(model, train_rows, validation_rows, config.train, accelerator, run_dir, ...).run()`.
 """
 
 from __future__ import annotations
@@ -56,16 +48,14 @@ def tensorboard_available() -> bool:
 def create_accelerator(config: TrainConfig, run_dir: Path) -> Accelerator:
     use_cuda = torch.cuda.is_available()
     if int(os.environ.get("WORLD_SIZE", "1")) == 1:
-        # accelerate keeps its state in process-wide singletons and refuses a second Accelerator with other
-        # settings (e.g. a notebook that runs one config in bf16, then one in full precision). A single-process
-        # run owns the whole process, so it starts from a clean state; launched runs are left alone.
+        # accelerate's process-wide singletons refuse a second Accelerator with other settings (a notebook running
+        # two configs); a single-process run owns the process, so it starts clean. Launched runs are left alone.
         AcceleratorState._reset_state(True)
         GradientState._reset_state()
     return Accelerator(
         mixed_precision=resolve_mixed_precision(config.mixed_precision, use_cuda),
         gradient_accumulation_steps=config.gradient_accumulation_steps,
-        # Without an accelerator, ask for the CPU backend explicitly: that is what lets several CPU processes
-        # (torchrun / accelerate launch --cpu) form one gloo group instead of each running alone.
+        # Explicit CPU backend: lets several CPU processes (torchrun --cpu) form one gloo group, not each run alone.
         cpu=not use_cuda,
         log_with="tensorboard" if tensorboard_available() else None,
         project_config=ProjectConfiguration(project_dir=str(run_dir), logging_dir=str(RunDir(run_dir).tensorboard_dir)),
@@ -81,10 +71,8 @@ class TrainResult:
     stopped_early: bool
     # Dropout modules drawing masks through pipeline.train.dropout (0: torch's dropout; none on a GPU).
     fast_dropout_modules: int = 0
-    # The validation logits (N, C) of the model saved as best, when this process scored it (not a resumed run's
-    # earlier best); None otherwise.
+    # The validation logits (N, C) of the best model, when this process scored it (not a resumed run's earlier best).
     best_validation_logits: torch.Tensor | None = None
-    # The validation metric that picked the best model (evaluation.selection_metric).
     selection_metric: str = "accuracy"
 
     @property
@@ -97,7 +85,6 @@ class TrainResult:
 
 
 def epochs_completed(state: TrainingState, plan: StepPlan) -> float:
-    """Where the loop stands in epochs: those completed plus the share of the current one's batches seen."""
     return state.epoch + state.batches_seen_in_epoch / plan.batches_per_epoch
 
 
@@ -150,9 +137,7 @@ class Trainer:
         self.save_best = save_best
         self.quick_config_hint = quick_config_hint
         self.eval_pooling = eval_pooling
-        # The validation metric that picks the best model and drives early stopping.
         self.selection_metric = selection_metric(config.selection_metric, validation_rows.multi_label, class_counts)
-        # The best model's validation logits, once this loop has scored and saved one (TrainResult says why).
         self.best_validation_logits: torch.Tensor | None = None
         self.history = History(self.run_dir, enabled=accelerator.is_main_process)
 
@@ -168,25 +153,20 @@ class Trainer:
         )
         optimizer = build_optimizer(model, config, new_parameters)
         self.model, self.optimizer, self.loader = accelerator.prepare(model, optimizer, loader)
-        # The loader is sharded across processes: each process sees len(self.loader) batches per epoch.
         self.plan = plan_steps(len(self.loader), config)
         # Stepped once per optimizer step by this loop (not prepared: accelerate would step it once per process).
         self.scheduler = get_linear_schedule_with_warmup(self.optimizer, self.plan.warmup_steps, self.plan.total_steps)
         self.state = TrainingState()
         self.loss = build_loss(config, class_counts)
         self.window_samples = 0  # samples in the current accumulation window, this process
-        # What one training row is, for the printed estimate: with chunked long texts the cost is per window.
         self.rows_described = _describe_rows(train_rows)
-
-    # -- helpers -------------------------------------------------------------------------------------------------
 
     def _trainer_state(self) -> dict:
         return {"state": self.state.state_dict(), "scheduler": self.scheduler.state_dict()}
 
     def _window_total(self, local_samples: int) -> int:
-        """Rows in this optimizer window over all processes. Every window but an epoch's last is full on every
-        process; only there, where the last global batch may split unevenly, do the processes add theirs up (the
-        one collective it costs, once an epoch)."""
+        """Rows in this optimizer window over all processes; only an epoch's last window may split unevenly, so only
+        there do the processes add theirs up (one collective an epoch)."""
         processes = self.accelerator.num_processes
         last_of_epoch = self.state.batches_seen_in_epoch + 1 == self.plan.batches_per_epoch
         if processes == 1 or not last_of_epoch:
@@ -195,12 +175,8 @@ class Trainer:
         return int(self.accelerator.reduce(count, reduction="sum").item())
 
     def _rescale_short_window(self, window_total: int) -> None:
-        """Make the update the mean over the samples actually in this window, over all processes.
-
-        Each micro-batch's summed loss is divided by per_device_batch_size, accelerate divides by the accumulation
-        steps and DDP averages over the processes, so a full window gives the exact mean; a shorter last window (end
-        of epoch) is rescaled here by its true row count.
-        """
+        """Make the update the mean over the rows actually in this window: a full window is the exact mean already
+        (loss / per_device_batch_size, accelerate / accumulation, DDP mean); a short last window is rescaled here."""
         if window_total == self.effective_batch_size:
             return
         factor = self.effective_batch_size / window_total
@@ -209,16 +185,14 @@ class Trainer:
                 parameter.grad.mul_(factor)
 
     def _validate(self, epoch_float: float) -> bool:
-        """Score the validation split and record it; True when early stopping triggers."""
         logits = predict_logits(
             self.model, self.validation_rows, self.accelerator, self.eval_batch_size, self.eval_batch_tokens
         )
         return self._record_validation(logits, epoch_float)
 
     def _record_validation(self, logits: torch.Tensor, epoch_float: float) -> bool:
-        """Log the validation logits' metrics, keep the model if its selection score is the best so far (and the
-        logits, which finetune's evaluation then reuses instead of scoring the same weights again); True when early
-        stopping triggers."""
+        """Log the metrics, keep the model (and its logits, which finetune's evaluation reuses) if it is the best so
+        far; True when early stopping triggers."""
         result = result_from_logits(logits, self.validation_rows, self.label_names, self.eval_pooling)
         state = self.state
         accuracy = result.metrics["accuracy"]
@@ -255,14 +229,9 @@ class Trainer:
         scores = set(evaluations)
         if len(evaluations) < 2 or len(scores) > 1 or scores == {1.0} or not self.accelerator.is_main_process:
             return  # a perfect score at every evaluation leaves nothing to move
+        run_length = run_length_setting(self.config.epochs, self.config.max_steps)
         logger.warning(
-            "Validation %s was %.4f at every one of %d evaluations, so the model kept (step %d) is the one with the "
-            "lowest validation loss; more %s or a higher train.learning_rate lets the scores move",
-            self.selection_metric,
-            scores.pop(),
-            len(evaluations),
-            self.state.best_step,
-            run_length_setting(self.config.epochs, self.config.max_steps),
+            f"Validation {self.selection_metric} was {scores.pop():.4f} at every one of {len(evaluations)} evaluations, so the model kept (step {self.state.best_step}) is the one with the lowest validation loss; more {run_length} or a higher train.learning_rate lets the scores move"
         )
 
     def _announce_estimate(self, seconds_per_step: float) -> None:
@@ -276,8 +245,6 @@ class Trainer:
             message += f"; to shorten it: {self.quick_config_hint}"
         self.accelerator.print(message)
 
-    # -- the loop ------------------------------------------------------------------------------------------------
-
     def run(self) -> TrainResult:
         config, accelerator, state, plan = self.config, self.accelerator, self.state, self.plan
         if config.resume:
@@ -286,10 +253,7 @@ class Trainer:
             self.history.start_fresh()
         accelerator.init_trackers("tensorboard")
         accelerator.print(
-            f"Training {plan.total_steps} optimizer steps ({plan.steps_per_epoch} per epoch); effective batch "
-            f"{self.effective_batch_size} = {config.per_device_batch_size} per device x "
-            f"{config.gradient_accumulation_steps} accumulation steps x {accelerator.num_processes} processes; "
-            f"mixed precision: {accelerator.mixed_precision}"
+            f"Training {plan.total_steps} optimizer steps ({plan.steps_per_epoch} per epoch); effective batch {self.effective_batch_size} = {config.per_device_batch_size} per device x {config.gradient_accumulation_steps} accumulation steps x {accelerator.num_processes} processes; mixed precision: {accelerator.mixed_precision}"
         )
         self.progress = tqdm(
             total=plan.total_steps,
@@ -300,8 +264,7 @@ class Trainer:
             dynamic_ncols=True,
         )
         self.meter = RunningMeter(accelerator.device, state.global_step, state.train_seconds)
-        # A checkpoint is saved after its step's validation, so a run resumed at its last step (a finished run
-        # evaluated again) has validated already; decided alike on every process, which must validate together.
+        # A checkpoint is saved after its step's validation, so a run resumed at its last step has validated already.
         self.evaluated_at_step = state.global_step if config.resume else -1
         stopped_early = False
         self.model.train()
@@ -314,9 +277,7 @@ class Trainer:
         self._warn_if_undecided()
         if stopped_early:
             accelerator.print(
-                f"Early stopping at step {state.global_step}: no better validation {self.selection_metric} (nor "
-                f"the same at a lower loss) in "
-                f"{config.early_stopping_patience} evaluations (best {state.best_score:.4f} at step {state.best_step})"
+                f"Early stopping at step {state.global_step}: no better validation {self.selection_metric} (nor the same at a lower loss) in {config.early_stopping_patience} evaluations (best {state.best_score:.4f} at step {state.best_step})"
             )
         return TrainResult(
             state=state,
@@ -335,8 +296,7 @@ class Trainer:
     def _run_epoch(self) -> bool:
         """Train from the current position to the end of the epoch (or of training); True on early stopping."""
         state = self.state
-        # accelerate's loader re-sets its sampler's epoch from its own iteration count on every pass, which
-        # starts at 0 in a resumed run: tell both which epoch this is.
+        # accelerate's loader re-sets its sampler's epoch from its own count, which starts at 0 in a resumed run.
         self.loader.set_epoch(state.epoch)
         self.batch_sampler.set_epoch(state.epoch)
         loader = self.loader
@@ -364,8 +324,7 @@ class Trainer:
         with accelerator.accumulate(self.model):
             logits = self.model(**model_inputs(batch)).logits  # (B, C)
             loss_sum = self.loss(logits, batch)  # summed over the micro-batch's rows
-            # accelerate divides by the accumulation steps; dividing by the per-device batch makes the window's
-            # gradient the mean over its samples (see _rescale_short_window).
+            # accelerate divides by the accumulation steps; this makes the window's gradient a mean (_rescale_short_window).
             accelerator.backward(loss_sum / config.per_device_batch_size)
             self.window_samples += batch_size
             if accelerator.sync_gradients:
@@ -427,9 +386,7 @@ class Trainer:
                 else "no model was saved"
             )
             raise TrainingDiverged(
-                f"training diverged by step {self.state.global_step}: the loss is {record['loss']} "
-                f"(learning rate {record['learning_rate']:.3g}); lower train.learning_rate (now "
-                f"{self.config.learning_rate:g}) or keep train.max_grad_norm on; {best}"
+                f"training diverged by step {self.state.global_step}: the loss is {record['loss']} (learning rate {record['learning_rate']:.3g}); lower train.learning_rate (now {self.config.learning_rate:g}) or keep train.max_grad_norm on; {best}"
             )
         self.history.append(record)
         self.accelerator.log({f"train/{k}": v for k, v in record.items() if k != "step"}, step=record["step"])
@@ -443,16 +400,13 @@ class Trainer:
 
 
 def is_better(score: float, loss: float, best_score: float, best_loss: float | None) -> bool:
-    """Whether a validation result beats the best so far: a higher selection score, or the same score at a lower
-    loss (`best_loss` None: no loss to compare, and the earlier model stays). A score is often tied (a multi-label
-    micro-F1 stays 0 until some class scores above 0.5; accuracy on a small split moves in steps of 1/N) while the
-    loss still tells the better model."""
+    """A higher selection score, or the same at a lower loss: scores often tie (multi-label micro-F1 stays 0 at
+    first; accuracy on a small split moves in steps of 1/N) while the loss still tells the better model."""
     return score > best_score or (score == best_score and best_loss is not None and loss < best_loss)
 
 
 def seconds_per_row(model: torch.nn.Module, accelerator: Accelerator, length: int, batch_size: int = 8) -> float:
-    """The measured cost of training one row of `length` tokens on this device (forward and backward, under the
-    run's precision): what `auto` weighs when it chooses a chunk length. The gradients are discarded."""
+    """Measured seconds to train one row of `length` tokens here (what `auto` weighs to choose a chunk length)."""
     input_ids = torch.full((batch_size, length), 100, dtype=torch.long, device=accelerator.device)
     mask = torch.ones_like(input_ids)
     model.to(accelerator.device).train()

@@ -1,20 +1,8 @@
-"""Training losses: what the one training loop minimises, as a function of (logits, batch).
+"""Training losses: `build_loss(config.train, class_counts)(logits, batch)` -> a scalar SUM over the batch's rows.
 
-    loss = build_loss(config.train, class_counts)      # chosen by the config
-    total = loss(logits, batch)                           # (B, C), batch dict -> scalar SUM over the batch's rows
-
-Every loss returns a sum over the rows of the batch, not a mean: the loop divides by the rows of the whole
-accumulation window (and processes), which keeps gradient accumulation and several processes exact for any
-per-row loss, weighted or not.
-
-Class weights (`train.class_weights`) multiply each row's loss by its class's weight, and the sum is divided by the
-window's row count, not by the sum of the weights: PyTorch's weighted *mean* divides by the weights of the rows in
-the batch, which differs from micro-batch to micro-batch, so one batch of 8 would not equal 4 micro-batches of 2
-(nor two processes one). "Sum of weighted per-row losses / rows" is exact under accumulation and several
-processes; it only rescales the loss by the mean weight, which the optimizer's adaptive steps absorb.
-
-Multi-label batches carry (B, C) float multi-hot `labels`: one sigmoid per class, binary cross-entropy summed over
-rows and classes; class weights become BCE's `pos_weight` (the positive term of each class is scaled).
+A sum, not a mean: the loop divides by the rows of the whole accumulation window, which keeps accumulation and
+several processes exact for any per-row loss. For the same reason class weights multiply each row's loss and the
+sum is divided by rows, not by the weights (PyTorch's weighted mean differs from micro-batch to micro-batch).
 """
 
 from __future__ import annotations
@@ -29,8 +17,8 @@ from pipeline.data.labels import ClassCounts
 
 
 class CrossEntropySum:
-    """Cross-entropy on gold class ids, summed over the batch; with `weights` (C,), each row's term times its
-    class's weight (reduction "sum" with a weight is exactly that sum, with no division by the weights)."""
+    """Cross-entropy on gold class ids, summed over the batch; with `weights` (C,), each row's term times its class's
+    weight."""
 
     def __init__(self, weights: torch.Tensor | None = None):
         self.weights = weights
@@ -76,12 +64,9 @@ class BinaryCrossEntropySum:
 
 
 def resolve_class_weights(config: object, counts: ClassCounts | None) -> dict[str, float] | None:
-    """train.class_weights as one weight per class (multi-label: BCE pos_weight), or None for "none".
-
-    balanced: n_rows / (n_classes x count) (single-label; a class without train rows gets 1, it never weighs a
-    row); multi-label: negatives / positives per class (1 when a class has no positives). A mapping names classes
-    (others get 1); an unknown class is an error naming it.
-    """
+    """train.class_weights as one weight per class (multi-label: BCE pos_weight), or None for "none". balanced:
+    n_rows / (n_classes x count); multi-label: negatives / positives; 1 for a class without rows. A mapping names
+    classes (others get 1)."""
     setting = config.class_weights
     if setting == "none":
         return None
@@ -103,13 +88,8 @@ def resolve_class_weights(config: object, counts: ClassCounts | None) -> dict[st
 
 
 class DistillationLoss:
-    """Knowledge distillation (Hinton et al. 2015), summed over the batch's rows.
-
-    Per row: alpha * KL(softmax(teacher / T) || softmax(student / T)) * T^2 + (1 - alpha) * cross-entropy(gold);
-    a row without a gold label (label -1: unlabelled or augmented text) takes the soft term alone, at weight 1.
-    The teacher's logits travel in the batch as `teacher_logits` (B, C). T^2 keeps the soft gradients' scale
-    independent of T.
-    """
+    """Knowledge distillation (Hinton et al. 2015), summed over the batch's rows: alpha * KL(teacher_T || student_T)
+    * T^2 + (1 - alpha) * cross-entropy(gold); a row without a gold label (-1) takes the soft term alone, weight 1."""
 
     def __init__(self, alpha: float, temperature: float):
         self.alpha = alpha
@@ -134,9 +114,8 @@ class DistillationLoss:
 def build_loss(
     config: object, counts: ClassCounts | None = None
 ) -> CrossEntropySum | FocalSum | BinaryCrossEntropySum | DistillationLoss:
-    """The loss the config asks for (train.* settings) given the train split's class counts: distillation when
-    train.distill.teacher is set; else cross-entropy or focal, class-weighted as train.class_weights says;
-    binary cross-entropy (or sigmoid focal) when the counts are of a multi-label task."""
+    """The loss train.* asks for: distillation with a teacher; else cross-entropy or focal (binary for multi-label),
+    class-weighted as train.class_weights says."""
     distill = getattr(config, "distill", None)
     if distill is not None and distill.teacher:
         return DistillationLoss(distill.alpha, distill.temperature)

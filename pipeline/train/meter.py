@@ -7,16 +7,13 @@ import torch
 
 
 class RunningMeter:
-    """Loss and accuracy summed on the device between logging steps: read (a host sync) only when logged. A
-    multi-label run's counts also hold each class's true positives, false positives and false negatives, for its
-    micro- and macro-F1."""
+    """Loss and accuracy summed on the device between logging steps: read (a host sync) only when logged."""
 
     def __init__(self, device: torch.device, global_step: int, train_seconds: float):
         self.loss_sum = torch.zeros((), device=device)
         self.correct = torch.zeros((), device=device, dtype=torch.long)
-        self.labelled = torch.zeros(
-            (), device=device, dtype=torch.long
-        )  # rows with a gold label (distillation: not all)
+        # Rows with a gold label (distillation: not all).
+        self.labelled = torch.zeros((), device=device, dtype=torch.long)
         self.class_counts: torch.Tensor | None = None  # multi-label: (3, C) true pos., false pos., false neg.
         self.samples = 0
         self.since = (global_step, train_seconds)
@@ -63,9 +60,8 @@ def f1_scores(counts: list[list[int]]) -> dict[str, float]:
 
 
 def progress_score(record: dict[str, float], metric: str) -> dict[str, str]:
-    """The training score the progress bar shows beside the loss, on the rows since the last log line: accuracy for a
-    single-label run; for a multi-label one the metric that selects its model (micro- or macro-F1) under its own name,
-    as its subset accuracy (every class of a row right) stays near 0 for long on many classes and reads as broken."""
+    """The training score the progress bar shows: accuracy, or for multi-label the selecting metric (subset accuracy
+    stays near 0 for long on many classes and reads as broken)."""
     if "train_micro_f1" not in record:
         return {"acc": f"{record['train_accuracy']:.3f}"}
     if metric == "accuracy":

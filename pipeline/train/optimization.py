@@ -1,11 +1,4 @@
-"""The optimizer and the step plan of the training loop (pipeline/train/loop.py).
-
-    optimizer = build_optimizer(model, config.train, new_parameters)   # AdamW, fused where torch has it
-    plan = plan_steps(batches_per_epoch, config.train)                  # optimizer steps, warm-up steps
-
-AdamW decays matrices only (not biases and LayerNorm weights), and the parameters a pretrained checkpoint lacked
-(its new classification head) learn at train.head_learning_rate (see TrainConfig for why).
-"""
+"""The optimizer (`build_optimizer`) and the step plan (`plan_steps`) of the training loop."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The run directory before training: refused before any work where the run would clobber an earlier one,
-resume what cannot be resumed exactly, or write where it cannot; replaced and started only once the new run has
-loaded its data, tokenizer and model (pipeline.finetune), so a typo in a path never costs the earlier run."""
+"""The run directory before training: checked before any work (`check_run_dir`), replaced and started only once the
+new run has loaded its data, tokenizer and model (`start_run_dir`), so a typo in a path never costs the earlier run."""
 
 from __future__ import annotations
 
@@ -49,16 +48,12 @@ def check_run_dir(config: PipelineConfig) -> None:
         if not run.checkpoints():
             holds = ", ".join(sorted(child.name for child in run.path.iterdir())) or "nothing"
             raise RunError(
-                f"train.resume=true but {run.path} holds no checkpoint (it holds: {holds}); start again with "
-                "run.overwrite=true (set train.save_every_steps to make a run resumable)"
+                f"train.resume=true but {run.path} holds no checkpoint (it holds: {holds}); start again with run.overwrite=true (set train.save_every_steps to make a run resumable)"
             )
         check_resume_config(run, config)
         if run.metrics_path.is_file():
             logger.warning(
-                "%s has finished training: resuming evaluates its last checkpoint again under the eval.* settings "
-                "given now and rewrites %s, model/ and the reports",
-                run.path,
-                METRICS_FILE,
+                f"{run.path} has finished training: resuming evaluates its last checkpoint again under the eval.* settings given now and rewrites {METRICS_FILE}, model/ and the reports"
             )
     elif rundir.holds_run(run.path) and not config.run.overwrite:
         hint = " (or train.resume=true to continue from its last checkpoint)" if run.checkpoints() else ""
@@ -78,8 +73,7 @@ def check_resume_config(run: RunDir, config: PipelineConfig) -> None:
     if changed:
         details = "; ".join(f"{key}: {saved.get(key)!r} -> {current.get(key)!r}" for key in changed[:6])
         raise RunError(
-            f"train.resume=true under a changed config would not continue the same run ({details}); "
-            f"resume with the settings in {run.config_path}, or start a new run"
+            f"train.resume=true under a changed config would not continue the same run ({details}); resume with the settings in {run.config_path}, or start a new run"
         )
 
 
@@ -101,7 +95,7 @@ def start_run_dir(config: PipelineConfig, data: LoadedData) -> None:
             ownership.clear_for_overwrite(run.path)
         save_config(config, run.config_path)
     for leftover in ownership.clean_staging_leftovers(run.path):
-        logger.info("Removed %s, left by an interrupted run", leftover)
+        logger.info(f"Removed {leftover}, left by an interrupted run")
     split_rows = [[split, row_id] for split, ids in data.row_ids().items() for row_id in ids]
     atomic_write_csv(run.path / rundir.SPLITS_FILE, ["split", "row_id"], split_rows)
     write_removed_rows(run.path / rundir.REMOVED_ROWS_FILE, data.removed)
