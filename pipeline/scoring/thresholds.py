@@ -194,12 +194,11 @@ FEW_ROWS = (
 NAMED_CLASSES = 5
 
 
-def selection_cut_off(metrics: RunRecord | dict[str, Any]) -> str:
+def selection_cut_off(metrics: RunRecord) -> str:
     """How the validation score that kept a run's model (metrics.json `best`) decided labels, where the thresholds
     chosen after training decide them otherwise: training scores each checkpoint at the 0.5 cut-off (binary: the
-    argmax), so that score and the run's validation figures, which apply the thresholds, differ. "" otherwise.
-    A metrics.json dict is the model card's, until it reads RunRecord."""
-    record = (metrics if isinstance(metrics, RunRecord) else RunRecord.from_dict(metrics)).thresholds or Thresholds()
+    argmax), so that score and the run's validation figures, which apply the thresholds, differ. "" otherwise."""
+    record = metrics.thresholds or Thresholds()
     thresholds = record.thresholds or {}
     if record.kind not in (KIND_BINARY, KIND_MULTI_LABEL) or all(
         value == DEFAULT_THRESHOLD for value in thresholds.values()
