@@ -303,18 +303,18 @@ def run_ours(args: argparse.Namespace) -> dict:
         run = RunDir(Path(output_dir) / RUN_NAME)
         if not run.metrics_path.is_file():
             sys.exit(f"compare_training: our run finished but wrote no {run.metrics_path}")
-        metrics = run.read_metrics()
+        record = run.read_record()
     return {
         "recipe": "ours",
-        "train_samples_per_second": metrics["throughput"]["train_samples_per_second"],
-        "train_seconds": metrics["timings"]["train_seconds"],
+        "train_samples_per_second": record.throughput.train_samples_per_second,
+        "train_seconds": record.timings.train_seconds,
         "process_seconds": round(wall_seconds, 3),
-        "total_seconds": metrics["timings"].get("total_seconds"),
-        "test_accuracy": metrics.get("test", {}).get("accuracy"),
-        "test_rows": metrics.get("data", {}).get("sizes", {}).get("test"),
-        "max_length": metrics.get("tokenization", {}).get("max_length"),
-        "precision": metrics.get("training", {}).get("mixed_precision"),
-        "raw": metrics,
+        "total_seconds": record.timings.total_seconds,
+        "test_accuracy": record.test.accuracy,
+        "test_rows": (record.data.sizes or {}).get("test"),
+        "max_length": record.tokenization.max_length,
+        "precision": record.training.mixed_precision,
+        "raw": record.to_dict(),
     }
 
 

@@ -91,13 +91,12 @@ def main(argv: list[str] | None = None) -> int:
     labels, seconds = timed_turns(predictors, texts, args.segments)
     results = []
     for run, predictor, ids, spent in zip(args.runs, predictors, labels, seconds):
-        metrics = RunDir(run).read_metrics()
         results.append(
             {
                 "run": str(run),
                 "rows_per_second": len(texts) / spent,
                 "accuracy": float(np.mean(ids == gold_ids)),
-                "parameters": (metrics.get("run") or {}).get("num_parameters"),
+                "parameters": RunDir(run).read_record().run.num_parameters,
                 "backend": predictor.describe_backend().split(":")[0].removeprefix("backend "),
             }
         )

@@ -34,6 +34,7 @@ import numpy as np
 from runs import REPO_ROOT, finetune_run
 
 from pipeline.run.directory import PROBABILITY_PREFIX, RunDir
+from pipeline.run.record import RunRecord
 from pipeline.scoring.calibration import expected_calibration_error
 
 SHARED = REPO_ROOT.parent / "shared"
@@ -90,9 +91,9 @@ def imbalanced_subset(train_file: Path, out: Path, share: float, seed: int) -> t
     return subset, counts
 
 
-def finetune(config: str, out: Path, name: str, overrides: list[str]) -> dict:
+def finetune(config: str, out: Path, name: str, overrides: list[str]) -> RunRecord:
     """One one-epoch run as a fresh subprocess; its metrics.json."""
-    return finetune_run(config, out, name, ["train.epochs=1", *overrides]).read_metrics()
+    return finetune_run(config, out, name, ["train.epochs=1", *overrides]).read_record()
 
 
 def majority_accuracy(run_dir: Path) -> float:
@@ -113,15 +114,15 @@ def imbalance_figures(args: argparse.Namespace, out: Path) -> dict:
             f"imbalance_{name}",
             [f"data.train_file={subset}", "data.max_train_samples=null", *extra, *args.override],
         )
-        test = metrics["test"]
+        test = metrics.test
         figures[name] = {
-            "macro_f1": test["macro_f1"],
-            "balanced_accuracy": test["balanced_accuracy"],
-            "accuracy": test["accuracy"],
+            "macro_f1": test.macro_f1,
+            "balanced_accuracy": test.balanced_accuracy,
+            "accuracy": test.accuracy,
             "majority_accuracy": majority_accuracy(out / f"imbalance_{name}"),
-            "test_rows": test["num_samples"],
-            "class_weights": metrics["training"]["class_weights"],
-            "train_seconds": metrics["timings"]["train_seconds"],
+            "test_rows": test.num_samples,
+            "class_weights": metrics.training.class_weights,
+            "train_seconds": metrics.timings.train_seconds,
         }
     plain, balanced = figures["plain"], figures["balanced"]
     gain = 100 * (balanced["macro_f1"] - plain["macro_f1"])
@@ -191,22 +192,22 @@ def calibration_figures(args: argparse.Namespace, out: Path) -> dict:
         "calibration",
         [f"data.train_file={args.train_file}", f"data.max_train_samples={args.calibration_rows}", *args.override],
     )
-    calibration = metrics["calibration"]
+    calibration = metrics.calibration
     figures = {
-        "temperature": calibration["temperature"],
-        "ece": calibration["ece"],
-        "test_accuracy": metrics["test"]["accuracy"],
+        "temperature": calibration.temperature,
+        "ece": calibration.ece,
+        "test_accuracy": metrics.test.accuracy,
         "rows": args.calibration_rows,
     }
     for split in ("validation", "test"):
-        before, after = calibration["ece"][split]["before"], calibration["ece"][split]["after"]
+        before, after = calibration.before_after("ece", split)
         print(f"calibration {split}: ECE {before:.4f} -> {after:.4f} ({after / before:.2f}x)")
     print(
-        f"temperature {calibration['temperature']:.3f}; test accuracy {metrics['test']['accuracy']:.4f} "
+        f"temperature {calibration.temperature:.3f}; test accuracy {metrics.test.accuracy:.4f} "
         "(temperature scaling keeps every argmax)"
     )
     figures["best_test_ece"], figures["best_test_temperature"] = best_single_temperature(
-        out / "calibration", calibration["temperature"]
+        out / "calibration", calibration.temperature
     )
     print(
         f"for reference, the best any one temperature does when fitted on test itself: ECE "

@@ -94,15 +94,15 @@ def run_recipe(name: str, train: Path, test: Path, output_dir: Path, extra: list
     ]
     tick = time.perf_counter()
     subprocess.run(command, cwd=REPO_ROOT, check=True)
-    metrics = RunDir(output_dir / name).read_metrics()
-    windows = (metrics["tokenization"].get("windows_per_document") or {}).get("train") or {"mean": 1.0}
+    record = RunDir(output_dir / name).read_record()
+    windows = (record.tokenization.windows_per_document or {}).get("train") or {"mean": 1.0}
     return {
         "recipe": name,
-        "accuracy": metrics["test"]["accuracy"],
-        "macro_f1": metrics["test"]["macro_f1"],
+        "accuracy": record.test.accuracy,
+        "macro_f1": record.test.macro_f1,
         "windows": windows["mean"],
         "seconds": time.perf_counter() - tick,
-        "truncated": metrics["tokenization"]["truncated_fraction"]["train"],
+        "truncated": record.tokenization.truncated_fraction["train"],
     }
 
 

@@ -31,6 +31,7 @@ import numpy as np
 from runs import REPO_ROOT, finetune_run, offline_env
 
 from pipeline.run.directory import RunDir, read_decision
+from pipeline.run.record import Baseline
 
 SHARED = REPO_ROOT.parent / "shared" / "data" / "ag_news"
 CLASSES = ("World", "Sports", "Business", "Sci/Tech")  # class_index 1-4
@@ -140,19 +141,20 @@ def transformers_label_sets(run: RunDir, texts: list[str], max_length: int) -> l
 
 def check_model(name: str, args: argparse.Namespace, out: Path, files: dict[str, Path]) -> dict:
     run = finetune(MODELS[name], out, f"multilabel_{name}", files, args.override)
-    metrics = run.read_metrics()
+    record = run.read_record()
     test = [json.loads(line) for line in files["test"].read_text(encoding="utf-8").splitlines()]
     texts, gold = [doc["text"] for doc in test], [frozenset(doc["labels"]) for doc in test]
     ours = predict_label_sets(run, texts, out)
-    theirs = transformers_label_sets(run, texts, metrics["tokenization"]["max_length"])
-    baseline = metrics["baseline"]
+    theirs = transformers_label_sets(run, texts, record.tokenization.max_length)
+    baseline = record.baseline or Baseline()
     return {
-        "micro_f1": metrics["test"]["micro_f1"],
-        "macro_f1": metrics["test"]["macro_f1"],
-        "subset_accuracy": metrics["test"]["subset_accuracy"],
-        "baseline_micro_f1": baseline.get("micro_f1"),
-        "baseline_subset_accuracy": baseline.get("subset_accuracy"),
-        "beats_baseline": metrics["test"]["micro_f1"] >= baseline.get("micro_f1", float("inf")),
+        "micro_f1": record.test.micro_f1,
+        "macro_f1": record.test.macro_f1,
+        "subset_accuracy": record.test.subset_accuracy,
+        "baseline_micro_f1": baseline.micro_f1,
+        "baseline_subset_accuracy": baseline.subset_accuracy,
+        "beats_baseline": record.test.micro_f1
+        >= (baseline.micro_f1 if baseline.micro_f1 is not None else float("inf")),
         "predict_subset_accuracy": float(np.mean([a == b for a, b in zip(ours, gold)])),
         "same_label_sets_as_transformers_pipeline": sum(a == b for a, b in zip(ours, theirs)),
         "test_rows": len(texts),
@@ -161,7 +163,7 @@ def check_model(name: str, args: argparse.Namespace, out: Path, files: dict[str,
             for row, (a, b) in enumerate(zip(ours, theirs))
             if a != b
         ][:5],
-        "train_seconds": metrics["timings"]["train_seconds"],
+        "train_seconds": record.timings.train_seconds,
     }
 
 

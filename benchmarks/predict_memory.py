@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from pipeline.run.directory import RunDir
+from pipeline.run.record import RunRecord, Tokenization
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -78,7 +79,7 @@ def make_tiny_run(run_dir: Path, vocab: str, test_file: str) -> Path:
         f"  label_column: class_index\n  label_names: [{', '.join(LABELS)}]\n  label_index_base: 1\n"
         "  text_columns: [title, description]\n  text_separator: ' '\n  unescape_newlines: true\n"
     )
-    run.write_metrics({"labels": LABELS, "tokenization": {"max_length": 128}})
+    run.write_record(RunRecord(labels=LABELS, tokenization=Tokenization(max_length=128)))
     return run_dir
 
 

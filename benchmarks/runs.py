@@ -1,6 +1,6 @@
 """One fine-tuning run as a fresh, offline subprocess, for the benchmarks that train (imbalance.py, multilabel.py).
 
-metrics = finetune_run("configs/ag_news_minilm.yaml", out, "plain", ["train.epochs=1"]).read_metrics()
+metrics = finetune_run("configs/ag_news_minilm.yaml", out, "plain", ["train.epochs=1"]).read_record()
 """
 
 from __future__ import annotations

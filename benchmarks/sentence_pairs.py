@@ -92,12 +92,12 @@ def main(argv: list[str] | None = None) -> None:
     }
     figures = {}
     for name, reading in readings.items():
-        metrics = finetune_run(args.config, out, name, [*data, *reading, *args.override]).read_metrics()
+        record = finetune_run(args.config, out, name, [*data, *reading, *args.override]).read_record()
         figures[name] = {
-            "test_accuracy": metrics["test"]["accuracy"],
-            "test_macro_f1": metrics["test"]["macro_f1"],
-            "baseline_accuracy": (metrics.get("baseline") or {}).get("accuracy"),
-            "train_seconds": metrics.get("timings", {}).get("train_seconds"),
+            "test_accuracy": record.test.accuracy,
+            "test_macro_f1": record.test.macro_f1,
+            "baseline_accuracy": record.baseline.accuracy if record.baseline else None,
+            "train_seconds": record.timings.train_seconds,
         }
     for name, row in figures.items():
         print(

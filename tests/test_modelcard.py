@@ -16,6 +16,7 @@ from pipeline.card.write import hub_id, write_model_card
 from pipeline.config.load import load_config, save_config, to_dict
 from pipeline.report.cli import main as report_main
 from pipeline.run.directory import RunDir, RunDirError
+from pipeline.run.record import RunRecord
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
 
@@ -77,7 +78,7 @@ def fake_run(root: Path, *overrides: str, extra_metrics: dict | None = None, mod
         },
         **(extra_metrics or {}),
     }
-    run.write_metrics(metrics)
+    run.write_record(RunRecord.from_dict(metrics))
     (run.path / "test_predictions.csv").write_text(
         "text,label,predicted,score,prob_World,prob_Sports,prob_Business,prob_Sci/Tech\n"
         '"Federer wins ""again"" in Basel",Sports,Sports,0.9,0.03,0.9,0.03,0.04\n'

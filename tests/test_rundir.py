@@ -45,7 +45,7 @@ def test_read_record_returns_what_was_written(tmp_path):
     record = RunRecord.from_dict(GOOD_METRICS)
     run.write_record(record)
     assert run.read_record() == record and run.read_record().test.accuracy == 0.75
-    assert run.read_metrics() == {"format_version": FORMAT_VERSION, **GOOD_METRICS}  # the model card's dict
+    assert json.loads(run.metrics_path.read_text()) == {"format_version": FORMAT_VERSION, **GOOD_METRICS}
     assert run.metrics_path == tmp_path / "run" / "metrics.json"
 
 
@@ -68,7 +68,7 @@ def test_damaged_metrics_raise_naming_the_file(tmp_path, content, message):
     run = run_dir(tmp_path)
     run.metrics_path.write_text(content)
     with pytest.raises(RunDirError) as caught:
-        run.read_metrics()
+        run.read_record()
     assert str(caught.value).startswith(f"{run.metrics_path}: ")
     assert message in str(caught.value)
 
@@ -76,18 +76,18 @@ def test_damaged_metrics_raise_naming_the_file(tmp_path, content, message):
 def test_metrics_without_test_are_accepted_when_not_required(tmp_path):
     run = run_dir(tmp_path)
     run.metrics_path.write_text(json.dumps({"labels": LABELS}))
-    assert run.read_metrics(require_test=False)["labels"] == LABELS
+    assert run.read_record(require_test=False).labels == LABELS
     with pytest.raises(RunDirError, match="test.accuracy"):
-        run.read_metrics()
+        run.read_record()
 
 
 def test_missing_or_undecodable_metrics_name_the_file(tmp_path):
     run = run_dir(tmp_path)
     with pytest.raises(RunDirError, match=re.escape(f"{run.metrics_path}: cannot be read")):
-        run.read_metrics()
+        run.read_record()
     run.metrics_path.write_bytes(b'{"labels": ["Caf\xe9"]}')
     with pytest.raises(RunDirError, match=re.escape(f"{run.metrics_path}: not UTF-8 text")):
-        run.read_metrics()
+        run.read_record()
 
 
 # ---------------------------------------------------------------------------------------------------------------

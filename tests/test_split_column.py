@@ -19,6 +19,7 @@ from pipeline.data.load import DataError, load_data
 from pipeline.data.split_column import SPLIT_VALUES
 from pipeline.evaluate import main as evaluate_main
 from pipeline.run.directory import RunDir
+from pipeline.run.record import RunRecord
 from tests.helpers import MINILM_CONFIG, reset_accelerate, tiny_run_overrides
 
 
@@ -285,7 +286,7 @@ def card_lines(tmp_path, data_record):
     """The lines of the model card of a run whose config.yaml and metrics.json are these (no other record)."""
     config = {"data": {"source": "files", "train_file": "data/all.csv", "split_column": "partition"}}
     metrics = {"labels": ["neg", "pos"], "data": data_record}
-    return render_card(read_facts(RunDir(tmp_path), config, metrics)).text.splitlines()
+    return render_card(read_facts(RunDir(tmp_path), config, RunRecord.from_dict(metrics))).text.splitlines()
 
 
 def write_ag_news_rows(source, path, count, split=None):

@@ -1,30 +1,34 @@
 """What a finished run says about its model, as typed facts for the model card (pipeline/card/write.py fills
-pipeline/card/template.md from them). `read_facts` is the one place that reads metrics.json's mapping: every figure
-and record the card uses is picked out there, defensively (keys that older runs, or newer stages, may lack read as
-None). Records whose shape varies by run (distill, baseline, calibration, duplicates, per-class scores) are kept as
-recorded, and phrases.py and rows.py read them where they write them out. A card is published: it names local
-files and folders by their own names, never by their paths on this machine.
+pipeline/card/template.md from them). `read_facts` picks out of the run's RunRecord (metrics.json, typed by
+pipeline.run.record: what older runs, or newer stages, lack reads as None) and config.yaml every figure and record
+the card uses; phrases.py and rows.py write them out. A card is published: it names local files and folders by
+their own names, never by their paths on this machine.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pipeline.config.schema import DataConfig
 from pipeline.data.tables import format_read
 from pipeline.data.text import TextSpec
-from pipeline.run.directory import (
-    MODEL_DIR,
-    RunDir,
-    headline_metrics,
-    is_number,
-    nested_get,
-    ranking_metric,
-    untrained_classes,
+from pipeline.run.directory import MODEL_DIR, RunDir, config_setting, is_number
+from pipeline.run.record import (
+    Baseline,
+    Calibration,
+    Data,
+    Device,
+    Distill,
+    RunRecord,
+    Scores,
+    Timings,
+    Tokenization,
+    Training,
+    Versions,
 )
 from pipeline.scoring.thresholds import selection_cut_off
 from pipeline.text.windows import LongTextRule
@@ -63,60 +67,6 @@ def hub_id(name: Any) -> str | None:
     return name
 
 
-# Groups of metrics.json figures: each field is read from the key of the same name (read_facts).
-@dataclass(frozen=True)
-class Scores:
-    """One split's figures (metrics.json `test`, `validation`)."""
-
-    accuracy: float | None
-    macro_f1: float | None
-    micro_f1: float | None
-    loss: float | None
-    num_samples: int | None
-    per_class: dict[str, Any] | None  # label -> {precision, recall, f1, support}
-    confusion_matrix: list[list[int]] | None
-
-
-@dataclass(frozen=True)
-class DataRecord:
-    """What stage 1 recorded of the data (metrics.json `data`): sizes, seed and how files were read."""
-
-    sizes: dict[str, int] | None
-    duplicates: dict[str, Any] | None
-    incomplete_rows: dict[str, Any] | None
-    quoting: dict[str, Any] | None
-    delimiter: dict[str, Any] | None
-    class_folders: dict[str, Any] | None
-    class_files: dict[str, Any] | None
-    carved_from_train: dict[str, float] | None
-    split_column: dict[str, Any] | None
-
-
-@dataclass(frozen=True)
-class Training:
-    """What stage 3 recorded (metrics.json `training`)."""
-
-    epochs_completed: float | None
-    global_steps: int | None
-    effective_batch_size: int | None
-    mixed_precision: str | None
-    head_parameters: list[str] | None
-    stopped_early: bool | None
-
-
-@dataclass(frozen=True)
-class Tokenization:
-    max_length: int | None
-    max_length_setting: Any
-    truncated_fraction: dict[str, float] | None
-
-
-@dataclass(frozen=True)
-class Timings:
-    train_seconds: float | None
-    total_seconds: float | None
-
-
 @dataclass(frozen=True)
 class CardFacts:
     """The facts of one finished run that the card's metadata and text are written from."""
@@ -141,8 +91,8 @@ class CardFacts:
     num_parameters: int | None
     finished_at: str | None
     test: Scores
-    validation: Scores
-    data_record: DataRecord
+    validation: Scores  # empty where the run has none
+    data_record: Data  # what stage 1 recorded: sizes, seed and how files were read
     tokenization: Tokenization
     training: Training
     timings: Timings
@@ -151,11 +101,11 @@ class CardFacts:
     best_score: float | None
     thresholds: dict[str, float] | None  # the decision thresholds chosen on validation, by class
     threshold_kind: str | None
-    baseline: Any  # metrics.json `baseline` as recorded: one model's figures, several by name, or an error
-    calibration: Any  # metrics.json `calibration` (older runs: test.calibration) as recorded
-    distill: dict[str, Any] | None  # how a distilled model was made (pipeline.distill.teacher.student_rows)
-    versions: dict[str, Any] | None
-    device: dict[str, Any] | None
+    baseline: Baseline | None  # one model's figures, several by name (in `extra`), or an error
+    calibration: Calibration | None  # metrics.json `calibration` (older runs: test.calibration)
+    distill: Distill | None  # how a distilled model was made (pipeline.distill.teacher.student_rows)
+    versions: Versions
+    device: Device
 
     @property
     def from_hub(self) -> bool:
@@ -166,60 +116,59 @@ class CardFacts:
         return "subset accuracy" if self.multi_label else "accuracy"
 
 
-def read_facts(run: RunDir, config: dict[str, Any], metrics: dict[str, Any]) -> CardFacts:
-    """The card's facts from config.yaml's and metrics.json's mappings: the one reader of metrics.json here."""
-
-    def get(*keys: str) -> Any:
-        return nested_get(metrics, *keys)
-
-    def group(cls: type, key: str) -> Any:
-        return cls(**{field.name: get(key, field.name) for field in fields(cls)})
-
-    def mapping(value: Any) -> dict[str, Any]:
-        return value if isinstance(value, dict) else {}
-
-    kind = get("run", "model_kind") or nested_get(config, "model", "kind") or "pretrained"
+def read_facts(run: RunDir, config: dict[str, Any], record: RunRecord) -> CardFacts:
+    """The card's facts from config.yaml's mapping and metrics.json's record."""
+    kind = record.run.model_kind or config_setting(config, "model", "kind") or "pretrained"
     data = mapping(config.get("data"))
-    metric = ranking_metric(metrics)
-    best_score, calibration = get("best", f"validation_{metric}"), get("calibration")
-    licence, seed = nested_get(config, "run", "license"), get("data", "seed")
+    best, thresholds = record.best, record.thresholds
+    licence, seed = config_setting(config, "run", "license"), record.data.seed
     return CardFacts(
         run=run,
-        name=str(get("run", "name") or nested_get(config, "run", "name") or run.path.name),
-        labels=[str(label) for label in get("labels") or []],
+        name=str(record.run.name or config_setting(config, "run", "name") or run.path.name),
+        labels=record.labels,
         is_encoder=kind == "encoder",
-        base=None if kind == "encoder" else nested_get(config, "model", "name_or_path"),
-        encoder=mapping(nested_get(config, "model", "encoder")),
-        tokenizer=nested_get(config, "tokenizer", "name_or_path"),
+        base=None if kind == "encoder" else config_setting(config, "model", "name_or_path"),
+        encoder=mapping(config_setting(config, "model", "encoder")),
+        tokenizer=config_setting(config, "tokenizer", "name_or_path"),
         data=data,
         train=mapping(config.get("train")),
         license=str(licence) if licence else None,
         long_text_rule=LongTextRule.from_settings(config.get("tokenizer") or {}),
         text_spec=TextSpec.from_settings(data, DATA_DEFAULTS),
-        multi_label="multi_label" in (get("data", "task"), data.get("task")),
-        ranking_metric=metric,
-        headline_metrics=headline_metrics(metrics),
-        untrained=untrained_classes(metrics),
-        selection_cut_off=selection_cut_off(metrics),
-        num_parameters=get("run", "num_parameters"),
-        finished_at=get("run", "finished_at"),
-        test=group(Scores, "test"),
-        validation=group(Scores, "validation"),
-        data_record=group(DataRecord, "data"),
-        tokenization=group(Tokenization, "tokenization"),
-        training=group(Training, "training"),
-        timings=group(Timings, "timings"),
-        seed=seed if seed is not None else nested_get(config, "run", "seed"),
-        best_step=get("best", "step"),
-        best_score=best_score if is_number(best_score) else get("best", "score"),
-        thresholds=get("thresholds", "thresholds"),
-        threshold_kind=get("thresholds", "kind"),
-        baseline=get("baseline"),
-        calibration=calibration if calibration is not None else get("test", "calibration"),
-        distill=get("distill") if isinstance(get("distill"), dict) else None,
-        versions=get("versions"),
-        device=get("device"),
+        multi_label=record.multi_label or data.get("task") == "multi_label",
+        ranking_metric=record.ranking_metric,
+        headline_metrics=record.headline_metrics,
+        untrained=record.untrained_classes,
+        selection_cut_off=selection_cut_off(record),
+        num_parameters=record.run.num_parameters,
+        finished_at=record.run.finished_at,
+        test=record.test,
+        validation=record.validation or Scores(),
+        data_record=record.data,
+        tokenization=record.tokenization,
+        training=record.training,
+        timings=record.timings,
+        seed=seed if seed is not None else config_setting(config, "run", "seed"),
+        best_step=best.step,
+        best_score=best.score if is_number(best.score) else best.extra.get("score"),  # older runs: best.score
+        thresholds=thresholds.thresholds if thresholds else None,
+        threshold_kind=thresholds.kind if thresholds else None,
+        baseline=record.baseline,
+        calibration=record.calibration or older_calibration(record.test),
+        distill=record.distill,
+        versions=record.versions,
+        device=record.device,
     )
+
+
+def mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def older_calibration(test: Scores) -> Calibration | None:
+    """Runs before metrics.json had a `calibration` section recorded it under `test`."""
+    recorded = test.extra.get("calibration")
+    return Calibration.from_dict(recorded) if isinstance(recorded, dict) else None
 
 
 def split_sizes(facts: CardFacts) -> dict[str, Any]:
@@ -277,7 +226,7 @@ def dataset_reference(facts: CardFacts) -> tuple[str, str, str | None, str]:
 def teacher_name(facts: CardFacts) -> str | None:
     """The teacher of a distilled model by its own name: its run's folder (also when train.distill.teacher named
     the run's model/ folder)."""
-    teacher = (facts.distill or {}).get("teacher")
+    teacher = facts.distill.teacher if facts.distill else None
     if not isinstance(teacher, str) or not teacher:
         return None
     path = Path(teacher)

@@ -33,6 +33,7 @@ from pipeline.run.directory import (
     saved_model_config,
     untrained_consequence,
 )
+from pipeline.run.record import Baseline
 from pipeline.scoring.thresholds import DEFAULT_THRESHOLD, KIND_ARGMAX, KIND_BINARY, KIND_MULTI_LABEL
 from pipeline.text.windows import PAIR_CUT
 
@@ -108,9 +109,7 @@ def model_phrase(facts: CardFacts) -> str:
         shape = f"{layers}-layer, {width}-wide " if layers and width else ""
         if facts.distill is None:
             return f"a {shape}Transformer encoder trained from scratch, without pretraining"
-        start = (
-            ", whose token embeddings it started from" if isinstance(facts.distill.get("init_embeddings"), dict) else ""
-        )
+        start = ", whose token embeddings it started from" if isinstance(facts.distill.init_embeddings, dict) else ""
         return f"a {shape}Transformer encoder without pretraining, distilled from {teacher}{start}"
     base = hub_id(facts.base)
     made = "fine-tuned" if facts.distill is None else f"fine-tuned by distillation from {teacher}"
@@ -196,13 +195,11 @@ def duplicates_values(record: Any) -> dict[str, Any] | None:
     """data.duplicates (stage 1's count of repeated texts and what it removed), in words."""
     if not isinstance(record, dict):
         return None
-    parts = []
-    if by_split(record.get("within"), count):
-        parts.append(f"repeated within a split: {by_split(record['within'], count)}")
-    if by_split(record.get("across"), count):
-        parts.append(f"across splits: {by_split(record['across'], count)}")
-    if is_number(record.get("conflicts")) and record["conflicts"]:
-        parts.append(f"texts carrying more than one label: {count(record['conflicts'])}")
+    within, across = by_split(record.get("within"), count), by_split(record.get("across"), count)
+    parts = [f"repeated within a split: {within}"] if within else []
+    parts += [f"across splits: {across}"] if across else []
+    if is_number(conflicts := record.get("conflicts")) and conflicts:
+        parts.append(f"texts carrying more than one label: {count(conflicts)}")
     return {"mode": record.get("mode"), "found": "; ".join(parts), "removed": by_split(record.get("removed"), count)}
 
 
@@ -318,18 +315,29 @@ def baseline_beats(facts: CardFacts) -> str:
     )
 
 
-def baseline_figures(record: Any, keys: list[str]) -> tuple[Any, ...] | None:
-    """The `keys` figures of a baseline record (the first a number), at its top level or under `test`."""
-    for candidate in (record, nested_record(record, "test")):
-        if isinstance(candidate, dict) and is_number(candidate.get(keys[0])):
-            return tuple(candidate.get(key) for key in keys)
+def baseline_figures(record: Baseline | None, keys: list[str]) -> tuple[Any, ...] | None:
+    """The `keys` figures of a baseline record (the first a number), at its top level or under `test` (older runs)."""
+    for candidate in (record, older_baseline(record)):
+        if candidate is not None and is_number(candidate.figure(keys[0])):
+            return tuple(candidate.figure(key) for key in keys)
     return None
 
 
-def baseline_name(record: Any, key: str = "baseline") -> str:
-    if not isinstance(record, dict):
+def older_baseline(record: Baseline | None) -> Baseline | None:
+    """Older runs recorded the baseline's test figures under `baseline.test`."""
+    nested = record.extra.get("test") if record is not None else None
+    return Baseline.from_dict(nested) if isinstance(nested, dict) else None
+
+
+def named_baselines(record: Baseline) -> dict[str, Baseline]:
+    """Several baselines, recorded by name (each a baseline record of its own)."""
+    return {name: Baseline.from_dict(value) for name, value in record.extra.items() if isinstance(value, dict)}
+
+
+def baseline_name(record: Baseline | None, key: str = "baseline") -> str:
+    if record is None:
         return key
-    return str(record.get("description") or record.get("name") or record.get("model") or key)
+    return str(record.description or record.name or record.extra.get("model") or key)
 
 
 def usage_values(facts: CardFacts) -> dict[str, Any]:

@@ -17,12 +17,13 @@ from pipeline.card.phrases import (
     duration,
     metric_name,
     metric_value,
-    nested_record,
+    named_baselines,
     num,
     pct,
     test_score,
 )
 from pipeline.run.directory import RANKING_METRICS, is_number, per_class_score
+from pipeline.run.record import Calibration, Distill
 
 Rows = list[tuple[Any, ...]]
 # The before/after measures of a calibration record (pipeline.scoring.decide.calibration_record), as the card names them.
@@ -96,14 +97,14 @@ def distill_rows(facts: CardFacts) -> Rows:
     record = facts.distill
     if record is None:
         return []
-    alpha, temperature = record.get("alpha"), record.get("temperature")
+    alpha, temperature = record.alpha, record.temperature
     rows: Rows = [("teacher", f"`{teacher_name(facts) or 'unrecorded'}`")]
-    for key, name in (
-        ("teacher_test_accuracy", "teacher's test accuracy (its own run's test split)"),
-        ("teacher_train_accuracy", "teacher's accuracy on this model's train split"),
+    for value, name in (
+        (record.teacher_test_accuracy, "teacher's test accuracy (its own run's test split)"),
+        (record.teacher_train_accuracy, "teacher's accuracy on this model's train split"),
     ):
-        if is_number(record.get(key)):
-            rows.append((name, pct(record[key])))
+        if is_number(value):
+            rows.append((name, pct(value)))
     if is_number(alpha) and is_number(temperature):
         loss = (
             f"{alpha:g} × KL(teacher ‖ student) at temperature {temperature:g} (× T²) + {1 - alpha:g} × "
@@ -111,7 +112,7 @@ def distill_rows(facts: CardFacts) -> Rows:
         )
         rows.append(("loss", loss))
     rows += transfer_rows(record)
-    embeddings = record.get("init_embeddings")
+    embeddings = record.init_embeddings
     if isinstance(embeddings, dict):
         variance = embeddings.get("variance_kept")
         kept = f", {pct(variance)} of their variance kept" if is_number(variance) else ""
@@ -123,10 +124,10 @@ def distill_rows(facts: CardFacts) -> Rows:
     return rows
 
 
-def transfer_rows(record: dict[str, Any]) -> Rows:
+def transfer_rows(record: Distill) -> Rows:
     """The transfer set (the texts the teacher scored) and how it was enlarged."""
     rows: Rows = []
-    transfer = record.get("transfer_set")
+    transfer = record.transfer_set
     if isinstance(transfer, dict) and is_number(transfer.get("total")):
         kinds = (
             ("labelled", "labelled train texts"),
@@ -134,16 +135,16 @@ def transfer_rows(record: dict[str, Any]) -> Rows:
             ("augmented", "augmented copies"),
         )
         parts = [
-            f"{count(transfer[key])} {name}"
+            f"{count(transfer.get(key))} {name}"
             for key, name in kinds
-            if is_number(transfer.get(key)) and (transfer[key] or key == "labelled")
+            if is_number(transfer.get(key)) and (transfer.get(key) or key == "labelled")
         ]
-        rows.append(("transfer set", f"{count(transfer['total'])} texts: {', '.join(parts)}"))
-    if record.get("unlabeled_file"):
-        rows.append(("unlabelled texts from", f"`{published_name(str(record['unlabeled_file']))}`"))
-    augment = record.get("augment")
+        rows.append(("transfer set", f"{count(transfer.get('total'))} texts: {', '.join(parts)}"))
+    if record.unlabeled_file:
+        rows.append(("unlabelled texts from", f"`{published_name(str(record.unlabeled_file))}`"))
+    augment = record.augment
     if augment and augment != "none":
-        rows.append(("augmentation", f"`{augment}`, {record.get('augment_copies')} copies per train text"))
+        rows.append(("augmentation", f"`{augment}`, {record.augment_copies} copies per train text"))
     elif augment:
         rows.append(("augmentation", "none"))
     return rows
@@ -191,14 +192,16 @@ def baseline_table(facts: CardFacts) -> dict[str, Any] | None:
     entries = []
     if baseline_figures(record, keys) is not None:
         entries.append((baseline_name(record), *baseline_figures(record, keys)))
-    elif isinstance(record, dict) and record.get("error"):
-        return {"error": record["error"], "name": baseline_name(record)}
-    elif isinstance(record, dict):
+    elif record.error:
+        return {"error": record.error, "name": baseline_name(record)}
+    else:
         entries = [
-            (baseline_name(v, k), *baseline_figures(v, keys)) for k, v in record.items() if baseline_figures(v, keys)
+            (baseline_name(v, k), *baseline_figures(v, keys))
+            for k, v in named_baselines(record).items()
+            if baseline_figures(v, keys)
         ]
     if not entries:
-        return {"unread": json.dumps(record)[:200]}
+        return {"unread": json.dumps(record.to_dict())[:200]}
     ours = test_score(facts, keys[0])
     rows: Rows = [(f"this model ({facts.name})", *[metric_value(key, test_score(facts, key)) for key in keys], "")]
     for label, *base in entries:
@@ -209,29 +212,31 @@ def baseline_table(facts: CardFacts) -> dict[str, Any] | None:
     return {"header": header, "rows": rows, "align": "l" + "r" * (len(keys) + 1)}
 
 
-def calibration_rows(calibration: Any) -> Rows:
+def calibration_rows(calibration: Calibration | None) -> Rows:
     """A calibration record as (measure, value) rows: method, temperature, then each measure per split, before ->
     after temperature scaling (one value where only one was measured); another shape: every number and string it
     holds, by its key path."""
-    if not (isinstance(calibration, dict) and isinstance(calibration.get("ece"), dict)):
-        pairs = [(key, value) for key, value in _flatten(calibration) if is_number(value) or isinstance(value, str)]
+    if calibration is None:
+        return []
+    if not isinstance(calibration.ece, dict):
+        pairs = [(k, v) for k, v in _flatten(calibration.to_dict()) if is_number(v) or isinstance(v, str)]
         return [(key or "value", num(value) if isinstance(value, float) else str(value)) for key, value in pairs]
     rows: Rows = []
-    if calibration.get("enabled") is False:
+    if calibration.enabled is False:
         rows.append(("method", "none (train.calibrate: false)"))
-    elif isinstance(calibration.get("method"), str):
-        rows.append(("method", calibration["method"]))
-    if is_number(calibration.get("temperature")):
-        rows.append(("temperature", num(calibration["temperature"], 3)))
+    elif isinstance(calibration.method, str):
+        rows.append(("method", calibration.method))
+    if is_number(calibration.temperature):
+        rows.append(("temperature", num(calibration.temperature, 3)))
     for key, name in CALIBRATION_MEASURES.items():
-        splits = calibration.get(key) if isinstance(calibration.get(key), dict) else {}
-        for split, pair in splits.items():
-            measured = [v for v in (nested_record(pair, "before"), nested_record(pair, "after")) if is_number(v)]
+        splits = getattr(calibration, key) if isinstance(getattr(calibration, key), dict) else {}
+        for split in splits:
+            measured = [v for v in calibration.before_after(key, split) if is_number(v)]
             if measured:
                 label = f"{name}, {split}" + (" (before → after)" if len(measured) == 2 else "")
                 rows.append((label, " → ".join(num(value) for value in measured)))
-    if is_number(calibration.get("bins")):
-        rows.append(("confidence bins (expected calibration error)", str(int(calibration["bins"]))))
+    if is_number(calibration.bins):
+        rows.append(("confidence bins (expected calibration error)", str(int(calibration.bins))))
     return rows
 
 
@@ -249,12 +254,11 @@ def _flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
 def environment_rows(facts: CardFacts) -> Rows:
     rows: Rows = []
     device = facts.device
-    if isinstance(device, dict):
-        processes = device.get("num_processes")
-        place = f"{device.get('type', '?')} ({device.get('name', '?')})"
+    if device.to_dict():  # recorded
+        processes = device.num_processes
+        place = f"{'?' if device.type is None else device.type} ({'?' if device.name is None else device.name})"
         rows.append(("device", place + (f", {processes} process(es)" if is_number(processes) else "")))
-    if isinstance(facts.versions, dict):
-        rows += [(name, str(version)) for name, version in facts.versions.items()]
+    rows += [(name, str(version)) for name, version in facts.versions.to_dict().items()]
     if facts.finished_at:
         rows.append(("finished", str(facts.finished_at)))
     return rows + [("total run time", duration(facts.timings.total_seconds))]

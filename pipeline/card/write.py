@@ -57,7 +57,7 @@ def build_model_card(run: RunDir) -> ModelCard:
     run.check_finished()  # "metrics.json is missing — the run did not finish evaluation", and the like
     if not is_model_dir(run.model_dir):
         raise RunDirError(f"{run.model_dir}: missing (no {MODEL_CONFIG_FILE}) — the run saved no model to describe")
-    return render_card(read_facts(run, run.read_config(), run.read_metrics()))
+    return render_card(read_facts(run, run.read_config(), run.read_record()))
 
 
 def render_card(facts: CardFacts) -> ModelCard:

@@ -24,7 +24,7 @@ from pipeline.data.text import TextSpec
 from pipeline.models import class_names, is_multi_label, load_classifier
 from pipeline.predict import ModelSource, PredictError, Predictor, resolve_model_source
 from pipeline.run import directory as rundir
-from pipeline.run.directory import RunDir, is_number, nested_get
+from pipeline.run.directory import RunDir, is_number
 from pipeline.run.exports import ExportError, choose_export, file_sha256, read_export_record
 from pipeline.text.tokenization import texts_fingerprint
 
@@ -122,7 +122,7 @@ def teacher_test_accuracy(source: ModelSource) -> float | None:
     if source.run_dir is None or not RunDir(source.run_dir).metrics_path.is_file():
         return None
     try:
-        accuracy = nested_get(RunDir(source.run_dir).read_metrics(require_test=False), "test", "accuracy")
+        accuracy = RunDir(source.run_dir).read_record(require_test=False).test.accuracy
     except rundir.RunDirError:
         return None
     return float(accuracy) if is_number(accuracy) else None

@@ -26,10 +26,10 @@ from pipeline.run.directory import (
     DECISION_INPUT_KEY,
     RunDir,
     RunDirError,
+    config_setting,
     holds_run,
     is_model_dir,
     is_run_dir,
-    nested_get,
     read_decision,
 )
 from pipeline.text.windows import LongTextRule
@@ -181,7 +181,7 @@ def run_max_length(run: RunDir, config: dict[str, Any]) -> int | None:
 
 def settings_max_length(settings: dict[str, Any]) -> int | None:
     """tokenizer.max_length when it is a length (not auto, not absent)."""
-    length = nested_get(settings, "tokenizer", "max_length")
+    length = config_setting(settings, "tokenizer", "max_length")
     return length if isinstance(length, int) and length > 0 else None
 
 

@@ -25,7 +25,7 @@ from pipeline.config.schema import TokenizerConfig, run_length_setting
 from pipeline.report.analysis import SIGNIFICANCE_LEVEL, accuracy_interval
 from pipeline.report.formatting import format_count, format_duration, format_metric, format_percent
 from pipeline.report.runs import Run, num_test_samples
-from pipeline.run.directory import PREDICTION_GOLD, PREDICTION_PREDICTED, nested_get, untrained_consequence
+from pipeline.run.directory import PREDICTION_GOLD, PREDICTION_PREDICTED, config_setting, untrained_consequence
 from pipeline.run.record import RANKING_METRICS, Baseline, is_number
 from pipeline.text.unknown import unknown_tokens_warning
 from pipeline.text.windows import LongTextRule
@@ -295,14 +295,14 @@ def _many_budget_sentence(runs: Sequence[Run]) -> str | None:
 
 
 def truncation_budget(run: Run) -> float:
-    budget = nested_get(run.config, "tokenizer", "max_truncated_fraction")
+    budget = config_setting(run.config, "tokenizer", "max_truncated_fraction")
     return budget if is_number(budget) else TokenizerConfig().max_truncated_fraction  # a config that does not say
 
 
 def truncation_over_budget(run: Run) -> tuple[float, float] | None:
     """(share of train truncated, budget) when the share exceeds tokenizer.max_truncated_fraction, else None.
     A run that read long texts in windows (tokenizer.long_text: chunk) truncated nothing."""
-    if nested_get(run.config, "tokenizer", "long_text") == "chunk":
+    if config_setting(run.config, "tokenizer", "long_text") == "chunk":
         return None
     share = (run.metrics.tokenization.truncated_fraction or {}).get("train")
     budget = truncation_budget(run)
@@ -369,9 +369,11 @@ def collapse_note(run: Run) -> str | None:
     share, true_share = predicted[top] / total, true[top] / total
     if share < COLLAPSE_PREDICTED_SHARE or true_share >= COLLAPSE_TRUE_SHARE:
         return None
-    learning_rate = nested_get(run.config, "train", "learning_rate")
+    learning_rate = config_setting(run.config, "train", "learning_rate")
     now_rate = f" (now {learning_rate:g})" if is_number(learning_rate) else ""
-    longer = run_length_setting(nested_get(run.config, "train", "epochs"), nested_get(run.config, "train", "max_steps"))
+    longer = run_length_setting(
+        config_setting(run.config, "train", "epochs"), config_setting(run.config, "train", "max_steps")
+    )
     return (
         f"predicts {run.labels[top]} for {format_percent(share, 1)} of the test rows ({format_count(predicted[top])} of "
         f"{format_count(total)}), a class that is {format_percent(true_share, 1)} of them: the model has collapsed onto "
@@ -421,7 +423,7 @@ def unknown_tokens_note(run: Run) -> str | None:
         token_share if is_number(token_share) else None,
         text_share if is_number(text_share) else None,
         whose,
-        str(nested_get(run.config, "tokenizer", "name_or_path") or "its tokenizer"),
+        str(config_setting(run.config, "tokenizer", "name_or_path") or "its tokenizer"),
     )
     return f"{warning}." if warning else None
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.config.schema import DataConfig
-from pipeline.run.directory import RunDir, RunDirError, nested_get
+from pipeline.run.directory import RunDir, RunDirError, config_setting
 from pipeline.run.record import Chosen, RunRecord, is_number
 from pipeline.scoring.thresholds import DEFAULT_THRESHOLD
 
@@ -52,7 +52,7 @@ class Run:
         values = self.predictions[column].astype(str).tolist()
         if not self.multi_label:
             return values
-        separator = nested_get(self.config, "data", "label_separator") or DataConfig().label_separator
+        separator = config_setting(self.config, "data", "label_separator") or DataConfig().label_separator
         return [frozenset(value.split(separator)) if value else frozenset() for value in values]
 
     def test_confusion_matrix(self) -> list[list[float]] | None:

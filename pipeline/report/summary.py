@@ -22,7 +22,7 @@ from pipeline.report.formatting import (
 from pipeline.report.plots import MAX_PLOTTED_CLASSES
 from pipeline.report.runs import Run, num_test_samples, ranks_models, repeats_its_run
 from pipeline.report.scores import imbalance_sentence, is_imbalanced
-from pipeline.run.directory import nested_get, per_class_score
+from pipeline.run.directory import config_setting, per_class_score
 from pipeline.run.record import RANKING_METRICS, Baseline, is_number
 from pipeline.scoring.thresholds import selection_cut_off
 
@@ -232,7 +232,7 @@ def _distill_rows(runs: Sequence[Run]) -> list[list[Cell]]:
         embeddings = ", teacher's embeddings" if record.init_embeddings else ""
         return (
             f"alpha {record.alpha}, T {record.temperature}, augment {augment}{copies}{embeddings}, "
-            f"{format_count(nested_get(record.transfer_set, 'total'))} transfer rows"
+            f"{format_count((record.transfer_set or {}).get('total'))} transfer rows"
         )
 
     return [_text_row("Distilled from", runs, teacher_text), _text_row("Distillation", runs, settings_text)]
@@ -299,8 +299,8 @@ def _device_text(run: Run) -> str:
 
 
 def _model_text(run: Run) -> str:
-    kind = run.metrics.run.model_kind or nested_get(run.config, "model", "kind")
-    name = run.metrics.run.model_name_or_path or nested_get(run.config, "model", "name_or_path")
+    kind = run.metrics.run.model_kind or config_setting(run.config, "model", "kind")
+    name = run.metrics.run.model_name_or_path or config_setting(run.config, "model", "name_or_path")
     if kind == "encoder":
         # The from-scratch encoder borrows only a tokenizer; its name_or_path names no pretrained weights.
         return "encoder (from scratch)"

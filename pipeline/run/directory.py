@@ -26,7 +26,6 @@ from pipeline.run.record import (
     RunDirError,
     RunRecord,
     is_number,
-    read_metrics_file,
     read_record,
     read_text,
     write_record,
@@ -264,10 +263,6 @@ class RunDir:
             raise RunDirError(f"{self.config_path}: expected a mapping of config sections")
         return config
 
-    def read_metrics(self, require_test: bool = True) -> dict[str, Any]:
-        """metrics.json as a dict: for the model card until it reads `read_record`."""
-        return read_metrics_file(self.metrics_path, require_test)
-
     def read_record(self, require_test: bool = True) -> RunRecord:
         """metrics.json as a RunRecord (pipeline.run.record), any version of it."""
         return read_record(self.metrics_path, require_test)
@@ -330,10 +325,6 @@ class RunDir:
     def write_record(self, record: RunRecord) -> None:
         write_record(self.metrics_path, record)
 
-    def write_metrics(self, metrics: dict[str, Any]) -> None:
-        """A metrics.json dict, read into a RunRecord and written: for the model card's tests, which build dicts."""
-        self.write_record(RunRecord.from_dict(metrics))
-
 
 def write_decision(model_dir: Path, record: dict[str, Any]) -> None:
     atomic_write_json(Path(model_dir) / DECISION_FILE, record)
@@ -388,44 +379,31 @@ def first_line(error: BaseException) -> str:
     return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 
 
-def nested_get(mapping: Any, *keys: str) -> Any:
-    """mapping[k1][k2]..., or None where any level is absent."""
+def config_setting(config: Any, *keys: str) -> Any:
+    """A setting of config.yaml as plain dicts (RunDir.read_config's, or decision.json's `input`) by its section
+    and key, or None where the run's config lacks it (older runs); metrics.json is read typed (RunRecord)."""
     for key in keys:
-        if not isinstance(mapping, dict) or key not in mapping:
+        if not isinstance(config, dict) or key not in config:
             return None
-        mapping = mapping[key]
-    return mapping
+        config = config[key]
+    return config
 
 
 def per_class_score(scores: Any, key: str) -> float | None:
     """One class's test figure from metrics.json `per_class`; None (shown as missing) for recall and F1 of a class
     without test rows, which have nothing to measure (scikit-learn reports 0 there). Its precision stays: 0 when the
     class was predicted and wrong every time. The report and the model card both read per-class figures here."""
-    value = nested_get(scores, key)
-    if key in ("recall", "f1") and nested_get(scores, "support") == 0:
+    scores = scores if isinstance(scores, dict) else {}
+    value = scores.get(key)
+    if key in ("recall", "f1") and scores.get("support") == 0:
         return None
     return value if is_number(value) else None
-
-
-def untrained_classes(metrics: dict[str, Any]) -> list[str]:
-    """RunRecord.untrained_classes of a metrics.json dict: for the model card until it reads RunRecord."""
-    return RunRecord.from_dict(metrics).untrained_classes
 
 
 def untrained_consequence(untrained: list[str]) -> str:
     """What classes without training rows mean for the model's scores, as the report and the model card say it."""
     pronoun = "it" if len(untrained) == 1 else "them"
     return f"the model never learned {pronoun}, so its scores for {pronoun} mean nothing"
-
-
-def ranking_metric(metrics: dict[str, Any]) -> str:
-    """RunRecord.ranking_metric of a metrics.json dict: for the model card until it reads RunRecord."""
-    return RunRecord.from_dict(metrics).ranking_metric
-
-
-def headline_metrics(metrics: dict[str, Any]) -> list[str]:
-    """RunRecord.headline_metrics of a metrics.json dict: for the model card until it reads RunRecord."""
-    return RunRecord.from_dict(metrics).headline_metrics
 
 
 # ---------------------------------------------------------------------------------------------------------------

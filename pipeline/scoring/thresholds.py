@@ -163,10 +163,10 @@ FEW_ROWS = f"chosen on fewer than {FEW_POSITIVES} validation rows of the class: 
 NAMED_CLASSES = 5
 
 
-def selection_cut_off(metrics: RunRecord | dict[str, Any]) -> str:
+def selection_cut_off(metrics: RunRecord) -> str:
     """Where thresholds chosen after training decide labels otherwise, how the score that kept the model did
     (training scores each checkpoint at the 0.5 cut-off); "" otherwise."""
-    record = (metrics if isinstance(metrics, RunRecord) else RunRecord.from_dict(metrics)).thresholds or Thresholds()
+    record = metrics.thresholds or Thresholds()
     thresholds = record.thresholds or {}
     if record.kind not in (KIND_BINARY, KIND_MULTI_LABEL) or all(
         value == DEFAULT_THRESHOLD for value in thresholds.values()
