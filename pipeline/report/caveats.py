@@ -16,7 +16,7 @@ from typing import Any
 
 from pipeline.config.schema import TokenizerConfig, run_length_setting
 from pipeline.report.analysis import SIGNIFICANCE_LEVEL, accuracy_interval
-from pipeline.report.formatting import format_count, format_duration, format_metric, format_percent
+from pipeline.report.formatting import format_count, format_duration, format_metric, format_percent, join_names
 from pipeline.report.runs import Run, num_test_samples
 from pipeline.run.directory import PREDICTION_GOLD, PREDICTION_PREDICTED, nested_get, untrained_consequence
 from pipeline.run.record import RANKING_METRICS, Baseline, is_number
@@ -108,7 +108,7 @@ def _ahead_sentence(ahead: list[tuple[Run, Baseline, str]], single: bool) -> str
         f"{run.name} by {gap(run, record, key)} (baseline {format_metric(key, record.figure(key))})"
         for run, record, key in ahead
     ]
-    return f"Ahead of the {what} baseline: {_join(parts)}."
+    return f"Ahead of the {what} baseline: {join_names(parts)}."
 
 
 # --- A test split too small to judge by
@@ -235,9 +235,9 @@ def _pair_budget_sentence(first: Run, second: Run) -> str | None:
         ratio = a.samples_seen / b.samples_seen if b.samples_seen else None
         times = f"{ratio:.1f}x the training samples of" if ratio is not None else "more training samples than"
         head = f"{subject.name} saw {times} {other.name} ({format_count(a.samples_seen)} vs {format_count(b.samples_seen)})"
-        body = _join([head, *clauses])
+        body = join_names([head, *clauses])
     elif clauses:
-        body = f"Compared with {other.name}, {subject.name} {_join(clauses)}"
+        body = f"Compared with {other.name}, {subject.name} {join_names(clauses)}"
     else:
         return None
     return f"{body}; {RECIPES_NOT_ARCHITECTURES}."
@@ -302,7 +302,7 @@ def untrained_note(run: Run) -> str | None:
     untrained = run.metrics.untrained_classes
     if not untrained:
         return None
-    return f"no training rows for {_join(untrained)}: {untrained_consequence(untrained)}."
+    return f"no training rows for {join_names(untrained)}: {untrained_consequence(untrained)}."
 
 
 # A run predicting this share of the test rows as one class that is under COLLAPSE_TRUE_SHARE of them has collapsed
@@ -369,7 +369,7 @@ def unpredicted_note(run: Run) -> str | None:
         described.append(f"{run.labels[index]} ({_rows(true[index])} in test{trained})")
     pronoun = "it" if len(missed) == 1 else "them"
     return (
-        f"never predicts {_join(described)}: its recall of {pronoun} is 0, most often for too few training rows of "
+        f"never predicts {join_names(described)}: its recall of {pronoun} is 0, most often for too few training rows of "
         f"{pronoun} to learn from. Add rows of {pronoun}, or try train.class_weights: balanced."
     )
 
@@ -390,7 +390,3 @@ def unknown_tokens_note(run: Run) -> str | None:
 
 def _rows(count: Any) -> str:
     return f"{format_count(count)} {'row' if count == 1 else 'rows'}"
-
-
-def _join(parts: list[str]) -> str:
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]

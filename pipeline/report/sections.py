@@ -32,6 +32,7 @@ from pipeline.report.formatting import (
     format_percent,
     format_rate,
     format_score,
+    join_names,
     truncate,
 )
 from pipeline.report.removed import removed_blocks
@@ -310,17 +311,13 @@ def _disagreement_blocks(comparisons: Comparisons, runs: Sequence[Run]) -> list[
         blocks += _comparison_blocks(comparison, any(multi_label[name] for name in comparison.run_names))
     blocks += [
         Paragraph(
-            f"Not compared: {_names(pair.runs)} with {_names(pair.others)}: {pair.reason}, so their predictions "
+            f"Not compared: {join_names(pair.runs)} with {join_names(pair.others)}: {pair.reason}, so their predictions "
             "cannot be compared text by text.",
             style="note",
         )
         for pair in comparisons.not_compared
     ]
     return blocks
-
-
-def _names(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _comparison_blocks(comparison: Comparison, multi_label: bool) -> list[Block]:
