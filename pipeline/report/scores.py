@@ -12,7 +12,7 @@ import numpy as np
 from pipeline.data import labels
 from pipeline.data.labels import IMBALANCE_RATIO
 from pipeline.report import plots
-from pipeline.report.blocks import Block, Cell, Chart, Heading, Images, Paragraph, Table
+from pipeline.report.blocks import Block, Cell, Chart, Heading, Images, Paragraph, Table, num_cells
 from pipeline.report.formatting import MISSING, format_count, format_percent, format_score
 from pipeline.report.runs import Run
 from pipeline.run.directory import (
@@ -22,7 +22,7 @@ from pipeline.run.directory import (
     PROBABILITY_PREFIX,
     REPORT_HTML,
 )
-from pipeline.run.record import Calibration, Chosen, is_number
+from pipeline.run.record import Calibration, Chosen, LowConfidence, is_number
 
 SECTION_CALIBRATION = "Calibration"
 SECTION_OPERATING = "Operating points"
@@ -207,33 +207,20 @@ def _operating_table(run: Run, curves: dict[str, plots.OperatingCurve]) -> Table
         chosen = run.chosen(name) or Chosen()
         curve = curves.get(name)
         point = curve.point if curve is not None else None
+        test_precision, test_recall = (point[2], point[1]) if point else (None, None)
+        scores = [chosen.validation_precision, chosen.validation_recall, test_precision, test_recall]
+        scores += [areas.get("roc_auc"), areas.get("average_precision")]
+        threshold = format_score(run.threshold(name))
         rows.append(
             [
                 Cell(name),
-                Cell(format_score(run.threshold(name)), "num"),
+                Cell(threshold, "num"),
                 Cell(applied_setting_text(chosen)),
-                Cell(format_score(chosen.validation_precision), "num"),
-                Cell(format_score(chosen.validation_recall), "num"),
-                Cell(format_score(point[2] if point else None), "num"),
-                Cell(format_score(point[1] if point else None), "num"),
-                Cell(format_score(areas.get("roc_auc")), "num"),
-                Cell(format_score(areas.get("average_precision")), "num"),
+                *num_cells(*map(format_score, scores)),
             ]
         )
-    return Table(
-        [
-            "Class",
-            "Threshold",
-            "Setting",
-            "Precision (val.)",
-            "Recall (val.)",
-            "Precision (test)",
-            "Recall (test)",
-            "ROC AUC",
-            "Average precision",
-        ],
-        rows,
-    )
+    header = ["Class", "Threshold", "Setting", "Precision (val.)", "Recall (val.)", "Precision (test)", "Recall (test)"]
+    return Table([*header, "ROC AUC", "Average precision"], rows)
 
 
 def _threshold_notes(run: Run) -> list[Block]:
@@ -261,16 +248,7 @@ def low_confidence_blocks(runs: Sequence[Run]) -> list[Block]:
         ),
         Table(
             ["Run", "Flagged", "Share flagged", "Accuracy of kept rows", "Accuracy of flagged rows"],
-            [
-                [
-                    Cell(run.name),
-                    Cell(format_count(run.metrics.test.low_confidence.flagged), "num"),
-                    Cell(format_percent(run.metrics.test.low_confidence.share), "num"),
-                    Cell(format_percent(run.metrics.test.low_confidence.accuracy_of_kept), "num"),
-                    Cell(format_percent(run.metrics.test.low_confidence.accuracy_of_flagged), "num"),
-                ]
-                for run in flagging
-            ],
+            [[Cell(run.name), *_flag_cells(run.metrics.test.low_confidence)] for run in flagging],
         ),
     ]
     for run in flagging:
@@ -281,22 +259,24 @@ def low_confidence_blocks(runs: Sequence[Run]) -> list[Block]:
     return blocks
 
 
+def _flag_cells(record: LowConfidence) -> list[Cell]:
+    shares = (record.share, record.accuracy_of_kept, record.accuracy_of_flagged)
+    return num_cells(format_count(record.flagged), *map(format_percent, shares))
+
+
 def _flag_table(run: Run) -> Table:
     flagged = _flagged_per_class(run)
     rows = []
     for name in run.labels:
         chosen = run.chosen(name)
         threshold = ((run.metrics.thresholds and run.metrics.thresholds.thresholds) or {}).get(name)
-        rows.append(
-            [
-                Cell(name),
-                Cell(format_score(threshold), "num"),
-                Cell(applied_setting_text(chosen) if chosen else "none: never flagged"),
-                Cell(format_score(chosen and chosen.validation_precision), "num"),
-                Cell(format_score(chosen and chosen.validation_recall), "num"),
-                Cell(format_count(flagged.get(name, 0)) if flagged is not None else MISSING, "num"),
-            ]
+        setting = applied_setting_text(chosen) if chosen else "none: never flagged"
+        count = format_count(flagged.get(name, 0)) if flagged is not None else MISSING
+        scores = (
+            format_score(chosen and chosen.validation_precision),
+            format_score(chosen and chosen.validation_recall),
         )
+        rows.append([Cell(name), Cell(format_score(threshold), "num"), Cell(setting), *num_cells(*scores, count)])
     headers = ["Class", "Threshold", "Setting", "Precision (val.)", "Recall (val.)", "Flagged (test)"]
     return Table(headers, rows)
 

@@ -23,7 +23,7 @@ from pipeline.report.analysis import (
     score_column,
     threshold_mistakes,
 )
-from pipeline.report.blocks import Block, Cell, Chart, Heading, Images, Paragraph, Table
+from pipeline.report.blocks import Block, Cell, Chart, Heading, Images, Paragraph, Table, num_cells
 from pipeline.report.formatting import (
     MISSING,
     format_count,
@@ -100,12 +100,8 @@ def _confusion_blocks(runs: Sequence[Run]) -> list[Block]:
     for run in runs:
         matrix = run.test_confusion_matrix()
         if run.multi_label:
-            blocks.append(
-                Paragraph(
-                    f"{run.name}: a multi-label task has no confusion matrix; see the per-class precision and recall.",
-                    style="note",
-                )
-            )
+            note = f"{run.name}: a multi-label task has no confusion matrix; see the per-class precision and recall."
+            blocks.append(Paragraph(note, style="note"))
             continue
         if matrix is None:
             blocks.append(Paragraph(f"{run.name}: {METRICS_FILE} has no usable test confusion matrix.", style="note"))
@@ -293,9 +289,8 @@ def _disagreement_blocks(comparisons: Comparisons, runs: Sequence[Run]) -> list[
     """Each set of runs tested on the same rows compared text by text, then which could not be compared, and why."""
     blocks: list[Block] = [Heading(SECTION_DISAGREEMENTS)]
     if comparisons.left_out:
-        blocks.append(
-            Paragraph(f"Left out for lack of {PREDICTIONS_FILE}: {', '.join(comparisons.left_out)}.", style="note")
-        )
+        left_out = f"Left out for lack of {PREDICTIONS_FILE}: {', '.join(comparisons.left_out)}."
+        blocks.append(Paragraph(left_out, style="note"))
     if not comparisons.groups:
         reason = (
             "no two runs were tested on the same rows of the same task"
@@ -311,8 +306,7 @@ def _disagreement_blocks(comparisons: Comparisons, runs: Sequence[Run]) -> list[
         blocks += _comparison_blocks(comparison, any(multi_label[name] for name in comparison.run_names))
     blocks += [
         Paragraph(
-            f"Not compared: {join_names(pair.runs)} with {join_names(pair.others)}: {pair.reason}, so their predictions "
-            "cannot be compared text by text.",
+            f"Not compared: {join_names(pair.runs)} with {join_names(pair.others)}: {pair.reason}, so their predictions cannot be compared text by text.",
             style="note",
         )
         for pair in comparisons.not_compared
@@ -337,9 +331,9 @@ def _comparison_blocks(comparison: Comparison, multi_label: bool) -> list[Block]
     shown = _order_disagreements(disagreements, comparison.run_names).head(MAX_DISAGREEMENT_ROWS)
     blocks.append(
         Paragraph(
-            f"{'All' if len(shown) == count else f'The first {len(shown)}'} of them, those where every run was surest "
-            f"of its answer first (row: the text's id in the data, or for older runs its position in {PREDICTIONS_FILE}; "
-            f"✓ right, ✗ wrong; score: {_score_meaning(multi_label)}).",
+            f"{'All' if len(shown) == count else f'The first {len(shown)}'} of them, those where every run was surest of its answer first "
+            f"(row: the text's id in the data, or for older runs its position in {PREDICTIONS_FILE}; ✓ right, ✗ wrong; score: "
+            f"{_score_meaning(multi_label)}).",
             style="meta",
         )
     )
@@ -392,22 +386,22 @@ def _export_blocks(run: Run) -> list[Block]:
     rows = [
         [
             Cell(row.backend),
-            Cell(format_percent(row.label_agreement), "num"),
-            Cell(MISSING if row.max_probability_difference is None else f"{row.max_probability_difference:.4f}", "num"),
-            Cell(format_percent(row.accuracy), "num"),
-            Cell(format_rate(row.rows_per_second), "num"),
-            Cell(MISSING if row.speedup is None else f"{row.speedup:.2f}x", "num"),
+            *num_cells(
+                format_percent(row.label_agreement),
+                MISSING if row.max_probability_difference is None else f"{row.max_probability_difference:.4f}",
+                format_percent(row.accuracy),
+                format_rate(row.rows_per_second),
+                MISSING if row.speedup is None else f"{row.speedup:.2f}x",
+            ),
             Cell(row.status),
         ]
         for row in parity_rows(record)
     ]
+    header = ["Backend", "Label agreement", "Max prob. difference", "Accuracy", "Rows/s", "Speed vs PyTorch", "Status"]
     return [
         Heading(SECTION_EXPORT),
         Paragraph(meta, style="meta"),
-        Table(
-            ["Backend", "Label agreement", "Max prob. difference", "Accuracy", "Rows/s", "Speed vs PyTorch", "Status"],
-            rows,
-        ),
+        Table(header, rows),
         Paragraph(f"--backend auto runs {auto_backend(record)}: {record.get('auto_reason', MISSING)}."),
     ]
 

@@ -52,7 +52,7 @@ def summary_blocks(runs: Sequence[Run]) -> list[Block]:
         _text_row("Test samples", runs, lambda r: format_count(num_test_samples(r))),
         _text_row("Best step", runs, _best_step_text),
         _text_row("Steps trained", runs, _steps_text),
-        _text_row("Parameters", runs, lambda r: format_count(_num_parameters(r))),
+        _text_row("Parameters", runs, lambda r: format_count(r.metrics.run.num_parameters)),
         _text_row("Fixed length (tokens)", runs, _max_length_text),
         _text_row("Longer than the fixed length (test)", runs, lambda r: _long_text_share(r, "test")),
         _text_row("Longer than the fixed length (train)", runs, _truncated_train_text),
@@ -248,10 +248,6 @@ def _steps_text(run: Run) -> str:
         return MISSING
     text = format_count(steps) + (f" ({epochs:.2f} epochs)" if is_number(epochs) else "")
     return text + (", stopped early" if run.metrics.training.stopped_early is True else "")
-
-
-def _num_parameters(run: Run) -> Any:
-    return run.metrics.run.num_parameters
 
 
 def _max_length_text(run: Run) -> str:
