@@ -5,17 +5,9 @@
     from pipeline.report import write_report
     markdown_path, html_path = write_report(["runs/ag_news_bert", "runs/ag_news_encoder"], "reports/bert_vs_encoder")
 
-Reports read only what a run directory holds (through `pipeline.run.directory`, the one module that knows its files; see
-docs/run-directory.md), so runs trained on another machine can be compared anywhere. The same content is rendered
-twice: Markdown (tables only, small and diffable) and HTML (tables plus embedded PNG charts, inline CSS, no
-external fetches, so the one file can be mailed or archived).
-
-The package, by role: `runs` loads run directories, `analysis` compares predictions, `caveats` says what qualifies
-a ranking (the classical baseline, unequal training budgets, over-truncation, a model collapsed onto one class),
-`removed` counts the rows stage 1 left out of each split and why, `sections` builds the report's blocks
-(`blocks`) with `verdict` (the opening) and `summary` (the summary table), `scores` builds the imbalance,
-calibration and operating-point sections, `formatting` formats numbers, `render` turns blocks into Markdown and
-HTML, `write` writes the files, `cli` is the command line. This module re-exports the public names.
+Reports read only what a run directory holds (through `pipeline.run.directory`), so runs trained on another machine
+can be compared anywhere. `runs` loads them, `sections` builds the blocks (with `verdict`, `summary`, `removed`,
+`scores`, `caveats`, `analysis`), `render` turns them into Markdown and HTML, `write` writes the files.
 """
 
 from __future__ import annotations
@@ -54,13 +46,7 @@ from pipeline.report.sections import (
     eval_curve,
 )
 from pipeline.report.summary import SECTION_SUMMARY
-from pipeline.report.write import (
-    default_output_dir,
-    plot_confusion_matrix,
-    write_report,
-)
-
-# The run directory's own error and warning types under the report's names, so that catching either one works.
+from pipeline.report.write import default_output_dir, plot_confusion_matrix, write_report
 from pipeline.run.directory import RunDirError as ReportError
 from pipeline.run.directory import RunDirWarning as ReportWarning
 

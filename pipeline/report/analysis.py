@@ -36,24 +36,18 @@ WRONG_DECISION = "wrong_decision"
 
 
 def most_confident_mistakes(predictions: pd.DataFrame, limit: int = MAX_MISTAKE_ROWS) -> pd.DataFrame:
-    """Wrong predictions with the highest scores first: the errors a model is surest of, often label noise. Right
-    where the label is the argmax (the score is then the probability of the predicted class); where a threshold
-    decides the label, threshold_mistakes."""
+    """Wrong predictions with the highest scores first (often label noise), where the argmax decides the label."""
     mistakes = predictions[predictions[PREDICTION_PREDICTED] != predictions[PREDICTION_GOLD]]
     return mistakes.sort_values(PREDICTION_SCORE, ascending=False, kind="stable").head(limit)
 
 
 def threshold_mistakes(run: Run, limit: int = MAX_MISTAKE_ROWS) -> pd.DataFrame | None:
-    """A binary or multi-label run's wrong rows, surest first, with their surest wrong class decision (WRONG_DECISION)
-    and its SURENESS; None where the argmax decides the label (three or more single-label classes) or
-    test_predictions.csv lacks the probabilities.
+    """A binary or multi-label run's wrong rows, surest first, with their surest wrong class decision and its
+    SURENESS; None where the argmax decides the label or the probabilities are missing.
 
-    A threshold, not the argmax, decides these labels, so the predicted class's probability does not say how sure a
-    mistake was: a binary row labelled "no" because P(yes) 0.954 fell short of a 0.97 threshold has score 0.046, and
-    a multi-label row's score, its highest probability, may be a class it got right. Each class decision the row
-    got wrong is instead measured past its threshold t, as a share of the way to certainty: (p - t) / (1 - t) for a
-    class wrongly given, (t - p) / t for one wrongly left out. 0 is a near miss, 1 a certain mistake, whatever t;
-    at t = 0.5 it orders rows as the probability of the predicted class does."""
+    Where a threshold t decides, the predicted class's probability does not say how sure a mistake was, so each
+    wrong decision is measured past t as a share of the way to certainty: (p - t) / (1 - t) for a class wrongly
+    given, (t - p) / t for one wrongly left out (0: a near miss, 1: certain)."""
     predictions, classes = run.predictions, run.thresholded_classes()
     columns = [f"{PROBABILITY_PREFIX}{name}" for name in classes]
     if predictions is None or not classes or not set(columns) <= set(predictions.columns):
@@ -86,14 +80,12 @@ def _class_matrix(run: Run, column: str, classes: list[str]) -> np.ndarray:
     """(N, C) booleans: whether each row's label in `column` holds each class."""
     values = run.label_values(column)
     sets = values if run.multi_label else [{value} for value in values]
-    return np.array([[name in label_set for name in classes] for label_set in sets], dtype=bool).reshape(
-        len(sets), len(classes)
-    )
+    matrix = np.array([[name in label_set for name in classes] for label_set in sets], dtype=bool)
+    return matrix.reshape(len(sets), len(classes))
 
 
 def _decision_text(name: str, probability: float, threshold: float, given: bool) -> str:
-    """'yes left out: P 0.954 under threshold 0.970' - the decision, the class's probability and its threshold (in
-    words: a "<" would be escaped in the Markdown file)."""
+    """'yes left out: P 0.954 under threshold 0.970' (in words: a "<" would be escaped in the Markdown file)."""
     if given:
         return f"{name} given: P {probability:.3f} ≥ threshold {threshold:.3f}"
     return f"{name} left out: P {probability:.3f} under threshold {threshold:.3f}"
@@ -139,9 +131,7 @@ class Comparisons:
 
 
 def compare_where_possible(runs: Sequence[Run]) -> Comparisons:
-    """Group the runs by the test rows they were scored on (and their task), compare each group of two or more text
-    by text (compare_predictions), and say why each group could not be compared with each other one. A run on
-    other data beside two that share theirs leaves those two compared."""
+    """Compare each group of runs scored on the same test rows of the same task, and say why groups differ."""
     groups: list[list[Run]] = []
     for run in runs:
         if run.predictions is None:
@@ -164,8 +154,7 @@ def compare_where_possible(runs: Sequence[Run]) -> Comparisons:
 
 
 def why_not_comparable(first: Run, second: Run) -> str | None:
-    """Why two runs' test predictions cannot be compared text by text; None when they can (the same task, the same
-    rows with the same gold labels, in the same order)."""
+    """Why two runs' test predictions cannot be compared text by text; None when they can."""
     if not same_task([first, second]):
         if first.multi_label != second.multi_label:
             return "they do different tasks (single- beside multi-label)"
@@ -199,8 +188,7 @@ def compare_predictions(runs: Sequence[Run]) -> Comparison:
         return Comparison(
             names,
             left_out,
-            f"the runs were tested on different data ({mismatch}), so their "
-            "predictions cannot be compared text by text",
+            f"the runs were tested on different data ({mismatch}), so their predictions cannot be compared text by text",
             different_test_data=True,
         )
 
@@ -258,16 +246,15 @@ def _values(run: Run, column: str) -> np.ndarray:
 
 
 def gap_reading(p_value: float) -> str:
-    """What McNemar's p-value says about two runs' accuracy gap, as the verdict and the disagreements section say it."""
+    """What McNemar's p-value says about two runs' accuracy gap."""
     if p_value < SIGNIFICANCE_LEVEL:
         return f"below {SIGNIFICANCE_LEVEL:g}: the accuracy gap is unlikely to be chance"
     return f"not below {SIGNIFICANCE_LEVEL:g}: the accuracy gap may be chance"
 
 
 def accuracy_interval(accuracy: float, rows: int) -> tuple[float, float]:
-    """The Wilson score interval of an accuracy measured on `rows` rows, at 1 - SIGNIFICANCE_LEVEL confidence: the
-    range of accuracies those rows cannot tell apart. Unlike the normal approximation it stays within 0..1 and does
-    not shrink to a point at 0% or 100% on a few rows (3 rows at 33.33%: 6.15% to 79.23%)."""
+    """The Wilson score interval of an accuracy on `rows` rows: unlike the normal approximation, it stays within 0..1
+    and does not shrink to a point at 0% or 100% on a few rows."""
     squared = CONFIDENCE_Z**2 / rows
     centre = (accuracy + squared / 2) / (1 + squared)
     half = CONFIDENCE_Z * math.sqrt(accuracy * (1 - accuracy) / rows + squared / (4 * rows)) / (1 + squared)

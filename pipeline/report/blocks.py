@@ -59,3 +59,7 @@ class Images(Block):
     """Charts shown side by side, wrapping on narrow screens."""
 
     charts: list[Chart]
+
+
+def num_cells(*texts: str) -> list[Cell]:
+    return [Cell(text, "num") for text in texts]

@@ -1,18 +1,11 @@
 """What a reader must know before trusting a ranking: the classical baseline, a test split too small to judge by,
 unequal budgets, over-truncation, a model collapsed onto one class, texts its vocabulary cannot read.
 
-    baseline_of(run)                 # the run's TF-IDF + logistic regression record, or None (old runs)
-    baseline_sentences(runs)         # "The TF-IDF + logistic regression baseline beats <run> on test accuracy ..."
-    small_test_note(run)             # "only 3 test rows: its test accuracy of 33.33% has a 95% confidence interval ..."
-    budget_sentence(runs)            # "<a> saw 5.0x the training samples of <b> ...; the comparison is of recipes ..."
-    truncation_over_budget(run)      # (train truncated share, budget) when the share exceeds the budget
-    collapse_note(run)               # "predicts World for 97.0% of the test rows ..., a class that is 25.0% ..."
-    unpredicted_note(run)            # "never predicts yes (1 row in test, 1 row in train): its recall of it is 0 ..."
-    unknown_tokens_note(run)         # "72.0% of the scored file's tokens are the unknown token, and ...: use ..."
+    baseline_sentences(runs)   # "The TF-IDF + logistic regression baseline beats <run> on test accuracy ..."
+    budget_sentence(runs)      # "<a> saw 5.0x the training samples of <b> ...; the comparison is of recipes ..."
+    collapse_note(run)         # "predicts World for 97.0% of the test rows ..., a class that is 25.0% ..."
 
-All of it reads metrics.json (`baseline`, `training`, `tokenization`, `test.confusion_matrix`), config.yaml
-(`tokenizer.max_truncated_fraction`, `tokenizer.name_or_path`, `train`) and, for a collapse, test_predictions.csv
-where the matrix is absent; a run that lacks a record simply contributes nothing.
+A run that lacks a record contributes nothing.
 """
 
 from __future__ import annotations
@@ -23,7 +16,7 @@ from typing import Any
 
 from pipeline.config.schema import TokenizerConfig, run_length_setting
 from pipeline.report.analysis import SIGNIFICANCE_LEVEL, accuracy_interval
-from pipeline.report.formatting import format_count, format_duration, format_metric, format_percent
+from pipeline.report.formatting import format_count, format_duration, format_metric, format_percent, join_names
 from pipeline.report.runs import Run, num_test_samples
 from pipeline.run.directory import PREDICTION_GOLD, PREDICTION_PREDICTED, config_setting, untrained_consequence
 from pipeline.run.record import RANKING_METRICS, Baseline, is_number
@@ -41,7 +34,7 @@ RECIPES_NOT_ARCHITECTURES = "the comparison is of recipes, not architectures"
 
 
 def baseline_of(run: Run) -> Baseline | None:
-    """metrics.json's `baseline` record when it holds a usable test accuracy (else None: absent, failed, old)."""
+    """metrics.json's `baseline` record when it holds a usable test accuracy."""
     record = run.metrics.baseline
     return record if record is not None and is_number(record.accuracy) else None
 
@@ -58,8 +51,7 @@ def baseline_description(record: Baseline) -> str:
 
 
 def baseline_sentences(runs: Sequence[Run]) -> list[str]:
-    """One sentence per run that the baseline beats or matches; one sentence for the runs ahead of it. Each run is
-    compared on its ranking metric (rundir.ranking_metric: accuracy, macro-F1 or micro-F1)."""
+    """One sentence per run that the baseline beats or matches (on its ranking metric); one for the runs ahead."""
     sentences, ahead = [], []
     for run in runs:
         record, key = baseline_of(run), run.ranking_metric
@@ -86,17 +78,13 @@ def _beaten_sentence(run: Run, record: Baseline, key: str) -> str:
     )
     baseline_seconds, model_seconds = record.train_seconds, run.metrics.timings.train_seconds
     if is_number(baseline_seconds) and is_number(model_seconds):
-        return (
-            f"{sentence}: a model fitted in {format_duration(baseline_seconds)} does "
-            f"{'better than' if verb == 'beats' else 'as well as'} one trained for "
-            f"{format_duration(model_seconds)}."
-        )
+        better = "better than" if verb == "beats" else "as well as"
+        return f"{sentence}: a model fitted in {format_duration(baseline_seconds)} does {better} one trained for {format_duration(model_seconds)}."
     return f"{sentence}: fine-tuning did not pay for itself on this data."
 
 
 def _untold_sentence(run: Run, record: Baseline, key: str) -> str:
-    """A run and its baseline whose gap is within the noise of a small test split (within_test_noise): neither is
-    called the better, whichever scored higher."""
+    """A gap within the noise of a small test split: neither is called the better."""
     low, high = small_test_interval(run)
     return (
         f"On {_test_rows(run)}, {run.name} ({format_metric(key, run.metrics.test.figure(key))}) and the "
@@ -113,30 +101,24 @@ def _ahead_sentence(ahead: list[tuple[Run, Baseline, str]], single: bool) -> str
     if single:
         run, record, key = ahead[0]
         fitted = f", fitted in {format_duration(record.train_seconds)}" if is_number(record.train_seconds) else ""
-        return (
-            f"{run.name} beats the {baseline_description(record)} baseline "
-            f"({format_metric(key, record.figure(key))}{fitted}) by {gap(run, record, key)}."
-        )
+        return f"{run.name} beats the {baseline_description(record)} baseline ({format_metric(key, record.figure(key))}{fitted}) by {gap(run, record, key)}."
     descriptions = {baseline_description(record) for _, record, _ in ahead}
     what = descriptions.pop() if len(descriptions) == 1 else "classical"
     parts = [
         f"{run.name} by {gap(run, record, key)} (baseline {format_metric(key, record.figure(key))})"
         for run, record, key in ahead
     ]
-    return f"Ahead of the {what} baseline: {_join(parts)}."
+    return f"Ahead of the {what} baseline: {join_names(parts)}."
 
 
 # --- A test split too small to judge by
 
-# A test split whose accuracy's confidence interval (analysis.accuracy_interval) is wider than this, under about 40
-# rows at 50% accuracy, is too small for its figures to mean much: a note says so, and a baseline within that noise
-# is neither beaten nor ahead. A 3-row split's 33.33% spans 6% to 79%.
+# A test accuracy whose confidence interval is wider than this (under about 40 rows at 50%) means little.
 SMALL_TEST_INTERVAL_WIDTH = 0.30
 
 
 def small_test_interval(run: Run) -> tuple[float, float] | None:
-    """The confidence interval of the run's test accuracy where it is wider than SMALL_TEST_INTERVAL_WIDTH, else
-    None (also where the accuracy or the row count is not recorded)."""
+    """The confidence interval of the run's test accuracy where it is wider than SMALL_TEST_INTERVAL_WIDTH."""
     accuracy, rows = run.metrics.test.accuracy, num_test_samples(run)
     if not is_number(accuracy) or not is_number(rows) or rows < 1:
         return None
@@ -145,9 +127,8 @@ def small_test_interval(run: Run) -> tuple[float, float] | None:
 
 
 def within_test_noise(run: Run, gap: float) -> bool:
-    """Whether a gap in a test figure is no larger than the distance from the run's accuracy to the far end of its
-    interval, on a test split too small to judge by (small_test_interval). The interval is the accuracy's; it
-    stands for the noise of the split's other figures too, which are measured on the same few rows."""
+    """Whether a gap in a test figure fits within a small test split's accuracy interval, which stands for the noise
+    of its other figures too (measured on the same few rows)."""
     interval = small_test_interval(run)
     if interval is None:
         return False
@@ -156,8 +137,6 @@ def within_test_noise(run: Run, gap: float) -> bool:
 
 
 def small_test_note(run: Run) -> str | None:
-    """A test split too small for its figures to mean much (small_test_interval): its size, the interval of its
-    accuracy, and how to get a larger one."""
     interval = small_test_interval(run)
     if interval is None:
         return None
@@ -168,10 +147,9 @@ def small_test_note(run: Run) -> str | None:
         else "a larger test split (data.test_fraction, or a data.test_file)"
     )
     return (
-        f"only {_test_rows(run)}: its test {name} of {format_percent(run.metrics.test.accuracy)} "
-        f"has a {_confidence()} confidence interval of {format_percent(interval[0])} to {format_percent(interval[1])}, "
-        f"so its test figures, and any gap between them and another model's, may be chance; {larger} gives figures "
-        "to act on."
+        f"only {_test_rows(run)}: its test {name} of {format_percent(run.metrics.test.accuracy)} has a {_confidence()} confidence interval of "
+        f"{format_percent(interval[0])} to {format_percent(interval[1])}, so its test figures, and any gap between them and another model's, "
+        f"may be chance; {larger} gives figures to act on."
     )
 
 
@@ -196,8 +174,7 @@ class Budget:
 
 
 def budget_of(run: Run) -> Budget:
-    """A run's training budget. Samples seen: as the loop counted them, or for runs that predate that record, steps
-    times the effective batch (which counts a short last batch as full)."""
+    """A run's training budget; older runs' samples seen are steps times the effective batch."""
     seen = run.metrics.training.samples_seen
     steps, batch = run.metrics.training.global_steps, run.metrics.training.effective_batch_size
     if not is_number(seen):
@@ -252,19 +229,15 @@ def _pair_budget_sentence(first: Run, second: Run) -> str | None:
         clauses.append(f"used fixed length {format_count(a.max_length)} vs {format_count(b.max_length)}")
     if _truncation_differs(a.truncated_train, b.truncated_train):
         clauses.append(
-            f"truncated {format_percent(a.truncated_train)} vs {format_percent(b.truncated_train)} "
-            "of the training texts"
+            f"truncated {format_percent(a.truncated_train)} vs {format_percent(b.truncated_train)} of the training texts"
         )
     if _samples_differ(a.samples_seen, b.samples_seen):
         ratio = a.samples_seen / b.samples_seen if b.samples_seen else None
         times = f"{ratio:.1f}x the training samples of" if ratio is not None else "more training samples than"
-        head = (
-            f"{subject.name} saw {times} {other.name} "
-            f"({format_count(a.samples_seen)} vs {format_count(b.samples_seen)})"
-        )
-        body = _join([head, *clauses])
+        head = f"{subject.name} saw {times} {other.name} ({format_count(a.samples_seen)} vs {format_count(b.samples_seen)})"
+        body = join_names([head, *clauses])
     elif clauses:
-        body = f"Compared with {other.name}, {subject.name} {_join(clauses)}"
+        body = f"Compared with {other.name}, {subject.name} {join_names(clauses)}"
     else:
         return None
     return f"{body}; {RECIPES_NOT_ARCHITECTURES}."
@@ -300,8 +273,7 @@ def truncation_budget(run: Run) -> float:
 
 
 def truncation_over_budget(run: Run) -> tuple[float, float] | None:
-    """(share of train truncated, budget) when the share exceeds tokenizer.max_truncated_fraction, else None.
-    A run that read long texts in windows (tokenizer.long_text: chunk) truncated nothing."""
+    """(share of train truncated, budget) when the share exceeds tokenizer.max_truncated_fraction."""
     if config_setting(run.config, "tokenizer", "long_text") == "chunk":
         return None
     share = (run.metrics.tokenization.truncated_fraction or {}).get("train")
@@ -320,31 +292,27 @@ def truncation_note(run: Run) -> str | None:
     at = f" at fixed length {format_count(length)}" if is_number(length) else ""
     dropped = LongTextRule.from_settings(run.config.get("tokenizer") or {}).dropped_part
     return (
-        f"{format_percent(share)} of its training texts were truncated{at}, over the budget of "
-        f"{format_percent(budget)} (tokenizer.max_truncated_fraction): the model never saw {dropped} of those texts."
+        f"{format_percent(share)} of its training texts were truncated{at}, over the budget of {format_percent(budget)} "
+        f"(tokenizer.max_truncated_fraction): the model never saw {dropped} of those texts."
     )
 
 
 def untrained_note(run: Run) -> str | None:
-    """Classes the model has but never saw in train: a file scored by pipeline.evaluate may hold them, and their
-    rows then count against a label the model cannot know (the run's log said so; the report is what is read)."""
+    """Classes the model never saw in train, whose rows in a file scored by pipeline.evaluate count against it."""
     untrained = run.metrics.untrained_classes
     if not untrained:
         return None
-    return f"no training rows for {_join(untrained)}: {untrained_consequence(untrained)}."
+    return f"no training rows for {join_names(untrained)}: {untrained_consequence(untrained)}."
 
 
-# A run whose test predictions put at least this share of the rows in one class, a class that is under
-# COLLAPSE_TRUE_SHARE of the rows, has collapsed onto it: the loss fell to the majority's level and stayed there (a
-# learning rate too high for the data, too few rows or steps). A model that is merely skewed towards a large class
-# predicts it far less often than this.
+# A run predicting this share of the test rows as one class that is under COLLAPSE_TRUE_SHARE of them has collapsed
+# onto it; a model merely skewed towards a large class predicts it far less often.
 COLLAPSE_PREDICTED_SHARE = 0.95
 COLLAPSE_TRUE_SHARE = 0.70
 
 
 def predicted_and_true_counts(run: Run) -> tuple[list[float], list[float]] | None:
-    """Test rows predicted as each class and truly of each, in the order of `labels`: from the confusion matrix
-    (columns, rows), else from test_predictions.csv; None for a multi-label run or where neither is usable."""
+    """Test rows predicted as each class and truly of each, from the confusion matrix, else test_predictions.csv."""
     if run.multi_label:
         return None
     matrix = run.test_confusion_matrix()
@@ -358,8 +326,6 @@ def predicted_and_true_counts(run: Run) -> tuple[list[float], list[float]] | Non
 
 
 def collapse_note(run: Run) -> str | None:
-    """A single-label run that predicts one class for (nearly) every test row, far more often than that class
-    occurs: which class, how often predicted against how often true, and what to try."""
     counts = predicted_and_true_counts(run)
     total = sum(counts[0]) if counts else 0
     if not counts or not total:
@@ -383,10 +349,8 @@ def collapse_note(run: Run) -> str | None:
 
 
 def unpredicted_note(run: Run) -> str | None:
-    """A single-label run that never predicts a class its test rows hold (recall 0), where no collapse onto one class
-    (collapse_note) says so already: a class too rare in train to be learnt (1:200, a single train row) scores 0 for
-    it, which accuracy and a majority-led summary hide. Which classes, their test and train rows, and what to try.
-    A class without training rows is untrained_note's."""
+    """Classes with test rows that a single-label run never predicts (recall 0, which accuracy hides), short of a
+    collapse or a class without training rows, which other notes cover."""
     counts = predicted_and_true_counts(run)
     if not counts or collapse_note(run) is not None:
         return None
@@ -407,15 +371,13 @@ def unpredicted_note(run: Run) -> str | None:
         described.append(f"{run.labels[index]} ({_rows(true[index])} in test{trained})")
     pronoun = "it" if len(missed) == 1 else "them"
     return (
-        f"never predicts {_join(described)}: its recall of {pronoun} is 0, most often for too few training rows of "
+        f"never predicts {join_names(described)}: its recall of {pronoun} is 0, most often for too few training rows of "
         f"{pronoun} to learn from. Add rows of {pronoun}, or try train.class_weights: balanced."
     )
 
 
 def unknown_tokens_note(run: Run) -> str | None:
-    """Texts the vocabulary cannot read, as training, pipeline.evaluate and pipeline.predict warn of them
-    (unknown.unknown_tokens_warning): train's for a run, the scored file's for a pipeline.evaluate folder, whose test
-    figures are that file's. The log's warning is easily missed; the report is what is read."""
+    """The log's unknown-token warning, easily missed there: train's for a run, the scored file's for an evaluation."""
     split, whose = ("test", "the scored file's") if run.metrics.evaluation else ("train", "train's")
     token_share = (run.metrics.tokenization.unknown_token_share or {}).get(split)
     text_share = (run.metrics.tokenization.mostly_unknown_share or {}).get(split)
@@ -430,7 +392,3 @@ def unknown_tokens_note(run: Run) -> str | None:
 
 def _rows(count: Any) -> str:
     return f"{format_count(count)} {'row' if count == 1 else 'rows'}"
-
-
-def _join(parts: list[str]) -> str:
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]

@@ -1,9 +1,5 @@
-"""The command line, `python -m pipeline.report RUN [RUN ...] [--output DIR]`: arguments, messages, exit code.
-
-`--model-card` (re)writes each run's model/README.md instead; `--upgrade-model` re-saves an encoder folder saved
-before its code travelled with it, so that it loads with trust_remote_code=True; `--measure-speed` times the
-prediction path of a run made before runs recorded it (metrics.json throughput.predict_rows_per_second).
-"""
+"""The command line, `python -m pipeline.report RUN [RUN ...] [--output DIR]`, and its per-run tools (--model-card,
+--upgrade-model, --measure-speed)."""
 
 from __future__ import annotations
 
@@ -24,9 +20,7 @@ from pipeline.run.directory import REPORT_HTML, REPORT_MARKDOWN, RunDirError, Ru
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m pipeline.report",
-        description=(
-            f"Write {REPORT_MARKDOWN} and a self-contained {REPORT_HTML} comparing one or more run directories."
-        ),
+        description=f"Write {REPORT_MARKDOWN} and a self-contained {REPORT_HTML} comparing one or more run directories.",
     )
     parser.add_argument("runs", nargs="+", metavar="RUN", help="run directory, e.g. runs/ag_news_bert")
     parser.add_argument(
@@ -40,14 +34,12 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--upgrade-model",
         action="store_true",
-        help="instead of a report, re-save each from-scratch encoder (RUN, or a model folder) with "
-        "its modelling code and auto_map, so it loads with trust_remote_code=True anywhere",
+        help="instead of a report, re-save each from-scratch encoder (RUN, or a model folder) with its modelling code and auto_map, so it loads with trust_remote_code=True anywhere",
     )
     parser.add_argument(
         "--measure-speed",
         action="store_true",
-        help="instead of a report, time each RUN's prediction path on its test texts and record "
-        "rows/s in its metrics.json (throughput.predict_rows_per_second), for older runs",
+        help="instead of a report, time each RUN's prediction path on its test texts and record rows/s in its metrics.json (throughput.predict_rows_per_second), for older runs",
     )
     return parser.parse_args(argv)
 

@@ -50,3 +50,8 @@ def format_duration(seconds: Any) -> str:
 def truncate(text: str, limit: int = MAX_TEXT_CHARS) -> str:
     """A text for a report table: tables.shorten to MAX_TEXT_CHARS."""
     return shorten(text, limit)
+
+
+def join_names(parts: list[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]

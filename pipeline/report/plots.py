@@ -1,8 +1,5 @@
-"""Figures for evaluation reports, drawn on `matplotlib.figure.Figure` objects.
-
-Building `Figure` directly (instead of going through pyplot) needs no backend and leaves no global figure
-registry behind, so reports can be made inside a training process or a notebook without side effects.
-"""
+"""Figures for evaluation reports, drawn on `matplotlib.figure.Figure` objects: unlike pyplot, they need no backend
+and leave no global figure registry behind (reports are made inside training processes and notebooks)."""
 
 from __future__ import annotations
 
@@ -21,24 +18,19 @@ from pipeline.common.io import atomic_path
 
 # Rendered at 1.5x the CSS size so charts stay sharp on high-density screens.
 PNG_DPI = 144
-# How every figure is saved: cropped to what it draws, plus a margin. Constrained layout alone let the confusion
-# matrix's "true class" fall off the image's left edge (a fixed-aspect image beside its colour bar, short class
-# names); the tight box is measured on the drawn texts, so every one of them lies inside the image.
+# Cropped to the drawn texts: constrained layout alone let the confusion matrix's "true class" fall off the image.
 SAVE_OPTIONS = {"format": "png", "dpi": PNG_DPI, "bbox_inches": "tight", "pad_inches": 0.08}
 _RUN_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 
 
-# Above this many classes the confusion matrix shows the most frequent ones only (and no counts in the cells):
-# a 2,000-class matrix would take minutes and gigabytes to draw and say nothing readable.
+# Above this many classes, charts show the most frequent ones only: a 2,000-class matrix takes minutes to draw.
 MAX_PLOTTED_CLASSES = 30
-# Characters of a class name on an axis (a 200-character name pushed the plot off its image); the report's tables
-# give names in full.
+# Characters of a class name on an axis (a long one pushes the plot off its image); tables give names in full.
 MAX_TICK_CHARACTERS = 40
 
 
 def shown_classes(matrix: Sequence[Sequence[float]] | np.ndarray) -> list[int]:
-    """The classes a confusion matrix shows, in class order: every one, or above MAX_PLOTTED_CLASSES the ones with
-    the most true rows (the report's table shows the same ones as its image)."""
+    """The classes a confusion matrix shows, in class order: above MAX_PLOTTED_CLASSES, those with most true rows."""
     totals = np.asarray(matrix, dtype=float).sum(axis=1)
     if len(totals) <= MAX_PLOTTED_CLASSES:
         return list(range(len(totals)))
@@ -51,14 +43,12 @@ def literal(text: object) -> str:
 
 
 def run_color(index: int) -> str:
-    """The colour of the index-th run, the same in every chart of a report."""
     return _RUN_COLORS[index % len(_RUN_COLORS)]
 
 
 @dataclass
 class EvalCurve:
-    """A validation metric of one run (accuracy, macro-F1 or micro-F1), from the evaluation lines of its
-    history.jsonl."""
+    """A validation metric of one run, from the evaluation lines of its history.jsonl."""
 
     run_name: str
     steps: list[float]
@@ -79,7 +69,6 @@ def save_png(figure: Figure, path: str | Path) -> Path:
     """Write `figure` as a PNG atomically: a reader never sees a half-written image."""
     path = Path(path)
     with atomic_path(path) as temp_path:
-        # The temporary name ends in .tmp, from which matplotlib could not infer the format: SAVE_OPTIONS names it.
         figure.savefig(temp_path, **SAVE_OPTIONS)
     return path
 
@@ -111,17 +100,9 @@ def confusion_matrix_figure(
     cell_font_size = 11 if num_classes <= 6 else 9 if num_classes <= 12 else 7
     for row in range(num_classes):
         for column in range(num_classes):
-            # White text on dark cells, dark text on light ones.
             text_color = "white" if shares[row, column] > 0.55 else "#1a1a1a"
-            axes.text(
-                column,
-                row,
-                f"{int(round(counts[row, column])):,}",
-                ha="center",
-                va="center",
-                color=text_color,
-                fontsize=cell_font_size,
-            )
+            count = f"{int(round(counts[row, column])):,}"
+            axes.text(column, row, count, ha="center", va="center", color=text_color, fontsize=cell_font_size)
 
     axes.set_xticks(range(num_classes), labels=labels)
     axes.set_yticks(range(num_classes), labels=labels)
@@ -139,20 +120,18 @@ def confusion_matrix_figure(
 
 
 def shared_metric_name(curves: Sequence[EvalCurve]) -> str | None:
-    """The name of the metric every curve is drawn in; None where the runs were selected by different metrics."""
+    """The name of the metric every curve is drawn in, if they share one."""
     names = {curve.metric_name for curve in curves}
     return names.pop() if len(names) == 1 else None
 
 
 def validation_curves_figure(curves: Sequence[EvalCurve]) -> Figure:
-    """Each curve's validation metric (accuracy in percent where every curve is accuracy) against optimizer steps
-    (left) and training wall-clock time (right), one line per run. Curves in different metrics share the axis
-    (each is a share from 0 to 1) and name their metric in the legend."""
+    """Each run's validation metric against optimizer steps (left) and training time (right); curves in different
+    metrics share the axis (each a share from 0 to 1) and name their metric in the legend."""
     shared = shared_metric_name(curves)
     figure = Figure(figsize=(11.0, 4.2), layout="constrained")
     by_step, by_time = figure.subplots(1, 2, sharey=True)
     longest_seconds = max((s for curve in curves for s in curve.elapsed_seconds if s is not None), default=0.0)
-    # Minutes read better than thousands of seconds; short test runs stay in seconds.
     time_unit, time_divisor = ("min", 60.0) if longest_seconds > 180 else ("s", 1.0)
 
     for index, curve in enumerate(curves):
@@ -197,7 +176,7 @@ class _PercentTicks(Formatter):
 
 
 def _mark_best(by_step, by_time, curve: EvalCurve, color: str, time_divisor: float) -> None:
-    """A star on the evaluation whose model was kept, so one sees where selection happened."""
+    """A star on the evaluation whose model was kept."""
     if curve.best_step is None or curve.best_step not in curve.steps:
         return
     index = curve.steps.index(curve.best_step)
@@ -208,9 +187,7 @@ def _mark_best(by_step, by_time, curve: EvalCurve, color: str, time_divisor: flo
 
 
 def per_class_f1_figure(labels: Sequence[str], f1_by_run: Mapping[str, Sequence[float | None]]) -> Figure:
-    """Grouped bars: one group per class, one bar per run, in the run colours of the other charts. Above
-    MAX_PLOTTED_CLASSES classes, the first ones only (callers order them by support): 200 bars of 200 overlapping
-    names say nothing."""
+    """Grouped bars, one group per class (the first MAX_PLOTTED_CLASSES: callers order them), one bar per run."""
     if len(labels) > MAX_PLOTTED_CLASSES:
         labels = list(labels[:MAX_PLOTTED_CLASSES])
         f1_by_run = {name: list(values[:MAX_PLOTTED_CLASSES]) for name, values in f1_by_run.items()}
@@ -250,22 +227,19 @@ class OperatingCurve:
     precision: np.ndarray
     roc_auc: float
     average_precision: float
-    # (false positive rate, recall, precision) at the model's decision threshold; None: no threshold to mark.
-    # Precision is None where the threshold labels no row: no dot on the precision-recall curve.
+    # (false positive rate, recall, precision) at the decision threshold; precision None where it labels no row.
     point: tuple[float, float, float | None] | None = None
 
 
 def operating_curves_figure(curves: Sequence[OperatingCurve], title: str | None = None) -> Figure:
-    """ROC (left) and precision-recall (right) curves, one line per class, areas in the legend; a dot marks the
-    operating point the decision threshold chose."""
+    """ROC (left) and precision-recall (right) curves, one line per class; a dot marks the operating point."""
     figure = Figure(figsize=(11.0, 4.4), layout="constrained")
     roc, pr = figure.subplots(1, 2)
     for index, curve in enumerate(curves):
         color = run_color(index)
         name = literal(curve.name)
-        roc.plot(
-            curve.false_positive_rate, curve.true_positive_rate, color=color, label=f"{name} (AUC {curve.roc_auc:.3f})"
-        )
+        roc_label = f"{name} (AUC {curve.roc_auc:.3f})"
+        roc.plot(curve.false_positive_rate, curve.true_positive_rate, color=color, label=roc_label)
         pr.plot(curve.recall, curve.precision, color=color, label=f"{name} (AP {curve.average_precision:.3f})")
         if curve.point is not None:
             fpr, recall, precision = curve.point
@@ -295,8 +269,7 @@ def reliability_figure(
     ece_after: float | None,
     title: str | None = None,
 ) -> Figure:
-    """Reliability diagram: accuracy against mean confidence per bin, before and after calibration; the diagonal
-    is perfect calibration. Bins are the {low, high, count, confidence, accuracy} records of metrics.json."""
+    """Accuracy against mean confidence per bin (metrics.json's records), before and after calibration."""
     figure = Figure(figsize=(5.6, 4.8), layout="constrained")
     axes = figure.add_subplot()
     axes.plot([0, 1], [0, 1], color="#999999", linestyle=":", linewidth=1, label="perfectly calibrated")

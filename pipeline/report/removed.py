@@ -1,10 +1,7 @@
-"""The report's account of the rows stage 1 left out of each split, and why (metrics.json `data`: incomplete rows,
-duplicate texts within a split, texts of a split found in an earlier one, labels that conflict), pointing to each
-run's removed_rows.csv, which lists them one by one; and a multi-label run's training rows without any class. Nothing
-when no run left a row out.
+"""The report's account of the rows stage 1 left out of each split, and why, pointing to each run's removed_rows.csv;
+and a multi-label run's training rows without any class.
 
     removed_blocks(runs)      # [] or the section: one table of counts (reason x split), then a sentence per run
-    removed_counts(run)       # [(reason, {split: rows})] for the reasons that left out any row
 """
 
 from __future__ import annotations
@@ -23,12 +20,11 @@ SECTION_REMOVED = "Rows left out of the data"
 INCOMPLETE = "no text or no label (data.incomplete_rows: drop)"
 # The reasons that leave rows out of a file as it is read, before validation or test is carved from train.
 AS_READ = (REPEATED_HEADER, INCOMPLETE)
+CARVED = " Header rows repeated and rows without a text or a label are left out of the files as read: those of a split carved from train count under train."
 
 
 def removed_counts(run: Run) -> list[tuple[str, dict[str, int]]]:
-    """Each reason that left out rows, with the rows it left out of each split, from metrics.json's `data` record
-    (`repeated_headers.removed`, `incomplete_rows.removed`; `duplicates`: `within` and `across` count the repeats,
-    which `mode` says were removed). A split a reason never touched is absent from its counts."""
+    """[(reason, {split: rows})] for each reason that left out rows, from metrics.json's `data` record."""
     repeated_headers = _counts((run.metrics.data.repeated_headers or {}).get("removed"))
     incomplete = _counts((run.metrics.data.incomplete_rows or {}).get("removed"))
     duplicates = run.metrics.data.duplicates or {}
@@ -48,14 +44,13 @@ def removed_counts(run: Run) -> list[tuple[str, dict[str, int]]]:
 
 
 def _counts(record: Any) -> dict[str, int]:
-    """{split: rows} from a metrics.json mapping, its non-numbers (a run of another version) left out."""
+    """{split: rows} from a metrics.json mapping, its non-numbers left out."""
     if not isinstance(record, dict):
         return {}
     return {str(split): int(count) for split, count in record.items() if is_number(count)}
 
 
 def removed_blocks(runs: Sequence[Run]) -> list[Block]:
-    """The section, when any run left out rows or trained on multi-label rows without a class; else nothing."""
     counted = [(run, removed_counts(run)) for run in runs]
     removing = [(run, reasons) for run, reasons in counted if reasons]
     notes = [note for run in runs for note in [_conflict_note(run), _no_class_note(run, runs)] if note]
@@ -67,14 +62,8 @@ def removed_blocks(runs: Sequence[Run]) -> list[Block]:
         carved = any(run.metrics.data.carved_from_train and reasons[0][0] in AS_READ for run, reasons in removing)
         blocks += [
             Paragraph(
-                "Rows left out of each split before training and scoring, by reason; each is listed, with its id, its "
-                f"reason and its text, in {REMOVED_ROWS_FILE} ({files})."
-                + (
-                    " Header rows repeated and rows without a text or a label are left out of the files as read: "
-                    "those of a split carved from train count under train."
-                    if carved
-                    else ""
-                ),
+                "Rows left out of each split before training and scoring, by reason; each is listed, with its id, its reason and its "
+                f"text, in {REMOVED_ROWS_FILE} ({files})." + (CARVED if carved else ""),
                 style="meta",
             ),
             _removed_table(removing, several=len(runs) > 1),
@@ -84,20 +73,16 @@ def removed_blocks(runs: Sequence[Run]) -> list[Block]:
 
 
 def _removed_table(removing: list[tuple[Run, list[tuple[str, dict[str, int]]]]], several: bool) -> Table:
-    """Reasons as rows, splits as columns (those any run records, in the run's order: train, validation, test); a
-    split the run does not have (a file scored by pipeline.evaluate is a test split only) is blank, not 0."""
+    """Reasons as rows, splits as columns; a split the run does not have (an evaluated file) is blank, not 0."""
     orders = {run.name: _split_order(run, reasons) for run, reasons in removing}
     splits = list(dict.fromkeys(split for order in orders.values() for split in order))
     rows = []
     for run, reasons in removing:
         for reason, counts in reasons:
             cells = [Cell(run.name)] if several else []
+            cells.append(Cell(reason))
             cells += [
-                Cell(reason),
-                *(
-                    Cell(format_count(counts.get(split, 0)) if split in orders[run.name] else "", "num")
-                    for split in splits
-                ),
+                Cell(format_count(counts.get(split, 0)) if split in orders[run.name] else "", "num") for split in splits
             ]
             rows.append(cells)
     header = [*(["Run"] if several else []), "Why left out", *(split.capitalize() for split in splits)]
@@ -105,14 +90,12 @@ def _removed_table(removing: list[tuple[Run, list[tuple[str, dict[str, int]]]]],
 
 
 def _split_order(run: Run, reasons: list[tuple[str, dict[str, int]]]) -> list[str]:
-    """The run's splits as metrics.json's `data.sizes` orders them, then any other a count names."""
     sizes = run.metrics.data.sizes
     known = list(sizes) if isinstance(sizes, dict) else []
     return list(dict.fromkeys([*known, *(split for _, counts in reasons for split in counts)]))
 
 
 def _conflict_note(run: Run) -> str | None:
-    """Texts whose copies carry different labels, where duplicates were removed: which label stayed."""
     duplicates = run.metrics.data.duplicates
     if not isinstance(duplicates, dict) or duplicates.get("mode") not in ("within", "across"):
         return None
@@ -126,14 +109,13 @@ def _conflict_note(run: Run) -> str | None:
         example = f" (e.g. “{truncate(str(examples[0].get('text', '')), 60)}”: {labels})"
     texts = "text carries" if conflicts == 1 else "texts carry"
     return (
-        f"{run.name}: {format_count(conflicts)} {texts} more than one label{example}; where copies were removed, "
-        f"the first copy's label stayed, and {REMOVED_ROWS_FILE} names the labels of each removed copy."
+        f"{run.name}: {format_count(conflicts)} {texts} more than one label{example}; where copies were removed, the first copy's label "
+        f"stayed, and {REMOVED_ROWS_FILE} names the labels of each removed copy."
     )
 
 
 def _no_class_note(run: Run, runs: Sequence[Run]) -> str | None:
-    """A multi-label run's training rows with an empty label set: kept, as rows negative for every class (not left
-    out), but a share of them large enough teaches the model to predict nothing. Said once, on the run itself."""
+    """A multi-label run's training rows with no class: kept, but enough of them teach the model to predict nothing."""
     if not run.multi_label or repeats_its_run(run, runs):
         return None
     without = run.metrics.data.train_counts.get("rows_without_labels")
@@ -141,7 +123,4 @@ def _no_class_note(run: Run, runs: Sequence[Run]) -> str | None:
     if not is_number(without) or without <= 0:
         return None
     share = f" ({format_percent(without / rows, 1)})" if is_number(rows) and rows else ""
-    return (
-        f"{run.name}: {format_count(without)} training rows{share} have no class at all: kept, as rows negative for "
-        "every class."
-    )
+    return f"{run.name}: {format_count(without)} training rows{share} have no class at all: kept, as rows negative for every class."

@@ -1,8 +1,4 @@
-"""Rendering the report's blocks, twice: as Markdown and as one self-contained HTML page.
-
-Markdown carries the tables only (small and diffable); HTML carries the tables plus the charts as embedded PNGs,
-with inline CSS and no external fetches, so the one file can be mailed or archived.
-"""
+"""Rendering the report's blocks as Markdown (tables only) and as one self-contained HTML page (charts embedded)."""
 
 from __future__ import annotations
 
@@ -127,10 +123,7 @@ def _chart_html(chart: Chart) -> str:
     css_width = _png_width(chart.png) * 96 // plots.PNG_DPI
     data_uri = "data:image/png;base64," + base64.b64encode(chart.png).decode("ascii")
     figcaption = f"<figcaption>{html.escape(chart.caption)}</figcaption>" if chart.caption else ""
-    return (
-        f'<figure style="max-width: {css_width}px"><img src="{data_uri}" alt="{html.escape(chart.alt_text)}">'
-        f"{figcaption}</figure>"
-    )
+    return f'<figure style="max-width: {css_width}px"><img src="{data_uri}" alt="{html.escape(chart.alt_text)}">{figcaption}</figure>'
 
 
 def _png_width(png: bytes) -> int:

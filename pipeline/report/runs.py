@@ -23,7 +23,7 @@ class Run:
     name: str
     path: Path
     config: dict[str, Any]
-    metrics: RunRecord  # a metrics.json dict is read into one
+    metrics: RunRecord
     history: list[dict[str, Any]]
     predictions: pd.DataFrame | None
     # What was skipped while loading (e.g. a truncated history line); shown at the top of the report.
@@ -43,12 +43,11 @@ class Run:
 
     @property
     def ranking_metric(self) -> str:
-        """What the run is ranked and set against baselines by (RunRecord.ranking_metric)."""
         return self.metrics.ranking_metric
 
     def label_values(self, column: str) -> list[str] | list[frozenset[str]]:
-        """A label column of the test predictions in a form comparable across runs: the class names, or for a
-        multi-label run each row's class set, since runs may join their sets with different separators."""
+        """A label column of the test predictions comparable across runs: class names, or class sets (runs may join
+        their sets with different separators)."""
         values = self.predictions[column].astype(str).tolist()
         if not self.multi_label:
             return values
@@ -56,8 +55,7 @@ class Run:
         return [frozenset(value.split(separator)) if value else frozenset() for value in values]
 
     def test_confusion_matrix(self) -> list[list[float]] | None:
-        """metrics.json's test confusion matrix ([true][predicted], in the order of `labels`); None where it is absent
-        or not a square of numbers of that size (multi-label runs have none)."""
+        """metrics.json's test confusion matrix ([true][predicted]); None where absent or not a square of that size."""
         matrix, size = self.metrics.test.confusion_matrix, len(self.labels)
         valid = (
             isinstance(matrix, list)
@@ -67,19 +65,16 @@ class Run:
         return matrix if valid else None
 
     def threshold(self, name: str) -> float:
-        """The class's decision threshold (metrics.json `thresholds.thresholds`); the default where none was chosen
-        (argmax of a binary task, multi-label without eval.threshold)."""
+        """The class's decision threshold; the default where none was chosen."""
         value = ((self.metrics.thresholds and self.metrics.thresholds.thresholds) or {}).get(name)
         return float(value) if is_number(value) else DEFAULT_THRESHOLD
 
     def chosen(self, name: str) -> Chosen | None:
-        """How the class's threshold was chosen (metrics.json `thresholds.chosen`); None where none was."""
         chosen = ((self.metrics.thresholds and self.metrics.thresholds.chosen) or {}).get(name)
         return chosen if isinstance(chosen, Chosen) else None
 
     def thresholded_classes(self) -> list[str]:
-        """The classes whose labels a threshold decides (pipeline.scoring.thresholds): every class of a multi-label run, the
-        positive (second) class of a binary one; none for three or more classes, labelled by the argmax."""
+        """The classes a threshold decides: every class of a multi-label run, the positive one of a binary one."""
         if self.multi_label:
             return self.labels
         return self.labels[1:] if len(self.labels) == 2 else []
@@ -93,7 +88,6 @@ def num_test_samples(run: Run) -> Any:
 
 
 def load_run(run_dir: str | Path) -> Run:
-    """Read one run directory; raise ReportError naming the directory and what is missing or broken."""
     path = Path(run_dir)
     directory = RunDir(path)
     directory.check_finished()
@@ -111,7 +105,7 @@ def load_run(run_dir: str | Path) -> Run:
 
 
 def load_runs(run_dirs: Sequence[str | Path]) -> list[Run]:
-    """load_run for each directory, renamed where two directories share a name so columns stay distinguishable."""
+    """load_run for each directory, renamed where two share a name."""
     if not run_dirs:
         raise RunDirError("no run directories given")
     runs = [load_run(run_dir) for run_dir in run_dirs]
@@ -125,11 +119,9 @@ def directory_name(path: Path) -> str:
 
 
 def unique_names(paths: Sequence[Path]) -> list[str]:
-    """The runs' folder names, qualified where two of them would otherwise read the same."""
     names = [directory_name(path) for path in paths]
     if len(set(names)) == len(names):
         return names
-    # runs/a/bert vs elsewhere/bert: the parent folder tells them apart.
     qualified = [f"{path.resolve().parent.name}/{name}" for path, name in zip(paths, names)]
     if len(set(qualified)) == len(qualified):
         return qualified
@@ -137,27 +129,22 @@ def unique_names(paths: Sequence[Path]) -> list[str]:
 
 
 def model_of(run: Run) -> str:
-    """Which model a run holds: its own, or for a folder of pipeline.evaluate, that of the run it scored."""
+    """The run's model, or for a pipeline.evaluate folder, that of the run it scored."""
     return str((run.metrics.evaluation and run.metrics.evaluation.model) or run.path.resolve())
 
 
 def one_model(runs: Sequence[Run]) -> bool:
-    """Whether the runs are one model scored on several files (a run beside its pipeline.evaluate folders): set side
-    by side, never ranked."""
+    """Whether the runs are one model scored on several files: set side by side, never ranked."""
     return len(runs) > 1 and len({model_of(run) for run in runs}) == 1
 
 
 def same_task(runs: Sequence[Run]) -> bool:
-    """Whether the runs do one task: one set of classes (in any id order), and all single- or all multi-label. Runs
-    with different classes (2-class and 5-class reviews, AG News and DBpedia) answer different questions, and a
-    single-label run's accuracy is not a multi-label run's subset accuracy: no score of one says it does the other's
-    job better."""
+    """Whether the runs do one task (one set of classes, all single- or all multi-label), so their scores compare."""
     return len({(frozenset(run.labels), run.multi_label) for run in runs}) <= 1
 
 
 def ranks_models(runs: Sequence[Run]) -> bool:
-    """Whether the report ranks the runs (a verdict naming the best, best values emphasised): several models on one
-    task (same_task)."""
+    """Whether the report ranks the runs: several models on one task."""
     return len(runs) > 1 and not one_model(runs) and same_task(runs)
 
 

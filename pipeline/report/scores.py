@@ -1,11 +1,5 @@
-"""The report's account of scores you can act on: class imbalance (which metrics lead), calibration (expected
-calibration error and reliability diagrams before and after temperature scaling) and operating points (ROC and
-precision-recall curves with their areas and the decision threshold's point, for binary and multi-label runs;
-the rows flagged low-confidence, for multi-class runs with thresholds).
-
-Everything is read from the run directory: metrics.json (`data.class_counts`, `calibration`, `thresholds`,
-`test.areas`, `test.low_confidence`) and test_predictions.csv (the per-class probabilities the curves are drawn
-from, and the low_confidence flags).
+"""The report's sections on scores you can act on: class imbalance (which metrics lead), calibration before and
+after temperature scaling, operating points (thresholds, ROC and precision-recall curves) and low-confidence rows.
 """
 
 from __future__ import annotations
@@ -18,7 +12,7 @@ import numpy as np
 from pipeline.data import labels
 from pipeline.data.labels import IMBALANCE_RATIO
 from pipeline.report import plots
-from pipeline.report.blocks import Block, Cell, Chart, Heading, Images, Paragraph, Table
+from pipeline.report.blocks import Block, Cell, Chart, Heading, Images, Paragraph, Table, num_cells
 from pipeline.report.formatting import MISSING, format_count, format_percent, format_score
 from pipeline.report.runs import Run
 from pipeline.run.directory import (
@@ -28,7 +22,7 @@ from pipeline.run.directory import (
     PROBABILITY_PREFIX,
     REPORT_HTML,
 )
-from pipeline.run.record import Calibration, Chosen, is_number
+from pipeline.run.record import Calibration, Chosen, LowConfidence, is_number
 
 SECTION_CALIBRATION = "Calibration"
 SECTION_OPERATING = "Operating points"
@@ -46,9 +40,8 @@ def imbalance_ratio(run: Run) -> float | None:
 
 
 def is_imbalanced(run: Run) -> bool:
-    """Whether the report leads this run with macro-F1 and balanced accuracy. Never a multi-label run, however
-    skewed its classes (they almost always are): it has no balanced accuracy, and micro-F1 picked its model whatever
-    the skew (evaluation.selection_metric), so the report leads with micro-F1 as the model card does."""
+    """Whether the report leads this run with macro-F1 and balanced accuracy. Never a multi-label run: it has no
+    balanced accuracy, and micro-F1 picked its model whatever the skew."""
     return not run.multi_label and labels.is_imbalanced(imbalance_ratio(run))
 
 
@@ -59,8 +52,8 @@ def imbalance_sentence(runs: Sequence[Run]) -> str | None:
         return None
     ratios = ", ".join(f"{ratio:.1f} in {name}" for name, ratio in skewed) if len(runs) > 1 else f"{skewed[0][1]:.1f}"
     return (
-        f"The train classes are imbalanced (largest / smallest class: {ratios}; above {IMBALANCE_RATIO:g}), so "
-        "macro-F1 and balanced accuracy lead: accuracy mostly measures the majority classes."
+        f"The train classes are imbalanced (largest / smallest class: {ratios}; above {IMBALANCE_RATIO:g}), so macro-F1 and balanced "
+        "accuracy lead: accuracy mostly measures the majority classes."
     )
 
 
@@ -75,11 +68,10 @@ def calibration_blocks(runs: Sequence[Run]) -> list[Block]:
     blocks: list[Block] = [
         Heading(SECTION_CALIBRATION),
         Paragraph(
-            f"Expected calibration error ({bins} equal-width confidence bins: the gap between confidence and "
-            "accuracy, weighted by rows) before and after temperature scaling. The temperature is fitted on "
-            "validation and folded into the saved model, so every way of loading it gives the calibrated "
-            "probabilities; the labels (argmax) do not change. Multi-label runs are measured over every "
-            "(text, class) probability.",
+            f"Expected calibration error ({bins} equal-width confidence bins: the gap between confidence and accuracy, weighted by rows) "
+            "before and after temperature scaling. The temperature is fitted on validation and folded into the saved model, so every way "
+            "of loading it gives the calibrated probabilities; the labels (argmax) do not change. Multi-label runs are measured over "
+            "every (text, class) probability.",
             style="meta",
         ),
     ]
@@ -135,25 +127,23 @@ def _ece_text(run: Run, split: str) -> str:
 
 
 def _ece_rose(run: Run, split: str) -> bool:
-    """Whether temperature scaling raised the split's expected calibration error."""
     before, after = _calibration(run).before_after("ece", split)
     applied = _calibration(run).enabled is not False
     return applied and is_number(before) and is_number(after) and after > before
 
 
 def ece_rise_note(run: Run) -> str | None:
-    """Where temperature scaling raised the ECE: that it can (it minimises the validation NLL, not ECE), and the
-    honest reading: the saved model gives the scaled probabilities, so the higher ECE is the one its probabilities
-    have, and the NLL is all the scaling improved, if the test NLL fell at all."""
+    """Where temperature scaling (which minimises the validation NLL, not ECE) raised the ECE: the saved model's
+    probabilities are the worse calibrated ones."""
     risen = [split for split in ("validation", "test") if _ece_rose(run, split)]
     if not risen:
         return None
     changes = ", ".join(f"{split} {_change(run, 'ece', split)}" for split in risen)
     note = (
-        f"{run.name}: temperature scaling made the expected calibration error worse ({changes}). Scaling fits the "
-        f"temperature that minimises the validation NLL ({_change(run, 'loss', 'validation')}), and the NLL can "
-        "fall while ECE rises. The saved model gives the scaled probabilities, so read the higher ECE as theirs: "
-        f"by ECE on {' and '.join(risen)} they are worse calibrated than the unscaled ones were"
+        f"{run.name}: temperature scaling made the expected calibration error worse ({changes}). Scaling fits the temperature that "
+        f"minimises the validation NLL ({_change(run, 'loss', 'validation')}), and the NLL can fall while ECE rises. The saved model gives "
+        f"the scaled probabilities, so read the higher ECE as theirs: by ECE on {' and '.join(risen)} they are worse calibrated than the "
+        "unscaled ones were"
     )
     test_before, test_after = _calibration(run).before_after("loss", "test")
     if not (is_number(test_before) and is_number(test_after)):
@@ -164,7 +154,6 @@ def ece_rise_note(run: Run) -> str | None:
 
 
 def _change(run: Run, record: str, split: str) -> str:
-    """A calibration figure's before → after (record: "ece" or "loss")."""
     before, after = _calibration(run).before_after(record, split)
     return f"{format_score(before)} → {format_score(after)}"
 
@@ -193,10 +182,9 @@ def operating_blocks(runs: Sequence[Run]) -> list[Block]:
     blocks: list[Block] = [
         Heading(SECTION_OPERATING),
         Paragraph(
-            "Per class: the decision threshold (chosen on validation as eval.threshold says; stored in "
-            "model/decision.json and used by pipeline.predict), its precision and recall on validation and on "
-            "test, and the areas under the test ROC and precision-recall curves (average precision). The dot "
-            "on each curve is the chosen operating point.",
+            "Per class: the decision threshold (chosen on validation as eval.threshold says; stored in model/decision.json and used by "
+            "pipeline.predict), its precision and recall on validation and on test, and the areas under the test ROC and precision-recall "
+            "curves (average precision). The dot on each curve is the chosen operating point.",
             style="meta",
         ),
     ]
@@ -219,33 +207,20 @@ def _operating_table(run: Run, curves: dict[str, plots.OperatingCurve]) -> Table
         chosen = run.chosen(name) or Chosen()
         curve = curves.get(name)
         point = curve.point if curve is not None else None
+        test_precision, test_recall = (point[2], point[1]) if point else (None, None)
+        scores = [chosen.validation_precision, chosen.validation_recall, test_precision, test_recall]
+        scores += [areas.get("roc_auc"), areas.get("average_precision")]
+        threshold = format_score(run.threshold(name))
         rows.append(
             [
                 Cell(name),
-                Cell(format_score(run.threshold(name)), "num"),
+                Cell(threshold, "num"),
                 Cell(applied_setting_text(chosen)),
-                Cell(format_score(chosen.validation_precision), "num"),
-                Cell(format_score(chosen.validation_recall), "num"),
-                Cell(format_score(point[2] if point else None), "num"),
-                Cell(format_score(point[1] if point else None), "num"),
-                Cell(format_score(areas.get("roc_auc")), "num"),
-                Cell(format_score(areas.get("average_precision")), "num"),
+                *num_cells(*map(format_score, scores)),
             ]
         )
-    return Table(
-        [
-            "Class",
-            "Threshold",
-            "Setting",
-            "Precision (val.)",
-            "Recall (val.)",
-            "Precision (test)",
-            "Recall (test)",
-            "ROC AUC",
-            "Average precision",
-        ],
-        rows,
-    )
+    header = ["Class", "Threshold", "Setting", "Precision (val.)", "Recall (val.)", "Precision (test)", "Recall (test)"]
+    return Table([*header, "ROC AUC", "Average precision"], rows)
 
 
 def _threshold_notes(run: Run) -> list[Block]:
@@ -258,33 +233,22 @@ def _threshold_notes(run: Run) -> list[Block]:
 
 
 def low_confidence_blocks(runs: Sequence[Run]) -> list[Block]:
-    """Multi-class runs with thresholds: how many test rows were flagged, how accurate the kept and flagged rows
-    are, and per class the threshold and how it was chosen."""
+    """Multi-class runs with thresholds: rows flagged, accuracy of kept and flagged rows, each class's threshold."""
     flagging = [run for run in runs if run.metrics.test.low_confidence is not None]
     if not flagging:
         return []
     blocks: list[Block] = [
         Heading(SECTION_LOW_CONFIDENCE),
         Paragraph(
-            "A multi-class run with decision thresholds (eval.threshold) keeps the most probable class as the label "
-            "and flags a row whose probability for it is below that class's threshold, for a person to check; "
-            "pipeline.predict marks the same rows in its low_confidence column. The thresholds were chosen on "
-            "validation (model/decision.json); precision and recall on validation count the rows labelled the "
-            "class and not flagged. The counts and accuracies are on test.",
+            "A multi-class run with decision thresholds (eval.threshold) keeps the most probable class as the label and flags a row whose "
+            "probability for it is below that class's threshold, for a person to check; pipeline.predict marks the same rows in its "
+            "low_confidence column. The thresholds were chosen on validation (model/decision.json); precision and recall on validation "
+            "count the rows labelled the class and not flagged. The counts and accuracies are on test.",
             style="meta",
         ),
         Table(
             ["Run", "Flagged", "Share flagged", "Accuracy of kept rows", "Accuracy of flagged rows"],
-            [
-                [
-                    Cell(run.name),
-                    Cell(format_count(run.metrics.test.low_confidence.flagged), "num"),
-                    Cell(format_percent(run.metrics.test.low_confidence.share), "num"),
-                    Cell(format_percent(run.metrics.test.low_confidence.accuracy_of_kept), "num"),
-                    Cell(format_percent(run.metrics.test.low_confidence.accuracy_of_flagged), "num"),
-                ]
-                for run in flagging
-            ],
+            [[Cell(run.name), *_flag_cells(run.metrics.test.low_confidence)] for run in flagging],
         ),
     ]
     for run in flagging:
@@ -295,28 +259,29 @@ def low_confidence_blocks(runs: Sequence[Run]) -> list[Block]:
     return blocks
 
 
+def _flag_cells(record: LowConfidence) -> list[Cell]:
+    shares = (record.share, record.accuracy_of_kept, record.accuracy_of_flagged)
+    return num_cells(format_count(record.flagged), *map(format_percent, shares))
+
+
 def _flag_table(run: Run) -> Table:
     flagged = _flagged_per_class(run)
     rows = []
     for name in run.labels:
         chosen = run.chosen(name)
         threshold = ((run.metrics.thresholds and run.metrics.thresholds.thresholds) or {}).get(name)
-        rows.append(
-            [
-                Cell(name),
-                Cell(format_score(threshold), "num"),
-                Cell(applied_setting_text(chosen) if chosen else "none: never flagged"),
-                Cell(format_score(chosen and chosen.validation_precision), "num"),
-                Cell(format_score(chosen and chosen.validation_recall), "num"),
-                Cell(format_count(flagged.get(name, 0)) if flagged is not None else MISSING, "num"),
-            ]
+        setting = applied_setting_text(chosen) if chosen else "none: never flagged"
+        count = format_count(flagged.get(name, 0)) if flagged is not None else MISSING
+        scores = (
+            format_score(chosen and chosen.validation_precision),
+            format_score(chosen and chosen.validation_recall),
         )
+        rows.append([Cell(name), Cell(format_score(threshold), "num"), Cell(setting), *num_cells(*scores, count)])
     headers = ["Class", "Threshold", "Setting", "Precision (val.)", "Recall (val.)", "Flagged (test)"]
     return Table(headers, rows)
 
 
 def _flagged_per_class(run: Run) -> dict[str, int] | None:
-    """Test rows flagged per predicted class, from test_predictions.csv; None where it has no flags."""
     predictions = run.predictions
     if predictions is None or PREDICTION_LOW_CONFIDENCE not in predictions.columns:
         return None
@@ -325,9 +290,7 @@ def _flagged_per_class(run: Run) -> dict[str, int] | None:
 
 
 def applied_setting_text(chosen: Chosen) -> str:
-    """What set a class's threshold (its metrics.json `thresholds.chosen` record): the setting asked for, or where it
-    could not be met, what was used instead of it (the record's `applied`), e.g. "best_f1 (instead of precision ≥
-    0.6)"; the note below the table says why."""
+    """The setting asked for, or where it could not be met what was used, e.g. "best_f1 (instead of precision ≥ 0.6)"."""
     asked = _setting_text(chosen.setting)
     if not chosen.fallback:
         return asked
@@ -344,7 +307,7 @@ def _setting_text(setting: Any) -> str:
 
 
 def operating_curves(run: Run) -> list[plots.OperatingCurve]:
-    """Each scored class's test curves from test_predictions.csv, the classes with the most positives first."""
+    """Each scored class's test curves, the classes with the most positives first."""
     predictions = run.predictions
     if predictions is None:
         return []
@@ -385,9 +348,8 @@ def _positives(run: Run, name: str) -> np.ndarray:
 
 
 def _point(scores: np.ndarray, positive: np.ndarray, threshold: float) -> tuple[float, float, float | None]:
-    """(false positive rate, recall, precision) when predicting the class at score >= threshold; precision None
-    when no row is predicted the class (as the validation precision is, and the per-class table's 0 says): the
-    precision-recall curve's convention of 1 there read as a perfect precision for a class never predicted."""
+    """(false positive rate, recall, precision) at score >= threshold; precision None when no row is predicted the
+    class, where the precision-recall curve's convention of 1 reads as perfect."""
     predicted = scores >= threshold
     true_positive = float((predicted & positive).sum())
     negatives = float((~positive).sum())

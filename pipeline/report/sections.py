@@ -1,7 +1,5 @@
-"""The report's content as blocks: `build_report` puts the sections in order (the opening from `verdict`, the
-summary table from `summary`, the rows left out from `removed`, calibration and operating points from `scores`) and
-builds the others here: confusion matrices, validation curves, per-class F1, ONNX export, disagreements and most
-confident mistakes."""
+"""The report's content as blocks: `build_report` puts the sections in order and builds those no other module does
+(confusion matrices, validation curves, per-class F1, ONNX export, disagreements, most confident mistakes)."""
 
 from __future__ import annotations
 
@@ -25,7 +23,7 @@ from pipeline.report.analysis import (
     score_column,
     threshold_mistakes,
 )
-from pipeline.report.blocks import Block, Cell, Chart, Heading, Images, Paragraph, Table
+from pipeline.report.blocks import Block, Cell, Chart, Heading, Images, Paragraph, Table, num_cells
 from pipeline.report.formatting import (
     MISSING,
     format_count,
@@ -34,6 +32,7 @@ from pipeline.report.formatting import (
     format_percent,
     format_rate,
     format_score,
+    join_names,
     truncate,
 )
 from pipeline.report.removed import removed_blocks
@@ -101,19 +100,14 @@ def _confusion_blocks(runs: Sequence[Run]) -> list[Block]:
     for run in runs:
         matrix = run.test_confusion_matrix()
         if run.multi_label:
-            blocks.append(
-                Paragraph(
-                    f"{run.name}: a multi-label task has no confusion matrix; see the per-class precision and recall.",
-                    style="note",
-                )
-            )
+            note = f"{run.name}: a multi-label task has no confusion matrix; see the per-class precision and recall."
+            blocks.append(Paragraph(note, style="note"))
             continue
         if matrix is None:
             blocks.append(Paragraph(f"{run.name}: {METRICS_FILE} has no usable test confusion matrix.", style="note"))
             continue
         title = f"{run.name} (test accuracy {format_percent(run.metrics.test.accuracy)})"
         figure = plots.confusion_matrix_figure(matrix, run.labels, title=truncate(title, 60))
-        # No caption: the chart's own title names the run.
         images.append(Chart(plots.figure_to_png(figure), alt_text=f"confusion matrix of {run.name}"))
         blocks += [Heading(run.name, level=3, only="md"), *_confusion_table(matrix, run.labels)]
     if images:
@@ -122,9 +116,8 @@ def _confusion_blocks(runs: Sequence[Run]) -> list[Block]:
 
 
 def _confusion_table(matrix: list[list[float]], labels: list[str]) -> list[Block]:
-    """Row-normalised: each cell is the share of its true class (so rare classes read as clearly as common ones),
-    with the count beside it. The classes the image shows (the most frequent, above plots.MAX_PLOTTED_CLASSES): a
-    200-class table would be 40,000 cells wide and deep; metrics.json keeps the whole matrix."""
+    """Row-normalised (rare classes read as clearly as common ones), limited to the classes the image shows: a
+    200-class table would be 40,000 cells."""
     shown = plots.shown_classes(matrix)
     rows = []
     for index in shown:
@@ -141,10 +134,7 @@ def _confusion_table(matrix: list[list[float]], labels: list[str]) -> list[Block
     header = ["true ↓ predicted → (share of the true class)", *(labels[index] for index in shown)]
     blocks: list[Block] = [Table(header, rows, only="md")]
     if len(shown) < len(labels):
-        note = (
-            f"The {len(shown)} classes with the most test rows, of {len(labels)}; {METRICS_FILE} holds the whole "
-            "matrix (test.confusion_matrix)."
-        )
+        note = f"The {len(shown)} classes with the most test rows, of {len(labels)}; {METRICS_FILE} holds the whole matrix (test.confusion_matrix)."
         blocks.insert(0, Paragraph(note, style="meta", only="md"))
     return blocks
 
@@ -153,8 +143,8 @@ def _confusion_table(matrix: list[list[float]], labels: list[str]) -> list[Block
 
 
 def eval_curve(run: Run, metric: str | None = None) -> plots.EvalCurve:
-    """The validation points of a run's training history in `metric` (default: the one that selected its model;
-    accuracy where the history does not record it, as in runs older than the metric)."""
+    """The validation points of a run's history in `metric` (default: the one that selected its model; accuracy
+    where the history lacks it)."""
     metric = metric or run.ranking_metric
     if not _records(run, metric):
         metric = "accuracy"
@@ -175,9 +165,7 @@ def eval_curve(run: Run, metric: str | None = None) -> plots.EvalCurve:
 
 
 def _curve_blocks(runs: Sequence[Run]) -> list[Block]:
-    """Each run's curve in the metric that selected its model (eval_curve): runs picked by different metrics (a
-    multi-label run by micro-F1 beside one picked by accuracy) are each drawn in their own, named, not all in
-    accuracy, which says nothing of a multi-label run at the start of training."""
+    """Each run's curve in the metric that selected its model: accuracy says nothing of a multi-label run early on."""
     blocks: list[Block] = [Heading(SECTION_CURVES)]
     curves = [(run, eval_curve(run)) for run in runs]
     drawn = [(run, curve) for run, curve in curves if curve.steps]
@@ -222,15 +210,12 @@ def _curve_blocks(runs: Sequence[Run]) -> list[Block]:
 
 
 def _curve_metric_text(run: Run, curve: plots.EvalCurve) -> str:
-    """The metric a run's curve is drawn in; where its history lacks the one that selected its model (runs older
-    than the metric), the accuracy drawn instead says so."""
     if curve.metric == run.ranking_metric:
         return curve.metric_name
     return f"{curve.metric_name} ({HISTORY_FILE} has no {RANKING_METRICS[run.ranking_metric]})"
 
 
 def _records(run: Run, metric: str) -> bool:
-    """Whether the run's history holds validation values of `metric` (older runs hold accuracy only)."""
     return any(is_number(line.get(f"eval_{metric}")) for line in run.history)
 
 
@@ -261,10 +246,8 @@ def _per_class_blocks(runs: Sequence[Run]) -> list[Block]:
 
 
 def _per_class_table(runs: Sequence[Run], labels: list[str]) -> Table:
-    """One row per class and run (a column per run would need unreadably long headers), best F1 in bold where the report
-    ranks the runs (runs.ranks_models); classes with the most test rows first. Supports are printed once
-    per class when every run scored the same rows, else on each run's row (runs on other data, a run beside
-    pipeline.evaluate's scores of another file), so that no run's F1 is read as over another's rows."""
+    """One row per class and run (a column per run needs unreadably long headers). Supports are printed once per
+    class when every run scored the same rows, else on each run's row, so no F1 is read as over another's rows."""
     several = len(runs) > 1
     ranked = ranks_models(runs)
     supports = {label: [per_class_value(run, label, "support") for run in runs] for label in labels}
@@ -297,21 +280,17 @@ def _per_class_table(runs: Sequence[Run], labels: list[str]) -> Table:
 
 
 def _score_meaning(multi_label: bool) -> str:
-    """What test_predictions.csv's score is (docs/run-directory.md): the predicted class's probability, or for a
-    multi-label run, whose prediction is a set, its highest class probability."""
     if multi_label:
         return "probability of the predicted class; for a multi-label run, its highest class probability"
     return "probability of the predicted class"
 
 
 def _disagreement_blocks(comparisons: Comparisons, runs: Sequence[Run]) -> list[Block]:
-    """Each set of runs tested on the same rows compared text by text (under its own heading where there are
-    several), then which runs could not be compared with which, and why."""
+    """Each set of runs tested on the same rows compared text by text, then which could not be compared, and why."""
     blocks: list[Block] = [Heading(SECTION_DISAGREEMENTS)]
     if comparisons.left_out:
-        blocks.append(
-            Paragraph(f"Left out for lack of {PREDICTIONS_FILE}: {', '.join(comparisons.left_out)}.", style="note")
-        )
+        left_out = f"Left out for lack of {PREDICTIONS_FILE}: {', '.join(comparisons.left_out)}."
+        blocks.append(Paragraph(left_out, style="note"))
     if not comparisons.groups:
         reason = (
             "no two runs were tested on the same rows of the same task"
@@ -327,8 +306,7 @@ def _disagreement_blocks(comparisons: Comparisons, runs: Sequence[Run]) -> list[
         blocks += _comparison_blocks(comparison, any(multi_label[name] for name in comparison.run_names))
     blocks += [
         Paragraph(
-            f"Not compared: {_names(pair.runs)} with {_names(pair.others)}: {pair.reason}, so their predictions "
-            "cannot be compared text by text.",
+            f"Not compared: {join_names(pair.runs)} with {join_names(pair.others)}: {pair.reason}, so their predictions cannot be compared text by text.",
             style="note",
         )
         for pair in comparisons.not_compared
@@ -336,12 +314,7 @@ def _disagreement_blocks(comparisons: Comparisons, runs: Sequence[Run]) -> list[
     return blocks
 
 
-def _names(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-
-
 def _comparison_blocks(comparison: Comparison, multi_label: bool) -> list[Block]:
-    """One set of runs tested on the same rows: how often they disagree, who was right, the texts."""
     blocks: list[Block] = []
     disagreements = comparison.disagreements
     count, total = len(disagreements), comparison.num_rows
@@ -358,9 +331,9 @@ def _comparison_blocks(comparison: Comparison, multi_label: bool) -> list[Block]
     shown = _order_disagreements(disagreements, comparison.run_names).head(MAX_DISAGREEMENT_ROWS)
     blocks.append(
         Paragraph(
-            f"{'All' if len(shown) == count else f'The first {len(shown)}'} of them, those where every run was surest "
-            f"of its answer first (row: the text's id in the data, or for older runs its position in {PREDICTIONS_FILE}; "
-            f"✓ right, ✗ wrong; score: {_score_meaning(multi_label)}).",
+            f"{'All' if len(shown) == count else f'The first {len(shown)}'} of them, those where every run was surest of its answer first "
+            f"(row: the text's id in the data, or for older runs its position in {PREDICTIONS_FILE}; ✓ right, ✗ wrong; score: "
+            f"{_score_meaning(multi_label)}).",
             style="meta",
         )
     )
@@ -375,14 +348,13 @@ def _comparison_blocks(comparison: Comparison, multi_label: bool) -> list[Block]
 
 
 def _order_disagreements(disagreements: pd.DataFrame, run_names: list[str]) -> pd.DataFrame:
-    """Most striking first: texts where even the least sure run was sure, i.e. confident conflicting answers."""
+    """Most striking first: texts where even the least sure run was sure."""
     least_sure = disagreements[[score_column(name) for name in run_names]].min(axis=1)
     return disagreements.assign(_least_sure=least_sure).sort_values("_least_sure", ascending=False, kind="stable")
 
 
 def _row_text_gold_cells(row_index: Any, row: pd.Series) -> list[Cell]:
-    """The first cells of a row about one test text: its id (the data's id column or its line number, so results
-    join back to the source; older runs: its position in the predictions file), the text, the gold class."""
+    """Id (older runs: position in the predictions file), text and gold class of one test text."""
     row_id = row.get(PREDICTION_ROW_ID, row_index)
     return [Cell(str(row_id), "num"), Cell(truncate(row[PREDICTION_TEXT]), "text"), Cell(str(row[PREDICTION_GOLD]))]
 
@@ -404,37 +376,32 @@ def _export_blocks(run: Run) -> list[Block]:
         return []
     verification = record.get("verification") or {}
     meta = (
-        f"Scored on {verification.get('machine', MISSING)}: {rows_used(record)}; the rows: "
-        f"{verification.get('source', MISSING)}. "
-        f"An export that disagrees on more than {format_percent(verification.get('max_disagreement'))} of the "
-        f"rows or loses more than {verification.get('max_accuracy_loss_points', MISSING)} accuracy points is "
-        "refused."
+        f"Scored on {verification.get('machine', MISSING)}: {rows_used(record)}; the rows: {verification.get('source', MISSING)}. "
+        f"An export that disagrees on more than {format_percent(verification.get('max_disagreement'))} of the rows or loses more than "
+        f"{verification.get('max_accuracy_loss_points', MISSING)} accuracy points is refused."
     )
     calibration = record.get("calibration")
     if isinstance(calibration, dict):
-        meta += (
-            f" The {calibration.get('variant', MISSING)} model's activation ranges were calibrated on "
-            f"{calibration.get('source', MISSING)}."
-        )
+        meta += f" The {calibration.get('variant', MISSING)} model's activation ranges were calibrated on {calibration.get('source', MISSING)}."
     rows = [
         [
             Cell(row.backend),
-            Cell(format_percent(row.label_agreement), "num"),
-            Cell(MISSING if row.max_probability_difference is None else f"{row.max_probability_difference:.4f}", "num"),
-            Cell(format_percent(row.accuracy), "num"),
-            Cell(format_rate(row.rows_per_second), "num"),
-            Cell(MISSING if row.speedup is None else f"{row.speedup:.2f}x", "num"),
+            *num_cells(
+                format_percent(row.label_agreement),
+                MISSING if row.max_probability_difference is None else f"{row.max_probability_difference:.4f}",
+                format_percent(row.accuracy),
+                format_rate(row.rows_per_second),
+                MISSING if row.speedup is None else f"{row.speedup:.2f}x",
+            ),
             Cell(row.status),
         ]
         for row in parity_rows(record)
     ]
+    header = ["Backend", "Label agreement", "Max prob. difference", "Accuracy", "Rows/s", "Speed vs PyTorch", "Status"]
     return [
         Heading(SECTION_EXPORT),
         Paragraph(meta, style="meta"),
-        Table(
-            ["Backend", "Label agreement", "Max prob. difference", "Accuracy", "Rows/s", "Speed vs PyTorch", "Status"],
-            rows,
-        ),
+        Table(header, rows),
         Paragraph(f"--backend auto runs {auto_backend(record)}: {record.get('auto_reason', MISSING)}."),
     ]
 
@@ -461,7 +428,6 @@ def _mistake_blocks(runs: Sequence[Run]) -> list[Block]:
 
 
 def _argmax_mistakes(run: Run, num_wrong: int) -> list[Block]:
-    """Labels by the argmax: the probability of the predicted class says how sure each mistake was."""
     mistakes = most_confident_mistakes(run.predictions)
     meta = f"{len(mistakes)} of {num_wrong:,} wrong predictions, the highest probability of the predicted class first."
     rows = [
@@ -476,13 +442,12 @@ def _argmax_mistakes(run: Run, num_wrong: int) -> list[Block]:
 
 
 def _threshold_mistakes(mistakes: pd.DataFrame, num_wrong: int) -> list[Block]:
-    """Labels by thresholds (binary, multi-label): each mistake's surest wrong class decision, by how far its
-    probability went past the class's threshold (analysis.threshold_mistakes)."""
+    """Labels by thresholds (binary, multi-label): each mistake's surest wrong class decision."""
     meta = (
-        f"{len(mistakes)} of {num_wrong:,} wrong predictions, surest first. A threshold decides these labels, so each "
-        "row shows the class decision it got wrong that the model was surest of (its probability against the "
-        "class's threshold), and sureness: how far that probability went past the threshold, as a share of the way "
-        "to certainty (0: at the threshold; 1: probability 1 for a class wrongly given, 0 for one wrongly left out)."
+        f"{len(mistakes)} of {num_wrong:,} wrong predictions, surest first. A threshold decides these labels, so each row shows the class "
+        "decision it got wrong that the model was surest of (its probability against the class's threshold), and sureness: how far that "
+        "probability went past the threshold, as a share of the way to certainty (0: at the threshold; 1: probability 1 for a class "
+        "wrongly given, 0 for one wrongly left out)."
     )
     rows = [
         [

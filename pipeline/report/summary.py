@@ -1,6 +1,5 @@
-"""The report's summary table: one row per figure (test metrics, per-class F1, the baseline, distillation, time,
-device, model), one column per run, the best value emphasised; and the class order (most test rows first) that the
-per-class section shares."""
+"""The report's summary table (one row per figure, one column per run, the best value emphasised) and the class
+order (most test rows first) that the per-class section shares."""
 
 from __future__ import annotations
 
@@ -27,21 +26,15 @@ from pipeline.run.record import RANKING_METRICS, Baseline, is_number
 from pipeline.scoring.thresholds import selection_cut_off
 
 SECTION_SUMMARY = "Summary"
-# A multi-label run's accuracy, named so beside single-label runs: a text counts as right only when its whole class
-# set is (subset accuracy), a far stricter figure than a single-label accuracy.
+# A multi-label run's accuracy beside single-label runs: subset accuracy, a far stricter figure.
 EXACT_MATCH = "exact-match"
 
 
 def summary_blocks(runs: Sequence[Run]) -> list[Block]:
     rows: list[list[Cell]] = [
         *_headline_rows(runs),
-        # The speed side of the trade, next to accuracy: the prediction path's rows/s (pipeline.predict).
         _metric_row(
-            "Prediction rows/s",
-            runs,
-            lambda r: r.metrics.throughput.predict_rows_per_second,
-            format_rate,
-            higher=True,
+            "Prediction rows/s", runs, lambda r: r.metrics.throughput.predict_rows_per_second, format_rate, True
         ),
         *_distill_rows(runs),
         *_baseline_rows(runs),
@@ -49,13 +42,7 @@ def summary_blocks(runs: Sequence[Run]) -> list[Block]:
     labels = by_support(runs, all_labels(runs))
     for label in labels[:MAX_PLOTTED_CLASSES]:  # the largest classes; every one is in the per-class table
         rows.append(
-            _metric_row(
-                f"F1: {label}",
-                runs,
-                lambda r, c=label: per_class_value(r, c, "f1"),
-                format_score,
-                higher=True,
-            )
+            _metric_row(f"F1: {label}", runs, lambda r, c=label: per_class_value(r, c, "f1"), format_score, True)
         )
     if len(labels) > MAX_PLOTTED_CLASSES:
         more = len(labels) - MAX_PLOTTED_CLASSES
@@ -65,7 +52,7 @@ def summary_blocks(runs: Sequence[Run]) -> list[Block]:
         _text_row("Test samples", runs, lambda r: format_count(num_test_samples(r))),
         _text_row("Best step", runs, _best_step_text),
         _text_row("Steps trained", runs, _steps_text),
-        _text_row("Parameters", runs, lambda r: format_count(_num_parameters(r))),
+        _text_row("Parameters", runs, lambda r: format_count(r.metrics.run.num_parameters)),
         _text_row("Fixed length (tokens)", runs, _max_length_text),
         _text_row("Longer than the fixed length (test)", runs, lambda r: _long_text_share(r, "test")),
         _text_row("Longer than the fixed length (train)", runs, _truncated_train_text),
@@ -85,10 +72,8 @@ def summary_blocks(runs: Sequence[Run]) -> list[Block]:
 
 
 def _headline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
-    """Accuracy first, or macro-F1 and balanced accuracy first when train's classes are imbalanced (a note above
-    the table says so); multi-label runs add micro- and samples-F1 and the Hamming loss, and when every run is
-    multi-label, micro-F1 (what picked the models) leads and accuracy is named what it is there: subset accuracy.
-    Beside single-label runs a multi-label run's accuracy cell says it is exact-match accuracy."""
+    """Accuracy first, or macro-F1 and balanced accuracy when train's classes are imbalanced; micro-F1 first (as
+    subset accuracy) when every run is multi-label."""
 
     def row(label: str, key: str, formatter: Callable[[Any], str], higher: bool = True) -> list[Cell]:
         return _metric_row(label, runs, lambda r: r.metrics.test.figure(key), formatter, higher=higher)
@@ -117,8 +102,7 @@ def _headline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
 
 
 def _baseline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
-    """The classical baseline's test accuracy (first its micro-F1, with multi-label runs), macro-F1 and training time
-    per run; none when no run has one."""
+    """The classical baseline's figures per run; none when no run has one."""
     if not any(baseline_of(run) or baseline_error(run) for run in runs):
         return []
     micro_f1 = (
@@ -126,8 +110,6 @@ def _baseline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
         if any(run.ranking_metric == "micro_f1" for run in runs)
         else []
     )
-    # Named as the runs' own row is: a multi-label baseline's accuracy is subset accuracy too (exact-match in its
-    # cell beside single-label runs).
     subset = all(run.multi_label for run in runs)
 
     def accuracy_text(run: Run) -> str:
@@ -150,8 +132,7 @@ def _baseline_notes(runs: Sequence[Run]) -> list[Block]:
     if descriptions:
         blocks.append(
             Paragraph(
-                f"Baseline: {', '.join(descriptions)}, fitted on each run's own train split and scored on its test split "
-                "(eval.baseline).",
+                f"Baseline: {', '.join(descriptions)}, fitted on each run's own train split and scored on its test split (eval.baseline).",
                 style="meta",
             )
         )
@@ -165,7 +146,7 @@ def _baseline_notes(runs: Sequence[Run]) -> list[Block]:
 
 
 def _long_text_share(run: Run, split: str) -> str:
-    """The share of texts longer than the fixed length, and what became of them: truncated, or read in windows."""
+    """The share of texts longer than the fixed length: truncated, or read in windows."""
     text = format_percent((run.metrics.tokenization.truncated_fraction or {}).get(split))
     windows = (run.metrics.tokenization.windows_per_document or {}).get(split)
     if isinstance(windows, dict) and is_number(windows.get("mean")):
@@ -180,7 +161,6 @@ def _truncated_train_text(run: Run) -> str:
 
 
 def _exact_match(run: Run) -> str:
-    """Added to a multi-label run's accuracy (its own, or its baseline's) in a row named "accuracy"."""
     return f" ({EXACT_MATCH})" if run.multi_label else ""
 
 
@@ -192,9 +172,8 @@ def _metric_row(
     higher: bool,
     qualifier: Callable[[Run], str] | None = None,
 ) -> list[Cell]:
-    """A numeric row, each value followed by its run's `qualifier`; the best value emphasised where the report ranks
-    the runs (runs.ranks_models), never on a pipeline.evaluate folder beside the run it scored: the same model on
-    another file is no rival."""
+    """A numeric row, the best value emphasised where the report ranks the runs; a pipeline.evaluate folder beside the
+    run it scored (the same model on another file) is no rival."""
     values = [value_of(run) for run in runs]
     rivals = [not repeats_its_run(run, runs) for run in runs]
     numbers = [value for value, rival in zip(values, rivals) if rival and is_number(value)]
@@ -211,7 +190,6 @@ def _metric_row(
 
 
 def _distill_rows(runs: Sequence[Run]) -> list[list[Cell]]:
-    """Which teacher a distilled run learnt from, and how (metrics.json `distill`); none when no run was distilled."""
     if not any(run.metrics.distill for run in runs):
         return []
 
@@ -255,7 +233,6 @@ def _plain(value: Any) -> str:
 
 
 def _best_step_text(run: Run) -> str:
-    """The step of the model kept, with the validation score that picked it (best.validation_<ranking metric>)."""
     step = run.metrics.best.step
     if not is_number(step):
         return MISSING
@@ -273,10 +250,6 @@ def _steps_text(run: Run) -> str:
         return MISSING
     text = format_count(steps) + (f" ({epochs:.2f} epochs)" if is_number(epochs) else "")
     return text + (", stopped early" if run.metrics.training.stopped_early is True else "")
-
-
-def _num_parameters(run: Run) -> Any:
-    return run.metrics.run.num_parameters
 
 
 def _max_length_text(run: Run) -> str:
@@ -320,14 +293,11 @@ def by_support(runs: Sequence[Run], labels: list[str]) -> list[str]:
     """Classes with the most test rows first (the first run that knows a class gives its support)."""
 
     def support(label: str) -> float:
-        found = next(
-            (value for value in (per_class_value(run, label, "support") for run in runs) if value is not None), None
-        )
-        return -(found or 0)
+        values = (per_class_value(run, label, "support") for run in runs)
+        return -(next((value for value in values if value is not None), None) or 0)
 
     return sorted(labels, key=support)
 
 
 def per_class_value(run: Run, label: str, key: str) -> float | None:
-    """A class's test metric, as rundir.per_class_score reads it."""
     return per_class_score((run.metrics.test.per_class or {}).get(label), key)

@@ -42,8 +42,7 @@ def header_blocks(runs: Sequence[Run], comparison: Comparison | None, generated_
         for note in [truncation_note(run), untrained_note(run)]
         if note
     ]
-    # Each test file's size, texts and predictions, a pipeline.evaluate folder's too: a file may be too small to judge
-    # by, or in a script the vocabulary lacks, and a model may collapse on one file only.
+    # On every run, a pipeline.evaluate folder too: a model may collapse on one file only.
     blocks += [
         Paragraph(f"{run.name}: {note}", style="note")
         for run in runs
@@ -57,21 +56,17 @@ def evaluation_note(run: Run) -> str:
     """A folder of python -m pipeline.evaluate: its test figures are another file's, the rest the run's own."""
     record = run.metrics.evaluation
     run_file = record.run_file
-    # The run's own train or validation file: the model learnt from (or was chosen on) the rows scored.
     seen = (
         f" It is the run's own {run_file}: these figures overstate how the model does on new text." if run_file else ""
     )
     return (
-        f"{run.name}: the model of {record.model} scored on {record.input} "
-        f"({format_count(record.rows)} rows) by python -m pipeline.evaluate. Test figures are that "
-        f"file's; validation figures, thresholds and training records are the run's own.{seen}"
+        f"{run.name}: the model of {record.model} scored on {record.input} ({format_count(record.rows)} rows) by python -m pipeline.evaluate. "
+        f"Test figures are that file's; validation figures, thresholds and training records are the run's own.{seen}"
     )
 
 
 def _verdict_sentences(runs: Sequence[Run], comparison: Comparison | None) -> list[str]:
-    """The verdict and its caveats. A pipeline.evaluate folder beside the run it scored is that run's model on
-    another file, not a rival: runs are ranked (and their budgets set against each other) without it, and, when it
-    is left out, compared on their own test predictions."""
+    """The verdict and its caveats, ranking without a pipeline.evaluate folder beside the run it scored (no rival)."""
     if one_model(runs):
         return [_one_model_verdict(runs)]
     competing = [run for run in runs if not repeats_its_run(run, runs)]
@@ -87,20 +82,15 @@ def _verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
         samples = f"on {format_count(num_test_samples(run))} test texts."
         if imbalanced:  # accuracy would mostly measure the majority classes
             return (
-                f"{run.name}: test macro-F1 {format_score(run.metrics.test.macro_f1)}, balanced accuracy "
-                f"{format_percent(run.metrics.test.balanced_accuracy)} (accuracy "
-                f"{format_percent(run.metrics.test.accuracy)}) {samples} {imbalance_sentence(runs)}"
+                f"{run.name}: test macro-F1 {format_score(run.metrics.test.macro_f1)}, balanced accuracy {format_percent(run.metrics.test.balanced_accuracy)} "
+                f"(accuracy {format_percent(run.metrics.test.accuracy)}) {samples} {imbalance_sentence(runs)}"
             )
         if run.ranking_metric == "micro_f1":  # multi-label: accuracy is subset accuracy, every label of a text right
             return (
-                f"{run.name}: test micro-F1 {format_score(run.metrics.test.micro_f1)}, subset accuracy "
-                f"{format_percent(run.metrics.test.accuracy)}, macro-F1 "
-                f"{format_score(run.metrics.test.macro_f1)} {samples}"
+                f"{run.name}: test micro-F1 {format_score(run.metrics.test.micro_f1)}, subset accuracy {format_percent(run.metrics.test.accuracy)}, "
+                f"macro-F1 {format_score(run.metrics.test.macro_f1)} {samples}"
             )
-        return (
-            f"{run.name}: test accuracy {format_percent(run.metrics.test.accuracy)}, macro-F1 "
-            f"{format_score(run.metrics.test.macro_f1)} {samples}"
-        )
+        return f"{run.name}: test accuracy {format_percent(run.metrics.test.accuracy)}, macro-F1 {format_score(run.metrics.test.macro_f1)} {samples}"
     if not same_task(runs):
         return _unranked_verdict(runs)
     if imbalanced:
@@ -115,8 +105,7 @@ def _verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
     if _tested_on_different_data(runs, comparison):
         caveat = f" {DIFFERENT_DATA_CAUTION}"
     elif key == "accuracy" and comparison is not None and comparison.mcnemar_p_value is not None and len(runs) == 2:
-        # Only with exactly two runs does the test compare the same pair as the accuracy gap above (McNemar's test
-        # counts rows right and wrong: it speaks to accuracy, not to micro-F1).
+        # Only with two runs does the test compare the pair the gap above does; it speaks to accuracy, not micro-F1.
         p_value = comparison.mcnemar_p_value
         caveat = f" McNemar's exact test: p = {p_value:.2g} ({gap_reading(p_value)})."
     if best_score == runner_up_score:
@@ -125,25 +114,22 @@ def _verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
     gap_points = 100 * (best_score - runner_up_score)
     rival = "runner-up " if len(runs) > 2 else ""
     return (
-        f"Best by test {name}: {best.name} with {format_metric(key, best_score)}, {gap_points:.2f} points "
-        f"ahead of {rival}{runner_up.name} ({format_metric(key, runner_up_score)}).{caveat}"
+        f"Best by test {name}: {best.name} with {format_metric(key, best_score)}, {gap_points:.2f} points ahead of {rival}{runner_up.name} "
+        f"({format_metric(key, runner_up_score)}).{caveat}"
     )
 
 
 def _one_model_verdict(runs: Sequence[Run]) -> str:
-    """A run beside folders that scored its model on other files (pipeline.evaluate): one model on several files,
-    so its scores are set side by side, not ranked as if models competed."""
+    """A run beside folders that scored its model on other files: scores side by side, not ranked."""
     key = runs[0].ranking_metric
     scores = ", ".join(
-        f"{format_metric(key, run.metrics.test.figure(key))} on {_scored_file(run)} ({format_count(num_test_samples(run))} "
-        "texts)"
+        f"{format_metric(key, run.metrics.test.figure(key))} on {_scored_file(run)} ({format_count(num_test_samples(run))} texts)"
         for run in runs
     )
     return f"One model on {len(runs)} files, by test {RANKING_METRICS[key]}: {scores}."
 
 
 def _unranked_verdict(runs: Sequence[Run]) -> str:
-    """Each run's own headline figure and its classes, side by side, without a 'best'."""
     scores = "; ".join(
         f"{run.name}: {format_count(len(run.labels))} classes, test {RANKING_METRICS[run.ranking_metric]} "
         f"{format_metric(run.ranking_metric, run.metrics.test.figure(run.ranking_metric))}"
@@ -153,9 +139,8 @@ def _unranked_verdict(runs: Sequence[Run]) -> str:
 
 
 def _scored_file(run: Run) -> str:
-    """What a run's test figures were scored on: an evaluated file by its name, a folder of class folders by its
-    parent's and its own with a closing slash (aclImdb/test/: a bare "test" or "train" reads as a split of the
-    run), else the run's own test split."""
+    """What a run's test figures were scored on; a folder of class folders as aclImdb/test/ (a bare "test" reads as a
+    split of the run)."""
     scored = run.metrics.evaluation and run.metrics.evaluation.input
     if not scored:
         return f"{run.name}'s test split"
@@ -166,7 +151,6 @@ def _scored_file(run: Run) -> str:
 
 
 def _macro_f1_verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
-    """Imbalanced classes: runs ranked by test macro-F1, saying why."""
 
     def macro_f1(run: Run) -> float:
         value = run.metrics.test.macro_f1
@@ -180,9 +164,8 @@ def _macro_f1_verdict(runs: Sequence[Run], comparison: Comparison | None) -> str
         tied = [run.name for run in ranked if macro_f1(run) == macro_f1(best)]
         return f"{' and '.join(tied)} tie on test macro-F1 at {format_score(macro_f1(best))}. {reason}{caveat}"
     return (
-        f"Best by test macro-F1: {best.name} with {format_score(macro_f1(best))} (balanced accuracy "
-        f"{format_percent(best.metrics.test.balanced_accuracy)}), ahead of {runner_up.name} "
-        f"({format_score(macro_f1(runner_up))}). {reason}{caveat}"
+        f"Best by test macro-F1: {best.name} with {format_score(macro_f1(best))} (balanced accuracy {format_percent(best.metrics.test.balanced_accuracy)}), "
+        f"ahead of {runner_up.name} ({format_score(macro_f1(runner_up))}). {reason}{caveat}"
     )
 
 
@@ -193,6 +176,5 @@ def _tested_on_different_data(runs: Sequence[Run], comparison: Comparison | None
 
 
 def _caveat_sentences(runs: Sequence[Run]) -> list[str]:
-    """After the ranking: how the runs' training budgets differ, and where the classical baseline stands."""
     budget = budget_sentence(runs)
     return ([budget] if budget else []) + baseline_sentences(runs)

@@ -18,9 +18,8 @@ from pipeline.run.directory import REPORT_HTML, REPORT_MARKDOWN
 def write_report(
     run_dirs: Sequence[str | Path], output_dir: str | Path, final_dirs: Sequence[Path] | None = None
 ) -> tuple[Path, Path]:
-    """Write the Markdown and HTML reports for the given runs into output_dir; return their paths. `final_dirs`:
-    where each run directory will be once in place, for a folder still being written under a staging name: the
-    report names and locates the runs by them."""
+    """Write the Markdown and HTML reports into output_dir; return their paths. `final_dirs`: where each run
+    directory will be once in place, for a folder still being written under a staging name."""
     if isinstance(run_dirs, (str, Path)):  # a lone path would otherwise be taken as a sequence of characters
         run_dirs = [run_dirs]
     runs = load_runs(list(run_dirs))
@@ -43,8 +42,5 @@ def default_output_dir(run_dirs: Sequence[str | Path]) -> Path:
 def plot_confusion_matrix(
     matrix: Sequence[Sequence[float]] | np.ndarray, labels: Sequence[str], path: str | Path, title: str | None = None
 ) -> Path:
-    """Write a labelled confusion-matrix PNG (rows: true class, columns: predicted) atomically to `path`.
-
-    The evaluation stage writes one into each run directory.
-    """
+    """Write a labelled confusion-matrix PNG (rows: true class, columns: predicted) atomically to `path`."""
     return plots.save_png(plots.confusion_matrix_figure(matrix, labels, title), path)
