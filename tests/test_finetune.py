@@ -182,7 +182,7 @@ def test_the_model_folder_records_how_the_run_reads_its_texts(finished_run, tmp_
 
 def test_reloaded_model_predicts_exactly_as_before_saving(finished_run):
     """metrics.json's validation scores are the best evaluation's in training: stage 4 reuses its logits (that they
-    are exactly what the saved weights give is tests/test_training.py's check)."""
+    are exactly what the saved weights give is tests/train/test_loop.py's check)."""
     config, metrics = finished_run
     history = [json.loads(line) for line in (config.run_dir / "history.jsonl").read_text().splitlines()]
     best = [r for r in history if r.get("step") == metrics["best"]["step"] and "eval_accuracy" in r][-1]

@@ -4,7 +4,7 @@
     record.test.accuracy, record.data.task, record.ranking_metric, record.throughput.predict_rows_per_second
     write_record(run.metrics_path, record)           # atomically
 
-docs/run-directory.md describes every key (tests/test_record.py checks the page against these classes). The
+docs/run-directory.md describes every key (tests/run/test_record.py checks the page against these classes). The
 codec is generic (dataclasses.fields and type hints), so a section is only its list of fields:
 
 - A key the classes do not name (a newer or older file's) is kept in the section's `extra` and written back.

@@ -1,7 +1,7 @@
 """Tests for the ONNX export (pipeline/export/) and the prediction backends it feeds (--backend auto|torch|onnx).
 
 Offline, CPU, on a tiny random BERT (2 layers, hidden 32, the head spread so that all four classes are predicted
-with clear margins, as in tests/test_predict.py) and a tiny from-scratch encoder, each saved into a run directory
+with clear margins, as in tests/predict/test_cli.py) and a tiny from-scratch encoder, each saved into a run directory
 whose config.yaml points at a small CSV, so that verification re-creates the validation split as it does for a
 real run. Skipped without the optional extra `onnx`.
 """

@@ -1,7 +1,7 @@
 """The model card (pipeline/card/write.py): model/README.md in the Hub's format, written from a run directory alone.
 
 Run directories here are written by hand (config.yaml from the real config classes, a metrics.json of the shape
-finetune writes), so the file runs in a few seconds; tests/test_roberta.py checks the card a real run writes.
+finetune writes), so the file runs in a few seconds; tests/models/test_roberta.py checks the card a real run writes.
 """
 
 import json
@@ -601,7 +601,7 @@ def test_an_encoder_card_shows_how_its_tokenizer_loads_without_custom_code(tmp_p
     (run_dir / "model" / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "BertTokenizer"}))
     usage = section(ModelCard.load(write_model_card(run_dir)).text, "How to use")
     assert 'model="your-username/card_run", trust_remote_code=True)' in usage
-    # The code tests/test_encoder_remote_code.py runs where only torch and transformers are installed.
+    # The code tests/models/test_modeling_encoder.py runs where only torch and transformers are installed.
     code = tokenizer_code("your-username/card_run", "BertTokenizer")
     assert "trust_remote_code=False" in code[-1] and "BertTokenizer" in code[-1]
     assert "\n".join(code) in usage

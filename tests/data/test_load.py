@@ -703,7 +703,7 @@ def test_a_header_row_repeated_by_cat_is_left_out_listed_and_warned_about_once_p
 
 def test_a_file_without_a_header_loses_a_row_that_is_its_column_names(tmp_path):
     """data.column_names: no header row of its own to repeat, but a row that is those names exactly (a header-less
-    file joined with one that has the header) is no data either. Which rows are: tests/test_tables.py."""
+    file joined with one that has the header) is no data either. Which rows are: tests/data/test_tables.py."""
     lines = [f"{'ab'[i % 2]}\tstory {i}" for i in range(12)]
     train = write_text(tmp_path / "train.tsv", "\n".join([*lines[:6], "label\ttext", *lines[6:]]) + "\n")
     test = write_text(tmp_path / "test.tsv", "a\tnew story\nb\tanother\n")

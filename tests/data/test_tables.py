@@ -169,7 +169,7 @@ def opendocument_spreadsheet() -> bytes:
 )
 def test_a_workbook_not_read_is_named_by_its_content_whatever_its_name(tmp_path, name, content, kind):
     """An .ods or .xls was told to set data.file_format (which could not read it either): it is told to save as CSV.
-    (An .xlsx is read: tests/test_xlsx.py.)"""
+    (An .xlsx is read: tests/data/formats/test_xlsx.py.)"""
     for path in (tmp_path / name, tmp_path / "renamed.csv"):
         path.write_bytes(content)
         message = message_of(path)

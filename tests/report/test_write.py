@@ -33,7 +33,7 @@ from pipeline.report import (
 from pipeline.report.analysis import accuracy_interval
 from pipeline.report.runs import Run
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
 NUM_TEST_ROWS = 50
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -991,7 +991,7 @@ def test_multi_label_runs_are_compared_by_class_sets_whatever_their_separators()
 
 def test_validation_curves_follow_the_metric_that_selected_the_models(tmp_path: Path):
     """Runs picked by macro-F1 are drawn and tabled in macro-F1 (as scores); runs picked by different metrics are
-    each tabled in their own, named in a column (tests/test_report_mixed.py draws a multi-label run beside them)."""
+    each tabled in their own, named in a column (tests/report/test_runs.py draws a multi-label run beside them)."""
     runs = [
         update_metrics(make_fake_run(tmp_path, name, seed=seed, correct_share=0.8), best={"metric": "macro_f1"})
         for name, seed in (("a", 1), ("b", 2))

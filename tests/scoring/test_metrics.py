@@ -20,7 +20,7 @@ from pipeline.scoring.evaluation import (
 )
 from tests.helpers import run_with_private_home
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LABELS = ["World", "Sports", "Business", "Sci/Tech", "Never"]  # the last class occurs nowhere
 
 
