@@ -1,10 +1,5 @@
-"""What runs the forward pass: PyTorch (any device, fp32 or bf16) or an exported model on the CPU (ONNX Runtime or
-OpenVINO, pipeline.export).
-
-Both take the same padded numpy batch (input_ids, attention_mask, and token_type_ids for sentence pairs: (B, T)
-int64, by name) and give logits (B, K) float32,
-which the predictor turns into probabilities (`pipeline.models.to_probabilities`), so its batching, ordering, sharding and output
-do not depend on the backend.
+"""What runs the forward pass: PyTorch or an exported model on the CPU. Both take the same padded (B, T) int64
+batch by input name and give (B, K) float32 logits, so nothing else in prediction depends on the backend.
 """
 
 from __future__ import annotations
@@ -33,9 +28,8 @@ class Backend(Protocol):
 
 
 class TorchBackend:
-    """PyTorch. In bf16 on a CPU it runs a bf16 copy of the weights rather than autocast (hardware.runs_weight_copy);
-    the fp32 weights stay for fp32 passes (near-tie rechecks). `bf16_weights=False` keeps autocast (the benchmark's
-    reference)."""
+    """PyTorch. In bf16 on a CPU it runs a bf16 copy of the weights rather than autocast; the fp32 weights stay for
+    near-tie rechecks. `bf16_weights=False` keeps autocast."""
 
     name = "torch"
 
@@ -67,9 +61,8 @@ class TorchBackend:
 
 
 class ExportBackend:
-    """An exported model; `run` is its runtime's call, (B, T) arrays by input name -> (B, K) logits
-    (predict.runtime); `inputs` the names its graph takes. `precision` is what the runtime computes in, when it
-    chooses."""
+    """An exported model; `run` is its runtime's call; `inputs` the names its graph takes; `precision` what the
+    runtime computes in, when it chooses."""
 
     def __init__(
         self,
