@@ -353,23 +353,12 @@ def _open_input(
             )
         )
     settings = file_settings(args)
+    reading = {name: settings[name] for name in ("quoting", "delimiter", "label_prefix", "sheet", "json_field")}
+    named = {f"{name}_option": flag(name) for name in ("quoting", "delimiter", "sheet", "json_field")}
+    format_options = {"format_option": flag("file_format"), "encoding_option": flag("encoding")}
+    file_format, encoding = settings["file_format"], settings["encoding"]
     return open_table(
-        args.input,
-        settings["file_format"],
-        column_names,
-        settings["encoding"],
-        args.chunk_size,
-        format_option=flag("file_format"),
-        encoding_option=flag("encoding"),
-        quoting=settings["quoting"],
-        quoting_option=flag("quoting"),
-        delimiter=settings["delimiter"],
-        label_prefix=settings["label_prefix"],
-        sheet=settings["sheet"],
-        sheet_option=flag("sheet"),
-        delimiter_option=flag("delimiter"),
-        json_field=settings["json_field"],
-        json_field_option=flag("json_field"),
+        args.input, file_format, column_names, encoding, args.chunk_size, **format_options, **reading, **named
     )
 
 

@@ -141,16 +141,6 @@ def default_text_spec() -> TextSpec:
     return TextSpec.from_data_config(DataConfig())
 
 
-def run_text_spec(config: dict[str, Any]) -> TextSpec:
-    """The text the run's model was trained on, from its data settings (defaults for omitted keys)."""
-    return TextSpec.from_settings(config.get("data") or {}, DataConfig())
-
-
-def run_column_names(config: dict[str, Any]) -> tuple[str, ...] | None:
-    names = (config.get("data") or {}).get("column_names")
-    return tuple(str(name) for name in names) if isinstance(names, list) and names else None
-
-
 def run_max_length(run: RunDir, config: dict[str, Any]) -> int | None:
     """The fixed length the run tokenized to (metrics.json), else an integer tokenizer.max_length in config.yaml."""
     if run.metrics_path.is_file():
@@ -170,15 +160,17 @@ def settings_source(
     model_dir: Path, settings: dict[str, Any], max_length: int | None, run_dir: Path | None = None
 ) -> ModelSource:
     """From a run's config.yaml or a model folder's record of it: one reader, so a copied folder predicts as its run."""
+    data = settings.get("data") or {}
+    names = data.get("column_names")
     return ModelSource(
         model_dir,
-        run_text_spec(settings),
+        TextSpec.from_settings(data, DataConfig()),  # defaults for keys a hand-written record omits
         max_length,
         run_dir,
         LongTextRule.from_settings(settings.get("tokenizer") or {}),
         str((settings.get("eval") or {}).get("chunk_pooling", "mean")),
-        run_column_names(settings),
-        encoding=(settings.get("data") or {}).get("encoding"),
+        tuple(str(name) for name in names) if isinstance(names, list) and names else None,
+        encoding=data.get("encoding"),
     )
 
 
