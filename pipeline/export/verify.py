@@ -247,9 +247,7 @@ def verify_exports(reference: Predictor, files: dict[str, Path], rows: Verificat
         ids = decision.predict(probabilities[name])
         disagreeing = _differing(decision, probabilities[name], reference_probabilities)
         accuracy = _accuracy(ids, gold)
-        change = (
-            100 * (accuracy - reference_accuracy) if accuracy is not None and reference_accuracy is not None else None
-        )
+        change = None if accuracy is None or reference_accuracy is None else 100 * (accuracy - reference_accuracy)
         speedup = rates[name] / rates[baseline]
         status, reason = _judge(disagreeing, count, accuracy, reference_accuracy, change, speedup, baseline_precision)
         if status == STATUS_VERIFIED and too_few:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import copy
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -60,24 +61,19 @@ class TorchBackend:
         return self.running_model(**inputs).logits.float().cpu().numpy()  # (B, K)
 
 
+@dataclass(eq=False)
 class ExportBackend:
     """An exported model; `run` is its runtime's call; `inputs` the names its graph takes; `precision` what the
     runtime computes in, when it chooses."""
 
-    def __init__(
-        self,
-        run: Callable[[dict[str, np.ndarray]], np.ndarray],
-        variant: str,
-        path: Path,
-        inputs: set[str],
-        precision: str | None = None,
-    ):
-        self.run = run
-        self.variant = variant
-        self.path = path
-        self.inputs = inputs
-        self.precision = precision
-        self.name = backend_name(variant)
+    run: Callable[[dict[str, np.ndarray]], np.ndarray]
+    variant: str
+    path: Path
+    inputs: set[str]
+    precision: str | None = None
+
+    def __post_init__(self):
+        self.name = backend_name(self.variant)
 
     def running(self, compute_dtype: torch.dtype | None) -> contextlib.AbstractContextManager:
         return contextlib.nullcontext()
