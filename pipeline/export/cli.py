@@ -1,9 +1,5 @@
-"""`python -m pipeline.export --model runs/<name> [--format onnx] [--quantize int8] [--no-openvino]`: export, verify,
-record.
-
-Prints a table (PyTorch and each export: label agreement with PyTorch fp32, largest probability difference,
-accuracy, rows/s, status) and what `--backend auto` will take. Bad input is one line on stderr, exit 1; an export
-refused by verification is kept aside (onnx/refused/) and reported, exit 3.
+"""`python -m pipeline.export --model runs/<name> [--quantize int8] [--no-openvino]`: export, verify, record, print
+the parity table. Bad input is one line on stderr, exit 1; an export refused by verification is kept aside, exit 3.
 """
 
 from __future__ import annotations
@@ -40,24 +36,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "or all of them topped up with the run's test and train texts; below "
         f"{MIN_VERIFICATION_ROWS:,} no export is chosen by --backend auto",
     )
-    add(
-        "--batch-size",
-        type=positive_int,
-        default=DEFAULT_BATCH_SIZE,
-        help=f"rows per forward pass while verifying (default {DEFAULT_BATCH_SIZE})",
-    )
-    add(
-        "--rounds",
-        type=positive_int,
-        default=DEFAULT_ROUNDS,
-        help=f"timed passes per backend; the best counts (default {DEFAULT_ROUNDS})",
-    )
+    batch_help = f"rows per forward pass while verifying (default {DEFAULT_BATCH_SIZE})"
+    add("--batch-size", type=positive_int, default=DEFAULT_BATCH_SIZE, help=batch_help)
+    rounds_help = f"timed passes per backend; the best counts (default {DEFAULT_ROUNDS})"
+    add("--rounds", type=positive_int, default=DEFAULT_ROUNDS, help=rounds_help)
     add("--no-optimize", action="store_true", help="skip ONNX Runtime's transformer graph optimizer")
-    add(
-        "--no-openvino",
-        action="store_true",
-        help="skip the OpenVINO models (made by default when the optional extra 'openvino' is installed)",
-    )
+    openvino_help = "skip the OpenVINO models (made by default when the optional extra 'openvino' is installed)"
+    add("--no-openvino", action="store_true", help=openvino_help)
     return parser.parse_args(argv)
 
 

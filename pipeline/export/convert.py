@@ -2,19 +2,8 @@
 
     record = export_run("runs/ag_news_minilm", quantize="int8")
 
-The fp32 model comes from torch.onnx.export's TorchScript path (dynamo=False: it needs no onnxscript and traces
-transformers' BERT and the from-scratch encoder alike), with batch and sequence axes dynamic. Each runtime then gets
-the graph it runs fastest:
-
-- ONNX Runtime (extra `onnx`): `model.onnx`, the graph after ONNX Runtime's transformer optimizer fused attention,
-  LayerNorm and GELU where it recognised them; `model.int8.onnx`, `quantize_dynamic` of the traced, unfused graph
-  (int8 weights, activations quantized per batch at run time): there every projection, the attention's Q/K/V
-  included, is a plain MatMul the quantizer can take, while the fused Attention operator would stay fp32.
-- OpenVINO (extra `openvino`, made when it is installed): `model.openvino.onnx`, the traced graph (OpenVINO reads
-  no ONNX Runtime fused operator; it fuses on its own and computes in bf16 where the CPU has it);
-  `model.openvino-int8.onnx`, NNCF's static int8 quantization of it (activation ranges calibrated on training
-  rows), which OpenVINO runs with int8 kernels.
-
+Each runtime gets the graph it runs fastest (pipeline.export.graphs makes them): ONNX Runtime the optimized fp32
+graph and a dynamic int8 one of the unfused trace; OpenVINO (when installed) the trace and NNCF's static int8 of it.
 Everything is built in a staging folder and swapped in as the run's onnx/ folder in one rename, so a failed export
 leaves the previous one intact.
 """
@@ -101,8 +90,8 @@ def check_sequence_classifier(model_dir: Path) -> None:
 
 
 def _openvino_variants(asked: bool | None, quantize: str | None) -> list[str]:
-    """OpenVINO's models to make: when asked (`True`, its extra then required), or by default (`None`) when openvino
-    is installed; the int8 one with `quantize`, which by default also needs NNCF installed (the same extra)."""
+    """OpenVINO's models to make: when asked (`True`: required), or by default (`None`) when installed; the int8
+    one with `quantize`, by default only where NNCF is installed."""
     if asked is False or (asked is None and not installed("openvino")):
         return []
     require_openvino("openvino")
@@ -114,9 +103,8 @@ def _openvino_variants(asked: bool | None, quantize: str | None) -> list[str]:
 
 @dataclass(frozen=True)
 class ExportOptions:
-    """export_run's settings: verification's sample, batch and timed passes, the graph optimizer, the OpenVINO
-    models (`openvino` None: when it is installed), and the caller's own rows (`texts` with gold class names
-    `gold`, topped up from `top_up`, unlabelled texts by source, and `calibration` training texts)."""
+    """export_run's settings, and the caller's own rows (`texts` with class names `gold`, `top_up` texts by source,
+    `calibration` training texts) instead of the run's re-created validation split."""
 
     max_rows: int | None = DEFAULT_MAX_ROWS
     batch_size: int = DEFAULT_BATCH_SIZE
@@ -131,8 +119,6 @@ class ExportOptions:
     seed: int = 0
 
     def given_rows(self) -> VerificationRows:
-        """The caller's verification rows (finetune's in-memory splits) instead of the run's re-created validation
-        split."""
         return VerificationRows(
             list(self.texts),
             list(self.gold) if self.gold is not None else None,
@@ -144,9 +130,8 @@ class ExportOptions:
 
 
 def export_run(path: str | Path, quantize: str | None = None, **options: Any) -> dict[str, Any]:
-    """Write the run's onnx/ folder (fp32, and int8 with quantize="int8"; the OpenVINO models too when `openvino`,
-    by default when it is installed), each verified against PyTorch fp32 on the run's validation rows topped up
-    with its test and train texts, or on the caller's (ExportOptions: `options`); returns export.json's content."""
+    """Write the run's onnx/ folder (fp32, int8 with quantize="int8", OpenVINO's models), each verified against
+    PyTorch fp32; `options` are ExportOptions' fields; returns export.json's content."""
     options = ExportOptions(**options)
     if quantize not in (None, *QUANTIZE_CHOICES):
         raise ExportError(f"unknown quantization '{quantize}' (use {', '.join(QUANTIZE_CHOICES)})")
@@ -159,14 +144,12 @@ def export_run(path: str | Path, quantize: str | None = None, **options: Any) ->
         raise ExportError(str(error)) from None
     if source.run_dir is None:
         raise ExportError(
-            f"{path} is a saved model but not in a run directory: an export is written into a run (runs/<name>/onnx) "
-            "and verified on the run's validation split"
+            f"{path} is a saved model but not in a run directory: an export is written into a run (runs/<name>/onnx) and verified on the run's validation split"
         )
     run = RunDir(source.run_dir)
     check_sequence_classifier(source.model_dir)
     try:
-        # A run still training holds its directory (its model may still change): the export is refused then, and
-        # while it runs, a training run of the same name is.
+        # A run still training holds its directory (its model may still change), and an export holds it too.
         with claimed(run.path):
             return _export(run, source, ["fp32"] + (["int8"] if quantize else []) + openvino_variants, options)
     except RunDirError as error:
@@ -184,7 +167,7 @@ def _export(run: RunDir, source: ModelSource, variants: list[str], options: Expo
     if not rows.texts:
         raise ExportError(f"{run.path}: no rows to verify the export on ({rows.source})")
     reference = reference_predictor(model, tokenizer, source, options.batch_size)
-    # A sentence-pair model's graph takes the segment ids that prediction feeds it (windows.reads_segments).
+    # A sentence-pair model's graph takes the segment ids that prediction feeds it.
     segments = bool(source.text_spec.pair_columns) and reads_segments(tokenizer)
     record: dict[str, Any] = {}
 
@@ -215,8 +198,7 @@ def _convert(
     optimize: bool,
     segments: bool,
 ) -> tuple[str, dict[str, Any] | None]:
-    """The traced graph and each of `variants` made from it in `staging`; what the optimizer did and, for a static
-    int8 model, which rows it calibrated on."""
+    """Each of `variants` made in `staging` from one trace; what the optimizer did and the calibration rows."""
     calibration_note = None
     fp32_path = staging / ONNX_MODEL_FILES["fp32"]
     traced = staging / ".traced.onnx"
@@ -240,8 +222,7 @@ def _convert(
 
 
 def _set_refused_aside(staging: Path, record: dict[str, Any], files: dict[str, Path]) -> None:
-    """Move each export that failed verification into refused/ (kept for inspection, never used); the record names
-    its file there."""
+    """Move each export that failed verification into refused/ (kept for inspection, never used)."""
     for variant, entry in record["variants"].items():
         if entry["status"] == STATUS_REFUSED:
             refused = staging / EXPORT_REFUSED_DIR / files[variant].name
@@ -271,7 +252,6 @@ def _build_record(
         "inputs": list(graph_inputs(segments)),
         "outputs": ["logits"],
         "verification": {
-            # label agreement and probability differences: every row; accuracy: the labelled rows
             "rows": len(rows.texts),
             "source": rows.source,
             "parts": rows.parts or {rows.name: len(rows.texts)},
@@ -307,7 +287,6 @@ def _build_record(
 
 
 def _versions(runtimes: set[str]) -> dict[str, str]:
-    """The libraries the export was made and verified with (onnx and onnxruntime: the optional extra `onnx`)."""
     import onnx
     import onnxruntime
 
@@ -323,9 +302,8 @@ def _versions(runtimes: set[str]) -> dict[str, str]:
 
 
 def export_after_training(config: Any, validation: Any, train: Any = None, test: Any = None) -> dict[str, Any]:
-    """`eval.export: onnx|int8` at the end of a run (main process): export and verify on the validation split
-    already in memory, topped up with the test and train texts when it is smaller than the sample (a static int8
-    model calibrates on training rows), print the table, and rewrite the run's report so that it shows it."""
+    """`eval.export: onnx|int8` at the end of a run: export and verify on the splits already in memory, print the
+    table, and rewrite the run's report so that it shows it."""
     record = export_run(
         config.run_dir,
         "int8" if config.eval.export == "int8" else None,

@@ -1,6 +1,5 @@
-"""The model as ONNX graphs, one per runtime: the fp32 trace, ONNX Runtime's optimised graph, its dynamic int8
-quantization and NNCF's static int8 one for OpenVINO (pipeline.export.convert says which runtime gets which).
-The converters warn and log freely; `quiet` keeps that out of a command whose output is a table."""
+"""The model as ONNX graphs: the fp32 trace (`export_fp32`), ONNX Runtime's optimised graph, its dynamic int8
+quantization and NNCF's static int8 one for OpenVINO."""
 
 from __future__ import annotations
 
@@ -38,8 +37,7 @@ class _LogitsOnly(torch.nn.Module):
 
 @contextlib.contextmanager
 def quiet() -> Iterator[None]:
-    """The exporter, optimizer and quantizer warn and log freely (tracer warnings, pre-processing advice); a
-    command whose output is a table and whose errors are one line keeps them out."""
+    """Keep the converters' warnings and logs out of a command whose output is a table and errors one line."""
     loggers = [logging.getLogger(name) for name in ("onnxruntime", "root", "torch.onnx", "onnxruntime.transformers")]
     levels = [item.level for item in loggers]
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
@@ -55,9 +53,8 @@ def quiet() -> Iterator[None]:
 
 @contextlib.contextmanager
 def scratch_working_directory() -> Iterator[None]:
-    """The converters run from a throwaway working directory: when ONNX Runtime's symbolic shape inference gives up,
-    it saves `sym_shape_infer_temp.onnx` and the model's weights (a uuid-named .data file, as large as the model)
-    into the working directory, which is the user's, not the export's. Paths given to the converters are absolute."""
+    """A throwaway working directory: ONNX Runtime's symbolic shape inference may save a model-sized file into the
+    working directory, the user's. Paths given to the converters are absolute."""
     previous = os.getcwd()
     with tempfile.TemporaryDirectory(prefix="pipeline-export-") as scratch:
         os.chdir(scratch)
@@ -68,8 +65,7 @@ def scratch_working_directory() -> Iterator[None]:
 
 
 def export_fp32(model: torch.nn.Module, tokenizer: Any, path: Path, max_length: int, segments: bool = False) -> None:
-    """torch.onnx.export of (input_ids, attention_mask) -> logits, batch and sequence dynamic; with `segments`
-    (sentence pairs) token_type_ids is an input too."""
+    """torch.onnx.export (TorchScript path) of the inputs -> logits, batch and sequence dynamic."""
     # Two rows, one padded: the traced graph then keeps the attention mask for every batch, padded or not.
     texts = ["export", "an export sample text, long enough that the first row is padded"]
     encoded = tokenizer(
@@ -106,10 +102,8 @@ def export_fp32(model: torch.nn.Module, tokenizer: Any, path: Path, max_length: 
 
 @contextlib.contextmanager
 def _eager_attention(model: torch.nn.Module) -> Iterator[None]:
-    """Trace transformers' models with their eager attention: ONNX Runtime's optimizer recognises that pattern and
-    fuses it into one Attention operator (the SDPA trace it does not). The model gets its own attention back after,
-    as verification times it as prediction runs it. Models that choose no attention implementation (the
-    from-scratch encoder) are traced as they are."""
+    """Trace with eager attention, which ONNX Runtime's optimizer fuses (an SDPA trace it does not); the model gets
+    its own attention back after, as verification times it as prediction runs it."""
     current = getattr(model.config, "_attn_implementation", None)
     if current in (None, "eager") or not hasattr(model, "set_attn_implementation"):
         yield
@@ -128,8 +122,7 @@ def _eager_attention(model: torch.nn.Module) -> Iterator[None]:
 
 
 def optimize_graph(source: Path, target: Path, model_config: Any) -> str:
-    """ONNX Runtime's transformer optimizer (attention, LayerNorm, GELU fusions); returns what was done.
-    The unoptimised graph is kept when the optimizer fails: verification measures whichever is used."""
+    """ONNX Runtime's transformer optimizer; returns what was done (the plain graph is kept when it fails)."""
     heads = getattr(model_config, "num_attention_heads", None) or getattr(model_config, "num_heads", 0)
     hidden = getattr(model_config, "hidden_size", 0)
     try:
@@ -154,12 +147,8 @@ def optimize_graph(source: Path, target: Path, model_config: Any) -> str:
 
 
 def quantize_int8(source: Path, target: Path) -> None:
-    """Dynamic quantization of every MatMul of the unfused graph (all projections and the attention products):
-    int8 weights per channel, activations quantized per batch at run time; embeddings, LayerNorm and softmax stay
-    fp32. On MiniLM fine-tuned on 5,000 AG News rows (2,000 test rows, 2 threads, idle AVX-512 VNNI CPU): 360-373
-    rows/s with 99.70% of labels as PyTorch fp32's, against 266-272 rows/s (99.65%) for the MatMuls left around
-    the fused Attention operator, and 333 rows/s for the fused QAttention. Weights per tensor instead of per
-    channel changed 1.35% of the labels."""
+    """Dynamic quantization of every MatMul of the unfused graph (the fused Attention would stay fp32): int8 weights
+    per channel (per tensor flips many more labels), activations quantized per batch at run time."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -181,11 +170,8 @@ def quantize_int8(source: Path, target: Path) -> None:
 
 
 def quantize_openvino_int8(source: Path, target: Path, batches: list[dict[str, np.ndarray]]) -> None:
-    """NNCF's static int8 quantization of the traced graph for OpenVINO: int8 weights per channel and activation
-    ranges measured on `batches` (training rows), with NNCF's transformer preset (softmax, LayerNorm, GELU and the
-    attention's score products stay in floating point). On MiniLM fine-tuned on 5,000 AG News rows (3,000 test
-    rows, 2 threads, idle AVX-512 CPU): 586 rows/s with f32 for the rest (3.5x PyTorch fp32), 99.7% of labels as
-    PyTorch fp32's. ONNX Runtime's static QDQ quantization of every MatMul ran 242 rows/s under OpenVINO at 98.6%."""
+    """NNCF's static int8 quantization of the traced graph for OpenVINO, activation ranges measured on `batches`,
+    with NNCF's transformer preset."""
     import onnx
 
     nncf = require_openvino("nncf")

@@ -1,17 +1,9 @@
-"""Verification of an export: the same rows through PyTorch fp32 (the reference), PyTorch as `--backend torch`
-runs it here (bf16 weights where the CPU has native bf16) and each ONNX model, all through the predictor's own batching.
+"""Verification of an export (`verify_exports`): the same rows through PyTorch fp32 (the reference), PyTorch as
+`--backend torch` runs it here and each exported model, all through the predictor's own batching.
 
-The rows: the run's validation split (a seeded sample of at most --max-rows). Agreement with PyTorch needs no gold
-label, so a smaller validation split is topped up with the run's other texts, test's then train's (never the rows a
-static int8 model calibrates on), up to --max-rows; accuracy stays on the labelled validation rows.
-
-A row is labelled differently when prediction would write it otherwise: another class at the model's thresholds and
-folded temperature (model/decision.json; a multi-label row's set), or, for a multi-class model with thresholds,
-another low-confidence flag. Refused: more than 0.5% of the rows labelled differently from PyTorch fp32, or more than
-0.5 accuracy points lost. Kept but not chosen by `--backend auto`: verified, yet not faster than PyTorch on this
-machine, or verified on fewer than MIN_VERIFICATION_ROWS rows, too few to check a 0.5% limit (pipeline.run.exports
-holds the limits). On those few rows speed decides nothing, so each backend is timed on its one pass, the one that
-gives its labels, not `rounds` passes.
+The rows: the run's validation split, sampled to --max-rows, or topped up with its other texts (agreement needs no
+label; accuracy stays on the labelled rows). A row differs when prediction would write it otherwise (class, set or
+low-confidence flag). The limits are in pipeline.run.exports.
 """
 
 from __future__ import annotations
@@ -58,23 +50,22 @@ from pipeline.text.lengths import length_limit
 logger = logging.getLogger("pipeline.export")
 
 WARMUP_ROWS = 32
-# Rows a static int8 model calibrates on: NNCF's default subset is 300 samples; more moved MiniLM's agreement little.
+# Rows a static int8 model calibrates on (NNCF's default subset is 300 samples).
 CALIBRATION_ROWS = 320
 
 
 @dataclass
 class VerificationRows:
     texts: list[str]
-    gold: list[str] | None  # gold class names of the first len(gold) texts (the labelled rows), when known
+    gold: list[str] | None  # class names of the first len(gold) texts (the labelled rows), when known
     source: str
-    # Texts a static int8 export calibrates its activation ranges on: training rows, kept apart from the rows that
-    # verify it; empty when none are at hand (the verification rows are used then, and the record says so).
+    # Training texts a static int8 export calibrates on, kept apart from the rows that verify it.
     calibration: list[str] = dataclasses.field(default_factory=list)
     calibration_source: str = ""
-    # Unlabelled texts that top up a sample smaller than max_rows, by where they come from, drawn in this order.
+    # Unlabelled texts that top up a sample smaller than max_rows, by source, drawn in this order.
     top_up: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     name: str = "validation"  # what the labelled rows are, as `parts` counts them
-    # Rows of the sample by where they come from (the labelled rows first), set by `sample`.
+    # Rows of the sample by source (the labelled rows first), set by `sample`.
     parts: dict[str, int] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
@@ -86,14 +77,11 @@ class VerificationRows:
 
     @property
     def labelled_rows(self) -> int:
-        """Rows with a gold label: the rows accuracy is measured on."""
         return len(self.gold) if self.gold is not None else 0
 
     def sample(self, max_rows: int | None, seed: int, calibrating: bool = True) -> VerificationRows:
-        """At most `max_rows` rows: a seeded sample kept in order (a class-sorted file must not give one class) when
-        there are more labelled rows, else all of them topped up with unlabelled texts (`top_up`) to `max_rows`.
-        `calibrating`: a static int8 model will calibrate on the calibration rows, so they are sampled first and
-        kept out of the top-up."""
+        """At most `max_rows` rows: a seeded sample kept in order (a class-sorted file must not give one class),
+        else all of them topped up to `max_rows`, never with the calibration rows when `calibrating`."""
         calibration = seeded_sample(self.calibration, CALIBRATION_ROWS, seed)
         texts, gold, source = self.texts, self.gold, self.source
         parts = {self.name: len(texts)}
@@ -114,9 +102,8 @@ class VerificationRows:
         return VerificationRows(texts, gold, source, calibration, self.calibration_source, name=self.name, parts=parts)
 
     def _top_up(self, calibration: set[str], wanted: int, seed: int) -> tuple[list[str], dict[str, int]]:
-        """Up to `wanted` texts from the top-up sources in order, a seeded sample of each source's texts that are
-        neither verification rows already (an exact duplicate checks nothing new) nor calibration rows (ranges set
-        on a row flatter the int8 model's agreement on it); how many each source gave."""
+        """Up to `wanted` texts from the top-up sources in order, neither verification rows already nor calibration
+        rows (ranges set on a row flatter int8's agreement on it); how many each source gave."""
         taken = set(self.texts) | calibration
         added: list[str] = []
         drawn: dict[str, int] = {}
@@ -137,10 +124,7 @@ class VerificationRows:
 
 
 def validation_gold(validation: Any, task: str) -> list[str] | None:
-    """The validation rows' class names, what accuracy is measured against; None for a multi-label run, whose rows
-    hold sets (a `labels` column) that one predicted class cannot be right or wrong about: its exports are held to
-    agreement with PyTorch alone, which needs no label (reading `label` there failed, and verification fell back
-    to the test predictions file: a tenth of the rows, never enough for --backend auto)."""
+    """The validation rows' class names; None for a multi-label run (sets: held to agreement alone)."""
     if task == "multi_label":
         return None
     names = validation.features["label"].names
@@ -148,7 +132,6 @@ def validation_gold(validation: Any, task: str) -> list[str] | None:
 
 
 def seeded_indices(size: int, count: int, seed: int) -> np.ndarray:
-    """`count` of range(size), a seeded choice kept in order."""
     return np.sort(np.random.default_rng(seed).choice(size, size=count, replace=False))
 
 
@@ -159,8 +142,8 @@ def seeded_sample(texts: list[str], count: int, seed: int) -> list[str]:
 
 
 def verification_rows(run: RunDir) -> VerificationRows:
-    """The run's validation split, re-created from its config.yaml (stage 1 again: the same seeded split), with its
-    test and train texts to top it up and train's to calibrate on; else its test_predictions.csv, alone."""
+    """The run's validation split, re-created from its config.yaml, with test and train texts to top it up and
+    train's to calibrate on; else its test_predictions.csv, alone."""
     data_logger = logging.getLogger("pipeline.data.load")
     level = data_logger.level
     data_logger.setLevel(logging.ERROR)  # the split summary and Hub fallbacks: the record notes the outcome
@@ -187,8 +170,7 @@ def verification_rows(run: RunDir) -> VerificationRows:
         raise ExportError(f"the validation split cannot be re-created ({reason}) and {error}") from None
     if predictions is None:
         raise ExportError(
-            f"{run.path}: the validation split cannot be re-created ({reason}) and there is no test predictions "
-            "file to verify the export on"
+            f"{run.path}: the validation split cannot be re-created ({reason}) and there is no test predictions file to verify the export on"
         )
     return VerificationRows(
         predictions[PREDICTION_TEXT].tolist(),
@@ -199,14 +181,13 @@ def verification_rows(run: RunDir) -> VerificationRows:
 
 
 def reference_predictor(model: torch.nn.Module, tokenizer: Any, source: ModelSource, batch_size: int) -> Predictor:
-    """PyTorch fp32 on the CPU, reading texts as prediction does (the run's fixed length, its long-text rule and
-    window pooling, sigmoid for a multi-label model): the numbers every export is held to."""
+    """PyTorch fp32 on the CPU, reading texts as prediction does: the numbers every export is held to."""
     labels = class_names(model.config)
     limit = length_limit(tokenizer, max_positions(model))
     length = min(source.max_length or limit, limit)
     cpu = torch.device("cpu")
     multi_label = is_multi_label(model.config)
-    decision, _ = load_decision(source.model_dir, labels, multi_label)  # the labels prediction gives
+    decision, _ = load_decision(source.model_dir, labels, multi_label)
     return Predictor(
         model.to(cpu),
         tokenizer,
@@ -235,12 +216,12 @@ class Results:
 
 
 def verify_exports(reference: Predictor, files: dict[str, Path], rows: VerificationRows, rounds: int) -> Results:
-    """Score `rows` with every backend (`rounds` timed passes, alternating the order; the best rate counts): label
-    agreement on every row, accuracy on the labelled ones."""
+    """Score `rows` with every backend (`rounds` timed passes; the best rate counts): label agreement on every row,
+    accuracy on the labelled ones. Too few rows for auto: one pass, as speed decides nothing."""
     count = len(rows.texts)
     too_few = too_few_rows(count)
     if too_few:
-        logger.warning("%s: the exports can be verified, but --backend auto will not choose one", too_few)
+        logger.warning(f"{too_few}: the exports can be verified, but --backend auto will not choose one")
     predictors = _predictors(reference, files)
     passes = 1 if too_few else max(1, rounds)
     probabilities, rates = _measure(predictors, rows.texts, passes)
@@ -266,9 +247,7 @@ def verify_exports(reference: Predictor, files: dict[str, Path], rows: Verificat
         ids = decision.predict(probabilities[name])
         disagreeing = _differing(decision, probabilities[name], reference_probabilities)
         accuracy = _accuracy(ids, gold)
-        change = (
-            100 * (accuracy - reference_accuracy) if accuracy is not None and reference_accuracy is not None else None
-        )
+        change = None if accuracy is None or reference_accuracy is None else 100 * (accuracy - reference_accuracy)
         speedup = rates[name] / rates[baseline]
         status, reason = _judge(disagreeing, count, accuracy, reference_accuracy, change, speedup, baseline_precision)
         if status == STATUS_VERIFIED and too_few:
@@ -292,8 +271,7 @@ def verify_exports(reference: Predictor, files: dict[str, Path], rows: Verificat
 
 
 def _predictors(reference: Predictor, files: dict[str, Path]) -> dict[str, Predictor]:
-    """PyTorch fp32 (the reference), PyTorch as `--backend torch` runs it here when that differs (bf16), and one
-    predictor per exported model, named torch-fp32, torch-bf16 and by backend_name."""
+    """torch-fp32 (the reference), torch-bf16 where `--backend torch` runs that here, and one per export."""
     cpu = torch.device("cpu")
     predictors = {"torch-fp32": reference}
     default_dtype = resolve_inference_dtype("auto", cpu)
@@ -305,7 +283,7 @@ def _predictors(reference: Predictor, files: dict[str, Path]) -> dict[str, Predi
 
 
 def export_predictor(reference: Predictor, variant: str, path: Path, reason: str) -> Predictor:
-    """`reference`'s tokenization and batching, with the exported model `variant` (at `path`) as its backend."""
+    """`reference`'s tokenization and batching, with the exported model as its backend."""
     backend = open_backend(variant, path)
     return dataclasses.replace(
         reference, model=None, compute_dtype=None, backend=backend, choice=ExportChoice(variant, path, reason)
@@ -313,7 +291,7 @@ def export_predictor(reference: Predictor, variant: str, path: Path, reason: str
 
 
 def _gold_ids(labels: list[str], gold: list[str] | None) -> np.ndarray | None:
-    """Gold class names (of the first len(gold) rows) as label ids; -1 for a name the model does not know."""
+    """Gold class names as label ids; -1 for a name the model does not know."""
     if gold is None:
         return None
     return np.array([labels.index(name) if name in labels else -1 for name in map(str, gold)])
@@ -332,13 +310,11 @@ def _judge(
     problems = []
     if disagreeing > MAX_DISAGREEMENT * count:
         problems.append(
-            f"labels differ from PyTorch fp32 on {disagreeing} of {count} rows "
-            f"({disagreeing / count:.2%}; the limit is {MAX_DISAGREEMENT:.1%})"
+            f"labels differ from PyTorch fp32 on {disagreeing} of {count} rows ({disagreeing / count:.2%}; the limit is {MAX_DISAGREEMENT:.1%})"
         )
     if change is not None and -change > MAX_ACCURACY_LOSS_POINTS:
         problems.append(
-            f"accuracy {accuracy:.2%} vs PyTorch fp32's {reference_accuracy:.2%}: {-change:.2f} points "
-            f"lost (the limit is {MAX_ACCURACY_LOSS_POINTS})"
+            f"accuracy {accuracy:.2%} vs PyTorch fp32's {reference_accuracy:.2%}: {-change:.2f} points lost (the limit is {MAX_ACCURACY_LOSS_POINTS})"
         )
     if problems:
         return STATUS_REFUSED, "; ".join(problems)
@@ -366,16 +342,14 @@ def _measure(
 
 
 def _differing(decision: Decision, probabilities: np.ndarray, reference: np.ndarray) -> int:
-    """Rows prediction writes otherwise under `decision`: another class id, a multi-label row's set differing in any
-    class, or another low-confidence flag (a multi-class model with thresholds flags rows instead of relabelling)."""
+    """Rows prediction writes otherwise under `decision`: another class, set or low-confidence flag."""
     differ = decision.predict(probabilities) != decision.predict(reference)
     differ = differ.any(axis=1) if differ.ndim == 2 else differ
     return int((differ | (decision.low_confidence(probabilities) != decision.low_confidence(reference))).sum())
 
 
 def _accuracy(ids: np.ndarray, gold: np.ndarray | None) -> float | None:
-    """Accuracy on the labelled rows (the first len(gold), a topped-up sample's unlabelled ones follow them); none
-    for multi-label sets (ids (N, C))."""
+    """Accuracy on the labelled rows (the first len(gold)); none for multi-label sets (ids (N, C))."""
     if gold is None or ids.ndim == 2 or not (gold >= 0).any():
         return None
     known = gold >= 0
@@ -395,9 +369,10 @@ def _auto_choice(variants: dict[str, dict[str, Any]], precision: str, count: int
         return None, f"no verified export was faster than PyTorch ({precision}) here: {speeds}"
     best = max(faster, key=lambda name: faster[name]["rows_per_second"])
     chosen = faster[best]
-    return best, (
-        f"{best} verified on {count} rows ({chosen['label_agreement']:.2%} label agreement with PyTorch "
-        f"fp32), {chosen['speedup_vs_torch']:.2f}x PyTorch ({precision})'s rows/s on the verifying machine"
+    agreement, speedup = chosen["label_agreement"], chosen["speedup_vs_torch"]
+    return (
+        best,
+        f"{best} verified on {count} rows ({agreement:.2%} label agreement with PyTorch fp32), {speedup:.2f}x PyTorch ({precision})'s rows/s on the verifying machine",
     )
 
 

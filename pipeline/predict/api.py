@@ -29,17 +29,11 @@ def predict_texts(
     backend: str = "auto",
     flags: bool = False,
 ) -> list[tuple]:
-    """(label, score) for each text, in order; an empty or missing text (None, NaN: a column's gaps) gives ("", nan),
-    and any other value is read as predict_dataframe reads a cell (tables.TextSpec.cell_text). A single string is one text.
-    A sentence-pair model (data.text_pair_columns) takes pairs: (text, text_pair) tuples, or {"text": ...,
-    "text_pair": ...} dicts as transformers.pipeline takes them; a pair with an empty side gives ("", nan).
-    A multi-label model gives (labels, scores): the predicted classes and their probabilities ([] for none, and for
-    an empty text: flags tell the two apart).
-    Probabilities are calibrated and labels follow the model's thresholds (model/decision.json) when it has them.
-    `flags`: each tuple gains a third item, True where a multi-class model with thresholds flags the row
-    low-confidence (its label is kept); False for other models; None for an empty text.
-    Pass a Predictor to load the model once. `backend`: "auto" (the run's verified ONNX export when it is faster
-    than PyTorch, else PyTorch), "torch" or "onnx" (an error when the run has no verified export)."""
+    """(label, score) for each text, in order; an empty or missing text gives ("", nan). A single string is one text.
+    A sentence-pair model takes (text, text_pair) tuples or {"text": ..., "text_pair": ...} dicts.
+    A multi-label model gives (labels, scores) ([] for none, and for an empty text).
+    `flags`: each tuple gains a third item, the low-confidence flag (None for an empty text).
+    Pass a Predictor to load the model once; `backend` as Predictor.from_source."""
     predictor = as_predictor(model_dir, batch_size=batch_size, device=device, precision=precision, backend=backend)
     one = isinstance(texts, str) or is_pair_dict(texts)  # a single text, or a single pair as transformers takes it
     texts = [input_text(predictor.text_spec, item) for item in ([texts] if one else texts)]
@@ -63,7 +57,6 @@ def predict_texts(
     ]
 
 
-# The keys of one pair as transformers.pipeline takes it.
 PAIR_KEYS = ("text", "text_pair")
 
 
@@ -76,8 +69,7 @@ def input_text(spec: TextSpec, item: Any) -> str:
     if not spec.pair_columns:
         if is_pair_dict(item) and "text_pair" in item:
             raise PredictError(
-                "a {'text': ..., 'text_pair': ...} pair given to a model trained on single texts; give texts (a folder "
-                "that does not record how it was trained: Predictor.from_path(..., text_pair_columns=[...]))"
+                "a {'text': ..., 'text_pair': ...} pair given to a model trained on single texts; give texts (a folder that does not record how it was trained: Predictor.from_path(..., text_pair_columns=[...]))"
             )
         return spec.cell_text(item)
     if is_pair_dict(item):
@@ -103,20 +95,13 @@ def predict_dataframe(
     text_separator: str | None = None,
     text_pair_columns: Sequence[str] | str | None = None,
 ) -> Any:
-    """A copy of `df` with label, label_id (nullable Int64), score, [prob_<class>...], error columns added.
-
-    Text columns default to those the model was trained with, found as stage 1 finds them, and are joined by its
-    separator (or `text_separator`); `text_columns="body"` names one column; `text_pair_columns` likewise the second
-    text's columns of a sentence-pair model (default: those it was trained with). Rows whose text is empty or missing
-    (NaN, None) are kept, unlabelled, with the reason in `error`. `prefix` goes before every added column's name.
-    `backend` as for predict_texts.
-    """
+    """A copy of `df` with prediction's columns added (label_id nullable Int64). Text columns default to those the
+    model was trained with; rows without text are kept, unlabelled, with the reason in `error`."""
     import pandas as pd
 
     if not isinstance(df, pd.DataFrame):
         raise PredictError(
-            f"predict_dataframe takes a pandas DataFrame, got {type(df).__name__}; for a Series or a list of texts "
-            "use predict_texts"
+            f"predict_dataframe takes a pandas DataFrame, got {type(df).__name__}; for a Series or a list of texts use predict_texts"
         )
 
     predictor = as_predictor(model_dir, batch_size=batch_size, device=device, precision=precision, backend=backend)
@@ -141,7 +126,6 @@ def predict_dataframe(
 
 
 def _with_columns(labelled: Any, predictor: Predictor, result: LabelledTexts, added: list[str]) -> Any:
-    """`labelled` (a DataFrame) with the `added` columns filled from `result`."""
     import pandas as pd
 
     if result.label_sets is not None:  # multi-label: labels, [prob_<class>...], error

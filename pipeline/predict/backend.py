@@ -1,10 +1,5 @@
-"""What runs the forward pass: PyTorch (any device, fp32 or bf16) or an exported model on the CPU (ONNX Runtime or
-OpenVINO, pipeline.export).
-
-Both take the same padded numpy batch (input_ids, attention_mask, and token_type_ids for sentence pairs: (B, T)
-int64, by name) and give logits (B, K) float32,
-which the predictor turns into probabilities (`pipeline.models.to_probabilities`), so its batching, ordering, sharding and output
-do not depend on the backend.
+"""What runs the forward pass: PyTorch or an exported model on the CPU. Both take the same padded (B, T) int64
+batch by input name and give (B, K) float32 logits, so nothing else in prediction depends on the backend.
 """
 
 from __future__ import annotations
@@ -12,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import copy
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -33,9 +29,8 @@ class Backend(Protocol):
 
 
 class TorchBackend:
-    """PyTorch. In bf16 on a CPU it runs a bf16 copy of the weights rather than autocast (hardware.runs_weight_copy);
-    the fp32 weights stay for fp32 passes (near-tie rechecks). `bf16_weights=False` keeps autocast (the benchmark's
-    reference)."""
+    """PyTorch. In bf16 on a CPU it runs a bf16 copy of the weights rather than autocast; the fp32 weights stay for
+    near-tie rechecks. `bf16_weights=False` keeps autocast."""
 
     name = "torch"
 
@@ -66,25 +61,19 @@ class TorchBackend:
         return self.running_model(**inputs).logits.float().cpu().numpy()  # (B, K)
 
 
+@dataclass(eq=False)
 class ExportBackend:
-    """An exported model; `run` is its runtime's call, (B, T) arrays by input name -> (B, K) logits
-    (predict.runtime); `inputs` the names its graph takes. `precision` is what the runtime computes in, when it
-    chooses."""
+    """An exported model; `run` is its runtime's call; `inputs` the names its graph takes; `precision` what the
+    runtime computes in, when it chooses."""
 
-    def __init__(
-        self,
-        run: Callable[[dict[str, np.ndarray]], np.ndarray],
-        variant: str,
-        path: Path,
-        inputs: set[str],
-        precision: str | None = None,
-    ):
-        self.run = run
-        self.variant = variant
-        self.path = path
-        self.inputs = inputs
-        self.precision = precision
-        self.name = backend_name(variant)
+    run: Callable[[dict[str, np.ndarray]], np.ndarray]
+    variant: str
+    path: Path
+    inputs: set[str]
+    precision: str | None = None
+
+    def __post_init__(self):
+        self.name = backend_name(self.variant)
 
     def running(self, compute_dtype: torch.dtype | None) -> contextlib.AbstractContextManager:
         return contextlib.nullcontext()

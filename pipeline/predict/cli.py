@@ -1,8 +1,6 @@
 """`python -m pipeline.predict`: stream a table through a model and write every row back, labelled.
 
-Validates everything cheap first (output, input, columns), then loads the model and streams chunk by chunk, so
-memory stays one chunk deep whatever the file's size. A folder is read file by file (pipeline/data/folders.py: a folder of
-files, or of class folders as training reads it). Errors print one line on stderr and exit non-zero.
+Validates everything cheap first (output, input, columns), then loads the model and streams chunk by chunk.
 """
 
 from __future__ import annotations
@@ -64,17 +62,14 @@ PREDICT_NOTES = {
     "error naming its line and the run's encoding, where a single-byte encoding such as latin-1 never fails and would "
     "turn a UTF-8 file's é into Ã©; output is always utf-8",
 }
-# The options that describe an input file's layout (by their argparse names), which a folder does not have.
+# An input file's layout options (argparse names), which a folder does not have.
 FILE_LAYOUT_OPTIONS = ("format", *LAYOUT_SETTINGS)
-# The options naming the text's columns and, for a sentence-pair model, its second text's (TextSpec.positions).
 COLUMN_OPTIONS = (flag("text_columns"), flag("text_pair_columns"))
 
 logger = logging.getLogger(__name__)
 
 
-# The error cell of a row that repeats the input's header row (tables.Table.repeats_header): not labelled, but kept in
-# its place, as a row without text is, so that the output lines up row for row with the input as any other reader
-# (pandas included) reads it, and its ids stay beside their rows.
+# A row repeating the header is kept in its place, unlabelled, so the output lines up row for row with the input.
 REPEATED_HEADER_ERROR = f"{REPEATED_HEADER}: not labelled"
 
 
@@ -82,14 +77,11 @@ REPEATED_HEADER_ERROR = f"{REPEATED_HEADER}: not labelled"
 class RunSummary:
     rows: int = 0
     rows_without_text: int = 0
-    # The lines (sheet rows) that repeated the header row: written back unlabelled, with REPEATED_HEADER_ERROR.
     repeated_headers: list[int | str] = field(default_factory=list)
-    # Rows a multi-class model with thresholds flags low-confidence: the ones its user means to check by hand.
     rows_flagged: int = 0
     seconds: float = 0.0
-    backend: str = ""  # which backend ran and why (printed on stderr after a successful run, not before an error)
-    # How much of all the rows' texts is the unknown token: warned of once, after the last chunk, as training warns
-    # of train's (a chunk of a mixed file may hold none of its unreadable rows). None: the tokenizer has none.
+    backend: str = ""  # printed after a successful run, not before an error
+    # Warned of once after the last chunk (a chunk may hold none of the unreadable rows). None: no unknown token.
     unknown: UnknownTokens | None = None
 
 
@@ -129,8 +121,7 @@ def predict_table(
 
 
 def _why_unlabelled(spec: TextSpec, values: list[list[Any]], repeats: set[int]) -> Callable[[int], str]:
-    """The error cell of each row of a chunk that gets no label, by its position: it repeats the header row, or it has
-    no text (source.empty_text_error)."""
+    """The error cell of each unlabelled row of a chunk, by its position."""
     empty = empty_text_errors(spec, values)
     return lambda row: REPEATED_HEADER_ERROR if row in repeats else empty(row)
 
@@ -163,7 +154,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _add_file_arguments(add: Any) -> None:
-    """Which model, which input and output files, and how to read the input."""
     add("--model", required=True, help="run directory (runs/<name>) or saved Hugging Face model directory")
     add(
         "--input",
@@ -175,7 +165,6 @@ def _add_file_arguments(add: Any) -> None:
         "label column (then add --prefix pred_)",
     )
     add("--output", required=True, help="CSV/TSV/JSON Lines file to write (.gz compresses); '-' for stdout")
-    # The share of a TSV input that `--quoting auto` reads, said where tables.HEAD_BYTES sets it.
     head = f"auto reads as none a TSV file whose first {HEAD_BYTES // 1024} KiB (from a pipe, what has arrived) hold "
     add_file_options(add, {**PREDICT_NOTES, "quoting": head + PREDICT_NOTES["quoting"]}, unset=MODEL_DECIDES)
     add(
@@ -187,7 +176,6 @@ def _add_file_arguments(add: Any) -> None:
 
 
 def _add_inference_arguments(add: Any) -> None:
-    """How the model runs: batch and chunk sizes, length, device, precision, backend."""
     add("--batch-size", type=positive_int, default=DEFAULT_BATCH_SIZE, help="rows per forward pass, at most")
     add(
         "--max-batch-tokens",
@@ -232,7 +220,6 @@ def _add_inference_arguments(add: Any) -> None:
 
 
 def _add_output_arguments(add: Any) -> None:
-    """What is written and shown: probability columns, column prefix, overwriting, progress."""
     add("--probabilities", action="store_true", help="add a prob_<class> column per class")
     add(
         "--prefix",
@@ -266,7 +253,6 @@ def run(args: argparse.Namespace) -> RunSummary:
 
 
 def _predict_file(args: argparse.Namespace, source: ModelSource, process_index: int, num_processes: int) -> RunSummary:
-    """Read the input, label it chunk by chunk and write the output."""
     from tqdm import tqdm
 
     folder = args.input != STANDARD_INPUT and is_folder(args.input)
@@ -294,14 +280,13 @@ def _predict_file(args: argparse.Namespace, source: ModelSource, process_index: 
         predictor.shard = (process_index, num_processes)
         added = predictor_columns(predictor, args.probabilities, args.prefix)
         check_no_clash(table.header, added, table.name)
-        # None: off when stderr is not a terminal; only the main process shows one
         progress = tqdm(
-            total=table.row_count,  # None: estimated from the bytes read as chunks arrive
+            total=table.row_count,  # None: estimated from the bytes read
             unit=" rows",
             file=sys.stderr,
             dynamic_ncols=True,
             desc="Predicting",
-            disable=True if args.no_progress or process_index > 0 else None,
+            disable=True if args.no_progress or process_index > 0 else None,  # None: off when not a terminal
         )
         # Only the main process writes; the others compute their share of each chunk and hand it over.
         output = open_output(args.output, args.overwrite) if process_index == 0 else contextlib.nullcontext(None)
@@ -312,23 +297,18 @@ def _predict_file(args: argparse.Namespace, source: ModelSource, process_index: 
             progress.total = progress.n
         unknown = summary.unknown and summary.unknown.warning("the input's", predictor.tokenizer)
         if unknown and process_index == 0:  # every process reads every row: one says it
-            logger.warning("%s", unknown)
-        if summary.repeated_headers and process_index == 0:  # every process reads every row: one says it
+            logger.warning(unknown)
+        if summary.repeated_headers and process_index == 0:
             numbers = summary.repeated_headers
             outcome = "not labelled, kept in its place in the output with the error column saying so"
             more = and_more(table.unit, numbers)
-            logger.warning(
-                "%s", repeated_header_warning(table.where(numbers[0]), table.header_row or [], more, outcome)
-            )
+            logger.warning(repeated_header_warning(table.where(numbers[0]), table.header_row or [], more, outcome))
     return summary
 
 
 def _input_column_names(args: argparse.Namespace, source: ModelSource) -> list[str] | None:
-    """--column-names; else, for a run trained on files without a header row (its data.column_names), those names
-    where the input's first row is plainly a row of such a file: no header naming the text columns, as many fields
-    as the names (which hold the text columns), and a number or a text among them (tables.looks_like_data), as a
-    header never has. A header of other names (id,headline,body) is none of these, and stays an error naming the
-    exact --column-names; stdin, which cannot be read twice, too."""
+    """--column-names; else the run's data.column_names where the input's first row is plainly data, not a header
+    (no text columns named, as many fields as the names, a number or text among them). Never for stdin."""
     names = source.column_names
     if args.column_names or not names or args.input == STANDARD_INPUT:
         return args.column_names
@@ -340,18 +320,14 @@ def _input_column_names(args: argparse.Namespace, source: ModelSource) -> list[s
     if first_row is None or not looks_like_data(first_row, file_format):  # as written: an empty cell, not "Unnamed"
         return None
     logger.warning(
-        "%s: its first row (%s) is data, not a header naming %s: read without a header row, as the run's training "
-        "files were, by their data.column_names (--column-names %s); pass --column-names to name the columns otherwise",
-        name,
-        shorten(", ".join(first_row), 60),
-        ", ".join(spec.input_columns),
-        ",".join(names),
+        f"{name}: its first row ({shorten(', '.join(first_row), 60)}) is data, not a header naming "
+        f"{', '.join(spec.input_columns)}: read without a header row, as the run's training files were, by their "
+        f"data.column_names (--column-names {','.join(names)}); pass --column-names to name the columns otherwise"
     )
     return list(names)
 
 
 def _has_columns(spec: TextSpec, header: Sequence[str]) -> bool:
-    """Whether every column of the text is in `header` (as tables.resolve_columns finds it)."""
     try:
         spec.positions(header, "", COLUMN_OPTIONS)
     except DataError:
@@ -359,8 +335,6 @@ def _has_columns(spec: TextSpec, header: Sequence[str]) -> bool:
     return True
 
 
-# Added to the error about a folder's rows without the run's text columns (a run trained on a CSV's title and
-# description): the one column of a folder's texts.
 _FOLDER_COLUMNS_HINT = (
     f"; a folder's text is each file's whole text (a class file's: each line), the column {TEXT_COLUMN}: pass "
     f"--text-columns {TEXT_COLUMN}"
@@ -370,8 +344,7 @@ _FOLDER_COLUMNS_HINT = (
 def _open_input(
     args: argparse.Namespace, folder: bool, column_names: list[str] | None, classes: list[str] | None = None
 ) -> contextlib.AbstractContextManager[Table]:
-    """The input as a Table streamed in chunks: a file through tables.open_table (its columns named by `column_names`
-    when it has no header row), a folder file by file (class files only where they name the model's `classes`)."""
+    """The input as a Table streamed in chunks: a file, or a folder file by file."""
     if folder:
         _warn_file_options(args, FILE_LAYOUT_OPTIONS, "a folder")
         return contextlib.nullcontext(
@@ -380,38 +353,22 @@ def _open_input(
             )
         )
     settings = file_settings(args)
+    reading = {name: settings[name] for name in ("quoting", "delimiter", "label_prefix", "sheet", "json_field")}
+    named = {f"{name}_option": flag(name) for name in ("quoting", "delimiter", "sheet", "json_field")}
+    format_options = {"format_option": flag("file_format"), "encoding_option": flag("encoding")}
+    file_format, encoding = settings["file_format"], settings["encoding"]
     return open_table(
-        args.input,
-        settings["file_format"],
-        column_names,
-        settings["encoding"],
-        args.chunk_size,
-        format_option=flag("file_format"),
-        encoding_option=flag("encoding"),
-        quoting=settings["quoting"],
-        quoting_option=flag("quoting"),
-        delimiter=settings["delimiter"],
-        label_prefix=settings["label_prefix"],
-        sheet=settings["sheet"],
-        sheet_option=flag("sheet"),
-        delimiter_option=flag("delimiter"),
-        json_field=settings["json_field"],
-        json_field_option=flag("json_field"),
+        args.input, file_format, column_names, encoding, args.chunk_size, **format_options, **reading, **named
     )
 
 
 def _warn_file_options(args: argparse.Namespace, names: Sequence[str], what: str) -> None:
-    """Options set that do not describe the input, `what` it is (a folder, a workbook, a text file): said, as training
-    says it of the data settings, rather than silently ignored."""
+    """Warn of options set that do not describe the input, `what` it is, rather than silently ignore them."""
     parser = _parser()
     given = [name for name in names if getattr(args, name) != parser.get_default(name)]
     if given:
-        logger.warning(
-            "%s (--input) is %s, which these file options do not describe: %s",
-            args.input,
-            what,
-            ", ".join(f"--{name.replace('_', '-')}" for name in given),
-        )
+        options = ", ".join(f"--{name.replace('_', '-')}" for name in given)
+        logger.warning(f"{args.input} (--input) is {what}, which these file options do not describe: {options}")
 
 
 def distributed_shard() -> tuple[int, int]:
@@ -443,12 +400,11 @@ def _quiet_libraries() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """The command. Errors print one line on stderr and raise SystemExit with a non-zero code."""
+    """The command. Errors print one line on stderr and exit non-zero."""
     args = parse_args(argv)
     _quiet_libraries()
     try:
-        # The command owns its process: glibc keeps freed memory for the next batches (1.1x the rows/s of a
-        # 7,600-row file with PyTorch; hardware.freed_memory_kept) and hands it back at the end.
+        # The command owns its process: glibc may keep freed memory for the next batches.
         with terminated_as_interrupt(), hardware.freed_memory_kept():
             summary = run(args)
     except (PredictError, DataError) as error:
@@ -477,8 +433,7 @@ def _report(summary: RunSummary, output: str) -> None:
     destination = "stdout" if output == "-" else output
     note = ""
     if summary.rows_flagged:
-        note += f"; {_rows(summary.rows_flagged)} flagged low-confidence, below their class's threshold (see the "
-        note += "low_confidence column)"
+        note += f"; {_rows(summary.rows_flagged)} flagged low-confidence, below their class's threshold (see the low_confidence column)"
     if summary.rows_without_text:
         note += f"; {_rows(summary.rows_without_text)} had no text, left unlabelled (see the error column)"
     if summary.repeated_headers:

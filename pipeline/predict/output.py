@@ -1,5 +1,5 @@
-"""What prediction adds to each row, and writing rows out: CSV/TSV (every input field unchanged) or JSON Lines,
-to a temporary file renamed into place when complete, to stdout, or written through to a device or pipe.
+"""What prediction adds to each row, and writing rows out (CSV/TSV or JSON Lines) to a file renamed into place
+when complete, to stdout, or through to a device or pipe.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from pipeline.scoring.thresholds import KIND_FLAG
 
 # The columns prediction adds after the input's own, in this order; prob_<class> columns go before `error`.
 LABEL_COLUMN, LABEL_ID_COLUMN, SCORE_COLUMN, ERROR_COLUMN = "label", "label_id", "score", "error"
-# Multi-label models: the predicted classes joined by the label separator, instead of label, label_id and score.
 LABELS_COLUMN = "labels"
 PROBABILITY_FORMAT = "%.6g"
 OUTPUT_FORMATS = ("csv", "tsv", "jsonl")
@@ -55,23 +54,21 @@ def predictor_columns(predictor: Any, probabilities: bool, prefix: str = "") -> 
 
 
 def check_no_clash(available: Sequence[str], added: Sequence[str], where: str, option: str = "--prefix") -> None:
-    """Our columns must not shadow input columns (a gold `label` column is common, " Label " too): a reader would
-    see two."""
+    """Our columns must not shadow input columns (a gold `label` column is common): a reader would see two."""
     taken = {normalise_name(column) for column in available}
     clashes = [column for column in added if normalise_name(column) in taken]
     if clashes:
+        names = ", ".join(repr(c) for c in clashes)
         raise PredictError(
-            f"{where} already has {'columns' if len(clashes) > 1 else 'column'} "
-            f"{', '.join(repr(c) for c in clashes)}, which prediction adds; "
-            f"name the added columns differently with {option} (e.g. pred_)"
+            f"{where} already has {'columns' if len(clashes) > 1 else 'column'} {names}, which prediction adds; name the added columns differently with {option} (e.g. pred_)"
         )
 
 
 def added_values(
     result: LabelledTexts, labels: Sequence[str], probabilities: bool, separator: str | None
 ) -> list[list[Any]]:
-    """Per row: label, label_id, score, [probabilities...], [low_confidence], error (multi-label: the classes joined
-    by `separator`, or their list when it is None, [probabilities...], error); None where a row has no label."""
+    """Per row, the values of output_columns (multi-label classes joined by `separator`, a list when None); None
+    where a row has no label."""
     scores = result.scores().tolist()
     rows = []
     for index, label_id in enumerate(result.label_ids.tolist()):
@@ -80,11 +77,7 @@ def added_values(
             chosen = [name for name, on in zip(labels, result.label_sets[index]) if on]
             values = [(chosen if separator is None else separator.join(chosen)) if found else None]
         else:
-            values = [
-                labels[label_id] if found else None,
-                label_id if found else None,
-                scores[index] if found else None,
-            ]
+            values = [labels[label_id], label_id, scores[index]] if found else [None, None, None]
         if probabilities:
             values += result.probabilities[index].tolist() if found else [None] * len(labels)
         if result.low_confidence is not None:
@@ -94,7 +87,7 @@ def added_values(
 
 
 def output_format(path: str, explicit: str | None, input_format: str) -> str:
-    """--output-format wins; otherwise the output's name, and for stdout the input's format when it can be written."""
+    """--output-format; else by the output's name; for stdout the input's format when it can be written."""
     if explicit:
         return explicit
     if writes_through(path):  # stdout, a device or a pipe: no name to read a format from
@@ -175,15 +168,13 @@ def writes_through(path: str) -> bool:
 
 
 def check_output(path: str, overwrite: bool, input_path: str | None = None) -> None:
-    """Before any work: never replace an existing file silently, nor the input even with --overwrite (the labelled
-    copy would take the place of the only copy of the data), nor write into an input folder (the output would be a
-    document of the next run); a symlink is refused (it would be replaced)."""
+    """Before any work: never replace an existing file silently, nor the input even with --overwrite, nor write into
+    an input folder (a document of the next run), nor through a symlink (it would be replaced)."""
     if writes_through(path):
         return
     if is_inside_folder(path, input_path):
         raise PredictError(
-            f"output {path} is inside the input folder {input_path}, whose files a later run would read as "
-            "documents; write it outside that folder"
+            f"output {path} is inside the input folder {input_path}, whose files a later run would read as documents; write it outside that folder"
         )
     if is_same_file(path, input_path):
         raise PredictError(f"output {path} is the input file {input_path}; write the labelled rows to another file")
@@ -194,20 +185,18 @@ def check_output(path: str, overwrite: bool, input_path: str | None = None) -> N
         raise PredictError(f"output is a directory, not a file: {path}")
     if target.exists() and not overwrite:
         raise PredictError(f"output file {path} already exists; pass --overwrite to replace it")
-    # The output's folder is made when the first rows are written, after the model has loaded: a folder that cannot
-    # be written (read-only, a path through a file) is named now, not as the temporary file's error then.
+    # The output's folder is made after the model has loaded: one that cannot be written is named now.
     check_can_write(path, "output")
 
 
 def is_inside_folder(path: str, folder: str | None) -> bool:
-    """Whether `path` (existing or not) lies anywhere under `folder`, an existing folder; links resolved."""
     if folder is None or folder == "-" or not Path(folder).is_dir():
         return False
     return Path(folder).resolve() in Path(path).resolve().parents
 
 
 def is_same_file(path: str, other: str | None) -> bool:
-    """Whether two names reach one existing file: the same name, another spelling, a symlink or a hard link."""
+    """Whether two names reach one existing file (another spelling, a symlink or a hard link)."""
     if other is None or other == "-":
         return False
     try:

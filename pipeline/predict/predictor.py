@@ -1,6 +1,5 @@
-"""The predictor: a model, its tokenizer, labels, fixed length, device and text rule, loaded once; texts in,
-label ids and probabilities out. The forward pass goes through a backend (pipeline.predict.backend): PyTorch, or
-the run's verified ONNX export (pipeline.export), chosen by `backend=` ("auto", "torch", "onnx").
+"""The predictor: a model, its tokenizer, labels, length and text rule, loaded once (`Predictor.from_path`);
+texts in, label ids and probabilities out, through a backend: PyTorch or the run's verified export.
 """
 
 from __future__ import annotations
@@ -44,10 +43,10 @@ from pipeline.text.windows import (
 
 logger = logging.getLogger(__name__)
 
-# Batches are length-sorted, so a big batch wastes little on padding; on CPU 128 beat 64 by ~25%.
+# Batches are length-sorted, so a big batch wastes little on padding.
 DEFAULT_BATCH_SIZE = 128
-# In bf16, rows whose two best probabilities are closer than this are recomputed in fp32. bf16 moved MiniLM's
-# probabilities by at most 0.017 on AG News test rows, so beyond this margin bf16 cannot change the label.
+# In bf16, rows whose two best probabilities are closer than this are recomputed in fp32: beyond it bf16's
+# error in probability is too small to change the label.
 DEFAULT_RECHECK_MARGIN = 0.02
 
 
@@ -60,7 +59,6 @@ class LabelledTexts:
     errors: list[str]
     label_sets: np.ndarray | None = None  # (N, K) bool, multi-label models only: the classes predicted
     low_confidence: np.ndarray | None = None  # (N,) bool, multi-class thresholds only: top probability too low
-    # How much of the texts is the unknown token, from the pass that tokenized them; None: the tokenizer has none.
     unknown: UnknownTokens | None = None
 
     def scores(self) -> np.ndarray:
@@ -71,8 +69,7 @@ class LabelledTexts:
 
 @dataclass
 class Predictor:
-    # The PyTorch model; None when an ONNX export runs the forward pass (then it is never loaded).
-    model: torch.nn.Module | None = field(repr=False)
+    model: torch.nn.Module | None = field(repr=False)  # None when an export runs the forward pass
     tokenizer: Any = field(repr=False)
     labels: list[str]
     max_length: int
@@ -81,25 +78,19 @@ class Predictor:
     batch_size: int = DEFAULT_BATCH_SIZE
     compute_dtype: torch.dtype | None = None
     recheck_margin: float = DEFAULT_RECHECK_MARGIN
-    # (process index, number of processes): under several processes each one runs every n-th batch and the
-    # results are gathered, so every process ends with the same probabilities as a single process would.
+    # (process index, number of processes): each process runs every n-th batch and the results are gathered.
     shard: tuple[int, int] = (0, 1)
-    # Texts longer than max_length: the run's truncation or windows, and how windows pool per document.
     long_text: LongTextRule = field(default_factory=LongTextRule)
     pooling: str = "mean"
-    # Tokens per batch, at most (rows x the width a batch is padded to): long rows go in smaller batches; None: no cap.
+    # Tokens per batch, at most (rows x padded width); None: no cap.
     max_batch_tokens: int | None = MAX_BATCH_TOKENS
-    # What runs the forward pass (default: PyTorch on `model`), and why it was chosen.
     backend: Backend | None = field(default=None, repr=False)
     choice: ExportChoice = field(default_factory=lambda: ExportChoice(None, None, "asked for"))
-    # A sigmoid per class (config.json problem_type multi_label_classification) instead of a softmax.
     multi_label: bool = False
-    # How probabilities become labels: model/decision.json (thresholds chosen on validation); default argmax, or
-    # 0.5 per class for multi-label.
+    # model/decision.json; default argmax, or 0.5 per class for multi-label.
     decision: Decision | None = None
-    # Joins a multi-label row's classes in the output (the run's data.label_separator).
     label_separator: str = field(default_factory=lambda: DataConfig().label_separator)
-    # Whether text_spec is the model's recorded one (False: a folder that records none, read by the defaults).
+    # False: a model folder that records no text rule, read by the defaults.
     reading_recorded: bool = True
 
     def __post_init__(self):
@@ -118,9 +109,8 @@ class Predictor:
         text_pair_columns: Sequence[str] | None = None,
         **options: Any,
     ) -> Predictor:
-        """Load a run directory or saved model; `text_columns`, `text_pair_columns` and `text_separator` override
-        those the run recorded. Options: device, precision, batch_size, max_batch_tokens, max_length,
-        recheck_margin, backend (as `from_source`)."""
+        """Load a run directory or saved model; the text options override those the run recorded; other options
+        as `from_source`."""
         source = (
             resolve_model_source(path)
             .with_text_columns(text_columns, "text_columns")
@@ -142,12 +132,11 @@ class Predictor:
         recheck_margin: float = DEFAULT_RECHECK_MARGIN,
         backend: str = "auto",
     ) -> Predictor:
-        """`backend`: "torch"; "onnx" (the run's verified export, an error when there is none: never a silent
-        fallback); "auto" (that export when verification found it faster than PyTorch, else PyTorch). `precision`
-        is PyTorch's: setting it to fp32 or bf16 makes "auto" take PyTorch."""
+        """`backend`: "torch"; an export variant (an error when there is none: never a silent fallback); "auto"
+        (the export verification found faster than PyTorch, else PyTorch). A set `precision` makes "auto" PyTorch."""
         _check_options(source, batch_size, max_batch_tokens, max_length)
         if device == "auto" and backend in BACKEND_RUNTIMES:
-            device = "cpu"  # exports run on the CPU: asking for one takes a visible GPU out of 'auto'
+            device = "cpu"  # exports run on the CPU
         try:
             torch_device = resolve_device(device)
             compute_dtype = resolve_inference_dtype(precision, torch_device)
@@ -155,11 +144,11 @@ class Predictor:
             raise PredictError(str(error)) from None
         choice = _choose_backend(source, backend, precision, torch_device)
         model, tokenizer, config, engine = _load_backend(source, choice, torch_device)
-        if choice.variant is not None:  # ONNX Runtime runs the forward pass: no PyTorch precision applies
+        if choice.variant is not None:  # no PyTorch precision applies
             compute_dtype = None
         length = _fixed_length(tokenizer, config, max_length or source.max_length)
         if not source.reading_recorded:  # a guess that changes predictions if wrong: say so, once per load
-            logger.warning("%s", source.unrecorded_reading_warning(length))
+            logger.warning(source.unrecorded_reading_warning(length))
         labels = class_names(config)
         decision, separator = load_decision(source.model_dir, labels, is_multi_label(config))
         return cls(
@@ -185,7 +174,7 @@ class Predictor:
 
     @property
     def precision(self) -> str:
-        """PyTorch's precision ("bf16" or "fp32"); an export's own is in `backend_name` and its `precision`."""
+        """PyTorch's precision ("bf16" or "fp32")."""
         return "bf16" if self.compute_dtype == torch.bfloat16 else "fp32"
 
     @property
@@ -193,7 +182,6 @@ class Predictor:
         return self.backend.name
 
     def describe_backend(self) -> str:
-        """One line for stderr: which backend runs, and why."""
         if self.backend.name == "torch":
             detail = self.precision
         else:
@@ -204,34 +192,24 @@ class Predictor:
     def infer(
         self, texts: Sequence[str], on_batch: Callable[[int], None] | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(texts) -> (label_ids (N,) int64, probabilities (N, K) float32): the whole per-chunk computation.
-
-        A pure function of the texts (no state is kept between calls), so a distributed run can hand each
-        process a slice of a chunk and stitch the results. One fast-tokenizer pass per chunk (`encode`), the
-        model's rows (`row_logits`), their probabilities per text (`document_probabilities`), labelled by the
-        decision.
-        """
+        """(texts) -> (label_ids (N,) int64, probabilities (N, K) float32); keeps no state between calls."""
         return self._infer_encoded(self.encode(texts), on_batch)
 
     def _infer_encoded(
         self, encoded: EncodedDocuments, on_batch: Callable[[int], None] | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """`infer` of texts already encoded."""
         probabilities = self.document_probabilities(self.row_logits(encoded, on_batch), encoded)
         return self.labels_of(probabilities), probabilities
 
     def encode(self, texts: Sequence[str]) -> EncodedDocuments:
-        """The rows the model reads for `texts` (one per text, or one per window of a long text, exactly as in
-        training: pipeline.text.windows) and what the texts held (untruncated lengths, unknown tokens), from one
-        tokenizer pass."""
+        """The rows the model reads for `texts` (one per text or per window, as in training), from one pass."""
         return encode_documents(self.tokenizer, texts, self.max_length, self.long_text)
 
     def row_logits(
         self, encoded: EncodedDocuments, on_batch: Callable[[int], None] | None = None, recheck: bool = True
     ) -> np.ndarray:
-        """(R, K) float32 logits of the encoded rows, in row order. In bf16, rows whose label could flip within
-        `recheck_margin` of probability are run again in fp32 (unless `recheck` is off), so near-ties get the
-        full-precision label (a few percent of rows for a trained model)."""
+        """(R, K) float32 logits of the encoded rows. In bf16, rows whose label could flip within `recheck_margin`
+        are run again in fp32 (unless `recheck` is off), so near-ties get the full-precision label."""
         if len(encoded.rows) == 0:
             return np.empty((0, len(self.labels)), dtype=np.float32)
         lengths = encoded.row_lengths
@@ -251,15 +229,14 @@ class Predictor:
     def document_probabilities(
         self, row_logits: np.ndarray, encoded: EncodedDocuments, scale: float = 1.0
     ) -> np.ndarray:
-        """(R, K) row logits -> (N, K) probabilities per text: a softmax (multi-label: a sigmoid per class) of each
-        row, a long text's windows pooled. `scale` multiplies the logits first: the temperature folded into a
-        calibrated model gives back its probabilities before calibration (pipeline.evaluate)."""
+        """(R, K) row logits -> (N, K) probabilities per text, windows pooled. `scale` multiplies the logits first
+        (undoes a calibrated model's folded temperature)."""
         probabilities = self._row_probabilities(row_logits * scale if scale != 1.0 else row_logits)
         count = len(encoded.content_lengths)
         return pool_documents(probabilities, encoded.documents, count, self.pooling, softmax=not self.multi_label)
 
     def labels_of(self, probabilities: np.ndarray) -> np.ndarray:
-        """(N,) label ids of probabilities per text: the decision's (multi-label: the most probable class)."""
+        """(N,) the decision's label ids (multi-label: the most probable class)."""
         if self.multi_label:
             return probabilities.argmax(axis=1).astype(np.int64)
         return self.decision.predict(probabilities)
@@ -268,23 +245,19 @@ class Predictor:
         return to_probabilities(torch.from_numpy(logits), self.multi_label).numpy()
 
     def logits(self, texts: Sequence[str], on_batch: Callable[[int], None] | None = None) -> np.ndarray:
-        """(texts) -> (N, K) float32 logits, in text order: the same batching as `infer` (no fp32 recheck: soft
-        targets for distillation, where no label is decided)."""
+        """(texts) -> (N, K) float32 logits, batched as `infer` but with no fp32 recheck (no label is decided)."""
         encoded = self.encode(texts)
         logits = self.row_logits(encoded, on_batch, recheck=False)
         return pool_documents(logits, encoded.documents, len(texts), "mean", softmax=False)  # windows: the mean
 
     def padded_batches(self, texts: Sequence[str]) -> list[dict[str, np.ndarray]]:
-        """The batches `infer` feeds the backend for `texts` (input_ids, attention_mask and, for pairs,
-        token_type_ids: (B, T) int64), longest first (a static int8 export calibrates its activation ranges on
-        them)."""
+        """The batches `infer` feeds the backend for `texts`, longest first (int8 export calibration)."""
         encoded = self.encode(texts)
         lengths = encoded.row_lengths
         order = np.argsort(-lengths, kind="stable")
         return [self._pad(encoded, lengths, batch) for batch in self._my_batches(order, lengths[order])]
 
     def _pad(self, encoded: EncodedDocuments, lengths: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]:
-        """The given rows as one batch padded to its longest row (pad_arrays), by input name."""
         pad_id = self.tokenizer.pad_token_id or 0
         input_ids, attention_mask = pad_arrays(
             [encoded.rows[row] for row in rows], lengths[rows], pad_id, self.max_length
@@ -296,8 +269,7 @@ class Predictor:
         return batch
 
     def _my_batches(self, order: np.ndarray, sorted_lengths: np.ndarray) -> list[np.ndarray]:
-        """This process's share of the length-sorted batches (`order` longest first, `sorted_lengths` their
-        lengths): every n-th whole batch."""
+        """This process's share of the length-sorted batches: every n-th whole batch."""
         process_index, num_processes = self.shard
         cuts = sorted_batches(sorted_lengths, self.max_length, self.batch_size, self.max_batch_tokens)
         return [order[cut] for number, cut in enumerate(cuts) if number % num_processes == process_index]
@@ -310,12 +282,8 @@ class Predictor:
         compute_dtype: torch.dtype | None,
         on_batch: Callable[[int], None] | None,
     ) -> np.ndarray:
-        """Logits (len(rows), K) of the given rows, in the order of `rows`.
-
-        Rows go through the model longest first, each batch padded only to its own longest row (rounded up to
-        a multiple of 8): exact, since padded keys are masked out of attention and positions are absolute.
-        Longest first also means the biggest batch comes first, so a batch size too big for memory fails at once.
-        """
+        """Logits (len(rows), K) of the given rows, in the order of `rows`. Longest first, so a batch size too big
+        for memory fails at once; each batch is padded only to its own longest row (exact: padding is masked)."""
         logits = np.empty((len(rows), len(self.labels)), dtype=np.float32)
         order = np.argsort(-lengths[rows], kind="stable")  # positions within `rows`
         mine = self._my_batches(order, lengths[rows][order])
@@ -329,8 +297,7 @@ class Predictor:
         return logits
 
     def _gather_batches(self, logits: np.ndarray, mine: list[np.ndarray]) -> np.ndarray:
-        """Give every process the rows the others computed. Whole batches are shared out, never split, so each
-        row is computed with the same batch-mates and padding as in a single process: the same numbers."""
+        """Give every process the rows the others computed (whole batches: the same numbers as one process)."""
         from accelerate.utils import gather_object
 
         positions = np.concatenate(mine or [np.empty(0, dtype=np.int64)])
@@ -344,9 +311,8 @@ class Predictor:
         on_batch: Callable[[int], None] | None = None,
         empty_error: str | Callable[[int], str] = "empty text",
     ) -> LabelledTexts:
-        """`infer` on the rows that have text; empty or missing texts stay in place, unlabelled, with an error:
-        `empty_error`, or what it says for the row's position (source.empty_text_error: a pair's empty side). What
-        the texts held of the unknown token comes with them (pipeline.predict warns of it once per input)."""
+        """`infer` on the rows that have text; the others stay in place, unlabelled, with `empty_error` (or what it
+        returns for the row's position)."""
         has_text = np.fromiter((bool(text and text.strip()) for text in texts), dtype=bool, count=len(texts))
         kept = np.flatnonzero(has_text)
         label_ids = np.full(len(texts), -1, dtype=np.int64)
@@ -367,14 +333,11 @@ class Predictor:
         return result
 
     def joined_labels(self, label_sets: np.ndarray) -> list[str]:
-        """Each row's predicted classes joined by the label separator ("" for none)."""
         return [self.label_separator.join(name for name, on in zip(self.labels, row) if on) for row in label_sets]
 
 
 def texts_progress(on_batch: Callable[[int], None] | None, texts: int, rows: int) -> Callable[[int], None] | None:
-    """`on_batch` told texts done, not model rows: a chunked long text is several rows (windows), and a bar that
-    counts them against a total of texts ran past it ("80 rows" for 20 texts). Windows are batched by length, not
-    by text, so texts are counted in proportion to the rows done: whole numbers, ending at `texts`."""
+    """`on_batch` told texts done, not model rows (a long text is several windows): in proportion to the rows."""
     if on_batch is None or rows == texts:
         return on_batch
     done = {"rows": 0, "texts": 0}
@@ -389,7 +352,6 @@ def texts_progress(on_batch: Callable[[int], None] | None, texts: int, rows: int
 
 
 def load_decision(model_dir: Path, labels: list[str], multi_label: bool) -> tuple[Decision, str]:
-    """model/decision.json as a Decision and the label separator; the defaults when the model has none."""
     try:
         record = read_decision(model_dir)
     except RunDirError as error:
@@ -405,8 +367,7 @@ def load_decision(model_dir: Path, labels: list[str], multi_label: bool) -> tupl
 
 
 def near_decision(probabilities: np.ndarray, decision: Decision, margin: float) -> np.ndarray:
-    """Rows whose label could flip within `margin` of probability: the two best classes that close (argmax), or a
-    probability that close to its threshold (binary, multi-label, flagged multi-class)."""
+    """Rows whose label could flip within `margin` of probability: the two best classes, or a threshold, that close."""
     if decision.kind in (KIND_BINARY, KIND_MULTI_LABEL):
         columns = slice(1, 2) if decision.kind == KIND_BINARY else slice(None)
         distance = np.abs(probabilities[:, columns] - decision.vector()[None, columns])
@@ -422,8 +383,7 @@ def near_decision(probabilities: np.ndarray, decision: Decision, margin: float) 
 def pad_arrays(
     token_ids: Sequence[Sequence[int]], lengths: np.ndarray, pad_id: int, max_length: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Pad a batch to its longest row rounded up to a multiple of 8 (never beyond max_length): (B, T) int64 ids (or
-    segment ids) and mask, what every backend takes."""
+    """Pad a batch to its longest row rounded up to a multiple of 8: (B, T) int64 ids and mask."""
     width = padded_width(int(lengths.max()), max_length)
     input_ids = pad_ids(token_ids, width, pad_id)  # (B, T)
     attention_mask = (np.arange(width)[None, :] < lengths[:, None]).astype(np.int64)  # (B, T)
@@ -438,13 +398,11 @@ def _check_options(source: ModelSource, batch_size: int, max_batch_tokens: Any, 
     if max_length is None and source.max_length is None and source.run_dir is not None:
         # Another length than training's would change the predictions of long texts: do not guess.
         raise PredictError(
-            f"run {source.run_dir} records no tokenization.max_length (no metrics.json: did it finish?); "
-            "pass --max-length"
+            f"run {source.run_dir} records no tokenization.max_length (no metrics.json: did it finish?); pass --max-length"
         )
 
 
 def _choose_backend(source: ModelSource, backend: str, precision: str, device: torch.device) -> ExportChoice:
-    """--backend -> what runs (see Predictor.from_source); errors become PredictError."""
     if backend in BACKEND_RUNTIMES and precision != "auto":
         raise PredictError(
             f"--precision {precision} applies to the torch backend; leave it at auto with --backend {backend}"
@@ -460,8 +418,7 @@ def _choose_backend(source: ModelSource, backend: str, precision: str, device: t
 def _load_backend(
     source: ModelSource, choice: ExportChoice, device: torch.device
 ) -> tuple[torch.nn.Module | None, Any, Any, Backend]:
-    """(PyTorch model or None, tokenizer, model config, backend) for the chosen backend; an ONNX export never loads
-    the PyTorch model."""
+    """(PyTorch model or None, tokenizer, config, backend); an export never loads the PyTorch model."""
     if choice.variant is None:
         model, tokenizer = load_model_and_tokenizer(source.model_dir)
         model.to(device)

@@ -1,5 +1,5 @@
-"""The runtimes that run an export on the CPU: ONNX Runtime sessions and OpenVINO compiled models, with threads per
-process and one-line errors for files they cannot load."""
+"""The runtimes that run an export on the CPU (`open_backend`): ONNX Runtime sessions and OpenVINO compiled models,
+with one-line errors for files they cannot load."""
 
 from __future__ import annotations
 
@@ -18,38 +18,32 @@ from pipeline.run.exports import RUNTIMES, ExportError, require
 from pipeline.text.windows import SEGMENT_IDS
 
 INPUT_NAMES = ("input_ids", "attention_mask")
-# A sentence-pair model's graph takes its segment ids too (a model that reads none, as RoBERTa, has no such input).
+# A sentence-pair model's graph takes its segment ids too (unless it reads none, as RoBERTa).
 SEGMENT_INPUT = SEGMENT_IDS
 OUTPUT_NAME = "logits"
-# What OpenVINO computes in besides int8, per variant; None lets it choose (bf16 where the CPU has it natively).
-# The int8 model keeps f32 for the rest: on MiniLM (2,000 validation rows) int8 with bf16 around it changed 0.60% of
-# PyTorch fp32's labels, over verification's limit, and with f32 0.30%.
+# What OpenVINO computes in besides int8, per variant; absent lets it choose (bf16 where the CPU has it).
+# int8 with bf16 around it differs from PyTorch fp32 too often to pass verification; f32 keeps it within.
 OPENVINO_PRECISION = {"openvino-int8": "f32"}
 
 
 def onnx_threads() -> int:
-    """Intra-op threads of an ONNX Runtime session: OMP_NUM_THREADS when set (the knob PyTorch obeys too), else
-    the cores available to this process divided by the processes on this machine, so that N processes do not
-    each start one thread per core."""
+    """Intra-op threads: OMP_NUM_THREADS when set, else this process's share of the cores."""
     return configured_threads() or cores_per_process()
 
 
 def graph_inputs(segments: bool) -> tuple[str, ...]:
-    """The inputs of an exported graph: input_ids and attention_mask, and token_type_ids for sentence pairs."""
     return (*INPUT_NAMES, SEGMENT_INPUT) if segments else INPUT_NAMES
 
 
 def _check_interface(path: Path, inputs: list[str], outputs: list[str]) -> None:
     if sorted(inputs) not in (sorted(graph_inputs(False)), sorted(graph_inputs(True))) or OUTPUT_NAME not in outputs:
         raise ExportError(
-            f"{path}: expected inputs {', '.join(INPUT_NAMES)} (and {SEGMENT_INPUT} for sentence pairs) and output "
-            f"{OUTPUT_NAME}, found inputs {', '.join(inputs)} and outputs {', '.join(outputs)}"
+            f"{path}: expected inputs {', '.join(INPUT_NAMES)} (and {SEGMENT_INPUT} for sentence pairs) and output {OUTPUT_NAME}, found inputs {', '.join(inputs)} and outputs {', '.join(outputs)}"
         )
 
 
 def open_session(path: Path, threads: int | None = None) -> Any:
-    """An ONNX Runtime CPU session on `path`, checked to take input_ids + attention_mask (+ token_type_ids) and give
-    logits."""
+    """An ONNX Runtime CPU session on `path`, its inputs and output checked."""
     ort = require("onnxruntime")
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads or onnx_threads()
@@ -57,9 +51,7 @@ def open_session(path: Path, threads: int | None = None) -> Any:
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3  # errors only: its warnings would break the one-line contract on stderr
-    # Idle threads sleep instead of spinning: on a CPU shared with other jobs spinning threads steal the cores the
-    # work needs (MiniLM int8 ran 15% faster without it on a busy 2-core machine); batches of 128 rows keep each
-    # operator long enough that waking the threads costs little.
+    # Idle threads sleep instead of spinning: on a shared CPU spinning threads steal the cores the work needs.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
         session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
@@ -72,7 +64,7 @@ def open_session(path: Path, threads: int | None = None) -> Any:
 
 
 def open_backend(variant: str, path: Path, threads: int | None = None, precision: str | None = None) -> Any:
-    """The prediction backend (predict.backend.ExportBackend) of an exported model, run by its variant's runtime."""
+    """The ExportBackend of an exported model, run by its variant's runtime."""
     if RUNTIMES[variant] == "openvino":
         compiled = open_openvino(path, threads, precision or OPENVINO_PRECISION.get(variant))
         request = compiled.create_infer_request()
@@ -92,10 +84,8 @@ def open_backend(variant: str, path: Path, threads: int | None = None, precision
 
 @contextlib.contextmanager
 def _without_telemetry() -> Iterator[None]:
-    """`import openvino` (its converter) and `import nncf` set up usage telemetry that is on unless the user opted
-    out: a client id and counters under ~/.intel or ~/intel, and events sent to Google Analytics. A tool run on
-    users' data writes nothing outside the paths they name and sends nothing, so both are imported with
-    openvino_telemetry hidden, the path both take when it is not installed (no telemetry at all)."""
+    """openvino and nncf send usage telemetry unless opted out; a tool run on users' data sends nothing, so they are
+    imported with openvino_telemetry hidden, as when it is not installed."""
     if "openvino_telemetry" in sys.modules:  # imported before us by the caller's own code: theirs to decide
         yield
         return
@@ -113,9 +103,7 @@ def require_openvino(module: str = "openvino") -> Any:
 
 
 def open_openvino(path: Path, threads: int | None = None, precision: str | None = None) -> Any:
-    """An OpenVINO CPU compiled model on `path` (ONNX), checked to take input_ids + attention_mask and give logits.
-    `precision` None lets OpenVINO choose (bf16 where the CPU computes it natively, else f32); "f32" forces f32 for
-    what is not int8, as a CPU without bf16 runs it."""
+    """An OpenVINO CPU compiled model on `path`, its inputs and outputs checked; `precision` None lets it choose."""
     ov = require_openvino()
     settings = {"INFERENCE_NUM_THREADS": threads or onnx_threads(), "PERFORMANCE_HINT": "LATENCY"}
     if precision:
@@ -139,8 +127,7 @@ def openvino_inputs(compiled: Any) -> list[str]:
 
 
 def openvino_precision(compiled: Any) -> str:
-    """The precision OpenVINO computes in (what is not int8): "bf16", "f16" (where it defaults to it, e.g. ARM) or
-    "f32"."""
+    """The precision OpenVINO computes in (what is not int8): "bf16", "f16" or "f32"."""
     value = str(compiled.get_property("INFERENCE_PRECISION_HINT"))  # e.g. "<Type: 'bfloat16'>"
     for name, spellings in (("bf16", ("bfloat16", "bf16")), ("f16", ("float16", "f16")), ("f32", ("float32", "f32"))):
         if any(spelling in value for spelling in spellings):

@@ -1,6 +1,5 @@
-"""Where a model comes from: a run directory (its model/ plus how the run built texts and its fixed length), a
-model folder that records those itself (model/decision.json's "input", wherever the folder was copied) or any
-saved sequence-classification folder; and loading its weights and tokenizer.
+"""Where a model comes from (`resolve_model_source`): a run directory, a model folder that records how its texts
+were built (decision.json's "input") or any saved sequence-classification folder; and loading it.
 """
 
 from __future__ import annotations
@@ -43,25 +42,19 @@ class PredictError(ValueError):
 
 @dataclass(frozen=True)
 class ModelSource:
-    """Where the weights are and what the run (or the model folder's record of it) says about the text: cheap to
-    resolve, nothing loaded yet."""
+    """Where the weights are and what the run says about the text: cheap to resolve, nothing loaded yet."""
 
     model_dir: Path
     text_spec: TextSpec
-    # The run's fixed training length; None for a bare model directory that does not record it (then the
-    # tokenizer's limit applies).
+    # The run's fixed training length; None: not recorded (the tokenizer's limit applies).
     max_length: int | None
     run_dir: Path | None = None
-    # How the run read texts longer than max_length (truncation or windows), and how windows pool per document.
     long_text: LongTextRule = field(default_factory=LongTextRule)
     pooling: str = "mean"
-    # The run's data.column_names: named in the error about a file whose text columns are missing.
     column_names: tuple[str, ...] | None = None
-    # False for a model folder that does not say how its texts were built and read (saved before decision.json
-    # recorded it, or by another tool): the defaults above are a guess, and prediction warns.
+    # False: a model folder that does not record how its texts were built; the defaults are a guess, and prediction warns.
     reading_recorded: bool = True
-    # The run's data.encoding: how its training files were decoded, offered when an input is not text in the
-    # encoding it is read with (None: a model folder, which does not record it).
+    # The run's data.encoding, offered when an input is not text in the encoding it is read with.
     encoding: str | None = None
 
     def with_text_columns(
@@ -78,17 +71,15 @@ class ModelSource:
         return dataclasses.replace(self, text_spec=self.text_spec.with_pair_columns(columns))
 
     def _warn_fewer_columns(self, trained: Sequence[str], given: Sequence[str] | None, option: str) -> None:
-        """tables.fewer_columns_warning, for a model that records its columns (a folder that does not is read by
-        defaults, which say nothing of how it was trained)."""
+        """Only for a model that records its columns (defaults say nothing of how it was trained)."""
         warning = fewer_columns_warning(trained, given, option) if self.reading_recorded else None
         if warning:
-            logger.warning("%s", warning)
+            logger.warning(warning)
 
     def with_text_separator(self, separator: str | None) -> ModelSource:
         return dataclasses.replace(self, text_spec=self.text_spec.with_separator(separator))
 
     def unrecorded_reading_warning(self, max_length: int) -> str:
-        """One line for a folder that does not record its text rule: what is assumed, and how to say otherwise."""
         spec = self.text_spec
         if len(spec.columns) == 1:
             built = f"the column '{spec.columns[0]}'"
@@ -102,15 +93,13 @@ class ModelSource:
         )
 
     def missing_columns_hint(self) -> str:
-        """Added to the error about an input without the text columns: where the columns come from."""
         if not self.reading_recorded:
             return f"; {self.model_dir} does not record the columns it was trained on: name them with --text-columns"
         return self.headerless_hint()
 
     def encoding_hint(self, used: str) -> str:
-        """Added to the error about bytes that are not text in the encoding `used`: the run's own, when it read its
-        training files otherwise. Only offered: a file read in a single-byte encoding never fails, so taking the
-        run's by default would turn a UTF-8 input into wrong text (é as Ã©) without a word."""
+        """The run's encoding, when it differs from `used`. Only offered: taking a single-byte one by default would
+        turn a UTF-8 input into wrong text (é as Ã©) without a word."""
         if self.encoding is None:
             return ""
         try:
@@ -123,7 +112,6 @@ class ModelSource:
         )
 
     def headerless_hint(self) -> str:
-        """How to read an input laid out as the run's training files were, without a header row."""
         if not self.column_names:
             return ""
         return (
@@ -132,16 +120,13 @@ class ModelSource:
 
 
 def check_pair_columns(spec: TextSpec, columns: Sequence[str] | None, recorded: bool, option: str) -> None:
-    """Pair columns given for a model that records it was trained on single texts would make it read what it never
-    saw; a folder that records nothing (another tool's, or a Hub checkpoint) may be a pair model, and is believed."""
+    """Refuse pair columns for a model recorded as trained on single texts (one that records nothing is believed)."""
     if columns and recorded and not spec.pair_columns:
         raise PredictError(f"{option}: the model was trained on single texts; a pair would be read as one text")
 
 
 def empty_text_error(spec: TextSpec, values: Sequence[Any], what: str = "empty text") -> str:
-    """The error cell of a row without text, from its values of the text's columns: the text's columns
-    (TextSpec.describe_empty), or for a pair the columns of the side that is empty, as removed_rows.csv names them
-    (TextSpec.what_is_empty): "no text in question2", not "question1 or question2"."""
+    """The error cell of a row without text; for a pair, the empty side's columns ("no text in question2")."""
     if not spec.pair_columns:
         return spec.describe_empty(what)
     missing = f"no {spec.what_is_empty(values) or 'text'}"
@@ -149,25 +134,11 @@ def empty_text_error(spec: TextSpec, values: Sequence[Any], what: str = "empty t
 
 
 def empty_text_errors(spec: TextSpec, rows: Sequence[Sequence[Any]], what: str = "empty text") -> Callable[[int], str]:
-    """empty_text_error of each row by its position, for Predictor.label_texts (asked of the rows without text only)."""
     return lambda row: empty_text_error(spec, rows[row], what)
 
 
 def default_text_spec() -> TextSpec:
-    """A bare model directory is read as a run with the default data settings."""
     return TextSpec.from_data_config(DataConfig())
-
-
-def run_text_spec(config: dict[str, Any]) -> TextSpec:
-    """The text the run's model was trained on, from its config.yaml or the model folder's record of its data section
-    (defaults for keys a hand-written one omits)."""
-    return TextSpec.from_settings(config.get("data") or {}, DataConfig())
-
-
-def run_column_names(config: dict[str, Any]) -> tuple[str, ...] | None:
-    """The run's data.column_names (the names of header-less data files), from its config.yaml."""
-    names = (config.get("data") or {}).get("column_names")
-    return tuple(str(name) for name in names) if isinstance(names, list) and names else None
 
 
 def run_max_length(run: RunDir, config: dict[str, Any]) -> int | None:
@@ -188,24 +159,23 @@ def settings_max_length(settings: dict[str, Any]) -> int | None:
 def settings_source(
     model_dir: Path, settings: dict[str, Any], max_length: int | None, run_dir: Path | None = None
 ) -> ModelSource:
-    """How texts are built and read, from config.yaml's sections: a run's config.yaml, or the model folder's own
-    record of them (decision.json's "input"); one reader for both, so a copied folder predicts as its run."""
+    """From a run's config.yaml or a model folder's record of it: one reader, so a copied folder predicts as its run."""
+    data = settings.get("data") or {}
+    names = data.get("column_names")
     return ModelSource(
         model_dir,
-        run_text_spec(settings),
+        TextSpec.from_settings(data, DataConfig()),  # defaults for keys a hand-written record omits
         max_length,
         run_dir,
         LongTextRule.from_settings(settings.get("tokenizer") or {}),
         str((settings.get("eval") or {}).get("chunk_pooling", "mean")),
-        run_column_names(settings),
-        encoding=(settings.get("data") or {}).get("encoding"),
+        tuple(str(name) for name in names) if isinstance(names, list) and names else None,
+        encoding=data.get("encoding"),
     )
 
 
 def model_folder_source(model_dir: Path) -> ModelSource:
-    """A model folder outside a run: its decision.json's record of how texts were built and read; without one
-    (models saved before it was recorded, other tools' models), the default data settings and the tokenizer's
-    limit, flagged so that prediction warns."""
+    """A model folder outside a run: its decision.json's record; without one, the defaults, flagged."""
     try:
         record = read_decision(model_dir) or {}
     except RunDirError as error:
@@ -217,11 +187,8 @@ def model_folder_source(model_dir: Path) -> ModelSource:
 
 
 def resolve_model_source(path: str | Path, require_finished: bool = True) -> ModelSource:
-    """A run directory, a run's `model/` folder (the run's settings still apply) or a model folder on its own (its
-    decision.json's record of them applies, else the defaults).
-    `require_finished`: a run without metrics.json (still training, or stopped before evaluation) holds an
-    unevaluated checkpoint, without calibration or thresholds: named by its run directory it is refused
-    (RunDir.unfinished, as evaluation and reports say it), named by its model/ folder it is used with a warning."""
+    """A run directory, a run's `model/` folder or a model folder on its own. `require_finished`: a run without
+    metrics.json is refused when named by its directory, used with a warning when named by its model/ folder."""
     path = Path(path)
     if not path.exists():
         raise PredictError(f"model not found: {path}")
@@ -248,24 +215,20 @@ def resolve_model_source(path: str | Path, require_finished: bool = True) -> Mod
 
 def load_model_and_tokenizer(model_dir: Path) -> tuple[Any, Any]:
     tokenizer = _load_tokenizer(model_dir)
-    model = _load_user_files(
-        lambda: load_classifier(model_dir),
-        f"a sequence-classification model from {model_dir}",
-    )
+    model = _load_user_files(lambda: load_classifier(model_dir), f"a sequence-classification model from {model_dir}")
     restrict_last_layer_to_cls(model)  # the same logits, fewer FLOPs (pipeline/models/cls_only.py)
     return model.eval(), tokenizer
 
 
 def load_config_and_tokenizer(model_dir: Path) -> tuple[Any, Any]:
-    """The model's config (labels, positions) and tokenizer without its weights: what an ONNX backend needs."""
+    """The model's config and tokenizer without its weights: what an export backend needs."""
     tokenizer = _load_tokenizer(model_dir)
     config = _load_user_files(lambda: AutoConfig.from_pretrained(str(model_dir)), f"the model config from {model_dir}")
     return config, tokenizer
 
 
 def model_classes(model_dir: Path) -> list[str]:
-    """The model's class names (config.json id2label), read before the weights: a folder to label is read as class
-    files only where its files name them (folders.list_documents)."""
+    """The model's class names, read before the weights (a folder's class files must name them)."""
     config = _load_user_files(lambda: AutoConfig.from_pretrained(str(model_dir)), f"the model config from {model_dir}")
     return class_names(config)
 

@@ -1,11 +1,5 @@
-"""How fast the prediction path labels texts: rows per second through `Predictor.infer`, tokenization included.
-
-    speed = prediction_speed(predictor, texts)      # Throughput(predict_rows_per_second=..., predict_rows_timed=...)
-
-A training run records it in metrics.json (throughput.predict_rows_per_second, at most eval.predict_speed_rows test
-texts) and pipeline.evaluate for the file it scores (every row). One warm-up batch first (`warm_up`, which
-benchmarks/distill.py uses too): the first forward pass pays one-off costs (lazy initialisation, kernel selection,
-allocations) that a long prediction job does not.
+"""How fast the prediction path labels texts (`prediction_speed`): rows per second through `Predictor.infer`,
+tokenization included, after one warm-up batch (the first pass pays one-off costs a long job does not).
 """
 
 from __future__ import annotations
@@ -21,12 +15,11 @@ from pipeline.run.record import Throughput
 
 
 def warm_up(predictor: Predictor, texts: Sequence[str]) -> None:
-    """One batch of `texts` through the prediction path, untimed, before a timed pass over them."""
     predictor.infer(list(texts[: predictor.batch_size]))
 
 
 def speed_record(predictor: Predictor, rows: int, seconds: float) -> Throughput:
-    """metrics.json's throughput entries for `rows` texts labelled in `seconds` after `warm_up`, and what ran."""
+    """metrics.json's throughput entries for `rows` texts labelled in `seconds`, and what ran."""
     backend = predictor.backend_name
     return Throughput(
         predict_rows_per_second=rows / max(seconds, 1e-9),
@@ -47,9 +40,7 @@ def prediction_speed(predictor: Predictor, texts: Sequence[str]) -> Throughput |
 
 
 def record_run_speed(run_path: str | Path) -> float:
-    """Measure a finished run's prediction speed on its own test texts (test_predictions.csv, at most
-    eval.predict_speed_rows of them) and record it in its metrics.json, as runs now do at their end: for runs made
-    before they did. Returns the rows/s."""
+    """Measure a finished run's prediction speed on its own test texts and record it in its metrics.json; the rows/s."""
     run = RunDir(Path(run_path))
     run.check_finished()
     predictions = run.read_predictions()

@@ -1,10 +1,5 @@
-"""export.json, the weights hash, and which backend prediction uses. Imports neither onnx nor a runtime, so that
-prediction and reports can read an export on a core install.
-
-export.json (in the run's onnx/ folder; docs/run-directory.md describes every key) says, per exported model
-(VARIANTS), its file and sha256, whether it passed verification against PyTorch ("verified" or "refused", with the
-reason), and what verification measured; at the top level the sha256 of the weights it was exported from and the
-variant `--backend auto` takes (`auto`, null for PyTorch) with the reason.
+"""export.json (docs/run-directory.md), the weights hash, and which backend prediction uses (`choose_export`).
+Imports neither onnx nor a runtime, so that prediction and reports can read an export on a core install.
 """
 
 from __future__ import annotations
@@ -24,12 +19,9 @@ from pipeline.run.directory import MODEL_WEIGHTS_FILE, ONNX_MODEL_FILES, RunDir,
 
 logger = logging.getLogger("pipeline.export")
 
-# Each exported model (rundir.ONNX_MODEL_FILES names them and their files) and the runtime that runs it: ONNX Runtime
-# runs the fp32 graph and its dynamic int8 quantization; OpenVINO the openvino-* ones (the unfused fp32 graph, in
-# bf16 where the CPU has it, and NNCF's static int8).
+# Each exported model and the runtime that runs it.
 RUNTIMES = {name: "openvino" if name.startswith("openvino") else "onnxruntime" for name in ONNX_MODEL_FILES}
 VARIANTS = tuple(RUNTIMES)
-# What each export computes in, as prediction's message says it.
 PRECISIONS = {
     "fp32": "fp32",
     "int8": "int8, dynamic quantization",
@@ -38,20 +30,14 @@ PRECISIONS = {
 }
 STATUS_VERIFIED, STATUS_REFUSED = "verified", "refused"
 
-# What verification holds an export to. Refused: labels differ from PyTorch fp32 on more than MAX_DISAGREEMENT of
-# the rows, or accuracy falls by more than MAX_ACCURACY_LOSS_POINTS.
+# Refused: labels differ from PyTorch fp32 on more than MAX_DISAGREEMENT of the rows, or accuracy falls by more.
 MAX_DISAGREEMENT = 0.005
 MAX_ACCURACY_LOSS_POINTS = 0.5
-# Below this many verification rows an export may be verified but is not chosen by --backend auto. A share limit is
-# a count of rows: at n rows n/200 may differ, none at all below 200. By the binomial, an export that truly disagrees
-# on 1% of texts (twice the limit) passes 40 rows 67% of the time, 400 rows 24%, 1,000 rows 7%; one at 2% passes
-# 400 rows 1.3% of the time and 1,000 rows almost never. 1,000 = 5 x 1/MAX_DISAGREEMENT: five disagreements allowed,
-# so that passing is evidence, not luck.
+# Below this many verification rows an export is not chosen by --backend auto: 5 x 1/MAX_DISAGREEMENT, five
+# disagreements allowed, so that passing is evidence, not luck (fewer rows let a 1%-disagreeing export pass often).
 MIN_VERIFICATION_ROWS = 1000
-# --backend: auto, PyTorch, or one export: by its backend_name (onnx-fp32, onnx-int8, openvino, openvino-int8), or
-# by its runtime (onnx, openvino), which runs that runtime's unquantized export. int8 runs only when named (or chosen
-# by auto): it trades agreement with PyTorch for speed, and a sharp model (a small temperature folded into its head,
-# a threshold among dense scores) turns its small differences into label flips.
+# --backend: auto, PyTorch, or one export by its backend_name, or by its runtime (its unquantized export). int8 runs
+# only when named (or chosen by auto): a sharp model turns its small differences into label flips.
 BACKEND_VARIANTS = {
     "onnx": "fp32",
     "onnx-fp32": "fp32",
@@ -59,20 +45,18 @@ BACKEND_VARIANTS = {
     "openvino": "openvino",
     "openvino-int8": "openvino-int8",
 }
-# Every backend that runs an export, and its runtime.
 BACKEND_RUNTIMES = {backend: RUNTIMES[variant] for backend, variant in BACKEND_VARIANTS.items()}
 BACKENDS = ("auto", "torch", *BACKEND_RUNTIMES)
 
 
 class ExportError(ValueError):
-    """An export cannot be made, read or used; the message is one line naming the file or the fix."""
+    """An export cannot be made, read or used; one line naming the file or the fix."""
 
 
 def require(module: str) -> Any:
     """Import an optional dependency, or say in one line which extra installs it."""
-    # ONNX Runtime (which nncf and onnx tools may import too) writes a device id and a database under
-    # ~/.cache/Microsoft/DeveloperTools when it is imported, unless telemetry is off: a tool run on users' data
-    # writes nothing outside the paths they name. The user's own setting of the variable wins.
+    # ONNX Runtime (nncf and onnx may import it) writes under ~/.cache/Microsoft unless telemetry is off: a tool run
+    # on users' data writes nothing outside the paths they name. The user's own setting wins.
     os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
     try:
         return importlib.import_module(module)
@@ -88,26 +72,21 @@ def too_few_rows(rows: Any) -> str | None:
     if is_number(rows) and rows >= MIN_VERIFICATION_ROWS:
         return None
     counted = f"{rows:,}" if is_number(rows) else "an unknown number of"
-    return (
-        f"verified on {counted} rows, fewer than the {MIN_VERIFICATION_ROWS:,} that checking a "
-        f"{MAX_DISAGREEMENT:.1%} disagreement limit needs"
-    )
+    return f"verified on {counted} rows, fewer than the {MIN_VERIFICATION_ROWS:,} that checking a {MAX_DISAGREEMENT:.1%} disagreement limit needs"
 
 
 def not_for_auto(rows: Any) -> str | None:
-    """--backend auto's reason for running PyTorch when the exports were verified on too few rows; else None."""
     short = too_few_rows(rows)
     return short and f"no export is eligible: {short}; --backend naming one (onnx, onnx-int8, ...) still runs it"
 
 
 def verification_rows_of(record: dict[str, Any]) -> Any:
-    """How many rows an export.json's exports were verified on (label agreement with PyTorch fp32)."""
     verification = record.get("verification")
     return verification.get("rows") if isinstance(verification, dict) else None
 
 
 def backend_name(variant: str) -> str:
-    """What prediction prints and reports call an export: onnx-fp32, onnx-int8, openvino, openvino-int8."""
+    """onnx-fp32, onnx-int8, openvino, openvino-int8: what prediction and reports call an export."""
     return f"onnx-{variant}" if RUNTIMES[variant] == "onnxruntime" else variant
 
 
@@ -170,14 +149,9 @@ def _export_command(run_dir: Path) -> str:
 
 
 def choose_export(run_dir: Path | None, model_dir: Path, backend: str, device_type: str = "cpu") -> ExportChoice:
-    """`--backend` -> what to run. `torch`: PyTorch. An export's name (BACKEND_VARIANTS: `onnx` and `openvino` name
-    their runtime's unquantized export): that export when verified, else an error. `auto`: the export chosen at
-    verification (verified and faster than PyTorch on the machine that verified it), else PyTorch; on a GPU,
-    PyTorch. Exports verified on fewer than MIN_VERIFICATION_ROWS rows are never auto's choice; asked for, they still
-    run, with a warning. The reason says which export runs, in what precision, and the names of the others.
-
-    An export made from other weights than the model's (sha256) is refused; a file that changed since it was
-    verified is an error. Errors are ExportError with one line.
+    """`--backend` -> what to run. `torch`: PyTorch. An export's name: that export when verified, else an error.
+    `auto`: the export chosen at verification, else PyTorch (on a GPU, or on too few rows). An export of other
+    weights, or a file changed since verification, is an ExportError.
     """
     if backend not in BACKENDS:
         raise ExportError(f"unknown backend '{backend}' (use {', '.join(BACKENDS)})")
@@ -224,7 +198,7 @@ def choose_export(run_dir: Path | None, model_dir: Path, backend: str, device_ty
         _require_runtime(named, torch_because)
         path = _verified_file(run, verified[named])
         if short:  # what the user asked for runs, but not as if verification had vouched for it
-            logger.warning("--backend %s runs %s, which auto would not choose: %s", backend, backend_name(named), short)
+            logger.warning(f"--backend {backend} runs {backend_name(named)}, which auto would not choose: {short}")
         return ExportChoice(named, path, _asked_reason(named, record, short))
     if short:  # also an export.json written before the minimum existed, whose `auto` names an export
         return ExportChoice(None, None, not_for_auto(verification_rows_of(record)))
@@ -232,19 +206,15 @@ def choose_export(run_dir: Path | None, model_dir: Path, backend: str, device_ty
 
 
 def _other_weights(run: RunDir, record: dict[str, Any], model_dir: Path) -> str | None:
-    """Why the export is refused when it was made from other weights than the model's; None when it was not."""
+    """Why the export is refused when it was made from other weights than the model's."""
     recorded, actual = record["model_sha256"], weights_sha256(model_dir)
     if recorded == actual:
         return None
-    return (
-        f"{run.export_dir} was exported from other weights (sha256 {recorded[:12]}, the model's is {actual[:12]}): "
-        f"refused; re-export with {_export_command(run.path)}"
-    )
+    return f"{run.export_dir} was exported from other weights (sha256 {recorded[:12]}, the model's is {actual[:12]}): refused; re-export with {_export_command(run.path)}"
 
 
 def _asked_reason(variant: str, record: dict[str, Any], short: str | None) -> str:
-    """Why an export asked for runs, in prediction's message: its precision, whether auto could take it, and the
-    run's other verified exports by the --backend that runs each."""
+    """Why an export asked for runs: its precision, whether auto could take it, and the other verified exports."""
     reason = f"asked for, {PRECISIONS[variant]}" + (f"; not eligible for auto: {short}" if short else "")
     others = [
         f"--backend {backend_name(name)} ({PRECISIONS[name]})"
@@ -258,14 +228,13 @@ def _require_runtime(variant: str, refuse: Any) -> None:
     module = RUNTIMES[variant]
     if not installed(module):
         refuse(
-            f"{variant} needs {module}, not installed (the optional extra '{EXTRAS[module]}': "
-            f"{extra_install(EXTRAS[module])})"
+            f"{variant} needs {module}, not installed (the optional extra '{EXTRAS[module]}': {extra_install(EXTRAS[module])})"
         )
 
 
 def _auto_choice(run: RunDir, record: dict[str, Any], verified: dict[str, dict[str, Any]]) -> ExportChoice:
-    """The export verification chose; when its runtime is not installed here, the fastest verified export that beat
-    PyTorch and whose runtime is (the record was made on a machine with more extras); else PyTorch."""
+    """The export verification chose; where its runtime is not installed, the fastest installed verified export
+    that beat PyTorch; else PyTorch."""
     picked = record.get("auto")
     if picked not in verified:
         return ExportChoice(None, None, str(record.get("auto_reason") or "no export was faster than PyTorch"))
@@ -286,7 +255,7 @@ def _auto_choice(run: RunDir, record: dict[str, Any], verified: dict[str, dict[s
 
 
 def _verified_file(run: RunDir, variant: dict[str, Any]) -> Path:
-    """The variant's file in the run's onnx/ folder; ExportError when it is missing or no longer the file verified."""
+    """The variant's file; ExportError when it is missing or no longer the file verified."""
     path = run.export_dir / variant["file"]
     if not path.is_file():
         raise ExportError(
@@ -294,8 +263,7 @@ def _verified_file(run: RunDir, variant: dict[str, Any]) -> Path:
         )
     if variant.get("sha256") and file_sha256(path) != variant["sha256"]:
         raise ExportError(
-            f"{path}: changed or corrupted since it was verified (sha256 differs from export.json); "
-            f"re-export with {_export_command(run.path)}"
+            f"{path}: changed or corrupted since it was verified (sha256 differs from export.json); re-export with {_export_command(run.path)}"
         )
     return path
 
@@ -341,7 +309,7 @@ def parity_rows(record: dict[str, Any]) -> list[ParityRow]:
 
 
 def _parity_row(backend: str, entry: dict[str, Any], status: str, **given: float | None) -> ParityRow:
-    """A table row of `entry`'s figures (export.json's names), those in `given` (the row's names) instead."""
+    """A table row of `entry`'s figures, those in `given` (by the row's names) instead."""
 
     def figure(name: str, key: str) -> float | None:
         value = given[name] if name in given else entry.get(key)
@@ -359,7 +327,6 @@ def _parity_row(backend: str, entry: dict[str, Any], status: str, **given: float
 
 
 def rows_used(record: dict[str, Any]) -> str:
-    """Which rows each figure of the parity table was measured on, in one line."""
     verification = record.get("verification") if isinstance(record.get("verification"), dict) else {}
     rows, parts = verification.get("rows"), verification.get("parts")
     where = f" ({', '.join(f'{name} {count}' for name, count in parts.items())})" if isinstance(parts, dict) else ""

@@ -20,8 +20,8 @@ from pipeline.run.directory import (
 
 
 def refuse_if_in_use(path: Path) -> None:
-    """A RunDirError when another live process holds the run directory's lock (a run of the same name, or one
-    being resumed): checked before anything else is said about the folder's content, which that run is changing."""
+    """A RunDirError when another live process holds the run directory's lock: checked before anything else is
+    said about the folder's content, which that run is changing."""
     owner = live_lock_owner(path)
     if owner is not None:
         raise RunDirError(f"{path} is in use by another run (process {owner}); wait for it, or choose another run.name")
@@ -29,9 +29,8 @@ def refuse_if_in_use(path: Path) -> None:
 
 @contextlib.contextmanager
 def claimed(path: Path) -> Iterator[None]:
-    """Hold the run directory for this process (an exclusively created lock file with its pid); a second run of
-    the same name gets a RunDirError at once. A lock left by a process that no longer runs is taken over. Folders
-    it had to create are removed again if the run leaves them empty (it failed before writing anything)."""
+    """Hold the run directory for this process (a lock file with its pid); a second run gets a RunDirError at once,
+    a stale lock is taken over. Folders it had to create are removed again if left empty."""
     created = [folder for folder in (path, *path.parents) if not folder.exists()]
     path.mkdir(parents=True, exist_ok=True)
     lock = path / LOCK_FILE
@@ -68,7 +67,7 @@ def clean_staging_leftovers(path: Path) -> list[str]:
 
 
 def foreign_names(path: Path) -> list[str]:
-    """The names in a folder that the pipeline did not write there (owned_names), sorted: what an overwrite must keep."""
+    """The names in a folder that the pipeline did not write there, sorted: what an overwrite must keep."""
     return sorted(
         child.name
         for child in path.iterdir()
@@ -81,8 +80,7 @@ def clear_for_overwrite(path: Path) -> None:
     foreign = foreign_names(path)
     if foreign:
         raise RunDirError(
-            f"{path} holds files the pipeline did not write ({', '.join(foreign[:5])}); run.overwrite deletes only "
-            "run directories: move them, or choose another run.name"
+            f"{path} holds files the pipeline did not write ({', '.join(foreign[:5])}); run.overwrite deletes only run directories: move them, or choose another run.name"
         )
     for child in path.iterdir():
         if child.name == LOCK_FILE:
