@@ -29,31 +29,21 @@ LOCAL_OR_HUB_KEYS = ("data.hub_name", "model.name_or_path", "tokenizer.name_or_p
 class RunConfig:
     name: str = field(
         default="ag_news_bert",
-        metadata={
-            "help": "the run's folder inside `run.output_dir`: one plain folder name, not empty, `.`, `..`, a path or absolute"
-        },
+        metadata={"help": "the run's folder in `run.output_dir`: one plain folder name, not `.`, `..` or a path"},
     )
     output_dir: str = field(
-        default="runs",
-        metadata={"help": "the folder of run directories: a run's is `<output_dir>/<name>`"},
+        default="runs", metadata={"help": "the folder of run directories: a run's is `<output_dir>/<name>`"}
     )
-    seed: int = field(
-        default=42,
-        metadata={"help": "seeds data splits, sampling, initialisation and dropout"},
-    )
+    seed: int = field(default=42, metadata={"help": "seeds data splits, sampling, initialisation and dropout"})
     overwrite: bool = field(
         default=False,
         metadata={
-            "help": "replace an earlier run of the same name: only once the new run has loaded its data, tokenizer "
-            "and model, and only a folder holding nothing but what the pipeline writes (anything else is "
-            "refused, named)"
+            "help": "replace an earlier run of the same name; see [Running](running.md#running-again-under-the-same-name)"
         },
     )
     license: str | None = field(
         default=None,
-        metadata={
-            "help": "the model's licence as a Hub licence id (`apache-2.0`, `mit`, ...), written into the model card's metadata; unset, the card says so and how to set it"
-        },
+        metadata={"help": "the model's licence as a Hub licence id (`apache-2.0`, `mit`, ...), for the model card"},
     )
 
 
@@ -62,11 +52,7 @@ class TokenizerConfig:
     name_or_path: str = field(
         default="bert-base-uncased",
         metadata={
-            "help": "a Hub name or a local folder holding a tokenizer (loaded by `AutoTokenizer`, fast). When more "
-            "than 5% of train's tokens are `[UNK]` (a script its vocabulary lacks), or more than 5% of its texts "
-            "are more than half `[UNK]`, a warning and the report suggest one made for the language (as "
-            "`pipeline.evaluate` and `pipeline.predict` do of their input); `metrics.json` "
-            "`tokenization.unknown_token_share` and `mostly_unknown_share` record each split's shares"
+            "help": "a Hub name or a local folder holding a (fast) tokenizer; a tokenizer that reads much of train as `[UNK]` gets a warning"
         },
     )
     max_length: int | Literal["auto"] = field(
@@ -83,33 +69,22 @@ class TokenizerConfig:
     )
     truncation: Literal["head", "tail", "head_tail"] = field(
         default="head",
-        metadata={
-            "help": "what a longer text keeps: its first tokens, its last (`tail`), or both (`head_tail`, the head taking `head_fraction`)"
-        },
+        metadata={"help": "what a longer text keeps: its first tokens, its last (`tail`), or both (`head_tail`)"},
     )
     head_fraction: float = field(
-        default=0.25,
-        metadata={"help": "with `truncation: head_tail`, the head's share of the tokens kept"},
+        default=0.25, metadata={"help": "with `truncation: head_tail`, the head's share of the tokens kept"}
     )
     long_text: Literal["truncate", "chunk"] = field(
         default="truncate",
-        metadata={
-            "help": "`chunk`: a longer text becomes windows of `max_length` tokens sharing `chunk_stride`, at most `max_chunks` (the first ones and the last); see [Long texts](long-texts.md)"
-        },
+        metadata={"help": "`chunk`: a longer text becomes overlapping windows; see [Long texts](long-texts.md)"},
     )
-    chunk_stride: int = field(
-        default=32,
-        metadata={"help": "tokens shared by consecutive windows"},
-    )
+    chunk_stride: int = field(default=32, metadata={"help": "tokens shared by consecutive windows"})
     max_chunks: int = field(
-        default=16,
-        metadata={"help": "windows per document at most: the first max_chunks - 1 and the last"},
+        default=16, metadata={"help": "windows per document at most: the first max_chunks - 1 and the last"}
     )
     cache: bool = field(
         default=True,
-        metadata={
-            "help": "cache tokenized splits (keyed by the texts, the tokenizer's full serialised state and every length setting)"
-        },
+        metadata={"help": "cache tokenized splits (keyed by the texts, the tokenizer and every length setting)"},
     )
 
 
@@ -124,43 +99,23 @@ class EncoderSettings:
 
     hidden_size: int = field(
         default=128,
-        metadata={
-            "help": "the width of the token vectors. The defaults are the settings that measured best on AG News "
-            "(18,000 rows, 2-core CPU): one block of width 128 with mean pooling matched two blocks at half "
-            "the cost; 4.2M parameters, 3.9M of them the token embedding"
-        },
+        metadata={"help": "the width of the token vectors (the defaults measured best on AG News on a 2-core CPU)"},
     )
-    num_layers: int = field(
-        default=1,
-        metadata={"help": "transformer blocks"},
-    )
+    num_layers: int = field(default=1, metadata={"help": "transformer blocks"})
     num_heads: int = field(
-        default=4,
-        metadata={"help": "attention heads per block (`hidden_size` must be divisible by it)"},
+        default=4, metadata={"help": "attention heads per block (`hidden_size` must be divisible by it)"}
     )
-    intermediate_size: int = field(
-        default=512,
-        metadata={"help": "the width of each block's feed-forward layer"},
-    )
-    dropout: float = field(
-        default=0.1,
-        metadata={"help": "on the embeddings and on both residual branches"},
-    )
-    attention_dropout: float = field(
-        default=0.1,
-        metadata={"help": "on the attention probabilities"},
-    )
+    intermediate_size: int = field(default=512, metadata={"help": "the width of each block's feed-forward layer"})
+    dropout: float = field(default=0.1, metadata={"help": "on the embeddings and on both residual branches"})
+    attention_dropout: float = field(default=0.1, metadata={"help": "on the attention probabilities"})
     max_position_embeddings: int = field(
-        default=512,
-        metadata={"help": "the positions the model can read: `tokenizer.max_length` at most"},
+        default=512, metadata={"help": "the positions the model can read: `tokenizer.max_length` at most"}
     )
     position_embedding: Literal["learned", "sinusoidal"] = field(
-        default="learned",
-        metadata={"help": "`learned` position embeddings, or fixed `sinusoidal` ones"},
+        default="learned", metadata={"help": "`learned` position embeddings, or fixed `sinusoidal` ones"}
     )
     norm: Literal["pre", "post"] = field(
-        default="pre",
-        metadata={"help": '"pre": x + f(ln(x)) | "post": ln(x + f(x)) (original Transformer / BERT)'},
+        default="pre", metadata={"help": '"pre": x + f(ln(x)) | "post": ln(x + f(x)) (original Transformer / BERT)'}
     )
     pooling: Literal["cls", "mean"] = field(
         default="mean",
@@ -170,16 +125,11 @@ class EncoderSettings:
         },
     )
     attention_backend: Literal["sdpa", "math"] = field(
-        default="sdpa",
-        metadata={"help": '"sdpa": torch\'s fused kernel | "math": the explicit softmax(QK^T/sqrt(d))V'},
+        default="sdpa", metadata={"help": '"sdpa": torch\'s fused kernel | "math": the explicit softmax(QK^T/sqrt(d))V'}
     )
-    layer_norm_eps: float = field(
-        default=1e-12,
-        metadata={"help": "the epsilon of every LayerNorm"},
-    )
+    layer_norm_eps: float = field(default=1e-12, metadata={"help": "the epsilon of every LayerNorm"})
     initializer_range: float = field(
-        default=0.02,
-        metadata={"help": "the standard deviation of the normal distribution the weights start from"},
+        default=0.02, metadata={"help": "the standard deviation of the normal distribution the weights start from"}
     )
 
     def __post_init__(self):
@@ -205,22 +155,16 @@ class ModelConfig:
     kind: Literal["pretrained", "bert", "encoder"] = field(
         default="pretrained",
         metadata={
-            "help": "`pretrained` (any Hub/local sequence-classification checkpoint: BERT, RoBERTa, DistilBERT, ...; `bert` is its older name and still accepted) or `encoder` (from scratch)"
+            "help": "`pretrained` (any sequence-classification checkpoint; `bert`: its older name) or `encoder` (from scratch)"
         },
     )
     name_or_path: str = field(
-        default="bert-base-uncased",
-        metadata={"help": "the pretrained checkpoint for `pretrained`"},
+        default="bert-base-uncased", metadata={"help": "the pretrained checkpoint for `pretrained`"}
     )
     last_layer_cls_only: bool = field(
         default=True,
         metadata={
-            "help": "the last encoder layer computes only the first ([CLS]) token, the one the classification head "
-            "reads (keys and values still from every token): the same logits and gradients, a sixth fewer "
-            "FLOPs on a 6-layer model; BERT-layout checkpoints (BERT, RoBERTa, ELECTRA, ...) whose logits a "
-            "probe batch shows unchanged, others keep the full layer; `metrics.json` "
-            "`training.last_layer_cls_only`. Prediction and the ONNX export always do it (see "
-            "[Performance](performance.md))"
+            "help": "the last encoder layer computes only the [CLS] token the head reads: the same logits, fewer FLOPs; checkpoints whose logits change keep the full layer; see [Performance](performance.md)"
         },
     )
     encoder: EncoderSettings = field(
@@ -233,16 +177,12 @@ class ModelConfig:
 
 @dataclass
 class EvalConfig:
-    batch_size: int = field(
-        default=128,
-        metadata={"help": "rows per evaluation batch, at most"},
-    )
+    batch_size: int = field(default=128, metadata={"help": "rows per evaluation batch, at most"})
     max_batch_tokens: int | Literal["auto"] | None = field(
         default="auto",
         metadata={
-            "help": "tokens per evaluation batch, at most (rows x the width the batch is padded to): `auto`, "
-            f"{MAX_BATCH_TOKENS:,} on a CPU (whose caches then hold the activations) and no cap on a GPU; null: "
-            "no cap; a number: that cap everywhere. `pipeline.predict --max-batch-tokens` is prediction's, same default"
+            "help": f"tokens per evaluation batch, at most: `auto`, {MAX_BATCH_TOKENS:,} on a CPU and no cap on a GPU; "
+            "null: no cap; see [Performance](performance.md#evaluation-batches-under-a-token-budget)"
         },
     )
     save_predictions: bool = field(
@@ -252,39 +192,30 @@ class EvalConfig:
     chunk_pooling: Literal["mean", "max"] = field(
         default="mean",
         metadata={
-            "help": "with `tokenizer.long_text: chunk`, a document's probabilities are the mean (or per-class `max`, renormalised) of its windows' probabilities"
+            "help": "with `long_text: chunk`: a document's probabilities, the mean or per-class `max` of its windows'"
         },
     )
     threshold: float | Literal["best_f1"] | dict[str, float | Literal["best_f1"] | dict[str, float]] | None = field(
         default=None,
         metadata={
-            "help": "decision thresholds chosen on validation, stored in `model/decision.json`: a probability, "
-            "`best_f1`, `{precision: p}`, `{recall: r}`, or a mapping class -> one of those; none: argmax "
-            "(0.5 per class for multi-label)"
+            "help": "decision thresholds chosen on validation: a probability, `best_f1`, `{precision: p}`, `{recall: r}`, or per class; none: argmax; see [Decision thresholds](scores-and-thresholds.md#decision-thresholds)"
         },
     )
     export: Literal["none", "onnx", "int8"] = field(
         default="none",
         metadata={
-            "help": "`onnx` or `int8`: at the end of the run, export the model to ONNX (and int8), verify it against "
-            "PyTorch on the validation split and record it in `onnx/` (see [Fast CPU "
-            'inference](fast-inference.md)); needs `pip install -e ".[onnx]"`, and adds OpenVINO\'s models '
-            "when `.[openvino]` is installed"
+            "help": "`onnx` or `int8`: at the end of the run, export the model to ONNX (and int8) and verify it; needs the `onnx` extra; see [Fast CPU inference](fast-inference.md)"
         },
     )
     baseline: Literal["tfidf", "none"] = field(
         default="tfidf",
         metadata={
-            "help": "`tfidf`: after evaluation, fit TF-IDF (word 1-2 grams) + logistic regression on the same train "
-            "split, score it on the same test split (seconds, one CPU thread) and record it in `metrics.json` "
-            "under `baseline`; reports show it and say when it beats the model. `none`: skip it"
+            "help": "`tfidf`: fit TF-IDF + logistic regression on the same train split and score it on test, recorded in `metrics.json` `baseline` and shown in reports; `none`: skip it"
         },
     )
     predict_speed_rows: int = field(
         default=512,
-        metadata={
-            "help": "at the end of the run, time the prediction path on this many test texts: `metrics.json` `throughput.predict_rows_per_second`, shown in reports; 0 skips it"
-        },
+        metadata={"help": "time the prediction path on this many test texts at the end of the run; 0 skips it"},
     )
 
     def __post_init__(self):

@@ -14,79 +14,54 @@ class DistillConfig:
     teacher: str | None = field(
         default=None,
         metadata={
-            "help": "distillation: a run directory or model folder of this project (BERT or encoder) whose logits become soft targets (see [Distillation](distillation.md))"
+            "help": "a run directory or model folder whose logits become soft targets; see [Distillation](distillation.md)"
         },
     )
     alpha: float = field(
         default=0.5,
-        metadata={
-            "help": "loss per row: alpha x KL(teacher_T || student_T) x T² + (1 - alpha) x cross-entropy on the gold label; rows without one take the soft term alone"
-        },
+        metadata={"help": "the weight of the teacher's soft targets; 1 - alpha weighs the gold label's cross-entropy"},
     )
     temperature: float = field(
-        default=2.0,
-        metadata={
-            "help": "the temperature T that softens both models' logits in the soft loss (see `train.distill.alpha`)"
-        },
+        default=2.0, metadata={"help": "the temperature T that softens both models' logits in the soft loss"}
     )
     augment: Literal["none", "mask", "ngram", "dropout", "mask_ngram"] = field(
         default="none",
-        metadata={
-            "help": "copies of the train texts the teacher labels: `mask` (words -> [MASK]), `ngram` (a random 1-5-word n-gram), `dropout` (words deleted), `mask_ngram`; seeded, cached"
-        },
+        metadata={"help": "copies of the train texts the teacher labels: `mask`, `ngram`, `dropout` or `mask_ngram`"},
     )
-    augment_copies: int = field(
-        default=1,
-        metadata={"help": "copies of each train text (see `train.distill.augment`)"},
-    )
+    augment_copies: int = field(default=1, metadata={"help": "copies of each train text (see `train.distill.augment`)"})
     augment_word_probability: float = field(
-        default=0.1,
-        metadata={"help": "per word, the chance to be masked (`mask`) or deleted (`dropout`)"},
+        default=0.1, metadata={"help": "per word, the chance to be masked (`mask`) or deleted (`dropout`)"}
     )
     augment_ngram_probability: float = field(
-        default=0.25,
-        metadata={
-            "help": 'Per copy: the chance to keep only an n-gram of 1 to augment_ngram_max words ("ngram", "mask_ngram").'
-        },
+        default=0.25, metadata={"help": "per copy, the chance to keep only an n-gram (`ngram`, `mask_ngram`)"}
     )
     augment_ngram_max: int = field(
-        default=5,
-        metadata={"help": "the longest n-gram kept, in words (`ngram`, `mask_ngram`)"},
+        default=5, metadata={"help": "the longest n-gram kept, in words (`ngram`, `mask_ngram`)"}
     )
     teacher_batch_size: int = field(
-        default=128,
-        metadata={"help": "rows per forward pass when the teacher labels the transfer set"},
+        default=128, metadata={"help": "rows per forward pass when the teacher labels the transfer set"}
     )
     init_embeddings: bool = field(
         default=False,
-        metadata={
-            "help": "start the student encoder's token embeddings from the teacher's, PCA-projected to its width (same vocabulary)"
-        },
+        metadata={"help": "start the student's token embeddings from the teacher's, PCA-projected to its width"},
     )
 
 
 @dataclass
 class TrainConfig:
     epochs: float = field(
-        default=3.0,
-        metadata={"help": "passes over train (a fraction allowed); `train.max_steps` wins when set"},
+        default=3.0, metadata={"help": "passes over train (a fraction allowed); `train.max_steps` wins when set"}
     )
     max_steps: int | None = field(
         default=None,
-        metadata={
-            "help": "when set, training stops after this many optimizer steps whatever `epochs` says; the advice to "
-            "train longer (a score that never moved, a model collapsed onto one class) then names `train.max_steps`"
-        },
+        metadata={"help": "when set, training stops after this many optimizer steps whatever `epochs` says"},
     )
     per_device_batch_size: int = field(
         default=32,
-        metadata={
-            "help": "rows per batch on each process; effective batch = this x `gradient_accumulation_steps` x processes"
-        },
+        metadata={"help": "rows per batch on each process (x accumulation steps x processes: the effective batch)"},
     )
     gradient_accumulation_steps: int = field(
-        default=1,
-        metadata={"help": "batches whose gradients add up to one optimizer step"},
+        default=1, metadata={"help": "batches whose gradients add up to one optimizer step"}
     )
     learning_rate: float | None = field(
         default=None,
@@ -98,123 +73,76 @@ class TrainConfig:
     head_learning_rate: float | None = field(
         default=1e-2,
         metadata={
-            "help": "the rate of the parameters the pretrained checkpoint lacks (its new classification head; listed "
-            "in `metrics.json` `training.head_parameters`); none: `learning_rate`. The from-scratch encoder "
-            "has no pretrained part (see [Calibrated "
-            "probabilities](scores-and-thresholds.md#calibrated-probabilities))"
+            "help": "the rate of the parameters the pretrained checkpoint lacks (its new classification head); none: `learning_rate`; see [Calibrated probabilities](scores-and-thresholds.md#calibrated-probabilities)"
         },
     )
-    weight_decay: float = field(
-        default=0.01,
-        metadata={"help": "AdamW's weight decay (none on biases and LayerNorm)"},
-    )
+    weight_decay: float = field(default=0.01, metadata={"help": "AdamW's weight decay (none on biases and LayerNorm)"})
     warmup_ratio: float = field(
-        default=0.1,
-        metadata={"help": "the share of the optimizer steps spent warming the rate up linearly"},
+        default=0.1, metadata={"help": "the share of the optimizer steps spent warming the rate up linearly"}
     )
-    max_grad_norm: float = field(
-        default=1.0,
-        metadata={"help": "gradients are clipped to this norm"},
-    )
+    max_grad_norm: float = field(default=1.0, metadata={"help": "gradients are clipped to this norm"})
     mixed_precision: Literal["auto", "no", "fp16", "bf16"] = field(
         default="auto",
         metadata={
-            "help": "`auto`: bf16 where the GPU/CPU supports it, fp16 with loss scaling on older GPUs, else full precision; or `no`, `fp16`, `bf16`"
+            "help": "`auto`: bf16 where supported, fp16 on older GPUs, else full precision; or `no`, `fp16`, `bf16`"
         },
     )
     eval_every_steps: int | None = field(
         default=None,
-        metadata={
-            "help": "validation every N optimizer steps (none: once per epoch); the best model by `train.selection_metric` is kept"
-        },
+        metadata={"help": "validation every N optimizer steps (none: once per epoch), keeping the best model"},
     )
     selection_metric: Literal["auto", "accuracy", "macro_f1", "micro_f1"] = field(
         default="auto",
         metadata={
-            "help": "the validation metric that picks the best model and drives early stopping (a tie goes to the "
-            "lower validation loss: a multi-label micro-F1 stays 0 at the 0.5 cut-off until some class passes "
-            "it, and a run whose score never moved says so in a WARNING): `accuracy`, `macro_f1` or "
-            "`micro_f1` (multi-label only); `auto`: micro-F1 for multi-label tasks, macro-F1 when train's "
-            "largest class is more than 3x its smallest (accuracy would mostly reward the majority classes "
-            "and keep the checkpoint that undoes class weights), else accuracy; `metrics.json` `best.metric` "
-            "records it, and reports compare runs and the baseline on it"
+            "help": "the validation metric that picks the best model and drives early stopping: `accuracy`, `macro_f1` or `micro_f1` (multi-label); `auto`: micro-F1 for multi-label, macro-F1 for imbalanced classes, else accuracy; see [Scores you can act on](scores-and-thresholds.md)"
         },
     )
     save_every_steps: int | None = field(
-        default=None,
-        metadata={"help": "a checkpoint every N optimizer steps (the last two kept)"},
+        default=None, metadata={"help": "a checkpoint every N optimizer steps (the last two kept)"}
     )
     early_stopping_patience: int | None = field(
-        default=None,
-        metadata={"help": "stop after this many evaluations without improvement"},
+        default=None, metadata={"help": "stop after this many evaluations without improvement"}
     )
-    resume: bool = field(
-        default=False,
-        metadata={"help": "resume from the latest checkpoint"},
-    )
+    resume: bool = field(default=False, metadata={"help": "resume from the latest checkpoint"})
     log_every_steps: int = field(
-        default=20,
-        metadata={"help": "history and progress-bar updates (the only host synchronisations in the loop)"},
+        default=20, metadata={"help": "history and progress-bar updates (the only host synchronisations in the loop)"}
     )
     cpu_threads: int | None = field(
         default=None,
         metadata={
-            "help": "CPU threads per process; none: the cores other work leaves free when the run starts (sampled "
-            "from /proc/stat for 0.3 s), shared among this machine's processes; `OMP_NUM_THREADS` wins when "
-            "set. Recorded in `metrics.json` `device.cpu_threads`"
+            "help": "CPU threads per process; none: the cores other work leaves free when the run starts (`OMP_NUM_THREADS` wins when set); see [Performance](performance.md#threads-on-a-busy-cpu)"
         },
     )
-    group_by_length: bool = field(
-        default=True,
-        metadata={"help": "batches of rows of similar length"},
-    )
-    trim_padding: bool = field(
-        default=True,
-        metadata={"help": "trailing all-padding columns dropped per batch"},
-    )
+    group_by_length: bool = field(default=True, metadata={"help": "batches of rows of similar length"})
+    trim_padding: bool = field(default=True, metadata={"help": "trailing all-padding columns dropped per batch"})
     fast_dropout: bool = field(
         default=True,
         metadata={
-            "help": "CPU training: dropout masks from four 16-bit integers per random draw instead of `bernoulli_`'s "
-            "one per element (p rounded to 1/65536; see [Performance](performance.md)); no effect on a GPU; "
-            "`metrics.json` `training.fast_dropout_modules` counts the modules"
+            "help": "CPU training: cheaper dropout masks (p rounded to 1/65536); no effect on a GPU; see [Performance](performance.md)"
         },
     )
     keep_freed_memory: bool = field(
         default=True,
         metadata={
-            "help": "CPU runs on glibc: freed memory is kept and reused instead of unmapped, so big tensors stop "
-            "page-faulting in fresh pages (see [Performance](performance.md)); handed back after the run; "
-            "`metrics.json` `device.freed_memory_kept`"
+            "help": "CPU runs on glibc: freed memory is kept for reuse instead of unmapped; see [Performance](performance.md)"
         },
     )
-    warn_if_longer_than_minutes: float = field(
-        default=15.0,
-        metadata={"help": "when to suggest a quicker config"},
-    )
+    warn_if_longer_than_minutes: float = field(default=15.0, metadata={"help": "when to suggest a quicker config"})
     class_weights: Literal["none", "balanced"] | dict[str, float] = field(
         default="none",
         metadata={
-            "help": "`balanced` (n_rows / (n_classes x count); multi-label: BCE pos_weight = negatives / positives) or `{class: weight}`; recorded in `metrics.json` `training.class_weights`"
+            "help": "`balanced` or `{class: weight}`; see [Imbalanced classes](scores-and-thresholds.md#imbalanced-classes)"
         },
     )
     loss: Literal["cross_entropy", "focal"] = field(
-        default="cross_entropy",
-        metadata={"help": "`focal`: each row's cross-entropy times (1 - p_true)^gamma"},
+        default="cross_entropy", metadata={"help": "`focal`: each row's cross-entropy times (1 - p_true)^gamma"}
     )
-    focal_gamma: float = field(
-        default=2.0,
-        metadata={"help": "the gamma of `loss: focal`"},
-    )
+    focal_gamma: float = field(default=2.0, metadata={"help": "the gamma of `loss: focal`"})
     calibrate: bool = field(
-        default=True,
-        metadata={
-            "help": "fit a temperature on validation and fold it into the saved model (calibrated probabilities everywhere)"
-        },
+        default=True, metadata={"help": "fit a temperature on validation and fold it into the saved model"}
     )
     distill: DistillConfig = field(
-        default_factory=DistillConfig,
-        metadata={"help": "knowledge distillation from a trained teacher"},
+        default_factory=DistillConfig, metadata={"help": "knowledge distillation from a trained teacher"}
     )
 
 
