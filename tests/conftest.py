@@ -23,6 +23,7 @@ from tests.helpers import (
     require,
     reset_accelerate,
     selects_gpu_tests,
+    tiny_bert_config,
     tiny_run_overrides,
 )
 
@@ -71,14 +72,12 @@ def tiny_bert_dir(tmp_path_factory, bert_tokenizer) -> Path:
     Dropout is off so that runs which should be equal (gradient accumulation, resume) are equal bit for bit
     up to float rounding, not up to random masks.
     """
-    from transformers import BertConfig, BertForSequenceClassification
+    from transformers import BertForSequenceClassification
 
     torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=bert_tokenizer.vocab_size,
+    config = tiny_bert_config(
+        bert_tokenizer.vocab_size,
         hidden_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
         intermediate_size=128,
         max_position_embeddings=128,
         hidden_dropout_prob=0.0,

@@ -161,6 +161,14 @@ def multi_label_overrides(root: Path, train_csv: Path, test_csv: Path) -> list[s
     return overrides
 
 
+def tiny_bert_config(vocab_size: int, **overrides):
+    """The tests' tiny BERT: hidden size 32, 2 layers of 2 heads; `overrides` are other BertConfig fields."""
+    from transformers import BertConfig
+
+    settings = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64}
+    return BertConfig(vocab_size=vocab_size, **{**settings, **overrides})
+
+
 def tiny_bert_classifier(
     tokenizer, labels: Sequence[str], layers: int = 2, positions: int = 512, seed: int = 0, segments: int = 2
 ):
@@ -168,14 +176,11 @@ def tiny_bert_classifier(
     `positions` its longest input, `segments` its segment embeddings (type_vocab_size): the smallest model that every
     path (prediction, export, windows) treats as a real one."""
     import torch
-    from transformers import BertConfig, BertForSequenceClassification
+    from transformers import BertForSequenceClassification
 
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
+    config = tiny_bert_config(
+        tokenizer.vocab_size,
         num_hidden_layers=layers,
-        num_attention_heads=2,
-        intermediate_size=64,
         max_position_embeddings=positions,  # BERT's 512 unless a test needs a smaller cap
         type_vocab_size=segments,
         num_labels=len(labels),

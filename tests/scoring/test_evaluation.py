@@ -7,10 +7,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 from datasets import Dataset
-from transformers import BertConfig, BertForSequenceClassification
+from transformers import BertForSequenceClassification
 
 from pipeline.scoring.evaluation import EvalResult, compute_metrics, evaluate_split, predict_logits, row_losses
 from pipeline.text.batching import TokenizedRows
+from tests.helpers import tiny_bert_config
 
 NAMES = ["World", "Sports", "Business", "Sci/Tech"]
 
@@ -108,15 +109,7 @@ def tiny_rows(lengths: list[int], fixed_length: int = 48) -> TokenizedRows:
 
 def tiny_model() -> BertForSequenceClassification:
     torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=100,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=64,
-        num_labels=4,
-    )
+    config = tiny_bert_config(100, max_position_embeddings=64, num_labels=4)
     model = BertForSequenceClassification(config)
     with torch.no_grad():  # a random BERT pools nearly one vector for all rows; a wide head tells them apart
         model.classifier.weight.mul_(50)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 from datasets import Dataset
-from transformers import BertConfig, BertForSequenceClassification
+from transformers import BertForSequenceClassification
 
 from pipeline.config.schema import TokenizerConfig
 from pipeline.text.batching import (
@@ -19,6 +19,7 @@ from pipeline.text.batching import (
     training_loader,
 )
 from pipeline.text.tokenization import tokenize_splits
+from tests.helpers import tiny_bert_config
 
 VOCAB_SIZE = 100
 PAD_ID = 0
@@ -219,16 +220,7 @@ def test_single_item_fetches_collate_like_a_whole_batch():
 
 def test_trimmed_and_untrimmed_batches_give_the_same_logits():
     torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=VOCAB_SIZE,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=128,
-        num_labels=4,
-        pad_token_id=PAD_ID,
-    )
+    config = tiny_bert_config(VOCAB_SIZE, max_position_embeddings=128, num_labels=4, pad_token_id=PAD_ID)
     model = BertForSequenceClassification(config).eval()
     batch = padded_rows([5, 13, 2, 30, 9], fixed_length=96, seed=1)
     trimmed, fixed = collate_trimmed(batch), collate_fixed(batch)
