@@ -34,7 +34,7 @@ from pipeline.common import hardware
 from pipeline.common.errors import one_line
 from pipeline.common.io import interrupted_exit_code, replace_directory, terminated_as_interrupt
 from pipeline.config.load import load_config, to_dict, with_absolute_paths
-from pipeline.config.schema import ConfigError, PipelineConfig
+from pipeline.config.schema import ConfigError, PipelineConfig, batch_token_budget
 from pipeline.data.label_scheme import UnknownLabels, leave_out_hint
 from pipeline.data.load import DataError, LoadedData, load_data
 from pipeline.export.convert import export_after_training
@@ -204,7 +204,7 @@ def train(config: PipelineConfig, prepared: Prepared, accelerator: Accelerator) 
         eval_pooling=config.eval.chunk_pooling,
         class_counts=prepared.data.class_counts,
         new_parameters=prepared.new_parameters,
-        eval_batch_tokens=hardware.batch_token_budget(config.eval.max_batch_tokens, accelerator.device),
+        eval_batch_tokens=batch_token_budget(config.eval.max_batch_tokens, accelerator.device),
     )
     result = trainer.run()
     return result, accelerator.unwrap_model(trainer.model).num_parameters()
@@ -241,7 +241,7 @@ def evaluate(
             prepared.rows[name],
             accelerator,
             config.eval.batch_size,
-            hardware.batch_token_budget(config.eval.max_batch_tokens, accelerator.device),
+            batch_token_budget(config.eval.max_batch_tokens, accelerator.device),
         )
         for name in scored
     }

@@ -15,10 +15,6 @@ import torch
 
 from pipeline import __version__
 
-# Tokens per evaluation or prediction batch, at most, on a CPU (eval.max_batch_tokens and pipeline.predict's
-# --max-batch-tokens at "auto"; batch_token_budget).
-MAX_BATCH_TOKENS = 4096
-
 
 class HardwareError(ValueError):
     """A device or precision was asked for that this machine does not have."""
@@ -194,14 +190,6 @@ def cpu_threads(setting: int | None, measure_busy: Callable[[], float | None] = 
         return cores_per_process(), f"{cores} cores{share}"
     free = max(0, cores - round(busy))
     return cores_per_process(free), f"{free} of {cores} cores free of other work at start ({busy:.1f} busy){share}"
-
-
-def batch_token_budget(setting: int | str | None, device: torch.device) -> int | None:
-    """Tokens per evaluation or prediction batch, at most (None: no cap). "auto": MAX_BATCH_TOKENS on a CPU, where
-    small batches keep activations in cache, and no cap on a GPU, where large batches keep it busy."""
-    if setting == "auto":
-        return MAX_BATCH_TOKENS if device.type == "cpu" else None
-    return setting or None
 
 
 def runs_weight_copy(dtype: torch.dtype | None, device: torch.device) -> bool:

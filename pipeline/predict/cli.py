@@ -19,10 +19,10 @@ import torch
 
 from pipeline.common import hardware
 from pipeline.common.errors import DataError, one_line, shorten
-from pipeline.common.hardware import MAX_BATCH_TOKENS
 from pipeline.common.io import interrupted_exit_code, terminated_as_interrupt
 from pipeline.config.options import add_file_options, batch_tokens, file_settings, flag, positive_int
 from pipeline.config.reading import DEFAULT_ENCODING, FASTTEXT_LABEL_PREFIX, STANDARD_INPUT, TEXT_COLUMN
+from pipeline.config.schema import MAX_BATCH_TOKENS
 from pipeline.data.folders import is_folder, open_folder_table
 from pipeline.data.formats.header import looks_like_data
 from pipeline.data.formats.table import REPEATED_HEADER, Table, and_more, repeated_header_warning

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from pipeline.common.hardware import HardwareError, batch_token_budget, resolve_device, resolve_inference_dtype
-from pipeline.config.schema import MAX_BATCH_TOKENS, DataConfig
+from pipeline.common.hardware import HardwareError, resolve_device, resolve_inference_dtype
+from pipeline.config.schema import MAX_BATCH_TOKENS, DataConfig, batch_token_budget
 from pipeline.data.text import TextSpec
 from pipeline.models import class_names, is_multi_label, max_positions, to_probabilities
 from pipeline.predict.backend import Backend, TorchBackend

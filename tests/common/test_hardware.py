@@ -80,13 +80,13 @@ def test_cpu_times_read_busy_and_total_ticks_per_core(tmp_path):
 
 
 def test_the_batch_token_budget_caps_cpu_batches_and_leaves_gpu_batches_whole():
-    from pipeline.config.schema import MAX_BATCH_TOKENS
+    from pipeline.config.schema import MAX_BATCH_TOKENS, batch_token_budget
 
     cpu, gpu = torch.device("cpu"), torch.device("cuda")
-    assert hardware.batch_token_budget("auto", cpu) == MAX_BATCH_TOKENS
-    assert hardware.batch_token_budget("auto", gpu) is None
-    assert hardware.batch_token_budget(1000, gpu) == hardware.batch_token_budget(1000, cpu) == 1000
-    assert hardware.batch_token_budget(None, cpu) is None and hardware.batch_token_budget(0, cpu) is None
+    assert batch_token_budget("auto", cpu) == MAX_BATCH_TOKENS
+    assert batch_token_budget("auto", gpu) is None
+    assert batch_token_budget(1000, gpu) == batch_token_budget(1000, cpu) == 1000
+    assert batch_token_budget(None, cpu) is None and batch_token_budget(0, cpu) is None
 
 
 def test_cpu_threads_take_the_cores_other_work_leaves_free(monkeypatch):
