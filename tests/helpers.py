@@ -189,3 +189,21 @@ def tiny_bert_classifier(
     )
     torch.manual_seed(seed)
     return BertForSequenceClassification(config).eval()
+
+
+def spread_head(model, tokenizer, texts: Sequence[str]) -> None:
+    """A random BERT pools nearly the same vector for every text, so a random head gives one class to all rows.
+
+    Centre the head on the pooled vectors of sample texts and widen it: the tiny model then predicts all four
+    classes with clear margins, which makes label comparisons meaningful. The widening (~1000x) magnifies float
+    rounding too, so probabilities are compared to 1e-3 where other batch shapes are involved.
+    """
+    import torch
+
+    encoded = tokenizer(list(texts), padding=True, return_tensors="pt")
+    with torch.no_grad():
+        pooled = model.bert(**encoded).pooler_output  # (N, 32)
+        centred = pooled - pooled.mean(dim=0)
+        weight = torch.randn(4, pooled.shape[1]) * (3.0 / centred.std(dim=0).mean() / pooled.shape[1] ** 0.5)
+        model.classifier.weight.copy_(weight)
+        model.classifier.bias.copy_(-(pooled.mean(dim=0) @ weight.T))

@@ -41,6 +41,7 @@ from pipeline.predict.runtime import onnx_threads, open_session  # noqa: E402
 from pipeline.run.directory import RunDir  # noqa: E402
 from pipeline.run.exports import MIN_VERIFICATION_ROWS, PRECISIONS  # noqa: E402
 from tests.helpers import one_torch_thread, run_with_private_home, tiny_bert_classifier  # noqa: E402
+from tests.helpers import spread_head as helpers_spread_head  # noqa: E402
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
 TOPICS = [
@@ -79,14 +80,7 @@ def texts_and_rows(count: int, offset: int = 0) -> list[list[str]]:
 
 
 def spread_head(model: BertForSequenceClassification, tokenizer) -> None:
-    """A random BERT pools nearly the same vector for every text: centre the head on sample texts and widen it."""
-    encoded = tokenizer([" ".join(row) for row in texts_and_rows(60)], padding=True, return_tensors="pt")
-    with torch.no_grad():
-        pooled = model.bert(**encoded).pooler_output  # (N, 32)
-        centred = pooled - pooled.mean(dim=0)
-        weight = torch.randn(4, pooled.shape[1]) * (3.0 / centred.std(dim=0).mean() / pooled.shape[1] ** 0.5)
-        model.classifier.weight.copy_(weight)
-        model.classifier.bias.copy_(-(pooled.mean(dim=0) @ weight.T))
+    helpers_spread_head(model, tokenizer, [" ".join(row) for row in texts_and_rows(60)])
 
 
 def tiny_bert(tokenizer) -> BertForSequenceClassification:

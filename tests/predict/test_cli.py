@@ -32,6 +32,7 @@ from pipeline.models import encoder
 from pipeline.predict import PredictError, Predictor, main, predict_dataframe, predict_texts, resolve_model_source
 from pipeline.run.directory import RunDir
 from tests.helpers import REPO_ROOT, UNWRITABLE_KINDS, one_torch_thread, tiny_bert_classifier, unwritable_folder
+from tests.helpers import spread_head as helpers_spread_head
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
 HEADER = ["id", "title", "description", "note"]
@@ -53,19 +54,7 @@ def save_tiny_bert(model_dir: Path, tokenizer) -> BertForSequenceClassification:
 
 
 def spread_head(model: BertForSequenceClassification, tokenizer) -> None:
-    """A random BERT pools nearly the same vector for every text, so a random head gives one class to all rows.
-
-    Centre the head on the pooled vectors of sample texts and widen it: the tiny model then predicts all four
-    classes with clear margins, which makes label comparisons meaningful. The widening (~1000x) magnifies float
-    rounding too, so probabilities are compared to 1e-3 where other batch shapes are involved.
-    """
-    encoded = tokenizer([ag_text(row) for row in news_rows(60)], padding=True, return_tensors="pt")
-    with torch.no_grad():
-        pooled = model.bert(**encoded).pooler_output  # (N, 32)
-        centred = pooled - pooled.mean(dim=0)
-        weight = torch.randn(4, pooled.shape[1]) * (3.0 / centred.std(dim=0).mean() / pooled.shape[1] ** 0.5)
-        model.classifier.weight.copy_(weight)
-        model.classifier.bias.copy_(-(pooled.mean(dim=0) @ weight.T))
+    helpers_spread_head(model, tokenizer, [ag_text(row) for row in news_rows(60)])
 
 
 @pytest.fixture(scope="module")
