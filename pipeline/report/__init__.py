@@ -23,7 +23,6 @@ from pipeline.report.analysis import (
     threshold_mistakes,
 )
 from pipeline.report.blocks import Block, Cell, Chart, Heading, Images, Paragraph, Table
-from pipeline.report.cli import main
 from pipeline.report.formatting import (
     MAX_TEXT_CHARS,
     MISSING,
@@ -85,7 +84,6 @@ __all__ = [
     "format_score",
     "load_run",
     "load_runs",
-    "main",
     "mcnemar_exact_p",
     "most_confident_mistakes",
     "plot_confusion_matrix",

@@ -1,5 +1,5 @@
-"""The command line, `python -m pipeline.report RUN [RUN ...] [--output DIR]`, and its per-run tools (--model-card,
---upgrade-model, --measure-speed)."""
+"""The command line, `python -m pipeline.report RUN [RUN ...] [--output DIR]`. Its per-run tools (--model-card,
+--upgrade-model, --measure-speed) are parsed here and run by `pipeline.report.tools`, which loads PyTorch."""
 
 from __future__ import annotations
 
@@ -9,15 +9,11 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-from pipeline.card.write import warn_if_not_portable, write_model_card
-from pipeline.models.upgrade import UpgradeError, upgrade_model_dir
-from pipeline.predict import PredictError
-from pipeline.predict.speed import record_run_speed
 from pipeline.report.write import default_output_dir, write_report
 from pipeline.run.directory import REPORT_HTML, REPORT_MARKDOWN, RunDirError, RunDirWarning
 
 
-def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m pipeline.report",
         description=f"Write {REPORT_MARKDOWN} and a self-contained {REPORT_HTML} comparing one or more run directories.",
@@ -44,37 +40,20 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _model_tools(args: argparse.Namespace) -> int:
-    """--model-card / --upgrade-model: one line per path on stdout, one-line errors and warnings on stderr."""
-    errors: tuple[type[Exception], ...] = (RunDirError, OSError)
-    if args.measure_speed:
-        errors += (PredictError,)
-    if args.upgrade_model:
-        errors += (UpgradeError,)
-    status = 0
-    for path in args.runs:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", RunDirWarning)
-            try:
-                if args.upgrade_model:
-                    print(upgrade_model_dir(path))
-                if args.model_card:
-                    print(write_model_card(path))
-                    warn_if_not_portable(path)
-                if args.measure_speed:
-                    print(f"{path}: {record_run_speed(path):.1f} prediction rows/s")
-            except errors as error:
-                print(f"error: {error}", file=sys.stderr)
-                status = 1
-        for warning in caught:
-            print(f"warning: {warning.message}", file=sys.stderr)
-    return status
+TOOL_FLAGS = ("--model-card", "--upgrade-model", "--measure-speed")
+
+
+def wants_tools(argv: Sequence[str]) -> bool:
+    """Whether the command line asks for a per-run tool rather than a report."""
+    return any(arg in TOOL_FLAGS for arg in argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parse_args(argv)
+    args = parse_args(argv)
     if args.model_card or args.upgrade_model or args.measure_speed:
-        return _model_tools(args)
+        raise SystemExit(
+            "error: --model-card, --upgrade-model and --measure-speed run through pipeline.report.tools.main"
+        )
     output_dir = args.output if args.output is not None else default_output_dir(args.runs)
     # Warnings become one-line messages: Python's default format adds a source line meant for developers.
     with warnings.catch_warnings(record=True) as caught:

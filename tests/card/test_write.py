@@ -14,7 +14,7 @@ from huggingface_hub.repocard_data import model_index_to_eval_results
 
 from pipeline.card.write import hub_id, write_model_card
 from pipeline.config.load import load_config, save_config, to_dict
-from pipeline.report.cli import main as report_main
+from pipeline.report.tools import main as report_main
 from pipeline.run.directory import RunDir, RunDirError
 from pipeline.run.record import RunRecord
 

@@ -16,7 +16,7 @@ from pipeline.common.errors import DataError
 from pipeline.config.load import load_config
 from pipeline.config.schema import ConfigError, DataConfig, DistillConfig, TrainConfig
 from pipeline.models.encoder import EncoderClassifierConfig, EncoderForSequenceClassification
-from pipeline.report import main as report_main
+from pipeline.report.tools import main as report_main
 from pipeline.text.batching import TokenizedRows, collate_trimmed
 from pipeline.train.loop import Trainer, create_accelerator
 from pipeline.train.losses import CrossEntropySum, DistillationLoss, build_loss

@@ -24,7 +24,7 @@ from pipeline.finetune import save_model_dir
 from pipeline.models import modeling_encoder
 from pipeline.models.encoder import EncoderClassifierConfig, EncoderForSequenceClassification
 from pipeline.predict import predict_texts
-from pipeline.report.cli import main as report_main
+from pipeline.report.tools import main as report_main
 from tests.helpers import one_torch_thread
 
 CODE_FILE = Path(modeling_encoder.__file__)
