@@ -46,10 +46,6 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_OUTPUT_ROOT = Path("reports")
 
-# Scoring as stage 4 did: the model in full precision. Only the torch backend takes a precision; an export runs at
-# its own, and the predictor refuses any other setting than auto beside --backend onnx/openvino/auto.
-TORCH_DEFAULT_PRECISION = "fp32"
-
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
@@ -80,8 +76,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--precision",
         choices=INFERENCE_PRECISIONS,
         default=None,
-        help=f"PyTorch's: {TORCH_DEFAULT_PRECISION} (default with --backend torch, the model as evaluated in "
-        "training), bf16, auto (the default with any other backend, which runs an export at its own precision)",
+        help="PyTorch's: fp32 or bf16 (default with --backend torch: the precision and batches stage 4 scored the "
+        "run's test split with), auto (the default with any other backend, which runs an export at its own precision)",
     )
     parser.add_argument(
         "overrides",
@@ -92,11 +88,20 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def precision_for(backend: str, precision: str | None) -> str:
-    """--precision as given, else fp32 for --backend torch and auto for the others (an export's own precision)."""
-    if precision is not None:
-        return precision
-    return TORCH_DEFAULT_PRECISION if backend == "torch" else "auto"
+def predictor_options(backend: str, precision: str | None, run: RunRecord, config: PipelineConfig) -> dict[str, Any]:
+    """Predictor.from_source's options. --backend torch with no --precision scores as stage 4 did: the run's
+    precision, its evaluation batches and no fp32 recheck of near-ties. Batches matter under bf16, where a row's
+    logits depend on its batch's padded width; so the run's own test rows score exactly what stage 4 recorded (on a
+    CPU; a GPU's autocast rounds differently). Any other choice scores as pipeline.predict does."""
+    if backend != "torch" or precision is not None:
+        return {"backend": backend, "precision": precision or "auto"}  # an export runs at its own precision
+    return {
+        "backend": backend,
+        "precision": "bf16" if run.training.mixed_precision == "bf16" else "fp32",
+        "batch_size": config.eval.batch_size,
+        "max_batch_tokens": config.eval.max_batch_tokens,
+        "recheck_margin": 0.0,
+    }
 
 
 def reading_config(run: RunDir, overrides: Sequence[str], input_path: Path) -> PipelineConfig:
@@ -296,9 +301,8 @@ def evaluate_file(args: argparse.Namespace) -> tuple[Path, RunRecord]:
         logger.warning(
             f"--input {args.input} is the run's own {run_file}: the model learnt from (or was chosen on) its rows, so its scores here overstate how it does on new text"
         )
-    predictor = Predictor.from_source(
-        resolve_model_source(run.path), backend=args.backend, precision=precision_for(args.backend, args.precision)
-    )
+    options = predictor_options(args.backend, args.precision, run_record, config)
+    predictor = Predictor.from_source(resolve_model_source(run.path), **options)
     temperature = folded_temperature(run.model_dir)
     scored = score(predictor, column_values(dataset, "text"), labels_of(dataset), labels, temperature)
     unknown = scored.counts.unknown and scored.counts.unknown.warning("the input's", predictor.tokenizer)

@@ -234,23 +234,17 @@ def evaluate(
         restrict_last_layer_to_cls(best_model)
     best_model = accelerator.prepare_model(best_model, evaluation_mode=True)
     tick = time.perf_counter()
+
+    def score(name: str) -> torch.Tensor:
+        budget = batch_token_budget(config.eval.max_batch_tokens, accelerator.device)
+        return predict_logits(best_model, prepared.rows[name], accelerator, config.eval.batch_size, budget)
+
     scored = ("validation", "test") if validation_logits is None else ("test",)
-    logits = {
-        name: predict_logits(
-            best_model,
-            prepared.rows[name],
-            accelerator,
-            config.eval.batch_size,
-            batch_token_budget(config.eval.max_batch_tokens, accelerator.device),
-        )
-        for name in scored
-    }
-    if validation_logits is not None:
-        logits["validation"] = validation_logits
     scoring = calibrate_and_decide(
         # Without accelerate's autocast wrapper: the fold is checked, and the model saved, in full precision.
         config,
-        logits,
+        score("validation") if validation_logits is None else validation_logits,
+        lambda: score("test"),  # once calibrated: the weights users load
         prepared.rows,
         prepared.labels,
         accelerator.unwrap_model(best_model, keep_fp32_wrapper=False),

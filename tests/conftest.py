@@ -28,12 +28,29 @@ from tests.helpers import (
 )
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--cpu-bf16",
+        choices=("native", "on", "off"),
+        default="native",
+        help="run as if the CPU had native bf16 (on: mixed_precision and --precision auto pick bf16, emulated where "
+        "the CPU lacks it) or had none (off); native: as detected. In this process only, not in subprocesses.",
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """The default and slow tiers run on the CPU, as CI does, even where a GPU is visible: their exactness tests hold
     CPU arithmetic to tight tolerances, and CPU-only levers (fast dropout, thread counts) are part of what they check.
-    `pytest -m gpu` keeps the GPU for the tests about it. Set before anything initialises CUDA."""
+    `pytest -m gpu` keeps the GPU for the tests about it. Set before anything initialises CUDA.
+
+    --cpu-bf16 on|off replaces the CPU probes that pipeline.common.hardware reads, so that one machine runs the tiers
+    as a CPU with AVX-512 bf16 (or AMX) would, and as one without: a comparison that holds only on one kind fails."""
     if not selects_gpu_tests(config.option.markexpr):
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    if config.option.cpu_bf16 != "native":
+        native = config.option.cpu_bf16 == "on"
+        torch.cpu._is_avx512_bf16_supported = lambda: native
+        torch.cpu._is_amx_tile_supported = lambda: native
 
 
 @pytest.fixture(scope="session")

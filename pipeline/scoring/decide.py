@@ -3,7 +3,8 @@
 
 The order matters: the temperature is fitted on validation and folded into the model (so model/ *is* the calibrated
 model), then thresholds are chosen on the calibrated validation probabilities and written to model/decision.json with
-how texts were built and read, so that the folder predicts as the run does. Test is never looked at for either.
+how texts were built and read, so that the folder predicts as the run does. Test is never looked at for either, and is
+scored only after the fold: on the weights users load, as `pipeline.evaluate` scores them.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ class Scoring:
 
 def calibrate_and_decide(
     config: PipelineConfig,
-    logits: dict[str, torch.Tensor],
+    validation_logits: torch.Tensor,
+    score_test: Callable[[], torch.Tensor],
     rows: dict[str, TokenizedRows],
     labels: list[str],
     model: torch.nn.Module,
@@ -63,23 +65,24 @@ def calibrate_and_decide(
     is_main_process: bool,
     max_length: int,
 ) -> Scoring:
-    """`logits`: the best (uncalibrated) model's validation and test logits; `model`, changed in place when calibrated;
-    `save_model(model, decision)` replaces model/ with it and its decision.json in one rename, so that a folded
-    temperature is never on disk without its record. `max_length`: the resolved fixed length."""
+    """`validation_logits`: the best (uncalibrated) model's; `model`, changed in place when calibrated; `score_test()`:
+    the test logits of `model` once calibrated, so that test is scored on the weights users load, as
+    `pipeline.evaluate` scores them (before calibration is those logits times T). `save_model(model, decision)` replaces
+    model/ with it and its decision.json in one rename, so that a folded temperature is never on disk without its
+    record. `max_length`: the resolved fixed length."""
     pooling, multi_label = config.eval.chunk_pooling, rows["validation"].multi_label
     temperature, warning = 1.0, None
     if config.train.calibrate:
         validation_rows = rows["validation"]
-        temperature, warning = trusted_temperature(
-            logits["validation"], validation_rows.labels, validation_rows.documents
-        )
+        temperature, warning = trusted_temperature(validation_logits, validation_rows.labels, validation_rows.documents)
         fold_temperature(model, temperature, _check_inputs(rows["validation"], model))
-    before = {name: result_from_logits(logits[name], rows[name], labels, pooling) for name in SPLITS}
-    validation = result_from_logits(logits["validation"] / temperature, rows["validation"], labels, pooling)
+    test_logits = score_test()
+    uncalibrated = {"validation": validation_logits, "test": test_logits * temperature}
+    calibrated = {"validation": validation_logits / temperature, "test": test_logits}
+    before = {name: result_from_logits(uncalibrated[name], rows[name], labels, pooling) for name in SPLITS}
+    validation = result_from_logits(calibrated["validation"], rows["validation"], labels, pooling)
     decision = choose_decision(config.eval.threshold, validation.probabilities, validation.labels, labels, multi_label)
-    results = {
-        name: result_from_logits(logits[name] / temperature, rows[name], labels, pooling, decision) for name in SPLITS
-    }
+    results = {name: result_from_logits(calibrated[name], rows[name], labels, pooling, decision) for name in SPLITS}
     # The decision changes labels, not probabilities or losses: the results are what calibration is measured after.
     calibration = calibration_record(config.train.calibrate, temperature, before, results)
     if warning is not None:
