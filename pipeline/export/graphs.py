@@ -38,7 +38,9 @@ class _LogitsOnly(torch.nn.Module):
 @contextlib.contextmanager
 def quiet() -> Iterator[None]:
     """Keep the converters' warnings and logs out of a command whose output is a table and errors one line."""
-    loggers = [logging.getLogger(name) for name in ("onnxruntime", "root", "torch.onnx", "onnxruntime.transformers")]
+    # nncf's: its statistics progress bars and INFO lines.
+    names = ("onnxruntime", "root", "torch.onnx", "onnxruntime.transformers", "nncf")
+    loggers = [logging.getLogger(name) for name in names]
     levels = [item.level for item in loggers]
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")
@@ -175,9 +177,6 @@ def quantize_openvino_int8(source: Path, target: Path, batches: list[dict[str, n
     import onnx
 
     nncf = require_openvino("nncf")
-    nncf_logger = logging.getLogger("nncf")
-    level = nncf_logger.level
-    nncf_logger.setLevel(logging.ERROR)  # its statistics progress bars and INFO lines
     try:
         with quiet():
             quantized = nncf.quantize(
@@ -191,5 +190,3 @@ def quantize_openvino_int8(source: Path, target: Path, batches: list[dict[str, n
         raise ExportError(
             f"NNCF int8 quantization of {source.name} failed (--no-openvino skips OpenVINO's models): {one_line(error)}"
         ) from None
-    finally:
-        nncf_logger.setLevel(level)

@@ -248,21 +248,19 @@ def verify_exports(reference: Predictor, files: dict[str, Path], rows: Verificat
         disagreeing = _differing(decision, probabilities[name], reference_probabilities)
         accuracy = _accuracy(ids, gold)
         change = None if accuracy is None or reference_accuracy is None else 100 * (accuracy - reference_accuracy)
-        speedup = rates[name] / rates[baseline]
-        status, reason = _judge(disagreeing, count, accuracy, reference_accuracy, change, speedup, baseline_precision)
-        if status == STATUS_VERIFIED and too_few:
-            reason = f"verified, kept, but not chosen by --backend auto: {too_few}; {reason}"
-        variants[variant] = {
-            "status": status,
-            "reason": reason,
+        entry = {
             "label_agreement": 1.0 - disagreeing / count,
             "disagreeing_rows": disagreeing,
             "max_probability_difference": float(np.abs(probabilities[name] - probabilities["torch-fp32"]).max()),
             "accuracy": accuracy,
             "accuracy_change_points": change,
             "rows_per_second": rates[name],
-            "speedup_vs_torch": speedup,
+            "speedup_vs_torch": rates[name] / rates[baseline],
         }
+        status, reason = _judge(entry, count, reference_accuracy, baseline_precision)
+        if status == STATUS_VERIFIED and too_few:
+            reason = f"verified, kept, but not chosen by --backend auto: {too_few}; {reason}"
+        variants[variant] = {"status": status, "reason": reason, **entry}
         precision = getattr(predictors[name].backend, "precision", None)
         if precision:
             variants[variant]["precision"] = precision
@@ -297,17 +295,11 @@ def _gold_ids(labels: list[str], gold: list[str] | None) -> np.ndarray | None:
     return np.array([labels.index(name) if name in labels else -1 for name in map(str, gold)])
 
 
-def _judge(
-    disagreeing: int,
-    count: int,
-    accuracy: float | None,
-    reference_accuracy: float | None,
-    change: float | None,
-    speedup: float,
-    baseline_precision: str,
-) -> tuple[str, str]:
-    """(status, reason) of one export: refused beyond the limits, else verified, saying whether it is faster."""
-    problems = []
+def _judge(entry: dict[str, Any], count: int, reference_accuracy: float | None, precision: str) -> tuple[str, str]:
+    """(status, reason) of one export's `entry`: refused beyond the limits, else verified, saying whether it is
+    faster than PyTorch (in `precision`)."""
+    disagreeing, accuracy, change = entry["disagreeing_rows"], entry["accuracy"], entry["accuracy_change_points"]
+    speedup, problems = entry["speedup_vs_torch"], []
     if disagreeing > MAX_DISAGREEMENT * count:
         problems.append(
             f"labels differ from PyTorch fp32 on {disagreeing} of {count} rows ({disagreeing / count:.2%}; the limit is {MAX_DISAGREEMENT:.1%})"
@@ -319,8 +311,8 @@ def _judge(
     if problems:
         return STATUS_REFUSED, "; ".join(problems)
     if speedup > 1.0:
-        return STATUS_VERIFIED, f"verified; {speedup:.2f}x the rows/s of PyTorch ({baseline_precision}) here"
-    slower = f"slower than PyTorch ({baseline_precision}) here ({speedup:.2f}x its rows/s)"
+        return STATUS_VERIFIED, f"verified; {speedup:.2f}x the rows/s of PyTorch ({precision}) here"
+    slower = f"slower than PyTorch ({precision}) here ({speedup:.2f}x its rows/s)"
     return STATUS_VERIFIED, f"verified, kept, but not chosen by --backend auto: {slower}"
 
 

@@ -25,6 +25,7 @@ from pipeline.predict.source import (
     PredictError,
     load_config_and_tokenizer,
     load_model_and_tokenizer,
+    reraised_as,
     resolve_model_source,
 )
 from pipeline.run.directory import DECISION_FILE, RunDirError, read_decision
@@ -137,11 +138,9 @@ class Predictor:
         _check_options(source, batch_size, max_batch_tokens, max_length)
         if device == "auto" and backend in BACKEND_RUNTIMES:
             device = "cpu"  # exports run on the CPU
-        try:
+        with reraised_as(PredictError, HardwareError):
             torch_device = resolve_device(device)
             compute_dtype = resolve_inference_dtype(precision, torch_device)
-        except HardwareError as error:
-            raise PredictError(str(error)) from None
         choice = _choose_backend(source, backend, precision, torch_device)
         model, tokenizer, config, engine = _load_backend(source, choice, torch_device)
         if choice.variant is not None:  # no PyTorch precision applies
@@ -352,10 +351,8 @@ def texts_progress(on_batch: Callable[[int], None] | None, texts: int, rows: int
 
 
 def load_decision(model_dir: Path, labels: list[str], multi_label: bool) -> tuple[Decision, str]:
-    try:
+    with reraised_as(PredictError, RunDirError):
         record = read_decision(model_dir)
-    except RunDirError as error:
-        raise PredictError(str(error)) from None
     separator = DataConfig().label_separator
     if record is None:
         return default_decision(labels, multi_label), separator
@@ -407,12 +404,10 @@ def _choose_backend(source: ModelSource, backend: str, precision: str, device: t
         raise PredictError(
             f"--precision {precision} applies to the torch backend; leave it at auto with --backend {backend}"
         )
-    try:
-        if backend == "auto" and precision != "auto":
-            return ExportChoice(None, None, f"--precision {precision} asked for (a PyTorch setting)")
+    if backend == "auto" and precision != "auto":
+        return ExportChoice(None, None, f"--precision {precision} asked for (a PyTorch setting)")
+    with reraised_as(PredictError, ExportError):
         return choose_export(source.run_dir, source.model_dir, backend, device.type)
-    except ExportError as error:
-        raise PredictError(str(error)) from None
 
 
 def _load_backend(
@@ -424,11 +419,8 @@ def _load_backend(
         model.to(device)
         return model, tokenizer, model.config, TorchBackend(model, device)
     config, tokenizer = load_config_and_tokenizer(source.model_dir)
-    try:
-        engine = open_backend(choice.variant, choice.path)
-    except ExportError as error:
-        raise PredictError(str(error)) from None
-    return None, tokenizer, config, engine
+    with reraised_as(PredictError, ExportError):
+        return None, tokenizer, config, open_backend(choice.variant, choice.path)
 
 
 def _fixed_length(tokenizer: Any, config: Any, asked: int | None) -> int:

@@ -9,8 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from pipeline.common.errors import one_line
 from pipeline.common.hardware import configured_threads, cores_per_process
 from pipeline.predict.backend import ExportBackend
@@ -68,18 +66,11 @@ def open_backend(variant: str, path: Path, threads: int | None = None, precision
     if RUNTIMES[variant] == "openvino":
         compiled = open_openvino(path, threads, precision or OPENVINO_PRECISION.get(variant))
         request = compiled.create_infer_request()
-
-        def run(batch: dict[str, np.ndarray]) -> np.ndarray:
-            return request.infer(batch)[OUTPUT_NAME]
-
-        return ExportBackend(run, variant, path, set(openvino_inputs(compiled)), openvino_precision(compiled))
+        inputs, computes = set(openvino_inputs(compiled)), openvino_precision(compiled)
+        return ExportBackend(lambda batch: request.infer(batch)[OUTPUT_NAME], variant, path, inputs, computes)
     session = open_session(path, threads)
-
-    def run(batch: dict[str, np.ndarray]) -> np.ndarray:
-        (logits,) = session.run([OUTPUT_NAME], batch)
-        return logits
-
-    return ExportBackend(run, variant, path, {node.name for node in session.get_inputs()})
+    inputs = {node.name for node in session.get_inputs()}
+    return ExportBackend(lambda batch: session.run([OUTPUT_NAME], batch)[0], variant, path, inputs)
 
 
 @contextlib.contextmanager
