@@ -107,20 +107,18 @@ def _eager_attention(model: torch.nn.Module) -> Iterator[None]:
     """Trace with eager attention, which ONNX Runtime's optimizer fuses (an SDPA trace it does not); the model gets
     its own attention back after, as verification times it as prediction runs it."""
     current = getattr(model.config, "_attn_implementation", None)
-    if current in (None, "eager") or not hasattr(model, "set_attn_implementation"):
-        yield
-        return
-    try:
-        with warnings.catch_warnings():
+    switched = False
+    if current not in (None, "eager") and hasattr(model, "set_attn_implementation"):
+        # An architecture that cannot switch is traced as it is.
+        with warnings.catch_warnings(), contextlib.suppress(Exception):
             warnings.simplefilter("ignore")
             model.set_attn_implementation("eager")
-    except Exception:  # an architecture that cannot switch is traced as it is
-        yield
-        return
+            switched = True
     try:
         yield
     finally:
-        model.set_attn_implementation(current)
+        if switched:
+            model.set_attn_implementation(current)
 
 
 def optimize_graph(source: Path, target: Path, model_config: Any) -> str:

@@ -52,6 +52,8 @@ logger = logging.getLogger("pipeline.export")
 WARMUP_ROWS = 32
 # Rows a static int8 model calibrates on (NNCF's default subset is 300 samples).
 CALIBRATION_ROWS = 320
+# The parity table's figures (ParityRow's, in order): width and format.
+CELLS = ((10, "{:.2%}"), (10, "{:.4f}"), (10, "{:.2%}"), (9, "{:.0f}"), (9, "{:.2f}x"))
 
 
 @dataclass
@@ -377,19 +379,10 @@ def format_record(record: dict[str, Any]) -> str:
         f"{'backend':<22}{'agreement':>10}{'max |dp|':>10}{'accuracy':>10}{'rows/s':>9}{'vs torch':>9}  status",
     ]
     for row in parity_rows(record):
-        difference = "-" if row.max_probability_difference is None else f"{row.max_probability_difference:.4f}"
-        speed = "-" if row.speedup is None else f"{row.speedup:.2f}x"
-        lines.append(
-            f"{row.backend:<22}{_pct(row.label_agreement):>10}{difference:>10}{_pct(row.accuracy):>10}"
-            f"{_num(row.rows_per_second):>9}{speed:>9}  {row.status}"
+        figures = (row.label_agreement, row.max_probability_difference, row.accuracy, row.rows_per_second, row.speedup)
+        cells = "".join(
+            f"{'-' if value is None else form.format(value):>{width}}" for value, (width, form) in zip(figures, CELLS)
         )
+        lines.append(f"{row.backend:<22}{cells}  {row.status}")
     lines.append(f"--backend auto: {auto_backend(record)} ({record.get('auto_reason')})")
     return "\n".join(lines)
-
-
-def _pct(value: Any) -> str:
-    return f"{100 * value:.2f}%" if isinstance(value, (int, float)) else "-"
-
-
-def _num(value: Any) -> str:
-    return f"{value:.0f}" if isinstance(value, (int, float)) else "-"

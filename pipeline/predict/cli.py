@@ -404,15 +404,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         # The command owns its process: glibc may keep freed memory for the next batches.
         with terminated_as_interrupt(), hardware.freed_memory_kept():
             summary = run(args)
-    except (PredictError, DataError) as error:
-        _fail(one_line(error), 1)
     except KeyboardInterrupt as interrupt:
         _fail("interrupted; no output was written", interrupted_exit_code(interrupt))
     except BrokenPipeError:  # the reader of stdout went away (e.g. `| head`): nothing more to say
         with contextlib.suppress(OSError):
             sys.stderr.close()
         raise SystemExit(1) from None
-    except OSError as error:  # disk full, permission denied while writing
+    except (PredictError, DataError, OSError) as error:  # OSError: disk full, permission denied while writing
         _fail(one_line(error), 1)
     if os.environ.get("RANK", "0") == "0":  # under several processes the main one reports
         _report(summary, args.output)

@@ -101,7 +101,11 @@ class ModelSource:
     def missing_columns_hint(self) -> str:
         if not self.reading_recorded:
             return f"; {self.model_dir} does not record the columns it was trained on: name them with --text-columns"
-        return self.headerless_hint()
+        if not self.column_names:
+            return ""
+        return (
+            f"; for a file without a header row, as the run's were, pass --column-names {','.join(self.column_names)}"
+        )
 
     def encoding_hint(self, used: str) -> str:
         """The run's encoding, when it differs from `used`. Only offered: taking a single-byte one by default would
@@ -115,13 +119,6 @@ class ModelSource:
             return ""
         return (
             f"; the run's training files were read as {self.encoding} (its data.encoding): --encoding {self.encoding}"
-        )
-
-    def headerless_hint(self) -> str:
-        if not self.column_names:
-            return ""
-        return (
-            f"; for a file without a header row, as the run's were, pass --column-names {','.join(self.column_names)}"
         )
 
 

@@ -171,8 +171,6 @@ class RunDir:
                 steps[int(number)] = child
         return [steps[step] for step in sorted(steps)]
 
-    # -- readers ------------------------------------------------------------------------------------------------
-
     def check_finished(self) -> None:
         """Raise RunDirError unless this is a finished run (config and metrics), saying what it is instead."""
         path = self.path
@@ -289,8 +287,6 @@ class RunDir:
             raise RunDirError(f"{path}: column '{PREDICTION_SCORE}' is not a number in data row {bad_row + 1}")
         predictions[PREDICTION_SCORE] = scores.astype(float)
         return predictions
-
-    # -- writers ------------------------------------------------------------------------------------------------
 
     def write_record(self, record: RunRecord) -> None:
         write_record(self.metrics_path, record)
