@@ -3,9 +3,7 @@ with one-line errors for files they cannot load."""
 
 from __future__ import annotations
 
-import contextlib
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +14,6 @@ from pipeline.run.exports import RUNTIMES, ExportError, require
 from pipeline.text.windows import SEGMENT_IDS
 
 INPUT_NAMES = ("input_ids", "attention_mask")
-# A sentence-pair model's graph takes its segment ids too (unless it reads none, as RoBERTa).
-SEGMENT_INPUT = SEGMENT_IDS
 OUTPUT_NAME = "logits"
 # What OpenVINO computes in besides int8, per variant; absent lets it choose (bf16 where the CPU has it).
 # int8 with bf16 around it differs from PyTorch fp32 too often to pass verification; f32 keeps it within.
@@ -30,13 +26,14 @@ def onnx_threads() -> int:
 
 
 def graph_inputs(segments: bool) -> tuple[str, ...]:
-    return (*INPUT_NAMES, SEGMENT_INPUT) if segments else INPUT_NAMES
+    """A sentence-pair model's graph takes its segment ids too (unless it reads none, as RoBERTa)."""
+    return (*INPUT_NAMES, SEGMENT_IDS) if segments else INPUT_NAMES
 
 
 def _check_interface(path: Path, inputs: list[str], outputs: list[str]) -> None:
     if sorted(inputs) not in (sorted(graph_inputs(False)), sorted(graph_inputs(True))) or OUTPUT_NAME not in outputs:
         raise ExportError(
-            f"{path}: expected inputs {', '.join(INPUT_NAMES)} (and {SEGMENT_INPUT} for sentence pairs) and output {OUTPUT_NAME}, found inputs {', '.join(inputs)} and outputs {', '.join(outputs)}"
+            f"{path}: expected inputs {', '.join(INPUT_NAMES)} (and {SEGMENT_IDS} for sentence pairs) and output {OUTPUT_NAME}, found inputs {', '.join(inputs)} and outputs {', '.join(outputs)}"
         )
 
 
@@ -73,24 +70,16 @@ def open_backend(variant: str, path: Path, threads: int | None = None, precision
     return ExportBackend(lambda batch: session.run([OUTPUT_NAME], batch)[0], variant, path, inputs)
 
 
-@contextlib.contextmanager
-def _without_telemetry() -> Iterator[None]:
-    """openvino and nncf send usage telemetry unless opted out; a tool run on users' data sends nothing, so they are
-    imported with openvino_telemetry hidden, as when it is not installed."""
+def require_openvino(module: str = "openvino") -> Any:
+    """openvino or nncf; one line naming the extra when missing. Both send usage telemetry unless opted out; a tool
+    run on users' data sends nothing, so they are imported with openvino_telemetry hidden, as when not installed."""
     if "openvino_telemetry" in sys.modules:  # imported before us by the caller's own code: theirs to decide
-        yield
-        return
+        return require(module)
     sys.modules["openvino_telemetry"] = None  # import openvino_telemetry now raises ImportError
     try:
-        yield
+        return require(module)
     finally:
         del sys.modules["openvino_telemetry"]
-
-
-def require_openvino(module: str = "openvino") -> Any:
-    """openvino or nncf, imported without its telemetry; one line naming the extra when missing."""
-    with _without_telemetry():
-        return require(module)
 
 
 def open_openvino(path: Path, threads: int | None = None, precision: str | None = None) -> Any:

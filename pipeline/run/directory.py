@@ -376,16 +376,6 @@ def untrained_consequence(untrained: list[str]) -> str:
 # Who holds a run directory (pipeline.run.ownership takes and releases it)
 
 
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, OverflowError):  # OverflowError: an id past any process's (a damaged lock)
-        return False
-    except PermissionError:  # it exists, under another user
-        return True
-    return True
-
-
 def live_lock_owner(path: Path) -> int | None:
     """The id of the live process, other than this one, that holds the run directory's lock; None where none does
     (a lock left by a process that no longer runs is no one's)."""
@@ -395,7 +385,12 @@ def live_lock_owner(path: Path) -> int | None:
         return None
     # ASCII digits only: str.isdigit takes "²", which int() refuses. os.kill(0, 0) signals this process's own group,
     # which is always alive: 0 is no process's id.
-    if not (owner.isascii() and owner.isdigit()):
+    if not (owner.isascii() and owner.isdigit()) or int(owner) in (0, os.getpid()):
         return None
-    pid = int(owner)
-    return pid if pid > 0 and pid != os.getpid() and _process_alive(pid) else None
+    try:
+        os.kill(int(owner), 0)
+    except (ProcessLookupError, OverflowError):  # OverflowError: an id past any process's (a damaged lock)
+        return None
+    except PermissionError:  # it exists, under another user
+        pass
+    return int(owner)

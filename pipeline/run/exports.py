@@ -107,10 +107,7 @@ def weights_sha256(model_dir: Path) -> str:
         raise ExportError(f"{model_dir}: no {MODEL_WEIGHTS_FILE}, so the weights an export came from cannot be checked")
     if len(files) == 1:
         return file_sha256(files[0])
-    digest = hashlib.sha256()
-    for path in files:
-        digest.update(file_sha256(path).encode())
-    return digest.hexdigest()
+    return hashlib.sha256("".join(map(file_sha256, files)).encode()).hexdigest()  # of the files' hashes in order
 
 
 def read_export_record(run_dir: Path) -> dict[str, Any] | None:
