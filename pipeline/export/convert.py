@@ -46,7 +46,13 @@ from pipeline.export.verify import (
     verify_exports,
 )
 from pipeline.predict.runtime import graph_inputs, onnx_threads, require_openvino
-from pipeline.predict.source import ModelSource, PredictError, load_model_and_tokenizer, resolve_model_source
+from pipeline.predict.source import (
+    ModelSource,
+    PredictError,
+    load_model_and_tokenizer,
+    reraised_as,
+    resolve_model_source,
+)
 from pipeline.report import write_report
 from pipeline.run.directory import (
     EXPORT_RECORD_FILE,
@@ -138,29 +144,22 @@ def export_run(path: str | Path, quantize: str | None = None, **options: Any) ->
     require("onnx")
     require("onnxruntime")
     openvino_variants = _openvino_variants(options.openvino, quantize)
-    try:
+    with reraised_as(ExportError, PredictError):
         source = resolve_model_source(path)
-    except PredictError as error:
-        raise ExportError(str(error)) from None
     if source.run_dir is None:
         raise ExportError(
             f"{path} is a saved model but not in a run directory: an export is written into a run (runs/<name>/onnx) and verified on the run's validation split"
         )
     run = RunDir(source.run_dir)
     check_sequence_classifier(source.model_dir)
-    try:
-        # A run still training holds its directory (its model may still change), and an export holds it too.
-        with claimed(run.path):
-            return _export(run, source, ["fp32"] + (["int8"] if quantize else []) + openvino_variants, options)
-    except RunDirError as error:
-        raise ExportError(str(error)) from None
+    # A run still training holds its directory (its model may still change), and an export holds it too.
+    with reraised_as(ExportError, RunDirError), claimed(run.path):
+        return _export(run, source, ["fp32"] + (["int8"] if quantize else []) + openvino_variants, options)
 
 
 def _export(run: RunDir, source: ModelSource, variants: list[str], options: ExportOptions) -> dict[str, Any]:
-    try:
+    with reraised_as(ExportError, PredictError):
         model, tokenizer = load_model_and_tokenizer(source.model_dir)
-    except PredictError as error:
-        raise ExportError(str(error)) from None
     model_sha256 = weights_sha256(source.model_dir)
     rows = verification_rows(run) if options.texts is None else options.given_rows()
     rows = rows.sample(options.max_rows, options.seed, calibrating="openvino-int8" in variants)
@@ -174,9 +173,7 @@ def _export(run: RunDir, source: ModelSource, variants: list[str], options: Expo
     def fill(staging: Path) -> None:
         staging = staging.resolve()
         with scratch_working_directory():
-            graph, calibration_note = _convert(
-                staging, model, tokenizer, reference, variants, rows, options.seed, options.optimize, segments
-            )
+            graph, calibration_note = _convert(staging, reference, variants, rows, options, segments)
         files = {variant: staging / ONNX_MODEL_FILES[variant] for variant in variants}
         results = verify_exports(reference, files, rows, options.rounds)
         record.update(_build_record(model_sha256, graph, rows, results, files, reference, calibration_note, segments))
@@ -188,32 +185,25 @@ def _export(run: RunDir, source: ModelSource, variants: list[str], options: Expo
 
 
 def _convert(
-    staging: Path,
-    model: torch.nn.Module,
-    tokenizer: Any,
-    reference: Any,
-    variants: list[str],
-    rows: VerificationRows,
-    seed: int,
-    optimize: bool,
-    segments: bool,
+    staging: Path, reference: Any, variants: list[str], rows: VerificationRows, options: ExportOptions, segments: bool
 ) -> tuple[str, dict[str, Any] | None]:
-    """Each of `variants` made in `staging` from one trace; what the optimizer did and the calibration rows."""
+    """Each of `variants` made in `staging` from one trace of `reference`'s model; what the optimizer did and the
+    calibration rows."""
     calibration_note = None
     fp32_path = staging / ONNX_MODEL_FILES["fp32"]
     traced = staging / ".traced.onnx"
-    export_fp32(model, tokenizer, traced, reference.max_length, segments)
+    export_fp32(reference.model, reference.tokenizer, traced, reference.max_length, segments)
     if "int8" in variants:
         quantize_int8(traced, staging / ONNX_MODEL_FILES["int8"])
     if "openvino" in variants:
         shutil.copyfile(traced, staging / ONNX_MODEL_FILES["openvino"])
     if "openvino-int8" in variants:
-        calibration_texts, calibration_source = rows.calibration_texts(seed)
+        calibration_texts, calibration_source = rows.calibration_texts(options.seed)
         batches = reference.padded_batches(calibration_texts)
         quantize_openvino_int8(traced, staging / ONNX_MODEL_FILES["openvino-int8"], batches)
         calibration_note = {"variant": "openvino-int8", "rows": len(calibration_texts), "source": calibration_source}
-    if optimize:
-        graph = optimize_graph(traced, fp32_path, model.config)
+    if options.optimize:
+        graph = optimize_graph(traced, fp32_path, reference.model.config)
         traced.unlink()
     else:
         graph = "none (optimize=False)"

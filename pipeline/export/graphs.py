@@ -38,7 +38,9 @@ class _LogitsOnly(torch.nn.Module):
 @contextlib.contextmanager
 def quiet() -> Iterator[None]:
     """Keep the converters' warnings and logs out of a command whose output is a table and errors one line."""
-    loggers = [logging.getLogger(name) for name in ("onnxruntime", "root", "torch.onnx", "onnxruntime.transformers")]
+    # nncf's: its statistics progress bars and INFO lines.
+    names = ("onnxruntime", "root", "torch.onnx", "onnxruntime.transformers", "nncf")
+    loggers = [logging.getLogger(name) for name in names]
     levels = [item.level for item in loggers]
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")
@@ -105,20 +107,18 @@ def _eager_attention(model: torch.nn.Module) -> Iterator[None]:
     """Trace with eager attention, which ONNX Runtime's optimizer fuses (an SDPA trace it does not); the model gets
     its own attention back after, as verification times it as prediction runs it."""
     current = getattr(model.config, "_attn_implementation", None)
-    if current in (None, "eager") or not hasattr(model, "set_attn_implementation"):
-        yield
-        return
-    try:
-        with warnings.catch_warnings():
+    switched = False
+    if current not in (None, "eager") and hasattr(model, "set_attn_implementation"):
+        # An architecture that cannot switch is traced as it is.
+        with warnings.catch_warnings(), contextlib.suppress(Exception):
             warnings.simplefilter("ignore")
             model.set_attn_implementation("eager")
-    except Exception:  # an architecture that cannot switch is traced as it is
-        yield
-        return
+            switched = True
     try:
         yield
     finally:
-        model.set_attn_implementation(current)
+        if switched:
+            model.set_attn_implementation(current)
 
 
 def optimize_graph(source: Path, target: Path, model_config: Any) -> str:
@@ -175,9 +175,6 @@ def quantize_openvino_int8(source: Path, target: Path, batches: list[dict[str, n
     import onnx
 
     nncf = require_openvino("nncf")
-    nncf_logger = logging.getLogger("nncf")
-    level = nncf_logger.level
-    nncf_logger.setLevel(logging.ERROR)  # its statistics progress bars and INFO lines
     try:
         with quiet():
             quantized = nncf.quantize(
@@ -191,5 +188,3 @@ def quantize_openvino_int8(source: Path, target: Path, batches: list[dict[str, n
         raise ExportError(
             f"NNCF int8 quantization of {source.name} failed (--no-openvino skips OpenVINO's models): {one_line(error)}"
         ) from None
-    finally:
-        nncf_logger.setLevel(level)

@@ -52,6 +52,8 @@ logger = logging.getLogger("pipeline.export")
 WARMUP_ROWS = 32
 # Rows a static int8 model calibrates on (NNCF's default subset is 300 samples).
 CALIBRATION_ROWS = 320
+# The parity table's figures (ParityRow's, in order): width and format.
+CELLS = ((10, "{:.2%}"), (10, "{:.4f}"), (10, "{:.2%}"), (9, "{:.0f}"), (9, "{:.2f}x"))
 
 
 @dataclass
@@ -248,21 +250,19 @@ def verify_exports(reference: Predictor, files: dict[str, Path], rows: Verificat
         disagreeing = _differing(decision, probabilities[name], reference_probabilities)
         accuracy = _accuracy(ids, gold)
         change = None if accuracy is None or reference_accuracy is None else 100 * (accuracy - reference_accuracy)
-        speedup = rates[name] / rates[baseline]
-        status, reason = _judge(disagreeing, count, accuracy, reference_accuracy, change, speedup, baseline_precision)
-        if status == STATUS_VERIFIED and too_few:
-            reason = f"verified, kept, but not chosen by --backend auto: {too_few}; {reason}"
-        variants[variant] = {
-            "status": status,
-            "reason": reason,
+        entry = {
             "label_agreement": 1.0 - disagreeing / count,
             "disagreeing_rows": disagreeing,
             "max_probability_difference": float(np.abs(probabilities[name] - probabilities["torch-fp32"]).max()),
             "accuracy": accuracy,
             "accuracy_change_points": change,
             "rows_per_second": rates[name],
-            "speedup_vs_torch": speedup,
+            "speedup_vs_torch": rates[name] / rates[baseline],
         }
+        status, reason = _judge(entry, count, reference_accuracy, baseline_precision)
+        if status == STATUS_VERIFIED and too_few:
+            reason = f"verified, kept, but not chosen by --backend auto: {too_few}; {reason}"
+        variants[variant] = {"status": status, "reason": reason, **entry}
         precision = getattr(predictors[name].backend, "precision", None)
         if precision:
             variants[variant]["precision"] = precision
@@ -297,17 +297,11 @@ def _gold_ids(labels: list[str], gold: list[str] | None) -> np.ndarray | None:
     return np.array([labels.index(name) if name in labels else -1 for name in map(str, gold)])
 
 
-def _judge(
-    disagreeing: int,
-    count: int,
-    accuracy: float | None,
-    reference_accuracy: float | None,
-    change: float | None,
-    speedup: float,
-    baseline_precision: str,
-) -> tuple[str, str]:
-    """(status, reason) of one export: refused beyond the limits, else verified, saying whether it is faster."""
-    problems = []
+def _judge(entry: dict[str, Any], count: int, reference_accuracy: float | None, precision: str) -> tuple[str, str]:
+    """(status, reason) of one export's `entry`: refused beyond the limits, else verified, saying whether it is
+    faster than PyTorch (in `precision`)."""
+    disagreeing, accuracy, change = entry["disagreeing_rows"], entry["accuracy"], entry["accuracy_change_points"]
+    speedup, problems = entry["speedup_vs_torch"], []
     if disagreeing > MAX_DISAGREEMENT * count:
         problems.append(
             f"labels differ from PyTorch fp32 on {disagreeing} of {count} rows ({disagreeing / count:.2%}; the limit is {MAX_DISAGREEMENT:.1%})"
@@ -319,8 +313,8 @@ def _judge(
     if problems:
         return STATUS_REFUSED, "; ".join(problems)
     if speedup > 1.0:
-        return STATUS_VERIFIED, f"verified; {speedup:.2f}x the rows/s of PyTorch ({baseline_precision}) here"
-    slower = f"slower than PyTorch ({baseline_precision}) here ({speedup:.2f}x its rows/s)"
+        return STATUS_VERIFIED, f"verified; {speedup:.2f}x the rows/s of PyTorch ({precision}) here"
+    slower = f"slower than PyTorch ({precision}) here ({speedup:.2f}x its rows/s)"
     return STATUS_VERIFIED, f"verified, kept, but not chosen by --backend auto: {slower}"
 
 
@@ -385,19 +379,10 @@ def format_record(record: dict[str, Any]) -> str:
         f"{'backend':<22}{'agreement':>10}{'max |dp|':>10}{'accuracy':>10}{'rows/s':>9}{'vs torch':>9}  status",
     ]
     for row in parity_rows(record):
-        difference = "-" if row.max_probability_difference is None else f"{row.max_probability_difference:.4f}"
-        speed = "-" if row.speedup is None else f"{row.speedup:.2f}x"
-        lines.append(
-            f"{row.backend:<22}{_pct(row.label_agreement):>10}{difference:>10}{_pct(row.accuracy):>10}"
-            f"{_num(row.rows_per_second):>9}{speed:>9}  {row.status}"
+        figures = (row.label_agreement, row.max_probability_difference, row.accuracy, row.rows_per_second, row.speedup)
+        cells = "".join(
+            f"{'-' if value is None else form.format(value):>{width}}" for value, (width, form) in zip(figures, CELLS)
         )
+        lines.append(f"{row.backend:<22}{cells}  {row.status}")
     lines.append(f"--backend auto: {auto_backend(record)} ({record.get('auto_reason')})")
     return "\n".join(lines)
-
-
-def _pct(value: Any) -> str:
-    return f"{100 * value:.2f}%" if isinstance(value, (int, float)) else "-"
-
-
-def _num(value: Any) -> str:
-    return f"{value:.0f}" if isinstance(value, (int, float)) else "-"

@@ -17,7 +17,7 @@ from pipeline.common.errors import DataError, shorten
 from pipeline.data.text import TextSpec
 from pipeline.predict.output import check_no_clash, predictor_columns
 from pipeline.predict.predictor import DEFAULT_BATCH_SIZE, LabelledTexts, Predictor, as_predictor
-from pipeline.predict.source import PredictError, check_pair_columns, empty_text_errors
+from pipeline.predict.source import PredictError, check_pair_columns, empty_text_errors, reraised_as
 
 
 def predict_texts(
@@ -111,12 +111,10 @@ def predict_dataframe(
     check_pair_columns(predictor.text_spec, pair_columns, predictor.reading_recorded, "text_pair_columns")
     spec = predictor.text_spec.with_columns(columns).with_pair_columns(pair_columns).with_separator(text_separator)
     header = [str(column) for column in df.columns]
-    try:
+    with reraised_as(PredictError, DataError):
         positions = spec.positions(
             header, "the DataFrame", ("the text_columns argument", "the text_pair_columns argument")
         )
-    except DataError as error:
-        raise PredictError(str(error)) from None
     added = predictor_columns(predictor, probabilities, prefix)
     check_no_clash(header, added, "the DataFrame", "prefix=")
     parts = list(zip(*(df.iloc[:, position].tolist() for position in positions)))

@@ -20,7 +20,7 @@ import torch
 from pipeline.common import hardware
 from pipeline.common.errors import DataError, one_line, shorten
 from pipeline.common.io import interrupted_exit_code, terminated_as_interrupt
-from pipeline.config.options import add_file_options, batch_tokens, file_settings, flag, positive_int
+from pipeline.config.options import add_file_options, batch_tokens, file_settings, flag, option_name, positive_int
 from pipeline.config.reading import DEFAULT_ENCODING, FASTTEXT_LABEL_PREFIX, STANDARD_INPUT, TEXT_COLUMN
 from pipeline.config.schema import MAX_BATCH_TOKENS
 from pipeline.data.folders import is_folder, open_folder_table
@@ -267,15 +267,13 @@ def _predict_file(args: argparse.Namespace, source: ModelSource, process_index: 
             hint = _FOLDER_COLUMNS_HINT if folder else table.missing_column_hint + source.missing_columns_hint()
             raise DataError(f"{error}{hint}") from None
         out_format = output_format(args.output, args.output_format, table.format)
+        options = {key: getattr(args, key) for key in ("precision", "batch_size", "max_length", "recheck_margin")}
         predictor = Predictor.from_source(
             source,
             device=distributed_device(args.device, num_processes, args.backend),
-            precision=args.precision,
-            batch_size=args.batch_size,
             max_batch_tokens=args.max_batch_tokens or None,
-            max_length=args.max_length,
-            recheck_margin=args.recheck_margin,
             backend=args.backend,
+            **options,
         )
         predictor.shard = (process_index, num_processes)
         added = predictor_columns(predictor, args.probabilities, args.prefix)
@@ -354,11 +352,10 @@ def _open_input(
         )
     settings = file_settings(args)
     reading = {name: settings[name] for name in ("quoting", "delimiter", "label_prefix", "sheet", "json_field")}
-    named = {f"{name}_option": flag(name) for name in ("quoting", "delimiter", "sheet", "json_field")}
-    format_options = {"format_option": flag("file_format"), "encoding_option": flag("encoding")}
-    file_format, encoding = settings["file_format"], settings["encoding"]
+    options = ("file_format", "quoting", "delimiter", "sheet", "json_field", "encoding")
+    named = {f"{option_name(name)}_option": flag(name) for name in options}
     return open_table(
-        args.input, file_format, column_names, encoding, args.chunk_size, **format_options, **reading, **named
+        args.input, settings["file_format"], column_names, settings["encoding"], args.chunk_size, **reading, **named
     )
 
 
@@ -407,15 +404,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         # The command owns its process: glibc may keep freed memory for the next batches.
         with terminated_as_interrupt(), hardware.freed_memory_kept():
             summary = run(args)
-    except (PredictError, DataError) as error:
-        _fail(one_line(error), 1)
     except KeyboardInterrupt as interrupt:
         _fail("interrupted; no output was written", interrupted_exit_code(interrupt))
     except BrokenPipeError:  # the reader of stdout went away (e.g. `| head`): nothing more to say
         with contextlib.suppress(OSError):
             sys.stderr.close()
         raise SystemExit(1) from None
-    except OSError as error:  # disk full, permission denied while writing
+    except (PredictError, DataError, OSError) as error:  # OSError: disk full, permission denied while writing
         _fail(one_line(error), 1)
     if os.environ.get("RANK", "0") == "0":  # under several processes the main one reports
         _report(summary, args.output)
@@ -431,15 +426,12 @@ def _report(summary: RunSummary, output: str) -> None:
     if summary.backend:
         print(summary.backend, file=sys.stderr)
     destination = "stdout" if output == "-" else output
-    note = ""
-    if summary.rows_flagged:
-        note += f"; {_rows(summary.rows_flagged)} flagged low-confidence, below their class's threshold (see the low_confidence column)"
-    if summary.rows_without_text:
-        note += f"; {_rows(summary.rows_without_text)} had no text, left unlabelled (see the error column)"
-    if summary.repeated_headers:
-        note += (
-            f"; {_rows(len(summary.repeated_headers))} repeated the header row, left unlabelled (see the error column)"
-        )
+    notes = {
+        "flagged low-confidence, below their class's threshold (see the low_confidence column)": summary.rows_flagged,
+        "had no text, left unlabelled (see the error column)": summary.rows_without_text,
+        "repeated the header row, left unlabelled (see the error column)": len(summary.repeated_headers),
+    }
+    note = "".join(f"; {_rows(count)} {what}" for what, count in notes.items() if count)
     print(f"labelled {_rows(summary.rows)} -> {destination} ({rate:.0f} rows/s){note}", file=sys.stderr)
 
 

@@ -25,6 +25,7 @@ from pipeline.predict.source import (
     PredictError,
     load_config_and_tokenizer,
     load_model_and_tokenizer,
+    reraised_as,
     resolve_model_source,
 )
 from pipeline.run.directory import DECISION_FILE, RunDirError, read_decision
@@ -43,6 +44,8 @@ from pipeline.text.windows import (
 
 logger = logging.getLogger(__name__)
 
+# Told how many texts (or rows) each batch finished: a progress bar's update.
+Progress = Callable[[int], None] | None
 # Batches are length-sorted, so a big batch wastes little on padding.
 DEFAULT_BATCH_SIZE = 128
 # In bf16, rows whose two best probabilities are closer than this are recomputed in fp32: beyond it bf16's
@@ -137,11 +140,9 @@ class Predictor:
         _check_options(source, batch_size, max_batch_tokens, max_length)
         if device == "auto" and backend in BACKEND_RUNTIMES:
             device = "cpu"  # exports run on the CPU
-        try:
+        with reraised_as(PredictError, HardwareError):
             torch_device = resolve_device(device)
             compute_dtype = resolve_inference_dtype(precision, torch_device)
-        except HardwareError as error:
-            raise PredictError(str(error)) from None
         choice = _choose_backend(source, backend, precision, torch_device)
         model, tokenizer, config, engine = _load_backend(source, choice, torch_device)
         if choice.variant is not None:  # no PyTorch precision applies
@@ -189,15 +190,11 @@ class Predictor:
             detail = str(self.choice.path) + (f", {runtime_precision}" if runtime_precision else "")
         return f"backend {self.backend.name} ({detail}): {self.choice.reason}"
 
-    def infer(
-        self, texts: Sequence[str], on_batch: Callable[[int], None] | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def infer(self, texts: Sequence[str], on_batch: Progress = None) -> tuple[np.ndarray, np.ndarray]:
         """(texts) -> (label_ids (N,) int64, probabilities (N, K) float32); keeps no state between calls."""
         return self._infer_encoded(self.encode(texts), on_batch)
 
-    def _infer_encoded(
-        self, encoded: EncodedDocuments, on_batch: Callable[[int], None] | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def _infer_encoded(self, encoded: EncodedDocuments, on_batch: Progress = None) -> tuple[np.ndarray, np.ndarray]:
         probabilities = self.document_probabilities(self.row_logits(encoded, on_batch), encoded)
         return self.labels_of(probabilities), probabilities
 
@@ -205,9 +202,7 @@ class Predictor:
         """The rows the model reads for `texts` (one per text or per window, as in training), from one pass."""
         return encode_documents(self.tokenizer, texts, self.max_length, self.long_text)
 
-    def row_logits(
-        self, encoded: EncodedDocuments, on_batch: Callable[[int], None] | None = None, recheck: bool = True
-    ) -> np.ndarray:
+    def row_logits(self, encoded: EncodedDocuments, on_batch: Progress = None, recheck: bool = True) -> np.ndarray:
         """(R, K) float32 logits of the encoded rows. In bf16, rows whose label could flip within `recheck_margin`
         are run again in fp32 (unless `recheck` is off), so near-ties get the full-precision label."""
         if len(encoded.rows) == 0:
@@ -244,7 +239,7 @@ class Predictor:
     def _row_probabilities(self, logits: np.ndarray) -> np.ndarray:
         return to_probabilities(torch.from_numpy(logits), self.multi_label).numpy()
 
-    def logits(self, texts: Sequence[str], on_batch: Callable[[int], None] | None = None) -> np.ndarray:
+    def logits(self, texts: Sequence[str], on_batch: Progress = None) -> np.ndarray:
         """(texts) -> (N, K) float32 logits, batched as `infer` but with no fp32 recheck (no label is decided)."""
         encoded = self.encode(texts)
         logits = self.row_logits(encoded, on_batch, recheck=False)
@@ -280,7 +275,7 @@ class Predictor:
         lengths: np.ndarray,
         rows: np.ndarray,
         compute_dtype: torch.dtype | None,
-        on_batch: Callable[[int], None] | None,
+        on_batch: Progress,
     ) -> np.ndarray:
         """Logits (len(rows), K) of the given rows, in the order of `rows`. Longest first, so a batch size too big
         for memory fails at once; each batch is padded only to its own longest row (exact: padding is masked)."""
@@ -308,7 +303,7 @@ class Predictor:
     def label_texts(
         self,
         texts: Sequence[str | None],
-        on_batch: Callable[[int], None] | None = None,
+        on_batch: Progress = None,
         empty_error: str | Callable[[int], str] = "empty text",
     ) -> LabelledTexts:
         """`infer` on the rows that have text; the others stay in place, unlabelled, with `empty_error` (or what it
@@ -336,7 +331,7 @@ class Predictor:
         return [self.label_separator.join(name for name, on in zip(self.labels, row) if on) for row in label_sets]
 
 
-def texts_progress(on_batch: Callable[[int], None] | None, texts: int, rows: int) -> Callable[[int], None] | None:
+def texts_progress(on_batch: Progress, texts: int, rows: int) -> Progress:
     """`on_batch` told texts done, not model rows (a long text is several windows): in proportion to the rows."""
     if on_batch is None or rows == texts:
         return on_batch
@@ -352,10 +347,8 @@ def texts_progress(on_batch: Callable[[int], None] | None, texts: int, rows: int
 
 
 def load_decision(model_dir: Path, labels: list[str], multi_label: bool) -> tuple[Decision, str]:
-    try:
+    with reraised_as(PredictError, RunDirError):
         record = read_decision(model_dir)
-    except RunDirError as error:
-        raise PredictError(str(error)) from None
     separator = DataConfig().label_separator
     if record is None:
         return default_decision(labels, multi_label), separator
@@ -407,12 +400,10 @@ def _choose_backend(source: ModelSource, backend: str, precision: str, device: t
         raise PredictError(
             f"--precision {precision} applies to the torch backend; leave it at auto with --backend {backend}"
         )
-    try:
-        if backend == "auto" and precision != "auto":
-            return ExportChoice(None, None, f"--precision {precision} asked for (a PyTorch setting)")
+    if backend == "auto" and precision != "auto":
+        return ExportChoice(None, None, f"--precision {precision} asked for (a PyTorch setting)")
+    with reraised_as(PredictError, ExportError):
         return choose_export(source.run_dir, source.model_dir, backend, device.type)
-    except ExportError as error:
-        raise PredictError(str(error)) from None
 
 
 def _load_backend(
@@ -424,11 +415,8 @@ def _load_backend(
         model.to(device)
         return model, tokenizer, model.config, TorchBackend(model, device)
     config, tokenizer = load_config_and_tokenizer(source.model_dir)
-    try:
-        engine = open_backend(choice.variant, choice.path)
-    except ExportError as error:
-        raise PredictError(str(error)) from None
-    return None, tokenizer, config, engine
+    with reraised_as(PredictError, ExportError):
+        return None, tokenizer, config, open_backend(choice.variant, choice.path)
 
 
 def _fixed_length(tokenizer: Any, config: Any, asked: int | None) -> int:

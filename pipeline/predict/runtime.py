@@ -3,13 +3,9 @@ with one-line errors for files they cannot load."""
 
 from __future__ import annotations
 
-import contextlib
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from pipeline.common.errors import one_line
 from pipeline.common.hardware import configured_threads, cores_per_process
@@ -18,8 +14,6 @@ from pipeline.run.exports import RUNTIMES, ExportError, require
 from pipeline.text.windows import SEGMENT_IDS
 
 INPUT_NAMES = ("input_ids", "attention_mask")
-# A sentence-pair model's graph takes its segment ids too (unless it reads none, as RoBERTa).
-SEGMENT_INPUT = SEGMENT_IDS
 OUTPUT_NAME = "logits"
 # What OpenVINO computes in besides int8, per variant; absent lets it choose (bf16 where the CPU has it).
 # int8 with bf16 around it differs from PyTorch fp32 too often to pass verification; f32 keeps it within.
@@ -32,13 +26,14 @@ def onnx_threads() -> int:
 
 
 def graph_inputs(segments: bool) -> tuple[str, ...]:
-    return (*INPUT_NAMES, SEGMENT_INPUT) if segments else INPUT_NAMES
+    """A sentence-pair model's graph takes its segment ids too (unless it reads none, as RoBERTa)."""
+    return (*INPUT_NAMES, SEGMENT_IDS) if segments else INPUT_NAMES
 
 
 def _check_interface(path: Path, inputs: list[str], outputs: list[str]) -> None:
     if sorted(inputs) not in (sorted(graph_inputs(False)), sorted(graph_inputs(True))) or OUTPUT_NAME not in outputs:
         raise ExportError(
-            f"{path}: expected inputs {', '.join(INPUT_NAMES)} (and {SEGMENT_INPUT} for sentence pairs) and output {OUTPUT_NAME}, found inputs {', '.join(inputs)} and outputs {', '.join(outputs)}"
+            f"{path}: expected inputs {', '.join(INPUT_NAMES)} (and {SEGMENT_IDS} for sentence pairs) and output {OUTPUT_NAME}, found inputs {', '.join(inputs)} and outputs {', '.join(outputs)}"
         )
 
 
@@ -68,38 +63,23 @@ def open_backend(variant: str, path: Path, threads: int | None = None, precision
     if RUNTIMES[variant] == "openvino":
         compiled = open_openvino(path, threads, precision or OPENVINO_PRECISION.get(variant))
         request = compiled.create_infer_request()
-
-        def run(batch: dict[str, np.ndarray]) -> np.ndarray:
-            return request.infer(batch)[OUTPUT_NAME]
-
-        return ExportBackend(run, variant, path, set(openvino_inputs(compiled)), openvino_precision(compiled))
+        inputs, computes = set(openvino_inputs(compiled)), openvino_precision(compiled)
+        return ExportBackend(lambda batch: request.infer(batch)[OUTPUT_NAME], variant, path, inputs, computes)
     session = open_session(path, threads)
-
-    def run(batch: dict[str, np.ndarray]) -> np.ndarray:
-        (logits,) = session.run([OUTPUT_NAME], batch)
-        return logits
-
-    return ExportBackend(run, variant, path, {node.name for node in session.get_inputs()})
-
-
-@contextlib.contextmanager
-def _without_telemetry() -> Iterator[None]:
-    """openvino and nncf send usage telemetry unless opted out; a tool run on users' data sends nothing, so they are
-    imported with openvino_telemetry hidden, as when it is not installed."""
-    if "openvino_telemetry" in sys.modules:  # imported before us by the caller's own code: theirs to decide
-        yield
-        return
-    sys.modules["openvino_telemetry"] = None  # import openvino_telemetry now raises ImportError
-    try:
-        yield
-    finally:
-        del sys.modules["openvino_telemetry"]
+    inputs = {node.name for node in session.get_inputs()}
+    return ExportBackend(lambda batch: session.run([OUTPUT_NAME], batch)[0], variant, path, inputs)
 
 
 def require_openvino(module: str = "openvino") -> Any:
-    """openvino or nncf, imported without its telemetry; one line naming the extra when missing."""
-    with _without_telemetry():
+    """openvino or nncf; one line naming the extra when missing. Both send usage telemetry unless opted out; a tool
+    run on users' data sends nothing, so they are imported with openvino_telemetry hidden, as when not installed."""
+    if "openvino_telemetry" in sys.modules:  # imported before us by the caller's own code: theirs to decide
         return require(module)
+    sys.modules["openvino_telemetry"] = None  # import openvino_telemetry now raises ImportError
+    try:
+        return require(module)
+    finally:
+        del sys.modules["openvino_telemetry"]
 
 
 def open_openvino(path: Path, threads: int | None = None, precision: str | None = None) -> Any:

@@ -4,10 +4,11 @@ were built (decision.json's "input") or any saved sequence-classification folder
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,15 @@ class PredictError(ValueError):
     """Bad input or settings: the command prints the message on one line and exits non-zero."""
 
 
+@contextlib.contextmanager
+def reraised_as(kind: type[Exception], *caught: type[Exception]) -> Iterator[None]:
+    """`caught` errors raised again as `kind`, their message kept (one line, no chained traceback)."""
+    try:
+        yield
+    except caught as error:
+        raise kind(str(error)) from None
+
+
 @dataclass(frozen=True)
 class ModelSource:
     """Where the weights are and what the run says about the text: cheap to resolve, nothing loaded yet."""
@@ -57,15 +67,11 @@ class ModelSource:
     # The run's data.encoding, offered when an input is not text in the encoding it is read with.
     encoding: str | None = None
 
-    def with_text_columns(
-        self, columns: list[str] | tuple[str, ...] | None, option: str = "--text-columns"
-    ) -> ModelSource:
+    def with_text_columns(self, columns: Sequence[str] | None, option: str = "--text-columns") -> ModelSource:
         self._warn_fewer_columns(self.text_spec.columns, columns, option)
         return dataclasses.replace(self, text_spec=self.text_spec.with_columns(columns))
 
-    def with_text_pair_columns(
-        self, columns: list[str] | tuple[str, ...] | None, option: str = "--text-pair-columns"
-    ) -> ModelSource:
+    def with_text_pair_columns(self, columns: Sequence[str] | None, option: str = "--text-pair-columns") -> ModelSource:
         check_pair_columns(self.text_spec, columns, self.reading_recorded, option)
         self._warn_fewer_columns(self.text_spec.pair_columns, columns, option)
         return dataclasses.replace(self, text_spec=self.text_spec.with_pair_columns(columns))
@@ -95,7 +101,11 @@ class ModelSource:
     def missing_columns_hint(self) -> str:
         if not self.reading_recorded:
             return f"; {self.model_dir} does not record the columns it was trained on: name them with --text-columns"
-        return self.headerless_hint()
+        if not self.column_names:
+            return ""
+        return (
+            f"; for a file without a header row, as the run's were, pass --column-names {','.join(self.column_names)}"
+        )
 
     def encoding_hint(self, used: str) -> str:
         """The run's encoding, when it differs from `used`. Only offered: taking a single-byte one by default would
@@ -109,13 +119,6 @@ class ModelSource:
             return ""
         return (
             f"; the run's training files were read as {self.encoding} (its data.encoding): --encoding {self.encoding}"
-        )
-
-    def headerless_hint(self) -> str:
-        if not self.column_names:
-            return ""
-        return (
-            f"; for a file without a header row, as the run's were, pass --column-names {','.join(self.column_names)}"
         )
 
 
@@ -143,11 +146,8 @@ def default_text_spec() -> TextSpec:
 
 def run_max_length(run: RunDir, config: dict[str, Any]) -> int | None:
     """The fixed length the run tokenized to (metrics.json), else an integer tokenizer.max_length in config.yaml."""
-    if run.metrics_path.is_file():
-        length = run.read_record(require_test=False).tokenization.max_length
-        if isinstance(length, int) and length > 0:
-            return length
-    return settings_max_length(config)
+    length = run.read_record(require_test=False).tokenization.max_length if run.metrics_path.is_file() else None
+    return length if isinstance(length, int) and length > 0 else settings_max_length(config)
 
 
 def settings_max_length(settings: dict[str, Any]) -> int | None:
@@ -176,10 +176,8 @@ def settings_source(
 
 def model_folder_source(model_dir: Path) -> ModelSource:
     """A model folder outside a run: its decision.json's record; without one, the defaults, flagged."""
-    try:
+    with reraised_as(PredictError, RunDirError):
         record = read_decision(model_dir) or {}
-    except RunDirError as error:
-        raise PredictError(str(error)) from None
     settings = record.get(DECISION_INPUT_KEY)
     if not isinstance(settings, dict):
         return ModelSource(model_dir, default_text_spec(), None, reading_recorded=False)
@@ -200,11 +198,9 @@ def resolve_model_source(path: str | Path, require_finished: bool = True) -> Mod
             if path == run_path:
                 raise PredictError(f"{run.unfinished()}; to use it anyway ({checkpoint}), pass {run.model_dir}")
             logger.warning("%s; %s", run.unfinished(), checkpoint)
-        try:
+        with reraised_as(PredictError, RunDirError):
             config = run.read_config()
             return settings_source(run.model_dir, config, run_max_length(run, config), run_path)
-        except RunDirError as error:
-            raise PredictError(str(error)) from None
     if is_model_dir(path):
         return model_folder_source(path)
     run = RunDir(path)

@@ -136,53 +136,26 @@ def holds_run(path: Path) -> bool:
     return (path / CONFIG_FILE).exists() or (path / HISTORY_FILE).exists()
 
 
+def _inside(*names: str) -> property:
+    """A RunDir property: the path of `names` inside the run directory."""
+    return property(lambda run: run.path.joinpath(*names))
+
+
 @dataclass(frozen=True)
 class RunDir:
     path: Path
 
-    @property
-    def config_path(self) -> Path:
-        return self.path / CONFIG_FILE
-
-    @property
-    def metrics_path(self) -> Path:
-        return self.path / METRICS_FILE
-
-    @property
-    def history_path(self) -> Path:
-        return self.path / HISTORY_FILE
-
-    @property
-    def predictions_path(self) -> Path:
-        return self.path / PREDICTIONS_FILE
-
-    @property
-    def model_dir(self) -> Path:
-        return self.path / MODEL_DIR
-
-    @property
-    def model_card_path(self) -> Path:
-        return self.path / MODEL_DIR / MODEL_CARD_FILE
-
-    @property
-    def checkpoints_dir(self) -> Path:
-        return self.path / CHECKPOINTS_DIR
-
-    @property
-    def tensorboard_dir(self) -> Path:
-        return self.path / TENSORBOARD_DIR
-
-    @property
-    def confusion_matrix_path(self) -> Path:
-        return self.path / CONFUSION_MATRIX_PNG
-
-    @property
-    def export_dir(self) -> Path:
-        return self.path / EXPORT_DIR
-
-    @property
-    def export_record_path(self) -> Path:
-        return self.export_dir / EXPORT_RECORD_FILE
+    config_path = _inside(CONFIG_FILE)
+    metrics_path = _inside(METRICS_FILE)
+    history_path = _inside(HISTORY_FILE)
+    predictions_path = _inside(PREDICTIONS_FILE)
+    model_dir = _inside(MODEL_DIR)
+    model_card_path = _inside(MODEL_DIR, MODEL_CARD_FILE)
+    checkpoints_dir = _inside(CHECKPOINTS_DIR)
+    tensorboard_dir = _inside(TENSORBOARD_DIR)
+    confusion_matrix_path = _inside(CONFUSION_MATRIX_PNG)
+    export_dir = _inside(EXPORT_DIR)
+    export_record_path = _inside(EXPORT_DIR, EXPORT_RECORD_FILE)
 
     def checkpoint_path(self, global_step: int) -> Path:
         return self.checkpoints_dir / f"{CHECKPOINT_PREFIX}{global_step}"
@@ -197,8 +170,6 @@ class RunDir:
             if child.is_dir() and child.name.startswith(CHECKPOINT_PREFIX) and number.isdigit():
                 steps[int(number)] = child
         return [steps[step] for step in sorted(steps)]
-
-    # -- readers ------------------------------------------------------------------------------------------------
 
     def check_finished(self) -> None:
         """Raise RunDirError unless this is a finished run (config and metrics), saying what it is instead."""
@@ -299,12 +270,9 @@ class RunDir:
             return None
         try:
             # keep_default_na=False: a text that reads "NA" or "null" must stay text.
-            text_columns = {
-                PREDICTION_TEXT: str,
-                PREDICTION_GOLD: str,
-                PREDICTION_PREDICTED: str,
-                PREDICTION_ROW_ID: str,
-            }
+            text_columns = dict.fromkeys(
+                (PREDICTION_TEXT, PREDICTION_GOLD, PREDICTION_PREDICTED, PREDICTION_ROW_ID), str
+            )
             predictions = pd.read_csv(path, dtype=text_columns, keep_default_na=False)
         except pd.errors.EmptyDataError:
             raise RunDirError(f"{path}: the file is empty") from None
@@ -319,8 +287,6 @@ class RunDir:
             raise RunDirError(f"{path}: column '{PREDICTION_SCORE}' is not a number in data row {bad_row + 1}")
         predictions[PREDICTION_SCORE] = scores.astype(float)
         return predictions
-
-    # -- writers ------------------------------------------------------------------------------------------------
 
     def write_record(self, record: RunRecord) -> None:
         write_record(self.metrics_path, record)
@@ -410,16 +376,6 @@ def untrained_consequence(untrained: list[str]) -> str:
 # Who holds a run directory (pipeline.run.ownership takes and releases it)
 
 
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, OverflowError):  # OverflowError: an id past any process's (a damaged lock)
-        return False
-    except PermissionError:  # it exists, under another user
-        return True
-    return True
-
-
 def live_lock_owner(path: Path) -> int | None:
     """The id of the live process, other than this one, that holds the run directory's lock; None where none does
     (a lock left by a process that no longer runs is no one's)."""
@@ -429,7 +385,12 @@ def live_lock_owner(path: Path) -> int | None:
         return None
     # ASCII digits only: str.isdigit takes "²", which int() refuses. os.kill(0, 0) signals this process's own group,
     # which is always alive: 0 is no process's id.
-    if not (owner.isascii() and owner.isdigit()):
+    if not (owner.isascii() and owner.isdigit()) or int(owner) in (0, os.getpid()):
         return None
-    pid = int(owner)
-    return pid if pid > 0 and pid != os.getpid() and _process_alive(pid) else None
+    try:
+        os.kill(int(owner), 0)
+    except (ProcessLookupError, OverflowError):  # OverflowError: an id past any process's (a damaged lock)
+        return None
+    except PermissionError:  # it exists, under another user
+        pass
+    return int(owner)

@@ -107,10 +107,7 @@ def weights_sha256(model_dir: Path) -> str:
         raise ExportError(f"{model_dir}: no {MODEL_WEIGHTS_FILE}, so the weights an export came from cannot be checked")
     if len(files) == 1:
         return file_sha256(files[0])
-    digest = hashlib.sha256()
-    for path in files:
-        digest.update(file_sha256(path).encode())
-    return digest.hexdigest()
+    return hashlib.sha256("".join(map(file_sha256, files)).encode()).hexdigest()  # of the files' hashes in order
 
 
 def read_export_record(run_dir: Path) -> dict[str, Any] | None:
@@ -292,11 +289,15 @@ def parity_rows(record: dict[str, Any]) -> list[ParityRow]:
     fp32, default = torch_results.get("fp32") or {}, torch_results.get("default") or {}
     default_is_fp32 = default.get("precision", "fp32") == "fp32"
     reference = "reference" + (", baseline for auto" if default_is_fp32 else "")
-    speedup = 1.0 if default_is_fp32 else None
-    rows = [_parity_row("torch fp32", fp32, reference, agreement=1.0, difference=0.0, speedup=speedup)]
+    exact = {
+        "label_agreement": 1.0,
+        "max_probability_difference": 0.0,
+        "speedup_vs_torch": 1.0 if default_is_fp32 else None,
+    }
+    rows = [_parity_row("torch fp32", {**fp32, **exact}, reference)]
     if not default_is_fp32:
-        backend = f"torch {default.get('precision')}"
-        rows.append(_parity_row(backend, default, "baseline for auto", difference=None, speedup=1.0))
+        baseline = {**default, "max_probability_difference": None, "speedup_vs_torch": 1.0}
+        rows.append(_parity_row(f"torch {default.get('precision')}", baseline, "baseline for auto"))
     short = too_few_rows(verification_rows_of(record))
     for name, entry in record.get("variants", {}).items():
         chosen = ", chosen by auto" if record.get("auto") == name else ""
@@ -308,22 +309,10 @@ def parity_rows(record: dict[str, Any]) -> list[ParityRow]:
     return rows
 
 
-def _parity_row(backend: str, entry: dict[str, Any], status: str, **given: float | None) -> ParityRow:
-    """A table row of `entry`'s figures, those in `given` (by the row's names) instead."""
-
-    def figure(name: str, key: str) -> float | None:
-        value = given[name] if name in given else entry.get(key)
-        return float(value) if is_number(value) else None
-
-    return ParityRow(
-        backend,
-        figure("agreement", "label_agreement"),
-        figure("difference", "max_probability_difference"),
-        figure("accuracy", "accuracy"),
-        figure("rate", "rows_per_second"),
-        figure("speedup", "speedup_vs_torch"),
-        status,
-    )
+def _parity_row(backend: str, entry: dict[str, Any], status: str) -> ParityRow:
+    """A table row of `entry`'s figures, by export.json's names."""
+    figures = ("label_agreement", "max_probability_difference", "accuracy", "rows_per_second", "speedup_vs_torch")
+    return ParityRow(backend, *(float(entry[key]) if is_number(entry.get(key)) else None for key in figures), status)
 
 
 def rows_used(record: dict[str, Any]) -> str:

@@ -83,9 +83,5 @@ def clear_for_overwrite(path: Path) -> None:
             f"{path} holds files the pipeline did not write ({', '.join(foreign[:5])}); run.overwrite deletes only run directories: move them, or choose another run.name"
         )
     for child in path.iterdir():
-        if child.name == LOCK_FILE:
-            continue
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child)
-        else:
-            child.unlink()
+        if child.name != LOCK_FILE:
+            shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()

@@ -468,8 +468,9 @@ class RunRecord(Section):
 # The file
 
 
-def read_metrics_file(path: Path, require_test: bool = True) -> dict[str, Any]:
-    """metrics.json as its JSON object, checked for the class names (and a test accuracy, unless not required)."""
+def read_record(path: Path, require_test: bool = True) -> RunRecord:
+    """metrics.json of any version as a RunRecord, checked for the class names (and a test accuracy, unless not
+    required); RunDirError naming the file when it is damaged."""
     text = read_text(path)
     if not text.strip():
         raise RunDirError(f"{path}: the file is empty — the run did not finish writing it")
@@ -485,12 +486,7 @@ def read_metrics_file(path: Path, require_test: bool = True) -> dict[str, Any]:
     test = metrics.get("test")
     if require_test and not (isinstance(test, dict) and is_number(test.get("accuracy"))):
         raise RunDirError(f"{path}: 'test.accuracy' is missing — the test split was not evaluated")
-    return metrics
-
-
-def read_record(path: Path, require_test: bool = True) -> RunRecord:
-    """metrics.json of any version as a RunRecord; RunDirError naming the file when it is damaged."""
-    return RunRecord.from_dict(read_metrics_file(path, require_test))
+    return RunRecord.from_dict(metrics)
 
 
 def write_record(path: Path, record: RunRecord) -> None:
