@@ -17,6 +17,16 @@ class ConfigError(ValueError):
     """A config key is unknown, or its value has the wrong type or is out of range."""
 
 
+def setting(default: Any, help: str, **more: str) -> Any:
+    """A config field: its default (a list, or a section's class, is made anew for each config) and its docs, the
+    `help` and optional `more` and `shown` texts that docs/config-reference.md renders. Ruff cannot tell that this
+    makes a field: a field of a mutable type says `# noqa: RUF009`."""
+    docs = {"help": help, **more}
+    if isinstance(default, (list, type)):
+        return dataclasses.field(default_factory=default.copy if isinstance(default, list) else default, metadata=docs)
+    return dataclasses.field(default=default, metadata=docs)
+
+
 BOOLEAN_WORDS = {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}
 
 
