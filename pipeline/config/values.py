@@ -157,33 +157,28 @@ def _coerce_list(value: Any, tp: Any, key: str) -> list:
 
 
 def _coerce_scalar(value: Any, tp: type, key: str) -> Any:
-    """bool, int, float or str; YAML's own readings of numbers and strings are accepted where unambiguous."""
+    """bool, int, float or str; YAML's own readings of numbers and strings are accepted where unambiguous (a bool is
+    neither a number nor a string)."""
     if tp is bool:
         if isinstance(value, bool):
             return value
         if isinstance(value, str) and value.lower() in BOOLEAN_WORDS:
             return BOOLEAN_WORDS[value.lower()]
-        raise ConfigError(f"{key}: expected true or false, got {value!r}")
-    if tp is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise ConfigError(f"{key}: expected an integer, got {value!r}")
-    if tp is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str):  # YAML 1.1 reads "3e-5" (no dot) as a string
-            try:
-                return float(value)
-            except ValueError:
-                pass
-        raise ConfigError(f"{key}: expected a number, got {value!r}")
-    if isinstance(value, str):
+    elif isinstance(value, bool):
+        pass
+    elif tp is int and isinstance(value, int):
         return value
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return str(value)
-    if isinstance(value, bool):
-        raise ConfigError(f"{key}: expected a string, got {value!r} (YAML reads a bare true or false so: quote it)")
-    raise ConfigError(f"{key}: expected a string, got {value!r}")
+    elif tp is float and isinstance(value, (int, float)):
+        return float(value)
+    elif tp is float and isinstance(value, str):  # YAML 1.1 reads "3e-5" (no dot) as a string
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    elif tp is str and isinstance(value, (str, int, float)):
+        return value if isinstance(value, str) else str(value)
+    quote = " (YAML reads a bare true or false so: quote it)" if tp is str and isinstance(value, bool) else ""
+    raise ConfigError(f"{key}: expected {_SCALAR_NAMES[tp]}, got {value!r}{quote}")
 
 
 def check_types(instance: Any, prefix: str) -> None:

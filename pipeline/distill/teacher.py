@@ -100,17 +100,9 @@ def check_labels(teacher: list[str], student: list[str], where: Path) -> None:
     if teacher == student:
         return
     missing, extra = [n for n in student if n not in teacher], [n for n in teacher if n not in student]
-    if missing or extra:
-        detail = "; ".join(
-            part
-            for part in (
-                f"the data's {', '.join(missing)} not among the teacher's classes" if missing else "",
-                f"the teacher's {', '.join(extra)} not in the data" if extra else "",
-            )
-            if part
-        )
-    else:
-        detail = "the same classes in another order"
+    parts = [f"the data's {', '.join(missing)} not among the teacher's classes"] if missing else []
+    parts += [f"the teacher's {', '.join(extra)} not in the data"] if extra else []
+    detail = "; ".join(parts) or "the same classes in another order"
     raise ConfigError(
         f"{TEACHER_KEY}: the teacher's labels ({', '.join(teacher)}, from {where}) do not match the data's "
         f"({', '.join(student)}): {detail}; give data.label_names in the teacher's order, or another teacher"
@@ -179,7 +171,7 @@ class TeacherLabeller:
         path = self.cache_path(texts)
         cached = self._read(path, len(texts))
         if cached is not None:
-            logger.info("Teacher logits for %d texts loaded from cache %s", len(texts), path)
+            logger.info(f"Teacher logits for {len(texts)} texts loaded from cache {path}")
             return cached
         self.misses += 1
         predictor = self._predictor()
@@ -202,7 +194,7 @@ class TeacherLabeller:
         try:
             logits = np.load(path)
         except (OSError, ValueError) as error:
-            logger.warning("Ignoring unreadable teacher-logit cache %s (%s)", path, error)
+            logger.warning(f"Ignoring unreadable teacher-logit cache {path} ({error})")
             return None
         return logits if logits.shape == (rows, len(self.labels)) else None
 
@@ -213,7 +205,7 @@ class TeacherLabeller:
             except PredictError as error:
                 raise ConfigError(f"{TEACHER_KEY}: {error}") from None
             check_labels(self.predictor.labels, self.labels, self.source.model_dir)
-            logger.info("Teacher %s: %s", self.source.model_dir, self.predictor.describe_backend())
+            logger.info(f"Teacher {self.source.model_dir}: {self.predictor.describe_backend()}")
         return self.predictor
 
 

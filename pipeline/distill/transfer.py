@@ -124,7 +124,7 @@ def augmented_texts(
         try:
             return [(int(row), str(text)) for row, text in json.loads(path.read_text(encoding="utf-8"))]
         except (OSError, ValueError, TypeError) as error:
-            logger.warning("Ignoring unreadable augmentation cache %s (%s)", path, error)
+            logger.warning(f"Ignoring unreadable augmentation cache {path} ({error})")
     copies = augment(train_texts, distill, seed, mask_token)
     atomic_write_json(path, copies)
     return copies

@@ -216,8 +216,7 @@ def choose_threshold(
     # No positives, or (multi-class) no validation row has this class as its top prediction: the default stays.
     if not positives.any() or not len(candidates):
         kind = NO_POSITIVES if not positives.any() else NEVER_PREDICTED
-        record = _record(setting, DEFAULT_THRESHOLD, scores, positives)
-        record["fallback"], record["applied"] = kind, f"{DEFAULT_THRESHOLD}"
+        record = _record(setting, DEFAULT_THRESHOLD, scores, positives, fallback=kind, applied=f"{DEFAULT_THRESHOLD}")
         return DEFAULT_THRESHOLD, record, Problem(kind)
     if setting == "best_f1":
         return *_best_f1(setting, candidates, precision, recall, scores, positives), None
@@ -236,11 +235,8 @@ def choose_threshold(
         keeping = np.flatnonzero(recall >= value - 1e-12)
         if not len(keeping):  # multi-class: rows whose top prediction is another class are lost to any threshold
             threshold = _midway(candidates, len(candidates) - 1)
-            record = _record(setting, threshold, scores, positives)
-            record["fallback"] = (
-                f"no threshold keeps recall {value:g} on validation (at most {recall.max():.4f}): {threshold:.4f}, below every validation score of the class, used instead"
-            )
-            record["applied"] = f"{threshold:.4f}"
+            fallback = f"no threshold keeps recall {value:g} on validation (at most {recall.max():.4f}): {threshold:.4f}, below every validation score of the class, used instead"
+            record = _record(setting, threshold, scores, positives, fallback=fallback, applied=f"{threshold:.4f}")
             return threshold, record, Problem(RECALL_UNKEPT, f"recall {value:g}, at most {recall.max():.4f}")
         best = keeping[np.argmax(candidates[keeping])]  # the highest threshold still keeping the recall
     threshold = _midway(candidates, int(best))
@@ -281,7 +277,9 @@ def _best_f1(
     return threshold, _record(setting, threshold, scores, positives)
 
 
-def _record(setting: Any, threshold: float, scores: np.ndarray, positives: np.ndarray) -> dict[str, Any]:
+def _record(setting: Any, threshold: float, scores: np.ndarray, positives: np.ndarray, **fallback: str) -> dict:
+    """A class's record: its setting, threshold and validation precision and recall there; with `fallback` and
+    `applied` where the setting could not be met."""
     predicted = scores >= threshold
     true_positive = int((predicted & positives).sum())
     return {
@@ -289,4 +287,5 @@ def _record(setting: Any, threshold: float, scores: np.ndarray, positives: np.nd
         "threshold": float(threshold),
         "validation_precision": true_positive / int(predicted.sum()) if predicted.any() else None,
         "validation_recall": true_positive / int(positives.sum()) if positives.any() else None,
+        **fallback,
     }
