@@ -319,17 +319,11 @@ def template_of(tokenizer: Any, pair: bool = False) -> Template:
     def part(start: int, stop: int) -> Part:
         return Part(list(ids[start:stop]), list(types[start:stop]))
 
-    (first_start, first_stop) = cuts[0]
+    (first_start, first_stop), (second_start, second_stop) = cuts[0], cuts[-1]
+    prefix, suffix = part(0, first_start), part(second_stop, len(ids))
     if not pair:
-        return Template(part(0, first_start), part(first_stop, len(ids)), types[first_start])
-    (second_start, second_stop) = cuts[1]
-    return Template(
-        part(0, first_start),
-        part(second_stop, len(ids)),
-        types[first_start],
-        part(first_stop, second_start),
-        types[second_start],
-    )
+        return Template(prefix, suffix, types[first_start])
+    return Template(prefix, suffix, types[first_start], part(first_stop, second_start), types[second_start])
 
 
 def _find(ids: Sequence[int], content: Sequence[int], position: int) -> int:
