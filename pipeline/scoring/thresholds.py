@@ -219,16 +219,15 @@ def choose_threshold(
         record = _record(setting, DEFAULT_THRESHOLD, scores, positives, fallback=kind, applied=f"{DEFAULT_THRESHOLD}")
         return DEFAULT_THRESHOLD, record, Problem(kind)
     if setting == "best_f1":
-        return *_best_f1(setting, candidates, precision, recall, scores, positives), None
+        threshold = _midway(candidates, _best_f1(precision, recall))
+        return threshold, _record(setting, threshold, scores, positives), None
     ((target, value),) = setting.items()
     if target == "precision":
         reaching = np.flatnonzero(precision >= value - 1e-12)
         if not len(reaching):
-            threshold, record = _best_f1(setting, candidates, precision, recall, scores, positives)
-            record["fallback"] = (
-                f"no threshold reaches precision {value:g} on validation (best {precision.max():.4f}): best_f1 used instead"
-            )
-            record["applied"] = "best_f1"
+            threshold = _midway(candidates, _best_f1(precision, recall))
+            fallback = f"no threshold reaches precision {value:g} on validation (best {precision.max():.4f}): best_f1 used instead"
+            record = _record(setting, threshold, scores, positives, fallback=fallback, applied="best_f1")
             return threshold, record, Problem(PRECISION_UNREACHED, f"precision {value:g}, best {precision.max():.4f}")
         best = reaching[np.argmax(recall[reaching])]  # the most recall among those reaching the precision
     else:
@@ -264,17 +263,10 @@ def _curve(scores: np.ndarray, positives: np.ndarray) -> tuple[np.ndarray, np.nd
     return candidates, precision, recall
 
 
-def _best_f1(
-    setting: Any,
-    candidates: np.ndarray,
-    precision: np.ndarray,
-    recall: np.ndarray,
-    scores: np.ndarray,
-    positives: np.ndarray,
-) -> tuple[float, dict[str, Any]]:
+def _best_f1(precision: np.ndarray, recall: np.ndarray) -> int:
+    """The candidate threshold of the highest F1."""
     f1 = np.where(precision + recall > 0, 2 * precision * recall / np.maximum(precision + recall, 1e-12), 0.0)
-    threshold = _midway(candidates, int(np.argmax(f1)))
-    return threshold, _record(setting, threshold, scores, positives)
+    return int(np.argmax(f1))
 
 
 def _record(setting: Any, threshold: float, scores: np.ndarray, positives: np.ndarray, **fallback: str) -> dict:
