@@ -51,22 +51,6 @@ def weight_files(model_dir: Path) -> list[Path]:
     return sorted(path for pattern in WEIGHT_FILE_PATTERNS for path in Path(model_dir).glob(pattern))
 
 
-def teacher_config(source: ModelSource) -> Any:
-    try:
-        return AutoConfig.from_pretrained(str(source.model_dir))
-    except (OSError, ValueError, KeyError) as error:
-        raise ConfigError(f"{TEACHER_KEY}: cannot read the model config in {source.model_dir} ({error})") from None
-
-
-def check_single_label(config: Any, where: Path) -> None:
-    """A multi-label teacher's logits are independent sigmoids: read as a softmax over the classes (the soft
-    targets), a class it scores high takes probability from the others, which it never meant."""
-    if is_multi_label(config):
-        raise ConfigError(
-            f"{TEACHER_KEY}: {where} is a multi-label model (a sigmoid per class), but distillation's soft targets are a softmax over the classes; give a single-label teacher"
-        )
-
-
 def check_reading(source: ModelSource, student: TextSpec) -> None:
     """The teacher labels the texts as this run builds them: built otherwise (columns, separator), they are texts it
     was never trained to read. Column names may differ."""
@@ -236,7 +220,15 @@ def init_student_embeddings(student: Any, source: ModelSource, tokenizer: Any) -
 
 def check_teacher(source: ModelSource, labels: list[str], data: DataConfig) -> None:
     """Before any tokenizing or training: the teacher must be single-label, with the data's classes and texts."""
-    config = teacher_config(source)
-    check_single_label(config, source.model_dir)
+    try:
+        config = AutoConfig.from_pretrained(str(source.model_dir))
+    except (OSError, ValueError, KeyError) as error:
+        raise ConfigError(f"{TEACHER_KEY}: cannot read the model config in {source.model_dir} ({error})") from None
+    # A multi-label teacher's logits are independent sigmoids: read as a softmax over the classes (the soft targets),
+    # a class it scores high takes probability from the others, which it never meant.
+    if is_multi_label(config):
+        raise ConfigError(
+            f"{TEACHER_KEY}: {source.model_dir} is a multi-label model (a sigmoid per class), but distillation's soft targets are a softmax over the classes; give a single-label teacher"
+        )
     check_labels(class_names(config), labels, source.model_dir)
     check_reading(source, TextSpec.from_data_config(data))

@@ -56,23 +56,22 @@ def read_unlabeled(config: DataConfig) -> list[str]:
             table = read_table(path, key, config, column_names)
             for column in spec.input_columns:
                 table.column(column, key)
+            break
         except DataError:
             if number == len(attempts):
                 raise
-            continue
-        if len(table.frame) == 0:
-            raise DataError(f"{key}: {path} has no data rows")
-        warn_repeated_headers(table, "left out")
-        if config.incomplete_rows != "drop":
-            return build_texts(table, spec)
-        texts = texts_of(table, spec)
-        kept = [text for text in texts if text]
-        if len(kept) < len(texts):
-            logger.warning(f"{path}: {len(texts) - len(kept)} empty texts left out (data.incomplete_rows: drop)")
-        if not kept:
-            raise DataError(f"{key}: every one of the {len(texts)} rows of {path} has an empty text")
-        return kept
-    raise AssertionError("unreachable")
+    if len(table.frame) == 0:
+        raise DataError(f"{key}: {path} has no data rows")
+    warn_repeated_headers(table, "left out")
+    if config.incomplete_rows != "drop":
+        return build_texts(table, spec)
+    texts = texts_of(table, spec)
+    kept = [text for text in texts if text]
+    if len(kept) < len(texts):
+        logger.warning(f"{path}: {len(texts) - len(kept)} empty texts left out (data.incomplete_rows: drop)")
+    if not kept:
+        raise DataError(f"{key}: every one of the {len(texts)} rows of {path} has an empty text")
+    return kept
 
 
 def augment(texts: Sequence[str], distill: DistillConfig, seed: int, mask_token: str) -> list[tuple[int, str]]:
