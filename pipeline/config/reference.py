@@ -24,7 +24,7 @@ from pipeline.config.schema import (
     TokenizerConfig,
     TrainConfig,
 )
-from pipeline.config.values import describe
+from pipeline.config.values import default_of, describe
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "config-reference.md"
 COMMAND = "python -m pipeline.config.reference --write"
@@ -100,8 +100,7 @@ def default_text(item: dataclasses.Field) -> str:
     """The default as the page shows it: `hub`, 0.1, true, none, `[text]`."""
     if "shown" in item.metadata:
         return item.metadata["shown"]
-    value = item.default_factory() if item.default_factory is not dataclasses.MISSING else item.default
-    return _value_text(value)
+    return _value_text(default_of(item))
 
 
 def _value_text(value: Any) -> str:

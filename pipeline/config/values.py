@@ -17,6 +17,11 @@ class ConfigError(ValueError):
     """A config key is unknown, or its value has the wrong type or is out of range."""
 
 
+def default_of(item: dataclasses.Field) -> Any:
+    """A field's default value (a fresh one where a factory makes it)."""
+    return item.default_factory() if item.default_factory is not dataclasses.MISSING else item.default
+
+
 def setting(default: Any, help: str, **more: str) -> Any:
     """A config field: its default (a list, or a section's class, is made anew for each config) and its docs, the
     `help` and optional `more` and `shown` texts that docs/config-reference.md renders. Ruff cannot tell that this

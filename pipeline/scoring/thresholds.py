@@ -90,12 +90,6 @@ def default_decision(labels: list[str], multi_label: bool) -> Decision:
     return Decision(KIND_ARGMAX, list(labels))
 
 
-def decision_kind(num_labels: int, multi_label: bool) -> str:
-    if multi_label:
-        return KIND_MULTI_LABEL
-    return KIND_BINARY if num_labels == 2 else KIND_FLAG
-
-
 def check_setting(setting: Any, labels: list[str], multi_label: bool) -> None:
     """Before training: a per-class mapping names real classes; a binary task thresholds its positive class only."""
     if setting is None or not isinstance(setting, dict) or is_threshold_target(setting):
@@ -115,7 +109,7 @@ def choose_decision(
     """Thresholds for `setting` (eval.threshold) from validation probabilities (N, C) and gold labels."""
     if setting is None:
         return default_decision(names, multi_label)
-    kind = decision_kind(len(names), multi_label)
+    kind = KIND_MULTI_LABEL if multi_label else KIND_BINARY if len(names) == 2 else KIND_FLAG
     if kind == KIND_BINARY:
         logger.info(
             f"eval.threshold acts on the positive class {names[1]!r}, the second of {names} (data.label_names sets the order)"

@@ -83,21 +83,20 @@ def fixed_length(
     seconds_per_window: Callable[[int], float] | None,
 ) -> int:
     """The setting, or under `auto` chosen from `train_lengths` (train's untruncated lengths)."""
-    if config.max_length == "auto":
-        if rule.long_text == "chunk" and seconds_per_window is not None:
-            special = tokenizer.num_special_tokens_to_add(pair=False)
-            length = choose_chunk_length(
-                train_lengths - special, rule, limit, special, config.max_truncated_fraction, seconds_per_window
-            )
-        else:
-            length = choose_max_length(train_lengths, config.max_truncated_fraction, limit)
+    special = tokenizer.num_special_tokens_to_add(pair=False)
+    if config.max_length == "auto" and rule.long_text == "chunk" and seconds_per_window is not None:
+        length = choose_chunk_length(
+            train_lengths - special, rule, limit, special, config.max_truncated_fraction, seconds_per_window
+        )
+    elif config.max_length == "auto":
+        length = choose_max_length(train_lengths, config.max_truncated_fraction, limit)
     elif config.max_length > limit:
         raise ConfigError(f"tokenizer.max_length: {config.max_length} exceeds the model's limit of {limit} tokens")
     else:
         length = config.max_length
-    if rule.long_text == "chunk" and rule.chunk_stride >= length - tokenizer.num_special_tokens_to_add(pair=False):
+    if rule.long_text == "chunk" and rule.chunk_stride >= length - special:
         raise ConfigError(
-            f"tokenizer.chunk_stride: {rule.chunk_stride} must be smaller than a window's {length - tokenizer.num_special_tokens_to_add(pair=False)} content tokens"
+            f"tokenizer.chunk_stride: {rule.chunk_stride} must be smaller than a window's {length - special} content tokens"
         )
     return length
 
