@@ -66,7 +66,9 @@ def build_model(
             ignore_mismatched_sizes=True,
             output_loading_info=True,
         )
-        return model, _new_parameter_names(loading)
+        # New: the missing keys, and the mismatched ones (transformers lists those as (name, checkpoint shape, model shape)).
+        mismatched = {key[0] if isinstance(key, tuple) else key for key in loading.get("mismatched_keys", ())}
+        return model, frozenset(loading.get("missing_keys", ())) | mismatched
     encoder_config = EncoderClassifierConfig.from_settings(
         config.encoder,
         vocab_size=len(tokenizer),
@@ -90,12 +92,6 @@ def require_segments(model: PreTrainedModel, key: str) -> None:
         raise ConfigError(
             f"{key}: '{model.config.name_or_path}' has type_vocab_size {segments}, so it cannot tell a pair's second text from its first (data.text_pair_columns); join the two texts instead (list both sides' columns in data.text_columns) or choose a checkpoint pretrained on pairs"
         )
-
-
-def _new_parameter_names(loading: dict) -> frozenset[str]:
-    """Missing keys, and mismatched ones (transformers lists those as (name, checkpoint shape, model shape))."""
-    mismatched = {key[0] if isinstance(key, tuple) else key for key in loading.get("mismatched_keys", ())}
-    return frozenset(loading.get("missing_keys", ())) | mismatched
 
 
 # transformers architectures whose position ids start after the padding index (create_position_ids_from_input_ids),

@@ -136,12 +136,7 @@ def choose_chunk_length(
 
 
 def log_length(
-    config: TokenizerConfig,
-    rule: LongTextRule,
-    max_length: int,
-    truncated: dict[str, float],
-    limit: int,
-    pairs: bool,
+    config: TokenizerConfig, rule: LongTextRule, max_length: int, truncated: dict[str, float], limit: int, pairs: bool
 ) -> None:
     setting = "auto" if config.max_length == "auto" else "configured"
     shares = ", ".join(f"{name} {share:.2%}" for name, share in truncated.items())

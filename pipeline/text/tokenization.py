@@ -139,10 +139,7 @@ KEEP_CONTENT_TOKENS = 64 * 2**20
 
 
 def count_and_keep_tokens(
-    texts: list[str],
-    tokenizer: PreTrainedTokenizerBase,
-    keep_up_to: int,
-    read: TokensRead | None = None,
+    texts: list[str], tokenizer: PreTrainedTokenizerBase, keep_up_to: int, read: TokensRead | None = None
 ) -> tuple[TokenCounts, KeptContent | None]:
     """count_tokens, and the texts' content ids if they hold at most `keep_up_to` tokens (else None). With `read`
     (windows.reads_of), a text is counted only as far as such rows read it."""

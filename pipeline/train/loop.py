@@ -360,11 +360,9 @@ class Trainer:
         }
         if not math.isfinite(record["loss"]):
             self.progress.close()
-            best = (
-                f"the best model so far (step {self.state.best_step}) is in {self.run_dir.model_dir}"
-                if (self.state.best_step)
-                else "no model was saved"
-            )
+            best = "no model was saved"
+            if self.state.best_step:
+                best = f"the best model so far (step {self.state.best_step}) is in {self.run_dir.model_dir}"
             raise TrainingDiverged(
                 f"training diverged by step {self.state.global_step}: the loss is {record['loss']} (learning rate {record['learning_rate']:.3g}); lower train.learning_rate (now {self.config.learning_rate:g}) or keep train.max_grad_norm on; {best}"
             )
