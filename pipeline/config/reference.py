@@ -11,19 +11,11 @@ import argparse
 import dataclasses
 import sys
 import typing
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pipeline.config.schema import (
-    DataConfig,
-    DistillConfig,
-    EncoderSettings,
-    EvalConfig,
-    ModelConfig,
-    RunConfig,
-    TokenizerConfig,
-    TrainConfig,
-)
+from pipeline.config.schema import PipelineConfig
 from pipeline.config.values import default_of, describe
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "config-reference.md"
@@ -43,29 +35,30 @@ Every default lives in `pipeline/config/schema.py` and the modules beside it, in
 - "none" as a default means the key is unset (`null` in YAML).
 """
 
+# Each section's lead sentence on the page; the sections come in the config's own order (_sections).
+LEADS = {
+    "run": "The run directory, the seed, the licence.",
+    "data": "Where the rows come from and how they are read. The rules behind these keys: [Your own data](your-data.md) and [File formats](file-formats.md).",
+    "tokenizer": "How texts become tokens, and how long texts are read: [Long texts](long-texts.md).",
+    "model": "Which network is trained.",
+    "model.encoder": "The architecture of the encoder trained from scratch (`model.kind: encoder`).",
+    "train": "The training loop: [Scores you can act on](scores-and-thresholds.md) explains class weights and losses; [Performance](performance.md) the speed settings.",
+    "train.distill": "Distillation: [Distillation](distillation.md).",
+    "eval": "Evaluation, thresholds, the export and the baseline.",
+}
+
+
+def _sections(section: type, prefix: str = "") -> Iterator[tuple[str, type]]:
+    """(key prefix, dataclass) of every section below `section`, depth first: run, ..., model, model.encoder, ..."""
+    hints = typing.get_type_hints(section)
+    for item in dataclasses.fields(section):
+        if dataclasses.is_dataclass(hints[item.name]):
+            yield prefix + item.name, hints[item.name]
+            yield from _sections(hints[item.name], f"{prefix}{item.name}.")
+
+
 # (key prefix, dataclass, the section's lead sentence), in the page's order.
-SECTIONS: tuple[tuple[str, type, str], ...] = (
-    ("run", RunConfig, "The run directory, the seed, the licence."),
-    (
-        "data",
-        DataConfig,
-        "Where the rows come from and how they are read. The rules behind these keys: [Your own data](your-data.md) and [File formats](file-formats.md).",
-    ),
-    (
-        "tokenizer",
-        TokenizerConfig,
-        "How texts become tokens, and how long texts are read: [Long texts](long-texts.md).",
-    ),
-    ("model", ModelConfig, "Which network is trained."),
-    ("model.encoder", EncoderSettings, "The architecture of the encoder trained from scratch (`model.kind: encoder`)."),
-    (
-        "train",
-        TrainConfig,
-        "The training loop: [Scores you can act on](scores-and-thresholds.md) explains class weights and losses; [Performance](performance.md) the speed settings.",
-    ),
-    ("train.distill", DistillConfig, "Distillation: [Distillation](distillation.md)."),
-    ("eval", EvalConfig, "Evaluation, thresholds, the export and the baseline."),
-)
+SECTIONS = tuple((prefix, section, LEADS[prefix]) for prefix, section in _sections(PipelineConfig))
 
 
 def render() -> str:
