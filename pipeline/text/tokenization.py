@@ -351,13 +351,10 @@ def _read_cache(
     from datasets import load_from_disk
 
     tokenized = load_from_disk(str(cache_dir))
-    info = _read_info(cache_dir / "info.json")
+    saved = json.loads((cache_dir / "info.json").read_text())
+    info = TokenizationInfo(**{**saved, "from_cache": True, "from_cache_by_process": None})
     logger.info(f"Tokenized splits loaded from cache {cache_dir} (max_length {info.max_length})")
     pairs = has_pairs(column_values(splits["train"], "text"))
     log_length(config, rule, info.max_length, info.truncated_fraction, limit, pairs)
     _warn_unknown_tokens(info, tokenizer)
     return tokenized, info
-
-
-def _read_info(path: Path) -> TokenizationInfo:
-    return TokenizationInfo(**{**json.loads(path.read_text()), "from_cache": True, "from_cache_by_process": None})

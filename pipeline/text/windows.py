@@ -144,19 +144,16 @@ class TokensRead:
         head_chars, tail_chars = self.head * CUT_CHARS_PER_TOKEN, self.tail * CUT_CHARS_PER_TOKEN
         if len(text) <= 2 * (head_chars + tail_chars):
             return None
-        head_stop = _last_space(text, 0, head_chars) if self.head else 0
-        tail_start = _first_space(text, len(text) - tail_chars, len(text)) if self.tail else len(text)
+        head_stop = _first_space(text, range(head_chars - 1, -1, -1)) if self.head else 0
+        tail_start = _first_space(text, range(len(text) - tail_chars, len(text))) if self.tail else len(text)
         if head_stop < 0 or tail_start < 0:  # no space to cut at: one long "word", which a cut would change
             return None
         return text[:head_stop], text[tail_start:]
 
 
-def _last_space(text: str, start: int, stop: int) -> int:
-    return next((index for index in range(stop - 1, start - 1, -1) if text[index].isspace()), -1)
-
-
-def _first_space(text: str, start: int, stop: int) -> int:
-    return next((index for index in range(start, stop) if text[index].isspace()), -1)
+def _first_space(text: str, indices: range) -> int:
+    """The first of `indices` where `text` holds whitespace; -1 where none does."""
+    return next((index for index in indices if text[index].isspace()), -1)
 
 
 def reads_of(tokenizer: Any, max_length: int, rule: LongTextRule) -> TokensRead:
