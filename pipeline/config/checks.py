@@ -69,7 +69,11 @@ def validate(config: PipelineConfig) -> None:
         )
     if config.train.epochs <= 0 and config.train.max_steps is None:
         raise ConfigError(f"train.epochs: must be positive (or set train.max_steps), got {config.train.epochs}")
-    _validate_run_name(config.run.name)
+    name = config.run.name  # one folder inside run.output_dir: never the output folder itself, a parent, or elsewhere
+    if not name.strip() or name in (".", "..") or "/" in name or "\\" in name or Path(name).is_absolute():
+        raise ConfigError(
+            f"run.name: must be a plain folder name (no path separators, not empty, '.' or '..'), got {name!r}"
+        )
     _validate_chunk_stride(config.tokenizer)
     if config.data.source == "files" and not config.data.train_file:
         raise ConfigError("data.train_file: required when data.source is 'files'")
@@ -285,12 +289,4 @@ def _validate_chunk_stride(tokenizer: TokenizerConfig) -> None:
     if tokenizer.chunk_stride < 0 or (chunked and tokenizer.chunk_stride >= tokenizer.max_length - 2):
         raise ConfigError(
             f"tokenizer.chunk_stride: must be at least 0 and smaller than a window (tokenizer.max_length - 2), got {tokenizer.chunk_stride}"
-        )
-
-
-def _validate_run_name(name: str) -> None:
-    """run.name is one folder inside run.output_dir: never the output folder itself, a parent, or elsewhere."""
-    if not name.strip() or name in (".", "..") or "/" in name or "\\" in name or Path(name).is_absolute():
-        raise ConfigError(
-            f"run.name: must be a plain folder name (no path separators, not empty, '.' or '..'), got {name!r}"
         )

@@ -72,7 +72,7 @@ def add_file_options(add: Callable[..., Any], notes: Mapping[str, str], unset: S
     for setting in FILE_SETTINGS:
         default = None if setting in unset else default_of(_FIELDS[setting])
         options: dict[str, Any] = {"dest": option_name(setting), "default": default}
-        choices = _choices(_HINTS[setting])
+        choices = typing.get_args(_HINTS[setting]) if typing.get_origin(_HINTS[setting]) is Literal else ()
         if choices:  # None stands for `auto` where the command decides
             options["choices"] = tuple(choice for choice in choices if default is not None or choice != "auto")
         kind = _argument_type(setting)
@@ -97,11 +97,6 @@ def check_reading_overrides(overrides: Sequence[str]) -> None:
             raise ConfigError(f"{override}: only data.* settings apply to evaluation (how the file is read)")
         if key in MODEL_DATA_KEYS:
             raise ConfigError(f"{key}: the trained model decides it (its task and classes); it cannot be overridden")
-
-
-def _choices(tp: Any) -> tuple[str, ...]:
-    """A Literal's values (`quoting`: auto, csv, none); () for any other type."""
-    return typing.get_args(tp) if typing.get_origin(tp) is Literal else ()
 
 
 def _argument_type(setting: str) -> Callable[[str], Any] | None:

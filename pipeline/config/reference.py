@@ -76,9 +76,11 @@ def section_table(prefix: str, section: type) -> str:
     for item in dataclasses.fields(section):
         key, tp = f"{prefix}.{item.name}", hints[item.name]
         if dataclasses.is_dataclass(tp):
-            rows.append(f"| `{key}.*` | a section | | {_cell(help_of(item))}: see [{key}](#{_anchor(key)}) |")
+            anchor = key.replace(".", "")  # the fragment MkDocs gives the heading: train.distill -> traindistill
+            rows.append(f"| `{key}.*` | a section | | {_cell(help_of(item))}: see [{key}](#{anchor}) |")
             continue
-        cells = (f"`{key}`", describe(tp), default_text(item), help_of(item))
+        shown = item.metadata["shown"] if "shown" in item.metadata else _value_text(default_of(item))
+        cells = (f"`{key}`", describe(tp), shown, help_of(item))
         rows.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
     return "\n".join(rows) + "\n"
 
@@ -89,14 +91,8 @@ def help_of(item: dataclasses.Field) -> str:
     return ". ".join(part.rstrip(".") for part in parts if part)
 
 
-def default_text(item: dataclasses.Field) -> str:
-    """The default as the page shows it: `hub`, 0.1, true, none, `[text]`."""
-    if "shown" in item.metadata:
-        return item.metadata["shown"]
-    return _value_text(default_of(item))
-
-
 def _value_text(value: Any) -> str:
+    """A default as the page shows it: `hub`, 0.1, true, none, `[text]`."""
     if value is None:
         return "none"
     if isinstance(value, bool):
@@ -111,11 +107,6 @@ def _value_text(value: Any) -> str:
 def _cell(text: str) -> str:
     """Text inside a table cell: a | would end the cell."""
     return text.replace("|", "\\|")
-
-
-def _anchor(key: str) -> str:
-    """The fragment MkDocs gives a heading (`train.distill` -> traindistill)."""
-    return key.replace(".", "")
 
 
 def main(argv: list[str] | None = None) -> None:

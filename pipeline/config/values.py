@@ -61,7 +61,8 @@ _SCALAR_PLURALS = {float: "numbers", int: "integers", bool: "booleans", str: "st
 
 def describe(tp: Any) -> str:
     """A type as a config reader would say it: "a number, 'best_f1' or null"."""
-    return _either(_options(tp))
+    options = _options(tp)
+    return options[0] if len(options) == 1 else f"{', '.join(options[:-1])} or {options[-1]}"
 
 
 def _options(tp: Any) -> list[str]:
@@ -79,10 +80,6 @@ def _options(tp: Any) -> list[str]:
     if tp is type(None):
         return ["null"]
     return [_SCALAR_NAMES.get(tp, getattr(tp, "__name__", str(tp)))]
-
-
-def _either(options: list[str]) -> str:
-    return options[0] if len(options) == 1 else f"{', '.join(options[:-1])} or {options[-1]}"
 
 
 def _nested(tp: Any) -> str:

@@ -81,19 +81,15 @@ def augment(texts: Sequence[str], distill: DistillConfig, seed: int, mask_token:
     for copy in range(distill.augment_copies):
         rng = np.random.default_rng([seed, copy, CACHE_FORMAT])
         for row, text in enumerate(texts):
-            changed = augment_text(text, distill, rng, mask_token)
+            # a sentence pair's two texts are each changed, and stay a pair
+            changed = PAIR_MARK.join(augment_words(part, distill, rng, mask_token) for part in segments_of(text))
             if changed != text:
                 out.append((row, changed))
     return out
 
 
-def augment_text(text: str, distill: DistillConfig, rng: np.random.Generator, mask_token: str) -> str:
-    """One copy of one text by train.distill.augment (words are whitespace-separated); a sentence pair's two texts
-    are each changed, and stay a pair."""
-    return PAIR_MARK.join(augment_words(segment, distill, rng, mask_token) for segment in segments_of(text))
-
-
 def augment_words(text: str, distill: DistillConfig, rng: np.random.Generator, mask_token: str) -> str:
+    """One copy of one text by train.distill.augment (words are whitespace-separated)."""
     words = text.split()
     if not words:
         return text

@@ -144,20 +144,19 @@ def count_and_keep_tokens(
     """count_tokens, and the texts' content ids if they hold at most `keep_up_to` tokens (else None). With `read`
     (windows.reads_of), a text is counted only as far as such rows read it."""
     lengths: list[int] = []
-    unknown: list[int] | None = [] if tokenizer.unk_token_id is not None else None
+    unknown: list[int] = []
     pair_extra = pair_extra_tokens(tokenizer)
     kept: list[KeptContent] | None = [] if keep_up_to > 0 else None
     kept_tokens = 0
     for start in range(0, len(texts), TOKENIZE_BATCH_SIZE):
         content = content_ids_by_segment(tokenizer, texts[start : start + TOKENIZE_BATCH_SIZE], read)
         lengths.extend(content_length(first, second, pair_extra) for first, second in content)
-        if unknown is not None:
-            unknown += unknown_counts(content, tokenizer)
+        unknown += unknown_counts(content, tokenizer) or []  # None: the tokenizer has no unknown token
         if kept is not None:
             kept.append(KeptContent.of(content))
             kept_tokens += kept[-1].ids.size
             kept = kept if kept_tokens <= keep_up_to else None
-    unknown_array = None if unknown is None else np.asarray(unknown, dtype=np.int64)
+    unknown_array = None if tokenizer.unk_token_id is None else np.asarray(unknown, dtype=np.int64)
     counts = TokenCounts.of_content(np.asarray(lengths, dtype=np.int64), unknown_array, tokenizer)
     return counts, None if kept is None else KeptContent.join(kept)
 

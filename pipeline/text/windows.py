@@ -359,7 +359,7 @@ def encode_documents(
     types: list[list[int]] = []
     documents: list[int] = []
     lengths: list[int] = []
-    unknown: list[int] | None = [] if tokenizer.unk_token_id is not None else None
+    unknown: list[int] = []
     keep_types = pair is not None and reads_segments(tokenizer)
     read = reads_of(tokenizer, max_length, rule)
     for start in range(0, len(texts), TOKENIZE_BATCH_SIZE):
@@ -368,8 +368,7 @@ def encode_documents(
             content = kept.content(start, stop)
         else:
             content = content_ids_by_segment(tokenizer, texts[start:stop], read)
-        if unknown is not None:
-            unknown += unknown_counts(content, tokenizer)
+        unknown += unknown_counts(content, tokenizer) or []  # None: the tokenizer has no unknown token
         for offset, (first, second) in enumerate(content):
             lengths.append(content_length(first, second, pair_extra))
             if second is None:
@@ -386,7 +385,7 @@ def encode_documents(
         rows,
         np.asarray(documents, dtype=np.int64),
         np.asarray(lengths, dtype=np.int64),
-        None if unknown is None else np.asarray(unknown, dtype=np.int64),
+        None if tokenizer.unk_token_id is None else np.asarray(unknown, dtype=np.int64),
         types if keep_types else None,
     )
 
