@@ -89,7 +89,12 @@ def validate(config: PipelineConfig) -> None:
     if prefix_error:
         raise ConfigError(f"data.label_prefix: {prefix_error}")
     _validate_label_columns(config)
-    _validate_missing_label_values(config.data)
+    # Written values only: an empty cell is always a missing label (one that is also a class names that class).
+    for index, value in enumerate(config.data.missing_label_values):
+        if not value.strip():
+            raise ConfigError(
+                f"data.missing_label_values[{index}]: empty; an empty label cell is always a missing label, list only written marks (NaN, N/A, -)"
+            )
     _validate_text_pair(config)
     _validate_split_column(config)
     _validate_distill(config)
@@ -174,17 +179,6 @@ def _validate_label_columns(config: PipelineConfig) -> None:
         )
 
 
-def _validate_missing_label_values(data: DataConfig) -> None:
-    """data.missing_label_values: written values (an empty cell is always a missing label). One that is also a class
-    of data.label_names names that class (labels.MissingLabel.of), so that listing a class "N/A" needs no other
-    setting."""
-    for index, value in enumerate(data.missing_label_values):
-        if not value.strip():
-            raise ConfigError(
-                f"data.missing_label_values[{index}]: empty; an empty label cell is always a missing label, list only written marks (NaN, N/A, -)"
-            )
-
-
 def _validate_split_column(config: PipelineConfig) -> None:
     """data.split_column says each row's split: not beside files that say it too, and not a column read as
     something else (a row's text, label or id)."""
@@ -197,8 +191,7 @@ def _validate_split_column(config: PipelineConfig) -> None:
     given = [key for key in ("validation_file", "test_file") if getattr(data, key)]
     if data.source == "files" and given:
         raise ConfigError(
-            f"data.split_column: the column '{column}' says which rows are validation and test, and data.{given[0]} "
-            "gives them too; unset one (a file to score a trained run: python -m pipeline.evaluate)"
+            f"data.split_column: the column '{column}' says which rows are validation and test, and data.{given[0]} gives them too; unset one (a file to score a trained run: python -m pipeline.evaluate)"
         )
     label_key = "data.label_columns" if data.label_columns else "data.label_column"
     roles = {

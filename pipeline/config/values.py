@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 import types
@@ -122,13 +123,9 @@ def _coerce_union(value: Any, tp: Any, key: str) -> Any:
     shaped = [arg for arg in members if container is not None and typing.get_origin(arg) is container]
     if len(members) == 1 or len(shaped) == 1:
         return coerce(value, shaped[0] if len(shaped) == 1 else members[0], key)
-    for arg in args:
-        if arg is type(None):
-            continue
-        try:
+    for arg in members:
+        with contextlib.suppress(ConfigError):
             return coerce(value, arg, key)
-        except ConfigError:
-            continue
     raise ConfigError(f"{key}: expected {describe(tp)}, got {value!r}")
 
 
@@ -173,10 +170,8 @@ def _coerce_scalar(value: Any, tp: type, key: str) -> Any:
     elif tp is float and isinstance(value, (int, float)):
         return float(value)
     elif tp is float and isinstance(value, str):  # YAML 1.1 reads "3e-5" (no dot) as a string
-        try:
+        with contextlib.suppress(ValueError):
             return float(value)
-        except ValueError:
-            pass
     elif tp is str and isinstance(value, (str, int, float)):
         return value if isinstance(value, str) else str(value)
     quote = " (YAML reads a bare true or false so: quote it)" if tp is str and isinstance(value, bool) else ""

@@ -104,9 +104,12 @@ def _confidence_and_outcome(probabilities: np.ndarray, labels: np.ndarray) -> tu
     return probabilities.max(axis=1), (predicted == labels).astype(np.float64)
 
 
-def output_layer(model: nn.Module) -> nn.Linear:
-    """The classification head's last linear layer: the last nn.Linear whose outputs are the model's logits."""
+@torch.no_grad()
+def fold_temperature(model: nn.Module, temperature: float, check_inputs: dict[str, torch.Tensor] | None = None) -> None:
+    """Divide the output layer's weight and bias by T, so that the model computes logits / T. With `check_inputs`,
+    a head whose last linear layer is not the logits is refused rather than silently mis-calibrated."""
     num_labels = model.config.num_labels
+    # The classification head's last linear layer: the last nn.Linear whose outputs are the model's logits.
     layers = [
         module for module in model.modules() if isinstance(module, nn.Linear) and module.out_features == num_labels
     ]
@@ -114,14 +117,7 @@ def output_layer(model: nn.Module) -> nn.Linear:
         raise RuntimeError(
             f"{type(model).__name__} has no linear layer with {num_labels} outputs to fold a temperature into"
         )
-    return layers[-1]
-
-
-@torch.no_grad()
-def fold_temperature(model: nn.Module, temperature: float, check_inputs: dict[str, torch.Tensor] | None = None) -> None:
-    """Divide the output layer's weight and bias by T, so that the model computes logits / T. With `check_inputs`,
-    a head whose last linear layer is not the logits is refused rather than silently mis-calibrated."""
-    layer = output_layer(model)
+    layer = layers[-1]
     before = _logits(model, check_inputs) if check_inputs is not None else None
     layer.weight.div_(temperature)
     if layer.bias is not None:
