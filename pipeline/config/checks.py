@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pipeline.config.reading import PAIR_MARK, delimiter_problem, label_prefix_problem, normalise_name
+from pipeline.config.reading import PAIR_MARK, VALUE_RULES, normalise_name
 from pipeline.config.schema import ConfigError, DataConfig, PipelineConfig, TokenizerConfig
 
 POSITIVE, IN_RANGE, OUT_OF_RANGE = "must be a positive integer", "must be between 0 and 1", "out of range"
@@ -80,14 +80,12 @@ def validate(config: PipelineConfig) -> None:
     _validate_hub_splits(config.data)
     if not config.data.text_columns:
         raise ConfigError("data.text_columns: name at least one column")
-    delimiter_error = delimiter_problem(config.data.delimiter) if config.data.delimiter is not None else None
-    if delimiter_error:
-        raise ConfigError(f"data.delimiter: {delimiter_error}")
+    for name, rule in VALUE_RULES.items():
+        problem = rule(getattr(config.data, name)) if getattr(config.data, name) is not None else None
+        if problem:
+            raise ConfigError(f"data.{name}: {problem}")
     if config.data.json_field is not None and not config.data.json_field.strip():
         raise ConfigError("data.json_field: name the key of the object that holds the records, or leave it unset")
-    prefix_error = label_prefix_problem(config.data.label_prefix)
-    if prefix_error:
-        raise ConfigError(f"data.label_prefix: {prefix_error}")
     _validate_label_columns(config)
     # Written values only: an empty cell is always a missing label (one that is also a class names that class).
     for index, value in enumerate(config.data.missing_label_values):

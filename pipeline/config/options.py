@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pipeline.config.data_config import DataConfig
 from pipeline.config.load import parse_override
-from pipeline.config.reading import delimiter_problem, label_prefix_problem
+from pipeline.config.reading import VALUE_RULES
 from pipeline.config.values import ConfigError, default_of
 
 # The data settings that describe one file's layout and text, in the order a command lists them.
@@ -36,11 +36,6 @@ FILE_SETTINGS = (
 )
 # Options whose flag is not the setting's name.
 OPTION_NAMES = {"file_format": "format"}
-# The rule a setting's value obeys, as data.* obeys it (checks.py): an option's argparse type checks it too.
-VALUE_RULES: dict[str, Callable[[str], str | None]] = {
-    "delimiter": delimiter_problem,
-    "label_prefix": label_prefix_problem,
-}
 # Data settings the trained model decides, not the file: its task and its classes.
 MODEL_DATA_KEYS = ("data.task", "data.label_names", "data.label_names_file")
 
