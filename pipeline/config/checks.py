@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.config.reading import PAIR_MARK, VALUE_RULES, normalise_name
-from pipeline.config.schema import ConfigError, DataConfig, PipelineConfig, TokenizerConfig
+from pipeline.config.schema import ConfigError, DataConfig, PipelineConfig
 
 POSITIVE, IN_RANGE, OUT_OF_RANGE = "must be a positive integer", "must be between 0 and 1", "out of range"
 # (key, rule, test): a set value at `key` must pass `test`, else "key: rule, got value". Types alone cannot say it.
@@ -74,7 +74,15 @@ def validate(config: PipelineConfig) -> None:
         raise ConfigError(
             f"run.name: must be a plain folder name (no path separators, not empty, '.' or '..'), got {name!r}"
         )
-    _validate_chunk_stride(config.tokenizer)
+    # A window holds max_length minus [CLS] and [SEP]; a stride as large would never move forward. The length is
+    # checked against the stride only when texts are chunked: truncation never reads the stride, so a short
+    # max_length (32) must not fail on its default.
+    tokenizer = config.tokenizer
+    chunked = tokenizer.long_text == "chunk" and isinstance(tokenizer.max_length, int)
+    if tokenizer.chunk_stride < 0 or (chunked and tokenizer.chunk_stride >= tokenizer.max_length - 2):
+        raise ConfigError(
+            f"tokenizer.chunk_stride: must be at least 0 and smaller than a window (tokenizer.max_length - 2), got {tokenizer.chunk_stride}"
+        )
     if config.data.source == "files" and not config.data.train_file:
         raise ConfigError("data.train_file: required when data.source is 'files'")
     _validate_hub_splits(config.data)
@@ -269,15 +277,4 @@ def _validate_distill(config: PipelineConfig) -> None:
     elif config.train.loss != "cross_entropy" or config.train.class_weights != "none":
         raise ConfigError(
             "train.loss / train.class_weights: not used with train.distill.teacher (the distillation loss replaces them); leave them at cross_entropy / none"
-        )
-
-
-def _validate_chunk_stride(tokenizer: TokenizerConfig) -> None:
-    # A window holds max_length minus [CLS] and [SEP]; a stride as large would never move forward. The length is
-    # checked against the stride only when texts are chunked: truncation never reads the stride, so a short
-    # max_length (32) must not fail on its default.
-    chunked = tokenizer.long_text == "chunk" and isinstance(tokenizer.max_length, int)
-    if tokenizer.chunk_stride < 0 or (chunked and tokenizer.chunk_stride >= tokenizer.max_length - 2):
-        raise ConfigError(
-            f"tokenizer.chunk_stride: must be at least 0 and smaller than a window (tokenizer.max_length - 2), got {tokenizer.chunk_stride}"
         )
