@@ -33,6 +33,17 @@ def to_probabilities(logits: torch.Tensor, multi_label: bool) -> torch.Tensor:
     return torch.sigmoid(logits) if multi_label else logits.softmax(dim=-1)
 
 
+@torch.no_grad()
+def eval_logits(model: nn.Module, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The model's fp32 logits for `inputs` in eval mode (no dropout), its training mode left as it was."""
+    was_training = model.training
+    model.eval()
+    try:
+        return model(**inputs).logits.float()
+    finally:
+        model.train(was_training)
+
+
 # Weights are held in fp32 (mixed precision keeps fp32 master weights): transformers 5 would otherwise load an fp16
 # or bf16 checkpoint in that dtype.
 WEIGHTS_DTYPE = torch.float32

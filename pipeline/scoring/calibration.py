@@ -16,6 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from pipeline.models import eval_logits
+
 # Equal-width confidence bins of the expected calibration error and the reliability diagram (Guo et al. use 15).
 ECE_BINS = 15
 # The temperature is searched in [1/1000, 100]; reaching a bound means no minimum (see at_search_bound). A briefly
@@ -118,12 +120,12 @@ def fold_temperature(model: nn.Module, temperature: float, check_inputs: dict[st
             f"{type(model).__name__} has no linear layer with {num_labels} outputs to fold a temperature into"
         )
     layer = layers[-1]
-    before = _logits(model, check_inputs) if check_inputs is not None else None
+    before = eval_logits(model, check_inputs) if check_inputs is not None else None
     layer.weight.div_(temperature)
     if layer.bias is not None:
         layer.bias.div_(temperature)
     if before is not None:
-        after = _logits(model, check_inputs)
+        after = eval_logits(model, check_inputs)
         if not torch.allclose(after, before / temperature, rtol=1e-3, atol=1e-4):
             layer.weight.mul_(temperature)
             if layer.bias is not None:
@@ -131,11 +133,3 @@ def fold_temperature(model: nn.Module, temperature: float, check_inputs: dict[st
             raise RuntimeError(
                 f"{type(model).__name__}: scaling its last linear layer does not scale its logits; the temperature cannot be folded into it (set train.calibrate=false)"
             )
-
-
-def _logits(model: nn.Module, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
-    was_training = model.training
-    model.eval()
-    logits = model(**inputs).logits.float()
-    model.train(was_training)
-    return logits

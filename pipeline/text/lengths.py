@@ -31,10 +31,8 @@ CHUNK_LENGTHS = (64, 128, 256, 512)
 
 def length_limit(tokenizer: PreTrainedTokenizerBase, model_max_positions: int | None = None) -> int:
     """The longest sequence the tokenizer and the model can take (tokenizers report 1e30 when unset)."""
-    limits = [BERT_POSITION_LIMIT, int(min(tokenizer.model_max_length, 10**9))]
-    if model_max_positions:
-        limits.append(model_max_positions)
-    return min(limits)
+    tokenizer_limit = int(min(tokenizer.model_max_length, 10**9))
+    return min(BERT_POSITION_LIMIT, tokenizer_limit, model_max_positions or BERT_POSITION_LIMIT)
 
 
 def truncated_share(lengths: np.ndarray, max_length: int) -> float:
