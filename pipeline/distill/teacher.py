@@ -167,6 +167,7 @@ class TeacherLabeller:
         self.computed_rows += len(texts)
         rate = len(texts) / max(seconds, 1e-9)
         logger.info(f"Teacher labelled {len(texts)} texts in {seconds:.1f} s ({rate:.0f} rows/s); cached in {path}")
+        path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(path) as temp, temp.open("wb") as handle:
             np.save(handle, logits.astype(np.float32))
         return logits

@@ -77,7 +77,7 @@ def build_model(
             ignore_mismatched_sizes=True,
             output_loading_info=True,
         )
-        # New: the missing keys, and the mismatched ones (transformers lists those as (name, checkpoint shape, model shape)).
+        # The new parameters: missing keys, and mismatched ones (listed as (name, checkpoint shape, model shape)).
         mismatched = {key[0] if isinstance(key, tuple) else key for key in loading.get("mismatched_keys", ())}
         return model, frozenset(loading.get("missing_keys", ())) | mismatched
     encoder_config = EncoderClassifierConfig.from_settings(
