@@ -92,18 +92,18 @@ def _unwritable(path: Path, error: OSError) -> OutputError:
 FULL_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 
-def _naming_target(error: OSError, temporary: Path, target: Path) -> OutputError | None:
-    """`error` naming `target` where it names `temporary` (a file inside it: that file inside `target`) or says the
-    disk is full without naming a file; None where it concerns another file, which it names itself."""
+def _raise_naming_target(error: OSError, temporary: Path, target: Path) -> None:
+    """Raise `error` as an OutputError naming `target` where it names `temporary` (a file inside it: that file inside
+    `target`) or says the disk is full without naming a file; return where it concerns another file, which it names
+    itself (the caller raises it as it is)."""
     if error.filename is None and error.errno in FULL_DISK_ERRNOS:
-        return OutputError(target, error.strerror, error.errno)
+        raise OutputError(target, error.strerror, error.errno) from None
     what = error.what if isinstance(error, OutputError) else ""
     for name in (error.filename, error.filename2):
         if isinstance(name, (str, bytes, os.PathLike)):
             inside = os.path.relpath(os.path.abspath(os.fsdecode(name)), os.path.abspath(temporary))
             if inside != os.pardir and not inside.startswith(os.pardir + os.sep):
-                return OutputError(target / inside, error.strerror or str(error), error.errno, what)
-    return None
+                raise OutputError(target / inside, error.strerror or str(error), error.errno, what) from None
 
 
 @contextlib.contextmanager
@@ -124,10 +124,8 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         os.chmod(temp_path, 0o666 & ~_current_umask())
         os.replace(temp_path, path)
     except OSError as error:
-        named = _naming_target(error, temp_path, path)
-        if named is None:
-            raise
-        raise named from None
+        _raise_naming_target(error, temp_path, path)
+        raise
     finally:
         temp_path.unlink(missing_ok=True)
 
@@ -201,10 +199,8 @@ def replace_directory(path: str | Path, fill) -> None:
     try:
         _fill_and_swap(path, staging, fill)
     except OSError as error:
-        named = _naming_target(error, staging, path)
-        if named is None:
-            raise
-        raise named from None
+        _raise_naming_target(error, staging, path)
+        raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 

@@ -4,63 +4,103 @@ express. Class names are checked against the data once it is loaded.
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from pipeline.config.reading import PAIR_MARK, delimiter_problem, label_prefix_problem, normalise_name
-from pipeline.config.schema import ConfigError, DataConfig, PipelineConfig, TokenizerConfig
+from pipeline.config.reading import PAIR_MARK, VALUE_RULES, normalise_name
+from pipeline.config.schema import ConfigError, DataConfig, PipelineConfig
+
+POSITIVE, IN_RANGE, OUT_OF_RANGE = "must be a positive integer", "must be between 0 and 1", "out of range"
+# (key, rule, test): a set value at `key` must pass `test`, else "key: rule, got value". Types alone cannot say it.
+RANGES: tuple[tuple[str, str, Callable[[Any], bool]], ...] = (
+    ("train.per_device_batch_size", POSITIVE, lambda v: v > 0),
+    ("train.gradient_accumulation_steps", POSITIVE, lambda v: v > 0),
+    ("train.log_every_steps", POSITIVE, lambda v: v > 0),
+    ("eval.batch_size", POSITIVE, lambda v: v > 0),
+    ("eval.max_batch_tokens", POSITIVE, lambda v: v == "auto" or v > 0),
+    ("train.max_steps", POSITIVE, lambda v: v > 0),
+    ("train.eval_every_steps", POSITIVE, lambda v: v > 0),
+    ("train.save_every_steps", POSITIVE, lambda v: v > 0),
+    ("train.early_stopping_patience", POSITIVE, lambda v: v > 0),
+    ("train.cpu_threads", POSITIVE, lambda v: v > 0),
+    ("data.max_train_samples", POSITIVE, lambda v: v > 0),
+    ("data.max_eval_samples", POSITIVE, lambda v: v > 0),
+    ("train.learning_rate", OUT_OF_RANGE, lambda v: v > 0),
+    ("train.head_learning_rate", OUT_OF_RANGE, lambda v: v > 0),
+    ("train.weight_decay", OUT_OF_RANGE, lambda v: v >= 0),
+    ("train.max_grad_norm", OUT_OF_RANGE, lambda v: v >= 0),
+    ("run.seed", OUT_OF_RANGE, lambda v: v >= 0),
+    ("tokenizer.max_truncated_fraction", OUT_OF_RANGE, lambda v: 0 <= v < 1),
+    ("data.hub_timeout_seconds", OUT_OF_RANGE, lambda v: v > 0),
+    ("data.validation_fraction", IN_RANGE, lambda v: 0.0 < v < 1.0),
+    ("data.test_fraction", IN_RANGE, lambda v: 0.0 < v < 1.0),
+    ("train.warmup_ratio", "must be in [0, 1)", lambda v: 0.0 <= v < 1.0),
+    ("tokenizer.max_length", "must be at least 8", lambda v: v == "auto" or v >= 8),
+    ("tokenizer.head_fraction", IN_RANGE, lambda v: 0.0 < v < 1.0),
+    ("tokenizer.max_chunks", "must be at least 1", lambda v: v >= 1),
+    ("eval.predict_speed_rows", "must be 0 (off) or positive", lambda v: v >= 0),
+    ("train.distill.alpha", "must be in [0, 1]", lambda v: 0.0 <= v <= 1.0),
+    ("train.distill.temperature", "must be a finite number > 0", lambda v: 0 < v < math.inf),
+    ("train.distill.augment_copies", POSITIVE, lambda v: v >= 1),
+    ("train.distill.augment_word_probability", "must be in [0, 1)", lambda v: 0.0 <= v < 1.0),
+    ("train.distill.augment_ngram_probability", "must be in [0, 1]", lambda v: 0.0 <= v <= 1.0),
+    ("train.distill.augment_ngram_max", POSITIVE, lambda v: v >= 1),
+    ("train.distill.teacher_batch_size", POSITIVE, lambda v: v >= 1),
+    ("train.focal_gamma", "must be a finite number >= 0", lambda v: 0.0 <= v < math.inf),
+)
 
 
 def validate(config: PipelineConfig) -> None:
-    """Range checks that types alone cannot express."""
-    positive = {
-        "train.per_device_batch_size": config.train.per_device_batch_size,
-        "train.gradient_accumulation_steps": config.train.gradient_accumulation_steps,
-        "train.log_every_steps": config.train.log_every_steps,
-        "eval.batch_size": config.eval.batch_size,
-    }
-    optional_positive = {
-        "eval.max_batch_tokens": None if config.eval.max_batch_tokens == "auto" else config.eval.max_batch_tokens,
-        "train.max_steps": config.train.max_steps,
-        "train.eval_every_steps": config.train.eval_every_steps,
-        "train.save_every_steps": config.train.save_every_steps,
-        "train.early_stopping_patience": config.train.early_stopping_patience,
-        "train.cpu_threads": config.train.cpu_threads,
-        "data.max_train_samples": config.data.max_train_samples,
-        "data.max_eval_samples": config.data.max_eval_samples,
-    }
-    for key, value in {**positive, **{k: v for k, v in optional_positive.items() if v is not None}}.items():
-        if value <= 0:
-            raise ConfigError(f"{key}: must be a positive integer, got {value}")
-    _validate_numbers(config)
+    """Range and consistency checks that types alone cannot express."""
+    for section in ("run", "data", "tokenizer", "train", "eval"):  # NaN and infinities would crash or mislead later
+        for key, value in vars(getattr(config, section)).items():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ConfigError(f"{section}.{key}: must be a finite number, got {value}")
+    for key, rule, test in RANGES:
+        value = functools.reduce(getattr, key.split("."), config)
+        if value is not None and not test(value):
+            raise ConfigError(f"{key}: {rule}, got {value}")
     if config.train.selection_metric == "micro_f1" and config.data.task != "multi_label":
         raise ConfigError(
             "train.selection_metric: micro_f1 is for multi-label tasks (for a single label it equals accuracy); use accuracy, macro_f1 or auto"
         )
     if config.train.epochs <= 0 and config.train.max_steps is None:
         raise ConfigError(f"train.epochs: must be positive (or set train.max_steps), got {config.train.epochs}")
-    _validate_run_name(config.run.name)
-    for key in ("validation_fraction", "test_fraction"):
-        if not 0.0 < getattr(config.data, key) < 1.0:
-            raise ConfigError(f"data.{key}: must be between 0 and 1, got {getattr(config.data, key)}")
-    if not 0.0 <= config.train.warmup_ratio < 1.0:
-        raise ConfigError(f"train.warmup_ratio: must be in [0, 1), got {config.train.warmup_ratio}")
-    _validate_long_text(config.tokenizer)
+    name = config.run.name  # one folder inside run.output_dir: never the output folder itself, a parent, or elsewhere
+    if not name.strip() or name in (".", "..") or "/" in name or "\\" in name or Path(name).is_absolute():
+        raise ConfigError(
+            f"run.name: must be a plain folder name (no path separators, not empty, '.' or '..'), got {name!r}"
+        )
+    # A window holds max_length minus [CLS] and [SEP]; a stride as large would never move forward. The length is
+    # checked against the stride only when texts are chunked: truncation never reads the stride, so a short
+    # max_length (32) must not fail on its default.
+    tokenizer = config.tokenizer
+    chunked = tokenizer.long_text == "chunk" and isinstance(tokenizer.max_length, int)
+    if tokenizer.chunk_stride < 0 or (chunked and tokenizer.chunk_stride >= tokenizer.max_length - 2):
+        raise ConfigError(
+            f"tokenizer.chunk_stride: must be at least 0 and smaller than a window (tokenizer.max_length - 2), got {tokenizer.chunk_stride}"
+        )
     if config.data.source == "files" and not config.data.train_file:
         raise ConfigError("data.train_file: required when data.source is 'files'")
     _validate_hub_splits(config.data)
     if not config.data.text_columns:
         raise ConfigError("data.text_columns: name at least one column")
-    delimiter_error = delimiter_problem(config.data.delimiter) if config.data.delimiter is not None else None
-    if delimiter_error:
-        raise ConfigError(f"data.delimiter: {delimiter_error}")
+    for name, rule in VALUE_RULES.items():
+        problem = rule(getattr(config.data, name)) if getattr(config.data, name) is not None else None
+        if problem:
+            raise ConfigError(f"data.{name}: {problem}")
     if config.data.json_field is not None and not config.data.json_field.strip():
         raise ConfigError("data.json_field: name the key of the object that holds the records, or leave it unset")
-    prefix_error = label_prefix_problem(config.data.label_prefix)
-    if prefix_error:
-        raise ConfigError(f"data.label_prefix: {prefix_error}")
     _validate_label_columns(config)
-    _validate_missing_label_values(config.data)
+    # Written values only: an empty cell is always a missing label (one that is also a class names that class).
+    for index, value in enumerate(config.data.missing_label_values):
+        if not value.strip():
+            raise ConfigError(
+                f"data.missing_label_values[{index}]: empty; an empty label cell is always a missing label, list only written marks (NaN, N/A, -)"
+            )
     _validate_text_pair(config)
     _validate_split_column(config)
     _validate_distill(config)
@@ -145,17 +185,6 @@ def _validate_label_columns(config: PipelineConfig) -> None:
         )
 
 
-def _validate_missing_label_values(data: DataConfig) -> None:
-    """data.missing_label_values: written values (an empty cell is always a missing label). One that is also a class
-    of data.label_names names that class (labels.MissingLabel.of), so that listing a class "N/A" needs no other
-    setting."""
-    for index, value in enumerate(data.missing_label_values):
-        if not value.strip():
-            raise ConfigError(
-                f"data.missing_label_values[{index}]: empty; an empty label cell is always a missing label, list only written marks (NaN, N/A, -)"
-            )
-
-
 def _validate_split_column(config: PipelineConfig) -> None:
     """data.split_column says each row's split: not beside files that say it too, and not a column read as
     something else (a row's text, label or id)."""
@@ -168,8 +197,7 @@ def _validate_split_column(config: PipelineConfig) -> None:
     given = [key for key in ("validation_file", "test_file") if getattr(data, key)]
     if data.source == "files" and given:
         raise ConfigError(
-            f"data.split_column: the column '{column}' says which rows are validation and test, and data.{given[0]} "
-            "gives them too; unset one (a file to score a trained run: python -m pipeline.evaluate)"
+            f"data.split_column: the column '{column}' says which rows are validation and test, and data.{given[0]} gives them too; unset one (a file to score a trained run: python -m pipeline.evaluate)"
         )
     label_key = "data.label_columns" if data.label_columns else "data.label_column"
     roles = {
@@ -189,19 +217,15 @@ THRESHOLD_TARGETS = ("precision", "recall")
 
 
 def _validate_decisions(config: PipelineConfig) -> None:
-    """Class weights, focal loss, the label separator and eval.threshold: ranges (class names are checked against
-    the data once it is loaded, pipeline.scoring.thresholds / pipeline.train.losses)."""
-    train = config.train
-    if not 0.0 <= train.focal_gamma < math.inf:
-        raise ConfigError(f"train.focal_gamma: must be a finite number >= 0, got {train.focal_gamma}")
-    if isinstance(train.class_weights, dict):
-        for name, weight in train.class_weights.items():
+    """Class weights, the label separator and eval.threshold (class names are checked against the data once it is
+    loaded, pipeline.scoring.thresholds / pipeline.train.losses)."""
+    if isinstance(config.train.class_weights, dict):
+        for name, weight in config.train.class_weights.items():
             if not 0.0 < weight < math.inf:
                 raise ConfigError(f"train.class_weights.{name}: must be a finite number > 0, got {weight}")
     if not config.data.label_separator:
         raise ConfigError(
-            'data.label_separator: must not be empty (in a YAML file quote a | or >: "|"; bare, it starts a block of '
-            "text)"
+            'data.label_separator: must not be empty (in a YAML file quote a | or >: "|"; bare, it starts a block of text)'
         )
     threshold = config.eval.threshold
     if isinstance(threshold, dict) and not is_threshold_target(threshold):
@@ -228,25 +252,8 @@ def _validate_threshold(setting: object, key: str) -> None:
 
 
 def _validate_distill(config: PipelineConfig) -> None:
-    """train.distill.* ranges, and the settings that only make sense with a teacher."""
+    """The settings that only make sense with a teacher, and those a teacher rules out."""
     distill = config.train.distill
-    checks = {
-        "train.distill.alpha": (0.0 <= distill.alpha <= 1.0, "must be in [0, 1]"),
-        "train.distill.temperature": (0 < distill.temperature < math.inf, "must be a finite number > 0"),
-        "train.distill.augment_copies": (distill.augment_copies >= 1, "must be a positive integer"),
-        "train.distill.augment_word_probability": (0.0 <= distill.augment_word_probability < 1.0, "must be in [0, 1)"),
-        "train.distill.augment_ngram_probability": (
-            0.0 <= distill.augment_ngram_probability <= 1.0,
-            "must be in [0, 1]",
-        ),
-        "train.distill.augment_ngram_max": (distill.augment_ngram_max >= 1, "must be a positive integer"),
-        "train.distill.teacher_batch_size": (distill.teacher_batch_size >= 1, "must be a positive integer"),
-    }
-    if config.eval.predict_speed_rows < 0:
-        raise ConfigError(f"eval.predict_speed_rows: must be 0 (off) or positive, got {config.eval.predict_speed_rows}")
-    for key, (ok, rule) in checks.items():
-        if not ok:
-            raise ConfigError(f"{key}: {rule}, got {getattr(distill, key.rsplit('.', 1)[1])}")
     if distill.teacher is not None and not distill.teacher.strip():
         raise ConfigError("train.distill.teacher: empty; give a run directory or model folder, or leave it unset")
     if distill.teacher is None:
@@ -261,62 +268,13 @@ def _validate_distill(config: PipelineConfig) -> None:
         raise ConfigError(
             "train.distill.init_embeddings: only for a student trained from scratch (model.kind: encoder)"
         )
-    elif getattr(config.tokenizer, "long_text", "truncate") != "truncate":
+    elif config.tokenizer.long_text != "truncate":
         raise ConfigError(
             "train.distill.teacher: distillation takes one row per text; use tokenizer.long_text=truncate"
         )
-    elif getattr(config.data, "task", "single_label") != "single_label":
+    elif config.data.task != "single_label":
         raise ConfigError("train.distill.teacher: distillation (softmax soft targets) needs data.task=single_label")
-    elif (
-        getattr(config.train, "loss", "cross_entropy") != "cross_entropy"
-        or getattr(config.train, "class_weights", "none") != "none"
-    ):
+    elif config.train.loss != "cross_entropy" or config.train.class_weights != "none":
         raise ConfigError(
             "train.loss / train.class_weights: not used with train.distill.teacher (the distillation loss replaces them); leave them at cross_entropy / none"
-        )
-
-
-def _validate_long_text(tokenizer: TokenizerConfig) -> None:
-    if isinstance(tokenizer.max_length, int) and tokenizer.max_length < 8:
-        raise ConfigError(f"tokenizer.max_length: must be at least 8, got {tokenizer.max_length}")
-    if not 0.0 < tokenizer.head_fraction < 1.0:
-        raise ConfigError(f"tokenizer.head_fraction: must be between 0 and 1, got {tokenizer.head_fraction}")
-    if tokenizer.max_chunks < 1:
-        raise ConfigError(f"tokenizer.max_chunks: must be at least 1, got {tokenizer.max_chunks}")
-    # A window holds max_length minus [CLS] and [SEP]; a stride as large would never move forward. The length is
-    # checked against the stride only when texts are chunked: truncation never reads the stride, so a short
-    # max_length (32) must not fail on its default.
-    chunked = tokenizer.long_text == "chunk" and isinstance(tokenizer.max_length, int)
-    if tokenizer.chunk_stride < 0 or (chunked and tokenizer.chunk_stride >= tokenizer.max_length - 2):
-        raise ConfigError(
-            f"tokenizer.chunk_stride: must be at least 0 and smaller than a window (tokenizer.max_length - 2), got {tokenizer.chunk_stride}"
-        )
-
-
-def _validate_numbers(config: PipelineConfig) -> None:
-    """Values that pass the type check but would crash or mislead later: NaN, infinities, negative rates."""
-    for section in ("run", "data", "tokenizer", "train", "eval"):
-        for key, value in vars(getattr(config, section)).items():
-            if isinstance(value, float) and not math.isfinite(value):
-                raise ConfigError(f"{section}.{key}: must be a finite number, got {value}")
-    checks = {
-        "train.learning_rate": config.train.learning_rate > 0,
-        "train.head_learning_rate": config.train.head_learning_rate is None or config.train.head_learning_rate > 0,
-        "train.weight_decay": config.train.weight_decay >= 0,
-        "train.max_grad_norm": config.train.max_grad_norm >= 0,
-        "run.seed": config.run.seed >= 0,
-        "tokenizer.max_truncated_fraction": 0 <= config.tokenizer.max_truncated_fraction < 1,
-        "data.hub_timeout_seconds": config.data.hub_timeout_seconds > 0,
-    }
-    for key, ok in checks.items():
-        if not ok:
-            section, name = key.split(".")
-            raise ConfigError(f"{key}: out of range, got {getattr(getattr(config, section), name)}")
-
-
-def _validate_run_name(name: str) -> None:
-    """run.name is one folder inside run.output_dir: never the output folder itself, a parent, or elsewhere."""
-    if not name.strip() or name in (".", "..") or "/" in name or "\\" in name or Path(name).is_absolute():
-        raise ConfigError(
-            f"run.name: must be a plain folder name (no path separators, not empty, '.' or '..'), got {name!r}"
         )

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from pipeline.common.errors import one_line
 from pipeline.common.io import atomic_write_text
 from pipeline.config.checks import validate
 from pipeline.config.reading import STANDARD_INPUT
@@ -35,12 +36,11 @@ def _read_yaml(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     except UnicodeDecodeError as error:
         raise ConfigError(f"{path}: not UTF-8 text (byte {error.start}); save the config as UTF-8") from None
     except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: not valid YAML: {' '.join(str(error).split())}") from None
+        raise ConfigError(f"{path}: not valid YAML: {one_line(error)}") from None
     if not isinstance(content, dict):
         raise ConfigError(f"{path}: expected a mapping of sections at the top level")
     parents = content.pop("extends", None) or []
-    if isinstance(parents, str):
-        parents = [parents]
+    parents = [parents] if isinstance(parents, str) else parents
     if not isinstance(parents, list) or not all(isinstance(parent, str) for parent in parents):
         raise ConfigError(f"{path}: 'extends' must be a file name or a list of file names, got {parents!r}")
     merged: dict[str, Any] = {}

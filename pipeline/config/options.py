@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 from pipeline.config.data_config import DataConfig
 from pipeline.config.load import parse_override
-from pipeline.config.reading import delimiter_problem, label_prefix_problem
-from pipeline.config.values import ConfigError
+from pipeline.config.reading import VALUE_RULES
+from pipeline.config.values import ConfigError, default_of
 
 # The data settings that describe one file's layout and text, in the order a command lists them.
 FILE_SETTINGS = (
@@ -36,11 +36,6 @@ FILE_SETTINGS = (
 )
 # Options whose flag is not the setting's name.
 OPTION_NAMES = {"file_format": "format"}
-# The rule a setting's value obeys, as data.* obeys it (checks.py): an option's argparse type checks it too.
-VALUE_RULES: dict[str, Callable[[str], str | None]] = {
-    "delimiter": delimiter_problem,
-    "label_prefix": label_prefix_problem,
-}
 # Data settings the trained model decides, not the file: its task and its classes.
 MODEL_DATA_KEYS = ("data.task", "data.label_names", "data.label_names_file")
 
@@ -70,9 +65,9 @@ def add_file_options(add: Callable[..., Any], notes: Mapping[str, str], unset: S
     command adds to a setting's help (its own default, where its value comes from); `unset`: the settings whose
     option defaults to None, meaning the command decides (the model's columns, the format by the file's name)."""
     for setting in FILE_SETTINGS:
-        default = None if setting in unset else _default(setting)
+        default = None if setting in unset else default_of(_FIELDS[setting])
         options: dict[str, Any] = {"dest": option_name(setting), "default": default}
-        choices = _choices(_HINTS[setting])
+        choices = typing.get_args(_HINTS[setting]) if typing.get_origin(_HINTS[setting]) is Literal else ()
         if choices:  # None stands for `auto` where the command decides
             options["choices"] = tuple(choice for choice in choices if default is not None or choice != "auto")
         kind = _argument_type(setting)
@@ -97,16 +92,6 @@ def check_reading_overrides(overrides: Sequence[str]) -> None:
             raise ConfigError(f"{override}: only data.* settings apply to evaluation (how the file is read)")
         if key in MODEL_DATA_KEYS:
             raise ConfigError(f"{key}: the trained model decides it (its task and classes); it cannot be overridden")
-
-
-def _default(setting: str) -> Any:
-    item = _FIELDS[setting]
-    return item.default_factory() if item.default_factory is not dataclasses.MISSING else item.default
-
-
-def _choices(tp: Any) -> tuple[str, ...]:
-    """A Literal's values (`quoting`: auto, csv, none); () for any other type."""
-    return typing.get_args(tp) if typing.get_origin(tp) is Literal else ()
 
 
 def _argument_type(setting: str) -> Callable[[str], Any] | None:

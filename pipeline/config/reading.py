@@ -49,3 +49,8 @@ def label_prefix_problem(prefix: str) -> str | None:
     if any(character.isspace() for character in prefix):
         return f"cannot hold whitespace, which separates a line's words, got {prefix!r}"
     return None
+
+
+# The rule a data setting's value obeys, by its name: checked in the config (checks.py) and, as their argparse type, in
+# the options derived from the setting (options.py).
+VALUE_RULES = {"delimiter": delimiter_problem, "label_prefix": label_prefix_problem}

@@ -11,20 +11,12 @@ import argparse
 import dataclasses
 import sys
 import typing
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pipeline.config.schema import (
-    DataConfig,
-    DistillConfig,
-    EncoderSettings,
-    EvalConfig,
-    ModelConfig,
-    RunConfig,
-    TokenizerConfig,
-    TrainConfig,
-)
-from pipeline.config.values import describe
+from pipeline.config.schema import PipelineConfig
+from pipeline.config.values import default_of, describe
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "config-reference.md"
 COMMAND = "python -m pipeline.config.reference --write"
@@ -43,29 +35,30 @@ Every default lives in `pipeline/config/schema.py` and the modules beside it, in
 - "none" as a default means the key is unset (`null` in YAML).
 """
 
+# Each section's lead sentence on the page; the sections come in the config's own order (_sections).
+LEADS = {
+    "run": "The run directory, the seed, the licence.",
+    "data": "Where the rows come from and how they are read. The rules behind these keys: [Your own data](your-data.md) and [File formats](file-formats.md).",
+    "tokenizer": "How texts become tokens, and how long texts are read: [Long texts](long-texts.md).",
+    "model": "Which network is trained.",
+    "model.encoder": "The architecture of the encoder trained from scratch (`model.kind: encoder`).",
+    "train": "The training loop: [Scores you can act on](scores-and-thresholds.md) explains class weights and losses; [Performance](performance.md) the speed settings.",
+    "train.distill": "Distillation: [Distillation](distillation.md).",
+    "eval": "Evaluation, thresholds, the export and the baseline.",
+}
+
+
+def _sections(section: type, prefix: str = "") -> Iterator[tuple[str, type]]:
+    """(key prefix, dataclass) of every section below `section`, depth first: run, ..., model, model.encoder, ..."""
+    hints = typing.get_type_hints(section)
+    for item in dataclasses.fields(section):
+        if dataclasses.is_dataclass(hints[item.name]):
+            yield prefix + item.name, hints[item.name]
+            yield from _sections(hints[item.name], f"{prefix}{item.name}.")
+
+
 # (key prefix, dataclass, the section's lead sentence), in the page's order.
-SECTIONS: tuple[tuple[str, type, str], ...] = (
-    ("run", RunConfig, "The run directory, the seed, the licence."),
-    (
-        "data",
-        DataConfig,
-        "Where the rows come from and how they are read. The rules behind these keys: [Your own data](your-data.md) and [File formats](file-formats.md).",
-    ),
-    (
-        "tokenizer",
-        TokenizerConfig,
-        "How texts become tokens, and how long texts are read: [Long texts](long-texts.md).",
-    ),
-    ("model", ModelConfig, "Which network is trained."),
-    ("model.encoder", EncoderSettings, "The architecture of the encoder trained from scratch (`model.kind: encoder`)."),
-    (
-        "train",
-        TrainConfig,
-        "The training loop: [Scores you can act on](scores-and-thresholds.md) explains class weights and losses; [Performance](performance.md) the speed settings.",
-    ),
-    ("train.distill", DistillConfig, "Distillation: [Distillation](distillation.md)."),
-    ("eval", EvalConfig, "Evaluation, thresholds, the export and the baseline."),
-)
+SECTIONS = tuple((prefix, section, LEADS[prefix]) for prefix, section in _sections(PipelineConfig))
 
 
 def render() -> str:
@@ -83,9 +76,11 @@ def section_table(prefix: str, section: type) -> str:
     for item in dataclasses.fields(section):
         key, tp = f"{prefix}.{item.name}", hints[item.name]
         if dataclasses.is_dataclass(tp):
-            rows.append(f"| `{key}.*` | a section | | {_cell(help_of(item))}: see [{key}](#{_anchor(key)}) |")
+            anchor = key.replace(".", "")  # the fragment MkDocs gives the heading: train.distill -> traindistill
+            rows.append(f"| `{key}.*` | a section | | {_cell(help_of(item))}: see [{key}](#{anchor}) |")
             continue
-        cells = (f"`{key}`", describe(tp), default_text(item), help_of(item))
+        shown = item.metadata["shown"] if "shown" in item.metadata else _value_text(default_of(item))
+        cells = (f"`{key}`", describe(tp), shown, help_of(item))
         rows.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
     return "\n".join(rows) + "\n"
 
@@ -96,15 +91,8 @@ def help_of(item: dataclasses.Field) -> str:
     return ". ".join(part.rstrip(".") for part in parts if part)
 
 
-def default_text(item: dataclasses.Field) -> str:
-    """The default as the page shows it: `hub`, 0.1, true, none, `[text]`."""
-    if "shown" in item.metadata:
-        return item.metadata["shown"]
-    value = item.default_factory() if item.default_factory is not dataclasses.MISSING else item.default
-    return _value_text(value)
-
-
 def _value_text(value: Any) -> str:
+    """A default as the page shows it: `hub`, 0.1, true, none, `[text]`."""
     if value is None:
         return "none"
     if isinstance(value, bool):
@@ -119,11 +107,6 @@ def _value_text(value: Any) -> str:
 def _cell(text: str) -> str:
     """Text inside a table cell: a | would end the cell."""
     return text.replace("|", "\\|")
-
-
-def _anchor(key: str) -> str:
-    """The fragment MkDocs gives a heading (`train.distill` -> traindistill)."""
-    return key.replace(".", "")
 
 
 def main(argv: list[str] | None = None) -> None:

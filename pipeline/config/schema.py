@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Literal
 from pipeline.common.extras import extra_install, installed
 from pipeline.config.data_config import DataConfig
 from pipeline.config.train_config import LEARNING_RATES, DistillConfig, TrainConfig, run_length_setting
-from pipeline.config.values import ConfigError, check_types
+from pipeline.config.values import ConfigError, check_types, setting
 
 if TYPE_CHECKING:  # only an annotation: importing torch here would load it for every command that reads a config
     import torch
@@ -42,65 +42,44 @@ LOCAL_OR_HUB_KEYS = ("data.hub_name", "model.name_or_path", "tokenizer.name_or_p
 
 @dataclass
 class RunConfig:
-    name: str = field(
-        default="ag_news_bert",
-        metadata={"help": "the run's folder in `run.output_dir`: one plain folder name, not `.`, `..` or a path"},
+    name: str = setting(
+        "ag_news_bert", "the run's folder in `run.output_dir`: one plain folder name, not `.`, `..` or a path"
     )
-    output_dir: str = field(
-        default="runs", metadata={"help": "the folder of run directories: a run's is `<output_dir>/<name>`"}
+    output_dir: str = setting("runs", "the folder of run directories: a run's is `<output_dir>/<name>`")
+    seed: int = setting(42, "seeds data splits, sampling, initialisation and dropout")
+    overwrite: bool = setting(
+        False, "replace an earlier run of the same name; see [Running](running.md#running-again-under-the-same-name)"
     )
-    seed: int = field(default=42, metadata={"help": "seeds data splits, sampling, initialisation and dropout"})
-    overwrite: bool = field(
-        default=False,
-        metadata={
-            "help": "replace an earlier run of the same name; see [Running](running.md#running-again-under-the-same-name)"
-        },
-    )
-    license: str | None = field(
-        default=None,
-        metadata={"help": "the model's licence as a Hub licence id (`apache-2.0`, `mit`, ...), for the model card"},
+    license: str | None = setting(
+        None, "the model's licence as a Hub licence id (`apache-2.0`, `mit`, ...), for the model card"
     )
 
 
 @dataclass
 class TokenizerConfig:
-    name_or_path: str = field(
-        default="bert-base-uncased",
-        metadata={
-            "help": "a Hub name or a local folder holding a (fast) tokenizer; a tokenizer that reads much of train as `[UNK]` gets a warning"
-        },
+    name_or_path: str = setting(
+        "bert-base-uncased",
+        "a Hub name or a local folder holding a (fast) tokenizer; a tokenizer that reads much of train as `[UNK]` gets a warning",
     )
-    max_length: int | Literal["auto"] = field(
-        default="auto",
-        metadata={
-            "help": "an integer, or the shortest multiple of 8 that truncates at most `max_truncated_fraction` of "
-            "train (with `long_text: chunk`, the cheapest of 64-512 whose `max_chunks` windows cut at most "
-            "that share: [Long texts](long-texts.md))"
-        },
+    max_length: int | Literal["auto"] = setting(
+        "auto",
+        "an integer, or the shortest multiple of 8 that truncates at most `max_truncated_fraction` of "
+        "train (with `long_text: chunk`, the cheapest of 64-512 whose `max_chunks` windows cut at most "
+        "that share: [Long texts](long-texts.md))",
     )
-    max_truncated_fraction: float = field(
-        default=0.01,
-        metadata={"help": "the truncation budget of `auto` (with chunking: of documents cut by `max_chunks`)"},
+    max_truncated_fraction: float = setting(
+        0.01, "the truncation budget of `auto` (with chunking: of documents cut by `max_chunks`)"
     )
-    truncation: Literal["head", "tail", "head_tail"] = field(
-        default="head",
-        metadata={"help": "what a longer text keeps: its first tokens, its last (`tail`), or both (`head_tail`)"},
+    truncation: Literal["head", "tail", "head_tail"] = setting(
+        "head", "what a longer text keeps: its first tokens, its last (`tail`), or both (`head_tail`)"
     )
-    head_fraction: float = field(
-        default=0.25, metadata={"help": "with `truncation: head_tail`, the head's share of the tokens kept"}
+    head_fraction: float = setting(0.25, "with `truncation: head_tail`, the head's share of the tokens kept")
+    long_text: Literal["truncate", "chunk"] = setting(
+        "truncate", "`chunk`: a longer text becomes overlapping windows; see [Long texts](long-texts.md)"
     )
-    long_text: Literal["truncate", "chunk"] = field(
-        default="truncate",
-        metadata={"help": "`chunk`: a longer text becomes overlapping windows; see [Long texts](long-texts.md)"},
-    )
-    chunk_stride: int = field(default=32, metadata={"help": "tokens shared by consecutive windows"})
-    max_chunks: int = field(
-        default=16, metadata={"help": "windows per document at most: the first max_chunks - 1 and the last"}
-    )
-    cache: bool = field(
-        default=True,
-        metadata={"help": "cache tokenized splits (keyed by the texts, the tokenizer and every length setting)"},
-    )
+    chunk_stride: int = setting(32, "tokens shared by consecutive windows")
+    max_chunks: int = setting(16, "windows per document at most: the first max_chunks - 1 and the last")
+    cache: bool = setting(True, "cache tokenized splits (keyed by the texts, the tokenizer and every length setting)")
 
 
 @dataclass
@@ -112,40 +91,30 @@ class EncoderSettings:
     fields; `EncoderClassifierConfig.from_settings` passes every one of them from here.
     """
 
-    hidden_size: int = field(
-        default=128,
-        metadata={"help": "the width of the token vectors (the defaults measured best on AG News on a 2-core CPU)"},
+    hidden_size: int = setting(
+        128, "the width of the token vectors (the defaults measured best on AG News on a 2-core CPU)"
     )
-    num_layers: int = field(default=1, metadata={"help": "transformer blocks"})
-    num_heads: int = field(
-        default=4, metadata={"help": "attention heads per block (`hidden_size` must be divisible by it)"}
+    num_layers: int = setting(1, "transformer blocks")
+    num_heads: int = setting(4, "attention heads per block (`hidden_size` must be divisible by it)")
+    intermediate_size: int = setting(512, "the width of each block's feed-forward layer")
+    dropout: float = setting(0.1, "on the embeddings and on both residual branches")
+    attention_dropout: float = setting(0.1, "on the attention probabilities")
+    max_position_embeddings: int = setting(512, "the positions the model can read: `tokenizer.max_length` at most")
+    position_embedding: Literal["learned", "sinusoidal"] = setting(
+        "learned", "`learned` position embeddings, or fixed `sinusoidal` ones"
     )
-    intermediate_size: int = field(default=512, metadata={"help": "the width of each block's feed-forward layer"})
-    dropout: float = field(default=0.1, metadata={"help": "on the embeddings and on both residual branches"})
-    attention_dropout: float = field(default=0.1, metadata={"help": "on the attention probabilities"})
-    max_position_embeddings: int = field(
-        default=512, metadata={"help": "the positions the model can read: `tokenizer.max_length` at most"}
+    norm: Literal["pre", "post"] = setting(
+        "pre", '"pre": x + f(ln(x)) | "post": ln(x + f(x)) (original Transformer / BERT)'
     )
-    position_embedding: Literal["learned", "sinusoidal"] = field(
-        default="learned", metadata={"help": "`learned` position embeddings, or fixed `sinusoidal` ones"}
+    pooling: Literal["cls", "mean"] = setting(
+        "mean",
+        '"mean": mean over the real tokens (a bag of contextual words, no [CLS] to train) | "cls": the first token',
     )
-    norm: Literal["pre", "post"] = field(
-        default="pre", metadata={"help": '"pre": x + f(ln(x)) | "post": ln(x + f(x)) (original Transformer / BERT)'}
+    attention_backend: Literal["sdpa", "math"] = setting(
+        "sdpa", '"sdpa": torch\'s fused kernel | "math": the explicit softmax(QK^T/sqrt(d))V'
     )
-    pooling: Literal["cls", "mean"] = field(
-        default="mean",
-        metadata={
-            "help": '"mean": mean over the real tokens (a bag of contextual words, no [CLS] to train) | "cls": the '
-            "first token"
-        },
-    )
-    attention_backend: Literal["sdpa", "math"] = field(
-        default="sdpa", metadata={"help": '"sdpa": torch\'s fused kernel | "math": the explicit softmax(QK^T/sqrt(d))V'}
-    )
-    layer_norm_eps: float = field(default=1e-12, metadata={"help": "the epsilon of every LayerNorm"})
-    initializer_range: float = field(
-        default=0.02, metadata={"help": "the standard deviation of the normal distribution the weights start from"}
-    )
+    layer_norm_eps: float = setting(1e-12, "the epsilon of every LayerNorm")
+    initializer_range: float = setting(0.02, "the standard deviation of the normal distribution the weights start from")
 
     def __post_init__(self):
         # Also built from a saved model's config (pipeline.models.encoder.settings_of): checked as YAML values are.
@@ -167,70 +136,48 @@ class EncoderSettings:
 
 @dataclass
 class ModelConfig:
-    kind: Literal["pretrained", "bert", "encoder"] = field(
-        default="pretrained",
-        metadata={
-            "help": "`pretrained` (any sequence-classification checkpoint; `bert`: its older name) or `encoder` (from scratch)"
-        },
+    kind: Literal["pretrained", "bert", "encoder"] = setting(
+        "pretrained",
+        "`pretrained` (any sequence-classification checkpoint; `bert`: its older name) or `encoder` (from scratch)",
     )
-    name_or_path: str = field(
-        default="bert-base-uncased", metadata={"help": "the pretrained checkpoint for `pretrained`"}
+    name_or_path: str = setting("bert-base-uncased", "the pretrained checkpoint for `pretrained`")
+    last_layer_cls_only: bool = setting(
+        True,
+        "the last encoder layer computes only the [CLS] token the head reads: the same logits, fewer FLOPs; checkpoints whose logits change keep the full layer; see [Performance](performance.md)",
     )
-    last_layer_cls_only: bool = field(
-        default=True,
-        metadata={
-            "help": "the last encoder layer computes only the [CLS] token the head reads: the same logits, fewer FLOPs; checkpoints whose logits change keep the full layer; see [Performance](performance.md)"
-        },
-    )
-    encoder: EncoderSettings = field(
-        default_factory=EncoderSettings,
-        metadata={
-            "help": "the architecture of the encoder trained from scratch (`model.kind: encoder`); a checkpoint reads its own from `name_or_path`"
-        },
+    encoder: EncoderSettings = setting(  # noqa: RUF009
+        EncoderSettings,
+        "the architecture of the encoder trained from scratch (`model.kind: encoder`); a checkpoint reads its own from `name_or_path`",
     )
 
 
 @dataclass
 class EvalConfig:
-    batch_size: int = field(default=128, metadata={"help": "rows per evaluation batch, at most"})
-    max_batch_tokens: int | Literal["auto"] | None = field(
-        default="auto",
-        metadata={
-            "help": f"tokens per evaluation batch, at most: `auto`, {MAX_BATCH_TOKENS:,} on a CPU and no cap on a GPU; "
-            "null: no cap; see [Performance](performance.md#evaluation-batches-under-a-token-budget)"
-        },
+    batch_size: int = setting(128, "rows per evaluation batch, at most")
+    max_batch_tokens: int | Literal["auto"] | None = setting(
+        "auto",
+        f"tokens per evaluation batch, at most: `auto`, {MAX_BATCH_TOKENS:,} on a CPU and no cap on a GPU; null: no cap; see [Performance](performance.md#evaluation-batches-under-a-token-budget)",
     )
-    save_predictions: bool = field(
-        default=True,
-        metadata={"help": "Write the per-row test predictions (text, gold, predicted, probabilities) for reports."},
+    save_predictions: bool = setting(
+        True, "Write the per-row test predictions (text, gold, predicted, probabilities) for reports."
     )
-    chunk_pooling: Literal["mean", "max"] = field(
-        default="mean",
-        metadata={
-            "help": "with `long_text: chunk`: a document's probabilities, the mean or per-class `max` of its windows'"
-        },
+    chunk_pooling: Literal["mean", "max"] = setting(
+        "mean", "with `long_text: chunk`: a document's probabilities, the mean or per-class `max` of its windows'"
     )
-    threshold: float | Literal["best_f1"] | dict[str, float | Literal["best_f1"] | dict[str, float]] | None = field(
-        default=None,
-        metadata={
-            "help": "decision thresholds chosen on validation: a probability, `best_f1`, `{precision: p}`, `{recall: r}`, or per class; none: argmax; see [Decision thresholds](scores-and-thresholds.md#decision-thresholds)"
-        },
+    threshold: float | Literal["best_f1"] | dict[str, float | Literal["best_f1"] | dict[str, float]] | None = setting(  # noqa: RUF009
+        None,
+        "decision thresholds chosen on validation: a probability, `best_f1`, `{precision: p}`, `{recall: r}`, or per class; none: argmax; see [Decision thresholds](scores-and-thresholds.md#decision-thresholds)",
     )
-    export: Literal["none", "onnx", "int8"] = field(
-        default="none",
-        metadata={
-            "help": "`onnx` or `int8`: at the end of the run, export the model to ONNX (and int8) and verify it; needs the `onnx` extra; see [Fast CPU inference](fast-inference.md)"
-        },
+    export: Literal["none", "onnx", "int8"] = setting(
+        "none",
+        "`onnx` or `int8`: at the end of the run, export the model to ONNX (and int8) and verify it; needs the `onnx` extra; see [Fast CPU inference](fast-inference.md)",
     )
-    baseline: Literal["tfidf", "none"] = field(
-        default="tfidf",
-        metadata={
-            "help": "`tfidf`: fit TF-IDF + logistic regression on the same train split and score it on test, recorded in `metrics.json` `baseline` and shown in reports; `none`: skip it"
-        },
+    baseline: Literal["tfidf", "none"] = setting(
+        "tfidf",
+        "`tfidf`: fit TF-IDF + logistic regression on the same train split and score it on test, recorded in `metrics.json` `baseline` and shown in reports; `none`: skip it",
     )
-    predict_speed_rows: int = field(
-        default=512,
-        metadata={"help": "time the prediction path on this many test texts at the end of the run; 0 skips it"},
+    predict_speed_rows: int = setting(
+        512, "time the prediction path on this many test texts at the end of the run; 0 skips it"
     )
 
     def __post_init__(self):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
+
+from pipeline.config.values import setting
 
 
 @dataclass
@@ -11,139 +13,87 @@ class DistillConfig:
     """Knowledge distillation (pipeline/distill/teacher.py): a trained teacher's logits become soft targets for the
     model."""
 
-    teacher: str | None = field(
-        default=None,
-        metadata={
-            "help": "a run directory or model folder whose logits become soft targets; see [Distillation](distillation.md)"
-        },
+    teacher: str | None = setting(
+        None, "a run directory or model folder whose logits become soft targets; see [Distillation](distillation.md)"
     )
-    alpha: float = field(
-        default=0.5,
-        metadata={"help": "the weight of the teacher's soft targets; 1 - alpha weighs the gold label's cross-entropy"},
+    alpha: float = setting(
+        0.5, "the weight of the teacher's soft targets; 1 - alpha weighs the gold label's cross-entropy"
     )
-    temperature: float = field(
-        default=2.0, metadata={"help": "the temperature T that softens both models' logits in the soft loss"}
+    temperature: float = setting(2.0, "the temperature T that softens both models' logits in the soft loss")
+    augment: Literal["none", "mask", "ngram", "dropout", "mask_ngram"] = setting(
+        "none", "copies of the train texts the teacher labels: `mask`, `ngram`, `dropout` or `mask_ngram`"
     )
-    augment: Literal["none", "mask", "ngram", "dropout", "mask_ngram"] = field(
-        default="none",
-        metadata={"help": "copies of the train texts the teacher labels: `mask`, `ngram`, `dropout` or `mask_ngram`"},
+    augment_copies: int = setting(1, "copies of each train text (see `train.distill.augment`)")
+    augment_word_probability: float = setting(0.1, "per word, the chance to be masked (`mask`) or deleted (`dropout`)")
+    augment_ngram_probability: float = setting(
+        0.25, "per copy, the chance to keep only an n-gram (`ngram`, `mask_ngram`)"
     )
-    augment_copies: int = field(default=1, metadata={"help": "copies of each train text (see `train.distill.augment`)"})
-    augment_word_probability: float = field(
-        default=0.1, metadata={"help": "per word, the chance to be masked (`mask`) or deleted (`dropout`)"}
-    )
-    augment_ngram_probability: float = field(
-        default=0.25, metadata={"help": "per copy, the chance to keep only an n-gram (`ngram`, `mask_ngram`)"}
-    )
-    augment_ngram_max: int = field(
-        default=5, metadata={"help": "the longest n-gram kept, in words (`ngram`, `mask_ngram`)"}
-    )
-    teacher_batch_size: int = field(
-        default=128, metadata={"help": "rows per forward pass when the teacher labels the transfer set"}
-    )
-    init_embeddings: bool = field(
-        default=False,
-        metadata={"help": "start the student's token embeddings from the teacher's, PCA-projected to its width"},
+    augment_ngram_max: int = setting(5, "the longest n-gram kept, in words (`ngram`, `mask_ngram`)")
+    teacher_batch_size: int = setting(128, "rows per forward pass when the teacher labels the transfer set")
+    init_embeddings: bool = setting(
+        False, "start the student's token embeddings from the teacher's, PCA-projected to its width"
     )
 
 
 @dataclass
 class TrainConfig:
-    epochs: float = field(
-        default=3.0, metadata={"help": "passes over train (a fraction allowed); `train.max_steps` wins when set"}
+    epochs: float = setting(3.0, "passes over train (a fraction allowed); `train.max_steps` wins when set")
+    max_steps: int | None = setting(
+        None, "when set, training stops after this many optimizer steps whatever `epochs` says"
     )
-    max_steps: int | None = field(
-        default=None,
-        metadata={"help": "when set, training stops after this many optimizer steps whatever `epochs` says"},
+    per_device_batch_size: int = setting(
+        32, "rows per batch on each process (x accumulation steps x processes: the effective batch)"
     )
-    per_device_batch_size: int = field(
-        default=32,
-        metadata={"help": "rows per batch on each process (x accumulation steps x processes: the effective batch)"},
+    gradient_accumulation_steps: int = setting(1, "batches whose gradients add up to one optimizer step")
+    learning_rate: float | None = setting(
+        None,
+        "AdamW's peak rate, after linear warmup and before linear decay; unset: 5e-5 for a pretrained checkpoint and 2e-3 for the encoder from scratch",
+        shown="by `model.kind`",
     )
-    gradient_accumulation_steps: int = field(
-        default=1, metadata={"help": "batches whose gradients add up to one optimizer step"}
+    head_learning_rate: float | None = setting(
+        1e-2,
+        "the rate of the parameters the pretrained checkpoint lacks (its new classification head); none: `learning_rate`; see [Calibrated probabilities](scores-and-thresholds.md#calibrated-probabilities)",
     )
-    learning_rate: float | None = field(
-        default=None,
-        metadata={
-            "shown": "by `model.kind`",
-            "help": "AdamW's peak rate, after linear warmup and before linear decay; unset: 5e-5 for a pretrained checkpoint and 2e-3 for the encoder from scratch",
-        },
+    weight_decay: float = setting(0.01, "AdamW's weight decay (none on biases and LayerNorm)")
+    warmup_ratio: float = setting(0.1, "the share of the optimizer steps spent warming the rate up linearly")
+    max_grad_norm: float = setting(1.0, "gradients are clipped to this norm")
+    mixed_precision: Literal["auto", "no", "fp16", "bf16"] = setting(
+        "auto", "`auto`: bf16 where supported, fp16 on older GPUs, else full precision; or `no`, `fp16`, `bf16`"
     )
-    head_learning_rate: float | None = field(
-        default=1e-2,
-        metadata={
-            "help": "the rate of the parameters the pretrained checkpoint lacks (its new classification head); none: `learning_rate`; see [Calibrated probabilities](scores-and-thresholds.md#calibrated-probabilities)"
-        },
+    eval_every_steps: int | None = setting(
+        None, "validation every N optimizer steps (none: once per epoch), keeping the best model"
     )
-    weight_decay: float = field(default=0.01, metadata={"help": "AdamW's weight decay (none on biases and LayerNorm)"})
-    warmup_ratio: float = field(
-        default=0.1, metadata={"help": "the share of the optimizer steps spent warming the rate up linearly"}
+    selection_metric: Literal["auto", "accuracy", "macro_f1", "micro_f1"] = setting(
+        "auto",
+        "the validation metric that picks the best model and drives early stopping: `accuracy`, `macro_f1` or `micro_f1` (multi-label); `auto`: micro-F1 for multi-label, macro-F1 for imbalanced classes, else accuracy; see [Scores you can act on](scores-and-thresholds.md)",
     )
-    max_grad_norm: float = field(default=1.0, metadata={"help": "gradients are clipped to this norm"})
-    mixed_precision: Literal["auto", "no", "fp16", "bf16"] = field(
-        default="auto",
-        metadata={
-            "help": "`auto`: bf16 where supported, fp16 on older GPUs, else full precision; or `no`, `fp16`, `bf16`"
-        },
+    save_every_steps: int | None = setting(None, "a checkpoint every N optimizer steps (the last two kept)")
+    early_stopping_patience: int | None = setting(None, "stop after this many evaluations without improvement")
+    resume: bool = setting(False, "resume from the latest checkpoint")
+    log_every_steps: int = setting(20, "history and progress-bar updates (the only host synchronisations in the loop)")
+    cpu_threads: int | None = setting(
+        None,
+        "CPU threads per process; none: the cores other work leaves free when the run starts (`OMP_NUM_THREADS` wins when set); see [Performance](performance.md#threads-on-a-busy-cpu)",
     )
-    eval_every_steps: int | None = field(
-        default=None,
-        metadata={"help": "validation every N optimizer steps (none: once per epoch), keeping the best model"},
+    group_by_length: bool = setting(True, "batches of rows of similar length")
+    trim_padding: bool = setting(True, "trailing all-padding columns dropped per batch")
+    fast_dropout: bool = setting(
+        True,
+        "CPU training: cheaper dropout masks (p rounded to 1/65536); no effect on a GPU; see [Performance](performance.md)",
     )
-    selection_metric: Literal["auto", "accuracy", "macro_f1", "micro_f1"] = field(
-        default="auto",
-        metadata={
-            "help": "the validation metric that picks the best model and drives early stopping: `accuracy`, `macro_f1` or `micro_f1` (multi-label); `auto`: micro-F1 for multi-label, macro-F1 for imbalanced classes, else accuracy; see [Scores you can act on](scores-and-thresholds.md)"
-        },
+    keep_freed_memory: bool = setting(
+        True, "CPU runs on glibc: freed memory is kept for reuse instead of unmapped; see [Performance](performance.md)"
     )
-    save_every_steps: int | None = field(
-        default=None, metadata={"help": "a checkpoint every N optimizer steps (the last two kept)"}
+    warn_if_longer_than_minutes: float = setting(15.0, "when to suggest a quicker config")
+    class_weights: Literal["none", "balanced"] | dict[str, float] = setting(  # noqa: RUF009
+        "none", "`balanced` or `{class: weight}`; see [Imbalanced classes](scores-and-thresholds.md#imbalanced-classes)"
     )
-    early_stopping_patience: int | None = field(
-        default=None, metadata={"help": "stop after this many evaluations without improvement"}
+    loss: Literal["cross_entropy", "focal"] = setting(
+        "cross_entropy", "`focal`: each row's cross-entropy times (1 - p_true)^gamma"
     )
-    resume: bool = field(default=False, metadata={"help": "resume from the latest checkpoint"})
-    log_every_steps: int = field(
-        default=20, metadata={"help": "history and progress-bar updates (the only host synchronisations in the loop)"}
-    )
-    cpu_threads: int | None = field(
-        default=None,
-        metadata={
-            "help": "CPU threads per process; none: the cores other work leaves free when the run starts (`OMP_NUM_THREADS` wins when set); see [Performance](performance.md#threads-on-a-busy-cpu)"
-        },
-    )
-    group_by_length: bool = field(default=True, metadata={"help": "batches of rows of similar length"})
-    trim_padding: bool = field(default=True, metadata={"help": "trailing all-padding columns dropped per batch"})
-    fast_dropout: bool = field(
-        default=True,
-        metadata={
-            "help": "CPU training: cheaper dropout masks (p rounded to 1/65536); no effect on a GPU; see [Performance](performance.md)"
-        },
-    )
-    keep_freed_memory: bool = field(
-        default=True,
-        metadata={
-            "help": "CPU runs on glibc: freed memory is kept for reuse instead of unmapped; see [Performance](performance.md)"
-        },
-    )
-    warn_if_longer_than_minutes: float = field(default=15.0, metadata={"help": "when to suggest a quicker config"})
-    class_weights: Literal["none", "balanced"] | dict[str, float] = field(
-        default="none",
-        metadata={
-            "help": "`balanced` or `{class: weight}`; see [Imbalanced classes](scores-and-thresholds.md#imbalanced-classes)"
-        },
-    )
-    loss: Literal["cross_entropy", "focal"] = field(
-        default="cross_entropy", metadata={"help": "`focal`: each row's cross-entropy times (1 - p_true)^gamma"}
-    )
-    focal_gamma: float = field(default=2.0, metadata={"help": "the gamma of `loss: focal`"})
-    calibrate: bool = field(
-        default=True, metadata={"help": "fit a temperature on validation and fold it into the saved model"}
-    )
-    distill: DistillConfig = field(
-        default_factory=DistillConfig, metadata={"help": "knowledge distillation from a trained teacher"}
-    )
+    focal_gamma: float = setting(2.0, "the gamma of `loss: focal`")
+    calibrate: bool = setting(True, "fit a temperature on validation and fold it into the saved model")
+    distill: DistillConfig = setting(DistillConfig, "knowledge distillation from a trained teacher")  # noqa: RUF009
 
 
 def run_length_setting(epochs: Any, max_steps: Any) -> str:

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 import types
@@ -15,6 +16,21 @@ import yaml
 
 class ConfigError(ValueError):
     """A config key is unknown, or its value has the wrong type or is out of range."""
+
+
+def default_of(item: dataclasses.Field) -> Any:
+    """A field's default value (a fresh one where a factory makes it)."""
+    return item.default_factory() if item.default_factory is not dataclasses.MISSING else item.default
+
+
+def setting(default: Any, help: str, **more: str) -> Any:
+    """A config field: its default (a list, or a section's class, is made anew for each config) and its docs, the
+    `help` and optional `more` and `shown` texts that docs/config-reference.md renders. Ruff cannot tell that this
+    makes a field: a field of a mutable type says `# noqa: RUF009`."""
+    docs = {"help": help, **more}
+    if isinstance(default, (list, type)):
+        return dataclasses.field(default_factory=default.copy if isinstance(default, list) else default, metadata=docs)
+    return dataclasses.field(default=default, metadata=docs)
 
 
 BOOLEAN_WORDS = {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}
@@ -46,7 +62,8 @@ _SCALAR_PLURALS = {float: "numbers", int: "integers", bool: "booleans", str: "st
 
 def describe(tp: Any) -> str:
     """A type as a config reader would say it: "a number, 'best_f1' or null"."""
-    return _either(_options(tp))
+    options = _options(tp)
+    return options[0] if len(options) == 1 else f"{', '.join(options[:-1])} or {options[-1]}"
 
 
 def _options(tp: Any) -> list[str]:
@@ -64,10 +81,6 @@ def _options(tp: Any) -> list[str]:
     if tp is type(None):
         return ["null"]
     return [_SCALAR_NAMES.get(tp, getattr(tp, "__name__", str(tp)))]
-
-
-def _either(options: list[str]) -> str:
-    return options[0] if len(options) == 1 else f"{', '.join(options[:-1])} or {options[-1]}"
 
 
 def _nested(tp: Any) -> str:
@@ -110,13 +123,9 @@ def _coerce_union(value: Any, tp: Any, key: str) -> Any:
     shaped = [arg for arg in members if container is not None and typing.get_origin(arg) is container]
     if len(members) == 1 or len(shaped) == 1:
         return coerce(value, shaped[0] if len(shaped) == 1 else members[0], key)
-    for arg in args:
-        if arg is type(None):
-            continue
-        try:
+    for arg in members:
+        with contextlib.suppress(ConfigError):
             return coerce(value, arg, key)
-        except ConfigError:
-            continue
     raise ConfigError(f"{key}: expected {describe(tp)}, got {value!r}")
 
 
@@ -147,33 +156,26 @@ def _coerce_list(value: Any, tp: Any, key: str) -> list:
 
 
 def _coerce_scalar(value: Any, tp: type, key: str) -> Any:
-    """bool, int, float or str; YAML's own readings of numbers and strings are accepted where unambiguous."""
+    """bool, int, float or str; YAML's own readings of numbers and strings are accepted where unambiguous (a bool is
+    neither a number nor a string)."""
     if tp is bool:
         if isinstance(value, bool):
             return value
         if isinstance(value, str) and value.lower() in BOOLEAN_WORDS:
             return BOOLEAN_WORDS[value.lower()]
-        raise ConfigError(f"{key}: expected true or false, got {value!r}")
-    if tp is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise ConfigError(f"{key}: expected an integer, got {value!r}")
-    if tp is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str):  # YAML 1.1 reads "3e-5" (no dot) as a string
-            try:
-                return float(value)
-            except ValueError:
-                pass
-        raise ConfigError(f"{key}: expected a number, got {value!r}")
-    if isinstance(value, str):
+    elif isinstance(value, bool):
+        pass
+    elif tp is int and isinstance(value, int):
         return value
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return str(value)
-    if isinstance(value, bool):
-        raise ConfigError(f"{key}: expected a string, got {value!r} (YAML reads a bare true or false so: quote it)")
-    raise ConfigError(f"{key}: expected a string, got {value!r}")
+    elif tp is float and isinstance(value, (int, float)):
+        return float(value)
+    elif tp is float and isinstance(value, str):  # YAML 1.1 reads "3e-5" (no dot) as a string
+        with contextlib.suppress(ValueError):
+            return float(value)
+    elif tp is str and isinstance(value, (str, int, float)):
+        return value if isinstance(value, str) else str(value)
+    quote = " (YAML reads a bare true or false so: quote it)" if tp is str and isinstance(value, bool) else ""
+    raise ConfigError(f"{key}: expected {_SCALAR_NAMES[tp]}, got {value!r}{quote}")
 
 
 def check_types(instance: Any, prefix: str) -> None:

@@ -9,11 +9,9 @@ rows, record = student_rows(config, splits, tokenized, labels, source, counts)  
 from pipeline.distill.teacher import (
     TeacherLabeller,
     check_labels,
-    check_reading,
     check_teacher,
     init_student_embeddings,
     resolve_teacher,
-    teacher_fingerprint,
 )
 from pipeline.distill.transfer import (
     NO_LABEL,
@@ -32,12 +30,10 @@ __all__ = [
     "augment",
     "augmented_texts",
     "check_labels",
-    "check_reading",
     "check_teacher",
     "init_student_embeddings",
     "read_unlabeled",
     "resolve_teacher",
     "student_rows",
-    "teacher_fingerprint",
     "with_transfer_split",
 ]

@@ -51,22 +51,6 @@ def weight_files(model_dir: Path) -> list[Path]:
     return sorted(path for pattern in WEIGHT_FILE_PATTERNS for path in Path(model_dir).glob(pattern))
 
 
-def teacher_config(source: ModelSource) -> Any:
-    try:
-        return AutoConfig.from_pretrained(str(source.model_dir))
-    except (OSError, ValueError, KeyError) as error:
-        raise ConfigError(f"{TEACHER_KEY}: cannot read the model config in {source.model_dir} ({error})") from None
-
-
-def check_single_label(config: Any, where: Path) -> None:
-    """A multi-label teacher's logits are independent sigmoids: read as a softmax over the classes (the soft
-    targets), a class it scores high takes probability from the others, which it never meant."""
-    if is_multi_label(config):
-        raise ConfigError(
-            f"{TEACHER_KEY}: {where} is a multi-label model (a sigmoid per class), but distillation's soft targets are a softmax over the classes; give a single-label teacher"
-        )
-
-
 def check_reading(source: ModelSource, student: TextSpec) -> None:
     """The teacher labels the texts as this run builds them: built otherwise (columns, separator), they are texts it
     was never trained to read. Column names may differ."""
@@ -100,17 +84,9 @@ def check_labels(teacher: list[str], student: list[str], where: Path) -> None:
     if teacher == student:
         return
     missing, extra = [n for n in student if n not in teacher], [n for n in teacher if n not in student]
-    if missing or extra:
-        detail = "; ".join(
-            part
-            for part in (
-                f"the data's {', '.join(missing)} not among the teacher's classes" if missing else "",
-                f"the teacher's {', '.join(extra)} not in the data" if extra else "",
-            )
-            if part
-        )
-    else:
-        detail = "the same classes in another order"
+    parts = [f"the data's {', '.join(missing)} not among the teacher's classes"] if missing else []
+    parts += [f"the teacher's {', '.join(extra)} not in the data"] if extra else []
+    detail = "; ".join(parts) or "the same classes in another order"
     raise ConfigError(
         f"{TEACHER_KEY}: the teacher's labels ({', '.join(teacher)}, from {where}) do not match the data's "
         f"({', '.join(student)}): {detail}; give data.label_names in the teacher's order, or another teacher"
@@ -179,7 +155,7 @@ class TeacherLabeller:
         path = self.cache_path(texts)
         cached = self._read(path, len(texts))
         if cached is not None:
-            logger.info("Teacher logits for %d texts loaded from cache %s", len(texts), path)
+            logger.info(f"Teacher logits for {len(texts)} texts loaded from cache {path}")
             return cached
         self.misses += 1
         predictor = self._predictor()
@@ -202,7 +178,7 @@ class TeacherLabeller:
         try:
             logits = np.load(path)
         except (OSError, ValueError) as error:
-            logger.warning("Ignoring unreadable teacher-logit cache %s (%s)", path, error)
+            logger.warning(f"Ignoring unreadable teacher-logit cache {path} ({error})")
             return None
         return logits if logits.shape == (rows, len(self.labels)) else None
 
@@ -213,7 +189,7 @@ class TeacherLabeller:
             except PredictError as error:
                 raise ConfigError(f"{TEACHER_KEY}: {error}") from None
             check_labels(self.predictor.labels, self.labels, self.source.model_dir)
-            logger.info("Teacher %s: %s", self.source.model_dir, self.predictor.describe_backend())
+            logger.info(f"Teacher {self.source.model_dir}: {self.predictor.describe_backend()}")
         return self.predictor
 
 
@@ -244,7 +220,15 @@ def init_student_embeddings(student: Any, source: ModelSource, tokenizer: Any) -
 
 def check_teacher(source: ModelSource, labels: list[str], data: DataConfig) -> None:
     """Before any tokenizing or training: the teacher must be single-label, with the data's classes and texts."""
-    config = teacher_config(source)
-    check_single_label(config, source.model_dir)
+    try:
+        config = AutoConfig.from_pretrained(str(source.model_dir))
+    except (OSError, ValueError, KeyError) as error:
+        raise ConfigError(f"{TEACHER_KEY}: cannot read the model config in {source.model_dir} ({error})") from None
+    # A multi-label teacher's logits are independent sigmoids: read as a softmax over the classes (the soft targets),
+    # a class it scores high takes probability from the others, which it never meant.
+    if is_multi_label(config):
+        raise ConfigError(
+            f"{TEACHER_KEY}: {source.model_dir} is a multi-label model (a sigmoid per class), but distillation's soft targets are a softmax over the classes; give a single-label teacher"
+        )
     check_labels(class_names(config), labels, source.model_dir)
     check_reading(source, TextSpec.from_data_config(data))

@@ -56,23 +56,22 @@ def read_unlabeled(config: DataConfig) -> list[str]:
             table = read_table(path, key, config, column_names)
             for column in spec.input_columns:
                 table.column(column, key)
+            break
         except DataError:
             if number == len(attempts):
                 raise
-            continue
-        if len(table.frame) == 0:
-            raise DataError(f"{key}: {path} has no data rows")
-        warn_repeated_headers(table, "left out")
-        if config.incomplete_rows != "drop":
-            return build_texts(table, spec)
-        texts = texts_of(table, spec)
-        kept = [text for text in texts if text]
-        if len(kept) < len(texts):
-            logger.warning(f"{path}: {len(texts) - len(kept)} empty texts left out (data.incomplete_rows: drop)")
-        if not kept:
-            raise DataError(f"{key}: every one of the {len(texts)} rows of {path} has an empty text")
-        return kept
-    raise AssertionError("unreachable")
+    if len(table.frame) == 0:
+        raise DataError(f"{key}: {path} has no data rows")
+    warn_repeated_headers(table, "left out")
+    if config.incomplete_rows != "drop":
+        return build_texts(table, spec)
+    texts = texts_of(table, spec)
+    kept = [text for text in texts if text]
+    if len(kept) < len(texts):
+        logger.warning(f"{path}: {len(texts) - len(kept)} empty texts left out (data.incomplete_rows: drop)")
+    if not kept:
+        raise DataError(f"{key}: every one of the {len(texts)} rows of {path} has an empty text")
+    return kept
 
 
 def augment(texts: Sequence[str], distill: DistillConfig, seed: int, mask_token: str) -> list[tuple[int, str]]:
@@ -82,19 +81,15 @@ def augment(texts: Sequence[str], distill: DistillConfig, seed: int, mask_token:
     for copy in range(distill.augment_copies):
         rng = np.random.default_rng([seed, copy, CACHE_FORMAT])
         for row, text in enumerate(texts):
-            changed = augment_text(text, distill, rng, mask_token)
+            # a sentence pair's two texts are each changed, and stay a pair
+            changed = PAIR_MARK.join(augment_words(part, distill, rng, mask_token) for part in segments_of(text))
             if changed != text:
                 out.append((row, changed))
     return out
 
 
-def augment_text(text: str, distill: DistillConfig, rng: np.random.Generator, mask_token: str) -> str:
-    """One copy of one text by train.distill.augment (words are whitespace-separated); a sentence pair's two texts
-    are each changed, and stay a pair."""
-    return PAIR_MARK.join(augment_words(segment, distill, rng, mask_token) for segment in segments_of(text))
-
-
 def augment_words(text: str, distill: DistillConfig, rng: np.random.Generator, mask_token: str) -> str:
+    """One copy of one text by train.distill.augment (words are whitespace-separated)."""
     words = text.split()
     if not words:
         return text
@@ -124,7 +119,7 @@ def augmented_texts(
         try:
             return [(int(row), str(text)) for row, text in json.loads(path.read_text(encoding="utf-8"))]
         except (OSError, ValueError, TypeError) as error:
-            logger.warning("Ignoring unreadable augmentation cache %s (%s)", path, error)
+            logger.warning(f"Ignoring unreadable augmentation cache {path} ({error})")
     copies = augment(train_texts, distill, seed, mask_token)
     atomic_write_json(path, copies)
     return copies

@@ -33,6 +33,17 @@ def to_probabilities(logits: torch.Tensor, multi_label: bool) -> torch.Tensor:
     return torch.sigmoid(logits) if multi_label else logits.softmax(dim=-1)
 
 
+@torch.no_grad()
+def eval_logits(model: nn.Module, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The model's fp32 logits for `inputs` in eval mode (no dropout), its training mode left as it was."""
+    was_training = model.training
+    model.eval()
+    try:
+        return model(**inputs).logits.float()
+    finally:
+        model.train(was_training)
+
+
 # Weights are held in fp32 (mixed precision keeps fp32 master weights): transformers 5 would otherwise load an fp16
 # or bf16 checkpoint in that dtype.
 WEIGHTS_DTYPE = torch.float32
@@ -66,7 +77,9 @@ def build_model(
             ignore_mismatched_sizes=True,
             output_loading_info=True,
         )
-        return model, _new_parameter_names(loading)
+        # The new parameters: missing keys, and mismatched ones (listed as (name, checkpoint shape, model shape)).
+        mismatched = {key[0] if isinstance(key, tuple) else key for key in loading.get("mismatched_keys", ())}
+        return model, frozenset(loading.get("missing_keys", ())) | mismatched
     encoder_config = EncoderClassifierConfig.from_settings(
         config.encoder,
         vocab_size=len(tokenizer),
@@ -90,12 +103,6 @@ def require_segments(model: PreTrainedModel, key: str) -> None:
         raise ConfigError(
             f"{key}: '{model.config.name_or_path}' has type_vocab_size {segments}, so it cannot tell a pair's second text from its first (data.text_pair_columns); join the two texts instead (list both sides' columns in data.text_columns) or choose a checkpoint pretrained on pairs"
         )
-
-
-def _new_parameter_names(loading: dict) -> frozenset[str]:
-    """Missing keys, and mismatched ones (transformers lists those as (name, checkpoint shape, model shape))."""
-    mismatched = {key[0] if isinstance(key, tuple) else key for key in loading.get("mismatched_keys", ())}
-    return frozenset(loading.get("missing_keys", ())) | mismatched
 
 
 # transformers architectures whose position ids start after the padding index (create_position_ids_from_input_ids),

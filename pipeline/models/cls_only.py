@@ -20,6 +20,8 @@ import sys
 import torch
 from torch import nn
 
+from pipeline.models import eval_logits
+
 # Logits may differ by float rounding only (the matrix products run on fewer rows).
 CHECK_RTOL, CHECK_ATOL = 1e-4, 1e-5
 # BERT's post-LayerNorm layer, module by module: any other child computes something the restricted forward would skip.
@@ -139,12 +141,12 @@ def restrict_last_layer_to_cls(model: nn.Module) -> bool:
     restricted = type(f"ClsOnly{original.__name__}", (ClsOnlyLayer, original), {"full_layer_class": original})
     try:
         probes = _probe_batches(model)
-        before = [_probe_logits(model, probe) for probe in probes]
+        before = [eval_logits(model, probe) for probe in probes]
         layer.__class__ = restricted
         widths = []  # the positions the last layer put out, per probe: 1 when the restricted path ran
         hook = layer.register_forward_hook(lambda module, args, output: widths.append(_width(output)))
         try:
-            after = [_probe_logits(model, probe) for probe in probes]
+            after = [eval_logits(model, probe) for probe in probes]
         finally:
             hook.remove()
         unchanged = all(torch.allclose(a, b, rtol=CHECK_RTOL, atol=CHECK_ATOL) for a, b in zip(after, before))
@@ -182,13 +184,3 @@ def _width(output: torch.Tensor | tuple) -> int:
     """Positions in a layer's output (B, T, H) (or the first element of a tuple output)."""
     hidden = output[0] if isinstance(output, tuple) else output
     return hidden.shape[1]
-
-
-@torch.no_grad()
-def _probe_logits(model: nn.Module, probe: dict[str, torch.Tensor]) -> torch.Tensor:
-    was_training = model.training
-    model.eval()
-    try:
-        return model(**probe).logits.float()
-    finally:
-        model.train(was_training)

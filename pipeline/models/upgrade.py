@@ -27,17 +27,12 @@ class UpgradeError(ValueError):
     """The folder cannot be upgraded (not a model folder, not the from-scratch encoder); the message says why."""
 
 
-def _model_dir(path: Path) -> Path:
-    if is_run_dir(path):
-        return RunDir(path).model_dir
-    if is_model_dir(path):
-        return path
-    raise UpgradeError(f"{path}: neither a run directory nor a saved model folder (no {MODEL_CONFIG_FILE})")
-
-
 def upgrade_model_dir(path: str | Path) -> str:
     """Re-save an encoder folder with its code and auto_map; returns a one-line message saying what was done."""
-    model_dir = _model_dir(Path(path))
+    path = Path(path)
+    if not is_run_dir(path) and not is_model_dir(path):
+        raise UpgradeError(f"{path}: neither a run directory nor a saved model folder (no {MODEL_CONFIG_FILE})")
+    model_dir = RunDir(path).model_dir if is_run_dir(path) else path
     config_path = model_dir / MODEL_CONFIG_FILE
     try:
         saved = json.loads(config_path.read_text(encoding="utf-8"))

@@ -16,6 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from pipeline.models import eval_logits
+
 # Equal-width confidence bins of the expected calibration error and the reliability diagram (Guo et al. use 15).
 ECE_BINS = 15
 # The temperature is searched in [1/1000, 100]; reaching a bound means no minimum (see at_search_bound). A briefly
@@ -104,9 +106,12 @@ def _confidence_and_outcome(probabilities: np.ndarray, labels: np.ndarray) -> tu
     return probabilities.max(axis=1), (predicted == labels).astype(np.float64)
 
 
-def output_layer(model: nn.Module) -> nn.Linear:
-    """The classification head's last linear layer: the last nn.Linear whose outputs are the model's logits."""
+@torch.no_grad()
+def fold_temperature(model: nn.Module, temperature: float, check_inputs: dict[str, torch.Tensor] | None = None) -> None:
+    """Divide the output layer's weight and bias by T, so that the model computes logits / T. With `check_inputs`,
+    a head whose last linear layer is not the logits is refused rather than silently mis-calibrated."""
     num_labels = model.config.num_labels
+    # The classification head's last linear layer: the last nn.Linear whose outputs are the model's logits.
     layers = [
         module for module in model.modules() if isinstance(module, nn.Linear) and module.out_features == num_labels
     ]
@@ -114,20 +119,13 @@ def output_layer(model: nn.Module) -> nn.Linear:
         raise RuntimeError(
             f"{type(model).__name__} has no linear layer with {num_labels} outputs to fold a temperature into"
         )
-    return layers[-1]
-
-
-@torch.no_grad()
-def fold_temperature(model: nn.Module, temperature: float, check_inputs: dict[str, torch.Tensor] | None = None) -> None:
-    """Divide the output layer's weight and bias by T, so that the model computes logits / T. With `check_inputs`,
-    a head whose last linear layer is not the logits is refused rather than silently mis-calibrated."""
-    layer = output_layer(model)
-    before = _logits(model, check_inputs) if check_inputs is not None else None
+    layer = layers[-1]
+    before = eval_logits(model, check_inputs) if check_inputs is not None else None
     layer.weight.div_(temperature)
     if layer.bias is not None:
         layer.bias.div_(temperature)
     if before is not None:
-        after = _logits(model, check_inputs)
+        after = eval_logits(model, check_inputs)
         if not torch.allclose(after, before / temperature, rtol=1e-3, atol=1e-4):
             layer.weight.mul_(temperature)
             if layer.bias is not None:
@@ -135,11 +133,3 @@ def fold_temperature(model: nn.Module, temperature: float, check_inputs: dict[st
             raise RuntimeError(
                 f"{type(model).__name__}: scaling its last linear layer does not scale its logits; the temperature cannot be folded into it (set train.calibrate=false)"
             )
-
-
-def _logits(model: nn.Module, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
-    was_training = model.training
-    model.eval()
-    logits = model(**inputs).logits.float()
-    model.train(was_training)
-    return logits

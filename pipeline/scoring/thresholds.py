@@ -90,12 +90,6 @@ def default_decision(labels: list[str], multi_label: bool) -> Decision:
     return Decision(KIND_ARGMAX, list(labels))
 
 
-def decision_kind(num_labels: int, multi_label: bool) -> str:
-    if multi_label:
-        return KIND_MULTI_LABEL
-    return KIND_BINARY if num_labels == 2 else KIND_FLAG
-
-
 def check_setting(setting: Any, labels: list[str], multi_label: bool) -> None:
     """Before training: a per-class mapping names real classes; a binary task thresholds its positive class only."""
     if setting is None or not isinstance(setting, dict) or is_threshold_target(setting):
@@ -115,7 +109,7 @@ def choose_decision(
     """Thresholds for `setting` (eval.threshold) from validation probabilities (N, C) and gold labels."""
     if setting is None:
         return default_decision(names, multi_label)
-    kind = decision_kind(len(names), multi_label)
+    kind = KIND_MULTI_LABEL if multi_label else KIND_BINARY if len(names) == 2 else KIND_FLAG
     if kind == KIND_BINARY:
         logger.info(
             f"eval.threshold acts on the positive class {names[1]!r}, the second of {names} (data.label_names sets the order)"
@@ -216,31 +210,26 @@ def choose_threshold(
     # No positives, or (multi-class) no validation row has this class as its top prediction: the default stays.
     if not positives.any() or not len(candidates):
         kind = NO_POSITIVES if not positives.any() else NEVER_PREDICTED
-        record = _record(setting, DEFAULT_THRESHOLD, scores, positives)
-        record["fallback"], record["applied"] = kind, f"{DEFAULT_THRESHOLD}"
+        record = _record(setting, DEFAULT_THRESHOLD, scores, positives, fallback=kind, applied=f"{DEFAULT_THRESHOLD}")
         return DEFAULT_THRESHOLD, record, Problem(kind)
     if setting == "best_f1":
-        return *_best_f1(setting, candidates, precision, recall, scores, positives), None
+        threshold = _midway(candidates, _best_f1(precision, recall))
+        return threshold, _record(setting, threshold, scores, positives), None
     ((target, value),) = setting.items()
     if target == "precision":
         reaching = np.flatnonzero(precision >= value - 1e-12)
         if not len(reaching):
-            threshold, record = _best_f1(setting, candidates, precision, recall, scores, positives)
-            record["fallback"] = (
-                f"no threshold reaches precision {value:g} on validation (best {precision.max():.4f}): best_f1 used instead"
-            )
-            record["applied"] = "best_f1"
+            threshold = _midway(candidates, _best_f1(precision, recall))
+            fallback = f"no threshold reaches precision {value:g} on validation (best {precision.max():.4f}): best_f1 used instead"
+            record = _record(setting, threshold, scores, positives, fallback=fallback, applied="best_f1")
             return threshold, record, Problem(PRECISION_UNREACHED, f"precision {value:g}, best {precision.max():.4f}")
         best = reaching[np.argmax(recall[reaching])]  # the most recall among those reaching the precision
     else:
         keeping = np.flatnonzero(recall >= value - 1e-12)
         if not len(keeping):  # multi-class: rows whose top prediction is another class are lost to any threshold
             threshold = _midway(candidates, len(candidates) - 1)
-            record = _record(setting, threshold, scores, positives)
-            record["fallback"] = (
-                f"no threshold keeps recall {value:g} on validation (at most {recall.max():.4f}): {threshold:.4f}, below every validation score of the class, used instead"
-            )
-            record["applied"] = f"{threshold:.4f}"
+            fallback = f"no threshold keeps recall {value:g} on validation (at most {recall.max():.4f}): {threshold:.4f}, below every validation score of the class, used instead"
+            record = _record(setting, threshold, scores, positives, fallback=fallback, applied=f"{threshold:.4f}")
             return threshold, record, Problem(RECALL_UNKEPT, f"recall {value:g}, at most {recall.max():.4f}")
         best = keeping[np.argmax(candidates[keeping])]  # the highest threshold still keeping the recall
     threshold = _midway(candidates, int(best))
@@ -268,20 +257,15 @@ def _curve(scores: np.ndarray, positives: np.ndarray) -> tuple[np.ndarray, np.nd
     return candidates, precision, recall
 
 
-def _best_f1(
-    setting: Any,
-    candidates: np.ndarray,
-    precision: np.ndarray,
-    recall: np.ndarray,
-    scores: np.ndarray,
-    positives: np.ndarray,
-) -> tuple[float, dict[str, Any]]:
+def _best_f1(precision: np.ndarray, recall: np.ndarray) -> int:
+    """The candidate threshold of the highest F1."""
     f1 = np.where(precision + recall > 0, 2 * precision * recall / np.maximum(precision + recall, 1e-12), 0.0)
-    threshold = _midway(candidates, int(np.argmax(f1)))
-    return threshold, _record(setting, threshold, scores, positives)
+    return int(np.argmax(f1))
 
 
-def _record(setting: Any, threshold: float, scores: np.ndarray, positives: np.ndarray) -> dict[str, Any]:
+def _record(setting: Any, threshold: float, scores: np.ndarray, positives: np.ndarray, **fallback: str) -> dict:
+    """A class's record: its setting, threshold and validation precision and recall there; with `fallback` and
+    `applied` where the setting could not be met."""
     predicted = scores >= threshold
     true_positive = int((predicted & positives).sum())
     return {
@@ -289,4 +273,5 @@ def _record(setting: Any, threshold: float, scores: np.ndarray, positives: np.nd
         "threshold": float(threshold),
         "validation_precision": true_positive / int(predicted.sum()) if predicted.any() else None,
         "validation_recall": true_positive / int(positives.sum()) if positives.any() else None,
+        **fallback,
     }

@@ -83,23 +83,22 @@ class TokenizedRows(torch.utils.data.Dataset):
         return {key: value[0] for key, value in self.__getitems__([index]).items()}
 
 
-def _stacked(batch: dict[str, torch.Tensor] | list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-    """A batch by column; single-item fetches (a sampler that bypasses __getitems__) are stacked first."""
+def collate_fixed(
+    batch: dict[str, torch.Tensor] | list[dict[str, torch.Tensor]], trim: bool = False
+) -> dict[str, torch.Tensor]:
+    """A batch by column (single-item fetches, from a sampler that bypasses __getitems__, stacked first), its model
+    inputs as int64; `trim`: (B, T) -> (B, T'), the trailing columns that are padding in every row dropped (T' rounded
+    up to a multiple of 8)."""
     if isinstance(batch, list):
         batch = {key: torch.stack([row[key] for row in batch]) for key in batch[0]}
-    return batch
-
-
-def collate_trimmed(batch: dict[str, torch.Tensor] | list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-    """Drop the trailing columns that are padding in every row (rounded up to a multiple of 8): (B, T) -> (B, T')."""
-    batch = _stacked(batch)
-    keep = padded_width(int(batch["attention_mask"].sum(dim=1).max()), batch["input_ids"].shape[1])
+    keep = batch["input_ids"].shape[1]
+    if trim:
+        keep = padded_width(int(batch["attention_mask"].sum(dim=1).max()), keep)
     return {**batch, **{name: batch[name][:, :keep].long() for name in MODEL_INPUTS if name in batch}}
 
 
-def collate_fixed(batch: dict[str, torch.Tensor] | list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-    batch = _stacked(batch)
-    return {**batch, **{name: batch[name].long() for name in MODEL_INPUTS if name in batch}}
+def collate_trimmed(batch: dict[str, torch.Tensor] | list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    return collate_fixed(batch, trim=True)
 
 
 def model_inputs(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -165,23 +164,18 @@ class ShuffledBatchSampler(Sampler[list[int]]):
         yield from self.batches()
 
 
-def _private_generator(seed: int) -> torch.Generator:
-    """A DataLoader draws a seed each time it is iterated; from the global RNG that would shift every later dropout
-    mask, and a resumed run would no longer match an uninterrupted one."""
-    return torch.Generator().manual_seed(seed)
+def _loader(rows: TokenizedRows, batches: Sampler[list[int]], trim: bool, seed: int) -> DataLoader:
+    """A DataLoader with a private generator: it draws a seed each time it is iterated, which from the global RNG would
+    shift every later dropout mask, and a resumed run would no longer match an uninterrupted one."""
+    collate = collate_trimmed if trim else collate_fixed
+    return DataLoader(rows, batch_sampler=batches, collate_fn=collate, generator=torch.Generator().manual_seed(seed))
 
 
 def training_loader(
     rows: TokenizedRows, batch_size: int, seed: int, group_by_length: bool, trim: bool, slices: int = 1
 ) -> DataLoader:
     """`slices`: micro-batches per optimizer step over all processes (accumulation steps x processes)."""
-    sampler = ShuffledBatchSampler(rows.lengths, batch_size, seed, group_by_length, slices)
-    return DataLoader(
-        rows,
-        batch_sampler=sampler,
-        collate_fn=collate_trimmed if trim else collate_fixed,
-        generator=_private_generator(seed),
-    )
+    return _loader(rows, ShuffledBatchSampler(rows.lengths, batch_size, seed, group_by_length, slices), trim, seed)
 
 
 def evaluation_loader(
@@ -193,12 +187,8 @@ def evaluation_loader(
     budget = max_tokens if trim else None  # untrimmed rows all have the fixed length
     cuts = sorted_batches(rows.lengths[order], rows.input_ids.shape[1], batch_size, budget)
     # Batches of varying size (a token budget): accelerate then hands each process whole batches (batch_size None).
-    batches = FixedBatches([order[cut].tolist() for cut in cuts], batch_size if budget is None else None)
-    return DataLoader(
-        rows,
-        batch_sampler=batches,
-        collate_fn=collate_trimmed if trim else collate_fixed,
-        generator=_private_generator(0),
+    return _loader(
+        rows, FixedBatches([order[cut].tolist() for cut in cuts], batch_size if budget is None else None), trim, 0
     )
 
 

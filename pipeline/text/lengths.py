@@ -31,10 +31,8 @@ CHUNK_LENGTHS = (64, 128, 256, 512)
 
 def length_limit(tokenizer: PreTrainedTokenizerBase, model_max_positions: int | None = None) -> int:
     """The longest sequence the tokenizer and the model can take (tokenizers report 1e30 when unset)."""
-    limits = [BERT_POSITION_LIMIT, int(min(tokenizer.model_max_length, 10**9))]
-    if model_max_positions:
-        limits.append(model_max_positions)
-    return min(limits)
+    tokenizer_limit = int(min(tokenizer.model_max_length, 10**9))
+    return min(BERT_POSITION_LIMIT, tokenizer_limit, model_max_positions or BERT_POSITION_LIMIT)
 
 
 def truncated_share(lengths: np.ndarray, max_length: int) -> float:
@@ -83,21 +81,20 @@ def fixed_length(
     seconds_per_window: Callable[[int], float] | None,
 ) -> int:
     """The setting, or under `auto` chosen from `train_lengths` (train's untruncated lengths)."""
-    if config.max_length == "auto":
-        if rule.long_text == "chunk" and seconds_per_window is not None:
-            special = tokenizer.num_special_tokens_to_add(pair=False)
-            length = choose_chunk_length(
-                train_lengths - special, rule, limit, special, config.max_truncated_fraction, seconds_per_window
-            )
-        else:
-            length = choose_max_length(train_lengths, config.max_truncated_fraction, limit)
+    special = tokenizer.num_special_tokens_to_add(pair=False)
+    if config.max_length == "auto" and rule.long_text == "chunk" and seconds_per_window is not None:
+        length = choose_chunk_length(
+            train_lengths - special, rule, limit, special, config.max_truncated_fraction, seconds_per_window
+        )
+    elif config.max_length == "auto":
+        length = choose_max_length(train_lengths, config.max_truncated_fraction, limit)
     elif config.max_length > limit:
         raise ConfigError(f"tokenizer.max_length: {config.max_length} exceeds the model's limit of {limit} tokens")
     else:
         length = config.max_length
-    if rule.long_text == "chunk" and rule.chunk_stride >= length - tokenizer.num_special_tokens_to_add(pair=False):
+    if rule.long_text == "chunk" and rule.chunk_stride >= length - special:
         raise ConfigError(
-            f"tokenizer.chunk_stride: {rule.chunk_stride} must be smaller than a window's {length - tokenizer.num_special_tokens_to_add(pair=False)} content tokens"
+            f"tokenizer.chunk_stride: {rule.chunk_stride} must be smaller than a window's {length - special} content tokens"
         )
     return length
 
@@ -137,12 +134,7 @@ def choose_chunk_length(
 
 
 def log_length(
-    config: TokenizerConfig,
-    rule: LongTextRule,
-    max_length: int,
-    truncated: dict[str, float],
-    limit: int,
-    pairs: bool,
+    config: TokenizerConfig, rule: LongTextRule, max_length: int, truncated: dict[str, float], limit: int, pairs: bool
 ) -> None:
     setting = "auto" if config.max_length == "auto" else "configured"
     shares = ", ".join(f"{name} {share:.2%}" for name, share in truncated.items())

@@ -114,6 +114,11 @@ class TokenCounts:
     def of_encoding(cls, encoded: EncodedDocuments, tokenizer: PreTrainedTokenizerBase) -> TokenCounts:
         return cls.of_content(encoded.content_lengths, encoded.unknown_counts, tokenizer)
 
+    @classmethod
+    def join(cls, parts: Sequence[TokenCounts]) -> TokenCounts:
+        unknown = None if parts[0].unknown is None else sum((part.unknown for part in parts[1:]), parts[0].unknown)
+        return cls(np.concatenate([part.lengths for part in parts]), unknown)
+
     @property
     def unknown_share(self) -> float | None:
         return None if self.unknown is None else self.unknown.token_share
@@ -134,28 +139,24 @@ KEEP_CONTENT_TOKENS = 64 * 2**20
 
 
 def count_and_keep_tokens(
-    texts: list[str],
-    tokenizer: PreTrainedTokenizerBase,
-    keep_up_to: int,
-    read: TokensRead | None = None,
+    texts: list[str], tokenizer: PreTrainedTokenizerBase, keep_up_to: int, read: TokensRead | None = None
 ) -> tuple[TokenCounts, KeptContent | None]:
     """count_tokens, and the texts' content ids if they hold at most `keep_up_to` tokens (else None). With `read`
     (windows.reads_of), a text is counted only as far as such rows read it."""
     lengths: list[int] = []
-    unknown: list[int] | None = [] if tokenizer.unk_token_id is not None else None
+    unknown: list[int] = []
     pair_extra = pair_extra_tokens(tokenizer)
     kept: list[KeptContent] | None = [] if keep_up_to > 0 else None
     kept_tokens = 0
     for start in range(0, len(texts), TOKENIZE_BATCH_SIZE):
         content = content_ids_by_segment(tokenizer, texts[start : start + TOKENIZE_BATCH_SIZE], read)
         lengths.extend(content_length(first, second, pair_extra) for first, second in content)
-        if unknown is not None:
-            unknown += unknown_counts(content, tokenizer)
+        unknown += unknown_counts(content, tokenizer) or []  # None: the tokenizer has no unknown token
         if kept is not None:
             kept.append(KeptContent.of(content))
             kept_tokens += kept[-1].ids.size
             kept = kept if kept_tokens <= keep_up_to else None
-    unknown_array = None if unknown is None else np.asarray(unknown, dtype=np.int64)
+    unknown_array = None if tokenizer.unk_token_id is None else np.asarray(unknown, dtype=np.int64)
     counts = TokenCounts.of_content(np.asarray(lengths, dtype=np.int64), unknown_array, tokenizer)
     return counts, None if kept is None else KeptContent.join(kept)
 
@@ -207,37 +208,6 @@ def _cache_key(splits: DatasetDict, tokenizer: PreTrainedTokenizerBase, config: 
 ENCODE_BLOCK_TEXTS = 10 * TOKENIZE_BATCH_SIZE
 
 
-@dataclass(frozen=True)
-class _EncodedBlock:
-    input_ids: np.ndarray  # (R, T) int32, padded
-    token_types: np.ndarray | None  # (R, T) int8 segment ids; None: no pair in the block (all 0)
-    lengths: np.ndarray  # (R,) real tokens per row
-    documents: np.ndarray  # (R,) the split's row (text) each row comes from
-    content_lengths: np.ndarray  # (D,) untruncated, as EncodedDocuments has them
-    unknown_counts: np.ndarray | None  # (D,), as EncodedDocuments has them
-
-
-def _encode_block(
-    tokenizer: PreTrainedTokenizerBase,
-    texts: list[str],
-    first: int,
-    max_length: int,
-    rule: LongTextRule,
-    kept: KeptContent | None,
-) -> _EncodedBlock:
-    encoded = encode_documents(tokenizer, texts, max_length, rule, kept)
-    pad = tokenizer.pad_token_id or 0
-    types = None if encoded.token_types is None else pad_ids(encoded.token_types, max_length, 0, np.int8)
-    return _EncodedBlock(
-        pad_ids(encoded.rows, max_length, pad, np.int32),
-        types,
-        encoded.row_lengths,
-        encoded.documents + first,
-        encoded.content_lengths,
-        encoded.unknown_counts,
-    )
-
-
 def _encode_split(
     split: Dataset,
     tokenizer: PreTrainedTokenizerBase,
@@ -253,41 +223,37 @@ def _encode_split(
 
     texts = column_values(split, "text")
     starts = range(0, max(len(texts), 1), ENCODE_BLOCK_TEXTS)  # an empty split is one empty block
-    blocks = []
+    ids, types, lengths, documents, counts = [], [], [], [], []  # per block
     with tqdm(total=len(texts), desc=f"Tokenizing {name}", unit=" texts", disable=len(starts) < 2) as progress:
         for start in starts:
             block = texts[start : start + ENCODE_BLOCK_TEXTS]
             part = None if kept is None else kept.part(start, start + len(block))
-            blocks.append(_encode_block(tokenizer, block, start, max_length, rule, part))
+            encoded = encode_documents(tokenizer, block, max_length, rule, part)
+            ids.append(pad_ids(encoded.rows, max_length, tokenizer.pad_token_id or 0, np.int32))  # (R, T)
+            # (R, T) segment ids; None: no pair in the block (all 0)
+            types.append(None if encoded.token_types is None else pad_ids(encoded.token_types, max_length, 0, np.int8))
+            lengths.append(encoded.row_lengths)  # (R,) real tokens per row
+            documents.append(encoded.documents + start)  # (R,) the split's row (text) each row comes from
+            counts.append(TokenCounts.of_encoding(encoded, tokenizer))
             progress.update(len(block))
-    documents = np.concatenate([block.documents for block in blocks])
-    lengths = np.concatenate([block.lengths for block in blocks])
+    documents, lengths = np.concatenate(documents), np.concatenate(lengths)
     labels_name = label_column(split.column_names)
     labels = column_values(split, labels_name)
     columns = {
-        "input_ids": np.concatenate([block.input_ids for block in blocks]),  # (R, T)
+        "input_ids": np.concatenate(ids),  # (R, T)
         "attention_mask": (np.arange(max_length)[None, :] < lengths[:, None]).astype(np.int8),  # (R, T)
         "length": lengths,
         # a text read as several windows repeats its label on each
         labels_name: labels if len(documents) == len(texts) else [labels[document] for document in documents.tolist()],
     }
-    if any(block.token_types is not None for block in blocks):
+    if any(part is not None for part in types):
         columns[SEGMENT_IDS] = np.concatenate(
-            [
-                block.token_types if block.token_types is not None else np.zeros_like(block.input_ids, np.int8)
-                for block in blocks
-            ]
+            [np.zeros_like(i, np.int8) if t is None else t for i, t in zip(ids, types)]
         )
-    unknown = [block.unknown_counts for block in blocks]
-    counts = TokenCounts.of_content(
-        np.concatenate([block.content_lengths for block in blocks]),
-        None if any(part is None for part in unknown) else np.concatenate(unknown),
-        tokenizer,
-    )
     if rule.long_text != "chunk":
-        return Dataset.from_dict(columns), None, counts
+        return Dataset.from_dict(columns), None, TokenCounts.join(counts)
     columns["document"] = documents
-    return Dataset.from_dict(columns), windows_summary(documents, len(split)), counts
+    return Dataset.from_dict(columns), windows_summary(documents, len(split)), TokenCounts.join(counts)
 
 
 def tokenize_splits(
@@ -384,13 +350,10 @@ def _read_cache(
     from datasets import load_from_disk
 
     tokenized = load_from_disk(str(cache_dir))
-    info = _read_info(cache_dir / "info.json")
+    saved = json.loads((cache_dir / "info.json").read_text())
+    info = TokenizationInfo(**{**saved, "from_cache": True, "from_cache_by_process": None})
     logger.info(f"Tokenized splits loaded from cache {cache_dir} (max_length {info.max_length})")
     pairs = has_pairs(column_values(splits["train"], "text"))
     log_length(config, rule, info.max_length, info.truncated_fraction, limit, pairs)
     _warn_unknown_tokens(info, tokenizer)
     return tokenized, info
-
-
-def _read_info(path: Path) -> TokenizationInfo:
-    return TokenizationInfo(**{**json.loads(path.read_text()), "from_cache": True, "from_cache_by_process": None})

@@ -4,7 +4,7 @@ that the vocabulary lacks their script, as training, pipeline.evaluate, pipeline
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from typing import Any
 
 import numpy as np
@@ -48,12 +48,7 @@ class UnknownTokens:
         )
 
     def __add__(self, other: UnknownTokens) -> UnknownTokens:
-        return UnknownTokens(
-            self.tokens + other.tokens,
-            self.unknown + other.unknown,
-            self.texts + other.texts,
-            self.mostly_unknown + other.mostly_unknown,
-        )
+        return UnknownTokens(*(mine + theirs for mine, theirs in zip(astuple(self), astuple(other))))
 
     @property
     def token_share(self) -> float:

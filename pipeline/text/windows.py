@@ -144,19 +144,16 @@ class TokensRead:
         head_chars, tail_chars = self.head * CUT_CHARS_PER_TOKEN, self.tail * CUT_CHARS_PER_TOKEN
         if len(text) <= 2 * (head_chars + tail_chars):
             return None
-        head_stop = _last_space(text, 0, head_chars) if self.head else 0
-        tail_start = _first_space(text, len(text) - tail_chars, len(text)) if self.tail else len(text)
+        head_stop = _first_space(text, range(head_chars - 1, -1, -1)) if self.head else 0
+        tail_start = _first_space(text, range(len(text) - tail_chars, len(text))) if self.tail else len(text)
         if head_stop < 0 or tail_start < 0:  # no space to cut at: one long "word", which a cut would change
             return None
         return text[:head_stop], text[tail_start:]
 
 
-def _last_space(text: str, start: int, stop: int) -> int:
-    return next((index for index in range(stop - 1, start - 1, -1) if text[index].isspace()), -1)
-
-
-def _first_space(text: str, start: int, stop: int) -> int:
-    return next((index for index in range(start, stop) if text[index].isspace()), -1)
+def _first_space(text: str, indices: range) -> int:
+    """The first of `indices` where `text` holds whitespace; -1 where none does."""
+    return next((index for index in indices if text[index].isspace()), -1)
 
 
 def reads_of(tokenizer: Any, max_length: int, rule: LongTextRule) -> TokensRead:
@@ -319,17 +316,11 @@ def template_of(tokenizer: Any, pair: bool = False) -> Template:
     def part(start: int, stop: int) -> Part:
         return Part(list(ids[start:stop]), list(types[start:stop]))
 
-    (first_start, first_stop) = cuts[0]
+    (first_start, first_stop), (second_start, second_stop) = cuts[0], cuts[-1]
+    prefix, suffix = part(0, first_start), part(second_stop, len(ids))
     if not pair:
-        return Template(part(0, first_start), part(first_stop, len(ids)), types[first_start])
-    (second_start, second_stop) = cuts[1]
-    return Template(
-        part(0, first_start),
-        part(second_stop, len(ids)),
-        types[first_start],
-        part(first_stop, second_start),
-        types[second_start],
-    )
+        return Template(prefix, suffix, types[first_start])
+    return Template(prefix, suffix, types[first_start], part(first_stop, second_start), types[second_start])
 
 
 def _find(ids: Sequence[int], content: Sequence[int], position: int) -> int:
@@ -368,7 +359,7 @@ def encode_documents(
     types: list[list[int]] = []
     documents: list[int] = []
     lengths: list[int] = []
-    unknown: list[int] | None = [] if tokenizer.unk_token_id is not None else None
+    unknown: list[int] = []
     keep_types = pair is not None and reads_segments(tokenizer)
     read = reads_of(tokenizer, max_length, rule)
     for start in range(0, len(texts), TOKENIZE_BATCH_SIZE):
@@ -377,8 +368,7 @@ def encode_documents(
             content = kept.content(start, stop)
         else:
             content = content_ids_by_segment(tokenizer, texts[start:stop], read)
-        if unknown is not None:
-            unknown += unknown_counts(content, tokenizer)
+        unknown += unknown_counts(content, tokenizer) or []  # None: the tokenizer has no unknown token
         for offset, (first, second) in enumerate(content):
             lengths.append(content_length(first, second, pair_extra))
             if second is None:
@@ -395,7 +385,7 @@ def encode_documents(
         rows,
         np.asarray(documents, dtype=np.int64),
         np.asarray(lengths, dtype=np.int64),
-        None if unknown is None else np.asarray(unknown, dtype=np.int64),
+        None if tokenizer.unk_token_id is None else np.asarray(unknown, dtype=np.int64),
         types if keep_types else None,
     )
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from accelerate import Accelerator
 
+from pipeline.common.errors import one_line
 from pipeline.run import directory as rundir
 from pipeline.run.directory import RunDir
 
@@ -109,7 +110,7 @@ def restore_checkpoint(
             saved = json.loads((checkpoint / rundir.TRAINER_STATE_FILE).read_text())
             accelerator.load_state(str(checkpoint))
         except Exception as error:
-            detail = " ".join(str(error).split())[:200]
+            detail = one_line(error)[:200]
             logger.warning(
                 f"Checkpoint {checkpoint} cannot be loaded ({type(error).__name__}: {detail}); trying the one before"
             )

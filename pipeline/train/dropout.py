@@ -84,15 +84,6 @@ def written_out_attention(
     return torch.matmul(weights, value).transpose(1, 2).contiguous()  # (B, L, H, d)
 
 
-def _register_attention() -> None:
-    from transformers import AttentionInterface
-    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
-
-    AttentionInterface.register(ATTENTION, attention_with_fast_dropout)
-    # Without a mask function of its own name, transformers would build no padding mask at all for it.
-    ALL_MASK_ATTENTION_FUNCTIONS.register(ATTENTION, sdpa_mask)
-
-
 def use_fast_dropout(model: nn.Module) -> int:
     """Swap every nn.Dropout of `model` for FastDropout, and a transformers model's sdpa attention for the function
     above. Returns the number of dropout modules swapped."""
@@ -104,6 +95,11 @@ def use_fast_dropout(model: nn.Module) -> int:
                 swapped += 1
     config = getattr(model, "config", None)
     if getattr(config, "_attn_implementation", None) == "sdpa":
-        _register_attention()
+        from transformers import AttentionInterface
+        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
+
+        AttentionInterface.register(ATTENTION, attention_with_fast_dropout)
+        # Without a mask function of its own name, transformers would build no padding mask at all for it.
+        ALL_MASK_ATTENTION_FUNCTIONS.register(ATTENTION, sdpa_mask)
         config._attn_implementation = ATTENTION
     return swapped

@@ -19,6 +19,7 @@ from accelerate.utils import ProjectConfiguration
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, get_linear_schedule_with_warmup
 
+from pipeline.common.extras import installed
 from pipeline.common.hardware import resolve_mixed_precision
 from pipeline.config.schema import TrainConfig, run_length_setting
 from pipeline.data.labels import ClassCounts
@@ -37,14 +38,6 @@ logger = logging.getLogger(__name__)
 ESTIMATE_AFTER_STEPS = 5
 
 
-def tensorboard_available() -> bool:
-    try:
-        import tensorboard  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def create_accelerator(config: TrainConfig, run_dir: Path) -> Accelerator:
     use_cuda = torch.cuda.is_available()
     if int(os.environ.get("WORLD_SIZE", "1")) == 1:
@@ -57,7 +50,7 @@ def create_accelerator(config: TrainConfig, run_dir: Path) -> Accelerator:
         gradient_accumulation_steps=config.gradient_accumulation_steps,
         # Explicit CPU backend: lets several CPU processes (torchrun --cpu) form one gloo group, not each run alone.
         cpu=not use_cuda,
-        log_with="tensorboard" if tensorboard_available() else None,
+        log_with="tensorboard" if installed("tensorboard") else None,
         project_config=ProjectConfiguration(project_dir=str(run_dir), logging_dir=str(RunDir(run_dir).tensorboard_dir)),
     )
 
@@ -92,18 +85,6 @@ def _format_duration(seconds: float) -> str:
     minutes, secs = divmod(int(round(seconds)), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {secs:02d}s"
-
-
-@dataclass(frozen=True)
-class RowsDescription:
-    unit: str  # "samples", or "windows" when long texts were chunked
-    per_epoch: str  # e.g. "1,200 samples" or "3,480 windows of 1,200 documents"
-
-
-def _describe_rows(rows: TokenizedRows) -> RowsDescription:
-    if rows.documents is None:
-        return RowsDescription("samples", f"{len(rows):,} samples")
-    return RowsDescription("windows", f"{len(rows):,} windows of {rows.num_documents:,} documents")
 
 
 class Trainer:
@@ -159,10 +140,11 @@ class Trainer:
         self.state = TrainingState()
         self.loss = build_loss(config, class_counts)
         self.window_samples = 0  # samples in the current accumulation window, this process
-        self.rows_described = _describe_rows(train_rows)
-
-    def _trainer_state(self) -> dict:
-        return {"state": self.state.state_dict(), "scheduler": self.scheduler.state_dict()}
+        # "1,200 samples", or "3,480 windows of 1,200 documents" when long texts were chunked
+        self.rows_unit = "samples" if train_rows.documents is None else "windows"
+        self.rows_per_epoch = f"{len(train_rows):,} {self.rows_unit}"
+        if train_rows.documents is not None:
+            self.rows_per_epoch += f" of {train_rows.num_documents:,} documents"
 
     def _window_total(self, local_samples: int) -> int:
         """Rows in this optimizer window over all processes; only an epoch's last window may split unevenly, so only
@@ -238,8 +220,8 @@ class Trainer:
         remaining = seconds_per_step * (self.plan.total_steps - self.state.global_step)
         message = (
             f"Training will take about {_format_duration(remaining)} more at the measured "
-            f"{self.effective_batch_size / seconds_per_step:.1f} {self.rows_described.unit}/s "
-            f"({self.plan.total_steps} steps; {self.rows_described.per_epoch} per epoch)"
+            f"{self.effective_batch_size / seconds_per_step:.1f} {self.rows_unit}/s "
+            f"({self.plan.total_steps} steps; {self.rows_per_epoch} per epoch)"
         )
         if remaining > 60 * self.config.warn_if_longer_than_minutes and self.quick_config_hint:
             message += f"; to shorten it: {self.quick_config_hint}"
@@ -273,7 +255,7 @@ class Trainer:
         self.progress.close()
 
         if self.evaluated_at_step != state.global_step and state.global_step > 0 and not stopped_early:
-            self._validate(self.training_epochs())
+            self._validate(epochs_completed(self.state, self.plan))
         self._warn_if_undecided()
         if stopped_early:
             accelerator.print(
@@ -289,9 +271,6 @@ class Trainer:
             best_validation_logits=self.best_validation_logits,
             selection_metric=self.selection_metric,
         )
-
-    def training_epochs(self) -> float:
-        return epochs_completed(self.state, self.plan)
 
     def _run_epoch(self) -> bool:
         """Train from the current position to the end of the epoch (or of training); True on early stopping."""
@@ -346,7 +325,7 @@ class Trainer:
         config, state = self.config, self.state
         state.global_step += 1
         self.progress.update(1)
-        epochs = self.training_epochs()
+        epochs = epochs_completed(self.state, self.plan)
         if state.global_step == ESTIMATE_AFTER_STEPS < self.plan.total_steps and not config.resume:
             self._announce_estimate(state.train_seconds / state.global_step)
         if state.global_step % config.log_every_steps == 0 or state.global_step == self.plan.total_steps:
@@ -367,7 +346,8 @@ class Trainer:
             state.epoch += 1
             state.batches_seen_in_epoch = 0
         if config.save_every_steps and state.global_step % config.save_every_steps == 0:
-            save_checkpoint(self.accelerator, self.run_dir, state.global_step, self._trainer_state())
+            trainer_state = {"state": state.state_dict(), "scheduler": self.scheduler.state_dict()}
+            save_checkpoint(self.accelerator, self.run_dir, state.global_step, trainer_state)
         return stopped_early
 
     def _log_training(self, epochs: float) -> None:
@@ -380,11 +360,9 @@ class Trainer:
         }
         if not math.isfinite(record["loss"]):
             self.progress.close()
-            best = (
-                f"the best model so far (step {self.state.best_step}) is in {self.run_dir.model_dir}"
-                if (self.state.best_step)
-                else "no model was saved"
-            )
+            best = "no model was saved"
+            if self.state.best_step:
+                best = f"the best model so far (step {self.state.best_step}) is in {self.run_dir.model_dir}"
             raise TrainingDiverged(
                 f"training diverged by step {self.state.global_step}: the loss is {record['loss']} (learning rate {record['learning_rate']:.3g}); lower train.learning_rate (now {self.config.learning_rate:g}) or keep train.max_grad_norm on; {best}"
             )

@@ -8,6 +8,7 @@ sum is divided by rows, not by the weights (PyTorch's weighted mean differs from
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -16,24 +17,24 @@ from pipeline.config.schema import ConfigError
 from pipeline.data.labels import ClassCounts
 
 
+@dataclass
 class CrossEntropySum:
     """Cross-entropy on gold class ids, summed over the batch; with `weights` (C,), each row's term times its class's
     weight."""
 
-    def __init__(self, weights: torch.Tensor | None = None):
-        self.weights = weights
+    weights: torch.Tensor | None = None
 
     def __call__(self, logits: torch.Tensor, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
         weights = None if self.weights is None else self.weights.to(logits.device)
         return F.cross_entropy(logits.float(), batch["labels"], weight=weights, reduction="sum")  # scalar
 
 
+@dataclass
 class FocalSum:
     """Focal loss (Lin et al. 2017): each row's cross-entropy times (1 - p_true)^gamma (and its class weight)."""
 
-    def __init__(self, gamma: float, weights: torch.Tensor | None = None):
-        self.gamma = gamma
-        self.weights = weights
+    gamma: float
+    weights: torch.Tensor | None = None
 
     def __call__(self, logits: torch.Tensor, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
         labels = batch["labels"]
@@ -44,13 +45,13 @@ class FocalSum:
         return per_row.sum()  # scalar
 
 
+@dataclass
 class BinaryCrossEntropySum:
     """Multi-label: a sigmoid per class, binary cross-entropy summed over rows and classes; `pos_weight` (C,) scales
     each class's positive term; `gamma` > 0 makes it the sigmoid focal loss."""
 
-    def __init__(self, pos_weight: torch.Tensor | None = None, gamma: float = 0.0):
-        self.pos_weight = pos_weight
-        self.gamma = gamma
+    pos_weight: torch.Tensor | None = None
+    gamma: float = 0.0
 
     def __call__(self, logits: torch.Tensor, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
         logits, targets = logits.float(), batch["labels"].float()  # (B, C), (B, C)
@@ -87,13 +88,13 @@ def resolve_class_weights(config: object, counts: ClassCounts | None) -> dict[st
     return {name: counts.rows / (classes * count) if count else 1.0 for name, count in zip(counts.names, counts.counts)}
 
 
+@dataclass
 class DistillationLoss:
     """Knowledge distillation (Hinton et al. 2015), summed over the batch's rows: alpha * KL(teacher_T || student_T)
     * T^2 + (1 - alpha) * cross-entropy(gold); a row without a gold label (-1) takes the soft term alone, weight 1."""
 
-    def __init__(self, alpha: float, temperature: float):
-        self.alpha = alpha
-        self.temperature = temperature
+    alpha: float
+    temperature: float
 
     def __call__(self, logits: torch.Tensor, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
         logits, labels = logits.float(), batch["labels"]

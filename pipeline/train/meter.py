@@ -10,27 +10,29 @@ class RunningMeter:
     """Loss and accuracy summed on the device between logging steps: read (a host sync) only when logged."""
 
     def __init__(self, device: torch.device, global_step: int, train_seconds: float):
-        self.loss_sum = torch.zeros((), device=device)
-        self.correct = torch.zeros((), device=device, dtype=torch.long)
-        # Rows with a gold label (distillation: not all).
-        self.labelled = torch.zeros((), device=device, dtype=torch.long)
+        self.device = device
+        self._start(global_step, train_seconds)
+
+    def _start(self, global_step: int, train_seconds: float) -> None:
+        self.loss_sum = torch.zeros((), device=self.device)
+        self.correct = torch.zeros((), device=self.device, dtype=torch.long)
+        self.labelled = torch.zeros((), device=self.device, dtype=torch.long)  # rows with a gold label (distillation)
         self.class_counts: torch.Tensor | None = None  # multi-label: (3, C) true pos., false pos., false neg.
         self.samples = 0
         self.since = (global_step, train_seconds)
 
     def add(self, loss_sum: torch.Tensor, logits: torch.Tensor, labels: torch.Tensor) -> None:
         self.loss_sum += loss_sum
+        self.samples += labels.shape[0]
         if labels.ndim == 2:  # multi-label: a row is right when every class is (subset accuracy)
             predicted, gold = logits > 0, labels > 0.5
             self.correct += (predicted == gold).all(dim=-1).sum()
             counts = torch.stack([predicted & gold, predicted & ~gold, ~predicted & gold]).sum(dim=1)
             self.class_counts = counts if self.class_counts is None else self.class_counts + counts
             self.labelled += labels.shape[0]
-            self.samples += labels.shape[0]
-            return
-        self.correct += (logits.argmax(dim=-1) == labels).sum()
-        self.labelled += (labels >= 0).sum()
-        self.samples += labels.shape[0]
+        else:
+            self.correct += (logits.argmax(dim=-1) == labels).sum()
+            self.labelled += (labels >= 0).sum()
 
     def read_and_reset(self, global_step: int, train_seconds: float, effective_batch_size: int) -> dict[str, float]:
         steps, seconds = global_step - self.since[0], train_seconds - self.since[1]
@@ -40,12 +42,7 @@ class RunningMeter:
             **(f1_scores(self.class_counts.tolist()) if self.class_counts is not None else {}),
             "samples_per_second": steps * effective_batch_size / max(seconds, 1e-9),
         }
-        self.loss_sum.zero_()
-        self.correct.zero_()
-        self.labelled.zero_()
-        self.class_counts = None
-        self.samples = 0
-        self.since = (global_step, train_seconds)
+        self._start(global_step, train_seconds)
         return reading
 
 

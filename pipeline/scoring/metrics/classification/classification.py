@@ -19,13 +19,7 @@ Self-contained (numpy, scikit-learn, datasets, evaluate): `evaluate.load` copies
 import datasets
 import evaluate
 import numpy as np
-from sklearn.metrics import (
-    accuracy_score,
-    confusion_matrix,
-    f1_score,
-    hamming_loss,
-    precision_recall_fscore_support,
-)
+from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, hamming_loss, precision_recall_fscore_support
 
 _DESCRIPTION = """Accuracy, macro-F1 (unweighted mean of the F1 scores of the classes that occur or are
 predicted), per-class precision, recall, F1 and support, and the confusion matrix indexed [true][predicted], over a
