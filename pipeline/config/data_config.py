@@ -24,7 +24,7 @@ class DataConfig:
         "fancyzhx/ag_news", "the Hub dataset, or a folder `save_to_disk` wrote; splits it lacks are carved from train"
     )
     hub_config: str | None = setting(None, "the Hub dataset's configuration (subset)")
-    hub_splits: dict[str, str] | None = setting(  # noqa: RUF009
+    hub_splits: dict[str, str] | None = setting(
         None,
         "which Hub split is train, validation or test where the dataset names them otherwise "
         "(`{validation: validation_matched}` for GLUE MNLI); unset: the split of that name (validation: "
@@ -78,16 +78,16 @@ class DataConfig:
         "the one character between the fields of a CSV/TSV file when not its format's (comma, or semicolon where the first line shows it; tab), e.g. `@` for the Financial PhraseBank",
         more=_see("Delimiters", FORMATS, "delimiters", word="See"),
     )
-    column_names: list[str] | None = setting(  # noqa: RUF009
+    column_names: list[str] | None = setting(
         None,
         "names for the columns of a file without a header row (CSV/TSV files and sheets)",
         more=_see("Headers", FORMATS, "headers", word="See"),
     )
-    text_columns: list[str] = setting(  # noqa: RUF009
+    text_columns: list[str] = setting(
         [TEXT_COLUMN], "columns joined into the text (empty parts skipped; a list cell's items too)"
     )
     text_separator: str = setting(" ", "what joins the text columns")
-    text_pair_columns: list[str] | None = setting(  # noqa: RUF009
+    text_pair_columns: list[str] | None = setting(
         None,
         "columns joined into the second text of a sentence-pair task (NLI, paraphrase, question and passage), as `text_columns` are",
         more="Needs `tokenizer.truncation: head` and `long_text: truncate`; see [Sentence pairs](sentence-pairs.md)",
@@ -100,7 +100,7 @@ class DataConfig:
         LABEL_COLUMN,
         f"the column of the labels: class names, or integer ids counting from `data.label_index_base`; {_see('Labels', YOUR_DATA, 'labels')}",
     )
-    label_names: list[str] | None = setting(  # noqa: RUF009
+    label_names: list[str] | None = setting(
         None, "class names in id order; unset: the Hub's ClassLabel names, or train's sorted labels"
     )
     label_names_file: str | None = setting(
@@ -115,10 +115,10 @@ class DataConfig:
         "single_label", "`multi_label`: a set of classes per row; see [Multi-label data](your-data.md#multi-label-data)"
     )
     label_separator: str = setting("|", "joins a multi-label row's classes in CSV/TSV labels and in predictions")
-    label_columns: list[str] | None = setting(  # noqa: RUF009
+    label_columns: list[str] | None = setting(
         None, "multi-label: one 0/1 column per class, which are the classes, in this order"
     )
-    missing_label_values: list[str] = setting(  # noqa: RUF009
+    missing_label_values: list[str] = setting(
         ["NaN", "N/A", "#N/A", "null", "<NA>"],
         'label cells (any case) that mean "no label", as an empty cell does; the list replaces the '
         f"default; {_see('Rows without a label', YOUR_DATA, 'rows-without-a-label')}",

@@ -145,7 +145,7 @@ class ModelConfig:
         True,
         "the last encoder layer computes only the [CLS] token the head reads: the same logits, fewer FLOPs; checkpoints whose logits change keep the full layer; see [Performance](performance.md)",
     )
-    encoder: EncoderSettings = setting(  # noqa: RUF009
+    encoder: EncoderSettings = setting(
         EncoderSettings,
         "the architecture of the encoder trained from scratch (`model.kind: encoder`); a checkpoint reads its own from `name_or_path`",
     )
@@ -164,7 +164,7 @@ class EvalConfig:
     chunk_pooling: Literal["mean", "max"] = setting(
         "mean", "with `long_text: chunk`: a document's probabilities, the mean or per-class `max` of its windows'"
     )
-    threshold: float | Literal["best_f1"] | dict[str, float | Literal["best_f1"] | dict[str, float]] | None = setting(  # noqa: RUF009
+    threshold: float | Literal["best_f1"] | dict[str, float | Literal["best_f1"] | dict[str, float]] | None = setting(
         None,
         "decision thresholds chosen on validation: a probability, `best_f1`, `{precision: p}`, `{recall: r}`, or per class; none: argmax; see [Decision thresholds](scores-and-thresholds.md#decision-thresholds)",
     )

@@ -85,7 +85,7 @@ class TrainConfig:
         True, "CPU runs on glibc: freed memory is kept for reuse instead of unmapped; see [Performance](performance.md)"
     )
     warn_if_longer_than_minutes: float = setting(15.0, "when to suggest a quicker config")
-    class_weights: Literal["none", "balanced"] | dict[str, float] = setting(  # noqa: RUF009
+    class_weights: Literal["none", "balanced"] | dict[str, float] = setting(
         "none", "`balanced` or `{class: weight}`; see [Imbalanced classes](scores-and-thresholds.md#imbalanced-classes)"
     )
     loss: Literal["cross_entropy", "focal"] = setting(
@@ -93,7 +93,7 @@ class TrainConfig:
     )
     focal_gamma: float = setting(2.0, "the gamma of `loss: focal`")
     calibrate: bool = setting(True, "fit a temperature on validation and fold it into the saved model")
-    distill: DistillConfig = setting(DistillConfig, "knowledge distillation from a trained teacher")  # noqa: RUF009
+    distill: DistillConfig = setting(DistillConfig, "knowledge distillation from a trained teacher")
 
 
 def run_length_setting(epochs: Any, max_steps: Any) -> str:

@@ -25,8 +25,8 @@ def default_of(item: dataclasses.Field) -> Any:
 
 def setting(default: Any, help: str, **more: str) -> Any:
     """A config field: its default (a list, or a section's class, is made anew for each config) and its docs, the
-    `help` and optional `more` and `shown` texts that docs/config-reference.md renders. Ruff cannot tell that this
-    makes a field: a field of a mutable type says `# noqa: RUF009`."""
+    `help` and optional `more` and `shown` texts that docs/config-reference.md renders. pyproject.toml tells ruff
+    that it makes a field (flake8-bugbear's extend-immutable-calls)."""
     docs = {"help": help, **more}
     if isinstance(default, (list, type)):
         return dataclasses.field(default_factory=default.copy if isinstance(default, list) else default, metadata=docs)
