@@ -5,6 +5,9 @@ run by .ci/run); these are the rules it does not check."""
 from __future__ import annotations
 
 import ast
+import importlib
+import subprocess
+import sys
 from pathlib import Path
 
 import grimp
@@ -29,6 +32,30 @@ def test_the_package_root_holds_only_entry_points_and_subpackages():
             continue
         assert init.exists(), f"{_relative(folder)} is not a package"
         assert ast.get_docstring(ast.parse(init.read_text())), f"{_relative(init)} does not say its job"
+
+
+SUBPACKAGES = sorted(path.parent.name for path in PACKAGE.glob("*/__init__.py"))
+
+
+@pytest.mark.parametrize("name", SUBPACKAGES)
+def test_each_subpackage_exports_public_names_that_resolve(name):
+    package = importlib.import_module(f"pipeline.{name}")
+    assert package.__all__, f"pipeline.{name} exports nothing"
+    for public in package.__all__:
+        assert getattr(package, public) is not None, f"pipeline.{name}.{public}"
+    assert set(package.__all__) <= set(dir(package))
+
+
+def test_a_lazy_export_loads_its_module_on_first_use_only():
+    probe = (
+        "import sys, pipeline.scoring as s; a = 'torch' in sys.modules; s.EvalResult; print(a, 'torch' in sys.modules)"
+    )
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.split() == [
+        "False",
+        "True",
+    ]
+    with pytest.raises(AttributeError, match="'pipeline.scoring' has no attribute 'nothing'"):
+        assert importlib.import_module("pipeline.scoring").nothing is None
 
 
 @pytest.mark.parametrize("path", MODULES, ids=_relative)

@@ -15,6 +15,9 @@ from transformers import AutoModelForSequenceClassification, PreTrainedModel, Pr
 from pipeline.config.schema import ConfigError, ModelConfig
 from pipeline.models.encoder import EncoderClassifierConfig, EncoderForSequenceClassification
 
+__all__ = ["build_model", "class_names", "eval_logits", "is_multi_label", "load_classifier", "max_positions"]
+__all__ += ["EncoderClassifierConfig", "EncoderForSequenceClassification", "to_probabilities"]
+
 # transformers' name for a sigmoid per class (config.json "problem_type").
 MULTI_LABEL_PROBLEM_TYPE = "multi_label_classification"
 
