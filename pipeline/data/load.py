@@ -111,7 +111,7 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
         _warn_shared_ids(splits, config.id_column)
     give = functools.partial(give_split, split_column=config.split_column)
     carved = _carve_missing(splits, config, seed, give)
-    splits, removed, duplicates = deduplicate(splits, config.deduplicate, SPLITS, scheme.names)
+    splits, removed, duplicates = deduplicate(splits, config.deduplicate, scheme.names)
     require_evaluation_rows(splits, tables, duplicates, give)
     splits["train"] = cap_rows(splits["train"], config.max_train_samples, seed)
     for split in ("validation", "test"):
