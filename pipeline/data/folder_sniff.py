@@ -50,7 +50,7 @@ def refuse_saved_dataset(path: str, origin: str) -> None:
     )
 
 
-def not_class_files(loose: list[str], files: Sequence[Path], path: str, encoding: str, origin: str) -> str:
+def not_class_files(loose: list[Path], files: Sequence[Path], path: str, encoding: str, origin: str) -> str:
     """Why a folder's files are no class files, with the way to read them, for the error."""
     if not loose:
         return " (it is empty)"

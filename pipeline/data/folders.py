@@ -72,10 +72,9 @@ def read_class_folders(
 ) -> ClassFolders:
     """Every file of `path`'s class folders (or line of its class files) as a row; `classes` None: all."""
     refuse_saved_dataset(path, origin)
-    root = Path(path).expanduser()
-    folders, loose = class_folder_entries(root, path)
+    folders, loose = class_folder_entries(path)
     if not folders:
-        files = without_documentation(files_among([root / name for name in loose], path), path)
+        files = without_documentation(files_among(loose, path), path)
         found = class_files(files, path, encoding, ENCODING_SETTING)
         if found is None:
             why = not_class_files(loose, files, path, encoding, origin)
@@ -128,7 +127,8 @@ def _file_rows(documents: Sequence[Document], path: str, encoding: str, option: 
 
 def _line_rows(documents: Sequence[Document], path: str, encoding: str, option: str) -> Iterator[dict[str, Any]]:
     """Each non-blank line of class files as a row of its file's class, named "rt-polarity.pos:12"."""
-    _say_class_files(path, documents)
+    mapping = ", ".join(f"{document.path} -> {document.label}" for document in documents)
+    logger.info(f"{path}: a folder of class files, each non-blank line a text of the class its file names: {mapping}")
     seen_controls = False
     for document in documents:
         with lines_of(document.file, str(Path(path) / document.path), encoding, option, not seen_controls) as lines:
@@ -140,15 +140,10 @@ def _line_rows(documents: Sequence[Document], path: str, encoding: str, option: 
             seen_controls = seen_controls or lines.controls_seen
 
 
-def _say_class_files(path: str, documents: Sequence[Document]) -> None:
-    """Say at INFO which class each class file's lines are of."""
-    mapping = ", ".join(f"{document.path} -> {document.label}" for document in documents)
-    logger.info(f"{path}: a folder of class files, each non-blank line a text of the class its file names: {mapping}")
-
-
-def _say_loose(path: str, loose: list[str], level: int) -> None:
+def _say_loose(path: str, loose: list[Path], level: int) -> None:
     """Files beside the class folders (aclImdb's urls_pos.txt) are not rows: said once."""
-    logger.log(level, f"{path}: {count_files(len(loose))} beside the class folders, not rows: {listed_names(loose)}")
+    names = listed_names([entry.name for entry in loose])
+    logger.log(level, f"{path}: {count_files(len(loose))} beside the class folders, not rows: {names}")
 
 
 @dataclass(frozen=True)
@@ -169,15 +164,14 @@ def list_documents(
 ) -> FolderDocuments:
     """The files of a folder to label, unread, in training's order, and what kind of folder it is."""
     refuse_saved_dataset(path, origin)
-    root = Path(path).expanduser()
-    folders, loose = class_folder_entries(root, path)
+    folders, loose = class_folder_entries(path)
     if folders:
         if loose:
             _say_loose(path, loose, logging.WARNING)
         documents = _class_documents(folders, list(folders), path, origin)
         warn_class_files_in_folders(documents, path, encoding, option)
         return FolderDocuments(documents, labelled=True)
-    files = files_among([root / name for name in loose], path)
+    files = files_among(loose, path)
     if not files:
         raise DataError(f"{path} ({origin}): the folder holds no files to label (names starting with '.' are not read)")
     found = class_files(files, path, encoding, option) if _names_classes(files, classes) else None
