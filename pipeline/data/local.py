@@ -97,17 +97,8 @@ def read_table(path: str, origin: str, config: DataConfig, column_names: list[st
     if not Path(path).expanduser().is_file() and path != STANDARD_INPUT:
         raise DataError(f"{origin}: file not found: {path} (looked for {Path(path).expanduser().resolve()})")
     try:
-        with open_table(
-            path,
-            config.file_format,
-            column_names,
-            config.encoding,
-            quoting=config.quoting,
-            delimiter=config.delimiter,
-            label_prefix=config.label_prefix,
-            sheet=config.sheet,
-            json_field=config.json_field,
-        ) as table:
+        settings = {key: getattr(config, key) for key in LAYOUT_SETTINGS if key != "column_names"}
+        with open_table(path, config.file_format, column_names, config.encoding, **settings) as table:
             chunks = list(table.chunks)
     except UnknownFormatError as error:  # most often one text per line, labels elsewhere
         raise UnknownFormatError(f"{error}; if it holds one text per line: {SEPARATE_LABELS_HINT}") from None
