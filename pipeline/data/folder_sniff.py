@@ -26,17 +26,13 @@ LINES_LOOKED_AT = 1000
 LABEL_FILE_DISTINCT_SHARE = 0.5
 
 
-def is_saved_dataset(folder: Path) -> bool:
-    return bool(_saved_files(folder))
-
-
-def _saved_files(folder: Path) -> list[str]:
+def saved_dataset_files(folder: Path) -> list[str]:
     return [name for name in SAVED_DATASET_FILES if (folder / name).is_file()]
 
 
 def refuse_saved_dataset(path: str, origin: str) -> None:
     """Refuse a save_to_disk folder: read as class folders its .arrow files became documents."""
-    saved = _saved_files(Path(path).expanduser())
+    saved = saved_dataset_files(Path(path).expanduser())
     if not saved:
         return
     if origin.startswith("data."):
@@ -54,7 +50,7 @@ def not_class_files(loose: list[Path], files: Sequence[Path], path: str, encodin
     """Why a folder's files are no class files, with the way to read them, for the error."""
     if not loose:
         return " (it is empty)"
-    tables = [file.name for file in files if _table_file(file)]
+    tables = [file.name for file in files if _format_of_name(file.name) is not None]
     if tables:
         # Not decoded as lines: a Parquet shard's bytes made a misleading encoding error.
         return f"; it holds a data set's tables ({listed_names(tables)}), not class files: {_tables_hint(tables, path, origin)}"
@@ -132,13 +128,10 @@ def _unlike_class_files(files: Sequence[Path], path: str, encoding: str, option:
             "as data.train_file, a tab-separated one read as TSV with its columns named in data.column_names (e.g. "
             "[text, label] or [label, text]), a fastText one as it is"
         )
-    if len(counts) > 1 and len({count.lines for count in counts}) == 1 and any(map(_holds_labels, counts)):
+    labels = any(count.distinct <= LABEL_FILE_DISTINCT_SHARE * count.lines for count in counts)
+    if len(counts) > 1 and len({count.lines for count in counts}) == 1 and labels:
         return f"as many lines in each, one file of labels: {SEPARATE_LABELS_HINT}"
     return None
-
-
-def _holds_labels(count: _LineCounts) -> bool:
-    return count.distinct <= LABEL_FILE_DISTINCT_SHARE * count.lines
 
 
 def _line_counts(file: Path, path: str, encoding: str, option: str) -> _LineCounts:
@@ -162,11 +155,7 @@ def _data_file(file: Path) -> bool:
     """Whether a file is a data set's own, not a class's lines: a table (train.csv) or a split's (cooking.train)."""
 
     name = file.name.lower().removesuffix(".gz")
-    return _table_file(file) or any(word in SPLIT_VALUES for word in re.split(r"[^a-z0-9]+", name))
-
-
-def _table_file(file: Path) -> bool:
-    return _format_of_name(file.name) is not None
+    return _format_of_name(file.name) is not None or any(word in SPLIT_VALUES for word in re.split(r"[^a-z0-9]+", name))
 
 
 def _format_of_name(name: str) -> str | None:

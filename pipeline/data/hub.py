@@ -16,7 +16,7 @@ import datasets
 from pipeline.common.errors import DataError
 from pipeline.config.schema import DataConfig
 from pipeline.data.build import label_columns_of, require_columns
-from pipeline.data.folder_sniff import is_saved_dataset
+from pipeline.data.folder_sniff import saved_dataset_files
 from pipeline.data.rows import SPLITS, SplitRows
 from pipeline.data.split_column import SPLIT_VALUES
 from pipeline.data.text import TextSpec
@@ -124,7 +124,7 @@ def _load_saved(name: str) -> datasets.DatasetDict | None:
         if name.startswith((".", "/", "~")):
             raise DataError(f"data.hub_name: {name} is neither a folder nor a Hub dataset id ('owner/name')")
         return None
-    if not is_saved_dataset(path):
+    if not saved_dataset_files(path):
         return None
     _refuse_empty_saved_splits(path)
     saved = datasets.load_from_disk(str(path))
