@@ -200,17 +200,20 @@ def deduplicate(
         drop_within, drop_across = _duplicate_rows(keys[name], seen, name, report)
         drop = (drop_within if mode in ("within", "across") else set()) | (drop_across if mode == "across" else set())
         if drop_across:
-            what = (
-                "removed (data.deduplicate: across)"
-                if mode == "across"
-                else "kept, so its scores count texts seen before (data.deduplicate: across removes them)"
-            )
+            what = "removed (data.deduplicate: across)"
+            if mode != "across":
+                what = "kept, so its scores count texts seen before (data.deduplicate: across removes them)"
             logger.warning(f"{len(drop_across)} {name} texts also occur in an earlier split: {what}")
         seen |= set(keys[name])
-        kept[name] = _without(
-            splits[name], drop, name, removed, drop_within, [conflicts.get(key) for key in keys[name]]
-        )
-        report.removed[name] = len(drop)
+        kept[name], report.removed[name] = splits[name], len(drop)
+        if drop:  # each removed row listed with why
+            ids, texts = column_values(splits[name], "row_id"), column_values(splits[name], "text")
+            for row in sorted(drop):
+                reason = "duplicate within split" if row in drop_within else "text found in an earlier split"
+                if conflicts.get(keys[name][row]):
+                    reason += f"; its copies' labels conflict ({conflicts[keys[name][row]]}), the first copy's stays"
+                removed.append(RemovedRow(name, ids[row], reason, texts[row]))
+            kept[name] = splits[name].select([row for row in range(len(splits[name])) if row not in drop])
     return kept, removed, report
 
 
@@ -228,26 +231,6 @@ def _duplicate_rows(keys: list[str], seen: set[str], name: str, report: Duplicat
     if seen:
         report.across[f"{name}_in_earlier_splits"] = len(across)
     return within, across
-
-
-def _without(
-    split: datasets.Dataset,
-    drop: set[int],
-    name: str,
-    removed: list[RemovedRow],
-    within: set[int],
-    conflicts: list[str | None],
-) -> datasets.Dataset:
-    """`split` without the rows in `drop`, each listed in `removed` with why."""
-    if not drop:
-        return split
-    ids, texts = column_values(split, "row_id"), column_values(split, "text")
-    for row in sorted(drop):
-        reason = "duplicate within split" if row in within else "text found in an earlier split"
-        if conflicts[row]:
-            reason += f"; its copies' labels conflict ({conflicts[row]}), the first copy's stays"
-        removed.append(RemovedRow(name, ids[row], reason, texts[row]))
-    return split.select([row for row in range(len(split)) if row not in drop])
 
 
 def _describe_label(label: int | tuple[int, ...], names: list[str]) -> str:

@@ -132,7 +132,7 @@ def _csv_records(
                 f"read as text); if the file does not quote its fields (a text may start with a quote), set {quoting_option} "
                 "to none, or to csv to read the field as quoted"
             )
-        yield start, record  # an empty line is [], which _checked_width reads by the file's width
+        yield start, record  # an empty line is [], which read_header reads by the file's width
 
 
 def _csv_error_detail(error: csv.Error, quoting_option: str | None) -> str:
