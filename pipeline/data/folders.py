@@ -8,7 +8,6 @@ Rows come sorted by class, then file name; each is named by its path in the fold
 
 from __future__ import annotations
 
-import itertools
 import logging
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -41,7 +40,7 @@ from pipeline.data.folder_sniff import (
     warn_class_files_in_folders,
     without_documentation,
 )
-from pipeline.data.formats.table import Chunk, Table
+from pipeline.data.formats.table import Table, batched
 from pipeline.data.label_forms import Spellings
 from pipeline.data.lines import check_encoding
 
@@ -191,9 +190,10 @@ def open_folder_table(
     """A folder to label as a Table read file by file, `chunk_size` rows at a time (None: all)."""
     check_encoding(encoding)  # an unknown encoding fails here, not when the first chunk is read
     listing = list_documents(path, origin, encoding, encoding_option, classes)
-    chunks = _document_chunks(listing, path, encoding, encoding_option, chunk_size)
+    rows = (_line_rows if listing.lines else _file_rows)(listing.documents, path, encoding, encoding_option)
+    records = ((row[ID_COLUMN], [row[column] for column in listing.columns]) for row in rows)
     count = None if listing.lines else len(listing.documents)
-    return Table(path, FOLDER_FORMAT, listing.columns, "file", chunks, row_count=count)
+    return Table(path, FOLDER_FORMAT, listing.columns, "file", batched(records, chunk_size), row_count=count)
 
 
 def _names_classes(files: Sequence[Path], classes: Sequence[str] | None) -> bool:
@@ -203,17 +203,6 @@ def _names_classes(files: Sequence[Path], classes: Sequence[str] | None) -> bool
         return False
     spellings = Spellings.of(list(classes))
     return all(spellings.index(name) is not None for name in named)
-
-
-def _document_chunks(
-    listing: FolderDocuments, path: str, encoding: str, option: str, size: int | None
-) -> Iterator[Chunk]:
-    """The rows of `listing`, `size` at a time (None: all)."""
-    read = _line_rows if listing.lines else _file_rows
-    rows = read(listing.documents, path, encoding, option)
-    while batch := list(itertools.islice(rows, size or None)):
-        records = [[row[column] for column in listing.columns] for row in batch]
-        yield Chunk(records, [row[ID_COLUMN] for row in batch])
 
 
 def _chosen(

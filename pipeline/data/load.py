@@ -177,13 +177,8 @@ def source_records(tables: dict[str, SplitRows], config: DataConfig) -> dict[str
     """How the sources were read, for metrics.json `data`: quoting, delimiter, sheet, class folders, class files."""
     folders = {split: table.files_per_class for split, table in tables.items() if table.files_per_class is not None}
     files = {split: table.class_files for split, table in tables.items() if table.class_files is not None}
-    return {
-        "quoting": reading_record(tables, "quoting", config.quoting),
-        "delimiter": reading_record(tables, "delimiter", config.delimiter),
-        "sheet": reading_record(tables, "sheet", config.sheet),
-        "class_folders": folders or None,
-        "class_files": files or None,
-    }
+    read = {key: reading_record(tables, key, getattr(config, key)) for key in ("quoting", "delimiter", "sheet")}
+    return {**read, "class_folders": folders or None, "class_files": files or None}
 
 
 def reading_record(tables: dict[str, SplitRows], attribute: str, setting: Any) -> dict[str, Any] | None:
@@ -228,9 +223,8 @@ def _warn_shared_ids(splits: dict[str, datasets.Dataset], id_column: str) -> Non
                 shared.append((row_id, first_split[row_id], split))
     if shared:
         row_id, one, other = shared[0]
-        many = "s" if len(shared) > 1 else ""
         logger.warning(
-            f"data.id_column '{id_column}': {len(shared)} id{many} appear in more than one split file (first: {row_id!r} in {one} and {other}); splits.csv and the reports then name two rows by one id: give every row its own"
+            f"data.id_column '{id_column}': {len(shared)} id{'s' if len(shared) > 1 else ''} appear in more than one split file (first: {row_id!r} in {one} and {other}); splits.csv and the reports then name two rows by one id: give every row its own"
         )
 
 

@@ -33,7 +33,11 @@ def split_by_column(
     """Train divided by data.split_column (first, as if separate files), and the record for metrics.json."""
     if column is None:
         return tables, None
-    _refuse_given_splits(tables, column)
+    held = [split for split in tables if split != "train"]  # a Hub dataset's validation or test: said twice
+    if held:
+        raise DataError(
+            f"data.split_column '{column}': {tables[held[0]].source} ({tables[held[0]].origin}) already holds the {' and '.join(held)} rows; the column divides a source that has only a train split: unset it"
+        )
     table = tables["train"]
     require_rows(table, "train")
     names = _split_names(table, column)
@@ -87,15 +91,6 @@ def values_naming(split: str) -> list[str]:
 def _accepted_values() -> str:
     """The values by the split they name: "train; validation, valid, val, dev; test"."""
     return "; ".join(", ".join(values_naming(split)) for split in SPLITS)
-
-
-def _refuse_given_splits(tables: dict[str, SplitRows], column: str) -> None:
-    """Refuse a Hub dataset with validation or test beside the column: the split said twice."""
-    given = [split for split in tables if split != "train"]
-    if given:
-        raise DataError(
-            f"data.split_column '{column}': {tables[given[0]].source} ({tables[given[0]].origin}) already holds the {' and '.join(given)} rows; the column divides a source that has only a train split: unset it"
-        )
 
 
 # The splits carved out of train when missing, in carving order, and their fraction settings.
