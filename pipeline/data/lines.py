@@ -158,14 +158,10 @@ class LineSource:
             ) from None
 
     def _raw_lines(self, stream: IO[bytes]) -> Iterator[bytes]:
-        lines = iter(stream)
-        while True:
-            try:
-                yield next(lines)
-            except StopIteration:
-                return
-            except READ_ERRORS as error:
-                raise self._corrupt(error) from None
+        try:
+            yield from stream
+        except READ_ERRORS as error:
+            raise self._corrupt(error) from None
 
     def _decoded_stream_lines(self) -> Iterator[str]:
         text = io.TextIOWrapper(self._stream, encoding=self.encoding, errors="strict", newline="")

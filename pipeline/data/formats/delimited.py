@@ -115,24 +115,21 @@ def _csv_records(
 ) -> Iterator[tuple[int, list[str]]]:
     """(first line, fields) per record, fields exactly as written; `watch` tells a record that is several rows."""
     previous_end = 0
-    while True:
-        try:
-            record = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as error:
-            raise DataError(
-                f"{lines.name}, line {previous_end + 1}: malformed {kind.upper()} record ({_csv_error_detail(error, quoting_option)})"
-            ) from None
-        start, previous_end = previous_end + 1, reader.line_num
-        if watch is not None and watch.joins_rows(record):
-            raise DataError(
-                f"{lines.name}, line {start}: a double quote opens a field that closes on line {previous_end}, taking in the line break and "
-                f"{watch.delimiter!r} between rows (each of lines {start}-{previous_end} is a row of {watch.width} fields with quotes "
-                f"read as text); if the file does not quote its fields (a text may start with a quote), set {quoting_option} "
-                "to none, or to csv to read the field as quoted"
-            )
-        yield start, record  # an empty line is [], which read_header reads by the file's width
+    try:
+        for record in reader:
+            start, previous_end = previous_end + 1, reader.line_num
+            if watch is not None and watch.joins_rows(record):
+                raise DataError(
+                    f"{lines.name}, line {start}: a double quote opens a field that closes on line {previous_end}, taking in the line break and "
+                    f"{watch.delimiter!r} between rows (each of lines {start}-{previous_end} is a row of {watch.width} fields with quotes "
+                    f"read as text); if the file does not quote its fields (a text may start with a quote), set {quoting_option} "
+                    "to none, or to csv to read the field as quoted"
+                )
+            yield start, record  # an empty line is [], which read_header reads by the file's width
+    except csv.Error as error:
+        raise DataError(
+            f"{lines.name}, line {previous_end + 1}: malformed {kind.upper()} record ({_csv_error_detail(error, quoting_option)})"
+        ) from None
 
 
 def _csv_error_detail(error: csv.Error, quoting_option: str | None) -> str:
