@@ -13,7 +13,7 @@ from pipeline.common.errors import DataError
 from pipeline.data.folder_entries import ENCODING_SETTING, Document, count_files, holds_folders, lines_of, listed_names
 from pipeline.data.rows import SEPARATE_LABELS_HINT
 from pipeline.data.split_column import SPLIT_VALUES
-from pipeline.data.tables import UnknownFormatError, resolve_format
+from pipeline.data.tables import format_of_name
 
 logger = logging.getLogger("pipeline.data.load")
 LAYOUTS = "a folder of data holds one folder per class, each holding that class's documents, one per file, or one file per class (rt-polarity.pos, rt-polarity.neg), one text per line"
@@ -50,7 +50,7 @@ def not_class_files(loose: list[Path], files: Sequence[Path], path: str, encodin
     """Why a folder's files are no class files, with the way to read them, for the error."""
     if not loose:
         return " (it is empty)"
-    tables = [file.name for file in files if _format_of_name(file.name) is not None]
+    tables = [file.name for file in files if format_of_name(file.name) is not None]
     if tables:
         # Not decoded as lines: a Parquet shard's bytes made a misleading encoding error.
         return f"; it holds a data set's tables ({listed_names(tables)}), not class files: {_tables_hint(tables, path, origin)}"
@@ -65,14 +65,14 @@ def _tables_hint(tables: list[str], path: str, origin: str) -> str:
     split = origin.removeprefix("data.").removesuffix("_file")
     example = next((name for name in tables if split in name.lower()), tables[0])
     how = f"give {'each split' if origin.startswith('data.') else 'one'}'s file ({origin}={Path(path) / example})"
-    if origin.startswith("data.") and any(_format_of_name(name) == "parquet" for name in tables):
+    if origin.startswith("data.") and any(format_of_name(name) == "parquet" for name in tables):
         how += f", or the folder as data.source=hub data.hub_name={path}, which reads a split's Parquet shards"
     return how
 
 
 def refuse_binary_tables(documents: Sequence[Document], path: str, origin: str) -> None:
     """Refuse class folders holding Parquet files or workbooks: a data set's folders of tables, not documents."""
-    tables = [document.path for document in documents if _format_of_name(document.file.name) in BINARY_TABLES]
+    tables = [document.path for document in documents if format_of_name(document.file.name) in BINARY_TABLES]
     if tables:
         raise DataError(
             f"{path} ({origin}) holds a data set's tables in its folders ({listed_names(tables)}), not class folders of documents: {_tables_hint(tables, path, origin)}"
@@ -155,15 +155,7 @@ def _data_file(file: Path) -> bool:
     """Whether a file is a data set's own, not a class's lines: a table (train.csv) or a split's (cooking.train)."""
 
     name = file.name.lower().removesuffix(".gz")
-    return _format_of_name(file.name) is not None or any(word in SPLIT_VALUES for word in re.split(r"[^a-z0-9]+", name))
-
-
-def _format_of_name(name: str) -> str | None:
-    """The table format a file's name gives (a trailing .gz looked through), or None."""
-    try:
-        return resolve_format(name, None, "data.file_format")
-    except UnknownFormatError:
-        return None
+    return format_of_name(file.name) is not None or any(word in SPLIT_VALUES for word in re.split(r"[^a-z0-9]+", name))
 
 
 def class_file_names(files: Sequence[Path]) -> dict[str, Path] | None:
