@@ -145,40 +145,6 @@ def _say_loose(path: str, loose: list[Path], level: int) -> None:
     logger.log(level, f"{path}: {count_files(len(loose))} beside the class folders, not rows: {names}")
 
 
-@dataclass(frozen=True)
-class FolderDocuments:
-    """The files of a folder to label, in reading order, and which kind of folder holds them."""
-
-    documents: list[Document]
-    labelled: bool  # a folder of class folders or of class files (rows with a label), else a folder of files
-    lines: bool = False  # a folder of class files: a row per non-blank line, not per file
-
-    @property
-    def columns(self) -> list[str]:
-        return ROW_COLUMNS if self.labelled else [TEXT_COLUMN, ID_COLUMN]
-
-
-def list_documents(
-    path: str, origin: str, encoding: str, option: str, classes: Sequence[str] | None = None
-) -> FolderDocuments:
-    """The files of a folder to label, unread, in training's order, and what kind of folder it is."""
-    refuse_saved_dataset(path, origin)
-    folders, loose = class_folder_entries(path)
-    if folders:
-        if loose:
-            _say_loose(path, loose, logging.WARNING)
-        documents = _class_documents(folders, list(folders), path, origin)
-        warn_class_files_in_folders(documents, path, encoding, option)
-        return FolderDocuments(documents, labelled=True)
-    files = files_among(loose, path)
-    if not files:
-        raise DataError(f"{path} ({origin}): the folder holds no files to label (names starting with '.' are not read)")
-    found = class_files(files, path, encoding, option) if _names_classes(files, classes) else None
-    if found is not None:
-        return FolderDocuments(found, labelled=True, lines=True)
-    return FolderDocuments([Document(file, file.name, None) for file in files], labelled=False)
-
-
 def open_folder_table(
     path: str,
     encoding: str,
@@ -187,13 +153,31 @@ def open_folder_table(
     encoding_option: str,
     classes: Sequence[str] | None = None,
 ) -> Table:
-    """A folder to label as a Table read file by file, `chunk_size` rows at a time (None: all)."""
+    """A folder to label as a Table read file by file in training's order, `chunk_size` rows at a time (None: all)."""
     check_encoding(encoding)  # an unknown encoding fails here, not when the first chunk is read
-    listing = list_documents(path, origin, encoding, encoding_option, classes)
-    rows = (_line_rows if listing.lines else _file_rows)(listing.documents, path, encoding, encoding_option)
-    records = ((row[ID_COLUMN], [row[column] for column in listing.columns]) for row in rows)
-    count = None if listing.lines else len(listing.documents)
-    return Table(path, FOLDER_FORMAT, listing.columns, "file", batched(records, chunk_size), row_count=count)
+    refuse_saved_dataset(path, origin)
+    folders, loose = class_folder_entries(path)
+    read, columns = _file_rows, ROW_COLUMNS  # a labelled row per file, as class folders give
+    if folders:
+        if loose:
+            _say_loose(path, loose, logging.WARNING)
+        documents = _class_documents(folders, list(folders), path, origin)
+        warn_class_files_in_folders(documents, path, encoding, encoding_option)
+    else:
+        files = files_among(loose, path)
+        if not files:
+            raise DataError(
+                f"{path} ({origin}): the folder holds no files to label (names starting with '.' are not read)"
+            )
+        found = class_files(files, path, encoding, encoding_option) if _names_classes(files, classes) else None
+        if found is not None:
+            documents, read = found, _line_rows
+        else:  # a folder of files, unlabelled
+            documents, columns = [Document(file, file.name, None) for file in files], [TEXT_COLUMN, ID_COLUMN]
+    rows = read(documents, path, encoding, encoding_option)
+    records = ((row[ID_COLUMN], [row[column] for column in columns]) for row in rows)
+    count = None if read is _line_rows else len(documents)
+    return Table(path, FOLDER_FORMAT, columns, "file", batched(records, chunk_size), row_count=count)
 
 
 def _names_classes(files: Sequence[Path], classes: Sequence[str] | None) -> bool:

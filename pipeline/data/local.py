@@ -47,8 +47,6 @@ def _warn_values_in_unnamed_columns(table: SplitRows, config: DataConfig) -> Non
         for index, name in enumerate(table.frame.columns)
         if name == unnamed_column(index) and normalise_name(name) not in read
     ]
-    if not unnamed:
-        return
     filled = {name: [not is_blank(value) for value in table.frame[name]] for name in unnamed}
     # A column that fills every row is a nameless column (pandas' index), not texts' ends.
     filled = {name: cells for name, cells in filled.items() if any(cells) and not all(cells)}
