@@ -6,7 +6,6 @@ import itertools
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.common.errors import DataError
@@ -107,35 +106,24 @@ def without_documentation(files: Sequence[Path], path: str) -> list[Path]:
     return [file for file in files if not _documentation(file)]
 
 
-@dataclass(frozen=True)
-class _LineCounts:
-    """What a file's non-blank lines say, read once: how many, how many hold a label already, distinct values."""
-
-    lines: int
-    looked_at: int
-    labelled: int
-    distinct: int
-
-
 def _unlike_class_files(files: Sequence[Path], path: str, encoding: str, option: str) -> str | None:
     """Why files named apart are no class files (rows already labelled, texts beside labels), or None."""
-
     counts = [_line_counts(file, path, encoding, option) for file in files]
-    looked_at = sum(count.looked_at for count in counts)
-    if looked_at and sum(count.labelled for count in counts) > looked_at / 2:
+    looked_at = sum(min(lines, LINES_LOOKED_AT) for lines, _, _ in counts)
+    if looked_at and sum(labelled for _, labelled, _ in counts) > looked_at / 2:
         return (
             "most of their lines already hold a label (after a tab, or fastText's __label__): give a file itself "
             "as data.train_file, a tab-separated one read as TSV with its columns named in data.column_names (e.g. "
             "[text, label] or [label, text]), a fastText one as it is"
         )
-    labels = any(count.distinct <= LABEL_FILE_DISTINCT_SHARE * count.lines for count in counts)
-    if len(counts) > 1 and len({count.lines for count in counts}) == 1 and labels:
+    labels = any(distinct <= LABEL_FILE_DISTINCT_SHARE * lines for lines, _, distinct in counts)
+    if len(counts) > 1 and len({lines for lines, _, _ in counts}) == 1 and labels:
         return f"as many lines in each, one file of labels: {SEPARATE_LABELS_HINT}"
     return None
 
 
-def _line_counts(file: Path, path: str, encoding: str, option: str) -> _LineCounts:
-    """A file's _LineCounts, decoded as rows are."""
+def _line_counts(file: Path, path: str, encoding: str, option: str) -> tuple[int, int, int]:
+    """A file's non-blank lines, decoded as rows are: how many, how many hold a label already, how many distinct."""
     lines = labelled = 0
     distinct: set[str] = set()
     with lines_of(file, str(Path(path) / file.name), encoding, option, warn_controls=False) as source:
@@ -148,7 +136,7 @@ def _line_counts(file: Path, path: str, encoding: str, option: str) -> _LineCoun
             if len(distinct) <= LABEL_FILE_DISTINCT_SHARE * (lines + 1):  # past that, no file of labels
                 distinct.add(text)
             lines += 1
-    return _LineCounts(lines, min(lines, LINES_LOOKED_AT), labelled, len(distinct))
+    return lines, labelled, len(distinct)
 
 
 def _data_file(file: Path) -> bool:

@@ -320,8 +320,7 @@ def class_indices(
             + joined_hint(distinct, spellings, scheme, separator)
             + missing_hint(distinct)
         )
-        most = len(rows) >= NEARLY_ALL_ROWS * len(label_lists)
-        if most and not hints:
+        if not hints and len(rows) >= NEARLY_ALL_ROWS * len(label_lists):
             hints = (
                 f"; {len(rows):,} of {len(label_lists):,} rows, too many to leave out: is '{column}' the label column?"
             )

@@ -103,7 +103,6 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
         require_rows(table, split)
         tables[split], dropped = drop_incomplete(table, split, config, missing)
         incomplete.extend(dropped)
-    multi_label = config.task == "multi_label"
     scheme = _scheme_of(config, tables["train"], hub_names)
     splits = {split: to_dataset(table, config, scheme) for split, table in tables.items()}
     headers = [row for split, table in as_read.items() for row in repeated_header_rows(table, split, config)]
@@ -135,7 +134,7 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
         "repeated_headers": repeated_header_record(headers, tables),
         **source_records(tables, config),
     }
-    return LoadedData(result, headers + incomplete + removed, summary, scheme.names, multi_label)
+    return LoadedData(result, headers + incomplete + removed, summary, scheme.names, config.task == "multi_label")
 
 
 def _scheme_of(config: DataConfig, train: SplitRows, hub_names: list[str] | None) -> LabelScheme:
