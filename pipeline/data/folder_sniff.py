@@ -34,12 +34,9 @@ def refuse_saved_dataset(path: str, origin: str) -> None:
     saved = saved_dataset_files(Path(path).expanduser())
     if not saved:
         return
-    if origin.startswith("data."):
+    how = f"write the split to a file (datasets.load_from_disk({path!r})['test'].to_json('test.jsonl')) and give that"
+    if origin.startswith("data."):  # a data file's setting
         how = f"set data.source=hub data.hub_name={path}, which reads its splits"
-    else:
-        how = (
-            f"write the split to a file (datasets.load_from_disk({path!r})['test'].to_json('test.jsonl')) and give that"
-        )
     raise DataError(
         f"{path} ({origin}) is a dataset saved by the datasets library (save_to_disk: {listed_names(saved)}), not a folder of documents: {how}"
     )

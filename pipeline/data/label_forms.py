@@ -94,12 +94,9 @@ def set_joining(names: list[str], separator: str | None) -> str | None:
         rows = [set_parts(name, joining) for name in names]
         known = {row[0] for row in rows if len(row) == 1}
         joined = [row for row in rows if len(row) > 1]
-        if len(joined) < 2:
-            continue
         recurring = Counter(part for row in joined for part in set(row))
-        if not all(any(part in known or recurring[part] > 1 for part in row) for row in joined):
-            continue
-        if joining != " " or _spaces_join_classes(joined, known):
+        reused = all(any(part in known or recurring[part] > 1 for part in row) for row in joined)
+        if len(joined) >= 2 and reused and (joining != " " or _spaces_join_classes(joined, known)):
             return joining
     return None
 
@@ -114,10 +111,8 @@ def _spaces_join_classes(joined: list[list[str]], known: set[str]) -> bool:
     following = {part for row in joined for part in row[1:]}
     if parts and all(_CODE.search(part) for part in parts):
         # Coded names may be one code in two places (CPC's "A61K 31/00") rather than codes combined.
-        one_code = (
-            all(len(row) == 2 for row in joined) and not (leading & following) and not (leading | following) & known
-        )
-        return not one_code
+        two_places = all(len(row) == 2 for row in joined) and not (leading & following)
+        return not (two_places and not (leading | following) & known)
     # Set members: sizes vary, no fixed order, most parts reused.
     reused = sum(count > 1 or part in known for part, count in parts.items())
     return (

@@ -127,11 +127,9 @@ def require_evaluation_rows(
         if len(splits[split]):
             continue
         earlier = " or ".join(SPLITS[: SPLITS.index(split)])
-        rows = (
-            f"rows of {tables[split].source} ({tables[split].origin})"
-            if split in tables
-            else f"{split} rows carved from {tables['train'].source} ({CARVED_KEYS[split]})"
-        )
+        rows = f"{split} rows carved from {tables['train'].source} ({CARVED_KEYS[split]})"
+        if split in tables:
+            rows = f"rows of {tables[split].source} ({tables[split].origin})"
         within = duplicates.within.get(split, 0)
         repeats = f" (including {within:,} repeated within {split})" if within else ""
         raise DataError(
