@@ -190,10 +190,8 @@ def _refuse_incomplete(
         rows = list(no_label)
         column = no_label[rows[0]][0]
         written = [text for _, text in no_label.values()]
-        if config.label_columns:
-            what = f"column '{column}' (data.label_columns): {describe_missing(written, indicator=True)}"
-        else:
-            what = f"column '{column}': {describe_missing(written)}"
+        setting = " (data.label_columns)" if config.label_columns else ""
+        what = f"column '{column}'{setting}: {describe_missing(written, indicator=bool(config.label_columns))}"
         problems.append(f"{table.where(rows[0])}, {what}{table.and_more(rows)}")
     if problems:
         raise DataError(f"{'; '.join(problems)}; fill or remove these rows, {INCOMPLETE_ROWS_HINT}")

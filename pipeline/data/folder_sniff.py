@@ -151,9 +151,7 @@ def class_file_names(files: Sequence[Path]) -> dict[str, Path] | None:
     leading = _shared_length(parts)
     trailing = _shared_length([list(reversed(name)) for name in parts])
     names = [".".join(name[leading : len(name) - trailing]) for name in parts]
-    if "" in names or len(set(names)) < len(names):
-        return None
-    return dict(zip(names, files))
+    return None if "" in names or len(set(names)) < len(names) else dict(zip(names, files))
 
 
 def _shared_length(names: Sequence[Sequence[str]]) -> int:

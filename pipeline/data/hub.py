@@ -189,9 +189,7 @@ def probe_hub(endpoint: str, name: str, timeout_seconds: float) -> str | None:
     thread = threading.Thread(target=ask, name="pipeline-hub-probe", daemon=True)
     thread.start()
     thread.join(timeout_seconds)
-    if not outcome:
-        return f"no answer within {timeout_seconds:g} s"
-    return outcome[0]
+    return outcome[0] if outcome else f"no answer within {timeout_seconds:g} s"
 
 
 @contextlib.contextmanager

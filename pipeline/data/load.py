@@ -139,10 +139,7 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
 
 def _scheme_of(config: DataConfig, train: SplitRows, hub_names: list[str] | None) -> LabelScheme:
     """The run's classes and how its labels are read, from train's rows; at least two classes."""
-    if config.task == "multi_label":
-        scheme = label_set_scheme(config, train, hub_names)
-    else:
-        scheme = label_scheme(config, train, hub_names)
+    scheme = (label_set_scheme if config.task == "multi_label" else label_scheme)(config, train, hub_names)
     if hub_names is None:  # a ClassLabel's ids count from 0
         refuse_unsaid_id_base(config, train, scheme)
     if len(scheme.names) < 2:

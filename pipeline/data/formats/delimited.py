@@ -82,9 +82,7 @@ EXCEL_SEPARATOR_LINE = re.compile(r"sep=(.)\r?")
 def excel_separator(lines: LineSource) -> str | None:
     """The delimiter a first line exactly `sep=X` names (X one character that can separate fields), else None."""
     match = EXCEL_SEPARATOR_LINE.fullmatch(lines.head_text().split("\n", 1)[0])
-    if match is None or delimiter_problem(match.group(1)) is not None:
-        return None
-    return match.group(1)
+    return match.group(1) if match and delimiter_problem(match.group(1)) is None else None
 
 
 # Other delimiters of a "CSV" file, told by a first line lacking the listed characters.
