@@ -43,11 +43,6 @@ def check_encoding(encoding: str) -> str:
 _C1_CONTROLS = re.compile("[\x80-\x9f]")
 
 
-def _reads_high_bytes_as_controls(encoding: str) -> bool:
-    """Whether this encoding decodes 0x92 (cp1252's ’) to a control character, as latin-1 does."""
-    return b"\x92".decode(encoding.removesuffix("-sig"), errors="replace") == "\x92"
-
-
 def _likely_encoding(raw_line: bytes) -> str:
     """What a line latin-1 reads as controls was written in: UTF-8 where it decodes so, else cp1252."""
     try:
@@ -130,7 +125,8 @@ class LineSource:
             yield from self._decoded_stream_lines()
             return
         decoder = codecs.getincrementaldecoder(self.encoding)(errors="strict")
-        watch_controls = _reads_high_bytes_as_controls(self.encoding)
+        # Encodings that decode 0x92 (cp1252's ’) to a control character, as latin-1 does, may be the wrong one.
+        watch_controls = b"\x92".decode(self.encoding.removesuffix("-sig"), errors="replace") == "\x92"
         try:
             for raw_line in self._stream:
                 self.line_number += 1

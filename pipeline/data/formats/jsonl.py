@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 from collections.abc import Iterator
@@ -49,7 +50,10 @@ def _json_objects(lines: LineSource) -> Iterator[tuple[int, dict]]:
             record = json.loads(text)
         except json.JSONDecodeError as error:
             # One object indented over several lines (json.dump(..., indent=2)): read whole, as an array is.
-            whole = _json_or_none(text + "".join(source)) if first and text.lstrip().startswith("{") else None
+            whole = None
+            if first and text.lstrip().startswith("{"):
+                with contextlib.suppress(json.JSONDecodeError):
+                    whole = json.loads(text + "".join(source))
             if isinstance(whole, dict):
                 yield -1, whole
                 return
@@ -62,13 +66,6 @@ def _json_objects(lines: LineSource) -> Iterator[tuple[int, dict]]:
             )
         first = False
         yield number, record
-
-
-def _json_or_none(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return None
 
 
 def _whole_json(content: str, name: str, setting: str = "") -> Any:
