@@ -56,8 +56,9 @@ UNLABELLED_FOLDERS = ("unsup", "unlabeled", "unlabelled", "unlabelled_data")
 class ClassFolders:
     """The rows of a folder of class folders, or of class files."""
 
-    frame: pd.DataFrame  # TEXT_COLUMN, LABEL_COLUMN, ID_COLUMN: one row per file (per line of class files)
-    paths: list[str]  # each row's file in the folder, "pos/0_9.txt" ("rt-polarity.pos:12"): its id, how errors name it
+    # One row per file (per line of class files): TEXT_COLUMN, LABEL_COLUMN and ID_COLUMN, the file's path in the
+    # folder ("pos/0_9.txt"; "rt-polarity.pos:12"), which is the row's id and how errors name it.
+    frame: pd.DataFrame
     files_per_class: dict[str, int] | None  # files read from each class folder, in folder order; None: class files
     class_files: dict[str, str] | None = None  # class files: each class's file ("pos": "rt-polarity.pos"); else None
 
@@ -81,8 +82,8 @@ def read_class_folders(
         by_class = {document.label: document.file for document in found}
         chosen = _chosen(by_class, classes, classes_from, every_class, path, origin, kind="file")
         documents = [document for document in found if document.label in chosen]
-        rows = _line_rows(documents, path, encoding, ENCODING_SETTING)
-        return _class_rows(list(rows), None, {document.label: document.path for document in documents})
+        frame = pd.DataFrame(_line_rows(documents, path, encoding, ENCODING_SETTING), columns=ROW_COLUMNS, dtype=object)
+        return ClassFolders(frame, None, {document.label: document.path for document in documents})
     if loose:
         _say_loose(path, loose, logging.INFO)
     refuse_split_folders(folders, path, origin)
@@ -90,16 +91,9 @@ def read_class_folders(
     documents = _class_documents(folders, chosen, path, origin)
     refuse_binary_tables(documents, path, origin)
     warn_class_files_in_folders(documents, path, encoding, ENCODING_SETTING)
-    rows = list(_file_rows(documents, path, encoding, ENCODING_SETTING))
-    counts = Counter(row[LABEL_COLUMN] for row in rows)
-    return _class_rows(rows, {name: counts[name] for name in chosen})
-
-
-def _class_rows(
-    rows: list[dict[str, Any]], files_per_class: dict[str, int] | None, class_files: dict[str, str] | None = None
-) -> ClassFolders:
-    frame = pd.DataFrame(rows, columns=ROW_COLUMNS, dtype=object)
-    return ClassFolders(frame, [row[ID_COLUMN] for row in rows], files_per_class, class_files)
+    frame = pd.DataFrame(_file_rows(documents, path, encoding, ENCODING_SETTING), columns=ROW_COLUMNS, dtype=object)
+    counts = Counter(frame[LABEL_COLUMN])
+    return ClassFolders(frame, {name: counts[name] for name in chosen})
 
 
 def _class_documents(folders: dict[str, Path], names: Sequence[str], path: str, origin: str) -> list[Document]:

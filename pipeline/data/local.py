@@ -221,7 +221,7 @@ def read_folder(
         path,
         origin,
         "file",
-        list(folder.paths),
+        folder.frame[ID_COLUMN].tolist(),
         None,
         FOLDER_COLUMNS_HINT,
         folder.files_per_class,
