@@ -1,7 +1,7 @@
 """A folder of class folders (aclImdb's train/pos/0_9.txt, the layout of scikit-learn's `load_files`), or of class
 files, one text per line (rt-polarity.pos), as labelled rows; and a folder to label, streamed (`open_folder_table`).
 
-    folder = read_class_folders("aclImdb/train", "utf-8", ["neg", "pos"], "data.label_names", True, "data.train_file")
+    rows = read_class_folders("aclImdb/train", "utf-8", ["neg", "pos"], "data.label_names", True, "data.train_file")
 
 Rows come sorted by class, then file name; each is named by its path in the folder ("pos/0_9.txt").
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +42,7 @@ from pipeline.data.folder_sniff import (
 from pipeline.data.formats.table import Table, batched
 from pipeline.data.label_forms import Spellings
 from pipeline.data.lines import check_encoding
+from pipeline.data.rows import SplitRows
 
 logger = logging.getLogger("pipeline.data.load")
 ID_COLUMN = "id"
@@ -50,17 +50,13 @@ ROW_COLUMNS = [TEXT_COLUMN, LABEL_COLUMN, ID_COLUMN]
 FOLDER_FORMAT = "folder"
 # Folders that by convention hold unlabelled texts (aclImdb's train/unsup/): not a class unless listed.
 UNLABELLED_FOLDERS = ("unsup", "unlabeled", "unlabelled", "unlabelled_data")
-
-
-@dataclass(frozen=True)
-class ClassFolders:
-    """The rows of a folder of class folders, or of class files."""
-
-    # One row per file (per line of class files): TEXT_COLUMN, LABEL_COLUMN and ID_COLUMN, the file's path in the
-    # folder ("pos/0_9.txt"; "rt-polarity.pos:12"), which is the row's id and how errors name it.
-    frame: pd.DataFrame
-    files_per_class: dict[str, int] | None  # files read from each class folder, in folder order; None: class files
-    class_files: dict[str, str] | None = None  # class files: each class's file ("pos": "rt-polarity.pos"); else None
+# What a missing column's error adds for a folder's rows.
+FOLDER_COLUMNS_HINT = (
+    f"; a folder of class folders or class files gives the columns {TEXT_COLUMN} (a file's whole text, or a line of "
+    f"a class file), {LABEL_COLUMN} (its class folder or class file) and {ID_COLUMN} (its path in the folder, and "
+    f"line): set data.text_columns=[{TEXT_COLUMN}] and data.label_column={LABEL_COLUMN} (rows are named by that path "
+    f"with data.id_column unset, or {ID_COLUMN})"
+)
 
 
 def is_folder(path: str) -> bool:
@@ -69,11 +65,23 @@ def is_folder(path: str) -> bool:
 
 def read_class_folders(
     path: str, encoding: str, classes: Sequence[str] | None, classes_from: str, every_class: bool, origin: str
-) -> ClassFolders:
-    """Every file of `path`'s class folders (or line of its class files) as a row; `classes` None: all."""
+) -> SplitRows:
+    """Every file of `path`'s class folders (or line of its class files) as a row of SplitRows; `classes` None: all."""
     refuse_saved_dataset(path, origin)
     folders, loose = class_folder_entries(path)
-    if not folders:
+    files_per_class = by_file = None
+    if folders:
+        if loose:
+            _say_loose(path, loose, logging.INFO)
+        refuse_split_folders(folders, path, origin)
+        chosen = _chosen(folders, classes, classes_from, every_class, path, origin)
+        documents = _class_documents(folders, chosen, path, origin)
+        refuse_binary_tables(documents, path, origin)
+        warn_class_files_in_folders(documents, path, encoding, ENCODING_SETTING)
+        frame = pd.DataFrame(_file_rows(documents, path, encoding, ENCODING_SETTING), columns=ROW_COLUMNS, dtype=object)
+        counts = Counter(frame[LABEL_COLUMN])
+        files_per_class = {name: counts[name] for name in chosen}  # files read from each, in folder order
+    else:
         files = without_documentation(files_among(loose, path), path)
         found = class_files(files, path, encoding, ENCODING_SETTING)
         if found is None:
@@ -83,17 +91,11 @@ def read_class_folders(
         chosen = _chosen(by_class, classes, classes_from, every_class, path, origin, kind="file")
         documents = [document for document in found if document.label in chosen]
         frame = pd.DataFrame(_line_rows(documents, path, encoding, ENCODING_SETTING), columns=ROW_COLUMNS, dtype=object)
-        return ClassFolders(frame, None, {document.label: document.path for document in documents})
-    if loose:
-        _say_loose(path, loose, logging.INFO)
-    refuse_split_folders(folders, path, origin)
-    chosen = _chosen(folders, classes, classes_from, every_class, path, origin)
-    documents = _class_documents(folders, chosen, path, origin)
-    refuse_binary_tables(documents, path, origin)
-    warn_class_files_in_folders(documents, path, encoding, ENCODING_SETTING)
-    frame = pd.DataFrame(_file_rows(documents, path, encoding, ENCODING_SETTING), columns=ROW_COLUMNS, dtype=object)
-    counts = Counter(frame[LABEL_COLUMN])
-    return ClassFolders(frame, {name: counts[name] for name in chosen})
+        by_file = {document.label: document.path for document in documents}  # each class's file
+    paths = frame[ID_COLUMN].tolist()  # each row's name: its file's path in the folder (and line)
+    return SplitRows(
+        frame, path, origin, "file", paths, None, FOLDER_COLUMNS_HINT, files_per_class, class_files=by_file
+    )
 
 
 def _class_documents(folders: dict[str, Path], names: Sequence[str], path: str, origin: str) -> list[Document]:

@@ -10,10 +10,10 @@ from pathlib import Path
 import pandas as pd
 
 from pipeline.common.errors import DataError
-from pipeline.config.reading import LABEL_COLUMN, STANDARD_INPUT, TEXT_COLUMN, normalise_name
+from pipeline.config.reading import LABEL_COLUMN, STANDARD_INPUT, normalise_name
 from pipeline.config.schema import DataConfig
 from pipeline.data.build import input_values, label_columns_of
-from pipeline.data.folders import ID_COLUMN, is_folder, read_class_folders
+from pipeline.data.folders import is_folder, read_class_folders
 from pipeline.data.formats.header import looks_like_data, unnamed_column
 from pipeline.data.formats.table import REPEATED_HEADER, Chunk, Table, repeated_header_warning
 from pipeline.data.rows import FILE_KEYS, SEPARATE_LABELS_HINT, SplitRows
@@ -202,12 +202,6 @@ def _warn_settings_not_read(path: str, origin: str, config: DataConfig, keys: Se
 
 
 FILE_LAYOUT_KEYS = ("file_format", *LAYOUT_SETTINGS)
-FOLDER_COLUMNS_HINT = (
-    f"; a folder of class folders or class files gives the columns {TEXT_COLUMN} (a file's whole text, or a line of "
-    f"a class file), {LABEL_COLUMN} (its class folder or class file) and {ID_COLUMN} (its path in the folder, and "
-    f"line): set data.text_columns=[{TEXT_COLUMN}] and data.label_column={LABEL_COLUMN} (rows are named by that path "
-    f"with data.id_column unset, or {ID_COLUMN})"
-)
 
 
 def read_folder(
@@ -215,18 +209,7 @@ def read_folder(
 ) -> SplitRows:
     """A folder of class folders as the SplitRows of its files; `classes` (from `classes_from`) are those read."""
     _warn_settings_not_read(path, origin, config, FILE_LAYOUT_KEYS, "a folder of class folders")
-    folder = read_class_folders(path, config.encoding, classes, classes_from, every_class, origin)
-    return SplitRows(
-        folder.frame,
-        path,
-        origin,
-        "file",
-        folder.frame[ID_COLUMN].tolist(),
-        None,
-        FOLDER_COLUMNS_HINT,
-        folder.files_per_class,
-        class_files=folder.class_files,
-    )
+    return read_class_folders(path, config.encoding, classes, classes_from, every_class, origin)
 
 
 def file_class_names(tables: dict[str, SplitRows], config: DataConfig) -> list[str] | None:
