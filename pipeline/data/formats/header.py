@@ -35,17 +35,7 @@ def header_of(first_record: list[str], column_names: Sequence[str] | None, where
         return names, True
     if [normalise_name(n) for n in first_record] == [normalise_name(n) for n in column_names]:
         return list(column_names), True
-    _check_not_another_header(first_record, column_names, where)
-    return list(column_names), False
-
-
-def unnamed_column(index: int) -> str:
-    """An empty header cell's name, as pandas gives it ("Unnamed: 2"): `v1,v2,,,` stays readable."""
-    return f"Unnamed: {index}"
-
-
-def _check_not_another_header(first_record: list[str], column_names: Sequence[str], where: str) -> None:
-    """A first record holding given names, but not exactly them, is a header of its own: an error."""
+    # A first record holding given names, but not exactly them, is a header of its own: an error.
     given = {normalise_name(name) for name in column_names}
     named = [cell for cell in first_record if normalise_name(cell) in given]
     if len(named) >= 2 or not all(is_number_text(cell) for cell in named):
@@ -54,6 +44,12 @@ def _check_not_another_header(first_record: list[str], column_names: Sequence[st
             f"{', '.join(named)}, but not as the given column names ({', '.join(column_names)}) do; leave the column "
             "names out to read the file by its own header"
         )
+    return list(column_names), False
+
+
+def unnamed_column(index: int) -> str:
+    """An empty header cell's name, as pandas gives it ("Unnamed: 2"): `v1,v2,,,` stays readable."""
+    return f"Unnamed: {index}"
 
 
 def read_header(
