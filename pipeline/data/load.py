@@ -127,11 +127,8 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
         "split_column": split_record,
         "id_column": config.id_column,
         "duplicates": duplicates.to_dict(),
-        "incomplete_rows": {
-            "setting": config.incomplete_rows,
-            "removed": {split: sum(row.split == split for row in incomplete) for split in tables},
-        },
-        "repeated_headers": repeated_header_record(headers, tables),
+        "incomplete_rows": {"setting": config.incomplete_rows, **removed_record(incomplete, tables)},
+        "repeated_headers": removed_record(headers, tables),
         **source_records(tables, config),
     }
     return LoadedData(result, headers + incomplete + removed, summary, scheme.names, config.task == "multi_label")
@@ -164,9 +161,9 @@ def _carve_missing(
     return carved
 
 
-def repeated_header_record(headers: list[RemovedRow], splits: Iterable[str]) -> dict[str, Any]:
-    """metrics.json `data.repeated_headers`: each split file's rows left out as a repeated header."""
-    return {"removed": {split: sum(row.split == split for row in headers) for split in splits}}
+def removed_record(rows: list[RemovedRow], splits: Iterable[str]) -> dict[str, Any]:
+    """For metrics.json: each split file's rows left out as `rows` (repeated headers, incomplete rows)."""
+    return {"removed": {split: sum(row.split == split for row in rows) for split in splits}}
 
 
 def source_records(tables: dict[str, SplitRows], config: DataConfig) -> dict[str, Any]:
@@ -205,7 +202,7 @@ def read_labelled_file(
     table, removed = drop_incomplete(tables["test"], "test", config, MissingLabel.of(config, scheme))
     dataset = to_dataset(table, config, scheme)
     headers = repeated_header_rows(tables["test"], "test", config)
-    read = {**source_records(tables, config), "repeated_headers": repeated_header_record(headers, ["test"])}
+    read = {**source_records(tables, config), "repeated_headers": removed_record(headers, ["test"])}
     return dataset, headers + removed, read
 
 
