@@ -56,8 +56,9 @@ def delimited_table(lines: LineSource, kind: str, options: ReadOptions) -> Table
     if not quoted:
         hint = f"a stray delimiter? Quotes were read as text ({quoting_option}); if the file quotes fields that hold delimiters, set {quoting_option} to csv"
     # One column named but wider rows: another delimiter than the first line showed.
-    unsplit = f"one column named: if a character other than a comma separates the fields, set {options.delimiter_option} to it"
-    unsplit = unsplit if kind == "csv" else ""
+    unsplit = ""
+    if kind == "csv":
+        unsplit = f"one column named: if a character other than a comma separates the fields, set {options.delimiter_option} to it"
     header, rows, header_row, below_title = read_header(
         records, column_names, lines.name, "line", hint, f"{lines.name} is empty", unsplit
     )
