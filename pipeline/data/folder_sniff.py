@@ -138,7 +138,6 @@ def _line_counts(file: Path, path: str, encoding: str, option: str) -> tuple[int
 
 def _data_file(file: Path) -> bool:
     """Whether a file is a data set's own, not a class's lines: a table (train.csv) or a split's (cooking.train)."""
-
     name = file.name.lower().removesuffix(".gz")
     return format_of_name(file.name) is not None or any(word in SPLIT_VALUES for word in re.split(r"[^a-z0-9]+", name))
 
