@@ -55,14 +55,11 @@ def to_dataset(table: SplitRows, config: DataConfig, scheme: LabelScheme) -> dat
     """The `text` + `label` + `row_id` dataset of one split."""
     texts, ids = build_texts(table, TextSpec.from_data_config(config)), row_ids(table, config.id_column)
     if config.task == "multi_label":
-        multi_hot = label_sets(table, config.label_column, scheme, config.label_separator)
-        feature = datasets.List(datasets.Value("float32"), length=len(scheme.names))
-        return _dataset(texts, MULTI_LABEL_COLUMN, multi_hot.tolist(), feature, ids)
-    labels = label_ids(table, config.label_column, scheme)
-    return _dataset(texts, "label", labels, datasets.ClassLabel(names=scheme.names), ids)
-
-
-def _dataset(texts: list[str], key: str, labels: list, feature: Any, ids: list[str]) -> datasets.Dataset:
+        key, feature = MULTI_LABEL_COLUMN, datasets.List(datasets.Value("float32"), length=len(scheme.names))
+        labels = label_sets(table, config.label_column, scheme, config.label_separator).tolist()
+    else:
+        key, feature = "label", datasets.ClassLabel(names=scheme.names)
+        labels = label_ids(table, config.label_column, scheme)
     string = datasets.Value("string")
     features = datasets.Features({"text": string, key: feature, "row_id": string})
     return datasets.Dataset.from_dict({"text": texts, key: labels, "row_id": ids}, features=features)
@@ -77,20 +74,17 @@ def row_ids(table: SplitRows, id_column: str | None) -> list[str]:
         text = "" if is_missing(value) else str(value).strip()
         if not text:
             raise DataError(f"{table.where(row)}, column '{id_column}' (data.id_column): the id is empty")
-        if text in first_row and not _repeats_whole(table, row, first_row[text]):
+        # Rows that repeat whole are duplicates (data.deduplicate's), not two rows one id names.
+        earlier = first_row.get(text)
+        if earlier is not None and list(map(str, table.frame.iloc[row])) != list(map(str, table.frame.iloc[earlier])):
             raise DataError(
                 f"{table.where(row)}, column '{id_column}' (data.id_column): id {text!r} repeats "
-                f"{table.where(first_row[text])} with other values; ids must be unique (rows that repeat whole are "
+                f"{table.where(earlier)} with other values; ids must be unique (rows that repeat whole are "
                 "duplicates, which data.deduplicate removes; with no column of unique ids, leave data.id_column unset)"
             )
         first_row.setdefault(text, row)
         ids.append(text)
     return ids
-
-
-def _repeats_whole(table: SplitRows, row: int, earlier: int) -> bool:
-    """Whether a row repeats the earlier one whole: a duplicate (data.deduplicate's), not two rows one id names."""
-    return [str(value) for value in table.frame.iloc[row]] == [str(value) for value in table.frame.iloc[earlier]]
 
 
 def build_texts(table: SplitRows, spec: TextSpec) -> list[str]:
@@ -196,10 +190,8 @@ def _refuse_incomplete(
         rows = list(no_label)
         column = no_label[rows[0]][0]
         written = [text for _, text in no_label.values()]
-        if config.label_columns:
-            what = f"column '{column}' (data.label_columns): {describe_missing(written, indicator=True)}"
-        else:
-            what = f"column '{column}': {describe_missing(written)}"
+        setting = " (data.label_columns)" if config.label_columns else ""
+        what = f"column '{column}'{setting}: {describe_missing(written, indicator=bool(config.label_columns))}"
         problems.append(f"{table.where(rows[0])}, {what}{table.and_more(rows)}")
     if problems:
         raise DataError(f"{'; '.join(problems)}; fill or remove these rows, {INCOMPLETE_ROWS_HINT}")

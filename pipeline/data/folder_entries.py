@@ -40,11 +40,11 @@ def _hidden(name: str) -> bool:
     return name.startswith(".")
 
 
-def class_folder_entries(root: Path, path: str) -> tuple[dict[str, Path], list[str]]:
-    """The class folders by name, and the names of the other entries (aclImdb's labeledBow.feat, urls_pos.txt)."""
-    entries = visible_entries(root, path)
+def class_folder_entries(path: str) -> tuple[dict[str, Path], list[Path]]:
+    """The class folders by name, and the other entries (aclImdb's labeledBow.feat, urls_pos.txt)."""
+    entries = visible_entries(Path(path).expanduser(), path)
     folders = {entry.name: entry for entry in entries if entry.is_dir()}
-    return folders, [entry.name for entry in entries if entry.name not in folders]
+    return folders, [entry for entry in entries if entry.name not in folders]
 
 
 def holds_folders(folder: Path) -> bool:

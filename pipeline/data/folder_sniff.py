@@ -6,14 +6,13 @@ import itertools
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.common.errors import DataError
 from pipeline.data.folder_entries import ENCODING_SETTING, Document, count_files, holds_folders, lines_of, listed_names
 from pipeline.data.rows import SEPARATE_LABELS_HINT
 from pipeline.data.split_column import SPLIT_VALUES
-from pipeline.data.tables import UnknownFormatError, resolve_format
+from pipeline.data.tables import format_of_name
 
 logger = logging.getLogger("pipeline.data.load")
 LAYOUTS = "a folder of data holds one folder per class, each holding that class's documents, one per file, or one file per class (rt-polarity.pos, rt-polarity.neg), one text per line"
@@ -26,35 +25,28 @@ LINES_LOOKED_AT = 1000
 LABEL_FILE_DISTINCT_SHARE = 0.5
 
 
-def is_saved_dataset(folder: Path) -> bool:
-    return bool(_saved_files(folder))
-
-
-def _saved_files(folder: Path) -> list[str]:
+def saved_dataset_files(folder: Path) -> list[str]:
     return [name for name in SAVED_DATASET_FILES if (folder / name).is_file()]
 
 
 def refuse_saved_dataset(path: str, origin: str) -> None:
     """Refuse a save_to_disk folder: read as class folders its .arrow files became documents."""
-    saved = _saved_files(Path(path).expanduser())
+    saved = saved_dataset_files(Path(path).expanduser())
     if not saved:
         return
-    if origin.startswith("data."):
+    how = f"write the split to a file (datasets.load_from_disk({path!r})['test'].to_json('test.jsonl')) and give that"
+    if origin.startswith("data."):  # a data file's setting
         how = f"set data.source=hub data.hub_name={path}, which reads its splits"
-    else:
-        how = (
-            f"write the split to a file (datasets.load_from_disk({path!r})['test'].to_json('test.jsonl')) and give that"
-        )
     raise DataError(
         f"{path} ({origin}) is a dataset saved by the datasets library (save_to_disk: {listed_names(saved)}), not a folder of documents: {how}"
     )
 
 
-def not_class_files(loose: list[str], files: Sequence[Path], path: str, encoding: str, origin: str) -> str:
+def not_class_files(loose: list[Path], files: Sequence[Path], path: str, encoding: str, origin: str) -> str:
     """Why a folder's files are no class files, with the way to read them, for the error."""
     if not loose:
         return " (it is empty)"
-    tables = [file.name for file in files if _table_file(file)]
+    tables = [file.name for file in files if format_of_name(file.name) is not None]
     if tables:
         # Not decoded as lines: a Parquet shard's bytes made a misleading encoding error.
         return f"; it holds a data set's tables ({listed_names(tables)}), not class files: {_tables_hint(tables, path, origin)}"
@@ -69,14 +61,14 @@ def _tables_hint(tables: list[str], path: str, origin: str) -> str:
     split = origin.removeprefix("data.").removesuffix("_file")
     example = next((name for name in tables if split in name.lower()), tables[0])
     how = f"give {'each split' if origin.startswith('data.') else 'one'}'s file ({origin}={Path(path) / example})"
-    if origin.startswith("data.") and any(_format_of_name(name) == "parquet" for name in tables):
+    if origin.startswith("data.") and any(format_of_name(name) == "parquet" for name in tables):
         how += f", or the folder as data.source=hub data.hub_name={path}, which reads a split's Parquet shards"
     return how
 
 
 def refuse_binary_tables(documents: Sequence[Document], path: str, origin: str) -> None:
     """Refuse class folders holding Parquet files or workbooks: a data set's folders of tables, not documents."""
-    tables = [document.path for document in documents if _format_of_name(document.file.name) in BINARY_TABLES]
+    tables = [document.path for document in documents if format_of_name(document.file.name) in BINARY_TABLES]
     if tables:
         raise DataError(
             f"{path} ({origin}) holds a data set's tables in its folders ({listed_names(tables)}), not class folders of documents: {_tables_hint(tables, path, origin)}"
@@ -111,38 +103,24 @@ def without_documentation(files: Sequence[Path], path: str) -> list[Path]:
     return [file for file in files if not _documentation(file)]
 
 
-@dataclass(frozen=True)
-class _LineCounts:
-    """What a file's non-blank lines say, read once: how many, how many hold a label already, distinct values."""
-
-    lines: int
-    looked_at: int
-    labelled: int
-    distinct: int
-
-
 def _unlike_class_files(files: Sequence[Path], path: str, encoding: str, option: str) -> str | None:
     """Why files named apart are no class files (rows already labelled, texts beside labels), or None."""
-
     counts = [_line_counts(file, path, encoding, option) for file in files]
-    looked_at = sum(count.looked_at for count in counts)
-    if looked_at and sum(count.labelled for count in counts) > looked_at / 2:
+    looked_at = sum(min(lines, LINES_LOOKED_AT) for lines, _, _ in counts)
+    if looked_at and sum(labelled for _, labelled, _ in counts) > looked_at / 2:
         return (
             "most of their lines already hold a label (after a tab, or fastText's __label__): give a file itself "
             "as data.train_file, a tab-separated one read as TSV with its columns named in data.column_names (e.g. "
             "[text, label] or [label, text]), a fastText one as it is"
         )
-    if len(counts) > 1 and len({count.lines for count in counts}) == 1 and any(map(_holds_labels, counts)):
+    labels = any(distinct <= LABEL_FILE_DISTINCT_SHARE * lines for lines, _, distinct in counts)
+    if len(counts) > 1 and len({lines for lines, _, _ in counts}) == 1 and labels:
         return f"as many lines in each, one file of labels: {SEPARATE_LABELS_HINT}"
     return None
 
 
-def _holds_labels(count: _LineCounts) -> bool:
-    return count.distinct <= LABEL_FILE_DISTINCT_SHARE * count.lines
-
-
-def _line_counts(file: Path, path: str, encoding: str, option: str) -> _LineCounts:
-    """A file's _LineCounts, decoded as rows are."""
+def _line_counts(file: Path, path: str, encoding: str, option: str) -> tuple[int, int, int]:
+    """A file's non-blank lines, decoded as rows are: how many, how many hold a label already, how many distinct."""
     lines = labelled = 0
     distinct: set[str] = set()
     with lines_of(file, str(Path(path) / file.name), encoding, option, warn_controls=False) as source:
@@ -155,26 +133,13 @@ def _line_counts(file: Path, path: str, encoding: str, option: str) -> _LineCoun
             if len(distinct) <= LABEL_FILE_DISTINCT_SHARE * (lines + 1):  # past that, no file of labels
                 distinct.add(text)
             lines += 1
-    return _LineCounts(lines, min(lines, LINES_LOOKED_AT), labelled, len(distinct))
+    return lines, labelled, len(distinct)
 
 
 def _data_file(file: Path) -> bool:
     """Whether a file is a data set's own, not a class's lines: a table (train.csv) or a split's (cooking.train)."""
-
     name = file.name.lower().removesuffix(".gz")
-    return _table_file(file) or any(word in SPLIT_VALUES for word in re.split(r"[^a-z0-9]+", name))
-
-
-def _table_file(file: Path) -> bool:
-    return _format_of_name(file.name) is not None
-
-
-def _format_of_name(name: str) -> str | None:
-    """The table format a file's name gives (a trailing .gz looked through), or None."""
-    try:
-        return resolve_format(name, None, "data.file_format")
-    except UnknownFormatError:
-        return None
+    return format_of_name(file.name) is not None or any(word in SPLIT_VALUES for word in re.split(r"[^a-z0-9]+", name))
 
 
 def class_file_names(files: Sequence[Path]) -> dict[str, Path] | None:
@@ -185,9 +150,7 @@ def class_file_names(files: Sequence[Path]) -> dict[str, Path] | None:
     leading = _shared_length(parts)
     trailing = _shared_length([list(reversed(name)) for name in parts])
     names = [".".join(name[leading : len(name) - trailing]) for name in parts]
-    if "" in names or len(set(names)) < len(names):
-        return None
-    return dict(zip(names, files))
+    return None if "" in names or len(set(names)) < len(names) else dict(zip(names, files))
 
 
 def _shared_length(names: Sequence[Sequence[str]]) -> int:

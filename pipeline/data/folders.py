@@ -1,18 +1,16 @@
 """A folder of class folders (aclImdb's train/pos/0_9.txt, the layout of scikit-learn's `load_files`), or of class
 files, one text per line (rt-polarity.pos), as labelled rows; and a folder to label, streamed (`open_folder_table`).
 
-    folder = read_class_folders("aclImdb/train", "utf-8", ["neg", "pos"], "data.label_names", True, "data.train_file")
+    rows = read_class_folders("aclImdb/train", "utf-8", ["neg", "pos"], "data.label_names", True, "data.train_file")
 
 Rows come sorted by class, then file name; each is named by its path in the folder ("pos/0_9.txt").
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +39,10 @@ from pipeline.data.folder_sniff import (
     warn_class_files_in_folders,
     without_documentation,
 )
-from pipeline.data.formats.table import Chunk, Table
+from pipeline.data.formats.table import Table, batched
 from pipeline.data.label_forms import Spellings
 from pipeline.data.lines import check_encoding
+from pipeline.data.rows import SplitRows
 
 logger = logging.getLogger("pipeline.data.load")
 ID_COLUMN = "id"
@@ -51,16 +50,13 @@ ROW_COLUMNS = [TEXT_COLUMN, LABEL_COLUMN, ID_COLUMN]
 FOLDER_FORMAT = "folder"
 # Folders that by convention hold unlabelled texts (aclImdb's train/unsup/): not a class unless listed.
 UNLABELLED_FOLDERS = ("unsup", "unlabeled", "unlabelled", "unlabelled_data")
-
-
-@dataclass(frozen=True)
-class ClassFolders:
-    """The rows of a folder of class folders, or of class files."""
-
-    frame: pd.DataFrame  # TEXT_COLUMN, LABEL_COLUMN, ID_COLUMN: one row per file (per line of class files)
-    paths: list[str]  # each row's file in the folder, "pos/0_9.txt" ("rt-polarity.pos:12"): its id, how errors name it
-    files_per_class: dict[str, int] | None  # files read from each class folder, in folder order; None: class files
-    class_files: dict[str, str] | None = None  # class files: each class's file ("pos": "rt-polarity.pos"); else None
+# What a missing column's error adds for a folder's rows.
+FOLDER_COLUMNS_HINT = (
+    f"; a folder of class folders or class files gives the columns {TEXT_COLUMN} (a file's whole text, or a line of "
+    f"a class file), {LABEL_COLUMN} (its class folder or class file) and {ID_COLUMN} (its path in the folder, and "
+    f"line): set data.text_columns=[{TEXT_COLUMN}] and data.label_column={LABEL_COLUMN} (rows are named by that path "
+    f"with data.id_column unset, or {ID_COLUMN})"
+)
 
 
 def is_folder(path: str) -> bool:
@@ -69,13 +65,24 @@ def is_folder(path: str) -> bool:
 
 def read_class_folders(
     path: str, encoding: str, classes: Sequence[str] | None, classes_from: str, every_class: bool, origin: str
-) -> ClassFolders:
-    """Every file of `path`'s class folders (or line of its class files) as a row; `classes` None: all."""
+) -> SplitRows:
+    """Every file of `path`'s class folders (or line of its class files) as a row of SplitRows; `classes` None: all."""
     refuse_saved_dataset(path, origin)
-    root = Path(path).expanduser()
-    folders, loose = class_folder_entries(root, path)
-    if not folders:
-        files = without_documentation(files_among([root / name for name in loose], path), path)
+    folders, loose = class_folder_entries(path)
+    files_per_class = by_file = None
+    if folders:
+        if loose:
+            _say_loose(path, loose, logging.INFO)
+        refuse_split_folders(folders, path, origin)
+        chosen = _chosen(folders, classes, classes_from, every_class, path, origin)
+        documents = _class_documents(folders, chosen, path, origin)
+        refuse_binary_tables(documents, path, origin)
+        warn_class_files_in_folders(documents, path, encoding, ENCODING_SETTING)
+        frame = pd.DataFrame(_file_rows(documents, path, encoding, ENCODING_SETTING), columns=ROW_COLUMNS, dtype=object)
+        counts = Counter(frame[LABEL_COLUMN])
+        files_per_class = {name: counts[name] for name in chosen}  # files read from each, in folder order
+    else:
+        files = without_documentation(files_among(loose, path), path)
         found = class_files(files, path, encoding, ENCODING_SETTING)
         if found is None:
             why = not_class_files(loose, files, path, encoding, origin)
@@ -83,25 +90,12 @@ def read_class_folders(
         by_class = {document.label: document.file for document in found}
         chosen = _chosen(by_class, classes, classes_from, every_class, path, origin, kind="file")
         documents = [document for document in found if document.label in chosen]
-        rows = _line_rows(documents, path, encoding, ENCODING_SETTING)
-        return _class_rows(list(rows), None, {document.label: document.path for document in documents})
-    if loose:
-        _say_loose(path, loose, logging.INFO)
-    refuse_split_folders(folders, path, origin)
-    chosen = _chosen(folders, classes, classes_from, every_class, path, origin)
-    documents = _class_documents(folders, chosen, path, origin)
-    refuse_binary_tables(documents, path, origin)
-    warn_class_files_in_folders(documents, path, encoding, ENCODING_SETTING)
-    rows = list(_file_rows(documents, path, encoding, ENCODING_SETTING))
-    counts = Counter(row[LABEL_COLUMN] for row in rows)
-    return _class_rows(rows, {name: counts[name] for name in chosen})
-
-
-def _class_rows(
-    rows: list[dict[str, Any]], files_per_class: dict[str, int] | None, class_files: dict[str, str] | None = None
-) -> ClassFolders:
-    frame = pd.DataFrame(rows, columns=ROW_COLUMNS, dtype=object)
-    return ClassFolders(frame, [row[ID_COLUMN] for row in rows], files_per_class, class_files)
+        frame = pd.DataFrame(_line_rows(documents, path, encoding, ENCODING_SETTING), columns=ROW_COLUMNS, dtype=object)
+        by_file = {document.label: document.path for document in documents}  # each class's file
+    paths = frame[ID_COLUMN].tolist()  # each row's name: its file's path in the folder (and line)
+    return SplitRows(
+        frame, path, origin, "file", paths, None, FOLDER_COLUMNS_HINT, files_per_class, class_files=by_file
+    )
 
 
 def _class_documents(folders: dict[str, Path], names: Sequence[str], path: str, origin: str) -> list[Document]:
@@ -128,7 +122,8 @@ def _file_rows(documents: Sequence[Document], path: str, encoding: str, option: 
 
 def _line_rows(documents: Sequence[Document], path: str, encoding: str, option: str) -> Iterator[dict[str, Any]]:
     """Each non-blank line of class files as a row of its file's class, named "rt-polarity.pos:12"."""
-    _say_class_files(path, documents)
+    mapping = ", ".join(f"{document.path} -> {document.label}" for document in documents)
+    logger.info(f"{path}: a folder of class files, each non-blank line a text of the class its file names: {mapping}")
     seen_controls = False
     for document in documents:
         with lines_of(document.file, str(Path(path) / document.path), encoding, option, not seen_controls) as lines:
@@ -140,50 +135,10 @@ def _line_rows(documents: Sequence[Document], path: str, encoding: str, option: 
             seen_controls = seen_controls or lines.controls_seen
 
 
-def _say_class_files(path: str, documents: Sequence[Document]) -> None:
-    """Say at INFO which class each class file's lines are of."""
-    mapping = ", ".join(f"{document.path} -> {document.label}" for document in documents)
-    logger.info(f"{path}: a folder of class files, each non-blank line a text of the class its file names: {mapping}")
-
-
-def _say_loose(path: str, loose: list[str], level: int) -> None:
+def _say_loose(path: str, loose: list[Path], level: int) -> None:
     """Files beside the class folders (aclImdb's urls_pos.txt) are not rows: said once."""
-    logger.log(level, f"{path}: {count_files(len(loose))} beside the class folders, not rows: {listed_names(loose)}")
-
-
-@dataclass(frozen=True)
-class FolderDocuments:
-    """The files of a folder to label, in reading order, and which kind of folder holds them."""
-
-    documents: list[Document]
-    labelled: bool  # a folder of class folders or of class files (rows with a label), else a folder of files
-    lines: bool = False  # a folder of class files: a row per non-blank line, not per file
-
-    @property
-    def columns(self) -> list[str]:
-        return ROW_COLUMNS if self.labelled else [TEXT_COLUMN, ID_COLUMN]
-
-
-def list_documents(
-    path: str, origin: str, encoding: str, option: str, classes: Sequence[str] | None = None
-) -> FolderDocuments:
-    """The files of a folder to label, unread, in training's order, and what kind of folder it is."""
-    refuse_saved_dataset(path, origin)
-    root = Path(path).expanduser()
-    folders, loose = class_folder_entries(root, path)
-    if folders:
-        if loose:
-            _say_loose(path, loose, logging.WARNING)
-        documents = _class_documents(folders, list(folders), path, origin)
-        warn_class_files_in_folders(documents, path, encoding, option)
-        return FolderDocuments(documents, labelled=True)
-    files = files_among([root / name for name in loose], path)
-    if not files:
-        raise DataError(f"{path} ({origin}): the folder holds no files to label (names starting with '.' are not read)")
-    found = class_files(files, path, encoding, option) if _names_classes(files, classes) else None
-    if found is not None:
-        return FolderDocuments(found, labelled=True, lines=True)
-    return FolderDocuments([Document(file, file.name, None) for file in files], labelled=False)
+    names = listed_names([entry.name for entry in loose])
+    logger.log(level, f"{path}: {count_files(len(loose))} beside the class folders, not rows: {names}")
 
 
 def open_folder_table(
@@ -194,12 +149,31 @@ def open_folder_table(
     encoding_option: str,
     classes: Sequence[str] | None = None,
 ) -> Table:
-    """A folder to label as a Table read file by file, `chunk_size` rows at a time (None: all)."""
+    """A folder to label as a Table read file by file in training's order, `chunk_size` rows at a time (None: all)."""
     check_encoding(encoding)  # an unknown encoding fails here, not when the first chunk is read
-    listing = list_documents(path, origin, encoding, encoding_option, classes)
-    chunks = _document_chunks(listing, path, encoding, encoding_option, chunk_size)
-    count = None if listing.lines else len(listing.documents)
-    return Table(path, FOLDER_FORMAT, listing.columns, "file", chunks, row_count=count)
+    refuse_saved_dataset(path, origin)
+    folders, loose = class_folder_entries(path)
+    read, columns = _file_rows, ROW_COLUMNS  # a labelled row per file, as class folders give
+    if folders:
+        if loose:
+            _say_loose(path, loose, logging.WARNING)
+        documents = _class_documents(folders, list(folders), path, origin)
+        warn_class_files_in_folders(documents, path, encoding, encoding_option)
+    else:
+        files = files_among(loose, path)
+        if not files:
+            raise DataError(
+                f"{path} ({origin}): the folder holds no files to label (names starting with '.' are not read)"
+            )
+        found = class_files(files, path, encoding, encoding_option) if _names_classes(files, classes) else None
+        if found is not None:
+            documents, read = found, _line_rows
+        else:  # a folder of files, unlabelled
+            documents, columns = [Document(file, file.name, None) for file in files], [TEXT_COLUMN, ID_COLUMN]
+    rows = read(documents, path, encoding, encoding_option)
+    records = ((row[ID_COLUMN], [row[column] for column in columns]) for row in rows)
+    count = None if read is _line_rows else len(documents)
+    return Table(path, FOLDER_FORMAT, columns, "file", batched(records, chunk_size), row_count=count)
 
 
 def _names_classes(files: Sequence[Path], classes: Sequence[str] | None) -> bool:
@@ -209,17 +183,6 @@ def _names_classes(files: Sequence[Path], classes: Sequence[str] | None) -> bool
         return False
     spellings = Spellings.of(list(classes))
     return all(spellings.index(name) is not None for name in named)
-
-
-def _document_chunks(
-    listing: FolderDocuments, path: str, encoding: str, option: str, size: int | None
-) -> Iterator[Chunk]:
-    """The rows of `listing`, `size` at a time (None: all)."""
-    read = _line_rows if listing.lines else _file_rows
-    rows = read(listing.documents, path, encoding, option)
-    while batch := list(itertools.islice(rows, size or None)):
-        records = [[row[column] for column in listing.columns] for row in batch]
-        yield Chunk(records, [row[ID_COLUMN] for row in batch])
 
 
 def _chosen(

@@ -12,12 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import datasets
-import pandas as pd
 
 from pipeline.common.errors import DataError
 from pipeline.config.schema import DataConfig
 from pipeline.data.build import label_columns_of, require_columns
-from pipeline.data.folder_sniff import is_saved_dataset
+from pipeline.data.folder_sniff import saved_dataset_files
 from pipeline.data.rows import SPLITS, SplitRows
 from pipeline.data.split_column import SPLIT_VALUES
 from pipeline.data.text import TextSpec
@@ -47,7 +46,9 @@ def read_hub_tables(config: DataConfig) -> tuple[dict[str, SplitRows], list[str]
         require_columns(loaded[name].column_names, columns, source, config)
         frame = loaded[name].select_columns(list(dict.fromkeys(columns))).to_pandas()
         if hub_names is not None and config.task == "single_label":
-            frame[config.label_column] = _hidden_labels_missing(frame[config.label_column])
+            # -1 in a ClassLabel column (a hidden label) is absent: such a row is incomplete, not of a class -1.
+            labels = frame[config.label_column]
+            frame[config.label_column] = labels.astype(object).where(labels >= 0, None)
             if split != "train" and frame[config.label_column].isna().all():
                 logger.warning(
                     f"{source} has no labels (every one is -1, the Hub's mark of a hidden label, as GLUE's test splits have): left out, and {split} is carved from train instead"
@@ -73,11 +74,8 @@ def hub_split_names(config: DataConfig, available: list[str]) -> dict[str, str]:
                     f"data.hub_splits: Hub dataset '{config.hub_name}' has no split '{given[split]}' for {split} (its splits: {', '.join(available)})"
                 )
             chosen[split] = given[split]
-            continue
-        candidates = [name for name in available if SPLIT_VALUES.get(name.casefold()) == split]
-        exact = [name for name in candidates if name == split]
-        if exact or candidates:
-            chosen[split] = (exact or candidates)[0]
+        elif candidates := [name for name in available if SPLIT_VALUES.get(name.casefold()) == split]:
+            chosen[split] = split if split in candidates else candidates[0]
     if "train" not in chosen:
         raise DataError(
             f"Hub dataset '{config.hub_name}' has the splits {', '.join(available)} and none is train: name it in data.hub_splits (e.g. {{train: <split>}}); validation and test are carved from train where it has none"
@@ -85,19 +83,11 @@ def hub_split_names(config: DataConfig, available: list[str]) -> dict[str, str]:
     unused = [name for name in available if name not in chosen.values()]
     carved = [split for split in SPLITS if split not in chosen]
     if unused:
-        many, instead = (
-            "s" if len(unused) > 1 else "",
-            f", and {' and '.join(carved)} carved from train" if carved else "",
-        )
+        instead = f", and {' and '.join(carved)} carved from train" if carved else ""
         (logger.warning if carved else logger.info)(
-            f"Hub dataset '{config.hub_name}': split{many} {', '.join(unused)} not used{instead}; data.hub_splits maps a split to train, validation or test"
+            f"Hub dataset '{config.hub_name}': split{'s' if len(unused) > 1 else ''} {', '.join(unused)} not used{instead}; data.hub_splits maps a split to train, validation or test"
         )
     return chosen
-
-
-def _hidden_labels_missing(labels: pd.Series) -> pd.Series:
-    """-1 in a ClassLabel column (a hidden label) as absent labels: such a row is incomplete, not of a class -1."""
-    return labels.astype(object).where(labels >= 0, None)
 
 
 def load_hub_dataset(config: DataConfig) -> Any:
@@ -105,24 +95,23 @@ def load_hub_dataset(config: DataConfig) -> Any:
     saved = _load_saved(config.hub_name)
     if saved is not None:
         return saved
-    endpoint = datasets.config.HF_ENDPOINT
+    endpoint, cache = datasets.config.HF_ENDPOINT, str(Path(config.cache_dir).expanduser())
     if offline_mode():
         reason = "offline mode is on (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE)"
     else:
         problem = probe_hub(endpoint, config.hub_name, config.hub_timeout_seconds)
         if problem is None:
-            return _load_online(config, endpoint)
+            return _load_online(config, endpoint, cache)
         reason = f"the Hugging Face Hub could not be reached at {endpoint} ({problem})"
         logger.warning(f"{reason}; looking for a cached copy of {config.hub_name}")
     detail = ""
     with forced_offline():
         try:
-            return datasets.load_dataset(config.hub_name, config.hub_config, cache_dir=hub_cache_dir(config))
+            return datasets.load_dataset(config.hub_name, config.hub_config, cache_dir=cache)
         except OSError as error:  # ConnectionError or FileNotFoundError: nothing cached
             logger.debug("Loading %s from the cache failed: %r", config.hub_name, error)
         except ValueError as error:  # cached, but not this data.hub_config
             detail = f" ({str(error).splitlines()[0]})"
-    cache = hub_cache_dir(config)
     raise DataError(
         f"Cannot load Hub dataset '{config.hub_name}': {reason}, and no usable cached copy was found in {cache}{detail}. {OFFLINE_HINT}."
     )
@@ -135,7 +124,7 @@ def _load_saved(name: str) -> datasets.DatasetDict | None:
         if name.startswith((".", "/", "~")):
             raise DataError(f"data.hub_name: {name} is neither a folder nor a Hub dataset id ('owner/name')")
         return None
-    if not is_saved_dataset(path):
+    if not saved_dataset_files(path):
         return None
     _refuse_empty_saved_splits(path)
     saved = datasets.load_from_disk(str(path))
@@ -154,14 +143,10 @@ def _refuse_empty_saved_splits(path: Path) -> None:
             )
 
 
-def hub_cache_dir(config: DataConfig) -> str:
-    return str(Path(config.cache_dir).expanduser())
-
-
-def _load_online(config: DataConfig, endpoint: str) -> Any:
+def _load_online(config: DataConfig, endpoint: str, cache: str) -> Any:
     """`load_dataset` once the Hub has answered; its errors become DataErrors that say which setting to check."""
     try:
-        return datasets.load_dataset(config.hub_name, config.hub_config, cache_dir=hub_cache_dir(config))
+        return datasets.load_dataset(config.hub_name, config.hub_config, cache_dir=cache)
     except FileNotFoundError as error:  # includes datasets' DatasetNotFoundError
         raise DataError(
             f"data.hub_name: Hub dataset '{config.hub_name}' was not found at {endpoint} ({error}); check the name, or log in (HF_TOKEN) for a private or gated dataset. {OFFLINE_HINT}."
@@ -204,9 +189,7 @@ def probe_hub(endpoint: str, name: str, timeout_seconds: float) -> str | None:
     thread = threading.Thread(target=ask, name="pipeline-hub-probe", daemon=True)
     thread.start()
     thread.join(timeout_seconds)
-    if not outcome:
-        return f"no answer within {timeout_seconds:g} s"
-    return outcome[0]
+    return outcome[0] if outcome else f"no answer within {timeout_seconds:g} s"
 
 
 @contextlib.contextmanager

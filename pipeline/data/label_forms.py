@@ -94,41 +94,26 @@ def set_joining(names: list[str], separator: str | None) -> str | None:
         rows = [set_parts(name, joining) for name in names]
         known = {row[0] for row in rows if len(row) == 1}
         joined = [row for row in rows if len(row) > 1]
-        if len(joined) < 2:
-            continue
         recurring = Counter(part for row in joined for part in set(row))
-        if not all(any(part in known or recurring[part] > 1 for part in row) for row in joined):
-            continue
-        if joining != " " or (not _texts(joined) and _spaces_join_classes(joined, known)):
+        reused = all(any(part in known or recurring[part] > 1 for part in row) for row in joined)
+        if len(joined) >= 2 and reused and (joining != " " or _spaces_join_classes(joined, known)):
             return joining
     return None
 
 
-def _texts(joined: list[list[str]]) -> bool:
-    """Whether most space-joined names have too many words or characters to be sets of labels."""
-    long = sum(len(row) > MAX_SET_PARTS or sum(map(len, row)) + len(row) > MAX_SET_LENGTH for row in joined)
-    return long > len(joined) / 2
-
-
 def _spaces_join_classes(joined: list[list[str]], known: set[str]) -> bool:
-    """Whether space-joined names are sets (codes, or parts combining as set members), not wordy names."""
+    """Whether space-joined names are sets (codes, or parts combining as set members), not wordy names or texts."""
+    long = sum(len(row) > MAX_SET_PARTS or sum(map(len, row)) + len(row) > MAX_SET_LENGTH for row in joined)
+    if long > len(joined) / 2:  # most have too many words or characters to be sets of labels
+        return False
     parts = Counter(part for row in joined for part in set(row))
+    leading = {row[0] for row in joined}
+    following = {part for row in joined for part in row[1:]}
     if parts and all(_CODE.search(part) for part in parts):
-        return not _two_place_codes(joined, known)
-    return _combine_as_sets(joined, known, parts)
-
-
-def _two_place_codes(joined: list[list[str]], known: set[str]) -> bool:
-    """Whether coded names are one code in two places (CPC's "A61K 31/00") rather than codes combined."""
-    leading = {row[0] for row in joined}
-    following = {part for row in joined for part in row[1:]}
-    return all(len(row) == 2 for row in joined) and not (leading & following) and not (leading | following) & known
-
-
-def _combine_as_sets(joined: list[list[str]], known: set[str], parts: Counter[str]) -> bool:
-    """Whether space-joined words combine as set members: sizes vary, no fixed order, most parts reused."""
-    leading = {row[0] for row in joined}
-    following = {part for row in joined for part in row[1:]}
+        # Coded names may be one code in two places (CPC's "A61K 31/00") rather than codes combined.
+        two_places = all(len(row) == 2 for row in joined) and not (leading & following)
+        return not (two_places and not (leading | following) & known)
+    # Set members: sizes vary, no fixed order, most parts reused.
     reused = sum(count > 1 or part in known for part, count in parts.items())
     return (
         len(joined) > len(parts)
@@ -245,16 +230,11 @@ def _read_set(value: Any, separator: str, table: SplitRows, row: int, column: st
     else:
         items = _split_joined(str(value), separator)
     if "" in items:
-        raise DataError(
-            f"{table.where(row)}, column '{column}': an empty label in {value!r}; {_empty_label_fix(listed, separator)}"
-        )
+        fix = "remove the empty name from the list"
+        if not listed:
+            fix = f"two data.label_separator {separator!r} with nothing between: remove one (a separator at either end of a cell is read as none)"
+        raise DataError(f"{table.where(row)}, column '{column}': an empty label in {value!r}; {fix}")
     return items
-
-
-def _empty_label_fix(listed: bool, separator: str) -> str:
-    if listed:
-        return "remove the empty name from the list"
-    return f"two data.label_separator {separator!r} with nothing between: remove one (a separator at either end of a cell is read as none)"
 
 
 # Indicator cells and boolean class names, case-blind: TRUE/FALSE, True/False, yes/no.

@@ -82,9 +82,7 @@ class MissingLabel:
         if isinstance(value, (bool, np.bool_)):
             return None
         text = str(value).strip()
-        if text.casefold() in self.marks or (self.hidden_id and as_int(value) == HIDDEN_LABEL):
-            return text
-        return None
+        return text if text.casefold() in self.marks or (self.hidden_id and as_int(value) == HIDDEN_LABEL) else None
 
 
 def missing_label_rows(table: SplitRows, config: DataConfig, missing: MissingLabel) -> dict[int, tuple[str, str]]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 import numpy as np
 
@@ -60,21 +59,16 @@ def indicator_sets(table: SplitRows, columns: list[str], missing: MissingLabel) 
     sets: list[list[str] | None] = [[] for _ in range(len(table.frame))]
     for column, values in zip(columns, cells):
         read = [None if missing.written(value) is not None else read_indicator(value) for value in values]
-        _refuse_unread(table, column, values, read)
+        unread = [row for row, present in enumerate(read) if present == "?"]
+        if unread:
+            raise DataError(
+                f"{table.where(unread[0])}, column '{column}' (data.label_columns): {shorten(values[unread[0]], 40)!r} is not 0 or 1 (nor true/false, "
+                f"yes/no){table.and_more(unread)}; each class column says whether the row has that class (-1 or an empty "
+                "cell: not scored, an incomplete row)"
+            )
         for row, present in enumerate(read):
             if present is None:
                 sets[row] = None
             elif present and sets[row] is not None:
                 sets[row].append(column)
     return sets
-
-
-def _refuse_unread(table: SplitRows, column: str, values: list[Any], read: list[Any]) -> None:
-    where = f"column '{column}' (data.label_columns)"
-    other = [row for row, present in enumerate(read) if present == "?"]
-    if other:
-        raise DataError(
-            f"{table.where(other[0])}, {where}: {shorten(values[other[0]], 40)!r} is not 0 or 1 (nor true/false, "
-            f"yes/no){table.and_more(other)}; each class column says whether the row has that class (-1 or an empty "
-            "cell: not scored, an incomplete row)"
-        )

@@ -133,8 +133,8 @@ def mapping_names(lines: list[str], index_base: int | None, where: str) -> list[
 def given_scheme(config: DataConfig, hub_names: list[str] | None) -> LabelScheme | None:
     """The classes named before any row is read: `data.label_names`, else a Hub ClassLabel's (ids from 0); or None."""
     names = list(config.label_names) if config.label_names else None
-    if names is not None:
-        _check_names(names)
+    if names is not None and (len(set(names)) < len(names) or "" in names):
+        raise DataError(f"data.label_names: names must be distinct and non-empty, got {names}")
     if hub_names is not None:
         if names is not None and len(names) != len(hub_names):
             raise DataError(
@@ -144,15 +144,14 @@ def given_scheme(config: DataConfig, hub_names: list[str] | None) -> LabelScheme
     if names is None:
         return None
     values = value_names(names)
-    if values is not None:
-        return LabelScheme(
-            names, config.label_index_base or 0, accepts_ids=False, origin=_by_value("data.label_names", values)
-        )
-    return LabelScheme(names, config.label_index_base or 0)
+    origin = _by_value("data.label_names", values)
+    return LabelScheme(names, config.label_index_base or 0, accepts_ids=values is None, origin=origin)
 
 
-def _by_value(origin: str, values: str) -> str:
-    """Origin of classes named by values, for the error that lists them."""
+def _by_value(origin: str, values: str | None) -> str:
+    """Origin of classes named by values (value_names), for the error that lists them."""
+    if values is None:
+        return origin
     if values == BOOLEANS:
         return f"{origin}; 1/0, true/false and yes/no name the classes by meaning, never as ids"
     return f"{origin}; a number names the class of equal value, never an id"
@@ -162,12 +161,15 @@ def refuse_unsaid_id_base(config: DataConfig, train: SplitRows, scheme: LabelSch
     """Refuse ids 1..K read from the unset base 0: every label would silently be the next class."""
     if config.label_index_base is not None or not config.label_names or config.label_columns or not scheme.accepts_ids:
         return
-    named = set(scheme.names)
-    labels = _train_label_items(config, train)
+    named, column = set(scheme.names), config.label_column
+    if config.task == "multi_label":
+        labels = [item for row in raw_sets(train, column, config.label_separator) for item in row]
+    else:
+        labels = [value for value in single_labels(train, column) if not is_blank(value)]
     ids = [as_int(value) for value in labels if str(value).strip() not in named]
     if not ids or len(ids) < len(labels) or any(number is None for number in ids) or min(ids) < 1:
         return  # names, a mixed column (an error of its own), or an id 0 that shows the base
-    count, where = len(scheme.names), f"{train.source}, column '{config.label_column}'"
+    count, where = len(scheme.names), f"{train.source}, column '{column}'"
     if max(ids) == count:  # only 1..K fits
         raise DataError(
             f"{where}: the labels are ids 1 to {count}, as many as data.label_names, so they count from 1: set data.label_index_base to 1"
@@ -180,13 +182,6 @@ def refuse_unsaid_id_base(config: DataConfig, train: SplitRows, scheme: LabelSch
         )
 
 
-def _train_label_items(config: DataConfig, train: SplitRows) -> list[Any]:
-    """Every label written in train's label column: one per row (single-label), each item of each set (multi-label)."""
-    if config.task == "multi_label":
-        return [item for row in raw_sets(train, config.label_column, config.label_separator) for item in row]
-    return [value for value in single_labels(train, config.label_column) if not is_blank(value)]
-
-
 def trained_scheme(names: list[str], reading: dict[str, Any] | None, config: DataConfig) -> LabelScheme:
     """How a scored file's labels are read: as training read its own (`reading`; older runs: names)."""
     if reading is None:
@@ -197,7 +192,7 @@ def trained_scheme(names: list[str], reading: dict[str, Any] | None, config: Dat
         int(reading["index_base"]),
         accepts_names=bool(reading["names"]),
         accepts_ids=bool(reading["ids"]),
-        origin=origin if reading["ids"] or values is None else _by_value(origin, values),
+        origin=origin if reading["ids"] else _by_value(origin, values),
     )
 
 
@@ -293,12 +288,6 @@ def _refuse_unlike_classes(values: list[Any], train: SplitRows, column: str) -> 
         )
 
 
-def _check_names(names: list[str]) -> None:
-    repeated = sorted(name for name, count in Counter(names).items() if count > 1)
-    if repeated or "" in names:
-        raise DataError(f"data.label_names: names must be distinct and non-empty, got {names}")
-
-
 def label_ids(table: SplitRows, column: str, scheme: LabelScheme) -> list[int]:
     """Class ids of one column, each label a name or an id (read one way only); anything else is an error."""
     values = single_labels(table, column)
@@ -331,8 +320,7 @@ def class_indices(
             + joined_hint(distinct, spellings, scheme, separator)
             + missing_hint(distinct)
         )
-        most = len(rows) >= NEARLY_ALL_ROWS * len(label_lists)
-        if most and not hints:
+        if not hints and len(rows) >= NEARLY_ALL_ROWS * len(label_lists):
             hints = (
                 f"; {len(rows):,} of {len(label_lists):,} rows, too many to leave out: is '{column}' the label column?"
             )

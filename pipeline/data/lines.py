@@ -43,11 +43,6 @@ def check_encoding(encoding: str) -> str:
 _C1_CONTROLS = re.compile("[\x80-\x9f]")
 
 
-def _reads_high_bytes_as_controls(encoding: str) -> bool:
-    """Whether this encoding decodes 0x92 (cp1252's ’) to a control character, as latin-1 does."""
-    return b"\x92".decode(encoding.removesuffix("-sig"), errors="replace") == "\x92"
-
-
 def _likely_encoding(raw_line: bytes) -> str:
     """What a line latin-1 reads as controls was written in: UTF-8 where it decodes so, else cp1252."""
     try:
@@ -130,42 +125,36 @@ class LineSource:
             yield from self._decoded_stream_lines()
             return
         decoder = codecs.getincrementaldecoder(self.encoding)(errors="strict")
-        watch_controls = _reads_high_bytes_as_controls(self.encoding)
-        for raw_line in self._raw_lines(self._stream):
-            self.line_number += 1
-            self._bytes_read += len(raw_line)
-            try:
-                line = decoder.decode(raw_line)
-            except UnicodeDecodeError as error:
-                bad = raw_line[error.start : error.end]
-                raise EncodingError(
-                    f"{self.name}, line {self.line_number}: bytes that are not valid {self.named_encoding} "
-                    f"({bad!r} at byte {error.start + 1} of the line); give the file's encoding with {self.option} "
-                    f"(e.g. {_suggested_encoding(raw_line, self.encoding)})"
-                ) from None
-            if watch_controls and _C1_CONTROLS.search(line):
-                watch_controls, self.controls_seen = False, True  # once per file
-                if self.warn_controls:
-                    logger.warning(
-                        f"{self.name}, line {self.line_number}: bytes 0x80-0x9F read as {self.named_encoding} are control characters, not text; give {self.option} {_likely_encoding(raw_line)}"
-                    )
-            yield line
+        # Encodings that decode 0x92 (cp1252's ’) to a control character, as latin-1 does, may be the wrong one.
+        watch_controls = b"\x92".decode(self.encoding.removesuffix("-sig"), errors="replace") == "\x92"
+        try:
+            for raw_line in self._stream:
+                self.line_number += 1
+                self._bytes_read += len(raw_line)
+                try:
+                    line = decoder.decode(raw_line)
+                except UnicodeDecodeError as error:
+                    bad = raw_line[error.start : error.end]
+                    raise EncodingError(
+                        f"{self.name}, line {self.line_number}: bytes that are not valid {self.named_encoding} "
+                        f"({bad!r} at byte {error.start + 1} of the line); give the file's encoding with {self.option} "
+                        f"(e.g. {_suggested_encoding(raw_line, self.encoding)})"
+                    ) from None
+                if watch_controls and _C1_CONTROLS.search(line):
+                    watch_controls, self.controls_seen = False, True  # once per file
+                    if self.warn_controls:
+                        logger.warning(
+                            f"{self.name}, line {self.line_number}: bytes 0x80-0x9F read as {self.named_encoding} are control characters, not text; give {self.option} {_likely_encoding(raw_line)}"
+                        )
+                yield line
+        except READ_ERRORS as error:  # a damaged gzip or zip file
+            raise self._corrupt(error) from None
         try:
             decoder.decode(b"", final=True)
         except UnicodeDecodeError:
             raise EncodingError(
                 f"{self.name}, line {self.line_number}: the file ends inside a {self.named_encoding} character; give the file's encoding with {self.option}"
             ) from None
-
-    def _raw_lines(self, stream: IO[bytes]) -> Iterator[bytes]:
-        lines = iter(stream)
-        while True:
-            try:
-                yield next(lines)
-            except StopIteration:
-                return
-            except READ_ERRORS as error:
-                raise self._corrupt(error) from None
 
     def _decoded_stream_lines(self) -> Iterator[str]:
         text = io.TextIOWrapper(self._stream, encoding=self.encoding, errors="strict", newline="")

@@ -103,7 +103,6 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
         require_rows(table, split)
         tables[split], dropped = drop_incomplete(table, split, config, missing)
         incomplete.extend(dropped)
-    multi_label = config.task == "multi_label"
     scheme = _scheme_of(config, tables["train"], hub_names)
     splits = {split: to_dataset(table, config, scheme) for split, table in tables.items()}
     headers = [row for split, table in as_read.items() for row in repeated_header_rows(table, split, config)]
@@ -111,7 +110,7 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
         _warn_shared_ids(splits, config.id_column)
     give = functools.partial(give_split, split_column=config.split_column)
     carved = _carve_missing(splits, config, seed, give)
-    splits, removed, duplicates = deduplicate(splits, config.deduplicate, SPLITS, scheme.names)
+    splits, removed, duplicates = deduplicate(splits, config.deduplicate, scheme.names)
     require_evaluation_rows(splits, tables, duplicates, give)
     splits["train"] = cap_rows(splits["train"], config.max_train_samples, seed)
     for split in ("validation", "test"):
@@ -128,22 +127,16 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
         "split_column": split_record,
         "id_column": config.id_column,
         "duplicates": duplicates.to_dict(),
-        "incomplete_rows": {
-            "setting": config.incomplete_rows,
-            "removed": {split: sum(row.split == split for row in incomplete) for split in tables},
-        },
-        "repeated_headers": repeated_header_record(headers, tables),
+        "incomplete_rows": {"setting": config.incomplete_rows, **removed_record(incomplete, tables)},
+        "repeated_headers": removed_record(headers, tables),
         **source_records(tables, config),
     }
-    return LoadedData(result, headers + incomplete + removed, summary, scheme.names, multi_label)
+    return LoadedData(result, headers + incomplete + removed, summary, scheme.names, config.task == "multi_label")
 
 
 def _scheme_of(config: DataConfig, train: SplitRows, hub_names: list[str] | None) -> LabelScheme:
     """The run's classes and how its labels are read, from train's rows; at least two classes."""
-    if config.task == "multi_label":
-        scheme = label_set_scheme(config, train, hub_names)
-    else:
-        scheme = label_scheme(config, train, hub_names)
+    scheme = (label_set_scheme if config.task == "multi_label" else label_scheme)(config, train, hub_names)
     if hub_names is None:  # a ClassLabel's ids count from 0
         refuse_unsaid_id_base(config, train, scheme)
     if len(scheme.names) < 2:
@@ -168,22 +161,17 @@ def _carve_missing(
     return carved
 
 
-def repeated_header_record(headers: list[RemovedRow], splits: Iterable[str]) -> dict[str, Any]:
-    """metrics.json `data.repeated_headers`: each split file's rows left out as a repeated header."""
-    return {"removed": {split: sum(row.split == split for row in headers) for split in splits}}
+def removed_record(rows: list[RemovedRow], splits: Iterable[str]) -> dict[str, Any]:
+    """For metrics.json: each split file's rows left out as `rows` (repeated headers, incomplete rows)."""
+    return {"removed": {split: sum(row.split == split for row in rows) for split in splits}}
 
 
 def source_records(tables: dict[str, SplitRows], config: DataConfig) -> dict[str, Any]:
     """How the sources were read, for metrics.json `data`: quoting, delimiter, sheet, class folders, class files."""
     folders = {split: table.files_per_class for split, table in tables.items() if table.files_per_class is not None}
     files = {split: table.class_files for split, table in tables.items() if table.class_files is not None}
-    return {
-        "quoting": reading_record(tables, "quoting", config.quoting),
-        "delimiter": reading_record(tables, "delimiter", config.delimiter),
-        "sheet": reading_record(tables, "sheet", config.sheet),
-        "class_folders": folders or None,
-        "class_files": files or None,
-    }
+    read = {key: reading_record(tables, key, getattr(config, key)) for key in ("quoting", "delimiter", "sheet")}
+    return {**read, "class_folders": folders or None, "class_files": files or None}
 
 
 def reading_record(tables: dict[str, SplitRows], attribute: str, setting: Any) -> dict[str, Any] | None:
@@ -214,7 +202,7 @@ def read_labelled_file(
     table, removed = drop_incomplete(tables["test"], "test", config, MissingLabel.of(config, scheme))
     dataset = to_dataset(table, config, scheme)
     headers = repeated_header_rows(tables["test"], "test", config)
-    read = {**source_records(tables, config), "repeated_headers": repeated_header_record(headers, ["test"])}
+    read = {**source_records(tables, config), "repeated_headers": removed_record(headers, ["test"])}
     return dataset, headers + removed, read
 
 
@@ -228,9 +216,8 @@ def _warn_shared_ids(splits: dict[str, datasets.Dataset], id_column: str) -> Non
                 shared.append((row_id, first_split[row_id], split))
     if shared:
         row_id, one, other = shared[0]
-        many = "s" if len(shared) > 1 else ""
         logger.warning(
-            f"data.id_column '{id_column}': {len(shared)} id{many} appear in more than one split file (first: {row_id!r} in {one} and {other}); splits.csv and the reports then name two rows by one id: give every row its own"
+            f"data.id_column '{id_column}': {len(shared)} id{'s' if len(shared) > 1 else ''} appear in more than one split file (first: {row_id!r} in {one} and {other}); splits.csv and the reports then name two rows by one id: give every row its own"
         )
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pandas as pd
 
 from pipeline.common.errors import DataError
-from pipeline.config.reading import LABEL_COLUMN, STANDARD_INPUT, TEXT_COLUMN, normalise_name
+from pipeline.config.reading import LABEL_COLUMN, STANDARD_INPUT, normalise_name
 from pipeline.config.schema import DataConfig
 from pipeline.data.build import input_values, label_columns_of
-from pipeline.data.folders import ID_COLUMN, is_folder, read_class_folders
+from pipeline.data.folders import is_folder, read_class_folders
 from pipeline.data.formats.header import looks_like_data, unnamed_column
 from pipeline.data.formats.table import REPEATED_HEADER, Chunk, Table, repeated_header_warning
 from pipeline.data.rows import FILE_KEYS, SEPARATE_LABELS_HINT, SplitRows
@@ -47,8 +47,6 @@ def _warn_values_in_unnamed_columns(table: SplitRows, config: DataConfig) -> Non
         for index, name in enumerate(table.frame.columns)
         if name == unnamed_column(index) and normalise_name(name) not in read
     ]
-    if not unnamed:
-        return
     filled = {name: [not is_blank(value) for value in table.frame[name]] for name in unnamed}
     # A column that fills every row is a nameless column (pandas' index), not texts' ends.
     filled = {name: cells for name, cells in filled.items() if any(cells) and not all(cells)}
@@ -97,17 +95,8 @@ def read_table(path: str, origin: str, config: DataConfig, column_names: list[st
     if not Path(path).expanduser().is_file() and path != STANDARD_INPUT:
         raise DataError(f"{origin}: file not found: {path} (looked for {Path(path).expanduser().resolve()})")
     try:
-        with open_table(
-            path,
-            config.file_format,
-            column_names,
-            config.encoding,
-            quoting=config.quoting,
-            delimiter=config.delimiter,
-            label_prefix=config.label_prefix,
-            sheet=config.sheet,
-            json_field=config.json_field,
-        ) as table:
+        settings = {key: getattr(config, key) for key in LAYOUT_SETTINGS if key != "column_names"}
+        with open_table(path, config.file_format, column_names, config.encoding, **settings) as table:
             chunks = list(table.chunks)
     except UnknownFormatError as error:  # most often one text per line, labels elsewhere
         raise UnknownFormatError(f"{error}; if it holds one text per line: {SEPARATE_LABELS_HINT}") from None
@@ -213,12 +202,6 @@ def _warn_settings_not_read(path: str, origin: str, config: DataConfig, keys: Se
 
 
 FILE_LAYOUT_KEYS = ("file_format", *LAYOUT_SETTINGS)
-FOLDER_COLUMNS_HINT = (
-    f"; a folder of class folders or class files gives the columns {TEXT_COLUMN} (a file's whole text, or a line of "
-    f"a class file), {LABEL_COLUMN} (its class folder or class file) and {ID_COLUMN} (its path in the folder, and "
-    f"line): set data.text_columns=[{TEXT_COLUMN}] and data.label_column={LABEL_COLUMN} (rows are named by that path "
-    f"with data.id_column unset, or {ID_COLUMN})"
-)
 
 
 def read_folder(
@@ -226,18 +209,7 @@ def read_folder(
 ) -> SplitRows:
     """A folder of class folders as the SplitRows of its files; `classes` (from `classes_from`) are those read."""
     _warn_settings_not_read(path, origin, config, FILE_LAYOUT_KEYS, "a folder of class folders")
-    folder = read_class_folders(path, config.encoding, classes, classes_from, every_class, origin)
-    return SplitRows(
-        folder.frame,
-        path,
-        origin,
-        "file",
-        list(folder.paths),
-        None,
-        FOLDER_COLUMNS_HINT,
-        folder.files_per_class,
-        class_files=folder.class_files,
-    )
+    return read_class_folders(path, config.encoding, classes, classes_from, every_class, origin)
 
 
 def file_class_names(tables: dict[str, SplitRows], config: DataConfig) -> list[str] | None:

@@ -28,7 +28,7 @@ class SplitRows:
     quoting: str | None = None  # a CSV/TSV file's double quotes as read: "csv" or "none" (data.quoting resolved)
     missing_column_hint: str = ""
     files_per_class: dict[str, int] | None = None  # a folder of class folders: the files read from each class folder
-    class_files: dict[str, str] | None = None  # a folder of class files: each class's file (folders.ClassFolders)
+    class_files: dict[str, str] | None = None  # a folder of class files: each class's file (read_class_folders)
     delimiter: str | None = None  # a CSV/TSV file's field delimiter as read (Table.delimiter)
     sheet: str | None = None  # an Excel workbook's sheet read (Table.sheet)
     class_names: dict[str, list[str]] | None = None  # a Parquet file's ClassLabel columns (Table.class_names)

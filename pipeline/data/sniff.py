@@ -9,7 +9,6 @@ import re
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
 
 from pipeline.common.errors import DataError, one_line
 from pipeline.config.reading import DEFAULT_ENCODING, STANDARD_INPUT
@@ -20,6 +19,7 @@ PARQUET_MAGIC = b"PAR1"
 # .xlsx, .ods, .docx, .zip; an empty archive starts with its directory's end.
 ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 OLE_MAGIC = b"\xd0\xcf\x11\xe0"  # .xls (Excel 97-2003)
+WORKBOOK_PART = "xl/workbook.xml"
 # Compressions other than gzip (bzip2's with its first block's, as "BZh" may start a text): Amazon's train.ft.txt.bz2.
 OTHER_COMPRESSIONS = (
     (re.compile(rb"BZh[1-9]1AY&SY"), "bzip2", "bunzip2 -k"),
@@ -47,7 +47,11 @@ def _is_workbook(head: bytes, lines: LineSource, path: str) -> bool:
         return False
     if path == STANDARD_INPUT or lines.compressed:  # a zip archive's index is at its end: read from a file only
         raise DataError(f"{lines.name}: a zip archive (an Excel workbook?) is read from a file, not a stream or .gz")
-    return is_workbook(lines.raw, lines.name)
+    try:
+        with zipfile.ZipFile(lines.raw) as archive:
+            return WORKBOOK_PART in archive.namelist()  # every .xlsx holds it, an .ods or a .docx does not
+    except (zipfile.BadZipFile, OSError) as error:
+        raise DataError(f"{lines.name}: a damaged zip archive (a workbook cut short?): {one_line(error)}") from None
 
 
 OPENDOCUMENT_MIMETYPE = b"application/vnd.oasis.opendocument"
@@ -100,27 +104,6 @@ def _zipped_file(lines: LineSource) -> Iterator[LineSource]:
             yield zipped
 
 
-def _refuse_other_compression(head: bytes, name: str) -> None:
-    """A file compressed other than by gzip is named as such, not failed as a wrong encoding."""
-    for magic, compression, command in OTHER_COMPRESSIONS:
-        if magic.match(head):
-            raise DataError(
-                f"{name} is {compression}-compressed, which is not read (gzip is): decompress it ({command} {name}) and give the file it writes, or compress with gzip instead"
-            )
-
-
-def _check_content_matches(head: bytes, workbook: bool, kind: str, name: str, option: str) -> None:
-    """A Parquet file (or a workbook) under a CSV name would otherwise fail as a confusing parse error."""
-    if workbook and kind != "xlsx":
-        raise DataError(f"{name} is an Excel workbook, not {kind.upper()}; set {option} to xlsx (or auto)")
-    if kind == "xlsx" and not workbook:
-        raise DataError(f"{name} is not an Excel workbook (.xlsx: a zip archive of its parts); check {option}")
-    if head.startswith(PARQUET_MAGIC) and kind != "parquet":
-        raise DataError(f"{name} is a Parquet file, not {kind.upper()}; set {option} to parquet (or rename it)")
-    if kind == "parquet" and not head.startswith(PARQUET_MAGIC):
-        raise DataError(f"{name} is not a Parquet file (it does not start with PAR1); check {option}")
-
-
 def check_wide_encoding(lines: LineSource, say: bool = True) -> None:
     """Read a file as its byte-order mark says where UTF-8 is the default; else an error naming the mark."""
     if not splits_on_newline_bytes(lines.encoding):  # already a wide encoding
@@ -157,30 +140,6 @@ def _utf16_without_mark(head: bytes) -> str | None:
         if pairs and nuls >= pairs / 4 and others * 10 <= nuls:
             return encoding
     return None
-
-
-LINE_END_BYTES = 8192
-
-
-def _check_line_ends(head: bytes, codec: str, name: str) -> None:
-    """Lines ending in a carriage return alone (classic Mac OS) would be read as one line: an error."""
-    if splits_on_newline_bytes(codec) and b"\r" in head and b"\n" not in head:
-        raise DataError(
-            f"{name} ends its lines with a carriage return alone (classic Mac OS; Excel for Mac's \"CSV (Macintosh)\"), which is not read: save it as CSV UTF-8, or convert its line ends (tr '\\r' '\\n')"
-        )
-
-
-# The part every .xlsx holds, and an .ods or a .docx does not.
-WORKBOOK_PART = "xl/workbook.xml"
-
-
-def is_workbook(raw: IO[bytes], name: str) -> bool:
-    """Whether a zip archive (its bytes start with a zip's magic number) is an Excel workbook."""
-    try:
-        with zipfile.ZipFile(raw) as archive:
-            return WORKBOOK_PART in archive.namelist()
-    except (zipfile.BadZipFile, OSError) as error:
-        raise DataError(f"{name}: a damaged zip archive (a workbook cut short?): {one_line(error)}") from None
 
 
 def records_field_hint(record: dict, field_option: str) -> str:
@@ -240,15 +199,36 @@ def unwrap(lines: LineSource, path: str, stack: contextlib.ExitStack) -> tuple[L
     if head.startswith(ZIP_MAGIC) and not workbook:
         lines = stack.enter_context(_zipped_file(lines))
         head, named = lines.head(MAGIC_BYTES), lines.name
-    _refuse_other_compression(head, lines.name)
+    for magic, compression, command in OTHER_COMPRESSIONS:  # not failed as a wrong encoding
+        if magic.match(head):
+            raise DataError(
+                f"{lines.name} is {compression}-compressed, which is not read (gzip is): decompress it ({command} {lines.name}) and give the file it writes, or compress with gzip instead"
+            )
     if not workbook and not head.startswith(PARQUET_MAGIC):  # binary: no text encoding of their own
         # Before the format: a fastText file is told by its decoded start.
         check_wide_encoding(lines)
     return lines, named, workbook
 
 
+LINE_END_BYTES = 8192
+
+
 def check_content(lines: LineSource, workbook: bool, kind: str, option: str) -> None:
     """Error for content not the format `kind` (the setting `option`), or a text file with Mac line ends."""
-    _check_content_matches(lines.head(MAGIC_BYTES), workbook, kind, lines.name, option)
-    if kind not in ("parquet", "xlsx"):
-        _check_line_ends(lines.head(LINE_END_BYTES), lines.encoding, lines.name)
+    # A Parquet file (or a workbook) under a CSV name would otherwise fail as a confusing parse error.
+    name, parquet = lines.name, lines.head(MAGIC_BYTES).startswith(PARQUET_MAGIC)
+    if workbook and kind != "xlsx":
+        raise DataError(f"{name} is an Excel workbook, not {kind.upper()}; set {option} to xlsx (or auto)")
+    if kind == "xlsx" and not workbook:
+        raise DataError(f"{name} is not an Excel workbook (.xlsx: a zip archive of its parts); check {option}")
+    if parquet and kind != "parquet":
+        raise DataError(f"{name} is a Parquet file, not {kind.upper()}; set {option} to parquet (or rename it)")
+    if kind == "parquet" and not parquet:
+        raise DataError(f"{name} is not a Parquet file (it does not start with PAR1); check {option}")
+    if kind in ("parquet", "xlsx") or not splits_on_newline_bytes(lines.encoding):
+        return
+    head = lines.head(LINE_END_BYTES)
+    if b"\r" in head and b"\n" not in head:  # classic Mac OS line ends: the whole file would be one line
+        raise DataError(
+            f"{name} ends its lines with a carriage return alone (classic Mac OS; Excel for Mac's \"CSV (Macintosh)\"), which is not read: save it as CSV UTF-8, or convert its line ends (tr '\\r' '\\n')"
+        )

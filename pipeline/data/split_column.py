@@ -33,7 +33,11 @@ def split_by_column(
     """Train divided by data.split_column (first, as if separate files), and the record for metrics.json."""
     if column is None:
         return tables, None
-    _refuse_given_splits(tables, column)
+    held = [split for split in tables if split != "train"]  # a Hub dataset's validation or test: said twice
+    if held:
+        raise DataError(
+            f"data.split_column '{column}': {tables[held[0]].source} ({tables[held[0]].origin}) already holds the {' and '.join(held)} rows; the column divides a source that has only a train split: unset it"
+        )
     table = tables["train"]
     require_rows(table, "train")
     names = _split_names(table, column)
@@ -89,15 +93,6 @@ def _accepted_values() -> str:
     return "; ".join(", ".join(values_naming(split)) for split in SPLITS)
 
 
-def _refuse_given_splits(tables: dict[str, SplitRows], column: str) -> None:
-    """Refuse a Hub dataset with validation or test beside the column: the split said twice."""
-    given = [split for split in tables if split != "train"]
-    if given:
-        raise DataError(
-            f"data.split_column '{column}': {tables[given[0]].source} ({tables[given[0]].origin}) already holds the {' and '.join(given)} rows; the column divides a source that has only a train split: unset it"
-        )
-
-
 # The splits carved out of train when missing, in carving order, and their fraction settings.
 CARVED_KEYS = {"test": "data.test_fraction", "validation": "data.validation_fraction"}
 
@@ -132,11 +127,9 @@ def require_evaluation_rows(
         if len(splits[split]):
             continue
         earlier = " or ".join(SPLITS[: SPLITS.index(split)])
-        rows = (
-            f"rows of {tables[split].source} ({tables[split].origin})"
-            if split in tables
-            else f"{split} rows carved from {tables['train'].source} ({CARVED_KEYS[split]})"
-        )
+        rows = f"{split} rows carved from {tables['train'].source} ({CARVED_KEYS[split]})"
+        if split in tables:
+            rows = f"rows of {tables[split].source} ({tables[split].origin})"
         within = duplicates.within.get(split, 0)
         repeats = f" (including {within:,} repeated within {split})" if within else ""
         raise DataError(

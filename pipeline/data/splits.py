@@ -18,6 +18,7 @@ import numpy as np
 
 from pipeline.common.errors import DataError
 from pipeline.common.io import atomic_write_csv
+from pipeline.data.rows import SPLITS
 
 logger = logging.getLogger(__name__)
 CONFLICT_EXAMPLES = 5
@@ -53,12 +54,8 @@ def carve(
         raise DataError(
             f"The train split has {len(train)} rows: too few to carve a {split} split of {fraction:g} ({key}); add rows or {give(split)}"
         )
-    labels = labels_of(train)
-    if labels.ndim == 2:  # multi-label: iterative stratification, no per-class minimum
-        chosen, rest = sample_indices(labels, size, seed)
-        return train.select(rest), train.select(chosen)
-    require_rows_per_class(train, [(split, key)], give)
-    chosen, rest = sample_indices(labels, size, seed, minimum=1)
+    require_rows_per_class(train, [(split, key)], give)  # multi-label: iterative stratification, no minimum
+    chosen, rest = sample_indices(labels_of(train), size, seed, minimum=1)
     return train.select(rest), train.select(chosen)
 
 
@@ -191,31 +188,32 @@ class DuplicateReport:
 
 
 def deduplicate(
-    splits: dict[str, datasets.Dataset], mode: str, order: tuple[str, ...], label_names: list[str] | None = None
+    splits: dict[str, datasets.Dataset], mode: str, label_names: list[str]
 ) -> tuple[dict[str, datasets.Dataset], list[RemovedRow], DuplicateReport]:
-    """Count duplicate texts within and across splits (earlier in `order` first) and remove them as `mode` says."""
-    report = DuplicateReport(mode)
-    keys = {
-        name: [duplicate_key(text) for text in column_values(splits[name], "text")] for name in order if name in splits
-    }
+    """Count duplicate texts within and across splits (earlier ones first) and remove them as `mode` says."""
+    report, order = DuplicateReport(mode), [name for name in SPLITS if name in splits]
+    keys = {name: [duplicate_key(text) for text in column_values(splits[name], "text")] for name in order}
     conflicts = _count_conflicts(splits, keys, report, label_names)
     seen: set[str] = set()
     kept, removed = {}, []
-    for name in (n for n in order if n in splits):
+    for name in order:
         drop_within, drop_across = _duplicate_rows(keys[name], seen, name, report)
         drop = (drop_within if mode in ("within", "across") else set()) | (drop_across if mode == "across" else set())
         if drop_across:
-            what = (
-                "removed (data.deduplicate: across)"
-                if mode == "across"
-                else "kept, so its scores count texts seen before (data.deduplicate: across removes them)"
-            )
+            what = "removed (data.deduplicate: across)"
+            if mode != "across":
+                what = "kept, so its scores count texts seen before (data.deduplicate: across removes them)"
             logger.warning(f"{len(drop_across)} {name} texts also occur in an earlier split: {what}")
         seen |= set(keys[name])
-        kept[name] = _without(
-            splits[name], drop, name, removed, drop_within, [conflicts.get(key) for key in keys[name]]
-        )
-        report.removed[name] = len(drop)
+        kept[name], report.removed[name] = splits[name], len(drop)
+        if drop:  # each removed row listed with why
+            ids, texts = column_values(splits[name], "row_id"), column_values(splits[name], "text")
+            for row in sorted(drop):
+                reason = "duplicate within split" if row in drop_within else "text found in an earlier split"
+                if conflicts.get(keys[name][row]):
+                    reason += f"; its copies' labels conflict ({conflicts[keys[name][row]]}), the first copy's stays"
+                removed.append(RemovedRow(name, ids[row], reason, texts[row]))
+            kept[name] = splits[name].select([row for row in range(len(splits[name])) if row not in drop])
     return kept, removed, report
 
 
@@ -235,35 +233,6 @@ def _duplicate_rows(keys: list[str], seen: set[str], name: str, report: Duplicat
     return within, across
 
 
-def _without(
-    split: datasets.Dataset,
-    drop: set[int],
-    name: str,
-    removed: list[RemovedRow],
-    within: set[int],
-    conflicts: list[str | None],
-) -> datasets.Dataset:
-    """`split` without the rows in `drop`, each listed in `removed` with why."""
-    if not drop:
-        return split
-    ids, texts = column_values(split, "row_id"), column_values(split, "text")
-    for row in sorted(drop):
-        reason = "duplicate within split" if row in within else "text found in an earlier split"
-        if conflicts[row]:
-            reason += f"; its copies' labels conflict ({conflicts[row]}), the first copy's stays"
-        removed.append(RemovedRow(name, ids[row], reason, texts[row]))
-    return split.select([row for row in range(len(split)) if row not in drop])
-
-
-def label_names_of(split: datasets.Dataset, label_names: list[str] | None = None) -> list[str]:
-    """Class names: a single-label split's ClassLabel, else `label_names` (multi-label names travel beside)."""
-    if "label" in split.features and hasattr(split.features["label"], "names"):
-        return list(split.features["label"].names)
-    if label_names is None:
-        raise ValueError("a multi-label split carries no class names: pass them")
-    return list(label_names)
-
-
 def _describe_label(label: int | tuple[int, ...], names: list[str]) -> str:
     return "|".join(names[index] for index in label) if isinstance(label, tuple) else names[label]
 
@@ -272,7 +241,7 @@ def _count_conflicts(
     splits: dict[str, datasets.Dataset],
     keys: dict[str, list[str]],
     report: DuplicateReport,
-    label_names: list[str] | None = None,
+    names: list[str],
 ) -> dict[str, str]:
     """Count the texts whose copies carry different labels; returns text key -> those labels, joined."""
     labels_by_text: dict[str, set] = {}
@@ -280,16 +249,16 @@ def _count_conflicts(
         for key, label in zip(split_keys, labels_of(splits[name]).tolist()):
             label = tuple(np.flatnonzero(label).tolist()) if isinstance(label, list) else label
             labels_by_text.setdefault(key, set()).add(label)
-    conflicting = [key for key, labels in labels_by_text.items() if len(labels) > 1]
-    names = label_names_of(next(iter(splits.values())), label_names)
+    conflicting = {
+        key: sorted(_describe_label(label, names) for label in labels)
+        for key, labels in labels_by_text.items()
+        if len(labels) > 1
+    }
     report.conflicts = len(conflicting)
     report.conflict_examples = [
-        {"text": key[:200], "labels": sorted(_describe_label(label, names) for label in labels_by_text[key])}
-        for key in conflicting[:CONFLICT_EXAMPLES]
+        {"text": key[:200], "labels": labels} for key, labels in list(conflicting.items())[:CONFLICT_EXAMPLES]
     ]
     if conflicting:
         carry = "text carries" if len(conflicting) == 1 else "texts carry"
-        logger.warning(f"{len(conflicting)} {carry} more than one label (e.g. {conflicting[0][:80]!r})")
-    return {
-        key: " vs ".join(sorted(_describe_label(label, names) for label in labels_by_text[key])) for key in conflicting
-    }
+        logger.warning(f"{len(conflicting)} {carry} more than one label (e.g. {next(iter(conflicting))[:80]!r})")
+    return {key: " vs ".join(labels) for key, labels in conflicting.items()}

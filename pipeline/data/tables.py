@@ -117,12 +117,17 @@ def _format_of(
     return kind
 
 
-def format_read(path: str, explicit: str | None) -> str:
-    """The format a file was read as, by its settings and name alone (a finished run's files may be gone)."""
+def format_of_name(path: str, explicit: str | None = None) -> str | None:
+    """The format a file's settings and name give (a trailing .gz looked through), or None."""
     try:
         return resolve_format(path, explicit, "data.file_format")
-    except DataError:
-        return "fasttext"
+    except UnknownFormatError:
+        return None
+
+
+def format_read(path: str, explicit: str | None) -> str:
+    """The format a file was read as, by its settings and name alone (a finished run's files may be gone)."""
+    return format_of_name(path, explicit) or "fasttext"
 
 
 @contextlib.contextmanager

@@ -119,9 +119,7 @@ class TextSpec:
 
     def text_of(self, values: Sequence[Any]) -> str:
         """One row's text from its input_columns' values; "" when it has none (a pair: when either side has none)."""
-        if not self.pair_columns:
-            return self.segment_of(values)
-        return self.join_pair(*self.sides(values))
+        return self.join_pair(*self.sides(values)) if self.pair_columns else self.segment_of(values)
 
     def sides(self, values: Sequence[Any]) -> tuple[str, str]:
         return self.segment_of(values[: len(self.columns)]), self.segment_of(values[len(self.columns) :])

@@ -30,14 +30,17 @@ def delimited_table(lines: LineSource, kind: str, options: ReadOptions) -> Table
     separator = excel_separator(lines)
     if options.delimiter is not None:
         delimiter = options.delimiter
-    elif separator is not None:
-        delimiter = separator
-    elif kind == "csv":
-        delimiter = csv_delimiter(lines, len(column_names) if column_names else None)
     else:
-        delimiter = DELIMITERS[kind]
-    if separator is not None:
-        _say_separator_line(lines.name, separator, delimiter, options.delimiter_option)
+        width = len(column_names) if column_names else None
+        delimiter = separator or (csv_delimiter(lines, width) if kind == "csv" else DELIMITERS[kind])
+    if separator == delimiter:
+        logger.info(
+            f"{lines.name}, line 1: sep={separator}, Excel's line naming the delimiter: fields separated by {delimiter!r}"
+        )
+    elif separator is not None:
+        logger.warning(
+            f"{lines.name}, line 1: sep={separator} names {separator!r} as the delimiter, but {options.delimiter_option} gives {delimiter!r}: read with {delimiter!r} (the line skipped)"
+        )
     # Tab- or "@"-separated files (TSV, Financial PhraseBank) often go unquoted, quote-led texts and all.
     detect_with = None if delimiter in ",;" else delimiter
     quoted = reads_quotes(lines, quoting, quoting_option, detect_with, separator is not None)
@@ -49,9 +52,13 @@ def delimited_table(lines: LineSource, kind: str, options: ReadOptions) -> Table
     )
     watch = RowsInOneField(delimiter) if quoted and quoting == "auto" else None
     records = _csv_records(reader, lines, kind, quoting_option if quoted else None, watch)
-    hint = _width_hint(quoted, quoting_option)
+    hint = "a stray delimiter or quote?"
+    if not quoted:
+        hint = f"a stray delimiter? Quotes were read as text ({quoting_option}); if the file quotes fields that hold delimiters, set {quoting_option} to csv"
     # One column named but wider rows: another delimiter than the first line showed.
-    unsplit = _unsplit_hint(options.delimiter_option) if kind == "csv" else ""
+    unsplit = ""
+    if kind == "csv":
+        unsplit = f"one column named: if a character other than a comma separates the fields, set {options.delimiter_option} to it"
     header, rows, header_row, below_title = read_header(
         records, column_names, lines.name, "line", hint, f"{lines.name} is empty", unsplit
     )
@@ -76,21 +83,7 @@ EXCEL_SEPARATOR_LINE = re.compile(r"sep=(.)\r?")
 def excel_separator(lines: LineSource) -> str | None:
     """The delimiter a first line exactly `sep=X` names (X one character that can separate fields), else None."""
     match = EXCEL_SEPARATOR_LINE.fullmatch(lines.head_text().split("\n", 1)[0])
-    if match is None or delimiter_problem(match.group(1)) is not None:
-        return None
-    return match.group(1)
-
-
-def _say_separator_line(name: str, separator: str, delimiter: str, delimiter_option: str) -> None:
-    """An INFO line for a `sep=` line read, or a WARNING where the delimiter given (`delimiter_option`) is another."""
-    if separator == delimiter:
-        logger.info(
-            f"{name}, line 1: sep={separator}, Excel's line naming the delimiter: fields separated by {delimiter!r}"
-        )
-        return
-    logger.warning(
-        f"{name}, line 1: sep={separator} names {separator!r} as the delimiter, but {delimiter_option} gives {delimiter!r}: read with {delimiter!r} (the line skipped)"
-    )
+    return match.group(1) if match and delimiter_problem(match.group(1)) is None else None
 
 
 # Other delimiters of a "CSV" file, told by a first line lacking the listed characters.
@@ -121,29 +114,21 @@ def _csv_records(
 ) -> Iterator[tuple[int, list[str]]]:
     """(first line, fields) per record, fields exactly as written; `watch` tells a record that is several rows."""
     previous_end = 0
-    while True:
-        try:
-            record = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as error:
-            raise DataError(
-                f"{lines.name}, line {previous_end + 1}: malformed {kind.upper()} record ({_csv_error_detail(error, quoting_option)})"
-            ) from None
-        start, previous_end = previous_end + 1, reader.line_num
-        if watch is not None and watch.joins_rows(record):
-            raise DataError(_joined_rows_message(lines.name, start, previous_end, watch, quoting_option or ""))
-        yield start, record  # an empty line is [], which _checked_width reads by the file's width
-
-
-def _joined_rows_message(name: str, start: int, end: int, watch: RowsInOneField, quoting_option: str) -> str:
-    """The error about lines `start` to `end` read as one record (RowsInOneField)."""
-    return (
-        f"{name}, line {start}: a double quote opens a field that closes on line {end}, taking in the line break and "
-        f"{watch.delimiter!r} between rows (each of lines {start}-{end} is a row of {watch.width} fields with quotes "
-        f"read as text); if the file does not quote its fields (a text may start with a quote), set {quoting_option} "
-        "to none, or to csv to read the field as quoted"
-    )
+    try:
+        for record in reader:
+            start, previous_end = previous_end + 1, reader.line_num
+            if watch is not None and watch.joins_rows(record):
+                raise DataError(
+                    f"{lines.name}, line {start}: a double quote opens a field that closes on line {previous_end}, taking in the line break and "
+                    f"{watch.delimiter!r} between rows (each of lines {start}-{previous_end} is a row of {watch.width} fields with quotes "
+                    f"read as text); if the file does not quote its fields (a text may start with a quote), set {quoting_option} "
+                    "to none, or to csv to read the field as quoted"
+                )
+            yield start, record  # an empty line is [], which read_header reads by the file's width
+    except csv.Error as error:
+        raise DataError(
+            f"{lines.name}, line {previous_end + 1}: malformed {kind.upper()} record ({_csv_error_detail(error, quoting_option)})"
+        ) from None
 
 
 def _csv_error_detail(error: csv.Error, quoting_option: str | None) -> str:
@@ -156,14 +141,3 @@ def _csv_error_detail(error: csv.Error, quoting_option: str | None) -> str:
     if quoting_option is None:
         return detail
     return f"{detail}; an unclosed quote? A field that starts with a double quote is read up to its closing quote; if the file does not quote its fields (a text may start with a quote), set {quoting_option} to none"
-
-
-def _width_hint(quoted: bool, quoting_option: str) -> str:
-    if quoted:
-        return "a stray delimiter or quote?"
-    return f"a stray delimiter? Quotes were read as text ({quoting_option}); if the file quotes fields that hold delimiters, set {quoting_option} to csv"
-
-
-def _unsplit_hint(delimiter_option: str) -> str:
-    """What a CSV file of one column named but wider rows most likely is."""
-    return f"one column named: if a character other than a comma separates the fields, set {delimiter_option} to it"

@@ -26,7 +26,7 @@ def starts_like_fasttext(lines: LineSource, label_prefix: str) -> bool:
 
 def fasttext_table(lines: LineSource, options: ReadOptions) -> Table:
     """One row per non-blank line: its `__label__` words as the label (None, a name or a list), the rest as text."""
-    records = _fasttext_records(lines, FastTextLabels(options.label_prefix))
+    records = _fasttext_records(lines, options.label_prefix)
     first = next(records, None)
     if first is None:
         raise DataError(f"{lines.name} is empty")
@@ -36,39 +36,31 @@ def fasttext_table(lines: LineSource, options: ReadOptions) -> Table:
     )
 
 
-def _fasttext_records(lines: LineSource, labels: FastTextLabels) -> Iterator[tuple[int, list]]:
+def _fasttext_records(lines: LineSource, prefix: str) -> Iterator[tuple[int, list]]:
+    """(line, [labels, text]) per non-blank line; labels are prefixed words, apart by whitespace or a comma."""
+    leading = re.compile(rf"\s*{re.escape(prefix)}([^\s,]*)(?:\s*,\s*|\s+|$)")  # `__label__1,Some text`
     for line in lines:
-        if line.strip():
-            names, text = labels.split(line, f"{lines.name}, line {lines.line_number}")
-            yield lines.line_number, [None if not names else names[0] if len(names) == 1 else names, text]
-
-
-class FastTextLabels:
-    """A line's labels: prefixed words, separated by whitespace or a comma (`__label__1,Some text`)."""
-
-    def __init__(self, prefix: str):
-        self.prefix = prefix
-        label = re.escape(prefix) + r"([^\s,]*)"
-        self._leading = re.compile(rf"\s*{label}(?:\s*,\s*|\s+|$)")
-
-    def split(self, line: str, where: str) -> tuple[list[str], str]:
-        """A line's labels (each once; leading, trailing or both) and its text; a prefix without a name is an error."""
+        if not line.strip():
+            continue
         labels, position = [], 0
-        while match := self._leading.match(line, position):
+        while match := leading.match(line, position):
             labels.append(match.group(1))
             position = match.end()
         text, ending = line[position:], []
         # Its end is read word by word from the right: a regex searched from the left took seconds on long space runs.
-        while self.prefix in text:
+        while prefix in text:
             body = _without_separator(text)
             start = _last_word_start(body)
-            if not body.startswith(self.prefix, start):
+            if not body.startswith(prefix, start):
                 break
-            ending.insert(0, body[start + len(self.prefix) :])
+            ending.insert(0, body[start + len(prefix) :])
             text = _without_separator(body[:start])
         if "" in labels + ending:
-            raise DataError(f"{where}: {self.prefix} with no label name after it; write {self.prefix}<name>")
-        return list(dict.fromkeys(labels + ending)), text.strip()
+            raise DataError(
+                f"{lines.name}, line {lines.line_number}: {prefix} with no label name after it; write {prefix}<name>"
+            )
+        names = list(dict.fromkeys(labels + ending))  # each once; leading, trailing or both
+        yield lines.line_number, [None if not names else names[0] if len(names) == 1 else names, text.strip()]
 
 
 def _without_separator(text: str) -> str:

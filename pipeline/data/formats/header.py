@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from pipeline.common.errors import DataError, shorten
 from pipeline.config.reading import normalise_name
@@ -35,17 +35,7 @@ def header_of(first_record: list[str], column_names: Sequence[str] | None, where
         return names, True
     if [normalise_name(n) for n in first_record] == [normalise_name(n) for n in column_names]:
         return list(column_names), True
-    _check_not_another_header(first_record, column_names, where)
-    return list(column_names), False
-
-
-def unnamed_column(index: int) -> str:
-    """An empty header cell's name, as pandas gives it ("Unnamed: 2"): `v1,v2,,,` stays readable."""
-    return f"Unnamed: {index}"
-
-
-def _check_not_another_header(first_record: list[str], column_names: Sequence[str], where: str) -> None:
-    """A first record holding given names, but not exactly them, is a header of its own: an error."""
+    # A first record holding given names, but not exactly them, is a header of its own: an error.
     given = {normalise_name(name) for name in column_names}
     named = [cell for cell in first_record if normalise_name(cell) in given]
     if len(named) >= 2 or not all(is_number_text(cell) for cell in named):
@@ -54,6 +44,12 @@ def _check_not_another_header(first_record: list[str], column_names: Sequence[st
             f"{', '.join(named)}, but not as the given column names ({', '.join(column_names)}) do; leave the column "
             "names out to read the file by its own header"
         )
+    return list(column_names), False
+
+
+def unnamed_column(index: int) -> str:
+    """An empty header cell's name, as pandas gives it ("Unnamed: 2"): `v1,v2,,,` stays readable."""
+    return f"Unnamed: {index}"
 
 
 def read_header(
@@ -74,17 +70,35 @@ def read_header(
     names_from = f"the header on {unit} {number}" if is_header else "the given column names"
     pending = [] if is_header else [first]
     hint = f"{one_column_hint}; or {width_hint}" if one_column_hint and len(header) == 1 else width_hint
+    titled, below_title = is_header and _filled(first_record) == 1, ""
+    if titled and len(first_record) > 1:  # a title padded with empty cells (Excel's CSV)
+        pending = list(itertools.islice(records, TITLE_ROWS))
+        below_title = header_below_title(first_record, number, pending, unit)
+
+    def checked(rows: Iterator[tuple[int, list[str]]]) -> Iterator[tuple[int, list[str]]]:
+        """The rows, each as wide as the header; a title above it is looked for once the first row fails."""
+        empty_lines, first_row = [], True
+        for line, record in rows:
+            # A blank line between rows of several columns is no row; in a one-column file it is a blank text.
+            if len(header) > 1 and blank_record(record):
+                continue
+            if not record:
+                empty_lines.append(line)
+                continue
+            yield from ((empty, [""]) for empty in empty_lines)
+            empty_lines.clear()
+            if len(record) != len(header):
+                title = ""
+                if titled and first_row:
+                    title = header_below_title(first_record, number, [(line, record), *itertools.islice(rows, 1)], unit)
+                raise DataError(
+                    f"{name}, {unit} {line}: {len(record)} fields, expected {len(header)} as in {names_from} ({', '.join(header)}); {title or hint}"
+                )
+            first_row = False
+            yield line, record
+
     header_row = list(first_record if is_header else header)
-    title, below_title = None, ""
-    if is_header and _filled(first_record) == 1:
-
-        def title(ahead: list[tuple[int, list[str]]]) -> str:
-            return header_below_title(first_record, number, ahead, unit)
-
-        if len(first_record) > 1:  # a title padded with empty cells (Excel's CSV)
-            pending = list(itertools.islice(records, TITLE_ROWS))
-            below_title = title(pending)
-    rows = _checked_width(itertools.chain(pending, records), header, names_from, name, unit, hint, title)
+    rows = checked(itertools.chain(pending, records))
     return header, rows, header_row, f"; {below_title}" if below_title else ""
 
 
@@ -114,33 +128,3 @@ def _filled(record: list[str]) -> int:
 
 def blank_record(record: list[str]) -> bool:
     return not record or (len(record) == 1 and not record[0].strip())
-
-
-def _checked_width(
-    records: Iterator[tuple[int, list[str]]],
-    header: list[str],
-    names_from: str,
-    name: str,
-    unit: str,
-    hint: str,
-    title: Callable[[list[tuple[int, list[str]]]], str] | None = None,
-) -> Iterator[tuple[int, list[str]]]:
-    """The records, each as wide as the header; `title` is asked only once the first row fails."""
-    empty_lines: list[int] = []
-    first_row = True
-    for line, record in records:
-        # A blank line between rows of several columns is no row; in a one-column file it is a blank text.
-        if len(header) > 1 and blank_record(record):
-            continue
-        if not record:
-            empty_lines.append(line)
-            continue
-        yield from ((empty, [""]) for empty in empty_lines)
-        empty_lines.clear()
-        if len(record) != len(header):
-            below_title = title([(line, record), *itertools.islice(records, 1)]) if title and first_row else ""
-            raise DataError(
-                f"{name}, {unit} {line}: {len(record)} fields, expected {len(header)} as in {names_from} ({', '.join(header)}); {below_title or hint}"
-            )
-        first_row = False
-        yield line, record

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 from collections.abc import Iterator
@@ -45,31 +46,26 @@ def _json_objects(lines: LineSource) -> Iterator[tuple[int, dict]]:
             yield from _json_records(_whole_json(text + "".join(source), lines.name), lines.name)
             return
         number = lines.line_number
-        if first and text.lstrip().startswith("{") and _json_or_none(text) is None:
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError as error:
             # One object indented over several lines (json.dump(..., indent=2)): read whole, as an array is.
-            whole = _json_or_none(text + "".join(source))
+            whole = None
+            if first and text.lstrip().startswith("{"):
+                with contextlib.suppress(json.JSONDecodeError):
+                    whole = json.loads(text + "".join(source))
             if isinstance(whole, dict):
                 yield -1, whole
                 return
+            raise DataError(
+                f"{lines.name}, line {number}: not valid JSON ({error.msg}, column {error.colno})"
+            ) from None
+        if not isinstance(record, dict):
+            raise DataError(
+                f"{lines.name}, line {number}: expected a JSON object with named fields, got {type(record).__name__}"
+            )
         first = False
-        yield number, _parse_json_line(text, number, lines.name)
-
-
-def _json_or_none(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return None
-
-
-def _parse_json_line(text: str, line: int, name: str) -> dict:
-    try:
-        record = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise DataError(f"{name}, line {line}: not valid JSON ({error.msg}, column {error.colno})") from None
-    if not isinstance(record, dict):
-        raise DataError(f"{name}, line {line}: expected a JSON object with named fields, got {type(record).__name__}")
-    return record
+        yield number, record
 
 
 def _whole_json(content: str, name: str, setting: str = "") -> Any:

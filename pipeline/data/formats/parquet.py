@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from pipeline.common.errors import DataError, one_line
-from pipeline.data.formats.table import Chunk, ReadOptions, Table
+from pipeline.data.formats.table import ReadOptions, Table, batched
 from pipeline.data.lines import STDIN_NAME, LineSource
 
 
@@ -16,16 +16,14 @@ def parquet_table(lines: LineSource, options: ReadOptions) -> Table:
 
     path = lines.name
     if path == STDIN_NAME or lines.compressed:
-        raise DataError(f"{lines.name}: Parquet is read from an uncompressed file, not a stream or .gz")
+        raise DataError(f"{path}: Parquet is read from an uncompressed file, not a stream or .gz")
     try:
         parquet = pq.ParquetFile(path)
     except Exception as error:  # pyarrow raises several unrelated types for a damaged file
         raise DataError(f"{path}: not a readable Parquet file ({type(error).__name__}: {one_line(error)})") from None
-    header = [str(name) for name in parquet.schema_arrow.names]
-    chunks = _parquet_chunks(parquet, header, path, options.chunk_size)
-    return Table(
-        lines.name, "parquet", header, "record", chunks, class_names=class_label_names(parquet.schema_arrow.metadata)
-    )
+    header, metadata = [str(name) for name in parquet.schema_arrow.names], parquet.schema_arrow.metadata
+    chunks = batched(_parquet_rows(parquet, path, options.chunk_size), options.chunk_size)
+    return Table(path, "parquet", header, "record", chunks, class_names=class_label_names(metadata))
 
 
 def class_label_names(metadata: dict[bytes, bytes] | None) -> dict[str, list[str]] | None:
@@ -45,20 +43,12 @@ def class_label_names(metadata: dict[bytes, bytes] | None) -> dict[str, list[str
     return names or None
 
 
-def _parquet_chunks(parquet: Any, header: list[str], path: str, chunk_size: int | None) -> Iterator[Chunk]:
-    number, pending = 0, Chunk([], [])
+def _parquet_rows(parquet: Any, path: str, chunk_size: int | None) -> Iterator[tuple[int, list]]:
+    number = 0
     try:
         for batch in parquet.iter_batches(batch_size=chunk_size or 65_536):
-            columns = [batch.column(index).to_pylist() for index in range(len(header))]
-            records = [list(values) for values in zip(*columns)]
-            chunk = Chunk(records, list(range(number + 1, number + len(records) + 1)))
-            number += len(records)
-            if chunk_size is not None:
-                yield chunk
-            else:  # a whole-file read is one chunk, as for the other formats
-                pending.records.extend(chunk.records)
-                pending.numbers.extend(chunk.numbers)
+            for record in zip(*(column.to_pylist() for column in batch.columns)):
+                number += 1
+                yield number, list(record)
     except OSError as error:
         raise DataError(f"{path}: not a readable Parquet file ({one_line(error)})") from None
-    if pending.records:
-        yield pending

@@ -41,11 +41,8 @@ def _unquoted_sign(lines: LineSource, delimiter: str, skip_first: bool) -> tuple
             previous_end = reader.line_num
     except csv.Error as error:
         # csv's words for a closing quote followed by text: "'\t' expected after '"'".
-        return (
-            (reader.line_num, "a field goes on after its closing double quote")
-            if "expected after" in str(error)
-            else None
-        )
+        if "expected after" in str(error):
+            return reader.line_num, "a field goes on after its closing double quote"
     return None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -93,12 +94,5 @@ def in_sheet(name: str, sheet: str | None) -> str:
 
 
 def batched(rows: Iterator[tuple[int, list[Any]]], chunk_size: int | None) -> Iterator[Chunk]:
-    chunk = Chunk([], [])
-    for number, record in rows:
-        chunk.records.append(record)
-        chunk.numbers.append(number)
-        if chunk_size is not None and len(chunk.records) == chunk_size:
-            yield chunk
-            chunk = Chunk([], [])
-    if chunk.records:
-        yield chunk
+    while batch := list(itertools.islice(rows, chunk_size or None)):
+        yield Chunk([record for _, record in batch], [number for number, _ in batch])

@@ -93,17 +93,12 @@ def _other_sheets_hint(workbook: Any, read: str, header: list[str], option: str)
 
 def _values(worksheet: Any, name: str) -> Iterator[tuple[Any, ...]]:
     """The sheet's rows of values; a part openpyxl cannot parse is an error naming the sheet."""
-    rows = worksheet.iter_rows(values_only=True)
-    while True:
-        try:
-            row = next(rows)
-        except StopIteration:
-            return
-        except Exception as error:  # openpyxl raises many unrelated types (XML, KeyError, ValueError) for one
-            raise DataError(
-                f"{name}: the sheet {worksheet.title!r} cannot be read ({type(error).__name__}: {one_line(error)})"
-            ) from None
-        yield row
+    try:
+        yield from worksheet.iter_rows(values_only=True)
+    except Exception as error:  # openpyxl raises many unrelated types (XML, KeyError, ValueError) for one
+        raise DataError(
+            f"{name}: the sheet {worksheet.title!r} cannot be read ({type(error).__name__}: {one_line(error)})"
+        ) from None
 
 
 def _records(rows: Iterator[tuple[Any, ...]], column_names: Sequence[str] | None) -> Iterator[tuple[int, list[str]]]:
