@@ -40,7 +40,7 @@ from pipeline.serve.settings import ServeSettings
 
 logger = logging.getLogger(__name__)
 
-LOADING, READY = "loading", "ready"
+LOADING, READY, FAILED = "loading", "ready", "failed"
 # uvicorn's STARTUP_FAILURE and gunicorn's WORKER_BOOT_ERROR: a worker that cannot start, not one to restart.
 STARTUP_FAILURE = 3
 UNAVAILABLE, UNSUPPORTED_MEDIA_TYPE = 503, 415
@@ -82,7 +82,7 @@ class Service:
         self.settings = settings
         self.metrics = metrics
         self.exit_on_failure = exit_on_failure
-        self.status = LOADING
+        self.status, self.error = LOADING, ""
         self.predictor: Predictor | None = None
         self.batcher: Batcher | None = None
         self.info: dict[str, Any] = {}
@@ -102,9 +102,11 @@ class Service:
             predictor = load_predictor(source, self.settings)
             info = model_info(predictor, source, self.settings)
         except Exception as error:  # whatever stops the model loading (a user's files): one line, then exit
-            loop.call_soon_threadsafe(self._failed, one_line(error))
+            with contextlib.suppress(RuntimeError):  # the server stopped while the model loaded: nothing to say
+                loop.call_soon_threadsafe(self._failed, one_line(error))
             return
-        asyncio.run_coroutine_threadsafe(self._start(predictor, info), loop)
+        with contextlib.suppress(RuntimeError):
+            asyncio.run_coroutine_threadsafe(self._start(predictor, info), loop)
 
     async def _start(self, predictor: Predictor, info: dict[str, Any]) -> None:
         settings = self.settings
@@ -128,11 +130,14 @@ class Service:
 
     def _failed(self, message: str) -> None:
         logger.error("cannot serve %s: %s", self.settings.model, message)
+        self.status, self.error = FAILED, message
         if self.exit_on_failure:
             logging.shutdown()
             os._exit(STARTUP_FAILURE)  # nothing is in flight: no request can be answered without the model
 
     def ready_predictor(self) -> Predictor:
+        if self.status == FAILED:
+            raise HTTPException(UNAVAILABLE, f"the model could not load: {self.error}")
         if self.predictor is None:
             raise HTTPException(UNAVAILABLE, "the model is still loading; GET /health says when it is ready")
         return self.predictor
@@ -193,7 +198,8 @@ def _add_routes(app: FastAPI, service: Service) -> None:
 
     @app.get("/health", summary="Whether the model is loaded")
     async def health() -> Response:
-        return JSONResponse({"status": service.status}, status_code=200 if service.status == READY else UNAVAILABLE)
+        answer = {"status": service.status, **({"error": service.error} if service.error else {})}
+        return JSONResponse(answer, status_code=200 if service.status == READY else UNAVAILABLE)
 
     @app.get("/info", summary="The model: classes, text columns, length, backend, run facts")
     async def info() -> Response:

@@ -74,19 +74,24 @@ def start_server(model: Path, log: Path, *options: str, api_key: str | None = No
     return server
 
 
-def wait_until_ready(url: str, alive: Any, output: Any = lambda: "") -> None:
+def is_ready(response: httpx.Response) -> bool:
+    return response.status_code == 200
+
+
+def wait_until_ready(url: str, alive: Any, output: Any = lambda: "", until: Any = is_ready) -> None:
+    """Poll /health until `until` holds for its answer (by default: ready)."""
     deadline = time.monotonic() + START_SECONDS
     while time.monotonic() < deadline:
         assert alive(), f"the server ended before it was ready:\n{output()}"
         with contextlib.suppress(httpx.TransportError):
-            if httpx.get(f"{url}/health", timeout=5).status_code == 200:
+            if until(httpx.get(f"{url}/health", timeout=5)):
                 return
         time.sleep(0.1)
     raise AssertionError(f"the server was not ready within {START_SECONDS} s:\n{output()}")
 
 
 @contextlib.contextmanager
-def server_in_thread(settings: Any) -> Iterator[str]:
+def server_in_thread(settings: Any, until: Any = is_ready) -> Iterator[str]:
     """The app for `settings` under uvicorn on a thread of this process; its URL while the block runs."""
     import uvicorn
 
@@ -99,7 +104,7 @@ def server_in_thread(settings: Any) -> Iterator[str]:
     thread.start()
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_until_ready(url, thread.is_alive)
+        wait_until_ready(url, thread.is_alive, until=until)
         yield url
     finally:
         server.should_exit = True

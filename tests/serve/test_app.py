@@ -7,6 +7,7 @@ pair runs by the same app under uvicorn on a thread, which starts in a fraction 
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -156,3 +157,20 @@ def test_what_is_not_json_or_not_there_is_one_line_too(client):
     assert form.status_code == 415 and "application/json" in form.json()["error"]
     assert client.get("/nowhere").json() == {"error": "Not Found"}
     assert client.get("/predict").status_code == 405
+
+
+def has_settled(health: httpx.Response) -> bool:
+    return health.json()["status"] != "loading"
+
+
+def test_a_model_that_cannot_load_is_said_by_health_and_predict(served_run, tmp_path):
+    """Kept alive (create_app(exit_on_failure=False)), the server says why; the command ends instead (test_cli.py)."""
+    broken = tmp_path / "broken"
+    shutil.copytree(served_run, broken)
+    (broken / "model" / "model.safetensors").write_bytes(b"not weights")
+    with server_in_thread(ServeSettings(str(broken)), until=has_settled) as url:
+        health = httpx.get(f"{url}/health")
+        predict = httpx.post(f"{url}/predict", json={"texts": ["x"]})
+    assert health.status_code == 503 and health.json()["status"] == "failed"
+    assert health.json()["error"].startswith("cannot load a sequence-classification model from")
+    assert predict.status_code == 503 and predict.json()["error"].startswith("the model could not load: cannot load")
