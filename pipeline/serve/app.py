@@ -16,6 +16,7 @@ import logging
 import os
 import threading
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -174,7 +175,7 @@ def create_app(settings: ServeSettings | None = None, exit_on_failure: bool = Tr
     service = Service(settings, metrics, exit_on_failure)
     app = FastAPI(
         title="pipeline.serve",
-        summary=f"Text classification with {settings.model}",
+        summary=f"Text classification with {Path(settings.model).name}",  # not the path on this machine
         lifespan=service.lifespan,
     )
     # The last added runs first: count every answer, then check the token, then the body's size.
@@ -192,7 +193,10 @@ def _add_routes(app: FastAPI, service: Service) -> None:
         predictor = service.ready_predictor()
         given = {name: getattr(body, name) for name in SOURCES}
         texts = request_texts(predictor.text_spec, given, service.settings.max_texts)
-        rows = await service.batcher.submit(Request(texts, body.probabilities), len(texts)) if len(texts) else []
+        try:
+            rows = await service.batcher.submit(Request(texts, body.probabilities), len(texts)) if len(texts) else []
+        except Exception as error:  # the batcher has logged the traceback; the client gets one line
+            raise HTTPException(500, f"prediction failed: {one_line(error)}") from None
         # A Response is sent as it is: FastAPI validates and converts nothing more, which costs at every request.
         return JSONResponse({"rows": rows})
 

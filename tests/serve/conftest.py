@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.helpers import AG_NEWS_CLASSES, one_torch_thread
-from tests.serve.helpers import API_KEY, ServerProcess, save_run, start_server
+# The serve extra, and the client the tests call the server with; the dev extra installs them.
+MISSING = [name for name in ("fastapi", "uvicorn", "prometheus_client", "httpx") if not importlib.util.find_spec(name)]
+if MISSING:
+    pytest.skip(
+        f"{', '.join(MISSING)} not installed: pip install -e '.[serve]' httpx (or '.[dev]')", allow_module_level=True
+    )
+
+import httpx  # noqa: E402
+
+from tests.helpers import AG_NEWS_CLASSES, one_torch_thread  # noqa: E402
+from tests.serve.helpers import API_KEY, ServerProcess, save_run, start_server  # noqa: E402
 
 SINGLE_TEXT_SETTINGS = "data:\n  text_columns: [title, description]\n  text_separator: ' '\n  unescape_newlines: true\n"
 PAIR_SETTINGS = "data:\n  text_columns: [question]\n  text_pair_columns: [passage]\n"
