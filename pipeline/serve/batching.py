@@ -18,7 +18,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 logger = logging.getLogger(__name__)
@@ -29,8 +29,8 @@ _STOP = object()
 
 @dataclass(frozen=True)
 class BatchPolicy:
-    """How long the first request of a batch waits for others, and how many rows a batch holds at most. A request
-    with more rows than that is a batch of its own. `gather` False: every request is a batch of its own."""
+    """How long a batch waits for requests to join it once the model is free, and how many rows it holds at most. A
+    request with more rows than that is a batch of its own. `gather` False: every request is a batch of its own."""
 
     max_wait_seconds: float
     max_rows: int
@@ -52,7 +52,6 @@ class _Job:
     rows: int
     future: asyncio.Future
     loop: asyncio.AbstractEventLoop
-    queued_at: float = field(default_factory=time.monotonic)
 
 
 class Batcher:
@@ -103,8 +102,10 @@ class Batcher:
         jobs, rows = [first], first.rows
         if not self.policy.gather:
             return jobs
-        # The wait counts from the first request's arrival: one that queued while the model was busy has waited.
-        deadline = first.queued_at + self.policy.max_wait_seconds
+        # The wait counts from now, when the model is free, not from the first request's arrival. Under load the
+        # requests that queued while the model was busy have waited already, but the clients it has just answered
+        # are sending their next: a batch that takes them in too is bigger, and labels each text for less.
+        deadline = time.monotonic() + self.policy.max_wait_seconds
         while rows < self.policy.max_rows:
             try:
                 job = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))

@@ -67,7 +67,7 @@ def _add_batching_arguments(add: Any) -> None:
         "--max-wait-ms",
         type=float,
         default=DEFAULTS.max_wait_ms,
-        help=f"how long a request waits for others to share its batch (default {DEFAULTS.max_wait_ms:g})",
+        help=f"how long a batch waits for requests to join it once the model is free (default {DEFAULTS.max_wait_ms:g})",
     )
     add(
         "--max-batch-rows",

@@ -37,7 +37,7 @@ class ServeSettings:
     precision: str = "auto"
     device: str = "auto"
     batch_size: int = DEFAULT_BATCH_SIZE  # rows per forward pass, as pipeline.predict's --batch-size
-    # Dynamic batching: requests that arrive within max_wait_ms of the first are labelled together, up to
+    # Dynamic batching: once the model is free, a batch takes the requests that arrive within max_wait_ms, up to
     # max_batch_rows texts. Off (batching=False), every request is labelled on its own.
     batching: bool = True
     max_wait_ms: float = 5.0

@@ -104,6 +104,34 @@ def test_the_event_loop_takes_requests_while_a_batch_is_labelled():
     assert [batch.requests for batch in batches] == [1, 1]
 
 
+def test_the_wait_counts_from_when_the_model_is_free():
+    """Under load: "second" queued long before the model was free, "third" comes from the client just answered.
+    They share the next batch, though "second" has waited past --max-wait-ms already."""
+    release, batches = threading.Event(), []
+
+    def work(payloads: list) -> list:
+        if payloads == ["first"]:
+            assert release.wait(30), "the event loop never released the batch"
+        return payloads
+
+    async def scenario() -> list:
+        first = asyncio.ensure_future(batcher.submit("first", 10))  # a full batch: it goes at once
+        await asyncio.sleep(0.05)
+        second = asyncio.ensure_future(batcher.submit("second", 1))
+        await asyncio.sleep(0.6)  # past the wait, counted from its arrival
+        release.set()
+        await first
+        return await asyncio.gather(second, batcher.submit("third", 1))
+
+    batcher = Batcher(work, BatchPolicy(0.5, max_rows=10), batches.append)
+    batcher.start()
+    try:
+        assert asyncio.run(scenario()) == ["second", "third"]
+    finally:
+        batcher.stop(timeout=30)
+    assert [batch.requests for batch in batches] == [1, 2]
+
+
 def test_a_failed_batch_answers_its_requests_with_the_error_and_the_next_is_served():
     def work(payloads: list) -> list:
         if "bad" in payloads:
