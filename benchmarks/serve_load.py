@@ -73,6 +73,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--backend", default="auto", choices=BACKENDS, help="server's and pipeline.predict's")
     parser.add_argument("--max-wait-ms", type=float, help="the server's (default: its own)")
     parser.add_argument("--max-batch-rows", type=int, help="the server's (default: its own)")
+    parser.add_argument("--threads", type=int, help="the server's threads (default: its own, all the cores)")
     parser.add_argument("--modes", nargs="+", default=["on", "off"], choices=["on", "off"], help="batching modes")
     parser.add_argument("--json-out", help="also write the figures to this file")
     return parser.parse_args(argv)
@@ -196,6 +197,7 @@ def start_server(args: argparse.Namespace, model: Path, mode: str, log: Path) ->
     command += ["--backend", args.backend, "--max-texts", "1"]
     command += ["--max-wait-ms", str(args.max_wait_ms)] if args.max_wait_ms is not None else []
     command += ["--max-batch-rows", str(args.max_batch_rows)] if args.max_batch_rows is not None else []
+    command += ["--threads", str(args.threads)] if args.threads is not None else []
     command += ["--no-batching"] if mode == "off" else []
     print("+", " ".join(command), file=sys.stderr, flush=True)
     with open(log, "wb") as handle:
