@@ -1,0 +1,3 @@
+from pipeline.serve.cli import main
+
+main()
