@@ -119,18 +119,11 @@ def _confusion_table(matrix: list[list[float]], labels: list[str]) -> list[Block
     """Row-normalised (rare classes read as clearly as common ones), limited to the classes the image shows: a
     200-class table would be 40,000 cells."""
     shown = plots.shown_classes(matrix)
-    rows = []
-    for index in shown:
-        total = sum(matrix[index])
-        cells = [
-            Cell(
-                f"{format_percent(matrix[index][column] / total, 1) if total else MISSING} "
-                f"({format_count(matrix[index][column])})",
-                "num",
-            )
-            for column in shown
-        ]
-        rows.append([Cell(labels[index]), *cells])
+
+    def cell(row: list[float], column: int) -> str:
+        return f"{format_percent(row[column] / sum(row), 1) if sum(row) else MISSING} ({format_count(row[column])})"
+
+    rows = [[Cell(labels[index]), *num_cells(*(cell(matrix[index], column) for column in shown))] for index in shown]
     header = ["true ↓ predicted → (share of the true class)", *(labels[index] for index in shown)]
     blocks: list[Block] = [Table(header, rows, only="md")]
     if len(shown) < len(labels):
@@ -146,7 +139,7 @@ def eval_curve(run: Run, metric: str | None = None) -> plots.EvalCurve:
     """The validation points of a run's history in `metric` (default: the one that selected its model; accuracy
     where the history lacks it)."""
     metric = metric or run.ranking_metric
-    if not _records(run, metric):
+    if not any(is_number(line.get(f"eval_{metric}")) for line in run.history):
         metric = "accuracy"
     key = f"eval_{metric}"
     points = [line for line in run.history if is_number(line.get(key)) and is_number(line.get("step"))]
@@ -193,10 +186,9 @@ def _curve_blocks(runs: Sequence[Run]) -> list[Block]:
         [
             Cell(curve.run_name),
             *([] if shared else [Cell(_curve_metric_text(run, curve))]),
-            Cell(format_count(len(curve.steps)), "num"),
-            Cell(_curve_point(curve, 0), "num"),
-            Cell(_curve_point(curve, int(np.argmax(curve.values))), "num"),
-            Cell(_curve_point(curve, -1), "num"),
+            *num_cells(
+                format_count(len(curve.steps)), *(_curve_point(curve, i) for i in (0, np.argmax(curve.values), -1))
+            ),
         ]
         for run, curve in drawn
     ]
@@ -213,10 +205,6 @@ def _curve_metric_text(run: Run, curve: plots.EvalCurve) -> str:
     if curve.metric == run.ranking_metric:
         return curve.metric_name
     return f"{curve.metric_name} ({HISTORY_FILE} has no {RANKING_METRICS[run.ranking_metric]})"
-
-
-def _records(run: Run, metric: str) -> bool:
-    return any(is_number(line.get(f"eval_{metric}")) for line in run.history)
 
 
 def _curve_point(curve: plots.EvalCurve, index: int) -> str:
@@ -258,31 +246,21 @@ def _per_class_table(runs: Sequence[Run], labels: list[str]) -> Table:
         best_f1 = max((value for value in f1_values if value is not None), default=None)
         shared = next((value for value in supports[label] if value is not None), None)
         for index, (run, f1) in enumerate(zip(runs, f1_values)):
-            first_of_class = index == 0
             if same_rows:
-                support = format_count(shared) if first_of_class else ""
+                support = format_count(shared) if index == 0 else ""
             else:
                 support = format_count(supports[label][index])
-            row = [Cell(label if first_of_class else ""), Cell(support, "num")]
-            row += [Cell(run.name)] if several else []
-            row += [
-                Cell(format_score(per_class_value(run, label, "precision")), "num"),
-                Cell(format_score(per_class_value(run, label, "recall")), "num"),
-                Cell(format_score(f1), "best" if ranked and f1 is not None and f1 == best_f1 else "num"),
-            ]
-            rows.append(row)
-            row_styles.append("group-start" if first_of_class and several else "")
+            row = [Cell("" if index else label), Cell(support, "num"), *([Cell(run.name)] if several else [])]
+            row += num_cells(*(format_score(per_class_value(run, label, key)) for key in ("precision", "recall")))
+            rows.append(
+                [*row, Cell(format_score(f1), "best" if ranked and f1 is not None and f1 == best_f1 else "num")]
+            )
+            row_styles.append("group-start" if index == 0 and several else "")
     header = ["Class", "Support", *(["Run"] if several else []), "Precision", "Recall", "F1"]
     return Table(header, rows, row_styles=row_styles)
 
 
 # --- 6. Disagreements
-
-
-def _score_meaning(multi_label: bool) -> str:
-    if multi_label:
-        return "probability of the predicted class; for a multi-label run, its highest class probability"
-    return "probability of the predicted class"
 
 
 def _disagreement_blocks(comparisons: Comparisons, runs: Sequence[Run]) -> list[Block]:
@@ -329,11 +307,12 @@ def _comparison_blocks(comparison: Comparison, multi_label: bool) -> list[Block]
         summary += f" McNemar's exact test on these texts: p = {p_value:.2g} ({gap_reading(p_value)})."
     blocks.append(Paragraph(summary))
     shown = _order_disagreements(disagreements, comparison.run_names).head(MAX_DISAGREEMENT_ROWS)
+    highest = "; for a multi-label run, its highest class probability" if multi_label else ""
     blocks.append(
         Paragraph(
             f"{'All' if len(shown) == count else f'The first {len(shown)}'} of them, those where every run was surest of its answer first "
             f"(row: the text's id in the data, or for older runs its position in {PREDICTIONS_FILE}; ✓ right, ✗ wrong; score: "
-            f"{_score_meaning(multi_label)}).",
+            f"probability of the predicted class{highest}).",
             style="meta",
         )
     )
@@ -388,7 +367,7 @@ def _export_blocks(run: Run) -> list[Block]:
             Cell(row.backend),
             *num_cells(
                 format_percent(row.label_agreement),
-                MISSING if row.max_probability_difference is None else f"{row.max_probability_difference:.4f}",
+                format_score(row.max_probability_difference),
                 format_percent(row.accuracy),
                 format_rate(row.rows_per_second),
                 MISSING if row.speedup is None else f"{row.speedup:.2f}x",
@@ -420,45 +399,37 @@ def _mistake_blocks(runs: Sequence[Run]) -> list[Block]:
         if num_wrong == 0:
             blocks.append(Paragraph("No mistakes: every test text was classified correctly."))
             continue
-        thresholded = threshold_mistakes(run)
-        blocks += (
-            _argmax_mistakes(run, num_wrong) if thresholded is None else _threshold_mistakes(thresholded, num_wrong)
-        )
+        blocks += _mistake_table(run, num_wrong)
     return blocks
 
 
-def _argmax_mistakes(run: Run, num_wrong: int) -> list[Block]:
-    mistakes = most_confident_mistakes(run.predictions)
-    meta = f"{len(mistakes)} of {num_wrong:,} wrong predictions, the highest probability of the predicted class first."
+def _mistake_table(run: Run, num_wrong: int) -> list[Block]:
+    """By the argmax: the highest probability of the predicted class first; by thresholds (binary, multi-label): each
+    mistake's surest wrong class decision."""
+    mistakes = threshold_mistakes(run)
+    if mistakes is None:
+        mistakes, order = (
+            most_confident_mistakes(run.predictions),
+            "the highest probability of the predicted class first.",
+        )
+        header = ["P(predicted)"]
+
+        def cells(row: pd.Series) -> list[Cell]:
+            return [Cell(f"{row[PREDICTION_SCORE]:.3f}", "num")]
+    else:
+        order = (
+            "surest first. A threshold decides these labels, so each row shows the class decision it got wrong that the model was surest "
+            "of (its probability against the class's threshold), and sureness: how far that probability went past the threshold, as a "
+            "share of the way to certainty (0: at the threshold; 1: probability 1 for a class wrongly given, 0 for one wrongly left out)."
+        )
+        header = ["Surest wrong decision", "Sureness"]
+
+        def cells(row: pd.Series) -> list[Cell]:
+            return [Cell(row[WRONG_DECISION]), Cell(f"{row[SURENESS]:.3f}", "num")]
+
     rows = [
-        [
-            *_row_text_gold_cells(row_index, row),
-            Cell(str(row[PREDICTION_PREDICTED])),
-            Cell(f"{row[PREDICTION_SCORE]:.3f}", "num"),
-        ]
+        [*_row_text_gold_cells(row_index, row), Cell(str(row[PREDICTION_PREDICTED])), *cells(row)]
         for row_index, row in mistakes.iterrows()
     ]
-    return [Paragraph(meta, style="meta"), Table(["Row", "Text", "Gold", "Predicted", "P(predicted)"], rows)]
-
-
-def _threshold_mistakes(mistakes: pd.DataFrame, num_wrong: int) -> list[Block]:
-    """Labels by thresholds (binary, multi-label): each mistake's surest wrong class decision."""
-    meta = (
-        f"{len(mistakes)} of {num_wrong:,} wrong predictions, surest first. A threshold decides these labels, so each row shows the class "
-        "decision it got wrong that the model was surest of (its probability against the class's threshold), and sureness: how far that "
-        "probability went past the threshold, as a share of the way to certainty (0: at the threshold; 1: probability 1 for a class "
-        "wrongly given, 0 for one wrongly left out)."
-    )
-    rows = [
-        [
-            *_row_text_gold_cells(row_index, row),
-            Cell(str(row[PREDICTION_PREDICTED])),
-            Cell(row[WRONG_DECISION]),
-            Cell(f"{row[SURENESS]:.3f}", "num"),
-        ]
-        for row_index, row in mistakes.iterrows()
-    ]
-    return [
-        Paragraph(meta, style="meta"),
-        Table(["Row", "Text", "Gold", "Predicted", "Surest wrong decision", "Sureness"], rows),
-    ]
+    meta = Paragraph(f"{len(mistakes)} of {num_wrong:,} wrong predictions, {order}", style="meta")
+    return [meta, Table(["Row", "Text", "Gold", "Predicted", *header], rows)]
