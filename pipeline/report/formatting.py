@@ -12,6 +12,11 @@ MAX_TEXT_CHARS = 140
 MISSING = "—"
 
 
+def number(value: Any) -> Any:
+    """`value` where it is a finite number, else None."""
+    return value if is_number(value) else None
+
+
 def format_percent(value: Any, decimals: int = 2) -> str:
     return f"{100 * value:.{decimals}f}%" if is_number(value) else MISSING
 

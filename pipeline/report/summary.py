@@ -105,24 +105,22 @@ def _baseline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
     """The classical baseline's figures per run; none when no run has one."""
     if not any(baseline_of(run) or baseline_error(run) for run in runs):
         return []
-    micro_f1 = (
-        [_text_row("Baseline micro-F1", runs, lambda r: format_score((baseline_of(r) or Baseline()).micro_f1))]
-        if any(run.ranking_metric == "micro_f1" for run in runs)
-        else []
-    )
     subset = all(run.multi_label for run in runs)
 
-    def accuracy_text(run: Run) -> str:
-        accuracy = (baseline_of(run) or Baseline()).accuracy
-        return format_percent(accuracy) + (_exact_match(run) if not subset and is_number(accuracy) else "")
+    def row(label: str, text_of: Callable[[Baseline, Run], str]) -> list[Cell]:
+        return _text_row(f"Baseline {label}", runs, lambda run: text_of(baseline_of(run) or Baseline(), run))
 
+    def accuracy_text(record: Baseline, run: Run) -> str:
+        return format_percent(record.accuracy) + (
+            _exact_match(run) if not subset and is_number(record.accuracy) else ""
+        )
+
+    micro_f1 = any(run.ranking_metric == "micro_f1" for run in runs)
     return [
-        *micro_f1,
-        _text_row("Baseline subset accuracy" if subset else "Baseline test accuracy", runs, accuracy_text),
-        _text_row("Baseline macro-F1", runs, lambda r: format_score((baseline_of(r) or Baseline()).macro_f1)),
-        _text_row(
-            "Baseline training time", runs, lambda r: format_duration((baseline_of(r) or Baseline()).train_seconds)
-        ),
+        *([row("micro-F1", lambda record, _: format_score(record.micro_f1))] if micro_f1 else []),
+        row("subset accuracy" if subset else "test accuracy", accuracy_text),
+        row("macro-F1", lambda record, _: format_score(record.macro_f1)),
+        row("training time", lambda record, _: format_duration(record.train_seconds)),
     ]
 
 
