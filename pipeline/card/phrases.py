@@ -75,23 +75,23 @@ def metric_name(facts: CardFacts, key: str) -> str:
 
 
 def test_score(facts: CardFacts, key: str) -> Any:
-    return getattr(facts.test, key, None)
+    return facts.record.test.figure(key)
 
 
 def intro_values(facts: CardFacts) -> dict[str, Any]:
     size = ""
-    if is_number(facts.num_parameters):
-        n = facts.num_parameters
+    if is_number(n := facts.record.run.num_parameters):
         size = f" ({n / 1e6:.1f}M parameters)" if n >= 1e6 else f" ({int(n):,} parameters)"
     figures = [
-        f"**{metric_value(key, test_score(facts, key))} {metric_name(facts, key)}**" for key in facts.headline_metrics
+        f"**{metric_value(key, test_score(facts, key))} {metric_name(facts, key)}**"
+        for key in facts.record.headline_metrics
     ]
     return {
         "model_phrase": model_phrase(facts),
         "size": size,
         "dataset_phrase": dataset_phrase(facts),
         "headline": ", ".join(figures[:-1]) + " and " + figures[-1],
-        "test_count": count(facts.test.num_samples),
+        "test_count": count(facts.record.test.num_samples),
         "run_reference": f"{facts.run.path.parent.name or 'runs'}/{facts.run.path.name}",
         "teacher_phrase": teacher_phrase(facts),
     }
@@ -107,12 +107,14 @@ def model_phrase(facts: CardFacts) -> str:
     if facts.is_encoder:
         layers, width = facts.encoder.get("num_layers"), facts.encoder.get("hidden_size")
         shape = f"{layers}-layer, {width}-wide " if layers and width else ""
-        if facts.distill is None:
+        if facts.record.distill is None:
             return f"a {shape}Transformer encoder trained from scratch, without pretraining"
-        start = ", whose token embeddings it started from" if isinstance(facts.distill.init_embeddings, dict) else ""
+        start = (
+            ", whose token embeddings it started from" if isinstance(facts.record.distill.init_embeddings, dict) else ""
+        )
         return f"a {shape}Transformer encoder without pretraining, distilled from {teacher}{start}"
     base = hub_id(facts.base)
-    made = "fine-tuned" if facts.distill is None else f"fine-tuned by distillation from {teacher}"
+    made = "fine-tuned" if facts.record.distill is None else f"fine-tuned by distillation from {teacher}"
     if base:
         return f"[{base}](https://huggingface.co/{base}), {made}"
     return f"the pretrained checkpoint `{published_name(facts.base)}` (a local folder), {made}"
@@ -156,7 +158,7 @@ def label_rule(facts: CardFacts) -> str:
 
 def data_values(facts: CardFacts) -> dict[str, Any]:
     """The Training data section's: where the rows came from, how they were read, split and cleaned."""
-    record, data = facts.data_record, facts.data
+    record, data = facts.record.data, facts.data
     files = data_file_names(facts)
     split_column = record.split_column if isinstance(record.split_column, dict) else {}
     sizes = split_sizes(facts)
@@ -270,15 +272,15 @@ def tokenizer_code(model: str, tokenizer_class: str | None) -> list[str]:
 
 def untrained_values(facts: CardFacts) -> dict[str, Any]:
     """Classes without training rows, and classes of test texts the model found none of (recall 0), those aside."""
-    per_class = facts.test.per_class if isinstance(facts.test.per_class, dict) else {}
+    untrained, per_class = facts.record.untrained_classes, facts.record.test.per_class
     unfound = {
         name: scores.get("support")
-        for name, scores in per_class.items()
-        if isinstance(scores, dict) and per_class_score(scores, "recall") == 0 and name not in facts.untrained
+        for name, scores in (per_class if isinstance(per_class, dict) else {}).items()
+        if isinstance(scores, dict) and per_class_score(scores, "recall") == 0 and name not in untrained
     }
     return {
-        "untrained_names": ", ".join(f"`{name}`" for name in facts.untrained),
-        "untrained_consequence": untrained_consequence(facts.untrained) if facts.untrained else "",
+        "untrained_names": ", ".join(f"`{name}`" for name in untrained),
+        "untrained_consequence": untrained_consequence(untrained) if untrained else "",
         "unfound": ", ".join(f"`{name}` ({count(n)} test text{'' if n == 1 else 's'})" for name, n in unfound.items()),
         "unfound_pronoun": "it" if len(unfound) == 1 else "them",
     }
@@ -287,7 +289,7 @@ def untrained_values(facts: CardFacts) -> dict[str, Any]:
 def limitations_values(facts: CardFacts) -> dict[str, Any]:
     """The Limitations section's: how long texts were read, classes never learnt or never found, what the model
     learned from, and a baseline that beats it."""
-    length, truncated = facts.tokenization.max_length, facts.tokenization.truncated_fraction
+    length, truncated = facts.record.tokenization.max_length, facts.record.tokenization.truncated_fraction
     shares = ""
     if isinstance(truncated, dict) and is_number(length):
         shares = ", ".join(f"{split} {pct(share)}" for split, share in truncated.items() if is_number(share))
@@ -304,13 +306,13 @@ def limitations_values(facts: CardFacts) -> dict[str, Any]:
 
 def baseline_beats(facts: CardFacts) -> str:
     """The limitation a baseline more accurate than this model (by the ranking metric) is; "" where none is."""
-    key, ours = facts.ranking_metric, test_score(facts, facts.ranking_metric)
-    (theirs,) = baseline_figures(facts.baseline, [key]) or (None,)
+    key, record = facts.record.ranking_metric, facts.record.baseline
+    ours, (theirs,) = test_score(facts, key), baseline_figures(record, [key]) or (None,)
     if not is_number(ours) or not is_number(theirs) or theirs <= ours:
         return ""
     better = "is more accurate" if key == "accuracy" else f"scores a higher {RANKING_METRICS[key]}"
     return (
-        f"The {baseline_name(facts.baseline)} baseline {better} on the same test split ({metric_value(key, theirs)} "
+        f"The {baseline_name(record)} baseline {better} on the same test split ({metric_value(key, theirs)} "
         f"against {metric_value(key, ours)}): as trained, this model does not earn its cost over it."
     )
 
@@ -342,7 +344,7 @@ def baseline_name(record: Baseline | None, key: str = "baseline") -> str:
 
 def usage_values(facts: CardFacts) -> dict[str, Any]:
     """The How to use section's: the example call, and what transformers.pipeline does otherwise than training."""
-    length = facts.tokenization.max_length
+    length = facts.record.tokenization.max_length
     saved = saved_model_config(facts.run.model_dir) or {}
     model_id = HUB_ID_PLACEHOLDER.format(name=facts.run.path.name)  # its Hub id once uploaded, unknown here
     return {
@@ -359,7 +361,8 @@ def usage_values(facts: CardFacts) -> dict[str, Any]:
 
 def thresholds_note(facts: CardFacts) -> dict[str, str] | None:
     """What transformers.pipeline does not apply: the decision thresholds chosen on validation (decision.json)."""
-    thresholds, kind = facts.thresholds, facts.threshold_kind
+    recorded = facts.record.thresholds
+    thresholds, kind = (recorded.thresholds, recorded.kind) if recorded else (None, None)
     if not isinstance(thresholds, dict) or not thresholds or kind == KIND_ARGMAX:
         return None
     rule = {

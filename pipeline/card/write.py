@@ -80,7 +80,7 @@ def card_data(facts: CardFacts) -> ModelCardData:
         dataset_config=dataset_config,
         dataset_split=dataset_split,
     )
-    test = facts.test
+    test = facts.record.test
     figures = [("accuracy", facts.accuracy_name.capitalize(), None, test.accuracy)]
     figures += [
         ("f1", f"{a.capitalize()}-F1", {"average": a}, v)
