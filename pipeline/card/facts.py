@@ -1,9 +1,6 @@
-"""What a finished run says about its model, as typed facts for the model card (pipeline/card/write.py fills
-pipeline/card/template.md from them). `read_facts` picks out of the run's RunRecord (metrics.json, typed by
-pipeline.run.record: what older runs, or newer stages, lack reads as None) and config.yaml every figure and record
-the card uses; phrases.py and rows.py write them out. A card is published: it names local files and folders by
-their own names, never by their paths on this machine.
-"""
+"""What a finished run says about its model, for the model card: `read_facts` takes config.yaml and the RunRecord
+(metrics.json) into CardFacts. A card is published: it names local files and folders by their own names, never by
+their paths on this machine."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The values pipeline/card/template.md is filled with: the phrases, figures and table rows that take more than a
-template's `if` to write, each from the run's typed facts (pipeline/card/facts.py). The card's wording and layout
-live in the template; what is computed lives here (the tables' rows: pipeline/card/rows.py).
-"""
+"""The values template.md is filled with that take more than a template's `if` to write (the tables' rows: rows.py),
+from the run's facts (facts.py)."""
 
 from __future__ import annotations
 
@@ -44,21 +42,21 @@ MAX_EXAMPLE_CHARS = 160
 QUOTING_READINGS = {"csv": "enclose fields", "none": "are read as text"}
 
 
-def pct(value: Any, digits: int = 2) -> str:
-    return f"{100 * value:.{digits}f}%" if is_number(value) else "n/a"
+def pct(value: Any, digits: int = 2, missing: str = "n/a") -> str:
+    return f"{100 * value:.{digits}f}%" if is_number(value) else missing
 
 
 def num(value: Any, digits: int = 4, missing: str = "n/a") -> str:
     return f"{value:.{digits}f}" if is_number(value) else missing
 
 
-def count(value: Any) -> str:
-    return f"{int(value):,}" if is_number(value) else "n/a"
+def count(value: Any, missing: str = "n/a") -> str:
+    return f"{int(value):,}" if is_number(value) else missing
 
 
-def metric_value(key: str, value: Any) -> str:
+def metric_value(key: str, value: Any, missing: str = "n/a") -> str:
     """A ranking metric's value (RANKING_METRICS): accuracy as a percentage, an F1 as a score."""
-    return pct(value) if key == "accuracy" else num(value)
+    return pct(value, missing=missing) if key == "accuracy" else num(value, missing=missing)
 
 
 def duration(seconds: Any) -> str:
@@ -290,14 +288,14 @@ def limitations_values(facts: CardFacts) -> dict[str, Any]:
     """The Limitations section's: how long texts were read, classes never learnt or never found, what the model
     learned from, and a baseline that beats it."""
     length, truncated = facts.record.tokenization.max_length, facts.record.tokenization.truncated_fraction
-    shares = ""
+    shares = None
     if isinstance(truncated, dict) and is_number(length):
         shares = ", ".join(f"{split} {pct(share)}" for split, share in truncated.items() if is_number(share))
     train_size = split_sizes(facts).get("train")
     return {
         "pair_cut": PAIR_CUT,
         "pct": pct,
-        "truncated_shares": shares if isinstance(truncated, dict) and is_number(length) else None,
+        "truncated_shares": shares,
         "trained_on": f"{count(train_size)} training texts" if is_number(train_size) else "its training data",
         "baseline_beats": baseline_beats(facts),
         **untrained_values(facts),

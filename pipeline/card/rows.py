@@ -1,7 +1,4 @@
-"""The rows of the model card's tables (pipeline/card/template.md lays them out): training settings, distillation,
-test and validation figures, per-class scores, the confusion matrix, the baseline, calibration and the environment.
-Each is a list of cells, written from the run's typed facts (pipeline/card/facts.py).
-"""
+"""The rows of the model card's tables (template.md lays them out), each a tuple of cells from the run's facts."""
 
 from __future__ import annotations
 
@@ -72,11 +69,8 @@ def training_rows(facts: CardFacts) -> Rows:
     head_rate = train.get("head_learning_rate")
     if training.head_parameters and head_rate and head_rate != train.get("learning_rate"):
         rows.append(("head learning rate", f"{head_rate} (new parameters: {', '.join(training.head_parameters)})"))
-    rows += [
-        (name, str(train.get(key, "n/a")))
-        for name, key in (("weight decay", "weight_decay"), ("warm-up ratio", "warmup_ratio"))
-    ]
-    rows.append(("gradient clipping", str(train.get("max_grad_norm", "n/a"))))
+    settings = {"weight decay": "weight_decay", "warm-up ratio": "warmup_ratio", "gradient clipping": "max_grad_norm"}
+    rows += [(name, str(train.get(key, "n/a"))) for name, key in settings.items()]
     rows.append(("mixed precision", str(training.mixed_precision or train.get("mixed_precision", "n/a"))))
     best = facts.record.best
     if is_number(best.step):
@@ -130,14 +124,10 @@ def transfer_rows(record: Distill) -> Rows:
     rows: Rows = []
     transfer = record.transfer_set
     if isinstance(transfer, dict) and is_number(transfer.get("total")):
-        kinds = (
-            ("labelled", "labelled train texts"),
-            ("unlabeled", "unlabelled texts"),
-            ("augmented", "augmented copies"),
-        )
+        kinds = {"labelled": "labelled train texts", "unlabeled": "unlabelled texts", "augmented": "augmented copies"}
         parts = [
             f"{count(transfer.get(key))} {name}"
-            for key, name in kinds
+            for key, name in kinds.items()
             if is_number(transfer.get(key)) and (transfer.get(key) or key == "labelled")
         ]
         rows.append(("transfer set", f"{count(transfer.get('total'))} texts: {', '.join(parts)}"))

@@ -3,17 +3,9 @@
     write_model_card("runs/ag_news_bert")                  # -> runs/ag_news_bert/model/README.md
     python -m pipeline.report --model-card runs/ag_news_bert   # the same, for a run made before cards existed
 
-The card is YAML metadata (huggingface_hub's ModelCardData and EvalResult: pipeline tag, library, base model and
-dataset when they come from the Hub, licence from `run.license`, and a `model-index` holding the test metrics, which
-the Hub renders as an evaluation widget; local data is named by its files) followed by Markdown a person reads: what
-the model does, its licence (or how to set one), its labels, the data and splits, the training settings, how a
-distilled model was distilled, the test metrics per class, a baseline and calibration where metrics.json records
-them, limitations, how to use it (by a placeholder Hub id: a published card names no path of this machine) and the
-environment it was trained in.
-
-The text is the Jinja template pipeline/card/template.md, filled by ModelCard.from_template (as setfit writes its
-cards; offline: nothing here touches the network) with the run's facts (pipeline/card/facts.py, read from
-config.yaml, metrics.json and, for one example, test_predictions.csv) and what phrases.py and rows.py write from them.
+YAML metadata (ModelCardData, the test metrics as EvalResults in the `model-index` the Hub renders), then the Jinja
+template pipeline/card/template.md, filled by ModelCard.from_template with the run's facts (facts.py) and what
+phrases.py and rows.py write from them. Offline: nothing here touches the network.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """What a reader must know before trusting a ranking: the classical baseline, a test split too small to judge by,
-unequal budgets, over-truncation, a model collapsed onto one class, texts its vocabulary cannot read.
-
-    baseline_sentences(runs)   # "The TF-IDF + logistic regression baseline beats <run> on test accuracy ..."
-    budget_sentence(runs)      # "<a> saw 5.0x the training samples of <b> ...; the comparison is of recipes ..."
-    collapse_note(run)         # "predicts World for 97.0% of the test rows ..., a class that is 25.0% ..."
-
-A run that lacks a record contributes nothing.
-"""
+unequal budgets, over-truncation, a model collapsed onto one class, texts its vocabulary cannot read. A run that lacks
+a record contributes nothing."""
 
 from __future__ import annotations
 

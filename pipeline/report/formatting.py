@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
+from pipeline.card.phrases import count, metric_value, num, pct
 from pipeline.common.errors import shorten
 from pipeline.run.record import is_number
 
@@ -17,21 +19,11 @@ def number(value: Any) -> Any:
     return value if is_number(value) else None
 
 
-def format_percent(value: Any, decimals: int = 2) -> str:
-    return f"{100 * value:.{decimals}f}%" if is_number(value) else MISSING
-
-
-def format_score(value: Any) -> str:
-    return f"{value:.4f}" if is_number(value) else MISSING
-
-
-def format_metric(key: str, value: Any) -> str:
-    """A ranking metric's value (rundir.RANKING_METRICS): accuracy as a percentage, an F1 as a score."""
-    return format_percent(value) if key == "accuracy" else format_score(value)
-
-
-def format_count(value: Any) -> str:
-    return f"{int(value):,}" if is_number(value) else MISSING
+# The model card's number formats, with the report's mark for a missing value.
+format_percent = partial(pct, missing=MISSING)
+format_score = partial(num, missing=MISSING)
+format_metric = partial(metric_value, missing=MISSING)
+format_count = partial(count, missing=MISSING)
 
 
 def format_rate(value: Any) -> str:

@@ -1,8 +1,5 @@
-"""The report's account of the rows stage 1 left out of each split, and why, pointing to each run's removed_rows.csv;
-and a multi-label run's training rows without any class.
-
-    removed_blocks(runs)      # [] or the section: one table of counts (reason x split), then a sentence per run
-"""
+"""The report's account of the rows stage 1 left out of each split, and why (pointing to each run's
+removed_rows.csv), and of a multi-label run's training rows without any class: `removed_blocks(runs)`."""
 
 from __future__ import annotations
 
