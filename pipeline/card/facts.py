@@ -57,8 +57,6 @@ def hub_id(name: Any) -> str | None:
 
 @dataclass(frozen=True)
 class CardFacts:
-    """The facts of one finished run that the card's metadata and text are written from."""
-
     run: RunDir
     name: str
     labels: list[str]
@@ -86,7 +84,6 @@ class CardFacts:
 
 
 def read_facts(run: RunDir, config: dict[str, Any], record: RunRecord) -> CardFacts:
-    """The card's facts from config.yaml's mapping and metrics.json's record."""
     kind = record.run.model_kind or config_setting(config, "model", "kind") or "pretrained"
     data = mapping(config.get("data"))
     licence, seed = config_setting(config, "run", "license"), record.data.seed

@@ -45,7 +45,6 @@ def write_model_card(run_dir: str | Path) -> Path:
 
 
 def build_model_card(run: RunDir) -> ModelCard:
-    """The card of a finished run, as a huggingface_hub.ModelCard."""
     run.check_finished()  # "metrics.json is missing — the run did not finish evaluation", and the like
     if not is_model_dir(run.model_dir):
         raise RunDirError(f"{run.model_dir}: missing (no {MODEL_CONFIG_FILE}) — the run saved no model to describe")
@@ -63,15 +62,8 @@ def render_card(facts: CardFacts) -> ModelCard:
 def card_data(facts: CardFacts) -> ModelCardData:
     """The card's YAML metadata: pipeline tag, library, base model and dataset when they come from the Hub, licence,
     and the model-index of the test metrics it has."""
-    dataset_type, dataset_name, dataset_config, dataset_split = dataset_reference(facts)
-    common = dict(
-        task_type=TASK_TYPE,
-        task_name=TASK_NAME,
-        dataset_type=dataset_type,
-        dataset_name=dataset_name,
-        dataset_config=dataset_config,
-        dataset_split=dataset_split,
-    )
+    dataset = dict(zip(("dataset_type", "dataset_name", "dataset_config", "dataset_split"), dataset_reference(facts)))
+    common = dict(task_type=TASK_TYPE, task_name=TASK_NAME, **dataset)
     test = facts.record.test
     figures = [("accuracy", facts.accuracy_name.capitalize(), None, test.accuracy)]
     figures += [

@@ -164,13 +164,12 @@ def why_not_comparable(first: Run, second: Run) -> str | None:
     return f"they were tested on different data ({mismatch})" if mismatch else None
 
 
+# The columns of Comparison.disagreements holding one run's predicted class and its score (that class's probability).
 def predicted_column(run_name: str) -> str:
-    """The column of Comparison.disagreements holding one run's predicted class."""
     return f"{PREDICTION_PREDICTED}:{run_name}"
 
 
 def score_column(run_name: str) -> str:
-    """The column of Comparison.disagreements holding one run's score (probability of its predicted class)."""
     return f"{PREDICTION_SCORE}:{run_name}"
 
 
@@ -193,11 +192,9 @@ def compare_predictions(runs: Sequence[Run]) -> Comparison:
         )
 
     first = with_predictions[0].predictions
-    joined = pd.DataFrame(
-        {PREDICTION_TEXT: first[PREDICTION_TEXT].to_numpy(), PREDICTION_GOLD: first[PREDICTION_GOLD].to_numpy()}
-    )
-    if PREDICTION_ROW_ID in first.columns:  # ids join results back to the source
-        joined[PREDICTION_ROW_ID] = first[PREDICTION_ROW_ID].to_numpy()
+    # Ids, where the run wrote them, join results back to the source.
+    ids = [PREDICTION_ROW_ID] if PREDICTION_ROW_ID in first.columns else []
+    joined = first[[PREDICTION_TEXT, PREDICTION_GOLD, *ids]].reset_index(drop=True)
     for run in with_predictions:
         joined[predicted_column(run.name)] = run.predictions[PREDICTION_PREDICTED].to_numpy()
         joined[score_column(run.name)] = run.predictions[PREDICTION_SCORE].to_numpy()

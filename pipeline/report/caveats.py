@@ -185,10 +185,8 @@ def budget_sentence(runs: Sequence[Run]) -> str | None:
 
 
 def _pair_budget_sentence(first: Run, second: Run) -> str | None:
-    budgets = {first.name: budget_of(first), second.name: budget_of(second)}
+    subject, other, a, b = first, second, budget_of(first), budget_of(second)
     # The run that saw more samples speaks first, so that the ratio reads as "N times as many".
-    subject, other = first, second
-    a, b = budgets[first.name], budgets[second.name]
     if a.samples_seen is not None and b.samples_seen is not None and b.samples_seen > a.samples_seen:
         subject, other, a, b = second, first, b, a
     clauses = []

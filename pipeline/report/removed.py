@@ -22,9 +22,8 @@ CARVED = " Header rows repeated and rows without a text or a label are left out 
 
 def removed_counts(run: Run) -> list[tuple[str, dict[str, int]]]:
     """[(reason, {split: rows})] for each reason that left out rows, from metrics.json's `data` record."""
-    repeated_headers = _counts((run.metrics.data.repeated_headers or {}).get("removed"))
-    incomplete = _counts((run.metrics.data.incomplete_rows or {}).get("removed"))
-    duplicates = run.metrics.data.duplicates or {}
+    data = run.metrics.data
+    duplicates = data.duplicates or {}
     mode = duplicates.get("mode") if isinstance(duplicates, dict) else None
     within = _counts(duplicates.get("within")) if mode in ("within", "across") else {}
     across = {
@@ -32,8 +31,8 @@ def removed_counts(run: Run) -> list[tuple[str, dict[str, int]]]:
         for split, count in _counts(duplicates.get("across") if mode == "across" else None).items()
     }
     reasons = [
-        (REPEATED_HEADER, repeated_headers),
-        (INCOMPLETE, incomplete),
+        (REPEATED_HEADER, _counts((data.repeated_headers or {}).get("removed"))),
+        (INCOMPLETE, _counts((data.incomplete_rows or {}).get("removed"))),
         (f"repeats a text of its own split (data.deduplicate: {mode})", within),
         ("its text is in an earlier split, train then validation (data.deduplicate: across)", across),
     ]
@@ -48,8 +47,7 @@ def _counts(record: Any) -> dict[str, int]:
 
 
 def removed_blocks(runs: Sequence[Run]) -> list[Block]:
-    counted = [(run, removed_counts(run)) for run in runs]
-    removing = [(run, reasons) for run, reasons in counted if reasons]
+    removing = [(run, reasons) for run in runs if (reasons := removed_counts(run))]
     notes = [note for run in runs for note in [_conflict_note(run), _no_class_note(run, runs)] if note]
     if not removing and not notes:
         return []

@@ -33,6 +33,7 @@ from pipeline.report.formatting import (
     format_rate,
     format_score,
     join_names,
+    number,
     truncate,
 )
 from pipeline.report.removed import removed_blocks
@@ -67,7 +68,6 @@ SECTION_EXPORT = "ONNX export: parity and speed"
 
 
 def build_report(runs: Sequence[Run], generated_at: datetime | None = None) -> tuple[str, list[Block]]:
-    """The report's title and blocks, shared by both renderings."""
     comparison = compare_predictions(runs) if len(runs) >= 2 else None
     title = "Evaluation report: " + " vs ".join(run.name for run in runs)
     blocks: list[Block] = [Heading(title, level=1)]
@@ -143,15 +143,12 @@ def eval_curve(run: Run, metric: str | None = None) -> plots.EvalCurve:
         metric = "accuracy"
     key = f"eval_{metric}"
     points = [line for line in run.history if is_number(line.get(key)) and is_number(line.get("step"))]
-    best_step = run.metrics.best.step
     return plots.EvalCurve(
         run_name=run.name,
         steps=[point["step"] for point in points],
-        elapsed_seconds=[
-            point["elapsed_seconds"] if is_number(point.get("elapsed_seconds")) else None for point in points
-        ],
+        elapsed_seconds=[number(point.get("elapsed_seconds")) for point in points],
         values=[point[key] for point in points],
-        best_step=best_step if is_number(best_step) else None,
+        best_step=number(run.metrics.best.step),
         metric=metric,
         metric_name=RANKING_METRICS[metric],
     )

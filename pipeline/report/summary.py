@@ -22,7 +22,7 @@ from pipeline.report.plots import MAX_PLOTTED_CLASSES
 from pipeline.report.runs import Run, num_test_samples, ranks_models, repeats_its_run
 from pipeline.report.scores import imbalance_sentence, is_imbalanced
 from pipeline.run.directory import config_setting, per_class_score
-from pipeline.run.record import RANKING_METRICS, Baseline, is_number
+from pipeline.run.record import RANKING_METRICS, Baseline, Distill, is_number
 from pipeline.scoring.thresholds import selection_cut_off
 
 SECTION_SUMMARY = "Summary"
@@ -33,17 +33,13 @@ EXACT_MATCH = "exact-match"
 def summary_blocks(runs: Sequence[Run]) -> list[Block]:
     rows: list[list[Cell]] = [
         *_headline_rows(runs),
-        _metric_row(
-            "Prediction rows/s", runs, lambda r: r.metrics.throughput.predict_rows_per_second, format_rate, True
-        ),
+        _metric_row("Prediction rows/s", runs, lambda r: r.metrics.throughput.predict_rows_per_second, format_rate),
         *_distill_rows(runs),
         *_baseline_rows(runs),
     ]
     labels = by_support(runs, all_labels(runs))
     for label in labels[:MAX_PLOTTED_CLASSES]:  # the largest classes; every one is in the per-class table
-        rows.append(
-            _metric_row(f"F1: {label}", runs, lambda r, c=label: per_class_value(r, c, "f1"), format_score, True)
-        )
+        rows.append(_metric_row(f"F1: {label}", runs, lambda r, c=label: per_class_value(r, c, "f1"), format_score))
     if len(labels) > MAX_PLOTTED_CLASSES:
         more = len(labels) - MAX_PLOTTED_CLASSES
         rows.append(_text_row(f"F1: {more:,} smaller classes", runs, lambda r: "in the per-class table"))
@@ -88,7 +84,7 @@ def _headline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
         micro_f1, *others = multi_label
         return [micro_f1, macro_f1, row("Subset accuracy", "accuracy", format_percent), *others]
     accuracy = _metric_row(
-        "Test accuracy", runs, lambda r: r.metrics.test.accuracy, format_percent, True, qualifier=_exact_match
+        "Test accuracy", runs, lambda r: r.metrics.test.accuracy, format_percent, qualifier=_exact_match
     )
     balanced = (
         [row("Balanced accuracy", "balanced_accuracy", format_percent)]
@@ -111,9 +107,8 @@ def _baseline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
         return _text_row(f"Baseline {label}", runs, lambda run: text_of(baseline_of(run) or Baseline(), run))
 
     def accuracy_text(record: Baseline, run: Run) -> str:
-        return format_percent(record.accuracy) + (
-            _exact_match(run) if not subset and is_number(record.accuracy) else ""
-        )
+        qualifier = _exact_match(run) if not subset and is_number(record.accuracy) else ""
+        return format_percent(record.accuracy) + qualifier
 
     micro_f1 = any(run.ranking_metric == "micro_f1" for run in runs)
     return [
@@ -167,7 +162,7 @@ def _metric_row(
     runs: Sequence[Run],
     value_of: Callable[[Run], Any],
     formatter: Callable[[Any], str],
-    higher: bool,
+    higher: bool = True,
     qualifier: Callable[[Run], str] | None = None,
 ) -> list[Cell]:
     """A numeric row, the best value emphasised where the report ranks the runs; a pipeline.evaluate folder beside the
@@ -191,18 +186,15 @@ def _distill_rows(runs: Sequence[Run]) -> list[list[Cell]]:
     if not any(run.metrics.distill for run in runs):
         return []
 
-    def teacher_text(run: Run) -> str:
-        record = run.metrics.distill
-        if not record:
-            return MISSING
+    def row(label: str, text_of: Callable[[Distill], str]) -> list[Cell]:
+        return _text_row(label, runs, lambda run: text_of(run.metrics.distill) if run.metrics.distill else MISSING)
+
+    def teacher_text(record: Distill) -> str:
         accuracy = record.teacher_test_accuracy
         tested = f" (test {format_percent(accuracy)})" if is_number(accuracy) else ""
         return f"{record.teacher}{tested}"
 
-    def settings_text(run: Run) -> str:
-        record = run.metrics.distill
-        if not record:
-            return MISSING
+    def settings_text(record: Distill) -> str:
         augment = record.augment or "none"
         copies = f" x{record.augment_copies}" if augment != "none" else ""
         embeddings = ", teacher's embeddings" if record.init_embeddings else ""
@@ -211,7 +203,7 @@ def _distill_rows(runs: Sequence[Run]) -> list[list[Cell]]:
             f"{format_count((record.transfer_set or {}).get('total'))} transfer rows"
         )
 
-    return [_text_row("Distilled from", runs, teacher_text), _text_row("Distillation", runs, settings_text)]
+    return [row("Distilled from", teacher_text), row("Distillation", settings_text)]
 
 
 def _text_row(label: str, runs: Sequence[Run], text_of: Callable[[Run], str]) -> list[Cell]:
