@@ -23,10 +23,8 @@ from pipeline.text.windows import LongTextRule
 
 # What the Hub accepts as a model or dataset id: "name" or "owner/name".
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
-# Local data has no Hub id: the model-index gives as its type the `datasets` builder that reads its format
-# (tables.FORMATS), as transformers' Trainer does for local data (TrainingSummary.from_trainer: the dataset's
-# builder_name); fastText lines and a folder of class folders' documents are plain text files, which its `text`
-# builder reads. Its name is its files' names.
+# Local data has no Hub id: its model-index type is the `datasets` builder that reads its format, as transformers'
+# Trainer gives it (fastText lines and class folders' documents are plain text: `text`); its name, its files' names.
 _FORMAT_BUILDERS = {"csv": "csv", "tsv": "csv", "jsonl": "json", "parquet": "parquet", "fasttext": "text"}
 _FOLDER_BUILDER = "text"
 # What a data setting missing from config.yaml (an older run's) was: its default, the same then as now.

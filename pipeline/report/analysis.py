@@ -64,15 +64,12 @@ def threshold_mistakes(run: Run, limit: int = MAX_MISTAKE_ROWS) -> pd.DataFrame 
     sureness = np.where(given != true, sureness, -np.inf)
     wrong = np.isfinite(sureness).any(axis=1)
     surest = sureness.argmax(axis=1)
-    mistakes = predictions.assign(
-        **{
-            SURENESS: sureness[np.arange(len(sureness)), surest],
-            WRONG_DECISION: [
-                _decision_text(classes[column], probabilities[row, column], thresholds[column], given[row, column])
-                for row, column in enumerate(surest)
-            ],
-        }
-    )[wrong]
+    decisions = [
+        _decision_text(classes[column], probabilities[row, column], thresholds[column], given[row, column])
+        for row, column in enumerate(surest)
+    ]
+    surest_sureness = sureness[np.arange(len(sureness)), surest]
+    mistakes = predictions.assign(**{SURENESS: surest_sureness, WRONG_DECISION: decisions})[wrong]
     return mistakes.sort_values(SURENESS, ascending=False, kind="stable").head(limit)
 
 
