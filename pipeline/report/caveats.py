@@ -241,9 +241,7 @@ def truncation_over_budget(run: Run) -> tuple[float, float] | None:
     share = (run.metrics.tokenization.truncated_fraction or {}).get("train")
     budget = config_setting(run.config, "tokenizer", "max_truncated_fraction")
     budget = budget if is_number(budget) else TokenizerConfig().max_truncated_fraction  # a config that does not say
-    if is_number(share) and share > budget:
-        return share, budget
-    return None
+    return (share, budget) if is_number(share) and share > budget else None
 
 
 def truncation_note(run: Run) -> str | None:

@@ -55,14 +55,12 @@ def removed_blocks(runs: Sequence[Run]) -> list[Block]:
     if removing:
         files = "; ".join(f"{run.name}: {run.path / REMOVED_ROWS_FILE}" for run, _ in removing)
         carved = any(run.metrics.data.carved_from_train and reasons[0][0] in AS_READ for run, reasons in removing)
-        blocks += [
-            Paragraph(
-                "Rows left out of each split before training and scoring, by reason; each is listed, with its id, its reason and its "
-                f"text, in {REMOVED_ROWS_FILE} ({files})." + (CARVED if carved else ""),
-                style="meta",
-            ),
-            _removed_table(removing, several=len(runs) > 1),
-        ]
+        listed = (
+            "Rows left out of each split before training and scoring, by reason; each is listed, with its id, its reason and its "
+            f"text, in {REMOVED_ROWS_FILE} ({files})."
+        )
+        listed += CARVED if carved else ""
+        blocks += [Paragraph(listed, style="meta"), _removed_table(removing, several=len(runs) > 1)]
     blocks += [Paragraph(note, style="note") for note in notes]
     return blocks
 

@@ -30,6 +30,17 @@ SECTION_LOW_CONFIDENCE = "Low-confidence rows"
 # Curves drawn per run at most (the classes with the most test rows); the table lists every class.
 MAX_CURVES = 8
 THRESHOLD_COLUMNS = ["Class", "Threshold", "Setting", "Precision (val.)", "Recall (val.)"]
+OPERATING_META = (
+    "Per class: the decision threshold (chosen on validation as eval.threshold says; stored in model/decision.json and used by "
+    "pipeline.predict), its precision and recall on validation and on test, and the areas under the test ROC and precision-recall "
+    "curves (average precision). The dot on each curve is the chosen operating point."
+)
+LOW_CONFIDENCE_META = (
+    "A multi-class run with decision thresholds (eval.threshold) keeps the most probable class as the label and flags a row whose "
+    "probability for it is below that class's threshold, for a person to check; pipeline.predict marks the same rows in its "
+    "low_confidence column. The thresholds were chosen on validation (model/decision.json); precision and recall on validation "
+    "count the rows labelled the class and not flagged. The counts and accuracies are on test."
+)
 
 
 # --- Imbalance
@@ -67,16 +78,13 @@ def calibration_blocks(runs: Sequence[Run]) -> list[Block]:
     if not calibrated:
         return []
     bins = calibrated[0][1].bins or MISSING
-    blocks: list[Block] = [
-        Heading(SECTION_CALIBRATION),
-        Paragraph(
-            f"Expected calibration error ({bins} equal-width confidence bins: the gap between confidence and accuracy, weighted by rows) "
-            "before and after temperature scaling. The temperature is fitted on validation and folded into the saved model, so every way "
-            "of loading it gives the calibrated probabilities; the labels (argmax) do not change. Multi-label runs are measured over "
-            "every (text, class) probability.",
-            style="meta",
-        ),
-    ]
+    meta = (
+        f"Expected calibration error ({bins} equal-width confidence bins: the gap between confidence and accuracy, weighted by rows) "
+        "before and after temperature scaling. The temperature is fitted on validation and folded into the saved model, so every way "
+        "of loading it gives the calibrated probabilities; the labels (argmax) do not change. Multi-label runs are measured over "
+        "every (text, class) probability."
+    )
+    blocks: list[Block] = [Heading(SECTION_CALIBRATION), Paragraph(meta, style="meta")]
     rows = [
         [
             Cell(run.name),
@@ -167,15 +175,7 @@ def operating_blocks(runs: Sequence[Run]) -> list[Block]:
     eligible = [run for run in runs if run.metrics.test.areas and isinstance(run.metrics.test.areas.per_class, dict)]
     if not eligible:
         return []
-    blocks: list[Block] = [
-        Heading(SECTION_OPERATING),
-        Paragraph(
-            "Per class: the decision threshold (chosen on validation as eval.threshold says; stored in model/decision.json and used by "
-            "pipeline.predict), its precision and recall on validation and on test, and the areas under the test ROC and precision-recall "
-            "curves (average precision). The dot on each curve is the chosen operating point.",
-            style="meta",
-        ),
-    ]
+    blocks: list[Block] = [Heading(SECTION_OPERATING), Paragraph(OPERATING_META, style="meta")]
     for run in eligible:
         if len(runs) > 1:
             blocks.append(Heading(run.name, level=3))
@@ -194,11 +194,8 @@ def _operating_table(run: Run, curves: dict[str, plots.OperatingCurve]) -> Table
     for name, areas in run.metrics.test.areas.per_class.items():
         chosen = run.chosen(name) or Chosen()
         point = curves[name].point if name in curves else None
-        scores = [
-            *((point[2], point[1]) if point else (None, None)),
-            areas.get("roc_auc"),
-            areas.get("average_precision"),
-        ]
+        tested = (point[2], point[1]) if point else (None, None)
+        scores = [*tested, areas.get("roc_auc"), areas.get("average_precision")]
         cells = _threshold_cells(name, run.threshold(name), applied_setting_text(chosen), chosen)
         rows.append([*cells, *num_cells(*map(format_score, scores))])
     return Table([*THRESHOLD_COLUMNS, "Precision (test)", "Recall (test)", "ROC AUC", "Average precision"], rows)
@@ -212,11 +209,13 @@ def _threshold_cells(name: str, threshold: Any, setting: str, chosen: Chosen) ->
 
 def _threshold_notes(run: Run) -> list[Block]:
     """Where a class's threshold could not be chosen as asked (what was used instead), or rests on few rows."""
-    notes = []
-    for name in run.labels:
-        chosen = run.chosen(name) or Chosen()
-        notes += [Paragraph(f"{name}: {text}.", style="note") for text in (chosen.fallback, chosen.note) if text]
-    return notes
+    chosen = {name: run.chosen(name) or Chosen() for name in run.labels}
+    return [
+        Paragraph(f"{name}: {text}.", style="note")
+        for name, c in chosen.items()
+        for text in (c.fallback, c.note)
+        if text
+    ]
 
 
 def low_confidence_blocks(runs: Sequence[Run]) -> list[Block]:
@@ -224,20 +223,9 @@ def low_confidence_blocks(runs: Sequence[Run]) -> list[Block]:
     flagging = [run for run in runs if run.metrics.test.low_confidence is not None]
     if not flagging:
         return []
-    blocks: list[Block] = [
-        Heading(SECTION_LOW_CONFIDENCE),
-        Paragraph(
-            "A multi-class run with decision thresholds (eval.threshold) keeps the most probable class as the label and flags a row whose "
-            "probability for it is below that class's threshold, for a person to check; pipeline.predict marks the same rows in its "
-            "low_confidence column. The thresholds were chosen on validation (model/decision.json); precision and recall on validation "
-            "count the rows labelled the class and not flagged. The counts and accuracies are on test.",
-            style="meta",
-        ),
-        Table(
-            ["Run", "Flagged", "Share flagged", "Accuracy of kept rows", "Accuracy of flagged rows"],
-            [[Cell(run.name), *_flag_cells(run.metrics.test.low_confidence)] for run in flagging],
-        ),
-    ]
+    header = ["Run", "Flagged", "Share flagged", "Accuracy of kept rows", "Accuracy of flagged rows"]
+    table = Table(header, [[Cell(run.name), *_flag_cells(run.metrics.test.low_confidence)] for run in flagging])
+    blocks: list[Block] = [Heading(SECTION_LOW_CONFIDENCE), Paragraph(LOW_CONFIDENCE_META, style="meta"), table]
     for run in flagging:
         if len(runs) > 1:
             blocks.append(Heading(run.name, level=3))
