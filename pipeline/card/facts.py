@@ -41,16 +41,12 @@ HUB_ID_PLACEHOLDER = "your-username/{name}"
 def published_name(name: Any) -> str | None:
     """How a card names a checkpoint or tokenizer: its Hub id, or a local folder by its own name only (the card is
     published; config.yaml holds local paths absolute, and a path on this machine tells a reader nothing)."""
-    if not isinstance(name, str) or not name:
-        return None
-    return hub_id(name) or Path(name).name
+    return (hub_id(name) or Path(name).name) if isinstance(name, str) and name else None
 
 
 def hub_id(name: Any) -> str | None:
     """`name` when it reads as a Hub id and is not a local folder (a local path names no Hub model)."""
-    if not isinstance(name, str) or not _HUB_ID.match(name) or Path(name).expanduser().exists():
-        return None
-    return name
+    return name if isinstance(name, str) and _HUB_ID.match(name) and not Path(name).expanduser().exists() else None
 
 
 @dataclass(frozen=True)

@@ -174,8 +174,7 @@ def confusion_rows(facts: CardFacts) -> Rows:
 
 
 def baseline_table(facts: CardFacts) -> dict[str, Any] | None:
-    """This model against the classical baseline(s), led by the figure that picked the model (ranking_metric:
-    accuracy, macro-F1 for imbalanced classes, micro-F1 for multi-label, where accuracy is subset accuracy): the
+    """This model against the classical baseline(s), led by the figure that picked the model (headline_metrics): the
     table's header and rows, or why there is none; None where metrics.json records no baseline."""
     record, keys = facts.record.baseline, facts.record.headline_metrics
     if record is None:
@@ -204,9 +203,8 @@ def baseline_table(facts: CardFacts) -> dict[str, Any] | None:
 
 
 def calibration_rows(calibration: Calibration | None) -> Rows:
-    """A calibration record as (measure, value) rows: method, temperature, then each measure per split, before ->
-    after temperature scaling (one value where only one was measured); another shape: every number and string it
-    holds, by its key path."""
+    """(measure, value) rows: method, temperature, then each measure per split before -> after temperature scaling;
+    a record of another shape: every number and string it holds, by its key path."""
     if calibration is None:
         return []
     if not isinstance(calibration.ece, dict):

@@ -60,8 +60,7 @@ def render_card(facts: CardFacts) -> ModelCard:
 
 
 def card_data(facts: CardFacts) -> ModelCardData:
-    """The card's YAML metadata: pipeline tag, library, base model and dataset when they come from the Hub, licence,
-    and the model-index of the test metrics it has."""
+    """The card's YAML metadata: base model and dataset where they come from the Hub, and the test metrics' model-index."""
     dataset = dict(zip(("dataset_type", "dataset_name", "dataset_config", "dataset_split"), dataset_reference(facts)))
     common = dict(task_type=TASK_TYPE, task_name=TASK_NAME, **dataset)
     test = facts.record.test

@@ -71,8 +71,8 @@ def _headline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
     """Accuracy first, or macro-F1 and balanced accuracy when train's classes are imbalanced; micro-F1 first (as
     subset accuracy) when every run is multi-label."""
 
-    def row(label: str, key: str, formatter: Callable[[Any], str], higher: bool = True) -> list[Cell]:
-        return _metric_row(label, runs, lambda r: r.metrics.test.figure(key), formatter, higher=higher)
+    def row(label: str, key: str, formatter: Callable[[Any], str], **options: Any) -> list[Cell]:
+        return _metric_row(label, runs, lambda r: r.metrics.test.figure(key), formatter, **options)
 
     macro_f1 = row("Macro-F1", "macro_f1", format_score)
     multi_label = [
@@ -83,14 +83,9 @@ def _headline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
     if all(run.multi_label for run in runs):
         micro_f1, *others = multi_label
         return [micro_f1, macro_f1, row("Subset accuracy", "accuracy", format_percent), *others]
-    accuracy = _metric_row(
-        "Test accuracy", runs, lambda r: r.metrics.test.accuracy, format_percent, qualifier=_exact_match
-    )
-    balanced = (
-        [row("Balanced accuracy", "balanced_accuracy", format_percent)]
-        if any(is_number(run.metrics.test.balanced_accuracy) for run in runs)
-        else []
-    )
+    accuracy = row("Test accuracy", "accuracy", format_percent, qualifier=_exact_match)
+    has_balanced = any(is_number(run.metrics.test.balanced_accuracy) for run in runs)
+    balanced = [row("Balanced accuracy", "balanced_accuracy", format_percent)] if has_balanced else []
     rows = [macro_f1, *balanced, accuracy] if any(map(is_imbalanced, runs)) else [accuracy, macro_f1, *balanced]
     if any(is_number(run.metrics.test.micro_f1) for run in runs):
         rows += multi_label
@@ -121,21 +116,12 @@ def _baseline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
 
 def _baseline_notes(runs: Sequence[Run]) -> list[Block]:
     descriptions = sorted({baseline_description(record) for record in map(baseline_of, runs) if record})
-    blocks: list[Block] = []
-    if descriptions:
-        blocks.append(
-            Paragraph(
-                f"Baseline: {', '.join(descriptions)}, fitted on each run's own train split and scored on its test split (eval.baseline).",
-                style="meta",
-            )
-        )
-    blocks += [
-        Paragraph(f"{run.name}: the baseline could not be fitted: {error}", style="note")
-        for run in runs
-        for error in [baseline_error(run)]
-        if error
+    fitted = f"Baseline: {', '.join(descriptions)}, fitted on each run's own train split and scored on its test split (eval.baseline)."
+    blocks: list[Block] = [Paragraph(fitted, style="meta")] if descriptions else []
+    errors = [(run.name, baseline_error(run)) for run in runs]
+    return blocks + [
+        Paragraph(f"{name}: the baseline could not be fitted: {error}", style="note") for name, error in errors if error
     ]
-    return blocks
 
 
 def _long_text_share(run: Run, split: str) -> str:
@@ -226,8 +212,7 @@ def _best_step_text(run: Run) -> str:
     step = run.metrics.best.step
     if not is_number(step):
         return MISSING
-    key = run.ranking_metric
-    score = run.metrics.best.score
+    key, score = run.ranking_metric, run.metrics.best.score
     if not is_number(score):
         return format_count(step)
     cut_off = selection_cut_off(run.metrics)  # the run's validation figures apply its thresholds; this did not
@@ -243,11 +228,9 @@ def _steps_text(run: Run) -> str:
 
 
 def _max_length_text(run: Run) -> str:
-    length = run.metrics.tokenization.max_length
-    setting = run.metrics.tokenization.max_length_setting
-    if not is_number(length):
-        return MISSING
-    return f"{format_count(length)} (auto)" if setting == "auto" else format_count(length)
+    tokenization = run.metrics.tokenization
+    auto = " (auto)" if tokenization.max_length_setting == "auto" and is_number(tokenization.max_length) else ""
+    return format_count(tokenization.max_length) + auto
 
 
 def _device_text(run: Run) -> str:
