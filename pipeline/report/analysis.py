@@ -176,17 +176,13 @@ def compare_predictions(runs: Sequence[Run]) -> Comparison:
     names = [run.name for run in with_predictions]
     left_out = [run.name for run in runs if run.predictions is None]
     if len(with_predictions) < 2:
-        return Comparison(
-            names, left_out, f"fewer than two runs have {PREDICTIONS_FILE} (missing for {', '.join(left_out)})"
+        missing = f"fewer than two runs have {PREDICTIONS_FILE} (missing for {', '.join(left_out)})"
+        return Comparison(names, left_out, missing)
+    if mismatch := _test_data_mismatch(with_predictions):
+        different = (
+            f"the runs were tested on different data ({mismatch}), so their predictions cannot be compared text by text"
         )
-    mismatch = _test_data_mismatch(with_predictions)
-    if mismatch:
-        return Comparison(
-            names,
-            left_out,
-            f"the runs were tested on different data ({mismatch}), so their predictions cannot be compared text by text",
-            different_test_data=True,
-        )
+        return Comparison(names, left_out, different, different_test_data=True)
 
     first = with_predictions[0].predictions
     # Ids, where the run wrote them, join results back to the source.

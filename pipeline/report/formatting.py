@@ -12,6 +12,7 @@ from pipeline.run.record import is_number
 MAX_TEXT_CHARS = 140
 # Shown wherever a value is absent or not a finite number.
 MISSING = "—"
+truncate = partial(shorten, limit=MAX_TEXT_CHARS)  # a text for a report table
 
 
 def number(value: Any) -> Any:
@@ -42,11 +43,6 @@ def format_duration(seconds: Any) -> str:
     if hours:
         return f"{hours}h {minutes:02d}m {secs:02d}s"
     return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
-
-
-def truncate(text: str, limit: int = MAX_TEXT_CHARS) -> str:
-    """A text for a report table: tables.shorten to MAX_TEXT_CHARS."""
-    return shorten(text, limit)
 
 
 def join_names(parts: list[str]) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pipeline.data.formats.table import REPEATED_HEADER
-from pipeline.report.blocks import Block, Cell, Heading, Paragraph, Table
+from pipeline.report.blocks import Block, Cell, Heading, Paragraph, Table, num_cells
 from pipeline.report.formatting import format_count, format_percent, truncate
 from pipeline.report.runs import Run, repeats_its_run
 from pipeline.run.directory import REMOVED_ROWS_FILE
@@ -72,12 +72,8 @@ def _removed_table(removing: list[tuple[Run, list[tuple[str, dict[str, int]]]]],
     rows = []
     for run, reasons in removing:
         for reason, counts in reasons:
-            cells = [Cell(run.name)] if several else []
-            cells.append(Cell(reason))
-            cells += [
-                Cell(format_count(counts.get(split, 0)) if split in orders[run.name] else "", "num") for split in splits
-            ]
-            rows.append(cells)
+            counted = [format_count(counts.get(split, 0)) if split in orders[run.name] else "" for split in splits]
+            rows.append([*([Cell(run.name)] if several else []), Cell(reason), *num_cells(*counted)])
     header = [*(["Run"] if several else []), "Why left out", *(split.capitalize() for split in splits)]
     return Table(header, rows)
 
@@ -99,7 +95,7 @@ def _conflict_note(run: Run) -> str | None:
     example = ""
     if examples and isinstance(examples[0], dict):
         labels = " vs ".join(str(label) for label in examples[0].get("labels") or [])
-        example = f" (e.g. “{truncate(str(examples[0].get('text', '')), 60)}”: {labels})"
+        example = f" (e.g. “{truncate(str(examples[0].get('text', '')), limit=60)}”: {labels})"
     texts = "text carries" if conflicts == 1 else "texts carry"
     return (
         f"{run.name}: {format_count(conflicts)} {texts} more than one label{example}; where copies were removed, the first copy's label "

@@ -107,7 +107,7 @@ def _confusion_blocks(runs: Sequence[Run]) -> list[Block]:
             blocks.append(Paragraph(f"{run.name}: {METRICS_FILE} has no usable test confusion matrix.", style="note"))
             continue
         title = f"{run.name} (test accuracy {format_percent(run.metrics.test.accuracy)})"
-        figure = plots.confusion_matrix_figure(matrix, run.labels, title=truncate(title, 60))
+        figure = plots.confusion_matrix_figure(matrix, run.labels, title=truncate(title, limit=60))
         images.append(Chart(plots.figure_to_png(figure), alt_text=f"confusion matrix of {run.name}"))
         blocks += [Heading(run.name, level=3, only="md"), *_confusion_table(matrix, run.labels)]
     if images:
@@ -169,26 +169,17 @@ def _curve_blocks(runs: Sequence[Run]) -> list[Block]:
     with_points = [curve for _, curve in drawn]
     shared = plots.shared_metric_name(with_points)
     figure = plots.validation_curves_figure(with_points)
-    caption = (
-        f"Validation {shared} by optimizer step and by training time"
-        if shared
-        else "Validation curves by optimizer step and by training time, each run in the metric that selected its "
-        "model (in the legend)"
-    ) + "; ★ marks the selected (best) model."
+    each = "" if shared else ", each run in the metric that selected its model (in the legend)"
+    caption = f"Validation {shared or 'curves'} by optimizer step and by training time{each}; ★ marks the selected (best) model."
     blocks.append(
         Images([Chart(plots.figure_to_png(figure), f"validation {shared or 'metric'} curves", caption)], only="html")
     )
     blocks.append(Paragraph(f"The curves are drawn in {REPORT_HTML}.", style="meta", only="md"))
-    rows = [
-        [
-            Cell(curve.run_name),
-            *([] if shared else [Cell(_curve_metric_text(run, curve))]),
-            *num_cells(
-                format_count(len(curve.steps)), *(_curve_point(curve, i) for i in (0, np.argmax(curve.values), -1))
-            ),
-        ]
-        for run, curve in drawn
-    ]
+    rows = []
+    for run, curve in drawn:
+        metric = [] if shared else [Cell(_curve_metric_text(run, curve))]
+        points = (_curve_point(curve, index) for index in (0, int(np.argmax(curve.values)), -1))
+        rows.append([Cell(curve.run_name), *metric, *num_cells(format_count(len(curve.steps)), *points)])
     header = (
         ["Run", "Evaluations", f"First {shared}", "Highest", "Last"]
         if shared
@@ -279,13 +270,11 @@ def _disagreement_blocks(comparisons: Comparisons, runs: Sequence[Run]) -> list[
         if titled:
             blocks.append(Heading(" vs ".join(comparison.run_names), level=3))
         blocks += _comparison_blocks(comparison, any(multi_label[name] for name in comparison.run_names))
-    blocks += [
-        Paragraph(
-            f"Not compared: {join_names(pair.runs)} with {join_names(pair.others)}: {pair.reason}, so their predictions cannot be compared text by text.",
-            style="note",
+    for pair in comparisons.not_compared:
+        why = f"{pair.reason}, so their predictions cannot be compared text by text"
+        blocks.append(
+            Paragraph(f"Not compared: {join_names(pair.runs)} with {join_names(pair.others)}: {why}.", style="note")
         )
-        for pair in comparisons.not_compared
-    ]
     return blocks
 
 
@@ -299,34 +288,26 @@ def _comparison_blocks(comparison: Comparison, multi_label: bool) -> list[Block]
         return blocks
     right = "; ".join(f"{name} right on {comparison.right_counts[name]:,}" for name in comparison.run_names)
     summary = f"Of those: {right}; all wrong on {comparison.all_wrong_count:,}."
-    if comparison.mcnemar_p_value is not None:
-        p_value = comparison.mcnemar_p_value
+    if (p_value := comparison.mcnemar_p_value) is not None:
         summary += f" McNemar's exact test on these texts: p = {p_value:.2g} ({gap_reading(p_value)})."
     blocks.append(Paragraph(summary))
-    shown = _order_disagreements(disagreements, comparison.run_names).head(MAX_DISAGREEMENT_ROWS)
+    # Most striking first: texts where even the least sure run was sure.
+    least_sure = disagreements[[score_column(name) for name in comparison.run_names]].min(axis=1)
+    ordered = disagreements.assign(_least_sure=least_sure).sort_values("_least_sure", ascending=False, kind="stable")
+    shown = ordered.head(MAX_DISAGREEMENT_ROWS)
     highest = "; for a multi-label run, its highest class probability" if multi_label else ""
-    blocks.append(
-        Paragraph(
-            f"{'All' if len(shown) == count else f'The first {len(shown)}'} of them, those where every run was surest of its answer first "
-            f"(row: the text's id in the data, or for older runs its position in {PREDICTIONS_FILE}; ✓ right, ✗ wrong; score: "
-            f"probability of the predicted class{highest}).",
-            style="meta",
-        )
+    legend = (
+        f"{'All' if len(shown) == count else f'The first {len(shown)}'} of them, those where every run was surest of its answer first "
+        f"(row: the text's id in the data, or for older runs its position in {PREDICTIONS_FILE}; ✓ right, ✗ wrong; score: "
+        f"probability of the predicted class{highest})."
     )
-    rows = []
-    for row_index, row in shown.iterrows():
-        cells = _row_text_gold_cells(row_index, row)
-        for name in comparison.run_names:
-            cells.append(_prediction_cell(row[predicted_column(name)], row[score_column(name)], row[PREDICTION_GOLD]))
-        rows.append(cells)
+    blocks.append(Paragraph(legend, style="meta"))
+    rows = [
+        [*_row_text_gold_cells(row_index, row), *(_prediction_cell(row, name) for name in comparison.run_names)]
+        for row_index, row in shown.iterrows()
+    ]
     blocks.append(Table(["Row", "Text", "Gold", *comparison.run_names], rows))
     return blocks
-
-
-def _order_disagreements(disagreements: pd.DataFrame, run_names: list[str]) -> pd.DataFrame:
-    """Most striking first: texts where even the least sure run was sure."""
-    least_sure = disagreements[[score_column(name) for name in run_names]].min(axis=1)
-    return disagreements.assign(_least_sure=least_sure).sort_values("_least_sure", ascending=False, kind="stable")
 
 
 def _row_text_gold_cells(row_index: Any, row: pd.Series) -> list[Cell]:
@@ -335,8 +316,9 @@ def _row_text_gold_cells(row_index: Any, row: pd.Series) -> list[Cell]:
     return [Cell(str(row_id), "num"), Cell(truncate(row[PREDICTION_TEXT]), "text"), Cell(str(row[PREDICTION_GOLD]))]
 
 
-def _prediction_cell(predicted: str, score: float, gold: str) -> Cell:
-    is_right = predicted == gold
+def _prediction_cell(row: pd.Series, run_name: str) -> Cell:
+    predicted, score = row[predicted_column(run_name)], row[score_column(run_name)]
+    is_right = predicted == row[PREDICTION_GOLD]
     return Cell(f"{'✓' if is_right else '✗'} {predicted} ({score:.3f})", "right" if is_right else "wrong")
 
 
@@ -359,27 +341,15 @@ def _export_blocks(run: Run) -> list[Block]:
     calibration = record.get("calibration")
     if isinstance(calibration, dict):
         meta += f" The {calibration.get('variant', MISSING)} model's activation ranges were calibrated on {calibration.get('source', MISSING)}."
-    rows = [
-        [
-            Cell(row.backend),
-            *num_cells(
-                format_percent(row.label_agreement),
-                format_score(row.max_probability_difference),
-                format_percent(row.accuracy),
-                format_rate(row.rows_per_second),
-                MISSING if row.speedup is None else f"{row.speedup:.2f}x",
-            ),
-            Cell(row.status),
-        ]
-        for row in parity_rows(record)
-    ]
+    rows = []
+    for row in parity_rows(record):
+        speedup = MISSING if row.speedup is None else f"{row.speedup:.2f}x"
+        figures = [format_percent(row.label_agreement), format_score(row.max_probability_difference)]
+        figures += [format_percent(row.accuracy), format_rate(row.rows_per_second), speedup]
+        rows.append([Cell(row.backend), *num_cells(*figures), Cell(row.status)])
     header = ["Backend", "Label agreement", "Max prob. difference", "Accuracy", "Rows/s", "Speed vs PyTorch", "Status"]
-    return [
-        Heading(SECTION_EXPORT),
-        Paragraph(meta, style="meta"),
-        Table(header, rows),
-        Paragraph(f"--backend auto runs {auto_backend(record)}: {record.get('auto_reason', MISSING)}."),
-    ]
+    auto = Paragraph(f"--backend auto runs {auto_backend(record)}: {record.get('auto_reason', MISSING)}.")
+    return [Heading(SECTION_EXPORT), Paragraph(meta, style="meta"), Table(header, rows), auto]
 
 
 # --- 7. Most confident mistakes
