@@ -101,18 +101,16 @@ def teacher_phrase(facts: CardFacts) -> str:
 
 def model_phrase(facts: CardFacts) -> str:
     """What the model is and how it was made, as the intro's clause."""
-    teacher = teacher_phrase(facts)
+    teacher, distill = teacher_phrase(facts), facts.record.distill
     if facts.is_encoder:
         layers, width = facts.encoder.get("num_layers"), facts.encoder.get("hidden_size")
         shape = f"{layers}-layer, {width}-wide " if layers and width else ""
-        if facts.record.distill is None:
+        if distill is None:
             return f"a {shape}Transformer encoder trained from scratch, without pretraining"
-        start = (
-            ", whose token embeddings it started from" if isinstance(facts.record.distill.init_embeddings, dict) else ""
-        )
+        start = ", whose token embeddings it started from" if isinstance(distill.init_embeddings, dict) else ""
         return f"a {shape}Transformer encoder without pretraining, distilled from {teacher}{start}"
     base = hub_id(facts.base)
-    made = "fine-tuned" if facts.record.distill is None else f"fine-tuned by distillation from {teacher}"
+    made = "fine-tuned" if distill is None else f"fine-tuned by distillation from {teacher}"
     if base:
         return f"[{base}](https://huggingface.co/{base}), {made}"
     return f"the pretrained checkpoint `{published_name(facts.base)}` (a local folder), {made}"

@@ -133,11 +133,9 @@ def transfer_rows(record: Distill) -> Rows:
         rows.append(("transfer set", f"{count(transfer.get('total'))} texts: {', '.join(parts)}"))
     if record.unlabeled_file:
         rows.append(("unlabelled texts from", f"`{published_name(str(record.unlabeled_file))}`"))
-    augment = record.augment
-    if augment and augment != "none":
-        rows.append(("augmentation", f"`{augment}`, {record.augment_copies} copies per train text"))
-    elif augment:
-        rows.append(("augmentation", "none"))
+    if record.augment:
+        copies = f"`{record.augment}`, {record.augment_copies} copies per train text"
+        rows.append(("augmentation", "none" if record.augment == "none" else copies))
     return rows
 
 
@@ -179,9 +177,8 @@ def baseline_table(facts: CardFacts) -> dict[str, Any] | None:
     record, keys = facts.record.baseline, facts.record.headline_metrics
     if record is None:
         return None
-    entries = []
-    if baseline_figures(record, keys) is not None:
-        entries.append((baseline_name(record), *baseline_figures(record, keys)))
+    if (figures := baseline_figures(record, keys)) is not None:
+        entries = [(baseline_name(record), *figures)]
     elif record.error:
         return {"error": record.error, "name": baseline_name(record)}
     else:

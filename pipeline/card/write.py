@@ -65,10 +65,7 @@ def card_data(facts: CardFacts) -> ModelCardData:
     common = dict(task_type=TASK_TYPE, task_name=TASK_NAME, **dataset)
     test = facts.record.test
     figures = [("accuracy", facts.accuracy_name.capitalize(), None, test.accuracy)]
-    figures += [
-        ("f1", f"{a.capitalize()}-F1", {"average": a}, v)
-        for a, v in (("macro", test.macro_f1), ("micro", test.micro_f1))
-    ]
+    figures += [("f1", f"{a.capitalize()}-F1", {"average": a}, test.figure(f"{a}_f1")) for a in ("macro", "micro")]
     results = [
         EvalResult(**common, metric_type=kind, metric_name=name, metric_args=args, metric_value=value)
         for kind, name, args, value in figures

@@ -65,7 +65,8 @@ def _verdict_sentences(runs: Sequence[Run], comparison: Comparison | None) -> li
     competing = [run for run in runs if not repeats_its_run(run, runs)]
     if len(competing) < len(runs):
         comparison = compare_predictions(competing) if len(competing) > 1 else None
-    return [_verdict(competing, comparison), *_caveat_sentences(competing)]
+    budget = budget_sentence(competing)
+    return [_verdict(competing, comparison), *([budget] if budget else []), *baseline_sentences(competing)]
 
 
 def _verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
@@ -153,8 +154,3 @@ def _tested_on_different_data(runs: Sequence[Run], comparison: Comparison | None
     """The runs' test predictions differ text by text, or, where a run has none to compare, their test sizes do."""
     test_sizes = {num_test_samples(run) for run in runs} - {None}
     return (comparison is not None and comparison.different_test_data) or len(test_sizes) > 1
-
-
-def _caveat_sentences(runs: Sequence[Run]) -> list[str]:
-    budget = budget_sentence(runs)
-    return ([budget] if budget else []) + baseline_sentences(runs)
