@@ -1,9 +1,6 @@
-"""What a finished run says about its model, as typed facts for the model card (pipeline/card/write.py fills
-pipeline/card/template.md from them). `read_facts` picks out of the run's RunRecord (metrics.json, typed by
-pipeline.run.record: what older runs, or newer stages, lack reads as None) and config.yaml every figure and record
-the card uses; phrases.py and rows.py write them out. A card is published: it names local files and folders by
-their own names, never by their paths on this machine.
-"""
+"""What a finished run says about its model, for the model card: `read_facts` takes config.yaml and the RunRecord
+(metrics.json) into CardFacts. A card is published: it names local files and folders by their own names, never by
+their paths on this machine."""
 
 from __future__ import annotations
 
@@ -18,27 +15,16 @@ from pipeline.data.tables import format_read
 from pipeline.data.text import TextSpec
 from pipeline.run.directory import MODEL_DIR, RunDir, config_setting, is_number
 from pipeline.run.record import (
-    Baseline,
     Calibration,
-    Data,
-    Device,
-    Distill,
     RunRecord,
     Scores,
-    Timings,
-    Tokenization,
-    Training,
-    Versions,
 )
-from pipeline.scoring.thresholds import selection_cut_off
 from pipeline.text.windows import LongTextRule
 
 # What the Hub accepts as a model or dataset id: "name" or "owner/name".
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
-# Local data has no Hub id: the model-index gives as its type the `datasets` builder that reads its format
-# (tables.FORMATS), as transformers' Trainer does for local data (TrainingSummary.from_trainer: the dataset's
-# builder_name); fastText lines and a folder of class folders' documents are plain text files, which its `text`
-# builder reads. Its name is its files' names.
+# Local data has no Hub id: its model-index type is the `datasets` builder that reads its format, as transformers'
+# Trainer gives it (fastText lines and class folders' documents are plain text: `text`); its name, its files' names.
 _FORMAT_BUILDERS = {"csv": "csv", "tsv": "csv", "jsonl": "json", "parquet": "parquet", "fasttext": "text"}
 _FOLDER_BUILDER = "text"
 # What a data setting missing from config.yaml (an older run's) was: its default, the same then as now.
@@ -55,22 +41,16 @@ HUB_ID_PLACEHOLDER = "your-username/{name}"
 def published_name(name: Any) -> str | None:
     """How a card names a checkpoint or tokenizer: its Hub id, or a local folder by its own name only (the card is
     published; config.yaml holds local paths absolute, and a path on this machine tells a reader nothing)."""
-    if not isinstance(name, str) or not name:
-        return None
-    return hub_id(name) or Path(name).name
+    return (hub_id(name) or Path(name).name) if isinstance(name, str) and name else None
 
 
 def hub_id(name: Any) -> str | None:
     """`name` when it reads as a Hub id and is not a local folder (a local path names no Hub model)."""
-    if not isinstance(name, str) or not _HUB_ID.match(name) or Path(name).expanduser().exists():
-        return None
-    return name
+    return name if isinstance(name, str) and _HUB_ID.match(name) and not Path(name).expanduser().exists() else None
 
 
 @dataclass(frozen=True)
 class CardFacts:
-    """The facts of one finished run that the card's metadata and text are written from."""
-
     run: RunDir
     name: str
     labels: list[str]
@@ -84,28 +64,9 @@ class CardFacts:
     long_text_rule: LongTextRule  # how texts longer than the fixed length were read: cut or in windows
     text_spec: TextSpec  # how the run built its texts from its data's columns
     multi_label: bool  # data.task multi_label: any number of labels per text; `accuracy` is subset accuracy
-    ranking_metric: str  # what picked the model, and leads its comparisons (run.directory.ranking_metric)
-    headline_metrics: list[str]
-    untrained: list[str]  # classes without training rows
-    selection_cut_off: str  # how the kept model's validation score decided labels, where thresholds differ
-    num_parameters: int | None
-    finished_at: str | None
-    test: Scores
+    record: RunRecord  # metrics.json
     validation: Scores  # empty where the run has none
-    data_record: Data  # what stage 1 recorded: sizes, seed and how files were read
-    tokenization: Tokenization
-    training: Training
-    timings: Timings
     seed: int | None
-    best_step: int | None
-    best_score: float | None
-    thresholds: dict[str, float] | None  # the decision thresholds chosen on validation, by class
-    threshold_kind: str | None
-    baseline: Baseline | None  # one model's figures, several by name (in `extra`), or an error
-    calibration: Calibration | None  # metrics.json `calibration` (older runs: test.calibration)
-    distill: Distill | None  # how a distilled model was made (pipeline.distill.teacher.student_rows)
-    versions: Versions
-    device: Device
 
     @property
     def from_hub(self) -> bool:
@@ -117,10 +78,8 @@ class CardFacts:
 
 
 def read_facts(run: RunDir, config: dict[str, Any], record: RunRecord) -> CardFacts:
-    """The card's facts from config.yaml's mapping and metrics.json's record."""
     kind = record.run.model_kind or config_setting(config, "model", "kind") or "pretrained"
     data = mapping(config.get("data"))
-    best, thresholds = record.best, record.thresholds
     licence, seed = config_setting(config, "run", "license"), record.data.seed
     return CardFacts(
         run=run,
@@ -136,28 +95,9 @@ def read_facts(run: RunDir, config: dict[str, Any], record: RunRecord) -> CardFa
         long_text_rule=LongTextRule.from_settings(config.get("tokenizer") or {}),
         text_spec=TextSpec.from_settings(data, DATA_DEFAULTS),
         multi_label=record.multi_label or data.get("task") == "multi_label",
-        ranking_metric=record.ranking_metric,
-        headline_metrics=record.headline_metrics,
-        untrained=record.untrained_classes,
-        selection_cut_off=selection_cut_off(record),
-        num_parameters=record.run.num_parameters,
-        finished_at=record.run.finished_at,
-        test=record.test,
+        record=record,
         validation=record.validation or Scores(),
-        data_record=record.data,
-        tokenization=record.tokenization,
-        training=record.training,
-        timings=record.timings,
         seed=seed if seed is not None else config_setting(config, "run", "seed"),
-        best_step=best.step,
-        best_score=best.score if is_number(best.score) else best.extra.get("score"),  # older runs: best.score
-        thresholds=thresholds.thresholds if thresholds else None,
-        threshold_kind=thresholds.kind if thresholds else None,
-        baseline=record.baseline,
-        calibration=record.calibration or older_calibration(record.test),
-        distill=record.distill,
-        versions=record.versions,
-        device=record.device,
     )
 
 
@@ -173,8 +113,8 @@ def older_calibration(test: Scores) -> Calibration | None:
 
 def split_sizes(facts: CardFacts) -> dict[str, Any]:
     """Rows per split: metrics.json's data.sizes; older runs recorded only validation and test."""
-    sizes = {split: n for split, n in (facts.data_record.sizes or {}).items() if is_number(n)}
-    for split, scores in (("validation", facts.validation), ("test", facts.test)):
+    sizes = {split: n for split, n in (facts.record.data.sizes or {}).items() if is_number(n)}
+    for split, scores in (("validation", facts.validation), ("test", facts.record.test)):
         if split not in sizes and is_number(scores.num_samples):
             sizes[split] = scores.num_samples
     return sizes
@@ -182,7 +122,7 @@ def split_sizes(facts: CardFacts) -> dict[str, Any]:
 
 def read_from_folders(facts: CardFacts) -> set[str]:
     """The splits read from a folder of class folders or of class files (data.class_folders, data.class_files)."""
-    record = facts.data_record
+    record = facts.record.data
     return {split for read in (record.class_folders, record.class_files) if isinstance(read, dict) for split in read}
 
 
@@ -226,7 +166,7 @@ def dataset_reference(facts: CardFacts) -> tuple[str, str, str | None, str]:
 def teacher_name(facts: CardFacts) -> str | None:
     """The teacher of a distilled model by its own name: its run's folder (also when train.distill.teacher named
     the run's model/ folder)."""
-    teacher = facts.distill.teacher if facts.distill else None
+    teacher = facts.record.distill.teacher if facts.record.distill else None
     if not isinstance(teacher, str) or not teacher:
         return None
     path = Path(teacher)

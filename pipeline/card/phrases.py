@@ -1,7 +1,5 @@
-"""The values pipeline/card/template.md is filled with: the phrases, figures and table rows that take more than a
-template's `if` to write, each from the run's typed facts (pipeline/card/facts.py). The card's wording and layout
-live in the template; what is computed lives here (the tables' rows: pipeline/card/rows.py).
-"""
+"""The values template.md is filled with that take more than a template's `if` to write (the tables' rows: rows.py),
+from the run's facts (facts.py)."""
 
 from __future__ import annotations
 
@@ -44,21 +42,21 @@ MAX_EXAMPLE_CHARS = 160
 QUOTING_READINGS = {"csv": "enclose fields", "none": "are read as text"}
 
 
-def pct(value: Any, digits: int = 2) -> str:
-    return f"{100 * value:.{digits}f}%" if is_number(value) else "n/a"
+def pct(value: Any, digits: int = 2, missing: str = "n/a") -> str:
+    return f"{100 * value:.{digits}f}%" if is_number(value) else missing
 
 
 def num(value: Any, digits: int = 4, missing: str = "n/a") -> str:
     return f"{value:.{digits}f}" if is_number(value) else missing
 
 
-def count(value: Any) -> str:
-    return f"{int(value):,}" if is_number(value) else "n/a"
+def count(value: Any, missing: str = "n/a") -> str:
+    return f"{int(value):,}" if is_number(value) else missing
 
 
-def metric_value(key: str, value: Any) -> str:
+def metric_value(key: str, value: Any, missing: str = "n/a") -> str:
     """A ranking metric's value (RANKING_METRICS): accuracy as a percentage, an F1 as a score."""
-    return pct(value) if key == "accuracy" else num(value)
+    return pct(value, missing=missing) if key == "accuracy" else num(value, missing=missing)
 
 
 def duration(seconds: Any) -> str:
@@ -75,23 +73,23 @@ def metric_name(facts: CardFacts, key: str) -> str:
 
 
 def test_score(facts: CardFacts, key: str) -> Any:
-    return getattr(facts.test, key, None)
+    return facts.record.test.figure(key)
 
 
 def intro_values(facts: CardFacts) -> dict[str, Any]:
     size = ""
-    if is_number(facts.num_parameters):
-        n = facts.num_parameters
+    if is_number(n := facts.record.run.num_parameters):
         size = f" ({n / 1e6:.1f}M parameters)" if n >= 1e6 else f" ({int(n):,} parameters)"
     figures = [
-        f"**{metric_value(key, test_score(facts, key))} {metric_name(facts, key)}**" for key in facts.headline_metrics
+        f"**{metric_value(key, test_score(facts, key))} {metric_name(facts, key)}**"
+        for key in facts.record.headline_metrics
     ]
     return {
         "model_phrase": model_phrase(facts),
         "size": size,
         "dataset_phrase": dataset_phrase(facts),
         "headline": ", ".join(figures[:-1]) + " and " + figures[-1],
-        "test_count": count(facts.test.num_samples),
+        "test_count": count(facts.record.test.num_samples),
         "run_reference": f"{facts.run.path.parent.name or 'runs'}/{facts.run.path.name}",
         "teacher_phrase": teacher_phrase(facts),
     }
@@ -103,16 +101,16 @@ def teacher_phrase(facts: CardFacts) -> str:
 
 def model_phrase(facts: CardFacts) -> str:
     """What the model is and how it was made, as the intro's clause."""
-    teacher = teacher_phrase(facts)
+    teacher, distill = teacher_phrase(facts), facts.record.distill
     if facts.is_encoder:
         layers, width = facts.encoder.get("num_layers"), facts.encoder.get("hidden_size")
         shape = f"{layers}-layer, {width}-wide " if layers and width else ""
-        if facts.distill is None:
+        if distill is None:
             return f"a {shape}Transformer encoder trained from scratch, without pretraining"
-        start = ", whose token embeddings it started from" if isinstance(facts.distill.init_embeddings, dict) else ""
+        start = ", whose token embeddings it started from" if isinstance(distill.init_embeddings, dict) else ""
         return f"a {shape}Transformer encoder without pretraining, distilled from {teacher}{start}"
     base = hub_id(facts.base)
-    made = "fine-tuned" if facts.distill is None else f"fine-tuned by distillation from {teacher}"
+    made = "fine-tuned" if distill is None else f"fine-tuned by distillation from {teacher}"
     if base:
         return f"[{base}](https://huggingface.co/{base}), {made}"
     return f"the pretrained checkpoint `{published_name(facts.base)}` (a local folder), {made}"
@@ -156,7 +154,7 @@ def label_rule(facts: CardFacts) -> str:
 
 def data_values(facts: CardFacts) -> dict[str, Any]:
     """The Training data section's: where the rows came from, how they were read, split and cleaned."""
-    record, data = facts.data_record, facts.data
+    record, data = facts.record.data, facts.data
     files = data_file_names(facts)
     split_column = record.split_column if isinstance(record.split_column, dict) else {}
     sizes = split_sizes(facts)
@@ -270,15 +268,15 @@ def tokenizer_code(model: str, tokenizer_class: str | None) -> list[str]:
 
 def untrained_values(facts: CardFacts) -> dict[str, Any]:
     """Classes without training rows, and classes of test texts the model found none of (recall 0), those aside."""
-    per_class = facts.test.per_class if isinstance(facts.test.per_class, dict) else {}
+    untrained, per_class = facts.record.untrained_classes, facts.record.test.per_class
     unfound = {
         name: scores.get("support")
-        for name, scores in per_class.items()
-        if isinstance(scores, dict) and per_class_score(scores, "recall") == 0 and name not in facts.untrained
+        for name, scores in (per_class if isinstance(per_class, dict) else {}).items()
+        if isinstance(scores, dict) and per_class_score(scores, "recall") == 0 and name not in untrained
     }
     return {
-        "untrained_names": ", ".join(f"`{name}`" for name in facts.untrained),
-        "untrained_consequence": untrained_consequence(facts.untrained) if facts.untrained else "",
+        "untrained_names": ", ".join(f"`{name}`" for name in untrained),
+        "untrained_consequence": untrained_consequence(untrained) if untrained else "",
         "unfound": ", ".join(f"`{name}` ({count(n)} test text{'' if n == 1 else 's'})" for name, n in unfound.items()),
         "unfound_pronoun": "it" if len(unfound) == 1 else "them",
     }
@@ -287,15 +285,15 @@ def untrained_values(facts: CardFacts) -> dict[str, Any]:
 def limitations_values(facts: CardFacts) -> dict[str, Any]:
     """The Limitations section's: how long texts were read, classes never learnt or never found, what the model
     learned from, and a baseline that beats it."""
-    length, truncated = facts.tokenization.max_length, facts.tokenization.truncated_fraction
-    shares = ""
+    length, truncated = facts.record.tokenization.max_length, facts.record.tokenization.truncated_fraction
+    shares = None
     if isinstance(truncated, dict) and is_number(length):
         shares = ", ".join(f"{split} {pct(share)}" for split, share in truncated.items() if is_number(share))
     train_size = split_sizes(facts).get("train")
     return {
         "pair_cut": PAIR_CUT,
         "pct": pct,
-        "truncated_shares": shares if isinstance(truncated, dict) and is_number(length) else None,
+        "truncated_shares": shares,
         "trained_on": f"{count(train_size)} training texts" if is_number(train_size) else "its training data",
         "baseline_beats": baseline_beats(facts),
         **untrained_values(facts),
@@ -304,13 +302,13 @@ def limitations_values(facts: CardFacts) -> dict[str, Any]:
 
 def baseline_beats(facts: CardFacts) -> str:
     """The limitation a baseline more accurate than this model (by the ranking metric) is; "" where none is."""
-    key, ours = facts.ranking_metric, test_score(facts, facts.ranking_metric)
-    (theirs,) = baseline_figures(facts.baseline, [key]) or (None,)
+    key, record = facts.record.ranking_metric, facts.record.baseline
+    ours, (theirs,) = test_score(facts, key), baseline_figures(record, [key]) or (None,)
     if not is_number(ours) or not is_number(theirs) or theirs <= ours:
         return ""
     better = "is more accurate" if key == "accuracy" else f"scores a higher {RANKING_METRICS[key]}"
     return (
-        f"The {baseline_name(facts.baseline)} baseline {better} on the same test split ({metric_value(key, theirs)} "
+        f"The {baseline_name(record)} baseline {better} on the same test split ({metric_value(key, theirs)} "
         f"against {metric_value(key, ours)}): as trained, this model does not earn its cost over it."
     )
 
@@ -342,7 +340,7 @@ def baseline_name(record: Baseline | None, key: str = "baseline") -> str:
 
 def usage_values(facts: CardFacts) -> dict[str, Any]:
     """The How to use section's: the example call, and what transformers.pipeline does otherwise than training."""
-    length = facts.tokenization.max_length
+    length = facts.record.tokenization.max_length
     saved = saved_model_config(facts.run.model_dir) or {}
     model_id = HUB_ID_PLACEHOLDER.format(name=facts.run.path.name)  # its Hub id once uploaded, unknown here
     return {
@@ -359,7 +357,8 @@ def usage_values(facts: CardFacts) -> dict[str, Any]:
 
 def thresholds_note(facts: CardFacts) -> dict[str, str] | None:
     """What transformers.pipeline does not apply: the decision thresholds chosen on validation (decision.json)."""
-    thresholds, kind = facts.thresholds, facts.threshold_kind
+    recorded = facts.record.thresholds
+    thresholds, kind = (recorded.thresholds, recorded.kind) if recorded else (None, None)
     if not isinstance(thresholds, dict) or not thresholds or kind == KIND_ARGMAX:
         return None
     rule = {

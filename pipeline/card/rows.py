@@ -1,14 +1,11 @@
-"""The rows of the model card's tables (pipeline/card/template.md lays them out): training settings, distillation,
-test and validation figures, per-class scores, the confusion matrix, the baseline, calibration and the environment.
-Each is a list of cells, written from the run's typed facts (pipeline/card/facts.py).
-"""
+"""The rows of the model card's tables (template.md lays them out), each a tuple of cells from the run's facts."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from pipeline.card.facts import CardFacts, hub_id, published_name, teacher_name
+from pipeline.card.facts import CardFacts, hub_id, older_calibration, published_name, teacher_name
 from pipeline.card.phrases import (
     MAX_CONFUSION_CLASSES,
     baseline_figures,
@@ -24,6 +21,7 @@ from pipeline.card.phrases import (
 )
 from pipeline.run.directory import RANKING_METRICS, is_number, per_class_score
 from pipeline.run.record import Calibration, Distill
+from pipeline.scoring.thresholds import selection_cut_off
 
 Rows = list[tuple[Any, ...]]
 # The before/after measures of a calibration record (pipeline.scoring.decide.calibration_record), as the card names them.
@@ -38,13 +36,13 @@ def table_values(facts: CardFacts) -> dict[str, Any]:
         "per_class_rows": per_class_rows(facts),
         "confusion_rows": confusion_rows(facts),
         "baseline": baseline_table(facts),
-        "calibration_rows": calibration_rows(facts.calibration),
+        "calibration_rows": calibration_rows(facts.record.calibration or older_calibration(facts.record.test)),
         "environment_rows": environment_rows(facts),
     }
 
 
 def training_rows(facts: CardFacts) -> Rows:
-    train, training, tokenization = facts.train, facts.training, facts.tokenization
+    train, training, tokenization = facts.train, facts.record.training, facts.record.tokenization
     if facts.is_encoder:
         shape = ", ".join(f"{key} {value}" for key, value in facts.encoder.items())
         rows: Rows = [("model", f"from-scratch Transformer encoder ({shape})")]
@@ -71,30 +69,27 @@ def training_rows(facts: CardFacts) -> Rows:
     head_rate = train.get("head_learning_rate")
     if training.head_parameters and head_rate and head_rate != train.get("learning_rate"):
         rows.append(("head learning rate", f"{head_rate} (new parameters: {', '.join(training.head_parameters)})"))
-    rows += [
-        (name, str(train.get(key, "n/a")))
-        for name, key in (("weight decay", "weight_decay"), ("warm-up ratio", "warmup_ratio"))
-    ]
-    rows.append(("gradient clipping", str(train.get("max_grad_norm", "n/a"))))
+    settings = {"weight decay": "weight_decay", "warm-up ratio": "warmup_ratio", "gradient clipping": "max_grad_norm"}
+    rows += [(name, str(train.get(key, "n/a"))) for name, key in settings.items()]
     rows.append(("mixed precision", str(training.mixed_precision or train.get("mixed_precision", "n/a"))))
-    if is_number(facts.best_step):
-        # Older runs record best.validation_accuracy; runs that select on another metric name it. The validation
-        # table applies the thresholds chosen after training; this score did not (selection_cut_off).
-        metric, cut_off = facts.ranking_metric, facts.selection_cut_off
-        score = f"{metric_value(metric, facts.best_score)}{', ' + cut_off if cut_off else ''}"
-        rows.append(
-            ("model kept", f"step {int(facts.best_step)}, the best validation {RANKING_METRICS[metric]} ({score})")
-        )
+    best = facts.record.best
+    if is_number(best.step):
+        # Older runs record best.validation_accuracy (or best.score); runs that select on another metric name it. The
+        # validation table applies the thresholds chosen after training; this score did not (selection_cut_off).
+        metric, cut_off = best.ranking_metric, selection_cut_off(facts.record)
+        value = best.score if is_number(best.score) else best.extra.get("score")
+        score = f"{metric_value(metric, value)}{', ' + cut_off if cut_off else ''}"
+        rows.append(("model kept", f"step {int(best.step)}, the best validation {RANKING_METRICS[metric]} ({score})"))
     if training.stopped_early:
         patience = train.get("early_stopping_patience")
         rows.append(("early stopping", f"stopped after {patience} evaluations without improvement"))
-    rows.append(("training time", duration(facts.timings.train_seconds)))
+    rows.append(("training time", duration(facts.record.timings.train_seconds)))
     return rows
 
 
 def distill_rows(facts: CardFacts) -> Rows:
     """How a distilled model was made, from metrics.json's `distill` record alone; [] for a model not distilled."""
-    record = facts.distill
+    record = facts.record.distill
     if record is None:
         return []
     alpha, temperature = record.alpha, record.temperature
@@ -129,29 +124,23 @@ def transfer_rows(record: Distill) -> Rows:
     rows: Rows = []
     transfer = record.transfer_set
     if isinstance(transfer, dict) and is_number(transfer.get("total")):
-        kinds = (
-            ("labelled", "labelled train texts"),
-            ("unlabeled", "unlabelled texts"),
-            ("augmented", "augmented copies"),
-        )
+        kinds = {"labelled": "labelled train texts", "unlabeled": "unlabelled texts", "augmented": "augmented copies"}
         parts = [
             f"{count(transfer.get(key))} {name}"
-            for key, name in kinds
+            for key, name in kinds.items()
             if is_number(transfer.get(key)) and (transfer.get(key) or key == "labelled")
         ]
         rows.append(("transfer set", f"{count(transfer.get('total'))} texts: {', '.join(parts)}"))
     if record.unlabeled_file:
         rows.append(("unlabelled texts from", f"`{published_name(str(record.unlabeled_file))}`"))
-    augment = record.augment
-    if augment and augment != "none":
-        rows.append(("augmentation", f"`{augment}`, {record.augment_copies} copies per train text"))
-    elif augment:
-        rows.append(("augmentation", "none"))
+    if record.augment:
+        copies = f"`{record.augment}`, {record.augment_copies} copies per train text"
+        rows.append(("augmentation", "none" if record.augment == "none" else copies))
     return rows
 
 
 def score_rows(facts: CardFacts) -> Rows:
-    test, validation = facts.test, facts.validation
+    test, validation = facts.record.test, facts.validation
     rows: Rows = [
         (facts.accuracy_name, pct(test.accuracy), pct(validation.accuracy)),
         ("macro-F1", num(test.macro_f1), num(validation.macro_f1)),
@@ -163,7 +152,7 @@ def score_rows(facts: CardFacts) -> Rows:
 
 def per_class_rows(facts: CardFacts) -> Rows:
     """The test split's precision, recall, F1 and support of every class."""
-    per_class = facts.test.per_class
+    per_class = facts.record.test.per_class
     if not isinstance(per_class, dict) or not per_class:
         return []
     rows: Rows = []
@@ -176,22 +165,20 @@ def per_class_rows(facts: CardFacts) -> Rows:
 
 def confusion_rows(facts: CardFacts) -> Rows:
     """The test split's confusion matrix, up to MAX_CONFUSION_CLASSES classes."""
-    matrix = facts.test.confusion_matrix
+    matrix = facts.record.test.confusion_matrix
     if not (isinstance(matrix, list) and len(matrix) == len(facts.labels) <= MAX_CONFUSION_CLASSES):
         return []
     return [(facts.labels[i], *[count(v) for v in row]) for i, row in enumerate(matrix)]
 
 
 def baseline_table(facts: CardFacts) -> dict[str, Any] | None:
-    """This model against the classical baseline(s), led by the figure that picked the model (ranking_metric:
-    accuracy, macro-F1 for imbalanced classes, micro-F1 for multi-label, where accuracy is subset accuracy): the
+    """This model against the classical baseline(s), led by the figure that picked the model (headline_metrics): the
     table's header and rows, or why there is none; None where metrics.json records no baseline."""
-    record, keys = facts.baseline, facts.headline_metrics
+    record, keys = facts.record.baseline, facts.record.headline_metrics
     if record is None:
         return None
-    entries = []
-    if baseline_figures(record, keys) is not None:
-        entries.append((baseline_name(record), *baseline_figures(record, keys)))
+    if (figures := baseline_figures(record, keys)) is not None:
+        entries = [(baseline_name(record), *figures)]
     elif record.error:
         return {"error": record.error, "name": baseline_name(record)}
     else:
@@ -208,14 +195,13 @@ def baseline_table(facts: CardFacts) -> dict[str, Any] | None:
         lead = f"{100 * (ours - base[0]):+.2f} points" if is_number(base[0]) and is_number(ours) else "n/a"
         rows.append((label, *[metric_value(key, value) for key, value in zip(keys, base)], lead))
     header = ["model", *[f"test {metric_name(facts, key)}" for key in keys]]
-    header.append(f"this model's {RANKING_METRICS[facts.ranking_metric]} lead")
+    header.append(f"this model's {RANKING_METRICS[facts.record.ranking_metric]} lead")
     return {"header": header, "rows": rows, "align": "l" + "r" * (len(keys) + 1)}
 
 
 def calibration_rows(calibration: Calibration | None) -> Rows:
-    """A calibration record as (measure, value) rows: method, temperature, then each measure per split, before ->
-    after temperature scaling (one value where only one was measured); another shape: every number and string it
-    holds, by its key path."""
+    """(measure, value) rows: method, temperature, then each measure per split before -> after temperature scaling;
+    a record of another shape: every number and string it holds, by its key path."""
     if calibration is None:
         return []
     if not isinstance(calibration.ece, dict):
@@ -253,12 +239,12 @@ def _flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
 
 def environment_rows(facts: CardFacts) -> Rows:
     rows: Rows = []
-    device = facts.device
+    device = facts.record.device
     if device.to_dict():  # recorded
         processes = device.num_processes
         place = f"{'?' if device.type is None else device.type} ({'?' if device.name is None else device.name})"
         rows.append(("device", place + (f", {processes} process(es)" if is_number(processes) else "")))
-    rows += [(name, str(version)) for name, version in facts.versions.to_dict().items()]
-    if facts.finished_at:
-        rows.append(("finished", str(facts.finished_at)))
-    return rows + [("total run time", duration(facts.timings.total_seconds))]
+    rows += [(name, str(version)) for name, version in facts.record.versions.to_dict().items()]
+    if facts.record.run.finished_at:
+        rows.append(("finished", str(facts.record.run.finished_at)))
+    return rows + [("total run time", duration(facts.record.timings.total_seconds))]

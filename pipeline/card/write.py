@@ -3,17 +3,9 @@
     write_model_card("runs/ag_news_bert")                  # -> runs/ag_news_bert/model/README.md
     python -m pipeline.report --model-card runs/ag_news_bert   # the same, for a run made before cards existed
 
-The card is YAML metadata (huggingface_hub's ModelCardData and EvalResult: pipeline tag, library, base model and
-dataset when they come from the Hub, licence from `run.license`, and a `model-index` holding the test metrics, which
-the Hub renders as an evaluation widget; local data is named by its files) followed by Markdown a person reads: what
-the model does, its licence (or how to set one), its labels, the data and splits, the training settings, how a
-distilled model was distilled, the test metrics per class, a baseline and calibration where metrics.json records
-them, limitations, how to use it (by a placeholder Hub id: a published card names no path of this machine) and the
-environment it was trained in.
-
-The text is the Jinja template pipeline/card/template.md, filled by ModelCard.from_template (as setfit writes its
-cards; offline: nothing here touches the network) with the run's facts (pipeline/card/facts.py, read from
-config.yaml, metrics.json and, for one example, test_predictions.csv) and what phrases.py and rows.py write from them.
+YAML metadata (ModelCardData, the test metrics as EvalResults in the `model-index` the Hub renders), then the Jinja
+template pipeline/card/template.md, filled by ModelCard.from_template with the run's facts (facts.py) and what
+phrases.py and rows.py write from them. Offline: nothing here touches the network.
 """
 
 from __future__ import annotations
@@ -53,7 +45,6 @@ def write_model_card(run_dir: str | Path) -> Path:
 
 
 def build_model_card(run: RunDir) -> ModelCard:
-    """The card of a finished run, as a huggingface_hub.ModelCard."""
     run.check_finished()  # "metrics.json is missing — the run did not finish evaluation", and the like
     if not is_model_dir(run.model_dir):
         raise RunDirError(f"{run.model_dir}: missing (no {MODEL_CONFIG_FILE}) — the run saved no model to describe")
@@ -69,23 +60,12 @@ def render_card(facts: CardFacts) -> ModelCard:
 
 
 def card_data(facts: CardFacts) -> ModelCardData:
-    """The card's YAML metadata: pipeline tag, library, base model and dataset when they come from the Hub, licence,
-    and the model-index of the test metrics it has."""
-    dataset_type, dataset_name, dataset_config, dataset_split = dataset_reference(facts)
-    common = dict(
-        task_type=TASK_TYPE,
-        task_name=TASK_NAME,
-        dataset_type=dataset_type,
-        dataset_name=dataset_name,
-        dataset_config=dataset_config,
-        dataset_split=dataset_split,
-    )
-    test = facts.test
+    """The card's YAML metadata: base model and dataset where they come from the Hub, and the test metrics' model-index."""
+    dataset = dict(zip(("dataset_type", "dataset_name", "dataset_config", "dataset_split"), dataset_reference(facts)))
+    common = dict(task_type=TASK_TYPE, task_name=TASK_NAME, **dataset)
+    test = facts.record.test
     figures = [("accuracy", facts.accuracy_name.capitalize(), None, test.accuracy)]
-    figures += [
-        ("f1", f"{a.capitalize()}-F1", {"average": a}, v)
-        for a, v in (("macro", test.macro_f1), ("micro", test.micro_f1))
-    ]
+    figures += [("f1", f"{a.capitalize()}-F1", {"average": a}, test.figure(f"{a}_f1")) for a in ("macro", "micro")]
     results = [
         EvalResult(**common, metric_type=kind, metric_name=name, metric_args=args, metric_value=value)
         for kind, name, args, value in figures

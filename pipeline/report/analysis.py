@@ -64,15 +64,12 @@ def threshold_mistakes(run: Run, limit: int = MAX_MISTAKE_ROWS) -> pd.DataFrame 
     sureness = np.where(given != true, sureness, -np.inf)
     wrong = np.isfinite(sureness).any(axis=1)
     surest = sureness.argmax(axis=1)
-    mistakes = predictions.assign(
-        **{
-            SURENESS: sureness[np.arange(len(sureness)), surest],
-            WRONG_DECISION: [
-                _decision_text(classes[column], probabilities[row, column], thresholds[column], given[row, column])
-                for row, column in enumerate(surest)
-            ],
-        }
-    )[wrong]
+    decisions = [
+        _decision_text(classes[column], probabilities[row, column], thresholds[column], given[row, column])
+        for row, column in enumerate(surest)
+    ]
+    surest_sureness = sureness[np.arange(len(sureness)), surest]
+    mistakes = predictions.assign(**{SURENESS: surest_sureness, WRONG_DECISION: decisions})[wrong]
     return mistakes.sort_values(SURENESS, ascending=False, kind="stable").head(limit)
 
 
@@ -164,13 +161,12 @@ def why_not_comparable(first: Run, second: Run) -> str | None:
     return f"they were tested on different data ({mismatch})" if mismatch else None
 
 
+# The columns of Comparison.disagreements holding one run's predicted class and its score (that class's probability).
 def predicted_column(run_name: str) -> str:
-    """The column of Comparison.disagreements holding one run's predicted class."""
     return f"{PREDICTION_PREDICTED}:{run_name}"
 
 
 def score_column(run_name: str) -> str:
-    """The column of Comparison.disagreements holding one run's score (probability of its predicted class)."""
     return f"{PREDICTION_SCORE}:{run_name}"
 
 
@@ -180,24 +176,18 @@ def compare_predictions(runs: Sequence[Run]) -> Comparison:
     names = [run.name for run in with_predictions]
     left_out = [run.name for run in runs if run.predictions is None]
     if len(with_predictions) < 2:
-        return Comparison(
-            names, left_out, f"fewer than two runs have {PREDICTIONS_FILE} (missing for {', '.join(left_out)})"
+        missing = f"fewer than two runs have {PREDICTIONS_FILE} (missing for {', '.join(left_out)})"
+        return Comparison(names, left_out, missing)
+    if mismatch := _test_data_mismatch(with_predictions):
+        different = (
+            f"the runs were tested on different data ({mismatch}), so their predictions cannot be compared text by text"
         )
-    mismatch = _test_data_mismatch(with_predictions)
-    if mismatch:
-        return Comparison(
-            names,
-            left_out,
-            f"the runs were tested on different data ({mismatch}), so their predictions cannot be compared text by text",
-            different_test_data=True,
-        )
+        return Comparison(names, left_out, different, different_test_data=True)
 
     first = with_predictions[0].predictions
-    joined = pd.DataFrame(
-        {PREDICTION_TEXT: first[PREDICTION_TEXT].to_numpy(), PREDICTION_GOLD: first[PREDICTION_GOLD].to_numpy()}
-    )
-    if PREDICTION_ROW_ID in first.columns:  # ids join results back to the source
-        joined[PREDICTION_ROW_ID] = first[PREDICTION_ROW_ID].to_numpy()
+    # Ids, where the run wrote them, join results back to the source.
+    ids = [PREDICTION_ROW_ID] if PREDICTION_ROW_ID in first.columns else []
+    joined = first[[PREDICTION_TEXT, PREDICTION_GOLD, *ids]].reset_index(drop=True)
     for run in with_predictions:
         joined[predicted_column(run.name)] = run.predictions[PREDICTION_PREDICTED].to_numpy()
         joined[score_column(run.name)] = run.predictions[PREDICTION_SCORE].to_numpy()

@@ -1,12 +1,6 @@
 """What a reader must know before trusting a ranking: the classical baseline, a test split too small to judge by,
-unequal budgets, over-truncation, a model collapsed onto one class, texts its vocabulary cannot read.
-
-    baseline_sentences(runs)   # "The TF-IDF + logistic regression baseline beats <run> on test accuracy ..."
-    budget_sentence(runs)      # "<a> saw 5.0x the training samples of <b> ...; the comparison is of recipes ..."
-    collapse_note(run)         # "predicts World for 97.0% of the test rows ..., a class that is 25.0% ..."
-
-A run that lacks a record contributes nothing.
-"""
+unequal budgets, over-truncation, a model collapsed onto one class, texts its vocabulary cannot read. A run that lacks
+a record contributes nothing."""
 
 from __future__ import annotations
 
@@ -16,18 +10,17 @@ from typing import Any
 
 from pipeline.config.schema import TokenizerConfig, run_length_setting
 from pipeline.report.analysis import SIGNIFICANCE_LEVEL, accuracy_interval
-from pipeline.report.formatting import format_count, format_duration, format_metric, format_percent, join_names
+from pipeline.report.formatting import format_count, format_duration, format_metric, format_percent, join_names, number
 from pipeline.report.runs import Run, num_test_samples
 from pipeline.run.directory import PREDICTION_GOLD, PREDICTION_PREDICTED, config_setting, untrained_consequence
 from pipeline.run.record import RANKING_METRICS, Baseline, is_number
 from pipeline.text.unknown import unknown_tokens_warning
 from pipeline.text.windows import LongTextRule
 
-# Differences below these are rounding, not a different budget.
-SAMPLES_RELATIVE_TOLERANCE = 0.01
-EPOCHS_TOLERANCE = 0.01
-TRUNCATED_SHARE_TOLERANCE = 0.005
+# Differences below these are rounding, not a different budget (samples seen: a share of the larger).
+BUDGET_TOLERANCES = {"samples_seen": 0.01, "epochs": 0.01, "max_length": 0, "truncated_train": 0.005}
 RECIPES_NOT_ARCHITECTURES = "the comparison is of recipes, not architectures"
+CONFIDENCE = f"{1 - SIGNIFICANCE_LEVEL:.0%}"
 
 
 # --- The baseline
@@ -87,10 +80,10 @@ def _untold_sentence(run: Run, record: Baseline, key: str) -> str:
     """A gap within the noise of a small test split: neither is called the better."""
     low, high = small_test_interval(run)
     return (
-        f"On {_test_rows(run)}, {run.name} ({format_metric(key, run.metrics.test.figure(key))}) and the "
+        f"On {_rows(num_test_samples(run), 'test ')}, {run.name} ({format_metric(key, run.metrics.test.figure(key))}) and the "
         f"{baseline_description(record)} baseline ({format_metric(key, record.figure(key))}) cannot be told apart on test "
         f"{RANKING_METRICS[key]}: the gap is within the noise of so few rows ({run.name}'s test accuracy: "
-        f"{_confidence()} interval {format_percent(low)} to {format_percent(high)})."
+        f"{CONFIDENCE} interval {format_percent(low)} to {format_percent(high)})."
     )
 
 
@@ -147,19 +140,10 @@ def small_test_note(run: Run) -> str | None:
         else "a larger test split (data.test_fraction, or a data.test_file)"
     )
     return (
-        f"only {_test_rows(run)}: its test {name} of {format_percent(run.metrics.test.accuracy)} has a {_confidence()} confidence interval of "
+        f"only {_rows(num_test_samples(run), 'test ')}: its test {name} of {format_percent(run.metrics.test.accuracy)} has a {CONFIDENCE} confidence interval of "
         f"{format_percent(interval[0])} to {format_percent(interval[1])}, so its test figures, and any gap between them and another model's, "
         f"may be chance; {larger} gives figures to act on."
     )
-
-
-def _confidence() -> str:
-    return f"{1 - SIGNIFICANCE_LEVEL:.0%}"
-
-
-def _test_rows(run: Run) -> str:
-    rows = num_test_samples(run)
-    return f"{format_count(rows)} test {'row' if rows == 1 else 'rows'}"
 
 
 # --- Training budgets
@@ -175,35 +159,20 @@ class Budget:
 
 def budget_of(run: Run) -> Budget:
     """A run's training budget; older runs' samples seen are steps times the effective batch."""
-    seen = run.metrics.training.samples_seen
-    steps, batch = run.metrics.training.global_steps, run.metrics.training.effective_batch_size
-    if not is_number(seen):
-        seen = steps * batch if is_number(steps) and is_number(batch) else None
-    epochs = run.metrics.training.epochs_completed
-    length = run.metrics.tokenization.max_length
-    truncated = (run.metrics.tokenization.truncated_fraction or {}).get("train")
-    return Budget(
-        samples_seen=seen,
-        epochs=epochs if is_number(epochs) else None,
-        max_length=length if is_number(length) else None,
-        truncated_train=truncated if is_number(truncated) else None,
-    )
+    training, tokenization = run.metrics.training, run.metrics.tokenization
+    seen, steps, batch = training.samples_seen, training.global_steps, training.effective_batch_size
+    if not is_number(seen) and is_number(steps) and is_number(batch):
+        seen = steps * batch
+    truncated = (tokenization.truncated_fraction or {}).get("train")
+    return Budget(number(seen), number(training.epochs_completed), number(tokenization.max_length), number(truncated))
 
 
-def _samples_differ(a: float | None, b: float | None) -> bool:
-    return a is not None and b is not None and abs(a - b) > SAMPLES_RELATIVE_TOLERANCE * max(a, b)
-
-
-def _epochs_differ(a: float | None, b: float | None) -> bool:
-    return a is not None and b is not None and abs(a - b) > EPOCHS_TOLERANCE
-
-
-def _lengths_differ(a: float | None, b: float | None) -> bool:
-    return a is not None and b is not None and a != b
-
-
-def _truncation_differs(a: float | None, b: float | None) -> bool:
-    return a is not None and b is not None and abs(a - b) >= TRUNCATED_SHARE_TOLERANCE
+def _differ(figure: str, a: float | None, b: float | None) -> bool:
+    """Whether two runs' budget figures (Budget's fields) differ by more than BUDGET_TOLERANCES."""
+    if a is None or b is None:
+        return False
+    gap, tolerance = abs(a - b), BUDGET_TOLERANCES[figure] * (max(a, b) if figure == "samples_seen" else 1)
+    return gap >= tolerance if figure == "truncated_train" else gap > tolerance
 
 
 def budget_sentence(runs: Sequence[Run]) -> str | None:
@@ -216,22 +185,20 @@ def budget_sentence(runs: Sequence[Run]) -> str | None:
 
 
 def _pair_budget_sentence(first: Run, second: Run) -> str | None:
-    budgets = {first.name: budget_of(first), second.name: budget_of(second)}
+    subject, other, a, b = first, second, budget_of(first), budget_of(second)
     # The run that saw more samples speaks first, so that the ratio reads as "N times as many".
-    subject, other = first, second
-    a, b = budgets[first.name], budgets[second.name]
     if a.samples_seen is not None and b.samples_seen is not None and b.samples_seen > a.samples_seen:
         subject, other, a, b = second, first, b, a
     clauses = []
-    if _epochs_differ(a.epochs, b.epochs):
+    if _differ("epochs", a.epochs, b.epochs):
         clauses.append(f"completed {a.epochs:.2f} vs {b.epochs:.2f} epochs")
-    if _lengths_differ(a.max_length, b.max_length):
+    if _differ("max_length", a.max_length, b.max_length):
         clauses.append(f"used fixed length {format_count(a.max_length)} vs {format_count(b.max_length)}")
-    if _truncation_differs(a.truncated_train, b.truncated_train):
+    if _differ("truncated_train", a.truncated_train, b.truncated_train):
         clauses.append(
             f"truncated {format_percent(a.truncated_train)} vs {format_percent(b.truncated_train)} of the training texts"
         )
-    if _samples_differ(a.samples_seen, b.samples_seen):
+    if _differ("samples_seen", a.samples_seen, b.samples_seen):
         ratio = a.samples_seen / b.samples_seen if b.samples_seen else None
         times = f"{ratio:.1f}x the training samples of" if ratio is not None else "more training samples than"
         head = f"{subject.name} saw {times} {other.name} ({format_count(a.samples_seen)} vs {format_count(b.samples_seen)})"
@@ -246,16 +213,16 @@ def _pair_budget_sentence(first: Run, second: Run) -> str | None:
 def _many_budget_sentence(runs: Sequence[Run]) -> str | None:
     budgets = [budget_of(run) for run in runs]
     facts = [
-        ("samples seen", "samples_seen", _samples_differ, format_count),
-        ("epochs completed", "epochs", _epochs_differ, lambda value: f"{value:.2f}"),
-        ("fixed length", "max_length", _lengths_differ, format_count),
-        ("truncated training texts", "truncated_train", _truncation_differs, format_percent),
+        ("samples seen", "samples_seen", format_count),
+        ("epochs completed", "epochs", lambda value: f"{value:.2f}"),
+        ("fixed length", "max_length", format_count),
+        ("truncated training texts", "truncated_train", format_percent),
     ]
     parts = []
-    for label, field, differ, formatter in facts:
+    for label, field, formatter in facts:
         values = [getattr(budget, field) for budget in budgets]
         known = [value for value in values if value is not None]
-        if not any(differ(x, y) for x in known for y in known):
+        if not any(_differ(field, x, y) for x in known for y in known):
             continue
         listed = ", ".join(f"{formatter(value)} ({run.name})" for run, value in zip(runs, values) if value is not None)
         parts.append(f"{label} {listed}")
@@ -267,20 +234,14 @@ def _many_budget_sentence(runs: Sequence[Run]) -> str | None:
 # --- Truncation over budget
 
 
-def truncation_budget(run: Run) -> float:
-    budget = config_setting(run.config, "tokenizer", "max_truncated_fraction")
-    return budget if is_number(budget) else TokenizerConfig().max_truncated_fraction  # a config that does not say
-
-
 def truncation_over_budget(run: Run) -> tuple[float, float] | None:
     """(share of train truncated, budget) when the share exceeds tokenizer.max_truncated_fraction."""
     if config_setting(run.config, "tokenizer", "long_text") == "chunk":
         return None
     share = (run.metrics.tokenization.truncated_fraction or {}).get("train")
-    budget = truncation_budget(run)
-    if is_number(share) and share > budget:
-        return share, budget
-    return None
+    budget = config_setting(run.config, "tokenizer", "max_truncated_fraction")
+    budget = budget if is_number(budget) else TokenizerConfig().max_truncated_fraction  # a config that does not say
+    return (share, budget) if is_number(share) and share > budget else None
 
 
 def truncation_note(run: Run) -> str | None:
@@ -381,14 +342,10 @@ def unknown_tokens_note(run: Run) -> str | None:
     split, whose = ("test", "the scored file's") if run.metrics.evaluation else ("train", "train's")
     token_share = (run.metrics.tokenization.unknown_token_share or {}).get(split)
     text_share = (run.metrics.tokenization.mostly_unknown_share or {}).get(split)
-    warning = unknown_tokens_warning(
-        token_share if is_number(token_share) else None,
-        text_share if is_number(text_share) else None,
-        whose,
-        str(config_setting(run.config, "tokenizer", "name_or_path") or "its tokenizer"),
-    )
+    tokenizer = str(config_setting(run.config, "tokenizer", "name_or_path") or "its tokenizer")
+    warning = unknown_tokens_warning(number(token_share), number(text_share), whose, tokenizer)
     return f"{warning}." if warning else None
 
 
-def _rows(count: Any) -> str:
-    return f"{format_count(count)} {'row' if count == 1 else 'rows'}"
+def _rows(count: Any, kind: str = "") -> str:
+    return f"{format_count(count)} {kind}{'row' if count == 1 else 'rows'}"

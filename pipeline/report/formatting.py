@@ -2,31 +2,29 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
+from pipeline.card.phrases import count, metric_value, num, pct
 from pipeline.common.errors import shorten
 from pipeline.run.record import is_number
 
 MAX_TEXT_CHARS = 140
 # Shown wherever a value is absent or not a finite number.
 MISSING = "—"
+truncate = partial(shorten, limit=MAX_TEXT_CHARS)  # a text for a report table
 
 
-def format_percent(value: Any, decimals: int = 2) -> str:
-    return f"{100 * value:.{decimals}f}%" if is_number(value) else MISSING
+def number(value: Any) -> Any:
+    """`value` where it is a finite number, else None."""
+    return value if is_number(value) else None
 
 
-def format_score(value: Any) -> str:
-    return f"{value:.4f}" if is_number(value) else MISSING
-
-
-def format_metric(key: str, value: Any) -> str:
-    """A ranking metric's value (rundir.RANKING_METRICS): accuracy as a percentage, an F1 as a score."""
-    return format_percent(value) if key == "accuracy" else format_score(value)
-
-
-def format_count(value: Any) -> str:
-    return f"{int(value):,}" if is_number(value) else MISSING
+# The model card's number formats, with the report's mark for a missing value.
+format_percent = partial(pct, missing=MISSING)
+format_score = partial(num, missing=MISSING)
+format_metric = partial(metric_value, missing=MISSING)
+format_count = partial(count, missing=MISSING)
 
 
 def format_rate(value: Any) -> str:
@@ -45,11 +43,6 @@ def format_duration(seconds: Any) -> str:
     if hours:
         return f"{hours}h {minutes:02d}m {secs:02d}s"
     return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
-
-
-def truncate(text: str, limit: int = MAX_TEXT_CHARS) -> str:
-    """A text for a report table: tables.shorten to MAX_TEXT_CHARS."""
-    return shorten(text, limit)
 
 
 def join_names(parts: list[str]) -> str:

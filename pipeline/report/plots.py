@@ -7,14 +7,12 @@ import io
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import Formatter, MaxNLocator, PercentFormatter
 
 from pipeline.common.errors import shorten
-from pipeline.common.io import atomic_path
 
 # Rendered at 1.5x the CSS size so charts stay sharp on high-density screens.
 PNG_DPI = 144
@@ -65,14 +63,6 @@ def figure_to_png(figure: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def save_png(figure: Figure, path: str | Path) -> Path:
-    """Write `figure` as a PNG atomically: a reader never sees a half-written image."""
-    path = Path(path)
-    with atomic_path(path) as temp_path:
-        figure.savefig(temp_path, **SAVE_OPTIONS)
-    return path
-
-
 def confusion_matrix_figure(
     matrix: Sequence[Sequence[float]] | np.ndarray, labels: Sequence[str], title: str | None = None
 ) -> Figure:
@@ -112,8 +102,7 @@ def confusion_matrix_figure(
         for tick_label in axes.get_xticklabels():
             tick_label.set_horizontalalignment("right")
             tick_label.set_rotation_mode("anchor")
-    axes.set_xlabel("predicted class")
-    axes.set_ylabel("true class")
+    axes.set(xlabel="predicted class", ylabel="true class")
     if title:
         axes.set_title(literal(title))
     return figure
@@ -142,7 +131,12 @@ def validation_curves_figure(curves: Sequence[EvalCurve]) -> Figure:
         timed = [(s / time_divisor, a) for s, a in zip(curve.elapsed_seconds, curve.values) if s is not None]
         if timed:
             by_time.plot(*zip(*timed), color=color, marker=marker, markersize=3.5, label=label)
-        _mark_best(by_step, by_time, curve, color, time_divisor)
+        if curve.best_step in curve.steps:  # a star on the evaluation whose model was kept
+            index = curve.steps.index(curve.best_step)
+            star = dict(marker="*", markersize=13, color=color, markeredgecolor="black", markeredgewidth=0.6, zorder=5)
+            by_step.plot([curve.steps[index]], [curve.values[index]], **star)
+            if curve.elapsed_seconds[index] is not None:
+                by_time.plot([curve.elapsed_seconds[index] / time_divisor], [curve.values[index]], **star)
 
     by_step.set_xlabel("optimizer step")
     by_step.set_ylabel(f"validation {shared}" if shared else "validation metric that selected each model")
@@ -175,17 +169,6 @@ class _PercentTicks(Formatter):
         return f"{100 * value:.{decimals}f}%"
 
 
-def _mark_best(by_step, by_time, curve: EvalCurve, color: str, time_divisor: float) -> None:
-    """A star on the evaluation whose model was kept."""
-    if curve.best_step is None or curve.best_step not in curve.steps:
-        return
-    index = curve.steps.index(curve.best_step)
-    star = dict(marker="*", markersize=13, color=color, markeredgecolor="black", markeredgewidth=0.6, zorder=5)
-    by_step.plot([curve.steps[index]], [curve.values[index]], **star)
-    if curve.elapsed_seconds[index] is not None:
-        by_time.plot([curve.elapsed_seconds[index] / time_divisor], [curve.values[index]], **star)
-
-
 def per_class_f1_figure(labels: Sequence[str], f1_by_run: Mapping[str, Sequence[float | None]]) -> Figure:
     """Grouped bars, one group per class (the first MAX_PLOTTED_CLASSES: callers order them), one bar per run."""
     if len(labels) > MAX_PLOTTED_CLASSES:
@@ -207,8 +190,7 @@ def per_class_f1_figure(labels: Sequence[str], f1_by_run: Mapping[str, Sequence[
     axes.set_xticks(group_positions, labels=[literal(shorten(label, MAX_TICK_CHARACTERS)) for label in labels])
     if max((len(label) for label in labels), default=0) * num_classes > 60:
         axes.tick_params(axis="x", labelrotation=30)
-    axes.set_ylim(0.0, 1.08)
-    axes.set_ylabel("F1 on test")
+    axes.set(ylim=(0.0, 1.08), ylabel="F1 on test")
     axes.grid(axis="y", alpha=0.3)
     axes.set_axisbelow(True)
     # Legend above the axes: inside, it would cover the bars of high-F1 classes.
@@ -248,13 +230,10 @@ def operating_curves_figure(curves: Sequence[OperatingCurve], title: str | None 
             if precision is not None:
                 pr.plot([recall], [precision], **dot)
     roc.plot([0, 1], [0, 1], color="#999999", linestyle=":", linewidth=1)
-    roc.set_xlabel("false positive rate")
-    roc.set_ylabel("true positive rate (recall)")
-    pr.set_xlabel("recall")
-    pr.set_ylabel("precision")
+    roc.set(xlabel="false positive rate", ylabel="true positive rate (recall)")
+    pr.set(xlabel="recall", ylabel="precision")
     for axes in (roc, pr):
-        axes.set_xlim(0, 1)
-        axes.set_ylim(0, 1.02)
+        axes.set(xlim=(0, 1), ylim=(0, 1.02))
         axes.grid(alpha=0.3)
         axes.legend(loc="lower right" if axes is roc else "lower left", fontsize=8)
     if title:
@@ -282,10 +261,7 @@ def reliability_figure(
             continue
         label = f"{name} (ECE {ece:.4f})" if ece is not None else name
         axes.plot(*zip(*points), color=color, marker="o", markersize=4, label=label)
-    axes.set_xlim(0, 1)
-    axes.set_ylim(0, 1.02)
-    axes.set_xlabel("mean confidence in bin")
-    axes.set_ylabel("accuracy in bin")
+    axes.set(xlim=(0, 1), ylim=(0, 1.02), xlabel="mean confidence in bin", ylabel="accuracy in bin")
     axes.grid(alpha=0.3)
     axes.legend(loc="upper left", fontsize=8)
     if title:

@@ -1,8 +1,5 @@
-"""The report's account of the rows stage 1 left out of each split, and why, pointing to each run's removed_rows.csv;
-and a multi-label run's training rows without any class.
-
-    removed_blocks(runs)      # [] or the section: one table of counts (reason x split), then a sentence per run
-"""
+"""The report's account of the rows stage 1 left out of each split, and why (pointing to each run's
+removed_rows.csv), and of a multi-label run's training rows without any class: `removed_blocks(runs)`."""
 
 from __future__ import annotations
 
@@ -10,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pipeline.data.formats.table import REPEATED_HEADER
-from pipeline.report.blocks import Block, Cell, Heading, Paragraph, Table
+from pipeline.report.blocks import Block, Cell, Heading, Paragraph, Table, num_cells
 from pipeline.report.formatting import format_count, format_percent, truncate
 from pipeline.report.runs import Run, repeats_its_run
 from pipeline.run.directory import REMOVED_ROWS_FILE
@@ -25,9 +22,8 @@ CARVED = " Header rows repeated and rows without a text or a label are left out 
 
 def removed_counts(run: Run) -> list[tuple[str, dict[str, int]]]:
     """[(reason, {split: rows})] for each reason that left out rows, from metrics.json's `data` record."""
-    repeated_headers = _counts((run.metrics.data.repeated_headers or {}).get("removed"))
-    incomplete = _counts((run.metrics.data.incomplete_rows or {}).get("removed"))
-    duplicates = run.metrics.data.duplicates or {}
+    data = run.metrics.data
+    duplicates = data.duplicates or {}
     mode = duplicates.get("mode") if isinstance(duplicates, dict) else None
     within = _counts(duplicates.get("within")) if mode in ("within", "across") else {}
     across = {
@@ -35,8 +31,8 @@ def removed_counts(run: Run) -> list[tuple[str, dict[str, int]]]:
         for split, count in _counts(duplicates.get("across") if mode == "across" else None).items()
     }
     reasons = [
-        (REPEATED_HEADER, repeated_headers),
-        (INCOMPLETE, incomplete),
+        (REPEATED_HEADER, _counts((data.repeated_headers or {}).get("removed"))),
+        (INCOMPLETE, _counts((data.incomplete_rows or {}).get("removed"))),
         (f"repeats a text of its own split (data.deduplicate: {mode})", within),
         ("its text is in an earlier split, train then validation (data.deduplicate: across)", across),
     ]
@@ -51,8 +47,7 @@ def _counts(record: Any) -> dict[str, int]:
 
 
 def removed_blocks(runs: Sequence[Run]) -> list[Block]:
-    counted = [(run, removed_counts(run)) for run in runs]
-    removing = [(run, reasons) for run, reasons in counted if reasons]
+    removing = [(run, reasons) for run in runs if (reasons := removed_counts(run))]
     notes = [note for run in runs for note in [_conflict_note(run), _no_class_note(run, runs)] if note]
     if not removing and not notes:
         return []
@@ -60,14 +55,12 @@ def removed_blocks(runs: Sequence[Run]) -> list[Block]:
     if removing:
         files = "; ".join(f"{run.name}: {run.path / REMOVED_ROWS_FILE}" for run, _ in removing)
         carved = any(run.metrics.data.carved_from_train and reasons[0][0] in AS_READ for run, reasons in removing)
-        blocks += [
-            Paragraph(
-                "Rows left out of each split before training and scoring, by reason; each is listed, with its id, its reason and its "
-                f"text, in {REMOVED_ROWS_FILE} ({files})." + (CARVED if carved else ""),
-                style="meta",
-            ),
-            _removed_table(removing, several=len(runs) > 1),
-        ]
+        listed = (
+            "Rows left out of each split before training and scoring, by reason; each is listed, with its id, its reason and its "
+            f"text, in {REMOVED_ROWS_FILE} ({files})."
+        )
+        listed += CARVED if carved else ""
+        blocks += [Paragraph(listed, style="meta"), _removed_table(removing, several=len(runs) > 1)]
     blocks += [Paragraph(note, style="note") for note in notes]
     return blocks
 
@@ -79,12 +72,8 @@ def _removed_table(removing: list[tuple[Run, list[tuple[str, dict[str, int]]]]],
     rows = []
     for run, reasons in removing:
         for reason, counts in reasons:
-            cells = [Cell(run.name)] if several else []
-            cells.append(Cell(reason))
-            cells += [
-                Cell(format_count(counts.get(split, 0)) if split in orders[run.name] else "", "num") for split in splits
-            ]
-            rows.append(cells)
+            counted = [format_count(counts.get(split, 0)) if split in orders[run.name] else "" for split in splits]
+            rows.append([*([Cell(run.name)] if several else []), Cell(reason), *num_cells(*counted)])
     header = [*(["Run"] if several else []), "Why left out", *(split.capitalize() for split in splits)]
     return Table(header, rows)
 
@@ -106,7 +95,7 @@ def _conflict_note(run: Run) -> str | None:
     example = ""
     if examples and isinstance(examples[0], dict):
         labels = " vs ".join(str(label) for label in examples[0].get("labels") or [])
-        example = f" (e.g. “{truncate(str(examples[0].get('text', '')), 60)}”: {labels})"
+        example = f" (e.g. “{truncate(str(examples[0].get('text', '')), limit=60)}”: {labels})"
     texts = "text carries" if conflicts == 1 else "texts carry"
     return (
         f"{run.name}: {format_count(conflicts)} {texts} more than one label{example}; where copies were removed, the first copy's label "

@@ -8,7 +8,7 @@ import struct
 from collections.abc import Iterable
 
 from pipeline.report import plots
-from pipeline.report.blocks import Block, Cell, Chart, Heading, Images, Paragraph, Table
+from pipeline.report.blocks import Block, Chart, Heading, Images, Paragraph, Table
 
 
 def render_markdown(blocks: Iterable[Block]) -> str:
@@ -91,8 +91,7 @@ def _block_html(block: Block) -> str:
     if isinstance(block, Heading):
         return f"<h{block.level}>{html.escape(block.text)}</h{block.level}>"
     if isinstance(block, Paragraph):
-        css_class = f' class="{block.style}"' if block.style else ""
-        return f"<p{css_class}>{html.escape(block.text)}</p>"
+        return f"{_tag('p', block.style)}{html.escape(block.text)}</p>"
     if isinstance(block, Table):
         return _table_html(block)
     if isinstance(block, Images):
@@ -101,31 +100,26 @@ def _block_html(block: Block) -> str:
 
 
 def _table_html(table: Table) -> str:
+    numeric = table.numeric_columns()
     header = "".join(
-        f'<th class="num">{html.escape(text)}</th>' if numeric else f"<th>{html.escape(text)}</th>"
-        for text, numeric in zip(table.header, table.numeric_columns())
+        f"{_tag('th', 'num' if num else '')}{html.escape(text)}</th>" for text, num in zip(table.header, numeric)
     )
     row_styles = table.row_styles or [""] * len(table.rows)
     body = "".join(
-        (f'<tr class="{style}">' if style else "<tr>") + "".join(_cell_html(cell) for cell in row) + "</tr>"
+        _tag("tr", style) + "".join(f"{_tag('td', cell.style)}{html.escape(cell.text)}</td>" for cell in row) + "</tr>"
         for row, style in zip(table.rows, row_styles)
     )
     return f'<div class="table-wrap"><table><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
-def _cell_html(cell: Cell) -> str:
-    css_class = f' class="{cell.style}"' if cell.style else ""
-    return f"<td{css_class}>{html.escape(cell.text)}</td>"
+def _tag(name: str, css_class: str) -> str:
+    return f'<{name} class="{css_class}">' if css_class else f"<{name}>"
 
 
 def _chart_html(chart: Chart) -> str:
-    # Never wider than the image's own CSS size: upscaling would blur small charts.
-    css_width = _png_width(chart.png) * 96 // plots.PNG_DPI
+    # Never wider than the image's own CSS size: upscaling would blur small charts. The PNG's IHDR chunk follows its
+    # 8-byte signature: length, type, then width and height as big-endian uint32.
+    css_width = struct.unpack(">I", chart.png[16:20])[0] * 96 // plots.PNG_DPI
     data_uri = "data:image/png;base64," + base64.b64encode(chart.png).decode("ascii")
     figcaption = f"<figcaption>{html.escape(chart.caption)}</figcaption>" if chart.caption else ""
     return f'<figure style="max-width: {css_width}px"><img src="{data_uri}" alt="{html.escape(chart.alt_text)}">{figcaption}</figure>'
-
-
-def _png_width(png: bytes) -> int:
-    # The IHDR chunk follows the 8-byte signature: length, type, then width and height as big-endian uint32.
-    return struct.unpack(">I", png[16:20])[0]

@@ -91,17 +91,9 @@ def load_run(run_dir: str | Path) -> Run:
     path = Path(run_dir)
     directory = RunDir(path)
     directory.check_finished()
-    run = Run(
-        name=directory_name(path),
-        path=path,
-        config=directory.read_config(),
-        metrics=directory.read_record(),
-        history=[],
-        predictions=None,
-    )
-    run.history = directory.read_history(run.notes)
-    run.predictions = directory.read_predictions(run.notes)
-    return run
+    config, record, notes = directory.read_config(), directory.read_record(), []
+    history, predictions = directory.read_history(notes), directory.read_predictions(notes)
+    return Run(directory_name(path), path, config, record, history, predictions, notes)
 
 
 def load_runs(run_dirs: Sequence[str | Path]) -> list[Run]:

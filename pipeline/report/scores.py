@@ -29,6 +29,18 @@ SECTION_OPERATING = "Operating points"
 SECTION_LOW_CONFIDENCE = "Low-confidence rows"
 # Curves drawn per run at most (the classes with the most test rows); the table lists every class.
 MAX_CURVES = 8
+THRESHOLD_COLUMNS = ["Class", "Threshold", "Setting", "Precision (val.)", "Recall (val.)"]
+OPERATING_META = (
+    "Per class: the decision threshold (chosen on validation as eval.threshold says; stored in model/decision.json and used by "
+    "pipeline.predict), its precision and recall on validation and on test, and the areas under the test ROC and precision-recall "
+    "curves (average precision). The dot on each curve is the chosen operating point."
+)
+LOW_CONFIDENCE_META = (
+    "A multi-class run with decision thresholds (eval.threshold) keeps the most probable class as the label and flags a row whose "
+    "probability for it is below that class's threshold, for a person to check; pipeline.predict marks the same rows in its "
+    "low_confidence column. The thresholds were chosen on validation (model/decision.json); precision and recall on validation "
+    "count the rows labelled the class and not flagged. The counts and accuracies are on test."
+)
 
 
 # --- Imbalance
@@ -61,114 +73,98 @@ def imbalance_sentence(runs: Sequence[Run]) -> str | None:
 
 
 def calibration_blocks(runs: Sequence[Run]) -> list[Block]:
-    with_record = [run for run in runs if isinstance(_calibration(run).ece, dict)]
-    if not with_record:
+    calibrated = [(run, run.metrics.calibration) for run in runs if run.metrics.calibration]
+    calibrated = [(run, calibration) for run, calibration in calibrated if isinstance(calibration.ece, dict)]
+    if not calibrated:
         return []
-    bins = _calibration(with_record[0]).bins or MISSING
-    blocks: list[Block] = [
-        Heading(SECTION_CALIBRATION),
-        Paragraph(
-            f"Expected calibration error ({bins} equal-width confidence bins: the gap between confidence and accuracy, weighted by rows) "
-            "before and after temperature scaling. The temperature is fitted on validation and folded into the saved model, so every way "
-            "of loading it gives the calibrated probabilities; the labels (argmax) do not change. Multi-label runs are measured over "
-            "every (text, class) probability.",
-            style="meta",
-        ),
-    ]
+    bins = calibrated[0][1].bins or MISSING
+    meta = (
+        f"Expected calibration error ({bins} equal-width confidence bins: the gap between confidence and accuracy, weighted by rows) "
+        "before and after temperature scaling. The temperature is fitted on validation and folded into the saved model, so every way "
+        "of loading it gives the calibrated probabilities; the labels (argmax) do not change. Multi-label runs are measured over "
+        "every (text, class) probability."
+    )
+    blocks: list[Block] = [Heading(SECTION_CALIBRATION), Paragraph(meta, style="meta")]
     rows = [
         [
             Cell(run.name),
-            Cell(_temperature_text(run), "num"),
-            *[Cell(_ece_text(run, split), "num") for split in ("validation", "test")],
-            Cell(_test_loss_text(run), "num"),
+            *num_cells(_temperature_text(c), _ece_text(c, "validation"), _ece_text(c, "test"), _loss_text(c)),
         ]
-        for run in with_record
+        for run, c in calibrated
     ]
     headers = ["Run", "Temperature", "ECE validation (before → after)", "ECE test (before → after)"]
     blocks.append(Table([*headers, "Test loss (NLL, before → after)"], rows))
-    for run in with_record:
-        if _calibration(run).warning:
-            blocks.append(Paragraph(f"{run.name}: {_calibration(run).warning}.", style="note"))
-        if note := ece_rise_note(run):
-            blocks.append(Paragraph(note, style="note"))
-    charts = [_reliability_chart(run) for run in with_record]
+    for run, calibration in calibrated:
+        notes = [
+            f"{run.name}: {calibration.warning}." if calibration.warning else None,
+            ece_rise_note(run.name, calibration),
+        ]
+        blocks += [Paragraph(note, style="note") for note in notes if note]
+    charts = [_reliability_chart(run.name, calibration) for run, calibration in calibrated]
     blocks.append(Images([chart for chart in charts if chart is not None], only="html"))
     blocks.append(Paragraph(f"Reliability diagrams (test split) are drawn in {REPORT_HTML}.", style="meta", only="md"))
     return blocks
 
 
-def _calibration(run: Run) -> Calibration:
-    return run.metrics.calibration or Calibration()
-
-
-def _temperature_text(run: Run) -> str:
-    if _calibration(run).enabled is False:
+def _temperature_text(calibration: Calibration) -> str:
+    if calibration.enabled is False:
         return "off"
-    temperature = _calibration(run).temperature
-    return f"{temperature:.3f}" if is_number(temperature) else MISSING
+    return f"{calibration.temperature:.3f}" if is_number(calibration.temperature) else MISSING
 
 
-def _test_loss_text(run: Run) -> str:
+def _loss_text(calibration: Calibration) -> str:
     """ECE alone can improve while the probabilities get worse: the test NLL shows that."""
-    before, after = _calibration(run).before_after("loss", "test")
-    if not is_number(before):
-        return MISSING
-    if _calibration(run).enabled is False or not is_number(after):
-        return f"{before:.4f}"
-    return f"{before:.4f} → {after:.4f}"
-
-
-def _ece_text(run: Run, split: str) -> str:
-    before, after = _calibration(run).before_after("ece", split)
-    if _calibration(run).enabled is False:
+    before, after = calibration.before_after("loss", "test")
+    if calibration.enabled is False or not (is_number(before) and is_number(after)):
         return format_score(before)
-    worse = " (worse)" if _ece_rose(run, split) else ""
-    return f"{format_score(before)} → {format_score(after)}{worse}"
+    return _change(calibration, "loss", "test")
 
 
-def _ece_rose(run: Run, split: str) -> bool:
-    before, after = _calibration(run).before_after("ece", split)
-    applied = _calibration(run).enabled is not False
-    return applied and is_number(before) and is_number(after) and after > before
+def _ece_text(calibration: Calibration, split: str) -> str:
+    if calibration.enabled is False:
+        return format_score(calibration.before_after("ece", split)[0])
+    return _change(calibration, "ece", split) + (" (worse)" if _ece_rose(calibration, split) else "")
 
 
-def ece_rise_note(run: Run) -> str | None:
+def _ece_rose(calibration: Calibration, split: str) -> bool:
+    before, after = calibration.before_after("ece", split)
+    return calibration.enabled is not False and is_number(before) and is_number(after) and after > before
+
+
+def ece_rise_note(name: str, calibration: Calibration) -> str | None:
     """Where temperature scaling (which minimises the validation NLL, not ECE) raised the ECE: the saved model's
     probabilities are the worse calibrated ones."""
-    risen = [split for split in ("validation", "test") if _ece_rose(run, split)]
+    risen = [split for split in ("validation", "test") if _ece_rose(calibration, split)]
     if not risen:
         return None
-    changes = ", ".join(f"{split} {_change(run, 'ece', split)}" for split in risen)
+    changes = ", ".join(f"{split} {_change(calibration, 'ece', split)}" for split in risen)
     note = (
-        f"{run.name}: temperature scaling made the expected calibration error worse ({changes}). Scaling fits the temperature that "
-        f"minimises the validation NLL ({_change(run, 'loss', 'validation')}), and the NLL can fall while ECE rises. The saved model gives "
-        f"the scaled probabilities, so read the higher ECE as theirs: by ECE on {' and '.join(risen)} they are worse calibrated than the "
-        "unscaled ones were"
+        f"{name}: temperature scaling made the expected calibration error worse ({changes}). Scaling fits the temperature that "
+        f"minimises the validation NLL ({_change(calibration, 'loss', 'validation')}), and the NLL can fall while ECE rises. The saved "
+        f"model gives the scaled probabilities, so read the higher ECE as theirs: by ECE on {' and '.join(risen)} they are worse "
+        "calibrated than the unscaled ones were"
     )
-    test_before, test_after = _calibration(run).before_after("loss", "test")
+    test_before, test_after = calibration.before_after("loss", "test")
     if not (is_number(test_before) and is_number(test_after)):
         return note + "."
+    test_change = _change(calibration, "loss", "test")
     if test_after < test_before:
-        return f"{note}; what scaling bought is a lower NLL (test {_change(run, 'loss', 'test')})."
-    return f"{note}, and the test NLL did not fall either ({_change(run, 'loss', 'test')}): on test, scaling bought nothing."
+        return f"{note}; what scaling bought is a lower NLL (test {test_change})."
+    return f"{note}, and the test NLL did not fall either ({test_change}): on test, scaling bought nothing."
 
 
-def _change(run: Run, record: str, split: str) -> str:
-    before, after = _calibration(run).before_after(record, split)
+def _change(calibration: Calibration, record: str, split: str) -> str:
+    before, after = calibration.before_after(record, split)
     return f"{format_score(before)} → {format_score(after)}"
 
 
-def _reliability_chart(run: Run) -> Chart | None:
-    bins = (_calibration(run).reliability or {}).get("test")
+def _reliability_chart(name: str, calibration: Calibration) -> Chart | None:
+    bins = (calibration.reliability or {}).get("test")
     if not isinstance(bins, dict) or not isinstance(bins.get("before"), list):
         return None
-    figure = plots.reliability_figure(
-        bins["before"],
-        bins.get("after") or [],
-        *_calibration(run).before_after("ece", "test"),
-        title=f"{run.name} (test)",
-    )
-    return Chart(plots.figure_to_png(figure), f"reliability diagram of {run.name}")
+    ece_before, ece_after = calibration.before_after("ece", "test")
+    figure = plots.reliability_figure(bins["before"], bins.get("after") or [], ece_before, ece_after, f"{name} (test)")
+    return Chart(plots.figure_to_png(figure), f"reliability diagram of {name}")
 
 
 # --- Operating points: thresholds, ROC and precision-recall curves
@@ -179,15 +175,7 @@ def operating_blocks(runs: Sequence[Run]) -> list[Block]:
     eligible = [run for run in runs if run.metrics.test.areas and isinstance(run.metrics.test.areas.per_class, dict)]
     if not eligible:
         return []
-    blocks: list[Block] = [
-        Heading(SECTION_OPERATING),
-        Paragraph(
-            "Per class: the decision threshold (chosen on validation as eval.threshold says; stored in model/decision.json and used by "
-            "pipeline.predict), its precision and recall on validation and on test, and the areas under the test ROC and precision-recall "
-            "curves (average precision). The dot on each curve is the chosen operating point.",
-            style="meta",
-        ),
-    ]
+    blocks: list[Block] = [Heading(SECTION_OPERATING), Paragraph(OPERATING_META, style="meta")]
     for run in eligible:
         if len(runs) > 1:
             blocks.append(Heading(run.name, level=3))
@@ -205,31 +193,29 @@ def _operating_table(run: Run, curves: dict[str, plots.OperatingCurve]) -> Table
     rows = []
     for name, areas in run.metrics.test.areas.per_class.items():
         chosen = run.chosen(name) or Chosen()
-        curve = curves.get(name)
-        point = curve.point if curve is not None else None
-        test_precision, test_recall = (point[2], point[1]) if point else (None, None)
-        scores = [chosen.validation_precision, chosen.validation_recall, test_precision, test_recall]
-        scores += [areas.get("roc_auc"), areas.get("average_precision")]
-        threshold = format_score(run.threshold(name))
-        rows.append(
-            [
-                Cell(name),
-                Cell(threshold, "num"),
-                Cell(applied_setting_text(chosen)),
-                *num_cells(*map(format_score, scores)),
-            ]
-        )
-    header = ["Class", "Threshold", "Setting", "Precision (val.)", "Recall (val.)", "Precision (test)", "Recall (test)"]
-    return Table([*header, "ROC AUC", "Average precision"], rows)
+        point = curves[name].point if name in curves else None
+        tested = (point[2], point[1]) if point else (None, None)
+        scores = [*tested, areas.get("roc_auc"), areas.get("average_precision")]
+        cells = _threshold_cells(name, run.threshold(name), applied_setting_text(chosen), chosen)
+        rows.append([*cells, *num_cells(*map(format_score, scores))])
+    return Table([*THRESHOLD_COLUMNS, "Precision (test)", "Recall (test)", "ROC AUC", "Average precision"], rows)
+
+
+def _threshold_cells(name: str, threshold: Any, setting: str, chosen: Chosen) -> list[Cell]:
+    """The columns both threshold tables open with (THRESHOLD_COLUMNS)."""
+    scores = (chosen.validation_precision, chosen.validation_recall)
+    return [Cell(name), Cell(format_score(threshold), "num"), Cell(setting), *num_cells(*map(format_score, scores))]
 
 
 def _threshold_notes(run: Run) -> list[Block]:
     """Where a class's threshold could not be chosen as asked (what was used instead), or rests on few rows."""
-    notes = []
-    for name in run.labels:
-        chosen = run.chosen(name) or Chosen()
-        notes += [Paragraph(f"{name}: {text}.", style="note") for text in (chosen.fallback, chosen.note) if text]
-    return notes
+    chosen = {name: run.chosen(name) or Chosen() for name in run.labels}
+    return [
+        Paragraph(f"{name}: {text}.", style="note")
+        for name, c in chosen.items()
+        for text in (c.fallback, c.note)
+        if text
+    ]
 
 
 def low_confidence_blocks(runs: Sequence[Run]) -> list[Block]:
@@ -237,20 +223,9 @@ def low_confidence_blocks(runs: Sequence[Run]) -> list[Block]:
     flagging = [run for run in runs if run.metrics.test.low_confidence is not None]
     if not flagging:
         return []
-    blocks: list[Block] = [
-        Heading(SECTION_LOW_CONFIDENCE),
-        Paragraph(
-            "A multi-class run with decision thresholds (eval.threshold) keeps the most probable class as the label and flags a row whose "
-            "probability for it is below that class's threshold, for a person to check; pipeline.predict marks the same rows in its "
-            "low_confidence column. The thresholds were chosen on validation (model/decision.json); precision and recall on validation "
-            "count the rows labelled the class and not flagged. The counts and accuracies are on test.",
-            style="meta",
-        ),
-        Table(
-            ["Run", "Flagged", "Share flagged", "Accuracy of kept rows", "Accuracy of flagged rows"],
-            [[Cell(run.name), *_flag_cells(run.metrics.test.low_confidence)] for run in flagging],
-        ),
-    ]
+    header = ["Run", "Flagged", "Share flagged", "Accuracy of kept rows", "Accuracy of flagged rows"]
+    table = Table(header, [[Cell(run.name), *_flag_cells(run.metrics.test.low_confidence)] for run in flagging])
+    blocks: list[Block] = [Heading(SECTION_LOW_CONFIDENCE), Paragraph(LOW_CONFIDENCE_META, style="meta"), table]
     for run in flagging:
         if len(runs) > 1:
             blocks.append(Heading(run.name, level=3))
@@ -272,13 +247,8 @@ def _flag_table(run: Run) -> Table:
         threshold = ((run.metrics.thresholds and run.metrics.thresholds.thresholds) or {}).get(name)
         setting = applied_setting_text(chosen) if chosen else "none: never flagged"
         count = format_count(flagged.get(name, 0)) if flagged is not None else MISSING
-        scores = (
-            format_score(chosen and chosen.validation_precision),
-            format_score(chosen and chosen.validation_recall),
-        )
-        rows.append([Cell(name), Cell(format_score(threshold), "num"), Cell(setting), *num_cells(*scores, count)])
-    headers = ["Class", "Threshold", "Setting", "Precision (val.)", "Recall (val.)", "Flagged (test)"]
-    return Table(headers, rows)
+        rows.append([*_threshold_cells(name, threshold, setting, chosen or Chosen()), *num_cells(count)])
+    return Table([*THRESHOLD_COLUMNS, "Flagged (test)"], rows)
 
 
 def _flagged_per_class(run: Run) -> dict[str, int] | None:
@@ -325,18 +295,9 @@ def operating_curves(run: Run) -> list[plots.OperatingCurve]:
             continue
         fpr, tpr, _ = roc_curve(positive, scores)
         precision, recall, _ = precision_recall_curve(positive, scores)
-        curves.append(
-            plots.OperatingCurve(
-                name,
-                fpr,
-                tpr,
-                recall,
-                precision,
-                float(roc_auc_score(positive, scores)),
-                float(average_precision_score(positive, scores)),
-                _point(scores, positive, run.threshold(name)),
-            )
-        )
+        areas = float(roc_auc_score(positive, scores)), float(average_precision_score(positive, scores))
+        point = _point(scores, positive, run.threshold(name))
+        curves.append(plots.OperatingCurve(name, fpr, tpr, recall, precision, *areas, point))
     return sorted(curves, key=lambda curve: -int(_positives(run, curve.name).sum()))
 
 

@@ -33,6 +33,7 @@ from pipeline.report.formatting import (
     format_rate,
     format_score,
     join_names,
+    number,
     truncate,
 )
 from pipeline.report.removed import removed_blocks
@@ -67,7 +68,6 @@ SECTION_EXPORT = "ONNX export: parity and speed"
 
 
 def build_report(runs: Sequence[Run], generated_at: datetime | None = None) -> tuple[str, list[Block]]:
-    """The report's title and blocks, shared by both renderings."""
     comparison = compare_predictions(runs) if len(runs) >= 2 else None
     title = "Evaluation report: " + " vs ".join(run.name for run in runs)
     blocks: list[Block] = [Heading(title, level=1)]
@@ -107,7 +107,7 @@ def _confusion_blocks(runs: Sequence[Run]) -> list[Block]:
             blocks.append(Paragraph(f"{run.name}: {METRICS_FILE} has no usable test confusion matrix.", style="note"))
             continue
         title = f"{run.name} (test accuracy {format_percent(run.metrics.test.accuracy)})"
-        figure = plots.confusion_matrix_figure(matrix, run.labels, title=truncate(title, 60))
+        figure = plots.confusion_matrix_figure(matrix, run.labels, title=truncate(title, limit=60))
         images.append(Chart(plots.figure_to_png(figure), alt_text=f"confusion matrix of {run.name}"))
         blocks += [Heading(run.name, level=3, only="md"), *_confusion_table(matrix, run.labels)]
     if images:
@@ -119,18 +119,11 @@ def _confusion_table(matrix: list[list[float]], labels: list[str]) -> list[Block
     """Row-normalised (rare classes read as clearly as common ones), limited to the classes the image shows: a
     200-class table would be 40,000 cells."""
     shown = plots.shown_classes(matrix)
-    rows = []
-    for index in shown:
-        total = sum(matrix[index])
-        cells = [
-            Cell(
-                f"{format_percent(matrix[index][column] / total, 1) if total else MISSING} "
-                f"({format_count(matrix[index][column])})",
-                "num",
-            )
-            for column in shown
-        ]
-        rows.append([Cell(labels[index]), *cells])
+
+    def cell(row: list[float], column: int) -> str:
+        return f"{format_percent(row[column] / sum(row), 1) if sum(row) else MISSING} ({format_count(row[column])})"
+
+    rows = [[Cell(labels[index]), *num_cells(*(cell(matrix[index], column) for column in shown))] for index in shown]
     header = ["true ↓ predicted → (share of the true class)", *(labels[index] for index in shown)]
     blocks: list[Block] = [Table(header, rows, only="md")]
     if len(shown) < len(labels):
@@ -146,19 +139,16 @@ def eval_curve(run: Run, metric: str | None = None) -> plots.EvalCurve:
     """The validation points of a run's history in `metric` (default: the one that selected its model; accuracy
     where the history lacks it)."""
     metric = metric or run.ranking_metric
-    if not _records(run, metric):
+    if not any(is_number(line.get(f"eval_{metric}")) for line in run.history):
         metric = "accuracy"
     key = f"eval_{metric}"
     points = [line for line in run.history if is_number(line.get(key)) and is_number(line.get("step"))]
-    best_step = run.metrics.best.step
     return plots.EvalCurve(
         run_name=run.name,
         steps=[point["step"] for point in points],
-        elapsed_seconds=[
-            point["elapsed_seconds"] if is_number(point.get("elapsed_seconds")) else None for point in points
-        ],
+        elapsed_seconds=[number(point.get("elapsed_seconds")) for point in points],
         values=[point[key] for point in points],
-        best_step=best_step if is_number(best_step) else None,
+        best_step=number(run.metrics.best.step),
         metric=metric,
         metric_name=RANKING_METRICS[metric],
     )
@@ -179,27 +169,17 @@ def _curve_blocks(runs: Sequence[Run]) -> list[Block]:
     with_points = [curve for _, curve in drawn]
     shared = plots.shared_metric_name(with_points)
     figure = plots.validation_curves_figure(with_points)
-    caption = (
-        f"Validation {shared} by optimizer step and by training time"
-        if shared
-        else "Validation curves by optimizer step and by training time, each run in the metric that selected its "
-        "model (in the legend)"
-    ) + "; ★ marks the selected (best) model."
+    each = "" if shared else ", each run in the metric that selected its model (in the legend)"
+    caption = f"Validation {shared or 'curves'} by optimizer step and by training time{each}; ★ marks the selected (best) model."
     blocks.append(
         Images([Chart(plots.figure_to_png(figure), f"validation {shared or 'metric'} curves", caption)], only="html")
     )
     blocks.append(Paragraph(f"The curves are drawn in {REPORT_HTML}.", style="meta", only="md"))
-    rows = [
-        [
-            Cell(curve.run_name),
-            *([] if shared else [Cell(_curve_metric_text(run, curve))]),
-            Cell(format_count(len(curve.steps)), "num"),
-            Cell(_curve_point(curve, 0), "num"),
-            Cell(_curve_point(curve, int(np.argmax(curve.values))), "num"),
-            Cell(_curve_point(curve, -1), "num"),
-        ]
-        for run, curve in drawn
-    ]
+    rows = []
+    for run, curve in drawn:
+        metric = [] if shared else [Cell(_curve_metric_text(run, curve))]
+        points = (_curve_point(curve, index) for index in (0, int(np.argmax(curve.values)), -1))
+        rows.append([Cell(curve.run_name), *metric, *num_cells(format_count(len(curve.steps)), *points)])
     header = (
         ["Run", "Evaluations", f"First {shared}", "Highest", "Last"]
         if shared
@@ -213,10 +193,6 @@ def _curve_metric_text(run: Run, curve: plots.EvalCurve) -> str:
     if curve.metric == run.ranking_metric:
         return curve.metric_name
     return f"{curve.metric_name} ({HISTORY_FILE} has no {RANKING_METRICS[run.ranking_metric]})"
-
-
-def _records(run: Run, metric: str) -> bool:
-    return any(is_number(line.get(f"eval_{metric}")) for line in run.history)
 
 
 def _curve_point(curve: plots.EvalCurve, index: int) -> str:
@@ -258,31 +234,21 @@ def _per_class_table(runs: Sequence[Run], labels: list[str]) -> Table:
         best_f1 = max((value for value in f1_values if value is not None), default=None)
         shared = next((value for value in supports[label] if value is not None), None)
         for index, (run, f1) in enumerate(zip(runs, f1_values)):
-            first_of_class = index == 0
             if same_rows:
-                support = format_count(shared) if first_of_class else ""
+                support = format_count(shared) if index == 0 else ""
             else:
                 support = format_count(supports[label][index])
-            row = [Cell(label if first_of_class else ""), Cell(support, "num")]
-            row += [Cell(run.name)] if several else []
-            row += [
-                Cell(format_score(per_class_value(run, label, "precision")), "num"),
-                Cell(format_score(per_class_value(run, label, "recall")), "num"),
-                Cell(format_score(f1), "best" if ranked and f1 is not None and f1 == best_f1 else "num"),
-            ]
-            rows.append(row)
-            row_styles.append("group-start" if first_of_class and several else "")
+            row = [Cell("" if index else label), Cell(support, "num"), *([Cell(run.name)] if several else [])]
+            row += num_cells(*(format_score(per_class_value(run, label, key)) for key in ("precision", "recall")))
+            rows.append(
+                [*row, Cell(format_score(f1), "best" if ranked and f1 is not None and f1 == best_f1 else "num")]
+            )
+            row_styles.append("group-start" if index == 0 and several else "")
     header = ["Class", "Support", *(["Run"] if several else []), "Precision", "Recall", "F1"]
     return Table(header, rows, row_styles=row_styles)
 
 
 # --- 6. Disagreements
-
-
-def _score_meaning(multi_label: bool) -> str:
-    if multi_label:
-        return "probability of the predicted class; for a multi-label run, its highest class probability"
-    return "probability of the predicted class"
 
 
 def _disagreement_blocks(comparisons: Comparisons, runs: Sequence[Run]) -> list[Block]:
@@ -304,13 +270,11 @@ def _disagreement_blocks(comparisons: Comparisons, runs: Sequence[Run]) -> list[
         if titled:
             blocks.append(Heading(" vs ".join(comparison.run_names), level=3))
         blocks += _comparison_blocks(comparison, any(multi_label[name] for name in comparison.run_names))
-    blocks += [
-        Paragraph(
-            f"Not compared: {join_names(pair.runs)} with {join_names(pair.others)}: {pair.reason}, so their predictions cannot be compared text by text.",
-            style="note",
+    for pair in comparisons.not_compared:
+        why = f"{pair.reason}, so their predictions cannot be compared text by text"
+        blocks.append(
+            Paragraph(f"Not compared: {join_names(pair.runs)} with {join_names(pair.others)}: {why}.", style="note")
         )
-        for pair in comparisons.not_compared
-    ]
     return blocks
 
 
@@ -324,33 +288,26 @@ def _comparison_blocks(comparison: Comparison, multi_label: bool) -> list[Block]
         return blocks
     right = "; ".join(f"{name} right on {comparison.right_counts[name]:,}" for name in comparison.run_names)
     summary = f"Of those: {right}; all wrong on {comparison.all_wrong_count:,}."
-    if comparison.mcnemar_p_value is not None:
-        p_value = comparison.mcnemar_p_value
+    if (p_value := comparison.mcnemar_p_value) is not None:
         summary += f" McNemar's exact test on these texts: p = {p_value:.2g} ({gap_reading(p_value)})."
     blocks.append(Paragraph(summary))
-    shown = _order_disagreements(disagreements, comparison.run_names).head(MAX_DISAGREEMENT_ROWS)
-    blocks.append(
-        Paragraph(
-            f"{'All' if len(shown) == count else f'The first {len(shown)}'} of them, those where every run was surest of its answer first "
-            f"(row: the text's id in the data, or for older runs its position in {PREDICTIONS_FILE}; ✓ right, ✗ wrong; score: "
-            f"{_score_meaning(multi_label)}).",
-            style="meta",
-        )
+    # Most striking first: texts where even the least sure run was sure.
+    least_sure = disagreements[[score_column(name) for name in comparison.run_names]].min(axis=1)
+    ordered = disagreements.assign(_least_sure=least_sure).sort_values("_least_sure", ascending=False, kind="stable")
+    shown = ordered.head(MAX_DISAGREEMENT_ROWS)
+    highest = "; for a multi-label run, its highest class probability" if multi_label else ""
+    legend = (
+        f"{'All' if len(shown) == count else f'The first {len(shown)}'} of them, those where every run was surest of its answer first "
+        f"(row: the text's id in the data, or for older runs its position in {PREDICTIONS_FILE}; ✓ right, ✗ wrong; score: "
+        f"probability of the predicted class{highest})."
     )
-    rows = []
-    for row_index, row in shown.iterrows():
-        cells = _row_text_gold_cells(row_index, row)
-        for name in comparison.run_names:
-            cells.append(_prediction_cell(row[predicted_column(name)], row[score_column(name)], row[PREDICTION_GOLD]))
-        rows.append(cells)
+    blocks.append(Paragraph(legend, style="meta"))
+    rows = [
+        [*_row_text_gold_cells(row_index, row), *(_prediction_cell(row, name) for name in comparison.run_names)]
+        for row_index, row in shown.iterrows()
+    ]
     blocks.append(Table(["Row", "Text", "Gold", *comparison.run_names], rows))
     return blocks
-
-
-def _order_disagreements(disagreements: pd.DataFrame, run_names: list[str]) -> pd.DataFrame:
-    """Most striking first: texts where even the least sure run was sure."""
-    least_sure = disagreements[[score_column(name) for name in run_names]].min(axis=1)
-    return disagreements.assign(_least_sure=least_sure).sort_values("_least_sure", ascending=False, kind="stable")
 
 
 def _row_text_gold_cells(row_index: Any, row: pd.Series) -> list[Cell]:
@@ -359,8 +316,9 @@ def _row_text_gold_cells(row_index: Any, row: pd.Series) -> list[Cell]:
     return [Cell(str(row_id), "num"), Cell(truncate(row[PREDICTION_TEXT]), "text"), Cell(str(row[PREDICTION_GOLD]))]
 
 
-def _prediction_cell(predicted: str, score: float, gold: str) -> Cell:
-    is_right = predicted == gold
+def _prediction_cell(row: pd.Series, run_name: str) -> Cell:
+    predicted, score = row[predicted_column(run_name)], row[score_column(run_name)]
+    is_right = predicted == row[PREDICTION_GOLD]
     return Cell(f"{'✓' if is_right else '✗'} {predicted} ({score:.3f})", "right" if is_right else "wrong")
 
 
@@ -383,27 +341,15 @@ def _export_blocks(run: Run) -> list[Block]:
     calibration = record.get("calibration")
     if isinstance(calibration, dict):
         meta += f" The {calibration.get('variant', MISSING)} model's activation ranges were calibrated on {calibration.get('source', MISSING)}."
-    rows = [
-        [
-            Cell(row.backend),
-            *num_cells(
-                format_percent(row.label_agreement),
-                MISSING if row.max_probability_difference is None else f"{row.max_probability_difference:.4f}",
-                format_percent(row.accuracy),
-                format_rate(row.rows_per_second),
-                MISSING if row.speedup is None else f"{row.speedup:.2f}x",
-            ),
-            Cell(row.status),
-        ]
-        for row in parity_rows(record)
-    ]
+    rows = []
+    for row in parity_rows(record):
+        speedup = MISSING if row.speedup is None else f"{row.speedup:.2f}x"
+        figures = [format_percent(row.label_agreement), format_score(row.max_probability_difference)]
+        figures += [format_percent(row.accuracy), format_rate(row.rows_per_second), speedup]
+        rows.append([Cell(row.backend), *num_cells(*figures), Cell(row.status)])
     header = ["Backend", "Label agreement", "Max prob. difference", "Accuracy", "Rows/s", "Speed vs PyTorch", "Status"]
-    return [
-        Heading(SECTION_EXPORT),
-        Paragraph(meta, style="meta"),
-        Table(header, rows),
-        Paragraph(f"--backend auto runs {auto_backend(record)}: {record.get('auto_reason', MISSING)}."),
-    ]
+    auto = Paragraph(f"--backend auto runs {auto_backend(record)}: {record.get('auto_reason', MISSING)}.")
+    return [Heading(SECTION_EXPORT), Paragraph(meta, style="meta"), Table(header, rows), auto]
 
 
 # --- 7. Most confident mistakes
@@ -420,45 +366,37 @@ def _mistake_blocks(runs: Sequence[Run]) -> list[Block]:
         if num_wrong == 0:
             blocks.append(Paragraph("No mistakes: every test text was classified correctly."))
             continue
-        thresholded = threshold_mistakes(run)
-        blocks += (
-            _argmax_mistakes(run, num_wrong) if thresholded is None else _threshold_mistakes(thresholded, num_wrong)
-        )
+        blocks += _mistake_table(run, num_wrong)
     return blocks
 
 
-def _argmax_mistakes(run: Run, num_wrong: int) -> list[Block]:
-    mistakes = most_confident_mistakes(run.predictions)
-    meta = f"{len(mistakes)} of {num_wrong:,} wrong predictions, the highest probability of the predicted class first."
+def _mistake_table(run: Run, num_wrong: int) -> list[Block]:
+    """By the argmax: the highest probability of the predicted class first; by thresholds (binary, multi-label): each
+    mistake's surest wrong class decision."""
+    mistakes = threshold_mistakes(run)
+    if mistakes is None:
+        mistakes, order = (
+            most_confident_mistakes(run.predictions),
+            "the highest probability of the predicted class first.",
+        )
+        header = ["P(predicted)"]
+
+        def cells(row: pd.Series) -> list[Cell]:
+            return [Cell(f"{row[PREDICTION_SCORE]:.3f}", "num")]
+    else:
+        order = (
+            "surest first. A threshold decides these labels, so each row shows the class decision it got wrong that the model was surest "
+            "of (its probability against the class's threshold), and sureness: how far that probability went past the threshold, as a "
+            "share of the way to certainty (0: at the threshold; 1: probability 1 for a class wrongly given, 0 for one wrongly left out)."
+        )
+        header = ["Surest wrong decision", "Sureness"]
+
+        def cells(row: pd.Series) -> list[Cell]:
+            return [Cell(row[WRONG_DECISION]), Cell(f"{row[SURENESS]:.3f}", "num")]
+
     rows = [
-        [
-            *_row_text_gold_cells(row_index, row),
-            Cell(str(row[PREDICTION_PREDICTED])),
-            Cell(f"{row[PREDICTION_SCORE]:.3f}", "num"),
-        ]
+        [*_row_text_gold_cells(row_index, row), Cell(str(row[PREDICTION_PREDICTED])), *cells(row)]
         for row_index, row in mistakes.iterrows()
     ]
-    return [Paragraph(meta, style="meta"), Table(["Row", "Text", "Gold", "Predicted", "P(predicted)"], rows)]
-
-
-def _threshold_mistakes(mistakes: pd.DataFrame, num_wrong: int) -> list[Block]:
-    """Labels by thresholds (binary, multi-label): each mistake's surest wrong class decision."""
-    meta = (
-        f"{len(mistakes)} of {num_wrong:,} wrong predictions, surest first. A threshold decides these labels, so each row shows the class "
-        "decision it got wrong that the model was surest of (its probability against the class's threshold), and sureness: how far that "
-        "probability went past the threshold, as a share of the way to certainty (0: at the threshold; 1: probability 1 for a class "
-        "wrongly given, 0 for one wrongly left out)."
-    )
-    rows = [
-        [
-            *_row_text_gold_cells(row_index, row),
-            Cell(str(row[PREDICTION_PREDICTED])),
-            Cell(row[WRONG_DECISION]),
-            Cell(f"{row[SURENESS]:.3f}", "num"),
-        ]
-        for row_index, row in mistakes.iterrows()
-    ]
-    return [
-        Paragraph(meta, style="meta"),
-        Table(["Row", "Text", "Gold", "Predicted", "Surest wrong decision", "Sureness"], rows),
-    ]
+    meta = Paragraph(f"{len(mistakes)} of {num_wrong:,} wrong predictions, {order}", style="meta")
+    return [meta, Table(["Row", "Text", "Gold", "Predicted", *header], rows)]

@@ -22,7 +22,7 @@ from pipeline.report.plots import MAX_PLOTTED_CLASSES
 from pipeline.report.runs import Run, num_test_samples, ranks_models, repeats_its_run
 from pipeline.report.scores import imbalance_sentence, is_imbalanced
 from pipeline.run.directory import config_setting, per_class_score
-from pipeline.run.record import RANKING_METRICS, Baseline, is_number
+from pipeline.run.record import RANKING_METRICS, Baseline, Distill, is_number
 from pipeline.scoring.thresholds import selection_cut_off
 
 SECTION_SUMMARY = "Summary"
@@ -33,17 +33,13 @@ EXACT_MATCH = "exact-match"
 def summary_blocks(runs: Sequence[Run]) -> list[Block]:
     rows: list[list[Cell]] = [
         *_headline_rows(runs),
-        _metric_row(
-            "Prediction rows/s", runs, lambda r: r.metrics.throughput.predict_rows_per_second, format_rate, True
-        ),
+        _metric_row("Prediction rows/s", runs, lambda r: r.metrics.throughput.predict_rows_per_second, format_rate),
         *_distill_rows(runs),
         *_baseline_rows(runs),
     ]
     labels = by_support(runs, all_labels(runs))
     for label in labels[:MAX_PLOTTED_CLASSES]:  # the largest classes; every one is in the per-class table
-        rows.append(
-            _metric_row(f"F1: {label}", runs, lambda r, c=label: per_class_value(r, c, "f1"), format_score, True)
-        )
+        rows.append(_metric_row(f"F1: {label}", runs, lambda r, c=label: per_class_value(r, c, "f1"), format_score))
     if len(labels) > MAX_PLOTTED_CLASSES:
         more = len(labels) - MAX_PLOTTED_CLASSES
         rows.append(_text_row(f"F1: {more:,} smaller classes", runs, lambda r: "in the per-class table"))
@@ -75,8 +71,8 @@ def _headline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
     """Accuracy first, or macro-F1 and balanced accuracy when train's classes are imbalanced; micro-F1 first (as
     subset accuracy) when every run is multi-label."""
 
-    def row(label: str, key: str, formatter: Callable[[Any], str], higher: bool = True) -> list[Cell]:
-        return _metric_row(label, runs, lambda r: r.metrics.test.figure(key), formatter, higher=higher)
+    def row(label: str, key: str, formatter: Callable[[Any], str], **options: Any) -> list[Cell]:
+        return _metric_row(label, runs, lambda r: r.metrics.test.figure(key), formatter, **options)
 
     macro_f1 = row("Macro-F1", "macro_f1", format_score)
     multi_label = [
@@ -87,14 +83,9 @@ def _headline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
     if all(run.multi_label for run in runs):
         micro_f1, *others = multi_label
         return [micro_f1, macro_f1, row("Subset accuracy", "accuracy", format_percent), *others]
-    accuracy = _metric_row(
-        "Test accuracy", runs, lambda r: r.metrics.test.accuracy, format_percent, True, qualifier=_exact_match
-    )
-    balanced = (
-        [row("Balanced accuracy", "balanced_accuracy", format_percent)]
-        if any(is_number(run.metrics.test.balanced_accuracy) for run in runs)
-        else []
-    )
+    accuracy = row("Test accuracy", "accuracy", format_percent, qualifier=_exact_match)
+    has_balanced = any(is_number(run.metrics.test.balanced_accuracy) for run in runs)
+    balanced = [row("Balanced accuracy", "balanced_accuracy", format_percent)] if has_balanced else []
     rows = [macro_f1, *balanced, accuracy] if any(map(is_imbalanced, runs)) else [accuracy, macro_f1, *balanced]
     if any(is_number(run.metrics.test.micro_f1) for run in runs):
         rows += multi_label
@@ -105,44 +96,32 @@ def _baseline_rows(runs: Sequence[Run]) -> list[list[Cell]]:
     """The classical baseline's figures per run; none when no run has one."""
     if not any(baseline_of(run) or baseline_error(run) for run in runs):
         return []
-    micro_f1 = (
-        [_text_row("Baseline micro-F1", runs, lambda r: format_score((baseline_of(r) or Baseline()).micro_f1))]
-        if any(run.ranking_metric == "micro_f1" for run in runs)
-        else []
-    )
     subset = all(run.multi_label for run in runs)
 
-    def accuracy_text(run: Run) -> str:
-        accuracy = (baseline_of(run) or Baseline()).accuracy
-        return format_percent(accuracy) + (_exact_match(run) if not subset and is_number(accuracy) else "")
+    def row(label: str, text_of: Callable[[Baseline, Run], str]) -> list[Cell]:
+        return _text_row(f"Baseline {label}", runs, lambda run: text_of(baseline_of(run) or Baseline(), run))
 
+    def accuracy_text(record: Baseline, run: Run) -> str:
+        qualifier = _exact_match(run) if not subset and is_number(record.accuracy) else ""
+        return format_percent(record.accuracy) + qualifier
+
+    micro_f1 = any(run.ranking_metric == "micro_f1" for run in runs)
     return [
-        *micro_f1,
-        _text_row("Baseline subset accuracy" if subset else "Baseline test accuracy", runs, accuracy_text),
-        _text_row("Baseline macro-F1", runs, lambda r: format_score((baseline_of(r) or Baseline()).macro_f1)),
-        _text_row(
-            "Baseline training time", runs, lambda r: format_duration((baseline_of(r) or Baseline()).train_seconds)
-        ),
+        *([row("micro-F1", lambda record, _: format_score(record.micro_f1))] if micro_f1 else []),
+        row("subset accuracy" if subset else "test accuracy", accuracy_text),
+        row("macro-F1", lambda record, _: format_score(record.macro_f1)),
+        row("training time", lambda record, _: format_duration(record.train_seconds)),
     ]
 
 
 def _baseline_notes(runs: Sequence[Run]) -> list[Block]:
     descriptions = sorted({baseline_description(record) for record in map(baseline_of, runs) if record})
-    blocks: list[Block] = []
-    if descriptions:
-        blocks.append(
-            Paragraph(
-                f"Baseline: {', '.join(descriptions)}, fitted on each run's own train split and scored on its test split (eval.baseline).",
-                style="meta",
-            )
-        )
-    blocks += [
-        Paragraph(f"{run.name}: the baseline could not be fitted: {error}", style="note")
-        for run in runs
-        for error in [baseline_error(run)]
-        if error
+    fitted = f"Baseline: {', '.join(descriptions)}, fitted on each run's own train split and scored on its test split (eval.baseline)."
+    blocks: list[Block] = [Paragraph(fitted, style="meta")] if descriptions else []
+    errors = [(run.name, baseline_error(run)) for run in runs]
+    return blocks + [
+        Paragraph(f"{name}: the baseline could not be fitted: {error}", style="note") for name, error in errors if error
     ]
-    return blocks
 
 
 def _long_text_share(run: Run, split: str) -> str:
@@ -169,7 +148,7 @@ def _metric_row(
     runs: Sequence[Run],
     value_of: Callable[[Run], Any],
     formatter: Callable[[Any], str],
-    higher: bool,
+    higher: bool = True,
     qualifier: Callable[[Run], str] | None = None,
 ) -> list[Cell]:
     """A numeric row, the best value emphasised where the report ranks the runs; a pipeline.evaluate folder beside the
@@ -193,18 +172,15 @@ def _distill_rows(runs: Sequence[Run]) -> list[list[Cell]]:
     if not any(run.metrics.distill for run in runs):
         return []
 
-    def teacher_text(run: Run) -> str:
-        record = run.metrics.distill
-        if not record:
-            return MISSING
+    def row(label: str, text_of: Callable[[Distill], str]) -> list[Cell]:
+        return _text_row(label, runs, lambda run: text_of(run.metrics.distill) if run.metrics.distill else MISSING)
+
+    def teacher_text(record: Distill) -> str:
         accuracy = record.teacher_test_accuracy
         tested = f" (test {format_percent(accuracy)})" if is_number(accuracy) else ""
         return f"{record.teacher}{tested}"
 
-    def settings_text(run: Run) -> str:
-        record = run.metrics.distill
-        if not record:
-            return MISSING
+    def settings_text(record: Distill) -> str:
         augment = record.augment or "none"
         copies = f" x{record.augment_copies}" if augment != "none" else ""
         embeddings = ", teacher's embeddings" if record.init_embeddings else ""
@@ -213,7 +189,7 @@ def _distill_rows(runs: Sequence[Run]) -> list[list[Cell]]:
             f"{format_count((record.transfer_set or {}).get('total'))} transfer rows"
         )
 
-    return [_text_row("Distilled from", runs, teacher_text), _text_row("Distillation", runs, settings_text)]
+    return [row("Distilled from", teacher_text), row("Distillation", settings_text)]
 
 
 def _text_row(label: str, runs: Sequence[Run], text_of: Callable[[Run], str]) -> list[Cell]:
@@ -236,8 +212,7 @@ def _best_step_text(run: Run) -> str:
     step = run.metrics.best.step
     if not is_number(step):
         return MISSING
-    key = run.ranking_metric
-    score = run.metrics.best.score
+    key, score = run.ranking_metric, run.metrics.best.score
     if not is_number(score):
         return format_count(step)
     cut_off = selection_cut_off(run.metrics)  # the run's validation figures apply its thresholds; this did not
@@ -253,11 +228,9 @@ def _steps_text(run: Run) -> str:
 
 
 def _max_length_text(run: Run) -> str:
-    length = run.metrics.tokenization.max_length
-    setting = run.metrics.tokenization.max_length_setting
-    if not is_number(length):
-        return MISSING
-    return f"{format_count(length)} (auto)" if setting == "auto" else format_count(length)
+    tokenization = run.metrics.tokenization
+    auto = " (auto)" if tokenization.max_length_setting == "auto" and is_number(tokenization.max_length) else ""
+    return format_count(tokenization.max_length) + auto
 
 
 def _device_text(run: Run) -> str:

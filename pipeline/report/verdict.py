@@ -3,7 +3,7 @@ and how sure), and the notes that qualify it (training budgets, the baseline, wh
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -34,34 +34,27 @@ def header_blocks(runs: Sequence[Run], comparison: Comparison | None, generated_
         Paragraph(" ".join(_verdict_sentences(runs, comparison)), style="verdict"),
     ]
     blocks += [Paragraph(evaluation_note(run), style="note") for run in runs if run.metrics.evaluation]
-    blocks += [Paragraph(f"{run.name}: {note}", style="note") for run in runs for note in run.notes]
-    blocks += [
-        Paragraph(f"{run.name}: {note}", style="note")
-        for run in runs
-        if not repeats_its_run(run, runs)  # notes on how the model was trained: once, on the run itself
-        for note in [truncation_note(run), untrained_note(run)]
-        if note
-    ]
+
+    def notes(of: Callable[[Run], list[str | None]], shown: Sequence[Run] = runs) -> list[Block]:
+        return [Paragraph(f"{run.name}: {note}", style="note") for run in shown for note in of(run) if note]
+
+    blocks += notes(lambda run: run.notes)
+    # Notes on how the model was trained: once, on the run itself.
+    trained = [run for run in runs if not repeats_its_run(run, runs)]
+    blocks += notes(lambda run: [truncation_note(run), untrained_note(run)], trained)
     # On every run, a pipeline.evaluate folder too: a model may collapse on one file only.
-    blocks += [
-        Paragraph(f"{run.name}: {note}", style="note")
-        for run in runs
-        for note in [small_test_note(run), unknown_tokens_note(run), collapse_note(run), unpredicted_note(run)]
-        if note
-    ]
-    return blocks
+    return blocks + notes(
+        lambda run: [small_test_note(run), unknown_tokens_note(run), collapse_note(run), unpredicted_note(run)]
+    )
 
 
 def evaluation_note(run: Run) -> str:
     """A folder of python -m pipeline.evaluate: its test figures are another file's, the rest the run's own."""
     record = run.metrics.evaluation
-    run_file = record.run_file
-    seen = (
-        f" It is the run's own {run_file}: these figures overstate how the model does on new text." if run_file else ""
-    )
+    seen = f" It is the run's own {record.run_file}: these figures overstate how the model does on new text."
     return (
         f"{run.name}: the model of {record.model} scored on {record.input} ({format_count(record.rows)} rows) by python -m pipeline.evaluate. "
-        f"Test figures are that file's; validation figures, thresholds and training records are the run's own.{seen}"
+        f"Test figures are that file's; validation figures, thresholds and training records are the run's own.{seen if record.run_file else ''}"
     )
 
 
@@ -72,7 +65,8 @@ def _verdict_sentences(runs: Sequence[Run], comparison: Comparison | None) -> li
     competing = [run for run in runs if not repeats_its_run(run, runs)]
     if len(competing) < len(runs):
         comparison = compare_predictions(competing) if len(competing) > 1 else None
-    return [_verdict(competing, comparison), *_caveat_sentences(competing)]
+    budget = budget_sentence(competing)
+    return [_verdict(competing, comparison), *([budget] if budget else []), *baseline_sentences(competing)]
 
 
 def _verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
@@ -93,30 +87,36 @@ def _verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
         return f"{run.name}: test accuracy {format_percent(run.metrics.test.accuracy)}, macro-F1 {format_score(run.metrics.test.macro_f1)} {samples}"
     if not same_task(runs):
         return _unranked_verdict(runs)
-    if imbalanced:
-        return _macro_f1_verdict(runs, comparison)
-    # Multi-label runs side by side are ranked by micro-F1; any other mix by accuracy.
-    key = "micro_f1" if all(run.ranking_metric == "micro_f1" for run in runs) else "accuracy"
-    name = RANKING_METRICS[key]
-    ranked = sorted(runs, key=lambda run: run.metrics.test.figure(key), reverse=True)
+    # Imbalanced classes are ranked by macro-F1, multi-label runs side by side by micro-F1, any other mix by accuracy.
+    multi_label = all(run.ranking_metric == "micro_f1" for run in runs)
+    return _ranked_verdict(runs, comparison, "macro_f1" if imbalanced else "micro_f1" if multi_label else "accuracy")
+
+
+def _ranked_verdict(runs: Sequence[Run], comparison: Comparison | None, key: str) -> str:
+    """The best run by test `key` and its lead over the runner-up, or the runs that tie for best."""
+
+    def score(run: Run) -> float:
+        value = run.metrics.test.figure(key)
+        return value if is_number(value) else -1.0
+
+    ranked = sorted(runs, key=score, reverse=True)
     best, runner_up = ranked[0], ranked[1]
-    best_score, runner_up_score = best.metrics.test.figure(key), runner_up.metrics.test.figure(key)
-    caveat = ""
-    if _tested_on_different_data(runs, comparison):
-        caveat = f" {DIFFERENT_DATA_CAUTION}"
-    elif key == "accuracy" and comparison is not None and comparison.mcnemar_p_value is not None and len(runs) == 2:
+    name, (best_text, runner_up_text) = RANKING_METRICS[key], (format_metric(key, score(run)) for run in ranked[:2])
+    p_value = comparison.mcnemar_p_value if comparison is not None else None
+    caveat = f" {DIFFERENT_DATA_CAUTION}" if _tested_on_different_data(runs, comparison) else ""
+    if not caveat and key == "accuracy" and p_value is not None and len(runs) == 2:
         # Only with two runs does the test compare the pair the gap above does; it speaks to accuracy, not micro-F1.
-        p_value = comparison.mcnemar_p_value
         caveat = f" McNemar's exact test: p = {p_value:.2g} ({gap_reading(p_value)})."
-    if best_score == runner_up_score:
-        tied = [run.name for run in ranked if run.metrics.test.figure(key) == best_score]
-        return f"{' and '.join(tied)} tie on test {name} at {format_metric(key, best_score)}.{caveat}"
-    gap_points = 100 * (best_score - runner_up_score)
-    rival = "runner-up " if len(runs) > 2 else ""
-    return (
-        f"Best by test {name}: {best.name} with {format_metric(key, best_score)}, {gap_points:.2f} points ahead of {rival}{runner_up.name} "
-        f"({format_metric(key, runner_up_score)}).{caveat}"
-    )
+    if key == "macro_f1":
+        caveat = f" {imbalance_sentence(runs)}{caveat}"
+    if score(best) == score(runner_up):
+        tied = [run.name for run in ranked if score(run) == score(best)]
+        return f"{' and '.join(tied)} tie on test {name} at {best_text}.{caveat}"
+    if key == "macro_f1":
+        balanced = format_percent(best.metrics.test.balanced_accuracy)
+        return f"Best by test {name}: {best.name} with {best_text} (balanced accuracy {balanced}), ahead of {runner_up.name} ({runner_up_text}).{caveat}"
+    gap_points, rival = 100 * (score(best) - score(runner_up)), "runner-up " if len(runs) > 2 else ""
+    return f"Best by test {name}: {best.name} with {best_text}, {gap_points:.2f} points ahead of {rival}{runner_up.name} ({runner_up_text}).{caveat}"
 
 
 def _one_model_verdict(runs: Sequence[Run]) -> str:
@@ -150,31 +150,7 @@ def _scored_file(run: Run) -> str:
     return path.name
 
 
-def _macro_f1_verdict(runs: Sequence[Run], comparison: Comparison | None) -> str:
-
-    def macro_f1(run: Run) -> float:
-        value = run.metrics.test.macro_f1
-        return value if is_number(value) else -1.0
-
-    ranked = sorted(runs, key=macro_f1, reverse=True)
-    best, runner_up = ranked[0], ranked[1]
-    caveat = f" {DIFFERENT_DATA_CAUTION}" if _tested_on_different_data(runs, comparison) else ""
-    reason = imbalance_sentence(runs)
-    if macro_f1(best) == macro_f1(runner_up):
-        tied = [run.name for run in ranked if macro_f1(run) == macro_f1(best)]
-        return f"{' and '.join(tied)} tie on test macro-F1 at {format_score(macro_f1(best))}. {reason}{caveat}"
-    return (
-        f"Best by test macro-F1: {best.name} with {format_score(macro_f1(best))} (balanced accuracy {format_percent(best.metrics.test.balanced_accuracy)}), "
-        f"ahead of {runner_up.name} ({format_score(macro_f1(runner_up))}). {reason}{caveat}"
-    )
-
-
 def _tested_on_different_data(runs: Sequence[Run], comparison: Comparison | None) -> bool:
     """The runs' test predictions differ text by text, or, where a run has none to compare, their test sizes do."""
     test_sizes = {num_test_samples(run) for run in runs} - {None}
     return (comparison is not None and comparison.different_test_data) or len(test_sizes) > 1
-
-
-def _caveat_sentences(runs: Sequence[Run]) -> list[str]:
-    budget = budget_sentence(runs)
-    return ([budget] if budget else []) + baseline_sentences(runs)

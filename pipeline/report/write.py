@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.common.io import atomic_write_text
+from pipeline.common.io import atomic_path, atomic_write_text
 from pipeline.report import plots
 from pipeline.report.render import render_html, render_markdown
 from pipeline.report.runs import directory_name, load_runs, unique_names
@@ -42,5 +42,8 @@ def default_output_dir(run_dirs: Sequence[str | Path]) -> Path:
 def plot_confusion_matrix(
     matrix: Sequence[Sequence[float]] | np.ndarray, labels: Sequence[str], path: str | Path, title: str | None = None
 ) -> Path:
-    """Write a labelled confusion-matrix PNG (rows: true class, columns: predicted) atomically to `path`."""
-    return plots.save_png(plots.confusion_matrix_figure(matrix, labels, title), path)
+    """Write a labelled confusion-matrix PNG (rows: true class, columns: predicted) atomically to `path`: a reader never
+    sees a half-written image."""
+    with atomic_path(Path(path)) as temp_path:
+        plots.confusion_matrix_figure(matrix, labels, title).savefig(temp_path, **plots.SAVE_OPTIONS)
+    return Path(path)
