@@ -159,13 +159,12 @@ def check_replaceable(output: Path) -> None:
     user's own files."""
     foreign = foreign_names(output)
     if foreign:
-        raise RunDirError(
-            f"--output {output}: holds files evaluation did not write ({', '.join(foreign[:5])}); --overwrite replaces only an earlier evaluation's folder"
-        )
-    if RunDir(output).model_dir.exists():
-        raise RunDirError(
-            f"--output {output}: holds a trained run (its model folder); --overwrite replaces only an earlier evaluation's folder"
-        )
+        held = f"files evaluation did not write ({', '.join(foreign[:5])})"
+    elif RunDir(output).model_dir.exists():
+        held = "a trained run (its model folder)"
+    else:
+        return
+    raise RunDirError(f"--output {output}: holds {held}; --overwrite replaces only an earlier evaluation's folder")
 
 
 # The run's own files that an input may be by mistake: the model learnt from train's rows (validation and test may be

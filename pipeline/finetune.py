@@ -77,10 +77,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def resolve_config(args: argparse.Namespace) -> PipelineConfig:
-    path = args.config
-    if path is None and DEFAULT_CONFIG.exists():
-        path = DEFAULT_CONFIG
-    return load_config(path, args.overrides)
+    default = DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None
+    return load_config(args.config or default, args.overrides)
 
 
 # ---------------------------------------------------------------------------------------------------------------

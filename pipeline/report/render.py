@@ -6,6 +6,7 @@ import base64
 import html
 import struct
 from collections.abc import Iterable
+from pathlib import Path
 
 from pipeline.report import plots
 from pipeline.report.blocks import Block, Chart, Heading, Images, Paragraph, Table
@@ -48,33 +49,8 @@ def _md_escape(text: str) -> str:
     return text
 
 
-_CSS = """
-body { margin: 0; background: #f3f4f6; color: #1d2430;
-       font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
-main { max-width: 1180px; margin: 0 auto; padding: 28px 36px 56px; background: #fff; }
-h1 { font-size: 1.65em; margin: 0 0 .3em; }
-h2 { font-size: 1.3em; margin: 2.2em 0 .6em; padding-bottom: .25em; border-bottom: 1px solid #dde1e6; }
-h3 { font-size: 1.05em; margin: 1.5em 0 .4em; }
-.meta { color: #5b6573; font-size: .9em; }
-.verdict { font-size: 1.08em; font-weight: 600; background: #eef5ff; border-left: 4px solid #1f77b4;
-           padding: .6em .9em; }
-.note { background: #fff7e6; border-left: 4px solid #f0a020; padding: .4em .8em; }
-.table-wrap { overflow-x: auto; }
-table { border-collapse: collapse; margin: .4em 0 1em; font-size: .9em; }
-th, td { border: 1px solid #dde1e6; padding: .32em .65em; text-align: left; vertical-align: top; }
-th { background: #f0f2f5; font-weight: 600; }
-tbody tr:nth-child(even) { background: #fafbfc; }
-td.num, td.best, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-tr.group-start td { border-top: 2px solid #b9c0c9; }
-td.best { font-weight: 700; }
-td.right { color: #1b7a2f; white-space: nowrap; }
-td.wrong { color: #b3261e; white-space: nowrap; }
-td.text { min-width: 280px; max-width: 560px; }
-.figures { display: flex; flex-wrap: wrap; gap: 18px; align-items: flex-start; }
-figure { margin: 0; flex: 1 1 400px; }
-figure img { display: block; width: 100%; height: auto; }
-figcaption { font-size: .86em; color: #5b6573; text-align: center; margin-top: .2em; }
-"""
+# The HTML report's stylesheet, inlined so that report.html is one self-contained file.
+_CSS = (Path(__file__).parent / "report.css").read_text(encoding="utf-8")
 
 
 def render_html(title: str, blocks: Iterable[Block]) -> str:
@@ -82,7 +58,7 @@ def render_html(title: str, blocks: Iterable[Block]) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{html.escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n<main>\n"
+        f"<title>{html.escape(title)}</title>\n<style>\n{_CSS}</style>\n</head>\n<body>\n<main>\n"
         f"{body}\n</main>\n</body>\n</html>\n"
     )
 

@@ -165,26 +165,17 @@ def calibration_record(
 ) -> dict[str, Any]:
     """ECE, loss and reliability bins before and after calibration, on each split given."""
 
-    def measure(result: EvalResult) -> tuple[float, list[dict]]:
-        return (
-            expected_calibration_error(result.probabilities, result.labels),
-            reliability_bins(result.probabilities, result.labels),
-        )
+    def both(measure: Callable[[EvalResult], Any]) -> dict[str, dict[str, Any]]:
+        return {name: {"before": measure(before[name]), "after": measure(after[name])} for name in after}
 
-    ece, reliability, loss = {}, {}, {}
-    for name in after:
-        (ece_before, bins_before), (ece_after, bins_after) = measure(before[name]), measure(after[name])
-        ece[name] = {"before": ece_before, "after": ece_after}
-        reliability[name] = {"before": bins_before, "after": bins_after}
-        loss[name] = {"before": before[name].loss, "after": after[name].loss}
     return {
         "enabled": enabled,
         "method": "temperature scaling (minimum validation NLL), folded into the output layer" if enabled else None,
         "temperature": temperature,
         "bins": ECE_BINS,
-        "ece": ece,
-        "loss": loss,
-        "reliability": reliability,
+        "ece": both(lambda result: expected_calibration_error(result.probabilities, result.labels)),
+        "loss": both(lambda result: result.loss),
+        "reliability": both(lambda result: reliability_bins(result.probabilities, result.labels)),
     }
 
 
