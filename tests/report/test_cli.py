@@ -27,6 +27,7 @@ def test_the_report_entry_refuses_tool_flags_rather_than_writing_a_report(tmp_pa
         main(["--upgrade-model", str(tmp_path)])
 
 
+@pytest.mark.slow  # a subprocess that loads PyTorch: 9 s
 def test_the_module_runs_a_tool_through_the_same_command(tmp_path):
     """`python -m pipeline.report --model-card` still works: __main__ hands it to the tools."""
     done = subprocess.run(

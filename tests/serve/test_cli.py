@@ -45,6 +45,7 @@ def test_a_wrong_model_or_setting_is_said_before_the_server_starts(capsys, serve
     assert message == "error: --max-wait-ms (PIPELINE_SERVE_MAX_WAIT_MS) must be 0 or more, got -1.0"
 
 
+@pytest.mark.slow  # its own server subprocess: 15 s
 def test_sigterm_lets_the_request_in_flight_finish_then_exits_0(served_run, tmp_path):
     """The request waits 3 s for company in its batch (--max-wait-ms): SIGTERM arrives meanwhile."""
     server = start_server(served_run, tmp_path / "server.log", "--threads", "1", "--max-wait-ms", "3000")
