@@ -40,17 +40,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-TOOL_FLAGS = ("--model-card", "--upgrade-model", "--measure-speed")
-
-
 def wants_tools(argv: Sequence[str]) -> bool:
-    """Whether the command line asks for a per-run tool rather than a report."""
-    return any(arg in TOOL_FLAGS for arg in argv)
+    """Whether the command line asks for a per-run tool rather than a report, as argparse reads it (abbreviated
+    flags included)."""
+    return _asks_for_tools(parse_args(argv))
+
+
+def _asks_for_tools(args: argparse.Namespace) -> bool:
+    return bool(args.model_card or args.upgrade_model or args.measure_speed)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.model_card or args.upgrade_model or args.measure_speed:
+    if _asks_for_tools(args):
         raise SystemExit(
             "error: --model-card, --upgrade-model and --measure-speed run through pipeline.report.tools.main"
         )

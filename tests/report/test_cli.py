@@ -20,6 +20,7 @@ def test_a_report_imports_neither_torch_nor_transformers():
 def test_the_tool_flags_pick_the_tools_module():
     assert wants_tools(["--model-card", "runs/a"]) and wants_tools(["runs/a", "--measure-speed"])
     assert not wants_tools(["runs/a", "--output", "reports/model-card"])
+    assert wants_tools(["--model-c", "runs/a"])  # argparse takes an abbreviated flag, and so does the choice
 
 
 def test_the_report_entry_refuses_tool_flags_rather_than_writing_a_report(tmp_path):
