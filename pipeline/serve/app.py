@@ -37,7 +37,7 @@ from pipeline.serve.inputs import SOURCES, InputError, Texts, request_texts
 from pipeline.serve.limits import BearerToken, BodyLimit
 from pipeline.serve.metrics import CONTENT_TYPE, CountRequests, Metrics
 from pipeline.serve.rows import Request, label_requests
-from pipeline.serve.settings import ServeSettings
+from pipeline.serve.settings import ServeSettings, forward_rows
 
 logger = logging.getLogger(__name__)
 
@@ -146,13 +146,15 @@ class Service:
 
 def load_predictor(source: ModelSource, settings: ServeSettings) -> Predictor:
     _quiet_libraries()
-    return Predictor.from_source(
+    predictor = Predictor.from_source(
         source,
         device=settings.device,
         precision=settings.precision,
-        batch_size=settings.batch_size,
         backend=settings.backend,
     )
+    threads = settings.threads or torch.get_num_threads()
+    predictor.batch_size = forward_rows(settings.batch_size, predictor.device.type == "cpu", threads)
+    return predictor
 
 
 def _set_threads(threads: int | None) -> None:

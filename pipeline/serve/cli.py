@@ -48,7 +48,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add("--backend", choices=BACKENDS, default=DEFAULTS.backend, help="as pipeline.predict's --backend (default auto)")
     add("--precision", choices=hardware.INFERENCE_PRECISIONS, default=DEFAULTS.precision, help="PyTorch's precision")
     add("--device", default=DEFAULTS.device, help="cpu, cuda, cuda:<index> or auto (default)")
-    add("--batch-size", type=positive_int, default=DEFAULTS.batch_size, help="rows per forward pass, at most")
+    add(
+        "--batch-size",
+        type=positive_int,
+        default=DEFAULTS.batch_size,
+        help="rows per forward pass, at most (default: 128 on a GPU; on a CPU 2 per thread, at least 4)",
+    )
     _add_batching_arguments(add)
     _add_limit_arguments(add)
     add("--workers", type=positive_int, default=1, help="server processes, each with its own copy of the model")

@@ -13,6 +13,9 @@ from pipeline.predict.source import ModelSource
 from pipeline.run.directory import RunDir, RunDirError
 from pipeline.serve.settings import ServeSettings
 
+# The settings /info states, beside the rows per forward pass the server chose.
+LIMITS = ("batching", "max_wait_ms", "max_batch_rows", "max_texts", "max_request_bytes")
+
 
 def model_info(predictor: Predictor, source: ModelSource, settings: ServeSettings) -> dict[str, Any]:
     spec, decision = predictor.text_spec, predictor.decision
@@ -31,13 +34,7 @@ def model_info(predictor: Predictor, source: ModelSource, settings: ServeSetting
         "backend": predictor.backend_name,
         "backend_detail": predictor.describe_backend(),
         "card": card_facts(source.run_dir),
-        "limits": {
-            "batching": settings.batching,
-            "max_wait_ms": settings.max_wait_ms,
-            "max_batch_rows": settings.max_batch_rows,
-            "max_texts": settings.max_texts,
-            "max_request_bytes": settings.max_request_bytes,
-        },
+        "limits": {name: getattr(settings, name) for name in LIMITS} | {"batch_size": predictor.batch_size},
     }
 
 

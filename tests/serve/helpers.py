@@ -20,9 +20,13 @@ from typing import Any
 
 import httpx
 
+from pipeline.serve.settings import forward_rows
 from tests.helpers import AG_NEWS_CLASSES, OFFLINE_ENVIRONMENT, REPO_ROOT, spread_head, tiny_bert_classifier
 
 API_KEY = "test-key"
+# Rows per forward pass of a server on one CPU thread, as every server here is: what a reference prediction takes too,
+# so that both cut the same batches and pad them alike.
+SERVED_BATCH_SIZE = forward_rows(None, on_cpu=True, threads=1)
 # A server process imports torch and transformers before it answers: seconds on a quiet machine, more on a busy one.
 START_SECONDS = 180
 

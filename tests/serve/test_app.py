@@ -18,7 +18,7 @@ from pipeline.predict import Predictor, predict_texts
 from pipeline.predict.cli import main as predict_main
 from pipeline.serve.settings import ServeSettings
 from tests.helpers import AG_NEWS_CLASSES
-from tests.serve.helpers import news_rows, news_texts, read_jsonl, server_in_thread, write_jsonl
+from tests.serve.helpers import SERVED_BATCH_SIZE, news_rows, news_texts, read_jsonl, server_in_thread, write_jsonl
 
 
 def news_records(count: int) -> list[dict[str, str]]:
@@ -31,6 +31,7 @@ def predict_file(run: Path, records: list[dict[str, Any]], tmp_path: Path, *opti
     """The columns `python -m pipeline.predict` adds to each record of a JSON Lines file."""
     source = write_jsonl(tmp_path / "in.jsonl", records)
     output = tmp_path / "out.jsonl"
+    options = ("--batch-size", str(SERVED_BATCH_SIZE), *options)  # the same cuts, so the same padding and sums
     predict_main(["--model", str(run), "--input", str(source), "--output", str(output), "--no-progress", *options])
     return [
         {key: value for key, value in row.items() if key not in record}
@@ -55,7 +56,7 @@ def test_records_get_the_rows_pipeline_predict_writes_for_them(served_run, clien
 
 def test_texts_get_the_labels_predict_texts_gives(served_run, client):
     texts = [*news_texts(16), ""]
-    expected = predict_texts(Predictor.from_path(served_run), texts, flags=True)
+    expected = predict_texts(Predictor.from_path(served_run, batch_size=SERVED_BATCH_SIZE), texts, flags=True)
     rows = client.post("/predict", json={"texts": texts}).json()["rows"]
     assert [row["label"] or "" for row in rows] == [label for label, _, _ in expected]
     assert [row["score"] for row in rows] == [rounded(score) if label else None for label, score, _ in expected]
@@ -77,7 +78,7 @@ def test_a_multi_label_model_answers_with_label_sets(multi_label_run, tmp_path):
     records = news_records(20)
     expected = predict_file(multi_label_run, records, tmp_path, "--probabilities")
     texts = news_texts(20)
-    sets = predict_texts(Predictor.from_path(multi_label_run), texts)
+    sets = predict_texts(Predictor.from_path(multi_label_run, batch_size=SERVED_BATCH_SIZE), texts)
     with server_in_thread(ServeSettings(str(multi_label_run), threads=1)) as url:
         by_records = httpx.post(f"{url}/predict", json={"records": records, "probabilities": True}).json()["rows"]
         by_texts = httpx.post(f"{url}/predict", json={"texts": texts}).json()["rows"]
@@ -90,7 +91,7 @@ def test_a_pair_model_reads_records_and_pairs_as_prediction_does(pair_run, tmp_p
     pairs = [(title, description) for _, title, description in news_rows(16)]
     records = [{"question": question, "passage": passage} for question, passage in pairs]
     expected = predict_file(pair_run, records, tmp_path)
-    labels = predict_texts(Predictor.from_path(pair_run), pairs)
+    labels = predict_texts(Predictor.from_path(pair_run, batch_size=SERVED_BATCH_SIZE), pairs)
     as_dicts = [{"text": question, "text_pair": passage} for question, passage in pairs]
     with server_in_thread(ServeSettings(str(pair_run), threads=1)) as url:
         by_records = httpx.post(f"{url}/predict", json={"records": records}).json()["rows"]
@@ -114,7 +115,7 @@ def test_health_needs_no_token_and_info_describes_the_model(served):
     assert info["columns"][-2:] == ["low_confidence", "error"] and info["long_text"]["truncation"] == "head"
     assert info["card"]["name"] == "flagged" and info["card"]["base_model"] == "minilm"  # no local path
     assert info["card"]["test"] == {"rows": 8, "accuracy": 0.5, "macro_f1": 0.4}
-    assert info["limits"]["max_texts"] == 50
+    assert info["limits"]["max_texts"] == 50 and info["limits"]["batch_size"] == 4  # on 1 thread
 
 
 def test_the_openapi_docs_describe_predict(client):

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from pipeline.common.hardware import available_cores
-from pipeline.serve.settings import ServeError, ServeSettings
+from pipeline.predict.predictor import DEFAULT_BATCH_SIZE
+from pipeline.serve.settings import ServeError, ServeSettings, forward_rows
 
 
 def test_the_environment_carries_every_setting_to_a_worker():
@@ -48,3 +49,23 @@ def test_workers_share_the_cores_unless_told_otherwise(monkeypatch):
     assert ServeSettings("m", threads=5).threads_per_worker(4) == 5
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
     assert ServeSettings("m").threads_per_worker(4) == 3
+
+
+@pytest.mark.parametrize(
+    ("asked", "on_cpu", "threads", "rows"),
+    [
+        (None, True, 1, 4),
+        (None, True, 2, 4),
+        (None, True, 8, 16),
+        (None, False, 2, DEFAULT_BATCH_SIZE),
+        (32, True, 2, 32),
+    ],
+)
+def test_rows_per_forward_pass_follow_the_device_unless_asked(asked, on_cpu, threads, rows):
+    assert forward_rows(asked, on_cpu, threads) == rows
+
+
+def test_batch_size_from_the_environment_may_be_left_to_the_device():
+    assert ServeSettings.from_environment({"PIPELINE_SERVE_MODEL": "m"}).batch_size is None
+    settings = ServeSettings.from_environment({"PIPELINE_SERVE_MODEL": "m", "PIPELINE_SERVE_BATCH_SIZE": "8"})
+    assert settings.batch_size == 8
