@@ -205,10 +205,11 @@ def score(predictor: Predictor, texts: list[str], gold: Any, labels: list[str], 
     started = time.perf_counter()
     encoded = predictor.encode(texts)
     logits = predictor.row_logits(encoded)
-    probabilities = predictor.document_probabilities(logits, encoded)
+    probabilities = predictor.with_ensemble(predictor.document_probabilities(logits, encoded), texts)
     speed = speed_record(predictor, len(texts), time.perf_counter() - started)
     result = result_from_probabilities(probabilities, gold, labels, predictor.decision)
-    before = predictor.document_probabilities(logits, encoded, scale=temperature)
+    # The run's ensemble (if any) on both sides: calibration's effect is measured on what prediction writes.
+    before = predictor.with_ensemble(predictor.document_probabilities(logits, encoded, scale=temperature), texts)
     uncalibrated = result_from_probabilities(before, gold, labels)
     counts = TokenCounts.of_encoding(encoded, predictor.tokenizer)
     return Scored(result, uncalibrated, temperature, counts, speed)

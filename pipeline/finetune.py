@@ -47,8 +47,9 @@ from pipeline.run import directory as rundir
 from pipeline.run import ownership
 from pipeline.run.directory import RunDir, RunDirError
 from pipeline.run.record import Baseline, RunRecord, Throughput, Timings
-from pipeline.scoring.baseline import run_baseline
+from pipeline.scoring.baseline import baseline_and_model
 from pipeline.scoring.decide import Scoring, calibrate_and_decide, unfold_earlier_calibration
+from pipeline.scoring.ensemble import add_ensemble
 from pipeline.scoring.evaluation import EvalResult, predict_logits, write_predictions
 from pipeline.scoring.thresholds import check_setting
 from pipeline.text.batching import TokenizedRows
@@ -387,7 +388,7 @@ def run(config: PipelineConfig) -> dict[str, Any]:
             config, prepared, training, scoring, timings, eval_rows, num_parameters, started_at, device
         )
         if accelerator.is_main_process:
-            finish_run(config, prepared, record, scoring.results["test"])
+            finish_run(config, prepared, record, scoring.results)
         accelerator.wait_for_everyone()
     # Closes the trackers and, under several processes, the process group: nothing collective may follow.
     accelerator.end_training()
@@ -397,12 +398,14 @@ def run(config: PipelineConfig) -> dict[str, Any]:
     return record.to_dict()
 
 
-def finish_run(config: PipelineConfig, prepared: Prepared, record: RunRecord, test: EvalResult) -> None:
-    """Main process, after stage 4: the TF-IDF baseline and the prediction path's speed added to the record, then
-    metrics.json, the test predictions, reports and model card written."""
+def finish_run(config: PipelineConfig, prepared: Prepared, record: RunRecord, results: dict[str, EvalResult]) -> None:
+    """Main process, after stage 4: the TF-IDF baseline, the ensemble with it (eval.ensemble) and the prediction
+    path's speed added to the record, then metrics.json, the test predictions, reports and model card written."""
     # Seconds on one CPU thread (nothing collective runs meanwhile); not in metrics.json's timings.
-    baseline = run_baseline(config.eval.baseline, prepared.data.splits, prepared.labels)
+    baseline, fitted = baseline_and_model(config.eval.baseline, prepared.data.splits, prepared.labels)
     record.baseline = Baseline.from_dict(baseline) if baseline is not None else None
+    model_dir = RunDir(config.run_dir).model_dir
+    test = add_ensemble(config, prepared.data.splits, results, fitted, record, model_dir)
     if config.eval.predict_speed_rows:
         record.throughput.update(prediction_speed(config, prepared))
     write_outputs(config, record, test, prepared.data.splits["test"])

@@ -296,8 +296,34 @@ def limitations_values(facts: CardFacts) -> dict[str, Any]:
         "truncated_shares": shares,
         "trained_on": f"{count(train_size)} training texts" if is_number(train_size) else "its training data",
         "baseline_beats": baseline_beats(facts),
+        "ensemble_text": ensemble_text(facts),
         **untrained_values(facts),
     }
+
+
+def ensemble_text(facts: CardFacts) -> str:
+    """The Ensemble section: what the run kept, and what `transformers.pipeline` on model/ alone gives instead."""
+    record = facts.record.ensemble
+    if record is None or record.kept is None:
+        return ""
+    if not record.kept:
+        return f"An ensemble with the baseline was tried and not kept: {record.reason}."
+    validation = record.validation or {}
+
+    def scores(member: str) -> str:
+        figures = validation.get(member) or {}
+        shown = [
+            f"{name} {figures[name]:.4f}" for name in ("accuracy", "micro_f1", "loss") if is_number(figures.get(name))
+        ]
+        return ", ".join(shown) or "not recorded"
+
+    return (
+        f"The labels and scores above are an ensemble: {record.weight:.2f} x the model's probabilities plus "
+        f"{1 - record.weight:.2f} x the TF-IDF baseline's, saved beside the model as `ensemble.json` and "
+        "`baseline.safetensors`. `pipeline.predict`, `pipeline.evaluate`, `pipeline.serve` and `Predictor` apply it. "
+        "`transformers.pipeline` on this folder alone gives the model without the baseline. "
+        f"On validation, the model alone: {scores('model')}; the ensemble: {scores('ensemble')}."
+    )
 
 
 def baseline_beats(facts: CardFacts) -> str:

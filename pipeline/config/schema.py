@@ -176,6 +176,10 @@ class EvalConfig:
         "tfidf",
         "`tfidf`: fit TF-IDF + logistic regression on the same train split and score it on test, recorded in `metrics.json` `baseline` and shown in reports; `none`: skip it",
     )
+    ensemble: Literal["auto", "none", "baseline"] = setting(
+        "auto",
+        "`auto`: average the model's calibrated probabilities with the baseline's, by a weight fitted on validation, and keep the ensemble only where it beats the model alone on validation (log loss lower, selection metric not lower); `baseline`: keep it always; `none`: the model alone. See [Ensemble with the baseline](ensemble.md)",
+    )
     predict_speed_rows: int = setting(
         512, "time the prediction path on this many test texts at the end of the run; 0 skips it"
     )

@@ -30,6 +30,7 @@ from pipeline.predict.source import (
 )
 from pipeline.run.directory import DECISION_FILE, RunDirError, read_decision
 from pipeline.run.exports import BACKEND_RUNTIMES, ExportChoice, ExportError, choose_export
+from pipeline.scoring.baseline_model import SavedEnsemble, load_ensemble
 from pipeline.scoring.thresholds import KIND_BINARY, KIND_FLAG, KIND_MULTI_LABEL, Decision, default_decision
 from pipeline.text.lengths import length_limit, padded_width, sorted_batches
 from pipeline.text.unknown import UnknownTokens
@@ -95,6 +96,8 @@ class Predictor:
     label_separator: str = field(default_factory=lambda: DataConfig().label_separator)
     # False: a model folder that records no text rule, read by the defaults.
     reading_recorded: bool = True
+    # model/ensemble.json: the baseline averaged into the model's probabilities; None: the model alone.
+    ensemble: SavedEnsemble | None = field(default=None, repr=False)
 
     def __post_init__(self):
         if self.backend is None:
@@ -152,6 +155,8 @@ class Predictor:
             logger.warning(source.unrecorded_reading_warning(length))
         labels = class_names(config)
         decision, separator = load_decision(source.model_dir, labels, is_multi_label(config))
+        with reraised_as(PredictError, RunDirError):
+            ensemble = load_ensemble(source.model_dir, labels)
         return cls(
             model,
             tokenizer,
@@ -171,6 +176,7 @@ class Predictor:
             decision=decision,
             label_separator=separator,
             reading_recorded=source.reading_recorded,
+            ensemble=ensemble,
         )
 
     @property
@@ -192,11 +198,18 @@ class Predictor:
 
     def infer(self, texts: Sequence[str], on_batch: Progress = None) -> tuple[np.ndarray, np.ndarray]:
         """(texts) -> (label_ids (N,) int64, probabilities (N, K) float32); keeps no state between calls."""
-        return self._infer_encoded(self.encode(texts), on_batch)
+        return self._infer_encoded(self.encode(texts), texts, on_batch)
 
-    def _infer_encoded(self, encoded: EncodedDocuments, on_batch: Progress = None) -> tuple[np.ndarray, np.ndarray]:
+    def _infer_encoded(
+        self, encoded: EncodedDocuments, texts: Sequence[str], on_batch: Progress = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         probabilities = self.document_probabilities(self.row_logits(encoded, on_batch), encoded)
+        probabilities = self.with_ensemble(probabilities, texts)
         return self.labels_of(probabilities), probabilities
+
+    def with_ensemble(self, probabilities: np.ndarray, texts: Sequence[str]) -> np.ndarray:
+        """(N, K) pooled model probabilities of `texts` -> the run's ensemble with the baseline's, where it kept one."""
+        return probabilities if self.ensemble is None else self.ensemble.combine(probabilities, texts)
 
     def encode(self, texts: Sequence[str]) -> EncodedDocuments:
         """The rows the model reads for `texts` (one per text or per window, as in training), from one pass."""
@@ -312,8 +325,9 @@ class Predictor:
         kept = np.flatnonzero(has_text)
         label_ids = np.full(len(texts), -1, dtype=np.int64)
         probabilities = np.full((len(texts), len(self.labels)), np.nan, dtype=np.float32)
-        encoded = self.encode([texts[index] for index in kept])
-        kept_ids, kept_probabilities = self._infer_encoded(encoded, on_batch)
+        kept_texts = [texts[index] for index in kept]
+        encoded = self.encode(kept_texts)
+        kept_ids, kept_probabilities = self._infer_encoded(encoded, kept_texts, on_batch)
         label_ids[kept] = kept_ids
         probabilities[kept] = kept_probabilities
         why = empty_error if callable(empty_error) else lambda _: empty_error

@@ -24,6 +24,7 @@ from pipeline.report.analysis import (
     threshold_mistakes,
 )
 from pipeline.report.blocks import Block, Cell, Chart, Heading, Images, Paragraph, Table, num_cells
+from pipeline.report.ensemble import ensemble_blocks
 from pipeline.report.formatting import (
     MISSING,
     format_count,
@@ -73,6 +74,7 @@ def build_report(runs: Sequence[Run], generated_at: datetime | None = None) -> t
     blocks: list[Block] = [Heading(title, level=1)]
     blocks += header_blocks(runs, comparison, generated_at or datetime.now().astimezone())
     blocks += summary_blocks(runs)
+    blocks += ensemble_blocks(runs)
     blocks += removed_blocks(runs)
     blocks += _confusion_blocks(runs)
     blocks += _curve_blocks(runs)

@@ -71,6 +71,9 @@ LOCK_FILE = ".lock"
 # chosen on validation, the task and its label separator, and the calibration temperature (already folded into the
 # weights: a record, never to be applied again). Absent: argmax, or 0.5 per class for a multi-label model.
 DECISION_FILE = "decision.json"
+# The baseline averaged into the model's probabilities, where the run kept that ensemble (pipeline.scoring.ensemble).
+ENSEMBLE_FILE = "ensemble.json"
+BASELINE_WEIGHTS_FILE = "baseline.safetensors"
 # decision.json's key for how the model's texts were built and read (text columns and separator, the fixed length,
 # the long-text rule), in config.yaml's sections and keys: so the folder alone, copied out of its run, predicts
 # as the run does (pipeline.scoring.decide writes it, pipeline.predict.source reads it). Absent in models saved before.

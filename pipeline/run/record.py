@@ -1,16 +1,12 @@
 """metrics.json as typed records: one `RunRecord` per finished run, read and written here and nowhere else.
 
-    record = read_record(run.metrics_path)            # RunDirError, naming the file, when it is damaged
-    record.test.accuracy, record.data.task, record.ranking_metric, record.throughput.predict_rows_per_second
-    write_record(run.metrics_path, record)           # atomically
+    record = read_record(run.metrics_path)  # RunDirError, naming the file, when it is damaged; then
+    record.test.accuracy, record.ranking_metric ...; write_record(run.metrics_path, record)  # atomically
 
-docs/run-directory.md describes every key (tests/run/test_record.py checks the page against these classes). The
-codec is generic (dataclasses.fields and type hints), so a section is only its list of fields:
+docs/run-directory.md describes every key (tests/run/test_record.py checks it). A section is its list of fields:
 
-- A key the classes do not name (a newer or older file's) is kept in the section's `extra` and written back.
-- A key written as null is written as null again; one never written stays absent (`None` in Python).
-- A file without `format_version` is version 1: what runs wrote before the version was recorded. Every version
-  has the same keys where it has them, so one reader reads all of them.
+- A key the classes do not name (a newer or older file's) is kept in `extra` and written back; null stays null.
+- A file without `format_version` is version 1 (runs before it was recorded): the same keys, one reader.
 - Per-class maps (class name -> score) stay dicts: their keys are the run's classes.
 """
 
@@ -37,8 +33,7 @@ RANKING_METRICS = {"accuracy": "accuracy", "macro_f1": "macro-F1", "micro_f1": "
 
 
 class RunDirError(ValueError):
-    """A run directory that is missing something or holds a damaged file (the message names the file). Defined
-    here, below pipeline.run.directory, so that reading metrics.json raises it too."""
+    """A run directory missing something or holding a damaged file, named; here so reading metrics.json raises it."""
 
 
 def is_number(value: Any) -> bool:
@@ -389,6 +384,18 @@ class Baseline(Scores):
 
 
 @dataclass
+class Ensemble(Section):  # the model averaged with the baseline (eval.ensemble)
+    setting: str | None = None
+    kept: bool | None = None
+    weight: float | None = None  # the model's share; the baseline's is 1 - weight
+    reason: str | None = None
+    rule: str | None = None
+    validation: dict[str, dict[str, float]] | None = None  # model, baseline, ensemble -> accuracy, macro_f1, loss
+    test: dict[str, dict[str, float]] | None = None
+    mcnemar: dict[str, dict[str, Any]] | None = None  # model, baseline -> only_ensemble_right, ..., p_value
+
+
+@dataclass
 class Evaluation(Section):  # a pipeline.evaluate folder's input and model
     model: str | None = None
     input: str | None = None
@@ -422,6 +429,7 @@ class RunRecord(Section):
     calibration: Calibration | None = None
     thresholds: Thresholds | None = None
     baseline: Baseline | None = None
+    ensemble: Ensemble | None = None
     evaluation: Evaluation | None = None
 
     @classmethod
@@ -442,8 +450,7 @@ class RunRecord(Section):
 
     @property
     def headline_metrics(self) -> list[str]:
-        """The test figures a run is summed up by, in order: the one that selected its model, then accuracy and
-        macro-F1. The run's last console line, the model card's opening and its baseline table list them so."""
+        """The test figures a run is summed up by (console, card): its selection metric, then accuracy and macro-F1."""
         lead = self.ranking_metric
         return [lead, *(name for name in ("accuracy", "macro_f1") if name != lead)]
 
@@ -458,9 +465,7 @@ class RunRecord(Section):
 
     @property
     def untrained_classes(self) -> list[str]:
-        """Classes with no training rows (data.class_counts): named by data.label_names or a data.label_columns
-        column that is all 0 in train. The model never learned them, so its scores for them mean nothing, yet they
-        stay among its labels; the log, the report and the model card say so."""
+        """Classes with no training rows (data.class_counts), kept among the labels: the log, report and card say so."""
         return [str(name) for name, count in self.data.train_class_rows.items() if count == 0]
 
 
@@ -469,8 +474,7 @@ class RunRecord(Section):
 
 
 def read_record(path: Path, require_test: bool = True) -> RunRecord:
-    """metrics.json of any version as a RunRecord, checked for the class names (and a test accuracy, unless not
-    required); RunDirError naming the file when it is damaged."""
+    """metrics.json of any version, checked for class names (and a test accuracy); RunDirError naming it if damaged."""
     text = read_text(path)
     if not text.strip():
         raise RunDirError(f"{path}: the file is empty — the run did not finish writing it")

@@ -17,6 +17,7 @@ import numpy as np
 
 from pipeline.data.splits import column_values, label_column
 from pipeline.run.directory import first_line
+from pipeline.scoring.baseline_model import BaselineModel
 from pipeline.scoring.evaluation import compute_metrics, compute_multilabel_metrics
 
 logger = logging.getLogger("pipeline")
@@ -43,6 +44,17 @@ def tfidf_baseline(
 ) -> dict[str, Any]:
     """Fit on train, score on test: the test metrics plus name, description, timings, sizes and settings. Raises
     ValueError when the training texts leave no vocabulary or hold fewer than two classes."""
+    return tfidf_baseline_and_model(train_texts, train_labels, test_texts, test_labels, label_names)[0]
+
+
+def tfidf_baseline_and_model(
+    train_texts: Sequence[str],
+    train_labels: Sequence[int] | Sequence[Sequence[float]],
+    test_texts: Sequence[str],
+    test_labels: Sequence[int] | Sequence[Sequence[float]],
+    label_names: Sequence[str],
+) -> tuple[dict[str, Any], BaselineModel]:
+    """`tfidf_baseline`'s record, and the fitted baseline as arrays (for the ensemble with the model)."""
     from threadpoolctl import threadpool_limits
 
     start = time.perf_counter()
@@ -67,7 +79,7 @@ def tfidf_baseline(
         seconds = time.perf_counter() - start
     score = compute_multilabel_metrics if multi_label else compute_metrics
     metrics = score(test_ids, predictions, list(label_names))
-    return {
+    record = {
         "name": TFIDF,
         "description": DESCRIPTIONS[TFIDF],
         **metrics,
@@ -77,6 +89,7 @@ def tfidf_baseline(
         "num_features": len(vectorizer.vocabulary_),
         "settings": settings,
     }
+    return record, BaselineModel.from_fitted(vectorizer, classifier, len(label_names))
 
 
 def _fit(texts: list[str], ids: np.ndarray, min_df: int, multi_label: bool) -> tuple[Any, Any]:
@@ -103,14 +116,21 @@ def _fit(texts: list[str], ids: np.ndarray, min_df: int, multi_label: bool) -> t
 def run_baseline(kind: str, splits: Any, label_names: Sequence[str]) -> dict[str, Any] | None:
     """The baseline `eval.baseline` names; None for `none`. One that cannot be fitted must not cost the run: the
     failure is logged and recorded instead."""
+    return baseline_and_model(kind, splits, label_names)[0]
+
+
+def baseline_and_model(
+    kind: str, splits: Any, label_names: Sequence[str]
+) -> tuple[dict[str, Any] | None, BaselineModel | None]:
+    """`run_baseline`'s record, and the fitted baseline (None where there is none or it failed)."""
     if kind == NONE:
-        return None
+        return None, None
     if kind != TFIDF:
         raise ValueError(f"eval.baseline: unknown baseline {kind!r} (expected '{TFIDF}' or '{NONE}')")
     train, test = splits["train"], splits["test"]
     labels = label_column(train.column_names if hasattr(train, "column_names") else list(train))
     try:
-        result = tfidf_baseline(
+        result, model = tfidf_baseline_and_model(
             column_values(train, "text"),
             column_values(train, labels),
             column_values(test, "text"),
@@ -120,9 +140,9 @@ def run_baseline(kind: str, splits: Any, label_names: Sequence[str]) -> dict[str
     except ValueError as error:
         message = first_line(error)
         logger.warning(f"Baseline {kind} skipped: {message}")
-        return {"name": kind, "description": DESCRIPTIONS[kind], "error": message}
+        return {"name": kind, "description": DESCRIPTIONS[kind], "error": message}, None
     micro_f1 = f"micro-F1 {result['micro_f1']:.4f}, subset " if "micro_f1" in result else ""
     logger.info(
         f"Baseline ({result['description']}): test {micro_f1}accuracy {result['accuracy']:.4f}, macro-F1 {result['macro_f1']:.4f}; trained in {result['train_seconds']:.1f} s on {result['num_train_samples']} texts"
     )
-    return result
+    return result, model
