@@ -347,6 +347,9 @@ class Calibration(Section):
     loss: dict[str, dict[str, float]] | None = None
     reliability: dict[str, dict[str, list[dict[str, Any]]]] | None = None  # bins: low, high, count, confidence, ...
     warning: str | None = None
+    fitted_temperature: float | None = None  # the fit's; `temperature` is the one applied
+    applied: bool | None = None
+    fitted_on: str | None = None
 
     def before_after(self, record: str, split: str) -> tuple[Any, Any]:
         """A split's `ece` or `loss` (`record`) before and after calibration; None where not recorded."""
