@@ -237,6 +237,7 @@ class Data(Section):  # what stage 1 did (pipeline.data.load's summary)
     sheet: dict[str, Any] | None = None
     class_folders: dict[str, Any] | None = None
     class_files: dict[str, Any] | None = None
+    decoding: dict[str, Any] | None = None  # files not read as data.encoding says, lines read as U+FFFD
 
     @property
     def train_counts(self) -> dict[str, Any]:
