@@ -226,6 +226,7 @@ def calibration_of(scored: Scored, run: RunRecord) -> Calibration:
     record.loss = {"validation": (own.loss or {}).get("validation"), **record.loss}
     record.reliability = {"validation": (own.reliability or {}).get("validation"), **record.reliability}
     record.warning = own.warning or None
+    record.fitted_temperature, record.applied, record.fitted_on = own.fitted_temperature, own.applied, own.fitted_on
     return record
 
 

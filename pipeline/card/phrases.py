@@ -175,7 +175,20 @@ def data_values(facts: CardFacts) -> dict[str, Any]:
         "delimiter": read_per_file(record.delimiter, lambda d: "tab" if d == "\t" else f"`{d}`", plain=(",", "\t")),
         "class_folders": per_split_record(record.class_folders, lambda name, files: f"`{name}` {count(files)}"),
         "class_files": per_split_record(record.class_files, lambda name, file: f"`{name}` {file}"),
+        "decoding": decoding_values(record.decoding),
     }
+
+
+def decoding_values(record: Any) -> dict[str, str] | None:
+    """data.decoding: the files read as Windows-1252 under `data.encoding: auto`, the lines read as U+FFFD."""
+    files = (record or {}).get("files") if isinstance(record, dict) else None
+    if not isinstance(files, dict):
+        return None
+    read_as = [f"`{name}` ({file['encoding']})" for name, file in files.items() if file.get("encoding")]
+    replaced = [
+        f"`{name}` {count(len(file['replaced_lines']))}" for name, file in files.items() if file.get("replaced_lines")
+    ]
+    return {"setting": str(record.get("setting")), "read_as": ", ".join(read_as), "replaced": ", ".join(replaced)}
 
 
 def nested_record(record: Any, key: str) -> Any:

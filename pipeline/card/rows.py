@@ -214,6 +214,8 @@ def calibration_rows(calibration: Calibration | None) -> Rows:
         rows.append(("method", calibration.method))
     if is_number(calibration.temperature):
         rows.append(("temperature", num(calibration.temperature, 3)))
+    if calibration.applied is False and is_number(calibration.fitted_temperature):
+        rows.append(("fitted temperature, not applied", num(calibration.fitted_temperature, 3)))
     for key, name in CALIBRATION_MEASURES.items():
         splits = getattr(calibration, key) if isinstance(getattr(calibration, key), dict) else {}
         for split in splits:

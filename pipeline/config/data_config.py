@@ -60,7 +60,12 @@ class DataConfig:
     )
     encoding: str = setting(
         DEFAULT_ENCODING,
-        "the encoding of text files (`latin-1`, `cp1252`, `utf-16`, ...); a byte-order mark for UTF-16 or UTF-32 is followed",
+        "the encoding of text files: `auto` (UTF-8, and Windows-1252 for a file that is not UTF-8 and holds no UTF-8 character), or one for every file (`utf-8`, `cp1252`, `utf-16`, ...); a byte-order mark for UTF-16 or UTF-32 is followed",
+        more=_see("Encodings", FORMATS, "encodings", word="See"),
+    )
+    decode_errors: Literal["strict", "replace"] = setting(
+        "strict",
+        "bytes that are not text in the file's encoding: `strict` stops with an error naming the line; `replace` reads them as U+FFFD and names the lines in a warning",
         more=_see("Encodings", FORMATS, "encodings", word="See"),
     )
     quoting: Literal["auto", "csv", "none"] = setting(

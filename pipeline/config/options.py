@@ -28,6 +28,7 @@ FILE_SETTINGS = (
     "column_names",
     "file_format",
     "encoding",
+    "decode_errors",
     "quoting",
     "delimiter",
     "label_prefix",

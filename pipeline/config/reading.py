@@ -9,8 +9,9 @@ from __future__ import annotations
 FASTTEXT_LABEL_PREFIX = "__label__"
 STANDARD_INPUT = "-"  # a file name that reads standard input
 # The encoding of text files unless said otherwise (data.encoding, pipeline.predict's --encoding): a byte-order mark
-# of UTF-16 or UTF-32 overrides it (check_wide_encoding).
-DEFAULT_ENCODING = "utf-8"
+# of UTF-16 or UTF-32 overrides it (check_wide_encoding). auto: UTF-8, and Windows-1252 for a file that is not UTF-8
+# and holds no UTF-8 character (pipeline.data.decoding).
+DEFAULT_ENCODING = "auto"
 # The columns of data that names none of its own (fastText lines, a folder of class folders' files): its texts and its
 # labels, the defaults of data.text_columns and data.label_column, so that such data is read by the defaults alone.
 TEXT_COLUMN, LABEL_COLUMN = "text", "label"

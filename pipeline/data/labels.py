@@ -21,6 +21,7 @@ import numpy as np
 
 from pipeline.common.errors import DataError
 from pipeline.config.schema import DataConfig
+from pipeline.data.decoding import decode_whole
 from pipeline.data.label_forms import (
     BOOLEANS,
     as_int,
@@ -81,11 +82,11 @@ def read_names_file(path: str, encoding: str, index_base: int | None = None) -> 
     """Class names in id order: one per line (classes.txt), or an id -> name mapping (`mapping_names`)."""
     where = f"data.label_names_file: {path}"
     try:
-        text = Path(path).expanduser().read_text(encoding=encoding).removeprefix("\ufeff")
+        text = decode_whole(Path(path).expanduser().read_bytes(), encoding).removeprefix("\ufeff")
     except FileNotFoundError:
         raise DataError(f"{where}: no such file") from None
     except UnicodeDecodeError as error:
-        raise DataError(f"{where}: not {encoding} text (byte {error.start}); set data.encoding") from None
+        raise DataError(f"{where}: not {encoding} text (byte {error.start}); convert it to UTF-8") from None
     lines = text.splitlines()
     while lines and not lines[-1].strip():
         lines.pop()

@@ -20,6 +20,7 @@ import datasets
 from pipeline.common.errors import DataError
 from pipeline.config.schema import DataConfig
 from pipeline.data.build import drop_incomplete, read_indicator_columns, to_dataset
+from pipeline.data.decoding import decoding
 from pipeline.data.folders import is_folder
 from pipeline.data.hub import read_hub_tables
 from pipeline.data.label_scheme import LabelScheme, MissingLabel
@@ -89,10 +90,12 @@ def load_splits(config: DataConfig, seed: int) -> datasets.DatasetDict:
 def load_data(config: DataConfig, seed: int) -> LoadedData:
     """Load the splits, carve missing ones from train (before caps), handle duplicates, apply caps."""
     config = with_listed_names(config)
+    decoded = None
     if config.source == "hub":
         tables, hub_names = read_hub_tables(config)
     else:
-        tables = read_file_tables(config)
+        with decoding(config.decode_errors) as decoded:
+            tables = read_file_tables(config)
         hub_names = file_class_names(tables, config)
     as_read = dict(tables)  # repeated header rows belong to the files, not the column's splits
     tables, split_record = split_by_column(tables, config.split_column)
@@ -130,6 +133,7 @@ def load_data(config: DataConfig, seed: int) -> LoadedData:
         "incomplete_rows": {"setting": config.incomplete_rows, **removed_record(incomplete, tables)},
         "repeated_headers": removed_record(headers, tables),
         **source_records(tables, config),
+        "decoding": decoded.record(config.encoding) if decoded else None,
     }
     return LoadedData(result, headers + incomplete + removed, summary, scheme.names, config.task == "multi_label")
 
@@ -186,10 +190,11 @@ def read_labelled_file(
     config: DataConfig, path: str, origin: str, names: list[str], reading: dict[str, Any] | None
 ) -> tuple[datasets.Dataset, list[RemovedRow], dict[str, Any]]:
     """One file scored by pipeline.evaluate, read as training read its data; nothing carved or capped."""
-    if is_folder(path):
-        table = read_folder(path, origin, config, names, "the model's classes", every_class=False)
-    else:
-        table = read_table(path, origin, config, config.column_names)
+    with decoding(config.decode_errors) as decoded:
+        if is_folder(path):
+            table = read_folder(path, origin, config, names, "the model's classes", every_class=False)
+        else:
+            table = read_table(path, origin, config, config.column_names)
     require_rows(table, "input")
     if config.label_columns and set(config.label_columns) != set(names):
         raise DataError(
@@ -203,6 +208,7 @@ def read_labelled_file(
     dataset = to_dataset(table, config, scheme)
     headers = repeated_header_rows(tables["test"], "test", config)
     read = {**source_records(tables, config), "repeated_headers": removed_record(headers, ["test"])}
+    read["decoding"] = decoded.record(config.encoding)
     return dataset, headers + removed, read
 
 

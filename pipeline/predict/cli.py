@@ -23,6 +23,7 @@ from pipeline.common.io import interrupted_exit_code, terminated_as_interrupt
 from pipeline.config.options import add_file_options, batch_tokens, file_settings, flag, option_name, positive_int
 from pipeline.config.reading import DEFAULT_ENCODING, FASTTEXT_LABEL_PREFIX, STANDARD_INPUT, TEXT_COLUMN
 from pipeline.config.schema import MAX_BATCH_TOKENS
+from pipeline.data.decoding import decoding
 from pipeline.data.folders import is_folder, open_folder_table
 from pipeline.data.formats.header import looks_like_data
 from pipeline.data.formats.table import REPEATED_HEADER, Table, and_more, repeated_header_warning
@@ -58,9 +59,10 @@ PREDICT_NOTES = {
     "text_separator": "default: what the model was trained with; ' ' for a model folder that does not record it",
     "column_names": "comma-separated, e.g. class_index,title,description",
     "file_format": "default: auto; csv for '-'",
-    "encoding": f"default {DEFAULT_ENCODING}, not the run's data.encoding: a byte that is not UTF-8 stops with an "
-    "error naming its line and the run's encoding, where a single-byte encoding such as latin-1 never fails and would "
-    "turn a UTF-8 file's é into Ã©; output is always utf-8",
+    "encoding": f"default {DEFAULT_ENCODING}, not the run's data.encoding: each file UTF-8, or Windows-1252 where it "
+    "holds no UTF-8, as training reads; a file that mixes both stops with an error naming its lines; output is always "
+    "utf-8",
+    "decode_errors": "default strict; not taken from the run",
 }
 # An input file's layout options (argparse names), which a folder does not have.
 FILE_LAYOUT_OPTIONS = ("format", *LAYOUT_SETTINGS)
@@ -247,7 +249,8 @@ def run(args: argparse.Namespace) -> RunSummary:
         .with_text_separator(args.text_separator)
     )
     try:
-        return _predict_file(args, source, process_index, num_processes)
+        with decoding(args.decode_errors, option="--encoding"):
+            return _predict_file(args, source, process_index, num_processes)
     except EncodingError as error:
         raise EncodingError(f"{error}{source.encoding_hint(args.encoding)}") from None
 

@@ -232,6 +232,7 @@ class Data(Section):  # what stage 1 did (pipeline.data.load's summary)
     sheet: dict[str, Any] | None = None
     class_folders: dict[str, Any] | None = None
     class_files: dict[str, Any] | None = None
+    decoding: dict[str, Any] | None = None  # files not read as data.encoding says, lines read as U+FFFD
 
     @property
     def train_counts(self) -> dict[str, Any]:
@@ -342,6 +343,9 @@ class Calibration(Section):
     loss: dict[str, dict[str, float]] | None = None
     reliability: dict[str, dict[str, list[dict[str, Any]]]] | None = None  # bins: low, high, count, confidence, ...
     warning: str | None = None
+    fitted_temperature: float | None = None  # the fit's; `temperature` is the one applied
+    applied: bool | None = None
+    fitted_on: str | None = None
 
     def before_after(self, record: str, split: str) -> tuple[Any, Any]:
         """A split's `ece` or `loss` (`record`) before and after calibration; None where not recorded."""

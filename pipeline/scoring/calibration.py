@@ -1,8 +1,8 @@
 """Temperature scaling (Guo et al. 2017): one T fitted on validation (`fit_temperature`), folded into the model's
 output layer (`fold_temperature`), and how far probabilities are from frequencies (`expected_calibration_error`).
 
-T keeps the argmax and only changes confidence. It is fitted by a golden-section search on log T (the NLL is convex
-in 1/T: one minimum, no gradients needed), and stored *in* the model, so that transformers.pipeline, pipeline.predict
+T keeps the argmax and only changes confidence. It is fitted by a grid, then a golden-section search on log T (the
+NLL of rows is convex in 1/T; that of documents pooled from windows need not be, hence the grid), and stored *in* the model, so that transformers.pipeline, pipeline.predict
 and ONNX exports all give calibrated probabilities with no side file to forget. Multi-label models get the same on
 their sigmoid logits, measured over every (row, class) probability.
 """
@@ -10,6 +10,7 @@ their sigmoid logits, measured over every (row, class) probability.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -17,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from pipeline.models import eval_logits
+from pipeline.text.windows import pool_documents
 
 # Equal-width confidence bins of the expected calibration error and the reliability diagram (Guo et al. use 15).
 ECE_BINS = 15
@@ -24,6 +26,8 @@ ECE_BINS = 15
 # trained model may need T ~ 0.04, an overfit one T ~ 10-30; past 100 the scores say next to nothing.
 LOG_TEMPERATURE_RANGE = (-math.log(1000.0), math.log(100.0))
 SEARCH_ITERATIONS = 60  # golden-section steps: the bracket shrinks by 0.618 each, far below float precision
+# Points of the coarse grid on log T that brackets the minimum first: a pooled NLL may have more than one.
+GRID_POINTS = 49
 
 
 def negative_log_likelihood(logits: torch.Tensor, labels: torch.Tensor, temperature: float) -> float:
@@ -34,28 +38,54 @@ def negative_log_likelihood(logits: torch.Tensor, labels: torch.Tensor, temperat
     return float(F.cross_entropy(scaled, labels.long()))
 
 
+def pooled_negative_log_likelihood(
+    logits: torch.Tensor,
+    document_labels: torch.Tensor | np.ndarray,
+    documents: np.ndarray,
+    pooling: str,
+    temperature: float,
+) -> float:
+    """Mean NLL of the documents' probabilities pooled from their windows' logits / T: what a chunked run scores.
+    `document_labels`: (D,) class ids, or (D, C) multi-hot; `documents`: (R,) each window's document."""
+    labels = np.asarray(document_labels)
+    multi_label = labels.ndim == 2
+    scaled = torch.as_tensor(logits).double() / temperature  # float64, as negative_log_likelihood
+    windows = (torch.sigmoid(scaled) if multi_label else scaled.softmax(dim=-1)).numpy()
+    pooled = pool_documents(windows, documents, len(labels), pooling, softmax=not multi_label)
+    # The clipping of the scored loss (pipeline.scoring.evaluation), so that the fit minimises what is reported.
+    clipped = np.clip(pooled, 1e-12, 1 - 1e-7)
+    if multi_label:
+        return float(-(labels * np.log(clipped) + (1 - labels) * np.log(1 - clipped)).sum(axis=1).mean())
+    return float(-np.log(np.clip(pooled[np.arange(len(labels)), labels], 1e-12, None)).mean())
+
+
 def fit_temperature(logits: torch.Tensor | np.ndarray, labels: torch.Tensor | np.ndarray) -> float:
     """The T > 0 that minimises the validation NLL of logits / T (golden-section search on log T)."""
     logits, labels = torch.as_tensor(logits).float(), torch.as_tensor(labels)
     if len(logits) == 0:
         return 1.0
+    return minimise_over_temperature(lambda temperature: negative_log_likelihood(logits, labels, temperature))
 
-    def loss(log_t: float) -> float:
-        return negative_log_likelihood(logits, labels, math.exp(log_t))
 
+def minimise_over_temperature(loss: Callable[[float], float]) -> float:
+    """The T in the search range that minimises `loss(T)`: the best point of a grid on log T, refined by a
+    golden-section search between its neighbours (the whole range for a convex loss gives the same minimum)."""
     low, high = LOG_TEMPERATURE_RANGE
+    grid = np.linspace(low, high, GRID_POINTS)
+    best = int(np.argmin([loss(math.exp(log_t)) for log_t in grid]))
+    low, high = float(grid[max(best - 1, 0)]), float(grid[min(best + 1, GRID_POINTS - 1)])
     ratio = (math.sqrt(5.0) - 1.0) / 2.0
     a, b = high - ratio * (high - low), low + ratio * (high - low)
-    loss_a, loss_b = loss(a), loss(b)
+    loss_a, loss_b = loss(math.exp(a)), loss(math.exp(b))
     for _ in range(SEARCH_ITERATIONS):
         if loss_a <= loss_b:
             high, b, loss_b = b, a, loss_a
             a = high - ratio * (high - low)
-            loss_a = loss(a)
+            loss_a = loss(math.exp(a))
         else:
             low, a, loss_a = a, b, loss_b
             b = low + ratio * (high - low)
-            loss_b = loss(b)
+            loss_b = loss(math.exp(b))
     return math.exp((low + high) / 2.0)
 
 

@@ -1,7 +1,9 @@
 """Stage 4's scores you can act on: calibrate the best model, choose its decision thresholds, store both with it
 (`calibrate_and_decide`).
 
-The order matters: the temperature is fitted on validation and folded into the model (so model/ *is* the calibrated
+The order matters: the temperature is fitted on validation, on what is scored (documents pooled from their windows
+under `long_text: chunk`, label sets under multi-label), kept only where it lowers that validation NLL, and folded
+into the model (so model/ *is* the calibrated
 model), then thresholds are chosen on the calibrated validation probabilities and written to model/decision.json with
 how texts were built and read, so that the folder predicts as the run does. Test is never looked at for either, and is
 scored only after the fold: on the weights users load, as `pipeline.evaluate` scores them.
@@ -27,9 +29,11 @@ from pipeline.scoring.calibration import (
     expected_calibration_error,
     fit_temperature,
     fold_temperature,
+    minimise_over_temperature,
+    pooled_negative_log_likelihood,
     reliability_bins,
 )
-from pipeline.scoring.evaluation import EvalResult, result_from_logits
+from pipeline.scoring.evaluation import EvalResult, result_from_logits, scored_loss
 from pipeline.scoring.thresholds import Decision, choose_decision
 from pipeline.text.batching import TokenizedRows, model_inputs
 from pipeline.text.windows import LongTextRule
@@ -54,6 +58,23 @@ class Scoring:
         return self.decision.to_dict()
 
 
+@dataclass
+class TemperatureFit:
+    """The temperature applied, and the one the fit found (they differ where the fit would not lower the NLL)."""
+
+    temperature: float
+    fitted: float | None  # None where the search ran to its bound: no temperature fits
+    fitted_on: str
+    warning: str | None = None
+
+    @property
+    def applied(self) -> bool:
+        return self.fitted is not None and self.temperature == self.fitted
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"fitted_temperature": self.fitted, "applied": self.applied, "fitted_on": self.fitted_on}
+
+
 def calibrate_and_decide(
     config: PipelineConfig,
     validation_logits: torch.Tensor,
@@ -71,10 +92,10 @@ def calibrate_and_decide(
     model/ with it and its decision.json in one rename, so that a folded temperature is never on disk without its
     record. `max_length`: the resolved fixed length."""
     pooling, multi_label = config.eval.chunk_pooling, rows["validation"].multi_label
-    temperature, warning = 1.0, None
+    temperature, fit = 1.0, None
     if config.train.calibrate:
-        validation_rows = rows["validation"]
-        temperature, warning = trusted_temperature(validation_logits, validation_rows.labels, validation_rows.documents)
+        fit = fit_scored_temperature(validation_logits, rows["validation"], pooling)
+        temperature = fit.temperature
         fold_temperature(model, temperature, _check_inputs(rows["validation"], model))
     test_logits = score_test()
     uncalibrated = {"validation": validation_logits, "test": test_logits * temperature}
@@ -85,8 +106,10 @@ def calibrate_and_decide(
     results = {name: result_from_logits(calibrated[name], rows[name], labels, pooling, decision) for name in SPLITS}
     # The decision changes labels, not probabilities or losses: the results are what calibration is measured after.
     calibration = calibration_record(config.train.calibrate, temperature, before, results)
-    if warning is not None:
-        calibration["warning"] = warning
+    if fit is not None:
+        calibration.update(fit.to_dict())
+        if fit.warning is not None:
+            calibration["warning"] = fit.warning
     if is_main_process:
         record = decision_record(config, temperature, decision, max_length)
         if config.train.calibrate:
@@ -107,12 +130,44 @@ def unfold_earlier_calibration(model: torch.nn.Module, model_dir: Path) -> float
     return temperature
 
 
+def fit_scored_temperature(logits: torch.Tensor, rows: TokenizedRows, pooling: str) -> TemperatureFit:
+    """The temperature that minimises the validation NLL as it is scored: of rows, of label sets (multi-label), or of
+    documents pooled from their windows (chunked). Applied only where it lowers that NLL: a pooled fit may find no
+    better T than 1, and a T fitted on one quantity and scored on another can raise it (issue 40)."""
+    if rows.documents is None:
+        what = "label sets (binary cross-entropy summed over classes)" if rows.multi_label else "rows"
+        loss = None
+    else:
+        what = f"documents (the {pooling} of their windows' probabilities)"
+        document_labels = rows.document_labels()
+
+        def loss(temperature: float) -> float:
+            return pooled_negative_log_likelihood(logits, document_labels, rows.documents, pooling, temperature)
+
+    fitted, warning = trusted_temperature(logits, rows.labels, rows.documents, loss=loss)
+    if warning is not None or fitted == 1.0:
+        return TemperatureFit(1.0, None if warning else 1.0, what, warning)
+    before, after = scored_loss(logits, rows, pooling), scored_loss(logits / fitted, rows, pooling)
+    if after < before:
+        return TemperatureFit(fitted, fitted, what, None)
+    warning = f"the fitted temperature {fitted:.3f} does not lower the validation NLL of the {what} ({before:.4f} -> {after:.4f}), so it is not applied (temperature 1)"
+    logger.warning(f"Calibration: {warning}")
+    return TemperatureFit(1.0, fitted, what, warning)
+
+
 def trusted_temperature(
-    logits: torch.Tensor, labels: torch.Tensor | np.ndarray, documents: np.ndarray | None = None
+    logits: torch.Tensor,
+    labels: torch.Tensor | np.ndarray,
+    documents: np.ndarray | None = None,
+    loss: Callable[[float], float] | None = None,
 ) -> tuple[float, str | None]:
     """(temperature, None) fitted on validation; or (1.0, why) when the fit ran to its search bound, where no
-    temperature is supported. `documents`: each window's document, so that the reason counts texts."""
-    temperature = fit_temperature(logits, labels)
+    temperature is supported. `documents`: each window's document, so that the reason counts texts. `loss(T)`: the
+    NLL to minimise (default: that of the rows' logits / T)."""
+    if loss is None:
+        temperature = fit_temperature(logits, labels)
+    else:
+        temperature = minimise_over_temperature(loss) if len(logits) else 1.0
     if not at_search_bound(temperature):
         return temperature, None
     rows = f"{len(labels)} validation rows"

@@ -224,17 +224,25 @@ def result_from_logits(
     decision: Decision | None = None,
 ) -> EvalResult:
     """Probabilities, loss and metrics of a split's logits (N, C), labelled by `decision`."""
+    probabilities, labels, losses = _scored(logits, rows, pooling)
+    return result_from_probabilities(probabilities, labels, label_names, decision, losses)
+
+
+def scored_loss(logits: torch.Tensor, rows: TokenizedRows, pooling: str = "mean") -> float:
+    """The loss `result_from_logits` reports for these logits: over rows, or over documents pooled from windows."""
+    losses = _scored(logits, rows, pooling)[2]
+    return float(losses.mean()) if len(losses) else 0.0
+
+
+def _scored(logits: torch.Tensor, rows: TokenizedRows, pooling: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(probabilities, labels, losses) per row, or per document pooled from its windows."""
     multi_label = rows.multi_label
     probabilities = to_probabilities(logits, multi_label).numpy()
-    labels = rows.labels.numpy()
-    losses = row_losses(logits, rows.labels).numpy()
-    if rows.documents is not None:
-        probabilities = pool_documents(
-            probabilities, rows.documents, rows.num_documents, pooling, softmax=not multi_label
-        )
-        labels = rows.document_labels()
-        losses = _pooled_losses(probabilities, labels)
-    return result_from_probabilities(probabilities, labels, label_names, decision, losses)
+    if rows.documents is None:
+        return probabilities, rows.labels.numpy(), row_losses(logits, rows.labels).numpy()
+    probabilities = pool_documents(probabilities, rows.documents, rows.num_documents, pooling, softmax=not multi_label)
+    labels = rows.document_labels()
+    return probabilities, labels, _pooled_losses(probabilities, labels)
 
 
 def result_from_probabilities(

@@ -181,9 +181,10 @@ def test_a_folder_of_unlabelled_texts_is_no_class_unless_listed(tmp_path, caplog
 def test_files_are_decoded_with_data_encoding_and_an_undecodable_one_is_named(tmp_path):
     train = write_folder(tmp_path / "train", {"neg/1.txt": "plain", "pos/1.txt": "caf\xe9 cr\xe8me".encode("latin-1")})
     with pytest.raises(
-        EncodingError, match=r"train/pos/1\.txt, line 1: bytes that are not valid utf-8.*data\.encoding"
+        EncodingError, match=r"train/pos/1\.txt, line 1: bytes that are not valid utf-8.*data\.encoding to auto"
     ):
-        all_texts(train)
+        all_texts(train, encoding="utf-8")
+    assert all_texts(train) == ["plain", "café crème"]  # auto: Windows-1252 for the file that holds no UTF-8
     assert all_texts(train, encoding="latin-1") == ["plain", "café crème"]
     with pytest.raises(EncodingError, match=r"pos/1\.txt, line 1: bytes that are not valid UTF8 "):
         all_texts(train, encoding="UTF8")  # as written in data.encoding, not Python's "utf-8"
@@ -195,6 +196,43 @@ def test_files_are_decoded_with_data_encoding_and_an_undecodable_one_is_named(tm
     assert all_texts(wide) == ["zwei", "drei"]
     with pytest.raises(DataError, match=r"wide/neg/1\.txt starts with a UTF-16 byte-order mark, so it is not latin-1"):
         all_texts(wide, encoding="latin-1")
+
+
+def test_one_windows_1252_file_among_utf8_files_trains_with_one_warning_naming_it(tmp_path, caplog):
+    """Issue 40: a BBC-News-like folder of UTF-8 files with one file saved on Windows (its £ the byte 0xA3). Under
+    data.encoding: auto (the default) it is read as Windows-1252, that file only: its £ reads as £, the UTF-8 files'
+    £ and ’ as they are, and one WARNING names it; metrics.json's data.decoding records it."""
+    utf8 = {
+        f"{label}/{index}.txt": f"\u2018{label}\u2019 costs \u00a3{index}"
+        for label in ("business", "sport")
+        for index in range(4)
+    }
+    windows = "The club paid \u00a35m, a record \u2013 twice last year\u2019s".encode("cp1252")
+    train = write_folder(tmp_path / "bbc", {**utf8, "sport/199.txt": windows})
+    with caplog.at_level(logging.WARNING):
+        data = load_data(folder_config(train), seed=0)
+    texts = {row_id: text for split in data.splits.values() for row_id, text in zip(split["row_id"], split["text"])}
+    assert texts["sport/199.txt"] == "The club paid \u00a35m, a record \u2013 twice last year\u2019s"
+    assert texts["business/2.txt"] == "\u2018business\u2019 costs \u00a32"
+    warnings = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+    (warning,) = [message for message in warnings if "Windows-1252" in message]
+    assert warning.endswith(f"1 file: {train}/sport/199.txt") and "data.encoding: auto" in warning
+    assert data.summary["decoding"] == {
+        "setting": "auto",
+        "errors": "strict",
+        "files": {f"{train}/sport/199.txt": {"encoding": "Windows-1252", "replaced_lines": []}},
+    }
+    # A file mixing both stops, naming its lines and data.decode_errors; replace reads its bad bytes as U+FFFD.
+    write_folder(train, {"sport/200.txt": b"Caf\xc3\xa9\n\xa3 5"})
+    with pytest.raises(EncodingError, match=r"sport/200\.txt, lines 1 and 2: the file mixes .*data\.decode_errors"):
+        load_data(folder_config(train), seed=0)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        data = load_data(folder_config(train, decode_errors="replace"), seed=0)
+    texts = {row_id: text for split in data.splits.values() for row_id, text in zip(split["row_id"], split["text"])}
+    assert texts["sport/200.txt"] == "Caf\u00e9\n\ufffd 5"
+    assert f"{train}/sport/200.txt, line 2" in caplog.text and "U+FFFD" in caplog.text
+    assert data.summary["decoding"]["files"][f"{train}/sport/200.txt"]["replaced_lines"] == [2]
 
 
 def test_files_read_with_control_characters_are_warned_about_once_for_the_folder(tmp_path, caplog):
@@ -246,6 +284,7 @@ def test_a_labelled_folder_is_read_for_the_models_classes(tmp_path, caplog):
         "sheet": None,
         "class_folders": {"test": {"pos": 2}},
         "class_files": None,
+        "decoding": None,
         "repeated_headers": {"removed": {"test": 0}},  # a folder has no header row to repeat
     }
     assert removed == []

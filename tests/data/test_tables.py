@@ -317,7 +317,7 @@ def test_a_wide_file_with_a_byte_order_mark_is_read_in_its_encoding_by_default(
     expected = (["id", "text"], [["1", "Café"], ["2", "“quoted”"]])
     with caplog.at_level(logging.INFO, logger="pipeline.data.sniff"):
         assert read_all(path)[:2] == expected == read_all(path, encoding="UTF8")[:2]
-    assert f"{path}: read as {named}, as its byte-order mark says (data.encoding: utf-8 cannot read it)" in caplog.text
+    assert f"{path}: read as {named}, as its byte-order mark says (data.encoding: auto cannot read it)" in caplog.text
 
 
 @pytest.mark.parametrize("encoding, named", [("utf-16", "utf-16"), ("utf-16-be", "utf-16"), ("utf-32", "utf-32")])
@@ -408,9 +408,9 @@ def test_semicolons_in_texts_do_not_make_a_csv_semicolon_separated(tmp_path, con
 def test_bytes_that_are_not_utf8_name_the_line_and_the_option(tmp_path):
     path = tmp_path / "latin.csv"
     path.write_bytes("id,text\n1,plain\n2,Caf\xe9\n".encode("latin-1"))
-    message = message_of(path)
+    message = message_of(path, encoding="utf-8")
     assert "latin.csv, line 3" in message and "data.encoding" in message
-    assert "--encoding" in message_of(path, encoding_option="--encoding")
+    assert "--encoding" in message_of(path, encoding="utf-8", encoding_option="--encoding")
     assert read_all(path, encoding="latin-1")[1][1] == ["2", "Café"]
     assert "unknown encoding 'klingon'" in message_of(path, encoding="klingon")
 
@@ -1048,22 +1048,37 @@ def test_a_one_column_files_name_above_texts_with_commas_is_no_title(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("line", "suggested"),
+    ("line", "text"),
     [
-        (b"1,I\x92m on my way\n", '(e.g. cp1252, as Windows and Excel\'s "CSV" export write: its bytes 0x80-0x9F are'),
-        (b"1,Caf\xe9 cr\xe8me\n", "(e.g. latin-1)"),
-        (b"1,Caf\xe9 \xe2\x80\x99s\n", "(e.g. latin-1)"),  # UTF-8's ’ holds 0x80, but decodes: only é does not
-        (b"1,Caf\xe9 \x80 5\n", "(e.g. cp1252"),
+        (b"1,I\x92m on my way\n", "I\u2019m on my way"),
+        (b"1,Caf\xe9 cr\xe8me\n", "Café crème"),
+        (b"1,Caf\xe9 \x80 5\n", "Café € 5"),
+        (b"1,\xa3 5 \x81\n", "£ 5 \x81"),  # one of the five bytes cp1252 leaves undefined: its control, as browsers
     ],
-    ids=["smart-quote", "accents", "utf8-and-latin1", "euro-after-accent"],
+    ids=["smart-quote", "accents", "euro-after-accent", "undefined-byte"],
 )
-def test_undecodable_bytes_0x80_to_0x9f_suggest_cp1252_others_latin1(tmp_path, line, suggested):
-    """Read as latin-1, cp1252's quotes, dashes and euro sign are control characters: the hint names cp1252 for them."""
+def test_a_file_that_holds_no_utf8_is_read_as_windows_1252_under_auto(tmp_path, line, text):
+    """data.encoding: auto (the default) reads a file that is not UTF-8 and holds no UTF-8 character as Windows-1252,
+    that file only; a named encoding still fails, and its advice is never one encoding for every file (latin-1 would
+    mis-read the other files' UTF-8)."""
     path = tmp_path / "windows.csv"
     path.write_bytes(b"id,text\n" + line)
-    message = message_of(path)
+    assert read_all(path)[1][0] == ["1", text]
+    message = message_of(path, encoding="utf-8")
     assert message.startswith(f"{path}, line 2: bytes that are not valid utf-8")
-    assert f"give the file's encoding with data.encoding {suggested}" in message
+    assert "set data.encoding to auto" in message and "data.decode_errors to replace" in message
+    assert "latin-1" not in message
+
+
+def test_a_file_that_mixes_utf8_and_other_bytes_names_its_lines_and_decode_errors(tmp_path):
+    path = tmp_path / "mixed.csv"
+    path.write_bytes(b"id,text\n1,Caf\xc3\xa9\n2,plain\n3,\xa3 5\n")
+    message = message_of(path)
+    assert message.startswith(f"{path}, lines 2 and 4: the file mixes UTF-8 characters (line 2)")
+    assert "data.decode_errors to replace" in message and "latin-1" not in message
+    # The other order: Windows-1252 first, a UTF-8 character later.
+    path.write_bytes(b"id,text\n1,\xa3 5\n2,Caf\xc3\xa9\n")
+    assert message_of(path).startswith(f"{path}, lines 2 and 3: the file mixes UTF-8 characters (line 3)")
 
 
 SQUAD_LIKE = {

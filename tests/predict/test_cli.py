@@ -690,15 +690,29 @@ def test_quoting_help_gives_the_bytes_that_auto_reads(monkeypatch, capsys):
     )
 
 
-def test_bytes_that_are_not_utf8_report_the_line_and_the_option(run_dir, tmp_path, capsys):
+def test_bytes_that_are_not_utf8_report_the_line_and_the_option(run_dir, tmp_path, capsys, caplog):
     content = "id,title,description,note\n1,a,b,c\n2,Caf\xe9,cr\xe8me,x\n".encode("latin-1")
     (tmp_path / "latin.csv").write_bytes(content)
-    assert predict_cli(run_dir, tmp_path / "latin.csv", tmp_path / "out.csv") != 0
-    assert_one_line_error(capsys.readouterr().err, "latin.csv", "line 3", "utf-8", "--encoding")
+    assert predict_cli(run_dir, tmp_path / "latin.csv", tmp_path / "out.csv", "--encoding", "utf-8") != 0
+    assert_one_line_error(
+        capsys.readouterr().err, "latin.csv", "line 3", "utf-8", "--encoding to auto", "--decode-errors"
+    )
     assert predict_cli(run_dir, tmp_path / "latin.csv", tmp_path / "out.csv", "--encoding", "UTF8") != 0
     assert_one_line_error(capsys.readouterr().err, "not valid UTF8 (")  # as given, not Python's name for it (utf-8)
-    assert predict_cli(run_dir, tmp_path / "latin.csv", tmp_path / "out.csv", "--encoding", "latin-1") == 0
+    # --encoding auto (the default): a file that holds no UTF-8 is read as Windows-1252, with a warning naming it.
+    assert predict_cli(run_dir, tmp_path / "latin.csv", tmp_path / "out.csv") == 0
     assert read_table(tmp_path / "out.csv")[2][:4] == ["2", "Café", "crème", "x"]
+    assert "Windows-1252, not UTF-8 (--encoding: auto" in caplog.text and "latin.csv" in caplog.text
+    capsys.readouterr()
+    (tmp_path / "mixed.csv").write_bytes(content + "3,Caf\u00e9,b,c\n".encode())
+    assert predict_cli(run_dir, tmp_path / "mixed.csv", tmp_path / "out.csv", "--overwrite") != 0
+    assert_one_line_error(capsys.readouterr().err, "mixed.csv, lines 3 and 4", "--decode-errors to replace")
+    assert (
+        predict_cli(run_dir, tmp_path / "mixed.csv", tmp_path / "out.csv", "--overwrite", "--decode-errors", "replace")
+        == 0
+    )
+    # Its Windows-1252 line came first, so it was read so; its UTF-8 line then as UTF-8.
+    assert [row[1] for row in read_table(tmp_path / "out.csv")[2:4]] == ["Café", "Café"]
 
 
 def test_a_run_trained_on_another_encoding_is_named_but_not_assumed(run_dir, tmp_path, capsys):
@@ -711,7 +725,7 @@ def test_a_run_trained_on_another_encoding_is_named_but_not_assumed(run_dir, tmp
     (tmp_path / "windows.csv").write_bytes(
         "id,title,description,note\n1,a,b,c\n2,\u2019Caf\xe9\u2019,x,y\n".encode("cp1252")
     )
-    assert predict_cli(run, tmp_path / "windows.csv", tmp_path / "out.csv") != 0
+    assert predict_cli(run, tmp_path / "windows.csv", tmp_path / "out.csv", "--encoding", "utf-8") != 0
     assert_one_line_error(
         capsys.readouterr().err, "windows.csv", "line 3", "not valid utf-8", "--encoding cp1252", "data.encoding"
     )
@@ -721,7 +735,9 @@ def test_a_run_trained_on_another_encoding_is_named_but_not_assumed(run_dir, tmp
     assert read_table(tmp_path / "out.csv")[1][:4] == ["1", "Café", "crème", "x"]
     assert predict_cli(run, tmp_path / "windows.csv", tmp_path / "out.csv", "--encoding", "cp1252", "--overwrite") == 0
     assert read_table(tmp_path / "out.csv")[2][1] == "\u2019Caf\xe9\u2019"
-    assert predict_cli(run_dir, tmp_path / "windows.csv", tmp_path / "out.csv", "--overwrite") != 0
+    assert (
+        predict_cli(run_dir, tmp_path / "windows.csv", tmp_path / "out.csv", "--overwrite", "--encoding", "utf-8") != 0
+    )
     assert "data.encoding" not in capsys.readouterr().err  # a run read as UTF-8 offers nothing more
 
 

@@ -130,8 +130,9 @@ def test_crlf_byte_order_mark_other_encodings_and_gzip_read_as_for_every_text_fo
     packed.write_bytes(gzip.compress(bom.read_bytes()))
     assert read_rows(bom)[1] == read_rows(packed)[1] == expected
     assert read_rows(latin, encoding="latin-1")[1] == read_rows(wide, encoding="utf-16")[1] == expected
-    message = error_of(latin, file_format="fasttext")
-    assert "latin.txt, line 1" in message and "data.encoding" in message
+    assert read_rows(latin)[1] == expected  # data.encoding: auto reads a file that holds no UTF-8 as Windows-1252
+    message = error_of(latin, file_format="fasttext", encoding="utf-8")
+    assert "latin.txt, line 1" in message and "data.encoding to auto" in message and "latin-1" not in message
 
 
 def test_a_label_prefix_without_a_name_names_the_file_and_line(tmp_path):
