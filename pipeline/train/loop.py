@@ -123,11 +123,9 @@ class Trainer:
         self.eval_pooling = eval_pooling
         self.selection_metric = selection_metric(config.selection_metric, validation_rows.multi_label, class_counts)
         self.best_validation_logits: torch.Tensor | None = None
-        # What the trackers store as the run's hyperparameters (the resolved config, flattened).
-        self.hyperparameters = hyperparameters or {}
-        # Called with (step, validation metrics, "selected": the selection metric) after each validation, on every
-        # process; it may raise to stop the run (pipeline.tune prunes a poor trial so).
-        self.on_validation = on_validation
+        # hyperparameters: what trackers store (the resolved config, flattened). on_validation: called on every process
+        # after each validation with (step, metrics and "selected"); it may raise to stop the run (pipeline.tune prunes).
+        self.hyperparameters, self.on_validation = hyperparameters or {}, on_validation
         self.history = History(self.run_dir, enabled=accelerator.is_main_process)
 
         window = config.gradient_accumulation_steps * accelerator.num_processes  # batches per optimizer step

@@ -118,9 +118,10 @@ def write_report(
     """report.html: the summary, each trial's parameters, score, time and state, importances and the figures."""
     scores = importances(study)
     figures = plot_figures(study, folder, scores)
-    cell = lambda value: html.escape(
-        "" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
-    )  # noqa: E731
+
+    def cell(value: Any) -> str:
+        return html.escape("" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value))
+
     head = "".join(f"<th>{html.escape(h)}</th>" for h in ["trial", "state", "score", "seconds", *keys, "error"])
     body = "".join(
         "<tr>"

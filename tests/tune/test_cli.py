@@ -17,7 +17,9 @@ from tests.helpers import MINILM_CONFIG, OFFLINE_ENVIRONMENT, REPO_ROOT, tiny_ru
 
 pytest.importorskip("optuna")
 
-SPACE = "tune.space={train.learning_rate: {low: 1.0e-4, high: 1.0e-2, log: true}, train.per_device_batch_size: [16, 32]}"
+SPACE = (
+    "tune.space={train.learning_rate: {low: 1.0e-4, high: 1.0e-2, log: true}, train.per_device_batch_size: [16, 32]}"
+)
 
 
 def tune_command(tmp_path, tiny_bert_dir, train_csv, test_csv, *extra: str) -> list[str]:
@@ -95,7 +97,9 @@ def test_a_study_folder_of_another_config_is_refused_naming_the_keys(
     command = tune_command(tmp_path, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv, "--trials", "1")
     first = subprocess.run(command + ["tune.pruner=none"], env=environment(), capture_output=True, text=True)
     assert first.returncode == 0, first.stderr[-3000:]
-    again = subprocess.run(command + ["--resume", "train.weight_decay=0.5"], env=environment(), capture_output=True, text=True)
+    again = subprocess.run(
+        command + ["--resume", "train.weight_decay=0.5"], env=environment(), capture_output=True, text=True
+    )
     assert again.returncode == 2
     assert "another config; keys that differ: train.weight_decay, tune.pruner" in again.stderr
     fresh = subprocess.run(command + ["tune.pruner=none"], env=environment(), capture_output=True, text=True)
