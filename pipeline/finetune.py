@@ -17,6 +17,7 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,7 @@ from pipeline.text.windows import reads_segments
 from pipeline.train.loop import Trainer, TrainingDiverged, TrainResult, create_accelerator, seconds_per_row
 from pipeline.train.losses import resolve_class_weights
 from pipeline.train.start import RunError, check_run_dir, start_run_dir
+from pipeline.train.trackers import flatten, log_test_metrics
 
 logger = logging.getLogger("pipeline")
 
@@ -185,7 +187,13 @@ def prepare(config: PipelineConfig, accelerator: Accelerator, timings: Timings, 
     return Prepared(data, labels, tokenizer, model, new_parameters, rows, tokenization, distill_record, cls_only)
 
 
-def train(config: PipelineConfig, prepared: Prepared, accelerator: Accelerator) -> tuple[TrainResult, int]:
+# After each validation: (step, metrics); it may raise to stop the run (pipeline.tune's pruning).
+OnValidation = Callable[[int, dict[str, float]], None]
+
+
+def train(
+    config: PipelineConfig, prepared: Prepared, accelerator: Accelerator, on_validation: OnValidation | None = None
+) -> tuple[TrainResult, int]:
     """Stage 3: the best model by train.selection_metric on validation is saved into model/ on every improvement."""
     run = RunDir(config.run_dir)
     trainer = Trainer(
@@ -204,6 +212,8 @@ def train(config: PipelineConfig, prepared: Prepared, accelerator: Accelerator) 
         class_counts=prepared.data.class_counts,
         new_parameters=prepared.new_parameters,
         eval_batch_tokens=batch_token_budget(config.eval.max_batch_tokens, accelerator.device),
+        hyperparameters=flatten(with_absolute_paths(to_dict(config))),
+        on_validation=on_validation,
     )
     result = trainer.run()
     return result, accelerator.unwrap_model(trainer.model).num_parameters()
@@ -356,8 +366,8 @@ def set_cpu_threads(setting: int | None, accelerator: Accelerator) -> dict[str, 
     return {"cpu_threads": threads, "cpu_threads_reason": reason}
 
 
-def run(config: PipelineConfig) -> dict[str, Any]:
-    """Stages 1-4 for one config; returns metrics.json's content."""
+def run(config: PipelineConfig, on_validation: OnValidation | None = None) -> dict[str, Any]:
+    """Stages 1-4 for one config; returns metrics.json's content. `on_validation`: see OnValidation."""
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     start = time.perf_counter()
     accelerator = create_accelerator(config.train, config.run_dir)
@@ -376,11 +386,12 @@ def run(config: PipelineConfig) -> dict[str, Any]:
         if accelerator.is_main_process:
             start_run_dir(config, prepared.data)
         accelerator.wait_for_everyone()
-        training, num_parameters = train(config, prepared, accelerator)
+        training, num_parameters = train(config, prepared, accelerator, on_validation)
         timings.train_seconds = training.state.train_seconds
         scoring, timings.eval_seconds, eval_rows = evaluate(
             config, prepared, accelerator, training.best_validation_logits
         )
+        log_test_metrics(accelerator, scoring.results["test"].metrics, training.state.global_step)
         timings.total_seconds = time.perf_counter() - start
         device = {**hardware.device_info(accelerator.device, accelerator.num_processes), **threads}
         device["freed_memory_kept"] = memory_kept

@@ -128,6 +128,8 @@ def tiny_run_overrides(root: Path, model_dir: Path, train_csv: Path, test_csv: P
         "data.max_train_samples=400",
         "data.max_eval_samples=200",
         "train.log_every_steps=5",
+        # MLflow's SQLite store costs a minute to create on a busy 2-core CPU: the tracker tests cover it (slow).
+        "train.report_to=[tensorboard]",
     ]
 
 

@@ -45,6 +45,7 @@ LEADS = {
     "train": "The training loop: [Scores you can act on](scores-and-thresholds.md) explains class weights and losses; [Performance](performance.md) the speed settings.",
     "train.distill": "Distillation: [Distillation](distillation.md).",
     "eval": "Evaluation, thresholds, the export and the baseline.",
+    "tune": "The hyperparameter search of `python -m pipeline.tune`: [Hyperparameter search](tune.md).",
 }
 
 

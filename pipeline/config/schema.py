@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Literal
 from pipeline.common.extras import extra_install, installed
 from pipeline.config.data_config import DataConfig
 from pipeline.config.train_config import LEARNING_RATES, DistillConfig, TrainConfig, run_length_setting
+from pipeline.config.tune_config import TuneConfig
 from pipeline.config.values import ConfigError, check_types, setting
 
 if TYPE_CHECKING:  # only an annotation: importing torch here would load it for every command that reads a config
@@ -31,7 +32,15 @@ def batch_token_budget(setting: int | str | None, device: torch.device) -> int |
 
 # Names other modules import from here: the sections kept in their own modules, the batch cap, the error every
 # check raises.
-__all__ = ["MAX_BATCH_TOKENS", "ConfigError", "DataConfig", "DistillConfig", "TrainConfig", "run_length_setting"]
+__all__ = [
+    "MAX_BATCH_TOKENS",
+    "ConfigError",
+    "DataConfig",
+    "DistillConfig",
+    "TrainConfig",
+    "TuneConfig",
+    "run_length_setting",
+]
 
 # Keys that name local files: a run's config.yaml holds them absolute, so that it re-creates the run's data and model
 # from any working directory (pipeline.export re-creates the validation split from it; "rerun with --config").
@@ -201,6 +210,7 @@ class PipelineConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    tune: TuneConfig = field(default_factory=TuneConfig)
 
     def __post_init__(self):
         if self.train.learning_rate is None:

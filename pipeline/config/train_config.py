@@ -93,6 +93,10 @@ class TrainConfig:
     )
     focal_gamma: float = setting(2.0, "the gamma of `loss: focal`")
     calibrate: bool = setting(True, "fit a temperature on validation and fold it into the saved model")
+    report_to: Literal["auto", "none"] | list[str] = setting(
+        "auto",
+        "experiment trackers: a list of `tensorboard`, `mlflow`, `wandb`, `trackio`; `none`; `auto`: those installed of tensorboard and mlflow; see [Tracking](tracking.md)",
+    )
     distill: DistillConfig = setting(DistillConfig, "knowledge distillation from a trained teacher")
 
 

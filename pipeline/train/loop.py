@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from accelerate import Accelerator
@@ -19,7 +20,6 @@ from accelerate.utils import ProjectConfiguration
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, get_linear_schedule_with_warmup
 
-from pipeline.common.extras import installed
 from pipeline.common.hardware import resolve_mixed_precision
 from pipeline.config.schema import TrainConfig, run_length_setting
 from pipeline.data.labels import ClassCounts
@@ -31,6 +31,7 @@ from pipeline.train.dropout import use_fast_dropout
 from pipeline.train.losses import build_loss
 from pipeline.train.meter import RunningMeter, progress_score
 from pipeline.train.optimization import StepPlan, build_optimizer, plan_steps
+from pipeline.train.trackers import start_trackers, tracker_names
 
 logger = logging.getLogger(__name__)
 
@@ -45,12 +46,12 @@ def create_accelerator(config: TrainConfig, run_dir: Path) -> Accelerator:
         # two configs); a single-process run owns the process, so it starts clean. Launched runs are left alone.
         AcceleratorState._reset_state(True)
         GradientState._reset_state()
+    tracker_names(config.report_to)  # an unknown or missing tracker fails now, before any work; Trainer.run starts them
     return Accelerator(
         mixed_precision=resolve_mixed_precision(config.mixed_precision, use_cuda),
         gradient_accumulation_steps=config.gradient_accumulation_steps,
         # Explicit CPU backend: lets several CPU processes (torchrun --cpu) form one gloo group, not each run alone.
         cpu=not use_cuda,
-        log_with="tensorboard" if installed("tensorboard") else None,
         project_config=ProjectConfiguration(project_dir=str(run_dir), logging_dir=str(RunDir(run_dir).tensorboard_dir)),
     )
 
@@ -107,6 +108,8 @@ class Trainer:
         class_counts: ClassCounts | None = None,
         new_parameters: frozenset[str] = frozenset(),
         eval_batch_tokens: int | None = None,
+        hyperparameters: dict[str, Any] | None = None,
+        on_validation: Callable[[int, dict[str, float]], None] | None = None,
     ):
         self.config = config
         self.accelerator = accelerator
@@ -120,6 +123,9 @@ class Trainer:
         self.eval_pooling = eval_pooling
         self.selection_metric = selection_metric(config.selection_metric, validation_rows.multi_label, class_counts)
         self.best_validation_logits: torch.Tensor | None = None
+        # hyperparameters: what trackers store (the resolved config, flattened). on_validation: called on every process
+        # after each validation with (step, metrics and "selected"); it may raise to stop the run (pipeline.tune prunes).
+        self.hyperparameters, self.on_validation = hyperparameters or {}, on_validation
         self.history = History(self.run_dir, enabled=accelerator.is_main_process)
 
         window = config.gradient_accumulation_steps * accelerator.num_processes  # batches per optimizer step
@@ -190,7 +196,12 @@ class Trainer:
                 f"eval_{self.selection_metric}": score,
             }
         )
-        self.accelerator.log({"eval/accuracy": accuracy, "eval/loss": result.loss}, step=state.global_step)
+        scalars = {key: value for key, value in result.metrics.items() if isinstance(value, (int, float))}
+        self.accelerator.log(
+            {**{f"eval/{k}": v for k, v in scalars.items()}, "eval/loss": result.loss}, state.global_step
+        )
+        if self.on_validation is not None:
+            self.on_validation(state.global_step, {**scalars, "loss": result.loss, "selected": score})
         if is_better(score, result.loss, state.best_score, state.best_loss):
             state.best_score, state.best_loss, state.best_step = score, result.loss, state.global_step
             state.evals_without_improvement = 0
@@ -233,7 +244,8 @@ class Trainer:
             restore_checkpoint(accelerator, self.run_dir, state, self.scheduler, self.history)
         else:
             self.history.start_fresh()
-        accelerator.init_trackers("tensorboard")
+        names = tracker_names(config.report_to, announce=accelerator.is_main_process)
+        start_trackers(accelerator, names, self.run_dir.path, self.hyperparameters)
         accelerator.print(
             f"Training {plan.total_steps} optimizer steps ({plan.steps_per_epoch} per epoch); effective batch {self.effective_batch_size} = {config.per_device_batch_size} per device x {config.gradient_accumulation_steps} accumulation steps x {accelerator.num_processes} processes; mixed precision: {accelerator.mixed_precision}"
         )

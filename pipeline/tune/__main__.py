@@ -1,0 +1,5 @@
+import sys
+
+from pipeline.tune.cli import main
+
+sys.exit(main())
