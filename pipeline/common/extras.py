@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 
 # The optional extra that installs each optional module, and its command.
-EXTRAS = {"onnx": "onnx", "onnxruntime": "onnx", "openvino": "openvino", "nncf": "openvino"}
+EXTRAS = {"onnx": "onnx", "onnxruntime": "onnx", "openvino": "openvino", "nncf": "openvino", "cleanlab": "audit"}
 
 
 def extra_install(extra: str) -> str:

@@ -1,16 +1,12 @@
-"""metrics.json as typed records: one `RunRecord` per finished run, read and written here and nowhere else.
-
-    record = read_record(run.metrics_path)            # RunDirError, naming the file, when it is damaged
-    record.test.accuracy, record.data.task, record.ranking_metric, record.throughput.predict_rows_per_second
-    write_record(run.metrics_path, record)           # atomically
+"""metrics.json as typed records: one `RunRecord` per finished run, read and written here and nowhere else
+(`read_record`, raising RunDirError naming the file when it is damaged; `write_record`, atomically).
 
 docs/run-directory.md describes every key (tests/run/test_record.py checks the page against these classes). The
 codec is generic (dataclasses.fields and type hints), so a section is only its list of fields:
 
 - A key the classes do not name (a newer or older file's) is kept in the section's `extra` and written back.
 - A key written as null is written as null again; one never written stays absent (`None` in Python).
-- A file without `format_version` is version 1: what runs wrote before the version was recorded. Every version
-  has the same keys where it has them, so one reader reads all of them.
+- A file without `format_version` is version 1 (runs before it); versions share their keys, so one reader reads all.
 - Per-class maps (class name -> score) stay dicts: their keys are the run's classes.
 """
 
@@ -37,8 +33,7 @@ RANKING_METRICS = {"accuracy": "accuracy", "macro_f1": "macro-F1", "micro_f1": "
 
 
 class RunDirError(ValueError):
-    """A run directory that is missing something or holds a damaged file (the message names the file). Defined
-    here, below pipeline.run.directory, so that reading metrics.json raises it too."""
+    """A run directory missing something or holding a damaged file (named); here so metrics.json's reader raises it."""
 
 
 def is_number(value: Any) -> bool:
@@ -400,6 +395,15 @@ class Evaluation(Section):  # a pipeline.evaluate folder's input and model
 
 
 @dataclass
+class LabelAudit(Section):  # the label audit (eval.label_audit): label_issues.csv in figures
+    method: str | None = None
+    splits: dict[str, dict[str, Any]] | None = None  # split -> rows, flagged, near_duplicates, signals
+    class_pairs: dict[str, int] | None = None  # "given -> suggested" -> flagged rows
+    seconds: float | None = None
+    note: str | None = None
+
+
+@dataclass
 class RunRecord(Section):
     """metrics.json: a finished run's record (or a pipeline.evaluate folder's)."""
 
@@ -423,6 +427,7 @@ class RunRecord(Section):
     thresholds: Thresholds | None = None
     baseline: Baseline | None = None
     evaluation: Evaluation | None = None
+    label_audit: LabelAudit | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunRecord:
