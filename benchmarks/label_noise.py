@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 from runs import REPO_ROOT, finetune_run
 
+from pipeline.run.directory import RunDir
 from pipeline.scoring.label_signals import combine, default_method, flag, margins
 
 SHARED = REPO_ROOT.parent / "shared"
@@ -46,6 +47,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--skip-clean", action="store_true", help="no run on the unflipped rows")
     parser.add_argument("--out", default=None, help="folder for the files and runs (default: a new temp dir)")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--evaluate-only", action="store_true", help="score the runs already in --out, train nothing")
     return parser.parse_args(argv)
 
 
@@ -81,7 +83,8 @@ def signal_figures(ids: np.ndarray, labels: np.ndarray, probabilities: np.ndarra
     scored = ~np.isnan(probabilities).any(axis=1)
     _, lead = margins(labels, np.nan_to_num(probabilities))
     lead[~scored] = -np.inf
-    k = len(flipped & set(ids.tolist()))
+    flipped = flipped & set(ids.tolist())  # the flipped rows among these
+    k = len(flipped)
     top = set(ids[np.argsort(-lead, kind="stable")[:k]].tolist())
     at_cut = set(ids[flag(labels, probabilities, default_method()).rows].tolist())
     return {
@@ -135,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
                 "eval.label_audit=on",
                 *args.override,
             ]
-            run = finetune_run(CONFIGS[model], out, name, overrides)
+            run = RunDir(out / name) if args.evaluate_only else finetune_run(CONFIGS[model], out, name, overrides)
             record = run.read_record()
             figures = evaluate_run(run.path, flipped) if flipped else {}
             audit = record.label_audit

@@ -32,8 +32,11 @@ def merge(records: list[Seen], num_rows: int, num_classes: int) -> np.ndarray:
     total = np.zeros((num_rows, num_classes), dtype=np.float64)
     times = np.zeros(num_rows, dtype=np.int64)
     counted: set[tuple[int, int]] = set()
-    for record in records:
-        for epoch, rows, probabilities in zip(record.epochs, record.rows, record.probabilities):
+    # Batch by batch across the processes, as they stepped together: accelerate's padding repeats sit in an epoch's
+    # last batch, so the row's own earlier batch is the one that counts.
+    for batch in range(max((len(record.rows) for record in records), default=0)):
+        for record in (record for record in records if batch < len(record.rows)):
+            epoch, rows, probabilities = record.epochs[batch], record.rows[batch], record.probabilities[batch]
             for row, row_probabilities in zip(rows.tolist(), probabilities):
                 if (epoch, row) not in counted:
                     counted.add((epoch, row))
