@@ -95,11 +95,11 @@ def audit(evidence: Sequence[Evidence], names: list[str], method: str | None = N
     near = _near_duplicate_rows(evidence)
     issues, splits = [], {}
     for part in evidence:
-        found = _split_issues(part, names, method, near.get(part.split, set()))
+        found, flagged = _split_issues(part, names, method, near.get(part.split, set()))
         issues += found
         splits[part.split] = {
             "rows": len(part.labels),
-            "flagged": sum(NEAR_DUPLICATE not in issue.signals or len(issue.signals) > 1 for issue in found),
+            "flagged": flagged,
             "near_duplicates": sum(NEAR_DUPLICATE in issue.signals for issue in found),
             "signals": sorted(part.signals),
         }
@@ -108,9 +108,10 @@ def audit(evidence: Sequence[Evidence], names: list[str], method: str | None = N
     return Audit(issues, record)
 
 
-def _split_issues(part: Evidence, names: list[str], method: str, near: set[int]) -> list[LabelIssue]:
+def _split_issues(part: Evidence, names: list[str], method: str, near: set[int]) -> tuple[list[LabelIssue], int]:
+    """The split's issues: the flagged rows, ranked, then its near duplicates not flagged; and how many were flagged."""
     if not part.signals:
-        return []
+        return [], 0
     ranking = combine(list(part.signals.values()))
     flags = flag(part.labels, ranking, method)
     rows = list(flags.rows) + sorted(near - set(flags.rows.tolist()), key=lambda row: -flags.score[row])
@@ -128,7 +129,7 @@ def _split_issues(part: Evidence, names: list[str], method: str, near: set[int])
                 agree + ([NEAR_DUPLICATE] if row in near else []),
             )
         )
-    return issues
+    return issues, len(flags.rows)
 
 
 def _contradicts(probabilities: np.ndarray, label: int) -> bool:
