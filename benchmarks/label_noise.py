@@ -11,9 +11,9 @@ the test file): MiniLM for one epoch (configs/ag_news_minilm.yaml) and the from-
 
 Scored over the train and validation rows (every row the run audited that carried a label we wrote): precision and
 recall of label_issues.csv's flagged rows against the flipped ones (the tool's own cut-off), and, for every signal
-in label_issues.npz, precision at k = the number flipped (rows ranked by how far the most probable class leads the
-given one) and precision and recall at that signal's confident-learning cut-off; `validation/model` is the trained
-model's probabilities on the carved validation rows (the model-probabilities signal).
+in label_issues.npz, precision at k = the number flipped (rows ranked by one minus the given label's probability,
+the tool's own ranking) and precision and recall at that signal's confident-learning cut-off; `validation/model` is
+the trained model's probabilities on the carved validation rows (the model-probabilities signal).
 The last stdout line is one JSON object with every figure.
 """
 
@@ -30,7 +30,7 @@ import numpy as np
 from runs import REPO_ROOT, finetune_run
 
 from pipeline.run.directory import RunDir
-from pipeline.scoring.label_signals import combine, default_method, flag, margins
+from pipeline.scoring.label_signals import combine, default_method, flag
 
 SHARED = REPO_ROOT.parent / "shared"
 CONFIGS = {"minilm": "configs/ag_news_minilm.yaml", "encoder": "configs/ag_news_encoder_local.yaml"}
@@ -81,7 +81,7 @@ def precision_recall(chosen: set[str], flipped: set[str]) -> dict[str, float | i
 def signal_figures(ids: np.ndarray, labels: np.ndarray, probabilities: np.ndarray, flipped: set[str]) -> dict:
     """Precision at k (k = flipped rows among these), and precision and recall at the tool's cut-off."""
     scored = ~np.isnan(probabilities).any(axis=1)
-    _, lead = margins(labels, np.nan_to_num(probabilities))
+    lead = 1.0 - np.nan_to_num(probabilities)[np.arange(len(labels)), labels]  # self-confidence, as the tool ranks
     lead[~scored] = -np.inf
     flipped = flipped & set(ids.tolist())  # the flipped rows among these
     k = len(flipped)

@@ -68,7 +68,7 @@ class LabelIssue:
     text: str
     given: str
     suggested: str
-    score: float  # the suggested class's probability minus the given one's, by the combined evidence
+    score: float  # one minus the given class's probability, by the combined evidence
     signals: list[str]  # the signals whose own most probable class is not the given one; near_duplicate
 
     def row(self) -> list[Any]:
