@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import datasets
+import numpy as np
 import torch
 import transformers
 from accelerate import Accelerator
@@ -52,6 +53,7 @@ from pipeline.scoring.baseline import baseline_and_model
 from pipeline.scoring.decide import Scoring, calibrate_and_decide, unfold_earlier_calibration
 from pipeline.scoring.ensemble import add_ensemble
 from pipeline.scoring.evaluation import EvalResult, predict_logits, write_predictions
+from pipeline.scoring.label_audit import audit_training_run, document_means
 from pipeline.scoring.thresholds import check_setting
 from pipeline.text.batching import TokenizedRows
 from pipeline.text.tokenization import TokenizationInfo, load_tokenizer, tokenize_splits
@@ -211,6 +213,8 @@ def train(
         eval_pooling=config.eval.chunk_pooling,
         class_counts=prepared.data.class_counts,
         new_parameters=prepared.new_parameters,
+        # The label audit's training dynamics: the train split's own rows only, not a distillation's transfer set.
+        record_dynamics=config.eval.label_audit != "off" and prepared.distill is None,
         eval_batch_tokens=batch_token_budget(config.eval.max_batch_tokens, accelerator.device),
         hyperparameters=flatten(with_absolute_paths(to_dict(config))),
         on_validation=on_validation,
@@ -399,7 +403,7 @@ def run(config: PipelineConfig, on_validation: OnValidation | None = None) -> di
             config, prepared, training, scoring, timings, eval_rows, num_parameters, started_at, device
         )
         if accelerator.is_main_process:
-            finish_run(config, prepared, record, scoring.results)
+            finish_run(config, prepared, record, scoring.results, training.train_dynamics)
         accelerator.wait_for_everyone()
     # Closes the trackers and, under several processes, the process group: nothing collective may follow.
     accelerator.end_training()
@@ -409,14 +413,29 @@ def run(config: PipelineConfig, on_validation: OnValidation | None = None) -> di
     return record.to_dict()
 
 
-def finish_run(config: PipelineConfig, prepared: Prepared, record: RunRecord, results: dict[str, EvalResult]) -> None:
-    """Main process, after stage 4: the TF-IDF baseline, the ensemble with it (eval.ensemble) and the prediction
-    path's speed added to the record, then metrics.json, the test predictions, reports and model card written."""
+def finish_run(
+    config: PipelineConfig,
+    prepared: Prepared,
+    record: RunRecord,
+    results: dict[str, EvalResult],
+    dynamics: np.ndarray | None,
+) -> None:
+    """Main process, after stage 4: the TF-IDF baseline, the ensemble with it (eval.ensemble), the label audit and
+    the prediction path's speed added to the record, then metrics.json, the test predictions, reports and model card
+    written."""
     # Seconds on one CPU thread (nothing collective runs meanwhile); not in metrics.json's timings.
     baseline, fitted = baseline_and_model(config.eval.baseline, prepared.data.splits, prepared.labels)
     record.baseline = Baseline.from_dict(baseline) if baseline is not None else None
     model_dir = RunDir(config.run_dir).model_dir
     test = add_ensemble(config, prepared.data.splits, results, fitted, record, model_dir)
+    costs = (record.timings.total_seconds, record.baseline.train_seconds if record.baseline else None)
+    if dynamics is not None:  # windows of chunked documents -> their documents
+        dynamics = document_means(dynamics, prepared.rows["train"].documents)
+    splits, path = prepared.data.splits, RunDir(config.run_dir).label_issues_path
+    audit = audit_training_run(
+        config.eval.label_audit, config.run.seed, splits, prepared.labels, dynamics, results, costs, path
+    )
+    record.label_audit = audit
     if config.eval.predict_speed_rows:
         record.throughput.update(prediction_speed(config, prepared))
     write_outputs(config, record, test, prepared.data.splits["test"])

@@ -310,6 +310,7 @@ def limitations_values(facts: CardFacts) -> dict[str, Any]:
         "trained_on": f"{count(train_size)} training texts" if is_number(train_size) else "its training data",
         "baseline_beats": baseline_beats(facts),
         "ensemble_text": ensemble_text(facts),
+        "label_audit": label_audit_phrase(facts),
         **untrained_values(facts),
     }
 
@@ -337,6 +338,17 @@ def ensemble_text(facts: CardFacts) -> str:
         "`transformers.pipeline` on this folder alone gives the model without the baseline. "
         f"On validation, the model alone: {scores('model')}; the ensemble: {scores('ensemble')}."
     )
+
+
+def label_audit_phrase(facts: CardFacts) -> str:
+    """The limitation the label audit found: rows whose given label the evidence contradicts; "" where none."""
+    audit = facts.record.label_audit
+    splits = (audit.splits or {}) if audit is not None else {}
+    flagged = {split: part.get("flagged") for split, part in splits.items() if is_number(part.get("flagged"))}
+    if not any(flagged.values()):
+        return ""
+    shown = ", ".join(f"{split} {count(rows)}" for split, rows in flagged.items())
+    return f"The label audit found rows whose label looks wrong ({shown}; see `label_issues.csv`): the model learned from, and was scored on, some wrong labels."
 
 
 def baseline_beats(facts: CardFacts) -> str:

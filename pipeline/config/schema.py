@@ -192,6 +192,10 @@ class EvalConfig:
     predict_speed_rows: int = setting(
         512, "time the prediction path on this many test texts at the end of the run; 0 skips it"
     )
+    label_audit: Literal["auto", "on", "off"] = setting(
+        "auto",
+        "the label audit: rows whose given label the evidence contradicts, in `label_issues.csv`; `auto` leaves out the baseline's cross-validation where it costs over 5% of the run, `on` keeps it; see [Label audit](audit.md)",
+    )
 
     def __post_init__(self):
         # Checked before training, not after it: a missing optional dependency must not cost a whole run.

@@ -18,6 +18,7 @@ import numpy as np
 
 from pipeline.common.errors import DataError
 from pipeline.common.io import atomic_write_csv
+from pipeline.data.near_duplicates import NearRow, conflicting_groups
 from pipeline.data.rows import SPLITS
 
 logger = logging.getLogger(__name__)
@@ -181,6 +182,8 @@ class DuplicateReport:
     across: dict[str, int] = field(default_factory=dict)  # e.g. "test_in_train": test rows whose text is in train
     conflicts: int = 0  # distinct texts that carry more than one label (within or across splits)
     conflict_examples: list[dict] = field(default_factory=list)
+    # Groups of texts equal but for case, punctuation, whitespace or a URL whose labels differ (not exact copies).
+    near_conflicts: int = 0
     removed: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -194,6 +197,7 @@ def deduplicate(
     report, order = DuplicateReport(mode), [name for name in SPLITS if name in splits]
     keys = {name: [duplicate_key(text) for text in column_values(splits[name], "text")] for name in order}
     conflicts = _count_conflicts(splits, keys, report, label_names)
+    report.near_conflicts = len(conflicting_groups(near_rows(splits)))
     seen: set[str] = set()
     kept, removed = {}, []
     for name in order:
@@ -215,6 +219,17 @@ def deduplicate(
                 removed.append(RemovedRow(name, ids[row], reason, texts[row]))
             kept[name] = splits[name].select([row for row in range(len(splits[name])) if row not in drop])
     return kept, removed, report
+
+
+def near_rows(splits: dict[str, datasets.Dataset]) -> list[NearRow]:
+    """Every row of the splits, for near_duplicates.conflicting_groups; a multi-label row's label is its class ids."""
+    rows = []
+    for name, split in splits.items():
+        columns = zip(column_values(split, "row_id"), column_values(split, "text"), labels_of(split).tolist())
+        for index, (row_id, text, label) in enumerate(columns):
+            label = tuple(np.flatnonzero(label).tolist()) if isinstance(label, list) else label
+            rows.append(NearRow(name, index, str(row_id), text, label))
+    return rows
 
 
 def _duplicate_rows(keys: list[str], seen: set[str], name: str, report: DuplicateReport) -> tuple[set[int], set[int]]:

@@ -23,6 +23,7 @@ from pipeline.report.analysis import (
     score_column,
     threshold_mistakes,
 )
+from pipeline.report.audit import audit_blocks
 from pipeline.report.blocks import Block, Cell, Chart, Heading, Images, Paragraph, Table, num_cells
 from pipeline.report.ensemble import ensemble_blocks
 from pipeline.report.formatting import (
@@ -87,6 +88,7 @@ def build_report(runs: Sequence[Run], generated_at: datetime | None = None) -> t
     if len(runs) >= 2:
         blocks += _disagreement_blocks(compare_where_possible(runs), runs)
     blocks += _mistake_blocks(runs)
+    blocks += audit_blocks(runs)
     return title, blocks
 
 

@@ -65,6 +65,8 @@ EXPORT_REFUSED_DIR = "refused"
 # data.incomplete_rows: drop, rows without a text or a label).
 SPLITS_FILE = "splits.csv"
 REMOVED_ROWS_FILE = "removed_rows.csv"
+# The label audit's rows to read again (pipeline.scoring.label_audit).
+LABEL_ISSUES_FILE = "label_issues.csv"
 # Held while a finetune process owns the run directory: its process id, for the next one to check.
 LOCK_FILE = ".lock"
 # Inside model/, beside the weights: how probabilities become labels (pipeline.scoring.thresholds): the decision thresholds
@@ -157,6 +159,7 @@ class RunDir:
     checkpoints_dir = _inside(CHECKPOINTS_DIR)
     tensorboard_dir = _inside(TENSORBOARD_DIR)
     confusion_matrix_path = _inside(CONFUSION_MATRIX_PNG)
+    label_issues_path = _inside(LABEL_ISSUES_FILE)
     export_dir = _inside(EXPORT_DIR)
     export_record_path = _inside(EXPORT_DIR, EXPORT_RECORD_FILE)
 

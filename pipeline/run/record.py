@@ -313,6 +313,15 @@ class Evaluation(Section):  # a pipeline.evaluate folder's input and model
 
 
 @dataclass
+class LabelAudit(Section):  # the label audit (eval.label_audit): label_issues.csv in figures
+    method: str | None = None
+    splits: dict[str, dict[str, Any]] | None = None  # split -> rows, flagged, near_duplicates, signals
+    class_pairs: dict[str, int] | None = None  # "given -> suggested" -> flagged rows
+    seconds: float | None = None
+    note: str | None = None
+
+
+@dataclass
 class RunRecord(Section):
     """metrics.json: a finished run's record (or a pipeline.evaluate folder's)."""
 
@@ -337,6 +346,7 @@ class RunRecord(Section):
     baseline: Baseline | None = None
     ensemble: Ensemble | None = None
     evaluation: Evaluation | None = None
+    label_audit: LabelAudit | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunRecord:

@@ -9,5 +9,6 @@ __getattr__, __dir__, __all__ = lazy_exports(
         "decide": "calibrate_and_decide",
         "baseline": "run_baseline",
         "thresholds": "Decision choose_decision",
+        "label_audit": "audit audit_training_run",
     },
 )

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from accelerate import Accelerator
 from accelerate.state import AcceleratorState, GradientState
@@ -28,6 +29,7 @@ from pipeline.scoring.evaluation import predict_logits, result_from_logits, sele
 from pipeline.text.batching import TokenizedRows, model_inputs, training_loader
 from pipeline.train.checkpoints import History, TrainingState, restore_checkpoint, save_checkpoint
 from pipeline.train.dropout import use_fast_dropout
+from pipeline.train.dynamics import TrainingDynamics
 from pipeline.train.losses import build_loss
 from pipeline.train.meter import RunningMeter, progress_score
 from pipeline.train.optimization import StepPlan, build_optimizer, plan_steps
@@ -68,6 +70,8 @@ class TrainResult:
     # The validation logits (N, C) of the best model, when this process scored it (not a resumed run's earlier best).
     best_validation_logits: torch.Tensor | None = None
     selection_metric: str = "accuracy"
+    # (N, C) each training row's probabilities as training saw them, per epoch averaged (the label audit); or None.
+    train_dynamics: np.ndarray | None = None
 
     @property
     def samples_per_second(self) -> float:
@@ -110,6 +114,7 @@ class Trainer:
         eval_batch_tokens: int | None = None,
         hyperparameters: dict[str, Any] | None = None,
         on_validation: Callable[[int, dict[str, float]], None] | None = None,
+        record_dynamics: bool = False,
     ):
         self.config = config
         self.accelerator = accelerator
@@ -127,6 +132,7 @@ class Trainer:
         # after each validation with (step, metrics and "selected"); it may raise to stop the run (pipeline.tune prunes).
         self.hyperparameters, self.on_validation = hyperparameters or {}, on_validation
         self.history = History(self.run_dir, enabled=accelerator.is_main_process)
+        self.dynamics = TrainingDynamics(len(train_rows), record_dynamics and not train_rows.multi_label)
 
         window = config.gradient_accumulation_steps * accelerator.num_processes  # batches per optimizer step
         self.effective_batch_size = config.per_device_batch_size * window
@@ -282,6 +288,7 @@ class Trainer:
             fast_dropout_modules=self.fast_dropout_modules,
             best_validation_logits=self.best_validation_logits,
             selection_metric=self.selection_metric,
+            train_dynamics=self.dynamics.result(accelerator, len(self.label_names)),
         )
 
     def _run_epoch(self) -> bool:
@@ -315,6 +322,7 @@ class Trainer:
         with accelerator.accumulate(self.model):
             logits = self.model(**model_inputs(batch)).logits  # (B, C)
             loss_sum = self.loss(logits, batch)  # summed over the micro-batch's rows
+            self.dynamics.add(batch["row_index"], logits, self.state.epoch)
             # accelerate divides by the accumulation steps; this makes the window's gradient a mean (_rescale_short_window).
             accelerator.backward(loss_sum / config.per_device_batch_size)
             self.window_samples += batch_size

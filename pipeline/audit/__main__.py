@@ -1,0 +1,5 @@
+import sys
+
+from pipeline.audit.cli import main
+
+sys.exit(main())
