@@ -179,6 +179,10 @@ class EvalConfig:
     predict_speed_rows: int = setting(
         512, "time the prediction path on this many test texts at the end of the run; 0 skips it"
     )
+    validation_sample_rows: int | None = setting(
+        2000,
+        "validation passes during training score a fixed, stratified sample of this many rows (documents) of a larger validation split; the whole split is scored at the end; none: always the whole",
+    )
 
     def __post_init__(self):
         # Checked before training, not after it: a missing optional dependency must not cost a whole run.
