@@ -65,6 +65,7 @@ class Pacer:
         if budget is not None:
             self.record.time_budget_seconds = budget.seconds
         self.steps_timed = 0
+        self.warned = False  # that the budget cannot be met
         self.started = (0, 0.0)  # (global step, train seconds) when this process began training
 
     def begin(self, global_step: int, train_seconds: float) -> None:
@@ -123,7 +124,16 @@ class Pacer:
     def _fit_budget(self, global_step: int, costs: Costs, seconds_left: float) -> None:
         """Set the steps (and warm-up) so that training, validation and what follows end within the budget."""
         row_seconds = costs.pass_seconds / max(self.record.validation_rows, 1)
-        seconds = seconds_left - after_training_seconds(self.budget.seconds, self.budget.rows_after, row_seconds)
+        after = after_training_seconds(self.budget.seconds, self.budget.rows_after, row_seconds)
+        seconds = seconds_left - after
+        if seconds < costs.step_seconds and not self.warned:  # the final evaluation alone overruns: say so, once
+            self.warned = True
+            logger.warning(
+                f"train.time_budget ({format_duration(self.budget.seconds)}) cannot be met at the measured speed: "
+                f"{format_duration(max(seconds_left, 0))} are left and scoring the {self.budget.rows_after:,} validation, "
+                f"test and speed rows after training takes about {format_duration(after)}; the run trains one more step "
+                "and overruns (fewer test rows with data.max_eval_samples, or a larger budget, fit it)"
+            )
         most = self.most_steps - global_step
         steps = global_step + steps_within(
             seconds, most, self.plan.steps_per_epoch, self.config.eval_every_steps, costs
