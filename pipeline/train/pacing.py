@@ -60,6 +60,7 @@ class Pacer:
         self.effective_batch_size = effective_batch_size
         self.most_steps = plan.total_steps  # train.epochs or train.max_steps: a budget never trains longer
         self.due: tuple[int, ...] = ()  # auto: the steps at which to validate, once planned
+        self.planned_at = plan.total_steps  # the step of the first plan
         self.pass_seconds: float | None = None  # the last validation pass during training, timed
         self.record = PaceRecord(validation_rows=pass_rows)
         if budget is not None:
@@ -75,8 +76,8 @@ class Pacer:
         every = self.config.eval_every_steps
         if global_step == self.plan.total_steps:
             return True
-        if every == "auto":
-            return global_step in self.due if self.due else end_of_epoch
+        if every == "auto":  # until planned (the plan's own step included), once an epoch
+            return global_step in self.due or (end_of_epoch and global_step <= self.planned_at)
         return global_step % every == 0 if every else end_of_epoch
 
     def after_step(self, global_step: int, train_seconds: float) -> bool:
@@ -85,6 +86,7 @@ class Pacer:
         if self.steps_timed != ESTIMATE_AFTER_STEPS or global_step >= self.plan.total_steps:
             return False
         self._plan(global_step, self._step_seconds(train_seconds))
+        self.planned_at = global_step
         return True
 
     def passed(self, seconds: float, global_step: int, train_seconds: float) -> None:

@@ -37,6 +37,15 @@ def test_auto_validates_once_an_epoch_until_planned_then_as_the_measured_costs_a
     assert (pacer.record.validation_passes, pacer.record.validation_seconds) == (1, 20.0)
 
 
+def test_an_epoch_ending_on_the_planning_step_still_gets_its_pass():
+    config = TrainConfig()
+    plan = StepPlan(batches_per_epoch=5, steps_per_epoch=5, total_steps=50, warmup_steps=0)
+    pacer = Pacer(config, plan, ONE_PROCESS, pass_rows=320, effective_batch_size=32, budget=None)
+    assert pacer.after_step(ESTIMATE_AFTER_STEPS, train_seconds=5.0)
+    assert pacer.is_due(5, end_of_epoch=True) and 5 not in pacer.due
+    assert not pacer.is_due(10, end_of_epoch=True) or 10 in pacer.due
+
+
 def test_a_fixed_interval_and_once_an_epoch_are_kept_as_before():
     pacer, _ = _pacer(eval_every_steps=40)
     assert pacer.is_due(80, False) and not pacer.is_due(100, True) and pacer.is_due(300, False)
