@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import datetime as dt
 import gc
 import logging
@@ -37,6 +38,7 @@ from pipeline.common.errors import one_line
 from pipeline.common.io import interrupted_exit_code, replace_directory, terminated_as_interrupt
 from pipeline.config.load import load_config, to_dict, with_absolute_paths
 from pipeline.config.schema import ConfigError, PipelineConfig, batch_token_budget
+from pipeline.config.train_config import duration_seconds
 from pipeline.data.label_scheme import UnknownLabels, leave_out_hint
 from pipeline.data.load import DataError, LoadedData, load_data
 from pipeline.export.convert import export_after_training
@@ -60,6 +62,7 @@ from pipeline.text.tokenization import TokenizationInfo, load_tokenizer, tokeniz
 from pipeline.text.windows import reads_segments
 from pipeline.train.loop import Trainer, TrainingDiverged, TrainResult, create_accelerator, seconds_per_row
 from pipeline.train.losses import resolve_class_weights
+from pipeline.train.pacing import TimeBudget
 from pipeline.train.start import RunError, check_run_dir, start_run_dir
 from pipeline.train.trackers import flatten, log_test_metrics
 
@@ -194,9 +197,14 @@ OnValidation = Callable[[int, dict[str, float]], None]
 
 
 def train(
-    config: PipelineConfig, prepared: Prepared, accelerator: Accelerator, on_validation: OnValidation | None = None
+    config: PipelineConfig,
+    prepared: Prepared,
+    accelerator: Accelerator,
+    started: float,
+    on_validation: OnValidation | None = None,
 ) -> tuple[TrainResult, int]:
-    """Stage 3: the best model by train.selection_metric on validation is saved into model/ on every improvement."""
+    """Stage 3: the best model by train.selection_metric on validation is saved into model/ on every improvement.
+    `started`: time.perf_counter() when the run began, which a train.time_budget counts from."""
     run = RunDir(config.run_dir)
     trainer = Trainer(
         prepared.model,
@@ -218,9 +226,21 @@ def train(
         eval_batch_tokens=batch_token_budget(config.eval.max_batch_tokens, accelerator.device),
         hyperparameters=flatten(with_absolute_paths(to_dict(config))),
         on_validation=on_validation,
+        validation_sample=config.eval.validation_sample_rows,
+        time_budget=time_budget(config, prepared, started),
     )
     result = trainer.run()
     return result, accelerator.unwrap_model(trainer.model).num_parameters()
+
+
+def time_budget(config: PipelineConfig, prepared: Prepared, started: float) -> TimeBudget | None:
+    """train.time_budget as the loop plans with it: when it ends, and the rows scored after training."""
+    seconds = duration_seconds(config.train.time_budget)
+    if seconds is None:
+        return None
+    rows = prepared.rows
+    rows_after = len(rows["validation"]) + len(rows["test"]) + config.eval.predict_speed_rows
+    return TimeBudget(seconds, started + seconds, rows_after)
 
 
 def quick_settings_hint(config: PipelineConfig) -> str:
@@ -342,6 +362,8 @@ def training_record(config: PipelineConfig, prepared: Prepared, training: TrainR
         "class_weights": resolve_class_weights(config.train, prepared.data.class_counts),
         # What learned at train.head_learning_rate (the pretrained checkpoint lacked it); empty: nothing did.
         "head_parameters": sorted(prepared.new_parameters),
+        # Validation passes and their seconds; train.time_budget and the steps it allowed (pipeline/train/pacing.py).
+        **(dataclasses.asdict(training.pace) if training.pace is not None else {}),
     }
 
 
@@ -390,7 +412,7 @@ def run(config: PipelineConfig, on_validation: OnValidation | None = None) -> di
         if accelerator.is_main_process:
             start_run_dir(config, prepared.data)
         accelerator.wait_for_everyone()
-        training, num_parameters = train(config, prepared, accelerator, on_validation)
+        training, num_parameters = train(config, prepared, accelerator, start, on_validation)
         timings.train_seconds = training.state.train_seconds
         scoring, timings.eval_seconds, eval_rows = evaluate(
             config, prepared, accelerator, training.best_validation_logits

@@ -12,6 +12,7 @@ from typing import Any
 
 from pipeline.config.reading import PAIR_MARK, VALUE_RULES, normalise_name
 from pipeline.config.schema import ConfigError, DataConfig, PipelineConfig
+from pipeline.config.train_config import duration_seconds
 
 POSITIVE, IN_RANGE, OUT_OF_RANGE = "must be a positive integer", "must be between 0 and 1", "out of range"
 # (key, rule, test): a set value at `key` must pass `test`, else "key: rule, got value". Types alone cannot say it.
@@ -22,7 +23,14 @@ RANGES: tuple[tuple[str, str, Callable[[Any], bool]], ...] = (
     ("eval.batch_size", POSITIVE, lambda v: v > 0),
     ("eval.max_batch_tokens", POSITIVE, lambda v: v == "auto" or v > 0),
     ("train.max_steps", POSITIVE, lambda v: v > 0),
-    ("train.eval_every_steps", POSITIVE, lambda v: v > 0),
+    ("train.eval_every_steps", "must be a positive integer or auto", lambda v: v == "auto" or v > 0),
+    ("train.eval_budget", "must be in (0, 1]", lambda v: 0.0 < v <= 1.0),
+    (
+        "train.time_budget",
+        "must be seconds or a duration such as 90s, 10m or 1h",
+        lambda v: (duration_seconds(v) or 0) > 0,
+    ),
+    ("eval.validation_sample_rows", POSITIVE, lambda v: v > 0),
     ("train.save_every_steps", POSITIVE, lambda v: v > 0),
     ("train.early_stopping_patience", POSITIVE, lambda v: v > 0),
     ("train.cpu_threads", POSITIVE, lambda v: v > 0),

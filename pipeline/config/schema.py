@@ -196,6 +196,10 @@ class EvalConfig:
         "auto",
         "the label audit: rows whose given label the evidence contradicts, in `label_issues.csv`; `auto` leaves out the baseline's cross-validation where it costs over 5% of the run, `on` keeps it; see [Label audit](audit.md)",
     )
+    validation_sample_rows: int | None = setting(
+        2000,
+        "validation passes during training score a fixed, stratified sample of this many rows (documents) of a larger validation split; the whole split is scored at the end; none: always the whole",
+    )
 
     def __post_init__(self):
         # Checked before training, not after it: a missing optional dependency must not cost a whole run.

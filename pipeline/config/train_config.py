@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -60,8 +61,16 @@ class TrainConfig:
     mixed_precision: Literal["auto", "no", "fp16", "bf16"] = setting(
         "auto", "`auto`: bf16 where supported, fp16 on older GPUs, else full precision; or `no`, `fp16`, `bf16`"
     )
-    eval_every_steps: int | None = setting(
-        None, "validation every N optimizer steps (none: once per epoch), keeping the best model"
+    eval_every_steps: int | Literal["auto"] | None = setting(
+        "auto",
+        "validation every N optimizer steps, keeping the best model; none: once per epoch; `auto`: as often as `eval_budget` allows, at least once per epoch; see [Performance](performance.md#validation-that-costs-what-it-is-worth)",
+    )
+    eval_budget: float = setting(
+        0.1, "with `eval_every_steps: auto`, the share of training time validation may cost, measured as it runs"
+    )
+    time_budget: float | str | None = setting(
+        None,
+        "seconds, or a duration such as `90s`, `10m` or `1h`: the whole run's time; steps, validation and warm-up are set to fit it, `epochs` (or `max_steps`) the most it trains; see [Performance](performance.md#a-run-that-fits-a-time-budget)",
     )
     selection_metric: Literal["auto", "accuracy", "macro_f1", "micro_f1"] = setting(
         "auto",
@@ -112,3 +121,18 @@ def run_length_setting(epochs: Any, max_steps: Any) -> str:
 
 
 LEARNING_RATES = {"pretrained": 5e-5, "bert": 5e-5, "encoder": 2e-3}
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*([smh]?)\s*$")
+
+
+def duration_seconds(value: float | str | None) -> float | None:
+    """train.time_budget in seconds: a number of seconds, or "90s", "10m", "1.5h"; None when unset or unreadable."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    match = _DURATION.match(value)
+    if match is None:
+        return None
+    return float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2)]

@@ -53,7 +53,9 @@ def summary_blocks(runs: Sequence[Run]) -> list[Block]:
         _text_row("Longer than the fixed length (test)", runs, lambda r: _long_text_share(r, "test")),
         _text_row("Longer than the fixed length (train)", runs, _truncated_train_text),
         _text_row("Training time", runs, lambda r: format_duration(r.metrics.timings.train_seconds)),
+        _text_row("Validation during training", runs, _validation_text),
         _text_row("Total time", runs, lambda r: format_duration(r.metrics.timings.total_seconds)),
+        *([_text_row("Time budget", runs, _budget_text)] if any(_budget_text(r) != MISSING for r in runs) else []),
         _text_row("Training samples/s", runs, lambda r: format_rate(r.metrics.throughput.train_samples_per_second)),
         _text_row("Evaluation samples/s", runs, lambda r: format_rate(r.metrics.throughput.eval_samples_per_second)),
         _text_row("Device", runs, _device_text),
@@ -225,6 +227,23 @@ def _steps_text(run: Run) -> str:
         return MISSING
     text = format_count(steps) + (f" ({epochs:.2f} epochs)" if is_number(epochs) else "")
     return text + (", stopped early" if run.metrics.training.stopped_early is True else "")
+
+
+def _validation_text(run: Run) -> str:
+    """The passes, their time and its share of training time (train.eval_budget caps it under `auto`)."""
+    training, train_seconds = run.metrics.training, run.metrics.timings.train_seconds
+    if not is_number(training.validation_seconds) or not is_number(training.validation_passes):
+        return MISSING
+    share = f", {training.validation_seconds / train_seconds:.0%} of training" if is_number(train_seconds) else ""
+    return f"{format_count(training.validation_passes)} passes, {format_duration(training.validation_seconds)}{share}"
+
+
+def _budget_text(run: Run) -> str:
+    """train.time_budget and the steps it allowed."""
+    training = run.metrics.training
+    if not is_number(training.time_budget_seconds) or not is_number(training.time_budget_steps):
+        return MISSING
+    return f"{format_duration(training.time_budget_seconds)}: {format_count(training.time_budget_steps)} steps allowed"
 
 
 def _max_length_text(run: Run) -> str:

@@ -195,6 +195,11 @@ class Training(Section):
     focal_gamma: float | None = None
     class_weights: list[float] | None = None
     head_parameters: list[str] | None = None
+    validation_passes: int | None = None
+    validation_seconds: float | None = None
+    validation_rows: int | None = None
+    time_budget_seconds: float | None = None
+    time_budget_steps: int | None = None
 
 
 @dataclass

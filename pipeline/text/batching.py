@@ -7,6 +7,7 @@ the compute on short texts, especially when batches group rows of similar length
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 
 import numpy as np
@@ -61,6 +62,19 @@ class TokenizedRows(torch.utils.data.Dataset):
             return self.labels.numpy()
         first = np.unique(self.documents, return_index=True)[1]
         return self.labels.numpy()[first]
+
+    def subset(self, indices: np.ndarray) -> TokenizedRows:
+        """The rows at `indices` (increasing) as rows of their own: documents renumbered 0..D'-1 in order."""
+        index = torch.as_tensor(indices, dtype=torch.long)
+        part = copy.copy(self)
+        for name in ("input_ids", "attention_mask", "token_type_ids", "labels", "teacher_logits"):
+            if getattr(self, name) is not None:
+                setattr(part, name, getattr(self, name)[index])
+        part.lengths = self.lengths[indices]
+        part.row_index = torch.arange(len(indices))
+        if self.documents is not None:
+            part.documents = np.unique(self.documents[indices], return_inverse=True)[1].astype(np.int64)
+        return part
 
     def __len__(self) -> int:
         return len(self.labels)

@@ -19,7 +19,7 @@ from accelerate import Accelerator
 from accelerate.state import AcceleratorState, GradientState
 from accelerate.utils import ProjectConfiguration
 from tqdm.auto import tqdm
-from transformers import PreTrainedModel, get_linear_schedule_with_warmup
+from transformers import PreTrainedModel
 
 from pipeline.common.hardware import resolve_mixed_precision
 from pipeline.config.schema import TrainConfig, run_length_setting
@@ -32,13 +32,12 @@ from pipeline.train.dropout import use_fast_dropout
 from pipeline.train.dynamics import TrainingDynamics
 from pipeline.train.losses import build_loss
 from pipeline.train.meter import RunningMeter, progress_score
-from pipeline.train.optimization import StepPlan, build_optimizer, plan_steps
+from pipeline.train.optimization import StepPlan, build_optimizer, linear_schedule, plan_steps
+from pipeline.train.pacing import Pacer, PaceRecord, TimeBudget, format_duration
+from pipeline.train.sample import draw_sample
 from pipeline.train.trackers import start_trackers, tracker_names
 
 logger = logging.getLogger(__name__)
-
-# Optimizer steps timed before the run's duration is estimated.
-ESTIMATE_AFTER_STEPS = 5
 
 
 def create_accelerator(config: TrainConfig, run_dir: Path) -> Accelerator:
@@ -72,6 +71,8 @@ class TrainResult:
     selection_metric: str = "accuracy"
     # (N, C) each training row's probabilities as training saw them, per epoch averaged (the label audit); or None.
     train_dynamics: np.ndarray | None = None
+    # Validation passes and their seconds; under train.time_budget, the budget and the steps it allowed.
+    pace: PaceRecord | None = None
 
     @property
     def samples_per_second(self) -> float:
@@ -82,14 +83,18 @@ class TrainResult:
         return epochs_completed(self.state, self.plan)
 
 
+def describe_rows(train_rows: TokenizedRows) -> tuple[str, str]:
+    """The unit of training rows and an epoch's count: "1,200 samples", or "3,480 windows of 1,200 documents" when
+    long texts were chunked."""
+    unit = "samples" if train_rows.documents is None else "windows"
+    per_epoch = f"{len(train_rows):,} {unit}"
+    if train_rows.documents is not None:
+        per_epoch += f" of {train_rows.num_documents:,} documents"
+    return unit, per_epoch
+
+
 def epochs_completed(state: TrainingState, plan: StepPlan) -> float:
     return state.epoch + state.batches_seen_in_epoch / plan.batches_per_epoch
-
-
-def _format_duration(seconds: float) -> str:
-    minutes, secs = divmod(int(round(seconds)), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {secs:02d}s"
 
 
 class Trainer:
@@ -115,11 +120,15 @@ class Trainer:
         hyperparameters: dict[str, Any] | None = None,
         on_validation: Callable[[int, dict[str, float]], None] | None = None,
         record_dynamics: bool = False,
+        validation_sample: int | None = None,
+        time_budget: TimeBudget | None = None,
     ):
         self.config = config
         self.accelerator = accelerator
         self.run_dir = RunDir(run_dir)
         self.validation_rows = validation_rows
+        # eval.validation_sample_rows: what passes between steps score; the final pass scores the whole split.
+        self.sample = draw_sample(validation_rows, validation_sample, seed)
         self.label_names = label_names
         self.eval_batch_size = eval_batch_size
         self.eval_batch_tokens = eval_batch_tokens
@@ -148,15 +157,15 @@ class Trainer:
         self.model, self.optimizer, self.loader = accelerator.prepare(model, optimizer, loader)
         self.plan = plan_steps(len(self.loader), config)
         # Stepped once per optimizer step by this loop (not prepared: accelerate would step it once per process).
-        self.scheduler = get_linear_schedule_with_warmup(self.optimizer, self.plan.warmup_steps, self.plan.total_steps)
+        self.scheduler = linear_schedule(self.optimizer, self.plan)
         self.state = TrainingState()
         self.loss = build_loss(config, class_counts)
         self.window_samples = 0  # samples in the current accumulation window, this process
-        # "1,200 samples", or "3,480 windows of 1,200 documents" when long texts were chunked
-        self.rows_unit = "samples" if train_rows.documents is None else "windows"
-        self.rows_per_epoch = f"{len(train_rows):,} {self.rows_unit}"
-        if train_rows.documents is not None:
-            self.rows_per_epoch += f" of {train_rows.num_documents:,} documents"
+        self.rows_unit, self.rows_per_epoch = describe_rows(train_rows)
+        self.train_rows = len(train_rows)
+        self.pacer = Pacer(
+            config, self.plan, accelerator, len(self.sample.rows), self.effective_batch_size, time_budget
+        )
 
     def _window_total(self, local_samples: int) -> int:
         """Rows in this optimizer window over all processes; only an epoch's last window may split unevenly, so only
@@ -178,16 +187,25 @@ class Trainer:
             if parameter.grad is not None:
                 parameter.grad.mul_(factor)
 
-    def _validate(self, epoch_float: float) -> bool:
-        logits = predict_logits(
-            self.model, self.validation_rows, self.accelerator, self.eval_batch_size, self.eval_batch_tokens
-        )
-        return self._record_validation(logits, epoch_float)
+    def _validate(self, epoch_float: float, final: bool = False) -> bool:
+        """One validation pass, timed: of the sample between steps; of the whole split at the end, whose logits stage 4
+        then reuses instead of scoring the same weights again (the sample's rows of it choose, as before)."""
+        tick = time.perf_counter()
+        rows = self.validation_rows if final else self.sample.rows
+        logits = predict_logits(self.model, rows, self.accelerator, self.eval_batch_size, self.eval_batch_tokens)
+        if final and not self.sample.is_whole:
+            stopping = self._record_validation(logits[torch.as_tensor(self.sample.windows)], epoch_float, logits)
+        else:
+            stopping = self._record_validation(logits, epoch_float)
+        self.pacer.passed(time.perf_counter() - tick, self.state.global_step, self.state.train_seconds)
+        return stopping
 
-    def _record_validation(self, logits: torch.Tensor, epoch_float: float) -> bool:
-        """Log the metrics, keep the model (and its logits, which finetune's evaluation reuses) if it is the best so
-        far; True when early stopping triggers."""
-        result = result_from_logits(logits, self.validation_rows, self.label_names, self.eval_pooling)
+    def _record_validation(
+        self, logits: torch.Tensor, epoch_float: float, whole_logits: torch.Tensor | None = None
+    ) -> bool:
+        """Log the metrics of `logits` (of the sample's rows), keep the model (and the whole split's logits, which
+        finetune's evaluation reuses, where there are) if it is the best so far; True when early stopping triggers."""
+        result = result_from_logits(logits, self.sample.rows, self.label_names, self.eval_pooling)
         state = self.state
         accuracy = result.metrics["accuracy"]
         score = result.metrics[self.selection_metric]
@@ -211,7 +229,7 @@ class Trainer:
         if is_better(score, result.loss, state.best_score, state.best_loss):
             state.best_score, state.best_loss, state.best_step = score, result.loss, state.global_step
             state.evals_without_improvement = 0
-            self.best_validation_logits = logits
+            self.best_validation_logits = logits if self.sample.is_whole else whole_logits
             if self.accelerator.is_main_process:
                 self.save_best(self.accelerator.unwrap_model(self.model))
             self.accelerator.wait_for_everyone()
@@ -233,10 +251,19 @@ class Trainer:
             f"Validation {self.selection_metric} was {scores.pop():.4f} at every one of {len(evaluations)} evaluations, so the model kept (step {self.state.best_step}) is the one with the lowest validation loss; more {run_length} or a higher train.learning_rate lets the scores move"
         )
 
-    def _announce_estimate(self, seconds_per_step: float) -> None:
+    def _announce_plan(self) -> None:
+        """After the first steps: the time training will take, and what a time budget allowed."""
+        self.progress.total = self.plan.total_steps  # a time budget may have set it
+        self.progress.refresh()
+        if self.pacer.budget is not None:
+            self.accelerator.print(
+                f"Planned to the {self.pacer.budget_summary(self.rows_unit, self.train_rows)}; validation "
+                f"{'as scheduled by train.eval_budget' if self.config.eval_every_steps == 'auto' else 'as configured'}"
+            )
+        seconds_per_step = (self.state.train_seconds - self.pacer.started[1]) / max(self.pacer.steps_timed, 1)
         remaining = seconds_per_step * (self.plan.total_steps - self.state.global_step)
         message = (
-            f"Training will take about {_format_duration(remaining)} more at the measured "
+            f"Training will take about {format_duration(remaining)} more at the measured "
             f"{self.effective_batch_size / seconds_per_step:.1f} {self.rows_unit}/s "
             f"({self.plan.total_steps} steps; {self.rows_per_epoch} per epoch)"
         )
@@ -264,6 +291,7 @@ class Trainer:
             dynamic_ncols=True,
         )
         self.meter = RunningMeter(accelerator.device, state.global_step, state.train_seconds)
+        self.pacer.begin(state.global_step, state.train_seconds)
         # A checkpoint is saved after its step's validation, so a run resumed at its last step has validated already.
         self.evaluated_at_step = state.global_step if config.resume else -1
         stopped_early = False
@@ -273,7 +301,7 @@ class Trainer:
         self.progress.close()
 
         if self.evaluated_at_step != state.global_step and state.global_step > 0 and not stopped_early:
-            self._validate(epochs_completed(self.state, self.plan))
+            self._validate(epochs_completed(self.state, self.plan), final=True)
         self._warn_if_undecided()
         if stopped_early:
             accelerator.print(
@@ -289,6 +317,7 @@ class Trainer:
             best_validation_logits=self.best_validation_logits,
             selection_metric=self.selection_metric,
             train_dynamics=self.dynamics.result(accelerator, len(self.label_names)),
+            pace=self.pacer.record,
         )
 
     def _run_epoch(self) -> bool:
@@ -346,18 +375,15 @@ class Trainer:
         state.global_step += 1
         self.progress.update(1)
         epochs = epochs_completed(self.state, self.plan)
-        if state.global_step == ESTIMATE_AFTER_STEPS < self.plan.total_steps and not config.resume:
-            self._announce_estimate(state.train_seconds / state.global_step)
+        if self.pacer.after_step(state.global_step, state.train_seconds):
+            self._announce_plan()
         if state.global_step % config.log_every_steps == 0 or state.global_step == self.plan.total_steps:
             self._log_training(epochs)
 
         end_of_epoch = state.batches_seen_in_epoch == self.plan.batches_per_epoch
-        evaluation_due = (
-            state.global_step % config.eval_every_steps == 0 if config.eval_every_steps else end_of_epoch
-        ) or state.global_step == self.plan.total_steps
         stopped_early = False
-        if evaluation_due:
-            patience_exhausted = self._validate(epochs)
+        if self.pacer.is_due(state.global_step, end_of_epoch):
+            patience_exhausted = self._validate(epochs, final=state.global_step == self.plan.total_steps)
             # Running out of patience on the last planned step is not stopping early: every step was done.
             stopped_early = patience_exhausted and state.global_step < self.plan.total_steps
             self.evaluated_at_step = state.global_step

@@ -47,3 +47,15 @@ def plan_steps(batches_per_epoch: int, config: TrainConfig) -> StepPlan:
     steps_per_epoch = math.ceil(batches_per_epoch / config.gradient_accumulation_steps)
     total_steps = config.max_steps or math.ceil(config.epochs * steps_per_epoch)
     return StepPlan(batches_per_epoch, steps_per_epoch, total_steps, math.ceil(config.warmup_ratio * total_steps))
+
+
+def linear_schedule(optimizer: torch.optim.Optimizer, plan: StepPlan) -> torch.optim.lr_scheduler.LambdaLR:
+    """Linear warm-up, then linear decay to 0 at the plan's last step (as transformers'
+    get_linear_schedule_with_warmup), read from `plan` at every step: a time budget may set the steps mid-run."""
+
+    def factor(step: int) -> float:
+        if step < plan.warmup_steps:
+            return step / max(1, plan.warmup_steps)
+        return max(0.0, (plan.total_steps - step) / max(1, plan.total_steps - plan.warmup_steps))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
