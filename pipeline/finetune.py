@@ -30,7 +30,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from pipeline import distill, models
 from pipeline.card.write import write_model_card
-from pipeline.common import hardware
+from pipeline.common import clock, hardware
 from pipeline.common.errors import one_line
 from pipeline.common.io import interrupted_exit_code, replace_directory, terminated_as_interrupt
 from pipeline.config.load import load_config, to_dict, with_absolute_paths
@@ -40,13 +40,12 @@ from pipeline.data.load import DataError, LoadedData, load_data
 from pipeline.export.convert import export_after_training
 from pipeline.models import load_classifier
 from pipeline.models.cls_only import restrict_last_layer_to_cls
-from pipeline.predict import PredictError, Predictor, resolve_model_source
-from pipeline.predict.speed import prediction_speed as measure_speed
+from pipeline.predict.speed import end_of_run_speed
 from pipeline.report import ReportError, plot_confusion_matrix, write_report
 from pipeline.run import directory as rundir
 from pipeline.run import ownership
 from pipeline.run.directory import RunDir, RunDirError
-from pipeline.run.record import Baseline, RunRecord, Throughput, Timings
+from pipeline.run.record import Baseline, RunRecord, Timings
 from pipeline.scoring.baseline import run_baseline
 from pipeline.scoring.decide import Scoring, calibrate_and_decide, unfold_earlier_calibration
 from pipeline.scoring.evaluation import EvalResult, predict_logits, write_predictions
@@ -142,6 +141,7 @@ def prepare(config: PipelineConfig, accelerator: Accelerator, timings: Timings, 
     if teacher is not None:
         distill.check_teacher(teacher, labels, config.data)
     timings.data_seconds = time.perf_counter() - tick
+    tick = time.perf_counter()
     with accelerator.main_process_first():
         tokenizer = load_pretrained(
             "tokenizer.name_or_path", config.tokenizer.name_or_path, lambda: load_tokenizer(config.tokenizer)
@@ -155,6 +155,7 @@ def prepare(config: PipelineConfig, accelerator: Accelerator, timings: Timings, 
         if segments:
             models.require_segments(model, "model.name_or_path")
         cls_only = config.model.last_layer_cls_only and restrict_last_layer_to_cls(model)
+        timings.model_load_seconds = time.perf_counter() - tick
         tick = time.perf_counter()
         splits, transfer_counts = distill.with_transfer_split(config, data, tokenizer.mask_token)
         tokenized, tokenization = tokenize_splits(
@@ -184,8 +185,12 @@ def prepare(config: PipelineConfig, accelerator: Accelerator, timings: Timings, 
     return Prepared(data, labels, tokenizer, model, new_parameters, rows, tokenization, distill_record, cls_only)
 
 
-def train(config: PipelineConfig, prepared: Prepared, accelerator: Accelerator) -> tuple[TrainResult, int]:
-    """Stage 3: the best model by train.selection_metric on validation is saved into model/ on every improvement."""
+def train(
+    config: PipelineConfig, prepared: Prepared, accelerator: Accelerator, timings: Timings
+) -> tuple[TrainResult, int]:
+    """Stage 3: the best model by train.selection_metric on validation is saved into model/ on every improvement.
+    Its seconds go into `timings`: the loop's phases, and the rest (optimizer, loader, trackers) as its set-up."""
+    tick = time.perf_counter()
     run = RunDir(config.run_dir)
     trainer = Trainer(
         prepared.model,
@@ -205,6 +210,11 @@ def train(config: PipelineConfig, prepared: Prepared, accelerator: Accelerator) 
         eval_batch_tokens=batch_token_budget(config.eval.max_batch_tokens, accelerator.device),
     )
     result = trainer.run()
+    loop = ("train_seconds", "validation_seconds", "validation_pass_seconds", "best_model_save_seconds")
+    for key in (*loop, "checkpoint_seconds"):
+        setattr(timings, key, getattr(trainer.timings, key))
+    timed_apart = sum(getattr(timings, key) or 0.0 for key in (*loop[:2], *loop[3:], "checkpoint_seconds"))
+    timings.train_setup_seconds = time.perf_counter() - tick - timed_apart
     return result, accelerator.unwrap_model(trainer.model).num_parameters()
 
 
@@ -219,30 +229,35 @@ def evaluate(
     config: PipelineConfig,
     prepared: Prepared,
     accelerator: Accelerator,
+    timings: Timings,
     validation_logits: torch.Tensor | None = None,
-) -> tuple[Scoring, float, int]:
+) -> tuple[Scoring, int]:
     """Stage 4 on the best model as saved (calibrated, thresholds chosen on validation), so what is evaluated is what
-    users load. `validation_logits`: the training loop's scoring of those weights, reused. Returns the scoring, its
-    seconds and the rows it predicted."""
+    users load. `validation_logits`: the training loop's scoring of those weights, reused. Returns the scoring and the
+    rows it predicted; its seconds go into `timings` (the test pass apart from the rest)."""
     accelerator.wait_for_everyone()
+    tick = time.perf_counter()
     run = RunDir(config.run_dir)
     best_model = load_classifier(run.model_dir)
     unfold_earlier_calibration(best_model, run.model_dir)  # resumed after stage 4 had calibrated it
     if prepared.last_layer_cls_only:  # scored as it was trained and validated
         restrict_last_layer_to_cls(best_model)
     best_model = accelerator.prepare_model(best_model, evaluation_mode=True)
-    tick = time.perf_counter()
 
     def score(name: str) -> torch.Tensor:
         budget = batch_token_budget(config.eval.max_batch_tokens, accelerator.device)
         return predict_logits(best_model, prepared.rows[name], accelerator, config.eval.batch_size, budget)
+
+    def score_test() -> torch.Tensor:
+        with clock.timed(timings, "test_seconds"):
+            return score("test")
 
     scored = ("validation", "test") if validation_logits is None else ("test",)
     scoring = calibrate_and_decide(
         # Without accelerate's autocast wrapper: the fold is checked, and the model saved, in full precision.
         config,
         score("validation") if validation_logits is None else validation_logits,
-        lambda: score("test"),  # once calibrated: the weights users load
+        score_test,  # once calibrated: the weights users load
         prepared.rows,
         prepared.labels,
         accelerator.unwrap_model(best_model, keep_fp32_wrapper=False),
@@ -251,7 +266,9 @@ def evaluate(
         prepared.tokenization.max_length,
     )
     accelerator.wait_for_everyone()
-    return scoring, time.perf_counter() - tick, sum(len(prepared.rows[name]) for name in scored)
+    timings.eval_seconds = time.perf_counter() - tick
+    timings.calibration_seconds = timings.eval_seconds - (timings.test_seconds or 0.0)
+    return scoring, sum(len(prepared.rows[name]) for name in scored)
 
 
 def model_source(config: PipelineConfig) -> str:
@@ -330,21 +347,6 @@ def training_record(config: PipelineConfig, prepared: Prepared, training: TrainR
     }
 
 
-def prediction_speed(config: PipelineConfig, prepared: Prepared) -> Throughput | None:
-    """Rows/s of the prediction path (pipeline.predict) on at most eval.predict_speed_rows test texts, with the
-    saved model as users will load it; main process only."""
-    test = prepared.data.splits["test"]
-    texts = test.select(range(min(len(test), config.eval.predict_speed_rows)))["text"]
-    try:
-        # Before metrics.json is written: the model is final (calibrated, with its thresholds), the run not yet.
-        source = resolve_model_source(config.run_dir, require_finished=False)
-        predictor = Predictor.from_source(source, max_length=prepared.tokenization.max_length, backend="torch")
-    except PredictError as error:
-        logger.warning("Prediction speed not measured: %s", error)
-        return None
-    return measure_speed(predictor, texts)
-
-
 def set_cpu_threads(setting: int | None, accelerator: Accelerator) -> dict[str, Any]:
     """On a CPU, PyTorch's threads per process (hardware.cpu_threads), stated and recorded; nothing on a GPU."""
     if accelerator.device.type != "cpu":
@@ -355,57 +357,78 @@ def set_cpu_threads(setting: int | None, accelerator: Accelerator) -> dict[str, 
     return {"cpu_threads": threads, "cpu_threads_reason": reason}
 
 
-def run(config: PipelineConfig) -> dict[str, Any]:
-    """Stages 1-4 for one config; returns metrics.json's content."""
+def run(config: PipelineConfig, started: float | None = None) -> dict[str, Any]:
+    """Stages 1-4 for one config; returns metrics.json's content. `started`: when the process started, on the
+    perf_counter clock (clock.process_start), so that timings count the start-up; None: from this call."""
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    start = time.perf_counter()
-    accelerator = create_accelerator(config.train, config.run_dir)
-    if accelerator.is_main_process:  # before this process claims it: the other ranks would see its own lock
-        ownership.refuse_if_in_use(config.run_dir)
-    check_run_dir(config)
-    teacher = distill.resolve_teacher(config.train.distill) if config.train.distill.teacher else None
+    start = time.perf_counter() if started is None else started
+    timings = Timings(startup_seconds=None if started is None else time.perf_counter() - started)
+    with clock.timed(timings, "setup_seconds"):
+        accelerator = create_accelerator(config.train, config.run_dir)
+        if accelerator.is_main_process:  # before this process claims it: the other ranks would see its own lock
+            ownership.refuse_if_in_use(config.run_dir)
+        check_run_dir(config)
+        teacher = distill.resolve_teacher(config.train.distill) if config.train.distill.teacher else None
     claim = ownership.claimed(config.run_dir) if accelerator.is_main_process else contextlib.nullcontext()
     keep_memory = config.train.keep_freed_memory and accelerator.device.type == "cpu"
     with claim, hardware.torch_threads_restored(), hardware.freed_memory_kept(keep_memory) as memory_kept:
-        accelerator.wait_for_everyone()  # every process samples the load at once, none of them busy yet
-        threads = set_cpu_threads(config.train.cpu_threads, accelerator)
-        set_seed(config.run.seed)
-        timings = Timings()
+        with clock.timed(timings, "setup_seconds"):
+            accelerator.wait_for_everyone()  # every process samples the load at once, none of them busy yet
+            threads = set_cpu_threads(config.train.cpu_threads, accelerator)
+            set_seed(config.run.seed)
         prepared = prepare(config, accelerator, timings, teacher)
-        if accelerator.is_main_process:
-            start_run_dir(config, prepared.data)
-        accelerator.wait_for_everyone()
-        training, num_parameters = train(config, prepared, accelerator)
-        timings.train_seconds = training.state.train_seconds
-        scoring, timings.eval_seconds, eval_rows = evaluate(
-            config, prepared, accelerator, training.best_validation_logits
-        )
-        timings.total_seconds = time.perf_counter() - start
+        with clock.timed(timings, "setup_seconds"):
+            if accelerator.is_main_process:
+                start_run_dir(config, prepared.data)
+            accelerator.wait_for_everyone()
+        training, num_parameters = train(config, prepared, accelerator, timings)
+        scoring, eval_rows = evaluate(config, prepared, accelerator, timings, training.best_validation_logits)
+        timings.close(time.perf_counter() - start)  # closed again at the end; metrics.json is written before it
         device = {**hardware.device_info(accelerator.device, accelerator.num_processes), **threads}
         device["freed_memory_kept"] = memory_kept
         record = build_record(
             config, prepared, training, scoring, timings, eval_rows, num_parameters, started_at, device
         )
         if accelerator.is_main_process:
-            finish_run(config, prepared, record, scoring.results["test"])
+            finish_run(config, prepared, record, scoring.results["test"], start)
         accelerator.wait_for_everyone()
     # Closes the trackers and, under several processes, the process group: nothing collective may follow.
     accelerator.end_training()
     if config.eval.export != "none" and accelerator.is_main_process:  # ONNX export, verified (pipeline.export)
         splits = prepared.data.splits
-        export_after_training(config, splits["validation"], splits["train"], splits["test"])
+        with clock.timed(timings, "export_seconds"):
+            export_after_training(config, splits["validation"], splits["train"], splits["test"])
+    if accelerator.is_main_process:
+        close_timings(config, record, start)
     return record.to_dict()
 
 
-def finish_run(config: PipelineConfig, prepared: Prepared, record: RunRecord, test: EvalResult) -> None:
+def close_timings(config: PipelineConfig, record: RunRecord, start: float) -> None:
+    """metrics.json rewritten with the whole process timed (the outputs and the export, which follow its first
+    writing, included), and the run's last line, which shows the split."""
+    run = RunDir(config.run_dir)
+    record.timings.close(time.perf_counter() - start)
+    run.write_record(record)
+    print(
+        f"Test {record.headline_scores}; trained at {record.throughput.train_samples_per_second:.1f} samples/s; total {record.timings.total_seconds:.0f} s ({record.timings.split}). Run directory: {run.path}"
+    )
+
+
+def finish_run(config: PipelineConfig, prepared: Prepared, record: RunRecord, test: EvalResult, start: float) -> None:
     """Main process, after stage 4: the TF-IDF baseline and the prediction path's speed added to the record, then
-    metrics.json, the test predictions, reports and model card written."""
-    # Seconds on one CPU thread (nothing collective runs meanwhile); not in metrics.json's timings.
-    baseline = run_baseline(config.eval.baseline, prepared.data.splits, prepared.labels)
+    metrics.json (timed up to it), the test predictions, reports and model card written."""
+    timings = record.timings
+    with clock.timed(timings, "baseline_seconds"):  # on one CPU thread (nothing collective runs meanwhile)
+        baseline = run_baseline(config.eval.baseline, prepared.data.splits, prepared.labels)
     record.baseline = Baseline.from_dict(baseline) if baseline is not None else None
     if config.eval.predict_speed_rows:
-        record.throughput.update(prediction_speed(config, prepared))
-    write_outputs(config, record, test, prepared.data.splits["test"])
+        split = prepared.data.splits["test"]
+        texts = split.select(range(min(len(split), config.eval.predict_speed_rows)))["text"]
+        with clock.timed(timings, "predict_speed_seconds"):
+            record.throughput.update(end_of_run_speed(config.run_dir, texts, prepared.tokenization.max_length))
+    timings.close(time.perf_counter() - start)
+    with clock.timed(timings, "outputs_seconds"):
+        write_outputs(config, record, test, prepared.data.splits["test"])
 
 
 def write_outputs(config: PipelineConfig, record: RunRecord, test: EvalResult, test_split: datasets.Dataset) -> None:
@@ -422,9 +445,6 @@ def write_outputs(config: PipelineConfig, record: RunRecord, test: EvalResult, t
         )
     write_report([run.path], run.path)
     write_model_card(run.path)
-    print(
-        f"Test {record.headline_scores}; trained at {record.throughput.train_samples_per_second:.1f} samples/s; total {record.timings.total_seconds:.0f} s. Run directory: {run.path}"
-    )
 
 
 def setup_logging() -> None:
@@ -441,6 +461,7 @@ def setup_logging() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    started = clock.process_start()
     setup_logging()
     # The libraries' millions of objects live until exit: frozen, the collector's full passes skip them.
     gc.freeze()
@@ -448,7 +469,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = resolve_config(args)
         with terminated_as_interrupt():  # `kill` unwinds as Ctrl-C does: temporary files go, the lock is released
-            run(config)
+            run(config, started)
     except UnknownLabels as error:  # a validation or test file's class that train lacks: how to leave its rows out
         print(f"error: {error}{leave_out_hint(config.data, error.labels)}", file=sys.stderr)
         return 2
@@ -468,4 +489,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    clock.exit_without_teardown(main())

@@ -5,7 +5,7 @@
     write_record(run.metrics_path, record)           # atomically
 
 docs/run-directory.md describes every key (tests/run/test_record.py checks the page against these classes). The
-codec is generic (dataclasses.fields and type hints), so a section is only its list of fields:
+codec is generic (pipeline/run/sections.py: dataclasses.fields and type hints), so a section is only its list of fields:
 
 - A key the classes do not name (a newer or older file's) is kept in the section's `extra` and written back.
 - A key written as null is written as null again; one never written stays absent (`None` in Python).
@@ -16,17 +16,14 @@ codec is generic (dataclasses.fields and type hints), so a section is only its l
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import json
 import math
-import types
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from pipeline.common.io import atomic_write_json
+from pipeline.run.sections import Section, section_fields
 
 METRICS_FILE = "metrics.json"
 # 1: no format_version key (runs made before it); 2: the same keys, with format_version.
@@ -52,101 +49,6 @@ def read_text(path: Path) -> str:
         raise RunDirError(f"{path}: not UTF-8 text (byte {error.start})") from None
     except OSError as error:
         raise RunDirError(f"{path}: cannot be read: {error.strerror}") from None
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# The generic codec
-
-S = TypeVar("S", bound="Section")
-
-
-@dataclass
-class Section:
-    """A JSON object of metrics.json: its known keys as fields, the rest in `extra`."""
-
-    extra: dict[str, Any] = field(default_factory=dict, repr=False, kw_only=True, metadata={"internal": True})
-    # The keys as read, in their order: written in it again, a null as null, so reading and writing changes nothing.
-    read_keys: list[str] = field(
-        default_factory=list, repr=False, compare=False, kw_only=True, metadata={"internal": True}
-    )
-
-    @classmethod
-    def from_dict(cls: type[S], data: dict[str, Any]) -> S:
-        hints, values, extra = _hints(cls), {}, {}
-        fields = {f.name: f for f in _fields(cls)}
-        for key, value in data.items():
-            decoded = _decode(hints[key], value) if key in fields else _UNREADABLE
-            # Unknown keys, another version's shape where a section was expected, and null where every run has a
-            # section: kept as they were, never a crash.
-            if decoded is _UNREADABLE or (decoded is None and fields[key].default is not None):
-                extra[key] = value
-            else:
-                values[key] = decoded
-        return cls(**values, extra=extra, read_keys=list(data))
-
-    def to_dict(self) -> dict[str, Any]:
-        names = [f.name for f in _fields(type(self))]
-        out = {}
-        for key in dict.fromkeys([*self.read_keys, *names, *self.extra]):
-            value = getattr(self, key) if key in names else None
-            if key in names and (not _blank(value) or (key in self.read_keys and key not in self.extra)):
-                out[key] = _encode(value)
-            elif key in self.extra:  # unknown, or unreadable as its section (unless set since)
-                out[key] = self.extra[key]
-        return out
-
-    def update(self: S, other: S | None) -> None:
-        """Take every field `other` has (not None): one record's figures added to another's."""
-        for f in _fields(type(self)) if other is not None else ():
-            if getattr(other, f.name) is not None:
-                setattr(self, f.name, getattr(other, f.name))
-
-
-_UNREADABLE = object()
-
-
-def _blank(value: Any) -> bool:
-    """Nothing to write: None, or a section with nothing in it (one a file lacked)."""
-    return value is None or (isinstance(value, Section) and not value.to_dict())
-
-
-def _fields(cls: type) -> list[dataclasses.Field]:
-    return [f for f in dataclasses.fields(cls) if not f.metadata.get("internal")]
-
-
-_hints = functools.cache(typing.get_type_hints)  # a section's field types, resolved once
-
-
-def _unwrap(hint: Any) -> Any:
-    """X from `X | None`."""
-    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
-        return next(arg for arg in typing.get_args(hint) if arg is not type(None))
-    return hint
-
-
-def _section_type(hint: Any) -> type[Section] | None:
-    """The Section class a hint names, through `X | None`."""
-    hint = _unwrap(hint)
-    return hint if isinstance(hint, type) and issubclass(hint, Section) else None
-
-
-def _decode(hint: Any, value: Any) -> Any:
-    section = _section_type(hint)
-    if section is not None and value is not None and not isinstance(value, section):
-        return section.from_dict(value) if isinstance(value, dict) else _UNREADABLE
-    if typing.get_origin(_unwrap(hint)) is dict and isinstance(value, dict):
-        inner = _section_type(typing.get_args(_unwrap(hint))[1])
-        if inner is not None:
-            return {k: inner.from_dict(v) if isinstance(v, dict) else v for k, v in value.items()}
-    return value
-
-
-def _encode(value: Any) -> Any:
-    if isinstance(value, Section):
-        return value.to_dict()
-    if isinstance(value, dict):
-        return {k: _encode(v) for k, v in value.items()}
-    return value
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -198,7 +100,7 @@ class Scores(Section):
 
     def figure(self, metric: str) -> Any:
         """A figure by its name (a ranking metric's, say), or None."""
-        return getattr(self, metric, None) if metric in {f.name for f in _fields(type(self))} else None
+        return getattr(self, metric, None) if metric in {f.name for f in section_fields(type(self))} else None
 
 
 @dataclass
@@ -265,12 +167,62 @@ class Tokenization(Section):
 
 @dataclass
 class Timings(Section):
+    """Seconds per phase of the process. PHASES, in the order they run, add up to total_seconds exactly: what no
+    phase covers is other_seconds. eval_seconds is the sum of test_seconds and calibration_seconds."""
+
+    startup_seconds: float | None = None
+    setup_seconds: float | None = None
     data_seconds: float | None = None
+    model_load_seconds: float | None = None
     tokenize_seconds: float | None = None
     teacher_seconds: float | None = None
+    train_setup_seconds: float | None = None
     train_seconds: float | None = None
+    validation_seconds: float | None = None
+    validation_pass_seconds: list[float] | None = None
+    best_model_save_seconds: float | None = None
+    checkpoint_seconds: float | None = None
     eval_seconds: float | None = None
+    calibration_seconds: float | None = None
+    test_seconds: float | None = None
+    baseline_seconds: float | None = None
+    export_seconds: float | None = None
+    predict_speed_seconds: float | None = None
+    outputs_seconds: float | None = None
+    other_seconds: float | None = None
     total_seconds: float | None = None
+
+    PHASES = (
+        ("startup_seconds", "start-up"),
+        ("setup_seconds", "set-up"),
+        ("data_seconds", "data"),
+        ("model_load_seconds", "model load"),
+        ("tokenize_seconds", "tokenization"),
+        ("teacher_seconds", "teacher"),
+        ("train_setup_seconds", "training set-up"),
+        ("train_seconds", "training steps"),
+        ("validation_seconds", "validation"),
+        ("best_model_save_seconds", "best-model saves"),
+        ("checkpoint_seconds", "checkpoints"),
+        ("calibration_seconds", "calibration"),
+        ("test_seconds", "test"),
+        ("baseline_seconds", "baseline"),
+        ("export_seconds", "export"),
+        ("predict_speed_seconds", "speed sample"),
+        ("outputs_seconds", "outputs"),
+        ("other_seconds", "other"),
+    )
+
+    def close(self, total: float) -> None:
+        """Set total_seconds, and other_seconds to what no phase covers."""
+        covered = sum(getattr(self, key) or 0.0 for key, _ in self.PHASES if key != "other_seconds")
+        self.total_seconds, self.other_seconds = total, total - covered
+
+    @property
+    def split(self) -> str:
+        """The phases that took time, as the run's last line and its report show them: 'data 1.1 s, ...'."""
+        shown = [(name, getattr(self, key)) for key, name in self.PHASES]
+        return ", ".join(f"{name} {seconds:.1f} s" for name, seconds in shown if is_number(seconds) and seconds >= 0.05)
 
 
 @dataclass

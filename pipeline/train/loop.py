@@ -4,11 +4,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,11 +20,13 @@ from accelerate.utils import ProjectConfiguration
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, get_linear_schedule_with_warmup
 
+from pipeline.common.clock import timed
 from pipeline.common.extras import installed
 from pipeline.common.hardware import resolve_mixed_precision
 from pipeline.config.schema import TrainConfig, run_length_setting
 from pipeline.data.labels import ClassCounts
 from pipeline.run.directory import RunDir
+from pipeline.run.record import Timings
 from pipeline.scoring.evaluation import predict_logits, result_from_logits, selection_metric
 from pipeline.text.batching import TokenizedRows, model_inputs, training_loader
 from pipeline.train.checkpoints import History, TrainingState, restore_checkpoint, save_checkpoint
@@ -121,6 +124,8 @@ class Trainer:
         self.selection_metric = selection_metric(config.selection_metric, validation_rows.multi_label, class_counts)
         self.best_validation_logits: torch.Tensor | None = None
         self.history = History(self.run_dir, enabled=accelerator.is_main_process)
+        # This process's steps, validation passes, saves and checkpoints (metrics.json timings).
+        self.timings = Timings(train_seconds=0.0)
 
         window = config.gradient_accumulation_steps * accelerator.num_processes  # batches per optimizer step
         self.effective_batch_size = config.per_device_batch_size * window
@@ -167,10 +172,20 @@ class Trainer:
                 parameter.grad.mul_(factor)
 
     def _validate(self, epoch_float: float) -> bool:
-        logits = predict_logits(
-            self.model, self.validation_rows, self.accelerator, self.eval_batch_size, self.eval_batch_tokens
-        )
-        return self._record_validation(logits, epoch_float)
+        with self._timed_pass():
+            logits = predict_logits(
+                self.model, self.validation_rows, self.accelerator, self.eval_batch_size, self.eval_batch_tokens
+            )
+            return self._record_validation(logits, epoch_float)
+
+    @contextlib.contextmanager
+    def _timed_pass(self) -> Iterator[None]:
+        """One validation pass's seconds into timings, the best-model save it triggers apart."""
+        timings, tick, saves = self.timings, time.perf_counter(), self.timings.best_model_save_seconds or 0.0
+        yield
+        seconds = time.perf_counter() - tick - ((timings.best_model_save_seconds or 0.0) - saves)
+        timings.validation_seconds = (timings.validation_seconds or 0.0) + seconds
+        timings.validation_pass_seconds = [*(timings.validation_pass_seconds or []), round(seconds, 3)]
 
     def _record_validation(self, logits: torch.Tensor, epoch_float: float) -> bool:
         """Log the metrics, keep the model (and its logits, which finetune's evaluation reuses) if it is the best so
@@ -196,7 +211,8 @@ class Trainer:
             state.evals_without_improvement = 0
             self.best_validation_logits = logits
             if self.accelerator.is_main_process:
-                self.save_best(self.accelerator.unwrap_model(self.model))
+                with timed(self.timings, "best_model_save_seconds"):
+                    self.save_best(self.accelerator.unwrap_model(self.model))
             self.accelerator.wait_for_everyone()
         else:
             state.evals_without_improvement += 1
@@ -288,6 +304,7 @@ class Trainer:
                 continue
             now = time.perf_counter()
             state.train_seconds += now - tick
+            self.timings.train_seconds += now - tick  # this process's share (state's counts every resumed one)
             stopped_early = self._after_optimizer_step()
             tick = time.perf_counter()  # evaluation and checkpoints do not count as training time
             if stopped_early:
@@ -347,7 +364,8 @@ class Trainer:
             state.batches_seen_in_epoch = 0
         if config.save_every_steps and state.global_step % config.save_every_steps == 0:
             trainer_state = {"state": state.state_dict(), "scheduler": self.scheduler.state_dict()}
-            save_checkpoint(self.accelerator, self.run_dir, state.global_step, trainer_state)
+            with timed(self.timings, "checkpoint_seconds"):
+                save_checkpoint(self.accelerator, self.run_dir, state.global_step, trainer_state)
         return stopped_early
 
     def _log_training(self, epochs: float) -> None:
