@@ -397,17 +397,23 @@ def run(config: PipelineConfig, started: float | None = None) -> dict[str, Any]:
     if config.eval.export != "none" and accelerator.is_main_process:  # ONNX export, verified (pipeline.export)
         splits = prepared.data.splits
         with clock.timed(timings, "export_seconds"):
-            export_after_training(config, splits["validation"], splits["train"], splits["test"])
+            export_after_training(config, splits["validation"], splits["train"], splits["test"], report=False)
     if accelerator.is_main_process:
-        close_timings(config, record, start)
+        close_timings(config, record, start, report_again=config.eval.export != "none")
     return record.to_dict()
 
 
-def close_timings(config: PipelineConfig, record: RunRecord, start: float) -> None:
+def close_timings(config: PipelineConfig, record: RunRecord, start: float, report_again: bool) -> None:
     """metrics.json rewritten with the whole process timed (the outputs and the export, which follow its first
-    writing, included), and the run's last line, which shows the split."""
-    run = RunDir(config.run_dir)
-    record.timings.close(time.perf_counter() - start)
+    writing, included), and the run's last line, which shows the split. `report_again`: the report is written again
+    (after an export, so that it shows it), with the timings up to it."""
+    run, timings = RunDir(config.run_dir), record.timings
+    if report_again:
+        timings.close(time.perf_counter() - start)
+        run.write_record(record)
+        with clock.timed(timings, "outputs_seconds"):
+            write_report([run.path], run.path)
+    timings.close(time.perf_counter() - start)
     run.write_record(record)
     print(
         f"Test {record.headline_scores}; trained at {record.throughput.train_samples_per_second:.1f} samples/s; total {record.timings.total_seconds:.0f} s ({record.timings.split}). Run directory: {run.path}"
