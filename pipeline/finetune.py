@@ -189,7 +189,7 @@ def train(
     config: PipelineConfig, prepared: Prepared, accelerator: Accelerator, timings: Timings
 ) -> tuple[TrainResult, int]:
     """Stage 3: the best model by train.selection_metric on validation is saved into model/ on every improvement.
-    Its seconds go into `timings`: the loop's phases, and the rest (optimizer, loader, trackers) as its set-up."""
+    Its seconds go into `timings`: the loop's phases, and the rest (optimizer, loader, trackers, logging) as its set-up."""
     tick = time.perf_counter()
     run = RunDir(config.run_dir)
     trainer = Trainer(
@@ -210,11 +210,10 @@ def train(
         eval_batch_tokens=batch_token_budget(config.eval.max_batch_tokens, accelerator.device),
     )
     result = trainer.run()
-    loop = ("train_seconds", "validation_seconds", "validation_pass_seconds", "best_model_save_seconds")
-    for key in (*loop, "checkpoint_seconds"):
+    apart = ("train_seconds", "validation_seconds", "best_model_save_seconds", "checkpoint_seconds")
+    for key in (*apart, "validation_pass_seconds"):
         setattr(timings, key, getattr(trainer.timings, key))
-    timed_apart = sum(getattr(timings, key) or 0.0 for key in (*loop[:2], *loop[3:], "checkpoint_seconds"))
-    timings.train_setup_seconds = time.perf_counter() - tick - timed_apart
+    timings.train_setup_seconds = time.perf_counter() - tick - sum(getattr(timings, key) or 0.0 for key in apart)
     return result, accelerator.unwrap_model(trainer.model).num_parameters()
 
 
