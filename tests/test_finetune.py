@@ -303,6 +303,16 @@ def test_timings_sum_to_the_process_wall_time(tmp_path, tiny_bert_dir, ag_news_t
     assert f"({timings.split})" in result.stdout.splitlines()[-1]
 
 
+def test_the_command_starts_without_matplotlib_or_the_export_runtimes():
+    """Matplotlib, scikit-learn and the export runtimes load where a figure, a metric or an export needs them."""
+    heavy = ("matplotlib", "sklearn", "onnxruntime", "openvino")
+    code = f"import sys\nimport pipeline.finetune\nprint(sorted(name for name in {heavy!r} if name in sys.modules))"
+    environment = {**os.environ, **OFFLINE_ENVIRONMENT, "PYTHONPATH": str(REPO_ROOT)}
+    result = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "[]"
+
+
 def test_the_last_console_line_leads_with_the_selection_metric():
     single = {"best": {"metric": "accuracy"}, "test": {"accuracy": 0.9, "macro_f1": 0.85, "num_samples": 200}}
     assert RunRecord.from_dict(single).headline_scores == "accuracy 0.9000, macro-F1 0.8500 on 200 rows"
