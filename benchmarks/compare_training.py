@@ -310,6 +310,7 @@ def run_ours(args: argparse.Namespace) -> dict:
         "train_seconds": record.timings.train_seconds,
         "process_seconds": round(wall_seconds, 3),
         "total_seconds": record.timings.total_seconds,
+        "phases": record.timings.split,  # where the whole run went (issue 41: every phase timed)
         "test_accuracy": record.test.accuracy,
         "test_rows": (record.data.sizes or {}).get("test"),
         "max_length": record.tokenization.max_length,
@@ -409,6 +410,8 @@ def print_report(runs: list[dict], summary: dict, repeats: int) -> None:
             f"{fmt(run['process_seconds'], 1):>11} {run['max_length'] or '-'!s:>7} {run['precision'] or '-'!s:>9} "
             f"{run['test_rows'] or '-'!s:>9} {fmt(run['test_accuracy'], 4):>8}"
         )
+        if run.get("phases"):
+            print(f"{'':<13} phases: {run['phases']}")
     label = f"median of {repeats} repeats" if repeats > 1 else "one run each"
     for entry in summary["by_background_load"]:
         load = entry["background_load"]

@@ -6,7 +6,11 @@ and that the run directory is complete and consistent, and a full one (slow tier
 
 import csv
 import json
+import os
 import shutil
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -17,7 +21,7 @@ from pipeline import finetune
 from pipeline.common import hardware
 from pipeline.config.load import load_config
 from pipeline.run.record import RunRecord
-from tests.helpers import MINILM_CONFIG, reset_accelerate, tiny_run_overrides
+from tests.helpers import MINILM_CONFIG, OFFLINE_ENVIRONMENT, REPO_ROOT, reset_accelerate, tiny_run_overrides
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
 
@@ -265,6 +269,48 @@ def test_two_runs_with_different_precision_in_one_process(tiny_run_config):
     first = finetune.run(tiny_run_config("run.name=bf16", "train.max_steps=1", "train.mixed_precision=bf16"))
     second = finetune.run(tiny_run_config("run.name=fp32", "train.max_steps=1", "train.mixed_precision=no"))
     assert (first["training"]["mixed_precision"], second["training"]["mixed_precision"]) == ("bf16", "no")
+
+
+def test_timings_cover_the_run_phase_by_phase(finished_run):
+    """Every phase is timed: what no phase covers (`other`) is a sliver of the run, and the phases add up to it."""
+    config, metrics = finished_run
+    timings = RunRecord.from_dict(metrics).timings
+    history = (config.run_dir / "history.jsonl").read_text().splitlines()
+    phases = [getattr(timings, key) for key, _ in timings.PHASES]
+    assert sum(seconds or 0.0 for seconds in phases) == pytest.approx(timings.total_seconds)
+    assert 0 <= timings.other_seconds < 0.05 * timings.total_seconds + 0.5
+    assert timings.startup_seconds is None  # run() called in-process: no start-up of its own
+    assert len(timings.validation_pass_seconds) == sum('"eval_loss"' in line for line in history) > 0
+    assert sum(timings.validation_pass_seconds) == pytest.approx(timings.validation_seconds, abs=0.01)
+    assert timings.eval_seconds == pytest.approx(timings.test_seconds + timings.calibration_seconds)
+    assert min(timings.train_seconds, timings.test_seconds, timings.outputs_seconds, timings.model_load_seconds) > 0
+
+
+@pytest.mark.slow  # a fresh interpreter: its imports alone take seconds
+def test_timings_sum_to_the_process_wall_time(tmp_path, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv):
+    """`python -m pipeline.finetune` timed from outside: metrics.json's phases, start-up included, sum to it."""
+    overrides = tiny_run_overrides(tmp_path, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv)
+    command = [sys.executable, "-m", "pipeline.finetune", "--config", str(MINILM_CONFIG), *overrides, *RUNS["quick"]]
+    environment = {**os.environ, **OFFLINE_ENVIRONMENT, "PYTHONPATH": str(REPO_ROOT)}
+    tick = time.perf_counter()
+    result = subprocess.run(command, env=environment, capture_output=True, text=True, cwd=tmp_path)
+    wall = time.perf_counter() - tick
+    assert result.returncode == 0, result.stderr[-2000:]
+    timings = RunRecord.from_dict(json.loads((tmp_path / "runs" / "quick" / "metrics.json").read_text())).timings
+    covered = sum(getattr(timings, key) or 0.0 for key, _ in timings.PHASES if key != "other_seconds")
+    assert covered == pytest.approx(wall, rel=0.02)
+    assert timings.total_seconds == pytest.approx(wall, rel=0.02) and timings.startup_seconds > 0.5
+    assert f"({timings.split})" in result.stdout.splitlines()[-1]
+
+
+def test_the_command_starts_without_matplotlib_or_the_export_runtimes():
+    """Matplotlib, scikit-learn and the export runtimes load where a figure, a metric or an export needs them."""
+    heavy = ("matplotlib", "sklearn", "onnxruntime", "openvino")
+    code = f"import sys\nimport pipeline.finetune\nprint(sorted(name for name in {heavy!r} if name in sys.modules))"
+    environment = {**os.environ, **OFFLINE_ENVIRONMENT, "PYTHONPATH": str(REPO_ROOT)}
+    result = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "[]"
 
 
 def test_the_last_console_line_leads_with_the_selection_metric():

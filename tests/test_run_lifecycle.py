@@ -268,7 +268,7 @@ def test_values_that_used_to_crash_later_are_one_line_errors(override, key, tmp_
 def test_a_run_directory_that_cannot_be_written_is_one_line_before_any_work(tmp_path, capsys, monkeypatch, kind):
     """The user sweep: run.output_dir on a read-only file system ended in a traceback from rundir.claimed."""
     folder = unwritable_folder(tmp_path, kind)
-    monkeypatch.setattr(finetune, "prepare", lambda *args: pytest.fail("the run started"))
+    monkeypatch.setattr(finetune.runner, "prepare", lambda *args: pytest.fail("the run started"))
     assert finetune.main(["--config", "configs/ag_news_minilm.yaml", f"run.output_dir={folder}"]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines == [lines[0]] and lines[0].startswith(f"error: cannot write run directory {folder}/ag_news_minilm: ")

@@ -14,8 +14,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from pipeline.common.errors import DataError
 from pipeline.config.reading import LABEL_COLUMN, TEXT_COLUMN
 from pipeline.data.folder_entries import (
@@ -67,6 +65,8 @@ def read_class_folders(
     path: str, encoding: str, classes: Sequence[str] | None, classes_from: str, every_class: bool, origin: str
 ) -> SplitRows:
     """Every file of `path`'s class folders (or line of its class files) as a row of SplitRows; `classes` None: all."""
+    import pandas as pd  # here, not at the top: `pipeline.predict` imports this module and starts without pandas
+
     refuse_saved_dataset(path, origin)
     folders, loose = class_folder_entries(path)
     files_per_class = by_file = None

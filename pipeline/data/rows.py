@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from pipeline.common.errors import DataError
 from pipeline.data.formats.table import and_more, in_sheet
 from pipeline.data.text import resolve_columns
+
+if TYPE_CHECKING:  # a type only: `pipeline.predict` reads files without loading pandas
+    import pandas as pd
 
 SPLITS = ("train", "validation", "test")
 FILE_KEYS = {"train": "data.train_file", "validation": "data.validation_file", "test": "data.test_file"}

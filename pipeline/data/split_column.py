@@ -6,14 +6,15 @@ import dataclasses
 import logging
 import math
 from collections.abc import Callable
-from typing import Any
-
-import datasets
+from typing import TYPE_CHECKING, Any
 
 from pipeline.common.errors import DataError
 from pipeline.data.rows import SPLITS, SplitRows
 from pipeline.data.splits import DuplicateReport
 from pipeline.data.text import is_blank
+
+if TYPE_CHECKING:  # a type only: `pipeline.predict` reads files without loading datasets
+    import datasets
 
 logger = logging.getLogger("pipeline.data.load")
 # What a value of data.split_column says (stripped, any case): its row's split.

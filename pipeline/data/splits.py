@@ -12,14 +12,17 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import datasets
 import numpy as np
 
 from pipeline.common.errors import DataError
 from pipeline.common.io import atomic_write_csv
 from pipeline.data.near_duplicates import NearRow, conflicting_groups
 from pipeline.data.rows import SPLITS
+
+if TYPE_CHECKING:  # a type only: `pipeline.predict` imports this module without loading datasets
+    import datasets
 
 logger = logging.getLogger(__name__)
 CONFLICT_EXAMPLES = 5

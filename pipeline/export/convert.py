@@ -291,9 +291,11 @@ def _versions(runtimes: set[str]) -> dict[str, str]:
     }
 
 
-def export_after_training(config: Any, validation: Any, train: Any = None, test: Any = None) -> dict[str, Any]:
+def export_after_training(
+    config: Any, validation: Any, train: Any = None, test: Any = None, report: bool = True
+) -> dict[str, Any]:
     """`eval.export: onnx|int8` at the end of a run: export and verify on the splits already in memory, print the
-    table, and rewrite the run's report so that it shows it."""
+    table, and rewrite the run's report so that it shows it (`report=False`: the caller rewrites it)."""
     record = export_run(
         config.run_dir,
         "int8" if config.eval.export == "int8" else None,
@@ -306,5 +308,6 @@ def export_after_training(config: Any, validation: Any, train: Any = None, test:
         seed=config.run.seed,
     )
     print(format_record(record))
-    write_report([config.run_dir], config.run_dir)
+    if report:
+        write_report([config.run_dir], config.run_dir)
     return record

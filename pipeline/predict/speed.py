@@ -4,14 +4,18 @@ tokenization included, after one warm-up batch (the first pass pays one-off cost
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from pipeline.config.schema import EvalConfig
 from pipeline.predict.predictor import Predictor
+from pipeline.predict.source import PredictError, resolve_model_source
 from pipeline.run.directory import PREDICTION_TEXT, RunDir, RunDirError
 from pipeline.run.record import Throughput
+
+logger = logging.getLogger("pipeline")
 
 
 def warm_up(predictor: Predictor, texts: Sequence[str]) -> None:
@@ -37,6 +41,19 @@ def prediction_speed(predictor: Predictor, texts: Sequence[str]) -> Throughput |
     tick = time.perf_counter()
     predictor.infer(texts)
     return speed_record(predictor, len(texts), time.perf_counter() - tick)
+
+
+def end_of_run_speed(run_dir: Path, texts: Sequence[str], max_length: int) -> Throughput | None:
+    """Rows/s of the prediction path on a run's first test `texts`, with the saved model as users will load it;
+    None, with a warning, where it cannot load."""
+    try:
+        # Before metrics.json is written: the model is final (calibrated, with its thresholds), the run not yet.
+        source = resolve_model_source(run_dir, require_finished=False)
+        predictor = Predictor.from_source(source, max_length=max_length, backend="torch")
+    except PredictError as error:
+        logger.warning("Prediction speed not measured: %s", error)
+        return None
+    return prediction_speed(predictor, texts)
 
 
 def record_run_speed(run_path: str | Path) -> float:

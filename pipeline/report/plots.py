@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib.figure import Figure
-from matplotlib.ticker import Formatter, MaxNLocator, PercentFormatter
 
 from pipeline.common.errors import shorten
+
+if TYPE_CHECKING:  # matplotlib loads where a figure is drawn: `pipeline.finetune` starts without it
+    from matplotlib.figure import Figure
 
 # Rendered at 1.5x the CSS size so charts stay sharp on high-density screens.
 PNG_DPI = 144
@@ -57,6 +59,13 @@ class EvalCurve:
     metric_name: str = "accuracy"  # as a reader sees it
 
 
+def new_figure(**options: Any) -> Figure:
+    """A matplotlib Figure, constrained layout; matplotlib is imported here, on the first figure drawn."""
+    from matplotlib.figure import Figure
+
+    return Figure(**options, layout="constrained")
+
+
 def figure_to_png(figure: Figure) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, **SAVE_OPTIONS)
@@ -67,6 +76,8 @@ def confusion_matrix_figure(
     matrix: Sequence[Sequence[float]] | np.ndarray, labels: Sequence[str], title: str | None = None
 ) -> Figure:
     """Counts in the cells, colour by share of the true class (row-normalised) so rare classes stay readable."""
+    from matplotlib.ticker import PercentFormatter
+
     counts = np.asarray(matrix, dtype=float)
     if counts.ndim != 2 or counts.shape != (len(labels), len(labels)):
         raise ValueError(f"confusion matrix of shape {counts.shape} does not match {len(labels)} labels")
@@ -80,7 +91,7 @@ def confusion_matrix_figure(
 
     num_classes = len(labels)
     side_inches = min(12.0, max(4.8, 0.75 * num_classes + 2.6))
-    figure = Figure(figsize=(side_inches + 0.9, side_inches), layout="constrained")
+    figure = new_figure(figsize=(side_inches + 0.9, side_inches))
     axes = figure.add_subplot()
     image = axes.imshow(shares, cmap="Blues", vmin=0.0, vmax=1.0)
     colorbar = figure.colorbar(image, ax=axes, fraction=0.046, pad=0.04)
@@ -117,8 +128,10 @@ def shared_metric_name(curves: Sequence[EvalCurve]) -> str | None:
 def validation_curves_figure(curves: Sequence[EvalCurve]) -> Figure:
     """Each run's validation metric against optimizer steps (left) and training time (right); curves in different
     metrics share the axis (each a share from 0 to 1) and name their metric in the legend."""
+    from matplotlib.ticker import MaxNLocator
+
     shared = shared_metric_name(curves)
-    figure = Figure(figsize=(11.0, 4.2), layout="constrained")
+    figure = new_figure(figsize=(11.0, 4.2))
     by_step, by_time = figure.subplots(1, 2, sharey=True)
     longest_seconds = max((s for curve in curves for s in curve.elapsed_seconds if s is not None), default=0.0)
     time_unit, time_divisor = ("min", 60.0) if longest_seconds > 180 else ("s", 1.0)
@@ -142,31 +155,27 @@ def validation_curves_figure(curves: Sequence[EvalCurve]) -> Figure:
     by_step.set_ylabel(f"validation {shared}" if shared else "validation metric that selected each model")
     by_step.xaxis.set_major_locator(MaxNLocator(integer=True))
     by_time.set_xlabel(f"training time ({time_unit})")
-    # Steps of 1, 2 or 5 (times a power of ten) keep _PercentTicks' decimal count exact.
+    # Steps of 1, 2 or 5 (times a power of ten) keep _percent_ticks' decimal count exact.
     by_step.yaxis.set_major_locator(MaxNLocator(nbins=7, steps=[1, 2, 5, 10]))
     if all(curve.metric == "accuracy" for curve in curves):
-        by_step.yaxis.set_major_formatter(_PercentTicks())
+        by_step.yaxis.set_major_formatter(_percent_ticks(by_step.yaxis))
     for axes in (by_step, by_time):
         axes.grid(alpha=0.3)
     by_step.legend(loc="lower right", fontsize=9)
     return figure
 
 
-class _PercentTicks(Formatter):
-    """Fractions as percents with as many decimals as the tick step needs: 80%, or 80.5% on a narrow range."""
+def _percent_ticks(axis: Any) -> Callable[[float, int | None], str]:
+    """Fractions as percents with as many decimals as the axis's tick step needs: 80%, or 80.5% on a narrow range."""
 
-    def __init__(self) -> None:
-        self._tick_values = np.array([])
-
-    def set_locs(self, locs: Sequence[float]) -> None:
-        super().set_locs(locs)
-        self._tick_values = np.asarray(locs, dtype=float)
-
-    def __call__(self, value: float, pos: int | None = None) -> str:
-        steps = np.diff(self._tick_values) if len(self._tick_values) > 1 else np.array([1.0])
+    def percent(value: float, pos: int | None = None) -> str:
+        ticks = np.asarray(axis.get_majorticklocs(), dtype=float)
+        steps = np.diff(ticks) if len(ticks) > 1 else np.array([1.0])
         step_points = 100 * float(np.min(np.abs(steps))) or 1.0
         decimals = max(0, -math.floor(math.log10(step_points) + 1e-9))
         return f"{100 * value:.{decimals}f}%"
+
+    return percent
 
 
 def per_class_f1_figure(labels: Sequence[str], f1_by_run: Mapping[str, Sequence[float | None]]) -> Figure:
@@ -176,7 +185,7 @@ def per_class_f1_figure(labels: Sequence[str], f1_by_run: Mapping[str, Sequence[
         f1_by_run = {name: list(values[:MAX_PLOTTED_CLASSES]) for name, values in f1_by_run.items()}
     num_classes, num_runs = len(labels), max(1, len(f1_by_run))
     width_inches = min(16.0, max(6.5, 0.55 * num_classes * num_runs + 2.5))
-    figure = Figure(figsize=(width_inches, 4.2), layout="constrained")
+    figure = new_figure(figsize=(width_inches, 4.2))
     axes = figure.add_subplot()
     group_positions = np.arange(num_classes)
     bar_width = 0.8 / num_runs
@@ -215,7 +224,7 @@ class OperatingCurve:
 
 def operating_curves_figure(curves: Sequence[OperatingCurve], title: str | None = None) -> Figure:
     """ROC (left) and precision-recall (right) curves, one line per class; a dot marks the operating point."""
-    figure = Figure(figsize=(11.0, 4.4), layout="constrained")
+    figure = new_figure(figsize=(11.0, 4.4))
     roc, pr = figure.subplots(1, 2)
     for index, curve in enumerate(curves):
         color = run_color(index)
@@ -249,7 +258,7 @@ def reliability_figure(
     title: str | None = None,
 ) -> Figure:
     """Accuracy against mean confidence per bin (metrics.json's records), before and after calibration."""
-    figure = Figure(figsize=(5.6, 4.8), layout="constrained")
+    figure = new_figure(figsize=(5.6, 4.8))
     axes = figure.add_subplot()
     axes.plot([0, 1], [0, 1], color="#999999", linestyle=":", linewidth=1, label="perfectly calibrated")
     for bins, ece, color, name in (

@@ -56,6 +56,8 @@ def summary_blocks(runs: Sequence[Run]) -> list[Block]:
         _text_row("Validation during training", runs, _validation_text),
         _text_row("Total time", runs, lambda r: format_duration(r.metrics.timings.total_seconds)),
         *([_text_row("Time budget", runs, _budget_text)] if any(_budget_text(r) != MISSING for r in runs) else []),
+        # Where the rest of the run went: start-up, validation, evaluation, outputs (the report's own writing aside).
+        _text_row("Time by phase", runs, lambda r: r.metrics.timings.split or MISSING),
         _text_row("Training samples/s", runs, lambda r: format_rate(r.metrics.throughput.train_samples_per_second)),
         _text_row("Evaluation samples/s", runs, lambda r: format_rate(r.metrics.throughput.eval_samples_per_second)),
         _text_row("Device", runs, _device_text),

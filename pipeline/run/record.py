@@ -3,7 +3,8 @@
     record = read_record(run.metrics_path)  # RunDirError, naming the file, when it is damaged; then
     record.test.accuracy, record.ranking_metric ...; write_record(run.metrics_path, record)  # atomically
 
-docs/run-directory.md describes every key (tests/run/test_record.py checks it). A section is its list of fields:
+docs/run-directory.md describes every key (tests/run/test_record.py checks the page against these classes). The
+codec is generic (pipeline/run/sections.py: dataclasses.fields and type hints), so a section is only its list of fields:
 
 - A key the classes do not name (a newer or older file's) is kept in `extra` and written back; null stays null.
 - A file without `format_version` is version 1 (runs before it was recorded): the same keys, one reader.
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.common.io import atomic_write_json
-from pipeline.run.section import Section, section_fields
+from pipeline.run.sections import Section, section_fields
 
 METRICS_FILE = "metrics.json"
 # 1: no format_version key (runs made before it); 2: the same keys, with format_version.
@@ -163,12 +164,66 @@ class Tokenization(Section):
 
 @dataclass
 class Timings(Section):
+    """Seconds per phase of the process. PHASES, in the order they run, add up to total_seconds exactly: what no
+    phase covers is other_seconds. eval_seconds is the sum of test_seconds and calibration_seconds."""
+
+    startup_seconds: float | None = None
+    setup_seconds: float | None = None
     data_seconds: float | None = None
+    model_load_seconds: float | None = None
     tokenize_seconds: float | None = None
     teacher_seconds: float | None = None
+    train_setup_seconds: float | None = None
     train_seconds: float | None = None
+    validation_seconds: float | None = None
+    validation_pass_seconds: list[float] | None = None
+    best_model_save_seconds: float | None = None
+    checkpoint_seconds: float | None = None
     eval_seconds: float | None = None
+    calibration_seconds: float | None = None
+    test_seconds: float | None = None
+    baseline_seconds: float | None = None
+    ensemble_seconds: float | None = None
+    label_audit_seconds: float | None = None
+    export_seconds: float | None = None
+    predict_speed_seconds: float | None = None
+    outputs_seconds: float | None = None
+    other_seconds: float | None = None
     total_seconds: float | None = None
+
+    PHASES = (
+        ("startup_seconds", "start-up"),
+        ("setup_seconds", "set-up"),
+        ("data_seconds", "data"),
+        ("model_load_seconds", "model load"),
+        ("tokenize_seconds", "tokenization"),
+        ("teacher_seconds", "teacher"),
+        ("train_setup_seconds", "training set-up"),
+        ("train_seconds", "training steps"),
+        ("validation_seconds", "validation"),
+        ("best_model_save_seconds", "best-model saves"),
+        ("checkpoint_seconds", "checkpoints"),
+        ("calibration_seconds", "calibration"),
+        ("test_seconds", "test"),
+        ("baseline_seconds", "baseline"),
+        ("ensemble_seconds", "ensemble"),
+        ("label_audit_seconds", "label audit"),
+        ("export_seconds", "export"),
+        ("predict_speed_seconds", "speed sample"),
+        ("outputs_seconds", "outputs"),
+        ("other_seconds", "other"),
+    )
+
+    def close(self, total: float) -> None:
+        """Set total_seconds, and other_seconds to what no phase covers."""
+        covered = sum(getattr(self, key) or 0.0 for key, _ in self.PHASES if key != "other_seconds")
+        self.total_seconds, self.other_seconds = total, total - covered
+
+    @property
+    def split(self) -> str:
+        """The phases that took time, as the run's last line and its report show them: 'data 1.1 s, ...'."""
+        shown = [(name, getattr(self, key)) for key, name in self.PHASES]
+        return ", ".join(f"{name} {seconds:.1f} s" for name, seconds in shown if is_number(seconds) and seconds >= 0.05)
 
 
 @dataclass

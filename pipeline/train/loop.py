@@ -4,11 +4,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,10 +22,12 @@ from accelerate.utils import ProjectConfiguration
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel
 
+from pipeline.common.clock import timed
 from pipeline.common.hardware import resolve_mixed_precision
 from pipeline.config.schema import TrainConfig, run_length_setting
 from pipeline.data.labels import ClassCounts
 from pipeline.run.directory import RunDir
+from pipeline.run.record import Timings
 from pipeline.scoring.evaluation import predict_logits, result_from_logits, selection_metric
 from pipeline.text.batching import TokenizedRows, model_inputs, training_loader
 from pipeline.train.checkpoints import History, TrainingState, restore_checkpoint, save_checkpoint
@@ -142,7 +145,21 @@ class Trainer:
         self.hyperparameters, self.on_validation = hyperparameters or {}, on_validation
         self.history = History(self.run_dir, enabled=accelerator.is_main_process)
         self.dynamics = TrainingDynamics(len(train_rows), record_dynamics and not train_rows.multi_label)
+        # This process's steps, validation passes, saves and checkpoints (metrics.json timings).
+        self.timings = Timings(train_seconds=0.0)
+        self._prepare_training(model, train_rows, new_parameters, class_counts, seed, time_budget)
 
+    def _prepare_training(
+        self,
+        model: PreTrainedModel,
+        train_rows: TokenizedRows,
+        new_parameters: frozenset[str],
+        class_counts: ClassCounts | None,
+        seed: int,
+        time_budget: TimeBudget | None,
+    ) -> None:
+        """The loader, optimizer, schedule, loss and pace: what the steps run with, prepared by accelerate."""
+        config, accelerator = self.config, self.accelerator
         window = config.gradient_accumulation_steps * accelerator.num_processes  # batches per optimizer step
         self.effective_batch_size = config.per_device_batch_size * window
         loader = training_loader(
@@ -191,14 +208,25 @@ class Trainer:
         """One validation pass, timed: of the sample between steps; of the whole split at the end, whose logits stage 4
         then reuses instead of scoring the same weights again (the sample's rows of it choose, as before)."""
         tick = time.perf_counter()
-        rows = self.validation_rows if final else self.sample.rows
-        logits = predict_logits(self.model, rows, self.accelerator, self.eval_batch_size, self.eval_batch_tokens)
-        if final and not self.sample.is_whole:
-            stopping = self._record_validation(logits[torch.as_tensor(self.sample.windows)], epoch_float, logits)
-        else:
-            stopping = self._record_validation(logits, epoch_float)
+        with self._timed_pass():
+            rows = self.validation_rows if final else self.sample.rows
+            logits = predict_logits(self.model, rows, self.accelerator, self.eval_batch_size, self.eval_batch_tokens)
+            if final and not self.sample.is_whole:
+                stopping = self._record_validation(logits[torch.as_tensor(self.sample.windows)], epoch_float, logits)
+            else:
+                stopping = self._record_validation(logits, epoch_float)
+        # The pace counts the pass with its save: both are what a pass costs the run.
         self.pacer.passed(time.perf_counter() - tick, self.state.global_step, self.state.train_seconds)
         return stopping
+
+    @contextlib.contextmanager
+    def _timed_pass(self) -> Iterator[None]:
+        """One validation pass's seconds into timings, the best-model save it triggers apart."""
+        timings, tick, saves = self.timings, time.perf_counter(), self.timings.best_model_save_seconds or 0.0
+        yield
+        seconds = time.perf_counter() - tick - ((timings.best_model_save_seconds or 0.0) - saves)
+        timings.validation_seconds = (timings.validation_seconds or 0.0) + seconds
+        timings.validation_pass_seconds = [*(timings.validation_pass_seconds or []), round(seconds, 3)]
 
     def _record_validation(
         self, logits: torch.Tensor, epoch_float: float, whole_logits: torch.Tensor | None = None
@@ -231,7 +259,8 @@ class Trainer:
             state.evals_without_improvement = 0
             self.best_validation_logits = logits if self.sample.is_whole else whole_logits
             if self.accelerator.is_main_process:
-                self.save_best(self.accelerator.unwrap_model(self.model))
+                with timed(self.timings, "best_model_save_seconds"):
+                    self.save_best(self.accelerator.unwrap_model(self.model))
             self.accelerator.wait_for_everyone()
         else:
             state.evals_without_improvement += 1
@@ -336,6 +365,7 @@ class Trainer:
                 continue
             now = time.perf_counter()
             state.train_seconds += now - tick
+            self.timings.train_seconds += now - tick  # this process's share (state's counts every resumed one)
             stopped_early = self._after_optimizer_step()
             tick = time.perf_counter()  # evaluation and checkpoints do not count as training time
             if stopped_early:
@@ -393,7 +423,8 @@ class Trainer:
             state.batches_seen_in_epoch = 0
         if config.save_every_steps and state.global_step % config.save_every_steps == 0:
             trainer_state = {"state": state.state_dict(), "scheduler": self.scheduler.state_dict()}
-            save_checkpoint(self.accelerator, self.run_dir, state.global_step, trainer_state)
+            with timed(self.timings, "checkpoint_seconds"):
+                save_checkpoint(self.accelerator, self.run_dir, state.global_step, trainer_state)
         return stopped_early
 
     def _log_training(self, epochs: float) -> None:

@@ -813,7 +813,11 @@ def test_finetune_with_eval_export_exports_verifies_and_reports(tiny_run_config)
     assert set(record["variants"]) - {"openvino", "openvino-int8"} == {"fp32", "int8"}
     assert record["variants"]["fp32"]["status"] == "verified"
     assert record["model_sha256"] == weights_sha256(config.run_dir / "model")
-    assert "ONNX export: parity and speed" in (config.run_dir / "report.md").read_text(encoding="utf-8")
+    report = (config.run_dir / "report.md").read_text(encoding="utf-8")
+    assert "ONNX export: parity and speed" in report
+    # The export is timed, and the report, written again after it, shows it in the run's split.
+    timings = RunDir(config.run_dir).read_record().timings
+    assert timings.export_seconds > 0 and f"export {timings.export_seconds:.1f} s" in report
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -1316,3 +1316,14 @@ def test_a_csv_of_another_delimiter_names_the_delimiter_option(folder_run, tmp_p
     assert predict_cli(folder_run, source, tmp_path / "out.csv", "--column-names", "text") != 0
     assert_one_line_error(capsys.readouterr().err, "pipes.csv, line 2: 2 fields, expected 1", "set --delimiter to it")
     assert predict_cli(folder_run, source, tmp_path / "out.csv", "--delimiter", "|") == 0
+
+
+def test_the_command_starts_without_the_libraries_it_does_not_use_to_start():
+    """Start-up is most of a short job's time: pandas, datasets, scikit-learn, matplotlib and the export runtimes load
+    where they are used, not on import (issue 41: `python -X importtime -m pipeline.predict`)."""
+    heavy = ("pandas", "datasets", "sklearn", "matplotlib", "onnxruntime", "openvino")
+    code = f"import sys\nimport pipeline.predict.cli\nprint(sorted(name for name in {heavy!r} if name in sys.modules))"
+    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    result = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "[]"

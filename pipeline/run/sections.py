@@ -1,5 +1,6 @@
-"""The generic codec of metrics.json's sections: a `Section` is a dataclass whose fields are a JSON object's known
-keys; the keys it does not know are kept in `extra` and written back. run/record.py declares the sections."""
+"""The generic codec of metrics.json's sections (pipeline/run/record.py): a `Section` is a dataclass whose fields are
+its known keys; `from_dict` and `to_dict` read and write it, keeping unknown keys and nulls as they were.
+"""
 
 from __future__ import annotations
 

@@ -1,96 +1,47 @@
-"""Fine-tune a text classifier: data -> tokenization -> training -> evaluation, into one run directory.
-
-    python -m pipeline.finetune --config configs/ag_news_bert.yaml [section.key=value ...]
-    accelerate launch -m pipeline.finetune --config ...        # several GPUs or nodes, same code
-
-An earlier run under the same name is replaced only once this one has loaded its data, tokenizer and model: a typo
-in a path never costs the earlier run.
-"""
+"""The four stages of one run: data and tokens (prepare), training (train), evaluation (evaluate), and the record of
+what they did (build_record)."""
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import dataclasses
 import datetime as dt
-import gc
 import logging
-import os
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import datasets
-import numpy as np
 import torch
-import transformers
 from accelerate import Accelerator
-from accelerate.utils import gather_object, set_seed
+from accelerate.utils import gather_object
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from pipeline import distill, models
-from pipeline.card.write import write_model_card
-from pipeline.common import hardware
-from pipeline.common.errors import one_line
-from pipeline.common.io import interrupted_exit_code, replace_directory, terminated_as_interrupt
-from pipeline.config.load import load_config, to_dict, with_absolute_paths
-from pipeline.config.schema import ConfigError, PipelineConfig, batch_token_budget
+from pipeline.common import clock, hardware
+from pipeline.common.io import replace_directory
+from pipeline.config.load import to_dict, with_absolute_paths
+from pipeline.config.schema import PipelineConfig, batch_token_budget
 from pipeline.config.train_config import duration_seconds
-from pipeline.data.label_scheme import UnknownLabels, leave_out_hint
-from pipeline.data.load import DataError, LoadedData, load_data
-from pipeline.export.convert import export_after_training
+from pipeline.data.load import LoadedData, load_data
 from pipeline.models import load_classifier
 from pipeline.models.cls_only import restrict_last_layer_to_cls
-from pipeline.predict import PredictError, Predictor, resolve_model_source
-from pipeline.predict.speed import prediction_speed as measure_speed
-from pipeline.report import ReportError, plot_confusion_matrix, write_report
 from pipeline.run import directory as rundir
-from pipeline.run import ownership
-from pipeline.run.directory import RunDir, RunDirError
-from pipeline.run.record import Baseline, RunRecord, Throughput, Timings
-from pipeline.scoring.baseline import baseline_and_model
+from pipeline.run.directory import RunDir
+from pipeline.run.record import RunRecord, Timings
 from pipeline.scoring.decide import Scoring, calibrate_and_decide, unfold_earlier_calibration
-from pipeline.scoring.ensemble import add_ensemble
-from pipeline.scoring.evaluation import EvalResult, predict_logits, write_predictions
-from pipeline.scoring.label_audit import audit_training_run, document_means
+from pipeline.scoring.evaluation import predict_logits
 from pipeline.scoring.thresholds import check_setting
 from pipeline.text.batching import TokenizedRows
 from pipeline.text.tokenization import TokenizationInfo, load_tokenizer, tokenize_splits
 from pipeline.text.windows import reads_segments
-from pipeline.train.loop import Trainer, TrainingDiverged, TrainResult, create_accelerator, seconds_per_row
+from pipeline.train.loop import Trainer, TrainResult, seconds_per_row
 from pipeline.train.losses import resolve_class_weights
 from pipeline.train.pacing import TimeBudget
-from pipeline.train.start import RunError, check_run_dir, start_run_dir
-from pipeline.train.trackers import flatten, log_test_metrics
+from pipeline.train.start import RunError
+from pipeline.train.trackers import flatten
 
 logger = logging.getLogger("pipeline")
-
-CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
-DEFAULT_CONFIG = CONFIG_DIR / "ag_news_bert.yaml"
-
-
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m pipeline.finetune",
-        description="Fine-tune BERT (or the from-scratch encoder) and evaluate it; writes runs/<run.name>/.",
-    )
-    parser.add_argument("--config", type=Path, default=None, help=f"YAML config (default: {DEFAULT_CONFIG.name})")
-    parser.add_argument(
-        "overrides", nargs="*", metavar="section.key=value", help="override any setting, e.g. train.learning_rate=3e-5"
-    )
-    return parser.parse_args(argv)
-
-
-def resolve_config(args: argparse.Namespace) -> PipelineConfig:
-    default = DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None
-    return load_config(args.config or default, args.overrides)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Stages
 
 
 def load_pretrained(key: str, name: str, load):
@@ -150,6 +101,7 @@ def prepare(config: PipelineConfig, accelerator: Accelerator, timings: Timings, 
     if teacher is not None:
         distill.check_teacher(teacher, labels, config.data)
     timings.data_seconds = time.perf_counter() - tick
+    tick = time.perf_counter()
     with accelerator.main_process_first():
         tokenizer = load_pretrained(
             "tokenizer.name_or_path", config.tokenizer.name_or_path, lambda: load_tokenizer(config.tokenizer)
@@ -163,6 +115,7 @@ def prepare(config: PipelineConfig, accelerator: Accelerator, timings: Timings, 
         if segments:
             models.require_segments(model, "model.name_or_path")
         cls_only = config.model.last_layer_cls_only and restrict_last_layer_to_cls(model)
+        timings.model_load_seconds = time.perf_counter() - tick
         tick = time.perf_counter()
         splits, transfer_counts = distill.with_transfer_split(config, data, tokenizer.mask_token)
         tokenized, tokenization = tokenize_splits(
@@ -200,11 +153,14 @@ def train(
     config: PipelineConfig,
     prepared: Prepared,
     accelerator: Accelerator,
+    timings: Timings,
     started: float,
     on_validation: OnValidation | None = None,
 ) -> tuple[TrainResult, int]:
     """Stage 3: the best model by train.selection_metric on validation is saved into model/ on every improvement.
-    `started`: time.perf_counter() when the run began, which a train.time_budget counts from."""
+    Its seconds go into `timings`: the loop's phases, and the rest (optimizer, loader, trackers, logging) as its
+    set-up. `started`: time.perf_counter() when the run began, which a train.time_budget counts from."""
+    tick = time.perf_counter()
     run = RunDir(config.run_dir)
     trainer = Trainer(
         prepared.model,
@@ -230,6 +186,10 @@ def train(
         time_budget=time_budget(config, prepared, started),
     )
     result = trainer.run()
+    apart = ("train_seconds", "validation_seconds", "best_model_save_seconds", "checkpoint_seconds")
+    for key in (*apart, "validation_pass_seconds"):
+        setattr(timings, key, getattr(trainer.timings, key))
+    timings.train_setup_seconds = time.perf_counter() - tick - sum(getattr(timings, key) or 0.0 for key in apart)
     return result, accelerator.unwrap_model(trainer.model).num_parameters()
 
 
@@ -254,30 +214,35 @@ def evaluate(
     config: PipelineConfig,
     prepared: Prepared,
     accelerator: Accelerator,
+    timings: Timings,
     validation_logits: torch.Tensor | None = None,
-) -> tuple[Scoring, float, int]:
+) -> tuple[Scoring, int]:
     """Stage 4 on the best model as saved (calibrated, thresholds chosen on validation), so what is evaluated is what
-    users load. `validation_logits`: the training loop's scoring of those weights, reused. Returns the scoring, its
-    seconds and the rows it predicted."""
+    users load. `validation_logits`: the training loop's scoring of those weights, reused. Returns the scoring and the
+    rows it predicted; its seconds go into `timings` (the test pass apart from the rest)."""
     accelerator.wait_for_everyone()
+    tick = time.perf_counter()
     run = RunDir(config.run_dir)
     best_model = load_classifier(run.model_dir)
     unfold_earlier_calibration(best_model, run.model_dir)  # resumed after stage 4 had calibrated it
     if prepared.last_layer_cls_only:  # scored as it was trained and validated
         restrict_last_layer_to_cls(best_model)
     best_model = accelerator.prepare_model(best_model, evaluation_mode=True)
-    tick = time.perf_counter()
 
     def score(name: str) -> torch.Tensor:
         budget = batch_token_budget(config.eval.max_batch_tokens, accelerator.device)
         return predict_logits(best_model, prepared.rows[name], accelerator, config.eval.batch_size, budget)
+
+    def score_test() -> torch.Tensor:
+        with clock.timed(timings, "test_seconds"):
+            return score("test")
 
     scored = ("validation", "test") if validation_logits is None else ("test",)
     scoring = calibrate_and_decide(
         # Without accelerate's autocast wrapper: the fold is checked, and the model saved, in full precision.
         config,
         score("validation") if validation_logits is None else validation_logits,
-        lambda: score("test"),  # once calibrated: the weights users load
+        score_test,  # once calibrated: the weights users load
         prepared.rows,
         prepared.labels,
         accelerator.unwrap_model(best_model, keep_fp32_wrapper=False),
@@ -286,7 +251,9 @@ def evaluate(
         prepared.tokenization.max_length,
     )
     accelerator.wait_for_everyone()
-    return scoring, time.perf_counter() - tick, sum(len(prepared.rows[name]) for name in scored)
+    timings.eval_seconds = time.perf_counter() - tick
+    timings.calibration_seconds = timings.eval_seconds - (timings.test_seconds or 0.0)
+    return scoring, sum(len(prepared.rows[name]) for name in scored)
 
 
 def model_source(config: PipelineConfig) -> str:
@@ -365,162 +332,3 @@ def training_record(config: PipelineConfig, prepared: Prepared, training: TrainR
         # Validation passes and their seconds; train.time_budget and the steps it allowed (pipeline/train/pacing.py).
         **(dataclasses.asdict(training.pace) if training.pace is not None else {}),
     }
-
-
-def prediction_speed(config: PipelineConfig, prepared: Prepared) -> Throughput | None:
-    """Rows/s of the prediction path (pipeline.predict) on at most eval.predict_speed_rows test texts, with the
-    saved model as users will load it; main process only."""
-    test = prepared.data.splits["test"]
-    texts = test.select(range(min(len(test), config.eval.predict_speed_rows)))["text"]
-    try:
-        # Before metrics.json is written: the model is final (calibrated, with its thresholds), the run not yet.
-        source = resolve_model_source(config.run_dir, require_finished=False)
-        predictor = Predictor.from_source(source, max_length=prepared.tokenization.max_length, backend="torch")
-    except PredictError as error:
-        logger.warning("Prediction speed not measured: %s", error)
-        return None
-    return measure_speed(predictor, texts)
-
-
-def set_cpu_threads(setting: int | None, accelerator: Accelerator) -> dict[str, Any]:
-    """On a CPU, PyTorch's threads per process (hardware.cpu_threads), stated and recorded; nothing on a GPU."""
-    if accelerator.device.type != "cpu":
-        return {}
-    threads, reason = hardware.cpu_threads(setting)
-    torch.set_num_threads(threads)
-    accelerator.print(f"CPU threads: {threads} per process ({reason})")
-    return {"cpu_threads": threads, "cpu_threads_reason": reason}
-
-
-def run(config: PipelineConfig, on_validation: OnValidation | None = None) -> dict[str, Any]:
-    """Stages 1-4 for one config; returns metrics.json's content. `on_validation`: see OnValidation."""
-    started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    start = time.perf_counter()
-    accelerator = create_accelerator(config.train, config.run_dir)
-    if accelerator.is_main_process:  # before this process claims it: the other ranks would see its own lock
-        ownership.refuse_if_in_use(config.run_dir)
-    check_run_dir(config)
-    teacher = distill.resolve_teacher(config.train.distill) if config.train.distill.teacher else None
-    claim = ownership.claimed(config.run_dir) if accelerator.is_main_process else contextlib.nullcontext()
-    keep_memory = config.train.keep_freed_memory and accelerator.device.type == "cpu"
-    with claim, hardware.torch_threads_restored(), hardware.freed_memory_kept(keep_memory) as memory_kept:
-        accelerator.wait_for_everyone()  # every process samples the load at once, none of them busy yet
-        threads = set_cpu_threads(config.train.cpu_threads, accelerator)
-        set_seed(config.run.seed)
-        timings = Timings()
-        prepared = prepare(config, accelerator, timings, teacher)
-        if accelerator.is_main_process:
-            start_run_dir(config, prepared.data)
-        accelerator.wait_for_everyone()
-        training, num_parameters = train(config, prepared, accelerator, start, on_validation)
-        timings.train_seconds = training.state.train_seconds
-        scoring, timings.eval_seconds, eval_rows = evaluate(
-            config, prepared, accelerator, training.best_validation_logits
-        )
-        log_test_metrics(accelerator, scoring.results["test"].metrics, training.state.global_step)
-        timings.total_seconds = time.perf_counter() - start
-        device = {**hardware.device_info(accelerator.device, accelerator.num_processes), **threads}
-        device["freed_memory_kept"] = memory_kept
-        record = build_record(
-            config, prepared, training, scoring, timings, eval_rows, num_parameters, started_at, device
-        )
-        if accelerator.is_main_process:
-            finish_run(config, prepared, record, scoring.results, training.train_dynamics)
-        accelerator.wait_for_everyone()
-    # Closes the trackers and, under several processes, the process group: nothing collective may follow.
-    accelerator.end_training()
-    if config.eval.export != "none" and accelerator.is_main_process:  # ONNX export, verified (pipeline.export)
-        splits = prepared.data.splits
-        export_after_training(config, splits["validation"], splits["train"], splits["test"])
-    return record.to_dict()
-
-
-def finish_run(
-    config: PipelineConfig,
-    prepared: Prepared,
-    record: RunRecord,
-    results: dict[str, EvalResult],
-    dynamics: np.ndarray | None,
-) -> None:
-    """Main process, after stage 4: the TF-IDF baseline, the ensemble with it (eval.ensemble), the label audit and
-    the prediction path's speed added to the record, then metrics.json, the test predictions, reports and model card
-    written."""
-    # Seconds on one CPU thread (nothing collective runs meanwhile); not in metrics.json's timings.
-    baseline, fitted = baseline_and_model(config.eval.baseline, prepared.data.splits, prepared.labels)
-    record.baseline = Baseline.from_dict(baseline) if baseline is not None else None
-    model_dir = RunDir(config.run_dir).model_dir
-    test = add_ensemble(config, prepared.data.splits, results, fitted, record, model_dir)
-    costs = (record.timings.total_seconds, record.baseline.train_seconds if record.baseline else None)
-    if dynamics is not None:  # windows of chunked documents -> their documents
-        dynamics = document_means(dynamics, prepared.rows["train"].documents)
-    splits, path = prepared.data.splits, RunDir(config.run_dir).label_issues_path
-    audit = audit_training_run(
-        config.eval.label_audit, config.run.seed, splits, prepared.labels, dynamics, results, costs, path
-    )
-    record.label_audit = audit
-    if config.eval.predict_speed_rows:
-        record.throughput.update(prediction_speed(config, prepared))
-    write_outputs(config, record, test, prepared.data.splits["test"])
-
-
-def write_outputs(config: PipelineConfig, record: RunRecord, test: EvalResult, test_split: datasets.Dataset) -> None:
-    run = RunDir(config.run_dir)
-    run.write_record(record)
-    if config.eval.save_predictions:
-        write_predictions(run.predictions_path, test, test_split, record.labels, config.data.label_separator)
-    if "confusion_matrix" in test.metrics:  # multi-label tasks have per-class counts instead
-        plot_confusion_matrix(
-            test.metrics["confusion_matrix"],
-            record.labels,
-            run.confusion_matrix_path,
-            title=f"{config.run.name} (test)",
-        )
-    write_report([run.path], run.path)
-    write_model_card(run.path)
-    print(
-        f"Test {record.headline_scores}; trained at {record.throughput.train_samples_per_second:.1f} samples/s; total {record.timings.total_seconds:.0f} s. Run directory: {run.path}"
-    )
-
-
-def setup_logging() -> None:
-    """Progress and info from the first process only; the others report warnings and errors."""
-    is_first_process = os.environ.get("RANK", "0") == "0"
-    logging.basicConfig(
-        level=logging.INFO if is_first_process else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        datefmt="%H:%M:%S",
-    )
-    if not is_first_process:
-        datasets.disable_progress_bars()
-        transformers.logging.set_verbosity_error()
-
-
-def main(argv: list[str] | None = None) -> int:
-    setup_logging()
-    # The libraries' millions of objects live until exit: frozen, the collector's full passes skip them.
-    gc.freeze()
-    args = parse_args(argv)
-    try:
-        config = resolve_config(args)
-        with terminated_as_interrupt():  # `kill` unwinds as Ctrl-C does: temporary files go, the lock is released
-            run(config)
-    except UnknownLabels as error:  # a validation or test file's class that train lacks: how to leave its rows out
-        print(f"error: {error}{leave_out_hint(config.data, error.labels)}", file=sys.stderr)
-        return 2
-    except (ConfigError, DataError, RunError, RunDirError, ReportError, TrainingDiverged) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except OSError as error:  # a file not found; a read-only folder or a full disk (io.OutputError names the output)
-        print(f"error: {one_line(error)}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt as interrupt:
-        print(
-            "error: interrupted; the same command with train.resume=true continues from the run's last checkpoint",
-            file=sys.stderr,
-        )
-        return interrupted_exit_code(interrupt)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,91 @@
+"""After stage 4, on the main process: the baseline, the ensemble, the label audit and the speed sample added to the
+record; then metrics.json, the test predictions, the plots, the report and the model card written."""
+
+from __future__ import annotations
+
+import time
+
+import datasets
+import numpy as np
+
+from pipeline.card.write import write_model_card
+from pipeline.common import clock
+from pipeline.config.schema import PipelineConfig
+from pipeline.finetune.stages import Prepared
+from pipeline.predict.speed import end_of_run_speed
+from pipeline.report import plot_confusion_matrix, write_report
+from pipeline.run.directory import RunDir
+from pipeline.run.record import Baseline, RunRecord
+from pipeline.scoring.baseline import baseline_and_model
+from pipeline.scoring.ensemble import add_ensemble
+from pipeline.scoring.evaluation import EvalResult, write_predictions
+from pipeline.scoring.label_audit import audit_training_run, document_means
+
+
+def close_timings(config: PipelineConfig, record: RunRecord, start: float, report_again: bool) -> None:
+    """metrics.json rewritten with the whole process timed (the outputs and the export, which follow its first
+    writing, included), and the run's last line, which shows the split. `report_again`: the report is written again
+    (after an export, so that it shows it), with the timings up to it."""
+    run, timings = RunDir(config.run_dir), record.timings
+    if report_again:
+        timings.close(time.perf_counter() - start)
+        run.write_record(record)
+        with clock.timed(timings, "outputs_seconds"):
+            write_report([run.path], run.path)
+    timings.close(time.perf_counter() - start)
+    run.write_record(record)
+    print(
+        f"Test {record.headline_scores}; trained at {record.throughput.train_samples_per_second:.1f} samples/s; total {record.timings.total_seconds:.0f} s ({record.timings.split}). Run directory: {run.path}"
+    )
+
+
+def finish_run(
+    config: PipelineConfig,
+    prepared: Prepared,
+    record: RunRecord,
+    results: dict[str, EvalResult],
+    dynamics: np.ndarray | None,
+    start: float,
+) -> None:
+    """Main process, after stage 4: the TF-IDF baseline, the ensemble with it (eval.ensemble), the label audit and
+    the prediction path's speed added to the record, then metrics.json (timed up to it), the test predictions,
+    reports and model card written."""
+    timings = record.timings
+    with clock.timed(timings, "baseline_seconds"):  # on one CPU thread (nothing collective runs meanwhile)
+        baseline, fitted = baseline_and_model(config.eval.baseline, prepared.data.splits, prepared.labels)
+    record.baseline = Baseline.from_dict(baseline) if baseline is not None else None
+    model_dir = RunDir(config.run_dir).model_dir
+    with clock.timed(timings, "ensemble_seconds"):
+        test = add_ensemble(config, prepared.data.splits, results, fitted, record, model_dir)
+    costs = (record.timings.total_seconds, record.baseline.train_seconds if record.baseline else None)
+    if dynamics is not None:  # windows of chunked documents -> their documents
+        dynamics = document_means(dynamics, prepared.rows["train"].documents)
+    splits, path = prepared.data.splits, RunDir(config.run_dir).label_issues_path
+    with clock.timed(timings, "label_audit_seconds"):
+        record.label_audit = audit_training_run(
+            config.eval.label_audit, config.run.seed, splits, prepared.labels, dynamics, results, costs, path
+        )
+    if config.eval.predict_speed_rows:
+        split = prepared.data.splits["test"]
+        texts = split.select(range(min(len(split), config.eval.predict_speed_rows)))["text"]
+        with clock.timed(timings, "predict_speed_seconds"):
+            record.throughput.update(end_of_run_speed(config.run_dir, texts, prepared.tokenization.max_length))
+    timings.close(time.perf_counter() - start)
+    with clock.timed(timings, "outputs_seconds"):
+        write_outputs(config, record, test, prepared.data.splits["test"])
+
+
+def write_outputs(config: PipelineConfig, record: RunRecord, test: EvalResult, test_split: datasets.Dataset) -> None:
+    run = RunDir(config.run_dir)
+    run.write_record(record)
+    if config.eval.save_predictions:
+        write_predictions(run.predictions_path, test, test_split, record.labels, config.data.label_separator)
+    if "confusion_matrix" in test.metrics:  # multi-label tasks have per-class counts instead
+        plot_confusion_matrix(
+            test.metrics["confusion_matrix"],
+            record.labels,
+            run.confusion_matrix_path,
+            title=f"{config.run.name} (test)",
+        )
+    write_report([run.path], run.path)
+    write_model_card(run.path)
