@@ -20,7 +20,7 @@ import torch
 
 from pipeline.card.phrases import tokenizer_code
 from pipeline.config.schema import EncoderSettings
-from pipeline.finetune import save_model_dir
+from pipeline.finetune.stages import save_model_dir
 from pipeline.models import modeling_encoder
 from pipeline.models.encoder import EncoderClassifierConfig, EncoderForSequenceClassification
 from pipeline.predict import predict_texts
