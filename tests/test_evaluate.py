@@ -202,6 +202,7 @@ def test_a_run_divided_by_a_split_column_scores_a_file_whose_config_reads_back(t
     assert read_back.data.split_column is None and read_back.data.test_file == str(path)
 
 
+@pytest.mark.slow  # a fresh process or a real-sized fit: about 7-10 s on 2 cores
 def test_an_exported_run_is_scored_by_its_export_with_backend_onnx(trained, tmp_path):
     """--backend onnx alone (no --precision): the export's own precision, not the torch backend's fp32 default,
     which the predictor refuses beside an export."""

@@ -303,6 +303,7 @@ def test_timings_sum_to_the_process_wall_time(tmp_path, tiny_bert_dir, ag_news_t
     assert f"({timings.split})" in result.stdout.splitlines()[-1]
 
 
+@pytest.mark.slow  # a fresh process or a real-sized fit: about 7-10 s on 2 cores
 def test_the_command_starts_without_matplotlib_or_the_export_runtimes():
     """Matplotlib, scikit-learn and the export runtimes load where a figure, a metric or an export needs them."""
     heavy = ("matplotlib", "sklearn", "onnxruntime", "openvino")

@@ -131,6 +131,7 @@ def _train_encoder(tmp_path, rows, validation, batch_size: int, accumulation: in
         )
     )
     config = TrainConfig(
+        report_to="none",  # MLflow's store would cost more than these steps
         epochs=1,
         per_device_batch_size=batch_size,
         gradient_accumulation_steps=accumulation,

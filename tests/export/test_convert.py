@@ -885,6 +885,7 @@ def test_backend_openvino_writes_the_file_torch_writes(openvino_run, tmp_path, c
     assert predictor.model is None and predictor.backend_name.startswith("openvino")
 
 
+@pytest.mark.slow  # a fresh process or a real-sized fit: about 7-10 s on 2 cores
 def test_openvino_and_nncf_are_imported_without_telemetry(openvino_run, tmp_path):
     """Both set up opt-out usage telemetry on import (a client id under ~/intel, events sent): the export hides it."""
     code = (

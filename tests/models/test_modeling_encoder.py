@@ -150,6 +150,7 @@ def test_saved_folder_holds_the_code_and_auto_map(saved_encoder):
     assert saved["model_type"] == "pipeline_encoder"
 
 
+@pytest.mark.slow  # a fresh process or a real-sized fit: about 7-10 s on 2 cores
 def test_loads_with_trust_remote_code_without_the_package_and_predicts_as_pipeline_predict(
     saved_encoder, bert_tokenizer, tmp_path, capsys
 ):

@@ -1318,6 +1318,7 @@ def test_a_csv_of_another_delimiter_names_the_delimiter_option(folder_run, tmp_p
     assert predict_cli(folder_run, source, tmp_path / "out.csv", "--delimiter", "|") == 0
 
 
+@pytest.mark.slow  # a fresh process or a real-sized fit: about 7-10 s on 2 cores
 def test_the_command_starts_without_the_libraries_it_does_not_use_to_start():
     """Start-up is most of a short job's time: pandas, datasets, scikit-learn, matplotlib and the export runtimes load
     where they are used, not on import (issue 41: `python -X importtime -m pipeline.predict`)."""

@@ -96,6 +96,7 @@ def test_finetune_with_baseline_none_writes_no_baseline(tiny_run_config):
     assert "Baseline test accuracy" not in (config.run_dir / "report.md").read_text()
 
 
+@pytest.mark.slow  # a fresh process or a real-sized fit: about 7-10 s on 2 cores
 def test_ag_news_5000_rows_scores_like_a_real_baseline(tmp_path, ag_news_train_csv, ag_news_test_csv):
     """configs/ag_news_minilm.yaml's data section with 5,000 training rows; scored on all 7,600 test rows."""
     from pipeline.data.load import load_splits

@@ -176,6 +176,7 @@ def _gradients_of_one_step(tiny_bert_dir, run_dir, batch: int, accumulation: int
     rows = _tiny_rows()
     model = BertForSequenceClassification.from_pretrained(tiny_bert_dir)
     config = TrainConfig(
+        report_to="none",  # MLflow's store would cost more than these steps
         per_device_batch_size=batch,
         gradient_accumulation_steps=accumulation,
         max_steps=1,
@@ -376,7 +377,7 @@ def test_the_best_models_validation_logits_are_what_its_saved_weights_give(tiny_
     model = BertForSequenceClassification.from_pretrained(
         tiny_bert_dir, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1
     )
-    config = TrainConfig(per_device_batch_size=4, max_steps=4, learning_rate=1e-2, eval_every_steps=1)
+    config = TrainConfig(per_device_batch_size=4, max_steps=4, learning_rate=1e-2, eval_every_steps=1, report_to="none")
     accelerator = create_accelerator(config, tmp_path)
     saved = []
 
@@ -404,7 +405,7 @@ def _validating_trainer(tiny_bert_dir, run_dir, kept: list, **settings):
     from pipeline.train.loop import Trainer, create_accelerator
 
     rows = _tiny_rows()
-    config = TrainConfig(per_device_batch_size=4, max_steps=3, learning_rate=1e-3)
+    config = TrainConfig(per_device_batch_size=4, max_steps=3, learning_rate=1e-3, report_to="none")
     trainer = Trainer(
         BertForSequenceClassification.from_pretrained(tiny_bert_dir),
         rows,

@@ -96,7 +96,7 @@ def test_the_final_whole_pass_gives_stage_4_the_whole_splits_logits_and_the_samp
             }
         )
     )
-    config = TrainConfig(per_device_batch_size=4, max_steps=8, learning_rate=1e-2, eval_every_steps=4)
+    config = TrainConfig(per_device_batch_size=4, max_steps=8, learning_rate=1e-2, eval_every_steps=4, report_to="none")
     accelerator = create_accelerator(config, tmp_path)
     saved = []
 
