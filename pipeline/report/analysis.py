@@ -12,6 +12,7 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
+from pipeline.common.stats import mcnemar_exact_p
 from pipeline.report.runs import Run, same_task
 from pipeline.run.directory import (
     PREDICTION_GOLD,
@@ -249,13 +250,3 @@ def accuracy_interval(accuracy: float, rows: int) -> tuple[float, float]:
     centre = (accuracy + squared / 2) / (1 + squared)
     half = CONFIDENCE_Z * math.sqrt(accuracy * (1 - accuracy) / rows + squared / (4 * rows)) / (1 + squared)
     return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def mcnemar_exact_p(only_first_right: int, only_second_right: int) -> float | None:
-    """Two-sided exact binomial p-value of McNemar's test; None without discordant pairs."""
-    discordant = only_first_right + only_second_right
-    if discordant == 0:
-        return None
-    tail = sum(math.comb(discordant, k) for k in range(min(only_first_right, only_second_right) + 1))
-    # Integer arithmetic: 0.5 ** n underflows for the thousands of discordant texts of a large test set.
-    return min(1.0, 2 * tail / 2**discordant)

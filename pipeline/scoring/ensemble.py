@@ -9,7 +9,6 @@ alone and a selection metric at least as high: test is never looked at for the c
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from pipeline.common.stats import mcnemar_exact_p
 from pipeline.config.schema import PipelineConfig
 from pipeline.data.splits import column_values
 from pipeline.run.directory import read_decision, write_decision
@@ -57,16 +57,6 @@ def fit_weight(model: np.ndarray, baseline: np.ndarray, labels: np.ndarray) -> f
     losses = [log_loss(mix(model, baseline, weight), labels) for weight in WEIGHT_GRID]
     best = min(losses)
     return float(max(w for w, loss in zip(WEIGHT_GRID, losses) if loss <= best + 1e-12))
-
-
-def mcnemar_exact_p(only_first_right: int, only_second_right: int) -> float | None:
-    """Two-sided exact binomial p-value of McNemar's test; None without discordant pairs."""
-    discordant = only_first_right + only_second_right
-    if discordant == 0:
-        return None
-    tail = sum(math.comb(discordant, k) for k in range(min(only_first_right, only_second_right) + 1))
-    # Integer arithmetic: 0.5 ** n underflows for the thousands of discordant texts of a large test set.
-    return min(1.0, 2 * tail / 2**discordant)
 
 
 def right_rows(result: EvalResult) -> np.ndarray:
