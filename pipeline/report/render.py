@@ -50,7 +50,7 @@ def _md_escape(text: str) -> str:
 
 
 # The HTML report's stylesheet, inlined so that report.html is one self-contained file.
-_CSS = (Path(__file__).parent / "report.css").read_text(encoding="utf-8")
+STYLESHEET = (Path(__file__).parent / "report.css").read_text(encoding="utf-8")
 
 
 def render_html(title: str, blocks: Iterable[Block]) -> str:
@@ -58,7 +58,7 @@ def render_html(title: str, blocks: Iterable[Block]) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{html.escape(title)}</title>\n<style>\n{_CSS}</style>\n</head>\n<body>\n<main>\n"
+        f"<title>{html.escape(title)}</title>\n<style>\n{STYLESHEET}</style>\n</head>\n<body>\n<main>\n"
         f"{body}\n</main>\n</body>\n</html>\n"
     )
 

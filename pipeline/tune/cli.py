@@ -28,6 +28,7 @@ from pipeline.tune.outputs import (
     BEST_CONFIG,
     REPORT,
     TRIALS_TABLE,
+    shown_parameters,
     trial_rows,
     write_best_config,
     write_report,
@@ -124,7 +125,7 @@ def finish(study: Any, config: PipelineConfig, args: argparse.Namespace, plan: S
         )
         test = RunDir(plan.folder.trial_dir(best.number)).read_record().test
         summary = [
-            f"best: trial {best.number}, validation {best.value:.4f}, parameters {best.params}",
+            f"best: trial {best.number}, validation {best.value:.4f}, with {shown_parameters(best.params)}",
             f"its test accuracy {test.accuracy:.4f} (the only test score the search reads)",
             *summary,
         ]

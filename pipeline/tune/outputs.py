@@ -13,6 +13,7 @@ from pipeline.common.errors import one_line
 from pipeline.common.io import atomic_path, atomic_write_csv, atomic_write_text
 from pipeline.config.load import save_config
 from pipeline.config.schema import PipelineConfig
+from pipeline.report.render import STYLESHEET
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +43,13 @@ class TrialRow:
             trial.params,
             attrs.get("error", ""),
         )
+
+
+def shown_parameters(params: dict[str, Any]) -> str:
+    """A trial's parameters for a sentence: `train.learning_rate=3.13e-05, train.epochs=2`."""
+    return ", ".join(
+        f"{key}={value:.3g}" if isinstance(value, float) else f"{key}={value}" for key, value in params.items()
+    )
 
 
 def trial_rows(study: Any) -> list[TrialRow]:
@@ -139,9 +147,10 @@ def write_report(
     images = "".join(f'<p><a href="{name}"><img src="{name}" alt="{name}"></a></p>' for name in figures)
     lines = "".join(f"<li>{html.escape(line)}</li>" for line in summary)
     page = (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head><body>"
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{STYLESHEET}</style></head><body><main>"
         f"<h1>{html.escape(title)}</h1><ul>{lines}</ul><p><a href='{BEST_CONFIG}'>{BEST_CONFIG}</a> · "
-        f"<a href='{TRIALS_TABLE}'>{TRIALS_TABLE}</a></p><h2>Trials</h2><table border='1'><tr>{head}</tr>{body}</table>"
-        f"<h2>Parameter importance</h2><ul>{ranked}</ul><h2>Figures</h2>{images}</body></html>"
+        f"<a href='{TRIALS_TABLE}'>{TRIALS_TABLE}</a></p><h2>Trials</h2><table><tr>{head}</tr>{body}</table>"
+        f"<h2>Parameter importance</h2><ul>{ranked}</ul><h2>Figures</h2>{images}</main></body></html>"
     )
     atomic_write_text(folder / REPORT, page)
