@@ -310,12 +310,12 @@ from pipeline import finetune
 from pipeline.run import directory as rundir
 from pipeline.run import ownership
 
-def run_until_killed(config):
+def run_until_killed(config, *args, **kwargs):
     with ownership.claimed(Path(sys.argv[1])):
         os.kill(os.getpid(), signal.SIGTERM)
         raise AssertionError("SIGTERM did not interrupt the run")
 
-finetune.run = run_until_killed
+finetune.cli.run = run_until_killed  # what the command calls
 sys.exit(finetune.main(["data.max_train_samples=10"]))
 """
 

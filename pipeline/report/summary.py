@@ -236,7 +236,12 @@ def _validation_text(run: Run) -> str:
     training, train_seconds = run.metrics.training, run.metrics.timings.train_seconds
     if not is_number(training.validation_seconds) or not is_number(training.validation_passes):
         return MISSING
-    share = f", {training.validation_seconds / train_seconds:.0%} of training" if is_number(train_seconds) else ""
+    # A run resumed after training has no training seconds of its own to share the passes with.
+    share = (
+        f", {training.validation_seconds / train_seconds:.0%} of training"
+        if is_number(train_seconds) and train_seconds > 0
+        else ""
+    )
     return f"{format_count(training.validation_passes)} passes, {format_duration(training.validation_seconds)}{share}"
 
 

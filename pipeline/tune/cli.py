@@ -59,7 +59,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--resume", action="store_true", help="continue the study in its folder")
     parser.add_argument("--storage", default=None, help="an Optuna storage URL (default: sqlite study.db)")
     parser.add_argument("overrides", nargs="*", metavar="section.key=value", help="override any setting")
-    return parser.parse_args(argv)
+    return parser.parse_intermixed_args(argv)  # overrides may come before and after the flags
 
 
 def prepare_search(args: argparse.Namespace) -> tuple[PipelineConfig, Search]:
