@@ -8,6 +8,7 @@ rebuilt from them, so that texts are split into terms exactly as in training.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -64,7 +65,10 @@ class BaselineModel:
             intercept[classes] = classifier.intercept_
         return cls(terms, np.asarray(vectorizer.idf_), coef, intercept, SOFTMAX, settings)
 
+    @functools.cached_property
     def vectorizer(self) -> Any:
+        """scikit-learn's vectorizer, set from the saved vocabulary and idf: built once per loaded model, since its
+        vocabulary (up to 200,000 terms) would otherwise be rebuilt for every batch a server or predictor labels."""
         from sklearn.feature_extraction.text import TfidfVectorizer
 
         settings = dict(self.vectorizer_settings)
@@ -77,7 +81,7 @@ class BaselineModel:
 
     def probabilities(self, texts: Sequence[str]) -> np.ndarray:
         """(N, C) float64 probabilities, as the fitted classifier's predict_proba gives them."""
-        features = self.vectorizer().transform(list(texts))
+        features = self.vectorizer.transform(list(texts))
         logits = np.asarray(features @ self.coef.T) + self.intercept[None, :]
         if self.link == SIGMOID:
             from scipy.special import expit
