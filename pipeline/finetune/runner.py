@@ -34,12 +34,26 @@ def set_cpu_threads(setting: int | None, accelerator: Accelerator) -> dict[str, 
     return {"cpu_threads": threads, "cpu_threads_reason": reason}
 
 
+def end_run(accelerator: Accelerator, keep_process_group: bool) -> None:
+    """Closes the trackers and, unless kept, the process group: nothing collective may follow. A group destroyed
+    and opened again on the same port races the other processes (gloo's connectFullMesh is refused)."""
+    if keep_process_group:
+        for tracker in accelerator.trackers:
+            tracker.finish()
+    else:
+        accelerator.end_training()
+
+
 def run(
-    config: PipelineConfig, started: float | None = None, on_validation: OnValidation | None = None
+    config: PipelineConfig,
+    started: float | None = None,
+    on_validation: OnValidation | None = None,
+    keep_process_group: bool = False,
 ) -> dict[str, Any]:
     """Stages 1-4 for one config; returns metrics.json's content. `started`: when the process started, on the
     perf_counter clock (clock.process_start), so that timings count the start-up; None: from this call.
-    `on_validation`: see OnValidation."""
+    `on_validation`: see OnValidation. `keep_process_group`: under several processes, leave the process group up
+    for the caller's next run (pipeline.tune's trials); the caller destroys it."""
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     start = time.perf_counter() if started is None else started
     timings = Timings(startup_seconds=None if started is None else time.perf_counter() - started)
@@ -73,8 +87,7 @@ def run(
         if accelerator.is_main_process:
             finish_run(config, prepared, record, scoring.results, training.train_dynamics, start)
         accelerator.wait_for_everyone()
-    # Closes the trackers and, under several processes, the process group: nothing collective may follow.
-    accelerator.end_training()
+    end_run(accelerator, keep_process_group)
     if config.eval.export != "none" and accelerator.is_main_process:  # ONNX export, verified (pipeline.export)
         splits = prepared.data.splits
         with clock.timed(timings, "export_seconds"):

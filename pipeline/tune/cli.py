@@ -106,6 +106,7 @@ def search(args: argparse.Namespace) -> int:
         outcome = run_trial(study, plan)
         attempts += 1
         logger.info(f"Trial {outcome.number}: {outcome.state}, score {outcome.value}, {outcome.seconds:.0f} s")
+    plan.group.close()
     if plan.group.is_main:
         finish(study, config, args, plan)
     return 0

@@ -1,6 +1,8 @@
 """The processes of one `accelerate launch`: the main process decides (the next trial, pruning), the others follow.
-Between trials no process group exists (each run ends its own), so a trial's parameters pass through a file in the
-study folder; during a trial, the pruning decision is broadcast."""
+The first trial's Accelerator opens the process group and every later trial reuses it (a group destroyed and opened
+again on the same port is refused by the other processes); the search closes it at its end. Before the first trial
+no group exists, so the next trial's parameters pass through a file in the study folder; during a trial, the pruning
+decision is broadcast."""
 
 from __future__ import annotations
 
@@ -51,10 +53,17 @@ class Group:
         return bool(broadcast_object_list([decision], from_process=0)[0])
 
     def before_run(self) -> None:
-        """Several processes: the previous trial closed its process group; the next Accelerator opens a new one."""
+        """Several processes: a fresh Accelerator state for the next trial, on the process group already up."""
         if self.world == 1:
             return
         from accelerate.state import AcceleratorState, GradientState
 
         AcceleratorState._reset_state(True)
         GradientState._reset_state()
+
+    def close(self) -> None:
+        """At the search's end: the process group the trials shared."""
+        import torch.distributed
+
+        if self.world > 1 and torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()

@@ -93,7 +93,9 @@ def run_trial(study: Any, search: Search) -> TrialOutcome:
     try:
         config = trial_config(search.config_path, search.overrides + trial_overrides(search, number), params)
         search.group.before_run()
-        record = RunRecord.from_dict(finetune.run(config, on_validation=pruning_hook(trial, search.group)))
+        record = RunRecord.from_dict(
+            finetune.run(config, on_validation=pruning_hook(trial, search.group), keep_process_group=True)
+        )
         state, value = "complete", float(record.best.score)
     except Pruned as reason:
         state, error = "pruned", str(reason)

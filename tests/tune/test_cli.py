@@ -4,6 +4,7 @@ finished trials in study.db, writes best.yaml (which runs), trials.csv, the repo
 from __future__ import annotations
 
 import csv
+import json
 import os
 import signal
 import sqlite3
@@ -95,12 +96,32 @@ def test_a_study_folder_of_another_config_is_refused_naming_the_keys(
     tmp_path, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv
 ):
     command = tune_command(tmp_path, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv, "--trials", "1")
-    first = subprocess.run(command + ["tune.pruner=none"], env=environment(), capture_output=True, text=True)
+    first = subprocess.run(command, env=environment(), capture_output=True, text=True)
     assert first.returncode == 0, first.stderr[-3000:]
     again = subprocess.run(
         command + ["--resume", "train.weight_decay=0.5"], env=environment(), capture_output=True, text=True
     )
     assert again.returncode == 2
     assert "another config; keys that differ: train.weight_decay, tune.pruner" in again.stderr
-    fresh = subprocess.run(command + ["tune.pruner=none"], env=environment(), capture_output=True, text=True)
+    fresh = subprocess.run(command, env=environment(), capture_output=True, text=True)
     assert fresh.returncode == 2 and "--resume continues it" in fresh.stderr
+
+
+@pytest.mark.slow
+def test_a_search_under_accelerate_launch_runs_every_trial_on_both_processes(
+    tmp_path, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv
+):
+    from tests.train.test_distributed import accelerate_launch
+
+    command = tune_command(tmp_path, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv, "--trials", "3")
+    command = [*accelerate_launch(2), *command[1:]]  # `-m pipeline.tune ...` under accelerate launch
+    env = {**environment(), "OMP_NUM_THREADS": "1"}
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+    study = tmp_path / "studies" / "s"
+    with sqlite3.connect(study / "study.db") as db:
+        states = [state for (state,) in db.execute("SELECT state FROM trials ORDER BY number")]
+    assert len(states) == 3 and "FAIL" not in states, (states, result.stderr[-5000:])
+    for number in range(3):
+        metrics = json.loads((study / f"trial_{number:03d}" / "metrics.json").read_text())
+        assert metrics["training"]["num_processes"] == 2
