@@ -286,6 +286,18 @@ def test_timings_cover_the_run_phase_by_phase(finished_run):
     assert min(timings.train_seconds, timings.test_seconds, timings.outputs_seconds, timings.model_load_seconds) > 0
 
 
+def test_the_prediction_speed_is_the_test_pass_rate_at_no_cost(finished_run):
+    """eval.predict_speed_rows: 0 (the default): no pass of its own; the test pass's texts over its seconds."""
+    _, metrics = finished_run
+    record = RunRecord.from_dict(metrics)
+    assert record.timings.predict_speed_seconds is None
+    test_rows = record.test.num_samples
+    assert record.throughput.predict_rows_timed == test_rows
+    assert record.throughput.predict_rows_per_second == pytest.approx(test_rows / record.timings.test_seconds)
+    precision = "bf16" if record.training.mixed_precision == "bf16" else "fp32"
+    assert record.throughput.predict_backend == f"torch-{precision}"
+
+
 @pytest.mark.slow  # a fresh interpreter: its imports alone take seconds
 def test_timings_sum_to_the_process_wall_time(tmp_path, tiny_bert_dir, ag_news_train_csv, ag_news_test_csv):
     """`python -m pipeline.finetune` timed from outside: metrics.json's phases, start-up included, sum to it."""

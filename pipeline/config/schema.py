@@ -190,7 +190,8 @@ class EvalConfig:
         "`auto`: average the model's calibrated probabilities with the baseline's, by a weight fitted on validation, and keep the ensemble only where it beats the model alone on validation (log loss lower, selection metric not lower); `baseline`: keep it always; `none`: the model alone. See [Ensemble with the baseline](ensemble.md)",
     )
     predict_speed_rows: int = setting(
-        512, "time the prediction path on this many test texts at the end of the run; 0 skips it"
+        0,
+        "0: the run's prediction speed is the test pass's rate (or, after a verified export, the rate its verification timed for the backend `--backend auto` chooses), at no cost; N: a pass of its own through the prediction path on N test texts, tokenization included",
     )
     label_audit: Literal["auto", "on", "off"] = setting(
         "auto",

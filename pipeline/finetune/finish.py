@@ -12,7 +12,7 @@ from pipeline.card.write import write_model_card
 from pipeline.common import clock
 from pipeline.config.schema import PipelineConfig
 from pipeline.finetune.stages import Prepared
-from pipeline.predict.speed import end_of_run_speed
+from pipeline.predict.speed import end_of_run_speed, test_pass_speed
 from pipeline.report import plot_confusion_matrix, write_report
 from pipeline.run.directory import RunDir
 from pipeline.run.record import Baseline, RunRecord
@@ -65,11 +65,14 @@ def finish_run(
         record.label_audit = audit_training_run(
             config.eval.label_audit, config.run.seed, splits, prepared.labels, dynamics, results, costs, path
         )
-    if config.eval.predict_speed_rows:
-        split = prepared.data.splits["test"]
+    split = prepared.data.splits["test"]
+    if config.eval.predict_speed_rows:  # a pass of its own, through the prediction path as users load it
         texts = split.select(range(min(len(split), config.eval.predict_speed_rows)))["text"]
         with clock.timed(timings, "predict_speed_seconds"):
             record.throughput.update(end_of_run_speed(config.run_dir, texts, prepared.tokenization.max_length))
+    else:  # the test pass's own rate: no pass of its own (an export, if any, replaces it: runner.py)
+        precision = "bf16" if record.training.mixed_precision == "bf16" else "fp32"
+        record.throughput.update(test_pass_speed(len(split), timings.test_seconds, precision))
     timings.close(time.perf_counter() - start)
     with clock.timed(timings, "outputs_seconds"):
         write_outputs(config, record, test, prepared.data.splits["test"])

@@ -17,6 +17,7 @@ from pipeline.config.schema import PipelineConfig
 from pipeline.export.convert import export_after_training
 from pipeline.finetune.finish import close_timings, finish_run
 from pipeline.finetune.stages import OnValidation, build_record, evaluate, prepare, train
+from pipeline.predict.speed import export_speed
 from pipeline.run import ownership
 from pipeline.run.record import Timings
 from pipeline.train.loop import create_accelerator
@@ -91,7 +92,8 @@ def run(
     if config.eval.export != "none" and accelerator.is_main_process:  # ONNX export, verified (pipeline.export)
         splits = prepared.data.splits
         with clock.timed(timings, "export_seconds"):
-            export_after_training(config, splits["validation"], splits["train"], splits["test"], report=False)
+            export = export_after_training(config, splits["validation"], splits["train"], splits["test"], report=False)
+        record.throughput.update(export_speed(export))  # the backend `--backend auto` chooses, as verification timed it
     if accelerator.is_main_process:
         close_timings(config, record, start, report_again=config.eval.export != "none")
     return record.to_dict()

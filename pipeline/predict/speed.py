@@ -1,5 +1,8 @@
 """How fast the prediction path labels texts (`prediction_speed`): rows per second through `Predictor.infer`,
 tokenization included, after one warm-up batch (the first pass pays one-off costs a long job does not).
+
+At the end of a run the figure costs no pass of its own: it is the test pass's rate (`test_pass_speed`), or, after a
+verified export, the rate the export's verification timed for the backend `--backend auto` chooses (`export_speed`).
 """
 
 from __future__ import annotations
@@ -8,14 +11,18 @@ import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from pipeline.config.schema import EvalConfig
 from pipeline.predict.predictor import Predictor
 from pipeline.predict.source import PredictError, resolve_model_source
 from pipeline.run.directory import PREDICTION_TEXT, RunDir, RunDirError
+from pipeline.run.exports import backend_name
 from pipeline.run.record import Throughput
 
 logger = logging.getLogger("pipeline")
+
+# Test texts `record_run_speed` times for a finished run.
+RECORD_SPEED_ROWS = 512
 
 
 def warm_up(predictor: Predictor, texts: Sequence[str]) -> None:
@@ -43,6 +50,34 @@ def prediction_speed(predictor: Predictor, texts: Sequence[str]) -> Throughput |
     return speed_record(predictor, len(texts), time.perf_counter() - tick)
 
 
+def test_pass_speed(texts: int, seconds: float | None, precision: str) -> Throughput | None:
+    """The test pass's texts per second (tokenized beforehand, on every process together), as the run's figure."""
+    if not texts or not seconds:
+        return None
+    return Throughput(
+        predict_rows_per_second=texts / seconds, predict_rows_timed=texts, predict_backend=f"torch-{precision}"
+    )
+
+
+def export_speed(export: dict[str, Any]) -> Throughput | None:
+    """From a run's export.json: the rows/s of the backend `--backend auto` chooses (PyTorch's own where it chooses
+    no export), as its verification timed them on the validation texts; None without a verification."""
+    verification = export.get("verification") or {}
+    chosen = export.get("auto")
+    if chosen:
+        entry, backend = export["variants"][chosen], backend_name(chosen)
+    else:
+        entry = (export.get("torch") or {}).get("default") or {}
+        backend = f"torch-{entry.get('precision', 'fp32')}"
+    if not entry.get("rows_per_second"):
+        return None
+    return Throughput(
+        predict_rows_per_second=entry["rows_per_second"],
+        predict_rows_timed=verification.get("rows"),
+        predict_backend=backend,
+    )
+
+
 def end_of_run_speed(run_dir: Path, texts: Sequence[str], max_length: int) -> Throughput | None:
     """Rows/s of the prediction path on a run's first test `texts`, with the saved model as users will load it;
     None, with a warning, where it cannot load."""
@@ -63,7 +98,7 @@ def record_run_speed(run_path: str | Path) -> float:
     predictions = run.read_predictions()
     if predictions is None:
         raise RunDirError(f"{run.predictions_path}: missing, so there are no test texts to time")
-    texts = predictions[PREDICTION_TEXT].head(EvalConfig().predict_speed_rows).tolist()
+    texts = predictions[PREDICTION_TEXT].head(RECORD_SPEED_ROWS).tolist()
     record = run.read_record()
     record.throughput = record.throughput or Throughput()
     record.throughput.update(prediction_speed(Predictor.from_path(run.path, backend="torch"), texts))
