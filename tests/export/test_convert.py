@@ -821,7 +821,9 @@ def test_finetune_with_eval_export_exports_verifies_and_reports(tiny_run_config)
     assert timings.export_seconds > 0 and f"export {timings.export_seconds:.1f} s" in report
     # The speed figure is the verification's rate for what --backend auto chooses: no pass of its own.
     chosen = record["auto"]
-    expected = record["variants"][chosen]["rows_per_second"] if chosen else record["torch"]["default"]["rows_per_second"]
+    expected = (
+        record["variants"][chosen]["rows_per_second"] if chosen else record["torch"]["default"]["rows_per_second"]
+    )
     assert saved.throughput.predict_rows_per_second == pytest.approx(expected)
     assert saved.throughput.predict_rows_timed == verification["rows"] and timings.predict_speed_seconds is None
 
