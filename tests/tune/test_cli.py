@@ -122,6 +122,8 @@ def test_a_search_under_accelerate_launch_runs_every_trial_on_both_processes(
     with sqlite3.connect(study / "study.db") as db:
         states = [state for (state,) in db.execute("SELECT state FROM trials ORDER BY number")]
     assert len(states) == 3 and "FAIL" not in states, (states, result.stderr[-5000:])
-    for number in range(3):
+    finished = [number for number, state in enumerate(states) if state == "COMPLETE"]  # pruned ones stop early
+    assert finished, states
+    for number in finished:
         metrics = json.loads((study / f"trial_{number:03d}" / "metrics.json").read_text())
         assert metrics["training"]["num_processes"] == 2
