@@ -24,7 +24,6 @@ the last stdout line is JSON. Compare the lines of one invocation only, on an id
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import sys
@@ -36,6 +35,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
 import torch
+from training_levers import chosen_levers, sample_ag_news
 
 from pipeline.text.batching import LENGTH_POOL_BATCHES
 
@@ -68,13 +68,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def read_rows(args: argparse.Namespace, tokenizer) -> list[tuple[list[int], int]]:
     """(token ids, label) of random AG News rows, truncated to --window tokens."""
-    with open(args.train_file, newline="", encoding="utf-8") as handle:
-        rows = [row for row in csv.reader(handle) if row and row[0].strip().isdigit()]
-    count = (args.steps + args.warmup) * args.batch_size
-    chosen = np.random.default_rng(0).choice(len(rows), size=count, replace=False)
-    texts = [f"{rows[i][1]} {rows[i][2]}" for i in chosen]
+    texts, labels = sample_ag_news(args.train_file, (args.steps + args.warmup) * args.batch_size)
     ids = tokenizer(texts, truncation=True, max_length=args.window)["input_ids"]
-    return [(row_ids, int(rows[i][0]) - 1) for row_ids, i in zip(ids, chosen)]
+    return list(zip(ids, labels))
 
 
 def length_grouped(rows: list[tuple[list[int], int]], batch_size: int) -> list[list[tuple[list[int], int]]]:
@@ -200,10 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from transformers import AutoTokenizer
 
-    levers = [name.strip() for name in args.levers.split(",") if name.strip()]
-    unknown = sorted(set(levers) - set(LEVERS))
-    if unknown:
-        raise SystemExit(f"error: unknown lever(s) {', '.join(unknown)} (use {', '.join(LEVERS)})")
+    levers = chosen_levers(args.levers, LEVERS)
     groups = length_grouped(read_rows(args, AutoTokenizer.from_pretrained(args.model)), args.batch_size)
     padded = [padded_batch(rows) for rows in groups]
     packed = [packed_batch(rows, args.window) for rows in groups]

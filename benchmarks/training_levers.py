@@ -61,14 +61,28 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def read_batches(args: argparse.Namespace, tokenizer) -> list[Batch]:
-    """Random batches of AG News rows (class_index,title,description), each padded to a multiple of 8."""
-    with open(args.train_file, newline="", encoding="utf-8") as handle:
+def sample_ag_news(train_file: str, count: int) -> tuple[list[str], list[int]]:
+    """`count` seeded random AG News rows (class_index,title,description): texts and 0-based labels."""
+    with open(train_file, newline="", encoding="utf-8") as handle:
         rows = [row for row in csv.reader(handle) if row and row[0].strip().isdigit()]
-    count = (args.batches + args.warmup) * args.batch_size
     chosen = np.random.default_rng(0).choice(len(rows), size=count, replace=False)
-    texts = [f"{rows[index][1]} {rows[index][2]}" for index in chosen]
-    labels = torch.tensor([int(rows[index][0]) - 1 for index in chosen])
+    return [f"{rows[i][1]} {rows[i][2]}" for i in chosen], [int(rows[i][0]) - 1 for i in chosen]
+
+
+def chosen_levers(text: str, known: tuple[str, ...]) -> list[str]:
+    """--levers' comma-separated names, each one of `known`."""
+    levers = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = sorted(set(levers) - set(known))
+    if unknown:
+        raise SystemExit(f"error: unknown lever(s) {', '.join(unknown)} (use {', '.join(known)})")
+    return levers
+
+
+def read_batches(args: argparse.Namespace, tokenizer) -> list[Batch]:
+    """Random batches of AG News rows, each padded to a multiple of 8."""
+    count = (args.batches + args.warmup) * args.batch_size
+    texts, label_ids = sample_ag_news(args.train_file, count)
+    labels = torch.tensor(label_ids)
     batches = []
     for start in range(0, count, args.batch_size):
         encoded = tokenizer(
@@ -182,10 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from transformers import AutoTokenizer
 
-    levers = [name.strip() for name in args.levers.split(",") if name.strip()]
-    unknown = sorted(set(levers) - set(LEVERS))
-    if unknown:
-        raise SystemExit(f"error: unknown lever(s) {', '.join(unknown)} (use {', '.join(LEVERS)})")
+    levers = chosen_levers(args.levers, LEVERS)
     batches = read_batches(args, AutoTokenizer.from_pretrained(args.model))
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, load {os.getloadavg()[0]:.2f}", file=sys.stderr

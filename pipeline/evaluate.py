@@ -97,7 +97,7 @@ def predictor_options(backend: str, precision: str | None, run: RunRecord, confi
         return {"backend": backend, "precision": precision or "auto"}  # an export runs at its own precision
     return {
         "backend": backend,
-        "precision": "bf16" if run.training.mixed_precision == "bf16" else "fp32",
+        "precision": run.training.scoring_precision,
         "batch_size": config.eval.batch_size,
         "max_batch_tokens": config.eval.max_batch_tokens,
         "recheck_margin": 0.0,

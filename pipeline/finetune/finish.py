@@ -71,8 +71,7 @@ def finish_run(
         with clock.timed(timings, "predict_speed_seconds"):
             record.throughput.update(end_of_run_speed(config.run_dir, texts, prepared.tokenization.max_length))
     else:  # the test pass's own rate: no pass of its own (an export, if any, replaces it: runner.py)
-        precision = "bf16" if record.training.mixed_precision == "bf16" else "fp32"
-        record.throughput.update(test_pass_speed(len(split), timings.test_seconds, precision))
+        record.throughput.update(test_pass_speed(len(split), timings.test_seconds, record.training.scoring_precision))
     timings.close(time.perf_counter() - start)
     with clock.timed(timings, "outputs_seconds"):
         write_outputs(config, record, test, prepared.data.splits["test"])

@@ -16,7 +16,7 @@ from typing import Any
 from pipeline.predict.predictor import Predictor
 from pipeline.predict.source import PredictError, resolve_model_source
 from pipeline.run.directory import PREDICTION_TEXT, RunDir, RunDirError
-from pipeline.run.exports import backend_name
+from pipeline.run.exports import auto_backend, verification_rows_of
 from pipeline.run.record import Throughput
 
 logger = logging.getLogger("pipeline")
@@ -62,18 +62,17 @@ def test_pass_speed(texts: int, seconds: float | None, precision: str) -> Throug
 def export_speed(export: dict[str, Any]) -> Throughput | None:
     """From a run's export.json: the rows/s of the backend `--backend auto` chooses (PyTorch's own where it chooses
     no export), as its verification timed them on the validation texts; None without a verification."""
-    verification = export.get("verification") or {}
-    chosen = export.get("auto")
-    if chosen:
-        entry, backend = export["variants"][chosen], backend_name(chosen)
-    else:
+    backend = auto_backend(export)
+    if backend == "torch":
         entry = (export.get("torch") or {}).get("default") or {}
         backend = f"torch-{entry.get('precision', 'fp32')}"
+    else:
+        entry = export["variants"][export["auto"]]
     if not entry.get("rows_per_second"):
         return None
     return Throughput(
         predict_rows_per_second=entry["rows_per_second"],
-        predict_rows_timed=verification.get("rows"),
+        predict_rows_timed=verification_rows_of(export),
         predict_backend=backend,
     )
 

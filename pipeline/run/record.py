@@ -256,6 +256,11 @@ class Training(Section):
     time_budget_seconds: float | None = None
     time_budget_steps: int | None = None
 
+    @property
+    def scoring_precision(self) -> str:
+        """The precision stage 4 scored in, as prediction names it: bf16 under bf16 autocast, else fp32."""
+        return "bf16" if self.mixed_precision == "bf16" else "fp32"
+
 
 @dataclass
 class Device(Section):

@@ -1,8 +1,8 @@
 """The processes of one `accelerate launch`: the main process decides (the next trial, pruning), the others follow.
 The first trial's Accelerator opens the process group and every later trial reuses it (a group destroyed and opened
-again on the same port is refused by the other processes); the search closes it at its end. Before the first trial
-no group exists, so the next trial's parameters pass through a file in the study folder; during a trial, the pruning
-decision is broadcast."""
+again on the same port is refused by the other processes); the search closes it at its end. No group exists before
+the first trial, so decisions between trials (the next trial's parameters, whether to go on) pass through a file in
+the study folder; during a trial, the pruning decision is broadcast."""
 
 from __future__ import annotations
 
