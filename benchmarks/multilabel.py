@@ -128,7 +128,7 @@ def transformers_label_sets(run: RunDir, texts: list[str], max_length: int) -> l
     """transformers.pipeline's sigmoid scores per class, cut at the run's thresholds (0.5 each without any)."""
     import transformers
 
-    import pipeline.models  # noqa: F401  (registers the from-scratch encoder with transformers' Auto classes)
+    import pipeline.models.encoder  # noqa: F401  (registers the from-scratch encoder with transformers' Auto classes)
 
     thresholds = (read_decision(run.model_dir) or {}).get("thresholds", {})
     classify = transformers.pipeline("text-classification", model=str(run.model_dir), device="cpu")

@@ -49,8 +49,8 @@ from pipeline.data.tables import open_table  # noqa: E402
 from pipeline.data.text import resolve_columns  # noqa: E402
 from pipeline.export import verify  # noqa: E402
 from pipeline.predict import Predictor, resolve_model_source  # noqa: E402
-from pipeline.predict.backend import TorchBackend  # noqa: E402
 from pipeline.predict.runtime import onnx_threads  # noqa: E402
+from pipeline.predict.torch_backend import TorchBackend  # noqa: E402
 from pipeline.run.directory import RunDir  # noqa: E402
 from pipeline.run.exports import VARIANTS, backend_name, read_export_record  # noqa: E402
 
@@ -131,7 +131,7 @@ class StockPipeline:
     def __init__(self, model_dir: Path, labels: list[str], max_length: int, batch_size: int):
         import transformers
 
-        import pipeline.models  # noqa: F401 -- registers the from-scratch encoder
+        import pipeline.models.encoder  # noqa: F401 -- registers the from-scratch encoder
 
         self.pipe = transformers.pipeline("text-classification", model=str(model_dir), device="cpu")
         self.labels, self.max_length, self.batch_size = labels, max_length, batch_size

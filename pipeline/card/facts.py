@@ -13,7 +13,7 @@ from typing import Any
 from pipeline.config.schema import DataConfig
 from pipeline.data.tables import format_read
 from pipeline.data.text import TextSpec
-from pipeline.run.directory import MODEL_DIR, RunDir, config_setting, is_number
+from pipeline.run.directory import MODEL_DIR, TOKENIZER_CONFIG_FILE, RunDir, config_setting, is_number
 from pipeline.run.record import (
     Calibration,
     RunRecord,
@@ -32,8 +32,6 @@ DATA_DEFAULTS = DataConfig()
 # The splits a data file may be given for (data.<split>_file): pipeline.data.load.SPLITS, not imported here, as importing
 # that module loads `datasets`, which a card does not need.
 FILE_SPLITS = ("train", "validation", "test")
-# save_pretrained's tokenizer settings file, which names the tokenizer's class.
-TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 # What usage examples call the model: its Hub id once uploaded (the card cannot know the owner's account).
 HUB_ID_PLACEHOLDER = "your-username/{name}"
 

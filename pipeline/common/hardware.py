@@ -1,19 +1,26 @@
 """What the machine can do (device, precision, free CPU cores, library versions) and how glibc serves a run's
-memory: one answer to "bf16 on this CPU?" for training, evaluation and prediction."""
+memory: one answer to "bf16 on this CPU?" for training, evaluation and prediction.
+
+torch is imported inside the functions that use it: prediction on an export runs without it (a 2-3 s import).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib.util
 import os
 import platform
+import runpy
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING
 
 from pipeline import __version__
+
+if TYPE_CHECKING:
+    import torch
 
 
 class HardwareError(ValueError):
@@ -22,6 +29,8 @@ class HardwareError(ValueError):
 
 def cpu_supports_bf16() -> bool:
     """bf16 pays off on a CPU only with native bf16 instructions (AVX512-BF16, AMX, Arm BF16); emulated it is slower."""
+    import torch
+
     checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
     if any(getattr(torch.cpu, check, lambda: False)() for check in checks):
         return True
@@ -31,6 +40,8 @@ def cpu_supports_bf16() -> bool:
 
 
 def device_supports_bf16(device: torch.device) -> bool:
+    import torch
+
     if device.type == "cuda":
         return torch.cuda.is_bf16_supported()
     if device.type == "cpu":
@@ -43,13 +54,31 @@ def resolve_mixed_precision(setting: str, use_cuda: bool) -> str:
     (with loss scaling) on older GPUs, else full precision ("no")."""
     if setting != "auto":
         return setting
+    import torch
+
     if use_cuda:
         return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
     return "bf16" if cpu_supports_bf16() else "no"
 
 
+def torch_sees_no_gpu() -> bool:
+    """True where torch is built without CUDA and ROCm, and so can never see a GPU: known from its version file,
+    without importing it. False is no answer: ask torch."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return True
+    version_file = Path(next(iter(spec.submodule_search_locations))) / "version.py"
+    try:
+        build = runpy.run_path(str(version_file))  # __version__, cuda, hip: plain assignments
+    except Exception:  # an unusual install: ask torch itself
+        return False
+    return build.get("cuda") is None and build.get("hip") is None
+
+
 def resolve_device(name: str) -> torch.device:
     """'auto' takes the GPU when there is one; an unavailable device is an error, not a silent fallback."""
+    import torch
+
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
@@ -74,6 +103,8 @@ def resolve_inference_dtype(precision: str, device: torch.device) -> torch.dtype
     not."""
     if precision == "fp32":
         return None
+    import torch
+
     supported = device_supports_bf16(device) if precision == "auto" or device.type != "cpu" else True
     if precision == "bf16" and not supported:
         raise HardwareError(f"--precision bf16 is not supported on {device}; use --precision fp32")
@@ -89,6 +120,8 @@ def cpu_name() -> str:
 
 
 def device_info(device: torch.device, num_processes: int) -> dict:
+    import torch
+
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_name()
     return {"type": device.type, "name": name, "num_processes": num_processes}
 
@@ -96,6 +129,7 @@ def device_info(device: torch.device, num_processes: int) -> dict:
 def library_versions() -> dict:
     import accelerate  # slow to import: loaded only when a run records its versions
     import datasets
+    import torch
     import transformers
 
     return {
@@ -192,12 +226,16 @@ def cpu_threads(setting: int | None, measure_busy: Callable[[], float | None] = 
 def runs_weight_copy(dtype: torch.dtype | None, device: torch.device) -> bool:
     """Whether reduced precision runs a bf16 copy of the weights rather than autocast: on a CPU, where autocast
     re-casts every weight at every matmul."""
+    import torch
+
     return dtype == torch.bfloat16 and device.type == "cpu"
 
 
 @contextlib.contextmanager
 def torch_threads_restored() -> Iterator[None]:
     """PyTorch's thread count as it was before: a run that chose its own leaves the caller's (a notebook's) alone."""
+    import torch
+
     previous = torch.get_num_threads()
     try:
         yield

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pipeline.common.extras import extra_install, installed
 from pipeline.config.data_config import DataConfig
@@ -14,19 +14,16 @@ from pipeline.config.train_config import LEARNING_RATES, DistillConfig, TrainCon
 from pipeline.config.tune_config import TuneConfig
 from pipeline.config.values import ConfigError, check_types, setting
 
-if TYPE_CHECKING:  # only an annotation: importing torch here would load it for every command that reads a config
-    import torch
-
 # Tokens per evaluation or prediction batch, at most, on a CPU (eval.max_batch_tokens and pipeline.predict's
 # --max-batch-tokens at "auto"; batch_token_budget).
 MAX_BATCH_TOKENS = 4096
 
 
-def batch_token_budget(setting: int | str | None, device: torch.device) -> int | None:
+def batch_token_budget(setting: int | str | None, device_type: str) -> int | None:
     """Tokens per evaluation or prediction batch, at most (None: no cap). "auto": MAX_BATCH_TOKENS on a CPU, where
     small batches keep activations in cache, and no cap on a GPU, where large batches keep it busy."""
     if setting == "auto":
-        return MAX_BATCH_TOKENS if device.type == "cpu" else None
+        return MAX_BATCH_TOKENS if device_type == "cpu" else None
     return setting or None
 
 

@@ -21,11 +21,12 @@ from pipeline.common.hardware import resolve_device, resolve_inference_dtype
 from pipeline.common.io import atomic_path
 from pipeline.config.schema import ConfigError, DataConfig, DistillConfig
 from pipeline.data.text import TextSpec
-from pipeline.models import class_names, is_multi_label, load_classifier
+from pipeline.models import load_classifier
 from pipeline.predict import ModelSource, PredictError, Predictor, resolve_model_source
 from pipeline.run import directory as rundir
 from pipeline.run.directory import RunDir, is_number
 from pipeline.run.exports import ExportError, choose_export, file_sha256, read_export_record
+from pipeline.run.model_config import class_names, is_multi_label
 from pipeline.text.tokenization import texts_fingerprint
 
 logger = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ from pipeline.common.hardware import resolve_inference_dtype
 from pipeline.config.load import load_config
 from pipeline.data.load import load_splits
 from pipeline.data.splits import column_values
-from pipeline.models import class_names, is_multi_label, max_positions
+from pipeline.models import max_positions
 from pipeline.predict.predictor import Predictor, load_decision
 from pipeline.predict.runtime import open_backend
 from pipeline.predict.source import ModelSource
@@ -44,6 +44,7 @@ from pipeline.run.exports import (
     rows_used,
     too_few_rows,
 )
+from pipeline.run.model_config import class_names, is_multi_label
 from pipeline.scoring.thresholds import Decision
 from pipeline.text.lengths import length_limit
 

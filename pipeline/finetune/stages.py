@@ -179,7 +179,7 @@ def train(
         new_parameters=prepared.new_parameters,
         # The label audit's training dynamics: the train split's own rows only, not a distillation's transfer set.
         record_dynamics=config.eval.label_audit != "off" and prepared.distill is None,
-        eval_batch_tokens=batch_token_budget(config.eval.max_batch_tokens, accelerator.device),
+        eval_batch_tokens=batch_token_budget(config.eval.max_batch_tokens, accelerator.device.type),
         hyperparameters=flatten(with_absolute_paths(to_dict(config))),
         on_validation=on_validation,
         validation_sample=config.eval.validation_sample_rows,
@@ -230,7 +230,7 @@ def evaluate(
     best_model = accelerator.prepare_model(best_model, evaluation_mode=True)
 
     def score(name: str) -> torch.Tensor:
-        budget = batch_token_budget(config.eval.max_batch_tokens, accelerator.device)
+        budget = batch_token_budget(config.eval.max_batch_tokens, accelerator.device.type)
         return predict_logits(best_model, prepared.rows[name], accelerator, config.eval.batch_size, budget)
 
     def score_test() -> torch.Tensor:

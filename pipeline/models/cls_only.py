@@ -20,7 +20,7 @@ import sys
 import torch
 from torch import nn
 
-from pipeline.models import eval_logits
+from pipeline.models.classifier import eval_logits
 
 # Logits may differ by float rounding only (the matrix products run on fewer rows).
 CHECK_RTOL, CHECK_ATOL = 1e-4, 1e-5

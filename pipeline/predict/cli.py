@@ -15,8 +15,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch
-
 from pipeline.common import hardware
 from pipeline.common.errors import DataError, one_line, shorten
 from pipeline.common.io import interrupted_exit_code, terminated_as_interrupt
@@ -375,6 +373,7 @@ def distributed_shard() -> tuple[int, int]:
     """(process index, number of processes) under `accelerate launch` / `torchrun`; (0, 1) otherwise."""
     if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
         return 0, 1
+    import torch
     from accelerate import PartialState
 
     # Without a GPU, ask for the CPU (gloo) backend explicitly, or each process would run alone.
@@ -385,17 +384,23 @@ def distributed_shard() -> tuple[int, int]:
 def distributed_device(device: str, num_processes: int, backend: str) -> str:
     """With several processes on GPUs, `auto` means this process's own GPU, not the first one; under an export
     backend it stays `auto`, which runs exports on the CPU."""
-    if num_processes > 1 and device == "auto" and backend not in BACKEND_RUNTIMES and torch.cuda.is_available():
-        return f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
-    return device
+    if num_processes <= 1 or device != "auto" or backend in BACKEND_RUNTIMES or hardware.torch_sees_no_gpu():
+        return device
+    import torch
+
+    return f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}" if torch.cuda.is_available() else device
 
 
 def _quiet_libraries() -> None:
-    """Library warnings and progress bars would break the one-line error contract and clutter stderr."""
-    from transformers.utils import logging as hf_logging
+    """Library warnings and progress bars would break the one-line error contract and clutter stderr. transformers
+    reads its settings when imported, which the PyTorch path alone does: set here, they cost no import."""
+    os.environ["TRANSFORMERS_VERBOSITY"] = "error"
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"  # transformers' own bars follow the Hub's setting
+    if "transformers" in sys.modules:  # imported before main() (a test, a notebook): tell it directly
+        from transformers.utils import logging as hf_logging
 
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
     logging.getLogger("torch").setLevel(logging.ERROR)
 
 

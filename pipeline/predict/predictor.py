@@ -1,5 +1,8 @@
 """The predictor: a model, its tokenizer, labels, length and text rule, loaded once (`Predictor.from_path`);
 texts in, label ids and probabilities out, through a backend: PyTorch or the run's verified export.
+
+An export runs without importing torch or transformers (3-5 s of start-up, more than labelling a few thousand
+texts takes): its config, tokenizer and runtime are read directly, and torch is imported only for PyTorch.
 """
 
 from __future__ import annotations
@@ -8,17 +11,14 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
-from pipeline.common.hardware import HardwareError, resolve_device, resolve_inference_dtype
+from pipeline.common.hardware import HardwareError, resolve_device, resolve_inference_dtype, torch_sees_no_gpu
 from pipeline.config.schema import MAX_BATCH_TOKENS, DataConfig, batch_token_budget
 from pipeline.data.text import TextSpec
-from pipeline.models import class_names, is_multi_label, max_positions, to_probabilities
-from pipeline.predict.backend import Backend, TorchBackend
+from pipeline.predict.backend import Backend
 from pipeline.predict.runtime import open_backend
 from pipeline.predict.source import (
     ModelSource,
@@ -28,8 +28,10 @@ from pipeline.predict.source import (
     reraised_as,
     resolve_model_source,
 )
+from pipeline.predict.torch_backend import TorchBackend
 from pipeline.run.directory import DECISION_FILE, RunDirError, read_decision
 from pipeline.run.exports import BACKEND_RUNTIMES, ExportChoice, ExportError, choose_export
+from pipeline.run.model_config import class_names, config_max_positions, is_multi_label, to_probabilities
 from pipeline.scoring.baseline_model import SavedEnsemble, load_ensemble
 from pipeline.scoring.thresholds import KIND_BINARY, KIND_FLAG, KIND_MULTI_LABEL, Decision, default_decision
 from pipeline.text.lengths import length_limit, padded_width, sorted_batches
@@ -42,6 +44,9 @@ from pipeline.text.windows import (
     pad_ids,
     pool_documents,
 )
+
+if TYPE_CHECKING:
+    import torch
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +82,7 @@ class Predictor:
     tokenizer: Any = field(repr=False)
     labels: list[str]
     max_length: int
-    device: torch.device
+    device: torch.device | None  # None when an export runs the forward pass: on the CPU, without torch
     text_spec: TextSpec
     batch_size: int = DEFAULT_BATCH_SIZE
     compute_dtype: torch.dtype | None = None
@@ -143,13 +148,17 @@ class Predictor:
         _check_options(source, batch_size, max_batch_tokens, max_length)
         if device == "auto" and backend in BACKEND_RUNTIMES:
             device = "cpu"  # exports run on the CPU
-        with reraised_as(PredictError, HardwareError):
-            torch_device = resolve_device(device)
-            compute_dtype = resolve_inference_dtype(precision, torch_device)
-        choice = _choose_backend(source, backend, precision, torch_device)
-        model, tokenizer, config, engine = _load_backend(source, choice, torch_device)
-        if choice.variant is not None:  # no PyTorch precision applies
-            compute_dtype = None
+        torch_device = None if _known_cpu(device) else _resolved(device)
+        choice = _choose_backend(source, backend, precision, "cpu" if torch_device is None else torch_device.type)
+        compute_dtype = None  # fp32; exports: whatever their runtime computes in
+        if choice.variant is None:
+            torch_device = torch_device or _resolved(device)
+            with reraised_as(PredictError, HardwareError):
+                compute_dtype = resolve_inference_dtype(precision, torch_device)
+            model, tokenizer, config, engine = _load_torch(source, torch_device)
+        else:
+            model, torch_device = None, None
+            config, tokenizer, engine = _load_export(source, choice)
         length = _fixed_length(tokenizer, config, max_length or source.max_length)
         if not source.reading_recorded:  # a guess that changes predictions if wrong: say so, once per load
             logger.warning(source.unrecorded_reading_warning(length))
@@ -169,7 +178,7 @@ class Predictor:
             recheck_margin,
             long_text=source.long_text,
             pooling=source.pooling,
-            max_batch_tokens=batch_token_budget(max_batch_tokens, torch_device),
+            max_batch_tokens=batch_token_budget(max_batch_tokens, "cpu" if torch_device is None else torch_device.type),
             backend=engine,
             choice=choice,
             multi_label=is_multi_label(config),
@@ -181,8 +190,12 @@ class Predictor:
 
     @property
     def precision(self) -> str:
-        """PyTorch's precision ("bf16" or "fp32")."""
-        return "bf16" if self.compute_dtype == torch.bfloat16 else "fp32"
+        """PyTorch's precision: "fp32", or "bf16", the one reduced precision prediction runs in."""
+        return "fp32" if self.compute_dtype is None else "bf16"
+
+    @property
+    def on_cpu(self) -> bool:
+        return self.device is None or self.device.type == "cpu"
 
     @property
     def backend_name(self) -> str:
@@ -250,7 +263,7 @@ class Predictor:
         return self.decision.predict(probabilities)
 
     def _row_probabilities(self, logits: np.ndarray) -> np.ndarray:
-        return to_probabilities(torch.from_numpy(logits), self.multi_label).numpy()
+        return to_probabilities(logits, self.multi_label)
 
     def logits(self, texts: Sequence[str], on_batch: Progress = None) -> np.ndarray:
         """(texts) -> (N, K) float32 logits, batched as `infer` but with no fp32 recheck (no label is decided)."""
@@ -409,7 +422,17 @@ def _check_options(source: ModelSource, batch_size: int, max_batch_tokens: Any, 
         )
 
 
-def _choose_backend(source: ModelSource, backend: str, precision: str, device: torch.device) -> ExportChoice:
+def _known_cpu(device: str) -> bool:
+    """Whether `device` is the CPU, known without importing torch: "cpu", or "auto" where torch sees no GPU."""
+    return device == "cpu" or (device == "auto" and torch_sees_no_gpu())
+
+
+def _resolved(device: str) -> torch.device:
+    with reraised_as(PredictError, HardwareError):
+        return resolve_device(device)
+
+
+def _choose_backend(source: ModelSource, backend: str, precision: str, device_type: str) -> ExportChoice:
     if backend in BACKEND_RUNTIMES and precision != "auto":
         raise PredictError(
             f"--precision {precision} applies to the torch backend; leave it at auto with --backend {backend}"
@@ -417,25 +440,27 @@ def _choose_backend(source: ModelSource, backend: str, precision: str, device: t
     if backend == "auto" and precision != "auto":
         return ExportChoice(None, None, f"--precision {precision} asked for (a PyTorch setting)")
     with reraised_as(PredictError, ExportError):
-        return choose_export(source.run_dir, source.model_dir, backend, device.type)
+        return choose_export(source.run_dir, source.model_dir, backend, device_type)
 
 
-def _load_backend(
-    source: ModelSource, choice: ExportChoice, device: torch.device
-) -> tuple[torch.nn.Module | None, Any, Any, Backend]:
-    """(PyTorch model or None, tokenizer, config, backend); an export never loads the PyTorch model."""
-    if choice.variant is None:
-        model, tokenizer = load_model_and_tokenizer(source.model_dir)
-        model.to(device)
-        return model, tokenizer, model.config, TorchBackend(model, device)
-    config, tokenizer = load_config_and_tokenizer(source.model_dir)
+def _load_torch(source: ModelSource, device: torch.device) -> tuple[torch.nn.Module, Any, Any, Backend]:
+    """(PyTorch model on `device`, tokenizer, config, backend)."""
+    model, tokenizer = load_model_and_tokenizer(source.model_dir)
+    model.to(device)
+    return model, tokenizer, model.config, TorchBackend(model, device)
+
+
+def _load_export(source: ModelSource, choice: ExportChoice) -> tuple[Any, Any, Backend]:
+    """(config, tokenizer, backend) of a verified export; never the PyTorch model, nor torch."""
     with reraised_as(PredictError, ExportError):
-        return None, tokenizer, config, open_backend(choice.variant, choice.path)
+        engine = open_backend(choice.variant, choice.path)
+    config, tokenizer = load_config_and_tokenizer(source.model_dir, sorted(engine.inputs))
+    return config, tokenizer, engine
 
 
 def _fixed_length(tokenizer: Any, config: Any, asked: int | None) -> int:
     """The length texts are cut or windowed to: `asked` (the option, else the run's), else the model's limit."""
-    limit = length_limit(tokenizer, max_positions(SimpleNamespace(config=config)))
+    limit = length_limit(tokenizer, config_max_positions(config))
     length = asked or limit
     if length > limit:
         raise PredictError(f"max length {length} exceeds the model's limit of {limit} tokens")

@@ -13,17 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from transformers import AutoConfig, AutoTokenizer
-
+from pipeline import models  # a lazy package: its names import torch when first used
 from pipeline.common.errors import DataError, one_line
 from pipeline.config.schema import DataConfig
 from pipeline.data.lines import check_encoding
 from pipeline.data.text import TextSpec, fewer_columns_warning
-from pipeline.models import class_names, load_classifier  # importing it registers the from-scratch encoder
-from pipeline.models.cls_only import restrict_last_layer_to_cls
 from pipeline.run.directory import (
     DECISION_FILE,
     DECISION_INPUT_KEY,
+    TOKENIZER_FILE,
     RunDir,
     RunDirError,
     config_setting,
@@ -32,6 +30,8 @@ from pipeline.run.directory import (
     is_run_dir,
     read_decision,
 )
+from pipeline.run.model_config import ModelConfigFile, class_names, read_model_config
+from pipeline.text.tokenizer_file import TokenizerFile, TokenizerFileError
 from pipeline.text.windows import LongTextRule
 
 logger = logging.getLogger(__name__)
@@ -210,26 +210,38 @@ def resolve_model_source(path: str | Path, require_finished: bool = True) -> Mod
 
 
 def load_model_and_tokenizer(model_dir: Path) -> tuple[Any, Any]:
+    """The PyTorch model in eval mode and transformers' tokenizer: the imports an export never pays for (3-5 s)."""
     tokenizer = _load_tokenizer(model_dir)
-    model = _load_user_files(lambda: load_classifier(model_dir), f"a sequence-classification model from {model_dir}")
-    restrict_last_layer_to_cls(model)  # the same logits, fewer FLOPs (pipeline/models/cls_only.py)
+    load = models.load_classifier  # loads torch and transformers' model classes, and registers the encoder
+    model = _load_user_files(lambda: load(model_dir), f"a sequence-classification model from {model_dir}")
+    models.restrict_last_layer_to_cls(model)  # the same logits, fewer FLOPs (pipeline/models/cls_only.py)
     return model.eval(), tokenizer
 
 
-def load_config_and_tokenizer(model_dir: Path) -> tuple[Any, Any]:
-    """The model's config and tokenizer without its weights: what an export backend needs."""
-    tokenizer = _load_tokenizer(model_dir)
-    config = _load_user_files(lambda: AutoConfig.from_pretrained(str(model_dir)), f"the model config from {model_dir}")
-    return config, tokenizer
+def load_config_and_tokenizer(model_dir: Path, model_input_names: Sequence[str]) -> tuple[ModelConfigFile, Any]:
+    """The model's config and tokenizer without its weights, and without transformers: what an export backend
+    needs. `model_input_names`: the exported graph's inputs. A folder without tokenizer.json (a vocabulary that
+    transformers converts) takes transformers' tokenizer."""
+    config = read_config(model_dir)
+    if not (Path(model_dir) / TOKENIZER_FILE).is_file():
+        return config, _load_tokenizer(model_dir)
+    with reraised_as(PredictError, TokenizerFileError):
+        return config, TokenizerFile.load(model_dir, model_input_names)
+
+
+def read_config(model_dir: Path) -> ModelConfigFile:
+    with reraised_as(PredictError, RunDirError):
+        return read_model_config(model_dir)
 
 
 def model_classes(model_dir: Path) -> list[str]:
     """The model's class names, read before the weights (a folder's class files must name them)."""
-    config = _load_user_files(lambda: AutoConfig.from_pretrained(str(model_dir)), f"the model config from {model_dir}")
-    return class_names(config)
+    return class_names(read_config(model_dir))
 
 
 def _load_tokenizer(model_dir: Path) -> Any:
+    from transformers import AutoTokenizer
+
     tokenizer = _load_user_files(
         lambda: AutoTokenizer.from_pretrained(str(model_dir)), f"a sequence-classification model from {model_dir}"
     )

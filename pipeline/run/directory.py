@@ -49,6 +49,9 @@ MODEL_CONFIG_FILE = "config.json"
 # The Hugging Face model card inside model/ (YAML metadata, then Markdown): pipeline/card/write.py writes it.
 MODEL_CARD_FILE = "README.md"
 MODEL_WEIGHTS_FILE = "model.safetensors"
+# The fast tokenizer's whole pipeline, and transformers' settings around it (special tokens, length limit).
+TOKENIZER_FILE = "tokenizer.json"
+TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 # python -m pipeline.export: ONNX models and their verification record, in one folder of the run.
 EXPORT_DIR = "onnx"
 EXPORT_RECORD_FILE = "export.json"

@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 from pipeline.common.hardware import runs_weight_copy
 from pipeline.data.labels import ClassCounts
 from pipeline.data.splits import column_values
-from pipeline.models import to_probabilities
+from pipeline.run.model_config import to_probabilities
 from pipeline.run.predictions import write_test_predictions
 from pipeline.scoring.thresholds import KIND_BINARY, KIND_FLAG, Decision, default_decision
 from pipeline.text.batching import TokenizedRows, evaluation_loader, model_inputs
@@ -237,7 +237,7 @@ def scored_loss(logits: torch.Tensor, rows: TokenizedRows, pooling: str = "mean"
 def _scored(logits: torch.Tensor, rows: TokenizedRows, pooling: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(probabilities, labels, losses) per row, or per document pooled from its windows."""
     multi_label = rows.multi_label
-    probabilities = to_probabilities(logits, multi_label).numpy()
+    probabilities = to_probabilities(logits.numpy(), multi_label)
     if rows.documents is None:
         return probabilities, rows.labels.numpy(), row_losses(logits, rows.labels).numpy()
     probabilities = pool_documents(probabilities, rows.documents, rows.num_documents, pooling, softmax=not multi_label)

@@ -153,7 +153,7 @@ def load_predictor(source: ModelSource, settings: ServeSettings) -> Predictor:
         backend=settings.backend,
     )
     threads = settings.threads or torch.get_num_threads()
-    predictor.batch_size = forward_rows(settings.batch_size, predictor.device.type == "cpu", threads)
+    predictor.batch_size = forward_rows(settings.batch_size, predictor.on_cpu, threads)
     return predictor
 
 

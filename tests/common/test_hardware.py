@@ -82,7 +82,7 @@ def test_cpu_times_read_busy_and_total_ticks_per_core(tmp_path):
 def test_the_batch_token_budget_caps_cpu_batches_and_leaves_gpu_batches_whole():
     from pipeline.config.schema import MAX_BATCH_TOKENS, batch_token_budget
 
-    cpu, gpu = torch.device("cpu"), torch.device("cuda")
+    cpu, gpu = "cpu", "cuda"
     assert batch_token_budget("auto", cpu) == MAX_BATCH_TOKENS
     assert batch_token_budget("auto", gpu) is None
     assert batch_token_budget(1000, gpu) == batch_token_budget(1000, cpu) == 1000

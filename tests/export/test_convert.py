@@ -11,7 +11,9 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -40,7 +42,7 @@ from pipeline.predict import PredictError, Predictor, main, predict_dataframe, p
 from pipeline.predict.runtime import onnx_threads, open_session  # noqa: E402
 from pipeline.run.directory import RunDir  # noqa: E402
 from pipeline.run.exports import MIN_VERIFICATION_ROWS, PRECISIONS  # noqa: E402
-from tests.helpers import one_torch_thread, run_with_private_home, tiny_bert_classifier  # noqa: E402
+from tests.helpers import REPO_ROOT, one_torch_thread, run_with_private_home, tiny_bert_classifier  # noqa: E402
 from tests.helpers import spread_head as helpers_spread_head  # noqa: E402
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
@@ -581,6 +583,25 @@ def test_both_backends_write_the_same_file(exported_run, tmp_path, capsys):
     assert predict(run, source, tmp_path / "auto.csv") == 0
     expected = f"backend onnx-{record['auto']}" if record["auto"] else "backend torch"
     assert expected in capsys.readouterr().err
+
+
+def test_an_export_predicts_in_a_process_that_never_imports_torch(exported_run, tmp_path, capsys):
+    """Start-up is most of a short job's time, and torch and transformers' model classes are most of start-up (issue
+    41): an export needs neither. The fresh process writes what the in-process command writes."""
+    run, _ = exported_run
+    source = input_csv(tmp_path / "in.csv", 30)
+    assert predict(run, source, tmp_path / "here.csv", "--backend", "onnx") == 0
+    argv = ["--model", run, "--input", source, "--output", tmp_path / "fresh.csv", "--no-progress", "--probabilities"]
+    code = (
+        "import sys\nfrom pipeline.predict.cli import main\n"
+        f"main({[str(arg) for arg in [*argv, '--backend', 'onnx']]!r})\n"
+        "print(sorted(name for name in ('torch', 'transformers') if name in sys.modules))"
+    )
+    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "[]" and "backend onnx-fp32" in result.stderr
+    assert (tmp_path / "fresh.csv").read_bytes() == (tmp_path / "here.csv").read_bytes()
 
 
 def test_python_api_takes_a_backend(exported_run):

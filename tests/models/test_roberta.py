@@ -10,7 +10,6 @@ import csv
 import itertools
 import json
 import shutil
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -23,6 +22,7 @@ from pipeline.config.load import load_config
 from pipeline.config.schema import TokenizerConfig
 from pipeline.models import max_positions
 from pipeline.predict import predict_texts
+from pipeline.run.model_config import config_max_positions
 from pipeline.text.batching import TokenizedRows, evaluation_loader
 from pipeline.text.tokenization import TokenizerNotFound, load_tokenizer, tokenize_splits
 from tests.helpers import MINILM_CONFIG, one_torch_thread, reset_accelerate, tiny_run_overrides
@@ -112,7 +112,7 @@ def test_auto_tokenizer_and_positions_follow_the_checkpoint(tiny_roberta_dir):
     # 50 rows in the table, padding at row 1, real tokens from row 2: 48 tokens fit. The config-only rule (used by
     # prediction, also with ONNX) agrees with the one that reads the model's modules.
     assert model.config.max_position_embeddings == USABLE_POSITIONS + 2
-    assert max_positions(model) == max_positions(SimpleNamespace(config=model.config)) == USABLE_POSITIONS
+    assert max_positions(model) == config_max_positions(model.config) == USABLE_POSITIONS
 
 
 def test_fixed_length_rows_pad_with_the_tokenizers_id_and_trimming_is_exact(tiny_roberta_dir, ag_news_test_csv):

@@ -260,7 +260,7 @@ def test_bf16_runs_a_bf16_copy_of_the_weights_and_keeps_the_fp32_model():
     import torch
     from transformers import BertForSequenceClassification
 
-    from pipeline.predict.backend import TorchBackend
+    from pipeline.predict.torch_backend import TorchBackend
 
     torch.manual_seed(0)
     config = BertConfig(
