@@ -176,7 +176,7 @@ class EvalConfig:
     )
     export: Literal["none", "onnx", "int8"] = setting(
         "none",
-        "`onnx` or `int8`: at the end of the run, export the model to ONNX (and int8) and verify it; needs the `onnx` extra; see [Fast CPU inference](fast-inference.md)",
+        "`onnx` or `int8`: once the model is calibrated, export it to ONNX (and int8) and verify it; the test pass then runs on the export `--backend auto` chooses; needs the `onnx` extra; see [Fast CPU inference](fast-inference.md)",
     )
     baseline: Literal["tfidf", "none"] = setting(
         "tfidf",
@@ -188,7 +188,7 @@ class EvalConfig:
     )
     predict_speed_rows: int = setting(
         0,
-        "0: the run's prediction speed is the test pass's rate (or, after a verified export, the rate its verification timed for the backend `--backend auto` chooses), at no cost; N: a pass of its own through the prediction path on N test texts, tokenization included",
+        "0: the run's prediction speed is the test pass's rate (on the export `--backend auto` chooses, with `eval.export`), at no cost; N: a pass of its own through the prediction path on N test texts, tokenization included",
     )
     label_audit: Literal["auto", "on", "off"] = setting(
         "auto",

@@ -52,8 +52,8 @@ from pipeline.predict.source import (
     load_model_and_tokenizer,
     reraised_as,
     resolve_model_source,
+    settings_source,
 )
-from pipeline.report import write_report
 from pipeline.run.directory import (
     EXPORT_RECORD_FILE,
     EXPORT_REFUSED_DIR,
@@ -139,11 +139,7 @@ def export_run(path: str | Path, quantize: str | None = None, **options: Any) ->
     """Write the run's onnx/ folder (fp32, int8 with quantize="int8", OpenVINO's models), each verified against
     PyTorch fp32; `options` are ExportOptions' fields; returns export.json's content."""
     options = ExportOptions(**options)
-    if quantize not in (None, *QUANTIZE_CHOICES):
-        raise ExportError(f"unknown quantization '{quantize}' (use {', '.join(QUANTIZE_CHOICES)})")
-    require("onnx")
-    require("onnxruntime")
-    openvino_variants = _openvino_variants(options.openvino, quantize)
+    variants = _variants(quantize, options)
     with reraised_as(ExportError, PredictError):
         source = resolve_model_source(path)
     if source.run_dir is None:
@@ -154,7 +150,16 @@ def export_run(path: str | Path, quantize: str | None = None, **options: Any) ->
     check_sequence_classifier(source.model_dir)
     # A run still training holds its directory (its model may still change), and an export holds it too.
     with reraised_as(ExportError, RunDirError), claimed(run.path):
-        return _export(run, source, ["fp32"] + (["int8"] if quantize else []) + openvino_variants, options)
+        return _export(run, source, variants, options)
+
+
+def _variants(quantize: str | None, options: ExportOptions) -> list[str]:
+    """The models to make: fp32, int8 when quantized, and OpenVINO's where its extra is installed (or asked for)."""
+    if quantize not in (None, *QUANTIZE_CHOICES):
+        raise ExportError(f"unknown quantization '{quantize}' (use {', '.join(QUANTIZE_CHOICES)})")
+    require("onnx")
+    require("onnxruntime")
+    return ["fp32"] + (["int8"] if quantize else []) + _openvino_variants(options.openvino, quantize)
 
 
 def _export(run: RunDir, source: ModelSource, variants: list[str], options: ExportOptions) -> dict[str, Any]:
@@ -291,14 +296,14 @@ def _versions(runtimes: set[str]) -> dict[str, str]:
     }
 
 
-def export_after_training(
-    config: Any, validation: Any, train: Any = None, test: Any = None, report: bool = True
-) -> dict[str, Any]:
-    """`eval.export: onnx|int8` at the end of a run: export and verify on the splits already in memory, print the
-    table, and rewrite the run's report so that it shows it (`report=False`: the caller rewrites it)."""
-    record = export_run(
-        config.run_dir,
-        "int8" if config.eval.export == "int8" else None,
+def export_in_run(config: Any, max_length: int, validation: Any, train: Any = None, test: Any = None) -> dict[str, Any]:
+    """`eval.export: onnx|int8` in stage 4, by the run that holds the directory: its saved model (calibrated, with
+    its thresholds) exported and verified on the splits already in memory, before the test pass, so that the test
+    pass can run on what `--backend auto` will choose. Prints the table; returns export.json's content."""
+    run = RunDir(config.run_dir)
+    with reraised_as(ExportError, RunDirError):
+        source = settings_source(run.model_dir, run.read_config(), max_length, run.path)
+    options = ExportOptions(
         texts=column_values(validation, "text"),
         gold=validation_gold(validation, config.data.task),
         source_note="validation split",
@@ -307,7 +312,9 @@ def export_after_training(
         batch_size=config.eval.batch_size,
         seed=config.run.seed,
     )
+    quantize = "int8" if config.eval.export == "int8" else None
+    check_sequence_classifier(source.model_dir)
+    with reraised_as(ExportError, RunDirError):
+        record = _export(run, source, _variants(quantize, options), options)
     print(format_record(record))
-    if report:
-        write_report([config.run_dir], config.run_dir)
     return record

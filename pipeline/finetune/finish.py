@@ -11,27 +11,22 @@ import numpy as np
 from pipeline.card.write import write_model_card
 from pipeline.common import clock
 from pipeline.config.schema import PipelineConfig
-from pipeline.finetune.stages import Prepared
-from pipeline.predict.speed import end_of_run_speed, test_pass_speed
+from pipeline.finetune.stages import Evaluated, Prepared
+from pipeline.predict.speed import end_of_run_speed, export_speed, test_pass_speed
 from pipeline.report import plot_confusion_matrix, write_report
 from pipeline.run.directory import RunDir
-from pipeline.run.record import Baseline, RunRecord
+from pipeline.run.exports import auto_backend
+from pipeline.run.record import Baseline, RunRecord, Throughput
 from pipeline.scoring.baseline import baseline_and_model
 from pipeline.scoring.ensemble import add_ensemble
 from pipeline.scoring.evaluation import EvalResult, write_predictions
 from pipeline.scoring.label_audit import audit_training_run, document_means
 
 
-def close_timings(config: PipelineConfig, record: RunRecord, start: float, report_again: bool) -> None:
-    """metrics.json rewritten with the whole process timed (the outputs and the export, which follow its first
-    writing, included), and the run's last line, which shows the split. `report_again`: the report is written again
-    (after an export, so that it shows it), with the timings up to it."""
+def close_timings(config: PipelineConfig, record: RunRecord, start: float) -> None:
+    """metrics.json rewritten with the whole process timed (the outputs, which follow its first writing, included),
+    and the run's last line, which shows the split."""
     run, timings = RunDir(config.run_dir), record.timings
-    if report_again:
-        timings.close(time.perf_counter() - start)
-        run.write_record(record)
-        with clock.timed(timings, "outputs_seconds"):
-            write_report([run.path], run.path)
     timings.close(time.perf_counter() - start)
     run.write_record(record)
     print(
@@ -43,14 +38,14 @@ def finish_run(
     config: PipelineConfig,
     prepared: Prepared,
     record: RunRecord,
-    results: dict[str, EvalResult],
+    evaluated: Evaluated,
     dynamics: np.ndarray | None,
     start: float,
 ) -> None:
     """Main process, after stage 4: the TF-IDF baseline, the ensemble with it (eval.ensemble), the label audit and
     the prediction path's speed added to the record, then metrics.json (timed up to it), the test predictions,
     reports and model card written."""
-    timings = record.timings
+    timings, results = record.timings, evaluated.scoring.results
     with clock.timed(timings, "baseline_seconds"):  # on one CPU thread (nothing collective runs meanwhile)
         baseline, fitted = baseline_and_model(config.eval.baseline, prepared.data.splits, prepared.labels)
     record.baseline = Baseline.from_dict(baseline) if baseline is not None else None
@@ -70,11 +65,22 @@ def finish_run(
         texts = split.select(range(min(len(split), config.eval.predict_speed_rows)))["text"]
         with clock.timed(timings, "predict_speed_seconds"):
             record.throughput.update(end_of_run_speed(config.run_dir, texts, prepared.tokenization.max_length))
-    else:  # the test pass's own rate: no pass of its own (an export, if any, replaces it: runner.py)
-        record.throughput.update(test_pass_speed(len(split), timings.test_seconds, record.training.scoring_precision))
+    else:  # no pass of its own
+        record.throughput.update(
+            run_speed(evaluated, len(split), timings.test_seconds, record.training.scoring_precision)
+        )
     timings.close(time.perf_counter() - start)
     with clock.timed(timings, "outputs_seconds"):
         write_outputs(config, record, test, prepared.data.splits["test"])
+
+
+def run_speed(evaluated: Evaluated, texts: int, seconds: float | None, torch_precision: str) -> Throughput | None:
+    """The run's prediction speed at no cost of its own: the test pass's rate on what ran it. Under several
+    processes the pass stays on PyTorch; where `--backend auto` chooses an export, its verification's rate instead."""
+    export, backend = evaluated.export, evaluated.test_backend
+    if export is not None and backend is None and auto_backend(export) != "torch":
+        return export_speed(export)
+    return test_pass_speed(texts, seconds, backend or f"torch-{torch_precision}")
 
 
 def write_outputs(config: PipelineConfig, record: RunRecord, test: EvalResult, test_split: datasets.Dataset) -> None:

@@ -14,10 +14,8 @@ from accelerate.utils import set_seed
 from pipeline import distill
 from pipeline.common import clock, hardware
 from pipeline.config.schema import PipelineConfig
-from pipeline.export.convert import export_after_training
 from pipeline.finetune.finish import close_timings, finish_run
 from pipeline.finetune.stages import OnValidation, build_record, evaluate, prepare, train
-from pipeline.predict.speed import export_speed
 from pipeline.run import ownership
 from pipeline.run.record import Timings
 from pipeline.train.loop import create_accelerator
@@ -77,23 +75,19 @@ def run(
                 start_run_dir(config, prepared.data)
             accelerator.wait_for_everyone()
         training, num_parameters = train(config, prepared, accelerator, timings, start, on_validation)
-        scoring, eval_rows = evaluate(config, prepared, accelerator, timings, training.best_validation_logits)
+        evaluated = evaluate(config, prepared, accelerator, timings, training.best_validation_logits)
+        scoring = evaluated.scoring
         log_test_metrics(accelerator, scoring.results["test"].metrics, training.state.global_step)
         timings.close(time.perf_counter() - start)  # closed again at the end; metrics.json is written before it
         device = {**hardware.device_info(accelerator.device, accelerator.num_processes), **threads}
         device["freed_memory_kept"] = memory_kept
         record = build_record(
-            config, prepared, training, scoring, timings, eval_rows, num_parameters, started_at, device
+            config, prepared, training, scoring, timings, evaluated.rows_scored, num_parameters, started_at, device
         )
         if accelerator.is_main_process:
-            finish_run(config, prepared, record, scoring.results, training.train_dynamics, start)
+            finish_run(config, prepared, record, evaluated, training.train_dynamics, start)
         accelerator.wait_for_everyone()
     end_run(accelerator, keep_process_group)
-    if config.eval.export != "none" and accelerator.is_main_process:  # ONNX export, verified (pipeline.export)
-        splits = prepared.data.splits
-        with clock.timed(timings, "export_seconds"):
-            export = export_after_training(config, splits["validation"], splits["train"], splits["test"], report=False)
-        record.throughput.update(export_speed(export))  # the backend `--backend auto` chooses, as verification timed it
     if accelerator.is_main_process:
-        close_timings(config, record, start, report_again=config.eval.export != "none")
+        close_timings(config, record, start)
     return record.to_dict()

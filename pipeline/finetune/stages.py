@@ -24,13 +24,17 @@ from pipeline.config.load import to_dict, with_absolute_paths
 from pipeline.config.schema import PipelineConfig, batch_token_budget
 from pipeline.config.train_config import duration_seconds
 from pipeline.data.load import LoadedData, load_data
+from pipeline.export.convert import export_in_run
 from pipeline.models import load_classifier
 from pipeline.models.cls_only import restrict_last_layer_to_cls
+from pipeline.predict.backend import Backend
+from pipeline.predict.runtime import open_backend
 from pipeline.run import directory as rundir
 from pipeline.run.directory import RunDir
+from pipeline.run.exports import choose_export
 from pipeline.run.record import RunRecord, Timings
 from pipeline.scoring.decide import Scoring, calibrate_and_decide, unfold_earlier_calibration
-from pipeline.scoring.evaluation import predict_logits
+from pipeline.scoring.evaluation import export_logits, predict_logits
 from pipeline.scoring.thresholds import check_setting
 from pipeline.text.batching import TokenizedRows
 from pipeline.text.tokenization import TokenizationInfo, load_tokenizer, tokenize_splits
@@ -210,16 +214,27 @@ def quick_settings_hint(config: PipelineConfig) -> str:
     return f"fewer steps with train.max_steps=..., or data.max_train_samples=...{shorter}"
 
 
+@dataclass
+class Evaluated:
+    """Stage 4's outcome: its scoring, the rows it predicted, the export made in it (export.json's content, or None)
+    and the export backend that ran the test pass (None: PyTorch)."""
+
+    scoring: Scoring
+    rows_scored: int
+    export: dict[str, Any] | None = None
+    test_backend: str | None = None
+
+
 def evaluate(
     config: PipelineConfig,
     prepared: Prepared,
     accelerator: Accelerator,
     timings: Timings,
     validation_logits: torch.Tensor | None = None,
-) -> tuple[Scoring, int]:
+) -> Evaluated:
     """Stage 4 on the best model as saved (calibrated, thresholds chosen on validation), so what is evaluated is what
-    users load. `validation_logits`: the training loop's scoring of those weights, reused. Returns the scoring and the
-    rows it predicted; its seconds go into `timings` (the test pass apart from the rest)."""
+    users load. `validation_logits`: the training loop's scoring of those weights, reused. Its seconds go into
+    `timings` (the test pass and the export apart from the rest)."""
     accelerator.wait_for_everyone()
     tick = time.perf_counter()
     run = RunDir(config.run_dir)
@@ -228,21 +243,17 @@ def evaluate(
     if prepared.last_layer_cls_only:  # scored as it was trained and validated
         restrict_last_layer_to_cls(best_model)
     best_model = accelerator.prepare_model(best_model, evaluation_mode=True)
+    budget = batch_token_budget(config.eval.max_batch_tokens, accelerator.device.type)
 
     def score(name: str) -> torch.Tensor:
-        budget = batch_token_budget(config.eval.max_batch_tokens, accelerator.device.type)
         return predict_logits(best_model, prepared.rows[name], accelerator, config.eval.batch_size, budget)
 
-    def score_test() -> torch.Tensor:
-        with clock.timed(timings, "test_seconds"):
-            return score("test")
-
-    scored = ("validation", "test") if validation_logits is None else ("test",)
+    test_pass = TestPass(config, prepared, accelerator, timings, lambda: score("test"))
     scoring = calibrate_and_decide(
         # Without accelerate's autocast wrapper: the fold is checked, and the model saved, in full precision.
         config,
         score("validation") if validation_logits is None else validation_logits,
-        score_test,  # once calibrated: the weights users load
+        test_pass,  # once calibrated and saved: the weights users load
         prepared.rows,
         prepared.labels,
         accelerator.unwrap_model(best_model, keep_fp32_wrapper=False),
@@ -252,8 +263,52 @@ def evaluate(
     )
     accelerator.wait_for_everyone()
     timings.eval_seconds = time.perf_counter() - tick
-    timings.calibration_seconds = timings.eval_seconds - (timings.test_seconds or 0.0)
-    return scoring, sum(len(prepared.rows[name]) for name in scored)
+    timings.calibration_seconds = timings.eval_seconds - (timings.test_seconds or 0.0) - (timings.export_seconds or 0.0)
+    scored = ("validation", "test") if validation_logits is None else ("test",)
+    rows_scored = sum(len(prepared.rows[name]) for name in scored)
+    return Evaluated(scoring, rows_scored, test_pass.export, test_pass.backend)
+
+
+class TestPass:
+    """Stage 4's test pass (calibrate_and_decide's `score_test`). With eval.export, the saved model is exported and
+    verified first, and the test split runs on what `--backend auto` then chooses: the scores are those of the model
+    users will run, and a faster export makes a faster pass. Under several processes the pass stays on PyTorch,
+    shared between them; the export is the main process's."""
+
+    def __init__(
+        self, config: PipelineConfig, prepared: Prepared, accelerator: Accelerator, timings: Timings, on_torch
+    ):
+        self.config, self.prepared, self.accelerator, self.timings = config, prepared, accelerator, timings
+        self.on_torch: Callable[[], torch.Tensor] = on_torch
+        self.export: dict[str, Any] | None = None
+        self.backend: str | None = None  # the export backend that ran it; None: PyTorch
+
+    def __call__(self) -> torch.Tensor:
+        if self.config.eval.export != "none":
+            with clock.timed(self.timings, "export_seconds"):
+                if self.accelerator.is_main_process:
+                    splits, length = self.prepared.data.splits, self.prepared.tokenization.max_length
+                    self.export = export_in_run(
+                        self.config, length, splits["validation"], splits["train"], splits["test"]
+                    )
+                self.accelerator.wait_for_everyone()
+        with clock.timed(self.timings, "test_seconds"):
+            engine = self._chosen_export()
+            if engine is None:
+                return self.on_torch()
+            self.backend = engine.name
+            logger.info(f"Test pass on {engine.name} ({engine.path.name}), the export --backend auto runs")
+            budget = batch_token_budget(self.config.eval.max_batch_tokens, "cpu")
+            return export_logits(
+                engine.logits, engine.inputs, self.prepared.rows["test"], self.config.eval.batch_size, budget
+            )
+
+    def _chosen_export(self) -> Backend | None:
+        if self.export is None or self.accelerator.num_processes > 1:
+            return None
+        run = RunDir(self.config.run_dir)
+        choice = choose_export(run.path, run.model_dir, "auto", self.accelerator.device.type)
+        return None if choice.variant is None else open_backend(choice.variant, choice.path)
 
 
 def model_source(config: PipelineConfig) -> str:

@@ -1,8 +1,8 @@
 """How fast the prediction path labels texts (`prediction_speed`): rows per second through `Predictor.infer`,
 tokenization included, after one warm-up batch (the first pass pays one-off costs a long job does not).
 
-At the end of a run the figure costs no pass of its own: it is the test pass's rate (`test_pass_speed`), or, after a
-verified export, the rate the export's verification timed for the backend `--backend auto` chooses (`export_speed`).
+At the end of a run the figure costs no pass of its own: it is the test pass's rate (`test_pass_speed`), on the export
+`--backend auto` chooses where the run made one, or that export's rate as its verification timed it (`export_speed`).
 """
 
 from __future__ import annotations
@@ -50,13 +50,12 @@ def prediction_speed(predictor: Predictor, texts: Sequence[str]) -> Throughput |
     return speed_record(predictor, len(texts), time.perf_counter() - tick)
 
 
-def test_pass_speed(texts: int, seconds: float | None, precision: str) -> Throughput | None:
-    """The test pass's texts per second (tokenized beforehand, on every process together), as the run's figure."""
+def test_pass_speed(texts: int, seconds: float | None, backend: str) -> Throughput | None:
+    """The test pass's texts per second (tokenized beforehand, on every process together), as the run's figure;
+    `backend`: what ran it ("torch-fp32", "torch-bf16", or an export's backend name)."""
     if not texts or not seconds:
         return None
-    return Throughput(
-        predict_rows_per_second=texts / seconds, predict_rows_timed=texts, predict_backend=f"torch-{precision}"
-    )
+    return Throughput(predict_rows_per_second=texts / seconds, predict_rows_timed=texts, predict_backend=backend)
 
 
 def export_speed(export: dict[str, Any]) -> Throughput | None:

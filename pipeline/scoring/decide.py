@@ -87,22 +87,29 @@ def calibrate_and_decide(
     max_length: int,
 ) -> Scoring:
     """`validation_logits`: the best (uncalibrated) model's; `model`, changed in place when calibrated; `score_test()`:
-    the test logits of `model` once calibrated, so that test is scored on the weights users load, as
+    the test logits of `model` once calibrated and saved, so that test is scored on the weights users load, as
     `pipeline.evaluate` scores them (before calibration is those logits times T). `save_model(model, decision)` replaces
     model/ with it and its decision.json in one rename, so that a folded temperature is never on disk without its
-    record. `max_length`: the resolved fixed length."""
+    record; the decision is chosen on validation alone, before the test pass. `max_length`: the resolved fixed
+    length."""
     pooling, multi_label = config.eval.chunk_pooling, rows["validation"].multi_label
     temperature, fit = 1.0, None
     if config.train.calibrate:
         fit = fit_scored_temperature(validation_logits, rows["validation"], pooling)
         temperature = fit.temperature
         fold_temperature(model, temperature, _check_inputs(rows["validation"], model))
+    validation = result_from_logits(validation_logits / temperature, rows["validation"], labels, pooling)
+    decision = choose_decision(config.eval.threshold, validation.probabilities, validation.labels, labels, multi_label)
+    if is_main_process:  # before the test pass: what it scores is on disk, as users will load it (and export it)
+        record = decision_record(config, temperature, decision, max_length)
+        if config.train.calibrate:
+            save_model(model, record)  # replaces model/ whole, decision.json inside
+        else:
+            write_decision(RunDir(config.run_dir).model_dir, record)
     test_logits = score_test()
     uncalibrated = {"validation": validation_logits, "test": test_logits * temperature}
     calibrated = {"validation": validation_logits / temperature, "test": test_logits}
     before = {name: result_from_logits(uncalibrated[name], rows[name], labels, pooling) for name in SPLITS}
-    validation = result_from_logits(calibrated["validation"], rows["validation"], labels, pooling)
-    decision = choose_decision(config.eval.threshold, validation.probabilities, validation.labels, labels, multi_label)
     results = {name: result_from_logits(calibrated[name], rows[name], labels, pooling, decision) for name in SPLITS}
     # The decision changes labels, not probabilities or losses: the results are what calibration is measured after.
     calibration = calibration_record(config.train.calibrate, temperature, before, results)
@@ -110,12 +117,6 @@ def calibrate_and_decide(
         calibration.update(fit.to_dict())
         if fit.warning is not None:
             calibration["warning"] = fit.warning
-    if is_main_process:
-        record = decision_record(config, temperature, decision, max_length)
-        if config.train.calibrate:
-            save_model(model, record)  # replaces model/ whole, decision.json inside
-        else:
-            write_decision(RunDir(config.run_dir).model_dir, record)
     ece = calibration["ece"]["validation"]
     logger.info(f"Calibration: temperature {temperature:.3f}; validation ECE {ece['before']:.4f} -> {ece['after']:.4f}")
     return Scoring(temperature, decision, results, calibration)

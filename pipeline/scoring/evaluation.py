@@ -203,6 +203,25 @@ def predict_logits(
     return logits[torch.from_numpy(first)]  # (N, C), ordered by row index
 
 
+def export_logits(
+    run_batch: Callable[[dict[str, np.ndarray]], np.ndarray],
+    inputs: set[str],
+    rows: TokenizedRows,
+    batch_size: int,
+    max_tokens: int | None = None,
+) -> torch.Tensor:
+    """Logits (N, C) in row order from an exported model on this process alone: `run_batch` takes (B, T) int64
+    arrays by input name (the `inputs` its graph reads) and gives (B, C) logits. The batches are predict_logits'."""
+    row_logits: dict[int, np.ndarray] = {}
+    for batch in evaluation_loader(rows, batch_size, max_tokens=max_tokens):
+        arrays = {name: tensor.numpy().astype(np.int64) for name, tensor in model_inputs(batch).items()}
+        logits = run_batch({name: array for name, array in arrays.items() if name in inputs})  # (B, C)
+        row_logits.update(zip(batch["row_index"].tolist(), np.asarray(logits, dtype=np.float32)))
+    if len(row_logits) != len(rows):
+        raise RuntimeError(f"evaluation saw {len(row_logits)} distinct rows out of {len(rows)}")
+    return torch.from_numpy(np.stack([row_logits[row] for row in range(len(rows))]))  # (N, C)
+
+
 def evaluate_split(
     model: torch.nn.Module,
     rows: TokenizedRows,
