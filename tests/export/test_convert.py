@@ -869,6 +869,8 @@ def test_finetune_with_eval_export_exports_verifies_and_reports(tiny_run_config)
     saved = RunDir(config.run_dir).read_record()
     timings = saved.timings
     assert timings.export_seconds > 0 and f"export {timings.export_seconds:.1f} s" in report
+    # A phase of its own: stage 4's seconds (and its rows/s) are calibration and the test pass alone.
+    assert timings.eval_seconds == pytest.approx(timings.calibration_seconds + timings.test_seconds)
     # The test pass ran on what --backend auto chooses, and its rate is the speed figure: no pass of its own.
     chosen = record["auto"]
     assert saved.throughput.predict_backend == (backend_name(chosen) if chosen else "torch-fp32")
