@@ -383,6 +383,7 @@ def test_a_multi_label_run_saves_a_model_every_loader_reads_as_multi_label(
             "train.max_steps=6",
             "train.per_device_batch_size=16",
             "train.learning_rate=3e-3",
+            "train.report_to=none",  # the trackers are tests/train/test_trackers.py's: MLflow's store costs seconds
             "train.mixed_precision=no",
             "train.class_weights=balanced",
             "eval.threshold=best_f1",

@@ -204,6 +204,7 @@ def test_a_binary_run_stores_its_threshold_and_prediction_uses_it(tmp_path, tiny
             "train.mixed_precision=no",
             "eval.threshold={recall: 0.9}",
             "eval.baseline=none",
+            "train.report_to=none",  # the trackers are tests/train/test_trackers.py's: MLflow's store costs seconds
             "eval.predict_speed_rows=0",
         ],
     )
