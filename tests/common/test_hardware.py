@@ -57,6 +57,36 @@ def test_unavailable_devices_are_errors_not_fallbacks(monkeypatch):
     assert resolve_device("auto") == torch.device("cpu")
 
 
+def test_a_torch_build_without_cuda_or_rocm_is_known_from_its_version_file(tmp_path, monkeypatch):
+    """--device auto is the CPU, known without importing torch, exactly where torch itself would say no GPU."""
+    import importlib.util
+
+    assert hardware.torch_sees_no_gpu() == (torch.version.cuda is None and torch.version.hip is None)
+    builds = {
+        "cpu": "cuda = None\nhip = None\n",
+        "cuda": "cuda = '12.4'\nhip = None\n",
+        "rocm": "cuda = None\nhip = '6.2'\n",
+    }
+    for name, version in builds.items():
+        package = tmp_path / name / "torch"
+        package.mkdir(parents=True)
+        (package / "version.py").write_text(f"__version__ = '2.13.0'\n{version}")
+        monkeypatch.setattr(importlib.util, "find_spec", lambda module, *a, package=package: spec_of(package))
+        assert hardware.torch_sees_no_gpu() == (name == "cpu"), name
+    (tmp_path / "cpu" / "torch" / "version.py").write_text("cuda = undefined_name\n")  # unreadable: ask torch itself
+    monkeypatch.setattr(importlib.util, "find_spec", lambda module, *a: spec_of(tmp_path / "cpu" / "torch"))
+    assert hardware.torch_sees_no_gpu() is False
+
+
+def spec_of(package):
+    """A find_spec answer for a `torch` package at `package` (the function reads only its folder)."""
+    import importlib.machinery
+
+    spec = importlib.machinery.ModuleSpec("torch", None, is_package=True)
+    spec.submodule_search_locations = [str(package)]
+    return spec
+
+
 def test_environment_is_described():
     info = hardware.device_info(torch.device("cpu"), num_processes=2)
     assert info["type"] == "cpu" and info["num_processes"] == 2 and info["name"]
