@@ -880,10 +880,20 @@ def test_finetune_with_eval_export_exports_verifies_and_reports(tiny_run_config)
 
 
 @pytest.mark.slow
-def test_the_test_pass_runs_on_the_export_auto_chooses(tiny_run_config):
+def test_the_test_pass_runs_on_the_export_auto_chooses(tiny_run_config, monkeypatch):
     """With eval.export and enough rows to verify it for `auto` (1,000), the test split is scored by the export that
     `--backend auto` runs: the run's test predictions are what `pipeline.predict` gives on those texts."""
     from pipeline import finetune
+    from pipeline.export import verify
+
+    real_measure = verify._measure
+
+    def onnx_ahead(predictors, texts, rounds):
+        """The models run for real; the machine's speed, which decides auto's choice, is not under test here."""
+        probabilities, rates = real_measure(predictors, texts, rounds)
+        return probabilities, {name: rate * (3.0 if name == "onnx-fp32" else 1.0) for name, rate in rates.items()}
+
+    monkeypatch.setattr(verify, "_measure", onnx_ahead)
 
     config = tiny_run_config(
         "run.name=test_on_export",
@@ -895,8 +905,7 @@ def test_the_test_pass_runs_on_the_export_auto_chooses(tiny_run_config):
     )
     finetune.run(config)
     record = read_export_record(config.run_dir)
-    # A tiny BERT runs faster on ONNX Runtime than in PyTorch (1.45x in verification on a 2-core CPU).
-    assert record["auto"] is not None, f"auto chose PyTorch: {record['variants']}"
+    assert record["auto"] == "fp32", record["variants"]
     saved = RunDir(config.run_dir).read_record()
     assert saved.throughput.predict_backend == backend_name(record["auto"])
     assert saved.throughput.predict_rows_timed == saved.test.num_samples == 600
