@@ -147,7 +147,6 @@ def export_run(path: str | Path, quantize: str | None = None, **options: Any) ->
             f"{path} is a saved model but not in a run directory: an export is written into a run (runs/<name>/onnx) and verified on the run's validation split"
         )
     run = RunDir(source.run_dir)
-    check_sequence_classifier(source.model_dir)
     # A run still training holds its directory (its model may still change), and an export holds it too.
     with reraised_as(ExportError, RunDirError), claimed(run.path):
         return _export(run, source, variants, options)
@@ -163,6 +162,7 @@ def _variants(quantize: str | None, options: ExportOptions) -> list[str]:
 
 
 def _export(run: RunDir, source: ModelSource, variants: list[str], options: ExportOptions) -> dict[str, Any]:
+    check_sequence_classifier(source.model_dir)
     with reraised_as(ExportError, PredictError):
         model, tokenizer = load_model_and_tokenizer(source.model_dir)
     model_sha256 = weights_sha256(source.model_dir)
@@ -313,7 +313,6 @@ def export_in_run(config: Any, max_length: int, validation: Any, train: Any = No
         seed=config.run.seed,
     )
     quantize = "int8" if config.eval.export == "int8" else None
-    check_sequence_classifier(source.model_dir)
     with reraised_as(ExportError, RunDirError):
         record = _export(run, source, _variants(quantize, options), options)
     print(format_record(record))

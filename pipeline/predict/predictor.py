@@ -149,7 +149,8 @@ class Predictor:
         if device == "auto" and backend in BACKEND_RUNTIMES:
             device = "cpu"  # exports run on the CPU
         torch_device = None if _known_cpu(device) else _resolved(device)
-        choice = _choose_backend(source, backend, precision, "cpu" if torch_device is None else torch_device.type)
+        device_type = "cpu" if torch_device is None else torch_device.type
+        choice = _choose_backend(source, backend, precision, device_type)
         compute_dtype = None  # fp32; exports: whatever their runtime computes in
         if choice.variant is None:
             torch_device = torch_device or _resolved(device)
@@ -178,7 +179,7 @@ class Predictor:
             recheck_margin,
             long_text=source.long_text,
             pooling=source.pooling,
-            max_batch_tokens=batch_token_budget(max_batch_tokens, "cpu" if torch_device is None else torch_device.type),
+            max_batch_tokens=batch_token_budget(max_batch_tokens, device_type),
             backend=engine,
             choice=choice,
             multi_label=is_multi_label(config),
